@@ -1,0 +1,13 @@
+{
+  "targets": [
+    {
+      "target_name": "tidepool_native",
+      "sources": ["native/addon.cc", "native/framing.cc"],
+      "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
+      "cflags_cc": ["-O3", "-std=c++17"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions"]
+    }
+  ]
+}

@@ -1,0 +1,71 @@
+// The tidepool command: parses argv and starts a service (pooler, logstore) or prints help.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+export const HELP = `tidepool - a PostgreSQL connection pooler and a log store
+
+Usage:
+  tidepool pooler --config <file.toml> [-t]
+      Start the connection pooler.
+      --config, -c <file>   TOML configuration (see README.md for every key)
+      -t, --test            Validate the configuration, print every problem, exit 0 or 1
+  tidepool logstore --mode single|proxy|store --config <file.yaml>
+      Start the log store (--config=<path> also accepted).
+  tidepool version          Print the version.
+  tidepool help             This text.
+
+Signals (pooler): SIGHUP reloads the config, SIGTERM shuts down gracefully
+(transactions may finish for shutdown_timeout), SIGINT exits at once.
+`;
+
+export function version(): string {
+  const dir = path.dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [path.join(dir, '..', 'package.json'), path.join(dir, '..', '..', 'package.json')]) {
+    try {
+      return (JSON.parse(readFileSync(candidate, 'utf8')) as { version: string }).version;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return '0.0.0';
+}
+
+/** Splits `--flag value`, `--flag=value` and `-t` style arguments. */
+export function parseArgs(argv: string[]): { positional: string[]; flags: Map<string, string | true> } {
+  const flags = new Map<string, string | true>();
+  const positional: string[] = [];
+  const valued = new Set(['config', 'c', 'mode']);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a.startsWith('--') || (a.startsWith('-') && a.length === 2)) {
+      const body = a.replace(/^--?/, '');
+      const eq = body.indexOf('=');
+      if (eq >= 0) flags.set(body.slice(0, eq), body.slice(eq + 1));
+      else if (valued.has(body) && i + 1 < argv.length) flags.set(body, argv[++i]!);
+      else flags.set(body, true);
+    } else positional.push(a);
+  }
+  return { positional, flags };
+}
+
+export async function main(argv: string[]): Promise<number | undefined> {
+  const { positional, flags } = parseArgs(argv);
+  const cmd = positional[0];
+  if (!cmd || cmd === 'help' || flags.has('help') || flags.has('h')) {
+    process.stdout.write(HELP);
+    return cmd || flags.has('help') || flags.has('h') ? 0 : 1;
+  }
+  switch (cmd) {
+    case 'version':
+      process.stdout.write(`tidepool ${version()}\n`);
+      return 0;
+    case 'pooler': {
+      const { runPooler } = await import('./pooler/main.js');
+      return runPooler(flags);
+    }
+    default:
+      process.stderr.write(`tidepool: unknown command "${cmd}"\n\n${HELP}`);
+      return 1;
+  }
+}

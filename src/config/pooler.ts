@@ -1,0 +1,143 @@
+// The pooler's TOML configuration: schema with defaults, load() -> frozen typed config.
+import { readFileSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
+
+export const POOL_MODES = ['transaction', 'session'] as const;
+export type PoolMode = (typeof POOL_MODES)[number];
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const userShape = {
+  username: t.requiredString('Name the client logs in with.'),
+  password: t.string('', 'Plaintext, "md5<32 hex>" or "SCRAM-SHA-256$<iter>:<salt>$<stored>:<server>". Empty: trust.'),
+  pool_size: t.int(20, 'Server connections this user may hold in this pool.', 1, 100_000),
+  min_pool_size: t.int(0, 'Idle server connections kept open.', 0, 100_000),
+  pool_mode: t.optOneOf(POOL_MODES, 'Overrides the pool\'s pool_mode for this user.'),
+  server_username: t.optString('User name toward PostgreSQL (default: username).'),
+  server_password: t.optString('Password toward PostgreSQL (default: password, or the SCRAM client key).'),
+};
+
+export const poolShape = {
+  server_host: t.string('127.0.0.1', 'PostgreSQL host.'),
+  server_port: t.int(5432, 'PostgreSQL port.', 1, 65535),
+  server_database: t.optString('Database on the server (default: the pool\'s name).'),
+  pool_mode: t.optOneOf(POOL_MODES, 'transaction or session (default: general.pool_mode).'),
+  application_name: t.optString('application_name sent to the server (default: the client\'s).'),
+  users: t.list(userShape),
+};
+
+export const generalShape = {
+  host: t.string('0.0.0.0', 'Address the pooler listens on.'),
+  port: t.int(6432, 'Port the pooler listens on.', 0, 65535),
+  admin_username: t.string('admin', 'User of the admin console (database tidepool or pgbouncer) and of Basic auth on the web listener.'),
+  admin_password: t.string('', 'Password of the admin user. Empty: admin console refused.'),
+  pool_mode: t.oneOf(POOL_MODES, 'transaction', 'Default pool mode.'),
+  max_connections: t.int(10_000, 'Client connections accepted at once; beyond: SQLSTATE 53300.', 1, 1_000_000),
+  max_message_size: t.size(256 * 1024 * 1024, 'Largest protocol message accepted from a client; beyond: 08P01.'),
+  connect_timeout: t.duration(3000, 'Time to connect and log in to PostgreSQL.'),
+  query_wait_timeout: t.duration(5000, 'A client waiting this long for a server gets an error (0: forever).'),
+  idle_timeout: t.duration(600_000, 'Idle server connections are closed after this (0: never).'),
+  server_lifetime: t.duration(1_200_000, 'Server connections are closed after this, with up to 10% jitter (0: never).'),
+  shutdown_timeout: t.duration(10_000, 'On SIGTERM or SHUTDOWN, time given to running transactions.'),
+  max_concurrent_connects: t.int(4, 'Backend connects in progress at once per pool.', 1, 1000),
+  server_reset_query: t.string('DISCARD ALL', 'Sent when a session-mode client leaves.'),
+  stats_period: t.duration(15_000, 'Period of avg_* values in SHOW STATS.'),
+  tcp_no_delay: t.bool(true, 'TCP_NODELAY on client and server sockets.'),
+  log_level: t.oneOf(LOG_LEVELS, 'info', 'Log level; SET log_level changes it at run time.'),
+  log_format: t.oneOf(['logfmt', 'json'] as const, 'logfmt', 'Process log lines: logfmt or JSON lines.'),
+};
+
+export const webShape = {
+  enabled: t.bool(false, 'Whether the web listener binds at all.'),
+  host: t.string('0.0.0.0', 'Bind address.'),
+  port: t.int(9127, 'Bind port.', 0, 65535),
+  ui: t.bool(false, 'Serve the SPA on / and the public API endpoints.'),
+  ui_anonymous: t.bool(false, 'Public API endpoints accept unauthenticated requests.'),
+  log_tap_max_entries: t.int(8192, 'Size of the log ring behind /api/logs; 0 disables it.', 0, 10_000_000),
+  sso_enabled: t.bool(false, 'Turns on JWT validation.'),
+  sso_proxy_url: t.optString('URL the SPA sends the browser to for "Sign in via SSO".'),
+  sso_public_key_file: t.optString('PEM file with the RSA public key; read at start and on RELOAD.'),
+  sso_audience: t.stringList([], 'Allowed aud values; required when sso_enabled.'),
+  sso_allowed_users: t.stringList(['*'], 'Allowlist on preferred_username (or sub); "*" accepts all.'),
+  sso_groups_claim: t.string('groups', 'Claim carrying group memberships.'),
+  sso_admin_groups: t.stringList([], 'Groups that promote an SSO user to Admin.'),
+  sso_require_https: t.bool(false, 'Reject SSO credentials sent over plain HTTP.'),
+  trusted_proxies: t.stringList([], 'CIDR ranges trusted to set X-Forwarded-For, Forwarded, X-Forwarded-Proto.'),
+};
+
+export const poolerShape = {
+  general: t.section(generalShape),
+  web: t.section(webShape),
+  pools: t.table(poolShape, 'a table of pools ([pools.<database>])'),
+};
+
+export type PoolerConfig = InferShape<typeof poolerShape>;
+export type PoolConfig = PoolerConfig['pools'][string];
+export type UserConfig = PoolConfig['users'][number];
+export type WebConfig = PoolerConfig['web'];
+
+export class ConfigError extends Error {
+  constructor(readonly file: string, readonly problems: Problem[]) {
+    super(`${file}: ${problems.length} problem(s)\n${problems.map((p) => `  ${formatProblem(p)}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function semanticChecks(cfg: PoolerConfig, problems: Problem[]): void {
+  for (const [name, pool] of Object.entries(cfg.pools)) {
+    if (name === 'tidepool' || name === 'pgbouncer') {
+      problems.push({ path: `pools.${name}`, expected: 'a database name other than the admin console\'s', found: JSON.stringify(name) });
+    }
+    const seen = new Set<string>();
+    pool.users.forEach((u, i) => {
+      if (seen.has(u.username)) problems.push({ path: `pools.${name}.users[${i}].username`, expected: 'a user listed once per pool', found: JSON.stringify(u.username) });
+      seen.add(u.username);
+      if (u.min_pool_size > u.pool_size) problems.push({ path: `pools.${name}.users[${i}].min_pool_size`, expected: `at most pool_size (${u.pool_size})`, found: String(u.min_pool_size) });
+      if (u.password.startsWith('md5') && !/^md5[0-9a-f]{32}$/.test(u.password)) problems.push({ path: `pools.${name}.users[${i}].password`, expected: '"md5" followed by 32 hex digits', found: 'a malformed md5 secret' });
+      if (u.password.startsWith('SCRAM-SHA-256$') && !/^SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/.test(u.password)) problems.push({ path: `pools.${name}.users[${i}].password`, expected: 'SCRAM-SHA-256$<iter>:<salt>$<stored>:<server>', found: 'a malformed SCRAM secret' });
+    });
+  }
+  if (cfg.web.sso_enabled === true && cfg.web.sso_audience.length === 0) {
+    // Not fatal by spec: SSO enters the failed state at run time and the listener keeps serving.
+  }
+}
+
+/** Parses and validates TOML text; `[prometheus]` is accepted as a legacy alias of `[web]`. */
+export function parsePoolerConfig(text: string): { config: PoolerConfig; problems: Problem[] } {
+  let raw: Record<string, unknown>;
+  try {
+    raw = parseToml(text) as Record<string, unknown>;
+  } catch (err) {
+    const e = err as Error & { line?: number; column?: number };
+    return { config: validate(poolerShape, {}).value, problems: [{ path: e.line ? `line ${e.line}, column ${e.column}` : '(file)', expected: 'valid TOML', found: e.message.split('\n')[0] ?? 'a syntax error' }] };
+  }
+  const extra: Problem[] = [];
+  if ('prometheus' in raw) {
+    if ('web' in raw) extra.push({ path: 'prometheus', expected: 'either [web] or its legacy alias [prometheus], not both', found: 'both sections' });
+    else raw.web = raw.prometheus;
+    delete raw.prometheus;
+  }
+  const { value, problems } = validate(poolerShape, raw);
+  problems.push(...extra);
+  semanticChecks(value, problems);
+  return { config: value, problems };
+}
+
+/** Reads and validates a config file; throws ConfigError listing every problem. */
+export function loadPoolerConfig(file: string): PoolerConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
+  }
+  const { config, problems } = parsePoolerConfig(text);
+  if (problems.length) throw new ConfigError(file, problems);
+  return config;
+}
+
+/** Effective pool mode of a user in a pool. */
+export function effectivePoolMode(cfg: PoolerConfig, pool: PoolConfig, user: UserConfig): PoolMode {
+  return user.pool_mode ?? pool.pool_mode ?? cfg.general.pool_mode;
+}

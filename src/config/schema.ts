@@ -1,0 +1,175 @@
+// A small typed schema for config files: validates, fills defaults, freezes, and derives the TS types.
+import { parseDuration, parseSize } from './units.js';
+
+export interface Problem { path: string; expected: string; found: string; hint?: string }
+
+export interface Field<T> {
+  readonly kind: 'field';
+  readonly expected: string;
+  readonly default: T | undefined;
+  readonly doc: string;
+  parse(v: unknown): { ok: true; value: T } | { ok: false };
+}
+
+export interface Section<S extends Shape> { readonly kind: 'section'; readonly shape: S }
+export interface Table<S extends Shape> { readonly kind: 'table'; readonly shape: S; readonly expected: string }
+export interface List<S extends Shape> { readonly kind: 'list'; readonly shape: S }
+export type Node = Field<unknown> | Section<Shape> | Table<Shape> | List<Shape>;
+export type Shape = { readonly [key: string]: Node };
+
+export type Infer<N> = N extends Field<infer T> ? T
+  : N extends Section<infer S> ? InferShape<S>
+  : N extends Table<infer S> ? Readonly<Record<string, InferShape<S>>>
+  : N extends List<infer S> ? readonly InferShape<S>[]
+  : never;
+export type InferShape<S extends Shape> = { readonly [K in keyof S]: Infer<S[K]> };
+
+function describe(v: unknown): string {
+  if (v === null || v === undefined) return 'nothing';
+  if (Array.isArray(v)) return `an array (${JSON.stringify(v).slice(0, 60)})`;
+  if (typeof v === 'object') return 'a table';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
+  return `${typeof v} ${String(v)}`;
+}
+
+function field<T>(expected: string, def: T | undefined, doc: string, parse: (v: unknown) => T | undefined): Field<T> {
+  return {
+    kind: 'field', expected, default: def, doc,
+    parse(v) { const r = parse(v); return r === undefined ? { ok: false } : { ok: true, value: r }; },
+  };
+}
+
+export const t = {
+  string: (def: string, doc = '') => field<string>('a string', def, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  optString: (doc = '') => field<string | null>('a string', null, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  requiredString: (doc = '') => field<string>('a string', undefined, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  int: (def: number | undefined, doc = '', min = 0, max = Number.MAX_SAFE_INTEGER) =>
+    field<number>(`an integer in [${min}, ${max}]`, def, doc, (v) => {
+      const n = typeof v === 'bigint' ? Number(v) : v;
+      return typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max ? n : undefined;
+    }),
+  bool: (def: boolean, doc = '') => field<boolean>('true or false', def, doc, (v) => (typeof v === 'boolean' ? v : undefined)),
+  duration: (def: number, doc = '') =>
+    field<number>('a duration ("250ms", "5s", "10m" or milliseconds)', def, doc, (v) => parseDuration(v) ?? undefined),
+  size: (def: number, doc = '') => field<number>('a size ("256MB" or bytes)', def, doc, (v) => parseSize(v) ?? undefined),
+  oneOf: <const V extends string>(values: readonly V[], def: V | undefined, doc = '') =>
+    field<V>(`one of ${values.map((x) => JSON.stringify(x)).join(', ')}`, def, doc, (v) =>
+      typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined),
+  optOneOf: <const V extends string>(values: readonly V[], doc = '') =>
+    field<V | null>(`one of ${values.map((x) => JSON.stringify(x)).join(', ')}`, null, doc, (v) =>
+      typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined),
+  stringList: (def: string[], doc = '') =>
+    field<readonly string[]>('a list of strings', def, doc, (v) =>
+      Array.isArray(v) && v.every((x) => typeof x === 'string') ? Object.freeze([...v] as string[]) : undefined),
+  section: <S extends Shape>(shape: S): Section<S> => ({ kind: 'section', shape }),
+  table: <S extends Shape>(shape: S, expected = 'a table of named entries'): Table<S> => ({ kind: 'table', shape, expected }),
+  list: <S extends Shape>(shape: S): List<S> => ({ kind: 'list', shape }),
+};
+
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The closest known key, when one is close enough to be a likely typo. */
+export function didYouMean(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const k of known) {
+    const dist = editDistance(key.toLowerCase(), k.toLowerCase());
+    if (dist < bestD) { bestD = dist; best = k; }
+  }
+  return best !== undefined && bestD <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+}
+
+function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
+}
+
+function validateShape(shape: Shape, input: Record<string, unknown>, path: string, problems: Problem[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const known = Object.keys(shape);
+  for (const key of Object.keys(input)) {
+    if (key in shape) continue;
+    const hint = didYouMean(key, known);
+    problems.push({ path: join(path, key), expected: `one of the known keys (${known.join(', ')})`, found: 'an unknown key', hint: hint ? `did you mean "${hint}"?` : undefined });
+  }
+  for (const key of known) {
+    const node = shape[key]!;
+    out[key] = validateNode(node, input[key], join(path, key), problems);
+  }
+  return Object.freeze(out);
+}
+
+function validateNode(node: Node, raw: unknown, path: string, problems: Problem[]): unknown {
+  switch (node.kind) {
+    case 'field': {
+      if (raw === undefined) {
+        if (node.default === undefined) problems.push({ path, expected: node.expected, found: 'nothing (the key is required)' });
+        return node.default;
+      }
+      const r = node.parse(raw);
+      if (!r.ok) {
+        problems.push({ path, expected: node.expected, found: describe(raw) });
+        return node.default;
+      }
+      return r.value;
+    }
+    case 'section': {
+      if (raw === undefined) raw = {};
+      if (!isPlainObject(raw)) { problems.push({ path, expected: 'a table', found: describe(raw) }); raw = {}; }
+      return validateShape(node.shape, raw as Record<string, unknown>, path, problems);
+    }
+    case 'table': {
+      if (raw === undefined) return Object.freeze({});
+      if (!isPlainObject(raw)) { problems.push({ path, expected: node.expected, found: describe(raw) }); return Object.freeze({}); }
+      const out: Record<string, unknown> = {};
+      for (const [name, value] of Object.entries(raw)) {
+        if (!isPlainObject(value)) { problems.push({ path: join(path, name), expected: 'a table', found: describe(value) }); continue; }
+        out[name] = validateShape(node.shape, value, join(path, name), problems);
+      }
+      return Object.freeze(out);
+    }
+    case 'list': {
+      if (raw === undefined) return Object.freeze([]);
+      if (!Array.isArray(raw)) { problems.push({ path, expected: 'a list of tables', found: describe(raw) }); return Object.freeze([]); }
+      return Object.freeze(raw.map((item, i) => {
+        if (!isPlainObject(item)) { problems.push({ path: `${path}[${i}]`, expected: 'a table', found: describe(item) }); return Object.freeze({}); }
+        return validateShape(node.shape, item, `${path}[${i}]`, problems);
+      }));
+    }
+  }
+}
+
+/** Validates `input` against `shape`, filling defaults; the result is deeply frozen. */
+export function validate<S extends Shape>(shape: S, input: unknown): { value: InferShape<S>; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const obj = isPlainObject(input) ? input : {};
+  const value = validateShape(shape, obj, '', problems) as InferShape<S>;
+  return { value, problems };
+}
+
+export function formatProblem(p: Problem): string {
+  return `${p.path}: expected ${p.expected}, found ${p.found}${p.hint ? ` (${p.hint})` : ''}`;
+}
+
+/** Flattens a schema into (path, default, doc) rows for SHOW CONFIG and the README. */
+export function describeShape(shape: Shape, prefix = ''): { key: string; default: unknown; doc: string }[] {
+  const rows: { key: string; default: unknown; doc: string }[] = [];
+  for (const [key, node] of Object.entries(shape)) {
+    const p = join(prefix, key);
+    if (node.kind === 'field') rows.push({ key: p, default: node.default, doc: node.doc });
+    else if (node.kind === 'section') rows.push(...describeShape(node.shape, p));
+  }
+  return rows;
+}

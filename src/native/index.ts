@@ -1,0 +1,41 @@
+// Loads the native addon when it is built and allowed (TIDEPOOL_NATIVE != 0), else the TypeScript twins.
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { scanFramesTs } from './framing.js';
+
+export type ScanFrames = (buf: Uint8Array, offset: number, end: number, out: Int32Array, maxMessageSize: number) => number;
+
+export interface NativeAddon {
+  scanFrames: ScanFrames;
+  [name: string]: unknown;
+}
+
+function findRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    if (path.basename(dir) === 'src' || path.basename(dir) === 'dist') return path.dirname(dir);
+    dir = path.dirname(dir);
+  }
+  return process.cwd();
+}
+
+function loadAddon(): NativeAddon | null {
+  if (process.env.TIDEPOOL_NATIVE === '0') return null;
+  const require = createRequire(import.meta.url);
+  const file = path.join(findRoot(), 'build', 'Release', 'tidepool_native.node');
+  try {
+    return require(file) as NativeAddon;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return null;
+    throw err;
+  }
+}
+
+/** The addon itself, or null when it is not built or TIDEPOOL_NATIVE=0. */
+export const addon: NativeAddon | null = loadAddon();
+
+/** True when the functions below come from C++. */
+export const nativeLoaded = addon !== null;
+
+export const scanFrames: ScanFrames = addon ? addon.scanFrames : scanFramesTs;

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { parsePoolerConfig } from '../../../src/config/pooler.js';
+import { parseDuration, parseSize } from '../../../src/config/units.js';
+
+describe('units', () => {
+  it('parses durations', () => {
+    expect(parseDuration('250ms')).toBe(250);
+    expect(parseDuration('5s')).toBe(5000);
+    expect(parseDuration('10m')).toBe(600_000);
+    expect(parseDuration(1500)).toBe(1500);
+    expect(parseDuration('1h')).toBe(3_600_000);
+    expect(parseDuration('5 parsecs')).toBeNull();
+    expect(parseDuration(-1)).toBeNull();
+  });
+  it('parses sizes', () => {
+    expect(parseSize('256MB')).toBe(256 * 1024 * 1024);
+    expect(parseSize('1kb')).toBe(1024);
+    expect(parseSize(10)).toBe(10);
+    expect(parseSize('12 furlongs')).toBeNull();
+  });
+});
+
+describe('pooler config', () => {
+  const good = `
+[general]
+host = "127.0.0.1"
+port = 6432
+admin_password = "a-long-secret"
+connect_timeout = "3s"
+query_wait_timeout = 5000
+
+[pools.app]
+server_port = 5433
+[[pools.app.users]]
+username = "app"
+password = "secret"
+pool_size = 5
+`;
+  it('fills defaults and freezes', () => {
+    const { config, problems } = parsePoolerConfig(good);
+    expect(problems).toEqual([]);
+    expect(config.general.pool_mode).toBe('transaction');
+    expect(config.general.idle_timeout).toBe(600_000);
+    expect(config.general.max_message_size).toBe(256 * 1024 * 1024);
+    expect(config.pools.app!.server_host).toBe('127.0.0.1');
+    expect(config.pools.app!.users[0]!.min_pool_size).toBe(0);
+    expect(config.pools.app!.users[0]!.pool_mode).toBeNull();
+    expect(config.web.port).toBe(9127);
+    expect(config.web.sso_allowed_users).toEqual(['*']);
+    expect(Object.isFrozen(config.general)).toBe(true);
+  });
+
+  it('reports every problem with its path, expectation and a did-you-mean', () => {
+    const { problems } = parsePoolerConfig(`
+[general]
+prot = 6432
+pool_mode = "statement"
+idle_timeout = "ten minutes"
+[pools.app]
+[[pools.app.users]]
+pool_size = "big"
+[web]
+ui = "yes"
+`);
+    const byPath = Object.fromEntries(problems.map((p) => [p.path, p]));
+    expect(byPath['general.prot']!.hint).toBe('did you mean "port"?');
+    expect(byPath['general.pool_mode']!.expected).toContain('"transaction"');
+    expect(byPath['general.pool_mode']!.found).toContain('statement');
+    expect(byPath['general.idle_timeout']!.expected).toContain('duration');
+    expect(byPath['pools.app.users[0].username']!.found).toContain('required');
+    expect(byPath['pools.app.users[0].pool_size']).toBeDefined();
+    expect(byPath['web.ui']).toBeDefined();
+  });
+
+  it('accepts [prometheus] as an alias of [web], but not both', () => {
+    expect(parsePoolerConfig('[prometheus]\nenabled = true\nport = 9999\n').config.web.port).toBe(9999);
+    expect(parsePoolerConfig('[prometheus]\nenabled = true\n[web]\nport = 1\n').problems.map((p) => p.path)).toContain('prometheus');
+  });
+
+  it('reports TOML syntax errors with a line', () => {
+    const { problems } = parsePoolerConfig('[general\nport = 1');
+    expect(problems[0]!.path).toMatch(/line 1/);
+    expect(problems[0]!.expected).toBe('valid TOML');
+  });
+});
