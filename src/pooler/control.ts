@@ -22,6 +22,23 @@ export interface Overview {
   pools_paused: number;
 }
 
+/** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
+export interface DurationBuckets {
+  readonly bounds: readonly number[];
+  readonly counts: readonly number[];
+  /** All observations, including those above the last bound. */
+  readonly count: number;
+  readonly sum: number;
+}
+
+/** Query and transaction duration histograms of one user@database pool, for /metrics. */
+export interface DurationHistogram {
+  readonly database: string;
+  readonly user: string;
+  readonly query: DurationBuckets;
+  readonly transaction: DurationBuckets;
+}
+
 /** A pool (database, user) or a database the caller named does not exist. */
 export class PoolNotFoundError extends Error {
   constructor(what: string) {
@@ -46,6 +63,9 @@ export interface PoolerControl {
   reconnect(database?: string, user?: string): string;
   /** RELOAD: re-reads the config file; rejects with ConfigError (old config stays) when it is bad. */
   reload(): Promise<string>;
+  /** Query and transaction duration histograms per pool for the web listener's /metrics (optional:
+   * without it the pooler_*_duration_seconds families are left out). */
+  durationHistograms?(): readonly DurationHistogram[];
   /** Called after every successful reload with the new config. */
   onReload(listener: (config: PoolerConfig) => void): void;
 }
