@@ -106,8 +106,8 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     const st = req.tp;
     if (!st) return;
     const [pathPart, queryPart] = splitUrl(req.url);
-    // Requests to open routes without credentials are Anonymous whatever ui_anonymous says.
-    const role = st.auth.role === 'rejected' && !st.auth.credentials && st.access === 'none' ? 'anonymous' : st.auth.role;
+    // Console files and /metrics fetched without credentials are Anonymous whatever ui_anonymous says.
+    const role = st.auth.role === 'rejected' && !st.auth.credentials && st.access === 'none' && !isApi(pathPart) ? 'anonymous' : st.auth.role;
     const bytes = Number(reply.getHeader('content-length') ?? 0);
     access.write({
       method: req.method,
