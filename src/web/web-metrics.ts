@@ -1,5 +1,5 @@
 // The listener's own Prometheus series (pooler_web_*) and the process series, in a private registry.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { SsoRuntime } from './auth/sso.js';
 import type { AuthSource, Role } from './auth/resolve.js';
 import type { SsoFailureReason } from './auth/sso.js';
@@ -29,7 +29,28 @@ export class WebMetrics {
     this.ssoErrors = new Counter({
       name: 'pooler_web_sso_validation_errors_total', help: 'JWT validation failures by reason.', labelNames: ['reason'], registers,
     });
-    collectDefaultMetrics({ register: this.registry, prefix: 'pooler_' });
+    // A few process series by hand: prom-client's default set names gauges `_total`, which promtool rejects.
+    new Gauge({
+      name: 'pooler_process_resident_memory_bytes', help: 'Resident memory of the pooler process.', registers,
+      collect() { this.set(process.memoryUsage().rss); },
+    });
+    new Gauge({
+      name: 'pooler_process_heap_used_bytes', help: 'V8 heap in use.', registers,
+      collect() { this.set(process.memoryUsage().heapUsed); },
+    });
+    new Counter({
+      name: 'pooler_process_cpu_seconds_total', help: 'User and system CPU time of the pooler process.', registers,
+      collect() {
+        const u = process.cpuUsage();
+        this.reset();
+        this.inc((u.user + u.system) / 1e6);
+      },
+    });
+    const started = Date.now() / 1000 - process.uptime();
+    new Gauge({
+      name: 'pooler_process_start_time_seconds', help: 'Start time of the pooler process since the Unix epoch.', registers,
+      collect() { this.set(Math.round(started)); },
+    });
   }
 
   authAttempt(role: Role, source: AuthSource): void {
