@@ -2,9 +2,17 @@
 #include <napi.h>
 
 #include "framing.h"
+#include "postings.h"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("scanFrames", Napi::Function::New(env, tidepool::ScanFrames, "scanFrames"));
+  exports.Set("decodePostings", Napi::Function::New(env, tidepool::DecodePostings, "decodePostings"));
+  exports.Set("intersectPostings", Napi::Function::New(env, tidepool::IntersectPostings, "intersectPostings"));
+  exports.Set("unionPostings", Napi::Function::New(env, tidepool::UnionPostings, "unionPostings"));
+  exports.Set("differencePostings", Napi::Function::New(env, tidepool::DifferencePostings, "differencePostings"));
+  exports.Set("unionManyPostings", Napi::Function::New(env, tidepool::UnionManyPostings, "unionManyPostings"));
+  exports.Set("countInRange", Napi::Function::New(env, tidepool::CountInRange, "countInRange"));
+  exports.Set("rangeOfIds", Napi::Function::New(env, tidepool::RangeOfIds, "rangeOfIds"));
   return exports;
 }
 

@@ -11,7 +11,9 @@ Usage:
       --config, -c <file>   TOML configuration (see README.md for every key)
       -t, --test            Validate the configuration, print every problem, exit 0 or 1
   tidepool logstore --mode single|proxy|store --config <file.yaml>
-      Start the log store (--config=<path> also accepted).
+      Start the log store (--config=<path> also accepted). Only --mode single in this build:
+      HTTP :9002 (Elasticsearch-style /_bulk, /search, /aggregate, ...), debug :9200 (/metrics, /health).
+      SIGTERM or SIGINT stops it; kill -9 loses no acknowledged document.
   tidepool version          Print the version.
   tidepool help             This text.
 
@@ -63,6 +65,10 @@ export async function main(argv: string[]): Promise<number | undefined> {
     case 'pooler': {
       const { runPooler } = await import('./pooler/main.js');
       return runPooler(flags);
+    }
+    case 'logstore': {
+      const { runLogstore } = await import('./logstore/main.js');
+      return runLogstore(flags);
     }
     default:
       process.stderr.write(`tidepool: unknown command "${cmd}"\n\n${HELP}`);

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { scanFramesTs } from './framing.js';
+import { checkedNativePostings, postingsTs, type PostingsImpl } from './postings.js';
 
 export type ScanFrames = (buf: Uint8Array, offset: number, end: number, out: Int32Array, maxMessageSize: number) => number;
 
@@ -39,3 +40,8 @@ export const addon: NativeAddon | null = loadAddon();
 export const nativeLoaded = addon !== null;
 
 export const scanFrames: ScanFrames = addon ? addon.scanFrames : scanFramesTs;
+
+/** Posting-list functions (decode, intersect, union, difference, count, range): native when built, else the twins. */
+export const postings: PostingsImpl = addon && typeof addon.decodePostings === 'function'
+  ? checkedNativePostings(addon as unknown as PostingsImpl)
+  : postingsTs;

@@ -1,0 +1,89 @@
+// The log store's YAML configuration: schema with defaults, load() -> frozen typed config.
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { parse as parseYaml } from 'yaml';
+import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
+
+export const LOGSTORE_MODES = ['single', 'proxy', 'store'] as const;
+export type LogstoreMode = (typeof LOGSTORE_MODES)[number];
+
+export const logstoreShape = {
+  server: t.section({
+    http_addr: t.string(':9002', 'HTTP listen address (bulk ingest, search API), "<host>:<port>" or ":<port>".'),
+    grpc_addr: t.string(':9004', 'gRPC listen address (used by the cluster modes of a later release; not bound in single mode).'),
+    debug_addr: t.string(':9200', 'Debug listen address: /metrics (Prometheus) and /health.'),
+  }),
+  storage: t.section({
+    data_dir: t.string('./data', 'Directory holding the fractions, write-ahead files and catalogs (one sub-directory per shard).'),
+    frac_size: t.size(128 * 1024 ** 2, 'Raw bytes at which a shard\'s active fraction is sealed into immutable files.'),
+    total_size: t.size(0, 'Disk bytes kept across all shards; past it the oldest sealed fractions are dropped (0: no limit).'),
+    retention: t.duration(0, 'Sealed fractions whose newest document is older than this are dropped (0: keep forever).'),
+    shards: t.int(os.availableParallelism(), 'Indexing shards, each a single-thread piscina pool owning its fractions (default: CPU count).', 1, 256),
+  }),
+  mapping: t.section({
+    path: t.string('auto', '"auto" indexes every field as keyword; otherwise a YAML mapping file (see README).'),
+  }),
+  limits: t.section({
+    max_doc_size: t.size(1024 ** 2, 'Largest document line in a bulk; a bigger one fails alone with a per-item 400.'),
+    inflight_bulks: t.int(32, 'Bulk requests processed at once; one more is answered 429.', 1, 100_000),
+    search_docs: t.int(100_000, 'Largest offset + size of one search, and largest id list of one fetch.', 1, 100_000_000),
+  }),
+  log: t.section({
+    level: t.oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info', 'Process log level.'),
+    format: t.oneOf(['logfmt', 'json'] as const, 'logfmt', 'Process log lines: logfmt or JSON lines.'),
+  }),
+};
+
+export type LogstoreConfig = InferShape<typeof logstoreShape>;
+
+export class LogstoreConfigError extends Error {
+  constructor(readonly file: string, readonly problems: Problem[]) {
+    super(`${file}: ${problems.length} problem(s)\n${problems.map((p) => `  ${formatProblem(p)}`).join('\n')}`);
+    this.name = 'LogstoreConfigError';
+  }
+}
+
+/** Host and port of a "<host>:<port>" or ":<port>" address; null when it does not parse. */
+export function parseAddr(addr: string): { host: string; port: number } | null {
+  const m = /^(.*):(\d{1,5})$/.exec(addr.trim());
+  if (!m) return null;
+  const port = Number(m[2]);
+  if (port > 65535) return null;
+  const host = m[1]!.replace(/^\[(.*)\]$/, '$1');
+  return { host: host === '' ? '0.0.0.0' : host, port };
+}
+
+/** Parses and validates YAML text; every problem names its key. */
+export function parseLogstoreConfig(text: string): { config: LogstoreConfig; problems: Problem[] } {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    const e = err as Error & { linePos?: { line: number; col: number }[] };
+    const at = e.linePos?.[0];
+    return { config: validate(logstoreShape, {}).value, problems: [{ path: at ? `line ${at.line}, column ${at.col}` : '(file)', expected: 'valid YAML', found: e.message.split('\n')[0] ?? 'a syntax error' }] };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { config: validate(logstoreShape, {}).value, problems: [{ path: '(file)', expected: 'a YAML mapping of sections (server, storage, mapping, limits)', found: Array.isArray(raw) ? 'a list' : String(raw) }] };
+  }
+  const { value, problems } = validate(logstoreShape, raw);
+  for (const key of ['http_addr', 'grpc_addr', 'debug_addr'] as const) {
+    if (!parseAddr(value.server[key])) problems.push({ path: `server.${key}`, expected: '"<host>:<port>" or ":<port>"', found: JSON.stringify(value.server[key]) });
+  }
+  if (value.storage.frac_size < 4096) problems.push({ path: 'storage.frac_size', expected: 'at least 4KB', found: String(value.storage.frac_size) });
+  if (value.storage.data_dir === '') problems.push({ path: 'storage.data_dir', expected: 'a directory path', found: 'an empty string' });
+  return { config: value, problems };
+}
+
+/** Reads and validates a config file; throws LogstoreConfigError listing every problem. */
+export function loadLogstoreConfig(file: string): LogstoreConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new LogstoreConfigError(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
+  }
+  const { config, problems } = parseLogstoreConfig(text);
+  if (problems.length) throw new LogstoreConfigError(file, problems);
+  return config;
+}

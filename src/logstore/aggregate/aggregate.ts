@@ -1,0 +1,152 @@
+// Aggregations over matching documents: count, sum, min, max, avg, quantile, unique, by group and time bucket.
+// Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
+import { type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
+
+export const AGG_FUNCS = ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] as const;
+export type AggFunc = (typeof AGG_FUNCS)[number];
+
+export interface AggSpec {
+  field: string;
+  func: AggFunc;
+  group_by?: string;
+  quantiles?: number[];
+  /** Time-series bucket width in ms; 0 or absent: no time buckets. */
+  interval?: number;
+}
+
+export interface AggState {
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  notExists: number;
+  values?: number[];
+  uniq?: Set<string>;
+}
+
+/** Bucket key "<group>\u0000<ts>" -> state; plus documents that had no group value. */
+export interface AggPartial {
+  buckets: Map<string, AggState>;
+  noGroup: number;
+}
+
+export interface AggBucket {
+  key: string;
+  value: number;
+  not_exists: number;
+  quantiles?: number[];
+  ts?: string;
+}
+
+export interface AggResult {
+  buckets: AggBucket[];
+  not_exists: number;
+}
+
+const numericCache = new WeakMap<Column, Float64Array>();
+
+function numbers(col: Column): Float64Array {
+  let n = numericCache.get(col);
+  if (!n) {
+    n = new Float64Array(col.tokens.length);
+    col.tokens.forEach((t, i) => { n![i] = t.trim() === '' ? NaN : Number(t); });
+    numericCache.set(col, n);
+  }
+  return n;
+}
+
+function newState(): AggState {
+  return { count: 0, sum: 0, min: Infinity, max: -Infinity, notExists: 0 };
+}
+
+export function emptyPartial(): AggPartial {
+  return { buckets: new Map(), noGroup: 0 };
+}
+
+/** Adds the documents `matches` of one fraction to `partial`. */
+export function aggregateFraction(view: FractionView, matches: Uint32Array, spec: AggSpec, partial: AggPartial): void {
+  const fieldCol = view.column(spec.field);
+  const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
+  const groupCol = groupField ? view.column(groupField) : null;
+  const nums = fieldCol && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fieldCol) : null;
+  const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
+  for (let i = 0; i < matches.length; i++) {
+    const local = matches[i]!;
+    let key = '';
+    if (groupField) {
+      const g = groupCol ? groupCol.ords[local]! : MISSING;
+      if (g === MISSING) { partial.noGroup++; continue; }
+      key = groupCol!.tokens[g]!;
+    }
+    if (interval) key += `\0${Math.floor(view.time(local) / interval) * interval}`;
+    let st = partial.buckets.get(key);
+    if (!st) partial.buckets.set(key, (st = newState()));
+    const o = fieldCol ? fieldCol.ords[local]! : MISSING;
+    if (o === MISSING) { st.notExists++; continue; }
+    if (spec.func === 'count') { st.count++; continue; }
+    if (spec.func === 'unique') { (st.uniq ??= new Set()).add(fieldCol!.tokens[o]!); st.count++; continue; }
+    const v = nums![o]!;
+    if (Number.isNaN(v)) { st.notExists++; continue; }
+    st.count++;
+    st.sum += v;
+    if (v < st.min) st.min = v;
+    if (v > st.max) st.max = v;
+    if (spec.func === 'quantile') (st.values ??= []).push(v);
+  }
+}
+
+export function mergePartials(into: AggPartial, from: AggPartial): AggPartial {
+  into.noGroup += from.noGroup;
+  for (const [k, s] of from.buckets) {
+    const t = into.buckets.get(k);
+    if (!t) { into.buckets.set(k, s); continue; }
+    t.count += s.count;
+    t.sum += s.sum;
+    t.min = Math.min(t.min, s.min);
+    t.max = Math.max(t.max, s.max);
+    t.notExists += s.notExists;
+    if (s.values) (t.values ??= []).push(...s.values);
+    if (s.uniq) { t.uniq ??= new Set(); for (const u of s.uniq) t.uniq.add(u); }
+  }
+  return into;
+}
+
+/** Exact quantile by the nearest-rank method on sorted values. */
+export function quantile(sorted: ArrayLike<number>, q: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+function finalValue(spec: AggSpec, s: AggState): number {
+  switch (spec.func) {
+    case 'count': return s.count;
+    case 'sum': return s.sum;
+    case 'min': return s.count ? s.min : NaN;
+    case 'max': return s.count ? s.max : NaN;
+    case 'avg': return s.count ? s.sum / s.count : NaN;
+    case 'unique': return s.uniq?.size ?? 0;
+    case 'quantile': return NaN;
+  }
+}
+
+export function finalizeAgg(spec: AggSpec, partial: AggPartial): AggResult {
+  const buckets: AggBucket[] = [];
+  for (const [k, s] of partial.buckets) {
+    const sep = k.indexOf('\0');
+    const key = sep >= 0 ? k.slice(0, sep) : k;
+    const b: AggBucket = { key, value: finalValue(spec, s), not_exists: s.notExists };
+    if (spec.func === 'quantile') {
+      const sorted = Float64Array.from(s.values ?? []).sort();
+      const qs = spec.quantiles && spec.quantiles.length ? spec.quantiles : [0.5];
+      b.quantiles = qs.map((q) => quantile(sorted, q));
+      b.value = b.quantiles[0]!;
+    }
+    if (sep >= 0) b.ts = new Date(Number(k.slice(sep + 1))).toISOString();
+    if (Number.isNaN(b.value)) b.value = 0;
+    buckets.push(b);
+  }
+  buckets.sort((a, b) =>
+    (a.ts ?? '').localeCompare(b.ts ?? '') || (spec.func === 'count' ? b.value - a.value : 0) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { buckets, not_exists: partial.noGroup };
+}

@@ -1,0 +1,63 @@
+// Document time (from timestamp, time, ts or @timestamp) and document ids that sort by that time.
+
+export const TIME_FIELDS = ['timestamp', 'time', 'ts', '@timestamp'] as const;
+
+/** Times later than now + this are clamped to ingest time (the original value is kept). */
+export const MAX_FUTURE_MS = 24 * 3_600_000;
+/** Times before 1971 are clamped to ingest time: they are almost always zero values. */
+export const MIN_TIME_MS = Date.UTC(1971, 0, 1);
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:?\d{2})?$/;
+
+/** Milliseconds since the epoch from RFC 3339 or "YYYY-MM-DD HH:MM:SS.fff" (UTC when no zone), else null. */
+export function parseDocTime(v: unknown): number | null {
+  if (typeof v !== 'string' || v.length < 19 || v.length > 40) return null;
+  const m = RFC3339.exec(v);
+  if (!m) return null;
+  const frac = m[7] ? Number(m[7].slice(0, 4).padEnd(4, '0')) : 0;
+  let ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) + Math.floor(frac * 1000);
+  const zone = m[8];
+  if (zone && zone !== 'Z' && zone !== 'z') {
+    const sign = zone[0] === '-' ? -1 : 1;
+    const digits = zone.slice(1).replace(':', '');
+    ms -= sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2))) * 60_000;
+  }
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** The document's time and whether the original value was replaced by ingest time. */
+export function docTime(doc: Record<string, unknown>, now: number): { time: number; clampedFrom?: unknown } {
+  for (const f of TIME_FIELDS) {
+    const v = doc[f];
+    if (v === undefined) continue;
+    const t = parseDocTime(v);
+    if (t === null) continue;
+    if (t > now + MAX_FUTURE_MS || t < MIN_TIME_MS) return { time: now, clampedFrom: v };
+    return { time: t };
+  }
+  return { time: now };
+}
+
+/** Ids are 24 hex digits: 12 of the document time in ms, 2 of the shard, 10 of a per-shard counter. */
+export const ID_LENGTH = 24;
+
+export class IdMaker {
+  private counter: number;
+  private readonly shardHex: string;
+
+  constructor(shard: number, seed = Math.floor(Math.random() * 2 ** 36)) {
+    this.shardHex = (shard & 0xff).toString(16).padStart(2, '0');
+    this.counter = seed;
+  }
+
+  next(time: number): string {
+    this.counter = (this.counter + 1) % 2 ** 40;
+    return time.toString(16).padStart(12, '0') + this.shardHex + this.counter.toString(16).padStart(10, '0');
+  }
+}
+
+/** The time encoded in an id, or null when it is not one of ours. */
+export function idTime(id: string): number | null {
+  if (id.length !== ID_LENGTH || !/^[0-9a-f]+$/.test(id)) return null;
+  return parseInt(id.slice(0, 12), 16);
+}

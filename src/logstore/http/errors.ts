@@ -1,0 +1,33 @@
+// The log store's HTTP error catalog: stable codes, JSON bodies; code never matches on message text.
+import type { ServerResponse } from 'node:http';
+
+export const ErrorCode = {
+  BadRequest: 'bad_request',
+  BadJson: 'bad_json',
+  QuerySyntax: 'query_syntax',
+  FieldNotIndexed: 'field_not_indexed',
+  TooManyBulks: 'too_many_bulks',
+  BodyTooLarge: 'body_too_large',
+  NotFound: 'not_found',
+  MethodNotAllowed: 'method_not_allowed',
+  Internal: 'internal',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class HttpError extends Error {
+  constructor(readonly status: number, readonly code: ErrorCode, message: string, readonly extra: Record<string, unknown> = {}) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...extraHeaders });
+  res.end(text);
+}
+
+/** Search-API error body: {error: {code, message, ...}} (seq-db shape, plus type/reason like Elasticsearch). */
+export function sendError(res: ServerResponse, err: HttpError, extraHeaders: Record<string, string> = {}): void {
+  sendJson(res, err.status, { error: { code: err.code, message: err.message, type: err.code, reason: err.message, ...err.extra }, status: err.status }, extraHeaders);
+}

@@ -1,0 +1,19 @@
+// Prometheus metrics of the log store, served on the debug address.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class LogstoreMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({ name: 'tidepool_logstore_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers: [this.registry] });
+  readonly duration = new Histogram({
+    name: 'tidepool_logstore_http_request_duration_seconds', help: 'HTTP request duration by route.', labelNames: ['route'],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [this.registry],
+  });
+  readonly docs = new Counter({ name: 'tidepool_logstore_ingested_docs_total', help: 'Documents stored (acknowledged).', registers: [this.registry] });
+  readonly docErrors = new Counter({ name: 'tidepool_logstore_rejected_docs_total', help: 'Bulk items that failed.', registers: [this.registry] });
+  readonly rejectedBulks = new Counter({ name: 'tidepool_logstore_rejected_bulks_total', help: 'Bulks answered 429.', registers: [this.registry] });
+  readonly inflight = new Gauge({ name: 'tidepool_logstore_inflight_bulks', help: 'Bulk requests being processed.', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'tidepool_logstore_' });
+  }
+}

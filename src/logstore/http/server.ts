@@ -1,0 +1,98 @@
+// The log store's HTTP servers: the API (bulk ingest, probes, search API) and the debug listener.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { HttpContext } from './context.js';
+import { ErrorCode, HttpError, sendError, sendJson } from './errors.js';
+import { bulk, license, probe, rootInfo } from './es-routes.js';
+import * as api from './search-routes.js';
+
+type Handler = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => Promise<number>;
+
+const POST_ROUTES: Record<string, Handler> = {
+  '/search': api.search,
+  '/complex-search': api.complexSearch,
+  '/aggregate': api.aggregate,
+  '/histogram': api.histogram,
+  '/fetch': api.fetchDocs,
+  '/export': api.exportDocs,
+};
+const GET_ROUTES: Record<string, Handler> = { '/mappings': api.mappings, '/status': api.status };
+const PROBE = /^\/(_ilm|_index_template|_template|_component_template|_ingest|_nodes|_cluster|_xpack|_data_stream)(\/|$)/;
+const INDEX_BULK = /^\/([^/_][^/]*)\/_bulk$/;
+
+async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<[string, number]> {
+  const method = req.method ?? 'GET';
+  if (path === '/') {
+    req.resume();
+    rootInfo(res, method === 'HEAD');
+    return ['/', 200];
+  }
+  if (path === '/_license' || path === '/_xpack/license') {
+    req.resume();
+    license(res);
+    return ['/_license', 200];
+  }
+  if (PROBE.test(path)) {
+    probe(req, res);
+    return ['probe', 200];
+  }
+  const indexBulk = INDEX_BULK.exec(path);
+  if (path === '/_bulk' || indexBulk) {
+    if (method !== 'POST' && method !== 'PUT') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
+    return ['/_bulk', await bulk(ctx, req, res, indexBulk ? decodeURIComponent(indexBulk[1]!) : 'logs')];
+  }
+  const post = POST_ROUTES[path];
+  if (post) {
+    if (method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
+    return [path, await post(ctx, req, res)];
+  }
+  const get = GET_ROUTES[path];
+  if (get) {
+    if (method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use GET`);
+    req.resume();
+    return [path, await get(ctx, req, res)];
+  }
+  throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);
+}
+
+export function createApiServer(ctx: HttpContext): http.Server {
+  return http.createServer((req, res) => {
+    const started = process.hrtime.bigint();
+    const path = (req.url ?? '/').split('?')[0]!;
+    dispatch(ctx, req, res, path).then(
+      ([route, status]) => {
+        ctx.metrics.requests.inc({ route, status: String(status) });
+        ctx.metrics.duration.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);
+      },
+      (err: unknown) => {
+        const e = err instanceof HttpError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
+        if (!(err instanceof HttpError)) ctx.log.error({ err, path }, 'request failed');
+        ctx.metrics.requests.inc({ route: 'error', status: String(e.status) });
+        req.resume();
+        if (!res.headersSent) sendError(res, e);
+        else res.destroy();
+      },
+    );
+  });
+}
+
+export function createDebugServer(ctx: HttpContext): http.Server {
+  return http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    req.resume();
+    if (path === '/metrics') {
+      ctx.metrics.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType });
+          res.end(text);
+        },
+        (err: Error) => sendError(res, new HttpError(500, ErrorCode.Internal, err.message)),
+      );
+      return;
+    }
+    if (path === '/health') {
+      sendJson(res, 200, { status: 'ok', inflight_bulks: ctx.inflight.bulks });
+      return;
+    }
+    sendError(res, new HttpError(404, ErrorCode.NotFound, `no route ${req.method} ${path}; try /metrics or /health`));
+  });
+}

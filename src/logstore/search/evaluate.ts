@@ -1,0 +1,70 @@
+// Evaluates a query plan over one fraction: posting-list intersections (and), unions (or), differences (not).
+import { postings as P } from '../../native/index.js';
+import type { Plan } from '../query/plan.js';
+import { patternRegExp } from '../query/ast.js';
+import type { FractionView } from '../storage/fraction-view.js';
+
+function union(lists: Uint32Array[], universe: number): Uint32Array {
+  if (lists.length === 0) return new Uint32Array(0);
+  if (lists.length === 1) return lists[0]!;
+  if (lists.length === 2) return P.unionPostings(lists[0]!, lists[1]!);
+  return P.unionManyPostings(lists, universe);
+}
+
+function rangeAccept(p: Extract<Plan, { op: 'range' }>): (tok: string) => boolean {
+  if (p.numeric) {
+    const lo = p.lo === null ? -Infinity : Number(p.lo);
+    const hi = p.hi === null ? Infinity : Number(p.hi);
+    return (tok) => {
+      if (tok === '' || !/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(tok)) return false;
+      const v = Number(tok);
+      return (p.loIncl ? v >= lo : v > lo) && (p.hiIncl ? v <= hi : v < hi);
+    };
+  }
+  return (tok) =>
+    (p.lo === null || (p.loIncl ? tok >= p.lo : tok > p.lo)) && (p.hi === null || (p.hiIncl ? tok <= p.hi : tok < p.hi));
+}
+
+/** Matching local ids of `plan`, ascending; `universe` (the ids in the time range) bounds "all" and "not". */
+export function evaluate(plan: Plan, view: FractionView, universe: Uint32Array): Uint32Array {
+  switch (plan.op) {
+    case 'all': return universe;
+    case 'none': return new Uint32Array(0);
+    case 'token': return P.intersectPostings(view.postings(plan.field, plan.token), universe);
+    case 'pattern': {
+      const re = patternRegExp({ segments: plan.segments });
+      const prefix = plan.segments[0] || undefined;
+      const lists = view.postingsWhere(plan.field, (t) => re.test(t), prefix);
+      return P.intersectPostings(union(lists, view.docCount), universe);
+    }
+    case 'range': {
+      const accept = rangeAccept(plan);
+      const lists = plan.numeric || plan.lo === null
+        ? view.postingsWhere(plan.field, accept)
+        : view.postingsWhere(plan.field, accept, plan.lo, plan.hi ?? '\uffff');
+      return P.intersectPostings(union(lists, view.docCount), universe);
+    }
+    case 'and': {
+      // Cheap exact terms first shrink the set the others intersect with.
+      const items = [...plan.items].sort((a, b) => weight(a) - weight(b));
+      let acc = universe;
+      for (const it of items) {
+        if (acc.length === 0) break;
+        acc = it.op === 'not' ? P.differencePostings(acc, evaluate(it.inner, view, acc)) : evaluate(it, view, acc);
+      }
+      return acc;
+    }
+    case 'or': return union(plan.items.map((it) => evaluate(it, view, universe)), view.docCount);
+    case 'not': return P.differencePostings(universe, evaluate(plan.inner, view, universe));
+  }
+}
+
+function weight(p: Plan): number {
+  switch (p.op) {
+    case 'token': return 0;
+    case 'and': return 1;
+    case 'or': return 2;
+    case 'pattern': case 'range': return 3;
+    default: return 4;
+  }
+}

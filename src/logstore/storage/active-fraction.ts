@@ -1,0 +1,142 @@
+// The active fraction: documents kept in memory (and in its write-ahead file) with an in-memory index.
+import { tokenizeDoc, type TokenSink } from '../tokenize.js';
+import type { MappingSpec } from '../mapping.js';
+import { postings as P } from '../../native/index.js';
+import { type Column, type FractionView, MISSING } from './fraction-view.js';
+
+class GrowableU32 {
+  data = new Uint32Array(16);
+  length = 0;
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const next = new Uint32Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = v;
+  }
+  view(): Uint32Array {
+    return this.data.subarray(0, this.length);
+  }
+}
+
+interface ActiveColumn {
+  dict: Map<string, number>;
+  tokens: string[];
+  ords: GrowableU32;
+}
+
+export class ActiveFraction implements FractionView {
+  readonly timeOrdered = false;
+  readonly index = new Map<string, Map<string, GrowableU32>>();
+  readonly columns = new Map<string, ActiveColumn>();
+  readonly times: number[] = [];
+  readonly ids: string[] = [];
+  private readonly idIndex = new Map<string, number>();
+  private readonly docBufs: Uint8Array[] = [];
+  minTime = Infinity;
+  maxTime = -Infinity;
+  rawBytes = 0;
+  private current = 0;
+  private readonly sink: TokenSink;
+
+  constructor(readonly name: string, readonly mapping: MappingSpec) {
+    const self = this;
+    this.sink = {
+      token(field, token) {
+        let byToken = self.index.get(field);
+        if (!byToken) self.index.set(field, (byToken = new Map()));
+        let list = byToken.get(token);
+        if (!list) byToken.set(token, (list = new GrowableU32()));
+        list.push(self.current);
+      },
+      column(field, value) {
+        let col = self.columns.get(field);
+        if (!col) {
+          col = { dict: new Map(), tokens: [], ords: new GrowableU32() };
+          self.columns.set(field, col);
+        }
+        while (col.ords.length < self.current) col.ords.push(MISSING);
+        let ord = col.dict.get(value);
+        if (ord === undefined) {
+          ord = col.tokens.length;
+          col.tokens.push(value);
+          col.dict.set(value, ord);
+        }
+        col.ords.push(ord);
+      },
+    };
+  }
+
+  get docCount(): number {
+    return this.times.length;
+  }
+
+  /** Indexes one document already made durable; `bytes` is kept as the stored copy. */
+  add(doc: Record<string, unknown>, bytes: Uint8Array, time: number, id: string): void {
+    this.current = this.times.length;
+    tokenizeDoc(doc, this.mapping, this.sink);
+    this.times.push(time);
+    this.ids.push(id);
+    this.idIndex.set(id, this.current);
+    this.docBufs.push(bytes);
+    this.rawBytes += bytes.length;
+    if (time < this.minTime) this.minTime = time;
+    if (time > this.maxTime) this.maxTime = time;
+  }
+
+  universe(from: number, to: number): Uint32Array {
+    const n = this.times.length;
+    if (from <= this.minTime && to >= this.maxTime) return P.rangeOfIds(0, n);
+    const out = new Uint32Array(n);
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      const t = this.times[i]!;
+      if (t >= from && t <= to) out[k++] = i;
+    }
+    return out.slice(0, k);
+  }
+
+  postings(field: string, token: string): Uint32Array {
+    return this.index.get(field)?.get(token)?.view() ?? new Uint32Array(0);
+  }
+
+  postingsWhere(field: string, accept: (token: string) => boolean): Uint32Array[] {
+    const out: Uint32Array[] = [];
+    const byToken = this.index.get(field);
+    if (!byToken) return out;
+    for (const [tok, list] of byToken) if (accept(tok)) out.push(list.view());
+    return out;
+  }
+
+  time(local: number): number {
+    return this.times[local]!;
+  }
+
+  id(local: number): string {
+    return this.ids[local]!;
+  }
+
+  find(id: string): number {
+    return this.idIndex.get(id) ?? -1;
+  }
+
+  data(locals: readonly number[]): Uint8Array[] {
+    return locals.map((l) => this.docBufs[l]!);
+  }
+
+  doc(local: number): Uint8Array {
+    return this.docBufs[local]!;
+  }
+
+  column(field: string): Column | null {
+    const col = this.columns.get(field);
+    if (!col) return null;
+    while (col.ords.length < this.times.length) col.ords.push(MISSING);
+    return { tokens: col.tokens, ords: col.ords.view() };
+  }
+
+  fields(): string[] {
+    return [...(this.index.get('_exists_')?.keys() ?? [])];
+  }
+}

@@ -1,0 +1,85 @@
+// File names and small helpers shared by the sealed-fraction writer and reader.
+import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import zlib from 'node:zlib';
+
+export const FRACTION_FORMAT = 1;
+
+export interface FractionMeta {
+  format: number;
+  name: string;
+  docCount: number;
+  minTime: number;
+  maxTime: number;
+  rawBytes: number;
+  /** [file offset, compressed length, first local id] of each document block. */
+  blocks: [number, number, number][];
+  /** Fields of dict.bin, in order; columns lists those that carry a keyword column. */
+  fields: string[];
+  columns: string[];
+}
+
+export const FILES = {
+  meta: 'meta.json',
+  docs: 'docs.bin',
+  times: 'times.bin',
+  ids: 'ids.bin',
+  dict: 'dict.bin',
+  offsets: 'offsets.bin',
+  postings: 'postings.bin',
+  column: (i: number) => `col-${i}.bin`,
+};
+
+/** Raw bytes per compressed document block. */
+export const BLOCK_BYTES = 256 * 1024;
+
+export function compress(buf: Uint8Array, quality = 5): Buffer {
+  return zlib.brotliCompressSync(buf, {
+    params: {
+      [zlib.constants.BROTLI_PARAM_QUALITY]: quality,
+      [zlib.constants.BROTLI_PARAM_LGWIN]: 22,
+      [zlib.constants.BROTLI_PARAM_SIZE_HINT]: buf.length,
+    },
+  });
+}
+
+export function decompress(buf: Uint8Array): Buffer {
+  return zlib.brotliDecompressSync(buf);
+}
+
+/** Writes a whole file and fsyncs it. */
+export function writeFileDurable(file: string, data: Uint8Array): void {
+  const fd = openSync(file, 'w');
+  try {
+    let off = 0;
+    while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function bytesOf(a: ArrayBufferView): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** A typed array over a fresh, aligned copy of decompressed bytes. */
+export function u32Of(buf: Buffer): Uint32Array {
+  const copy = new Uint8Array(buf.length);
+  copy.set(buf);
+  return new Uint32Array(copy.buffer, 0, buf.length >>> 2);
+}
+
+export function f64Of(buf: Buffer): Float64Array {
+  const copy = new Uint8Array(buf.length);
+  copy.set(buf);
+  return new Float64Array(copy.buffer, 0, buf.length >>> 3);
+}

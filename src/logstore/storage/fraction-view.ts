@@ -1,0 +1,35 @@
+// What search and aggregation read from a fraction, active (in memory) or sealed (files).
+
+export interface Column {
+  /** Token of each ordinal. */
+  tokens: readonly string[];
+  /** Ordinal of each local doc id; MISSING when the doc has no value. */
+  ords: ArrayLike<number>;
+}
+
+export const MISSING = 0xffffffff;
+
+export interface FractionView {
+  readonly name: string;
+  readonly docCount: number;
+  readonly minTime: number;
+  readonly maxTime: number;
+  /** True when local ids are ordered by (time, id), so the newest matches are the highest ids. */
+  readonly timeOrdered: boolean;
+  /** Local ids whose time is in [from, to], ascending. */
+  universe(from: number, to: number): Uint32Array;
+  /** Posting list of one token, ascending (empty when absent). */
+  postings(field: string, token: string): Uint32Array;
+  /** Posting lists of every token of `field` accepted by `accept`; `prefix` narrows the scan when given. */
+  postingsWhere(field: string, accept: (token: string) => boolean, prefix?: string, upTo?: string): Uint32Array[];
+  time(local: number): number;
+  id(local: number): string;
+  /** Local id of a document id, or -1. */
+  find(id: string): number;
+  /** The stored document bytes. */
+  data(locals: readonly number[]): Uint8Array[];
+  /** Keyword values by doc, for aggregations; null when the field has no keyword values here. */
+  column(field: string): Column | null;
+  /** Field names seen in this fraction. */
+  fields(): string[];
+}

@@ -1,0 +1,130 @@
+// Seals an active fraction into immutable files: documents sorted by (time, id), compressed blocks,
+// a sorted token dictionary, delta-varint posting lists and keyword columns.
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { encodePostings } from '../../native/postings.js';
+import type { ActiveFraction } from './active-fraction.js';
+import { MISSING } from './fraction-view.js';
+import { BLOCK_BYTES, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+
+/** Writes `frac` into `<dir>` (through `<dir>.tmp` and a rename) and returns its metadata and disk size. */
+export function sealFraction(frac: ActiveFraction, dir: string): { meta: FractionMeta; diskBytes: number } {
+  const tmp = `${dir}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const n = frac.docCount;
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  const times = frac.times;
+  const ids = frac.ids;
+  order.sort((a, b) => times[a]! - times[b]! || (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0));
+  const newOf = new Uint32Array(n);
+  for (let i = 0; i < n; i++) newOf[order[i]!] = i;
+  let disk = 0;
+  const put = (name: string, data: Uint8Array) => {
+    writeFileDurable(path.join(tmp, name), data);
+    disk += data.length;
+  };
+
+  const sortedTimes = new Float64Array(n);
+  const idBytes = Buffer.allocUnsafe(n * 12);
+  for (let i = 0; i < n; i++) {
+    const old = order[i]!;
+    sortedTimes[i] = times[old]!;
+    idBytes.write(ids[old]!, i * 12, 12, 'hex');
+  }
+  put(FILES.times, compress(bytesOf(sortedTimes)));
+  put(FILES.ids, compress(idBytes));
+
+  // Document blocks: u32 count, u32 length of each document, then the documents.
+  const blocks: [number, number, number][] = [];
+  const parts: Buffer[] = [];
+  let fileOff = 0;
+  for (let start = 0; start < n;) {
+    let end = start;
+    let bytes = 0;
+    while (end < n && (end === start || bytes < BLOCK_BYTES)) bytes += frac.doc(order[end++]!).length;
+    const raw = Buffer.allocUnsafe(4 + 4 * (end - start) + bytes);
+    raw.writeUInt32LE(end - start, 0);
+    let p = 4 + 4 * (end - start);
+    for (let i = start; i < end; i++) {
+      const d = frac.doc(order[i]!);
+      raw.writeUInt32LE(d.length, 4 + 4 * (i - start));
+      raw.set(d, p);
+      p += d.length;
+    }
+    const c = compress(raw, 6);
+    blocks.push([fileOff, c.length, start]);
+    parts.push(c);
+    fileOff += c.length;
+    start = end;
+  }
+  put(FILES.docs, Buffer.concat(parts));
+
+  // Dictionary, offsets, postings.
+  const fields = [...frac.index.keys()].sort();
+  const dict: [string, string[]][] = [];
+  let tokenCount = 0;
+  for (const f of fields) {
+    const toks = [...frac.index.get(f)!.keys()].sort();
+    dict.push([f, toks]);
+    tokenCount += toks.length;
+  }
+  const offs = new Uint32Array(tokenCount + 1);
+  const counts = new Uint32Array(tokenCount);
+  const lists: Uint8Array[] = [];
+  let k = 0;
+  let pOff = 0;
+  for (const [f, toks] of dict) {
+    const byToken = frac.index.get(f)!;
+    for (const tok of toks) {
+      const old = byToken.get(tok)!.view();
+      const mapped = new Uint32Array(old.length);
+      for (let i = 0; i < old.length; i++) mapped[i] = newOf[old[i]!]!;
+      mapped.sort();
+      const enc = encodePostings(mapped);
+      offs[k] = pOff;
+      counts[k] = mapped.length;
+      lists.push(enc);
+      pOff += enc.length;
+      k++;
+    }
+  }
+  offs[k] = pOff;
+  put(FILES.dict, compress(Buffer.from(JSON.stringify(dict))));
+  const offsAndCounts = new Uint32Array(offs.length + counts.length);
+  offsAndCounts.set(offs, 0);
+  offsAndCounts.set(counts, offs.length);
+  put(FILES.offsets, compress(bytesOf(offsAndCounts)));
+  put(FILES.postings, Buffer.concat(lists));
+
+  // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
+  const columns: string[] = [];
+  for (const [f, toks] of dict) {
+    const col = frac.column(f);
+    if (!col) continue;
+    const rank = new Map<string, number>();
+    toks.forEach((t, i) => rank.set(t, i));
+    const ordMap = col.tokens.map((t) => rank.get(t) ?? MISSING);
+    const ords = new Uint32Array(n);
+    for (let i = 0; i < n; i++) {
+      const o = col.ords[order[i]!]!;
+      ords[i] = o === MISSING ? MISSING : ordMap[o]!;
+    }
+    put(FILES.column(columns.length), compress(bytesOf(ords)));
+    columns.push(f);
+  }
+
+  const meta: FractionMeta = {
+    format: FRACTION_FORMAT, name: frac.name, docCount: n,
+    minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
+    rawBytes: frac.rawBytes, blocks, fields, columns,
+  };
+  const metaBytes = Buffer.from(JSON.stringify(meta));
+  put(FILES.meta, metaBytes);
+  fsyncDir(tmp);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+  fsyncDir(path.dirname(dir));
+  return { meta, diskBytes: disk };
+}

@@ -1,0 +1,303 @@
+// A shard: one directory of fractions (one active, many sealed) with its catalog; owned by one thread.
+// The same class serves single mode and, later, store mode: callers hand it batches and query plans.
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { IdMaker, docTime, idTime } from '../doc-time.js';
+import type { MappingSpec } from '../mapping.js';
+import type { Plan } from '../query/plan.js';
+import { evaluate } from '../search/evaluate.js';
+import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
+import { ActiveFraction } from './active-fraction.js';
+import { Catalog, type FractionRow } from './catalog.js';
+import type { FractionView } from './fraction-view.js';
+import { SealedFraction } from './sealed-fraction.js';
+import { sealFraction } from './seal.js';
+import { Wal, encodeWalRecords, type WalRecord } from './wal.js';
+
+export interface ShardOptions {
+  dir: string;
+  shard: number;
+  mapping: MappingSpec;
+  fracSize: number;
+  /** Disk bytes this shard may keep (its share of storage.total_size); 0: no limit. */
+  totalSize: number;
+  /** Milliseconds; 0: keep forever. */
+  retention: number;
+}
+
+export interface IngestResult {
+  /** One 24-character id per document, or 24 spaces where it failed. */
+  ids: string;
+  errors: [index: number, type: string, reason: string][];
+}
+
+export interface ShardQuery {
+  plan: Plan;
+  from: number;
+  to: number;
+  /** offset + size: how many of the best documents to return. */
+  limit: number;
+  order: 'desc' | 'asc';
+  aggs?: AggSpec[];
+  histInterval?: number;
+}
+
+export interface ShardHit {
+  id: string;
+  time: number;
+  data: string;
+}
+
+export interface ShardQueryResult {
+  total: number;
+  hits: ShardHit[];
+  aggs: AggPartial[];
+  hist: [ts: number, count: number][];
+  fractionsRead: number;
+}
+
+export interface ShardStatus {
+  shard: number;
+  fractions: FractionRow[];
+  fields: string[];
+}
+
+const FAILED_ID = ' '.repeat(24);
+
+export class Shard {
+  private readonly catalog: Catalog;
+  private readonly sealed = new Map<string, { frac: SealedFraction; row: FractionRow }>();
+  private active!: ActiveFraction;
+  private wal!: Wal;
+  private seq = 0;
+  private readonly ids: IdMaker;
+  private readonly fieldsSeen = new Set<string>();
+
+  constructor(readonly opts: ShardOptions, private readonly log: Logger) {
+    mkdirSync(opts.dir, { recursive: true });
+    this.catalog = new Catalog(path.join(opts.dir, 'catalog.db'));
+    this.ids = new IdMaker(opts.shard);
+    this.recover();
+  }
+
+  private fracDir(name: string): string {
+    return path.join(this.opts.dir, name);
+  }
+
+  private walFile(name: string): string {
+    return path.join(this.opts.dir, `${name}.wal`);
+  }
+
+  /** Opens sealed fractions, replays the active write-ahead file, removes leftovers of an interrupted seal. */
+  private recover(): void {
+    const rows = this.catalog.list();
+    let activeRow: FractionRow | undefined;
+    for (const row of rows) {
+      this.seq = Math.max(this.seq, Number(row.name.slice(5)) || 0);
+      if (row.state === 'sealed') {
+        if (!existsSync(this.fracDir(row.name))) {
+          this.log.error({ fraction: row.name }, 'sealed fraction directory missing; dropping it from the catalog');
+          this.catalog.remove(row.name);
+          continue;
+        }
+        const frac = new SealedFraction(this.fracDir(row.name));
+        this.sealed.set(row.name, { frac, row });
+        for (const f of frac.fields()) this.fieldsSeen.add(f);
+        rmSync(this.walFile(row.name), { force: true });
+      } else if (!activeRow || row.name > activeRow.name) activeRow = row;
+    }
+    const known = new Set(rows.map((r) => r.name));
+    for (const entry of readdirSync(this.opts.dir)) {
+      const base = entry.replace(/\.(wal|tmp)$/, '');
+      if (entry.startsWith('frac-') && (!known.has(base) || entry.endsWith('.tmp'))) {
+        if (activeRow && base === activeRow.name && entry.endsWith('.wal')) continue;
+        rmSync(path.join(this.opts.dir, entry), { recursive: true, force: true });
+      }
+    }
+    if (activeRow) {
+      // A directory under the active name is a seal that did not reach the catalog: it is redone later.
+      rmSync(this.fracDir(activeRow.name), { recursive: true, force: true });
+      this.openActive(activeRow.name);
+      const n = this.wal.replay((r) => {
+        const doc = JSON.parse(Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.byteLength).toString('utf8')) as Record<string, unknown>;
+        this.active.add(doc, r.doc, r.time, r.id);
+      });
+      for (const f of this.active.fields()) this.fieldsSeen.add(f);
+      this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');
+    } else this.newActive();
+  }
+
+  private openActive(name: string): void {
+    this.active = new ActiveFraction(name, this.opts.mapping);
+    this.wal = new Wal(this.walFile(name));
+  }
+
+  private newActive(): void {
+    const name = `frac-${String(++this.seq).padStart(10, '0')}`;
+    this.catalog.addActive(name);
+    this.openActive(name);
+  }
+
+  /** Parses, makes durable (one write + fsync), then indexes a batch of document lines. */
+  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now()): IngestResult {
+    const n = offs.length >>> 1;
+    const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+    const records: WalRecord[] = [];
+    const parsed: Record<string, unknown>[] = [];
+    const errors: IngestResult['errors'] = [];
+    let ids = '';
+    for (let i = 0; i < n; i++) {
+      const start = offs[2 * i]!;
+      const len = offs[2 * i + 1]!;
+      let doc: unknown;
+      try {
+        doc = JSON.parse(data.toString('utf8', start, start + len));
+      } catch (err) {
+        errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
+        ids += FAILED_ID;
+        continue;
+      }
+      if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+        errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
+        ids += FAILED_ID;
+        continue;
+      }
+      const obj = doc as Record<string, unknown>;
+      const t = docTime(obj, now);
+      let bytes: Uint8Array = data.subarray(start, start + len);
+      if (t.clampedFrom !== undefined) {
+        obj.original_timestamp = t.clampedFrom;
+        bytes = Buffer.from(JSON.stringify(obj));
+      }
+      const id = this.ids.next(t.time);
+      ids += id;
+      records.push({ time: t.time, id, doc: bytes });
+      parsed.push(obj);
+    }
+    if (records.length) {
+      this.wal.append(encodeWalRecords(records));
+      for (let i = 0; i < records.length; i++) {
+        const r = records[i]!;
+        this.active.add(parsed[i]!, r.doc, r.time, r.id);
+      }
+      if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
+      if (this.active.rawBytes >= this.opts.fracSize) this.seal();
+    }
+    return { ids, errors };
+  }
+
+  /** Seals the active fraction (when it holds documents) and applies retention. */
+  seal(): void {
+    const frac = this.active;
+    if (frac.docCount === 0) return;
+    const started = Date.now();
+    const { meta, diskBytes } = sealFraction(frac, this.fracDir(frac.name));
+    const row: FractionRow = { name: frac.name, state: 'sealed', min_time: meta.minTime, max_time: meta.maxTime, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes };
+    this.catalog.markSealed(row);
+    this.wal.close();
+    rmSync(this.walFile(frac.name), { force: true });
+    this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
+    this.log.info({ fraction: frac.name, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes, ms: Date.now() - started }, 'fraction sealed');
+    this.newActive();
+    this.applyRetention();
+  }
+
+  /** Drops whole sealed fractions, oldest first, past the size share or the age limit. */
+  applyRetention(now = Date.now()): string[] {
+    const dropped: string[] = [];
+    const byAge = [...this.sealed.values()].sort((a, b) => a.row.max_time - b.row.max_time || (a.row.name < b.row.name ? -1 : 1));
+    let total = byAge.reduce((s, f) => s + f.row.disk_bytes, 0);
+    for (const f of byAge) {
+      const tooBig = this.opts.totalSize > 0 && total > this.opts.totalSize;
+      const tooOld = this.opts.retention > 0 && f.row.max_time < now - this.opts.retention;
+      if (!tooBig && !tooOld) continue;
+      this.catalog.remove(f.row.name);
+      this.sealed.delete(f.row.name);
+      f.frac.close();
+      rmSync(this.fracDir(f.row.name), { recursive: true, force: true });
+      total -= f.row.disk_bytes;
+      dropped.push(f.row.name);
+      this.log.info({ fraction: f.row.name, reason: tooBig ? 'total_size' : 'retention' }, 'fraction dropped');
+    }
+    return dropped;
+  }
+
+  private views(from: number, to: number): FractionView[] {
+    const out: FractionView[] = [];
+    for (const { frac, row } of this.sealed.values()) if (row.max_time >= from && row.min_time <= to) out.push(frac);
+    if (this.active.docCount > 0 && this.active.maxTime >= from && this.active.minTime <= to) out.push(this.active);
+    return out;
+  }
+
+  query(q: ShardQuery): ShardQueryResult {
+    const views = this.views(q.from, q.to);
+    const aggs = (q.aggs ?? []).map(() => emptyPartial());
+    const hist = new Map<number, number>();
+    let total = 0;
+    type Cand = { time: number; id: string; view: FractionView; local: number };
+    let cands: Cand[] = [];
+    const desc = q.order !== 'asc';
+    const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
+    for (const view of views) {
+      const universe = view.universe(q.from, q.to);
+      if (universe.length === 0) continue;
+      const matches = evaluate(q.plan, view, universe);
+      total += matches.length;
+      q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
+      if (q.histInterval && q.histInterval > 0) {
+        const w = q.histInterval;
+        for (let i = 0; i < matches.length; i++) {
+          const ts = Math.floor(view.time(matches[i]!) / w) * w;
+          hist.set(ts, (hist.get(ts) ?? 0) + 1);
+        }
+      }
+      if (q.limit <= 0 || matches.length === 0) continue;
+      let picked: number[];
+      if (view.timeOrdered) {
+        const k = Math.min(q.limit, matches.length);
+        picked = desc ? Array.from(matches.subarray(matches.length - k)).reverse() : Array.from(matches.subarray(0, k));
+      } else {
+        const arr = Array.from(matches);
+        arr.sort((a, b) => (desc ? view.time(b) - view.time(a) : view.time(a) - view.time(b)));
+        picked = arr.slice(0, q.limit);
+      }
+      for (const local of picked) cands.push({ time: view.time(local), id: view.id(local), view, local });
+      cands.sort(better);
+      if (cands.length > q.limit) cands = cands.slice(0, q.limit);
+    }
+    const hits = cands.map((c) => ({ id: c.id, time: c.time, data: Buffer.from(c.view.data([c.local])[0]!).toString('utf8') }));
+    return { total, hits, aggs, hist: [...hist], fractionsRead: views.length };
+  }
+
+  /** Documents by id, in the order asked; absent ids are left out. */
+  fetch(ids: string[]): ShardHit[] {
+    const out: ShardHit[] = [];
+    for (const id of ids) {
+      const t = idTime(id);
+      if (t === null) continue;
+      for (const view of this.views(t, t)) {
+        const local = view.find(id);
+        if (local < 0) continue;
+        out.push({ id, time: view.time(local), data: Buffer.from(view.data([local])[0]!).toString('utf8') });
+        break;
+      }
+    }
+    return out;
+  }
+
+  status(): ShardStatus {
+    const fractions = [...this.sealed.values()].map((s) => s.row);
+    fractions.push({
+      name: this.active.name, state: 'active', docs: this.active.docCount, raw_bytes: this.active.rawBytes, disk_bytes: this.wal.bytes,
+      min_time: this.active.docCount ? this.active.minTime : 0, max_time: this.active.docCount ? this.active.maxTime : 0,
+    });
+    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort() };
+  }
+
+  close(): void {
+    this.wal.close();
+    for (const s of this.sealed.values()) s.frac.close();
+    this.catalog.close();
+  }
+}

@@ -1,0 +1,118 @@
+// The store: one single-thread piscina pool per shard; routes batches and fans queries out, then merges.
+// Single mode uses it behind HTTP; store mode (a later issue) will put the same object behind gRPC.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { LogstoreConfig } from '../config/logstore.js';
+import type { MappingSpec } from './mapping.js';
+import type { IngestResult, ShardHit, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
+import type { ShardWorkerData } from '../../workers/logstore-shard.js';
+import { type AggPartial, mergePartials } from './aggregate/aggregate.js';
+
+function workerFile(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6 && path.basename(dir) !== 'src'; i++) dir = path.dirname(dir);
+  // Compiled: dist/src/logstore -> dist/workers; from sources (tests): src/logstore -> dist/workers.
+  const parent = path.dirname(dir);
+  const root = path.basename(parent) === 'dist' ? parent : path.join(parent, 'dist');
+  const file = path.join(root, 'workers', 'logstore-shard.js');
+  if (!existsSync(file)) throw new Error(`shard worker ${file} is missing: run "npm run build"`);
+  return file;
+}
+
+export interface StoreQueryResult {
+  total: number;
+  hits: ShardHit[];
+  aggs: AggPartial[];
+  hist: Map<number, number>;
+  fractionsRead: number;
+}
+
+export class Store {
+  private readonly pools: Piscina[] = [];
+  private readonly pending: number[] = [];
+  private next = 0;
+
+  constructor(cfg: LogstoreConfig, mapping: MappingSpec) {
+    const filename = workerFile();
+    const shards = cfg.storage.shards;
+    for (let i = 0; i < shards; i++) {
+      const workerData: ShardWorkerData = {
+        dir: path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`), shard: i, mapping,
+        fracSize: cfg.storage.frac_size, totalSize: cfg.storage.total_size > 0 ? Math.floor(cfg.storage.total_size / shards) : 0,
+        retention: cfg.storage.retention, logLevel: cfg.log.level, logFormat: cfg.log.format,
+      };
+      this.pools.push(new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData }));
+      this.pending.push(0);
+    }
+  }
+
+  get shardCount(): number {
+    return this.pools.length;
+  }
+
+  /** Waits until every shard worker has opened its shard (replayed its write-ahead file). */
+  async ready(): Promise<void> {
+    await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })));
+  }
+
+  /** Sends a batch (its buffers are moved, not copied) to the least busy shard. */
+  async ingest(buf: Uint8Array, offs: Int32Array): Promise<IngestResult> {
+    let shard = this.next;
+    for (let k = 0; k < this.pools.length; k++) {
+      const i = (this.next + k) % this.pools.length;
+      if (this.pending[i]! < this.pending[shard]!) shard = i;
+    }
+    this.next = (shard + 1) % this.pools.length;
+    this.pending[shard]!++;
+    try {
+      return (await this.pools[shard]!.run(
+        { buf, offs },
+        { name: 'ingest', transferList: [buf.buffer as ArrayBuffer, offs.buffer as ArrayBuffer] },
+      )) as IngestResult;
+    } finally {
+      this.pending[shard]!--;
+    }
+  }
+
+  async query(q: ShardQuery): Promise<StoreQueryResult> {
+    const parts = (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
+    const desc = q.order !== 'asc';
+    const hits = parts.flatMap((p) => p.hits);
+    hits.sort((a, b) => (desc ? b.time - a.time || (b.id > a.id ? 1 : -1) : a.time - b.time || (a.id > b.id ? 1 : -1)));
+    const aggs = (q.aggs ?? []).map((_, i) => parts.map((p) => p.aggs[i]!).reduce((acc, x) => mergePartials(acc, x)));
+    const hist = new Map<number, number>();
+    for (const p of parts) for (const [ts, c] of p.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);
+    return {
+      total: parts.reduce((s, p) => s + p.total, 0), hits: hits.slice(0, q.limit), aggs, hist,
+      fractionsRead: parts.reduce((s, p) => s + p.fractionsRead, 0),
+    };
+  }
+
+  async fetch(ids: string[]): Promise<ShardHit[]> {
+    const parts = (await Promise.all(this.pools.map((p) => p.run({ ids }, { name: 'fetch' })))) as ShardHit[][];
+    const byId = new Map<string, ShardHit>();
+    for (const part of parts) for (const h of part) byId.set(h.id, h);
+    return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+  }
+
+  async status(): Promise<ShardStatus[]> {
+    return (await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })))) as ShardStatus[];
+  }
+
+  /** Seals every shard's active fraction (used by tests and benchmarks to measure sealed storage). */
+  async sealAll(): Promise<ShardStatus[]> {
+    return (await Promise.all(this.pools.map((p) => p.run({}, { name: 'seal' })))) as ShardStatus[];
+  }
+
+  async applyRetention(): Promise<string[]> {
+    return ((await Promise.all(this.pools.map((p) => p.run({}, { name: 'retention' })))) as string[][]).flat();
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.pools.map((p) => p.run({}, { name: 'close' })));
+    await Promise.allSettled(this.pools.map((p) => p.destroy()));
+  }
+}
+

@@ -1,0 +1,99 @@
+// Turns a parsed document into index tokens per field, following the mapping (keyword, text, path, exists).
+import { EXISTS_FIELD, type FieldType, type MappingSpec } from './mapping.js';
+
+/** Receives each (field, token) once per document; `column` is set for the first keyword value of a field. */
+export interface TokenSink {
+  token(field: string, token: string): void;
+  column(field: string, value: string): void;
+}
+
+const WORD_SPLIT = /[^\p{L}\p{N}_]+/u;
+
+export function keywordToken(value: string, maxTokenSize: number): string {
+  const v = value.length > maxTokenSize ? value.slice(0, maxTokenSize) : value;
+  return v.toLowerCase();
+}
+
+/** Words of a text value, lowercased (the same split is applied to query values). */
+export function textTokens(value: string, maxTokenSize: number): string[] {
+  const out: string[] = [];
+  for (const w of value.toLowerCase().split(WORD_SPLIT)) if (w) out.push(w.length > maxTokenSize ? w.slice(0, maxTokenSize) : w);
+  return out;
+}
+
+/** Every prefix of a path ("/a/b" -> "/a", "/a/b"), lowercased. */
+export function pathTokens(value: string, maxTokenSize: number): string[] {
+  const v = value.toLowerCase();
+  const out: string[] = [];
+  let i = v.indexOf('/', 1);
+  while (i > 0) {
+    out.push(v.slice(0, i));
+    i = v.indexOf('/', i + 1);
+  }
+  if (v && !v.endsWith('/')) out.push(v);
+  else if (v.length > 1) out.push(v.slice(0, -1));
+  return out.map((t) => (t.length > maxTokenSize ? t.slice(0, maxTokenSize) : t));
+}
+
+function scalar(v: unknown): string | null {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return null;
+}
+
+function emitValue(types: readonly FieldType[], field: string, v: string, m: MappingSpec, sink: TokenSink, seen: Set<string>, first: boolean): void {
+  for (const type of types) {
+    switch (type) {
+      case 'keyword': {
+        const tok = keywordToken(v, m.maxTokenSize);
+        const key = `${field}\0${tok}`;
+        if (!seen.has(key)) { seen.add(key); sink.token(field, tok); }
+        if (first) sink.column(field, tok);
+        break;
+      }
+      case 'text':
+        for (const tok of textTokens(v, m.maxTokenSize)) {
+          const key = `${field}\0${tok}`;
+          if (!seen.has(key)) { seen.add(key); sink.token(field, tok); }
+        }
+        break;
+      case 'path':
+        for (const tok of pathTokens(v, m.maxTokenSize)) {
+          const key = `${field}\0${tok}`;
+          if (!seen.has(key)) { seen.add(key); sink.token(field, tok); }
+        }
+        break;
+      case 'exists':
+        break;
+    }
+  }
+}
+
+function visit(value: unknown, field: string, m: MappingSpec, sink: TokenSink, seen: Set<string>, present: Set<string>): void {
+  if (value === null || value === undefined) return;
+  if (Array.isArray(value)) {
+    for (const v of value) visit(v, field, m, sink, seen, present);
+    return;
+  }
+  if (typeof value === 'object') {
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) visit(v, field ? `${field}.${k}` : k, m, sink, seen, present);
+    return;
+  }
+  const types = m.fields[field] ?? (m.auto ? AUTO_TYPES : null);
+  if (!types) return;
+  const s = scalar(value);
+  if (s === null) return;
+  const first = !present.has(field);
+  if (first) {
+    present.add(field);
+    sink.token(EXISTS_FIELD, field);
+  }
+  emitValue(types, field, s, m, sink, seen, first);
+}
+
+const AUTO_TYPES: readonly FieldType[] = ['keyword'];
+
+/** Emits the tokens of one document; each (field, token) pair at most once. */
+export function tokenizeDoc(doc: Record<string, unknown>, m: MappingSpec, sink: TokenSink): void {
+  visit(doc, '', m, sink, new Set(), new Set());
+}

@@ -1,0 +1,100 @@
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
+
+let ls: LogstoreProcess;
+
+beforeAll(async () => {
+  ls = await startLogstore({ limits: { max_doc_size: '2KB' } });
+});
+afterAll(async () => {
+  await ls?.cleanup();
+});
+
+const base = Date.parse('2026-01-01T00:00:00Z');
+
+describe('POST /_bulk', () => {
+  it('stores documents and answers one item per document, in order', async () => {
+    const docs = Array.from({ length: 50 }, (_, i) => ({ timestamp: new Date(base + i * 1000).toISOString(), n: i, service: i % 2 ? 'odd' : 'even' }));
+    const r = await bulk(ls.url, ndjson(docs));
+    expect(r.status).toBe(200);
+    expect(r.body.errors).toBe(false);
+    expect(r.body.items).toHaveLength(50);
+    for (const it of r.body.items) {
+      expect(it.index!.status).toBe(201);
+      expect(it.index!._id).toMatch(/^[0-9a-f]{24}$/);
+    }
+    const ids = r.body.items.map((it) => it.index!._id!);
+    expect([...ids].sort()).toEqual(ids);
+    const s = await postJson<{ total: number; docs: { id: string; data: { n: number }; time: string }[] }>(`${ls.url}/search`, { query: { query: 'service:odd' }, size: 100 });
+    expect(s.status).toBe(200);
+    expect(s.body.total).toBe(25);
+    expect(s.body.docs.map((d) => d.data.n)).toEqual(docs.filter((d) => d.n % 2).map((d) => d.n).reverse());
+    expect(s.body.docs[0]!.time).toBe(new Date(base + 49_000).toISOString());
+  });
+
+  it('fails a bad document alone: invalid JSON, not an object, too large', async () => {
+    const body = [
+      '{"index":{"_index":"mixed"}}', '{"tag":"mixed","k":1}',
+      '{"index":{}}', '{"tag":"mixed", broken',
+      '{"create":{}}', '[1,2,3]',
+      '{"index":{}}', JSON.stringify({ tag: 'mixed', big: 'x'.repeat(5000) }),
+      '{"delete":{"_id":"x"}}',
+      '{"index":{}}', '{"tag":"mixed","k":2}',
+    ].join('\n') + '\n';
+    const r = await bulk(ls.url, body);
+    expect(r.status).toBe(200);
+    expect(r.body.errors).toBe(true);
+    const statuses = r.body.items.map((it) => Object.values(it)[0]!.status);
+    expect(statuses).toEqual([201, 400, 400, 400, 400, 201]);
+    const errs = r.body.items.map((it) => Object.values(it)[0]!.error);
+    expect(errs[1]!.type).toBe('mapper_parsing_exception');
+    expect(errs[2]!.reason).toMatch(/not a JSON object/);
+    expect(errs[3]!.type).toBe('document_too_large_exception');
+    expect(errs[4]!.reason).toMatch(/unsupported action "delete"/);
+    expect(Object.keys(r.body.items[2]!)).toEqual(['create']);
+    expect(r.body.items[0]!.index!).toMatchObject({ _index: 'mixed' });
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:mixed' } });
+    expect(s.body.total).toBe(2);
+  });
+
+  it('rejects a body that is not NDJSON with a 400 and stores nothing', async () => {
+    for (const body of ['{\n  "pretty": "json"\n}\n', 'hello world\n', '{"foo":1}\n{"bar":2}\n', '']) {
+      const res = await fetch(`${ls.url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
+      expect(res.status).toBe(400);
+      const j = (await res.json()) as { error: { type: string; reason: string } };
+      expect(j.error.reason).toMatch(/not NDJSON/);
+    }
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'foo:1 or pretty:json' } });
+    expect(s.body.total).toBe(0);
+  });
+
+  it('accepts gzip bodies and /<index>/_bulk, and skips empty lines', async () => {
+    const body = gzipSync(Buffer.from('\n' + ndjson([{ tag: 'gz', k: 1 }, { tag: 'gz', k: 2 }]) + '\n\n'));
+    const res = await fetch(`${ls.url}/my-index/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' }, body });
+    expect(res.status).toBe(200);
+    const j = (await res.json()) as { errors: boolean; items: { index: { _index: string } }[] };
+    expect(j.errors).toBe(false);
+    expect(j.items.map((i) => i.index._index)).toEqual(['my-index', 'my-index']);
+    const bad = await fetch(`${ls.url}/_bulk`, { method: 'POST', headers: { 'content-encoding': 'gzip' }, body: 'not gzip at all' });
+    expect(bad.status).toBe(400);
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:gz' } });
+    expect(s.body.total).toBe(2);
+  });
+
+  it('answers the probes shippers send before a bulk', async () => {
+    const root = await fetch(`${ls.url}/`);
+    expect(root.status).toBe(200);
+    expect(((await root.json()) as { version: { number: string } }).version.number).toMatch(/^8\./);
+    expect((await fetch(`${ls.url}/`, { method: 'HEAD' })).status).toBe(200);
+    expect((await fetch(`${ls.url}/_license`)).status).toBe(200);
+    for (const p of ['/_ilm/policy/logs', '/_index_template/logs', '/_ingest/pipeline/x', '/_nodes/http']) {
+      const r = await fetch(`${ls.url}${p}`);
+      expect(r.status, p).toBe(200);
+      expect(await r.json()).toEqual({});
+    }
+    const missing = await fetch(`${ls.url}/nope`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  });
+});

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { addon } from '../../../src/native/index.js';
+import { checkedNativePostings, encodePostings, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
+
+/** Deterministic PRNG (mulberry32) so a failure can be replayed. */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomList(r: () => number, universe: number, density: number): Uint32Array {
+  const out: number[] = [];
+  for (let i = 0; i < universe; i++) if (r() < density) out.push(i);
+  return Uint32Array.from(out);
+}
+
+function naive(a: Uint32Array, b: Uint32Array) {
+  const sa = new Set(a);
+  const sb = new Set(b);
+  const sorted = (s: Iterable<number>) => Uint32Array.from([...s].sort((x, y) => x - y));
+  return {
+    and: sorted([...sa].filter((x) => sb.has(x))),
+    or: sorted(new Set([...sa, ...sb])),
+    minus: sorted([...sa].filter((x) => !sb.has(x))),
+  };
+}
+
+const native: PostingsImpl | null = addon && typeof addon.decodePostings === 'function' ? checkedNativePostings(addon as unknown as PostingsImpl) : null;
+
+describe('posting lists', () => {
+  it('the native addon is built (the twins are compared against it)', () => {
+    expect(native).not.toBeNull();
+  });
+
+  it('native and TypeScript twins agree on random lists, and both agree with a naive model', () => {
+    const r = rng(42);
+    const impls = native ? [postingsTs, native] : [postingsTs];
+    for (let round = 0; round < 200; round++) {
+      const universe = 1 + Math.floor(r() * 5000);
+      const a = randomList(r, universe, r() * r());
+      const b = randomList(r, universe, r() < 0.2 ? 0.001 : r());
+      const c = randomList(r, universe, r() * 0.1);
+      const want = naive(a, b);
+      const encA = encodePostings(a);
+      const lo = Math.floor(r() * universe);
+      const hi = lo + Math.floor(r() * (universe - lo + 1));
+      const results = impls.map((p) => ({
+        decoded: p.decodePostings(encA, 0, encA.length, a.length),
+        and: p.intersectPostings(a, b),
+        or: p.unionPostings(a, b),
+        minus: p.differencePostings(a, b),
+        many: p.unionManyPostings([a, b, c], universe),
+        count: p.countInRange(a, lo, hi),
+        range: p.rangeOfIds(lo, hi),
+      }));
+      for (const res of results) {
+        expect(res.decoded).toEqual(a);
+        expect(res.and).toEqual(want.and);
+        expect(res.or).toEqual(want.or);
+        expect(res.minus).toEqual(want.minus);
+        expect(res.many).toEqual(naive(want.or, c).or);
+        expect(res.count).toBe(Array.from(a).filter((x) => x >= lo && x < hi).length);
+        expect(res.range.length).toBe(hi - lo);
+        if (hi > lo) expect([res.range[0], res.range[res.range.length - 1]]).toEqual([lo, hi - 1]);
+      }
+      if (results.length === 2) expect(results[1]).toEqual(results[0]);
+    }
+  });
+
+  it('decodes large gaps and stops at truncated input without reading past it', () => {
+    const ids = Uint32Array.from([0, 1, 127, 128, 16_383, 16_384, 2 ** 21, 2 ** 28, 2 ** 32 - 1]);
+    const enc = encodePostings(ids);
+    for (const p of native ? [postingsTs, native] : [postingsTs]) {
+      expect(p.decodePostings(enc, 0, enc.length, ids.length)).toEqual(ids);
+      expect(p.decodePostings(enc, 0, 3, ids.length).length).toBeLessThan(ids.length);
+    }
+  });
+
+  it('rejects bad arguments in TypeScript before they reach C++', () => {
+    if (!native) return;
+    expect(() => native.decodePostings(new Uint8Array(4), 2, 10, 1)).toThrow(TypeError);
+    expect(() => native.intersectPostings([1, 2] as unknown as Uint32Array, new Uint32Array(1))).toThrow(TypeError);
+    expect(() => native.rangeOfIds(-1, 5)).toThrow(TypeError);
+  });
+});

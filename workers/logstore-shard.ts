@@ -1,0 +1,43 @@
+// Piscina entry point of one log-store shard (a single-thread pool, so the shard's memory stays here).
+import { workerData } from 'node:worker_threads';
+import { LogHub } from '../src/shared/logger.js';
+import { Shard, type ShardOptions, type ShardQuery } from '../src/logstore/storage/shard.js';
+
+export interface ShardWorkerData extends ShardOptions {
+  logLevel: string;
+  logFormat: 'logfmt' | 'json';
+}
+
+const data = workerData as ShardWorkerData;
+const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
+const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`));
+
+export function ingest(task: { buf: Uint8Array; offs: Int32Array }) {
+  return shard.ingest(task.buf, task.offs);
+}
+
+export function query(task: ShardQuery) {
+  return shard.query(task);
+}
+
+export function fetch(task: { ids: string[] }) {
+  return shard.fetch(task.ids);
+}
+
+export function status() {
+  return shard.status();
+}
+
+export function seal() {
+  shard.seal();
+  return shard.status();
+}
+
+export function retention() {
+  return shard.applyRetention();
+}
+
+export function close() {
+  shard.close();
+  return true;
+}
