@@ -66,7 +66,10 @@ export function parseLogstoreConfig(text: string): { config: LogstoreConfig; pro
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { config: validate(logstoreShape, {}).value, problems: [{ path: '(file)', expected: 'a YAML mapping of sections (server, storage, mapping, limits)', found: Array.isArray(raw) ? 'a list' : String(raw) }] };
   }
-  const { value, problems } = validate(logstoreShape, raw);
+  // An empty YAML section ("limits:" with nothing under it) reads as null: it means "all defaults".
+  const input: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(input)) if (v === null && k in logstoreShape) input[k] = {};
+  const { value, problems } = validate(logstoreShape, input);
   for (const key of ['http_addr', 'grpc_addr', 'debug_addr'] as const) {
     if (!parseAddr(value.server[key])) problems.push({ path: `server.${key}`, expected: '"<host>:<port>" or ":<port>"', found: JSON.stringify(value.server[key]) });
   }
