@@ -174,7 +174,7 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
       reply.header('allow', 'GET, HEAD');
       return sendError(reply, 405, 'method_not_allowed', `${req.method} is not allowed on ${p}`);
     }
-    return (site as StaticSite).sendShell(reply);
+    return (site as StaticSite).sendShell(reply, sso.usable ? control.config.web.sso_proxy_url : null);
   });
 
   await app.ready();

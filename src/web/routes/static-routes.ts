@@ -31,14 +31,21 @@ const SHELL_HEADERS = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'SAMEORIGIN',
   'referrer-policy': 'no-referrer',
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'self'",
 };
+
+/** CSP of the shell; the SSO proxy's origin is allowed as a frame source for the silent-refresh frame. */
+export function shellCsp(ssoProxyUrl: string | null): string {
+  // A relative or malformed proxy URL adds nothing: relative URLs are same-origin already.
+  const frame = ssoProxyUrl && URL.canParse(ssoProxyUrl) ? `'self' ${new URL(ssoProxyUrl).origin}` : "'self'";
+  return `default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-src ${frame}; frame-ancestors 'self'; base-uri 'none'; form-action 'self'`;
+}
 
 const MISSING_BUNDLE = `<!doctype html><html><head><meta charset="utf-8"><title>tidepool</title></head>
 <body><h1>tidepool console</h1><p>The console bundle is not built: run <code>npm run build</code>.</p></body></html>`;
 
 export interface StaticSite {
-  sendShell(reply: FastifyReply): FastifyReply;
+  /** Sends index.html; `ssoProxyUrl` is the usable SSO proxy, if any. */
+  sendShell(reply: FastifyReply, ssoProxyUrl: string | null): FastifyReply;
 }
 
 export function registerStaticRoutes(app: FastifyInstance, staticDir: string, log: Logger): StaticSite {
@@ -75,8 +82,8 @@ export function registerStaticRoutes(app: FastifyInstance, staticDir: string, lo
   });
 
   return {
-    sendShell(reply) {
-      return reply.headers(SHELL_HEADERS).type('text/html; charset=utf-8').code(shell ? 200 : 503).send(shell ?? MISSING_BUNDLE);
+    sendShell(reply, ssoProxyUrl) {
+      return reply.headers({ ...SHELL_HEADERS, 'content-security-policy': shellCsp(ssoProxyUrl) }).type('text/html; charset=utf-8').code(shell ? 200 : 503).send(shell ?? MISSING_BUNDLE);
     },
   };
 }

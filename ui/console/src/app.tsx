@@ -18,10 +18,11 @@ function roleLabel(cfg: AuthConfig | null): string | null {
   return 'admin';
 }
 
-export function App() {
+export function App(props: { ssoError: string | null }) {
   const path = usePath();
   const [config, setConfig] = useState<AuthConfig | null>(null);
-  const [signIn, setSignIn] = useState<string | null>(null);
+  const [signIn, setSignIn] = useState<string | null>(props.ssoError === null ? null : `SSO sign-in failed: ${props.ssoError}`);
+  const [ssoError, setSsoError] = useState(props.ssoError);
   const [forbidden, setForbidden] = useState(false);
   const [generation, setGeneration] = useState(0);
 
@@ -36,9 +37,9 @@ export function App() {
       return;
     }
     setConfig(cfg);
-    if (cfg.role === 'none') setSignIn(basicCredential() ? 'The saved credentials were refused.' : 'Sign in to continue.');
+    if (cfg.role === 'none') setSignIn(ssoError !== null ? `SSO sign-in failed: ${ssoError}` : basicCredential() ? 'The saved credentials were refused.' : 'Sign in to continue.');
     else setSignIn(null);
-  }, []);
+  }, [ssoError]);
 
   useEffect(() => {
     loadConfig().catch((e: unknown) => setSignIn(`Cannot reach the pooler: ${(e as Error).message}`));
@@ -63,7 +64,7 @@ export function App() {
         )}
         {canRead && <Page key={generation} path={path} />}
       </main>
-      {signIn !== null && <SignInModal config={config} reason={signIn} onSignedIn={(c) => { setConfig(c); setSignIn(null); }} />}
+      {signIn !== null && <SignInModal config={config} reason={signIn} onSignedIn={(c) => { setConfig(c); setSignIn(null); setSsoError(null); }} />}
     </div>
   );
 }

@@ -86,6 +86,17 @@ export function captureTokenFromUrl(): string | null {
   return token;
 }
 
+/** Takes `?sso_error=` (the proxy refused a sign-in) out of the address bar; drops the stale token. */
+export function captureSsoErrorFromUrl(): string | null {
+  const url = new URL(window.location.href);
+  const error = url.searchParams.get('sso_error');
+  if (error === null || url.searchParams.has('sso_silent')) return null;
+  url.searchParams.delete('sso_error');
+  window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
+  localStorage.removeItem(SSO_TOKEN_KEY);
+  return error || 'error';
+}
+
 /** Sends the browser through the SSO proxy, coming back to `returnTo` with `?token=`. */
 export function redirectToSso(proxyUrl: string, returnTo: string = window.location.href): void {
   const target = new URL(proxyUrl, window.location.href);

@@ -3,12 +3,13 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { api, type AuthConfig } from './api';
 import { App } from './app';
-import { captureTokenFromUrl } from './auth';
+import { captureSsoErrorFromUrl, captureTokenFromUrl } from './auth';
 import { runSilentFrame } from './silent-refresh';
 import './styles.css';
 
 const silent = new URL(window.location.href).searchParams.get('sso_silent') === '1';
 const token = captureTokenFromUrl();
+const ssoError = captureSsoErrorFromUrl();
 
 if (silent && window.parent !== window) {
   api<AuthConfig>('/api/auth/config', { authorization: null }).then(
@@ -18,7 +19,7 @@ if (silent && window.parent !== window) {
 } else {
   createRoot(document.getElementById('root')!).render(
     <StrictMode>
-      <App />
+      <App ssoError={ssoError} />
     </StrictMode>,
   );
 }
