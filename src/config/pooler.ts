@@ -33,6 +33,7 @@ export const generalShape = {
   admin_username: t.string('admin', 'User of the admin console (database tidepool or pgbouncer) and of Basic auth on the web listener.'),
   admin_password: t.string('', 'Password of the admin user. Empty: admin console refused.'),
   pool_mode: t.oneOf(POOL_MODES, 'transaction', 'Default pool mode.'),
+  auth_type: t.oneOf(['scram-sha-256', 'md5', 'plain', 'trust'] as const, 'scram-sha-256', 'How clients prove a plaintext password; md5 and SCRAM secrets always use their own method, an empty password means trust.'),
   max_connections: t.int(10_000, 'Client connections accepted at once; beyond: SQLSTATE 53300.', 1, 1_000_000),
   max_message_size: t.size(256 * 1024 * 1024, 'Largest protocol message accepted from a client; beyond: 08P01.'),
   connect_timeout: t.duration(3000, 'Time to connect and log in to PostgreSQL.'),
@@ -94,7 +95,6 @@ function semanticChecks(cfg: PoolerConfig, problems: Problem[]): void {
       if (seen.has(u.username)) problems.push({ path: `pools.${name}.users[${i}].username`, expected: 'a user listed once per pool', found: JSON.stringify(u.username) });
       seen.add(u.username);
       if (u.min_pool_size > u.pool_size) problems.push({ path: `pools.${name}.users[${i}].min_pool_size`, expected: `at most pool_size (${u.pool_size})`, found: String(u.min_pool_size) });
-      if (u.password.startsWith('md5') && !/^md5[0-9a-f]{32}$/.test(u.password)) problems.push({ path: `pools.${name}.users[${i}].password`, expected: '"md5" followed by 32 hex digits', found: 'a malformed md5 secret' });
       if (u.password.startsWith('SCRAM-SHA-256$') && !/^SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/.test(u.password)) problems.push({ path: `pools.${name}.users[${i}].password`, expected: 'SCRAM-SHA-256$<iter>:<salt>$<stored>:<server>', found: 'a malformed SCRAM secret' });
     });
   }

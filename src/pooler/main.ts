@@ -20,6 +20,6 @@ export async function runPooler(flags: Map<string, string | true>): Promise<numb
     process.stdout.write(`${file}: configuration OK\n`);
     return 0;
   }
-  process.stderr.write('tidepool pooler: only -t is available in this build\n');
-  return 1;
+  const { startPoolerProcess } = await import('./process.js');
+  return startPoolerProcess(file);
 }

@@ -1,0 +1,415 @@
+// One client connection: startup, authentication, then relay to a pooled server (transaction or session mode).
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/codes.js';
+import { FrameStream, ALL_TYPES, typeSet } from '../protocol/frame-stream.js';
+import { parseStartupPacket, ProtocolError, type StartupPacket } from '../protocol/reader.js';
+import {
+  writeAuthenticationOk, writeBackendKeyData, writeErrorResponse, writeNegotiateProtocolVersion,
+  writeParameterStatus, writeReadyForQuery,
+} from '../protocol/writer.js';
+import type { Pooler } from './pooler.js';
+import type { Pool, PoolWaiter } from './pool.js';
+import type { ServerConnection, ServerOwner } from './server-connection.js';
+import { ClientAuth } from './auth/client-auth.js';
+
+let nextClientId = 1;
+const MAX_STARTUP_PACKET = 10_000;
+const MAX_AUTH_MESSAGE = 64 * 1024;
+const RELAY_WHOLE = typeSet(FrontendMessage.Terminate);
+
+export type ClientState = 'startup' | 'auth' | 'idle' | 'waiting' | 'active' | 'closed';
+
+export class ClientSession implements ServerOwner, PoolWaiter {
+  readonly id = nextClientId++;
+  readonly connectedAt = Date.now();
+  readonly cancelPid: number;
+  readonly cancelSecret = randomBytes(4);
+  state: ClientState = 'startup';
+  database = '';
+  user = '';
+  applicationName = '';
+  isAdmin = false;
+  pool: Pool | null = null;
+  server: ServerConnection | null = null;
+  waitingSince = 0;
+  transactionCount = 0;
+  queryCount = 0;
+  errorCount = 0;
+  cancelRequested = 0;
+  /** Sync points (Query, Sync, FunctionCall) sent whose ReadyForQuery has not come back. */
+  private syncs = 0;
+  /** Extended-protocol messages sent after the last Sync. */
+  private unsynced = false;
+  private copyIn = false;
+  private queue: Buffer[] = [];
+  private terminateAt = -1;
+  private startupBuf: Buffer = Buffer.alloc(0);
+  private frames: FrameStream | null = null;
+  private auth: ClientAuth | null = null;
+  private xactStart = 0;
+  private syncStart = 0;
+  private clientPaused = false;
+  private serverPaused = false;
+  private closeReason = '';
+  /** Admin console sessions get whole Query messages here. */
+  onAdminQuery: ((sql: string) => void) | null = null;
+
+  constructor(readonly socket: net.Socket, private readonly core: Pooler) {
+    this.cancelPid = this.id;
+    socket.on('data', this.onStartupData);
+    socket.on('error', (err) => { this.closeReason ||= err.message; });
+    socket.on('close', () => this.onClientClosed());
+    socket.on('drain', this.onClientDrain);
+  }
+
+  get addr(): string {
+    return `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? 0}`;
+  }
+
+  // ---- startup and authentication ----
+
+  private readonly onStartupData = (chunk: Buffer): void => {
+    if (this.state === 'auth') return this.feedAuth(chunk);
+    this.startupBuf = this.startupBuf.length ? Buffer.concat([this.startupBuf, chunk]) : chunk;
+    while (this.state === 'startup' && this.startupBuf.length >= 4) {
+      const len = this.startupBuf.readInt32BE(0);
+      if (len < 8 || len > MAX_STARTUP_PACKET) return this.fatal(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
+      if (this.startupBuf.length < len) return;
+      const packet = this.startupBuf.subarray(0, len);
+      this.startupBuf = this.startupBuf.subarray(len);
+      let parsed: StartupPacket;
+      try {
+        parsed = parseStartupPacket(packet);
+      } catch (err) {
+        return this.fatal(SqlState.ProtocolViolation, (err as Error).message);
+      }
+      this.onStartupPacket(parsed);
+    }
+    if ((this.state as ClientState) === 'auth' && this.startupBuf.length) {
+      const rest = this.startupBuf;
+      this.startupBuf = Buffer.alloc(0);
+      this.feedAuth(rest);
+    }
+  };
+
+  private onStartupPacket(p: StartupPacket): void {
+    switch (p.kind) {
+      case 'ssl':
+      case 'gssenc':
+        this.socket.write('N');
+        return;
+      case 'cancel':
+        this.core.cancel(p.pid, p.secret);
+        this.socket.destroy();
+        return;
+      case 'startup':
+        break;
+    }
+    if (p.minor > 2 || [...p.params.keys()].some((k) => k.startsWith('_pq_.'))) {
+      this.socket.write(writeNegotiateProtocolVersion(Math.min(p.minor, 2) | (3 << 16), [...p.params.keys()].filter((k) => k.startsWith('_pq_.'))));
+    }
+    this.protocol32 = ((3 << 16) | Math.min(p.minor, 2)) === PROTOCOL_3_2;
+    this.user = p.params.get('user') ?? '';
+    this.database = p.params.get('database') || this.user;
+    this.applicationName = p.params.get('application_name') ?? '';
+    if (!this.user) return this.fatal(SqlState.InvalidAuthorization, 'no user name in startup packet');
+    if (this.core.clientCount() > this.core.config.general.max_connections) {
+      return this.fatal(SqlState.TooManyConnections, `too many client connections: max_connections = ${this.core.config.general.max_connections}`);
+    }
+    const target = this.core.resolveLogin(this.database, this.user);
+    if ('error' in target) return this.fatal(target.sqlstate, target.error);
+    this.isAdmin = target.admin;
+    this.pool = target.pool;
+    this.auth = new ClientAuth(target.secret, this.user, this.core.config.general.auth_type);
+    this.state = 'auth';
+    this.frames = new FrameStream(MAX_AUTH_MESSAGE, ALL_TYPES, this.onAuthMessage);
+    const first = this.auth.first();
+    if (first) this.socket.write(first);
+    else void this.loginOk(null, null);
+  }
+
+  protocol32 = false;
+
+  private feedAuth(chunk: Buffer): void {
+    if (!this.frames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} during authentication`);
+  }
+
+  private readonly onAuthMessage = (type: number, buf: Buffer, start: number, len: number): void => {
+    if (this.state !== 'auth' || !this.auth) return;
+    if (type === FrontendMessage.Terminate) return void this.socket.destroy();
+    if (type !== FrontendMessage.Password) return this.fatal(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
+    let r: ReturnType<ClientAuth['step']>;
+    try {
+      r = this.auth.step(buf.subarray(start + 5, start + 1 + len));
+    } catch (err) {
+      return this.fatal(SqlState.ProtocolViolation, `malformed authentication message: ${(err as Error).message}`);
+    }
+    if (r.reply) this.socket.write(r.reply);
+    if (!r.result) return;
+    if (!r.result.ok) {
+      this.core.log.info({ client_id: this.id, user: this.user, database: this.database, addr: this.addr }, 'client authentication failed');
+      return this.fatal(r.result.sqlstate, r.result.message);
+    }
+    void this.loginOk(r.result.clientKey, r.result.scramSecret);
+  };
+
+  private async loginOk(clientKey: Buffer | null, scramSecret: import('./auth/scram.js').ScramSecret | null): Promise<void> {
+    this.state = 'idle';
+    this.auth = null;
+    if (clientKey && scramSecret && this.pool) this.pool.scramCredential = { clientKey, secret: scramSecret };
+    let params: Map<string, string>;
+    if (this.isAdmin) params = this.core.adminParams();
+    else {
+      try {
+        params = await this.pool!.params();
+      } catch (err) {
+        const e = err as { message: string; sqlstate?: string };
+        return this.fatal(e.sqlstate ?? SqlState.ConnectionFailure, e.message);
+      }
+    }
+    if (this.socket.destroyed) return;
+    const out: Buffer[] = [writeAuthenticationOk()];
+    for (const [k, v] of params) out.push(writeParameterStatus(k, k === 'application_name' ? this.applicationName : v));
+    if (!params.has('application_name')) out.push(writeParameterStatus('application_name', this.applicationName));
+    out.push(writeBackendKeyData(this.cancelPid, this.cancelSecret), writeReadyForQuery(TxStatus.Idle));
+    this.socket.write(Buffer.concat(out));
+    this.core.registerClient(this);
+    this.frames = this.isAdmin
+      ? new FrameStream(1024 * 1024, ALL_TYPES, this.onAdminMessage)
+      : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.onClientMessage);
+    this.socket.removeListener('data', this.onStartupData);
+    this.socket.on('data', this.onRelayData);
+    if (this.startupBuf.length) this.onRelayData(this.startupBuf);
+  }
+
+  // ---- admin console ----
+
+  private readonly onAdminMessage = (type: number, buf: Buffer, start: number, len: number): void => {
+    if (type === FrontendMessage.Terminate) return void this.socket.end();
+    if (type !== FrontendMessage.Query) {
+      this.socket.write(Buffer.concat([writeErrorResponse({ code: SqlState.FeatureNotSupported, message: 'the admin console supports only the simple query protocol' }), writeReadyForQuery(TxStatus.Idle)]));
+      return;
+    }
+    const nul = buf.indexOf(0, start + 5);
+    this.onAdminQuery?.(buf.toString('utf8', start + 5, nul < 0 || nul > start + len ? start + len : nul));
+  };
+
+  // ---- relay ----
+
+  private readonly onRelayData = (chunk: Buffer): void => {
+    if (this.isAdmin) {
+      if (!this.frames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength}`);
+      return;
+    }
+    this.terminateAt = -1;
+    if (!this.frames!.feed(chunk)) {
+      return this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} (max_message_size ${this.core.config.general.max_message_size})`);
+    }
+    if (this.terminateAt >= 0) {
+      if (this.terminateAt > 0) this.forward(chunk.subarray(0, this.terminateAt));
+      this.closeReason = 'client terminated';
+      this.socket.end();
+      return;
+    }
+    this.forward(chunk);
+  };
+
+  private readonly onClientMessage = (type: number, _buf: Buffer, start: number): void => {
+    switch (type) {
+      case FrontendMessage.Query:
+        this.queryCount++;
+        this.syncPoint();
+        break;
+      case FrontendMessage.Sync:
+        if (!this.copyIn) this.syncPoint();
+        this.unsynced = false;
+        break;
+      case FrontendMessage.FunctionCall:
+        this.syncPoint();
+        break;
+      case FrontendMessage.Execute:
+        this.queryCount++;
+        this.unsynced = true;
+        break;
+      case FrontendMessage.Parse:
+      case FrontendMessage.Bind:
+      case FrontendMessage.Describe:
+      case FrontendMessage.Close:
+      case FrontendMessage.Flush:
+        this.unsynced = true;
+        break;
+      case FrontendMessage.CopyDone:
+      case FrontendMessage.CopyFail:
+        this.copyIn = false;
+        break;
+      case FrontendMessage.Terminate:
+        if (this.terminateAt < 0) this.terminateAt = start;
+        break;
+      default:
+        break;
+    }
+  };
+
+  private syncPoint(): void {
+    if (this.syncs++ === 0) this.syncStart = performance.now();
+  }
+
+  private forward(data: Buffer): void {
+    if (data.length === 0) return;
+    const pool = this.pool!.stats.totals;
+    pool.received += data.length;
+    const s = this.server;
+    if (s) {
+      if (!s.write(data) && !this.clientPaused) this.pauseClientFor(s);
+      return;
+    }
+    this.queue.push(data);
+    if (this.state !== 'waiting') {
+      this.state = 'waiting';
+      this.waitingSince = Date.now();
+      this.pool!.acquire(this);
+    }
+  }
+
+  private pauseClientFor(s: ServerConnection): void {
+    this.clientPaused = true;
+    this.socket.pause();
+    s.socket.once('drain', () => {
+      this.clientPaused = false;
+      if (!this.socket.destroyed) this.socket.resume();
+    });
+  }
+
+  /** PoolWaiter: a server is ours now. */
+  onServer(s: ServerConnection): void {
+    if (this.state === 'closed') {
+      this.pool!.release(s, true);
+      return;
+    }
+    this.server = s;
+    s.owner = this;
+    this.state = 'active';
+    this.xactStart = performance.now();
+    const q = this.queue;
+    this.queue = [];
+    const data = q.length === 1 ? q[0]! : Buffer.concat(q);
+    if (!s.write(data) && !this.clientPaused) this.pauseClientFor(s);
+  }
+
+  /** PoolWaiter: no server could be had. */
+  onPoolError(message: string, sqlstate: string): void {
+    this.queue = [];
+    this.fatal(sqlstate, message);
+  }
+
+  // ---- ServerOwner ----
+
+  onServerData(chunk: Buffer): void {
+    this.pool!.stats.totals.sent += chunk.length;
+    if (!this.socket.write(chunk) && !this.serverPaused) {
+      this.serverPaused = true;
+      this.server?.socket.pause();
+    }
+  }
+
+  private readonly onClientDrain = (): void => {
+    if (this.serverPaused) {
+      this.serverPaused = false;
+      this.server?.socket.resume();
+    }
+  };
+
+  onReadyForQuery(status: number): void {
+    const now = performance.now();
+    const stats = this.pool!.stats;
+    if (this.syncs > 0) this.syncs--;
+    const queryUs = (now - this.syncStart) * 1000;
+    stats.totals.queryTimeUs += queryUs;
+    stats.queryTimes.add(queryUs);
+    this.syncStart = now;
+    if (status !== TxStatus.Idle || this.syncs > 0 || this.unsynced) return;
+    const xactUs = (now - this.xactStart) * 1000;
+    stats.totals.xactCount++;
+    const queries = this.queryCount - this.countedQueries;
+    stats.totals.queryCount += queries;
+    this.countedQueries = this.queryCount;
+    stats.totals.xactTimeUs += xactUs;
+    stats.xactTimes.add(xactUs);
+    this.transactionCount++;
+    const s = this.server!;
+    s.transactionCount++;
+    s.queryCount += queries;
+    this.xactStart = now;
+    if (this.pool!.settings.mode === 'transaction' && this.queue.length === 0) this.releaseServer(true);
+  }
+
+  private countedQueries = 0;
+
+  onCopyInResponse(): void {
+    this.copyIn = true;
+  }
+
+  onServerError(): void {
+    this.errorCount++;
+    this.pool!.stats.totals.errors++;
+  }
+
+  onServerClosed(_server: ServerConnection, reason: string, atBoundary: boolean): void {
+    this.server = null;
+    this.serverPaused = false;
+    if (this.state === 'closed') return;
+    if (atBoundary) this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
+    else this.socket.destroy();
+  }
+
+  private releaseServer(reusable: boolean): void {
+    const s = this.server;
+    if (!s) return;
+    this.server = null;
+    if (this.serverPaused) {
+      this.serverPaused = false;
+      s.socket.resume();
+    }
+    if (this.state !== 'closed') this.state = 'idle';
+    this.pool!.release(s, reusable && s.atBoundary);
+  }
+
+  // ---- teardown ----
+
+  /** Sends a FATAL error and closes the connection. */
+  fatal(sqlstate: string, message: string): void {
+    if (this.state === 'closed' || this.socket.destroyed) return;
+    this.closeReason ||= message;
+    this.socket.end(writeErrorResponse({ severity: 'FATAL', code: sqlstate, message }));
+    this.onClientClosed();
+  }
+
+  private onClientClosed(): void {
+    if (this.state === 'closed') return;
+    const wasWaiting = this.state === 'waiting';
+    this.state = 'closed';
+    if (wasWaiting) this.pool?.cancelWait(this);
+    const s = this.server;
+    if (s) {
+      this.server = null;
+      if (this.serverPaused) s.socket.resume();
+      const clean = this.syncs === 0 && !this.unsynced && s.txStatus === TxStatus.Idle && s.atBoundary;
+      if (clean && this.pool!.settings.mode === 'session') this.core.resetAndRelease(this.pool!, s);
+      else this.pool!.release(s, clean);
+    }
+    this.core.unregisterClient(this);
+  }
+
+  /** Admin KILL, shutdown: closes the connection with an error. */
+  kill(message: string, sqlstate: string = SqlState.AdminShutdown): void {
+    this.fatal(sqlstate, message);
+  }
+
+  /** True when the client holds no server mid-transaction (graceful shutdown waits for this). */
+  get quiescent(): boolean {
+    return this.server === null || (this.syncs === 0 && this.server.txStatus === TxStatus.Idle);
+  }
+}
+
+export { ProtocolError };

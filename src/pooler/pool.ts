@@ -1,0 +1,273 @@
+// One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
+import type { Logger } from 'pino';
+import type { PoolMode } from '../config/pooler.js';
+import { SqlState } from '../protocol/codes.js';
+import { ServerConnection, ServerLoginError, type ServerCredential, type ServerTarget } from './server-connection.js';
+import { PoolStats } from './stats.js';
+import type { ScramCredential } from './auth/scram.js';
+
+export interface PoolSettings {
+  database: string;
+  user: string;
+  mode: PoolMode;
+  target: ServerTarget;
+  serverUser: string;
+  /** Plaintext or md5 secret toward PostgreSQL; null when only the configured SCRAM secret is known. */
+  serverPassword: string | null;
+  poolSize: number;
+  minPoolSize: number;
+  connectTimeoutMs: number;
+  idleTimeoutMs: number;
+  lifetimeMs: number;
+  queryWaitTimeoutMs: number;
+  maxConcurrentConnects: number;
+  noDelay: boolean;
+}
+
+/** A client waiting for a server. */
+export interface PoolWaiter {
+  waitingSince: number;
+  onServer(server: ServerConnection): void;
+  onPoolError(message: string, sqlstate: string): void;
+}
+
+export class Pool {
+  readonly servers = new Set<ServerConnection>();
+  private idle: ServerConnection[] = [];
+  private waiters: PoolWaiter[] = [];
+  private waitHead = 0;
+  connecting = 0;
+  paused = false;
+  /** Set when the pool left the config on RELOAD: it drains and is then dropped. */
+  retired = false;
+  readonly stats = new PoolStats();
+  /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
+  serverParams: Map<string, string> | null = null;
+  /** A SCRAM credential recovered from a client's proof (pass-through). */
+  scramCredential: ScramCredential | null = null;
+  private pauseWaiters: (() => void)[] = [];
+  private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
+  lastConnectError: string | null = null;
+
+  constructor(public settings: PoolSettings, private readonly log: Logger) {}
+
+  get name(): string {
+    return `${this.settings.user}@${this.settings.database}`;
+  }
+
+  get waiting(): number {
+    return this.waiters.length - this.waitHead;
+  }
+
+  get idleCount(): number {
+    return this.idle.length;
+  }
+
+  get activeCount(): number {
+    let n = 0;
+    for (const s of this.servers) if (s.state === 'active') n++;
+    return n;
+  }
+
+  /** Age in ms of the longest-waiting client. */
+  maxWaitMs(now = Date.now()): number {
+    return this.waiting > 0 ? now - this.waiters[this.waitHead]!.waitingSince : 0;
+  }
+
+  oldestWaiter(): PoolWaiter | undefined {
+    return this.waiters[this.waitHead];
+  }
+
+  private credential(): ServerCredential {
+    return { user: this.settings.serverUser, password: this.settings.serverPassword, scram: () => this.scramCredential };
+  }
+
+  /** Hands a server to `w` now or when one is free; FIFO among waiters. */
+  acquire(w: PoolWaiter): void {
+    if (!this.paused) {
+      while (this.idle.length) {
+        const s = this.idle.pop()!;
+        if (s.state !== 'idle') continue;
+        this.give(s, w);
+        return;
+      }
+    }
+    this.waiters.push(w);
+    this.growForWaiters();
+  }
+
+  /** Removes a waiter that gave up (timeout, disconnect). */
+  cancelWait(w: PoolWaiter): void {
+    const i = this.waiters.indexOf(w, this.waitHead);
+    if (i >= 0) this.waiters.splice(i, 1);
+  }
+
+  private give(s: ServerConnection, w: PoolWaiter): void {
+    s.state = 'active';
+    s.lastUsed = Date.now();
+    this.stats.totals.waitTimeUs += (s.lastUsed - w.waitingSince) * 1000;
+    w.onServer(s);
+  }
+
+  private nextWaiter(): PoolWaiter | undefined {
+    if (this.waitHead >= this.waiters.length) return undefined;
+    const w = this.waiters[this.waitHead++]!;
+    if (this.waitHead > 1024 && this.waitHead * 2 > this.waiters.length) {
+      this.waiters = this.waiters.slice(this.waitHead);
+      this.waitHead = 0;
+    }
+    return w;
+  }
+
+  /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
+  release(s: ServerConnection, reusable: boolean): void {
+    s.owner = null;
+    const now = Date.now();
+    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size > this.settings.poolSize) {
+      s.close(!reusable ? 'released in an unknown state' : s.closeOnRelease ? 'reconnect' : 'lifetime');
+      this.forget(s);
+      this.growForWaiters();
+    } else if (!this.paused && this.waiting > 0) {
+      this.give(s, this.nextWaiter()!);
+    } else {
+      s.state = 'idle';
+      s.lastUsed = now;
+      this.idle.push(s);
+    }
+    this.checkPaused();
+  }
+
+  private forget(s: ServerConnection): void {
+    this.servers.delete(s);
+    const i = this.idle.indexOf(s);
+    if (i >= 0) this.idle.splice(i, 1);
+  }
+
+  /** Starts backend connects for waiting clients, bounded by pool_size and max_concurrent_connects. */
+  private growForWaiters(): void {
+    if (this.paused || this.retired) return;
+    while (this.waiting > this.connecting && this.servers.size + this.connecting < this.settings.poolSize && this.connecting < this.settings.maxConcurrentConnects) {
+      this.connectOne();
+    }
+  }
+
+  private connectOne(): void {
+    this.connecting++;
+    ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay).then(
+      (s) => {
+        this.connecting--;
+        this.lastConnectError = null;
+        const lifetime = this.settings.lifetimeMs;
+        if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
+        s.onClosed = (dead) => {
+          this.forget(dead);
+          this.checkPaused();
+        };
+        this.servers.add(s);
+        if (!this.serverParams) {
+          this.serverParams = new Map(s.params);
+          for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
+        }
+        this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'server connection ready');
+        this.release(s, true);
+      },
+      (err: ServerLoginError) => {
+        this.connecting--;
+        this.lastConnectError = err.message;
+        this.log.warn({ pool: this.name, err: err.message, sqlstate: err.sqlstate }, 'server login failed');
+        for (const p of this.paramWaiters.splice(0)) p.reject(err);
+        // Waiters that no live or pending server could serve get the error now.
+        if (this.servers.size === 0 && this.connecting === 0) {
+          for (let w = this.nextWaiter(); w; w = this.nextWaiter()) w.onPoolError(err.message, err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure);
+        } else this.growForWaiters();
+      },
+    );
+  }
+
+  /** ParameterStatus set for client logins; connects a first server when none has logged in yet. */
+  params(): Promise<Map<string, string>> {
+    if (this.serverParams) return Promise.resolve(this.serverParams);
+    return new Promise((resolve, reject) => {
+      this.paramWaiters.push({ resolve, reject });
+      if (this.connecting === 0) {
+        if (this.servers.size + this.connecting < this.settings.poolSize) this.connectOne();
+      }
+    });
+  }
+
+  /** Periodic work: idle_timeout, server_lifetime, min_pool_size, query_wait_timeout. */
+  maintain(now: number): void {
+    const { idleTimeoutMs, minPoolSize, queryWaitTimeoutMs } = this.settings;
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const s = this.idle[i]!;
+      const tooOld = now >= s.expiresAt;
+      const tooIdle = idleTimeoutMs > 0 && now - s.lastUsed > idleTimeoutMs && this.servers.size > minPoolSize;
+      if (tooOld || tooIdle || this.retired) {
+        this.idle.splice(i, 1);
+        this.servers.delete(s);
+        s.close(tooOld ? 'server_lifetime' : 'idle_timeout');
+      }
+    }
+    if (!this.paused && !this.retired && this.scramOrPasswordKnown()) {
+      while (this.servers.size + this.connecting < minPoolSize && this.connecting < this.settings.maxConcurrentConnects) this.connectOne();
+    }
+    if (queryWaitTimeoutMs > 0 && !this.paused) {
+      while (this.waiting > 0 && now - this.waiters[this.waitHead]!.waitingSince > queryWaitTimeoutMs) {
+        this.nextWaiter()!.onPoolError(`query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms`, SqlState.QueryCanceled);
+      }
+    }
+    this.growForWaiters();
+  }
+
+  private scramOrPasswordKnown(): boolean {
+    return this.settings.serverPassword !== null || this.scramCredential !== null;
+  }
+
+  /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
+  pause(): Promise<void> {
+    this.paused = true;
+    return new Promise((resolve) => {
+      this.pauseWaiters.push(resolve);
+      this.checkPaused();
+    });
+  }
+
+  private checkPaused(): void {
+    if (!this.pauseWaiters.length) return;
+    for (const s of this.servers) if (s.state === 'active') return;
+    for (const r of this.pauseWaiters.splice(0)) r();
+  }
+
+  resume(): void {
+    this.paused = false;
+    while (this.idle.length && this.waiting > 0) {
+      const s = this.idle.pop()!;
+      if (s.state === 'idle') this.give(s, this.nextWaiter()!);
+    }
+    this.growForWaiters();
+  }
+
+  /** RECONNECT: idle servers closed now, active ones when they come back. */
+  reconnect(): void {
+    for (const s of this.servers) s.closeOnRelease = true;
+    for (const s of this.idle.splice(0)) {
+      this.servers.delete(s);
+      s.close('reconnect');
+    }
+  }
+
+  /** Every server closed at once (KILL, shutdown). */
+  closeAll(reason: string): void {
+    for (const s of [...this.servers]) {
+      s.close(reason);
+      s.socket.destroy();
+    }
+    this.idle = [];
+    this.servers.clear();
+  }
+
+  /** Fails every waiting client (KILL, shutdown). */
+  failWaiters(message: string, sqlstate: string): void {
+    for (let w = this.nextWaiter(); w; w = this.nextWaiter()) w.onPoolError(message, sqlstate);
+  }
+}

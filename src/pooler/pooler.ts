@@ -1,0 +1,340 @@
+// The pooler: client listener, pools per (database, user), cancel routing, admin verbs, reload, shutdown.
+import net from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import { effectivePoolMode, loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
+import { SqlState } from '../protocol/codes.js';
+import { writeCancelRequest, writeQuery } from '../protocol/writer.js';
+import type { LogHub } from '../shared/logger.js';
+import { ClientSession } from './client-session.js';
+import { Pool, type PoolSettings } from './pool.js';
+import type { ServerConnection } from './server-connection.js';
+import { PoolNotFoundError, type Overview, type PoolerControl, type ShowTable } from './control.js';
+import { showTable } from './admin/show.js';
+import { attachAdminConsole } from './admin/console.js';
+
+export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
+
+export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
+
+function poolKey(database: string, user: string): string {
+  return `${database}\0${user}`;
+}
+
+export class Pooler implements PoolerControl {
+  readonly pools = new Map<string, Pool>();
+  readonly clients = new Set<ClientSession>();
+  private readonly byCancelPid = new Map<number, ClientSession>();
+  readonly startedAt = new Date();
+  readonly log: Logger;
+  readonly counters = { connections: 0, errors: 0, cancel: 0 };
+  private server: net.Server | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private lastRoll = Date.now();
+  private reloadListeners: ((c: PoolerConfig) => void)[] = [];
+  shuttingDown = false;
+  private shutdownDone: Promise<void> | null = null;
+  /** Resolves when the pooler has stopped (SHUTDOWN, signals). */
+  readonly stopped: Promise<void>;
+  private resolveStopped!: () => void;
+
+  constructor(public config: PoolerConfig, readonly configFile: string | null, readonly logs: LogHub) {
+    this.log = logs.get('pooler');
+    this.stopped = new Promise((r) => { this.resolveStopped = r; });
+    this.applyPools(config);
+  }
+
+  /** Loads `configFile` and listens; resolves with the bound address. */
+  static async start(configFile: string, logs: LogHub): Promise<Pooler> {
+    const config = loadPoolerConfig(configFile);
+    logs.level = config.general.log_level;
+    logs.format = config.general.log_format;
+    const p = new Pooler(config, configFile, logs);
+    await p.listen();
+    return p;
+  }
+
+  get port(): number {
+    return (this.server?.address() as net.AddressInfo | null)?.port ?? 0;
+  }
+
+  async listen(): Promise<void> {
+    const { host, port, tcp_no_delay } = this.config.general;
+    this.server = net.createServer({ noDelay: tcp_no_delay }, (socket) => this.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, host, () => {
+        this.server!.removeListener('error', reject);
+        resolve();
+      });
+    });
+    this.server.on('error', (err) => this.log.error({ err: err.message }, 'listener error'));
+    this.timer = setInterval(() => this.maintain(), 1000);
+    this.timer.unref();
+    this.log.info({ host, port: this.port }, 'pooler listening');
+  }
+
+  private accept(socket: net.Socket): void {
+    this.counters.connections++;
+    if (this.shuttingDown) {
+      socket.destroy();
+      return;
+    }
+    socket.setKeepAlive(true, 60_000);
+    new ClientSession(socket, this);
+  }
+
+  private maintain(): void {
+    const now = Date.now();
+    for (const [key, pool] of this.pools) {
+      pool.maintain(now);
+      if (pool.retired && pool.servers.size === 0 && !this.poolHasClients(pool)) this.pools.delete(key);
+    }
+    if (now - this.lastRoll >= this.config.general.stats_period) {
+      for (const pool of this.pools.values()) pool.stats.roll(now - this.lastRoll);
+      this.lastRoll = now;
+    }
+  }
+
+  private poolHasClients(pool: Pool): boolean {
+    for (const c of this.clients) if (c.pool === pool) return true;
+    return false;
+  }
+
+  // ---- configuration ----
+
+  private settingsFor(config: PoolerConfig, database: string, pool: PoolConfig, user: UserConfig): PoolSettings {
+    const g = config.general;
+    const serverPassword = user.server_password ?? (user.password.startsWith('SCRAM-SHA-256$') ? null : user.password);
+    return {
+      database, user: user.username, mode: effectivePoolMode(config, pool, user),
+      target: { host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? 'tidepool' },
+      serverUser: user.server_username ?? user.username, serverPassword,
+      poolSize: user.pool_size, minPoolSize: user.min_pool_size,
+      connectTimeoutMs: g.connect_timeout, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
+      queryWaitTimeoutMs: g.query_wait_timeout, maxConcurrentConnects: g.max_concurrent_connects, noDelay: g.tcp_no_delay,
+    };
+  }
+
+  /** Creates, updates and retires pools to match `config`. */
+  private applyPools(config: PoolerConfig): void {
+    const seen = new Set<string>();
+    for (const [db, pc] of Object.entries(config.pools)) {
+      for (const u of pc.users) {
+        const key = poolKey(db, u.username);
+        seen.add(key);
+        const settings = this.settingsFor(config, db, pc, u);
+        const existing = this.pools.get(key);
+        if (!existing) {
+          this.pools.set(key, new Pool(settings, this.logs.get('pooler::pool')));
+          continue;
+        }
+        const old = existing.settings;
+        const serverChanged = old.target.host !== settings.target.host || old.target.port !== settings.target.port
+          || old.target.database !== settings.target.database || old.serverUser !== settings.serverUser || old.serverPassword !== settings.serverPassword;
+        existing.settings = settings;
+        existing.retired = false;
+        if (serverChanged) {
+          existing.serverParams = null;
+          existing.reconnect();
+        }
+      }
+    }
+    for (const [key, pool] of this.pools) {
+      if (!seen.has(key)) {
+        pool.retired = true;
+        pool.reconnect();
+      }
+    }
+  }
+
+  resolveLogin(database: string, user: string): LoginTarget {
+    if (ADMIN_DATABASES.has(database)) {
+      const g = this.config.general;
+      if (user !== g.admin_username) return { error: `user "${user}" may not use the admin console`, sqlstate: SqlState.InvalidAuthorization };
+      if (!g.admin_password) return { error: 'the admin console is disabled: general.admin_password is empty', sqlstate: SqlState.InvalidAuthorization };
+      return { admin: true, pool: null, secret: g.admin_password };
+    }
+    const pc = this.config.pools[database];
+    if (!pc) return { error: `database "${database}" does not exist`, sqlstate: SqlState.InvalidCatalogName };
+    const uc = pc.users.find((u) => u.username === user);
+    const pool = this.pools.get(poolKey(database, user));
+    if (!uc || !pool) return { error: `no such user "${user}" in database "${database}"`, sqlstate: SqlState.InvalidAuthorization };
+    return { admin: false, pool, secret: uc.password };
+  }
+
+  adminParams(): Map<string, string> {
+    return new Map([
+      ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
+      ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
+    ]);
+  }
+
+  clientCount(): number {
+    return this.clients.size + 1;
+  }
+
+  registerClient(c: ClientSession): void {
+    this.clients.add(c);
+    this.byCancelPid.set(c.cancelPid, c);
+    if (c.isAdmin) attachAdminConsole(this, c);
+    this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
+  }
+
+  unregisterClient(c: ClientSession): void {
+    this.clients.delete(c);
+    this.byCancelPid.delete(c.cancelPid);
+  }
+
+  /** CancelRequest with the pooler's key: forwarded to the server now serving that client. */
+  cancel(pid: number, secret: Buffer): void {
+    this.counters.cancel++;
+    const c = this.byCancelPid.get(pid);
+    if (!c || c.cancelSecret.length !== secret.length || !timingSafeEqual(c.cancelSecret, secret)) {
+      this.log.debug({ pid }, 'cancel request for an unknown key');
+      return;
+    }
+    c.cancelRequested++;
+    const s = c.server;
+    if (!s || !c.pool) return;
+    const t = c.pool.settings.target;
+    const sock = net.connect({ host: t.host, port: t.port }, () => sock.end(writeCancelRequest(s.backendPid, s.backendSecret)));
+    sock.on('error', (err) => this.log.warn({ err: err.message }, 'forwarding a cancel request failed'));
+  }
+
+  /** Session mode: the client left; reset the server, then pool it. */
+  resetAndRelease(pool: Pool, s: ServerConnection): void {
+    const query = this.config.general.server_reset_query;
+    if (!query) return pool.release(s, true);
+    s.owner = {
+      onServerData: () => undefined,
+      onCopyInResponse: () => undefined,
+      onServerError: () => { s.closeOnRelease = true; },
+      onReadyForQuery: () => pool.release(s, true),
+      onServerClosed: () => undefined,
+    };
+    s.write(writeQuery(query));
+  }
+
+  // ---- PoolerControl ----
+
+  private select(database?: string, user?: string): Pool[] {
+    const out: Pool[] = [];
+    for (const p of this.pools.values()) {
+      if (p.retired) continue;
+      if (database !== undefined && p.settings.database !== database) continue;
+      if (user !== undefined && p.settings.user !== user) continue;
+      out.push(p);
+    }
+    if (!out.length && (database !== undefined || user !== undefined)) {
+      throw new PoolNotFoundError(user !== undefined ? `${user}@${database ?? '*'}` : `database ${database}`);
+    }
+    return out;
+  }
+
+  show(name: string): ShowTable {
+    return showTable(this, name.toUpperCase());
+  }
+
+  overview(): Overview {
+    const o: Overview = { clients: { active: 0, idle: 0, waiting: 0, total: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0 }, tps: 0, qps: 0, errors: 0, pools: 0, pools_paused: 0 };
+    for (const c of this.clients) {
+      if (c.isAdmin) continue;
+      o.clients.total++;
+      if (c.state === 'waiting') o.clients.waiting++;
+      else if (c.state === 'active') o.clients.active++;
+      else o.clients.idle++;
+    }
+    for (const p of this.pools.values()) {
+      o.pools++;
+      if (p.paused) o.pools_paused++;
+      for (const s of p.servers) {
+        o.servers.total++;
+        if (s.state === 'active') o.servers.active++;
+        else if (s.state === 'idle') o.servers.idle++;
+      }
+      o.servers.login += p.connecting;
+      o.servers.total += p.connecting;
+      const a = p.stats.averages();
+      o.tps += a.xactCount;
+      o.qps += a.queryCount;
+      o.errors += p.stats.totals.errors;
+    }
+    return o;
+  }
+
+  async pause(database?: string, user?: string): Promise<string> {
+    const pools = this.select(database, user);
+    await Promise.all(pools.map((p) => p.pause()));
+    return `PAUSE ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
+  }
+
+  resume(database?: string, user?: string): string {
+    const pools = this.select(database, user);
+    for (const p of pools) p.resume();
+    return `RESUME ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
+  }
+
+  reconnect(database?: string, user?: string): string {
+    const pools = this.select(database, user);
+    for (const p of pools) p.reconnect();
+    return `RECONNECT ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
+  }
+
+  /** KILL: drops every client and server of the database; its pools stay paused until RESUME. */
+  kill(database: string): string {
+    const pools = this.select(database);
+    for (const p of pools) {
+      p.paused = true;
+      p.failWaiters(`database "${database}" was killed by the administrator`, SqlState.AdminShutdown);
+      for (const c of [...this.clients]) if (c.pool === p) c.kill(`database "${database}" was killed by the administrator`);
+      p.closeAll('kill');
+    }
+    return `KILL ${database}`;
+  }
+
+  async reload(): Promise<string> {
+    if (!this.configFile) throw new Error('no config file to reload');
+    const next = loadPoolerConfig(this.configFile);
+    const restartNeeded: string[] = [];
+    if (next.general.host !== this.config.general.host || next.general.port !== this.config.general.port) restartNeeded.push('general.host/port');
+    if (next.web.host !== this.config.web.host || next.web.port !== this.config.web.port || next.web.enabled !== this.config.web.enabled) restartNeeded.push('web.host/port/enabled');
+    this.config = next;
+    this.logs.level = next.general.log_level;
+    this.logs.format = next.general.log_format;
+    this.applyPools(next);
+    for (const l of this.reloadListeners) l(next);
+    const msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
+    this.log.info({ file: this.configFile }, msg);
+    return msg;
+  }
+
+  onReload(listener: (config: PoolerConfig) => void): void {
+    this.reloadListeners.push(listener);
+  }
+
+  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything. */
+  shutdown(graceful = true): Promise<void> {
+    if (this.shutdownDone) return this.shutdownDone;
+    this.shuttingDown = true;
+    this.shutdownDone = (async () => {
+      this.server?.close();
+      if (graceful) {
+        const deadline = Date.now() + this.config.general.shutdown_timeout;
+        for (const p of this.pools.values()) p.paused = true;
+        while (Date.now() < deadline && [...this.clients].some((c) => !c.isAdmin && !c.quiescent)) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      for (const c of [...this.clients]) c.kill('the pooler is shutting down');
+      for (const p of this.pools.values()) {
+        p.failWaiters('the pooler is shutting down', SqlState.AdminShutdown);
+        p.closeAll('shutdown');
+      }
+      if (this.timer) clearInterval(this.timer);
+      this.log.info('pooler stopped');
+      this.resolveStopped();
+    })();
+    return this.shutdownDone;
+  }
+}

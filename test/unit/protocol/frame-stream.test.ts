@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { FrameStream, typeSet } from '../../../src/protocol/frame-stream.js';
+
+function msg(type: string, body: Buffer | string): Buffer {
+  const b = typeof body === 'string' ? Buffer.from(body) : body;
+  const h = Buffer.alloc(5);
+  h[0] = type.charCodeAt(0);
+  h.writeInt32BE(b.length + 4, 1);
+  return Buffer.concat([h, b]);
+}
+
+const Z = 'Z'.charCodeAt(0);
+const stream = Buffer.concat([
+  msg('T', 'rowdesc'), msg('D', Buffer.alloc(5000, 1)), msg('D', 'x'), msg('C', 'SELECT 2\0'), msg('Z', 'I'),
+  msg('S', ''), msg('Z', 'T'), msg('D', Buffer.alloc(300, 2)), msg('Z', 'E'),
+]);
+const expected = ['T', 'D', 'D', 'C', 'Z:I', 'S', 'Z:T', 'D', 'Z:E'];
+
+function collect(chunks: Buffer[]): string[] {
+  const seen: string[] = [];
+  const fs = new FrameStream(1 << 20, typeSet(Z), (type, buf, start, _len, complete) => {
+    const t = String.fromCharCode(type);
+    if (type === Z) {
+      expect(complete).toBe(true);
+      seen.push(`Z:${String.fromCharCode(buf[start + 5]!)}`);
+    } else seen.push(t);
+  });
+  for (const c of chunks) expect(fs.feed(c)).toBe(true);
+  expect(fs.atBoundary).toBe(true);
+  return seen;
+}
+
+describe('FrameStream', () => {
+  it('sees every message when all arrive in one chunk', () => {
+    expect(collect([stream])).toEqual(expected);
+  });
+
+  it('sees every message for a cut at every position', () => {
+    for (let cut = 1; cut < stream.length; cut++) {
+      expect(collect([stream.subarray(0, cut), stream.subarray(cut)])).toEqual(expected);
+    }
+  });
+
+  it('sees every message byte by byte and in random pieces', () => {
+    const bytes: Buffer[] = [];
+    for (let i = 0; i < stream.length; i++) bytes.push(stream.subarray(i, i + 1));
+    expect(collect(bytes)).toEqual(expected);
+    let seed = 7;
+    for (let round = 0; round < 50; round++) {
+      const pieces: Buffer[] = [];
+      for (let pos = 0; pos < stream.length;) {
+        seed = (seed * 1103515245 + 12345) >>> 0;
+        const n = 1 + (seed % 700);
+        pieces.push(stream.subarray(pos, pos + n));
+        pos += n;
+      }
+      expect(collect(pieces)).toEqual(expected);
+    }
+  });
+
+  it('rejects a bad length in the header, also when the header is split', () => {
+    const bad = Buffer.concat([msg('Z', 'I'), Buffer.from([0x51, 0, 0, 0, 2])]);
+    const fs = new FrameStream(1 << 20, typeSet(Z), () => undefined);
+    expect(fs.feed(bad)).toBe(false);
+    expect(fs.badLength).toBe(2);
+    const fs2 = new FrameStream(100, typeSet(Z), () => undefined);
+    expect(fs2.feed(Buffer.from([0x51, 0, 0]))).toBe(true);
+    expect(fs2.feed(Buffer.from([1, 0]))).toBe(false);
+    expect(fs2.badLength).toBe(256);
+  });
+});
