@@ -67,10 +67,12 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
   };
   const ui = consoleEnabled(control);
   if (control.config.web.ui && !ui) log.warn(UI_GATE_MESSAGE);
-  let trusted = new TrustedProxies(control.config.web.trusted_proxies);
+  const proxies = (cidrs: readonly string[]) =>
+    TrustedProxies.lenient(cidrs, (problem) => log.error({ problem }, 'web.trusted_proxies entry ignored'));
+  let trusted = proxies(control.config.web.trusted_proxies);
   if (ui) sso.load(control.config.web);
   control.onReload((config) => {
-    trusted = new TrustedProxies(config.web.trusted_proxies);
+    trusted = proxies(config.web.trusted_proxies);
     if (ui) sso.load(config.web);
   });
 
@@ -95,6 +97,10 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     req.tp = { startedAt: process.hrtime.bigint(), peer, auth, access: level };
     if (isApi(path)) ctx.metrics.authAttempt(auth.role, auth.source);
     const decision = authorize(auth, level);
+    if (decision.allow && level === 'admin' && crossSite(req)) {
+      // A cookie carrier travels with cross-site form posts; admin actions only come from our own pages or tools.
+      return sendError(reply, 403, 'forbidden', 'cross-site admin request refused');
+    }
     if (decision.allow) return;
     if (decision.status === 403) return sendError(reply, 403, 'forbidden', 'admin role required');
     const wantsJson = /application\/json/i.test(req.headers.accept ?? '');
@@ -179,6 +185,15 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
 
   await app.ready();
   return app;
+}
+
+/** A browser request sent from another site (Sec-Fetch-Site, or an Origin that is not this host). */
+function crossSite(req: FastifyRequest): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return true;
+  const origin = req.headers.origin;
+  if (origin === undefined || origin === 'null') return origin === 'null';
+  return !URL.canParse(origin) || new URL(origin).host !== req.headers.host;
 }
 
 function splitUrl(url: string): [string, boolean] {

@@ -12,6 +12,20 @@ export class TrustedProxies {
     this.size = cidrs.length;
   }
 
+  /** Like the constructor, but a malformed entry is reported and left out (trusting less is the safe side). */
+  static lenient(cidrs: readonly string[], report: (problem: string) => void): TrustedProxies {
+    const good = cidrs.filter((c) => {
+      try {
+        new TrustedProxies([c]);
+        return true;
+      } catch (err) {
+        report((err as Error).message);
+        return false;
+      }
+    });
+    return new TrustedProxies(good);
+  }
+
   private add(cidr: string): void {
     const [addr = '', bits] = cidr.trim().split('/');
     const family = net.isIP(addr);

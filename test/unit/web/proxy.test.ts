@@ -18,6 +18,12 @@ describe('TrustedProxies', () => {
     expect(() => new TrustedProxies(['10.0.0.0/33'])).toThrow(/prefix/);
     expect(() => new TrustedProxies(['example.com'])).toThrow(/not an address/);
   });
+  it('lenient parsing leaves out and reports malformed entries', () => {
+    const problems: string[] = [];
+    const t = TrustedProxies.lenient(['10.0.0.0/8', 'bogus', '1.2.3.4/40'], (p) => problems.push(p));
+    expect(t.has('10.9.9.9')).toBe(true);
+    expect(problems).toHaveLength(2);
+  });
   it('an empty list trusts nobody', () => {
     expect(new TrustedProxies([]).has('127.0.0.1')).toBe(false);
   });

@@ -1,0 +1,236 @@
+// The console in Debian's Chromium against a real listener, pooler and PostgreSQL: Basic and SSO sign-in, pools, typed PAUSE/RESUME, 403 banner.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { DEFAULT_STATIC_DIR } from '../../src/web/app.js';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { startWeb, WEB_ADMIN, webToml, type WebHarness } from '../helpers/web.js';
+import { launchChromium, startSsoProxy, type SsoProxy } from '../helpers/web-browser.js';
+import { makeKeyDir, makeRsaKey, signToken } from '../helpers/web-sso.js';
+
+const SHOTS = path.resolve('test/e2e/__screenshots__');
+const keys = makeKeyDir();
+const key = makeRsaKey();
+const pem = keys.write('sso.pem', key.publicPem);
+let db: TestPostgres;
+let h: WebHarness;
+let proxy: SsoProxy;
+let browser: Browser;
+let context: BrowserContext | null = null;
+
+const ssoWeb = (proxyUrl: string) => `sso_enabled = true
+sso_public_key_file = "${pem}"
+sso_audience = ["console"]
+sso_admin_groups = ["dba"]
+sso_proxy_url = "${proxyUrl}"`;
+
+beforeAll(async () => {
+  if (!existsSync(path.join(DEFAULT_STATIC_DIR, 'index.html'))) throw new Error(`console bundle missing in ${DEFAULT_STATIC_DIR}: run npm run build`);
+  db = await startTestPostgres();
+  proxy = await startSsoProxy(key, 'console');
+  h = await startWeb(db, { listen: true, web: ssoWeb(proxy.url) });
+  browser = await launchChromium();
+});
+afterEach(async () => {
+  await context?.close();
+  context = null;
+  proxy.user.name = 'alice';
+  proxy.user.groups = [];
+  proxy.user.lifetime = 600;
+  proxy.user.fail = false;
+  proxy.issued.length = 0;
+  proxy.failures = 0;
+});
+afterAll(async () => {
+  await browser?.close();
+  await h?.stop();
+  await proxy?.close();
+  await db?.cleanup();
+  keys.cleanup();
+});
+
+async function open(url = '/'): Promise<Page> {
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(h.base + url);
+  return page;
+}
+
+async function signInBasic(page: Page, remember = false): Promise<void> {
+  await page.getByRole('dialog').getByLabel('User').fill(WEB_ADMIN.user);
+  await page.getByLabel('Password').fill(WEB_ADMIN.password);
+  if (remember) await page.getByLabel('Remember me').check();
+  await page.getByRole('dialog').getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
+}
+
+const paused = (user: string) => {
+  const t = h.tp.pooler.show('POOLS');
+  const row = t.rows.find((r) => r[t.columns.indexOf('database')] === 'app' && r[t.columns.indexOf('user')] === user)!;
+  return row[t.columns.indexOf('paused')];
+};
+
+async function confirmAction(page: Page, verb: string, word: string): Promise<void> {
+  await page.getByRole('button', { name: verb, exact: true }).click();
+  const dialog = page.getByRole('dialog');
+  const confirm = dialog.getByRole('button', { name: 'Confirm' });
+  await expect.poll(() => confirm.isDisabled()).toBe(true);
+  await dialog.getByLabel('confirmation').fill(word.slice(0, -1));
+  expect(await confirm.isDisabled()).toBe(true);
+  await dialog.getByLabel('confirmation').fill(word);
+  expect(await confirm.isDisabled()).toBe(false);
+  await confirm.click();
+}
+
+describe('console', () => {
+  it('Basic sign-in, overview, pools, typed PAUSE and RESUME of one pool', async () => {
+    const page = await open('/');
+    await page.getByRole('dialog').waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'sign-in.png') });
+    await signInBasic(page);
+    await page.getByTestId('overview-cards').waitFor();
+    await page.screenshot({ path: path.join(SHOTS, 'overview.png') });
+
+    await page.getByRole('link', { name: 'Pools' }).click();
+    const table = page.getByTestId('pools-table');
+    await table.waitFor();
+    expect(await table.textContent()).toContain('md5user');
+    expect(page.url()).toBe(`${h.base}/pools`);
+    await page.screenshot({ path: path.join(SHOTS, 'pools.png') });
+
+    await table.getByRole('row').filter({ hasText: 'md5user' }).click();
+    await page.getByRole('heading', { name: 'md5user@app' }).waitFor();
+    await confirmAction(page, 'PAUSE', 'app');
+    await page.getByTestId('action-result').waitFor();
+    expect(await page.getByTestId('action-result').textContent()).toContain('PAUSE');
+    expect(paused('md5user')).toBe(true);
+    expect(paused('scramuser')).toBe(false);
+    await page.getByRole('button', { name: 'Close' }).click();
+    await expect.poll(() => page.getByTestId('pool-state').textContent()).toBe('paused');
+    await page.screenshot({ path: path.join(SHOTS, 'pool-detail-paused.png') });
+
+    await confirmAction(page, 'RESUME', 'app');
+    await page.getByTestId('action-result').waitFor();
+    expect(paused('md5user')).toBe(false);
+    await page.getByRole('button', { name: 'Close' }).click();
+    await expect.poll(() => page.getByTestId('pool-state').textContent()).toBe('running');
+  });
+
+  it('RELOAD asks for the word RELOAD', async () => {
+    const page = await open('/pools');
+    await signInBasic(page);
+    await confirmAction(page, 'RELOAD', 'RELOAD');
+    await page.getByTestId('action-result').waitFor();
+    expect(await page.getByTestId('action-result').textContent()).toMatch(/RELOAD: RELOAD done/);
+  });
+
+  it('Remember me keeps Basic in localStorage; sign-out clears both keys', async () => {
+    const page = await open('/overview');
+    await signInBasic(page, true);
+    expect(await page.evaluate(() => localStorage.getItem('pooler.admin-auth'))).toBeTruthy();
+    await page.reload();
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(await page.evaluate(() => [localStorage.getItem('pooler.admin-auth'), localStorage.getItem('pooler.sso-token')])).toEqual([null, null]);
+    await page.getByRole('dialog').waitFor();
+  });
+
+  it('fetches omit cookies: a valid sso_access_token cookie does not sign the console in', async () => {
+    context = await browser.newContext();
+    const token = await signToken(key, { aud: 'console', preferred_username: 'alice', groups: ['dba'] });
+    await context.addCookies([{ name: 'sso_access_token', value: token, url: h.base }]);
+    const page = await context.newPage();
+    await page.goto(`${h.base}/overview`);
+    await page.getByRole('dialog').waitFor();
+    expect(await page.getByTestId('role-label').textContent()).toBe('signed out');
+  });
+
+  it('SSO: the token comes back in ?token=, is stored and removed from the URL; an Sso user sees the 403 banner', async () => {
+    const page = await open('/pools');
+    await page.getByRole('button', { name: 'Sign in via SSO' }).click();
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
+    expect(page.url()).toBe(`${h.base}/pools`);
+    expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBe(proxy.issued.at(-1));
+    await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
+    await confirmAction(page, 'PAUSE', 'app');
+    await page.getByTestId('forbidden-banner').waitFor();
+    expect(await page.getByTestId('forbidden-banner').textContent()).toContain('admin role required');
+    expect(paused('scramuser')).toBe(false);
+    await page.screenshot({ path: path.join(SHOTS, 'forbidden-banner.png') });
+  });
+
+  it('SSO admin group: the sidebar shows sso: <user> and admin actions work', async () => {
+    proxy.user.name = 'carol';
+    proxy.user.groups = ['dba'];
+    const page = await open('/pools');
+    await page.getByRole('button', { name: 'Sign in via SSO' }).click();
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: carol');
+    await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
+    await confirmAction(page, 'RECONNECT', 'app');
+    await page.getByTestId('action-result').waitFor();
+    expect(await page.getByTestId('action-result').textContent()).toContain('RECONNECT');
+  });
+
+  /** Opens the console with localStorage prepared as a previous visit would have left it. */
+  async function openWithStorage(url: string, storage: Record<string, string>): Promise<Page> {
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.addInitScript((items: Record<string, string>) => {
+      if (sessionStorage.getItem('seeded')) return;
+      sessionStorage.setItem('seeded', '1');
+      for (const [k, v] of Object.entries(items)) localStorage.setItem(k, v);
+    }, storage);
+    const page = await context.newPage();
+    await page.goto(h.base + url);
+    return page;
+  }
+
+  it('silent refresh: a token close to exp is replaced through the hidden /?sso_silent=1 frame', async () => {
+    const short = await signToken(key, { aud: 'console', preferred_username: 'alice', expiresIn: 60 });
+    const page = await openWithStorage('/overview', { 'pooler.sso-token': short });
+    await expect.poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 }).not.toBe(short);
+    expect(proxy.issued).toHaveLength(1);
+    expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBe(proxy.issued[0]);
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
+    expect(page.url()).toBe(`${h.base}/overview`);
+  });
+
+  it('silent refresh failure with a Basic credential drops the token and falls back to Basic', async () => {
+    proxy.user.fail = true;
+    const short = await signToken(key, { aud: 'console', preferred_username: 'alice', expiresIn: 60 });
+    const basic = Buffer.from(`${WEB_ADMIN.user}:${WEB_ADMIN.password}`).toString('base64');
+    const page = await openWithStorage('/overview', { 'pooler.sso-token': short, 'pooler.admin-auth': basic });
+    await expect.poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 }).toBeNull();
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
+    expect(await page.evaluate(() => localStorage.getItem('pooler.admin-auth'))).toBe(basic);
+  });
+
+  it('silent refresh failure without Basic goes through the SSO proxy again; a refusal there asks to sign in', async () => {
+    const short = await signToken(key, { aud: 'console', preferred_username: 'alice', expiresIn: 60 });
+    proxy.user.fail = true;
+    const page = await openWithStorage('/pools', { 'pooler.sso-token': short });
+    await page.getByRole('dialog').waitFor({ timeout: 20_000 });
+    expect(await page.getByRole('dialog').textContent()).toContain('SSO sign-in failed: denied');
+    expect(proxy.failures).toBe(2);
+    expect(page.url()).toBe(`${h.base}/pools`);
+    expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBeNull();
+    proxy.user.fail = false;
+    await page.getByRole('button', { name: 'Sign in via SSO' }).click();
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
+  });
+
+  it('a 401 during use reopens the sign-in modal', async () => {
+    const page = await open('/pools');
+    await signInBasic(page);
+    await page.getByTestId('pools-table').waitFor();
+    h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url) }).replace(`admin_password = "${WEB_ADMIN.password}"`, 'admin_password = "rotated-password"'));
+    await h.tp.pooler.reload();
+    try {
+      await page.getByRole('dialog').waitFor();
+      expect(await page.getByRole('dialog').textContent()).toContain('Sign in');
+    } finally {
+      h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url) }));
+      await h.tp.pooler.reload();
+    }
+  });
+});
