@@ -50,6 +50,12 @@ export class IdMaker {
     this.counter = seed;
   }
 
+  /** Continues after `id` (after a replay), so the ids of one fraction stay consecutive. */
+  continueAfter(id: string): void {
+    const c = parseInt(id.slice(14), 16);
+    if (Number.isFinite(c)) this.counter = c;
+  }
+
   next(time: number): string {
     this.counter = (this.counter + 1) % 2 ** 40;
     return time.toString(16).padStart(12, '0') + this.shardHex + this.counter.toString(16).padStart(10, '0');

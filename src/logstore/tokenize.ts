@@ -1,7 +1,10 @@
 // Turns a parsed document into index tokens per field, following the mapping (keyword, text, path, exists).
 import { EXISTS_FIELD, type FieldType, type MappingSpec } from './mapping.js';
 
-/** Receives each (field, token) once per document; `column` is set for the first keyword value of a field. */
+/**
+ * Receives the tokens of one document. The same (field, token) may arrive more than once (arrays, repeated
+ * words): sinks keep it once. `column` receives every keyword value; sinks keep the first per field.
+ */
 export interface TokenSink {
   token(field: string, token: string): void;
   column(field: string, value: string): void;
@@ -41,27 +44,20 @@ function scalar(v: unknown): string | null {
   return null;
 }
 
-function emitValue(types: readonly FieldType[], field: string, v: string, m: MappingSpec, sink: TokenSink, seen: Set<string>, first: boolean): void {
+function emitValue(types: readonly FieldType[], field: string, v: string, m: MappingSpec, sink: TokenSink): void {
   for (const type of types) {
     switch (type) {
       case 'keyword': {
         const tok = keywordToken(v, m.maxTokenSize);
-        const key = `${field}\0${tok}`;
-        if (!seen.has(key)) { seen.add(key); sink.token(field, tok); }
-        if (first) sink.column(field, tok);
+        sink.token(field, tok);
+        sink.column(field, tok);
         break;
       }
       case 'text':
-        for (const tok of textTokens(v, m.maxTokenSize)) {
-          const key = `${field}\0${tok}`;
-          if (!seen.has(key)) { seen.add(key); sink.token(field, tok); }
-        }
+        for (const tok of textTokens(v, m.maxTokenSize)) sink.token(field, tok);
         break;
       case 'path':
-        for (const tok of pathTokens(v, m.maxTokenSize)) {
-          const key = `${field}\0${tok}`;
-          if (!seen.has(key)) { seen.add(key); sink.token(field, tok); }
-        }
+        for (const tok of pathTokens(v, m.maxTokenSize)) sink.token(field, tok);
         break;
       case 'exists':
         break;
@@ -69,31 +65,27 @@ function emitValue(types: readonly FieldType[], field: string, v: string, m: Map
   }
 }
 
-function visit(value: unknown, field: string, m: MappingSpec, sink: TokenSink, seen: Set<string>, present: Set<string>): void {
+function visit(value: unknown, field: string, m: MappingSpec, sink: TokenSink): void {
   if (value === null || value === undefined) return;
-  if (Array.isArray(value)) {
-    for (const v of value) visit(v, field, m, sink, seen, present);
-    return;
-  }
   if (typeof value === 'object') {
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) visit(v, field ? `${field}.${k}` : k, m, sink, seen, present);
+    if (Array.isArray(value)) {
+      for (const v of value) visit(v, field, m, sink);
+      return;
+    }
+    for (const k in value as Record<string, unknown>) visit((value as Record<string, unknown>)[k], field ? `${field}.${k}` : k, m, sink);
     return;
   }
   const types = m.fields[field] ?? (m.auto ? AUTO_TYPES : null);
   if (!types) return;
   const s = scalar(value);
   if (s === null) return;
-  const first = !present.has(field);
-  if (first) {
-    present.add(field);
-    sink.token(EXISTS_FIELD, field);
-  }
-  emitValue(types, field, s, m, sink, seen, first);
+  sink.token(EXISTS_FIELD, field);
+  emitValue(types, field, s, m, sink);
 }
 
 const AUTO_TYPES: readonly FieldType[] = ['keyword'];
 
-/** Emits the tokens of one document; each (field, token) pair at most once. */
+/** Emits the tokens of one document, and its field names as tokens of the `_exists_` pseudo-field. */
 export function tokenizeDoc(doc: Record<string, unknown>, m: MappingSpec, sink: TokenSink): void {
-  visit(doc, '', m, sink, new Set(), new Set());
+  visit(doc, '', m, sink);
 }

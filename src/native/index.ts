@@ -15,7 +15,11 @@ export interface NativeAddon {
 function findRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
-    if (path.basename(dir) === 'src' || path.basename(dir) === 'dist') return path.dirname(dir);
+    if (path.basename(dir) === 'src' || path.basename(dir) === 'dist') {
+      // Compiled code lives in dist/src/native: the package root is above dist/, not dist/ itself.
+      const parent = path.dirname(dir);
+      return path.basename(dir) === 'src' && path.basename(parent) === 'dist' ? path.dirname(parent) : parent;
+    }
     dir = path.dirname(dir);
   }
   return process.cwd();

@@ -28,11 +28,11 @@ interface ActiveColumn {
 
 export class ActiveFraction implements FractionView {
   readonly timeOrdered = false;
-  readonly index = new Map<string, Map<string, GrowableU32>>();
+  /** Posting lists as plain arrays: most tokens are rare, and small arrays cost far less than typed ones. */
+  readonly index = new Map<string, Map<string, number[]>>();
   readonly columns = new Map<string, ActiveColumn>();
   readonly times: number[] = [];
   readonly ids: string[] = [];
-  private readonly idIndex = new Map<string, number>();
   private readonly docBufs: Uint8Array[] = [];
   minTime = Infinity;
   maxTime = -Infinity;
@@ -46,9 +46,9 @@ export class ActiveFraction implements FractionView {
       token(field, token) {
         let byToken = self.index.get(field);
         if (!byToken) self.index.set(field, (byToken = new Map()));
-        let list = byToken.get(token);
-        if (!list) byToken.set(token, (list = new GrowableU32()));
-        list.push(self.current);
+        const list = byToken.get(token);
+        if (!list) byToken.set(token, [self.current]);
+        else if (list[list.length - 1] !== self.current) list.push(self.current);
       },
       column(field, value) {
         let col = self.columns.get(field);
@@ -56,6 +56,7 @@ export class ActiveFraction implements FractionView {
           col = { dict: new Map(), tokens: [], ords: new GrowableU32() };
           self.columns.set(field, col);
         }
+        if (col.ords.length > self.current) return;
         while (col.ords.length < self.current) col.ords.push(MISSING);
         let ord = col.dict.get(value);
         if (ord === undefined) {
@@ -78,7 +79,6 @@ export class ActiveFraction implements FractionView {
     tokenizeDoc(doc, this.mapping, this.sink);
     this.times.push(time);
     this.ids.push(id);
-    this.idIndex.set(id, this.current);
     this.docBufs.push(bytes);
     this.rawBytes += bytes.length;
     if (time < this.minTime) this.minTime = time;
@@ -98,14 +98,15 @@ export class ActiveFraction implements FractionView {
   }
 
   postings(field: string, token: string): Uint32Array {
-    return this.index.get(field)?.get(token)?.view() ?? new Uint32Array(0);
+    const list = this.index.get(field)?.get(token);
+    return list ? Uint32Array.from(list) : new Uint32Array(0);
   }
 
   postingsWhere(field: string, accept: (token: string) => boolean): Uint32Array[] {
     const out: Uint32Array[] = [];
     const byToken = this.index.get(field);
     if (!byToken) return out;
-    for (const [tok, list] of byToken) if (accept(tok)) out.push(list.view());
+    for (const [tok, list] of byToken) if (accept(tok)) out.push(Uint32Array.from(list));
     return out;
   }
 
@@ -117,8 +118,12 @@ export class ActiveFraction implements FractionView {
     return this.ids[local]!;
   }
 
+  /** Ids of one fraction come from one counter, so an id's place is its counter minus the first one's. */
   find(id: string): number {
-    return this.idIndex.get(id) ?? -1;
+    if (this.ids.length === 0 || id.length !== 24) return -1;
+    const local = (parseInt(id.slice(14), 16) - parseInt(this.ids[0]!.slice(14), 16) + 2 ** 40) % 2 ** 40;
+    if (this.ids[local] === id) return local;
+    return this.ids.indexOf(id);
   }
 
   data(locals: readonly number[]): Uint8Array[] {

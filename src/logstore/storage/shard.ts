@@ -124,6 +124,7 @@ export class Shard {
         this.active.add(doc, r.doc, r.time, r.id);
       });
       for (const f of this.active.fields()) this.fieldsSeen.add(f);
+      if (n > 0) this.ids.continueAfter(this.active.id(n - 1));
       this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');
     } else this.newActive();
   }
@@ -295,7 +296,9 @@ export class Shard {
     return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort() };
   }
 
-  close(): void {
+  /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */
+  close(sealActive = true): void {
+    if (sealActive && this.active.docCount > 0) this.seal();
     this.wal.close();
     for (const s of this.sealed.values()) s.frac.close();
     this.catalog.close();

@@ -1,0 +1,291 @@
+// Log-store benchmark: http_logs-shaped documents into tidepool (HTTP bulk, concurrent senders) and into
+// PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
+// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg]
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { findPsql, startPostgres, type RunningPostgres } from '../src/shared/embedded-postgres.js';
+import { nativeLoaded } from '../src/native/index.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WORK = path.join(ROOT, 'bench', '.work');
+
+function arg(name: string, dflt: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+}
+const DOCS = arg('docs', 1_000_000);
+const SENDERS = arg('senders', 4);
+const SHARDS = arg('shards', 2);
+const RUNS = arg('runs', 11);
+const WITH_PG = !process.argv.includes('--no-pg');
+const BULK_DOCS = 5000;
+
+/** Deterministic PRNG (mulberry32). */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = ['images', 'english', 'french', 'spanish', 'news', 'teams', 'venues', 'tickets', 'history', 'players', 'home', 'logo', 'nav', 'hm', 'bg', 'info', 'splash', 'mascot', 'results', 'schedule'];
+const EXT = ['gif', 'html', 'jpg', 'htm', 'css', 'js'];
+const STATUSES: [number, number][] = [[200, 0.87], [304, 0.07], [404, 0.03], [206, 0.01], [500, 0.008], [400, 0.006], [403, 0.004], [302, 0.002]];
+const SERVICES = ['www', 'cdn', 'api', 'shop', 'media'];
+const START = Date.parse('2026-11-20T00:00:00Z');
+const SPAN_MS = 24 * 3_600_000;
+
+/** One http_logs-shaped document; time grows with i so the newest are the last. */
+function makeDoc(i: number, r: () => number): string {
+  const t = new Date(START + Math.floor((i / DOCS) * SPAN_MS)).toISOString();
+  const ip = `${(r() * 223 + 1) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}`;
+  const depth = 1 + ((r() * 3) | 0);
+  let p = '';
+  for (let k = 0; k < depth; k++) p += `/${WORDS[(r() * r() * WORDS.length) | 0]}`;
+  p += `_${(r() * 300) | 0}.${EXT[(r() * EXT.length) | 0]}`;
+  let x = r();
+  let status = 200;
+  for (const [s, w] of STATUSES) { if (x < w) { status = s; break; } x -= w; }
+  const size = status === 304 ? 0 : ((r() * r() * 50_000) | 0);
+  return `{"timestamp":"${t}","clientip":"${ip}","request":"GET ${p} HTTP/1.0","status":${status},"size":${size},"service":"${SERVICES[(r() * r() * 5) | 0]}"}`;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+function du(dir: string): number {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    total += e.isDirectory() ? du(p) : statSync(p).size;
+  }
+  return total;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function request(port: number, method: string, p: string, body: Buffer | string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function startStore(dir: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on http [\d.]+:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (c) => reject(new Error(`log store exited ${c}`)));
+  });
+  return { child, port };
+}
+
+async function stopStore(child: ChildProcess): Promise<void> {
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await done;
+}
+
+async function timeIt(fn: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < 2; i++) await fn();
+  const xs: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t = process.hrtime.bigint();
+    await fn();
+    xs.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return median(xs);
+}
+
+interface SearchCase { name: string; store: () => Promise<unknown>; pg: string[] }
+
+async function main(): Promise<void> {
+  rmSync(WORK, { recursive: true, force: true });
+  mkdirSync(WORK, { recursive: true });
+  const lsDir = path.join(WORK, 'logstore');
+  mkdirSync(lsDir);
+  writeFileSync(path.join(lsDir, 'mapping.yaml'), 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n');
+  writeFileSync(path.join(lsDir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(lsDir, 'data')}\n  shards: ${SHARDS}\nmapping:\n  path: ${path.join(lsDir, 'mapping.yaml')}\nlog:\n  level: warn\n`);
+
+  process.stderr.write(`generating ${DOCS} documents\n`);
+  const r = rng(1);
+  const bodies: Buffer[] = [];
+  const rawFile = path.join(WORK, 'docs.ndjson');
+  const raw = createWriteStream(rawFile);
+  let rawBytes = 0;
+  for (let i = 0; i < DOCS; i += BULK_DOCS) {
+    const lines: string[] = [];
+    const docs: string[] = [];
+    for (let k = i; k < Math.min(DOCS, i + BULK_DOCS); k++) {
+      const d = makeDoc(k, r);
+      docs.push(d);
+      lines.push('{"index":{}}', d);
+    }
+    const docText = docs.join('\n') + '\n';
+    rawBytes += Buffer.byteLength(docText);
+    raw.write(docText);
+    bodies.push(Buffer.from(lines.join('\n') + '\n'));
+  }
+  await new Promise((res) => raw.end(res));
+  const bulkBytes = bodies.reduce((s, b) => s + b.length, 0);
+
+  // tidepool: ingest over HTTP with concurrent senders.
+  let store = await startStore(lsDir);
+  process.stderr.write(`ingesting into tidepool (${SENDERS} senders, ${SHARDS} shards)\n`);
+  let nextBody = 0;
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: SENDERS }, async () => {
+    while (nextBody < bodies.length) {
+      const b = bodies[nextBody++]!;
+      const res = await request(store.port, 'POST', '/_bulk', b);
+      if (res.status !== 200 || res.text.startsWith('{"took":') === false || res.text.includes('"errors":true')) throw new Error(`bulk failed: ${res.status} ${res.text.slice(0, 300)}`);
+    }
+  }));
+  const ingestSec = Number(process.hrtime.bigint() - t0) / 1e9;
+  const liveDisk = du(path.join(lsDir, 'data'));
+  await stopStore(store.child);
+  const sealedDisk = du(path.join(lsDir, 'data'));
+  store = await startStore(lsDir);
+  const port = store.port;
+
+  const post = async (p: string, body: unknown, check?: (j: Record<string, unknown>) => void) => {
+    const res = await request(port, 'POST', p, JSON.stringify(body));
+    if (res.status !== 200) throw new Error(`${p}: ${res.status} ${res.text.slice(0, 300)}`);
+    if (check) check(JSON.parse(res.text) as Record<string, unknown>);
+    return res;
+  };
+  const mid = START + SPAN_MS / 2;
+  const rangeTo = new Date(mid + Math.ceil((5000 / DOCS) * SPAN_MS)).toISOString();
+  const iso = (t: number) => new Date(t).toISOString();
+  const hourFrom = iso(START + SPAN_MS - 3_600_000);
+  const cases: SearchCase[] = [
+    {
+      name: 'newest 100 in the last hour',
+      store: () => post('/search', { query: { query: '*', from: hourFrom, to: iso(START + SPAN_MS) }, size: 100 }),
+      pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`],
+    },
+    {
+      name: 'status:in(500,400,403): total + newest 100',
+      store: () => post('/search', { query: { query: 'status:in(500,400,403)' }, size: 100, with_total: true }),
+      pg: [
+        `SELECT count(*) FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}'`,
+        `SELECT doc FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
+      ],
+    },
+    {
+      name: 'word in request (french): total + newest 100',
+      store: () => post('/search', { query: { query: 'request:french' }, size: 100, with_total: true }),
+      pg: [
+        `SELECT count(*) FROM logs WHERE doc->>'request' ILIKE '%french%'`,
+        `SELECT doc FROM logs WHERE doc->>'request' ILIKE '%french%' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
+      ],
+    },
+    {
+      name: 'count by status',
+      store: () => post('/aggregate', { aggs: [{ field: 'status', func: 'count' }] }),
+      pg: [`SELECT doc->>'status', count(*) FROM logs GROUP BY 1`],
+    },
+    {
+      name: 'min of size by status',
+      store: () => post('/aggregate', { aggs: [{ field: 'size', func: 'min', group_by: 'status' }] }),
+      pg: [`SELECT doc->>'status', min((doc->>'size')::bigint) FROM logs GROUP BY 1`],
+    },
+    {
+      name: '5 000-document range fetch',
+      store: () => post('/search', { query: { query: '*', from: iso(mid), to: rangeTo }, size: 5000, order: 'asc' }, (j) => {
+        if ((j.docs as unknown[]).length < 4000) throw new Error(`range fetch returned ${(j.docs as unknown[]).length} documents`);
+      }),
+      pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`],
+    },
+  ];
+  const storeMs: number[] = [];
+  for (const c of cases) {
+    process.stderr.write(`tidepool: ${c.name}\n`);
+    storeMs.push(await timeIt(c.store));
+  }
+  await stopStore(store.child);
+
+  // PostgreSQL: jsonb column, GIN index (and a btree on the timestamp for time ordering), COPY ingest.
+  let pgRes: { ingestSec: number; disk: number; ms: number[] } | null = null;
+  if (WITH_PG) {
+    let pgsrv: RunningPostgres | null = null;
+    try {
+      pgsrv = await startPostgres({ dataDir: path.join(WORK, 'pg', 'data'), settings: { shared_buffers: '1GB', maintenance_work_mem: '1GB', work_mem: '64MB', max_parallel_workers_per_gather: 2 } });
+      pgsrv.sql('CREATE TABLE logs (doc jsonb NOT NULL)');
+      process.stderr.write('ingesting into PostgreSQL (COPY, then GIN + btree index builds)\n');
+      const p0 = process.hrtime.bigint();
+      const copy = spawnSync(findPsql(), ['-h', pgsrv.host, '-p', String(pgsrv.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c',
+        `\\copy logs(doc) FROM '${rawFile}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`], { encoding: 'utf8' });
+      if (copy.status !== 0) throw new Error(`COPY failed: ${copy.stderr}`);
+      pgsrv.sql('CREATE INDEX logs_gin ON logs USING gin (doc)');
+      pgsrv.sql("CREATE INDEX logs_ts ON logs ((doc->>'timestamp'))");
+      pgsrv.sql('VACUUM ANALYZE logs');
+      const pgIngest = Number(process.hrtime.bigint() - p0) / 1e9;
+      const disk = Number(pgsrv.sql("SELECT pg_total_relation_size('logs')"));
+      const client = new pg.Client({ host: pgsrv.host, port: pgsrv.port, user: 'postgres', database: 'postgres' });
+      await client.connect();
+      const ms: number[] = [];
+      for (const c of cases) {
+        process.stderr.write(`PostgreSQL: ${c.name}\n`);
+        ms.push(await timeIt(async () => { for (const q of c.pg) await client.query(q); }));
+      }
+      await client.end();
+      pgRes = { ingestSec: pgIngest, disk, ms };
+    } finally {
+      await pgsrv?.stop();
+    }
+  }
+
+  const fmt = (n: number, d = 1) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  const lines: string[] = [];
+  lines.push('# Log store benchmark', '');
+  lines.push(`${DOCS.toLocaleString('en-US')} http_logs-shaped documents (timestamp, clientip, request, status, size, service), ` +
+    `${fmt(rawBytes / 1024 ** 2)} MiB of raw NDJSON (${fmt(rawBytes / DOCS, 0)} bytes a document). ` +
+    `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
+    `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
+    `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
+    `Latencies are medians of ${RUNS} runs after 2 warm-ups, measured from the client (HTTP for tidepool, the pg driver for PostgreSQL).`, '');
+  lines.push('| Measure | tidepool | PostgreSQL jsonb + GIN | Target | Met |', '|---|---:|---:|---|---|');
+  const dps = DOCS / ingestSec;
+  lines.push(`| Ingest, docs/s | ${fmt(dps, 0)} (${fmt(bulkBytes / 1024 ** 2 / ingestSec)} MiB/s of bulk body) | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) + ' (COPY + index builds)' : '-'} | >= 150 000 | ${dps >= 150_000 ? 'yes' : 'no'} |`);
+  lines.push(`| Disk / raw NDJSON, sealed | ${fmt(sealedDisk / rawBytes, 2)}x (${fmt(sealedDisk / 1024 ** 2)} MiB) | ${pgRes ? fmt(pgRes.disk / rawBytes, 2) + 'x (' + fmt(pgRes.disk / 1024 ** 2) + ' MiB)' : '-'} | <= 0.5x | ${sealedDisk / rawBytes <= 0.5 ? 'yes' : 'no'} |`);
+  lines.push(`| Disk / raw NDJSON, live (write-ahead files before sealing) | ${fmt(liveDisk / rawBytes, 2)}x | | | |`);
+  cases.forEach((c, i) => {
+    const ours = storeMs[i]!;
+    const theirs = pgRes?.ms[i];
+    const ratio = theirs !== undefined ? theirs / ours : NaN;
+    lines.push(`| ${c.name}, ms | ${fmt(ours, 2)} | ${theirs !== undefined ? fmt(theirs, 2) : '-'} | >= 10x faster | ${Number.isNaN(ratio) ? '-' : `${fmt(ratio, 1)}x ${ratio >= 10 ? 'yes' : 'no'}`} |`);
+  });
+  lines.push('', `Run: \`npm run bench:logstore -- --docs ${DOCS}\` (${new Date().toISOString().slice(0, 10)}).`, '');
+  const out = lines.join('\n');
+  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(path.join(ROOT, 'bench', 'results', 'logstore.md'), out);
+  process.stdout.write(out);
+  agent.destroy();
+  rmSync(WORK, { recursive: true, force: true });
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`${err.stack ?? err.message}\n`);
+  process.exitCode = 1;
+});
