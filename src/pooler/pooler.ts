@@ -196,6 +196,7 @@ export class Pooler implements PoolerControl {
     }
     c.cancelRequested++;
     const s = c.server;
+    this.log.debug({ client_id: c.id, server_id: s?.id, backend_pid: s?.backendPid }, 'cancel request');
     if (!s || !c.pool) return;
     const t = c.pool.settings.target;
     const sock = net.connect({ host: t.host, port: t.port }, () => sock.end(writeCancelRequest(s.backendPid, s.backendSecret)));

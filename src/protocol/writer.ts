@@ -149,5 +149,5 @@ export function writeTerminate(): Buffer {
 }
 
 export function writeCancelRequest(pid: number, secret: Buffer): Buffer {
-  return Buffer.concat([int32(8 + secret.length), int32(CANCEL_REQUEST), int32(pid), secret]);
+  return Buffer.concat([int32(12 + secret.length), int32(CANCEL_REQUEST), int32(pid), secret]);
 }
