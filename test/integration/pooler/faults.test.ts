@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import net from 'node:net';
+import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+
+let db: TestPostgres;
+let tp: TestPooler;
+
+beforeAll(async () => {
+  db = await startTestPostgres();
+  tp = await startTestPooler(poolerToml(db, { general: 'query_wait_timeout = "700ms"\nmax_message_size = "1MB"\nmax_connections = 30' }));
+});
+
+afterAll(async () => {
+  await tp?.stop();
+  await db?.cleanup();
+});
+
+function client(database = 'app'): pg.Client {
+  return new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database });
+}
+
+/** Reads what the pooler sends until it closes the socket. */
+function rawExchange(bytes: Buffer[], firstReplyOnly = false): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const s = net.connect(tp.port, '127.0.0.1', () => { for (const b of bytes) s.write(b); });
+    s.on('data', (d) => {
+      chunks.push(d);
+      if (firstReplyOnly) s.destroy();
+    });
+    s.on('error', reject);
+    s.on('close', () => resolve(Buffer.concat(chunks)));
+    setTimeout(() => s.destroy(), 5000);
+  });
+}
+
+function startup(params: Record<string, string>, minor = 0): Buffer {
+  const body = Buffer.concat([Buffer.from([0, 3, 0, minor]), ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`)), Buffer.from([0])]);
+  const len = Buffer.alloc(4);
+  len.writeInt32BE(body.length + 4);
+  return Buffer.concat([len, body]);
+}
+
+function sqlstateOf(reply: Buffer): string | undefined {
+  const i = reply.indexOf(Buffer.from('C'), reply.indexOf(0x45));
+  const m = /C(\w{5})\0/.exec(reply.toString('latin1'));
+  return i >= 0 && m ? m[1] : undefined;
+}
+
+async function stillServes(): Promise<void> {
+  const c = client();
+  await c.connect();
+  try {
+    expect((await c.query('select 7 as seven')).rows[0].seven).toBe(7);
+  } finally {
+    await c.end();
+  }
+}
+
+describe('malformed input', () => {
+  it('a startup packet with a bad length gets 08P01', async () => {
+    const reply = await rawExchange([Buffer.from([0, 0, 0, 2, 0, 0])]);
+    expect(sqlstateOf(reply)).toBe('08P01');
+    await stillServes();
+  });
+
+  it('a message with length < 4 after login gets 08P01 and a closed connection', async () => {
+    const c = client();
+    await c.connect();
+    const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
+    const got: Buffer[] = [];
+    sock.on('data', (d: Buffer) => got.push(d));
+    c.on('error', () => undefined);
+    const closed = new Promise<void>((r) => sock.once('close', () => r()));
+    sock.write(Buffer.from([0x51, 0, 0, 0, 2]));
+    await closed;
+    expect(sqlstateOf(Buffer.concat(got))).toBe('08P01');
+    await stillServes();
+  });
+
+  it('a message past max_message_size gets 08P01', async () => {
+    const c = client();
+    await c.connect();
+    const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
+    const got: Buffer[] = [];
+    sock.on('data', (d: Buffer) => got.push(d));
+    c.on('error', () => undefined);
+    const closed = new Promise<void>((r) => sock.once('close', () => r()));
+    const big = Buffer.alloc(5);
+    big[0] = 0x51;
+    big.writeInt32BE(2 * 1024 * 1024, 1);
+    sock.write(big);
+    await closed;
+    expect(sqlstateOf(Buffer.concat(got))).toBe('08P01');
+    await stillServes();
+  });
+
+  it('garbage instead of a password gets 08P01', async () => {
+    const reply = await rawExchange([startup({ user: 'md5user', database: 'app' }), Buffer.from([0x51, 0, 0, 0, 5, 0])]);
+    expect(sqlstateOf(reply)).toBe('08P01');
+  });
+
+  it('protocol 3.2 startup is accepted; a newer minor gets NegotiateProtocolVersion', async () => {
+    const c32 = await rawExchange([startup({ user: 'md5user', database: 'app' }, 2)], true);
+    expect(c32[0]).toBe(0x52); // Authentication request, no negotiation
+    const c39 = await rawExchange([startup({ user: 'md5user', database: 'app', _pq_hypothetical: 'x' }, 9)], true);
+    expect(c39[0]).toBe(0x76); // NegotiateProtocolVersion
+    expect(c39.readInt32BE(5)).toBe((3 << 16) | 2);
+  });
+
+  it('an SSLRequest and a GSSENCRequest are answered N', async () => {
+    const ssl = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
+    const gss = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30]);
+    const reply = await rawExchange([ssl, gss, startup({ user: 'md5user', database: 'nosuch' })]);
+    expect(reply.subarray(0, 2).toString()).toBe('NN');
+    expect(sqlstateOf(reply.subarray(2))).toBe('3D000');
+  });
+});
+
+describe('limits and timeouts', () => {
+  it('query_wait_timeout: a client waiting longer for a server gets an error', async () => {
+    const holders = [client(), client()];
+    await Promise.all(holders.map((h) => h.connect()));
+    await Promise.all(holders.map((h) => h.query('BEGIN')));
+    const waiter = client();
+    await waiter.connect();
+    waiter.on('error', () => undefined);
+    try {
+      await expect(waiter.query('select 1')).rejects.toMatchObject({ message: expect.stringContaining('query_wait_timeout') });
+    } finally {
+      await Promise.all(holders.map((h) => h.query('COMMIT').then(() => h.end())));
+      await waiter.end().catch(() => undefined);
+    }
+    await stillServes();
+  });
+
+  it('max_connections: 53300 with a clear message', async () => {
+    const many = Array.from({ length: 30 }, () => client());
+    await Promise.all(many.map((c) => c.connect()));
+    try {
+      const extra = client();
+      await expect(extra.connect()).rejects.toMatchObject({ code: '53300', message: expect.stringContaining('max_connections') });
+    } finally {
+      await Promise.all(many.map((c) => c.end()));
+    }
+  });
+});
+
+describe('backend failures', () => {
+  it('a backend terminated mid-query gives its client an error and leaves the pool healthy', async () => {
+    const c = client();
+    await c.connect();
+    c.on('error', () => undefined);
+    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid;
+    const q = c.query('select pg_sleep(30)');
+    await new Promise((r) => setTimeout(r, 200));
+    db.sql(`select pg_terminate_backend(${pid})`);
+    const err = await q.then(() => null, (e: { code?: string }) => e);
+    expect(['57P01', '08006']).toContain(err?.code);
+    await c.end().catch(() => undefined);
+    await stillServes();
+  });
+
+  it('PostgreSQL down: clients get an error; back up: the pool recovers by itself', async () => {
+    await db.stop();
+    const c = client();
+    c.on('error', () => undefined);
+    const failed = await c.connect().then(() => c.query('select 1')).then(() => null, (e: { code?: string }) => e);
+    expect(failed).not.toBeNull();
+    await c.end().catch(() => undefined);
+    await db.restart();
+    await stillServes();
+  });
+});
