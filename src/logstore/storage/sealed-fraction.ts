@@ -131,7 +131,7 @@ export class SealedFraction implements FractionView {
     let hi = this.docCount;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (ids.compare(key, 0, 12, mid * 12, mid * 12 + 12) > 0) lo = mid + 1;
+      if (ids.compare(key, 0, 12, mid * 12, mid * 12 + 12) < 0) lo = mid + 1;
       else hi = mid;
     }
     return lo < this.docCount && ids.compare(key, 0, 12, lo * 12, lo * 12 + 12) === 0 ? lo : -1;

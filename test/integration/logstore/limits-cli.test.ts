@@ -1,0 +1,111 @@
+// 429 on too many bulks in flight, a large streamed bulk, and the command line's config errors.
+import http from 'node:http';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LogstoreProcess, bulk, ndjson, postJson, runCli, startLogstore, tempDir, ensureBuilt } from '../../helpers/logstore.js';
+
+let ls: LogstoreProcess;
+beforeAll(async () => {
+  ls = await startLogstore({ limits: { inflight_bulks: 1 } });
+});
+afterAll(async () => {
+  await ls?.cleanup();
+});
+
+describe('limits', () => {
+  it('answers 429 while limits.inflight_bulks bulks are in flight, and loses nothing', async () => {
+    const url = new URL(ls.url);
+    const first = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/_bulk', headers: { 'content-type': 'application/x-ndjson' } });
+    const firstDone = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      first.on('response', (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => { body += d.toString(); });
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      first.on('error', reject);
+    });
+    first.write(ndjson([{ tag: 'slow', k: 1 }]));
+    for (;;) {
+      const h = (await (await fetch(`${ls.debugUrl}/health`)).json()) as { inflight_bulks: number };
+      if (h.inflight_bulks === 1) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const second = await bulk(ls.url, ndjson([{ tag: 'rejected' }]));
+    expect(second.status).toBe(429);
+    expect((second.body as unknown as { error: { type: string; reason: string } }).error.type).toBe('es_rejected_execution_exception');
+    first.end(ndjson([{ tag: 'slow', k: 2 }]));
+    const done = await firstDone;
+    expect(done.status).toBe(200);
+    expect(JSON.parse(done.body).items).toHaveLength(2);
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:slow' } });
+    expect(s.body.total).toBe(2);
+    const third = await bulk(ls.url, ndjson([{ tag: 'after' }]));
+    expect(third.status).toBe(200);
+  });
+
+  it('streams a large bulk (50 000 documents, ~8 MB) with an oversize line in the middle', async () => {
+    const n = 50_000;
+    let i = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        if (i >= n) { ctrl.close(); return; }
+        const part: string[] = [];
+        for (let k = 0; k < 1000 && i < n; k++, i++) {
+          part.push('{"index":{}}', i === 25_000 ? JSON.stringify({ big: 'x'.repeat(2 * 1024 * 1024) }) : JSON.stringify({ tag: 'stream', i, filler: 'abcdefghij'.repeat(12) }));
+        }
+        ctrl.enqueue(new TextEncoder().encode(part.join('\n') + '\n'));
+      },
+    });
+    const res = await fetch(`${ls.url}/_bulk`, { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': 'application/x-ndjson' } } as RequestInit);
+    expect(res.status).toBe(200);
+    const j = (await res.json()) as { errors: boolean; items: { index: { status: number; error?: { type: string } } }[] };
+    expect(j.items).toHaveLength(n);
+    expect(j.items.filter((x) => x.index.status !== 201).map((x) => x.index.error!.type)).toEqual(['document_too_large_exception']);
+    expect(j.items[25_000]!.index.status).toBe(400);
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:stream' } });
+    expect(s.body.total).toBe(n - 1);
+  });
+});
+
+describe('tidepool logstore command line', () => {
+  beforeAll(() => ensureBuilt());
+  const dir = tempDir('tidepool-cli-');
+  const file = (name: string, text: string) => {
+    const p = path.join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+
+  it('rejects an unknown or missing mode', () => {
+    const r = runCli(['logstore', '--mode', 'cluster', '--config', 'x.yaml']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/--mode must be one of single, proxy, store; found "cluster"/);
+    expect(runCli(['logstore', '--config', 'x.yaml']).stderr).toMatch(/--mode must be one of/);
+  });
+
+  it('requires --config and a readable file', () => {
+    expect(runCli(['logstore', '--mode', 'single']).stderr).toMatch(/--config <file.yaml> is required/);
+    const r = runCli(['logstore', '--mode', 'single', `--config=${path.join(dir, 'missing.yaml')}`]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/\(file\): expected a readable file/);
+  });
+
+  it('names the key of every problem, with a did-you-mean', () => {
+    const cfg = file('bad.yaml', 'storage:\n  frac_sise: 1MB\n  shards: zero\nserver:\n  http_addr: nowhere\nlimits:\n  max_doc_size: huge\n');
+    const r = runCli(['logstore', '--mode', 'single', '--config', cfg]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/storage\.frac_sise: expected one of the known keys .* \(did you mean "frac_size"\?\)/);
+    expect(r.stderr).toMatch(/storage\.shards: expected an integer in \[1, 256\], found the string "zero"/);
+    expect(r.stderr).toMatch(/server\.http_addr: expected "<host>:<port>"/);
+    expect(r.stderr).toMatch(/limits\.max_doc_size: expected a size/);
+  });
+
+  it('reports YAML syntax errors and bad mapping files', () => {
+    expect(runCli(['logstore', '--mode', 'single', '--config', file('syntax.yaml', 'storage: [unclosed\n')]).stderr).toMatch(/expected valid YAML/);
+    const mapping = file('mapping.yaml', 'mapping-list:\n  - name: level\n    type: keywrd\n');
+    const r = runCli(['logstore', '--mode', 'single', '--config', file('m.yaml', `mapping:\n  path: ${mapping}\n`)]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/mapping-list\[0\]\.type: expected one of keyword, text, path, exists, object; found "keywrd"/);
+  });
+});
