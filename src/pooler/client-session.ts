@@ -52,6 +52,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private clientPaused = false;
   private serverPaused = false;
   private closeReason = '';
+  private adminSkipping = false;
   /** Admin console sessions get whole Query messages here. */
   onAdminQuery: ((sql: string) => void) | null = null;
 
@@ -188,7 +189,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private readonly onAdminMessage = (type: number, buf: Buffer, start: number, len: number): void => {
     if (type === FrontendMessage.Terminate) return void this.socket.end();
     if (type !== FrontendMessage.Query) {
-      this.socket.write(Buffer.concat([writeErrorResponse({ code: SqlState.FeatureNotSupported, message: 'the admin console supports only the simple query protocol' }), writeReadyForQuery(TxStatus.Idle)]));
+      // Extended protocol: one error, then skip to the Sync, which gets the ReadyForQuery (as PostgreSQL does).
+      if (!this.adminSkipping && type !== FrontendMessage.Sync && type !== FrontendMessage.Flush) {
+        this.adminSkipping = true;
+        this.socket.write(writeErrorResponse({ code: SqlState.FeatureNotSupported, message: 'the admin console supports only the simple query protocol' }));
+      }
+      if (type === FrontendMessage.Sync) {
+        this.adminSkipping = false;
+        this.socket.write(writeReadyForQuery(TxStatus.Idle));
+      }
       return;
     }
     const nul = buf.indexOf(0, start + 5);

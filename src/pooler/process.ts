@@ -1,4 +1,4 @@
-// Runs the pooler as the process's main job: logs, signals (SIGHUP reload, SIGTERM graceful, SIGINT now).
+// Runs the pooler as the process's main job: logs, web listener, signals (SIGHUP reload, SIGTERM graceful, SIGINT now).
 import { LogHub } from '../shared/logger.js';
 import { ConfigError } from '../config/pooler.js';
 import { Pooler } from './pooler.js';
@@ -7,6 +7,17 @@ export async function startPoolerProcess(file: string): Promise<number> {
   const logs = new LogHub();
   const log = logs.get('pooler::process');
   const pooler = await Pooler.start(file, logs);
+  let web: { close(): Promise<void> } | null = null;
+  if (pooler.config.web.enabled) {
+    const { startWebListener } = await import('../web/server.js');
+    try {
+      web = await startWebListener(pooler);
+    } catch (err) {
+      log.error({ err: (err as Error).message, host: pooler.config.web.host, port: pooler.config.web.port }, 'web listener failed to start');
+      await pooler.shutdown(false);
+      return 1;
+    }
+  }
   process.on('SIGHUP', () => {
     pooler.reload().catch((err: unknown) => {
       log.error({ err: err instanceof ConfigError ? err.message : String(err) }, 'RELOAD failed, the old configuration stays');
@@ -21,5 +32,6 @@ export async function startPoolerProcess(file: string): Promise<number> {
     void pooler.shutdown(false);
   });
   await pooler.stopped;
+  await web?.close();
   return 0;
 }
