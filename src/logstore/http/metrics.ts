@@ -1,5 +1,5 @@
 // Prometheus metrics of the log store, served on the debug address.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export class LogstoreMetrics {
   readonly registry = new Registry();
@@ -12,8 +12,4 @@ export class LogstoreMetrics {
   readonly docErrors = new Counter({ name: 'tidepool_logstore_rejected_docs_total', help: 'Bulk items that failed.', registers: [this.registry] });
   readonly rejectedBulks = new Counter({ name: 'tidepool_logstore_rejected_bulks_total', help: 'Bulks answered 429.', registers: [this.registry] });
   readonly inflight = new Gauge({ name: 'tidepool_logstore_inflight_bulks', help: 'Bulk requests being processed.', registers: [this.registry] });
-
-  constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'tidepool_logstore_' });
-  }
 }
