@@ -65,8 +65,8 @@ async function signInBasic(page: Page, remember = false): Promise<void> {
   await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
 }
 
-const paused = (user: string) => {
-  const t = h.tp.pooler.show('POOLS');
+const paused = (user: string, on: WebHarness = h) => {
+  const t = on.tp.pooler.show('POOLS');
   const row = t.rows.find((r) => r[t.columns.indexOf('database')] === 'app' && r[t.columns.indexOf('user')] === user)!;
   return row[t.columns.indexOf('paused')];
 };
@@ -231,6 +231,33 @@ describe('console', () => {
     } finally {
       h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url) }));
       await h.tp.pooler.reload();
+    }
+  });
+});
+
+describe('console with ui_anonymous = true', () => {
+  it('reads without signing in; the sign-in modal can be cancelled', async () => {
+    const anon = await startWeb(db, { listen: true, web: 'ui_anonymous = true' });
+    try {
+      context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`${anon.base}/pools`);
+      await page.getByTestId('pools-table').waitFor();
+      expect(await page.getByTestId('role-label').textContent()).toBe('anonymous');
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+      expect(await page.getByRole('dialog').count()).toBe(0);
+      await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'md5user' }).click();
+      await page.getByRole('button', { name: 'PAUSE', exact: true }).click();
+      await page.getByRole('dialog').getByLabel('confirmation').fill('app');
+      await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+      // Anonymous on an admin action: 401, so the sign-in modal comes back.
+      await expect.poll(() => page.getByRole('dialog').textContent()).toContain('Sign in to continue.');
+      expect(paused('md5user', anon)).toBe(false);
+    } finally {
+      await context?.close();
+      context = null;
+      await anon.stop();
     }
   });
 });

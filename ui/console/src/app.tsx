@@ -64,7 +64,14 @@ export function App(props: { ssoError: string | null }) {
         )}
         {canRead && <Page key={generation} path={path} />}
       </main>
-      {signIn !== null && <SignInModal config={config} reason={signIn} onSignedIn={(c) => { setConfig(c); setSignIn(null); setSsoError(null); }} />}
+      {signIn !== null && (
+        <SignInModal
+          config={config}
+          reason={signIn}
+          onSignedIn={(c) => { setConfig(c); setSignIn(null); setSsoError(null); }}
+          onCancel={canRead ? () => setSignIn(null) : undefined}
+        />
+      )}
     </div>
   );
 }

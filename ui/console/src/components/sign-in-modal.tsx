@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { api, type AuthConfig } from '../api';
 import { redirectToSso, setBasic } from '../auth';
 
-export function SignInModal(props: { config: AuthConfig | null; reason: string | null; onSignedIn: (c: AuthConfig) => void }) {
+export function SignInModal(props: { config: AuthConfig | null; reason: string | null; onSignedIn: (c: AuthConfig) => void; onCancel?: () => void }) {
   const [user, setUser] = useState('');
   const [password, setPassword] = useState('');
   const [remember, setRemember] = useState(false);
@@ -53,6 +53,11 @@ export function SignInModal(props: { config: AuthConfig | null; reason: string |
           {proxy && (
             <button type="button" className="secondary" onClick={() => redirectToSso(proxy)}>
               Sign in via SSO
+            </button>
+          )}
+          {props.onCancel && (
+            <button type="button" className="secondary" onClick={props.onCancel}>
+              Cancel
             </button>
           )}
         </div>
