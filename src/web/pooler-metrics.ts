@@ -67,6 +67,12 @@ function histogramSamples(hists: readonly DurationHistogram[], pick: (h: Duratio
   return samples;
 }
 
+/** pooler_query_duration_seconds and pooler_transaction_duration_seconds, one histogram per pool. */
+export function addDurationHistograms(ex: Exposition, hists: readonly DurationHistogram[]): void {
+  ex.family('pooler_query_duration_seconds', 'histogram', 'Query duration.', histogramSamples(hists, (h) => h.query));
+  ex.family('pooler_transaction_duration_seconds', 'histogram', 'Transaction duration.', histogramSamples(hists, (h) => h.transaction));
+}
+
 /** pooler_* series: clients and servers by state, pool sizes, totals from STATS, duration histograms. */
 export function renderPoolerMetrics(control: PoolerControl): string {
   const ex = new Exposition();
@@ -92,9 +98,7 @@ export function renderPoolerMetrics(control: PoolerControl): string {
   total('pooler_wait_seconds_total', 'Time clients spent waiting for a server.', 'total_wait_time', 1e-6);
   total('pooler_transaction_seconds_total', 'Time spent in transactions.', 'total_xact_time', 1e-6);
   total('pooler_query_seconds_total', 'Time spent in queries.', 'total_query_time', 1e-6);
-  const hists = control.durationHistograms?.() ?? [];
-  ex.family('pooler_query_duration_seconds', 'histogram', 'Query duration.', histogramSamples(hists, (h) => h.query));
-  ex.family('pooler_transaction_duration_seconds', 'histogram', 'Transaction duration.', histogramSamples(hists, (h) => h.transaction));
+  addDurationHistograms(ex, control.durationHistograms?.() ?? []);
   ex.family('pooler_uptime_seconds', 'gauge', 'Seconds since the pooler started.',
     [{ labels: {}, value: Math.round((Date.now() - control.startedAt.getTime()) / 1000) }]);
   return ex.text();

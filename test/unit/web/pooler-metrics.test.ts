@@ -1,0 +1,40 @@
+// Exposition of the pooler's duration histograms: cumulative buckets, +Inf, sum and count, label escaping, promtool.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { addDurationHistograms, Exposition } from '../../../src/web/pooler-metrics.js';
+
+const buckets = (counts: number[], over: number, sum: number) => ({ bounds: [0.001, 0.01, 0.1, 1], counts, count: counts.reduce((a, b) => a + b, 0) + over, sum });
+
+describe('duration histograms', () => {
+  const ex = new Exposition();
+  addDurationHistograms(ex, [
+    { database: 'app', user: 'md5user', query: buckets([5, 3, 1, 0], 1, 2.5), transaction: buckets([0, 2, 0, 1], 0, 0.9) },
+    { database: 'we"ird\\db', user: 'u\nv', query: buckets([0, 0, 0, 0], 0, 0), transaction: buckets([0, 0, 0, 0], 0, 0) },
+  ]);
+  const text = ex.text();
+
+  it('writes cumulative buckets, +Inf equal to count, sum and count', () => {
+    expect(text).toContain('# TYPE pooler_query_duration_seconds histogram');
+    expect(text).toContain('pooler_query_duration_seconds_bucket{database="app",user="md5user",le="0.001"} 5');
+    expect(text).toContain('pooler_query_duration_seconds_bucket{database="app",user="md5user",le="0.01"} 8');
+    expect(text).toContain('pooler_query_duration_seconds_bucket{database="app",user="md5user",le="1"} 9');
+    expect(text).toContain('pooler_query_duration_seconds_bucket{database="app",user="md5user",le="+Inf"} 10');
+    expect(text).toContain('pooler_query_duration_seconds_sum{database="app",user="md5user"} 2.5');
+    expect(text).toContain('pooler_query_duration_seconds_count{database="app",user="md5user"} 10');
+    expect(text).toContain('pooler_transaction_duration_seconds_count{database="app",user="md5user"} 3');
+  });
+  it('escapes label values', () => {
+    expect(text).toContain('database="we\\"ird\\\\db",user="u\\nv"');
+  });
+  it('leaves a family out when no pool has data', () => {
+    const empty = new Exposition();
+    addDurationHistograms(empty, []);
+    expect(empty.text()).toBe('');
+  });
+  it.runIf(existsSync('/usr/bin/promtool'))('passes promtool check metrics', () => {
+    const r = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(r.stdout + r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+});
