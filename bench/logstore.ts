@@ -1,6 +1,7 @@
 // Log-store benchmark: http_logs-shaped documents into tidepool (HTTP bulk, concurrent senders) and into
 // PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
 // Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg]
+// BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -87,7 +88,8 @@ function request(port: number, method: string, p: string, body: Buffer | string)
 }
 
 async function startStore(dir: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const extra = (process.env.BENCH_STORE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...extra, path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {

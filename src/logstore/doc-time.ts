@@ -12,6 +12,11 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})
 /** Milliseconds since the epoch from RFC 3339 or "YYYY-MM-DD HH:MM:SS.fff" (UTC when no zone), else null. */
 export function parseDocTime(v: unknown): number | null {
   if (typeof v !== 'string' || v.length < 19 || v.length > 40) return null;
+  // Fast path for the common "2006-01-02T15:04:05.000Z" shape.
+  if (v.length === 24 && v.charCodeAt(10) === 84 && v.charCodeAt(23) === 90 && v.charCodeAt(19) === 46 && v.charCodeAt(4) === 45) {
+    const t = Date.parse(v);
+    if (!Number.isNaN(t)) return t;
+  }
   const m = RFC3339.exec(v);
   if (!m) return null;
   const frac = m[7] ? Number(m[7].slice(0, 4).padEnd(4, '0')) : 0;

@@ -27,7 +27,8 @@ interface ActiveColumn {
 }
 
 export class ActiveFraction implements FractionView {
-  readonly timeOrdered = false;
+  /** True while documents arrived in time order (the usual case): then local ids are time-ordered too. */
+  private ordered = true;
   /** Posting lists as plain arrays: most tokens are rare, and small arrays cost far less than typed ones. */
   readonly index = new Map<string, Map<string, number[]>>();
   readonly columns = new Map<string, ActiveColumn>();
@@ -42,10 +43,14 @@ export class ActiveFraction implements FractionView {
 
   constructor(readonly name: string, readonly mapping: MappingSpec) {
     const self = this;
+    let lastField = '';
+    let lastMap: Map<string, number[]> | undefined;
     this.sink = {
       token(field, token) {
-        let byToken = self.index.get(field);
+        let byToken = field === lastField ? lastMap : self.index.get(field);
         if (!byToken) self.index.set(field, (byToken = new Map()));
+        lastField = field;
+        lastMap = byToken;
         const list = byToken.get(token);
         if (!list) byToken.set(token, [self.current]);
         else if (list[list.length - 1] !== self.current) list.push(self.current);
@@ -73,9 +78,14 @@ export class ActiveFraction implements FractionView {
     return this.times.length;
   }
 
+  get timeOrdered(): boolean {
+    return this.ordered;
+  }
+
   /** Indexes one document already made durable; `bytes` is kept as the stored copy. */
   add(doc: Record<string, unknown>, bytes: Uint8Array, time: number, id: string): void {
     this.current = this.times.length;
+    if (this.current > 0 && time < this.times[this.current - 1]!) this.ordered = false;
     tokenizeDoc(doc, this.mapping, this.sink);
     this.times.push(time);
     this.ids.push(id);
@@ -88,6 +98,7 @@ export class ActiveFraction implements FractionView {
   universe(from: number, to: number): Uint32Array {
     const n = this.times.length;
     if (from <= this.minTime && to >= this.maxTime) return P.rangeOfIds(0, n);
+    if (this.ordered) return P.rangeOfIds(firstAtLeast(this.times, from, false), firstAtLeast(this.times, to, true));
     const out = new Uint32Array(n);
     let k = 0;
     for (let i = 0; i < n; i++) {
@@ -144,4 +155,16 @@ export class ActiveFraction implements FractionView {
   fields(): string[] {
     return [...(this.index.get('_exists_')?.keys() ?? [])];
   }
+}
+
+/** First index whose time is >= t (or > t when `after`), in a non-decreasing array. */
+function firstAtLeast(times: readonly number[], t: number, after: boolean): number {
+  let lo = 0;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (after ? times[mid]! <= t : times[mid]! < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -65,6 +65,39 @@ export interface ShardStatus {
 
 const FAILED_ID = ' '.repeat(24);
 
+/** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */
+export function topByTime(view: FractionView, matches: Uint32Array, k: number, desc: boolean): number[] {
+  // Keys are oriented so that "better" is larger; the heap root is the worst kept one.
+  const key = (local: number) => (desc ? view.time(local) : -view.time(local));
+  const heap: number[] = [];
+  const less = (a: number, b: number) => key(a) < key(b) || (key(a) === key(b) && (desc ? a < b : a > b));
+  for (let i = 0; i < matches.length; i++) {
+    const x = matches[i]!;
+    if (heap.length < k) {
+      heap.push(x);
+      for (let c = heap.length - 1; c > 0;) {
+        const p = (c - 1) >> 1;
+        if (!less(heap[c]!, heap[p]!)) break;
+        [heap[c], heap[p]] = [heap[p]!, heap[c]!];
+        c = p;
+      }
+    } else if (k > 0 && less(heap[0]!, x)) {
+      heap[0] = x;
+      for (let p = 0; ;) {
+        const l = 2 * p + 1;
+        const r = l + 1;
+        let m = p;
+        if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
+        if (r < heap.length && less(heap[r]!, heap[m]!)) m = r;
+        if (m === p) break;
+        [heap[m], heap[p]] = [heap[p]!, heap[m]!];
+        p = m;
+      }
+    }
+  }
+  return heap.sort((a, b) => (less(a, b) ? 1 : less(b, a) ? -1 : 0));
+}
+
 export class Shard {
   private readonly catalog: Catalog;
   private readonly sealed = new Map<string, { frac: SealedFraction; row: FractionRow }>();
@@ -258,11 +291,7 @@ export class Shard {
       if (view.timeOrdered) {
         const k = Math.min(q.limit, matches.length);
         picked = desc ? Array.from(matches.subarray(matches.length - k)).reverse() : Array.from(matches.subarray(0, k));
-      } else {
-        const arr = Array.from(matches);
-        arr.sort((a, b) => (desc ? view.time(b) - view.time(a) : view.time(a) - view.time(b)));
-        picked = arr.slice(0, q.limit);
-      }
+      } else picked = topByTime(view, matches, q.limit, desc);
       for (const local of picked) cands.push({ time: view.time(local), id: view.id(local), view, local });
       cands.sort(better);
       if (cands.length > q.limit) cands = cands.slice(0, q.limit);

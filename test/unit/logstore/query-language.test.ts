@@ -150,6 +150,14 @@ describe.each(['active', 'sealed'])('seq-ql on the %s fraction', (state) => {
     expect(run('level:warn', from, to)).toEqual(expected((d) => d.level === 'warn', from, to));
     expect(run('*', from, to)).toHaveLength(100);
   });
+
+  it('returns the newest first, limited', () => {
+    const plan = planQuery(parseQuery('level:warn or service:web'), mapping);
+    const r = shard.query({ plan, from: -Infinity, to: Infinity, limit: 7, order: 'desc' });
+    const want = expected((d) => d.level === 'warn' || d.service === 'web');
+    expect(r.total).toBe(want.length);
+    expect(r.hits.map((h) => (JSON.parse(h.data) as Doc).n)).toEqual(want.reverse().slice(0, 7));
+  });
 });
 
 describe('seq-ql errors', () => {
