@@ -2,7 +2,7 @@
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/codes.js';
-import { FrameStream, ALL_TYPES, typeSet } from '../protocol/frame-stream.js';
+import { FrameStream, ALL_TYPES, typeSet, type MessageHandler } from '../protocol/frame-stream.js';
 import { parseStartupPacket, ProtocolError, type StartupPacket } from '../protocol/reader.js';
 import {
   writeAuthenticationOk, writeBackendKeyData, writeErrorResponse, writeNegotiateProtocolVersion,
@@ -52,9 +52,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private clientPaused = false;
   private serverPaused = false;
   private closeReason = '';
-  private adminSkipping = false;
-  /** Admin console sessions get whole Query messages here. */
-  onAdminQuery: ((sql: string) => void) | null = null;
+  /** Admin console sessions get every whole message here (see admin/console.ts). */
+  onAdminMessage: MessageHandler = () => undefined;
 
   constructor(readonly socket: net.Socket, private readonly core: Pooler) {
     this.cancelPid = this.id;
@@ -177,32 +176,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.socket.write(Buffer.concat(out));
     this.core.registerClient(this);
     this.frames = this.isAdmin
-      ? new FrameStream(1024 * 1024, ALL_TYPES, this.onAdminMessage)
+      ? new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete))
       : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.onClientMessage);
     this.socket.removeListener('data', this.onStartupData);
     this.socket.on('data', this.onRelayData);
     if (this.startupBuf.length) this.onRelayData(this.startupBuf);
   }
-
-  // ---- admin console ----
-
-  private readonly onAdminMessage = (type: number, buf: Buffer, start: number, len: number): void => {
-    if (type === FrontendMessage.Terminate) return void this.socket.end();
-    if (type !== FrontendMessage.Query) {
-      // Extended protocol: one error, then skip to the Sync, which gets the ReadyForQuery (as PostgreSQL does).
-      if (!this.adminSkipping && type !== FrontendMessage.Sync && type !== FrontendMessage.Flush) {
-        this.adminSkipping = true;
-        this.socket.write(writeErrorResponse({ code: SqlState.FeatureNotSupported, message: 'the admin console supports only the simple query protocol' }));
-      }
-      if (type === FrontendMessage.Sync) {
-        this.adminSkipping = false;
-        this.socket.write(writeReadyForQuery(TxStatus.Idle));
-      }
-      return;
-    }
-    const nul = buf.indexOf(0, start + 5);
-    this.onAdminQuery?.(buf.toString('utf8', start + 5, nul < 0 || nul > start + len ? start + len : nul));
-  };
 
   // ---- relay ----
 

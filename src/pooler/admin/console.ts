@@ -1,7 +1,7 @@
 // The admin console: PgBouncer-style commands over the simple query protocol on database tidepool/pgbouncer.
 import { LOG_LEVELS } from '../../config/pooler.js';
 import { ConfigError } from '../../config/pooler.js';
-import { SqlState, TxStatus } from '../../protocol/codes.js';
+import { FrontendMessage, SqlState, TxStatus } from '../../protocol/codes.js';
 import {
   writeCommandComplete, writeDataRow, writeEmptyQueryResponse, writeErrorResponse, writeNoticeResponse,
   writeReadyForQuery, writeRowDescription,
@@ -107,11 +107,30 @@ function errorOf(err: unknown): Buffer {
   return writeErrorResponse({ code: SqlState.InternalError, message: (err as Error).message });
 }
 
-/** Wires an admin client's queries to the commands; queries run one at a time, in order. */
+/** Wires an admin client's messages to the commands; queries run one at a time, in order. */
 export function attachAdminConsole(p: Pooler, c: ClientSession): void {
   let chain: Promise<void> = Promise.resolve();
+  let skipping = false;
   const log = p.logs.get('pooler::admin');
-  c.onAdminQuery = (sql) => {
+  const write = (b: Buffer) => {
+    chain = chain.then(() => { if (!c.socket.destroyed) c.socket.write(b); });
+  };
+  c.onAdminMessage = (type, buf, start, len) => {
+    if (type === FrontendMessage.Terminate) return void c.socket.end();
+    if (type !== FrontendMessage.Query) {
+      // Extended protocol: one error, then skip to the Sync, which gets the ReadyForQuery (as PostgreSQL does).
+      if (!skipping && type !== FrontendMessage.Sync && type !== FrontendMessage.Flush) {
+        skipping = true;
+        write(writeErrorResponse({ code: SqlState.FeatureNotSupported, message: 'the admin console supports only the simple query protocol' }));
+      }
+      if (type === FrontendMessage.Sync) {
+        skipping = false;
+        write(writeReadyForQuery(TxStatus.Idle));
+      }
+      return;
+    }
+    const nul = buf.indexOf(0, start + 5);
+    const sql = buf.toString('utf8', start + 5, nul < 0 || nul > start + len ? start + len : nul);
     chain = chain.then(async () => {
       const parts = statements(sql);
       const out: Buffer[] = [];
