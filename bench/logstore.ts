@@ -10,7 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/shared/embedded-postgres.js';
-import { nativeLoaded } from '../src/native/index.js';
+import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
+import { encodePostings, postingsTs } from '../src/native/postings.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = path.join(ROOT, 'bench', '.work');
@@ -119,9 +120,42 @@ async function timeIt(fn: () => Promise<unknown>): Promise<number> {
   return median(xs);
 }
 
+/** Posting-list kernels, native addon vs TypeScript twin, on lists over 2 M ids (ms, medians). */
+function postingKernels(): { name: string; native: number; ts: number }[] {
+  const r = rng(7);
+  const mk = (density: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < 2_000_000; i++) if (r() < density) out.push(i);
+    return Uint32Array.from(out);
+  };
+  const a = mk(0.3);
+  const b = mk(0.1);
+  const c = mk(0.001);
+  const enc = encodePostings(a);
+  const time = (fn: () => unknown) => {
+    const xs: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const t = process.hrtime.bigint();
+      fn();
+      xs.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    return median(xs);
+  };
+  const kernels: [string, (p: typeof postingsTs) => unknown][] = [
+    ['decode 600 k ids', (p) => p.decodePostings(enc, 0, enc.length, a.length)],
+    ['intersect 600 k x 200 k', (p) => p.intersectPostings(a, b)],
+    ['intersect 600 k x 2 k (galloping)', (p) => p.intersectPostings(a, c)],
+    ['union 600 k + 200 k', (p) => p.unionPostings(a, b)],
+    ['difference 600 k - 200 k', (p) => p.differencePostings(a, b)],
+    ['union of 3 lists (bitmap)', (p) => p.unionManyPostings([a, b, c], 2_000_000)],
+  ];
+  return kernels.map(([name, fn]) => ({ name, native: time(() => fn(nativePostings)), ts: time(() => fn(postingsTs)) }));
+}
+
 interface SearchCase { name: string; store: () => Promise<unknown>; pg: string[] }
 
 async function main(): Promise<void> {
+  const loadAtStart = os.loadavg();
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
   const lsDir = path.join(WORK, 'logstore');
@@ -258,6 +292,7 @@ async function main(): Promise<void> {
     }
   }
 
+  const kernels = postingKernels();
   const fmt = (n: number, d = 1) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   const lines: string[] = [];
   lines.push('# Log store benchmark', '');
@@ -266,7 +301,8 @@ async function main(): Promise<void> {
     `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
     `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
     `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
-    `Latencies are medians of ${RUNS} runs after 2 warm-ups, measured from the client (HTTP for tidepool, the pg driver for PostgreSQL).`, '');
+    `Latencies are medians of ${RUNS} runs after 2 warm-ups, measured from the client (HTTP for tidepool, the pg driver for PostgreSQL). ` +
+    `Load average at the start: ${loadAtStart.map((x) => x.toFixed(1)).join(', ')} (the machine is shared with other work).`, '');
   lines.push('| Measure | tidepool | PostgreSQL jsonb + GIN | Target | Met |', '|---|---:|---:|---|---|');
   const dps = DOCS / ingestSec;
   lines.push(`| Ingest, docs/s | ${fmt(dps, 0)} (${fmt(bulkBytes / 1024 ** 2 / ingestSec)} MiB/s of bulk body) | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) + ' (COPY + index builds)' : '-'} | >= 150 000 | ${dps >= 150_000 ? 'yes' : 'no'} |`);
@@ -278,6 +314,9 @@ async function main(): Promise<void> {
     const ratio = theirs !== undefined ? theirs / ours : NaN;
     lines.push(`| ${c.name}, ms | ${fmt(ours, 2)} | ${theirs !== undefined ? fmt(theirs, 2) : '-'} | >= 10x faster | ${Number.isNaN(ratio) ? '-' : `${fmt(ratio, 1)}x ${ratio >= 10 ? 'yes' : 'no'}`} |`);
   });
+  lines.push('', `Posting-list kernels (${nativeLoaded ? 'native addon' : 'addon not built: both columns are the TypeScript twin'} vs TypeScript twin), medians of 7 runs:`, '');
+  lines.push('| Kernel | native, ms | TypeScript, ms | Speed-up |', '|---|---:|---:|---:|');
+  for (const k of kernels) lines.push(`| ${k.name} | ${fmt(k.native, 2)} | ${fmt(k.ts, 2)} | ${fmt(k.ts / k.native, 1)}x |`);
   lines.push('', `Run: \`npm run bench:logstore -- --docs ${DOCS}\` (${new Date().toISOString().slice(0, 10)}).`, '');
   const out = lines.join('\n');
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
