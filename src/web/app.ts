@@ -71,12 +71,16 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     TrustedProxies.lenient(cidrs, (problem) => log.error({ problem }, 'web.trusted_proxies entry ignored'));
   let trusted = proxies(control.config.web.trusted_proxies);
   if (ui) sso.load(control.config.web);
+  let closed = false;
   control.onReload((config) => {
+    // PoolerControl has no way to unsubscribe: a closed app just stops listening.
+    if (closed) return;
     trusted = proxies(config.web.trusted_proxies);
     if (ui) sso.load(config.web);
   });
 
   const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT, return503OnClosing: true, forceCloseConnections: true });
+  app.addHook('onClose', async () => { closed = true; });
   const access = new AccessLog(hub);
   app.decorateRequest('tp', null as never);
 
