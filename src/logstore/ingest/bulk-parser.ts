@@ -91,7 +91,7 @@ export class BulkParser {
     this.parts = [];
     this.partLen = 0;
     this.oversize = false;
-    if (this.expectDoc && !this.skipDoc) this.fail(this.newItem('index', this.opts.defaultIndex), 400, 'action_request_validation_exception', `line ${this.lineNo}: an action line without its document line`);
+    if (this.expectDoc && !this.skipDoc) this.fail(this.items.ops.length - 1, 400, 'action_request_validation_exception', `line ${this.lineNo}: an action line without its document line`);
     if (!this.sawAction) throw new BulkFormatError(0, 'the request body is empty; expected NDJSON action and document lines');
     this.flush();
   }

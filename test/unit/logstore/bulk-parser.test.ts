@@ -1,0 +1,71 @@
+// The NDJSON bulk parser under every chunking: a line cut at its start, middle and end, many lines in one
+// chunk, one byte at a time; the batches and items must not depend on where the chunks were cut.
+import { describe, expect, it } from 'vitest';
+import { type Batch, BulkFormatError, BulkParser } from '../../../src/logstore/ingest/bulk-parser.js';
+
+function parse(chunks: Buffer[], maxDocSize = 1000, batchBytes = 64) {
+  const batches: { docs: string[]; items: number[] }[] = [];
+  const p = new BulkParser({
+    maxDocSize, defaultIndex: 'logs', batchBytes,
+    onBatch(b: Batch) {
+      const docs: string[] = [];
+      for (let i = 0; i < b.offs.length; i += 2) docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
+      batches.push({ docs, items: b.items });
+    },
+  });
+  for (const c of chunks) p.push(c);
+  p.end();
+  return { docs: batches.flatMap((b) => b.docs), items: batches.flatMap((b) => b.items), errors: [...p.items.errors], ops: p.items.ops, indexes: p.items.indexes };
+}
+
+const body = Buffer.from([
+  '{"index":{"_index":"a"}}', '{"m":"one"}',
+  '', '{"create":{}}\r', '{"m":"two é"}',
+  '{"index":{}}', `{"m":"${'x'.repeat(1200)}"}`,
+  'garbage action', '{"m":"skipped"}',
+  '{"index":{}}', '{"m":"three"}',
+].join('\n'));
+
+function chunkings(buf: Buffer): [string, Buffer[]][] {
+  const out: [string, Buffer[]][] = [['one chunk', [buf]]];
+  out.push(['one byte at a time', [...buf].map((b) => Buffer.from([b]))]);
+  for (const cut of [1, 23, 24, 25, 30, 60, 100, 700, buf.length - 1]) out.push([`cut at ${cut}`, [buf.subarray(0, cut), buf.subarray(cut)]]);
+  out.push(['7-byte chunks', Array.from({ length: Math.ceil(buf.length / 7) }, (_, i) => buf.subarray(i * 7, i * 7 + 7))]);
+  return out;
+}
+
+describe('BulkParser', () => {
+  const want = parse([body]);
+
+  it('splits pairs, keeps empty lines out, fails bad pairs alone', () => {
+    expect(want.docs).toEqual(['{"m":"one"}', '{"m":"two é"}', '{"m":"three"}']);
+    expect(want.items).toEqual([0, 1, 4]);
+    expect(want.ops).toEqual(['index', 'create', 'index', 'index', 'index']);
+    expect(want.indexes).toEqual(['a', 'logs', 'logs', 'logs', 'logs']);
+    expect(want.errors.map(([i, e]) => [i, e.type])).toEqual([[2, 'document_too_large_exception'], [3, 'illegal_argument_exception']]);
+  });
+
+  it.each(chunkings(body))('gives the same result for %s', (_name, chunks) => {
+    expect(parse(chunks)).toEqual(want);
+  });
+
+  it('cuts batches at batchBytes and keeps document order across them', () => {
+    const docs = Array.from({ length: 50 }, (_, i) => `{"i":${i}}`);
+    const buf = Buffer.from(docs.map((d) => `{"index":{}}\n${d}\n`).join(''));
+    const r = parse([buf], 1000, 40);
+    expect(r.docs).toEqual(docs);
+    expect(r.items).toEqual(docs.map((_, i) => i));
+  });
+
+  it('rejects a first line that is not an action before anything is batched', () => {
+    for (const text of ['{"not":"an action"}\n{"a":1}\n', '[1]\n', 'plain text\n', '']) {
+      expect(() => parse([Buffer.from(text)])).toThrow(BulkFormatError);
+    }
+  });
+
+  it('an action with no document line fails alone', () => {
+    const r = parse([Buffer.from('{"index":{}}\n{"a":1}\n{"index":{}}\n')]);
+    expect(r.docs).toEqual(['{"a":1}']);
+    expect(r.errors.map(([i, e]) => [i, e.type])).toEqual([[1, 'action_request_validation_exception']]);
+  });
+});
