@@ -1,0 +1,162 @@
+// Pooler benchmark peers: starts PgBouncer (installing Debian's package when missing) and tidepool as child
+// processes on free ports in front of one PostgreSQL.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { freePort } from '../src/shared/embedded-postgres.js';
+
+/** The account the poolers and pgbench log in as; md5 everywhere so every target pays the same auth. */
+export const BENCH_USER = 'bench';
+export const BENCH_PASSWORD = 'bench-password';
+export const BENCH_DB = 'bench';
+
+const NOBODY = { uid: 65534, gid: 65534 };
+
+export interface RunningPeer {
+  name: string;
+  host: string;
+  port: number;
+  child: ChildProcess;
+  pid: number;
+  logFile: string;
+  version: string;
+  stop(): Promise<void>;
+}
+
+function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.kill(signal);
+  });
+}
+
+async function waitListening(host: string, port: number, child: ChildProcess, logFile: string, what: string, ready?: RegExp): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}): ${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    }
+    const logOk = !ready || ready.test(readFileSync(logFile, 'utf8'));
+    const portOk = logOk && await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, host);
+      s.once('connect', () => { s.destroy(); resolve(true); });
+      s.once('error', () => { s.destroy(); resolve(false); });
+    });
+    if (portOk) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${host}:${port} in 20 s: ${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Path of the pgbouncer binary, after `apt-get install -y pgbouncer` when it is missing. */
+export function ensurePgBouncer(progress: (msg: string) => void): string {
+  const bin = '/usr/sbin/pgbouncer';
+  if (existsSync(bin)) return bin;
+  if (process.getuid?.() !== 0) throw new Error('pgbouncer is not installed and we are not root: apt-get install -y pgbouncer');
+  progress('installing pgbouncer (apt-get update && apt-get install -y pgbouncer)');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'pgbouncer']]) {
+    const r = spawnSync('apt-get', args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${(r.stderr || r.stdout).slice(-2000)}`);
+  }
+  // The package starts a system instance on 6432; ours runs on its own port, so leave it be unless it is in the way.
+  spawnSync('sh', ['-c', 'command -v systemctl >/dev/null && systemctl stop pgbouncer || service pgbouncer stop'], { stdio: 'ignore' });
+  if (!existsSync(bin)) throw new Error('apt-get install pgbouncer did not provide /usr/sbin/pgbouncer');
+  return bin;
+}
+
+export interface PgBouncerOptions {
+  dir: string;
+  serverHost: string;
+  serverPort: number;
+  poolSize: number;
+  progress: (msg: string) => void;
+}
+
+/** PgBouncer in transaction mode as user nobody, md5 auth from a plaintext auth_file, connection logging off. */
+export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPeer> {
+  const bin = ensurePgBouncer(opts.progress);
+  const version = (spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout ?? '').split('\n')[0]?.trim() ?? '?';
+  mkdirSync(opts.dir, { recursive: true });
+  const host = '127.0.0.1';
+  const port = await freePort(host);
+  const authFile = path.join(opts.dir, 'userlist.txt');
+  const configFile = path.join(opts.dir, 'pgbouncer.ini');
+  const logFile = path.join(opts.dir, 'pgbouncer.log');
+  writeFileSync(authFile, `"${BENCH_USER}" "${BENCH_PASSWORD}"\n`);
+  writeFileSync(configFile, [
+    '[databases]',
+    `${BENCH_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB}`,
+    '',
+    '[pgbouncer]',
+    `listen_addr = ${host}`,
+    `listen_port = ${port}`,
+    'unix_socket_dir =',
+    'auth_type = md5',
+    `auth_file = ${authFile}`,
+    'pool_mode = transaction',
+    `default_pool_size = ${opts.poolSize}`,
+    'max_client_conn = 2000',
+    'ignore_startup_parameters = extra_float_digits',
+    'log_connections = 0',
+    'log_disconnections = 0',
+    'log_pooler_errors = 1',
+    '',
+  ].join('\n'));
+  writeFileSync(logFile, '');
+  const root = process.getuid?.() === 0;
+  if (root) {
+    chownSync(opts.dir, NOBODY.uid, NOBODY.gid);
+    for (const f of [authFile, configFile, logFile]) chownSync(f, NOBODY.uid, NOBODY.gid);
+  }
+  chmodSync(authFile, 0o600);
+  const fd = openSync(logFile, 'a');
+  const child = spawn(bin, [configFile], { stdio: ['ignore', fd, fd], ...(root ? NOBODY : {}) });
+  await waitListening(host, port, child, logFile, 'pgbouncer');
+  return { name: 'PgBouncer', host, port, child, pid: child.pid ?? -1, logFile, version, stop: () => stopChild(child, 'SIGINT') };
+}
+
+export interface TidepoolOptions {
+  dir: string;
+  root: string;
+  serverHost: string;
+  serverPort: number;
+  poolSize: number;
+}
+
+/** `tidepool pooler` in transaction mode, md5 client auth, log_level info (it logs no line per client at info). */
+export async function startTidepool(opts: TidepoolOptions): Promise<RunningPeer & { configFile: string }> {
+  mkdirSync(opts.dir, { recursive: true });
+  const host = '127.0.0.1';
+  const port = await freePort(host);
+  const configFile = path.join(opts.dir, 'pooler.toml');
+  const logFile = path.join(opts.dir, 'tidepool.log');
+  writeFileSync(configFile, `[general]
+host = "${host}"
+port = ${port}
+admin_username = "admin"
+admin_password = "bench-admin-password"
+pool_mode = "transaction"
+auth_type = "md5"
+log_level = "info"
+
+[pools.${BENCH_DB}]
+server_host = "${opts.serverHost}"
+server_port = ${opts.serverPort}
+
+[[pools.${BENCH_DB}.users]]
+username = "${BENCH_USER}"
+password = "${BENCH_PASSWORD}"
+pool_size = ${opts.poolSize}
+`);
+  writeFileSync(logFile, '');
+  const fd = openSync(logFile, 'a');
+  const bin = path.join(opts.root, 'bin', 'tidepool.js');
+  const child = spawn(process.execPath, [bin, 'pooler', '--config', configFile], { cwd: opts.root, stdio: ['ignore', fd, fd] });
+  await waitListening(host, port, child, logFile, 'tidepool', /pooler listening/);
+  const pkg = JSON.parse(readFileSync(path.join(opts.root, 'package.json'), 'utf8')) as { version: string };
+  return { name: 'tidepool', host, port, child, pid: child.pid ?? -1, logFile, configFile, version: pkg.version, stop: () => stopChild(child, 'SIGINT') };
+}

@@ -1,0 +1,242 @@
+// Pooler benchmark: pgbench -S through direct PostgreSQL, PgBouncer and tidepool side by side in one run,
+// alternating the targets within every scenario; medians to bench/results/pooler.md.
+// Usage: npm run build && npm run bench:pooler [-- --duration 10 --repeats 3 --clients 1,10,50,200 --quick]
+// Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_RECONNECT_CLIENTS, BENCH_POOL_SIZE, BENCH_SCALE,
+// BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each also a --flag of the same name in kebab case).
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startPostgres, writeHba, type RunningPostgres } from '../src/shared/embedded-postgres.js';
+import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
+import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { TARGETS, renderReport, scenarioTitle, type RunRecord, type TargetName } from './pooler-report.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
+const KEEP = process.argv.includes('--keep');
+
+function opt(name: string, env: string, dflt: string, quick?: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i >= 0 && process.argv[i + 1] !== undefined) return process.argv[i + 1]!;
+  if (process.env[env]) return process.env[env]!;
+  return QUICK && quick !== undefined ? quick : dflt;
+}
+const numList = (s: string) => s.split(',').map((x) => Number(x.trim())).filter((x) => Number.isInteger(x) && x > 0);
+
+const DURATION = Number(opt('duration', 'BENCH_DURATION', '10', '3'));
+const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5', '1'));
+const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3', '1'));
+const CLIENTS = numList(opt('clients', 'BENCH_CLIENTS', '1,10,50,200', '1,10'));
+const RECONNECT_CLIENTS = numList(opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', '10,50', '10'));
+const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
+const RETRIES = Number(opt('retries', 'BENCH_RETRIES', '1', '0'));
+const QUIET_WAIT = Number(opt('quiet-wait', 'BENCH_QUIET_WAIT', '30', '0'));
+const POOL_SIZE = Number(opt('pool-size', 'BENCH_POOL_SIZE', '20'));
+const SCALE = Number(opt('scale', 'BENCH_SCALE', '10', '1'));
+const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'results', 'pooler.md'), path.join(ROOT, 'bench', '.work', 'pooler-quick.md')));
+
+const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+// Everything started here, stopped by pid on the way out (normal end, error, Ctrl-C).
+let pg: RunningPostgres | null = null;
+const peers = new Map<TargetName, RunningPeer>();
+let pgbench: RunningPgbench | null = null;
+let workDir = '';
+let cleaning: Promise<void> | null = null;
+let interrupted = false;
+let quietWaited = 0;
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    pgbench?.kill();
+    for (const p of peers.values()) await p.stop().catch((err: Error) => progress(`stopping ${p.name}: ${err.message}`));
+    peers.clear();
+    if (pg) await pg.stop().catch((err: Error) => progress(`stopping PostgreSQL: ${err.message}`));
+    if (workDir && !KEEP) rmSync(workDir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+function killLeftovers(): void {
+  const pids = [pgbench?.pid, ...[...peers.values()].map((p) => p.pid), pg?.pid];
+  for (const pid of pids) {
+    if (!pid || pid < 0) continue;
+    try { process.kill(pid, 'SIGKILL'); } catch (err) { if ((err as NodeJS.ErrnoException).code !== 'ESRCH') progress(`kill ${pid}: ${(err as Error).message}`); }
+  }
+}
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    progress(`${sig}: stopping everything this benchmark started`);
+    interrupted = true;
+    const force = setTimeout(() => { killLeftovers(); process.exit(130); }, 15_000);
+    void cleanup().finally(() => { clearTimeout(force); process.exit(130); });
+  });
+}
+process.on('exit', () => { if (!cleaning) killLeftovers(); });
+
+function scenarios(): Scenario[] {
+  const list: Scenario[] = [];
+  for (const protocol of ['simple', 'extended'] as const) {
+    for (const clients of CLIENTS) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
+  }
+  for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+  return list;
+}
+
+function versionOf(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return (r.stdout || r.stderr || '?').split('\n')[0]!.trim();
+}
+
+async function startPeer(name: TargetName): Promise<RunningPeer> {
+  const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE };
+  const peer = name === 'PgBouncer'
+    ? await startPgBouncer({ ...common, dir: path.join(workDir, 'pgbouncer'), progress })
+    : await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
+  peers.set(name, peer);
+  progress(`${peer.name} ${peer.version} listening on ${peer.host}:${peer.port} (pid ${peer.pid})`);
+  return peer;
+}
+
+function targetOf(name: TargetName): PgbenchTarget {
+  const p = name === 'direct' ? { host: pg!.host, port: pg!.port } : peers.get(name)!;
+  return { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
+}
+
+/** Waits (up to QUIET_WAIT seconds) until other work on the machine takes at most MAX_OTHER_LOAD cores. */
+async function waitQuiet(ticks: number): Promise<number> {
+  const t0 = Date.now();
+  let load = await otherLoad(500, ticks);
+  while (load > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000 && !interrupted) load = await otherLoad(1000, ticks);
+  return (Date.now() - t0) / 1000;
+}
+
+async function measure(s: Scenario, target: TargetName, rep: number, notes: string[], ticks: number, logDir: string): Promise<RunRecord> {
+  if (QUIET_WAIT > 0) quietWaited += await waitQuiet(ticks);
+  const peer = target === 'direct' ? null : peers.get(target)!;
+  if (peer && (peer.child.exitCode !== null || peer.child.signalCode !== null)) {
+    const tail = readFileSync(peer.logFile, 'utf8').slice(-1500);
+    notes.push(`${peer.name} exited (${peer.child.exitCode ?? peer.child.signalCode}) before ${scenarioTitle(s)} run ${rep + 1}; restarted. Log tail: ${tail.replace(/\s+/g, ' ')}`);
+    progress(`${peer.name} died; restarting`);
+    await startPeer(target);
+  }
+  const live = target === 'direct' ? null : peers.get(target)!;
+  const sampler = new RunSampler(live ? live.pid : null, ticks);
+  sampler.start();
+  pgbench = runPgbench(s, targetOf(target), DURATION, logDir, `${s.key}-${target}-${rep}`);
+  const r = await pgbench.done;
+  pgbench = null;
+  return { ...r, scenario: s.key, target, repeat: rep, ...sampler.stop() };
+}
+
+async function main(): Promise<void> {
+  if (process.platform !== 'linux') throw new Error('the pooler benchmark reads /proc: Linux only');
+  workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-pooler-'));
+  const ticks = clockTicks();
+  const notes: string[] = [];
+  const load0 = os.loadavg();
+  progress(`work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, clients ${CLIENTS.join(',')}, -C clients ${RECONNECT_CLIENTS.join(',')}, pool_size ${POOL_SIZE}, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`);
+
+  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 300, shared_buffers: '256MB' } });
+  progress(`PostgreSQL on ${pg.host}:${pg.port} (pid ${pg.pid})`);
+  pg.sql(`SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
+  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
+  writeHba(pg.dataDir);
+  pg.sql('SELECT pg_reload_conf()');
+  const pgVersion = pg.sql('SHOW server_version');
+  const initArgs = ['-i', '-s', String(SCALE), '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB];
+  progress(`pgbench ${initArgs.join(' ')}`);
+  const init = spawnSync(PGBENCH, initArgs, { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
+  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
+  pg.sql('VACUUM ANALYZE', BENCH_DB);
+
+  await startPeer('PgBouncer');
+  await startPeer('tidepool');
+
+  const { nativeLoaded } = await import('../src/native/index.js');
+  const cpuModel = os.cpus()[0]?.model ?? '?';
+  const head = versionOf('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
+  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src/pooler', 'src/protocol', 'src/native', 'native'], { encoding: 'utf8' }).stdout.trim();
+  const machine = `${os.cpus().length} CPU (${cpuModel}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.release()}; Node ${process.version}; PostgreSQL ${pgVersion}; ${versionOf(PGBENCH, ['--version'])}; ${peers.get('PgBouncer')!.version}; tidepool ${peers.get('tidepool')!.version} at ${head}${dirty ? ' plus uncommitted pooler changes in the work tree' : ''} (native addon ${nativeLoaded ? 'loaded' : 'not built: TypeScript twins'}); load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}`;
+
+  const logDir = path.join(workDir, 'pgbench');
+  mkdirSync(logDir, { recursive: true });
+  if (WARMUP > 0) {
+    for (const t of TARGETS) {
+      if (interrupted) throw new Error('interrupted');
+      progress(`warm-up ${t}: simple, 10 clients, ${WARMUP} s`);
+      pgbench = runPgbench({ key: 'warmup', protocol: 'simple', clients: 10, reconnect: false }, targetOf(t), WARMUP, logDir, 'warmup');
+      const r = await pgbench.done;
+      if (!r.ok) notes.push(`Warm-up against ${t} failed: ${r.error}`);
+    }
+  }
+
+  const list = scenarios();
+  const records: RunRecord[] = [];
+  const total = list.length * REPEATS * TARGETS.length;
+  let n = 0;
+  const t0 = Date.now();
+  let retried = 0;
+  const commands = [
+    `npm run build && ${QUICK ? 'npm run bench:pooler -- --quick' : 'npm run bench:pooler'}   # BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
+    `pgbench ${initArgs.join(' ').replace(`-p ${pg.port}`, '-p $PG_PORT')}`,
+    ...list.map((s) => pgbenchCommand(s, DURATION)),
+    `# $PORT: PostgreSQL, PgBouncer or tidepool; PGPASSWORD set; -j is min(2, clients)`,
+    '',
+    '# pgbouncer.ini (run as nobody: pgbouncer pgbouncer.ini)',
+    ...readFileSync(path.join(workDir, 'pgbouncer', 'pgbouncer.ini'), 'utf8').trim().split('\n').map((l) => l.replace(workDir, '$WORK')),
+    '',
+    '# pooler.toml (node bin/tidepool.js pooler --config pooler.toml)',
+    ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8').trim().split('\n'),
+  ];
+  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE}, md5 client auth (the role's secret is md5 so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections 300, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
+  const write = () => {
+    mkdirSync(path.dirname(OUT), { recursive: true });
+    writeFileSync(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));
+  };
+
+  for (const [si, s] of list.entries()) {
+    for (let rep = 0; rep < REPEATS; rep++) {
+      const shift = (rep + si) % TARGETS.length;
+      const order = [...TARGETS.slice(shift), ...TARGETS.slice(0, shift)];
+      for (const target of order) {
+        if (interrupted) throw new Error('interrupted');
+        n++;
+        // A run during which other work took more than MAX_OTHER_LOAD cores is done again (up to RETRIES
+        // times) and the quietest attempt kept; a failed run is kept as it is, never retried away.
+        let kept: RunRecord | null = null;
+        for (let attempt = 0; attempt <= RETRIES; attempt++) {
+          if (interrupted) throw new Error('interrupted');
+          if (attempt > 0) retried++;
+          const rec = await measure(s, target, rep, notes, ticks, logDir);
+          if (!kept || !rec.ok || rec.foreignCores < kept.foreignCores) kept = rec;
+          const eta = Math.round(((Date.now() - t0) / n) * (total - n) / 1000);
+          progress(`[${n}/${total}] ${scenarioTitle(s)} #${rep + 1}${attempt ? ` (retry ${attempt})` : ''} ${target}: ${rec.ok ? `${Math.round(rec.tps)} tps, p50 ${rec.p50Ms.toFixed(3)} ms, p99 ${rec.p99Ms.toFixed(3)} ms` : 'FAILED'}${target !== 'direct' ? `, CPU ${rec.cpuPercent.toFixed(0)}%, RSS ${(rec.rssMax / 1048576).toFixed(0)} MiB` : ''}, other load ${rec.foreignCores.toFixed(2)} cores${rec.error ? ` (${rec.error})` : ''}; ~${eta} s left`);
+          if (!rec.ok || rec.foreignCores <= MAX_OTHER_LOAD) break;
+        }
+        records.push(kept!);
+      }
+    }
+    write();
+  }
+  if (QUIET_WAIT > 0) notes.push(`Before each run the benchmark waited up to ${QUIET_WAIT} s (BENCH_QUIET_WAIT) for other work to drop to ${MAX_OTHER_LOAD} cores or less; it waited ${Math.round(quietWaited)} s in all.`);
+  if (RETRIES > 0) notes.push(`${retried} run${retried === 1 ? ' was' : 's were'} done again because other work took more than ${MAX_OTHER_LOAD} cores during it (BENCH_MAX_OTHER_LOAD, up to BENCH_RETRIES=${RETRIES} more attempts each; the attempt with the least other load is kept).`);
+  const load1 = os.loadavg();
+  notes.push(`Load average at the end: ${load1.map((x) => x.toFixed(2)).join(' ')} (pgbench, PostgreSQL and the pooler share ${os.cpus().length} cores, so the poolers compete with their own load generator; 200 clients on ${os.cpus().length} cores mostly measures queueing).`);
+  write();
+  progress(`wrote ${OUT}`);
+}
+
+main().then(
+  async () => { await cleanup(); },
+  async (err: unknown) => {
+    if (interrupted) return;
+    progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    await cleanup();
+    process.exitCode = 1;
+  },
+);
