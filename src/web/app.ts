@@ -79,12 +79,29 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     if (ui) sso.load(config.web);
   });
 
-  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT, return503OnClosing: true, forceCloseConnections: true });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: true,
+    forceCloseConnections: true,
+    // Requests refused before routing (a malformed URL): same JSON shape, and still one access line.
+    frameworkErrors: (err, req, reply) => {
+      req.tp = {
+        startedAt: process.hrtime.bigint(),
+        peer: resolvePeer(req.raw.socket.remoteAddress, req.raw.socket.remotePort, req.headers, trusted),
+        auth: { role: 'rejected', source: 'none', user: null, credentials: false },
+        access: 'none',
+      };
+      reply.raw.once('finish', () => logResponse(req, reply));
+      void sendError(reply, 400, 'bad_request', err.message);
+    },
+  });
   app.addHook('onClose', async () => { closed = true; });
   const access = new AccessLog(hub);
   app.decorateRequest('tp', null as never);
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const startedAt = process.hrtime.bigint();
     const path = req.url.split('?')[0]!;
     const peer = resolvePeer(req.raw.socket.remoteAddress, req.raw.socket.remotePort, req.headers, trusted);
     const level: Access = req.routeOptions.config.access ?? (req.is404 ? 'none' : 'public');
@@ -98,7 +115,7 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
       },
       control.config, sso, (reason) => ctx.metrics.ssoValidationError(reason),
     );
-    req.tp = { startedAt: process.hrtime.bigint(), peer, auth, access: level };
+    req.tp = { startedAt, peer, auth, access: level };
     if (isApi(path)) ctx.metrics.authAttempt(auth.role, auth.source);
     const decision = authorize(auth, level);
     if (decision.allow && level === 'admin' && crossSite(req)) {
@@ -112,7 +129,7 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     return sendError(reply, 401, 'unauthorized', 'authentication required');
   });
 
-  app.addHook('onResponse', async (req, reply) => {
+  const logResponse = (req: FastifyRequest, reply: FastifyReply): void => {
     const st = req.tp;
     if (!st) return;
     const [pathPart, queryPart] = splitUrl(req.url);
@@ -132,7 +149,8 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
       auth_user: role === 'admin' || role === 'sso' ? (st.auth.user ?? '-') : '-',
     });
     ctx.metrics.request(reply.statusCode, role);
-  });
+  };
+  app.addHook('onResponse', async (req, reply) => logResponse(req, reply));
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const status = err.statusCode ?? 500;

@@ -29,6 +29,16 @@ export interface AuthInput {
 
 export const SSO_COOKIE = 'sso_access_token';
 
+/** A cookie value, percent-decoded when it is valid percent-encoding (a JWT never needs it), else as sent. */
+function cookieValue(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch (err) {
+    if (err instanceof URIError) return v;
+    throw err;
+  }
+}
+
 /** The SSO token, by carrier priority: Bearer header, then the cookie, then `?token=`. */
 export function extractToken(input: Pick<AuthInput, 'authorization' | 'cookie' | 'queryToken'>): string | null {
   const bearer = input.authorization ? /^Bearer\s+(\S+)\s*$/i.exec(input.authorization) : null;
@@ -38,7 +48,7 @@ export function extractToken(input: Pick<AuthInput, 'authorization' | 'cookie' |
       const eq = part.indexOf('=');
       if (eq > 0 && part.slice(0, eq).trim() === SSO_COOKIE) {
         const v = part.slice(eq + 1).trim();
-        if (v) return decodeURIComponent(v);
+        if (v) return cookieValue(v);
       }
     }
   }

@@ -181,6 +181,14 @@ describe('bad input gets clean JSON errors', () => {
       expect(r.json()).toMatchObject({ error: 'not_found' });
     }
   });
+  it('a malformed URL is a JSON 400 with an access line', async () => {
+    for (const url of ['/api/%zz', '/assets/%zz', '/%zz']) {
+      const r = await get(url);
+      expect(r.statusCode).toBe(400);
+      expect(r.json()).toMatchObject({ error: 'bad_request' });
+      expect(h.accessLines().filter((l) => l.includes(`path=${url} `)).pop()).toMatch(/level=info .* status=400 /);
+    }
+  });
   it('path traversal on /assets/ is refused', async () => {
     for (const url of ['/assets/..%2f..%2fpackage.json', '/assets/%2e%2e%2f%2e%2e%2fpackage.json', '/assets/..%5c..%5cpackage.json', '/assets/.hidden', '/assets/a%00.js']) {
       const r = await get(url, {});

@@ -59,6 +59,10 @@ describe('SSO loaded', () => {
     expect(line).toMatchObject({ auth_role: 'sso', auth_source: 'sso', auth_user: 'alice', query: 'true' });
     expect(h.accessLines().join('\n')).not.toContain(t);
   });
+  it('a cookie that is not valid percent-encoding is a rejected credential, not an error', async () => {
+    const r = await h.app.inject({ url: '/api/pools', headers: { cookie: 'sso_access_token=%E0%A4%A', ...json } });
+    expect(r.statusCode).toBe(401);
+  });
   it('an Sso user reads personal data but gets 403 on admin actions', async () => {
     const headers = { authorization: `Bearer ${await alice()}`, ...json };
     expect((await h.app.inject({ url: '/api/logs', headers })).statusCode).toBe(200);
