@@ -8,7 +8,8 @@ import { AccessLog } from './access-log.js';
 import { formatPeer, resolvePeer, TrustedProxies } from './auth/proxy.js';
 import { authorize, resolveAuth, type Access } from './auth/resolve.js';
 import { SsoRuntime } from './auth/sso.js';
-import { sendError, type WebContext } from './context.js';
+import type { WebContext } from './context.js';
+import { sendError } from './errors.js';
 import { LogTap } from './log-tap.js';
 import { renderPoolerMetrics } from './pooler-metrics.js';
 import { registerAdminRoutes } from './routes/admin-routes.js';
@@ -93,7 +94,7 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
         access: 'none',
       };
       reply.raw.once('finish', () => logResponse(req, reply));
-      void sendError(reply, 400, 'bad_request', err.message);
+      void sendError(reply, 'bad_request', err.message);
     },
   });
   app.addHook('onClose', async () => { closed = true; });
@@ -120,13 +121,13 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     const decision = authorize(auth, level);
     if (decision.allow && level === 'admin' && crossSite(req)) {
       // A cookie carrier travels with cross-site form posts; admin actions only come from our own pages or tools.
-      return sendError(reply, 403, 'forbidden', 'cross-site admin request refused');
+      return sendError(reply, 'forbidden', 'cross-site admin request refused');
     }
     if (decision.allow) return;
-    if (decision.status === 403) return sendError(reply, 403, 'forbidden', 'admin role required');
+    if (decision.status === 403) return sendError(reply, 'forbidden', 'admin role required');
     const wantsJson = /application\/json/i.test(req.headers.accept ?? '');
     if (!wantsJson) reply.header('www-authenticate', 'Basic realm="tidepool", charset="UTF-8"');
-    return sendError(reply, 401, 'unauthorized', 'authentication required');
+    return sendError(reply, 'unauthorized', 'authentication required');
   });
 
   const logResponse = (req: FastifyRequest, reply: FastifyReply): void => {
@@ -154,11 +155,11 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const status = err.statusCode ?? 500;
-    if (status === 413) return sendError(reply, 413, 'payload_too_large', `request body larger than ${BODY_LIMIT} bytes`);
-    if (status === 415) return sendError(reply, 415, 'unsupported_media_type', 'send JSON (Content-Type: application/json)');
-    if (status >= 400 && status < 500) return sendError(reply, status, 'bad_request', err.message);
+    if (status === 413) return sendError(reply, 'payload_too_large', `request body larger than ${BODY_LIMIT} bytes`);
+    if (status === 415) return sendError(reply, 'unsupported_media_type', 'send JSON (Content-Type: application/json)');
+    if (status >= 400 && status < 500) return sendError(reply, 'bad_request', err.message);
     log.error({ method: req.method, path: splitUrl(req.url)[0], error: err.message, code: err.code }, 'web request failed');
-    return sendError(reply, 500, 'internal', 'internal error');
+    return sendError(reply, 'internal', 'internal error');
   });
 
   app.get('/metrics', { config: { access: 'none' } }, async (_req, reply) => {
@@ -193,14 +194,14 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
       const allowed = p === '/metrics' ? new Set(['GET', 'HEAD']) : apiRoutes.get(p);
       if (allowed && !allowed.has(req.method)) {
         reply.header('allow', [...allowed].join(', '));
-        return sendError(reply, 405, 'method_not_allowed', `${req.method} is not allowed on ${p}`);
+        return sendError(reply, 'method_not_allowed', `${req.method} is not allowed on ${p}`);
       }
-      return sendError(reply, 404, 'not_found', `no endpoint ${p}`);
+      return sendError(reply, 'not_found', `no endpoint ${p}`);
     }
-    if (!site) return sendError(reply, 404, 'not_found', 'the console is not enabled on this listener');
+    if (!site) return sendError(reply, 'not_found', 'the console is not enabled on this listener');
     if (!get) {
       reply.header('allow', 'GET, HEAD');
-      return sendError(reply, 405, 'method_not_allowed', `${req.method} is not allowed on ${p}`);
+      return sendError(reply, 'method_not_allowed', `${req.method} is not allowed on ${p}`);
     }
     return (site as StaticSite).sendShell(reply, sso.usable ? control.config.web.sso_proxy_url : null);
   });

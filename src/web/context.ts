@@ -1,5 +1,4 @@
 // What every route of the web listener shares: the pooler, SSO runtime, metrics, log tap, and request state.
-import type { FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { PoolerControl } from '../pooler/control.js';
 import type { AuthResult, Access } from './auth/resolve.js';
@@ -35,9 +34,4 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access;
   }
-}
-
-/** Error body used by every endpoint: `{"error": "<code>", "message": "..."}`. */
-export function sendError(reply: FastifyReply, status: number, error: string, message: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send({ error, message });
 }

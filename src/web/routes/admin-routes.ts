@@ -2,7 +2,8 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ConfigError } from '../../config/pooler.js';
 import { PoolNotFoundError } from '../../pooler/control.js';
-import { sendError, type WebContext } from '../context.js';
+import type { WebContext } from '../context.js';
+import { sendError } from '../errors.js';
 
 interface PoolTarget {
   database: string;
@@ -22,7 +23,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: WebContext): void
   const action = (name: 'pause' | 'resume' | 'reconnect', run: (t: PoolTarget) => Promise<string> | string) =>
     app.post(`/api/admin/${name}`, admin, async (req, reply) => {
       const target = poolTarget(req.body);
-      if (typeof target === 'string') return sendError(reply, 400, 'bad_request', target);
+      if (typeof target === 'string') return sendError(reply, 'bad_request', target);
       try {
         const message = await run(target);
         ctx.log.info({ action: name, database: target.database, user: target.user, by: req.tp.auth.user ?? '-' }, `web admin action ${name}`);
@@ -40,13 +41,13 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: WebContext): void
       ctx.log.info({ action: 'reload', by: req.tp.auth.user ?? '-' }, 'web admin action reload');
       return { ok: true, message };
     } catch (err) {
-      if (err instanceof ConfigError) return sendError(reply, 422, 'reload_failed', err.message);
+      if (err instanceof ConfigError) return sendError(reply, 'reload_failed', err.message);
       return actionError(reply, err);
     }
   });
 }
 
 function actionError(reply: FastifyReply, err: unknown): FastifyReply {
-  if (err instanceof PoolNotFoundError) return sendError(reply, 404, 'not_found', err.message);
+  if (err instanceof PoolNotFoundError) return sendError(reply, 'not_found', err.message);
   throw err;
 }

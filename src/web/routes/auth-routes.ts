@@ -1,7 +1,8 @@
 // GET /api/auth/config and the /api/sso/* endpoints the console's sign-in flow uses.
 import type { FastifyInstance } from 'fastify';
 import { SSO_COOKIE } from '../auth/resolve.js';
-import { sendError, type WebContext } from '../context.js';
+import type { WebContext } from '../context.js';
+import { sendError } from '../errors.js';
 
 /** A same-origin path (`/pools?x=1`), never an absolute URL or `//host` (no open redirect). */
 export function safeReturnPath(v: unknown): string {
@@ -28,10 +29,10 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: WebContext): void 
   // The session behind the SSO token the request carries: who, which role, until when.
   app.get('/api/sso/session', open, async (req, reply) => {
     const auth = req.tp.auth;
-    if (!ctx.sso.usable) return sendError(reply, 404, 'not_found', 'sso is not enabled');
+    if (!ctx.sso.usable) return sendError(reply, 'not_found', 'sso is not enabled');
     if (auth.source !== 'sso' || (auth.role !== 'sso' && auth.role !== 'admin')) {
       const reason = auth.ssoFailure ?? 'no_token';
-      return reply.code(401).send({ error: 'unauthorized', message: 'no valid sso token', reason });
+      return sendError(reply, 'unauthorized', 'no valid sso token', { reason });
     }
     return { username: auth.user, role: auth.role, exp: auth.exp ?? null };
   });
@@ -39,7 +40,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: WebContext): void 
   // Starts the browser flow: 302 to <sso_proxy_url>?redirect_to=<this origin + return path>.
   app.get<{ Querystring: { return_to?: string } }>('/api/sso/login', open, async (req, reply) => {
     const url = ctx.control.config.web.sso_proxy_url;
-    if (!ctx.sso.usable || !url) return sendError(reply, 404, 'not_found', 'sso sign-in is not configured');
+    if (!ctx.sso.usable || !url) return sendError(reply, 'not_found', 'sso sign-in is not configured');
     const origin = `${req.tp.peer.secure ? 'https' : req.protocol}://${req.host}`;
     const target = new URL(url);
     target.searchParams.set('redirect_to', origin + safeReturnPath(req.query.return_to));

@@ -1,6 +1,7 @@
 // Read-only /api endpoints mirroring the admin console's SHOW commands (column names of reference/pooler.md).
 import type { FastifyInstance } from 'fastify';
 import type { WebContext } from '../context.js';
+import { sendError } from '../errors.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
 
 /** API path -> SHOW name, for the endpoints that return a SHOW table as it is. */
@@ -82,7 +83,7 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     }));
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
     const row = showRows(ctx, 'PREPARED_STATEMENTS').find((r) => String(r['hash']) === req.params.hash);
-    if (!row) return reply.code(404).send({ error: 'not_found', message: `no prepared statement with hash ${req.params.hash}` });
+    if (!row) return sendError(reply, 'not_found', `no prepared statement with hash ${req.params.hash}`);
     return { hash: row['hash'], query: row['query'] ?? null };
   });
 }

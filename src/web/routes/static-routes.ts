@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { sendError } from '../context.js';
+import { sendError } from '../errors.js';
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -60,16 +60,16 @@ export function registerStaticRoutes(app: FastifyInstance, staticDir: string, lo
 
   app.get<{ Params: { '*': string } }>('/assets/*', { config: { access: 'none' } }, async (req, reply) => {
     const name = req.params['*'];
-    if (!ASSET_NAME.test(name) || name.includes('..')) return sendError(reply, 400, 'bad_request', 'invalid asset path');
+    if (!ASSET_NAME.test(name) || name.includes('..')) return sendError(reply, 'bad_request', 'invalid asset path');
     let body = cache.get(name);
     if (!body) {
       const file = path.join(assetsDir, name);
-      if (path.dirname(file) !== assetsDir) return sendError(reply, 400, 'bad_request', 'invalid asset path');
+      if (path.dirname(file) !== assetsDir) return sendError(reply, 'bad_request', 'invalid asset path');
       try {
-        if (!statSync(file).isFile()) return sendError(reply, 404, 'not_found', `no asset ${name}`);
+        if (!statSync(file).isFile()) return sendError(reply, 'not_found', `no asset ${name}`);
         body = readFileSync(file);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return sendError(reply, 404, 'not_found', `no asset ${name}`);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return sendError(reply, 'not_found', `no asset ${name}`);
         throw err;
       }
       cache.set(name, body);
