@@ -10,6 +10,9 @@ import { launchChromium, startSsoProxy, type SsoProxy } from '../helpers/web-bro
 import { makeKeyDir, makeRsaKey, signToken } from '../helpers/web-sso.js';
 
 const SHOTS = path.resolve('test/e2e/__screenshots__');
+/** Screenshots of each page; the kept `<name>.png` files are rewritten only with UPDATE_SCREENSHOTS=1 (else `<name>.tmp.png`, ignored by git). */
+const shot = (page: Page, name: string) =>
+  page.screenshot({ path: path.join(SHOTS, process.env['UPDATE_SCREENSHOTS'] ? `${name}.png` : `${name}.tmp.png`) });
 const keys = makeKeyDir();
 const key = makeRsaKey();
 const pem = keys.write('sso.pem', key.publicPem);
@@ -87,17 +90,17 @@ describe('console', () => {
   it('Basic sign-in, overview, pools, typed PAUSE and RESUME of one pool', async () => {
     const page = await open('/');
     await page.getByRole('dialog').waitFor();
-    await page.screenshot({ path: path.join(SHOTS, 'sign-in.png') });
+    await shot(page, 'sign-in');
     await signInBasic(page);
     await page.getByTestId('overview-cards').waitFor();
-    await page.screenshot({ path: path.join(SHOTS, 'overview.png') });
+    await shot(page, 'overview');
 
     await page.getByRole('link', { name: 'Pools' }).click();
     const table = page.getByTestId('pools-table');
     await table.waitFor();
     expect(await table.textContent()).toContain('md5user');
     expect(page.url()).toBe(`${h.base}/pools`);
-    await page.screenshot({ path: path.join(SHOTS, 'pools.png') });
+    await shot(page, 'pools');
 
     await table.getByRole('row').filter({ hasText: 'md5user' }).click();
     await page.getByRole('heading', { name: 'md5user@app' }).waitFor();
@@ -108,7 +111,7 @@ describe('console', () => {
     expect(paused('scramuser')).toBe(false);
     await page.getByRole('button', { name: 'Close' }).click();
     await expect.poll(() => page.getByTestId('pool-state').textContent()).toBe('paused');
-    await page.screenshot({ path: path.join(SHOTS, 'pool-detail-paused.png') });
+    await shot(page, 'pool-detail-paused');
 
     await confirmAction(page, 'RESUME', 'app');
     await page.getByTestId('action-result').waitFor();
@@ -157,7 +160,7 @@ describe('console', () => {
     await page.getByTestId('forbidden-banner').waitFor();
     expect(await page.getByTestId('forbidden-banner').textContent()).toContain('admin role required');
     expect(paused('scramuser')).toBe(false);
-    await page.screenshot({ path: path.join(SHOTS, 'forbidden-banner.png') });
+    await shot(page, 'forbidden-banner');
   });
 
   it('SSO admin group: the sidebar shows sso: <user> and admin actions work', async () => {
