@@ -70,6 +70,10 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
   const groupCol = groupField ? view.column(groupField) : null;
   const nums = fieldCol && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fieldCol) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
+  if (!interval && spec.func !== 'quantile' && spec.func !== 'unique') {
+    aggregateByOrdinal(matches, spec, groupField !== undefined, groupCol, fieldCol, nums, partial);
+    return;
+  }
   for (let i = 0; i < matches.length; i++) {
     const local = matches[i]!;
     let key = '';
@@ -93,6 +97,45 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
     if (v > st.max) st.max = v;
     if (spec.func === 'quantile') (st.values ??= []).push(v);
   }
+}
+
+/** The common case (no time buckets, a running value) over typed arrays indexed by group ordinal. */
+function aggregateByOrdinal(matches: Uint32Array, spec: AggSpec, grouped: boolean, groupCol: Column | null, fieldCol: Column | null,
+  nums: Float64Array | null, partial: AggPartial): void {
+  const groups = grouped ? (groupCol?.tokens.length ?? 0) : 1;
+  const count = new Float64Array(groups);
+  const sum = new Float64Array(groups);
+  const min = new Float64Array(groups).fill(Infinity);
+  const max = new Float64Array(groups).fill(-Infinity);
+  const notExists = new Float64Array(groups);
+  const gOrds = groupCol?.ords;
+  const fOrds = fieldCol?.ords;
+  const isCount = spec.func === 'count';
+  let noGroup = 0;
+  for (let i = 0; i < matches.length; i++) {
+    const local = matches[i]!;
+    let g = 0;
+    if (grouped) {
+      g = gOrds ? gOrds[local]! : MISSING;
+      if (g === MISSING) { noGroup++; continue; }
+    }
+    const o = fOrds ? fOrds[local]! : MISSING;
+    if (o === MISSING) { notExists[g]++; continue; }
+    if (isCount) { count[g]++; continue; }
+    const v = nums![o]!;
+    if (v !== v) { notExists[g]++; continue; }
+    count[g]++;
+    sum[g] += v;
+    if (v < min[g]!) min[g] = v;
+    if (v > max[g]!) max[g] = v;
+  }
+  partial.noGroup += noGroup;
+  const from: AggPartial = { buckets: new Map(), noGroup: 0 };
+  for (let g = 0; g < groups; g++) {
+    if (count[g] === 0 && notExists[g] === 0) continue;
+    from.buckets.set(grouped ? groupCol!.tokens[g]! : '', { count: count[g]!, sum: sum[g]!, min: min[g]!, max: max[g]!, notExists: notExists[g]! });
+  }
+  mergePartials(partial, from);
 }
 
 export function mergePartials(into: AggPartial, from: AggPartial): AggPartial {

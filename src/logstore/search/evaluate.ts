@@ -25,24 +25,29 @@ function rangeAccept(p: Extract<Plan, { op: 'range' }>): (tok: string) => boolea
     (p.lo === null || (p.loIncl ? tok >= p.lo : tok > p.lo)) && (p.hi === null || (p.hiIncl ? tok <= p.hi : tok < p.hi));
 }
 
+/** ids ∩ universe; free when the universe is the whole fraction. */
+function within(ids: Uint32Array, universe: Uint32Array, view: FractionView): Uint32Array {
+  return universe.length === view.docCount ? ids : P.intersectPostings(ids, universe);
+}
+
 /** Matching local ids of `plan`, ascending; `universe` (the ids in the time range) bounds "all" and "not". */
 export function evaluate(plan: Plan, view: FractionView, universe: Uint32Array): Uint32Array {
   switch (plan.op) {
     case 'all': return universe;
     case 'none': return new Uint32Array(0);
-    case 'token': return P.intersectPostings(view.postings(plan.field, plan.token), universe);
+    case 'token': return within(view.postings(plan.field, plan.token), universe, view);
     case 'pattern': {
       const re = patternRegExp({ segments: plan.segments });
       const prefix = plan.segments[0] || undefined;
       const lists = view.postingsWhere(plan.field, (t) => re.test(t), prefix);
-      return P.intersectPostings(union(lists, view.docCount), universe);
+      return within(union(lists, view.docCount), universe, view);
     }
     case 'range': {
       const accept = rangeAccept(plan);
       const lists = plan.numeric || plan.lo === null
         ? view.postingsWhere(plan.field, accept)
         : view.postingsWhere(plan.field, accept, plan.lo, plan.hi ?? '\uffff');
-      return P.intersectPostings(union(lists, view.docCount), universe);
+      return within(union(lists, view.docCount), universe, view);
     }
     case 'and': {
       // Cheap exact terms first shrink the set the others intersect with.

@@ -30,7 +30,7 @@ export const FILES = {
 };
 
 /** Raw bytes per compressed document block. */
-export const BLOCK_BYTES = 256 * 1024;
+export const BLOCK_BYTES = 128 * 1024;
 
 export function compress(buf: Uint8Array, quality = 5): Buffer {
   return zlib.brotliCompressSync(buf, {

@@ -5,6 +5,9 @@ import { postings as P } from '../../native/index.js';
 import { type Column, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
 
+/** Decompressed blocks kept per fraction. */
+const BLOCK_CACHE = 16;
+
 interface FieldDict {
   tokens: string[];
   /** Index of the field's first token in offsets/counts. */
@@ -33,7 +36,8 @@ export class SealedFraction implements FractionView {
   private readonly cols = new Map<string, Column>();
   private postingsFd = -1;
   private docsFd = -1;
-  private blockCache: { index: number; offsets: Uint32Array; raw: Buffer } | null = null;
+  /** Recently decompressed document blocks, oldest first (a small LRU). */
+  private readonly blockCache = new Map<number, { offsets: Uint32Array; raw: Buffer }>();
 
   constructor(readonly dir: string) {
     this.meta = JSON.parse(readFileSync(path.join(dir, FILES.meta), 'utf8')) as FractionMeta;
@@ -138,7 +142,12 @@ export class SealedFraction implements FractionView {
   }
 
   private block(index: number): { offsets: Uint32Array; raw: Buffer } {
-    if (this.blockCache?.index === index) return this.blockCache;
+    const hit = this.blockCache.get(index);
+    if (hit) {
+      this.blockCache.delete(index);
+      this.blockCache.set(index, hit);
+      return hit;
+    }
     if (this.docsFd < 0) this.docsFd = openSync(path.join(this.dir, FILES.docs), 'r');
     const [off, len] = this.meta.blocks[index]!;
     const buf = Buffer.allocUnsafe(len);
@@ -157,8 +166,10 @@ export class SealedFraction implements FractionView {
       p += raw.readUInt32LE(4 + 4 * i);
     }
     offsets[count] = p;
-    this.blockCache = { index, offsets, raw };
-    return this.blockCache;
+    const block = { offsets, raw };
+    this.blockCache.set(index, block);
+    if (this.blockCache.size > BLOCK_CACHE) this.blockCache.delete(this.blockCache.keys().next().value!);
+    return block;
   }
 
   data(locals: readonly number[]): Uint8Array[] {

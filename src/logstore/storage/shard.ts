@@ -65,6 +65,11 @@ export interface ShardStatus {
 
 const FAILED_ID = ' '.repeat(24);
 
+/** Decodes stored bytes without copying them first. */
+function utf8(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+}
+
 /** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */
 export function topByTime(view: FractionView, matches: Uint32Array, k: number, desc: boolean): number[] {
   // Keys are oriented so that "better" is larger; the heap root is the worst kept one.
@@ -296,7 +301,7 @@ export class Shard {
       cands.sort(better);
       if (cands.length > q.limit) cands = cands.slice(0, q.limit);
     }
-    const hits = cands.map((c) => ({ id: c.id, time: c.time, data: Buffer.from(c.view.data([c.local])[0]!).toString('utf8') }));
+    const hits = cands.map((c) => ({ id: c.id, time: c.time, data: utf8(c.view.data([c.local])[0]!) }));
     return { total, hits, aggs, hist: [...hist], fractionsRead: views.length };
   }
 
@@ -309,7 +314,7 @@ export class Shard {
       for (const view of this.views(t, t)) {
         const local = view.find(id);
         if (local < 0) continue;
-        out.push({ id, time: view.time(local), data: Buffer.from(view.data([local])[0]!).toString('utf8') });
+        out.push({ id, time: view.time(local), data: utf8(view.data([local])[0]!) });
         break;
       }
     }
