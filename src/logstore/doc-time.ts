@@ -61,9 +61,16 @@ export class IdMaker {
     if (Number.isFinite(c)) this.counter = c;
   }
 
+  private lastTime = -1;
+  private lastPrefix = '';
+
   next(time: number): string {
     this.counter = (this.counter + 1) % 2 ** 40;
-    return time.toString(16).padStart(12, '0') + this.shardHex + this.counter.toString(16).padStart(10, '0');
+    if (time !== this.lastTime) {
+      this.lastTime = time;
+      this.lastPrefix = time.toString(16).padStart(12, '0') + this.shardHex;
+    }
+    return this.lastPrefix + this.counter.toString(16).padStart(10, '0');
   }
 }
 

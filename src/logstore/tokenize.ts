@@ -3,11 +3,12 @@ import { EXISTS_FIELD, type FieldType, type MappingSpec } from './mapping.js';
 
 /**
  * Receives the tokens of one document. The same (field, token) may arrive more than once (arrays, repeated
- * words): sinks keep it once. `column` receives every keyword value; sinks keep the first per field.
+ * words): sinks keep it once. `keyword` is a token that is also a keyword value (the first one of a field
+ * is its column value for aggregations).
  */
 export interface TokenSink {
   token(field: string, token: string): void;
-  column(field: string, value: string): void;
+  keyword(field: string, token: string): void;
 }
 
 const WORD_SPLIT = /[^\p{L}\p{N}_]+/u;
@@ -48,9 +49,7 @@ function emitValue(types: readonly FieldType[], field: string, v: string, m: Map
   for (const type of types) {
     switch (type) {
       case 'keyword': {
-        const tok = keywordToken(v, m.maxTokenSize);
-        sink.token(field, tok);
-        sink.column(field, tok);
+        sink.keyword(field, keywordToken(v, m.maxTokenSize));
         break;
       }
       case 'text':

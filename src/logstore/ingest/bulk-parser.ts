@@ -40,6 +40,7 @@ export interface BulkParserOptions {
 }
 
 const MAX_ACTION_LINE = 64 * 1024;
+const PLAIN_INDEX = Buffer.from('{"index":{}}');
 
 export class BulkParser {
   readonly items: BulkItems = { ops: [], indexes: [], ids: [], errors: new Map() };
@@ -157,6 +158,13 @@ export class BulkParser {
   }
 
   private action(text: Buffer): void {
+    // The action most shippers send, recognised without parsing it.
+    if (text.length === PLAIN_INDEX.length && text.equals(PLAIN_INDEX)) {
+      this.sawAction = true;
+      this.newItem('index', this.opts.defaultIndex);
+      this.expectDoc = true;
+      return;
+    }
     let parsed: unknown;
     let problem: string | null = null;
     try {

@@ -20,8 +20,13 @@ class GrowableU32 {
   }
 }
 
+/** One token's documents, and its ordinal in the field's keyword column (-1 until used as a keyword). */
+export interface ActivePosting {
+  ids: number[];
+  ord: number;
+}
+
 interface ActiveColumn {
-  dict: Map<string, number>;
   tokens: string[];
   ords: GrowableU32;
 }
@@ -30,7 +35,7 @@ export class ActiveFraction implements FractionView {
   /** True while documents arrived in time order (the usual case): then local ids are time-ordered too. */
   private ordered = true;
   /** Posting lists as plain arrays: most tokens are rare, and small arrays cost far less than typed ones. */
-  readonly index = new Map<string, Map<string, number[]>>();
+  readonly index = new Map<string, Map<string, ActivePosting>>();
   readonly columns = new Map<string, ActiveColumn>();
   readonly times: number[] = [];
   readonly ids: string[] = [];
@@ -44,32 +49,35 @@ export class ActiveFraction implements FractionView {
   constructor(readonly name: string, readonly mapping: MappingSpec) {
     const self = this;
     let lastField = '';
-    let lastMap: Map<string, number[]> | undefined;
+    let lastMap: Map<string, ActivePosting> | undefined;
+    const posting = (field: string, token: string): ActivePosting => {
+      let byToken = field === lastField ? lastMap : self.index.get(field);
+      if (!byToken) self.index.set(field, (byToken = new Map()));
+      lastField = field;
+      lastMap = byToken;
+      let p = byToken.get(token);
+      if (!p) byToken.set(token, (p = { ids: [self.current], ord: -1 }));
+      else if (p.ids[p.ids.length - 1] !== self.current) p.ids.push(self.current);
+      return p;
+    };
     this.sink = {
       token(field, token) {
-        let byToken = field === lastField ? lastMap : self.index.get(field);
-        if (!byToken) self.index.set(field, (byToken = new Map()));
-        lastField = field;
-        lastMap = byToken;
-        const list = byToken.get(token);
-        if (!list) byToken.set(token, [self.current]);
-        else if (list[list.length - 1] !== self.current) list.push(self.current);
+        posting(field, token);
       },
-      column(field, value) {
+      keyword(field, token) {
+        const p = posting(field, token);
         let col = self.columns.get(field);
         if (!col) {
-          col = { dict: new Map(), tokens: [], ords: new GrowableU32() };
+          col = { tokens: [], ords: new GrowableU32() };
           self.columns.set(field, col);
         }
         if (col.ords.length > self.current) return;
         while (col.ords.length < self.current) col.ords.push(MISSING);
-        let ord = col.dict.get(value);
-        if (ord === undefined) {
-          ord = col.tokens.length;
-          col.tokens.push(value);
-          col.dict.set(value, ord);
+        if (p.ord < 0) {
+          p.ord = col.tokens.length;
+          col.tokens.push(token);
         }
-        col.ords.push(ord);
+        col.ords.push(p.ord);
       },
     };
   }
@@ -109,15 +117,15 @@ export class ActiveFraction implements FractionView {
   }
 
   postings(field: string, token: string): Uint32Array {
-    const list = this.index.get(field)?.get(token);
-    return list ? Uint32Array.from(list) : new Uint32Array(0);
+    const p = this.index.get(field)?.get(token);
+    return p ? Uint32Array.from(p.ids) : new Uint32Array(0);
   }
 
   postingsWhere(field: string, accept: (token: string) => boolean): Uint32Array[] {
     const out: Uint32Array[] = [];
     const byToken = this.index.get(field);
     if (!byToken) return out;
-    for (const [tok, list] of byToken) if (accept(tok)) out.push(Uint32Array.from(list));
+    for (const [tok, p] of byToken) if (accept(tok)) out.push(Uint32Array.from(p.ids));
     return out;
   }
 

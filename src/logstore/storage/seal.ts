@@ -78,7 +78,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   for (const [f, toks] of dict) {
     const byToken = frac.index.get(f)!;
     for (const tok of toks) {
-      const old = byToken.get(tok)!;
+      const old = byToken.get(tok)!.ids;
       const mapped = new Uint32Array(old.length);
       for (let i = 0; i < old.length; i++) mapped[i] = newOf[old[i]!]!;
       mapped.sort();
