@@ -312,18 +312,13 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const now = performance.now();
     const stats = this.pool!.stats;
     if (this.syncs > 0) this.syncs--;
-    const queryUs = (now - this.syncStart) * 1000;
-    stats.totals.queryTimeUs += queryUs;
-    stats.queryTimes.add(queryUs);
+    stats.observeQuery((now - this.syncStart) * 1000);
     this.syncStart = now;
     if (status !== TxStatus.Idle || this.syncs > 0 || this.unsynced) return;
-    const xactUs = (now - this.xactStart) * 1000;
-    stats.totals.xactCount++;
+    stats.observeTransaction((now - this.xactStart) * 1000);
     const queries = this.queryCount - this.countedQueries;
     stats.totals.queryCount += queries;
     this.countedQueries = this.queryCount;
-    stats.totals.xactTimeUs += xactUs;
-    stats.xactTimes.add(xactUs);
     this.transactionCount++;
     const s = this.server!;
     s.transactionCount++;
@@ -369,6 +364,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   fatal(sqlstate: string, message: string): void {
     if (this.state === 'closed' || this.socket.destroyed) return;
     this.closeReason ||= message;
+    this.core.counters.errors++;
     this.socket.end(writeErrorResponse({ severity: 'FATAL', code: sqlstate, message }));
     this.onClientClosed();
   }

@@ -9,7 +9,7 @@ import type { LogHub } from '../shared/logger.js';
 import { ClientSession } from './client-session.js';
 import { Pool, type PoolSettings } from './pool.js';
 import type { ServerConnection } from './server-connection.js';
-import { PoolNotFoundError, type Overview, type PoolerControl, type ShowTable } from './control.js';
+import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerControl, type ShowTable } from './control.js';
 import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
 
@@ -235,6 +235,13 @@ export class Pooler implements PoolerControl {
 
   show(name: string): ShowTable {
     return showTable(this, name.toUpperCase());
+  }
+
+  durationHistograms(): DurationHistogram[] {
+    return [...this.pools.values()].map((p) => ({
+      database: p.settings.database, user: p.settings.user,
+      query: p.stats.queryHistogram.snapshot(), transaction: p.stats.xactHistogram.snapshot(),
+    }));
   }
 
   overview(): Overview {

@@ -20,6 +20,30 @@ export class SampleRing {
   }
 }
 
+/** Bucket bounds in seconds for query and transaction durations. */
+export const DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+/** A cumulative-free duration histogram: counts[i] observations fell in (bounds[i-1], bounds[i]]. */
+export class DurationHistogramCounter {
+  readonly counts = new Array<number>(DURATION_BOUNDS.length).fill(0);
+  count = 0;
+  sum = 0;
+  observeUs(us: number): void {
+    const s = us / 1e6;
+    this.count++;
+    this.sum += s;
+    for (let i = 0; i < DURATION_BOUNDS.length; i++) {
+      if (s <= DURATION_BOUNDS[i]!) {
+        this.counts[i]!++;
+        return;
+      }
+    }
+  }
+  snapshot(): { bounds: readonly number[]; counts: readonly number[]; count: number; sum: number } {
+    return { bounds: DURATION_BOUNDS, counts: [...this.counts], count: this.count, sum: this.sum };
+  }
+}
+
 export interface Totals {
   xactCount: number;
   queryCount: number;
@@ -43,6 +67,21 @@ export class PoolStats {
   private lastPeriodMs = 1;
   readonly queryTimes = new SampleRing();
   readonly xactTimes = new SampleRing();
+  readonly queryHistogram = new DurationHistogramCounter();
+  readonly xactHistogram = new DurationHistogramCounter();
+
+  observeQuery(us: number): void {
+    this.totals.queryTimeUs += us;
+    this.queryTimes.add(us);
+    this.queryHistogram.observeUs(us);
+  }
+
+  observeTransaction(us: number): void {
+    this.totals.xactCount++;
+    this.totals.xactTimeUs += us;
+    this.xactTimes.add(us);
+    this.xactHistogram.observeUs(us);
+  }
 
   /** Called every stats_period: freezes the deltas avg_* report. */
   roll(periodMs: number): void {

@@ -71,6 +71,10 @@ describe('SHOW', () => {
     expect(clients.some((r) => r.user === 'admin' && r.database === 'tidepool')).toBe(true);
     const dbs = await show('DATABASES');
     expect(dbs.find((r) => r.name === 'appsession')!.pool_mode).toBe('session');
+    const hist = tp.pooler.durationHistograms().find((h) => h.database === 'app' && h.user === 'md5user')!;
+    expect(hist.transaction.count).toBeGreaterThanOrEqual(5);
+    expect(hist.transaction.counts.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(hist.transaction.count);
+    expect(hist.query.sum).toBeGreaterThan(0);
     const cfg = await show('CONFIG');
     expect(cfg.find((r) => r.key === 'general.admin_password')!.value).toBe('********');
     expect(cfg.find((r) => r.key === 'general.port')!.changeable).toBe('no');
