@@ -74,7 +74,7 @@ const paused = (user: string, on: WebHarness = h) => {
   return row[t.columns.indexOf('paused')];
 };
 
-async function confirmAction(page: Page, verb: string, word: string): Promise<void> {
+async function confirmAction(page: Page, verb: string, word: string, shotName?: string): Promise<void> {
   await page.getByRole('button', { name: verb, exact: true }).click();
   const dialog = page.getByRole('dialog');
   const confirm = dialog.getByRole('button', { name: 'Confirm' });
@@ -83,6 +83,7 @@ async function confirmAction(page: Page, verb: string, word: string): Promise<vo
   expect(await confirm.isDisabled()).toBe(true);
   await dialog.getByLabel('confirmation').fill(word);
   expect(await confirm.isDisabled()).toBe(false);
+  if (shotName) await shot(page, shotName);
   await confirm.click();
 }
 
@@ -104,7 +105,7 @@ describe('console', () => {
 
     await table.getByRole('row').filter({ hasText: 'md5user' }).click();
     await page.getByRole('heading', { name: 'md5user@app' }).waitFor();
-    await confirmAction(page, 'PAUSE', 'app');
+    await confirmAction(page, 'PAUSE', 'app', 'pause-confirmation');
     await page.getByTestId('action-result').waitFor();
     expect(await page.getByTestId('action-result').textContent()).toContain('PAUSE');
     expect(paused('md5user')).toBe(true);
