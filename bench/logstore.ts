@@ -3,7 +3,7 @@
 // Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg]
 // BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,6 +62,17 @@ function makeDoc(i: number, r: () => number): string {
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
+}
+
+/** CPU seconds (user + system, all threads) a process has used so far, from /proc. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch (err) {
+    process.stderr.write(`cannot read CPU time of ${pid}: ${(err as Error).message}\n`);
+    return NaN;
+  }
 }
 
 function du(dir: string): number {
@@ -189,6 +200,7 @@ async function main(): Promise<void> {
   let store = await startStore(lsDir);
   process.stderr.write(`ingesting into tidepool (${SENDERS} senders, ${SHARDS} shards)\n`);
   let nextBody = 0;
+  const cpu0 = cpuSeconds(store.child.pid!);
   const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: SENDERS }, async () => {
     while (nextBody < bodies.length) {
@@ -198,6 +210,7 @@ async function main(): Promise<void> {
     }
   }));
   const ingestSec = Number(process.hrtime.bigint() - t0) / 1e9;
+  const ingestCpu = cpuSeconds(store.child.pid!) - cpu0;
   const liveDisk = du(path.join(lsDir, 'data'));
   await stopStore(store.child);
   const sealedDisk = du(path.join(lsDir, 'data'));
@@ -306,6 +319,7 @@ async function main(): Promise<void> {
   lines.push('| Measure | tidepool | PostgreSQL jsonb + GIN | Target | Met |', '|---|---:|---:|---|---|');
   const dps = DOCS / ingestSec;
   lines.push(`| Ingest, docs/s | ${fmt(dps, 0)} (${fmt(bulkBytes / 1024 ** 2 / ingestSec)} MiB/s of bulk body) | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) + ' (COPY + index builds)' : '-'} | >= 150 000 | ${dps >= 150_000 ? 'yes' : 'no'} |`);
+  lines.push(`| Ingest CPU cost (log-store process, all threads) | ${fmt(ingestCpu, 1)} CPU-s, ${fmt(DOCS / ingestCpu, 0)} docs per CPU-second | | | |`);
   lines.push(`| Disk / raw NDJSON, sealed | ${fmt(sealedDisk / rawBytes, 2)}x (${fmt(sealedDisk / 1024 ** 2)} MiB) | ${pgRes ? fmt(pgRes.disk / rawBytes, 2) + 'x (' + fmt(pgRes.disk / 1024 ** 2) + ' MiB)' : '-'} | <= 0.5x | ${sealedDisk / rawBytes <= 0.5 ? 'yes' : 'no'} |`);
   lines.push(`| Disk / raw NDJSON, live (write-ahead files before sealing) | ${fmt(liveDisk / rawBytes, 2)}x | | | |`);
   cases.forEach((c, i) => {

@@ -30,7 +30,7 @@ export interface RunningLogstore {
 export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<RunningLogstore> {
   const log = hub.get('logstore');
   const mapping = loadMapping(config.mapping.path);
-  const store = new Store(config, mapping);
+  const store = new Store(config, mapping, log);
   await store.ready();
   const ctx = { store, mapping, config, log: hub.get('logstore::http'), metrics: new LogstoreMetrics(), inflight: { bulks: 0 } };
   const api = createApiServer(ctx);
@@ -48,8 +48,12 @@ export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<
     httpAddr, debugAddr, store,
     async close() {
       clearInterval(retention);
-      await Promise.all([new Promise((r) => api.close(r)), new Promise((r) => debug.close(r))]);
-      api.closeAllConnections();
+      const closed = Promise.all([new Promise((r) => api.close(r)), new Promise((r) => debug.close(r))]);
+      api.closeIdleConnections();
+      // Requests still running get a few seconds to finish; then their connections are cut.
+      const cut = setTimeout(() => { api.closeAllConnections(); debug.closeAllConnections(); }, 5000);
+      await closed;
+      clearTimeout(cut);
       await store.close();
     },
   };

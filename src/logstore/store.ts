@@ -1,9 +1,10 @@
 // The store: one single-thread piscina pool per shard; routes batches and fans queries out, then merges.
 // Single mode uses it behind HTTP; store mode (a later issue) will put the same object behind gRPC.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { IngestResult, ShardHit, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
@@ -21,6 +22,17 @@ function workerFile(): string {
   return file;
 }
 
+/** Number of shard-<n> directories already in data_dir (n + 1 of the highest). */
+function existingShards(dataDir: string): number {
+  if (!existsSync(dataDir)) return 0;
+  let n = 0;
+  for (const e of readdirSync(dataDir)) {
+    const m = /^shard-(\d+)$/.exec(e);
+    if (m) n = Math.max(n, Number(m[1]) + 1);
+  }
+  return n;
+}
+
 export interface StoreQueryResult {
   total: number;
   hits: ShardHit[];
@@ -34,9 +46,12 @@ export class Store {
   private readonly pending: number[] = [];
   private next = 0;
 
-  constructor(cfg: LogstoreConfig, mapping: MappingSpec) {
+  constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
     const filename = workerFile();
-    const shards = cfg.storage.shards;
+    const shards = Math.max(cfg.storage.shards, existingShards(cfg.storage.data_dir));
+    if (shards > cfg.storage.shards) {
+      log?.warn({ configured: cfg.storage.shards, opened: shards }, 'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden');
+    }
     for (let i = 0; i < shards; i++) {
       const workerData: ShardWorkerData = {
         dir: path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`), shard: i, mapping,

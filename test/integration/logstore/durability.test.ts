@@ -1,5 +1,5 @@
 // Processes: kill -9 during a stream of acknowledged bulks loses none of them; restarts keep data; retention.
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
@@ -82,6 +82,12 @@ describe('durability', () => {
     const st2 = (await (await fetch(`${ls.url}/status`)).json()) as { docs: number; fractions: { sealed: number } };
     expect(st2.docs).toBe(1500);
     expect(st2.fractions.sealed).toBe(st.fractions.sealed);
+    // Fewer shards configured than the data directory holds: every shard is still opened.
+    await ls.stop();
+    writeFileSync(ls.configFile, readFileSync(ls.configFile, 'utf8').replace('shards: 2', 'shards: 1'));
+    await ls.restart();
+    const r3 = await postJson<{ total: number; docs: { id: string }[] }>(`${ls.url}/search`, q);
+    expect(r3.body).toEqual(r1.body);
   });
 
   it('retention drops whole oldest fractions past total_size and past retention', async () => {
