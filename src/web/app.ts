@@ -77,6 +77,7 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     // PoolerControl has no way to unsubscribe: a closed app just stops listening.
     if (closed) return;
     trusted = proxies(config.web.trusted_proxies);
+    ctx.tap.resize(config.web.log_tap_max_entries);
     if (ui) sso.load(config.web);
   });
 

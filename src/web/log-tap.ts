@@ -36,9 +36,22 @@ export class LogTap {
 
   constructor(
     private readonly hub: LogHub,
-    readonly capacity: number,
+    private size: number,
     private readonly opts: { idleMs?: number; now?: () => number } = {},
   ) {
+    this.ring = new Array<TapEntry | undefined>(size);
+  }
+
+  /** Ring size ([web] log_tap_max_entries); 0 means the tap is disabled. */
+  get capacity(): number {
+    return this.size;
+  }
+
+  /** A new log_tap_max_entries after RELOAD: the ring starts over with the new size. */
+  resize(capacity: number): void {
+    if (capacity === this.size) return;
+    this.stop();
+    this.size = capacity;
     this.ring = new Array<TapEntry | undefined>(capacity);
   }
 

@@ -47,4 +47,22 @@ describe('LogTap', () => {
     now = 240_000;
     expect(tap.checkIdle()).toBe(false);
   });
+  it('resize restarts the ring; 0 disables it', async () => {
+    const h = hub();
+    const tap = new LogTap(h, 2);
+    tap.touch();
+    h.get('a').info('one');
+    await tick();
+    tap.resize(5);
+    expect(tap.active).toBe(false);
+    expect(tap.capacity).toBe(5);
+    tap.touch();
+    for (const m of ['two', 'three', 'four']) h.get('a').info(m);
+    await tick();
+    expect(tap.read({}).map((e) => e.msg)).toEqual(['two', 'three', 'four']);
+    tap.resize(0);
+    expect(tap.capacity).toBe(0);
+    tap.touch();
+    expect(tap.active).toBe(false);
+  });
 });
