@@ -293,12 +293,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   // ---- ServerOwner ----
 
-  onServerData(chunk: Buffer): void {
+  onServerData(chunk: Buffer): boolean {
     this.pool!.stats.totals.sent += chunk.length;
-    if (!this.socket.write(chunk) && !this.serverPaused) {
+    const socket = this.socket;
+    if (socket.destroyed) return false;
+    if (!socket.write(chunk) && !this.serverPaused) {
       this.serverPaused = true;
       this.server?.socket.pause();
     }
+    return socket.writableLength > 0;
   }
 
   private readonly onClientDrain = (): void => {

@@ -208,7 +208,7 @@ export class Pooler implements PoolerControl {
     const query = this.config.general.server_reset_query;
     if (!query) return pool.release(s, true);
     s.owner = {
-      onServerData: () => undefined,
+      onServerData: () => false,
       onCopyInResponse: () => undefined,
       onServerError: () => { s.closeOnRelease = true; },
       onReadyForQuery: () => pool.release(s, true),
