@@ -31,6 +31,15 @@ describe('Elasticsearch client', () => {
     const s = await postJson<{ total: number; docs: { data: { seq: number } }[] }>(`${ls.url}/search`, { query: { query: 'level:error' }, size: 1000 });
     expect(s.body.total).toBe(300);
     expect(s.body.docs.map((d) => d.data.seq)).toEqual(docs.filter((d) => d.level === 'error').map((d) => d.seq).reverse());
+    const gz = new Client({ node: ls.url, compression: true });
+    try {
+      const r = await gz.helpers.bulk({ datasource: [{ level: 'gzipped', n: 1 }, { level: 'gzipped', n: 2 }], onDocument: () => ({ create: { _index: 'gz' } }) });
+      expect(r.successful).toBe(2);
+    } finally {
+      await gz.close();
+    }
+    const gzs = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'level:gzipped' } });
+    expect(gzs.body.total).toBe(2);
     const direct = await client.bulk({ operations: [{ index: {} }, { seq: 'x', level: 'direct' }, { create: {} }, { seq: 'y', level: 'direct' }] });
     expect(direct.errors).toBe(false);
     expect(direct.items).toHaveLength(2);

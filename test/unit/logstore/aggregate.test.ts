@@ -101,6 +101,17 @@ describe('aggregations', () => {
     expect(new Map(r.buckets.map((b) => [`${b.key}@${b.ts}`, b.value]))).toEqual(want);
   });
 
+  it('reads only the fractions that overlap [from, to]', () => {
+    const plan = planQuery(parseQuery('*'), mapping);
+    const early = shard.query({ plan, from: base, to: base + 100 * 10_000, limit: 0, order: 'desc' });
+    expect(early.fractionsRead).toBe(1);
+    expect(early.total).toBe(101);
+    const late = shard.query({ plan, from: base + 400 * 10_000, to: Infinity, limit: 0, order: 'desc' });
+    expect(late.fractionsRead).toBe(1);
+    expect(late.total).toBe(200);
+    expect(shard.query({ plan, from: -Infinity, to: Infinity, limit: 0, order: 'desc' }).fractionsRead).toBe(2);
+  });
+
   it('histogram of matches', () => {
     const interval = 3_600_000;
     const q = shard.query({ plan: planQuery(parseQuery('service:a or service:b'), mapping), from: -Infinity, to: Infinity, limit: 0, order: 'desc', histInterval: interval });
