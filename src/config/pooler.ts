@@ -1,5 +1,6 @@
 // The pooler's TOML configuration: schema with defaults, load() -> frozen typed config.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseToml } from 'smol-toml';
 import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
 
@@ -98,9 +99,18 @@ function semanticChecks(cfg: PoolerConfig, problems: Problem[]): void {
       if (u.password.startsWith('SCRAM-SHA-256$') && !/^SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/.test(u.password)) problems.push({ path: `pools.${name}.users[${i}].password`, expected: 'SCRAM-SHA-256$<iter>:<salt>$<stored>:<server>', found: 'a malformed SCRAM secret' });
     });
   }
-  if (cfg.web.sso_enabled === true && cfg.web.sso_audience.length === 0) {
-    // Not fatal by spec: SSO enters the failed state at run time and the listener keeps serving.
-  }
+  cfg.web.trusted_proxies.forEach((cidr, i) => {
+    if (!isCidr(cidr)) problems.push({ path: `web.trusted_proxies[${i}]`, expected: 'an IP address or CIDR range ("10.0.0.0/8", "::1/128")', found: JSON.stringify(cidr) });
+  });
+}
+
+function isCidr(s: string): boolean {
+  const [addr, prefix, ...rest] = s.split('/');
+  const family = isIP(addr ?? '');
+  if (!family || rest.length) return false;
+  if (prefix === undefined) return true;
+  const n = Number(prefix);
+  return /^\d+$/.test(prefix) && n >= 0 && n <= (family === 4 ? 32 : 128);
 }
 
 /** Parses and validates TOML text; `[prometheus]` is accepted as a legacy alias of `[web]`. */

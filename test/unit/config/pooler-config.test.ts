@@ -77,6 +77,12 @@ ui = "yes"
     expect(parsePoolerConfig('[prometheus]\nenabled = true\n[web]\nport = 1\n').problems.map((p) => p.path)).toContain('prometheus');
   });
 
+  it('checks trusted_proxies are addresses or CIDR ranges', () => {
+    expect(parsePoolerConfig('[web]\ntrusted_proxies = ["10.0.0.0/8", "::1/128", "127.0.0.1"]\n').problems).toEqual([]);
+    const { problems } = parsePoolerConfig('[web]\ntrusted_proxies = ["10.0.0.0/33", "proxy.local", "1.2.3.4/8/9"]\n');
+    expect(problems.map((p) => p.path)).toEqual(['web.trusted_proxies[0]', 'web.trusted_proxies[1]', 'web.trusted_proxies[2]']);
+  });
+
   it('reports TOML syntax errors with a line', () => {
     const { problems } = parsePoolerConfig('[general\nport = 1');
     expect(problems[0]!.path).toMatch(/line 1/);
