@@ -46,9 +46,19 @@ export function docTime(doc: Record<string, unknown>, now: number): { time: numb
 /** Ids are 24 hex digits: 12 of the document time in ms, 2 of the shard, 10 of a per-shard counter. */
 export const ID_LENGTH = 24;
 
+/** The id of a document from its time, shard (2 hex digits) and counter. */
+export function formatId(time: number, shardHex: string, counter: number): string {
+  return time.toString(16).padStart(12, '0') + shardHex + counter.toString(16).padStart(10, '0');
+}
+
+/** The counter part of an id. */
+export function idCounter(id: string): number {
+  return parseInt(id.slice(14), 16);
+}
+
 export class IdMaker {
   private counter: number;
-  private readonly shardHex: string;
+  readonly shardHex: string;
 
   constructor(shard: number, seed = Math.floor(Math.random() * 2 ** 36)) {
     this.shardHex = (shard & 0xff).toString(16).padStart(2, '0');

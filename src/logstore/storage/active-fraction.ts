@@ -2,6 +2,7 @@
 import { tokenizeDoc, type TokenSink } from '../tokenize.js';
 import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
+import { formatId, idCounter } from '../doc-time.js';
 import { type Column, type FractionView, MISSING } from './fraction-view.js';
 
 class GrowableU32 {
@@ -37,16 +38,21 @@ export class ActiveFraction implements FractionView {
   /** Posting lists as plain arrays: most tokens are rare, and small arrays cost far less than typed ones. */
   readonly index = new Map<string, Map<string, ActivePosting>>();
   readonly columns = new Map<string, ActiveColumn>();
+  /** Per document: time, id counter, and where its bytes are (batch, offset, length). Plain number arrays
+   *  hold unboxed values, so a large fraction costs the garbage collector nothing per document. */
   readonly times: number[] = [];
-  readonly ids: string[] = [];
-  private readonly docBufs: Uint8Array[] = [];
+  private readonly counters: number[] = [];
+  private readonly docBatch: number[] = [];
+  private readonly docOff: number[] = [];
+  private readonly docLen: number[] = [];
+  private readonly batches: Uint8Array[] = [];
   minTime = Infinity;
   maxTime = -Infinity;
   rawBytes = 0;
   private current = 0;
   private readonly sink: TokenSink;
 
-  constructor(readonly name: string, readonly mapping: MappingSpec) {
+  constructor(readonly name: string, readonly mapping: MappingSpec, private readonly shardHex: string) {
     const self = this;
     let lastField = '';
     let lastMap: Map<string, ActivePosting> | undefined;
@@ -90,15 +96,18 @@ export class ActiveFraction implements FractionView {
     return this.ordered;
   }
 
-  /** Indexes one document already made durable; `bytes` is kept as the stored copy. */
-  add(doc: Record<string, unknown>, bytes: Uint8Array, time: number, id: string): void {
+  /** Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). */
+  add(doc: Record<string, unknown>, buf: Uint8Array, off: number, len: number, time: number, id: string): void {
     this.current = this.times.length;
     if (this.current > 0 && time < this.times[this.current - 1]!) this.ordered = false;
     tokenizeDoc(doc, this.mapping, this.sink);
     this.times.push(time);
-    this.ids.push(id);
-    this.docBufs.push(bytes);
-    this.rawBytes += bytes.length;
+    this.counters.push(idCounter(id));
+    if (this.batches[this.batches.length - 1] !== buf) this.batches.push(buf);
+    this.docBatch.push(this.batches.length - 1);
+    this.docOff.push(off);
+    this.docLen.push(len);
+    this.rawBytes += len;
     if (time < this.minTime) this.minTime = time;
     if (time > this.maxTime) this.maxTime = time;
   }
@@ -134,23 +143,29 @@ export class ActiveFraction implements FractionView {
   }
 
   id(local: number): string {
-    return this.ids[local]!;
+    return formatId(this.times[local]!, this.shardHex, this.counters[local]!);
   }
 
-  /** Ids of one fraction come from one counter, so an id's place is its counter minus the first one's. */
+  /** The id counter of a document: ids of one fraction come from one counter, in order. */
+  counter(local: number): number {
+    return this.counters[local]!;
+  }
+
   find(id: string): number {
-    if (this.ids.length === 0 || id.length !== 24) return -1;
-    const local = (parseInt(id.slice(14), 16) - parseInt(this.ids[0]!.slice(14), 16) + 2 ** 40) % 2 ** 40;
-    if (this.ids[local] === id) return local;
-    return this.ids.indexOf(id);
+    if (this.counters.length === 0 || id.length !== 24) return -1;
+    const local = (idCounter(id) - this.counters[0]! + 2 ** 40) % 2 ** 40;
+    if (local < this.counters.length && this.id(local) === id) return local;
+    for (let i = 0; i < this.counters.length; i++) if (this.id(i) === id) return i;
+    return -1;
   }
 
   data(locals: readonly number[]): Uint8Array[] {
-    return locals.map((l) => this.docBufs[l]!);
+    return locals.map((l) => this.doc(l));
   }
 
   doc(local: number): Uint8Array {
-    return this.docBufs[local]!;
+    const off = this.docOff[local]!;
+    return this.batches[this.docBatch[local]!]!.subarray(off, off + this.docLen[local]!);
   }
 
   column(field: string): Column | null {

@@ -16,8 +16,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   const times = frac.times;
-  const ids = frac.ids;
-  order.sort((a, b) => times[a]! - times[b]! || (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0));
+  order.sort((a, b) => times[a]! - times[b]! || frac.counter(a) - frac.counter(b));
   const newOf = new Uint32Array(n);
   for (let i = 0; i < n; i++) newOf[order[i]!] = i;
   let disk = 0;
@@ -31,7 +30,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   for (let i = 0; i < n; i++) {
     const old = order[i]!;
     sortedTimes[i] = times[old]!;
-    idBytes.write(ids[old]!, i * 12, 12, 'hex');
+    idBytes.write(frac.id(old), i * 12, 12, 'hex');
   }
   put(FILES.times, compress(bytesOf(sortedTimes)));
   put(FILES.ids, compress(idBytes));

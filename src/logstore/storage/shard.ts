@@ -65,6 +65,9 @@ export interface ShardStatus {
 
 const FAILED_ID = ' '.repeat(24);
 
+/** Documents parsed, written and indexed at a time within a batch. */
+const INGEST_CHUNK = 256;
+
 /** Decodes stored bytes without copying them first. */
 function utf8(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
@@ -157,9 +160,9 @@ export class Shard {
       // A directory under the active name is a seal that did not reach the catalog: it is redone later.
       rmSync(this.fracDir(activeRow.name), { recursive: true, force: true });
       this.openActive(activeRow.name);
-      const n = this.wal.replay((r) => {
-        const doc = JSON.parse(Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.byteLength).toString('utf8')) as Record<string, unknown>;
-        this.active.add(doc, r.doc, r.time, r.id);
+      const n = this.wal.replay((r, buf, docOffset) => {
+        const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
+        this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.id);
       });
       for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (n > 0) this.ids.continueAfter(this.active.id(n - 1));
@@ -168,7 +171,7 @@ export class Shard {
   }
 
   private openActive(name: string): void {
-    this.active = new ActiveFraction(name, this.opts.mapping);
+    this.active = new ActiveFraction(name, this.opts.mapping, this.ids.shardHex);
     this.wal = new Wal(this.walFile(name));
   }
 
@@ -178,7 +181,11 @@ export class Shard {
     this.openActive(name);
   }
 
-  /** Parses, makes durable (one write + fsync), then indexes a batch of document lines. */
+  /**
+   * Parses a batch of document lines, appends them to the write-ahead file and indexes them, in chunks so
+   * parsed documents die young; one fsync at the end makes the batch durable before it is acknowledged.
+   * The index only ever holds documents already written to the write-ahead file.
+   */
   ingest(buf: Uint8Array, offs: Int32Array, now = Date.now()): IngestResult {
     const n = offs.length >>> 1;
     const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -186,6 +193,19 @@ export class Shard {
     const parsed: Record<string, unknown>[] = [];
     const errors: IngestResult['errors'] = [];
     let ids = '';
+    let stored = 0;
+    const flush = () => {
+      if (records.length === 0) return;
+      this.wal.write(encodeWalRecords(records));
+      for (let i = 0; i < records.length; i++) {
+        const r = records[i]!;
+        if (r.doc.buffer === data.buffer) this.active.add(parsed[i]!, data, r.doc.byteOffset - data.byteOffset, r.doc.length, r.time, r.id);
+        else this.active.add(parsed[i]!, r.doc, 0, r.doc.length, r.time, r.id);
+      }
+      stored += records.length;
+      records.length = 0;
+      parsed.length = 0;
+    };
     for (let i = 0; i < n; i++) {
       const start = offs[2 * i]!;
       const len = offs[2 * i + 1]!;
@@ -213,13 +233,11 @@ export class Shard {
       ids += id;
       records.push({ time: t.time, id, doc: bytes });
       parsed.push(obj);
+      if (records.length === INGEST_CHUNK) flush();
     }
-    if (records.length) {
-      this.wal.append(encodeWalRecords(records));
-      for (let i = 0; i < records.length; i++) {
-        const r = records[i]!;
-        this.active.add(parsed[i]!, r.doc, r.time, r.id);
-      }
+    flush();
+    if (stored) {
+      this.wal.sync();
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (this.active.rawBytes >= this.opts.fracSize) this.seal();
     }

@@ -38,10 +38,19 @@ export class Wal {
 
   /** Appends and fsyncs; returns only when the bytes are durable. */
   append(bytes: Uint8Array): void {
+    this.write(bytes);
+    this.sync();
+  }
+
+  /** Appends without fsync: the bytes are durable after the next sync(). */
+  write(bytes: Uint8Array): void {
     let off = 0;
     while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off);
-    fdatasyncSync(this.fd);
     this.size += bytes.length;
+  }
+
+  sync(): void {
+    fdatasyncSync(this.fd);
   }
 
   get bytes(): number {
