@@ -17,6 +17,7 @@ let nextClientId = 1;
 const MAX_STARTUP_PACKET = 10_000;
 const MAX_AUTH_MESSAGE = 64 * 1024;
 const RELAY_WHOLE = typeSet(FrontendMessage.Terminate);
+const MAX_QUEUED_BYTES = 1024 * 1024;
 
 export type ClientState = 'startup' | 'auth' | 'idle' | 'waiting' | 'active' | 'closed';
 
@@ -43,6 +44,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private unsynced = false;
   private copyIn = false;
   private queue: Buffer[] = [];
+  private queuedBytes = 0;
   private terminateAt = -1;
   private startupBuf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
@@ -253,6 +255,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       return;
     }
     this.queue.push(data);
+    this.queuedBytes += data.length;
+    // A client streaming (COPY data, a long pipeline) while it waits is held back, not buffered without bound.
+    if (this.queuedBytes > MAX_QUEUED_BYTES && !this.clientPaused) {
+      this.clientPaused = true;
+      this.socket.pause();
+    }
     if (this.state !== 'waiting') {
       this.state = 'waiting';
       this.waitingSince = Date.now();
@@ -281,13 +289,19 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.xactStart = performance.now();
     const q = this.queue;
     this.queue = [];
+    this.queuedBytes = 0;
     const data = q.length === 1 ? q[0]! : Buffer.concat(q);
-    if (!s.write(data) && !this.clientPaused) this.pauseClientFor(s);
+    if (this.clientPaused) {
+      this.clientPaused = false;
+      this.socket.resume();
+    }
+    if (!s.write(data)) this.pauseClientFor(s);
   }
 
   /** PoolWaiter: no server could be had. */
   onPoolError(message: string, sqlstate: string): void {
     this.queue = [];
+    this.queuedBytes = 0;
     this.fatal(sqlstate, message);
   }
 

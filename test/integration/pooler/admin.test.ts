@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import postgres from 'postgres';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { ADMIN_PASSWORD, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 
@@ -122,6 +123,21 @@ describe('verbs', () => {
     await admin.query('RESUME app');
     expect((await waiting).rows[0].two).toBe(2);
     await inTx.end();
+  });
+
+  it('a client flooding a pipeline while it waits is held back and loses nothing', async () => {
+    await admin.query('PAUSE app');
+    const sql = postgres({ host: '127.0.0.1', port: tp.port, user: 'scramuser', password: 'scrampass', database: 'app', max: 1, prepare: false });
+    try {
+      const pad = 'p'.repeat(1000);
+      const all = Promise.all(Array.from({ length: 3000 }, (_, i) => sql`select ${i}::int as i, ${pad}::text as pad`));
+      await new Promise((r) => setTimeout(r, 300));
+      await admin.query('RESUME app');
+      const rows = await all;
+      rows.forEach((r, i) => expect(r[0]!.i).toBe(i));
+    } finally {
+      await sql.end();
+    }
   });
 
   it('RECONNECT closes idle servers: the next query runs on a new backend', async () => {
