@@ -1,6 +1,6 @@
 // Log-store benchmark: http_logs-shaped documents into tidepool (HTTP bulk, concurrent senders) and into
 // PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
-// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg]
+// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg] [--out file.md]
 // BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
@@ -334,7 +334,8 @@ async function main(): Promise<void> {
   lines.push('', `Run: \`npm run bench:logstore -- --docs ${DOCS}\` (${new Date().toISOString().slice(0, 10)}).`, '');
   const out = lines.join('\n');
   mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'bench', 'results', 'logstore.md'), out);
+  const outIdx = process.argv.indexOf('--out');
+  writeFileSync(outIdx >= 0 ? path.resolve(process.argv[outIdx + 1]!) : path.join(ROOT, 'bench', 'results', 'logstore.md'), out);
   process.stdout.write(out);
   agent.destroy();
   rmSync(WORK, { recursive: true, force: true });

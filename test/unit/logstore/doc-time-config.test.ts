@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { parseLogstoreConfig, parseAddr } from '../../../src/config/logstore.js';
+import { IdMaker, docTime, idTime, parseDocTime } from '../../../src/logstore/doc-time.js';
+
+describe('document time', () => {
+  it.each([
+    ['2026-01-02T03:04:05Z', Date.UTC(2026, 0, 2, 3, 4, 5)],
+    ['2026-01-02T03:04:05.123Z', Date.UTC(2026, 0, 2, 3, 4, 5, 123)],
+    ['2026-01-02T03:04:05.123456789Z', Date.UTC(2026, 0, 2, 3, 4, 5, 123)],
+    ['2026-01-02T03:04:05+02:00', Date.UTC(2026, 0, 2, 1, 4, 5)],
+    ['2026-01-02T03:04:05.5-0130', Date.UTC(2026, 0, 2, 4, 34, 5, 500)],
+    ['2026-01-02 03:04:05.999', Date.UTC(2026, 0, 2, 3, 4, 5, 999)],
+    ['2026-01-02 03:04:05', Date.UTC(2026, 0, 2, 3, 4, 5)],
+  ])('parses %s', (text, want) => {
+    expect(parseDocTime(text)).toBe(want);
+  });
+
+  it.each(['yesterday', '2026-01-02', '1700000000', 12345, null, '2026-01-02X03:04:05Z'])('does not parse %s', (v) => {
+    expect(parseDocTime(v)).toBeNull();
+  });
+
+  it('takes the first of timestamp, time, ts, @timestamp that parses; else ingest time', () => {
+    const now = Date.UTC(2026, 5, 1);
+    expect(docTime({ time: 'junk', ts: '2026-05-01T00:00:00Z', '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({ time: Date.UTC(2026, 4, 1) });
+    expect(docTime({ '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({ time: Date.UTC(2026, 3, 1) });
+    expect(docTime({ msg: 'no time' }, now)).toEqual({ time: now });
+  });
+
+  it('clamps far-future and pre-1971 times to ingest time, keeping the original', () => {
+    const now = Date.UTC(2026, 5, 1);
+    expect(docTime({ timestamp: '2031-01-01T00:00:00Z' }, now)).toEqual({ time: now, clampedFrom: '2031-01-01T00:00:00Z' });
+    expect(docTime({ timestamp: '1970-01-01T00:00:00Z' }, now)).toEqual({ time: now, clampedFrom: '1970-01-01T00:00:00Z' });
+  });
+
+  it('ids sort by time and carry it', () => {
+    const ids = new IdMaker(3, 2 ** 40 - 2);
+    const a = ids.next(Date.UTC(2026, 0, 1));
+    const b = ids.next(Date.UTC(2026, 0, 1));
+    const c = ids.next(Date.UTC(2026, 0, 2));
+    expect([a, b, c].every((id) => /^[0-9a-f]{24}$/.test(id))).toBe(true);
+    expect(a < c && b < c).toBe(true);
+    expect(idTime(c)).toBe(Date.UTC(2026, 0, 2));
+    expect(a.slice(12, 14)).toBe('03');
+  });
+});
+
+describe('log-store config', () => {
+  it('fills every default', () => {
+    const { config, problems } = parseLogstoreConfig('');
+    expect(problems).toEqual([]);
+    expect(config.server).toEqual({ http_addr: ':9002', grpc_addr: ':9004', debug_addr: ':9200' });
+    expect(config.storage.frac_size).toBe(128 * 1024 ** 2);
+    expect(config.storage.total_size).toBe(0);
+    expect(config.storage.retention).toBe(0);
+    expect(config.storage.shards).toBeGreaterThanOrEqual(1);
+    expect(config.mapping.path).toBe('auto');
+    expect(config.limits).toEqual({ max_doc_size: 1024 ** 2, inflight_bulks: 32, search_docs: 100_000 });
+    expect(Object.isFrozen(config.storage)).toBe(true);
+  });
+
+  it('reads units and addresses', () => {
+    const { config, problems } = parseLogstoreConfig('storage:\n  frac_size: 64MB\n  total_size: 2GB\n  retention: 7d\nserver:\n  http_addr: "127.0.0.1:0"\n');
+    expect(problems).toEqual([]);
+    expect(config.storage.frac_size).toBe(64 * 1024 ** 2);
+    expect(config.storage.total_size).toBe(2 * 1024 ** 3);
+    expect(config.storage.retention).toBe(7 * 86_400_000);
+    expect(parseAddr(config.server.http_addr)).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(parseAddr(':9002')).toEqual({ host: '0.0.0.0', port: 9002 });
+    expect(parseAddr('[::1]:80')).toEqual({ host: '::1', port: 80 });
+    expect(parseAddr('nowhere')).toBeNull();
+  });
+
+  it('names each bad key', () => {
+    const { problems } = parseLogstoreConfig('storage:\n  frac_size: 1KB\nlimits:\n  inflight_bulks: 0\nmapping: auto\n');
+    expect(problems.map((p) => p.path).sort()).toEqual(['limits.inflight_bulks', 'mapping', 'storage.frac_size']);
+  });
+});
