@@ -18,10 +18,29 @@ export function keywordToken(value: string, maxTokenSize: number): string {
   return v.toLowerCase();
 }
 
-/** Words of a text value, lowercased (the same split is applied to query values). */
+/** Words (letters, digits, _) of a text value, lowercased (the same split is applied to query values). */
 export function textTokens(value: string, maxTokenSize: number): string[] {
+  const v = value.toLowerCase();
   const out: string[] = [];
-  for (const w of value.toLowerCase().split(WORD_SPLIT)) if (w) out.push(w.length > maxTokenSize ? w.slice(0, maxTokenSize) : w);
+  let start = -1;
+  // ASCII fast path; any other character falls back to the Unicode-aware split.
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c >= 128) return unicodeWords(v, maxTokenSize);
+    if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 95) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      out.push(i - start > maxTokenSize ? v.slice(start, start + maxTokenSize) : v.slice(start, i));
+      start = -1;
+    }
+  }
+  if (start >= 0) out.push(v.length - start > maxTokenSize ? v.slice(start, start + maxTokenSize) : v.slice(start));
+  return out;
+}
+
+function unicodeWords(v: string, maxTokenSize: number): string[] {
+  const out: string[] = [];
+  for (const w of v.split(WORD_SPLIT)) if (w) out.push(w.length > maxTokenSize ? w.slice(0, maxTokenSize) : w);
   return out;
 }
 

@@ -75,3 +75,14 @@ describe('log-store config', () => {
     expect(problems.map((p) => p.path).sort()).toEqual(['limits.inflight_bulks', 'mapping', 'storage.frac_size']);
   });
 });
+
+describe('text tokens', () => {
+  it('split ASCII and Unicode text the same way as the Unicode word split', async () => {
+    const { textTokens } = await import('../../../src/logstore/tokenize.js');
+    const split = (s: string, max: number) => s.toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter(Boolean).map((w) => w.slice(0, max));
+    for (const s of ['GET /images/French_12.gif HTTP/1.0', '  lead and trail  ', 'a', '', '--', 'x_y-z', 'Grüße aus Köln 42', 'naïve café', 'long'.repeat(30)]) {
+      expect(textTokens(s, 72)).toEqual(split(s, 72));
+      expect(textTokens(s, 3)).toEqual(split(s, 3));
+    }
+  });
+});
