@@ -1,3 +1,4 @@
+// POST /_bulk over real HTTP: per-item errors in a mixed bulk, non-NDJSON bodies, gzip, /<index>/_bulk, probes.
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';

@@ -1,3 +1,4 @@
+// Document time formats and clamping, time-sorted ids, config defaults and errors, text tokenization.
 import { describe, expect, it } from 'vitest';
 import { parseLogstoreConfig, parseAddr } from '../../../src/config/logstore.js';
 import { IdMaker, docTime, idTime, parseDocTime } from '../../../src/logstore/doc-time.js';

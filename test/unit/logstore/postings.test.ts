@@ -1,3 +1,4 @@
+// Posting lists: the native addon and the TypeScript twins agree with each other and with a naive model.
 import { describe, expect, it } from 'vitest';
 import { addon } from '../../../src/native/index.js';
 import { checkedNativePostings, encodePostings, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
