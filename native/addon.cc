@@ -5,7 +5,9 @@
 #include "postings.h"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("scanFrames", Napi::Function::New(env, tidepool::ScanFrames, "scanFrames"));
+  napi_value scan;
+  napi_create_function(env, "scanFrames", NAPI_AUTO_LENGTH, tidepool::ScanFrames, nullptr, &scan);
+  exports.Set("scanFrames", Napi::Value(env, scan));
   exports.Set("decodePostings", Napi::Function::New(env, tidepool::DecodePostings, "decodePostings"));
   exports.Set("intersectPostings", Napi::Function::New(env, tidepool::IntersectPostings, "intersectPostings"));
   exports.Set("unionPostings", Napi::Function::New(env, tidepool::UnionPostings, "unionPostings"));

@@ -1,8 +1,8 @@
 // Wire-framing scan of PostgreSQL protocol messages: exported to JS by addon.cc.
 #pragma once
-#include <napi.h>
+#include <node_api.h>
 
 namespace tidepool {
 // scanFrames(buf, offset, end, out, maxMessageSize) -> count
-Napi::Value ScanFrames(const Napi::CallbackInfo& info);
+napi_value ScanFrames(napi_env env, napi_callback_info info);
 }  // namespace tidepool

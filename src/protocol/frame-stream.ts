@@ -1,6 +1,7 @@
 // Follows message boundaries across the chunks of one byte stream without buffering whole messages,
 // except the few types a consumer asks to see whole.
 import { scanFrames } from '../native/index.js';
+import { scanFramesTs } from '../native/framing.js';
 
 /**
  * Called once per message. `complete` is true when buf[start, start + 1 + len) holds the whole message
@@ -9,6 +10,9 @@ import { scanFrames } from '../native/index.js';
 export type MessageHandler = (type: number, buf: Buffer, start: number, len: number, complete: boolean) => void;
 
 const SCAN_CAP = 128;
+/** The first messages of a chunk are scanned in TypeScript, the rest (if any) by the addon: an N-API
+ * call costs about ten messages' worth of the JIT-compiled loop (bench/results/framing.md). */
+const TS_FIRST_CAP = 16;
 
 export class FrameStream {
   /** Bytes of the current message that are still to come and need no look. */
@@ -16,6 +20,7 @@ export class FrameStream {
   /** The start of an incomplete message (or header) that must be seen whole. */
   private carry: Buffer | null = null;
   private readonly out = new Int32Array(2 + SCAN_CAP * 3);
+  private readonly outFirst = this.out.subarray(0, 2 + TS_FIRST_CAP * 3);
   /** Set when a length below 4 or above the limit was seen; the stream is then unusable. */
   badLength = -1;
 
@@ -47,15 +52,15 @@ export class FrameStream {
       if (pos >= end) return true;
     }
     const out = this.out;
-    for (;;) {
-      const count = scanFrames(chunk, pos, end, out, this.maxMessageSize);
+    for (let first = true; ; first = false) {
+      const count = first ? scanFramesTs(chunk, pos, end, this.outFirst, this.maxMessageSize) : scanFrames(chunk, pos, end, out, this.maxMessageSize);
       for (let i = 0, t = 2; i < count; i++, t += 3) this.onMessage(out[t]!, chunk, out[t + 1]!, out[t + 2]!, true);
       pos = out[0]!;
       if (out[1] !== 0) {
         this.badLength = chunk.readUInt32BE(pos + 1);
         return false;
       }
-      if (count < SCAN_CAP) break;
+      if (count < (first ? TS_FIRST_CAP : SCAN_CAP)) break;
     }
     if (pos < end) {
       if (end - pos >= 5) {

@@ -58,6 +58,13 @@ describe('FrameStream', () => {
     }
   });
 
+  it('hands a chunk of many messages from the TypeScript scan to the native one without losing any', () => {
+    const many = Buffer.concat(Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? msg('Z', 'I') : msg('D', 'r'.repeat(i % 7)))));
+    const want = Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? 'Z:I' : 'D'));
+    expect(collect([many])).toEqual(want);
+    expect(collect([many.subarray(0, 1001), many.subarray(1001)])).toEqual(want);
+  });
+
   it('rejects a bad length in the header, also when the header is split', () => {
     const bad = Buffer.concat([msg('Z', 'I'), Buffer.from([0x51, 0, 0, 0, 2])]);
     const fs = new FrameStream(1 << 20, typeSet(Z), () => undefined);
