@@ -1,6 +1,7 @@
 // Piscina entry point of one log-store shard (a single-thread pool, so the shard's memory stays here).
 import { workerData } from 'node:worker_threads';
 import { LogHub } from '../src/shared/logger.js';
+import type { FieldsPipe } from '../src/logstore/query/ast.js';
 import { Shard, type ShardOptions, type ShardQuery } from '../src/logstore/storage/shard.js';
 
 export interface ShardWorkerData extends ShardOptions {
@@ -20,8 +21,8 @@ export function query(task: ShardQuery) {
   return shard.query(task);
 }
 
-export function fetch(task: { ids: string[] }) {
-  return shard.fetch(task.ids);
+export function fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {
+  return shard.fetch(task.ids, task.pipes);
 }
 
 export function status() {

@@ -7,6 +7,7 @@ import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
+import type { FieldsPipe } from './query/ast.js';
 import type { IngestResult, ShardHit, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
 import type { ShardWorkerData } from '../../workers/logstore-shard.js';
 import { type AggPartial, mergePartials } from './aggregate/aggregate.js';
@@ -105,8 +106,8 @@ export class Store {
     };
   }
 
-  async fetch(ids: string[]): Promise<ShardHit[]> {
-    const parts = (await Promise.all(this.pools.map((p) => p.run({ ids }, { name: 'fetch' })))) as ShardHit[][];
+  async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<ShardHit[]> {
+    const parts = (await Promise.all(this.pools.map((p) => p.run({ ids, pipes }, { name: 'fetch' })))) as ShardHit[][];
     const byId = new Map<string, ShardHit>();
     for (const part of parts) for (const h of part) byId.set(h.id, h);
     return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));

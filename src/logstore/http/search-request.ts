@@ -108,16 +108,3 @@ export function parseAggs(v: unknown, mapping: MappingSpec): AggSpec[] {
     return spec;
   });
 }
-
-/** Applies `| fields a, b` and `| fields except a, b` to one document's JSON text. */
-export function applyPipes(data: string, pipes: FieldsPipe[]): string {
-  if (pipes.length === 0) return data;
-  let doc = JSON.parse(data) as Record<string, unknown>;
-  for (const p of pipes) {
-    const names = new Set(p.names);
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(doc)) if (names.has(k) !== p.except) out[k] = v;
-    doc = out;
-  }
-  return JSON.stringify(doc);
-}

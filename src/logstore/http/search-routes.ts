@@ -3,15 +3,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { finalizeAgg, type AggSpec } from '../aggregate/aggregate.js';
 import { idTime } from '../doc-time.js';
 import type { StoreQueryResult } from '../store.js';
-import type { ShardHit } from '../storage/shard.js';
 import { readJsonBody } from './body.js';
 import type { HttpContext } from './context.js';
 import { ErrorCode, HttpError, sendJson } from './errors.js';
-import { type QuerySpec, applyPipes, parseAggs, parseInterval, parseQuerySpec, parseSearchSpec } from './search-request.js';
-
-function docJson(h: ShardHit, pipes: QuerySpec['pipes']): string {
-  return `{"id":"${h.id}","data":${applyPipes(h.data, pipes)},"time":"${new Date(h.time).toISOString()}"}`;
-}
+import { parseAggs, parseInterval, parseQuerySpec, parseSearchSpec } from './search-request.js';
 
 function aggsJson(specs: AggSpec[], r: StoreQueryResult): string {
   return JSON.stringify(specs.map((s, i) => finalizeAgg(s, r.aggs[i]!)));
@@ -27,8 +22,8 @@ async function searchLike(ctx: HttpContext, req: IncomingMessage, res: ServerRes
   const spec = parseSearchSpec(body, ctx.mapping, ctx.config.limits.search_docs);
   const aggs = complex ? parseAggs(body.aggs, ctx.mapping) : [];
   const hist = complex && body.hist !== undefined ? parseInterval((body.hist as Record<string, unknown> | null)?.interval, 'hist.interval') : 0;
-  const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to: spec.to, limit: spec.offset + spec.size, order: spec.order, aggs, histInterval: hist });
-  const docs = r.hits.slice(spec.offset, spec.offset + spec.size).map((h) => docJson(h, spec.pipes));
+  const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to: spec.to, limit: spec.offset + spec.size, order: spec.order, aggs, histInterval: hist, pipes: spec.pipes });
+  const docs = r.hits.slice(spec.offset, spec.offset + spec.size).map((h) => h.json);
   let text = `{"total":${r.total},"docs":[${docs.join(',')}]`;
   if (complex) {
     text += `,"aggs":${aggsJson(aggs, r)}`;
@@ -69,10 +64,10 @@ export async function fetchDocs(ctx: HttpContext, req: IncomingMessage, res: Ser
   if (fields !== undefined && (!Array.isArray(fields) || !fields.every((x) => typeof x === 'string'))) throw new HttpError(400, ErrorCode.BadRequest, 'fields must be a list of field names');
   const pipes = fields ? [{ kind: 'fields' as const, except: false, names: fields as string[] }] : [];
   const valid = (ids as string[]).filter((id) => idTime(id) !== null);
-  const hits = await ctx.store.fetch(valid);
+  const hits = await ctx.store.fetch(valid, pipes);
   const found = new Set(hits.map((h) => h.id));
   const notFound = (ids as string[]).filter((id) => !found.has(id));
-  sendJson(res, 200, `{"docs":[${hits.map((h) => docJson(h, pipes)).join(',')}],"not_found":${JSON.stringify(notFound)}}`);
+  sendJson(res, 200, `{"docs":[${hits.map((h) => h.json).join(',')}],"not_found":${JSON.stringify(notFound)}}`);
   return 200;
 }
 
@@ -89,13 +84,13 @@ export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: Se
   let boundary = new Set<string>();
   while (sent < max) {
     const limit = page + boundary.size;
-    const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to, limit, order: 'desc' });
+    const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes });
     const fresh = r.hits.filter((h) => !boundary.has(h.id));
     if (fresh.length === 0) break;
     const lines: string[] = [];
     for (const h of fresh) {
       if (sent >= max) break;
-      lines.push(docJson(h, spec.pipes));
+      lines.push(h.json);
       sent++;
     }
     if (!res.write(lines.join('\n') + '\n')) await new Promise((resolve) => res.once('drain', resolve));

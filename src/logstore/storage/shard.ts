@@ -7,6 +7,8 @@ import { IdMaker, docTime, idTime } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
 import type { Plan } from '../query/plan.js';
 import { evaluate } from '../search/evaluate.js';
+import { hitJson } from '../search/hit-json.js';
+import type { FieldsPipe } from '../query/ast.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
 import { ActiveFraction } from './active-fraction.js';
 import { Catalog, type FractionRow } from './catalog.js';
@@ -41,12 +43,14 @@ export interface ShardQuery {
   order: 'desc' | 'asc';
   aggs?: AggSpec[];
   histInterval?: number;
+  pipes?: FieldsPipe[];
 }
 
 export interface ShardHit {
   id: string;
   time: number;
-  data: string;
+  /** {"id", "data", "time"} as the API returns it, pipes applied. */
+  json: string;
 }
 
 export interface ShardQueryResult {
@@ -319,12 +323,13 @@ export class Shard {
       cands.sort(better);
       if (cands.length > q.limit) cands = cands.slice(0, q.limit);
     }
-    const hits = cands.map((c) => ({ id: c.id, time: c.time, data: utf8(c.view.data([c.local])[0]!) }));
+    const pipes = q.pipes ?? [];
+    const hits = cands.map((c) => ({ id: c.id, time: c.time, json: hitJson(c.id, c.time, utf8(c.view.data([c.local])[0]!), pipes) }));
     return { total, hits, aggs, hist: [...hist], fractionsRead: views.length };
   }
 
   /** Documents by id, in the order asked; absent ids are left out. */
-  fetch(ids: string[]): ShardHit[] {
+  fetch(ids: string[], pipes: FieldsPipe[] = []): ShardHit[] {
     const out: ShardHit[] = [];
     for (const id of ids) {
       const t = idTime(id);
@@ -332,7 +337,8 @@ export class Shard {
       for (const view of this.views(t, t)) {
         const local = view.find(id);
         if (local < 0) continue;
-        out.push({ id, time: view.time(local), data: utf8(view.data([local])[0]!) });
+        const time = view.time(local);
+        out.push({ id, time, json: hitJson(id, time, utf8(view.data([local])[0]!), pipes) });
         break;
       }
     }
