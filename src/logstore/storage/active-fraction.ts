@@ -112,6 +112,12 @@ export class ActiveFraction implements FractionView {
     if (time > this.maxTime) this.maxTime = time;
   }
 
+  timeRange(from: number, to: number): [number, number] | null {
+    if (!this.ordered) return null;
+    const lo = firstAtLeast(this.times, from, false);
+    return [lo, Math.max(lo, firstAtLeast(this.times, to, true))];
+  }
+
   universe(from: number, to: number): Uint32Array {
     const n = this.times.length;
     if (from <= this.minTime && to >= this.maxTime) return P.rangeOfIds(0, n);

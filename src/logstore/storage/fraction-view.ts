@@ -18,6 +18,8 @@ export interface FractionView {
   readonly timeOrdered: boolean;
   /** Local ids whose time is in [from, to], ascending. */
   universe(from: number, to: number): Uint32Array;
+  /** The same ids as [lo, hi) without materializing them, when ids are time-ordered; else null. */
+  timeRange(from: number, to: number): [lo: number, hi: number] | null;
   /** Posting list of one token, ascending (empty when absent). */
   postings(field: string, token: string): Uint32Array;
   /** Posting lists of every token of `field` accepted by `accept`; `prefix` narrows the scan when given. */

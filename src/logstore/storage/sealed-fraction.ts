@@ -87,10 +87,15 @@ export class SealedFraction implements FractionView {
   }
 
   universe(from: number, to: number): Uint32Array {
+    const [lo, hi] = this.timeRange(from, to);
+    return P.rangeOfIds(lo, hi);
+  }
+
+  timeRange(from: number, to: number): [number, number] {
     const t = this.times();
     const lo = from <= this.minTime ? 0 : lowerBoundF(t, from);
     const hi = to >= this.maxTime ? t.length : lowerBoundF(t, to, true);
-    return P.rangeOfIds(lo, Math.max(lo, hi));
+    return [lo, Math.max(lo, hi)];
   }
 
   postings(field: string, token: string): Uint32Array {

@@ -300,7 +300,22 @@ export class Shard {
     let cands: Cand[] = [];
     const desc = q.order !== 'asc';
     const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
+    const take = (view: FractionView, picked: Iterable<number>) => {
+      for (const local of picked) cands.push({ time: view.time(local), id: view.id(local), view, local });
+      cands.sort(better);
+      if (cands.length > q.limit) cands = cands.slice(0, q.limit);
+    };
+    // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
+    const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
     for (const view of views) {
+      const range = plain ? view.timeRange(q.from, q.to) : null;
+      if (range) {
+        const [lo, hi] = range;
+        total += hi - lo;
+        const k = Math.min(q.limit, hi - lo);
+        if (k > 0) take(view, Array.from({ length: k }, (_, i) => (desc ? hi - 1 - i : lo + i)));
+        continue;
+      }
       const universe = view.universe(q.from, q.to);
       if (universe.length === 0) continue;
       const matches = evaluate(q.plan, view, universe);
@@ -319,9 +334,7 @@ export class Shard {
         const k = Math.min(q.limit, matches.length);
         picked = desc ? Array.from(matches.subarray(matches.length - k)).reverse() : Array.from(matches.subarray(0, k));
       } else picked = topByTime(view, matches, q.limit, desc);
-      for (const local of picked) cands.push({ time: view.time(local), id: view.id(local), view, local });
-      cands.sort(better);
-      if (cands.length > q.limit) cands = cands.slice(0, q.limit);
+      take(view, picked);
     }
     const pipes = q.pipes ?? [];
     const hits = cands.map((c) => ({ id: c.id, time: c.time, json: hitJson(c.id, c.time, utf8(c.view.data([c.local])[0]!), pipes) }));
