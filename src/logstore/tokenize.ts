@@ -9,6 +9,8 @@ import { EXISTS_FIELD, type FieldType, type MappingSpec } from './mapping.js';
 export interface TokenSink {
   token(field: string, token: string): void;
   keyword(field: string, token: string): void;
+  /** A number of a keyword-only field: its token is String(value); sinks may skip making that string. */
+  keywordNumber?(field: string, value: number): void;
 }
 
 const WORD_SPLIT = /[^\p{L}\p{N}_]+/u;
@@ -95,6 +97,11 @@ function visit(value: unknown, field: string, m: MappingSpec, sink: TokenSink): 
   }
   const types = m.fields[field] ?? (m.auto ? AUTO_TYPES : null);
   if (!types) return;
+  if (typeof value === 'number' && sink.keywordNumber && types.length === 1 && types[0] === 'keyword') {
+    sink.token(EXISTS_FIELD, field);
+    sink.keywordNumber(field, value);
+    return;
+  }
   const s = scalar(value);
   if (s === null) return;
   sink.token(EXISTS_FIELD, field);

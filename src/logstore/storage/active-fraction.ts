@@ -1,5 +1,5 @@
 // The active fraction: documents kept in memory (and in its write-ahead file) with an in-memory index.
-import { tokenizeDoc, type TokenSink } from '../tokenize.js';
+import { keywordToken, tokenizeDoc, type TokenSink } from '../tokenize.js';
 import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
 import { formatId, idCounter } from '../doc-time.js';
@@ -66,24 +66,48 @@ export class ActiveFraction implements FractionView {
       else if (p.ids[p.ids.length - 1] !== self.current) p.ids.push(self.current);
       return p;
     };
+    // Numbers of keyword fields are found by value first: no string to make and hash per document.
+    const numIndex = new Map<string, Map<number, ActivePosting>>();
+    let lastNumField = '';
+    let lastNumMap: Map<number, ActivePosting> | undefined;
+    const column = (field: string, token: string, p: ActivePosting) => {
+      let col = self.columns.get(field);
+      if (!col) {
+        col = { tokens: [], ords: new GrowableU32() };
+        self.columns.set(field, col);
+      }
+      if (col.ords.length > self.current) return;
+      while (col.ords.length < self.current) col.ords.push(MISSING);
+      if (p.ord < 0) {
+        p.ord = col.tokens.length;
+        col.tokens.push(token);
+      }
+      col.ords.push(p.ord);
+    };
     this.sink = {
       token(field, token) {
         posting(field, token);
       },
+      keywordNumber(field, value) {
+        let byNum = field === lastNumField ? lastNumMap : numIndex.get(field);
+        if (!byNum) numIndex.set(field, (byNum = new Map()));
+        lastNumField = field;
+        lastNumMap = byNum;
+        let p = byNum.get(value);
+        if (!p) {
+          const token = keywordToken(String(value), self.mapping.maxTokenSize);
+          p = posting(field, token);
+          byNum.set(value, p);
+          column(field, token, p);
+          return;
+        }
+        if (p.ids[p.ids.length - 1] !== self.current) p.ids.push(self.current);
+        if (p.ord >= 0) column(field, '', p);
+        else column(field, keywordToken(String(value), self.mapping.maxTokenSize), p);
+      },
       keyword(field, token) {
         const p = posting(field, token);
-        let col = self.columns.get(field);
-        if (!col) {
-          col = { tokens: [], ords: new GrowableU32() };
-          self.columns.set(field, col);
-        }
-        if (col.ords.length > self.current) return;
-        while (col.ords.length < self.current) col.ords.push(MISSING);
-        if (p.ord < 0) {
-          p.ord = col.tokens.length;
-          col.tokens.push(token);
-        }
-        col.ords.push(p.ord);
+        column(field, token, p);
       },
     };
   }

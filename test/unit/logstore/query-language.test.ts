@@ -194,3 +194,27 @@ describe('seq-ql errors', () => {
     }
   });
 });
+
+describe('numbers and strings of one keyword field', () => {
+  it('index to the same tokens and column values', () => {
+    const d = mkdtempSync(path.join(os.tmpdir(), 'tidepool-num-'));
+    const s = new Shard({ dir: d, shard: 0, mapping: parseMapping('- {name: code, type: keyword}\n'), fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+    try {
+      const docs = [{ code: 200 }, { code: '200' }, { code: 1.5 }, { code: [300, 200] }, { code: 300 }, { other: 1 }];
+      const lines = docs.map((x) => Buffer.from(JSON.stringify(x)));
+      const offs = new Int32Array(lines.length * 2);
+      let p = 0;
+      lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+      s.ingest(Buffer.concat(lines), offs);
+      const m = parseMapping('- {name: code, type: keyword}\n');
+      for (const state of ['active', 'sealed']) {
+        if (state === 'sealed') s.seal();
+        const count = (q: string) => s.query({ plan: planQuery(parseQuery(q), m), from: -Infinity, to: Infinity, limit: 0, order: 'desc' }).total;
+        expect([count('code:200'), count('code:1.5'), count('code:300'), count('code:[100, 250]'), count('_exists_:code')], state).toEqual([3, 1, 2, 3, 5]);
+      }
+    } finally {
+      s.close();
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
