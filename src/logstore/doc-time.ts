@@ -74,6 +74,11 @@ export class IdMaker {
   private lastTime = -1;
   private lastPrefix = '';
 
+  /** The counter of the id next() returned last. */
+  get current(): number {
+    return this.counter;
+  }
+
   next(time: number): string {
     this.counter = (this.counter + 1) % 2 ** 40;
     if (time !== this.lastTime) {

@@ -121,12 +121,12 @@ export class ActiveFraction implements FractionView {
   }
 
   /** Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). */
-  add(doc: Record<string, unknown>, buf: Uint8Array, off: number, len: number, time: number, id: string): void {
+  add(doc: Record<string, unknown>, buf: Uint8Array, off: number, len: number, time: number, counter: number): void {
     this.current = this.times.length;
     if (this.current > 0 && time < this.times[this.current - 1]!) this.ordered = false;
     tokenizeDoc(doc, this.mapping, this.sink);
     this.times.push(time);
-    this.counters.push(idCounter(id));
+    this.counters.push(counter);
     if (this.batches[this.batches.length - 1] !== buf) this.batches.push(buf);
     this.docBatch.push(this.batches.length - 1);
     this.docOff.push(off);

@@ -16,7 +16,9 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   const times = frac.times;
-  order.sort((a, b) => times[a]! - times[b]! || frac.counter(a) - frac.counter(b));
+  // Documents that arrived in time order (the usual case) keep their ids: no sort, no remapping.
+  const identity = frac.timeOrdered;
+  if (!identity) order.sort((a, b) => times[a]! - times[b]! || frac.counter(a) - frac.counter(b));
   const newOf = new Uint32Array(n);
   for (let i = 0; i < n; i++) newOf[order[i]!] = i;
   let disk = 0;
@@ -52,7 +54,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       raw.set(d, p);
       p += d.length;
     }
-    const c = compress(raw, 6);
+    const c = compress(raw);
     blocks.push([fileOff, c.length, start]);
     parts.push(c);
     fileOff += c.length;
@@ -79,8 +81,11 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     for (const tok of toks) {
       const old = byToken.get(tok)!.ids;
       const mapped = new Uint32Array(old.length);
-      for (let i = 0; i < old.length; i++) mapped[i] = newOf[old[i]!]!;
-      mapped.sort();
+      if (identity) mapped.set(old);
+      else {
+        for (let i = 0; i < old.length; i++) mapped[i] = newOf[old[i]!]!;
+        mapped.sort();
+      }
       const enc = encodePostings(mapped);
       offs[k] = pOff;
       counts[k] = mapped.length;

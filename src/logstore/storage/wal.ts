@@ -9,6 +9,8 @@ export interface WalRecord {
   time: number;
   id: string;
   doc: Uint8Array;
+  /** The id's counter, when the writer has it at hand (not stored: it is part of the id). */
+  counter?: number;
 }
 
 /** Encodes records into one buffer, so a batch is one write and one fsync. */
