@@ -120,17 +120,6 @@ async function stopStore(child: ChildProcess): Promise<void> {
   await done;
 }
 
-async function timeIt(fn: () => Promise<unknown>): Promise<number> {
-  for (let i = 0; i < 2; i++) await fn();
-  const xs: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t = process.hrtime.bigint();
-    await fn();
-    xs.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return median(xs);
-}
-
 /** Posting-list kernels, native addon vs TypeScript twin, on lists over 2 M ids (ms, medians). */
 function postingKernels(): { name: string; native: number; ts: number }[] {
   const r = rng(7);
@@ -161,6 +150,23 @@ function postingKernels(): { name: string; native: number; ts: number }[] {
     ['union of 3 lists (bitmap)', (p) => p.unionManyPostings([a, b, c], 2_000_000)],
   ];
   return kernels.map(([name, fn]) => ({ name, native: time(() => fn(nativePostings)), ts: time(() => fn(postingsTs)) }));
+}
+
+/** Medians of a and b, run alternately (after 2 warm-ups each) so that both meet the same load. */
+async function timePair(a: () => Promise<unknown>, b: (() => Promise<unknown>) | null): Promise<[number, number]> {
+  for (let i = 0; i < 2; i++) { await a(); if (b) await b(); }
+  const xs: number[] = [];
+  const ys: number[] = [];
+  const clock = async (fn: () => Promise<unknown>, into: number[]) => {
+    const t = process.hrtime.bigint();
+    await fn();
+    into.push(Number(process.hrtime.bigint() - t) / 1e6);
+  };
+  for (let i = 0; i < RUNS; i++) {
+    await clock(a, xs);
+    if (b) await clock(b, ys);
+  }
+  return [median(xs), b ? median(ys) : NaN];
 }
 
 interface SearchCase { name: string; store: () => Promise<unknown>; pg: string[] }
@@ -268,19 +274,17 @@ async function main(): Promise<void> {
       pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`],
     },
   ];
-  const storeMs: number[] = [];
-  const loadAtSearch = os.loadavg();
-  for (const c of cases) {
-    process.stderr.write(`tidepool: ${c.name}\n`);
-    storeMs.push(await timeIt(c.store));
-  }
-  await stopStore(store.child);
-
   // PostgreSQL: jsonb column, GIN index (and a btree on the timestamp for time ordering), COPY ingest.
+  // Searches then alternate between the two systems run by run, so both see the same machine load.
   let pgRes: { ingestSec: number; disk: number; ms: number[] } | null = null;
-  if (WITH_PG) {
-    let pgsrv: RunningPostgres | null = null;
-    try {
+  const storeMs: number[] = [];
+  let loadAtSearch = os.loadavg();
+  let pgsrv: RunningPostgres | null = null;
+  let client: pg.Client | null = null;
+  try {
+    let pgIngest = 0;
+    let disk = 0;
+    if (WITH_PG) {
       pgsrv = await startPostgres({ dataDir: path.join(WORK, 'pg', 'data'), settings: { shared_buffers: '1GB', maintenance_work_mem: '1GB', work_mem: '64MB', max_parallel_workers_per_gather: 2 } });
       pgsrv.sql('CREATE TABLE logs (doc jsonb NOT NULL)');
       process.stderr.write('ingesting into PostgreSQL (COPY, then GIN + btree index builds)\n');
@@ -291,20 +295,25 @@ async function main(): Promise<void> {
       pgsrv.sql('CREATE INDEX logs_gin ON logs USING gin (doc)');
       pgsrv.sql("CREATE INDEX logs_ts ON logs ((doc->>'timestamp'))");
       pgsrv.sql('VACUUM ANALYZE logs');
-      const pgIngest = Number(process.hrtime.bigint() - p0) / 1e9;
-      const disk = Number(pgsrv.sql("SELECT pg_total_relation_size('logs')"));
-      const client = new pg.Client({ host: pgsrv.host, port: pgsrv.port, user: 'postgres', database: 'postgres' });
+      pgIngest = Number(process.hrtime.bigint() - p0) / 1e9;
+      disk = Number(pgsrv.sql("SELECT pg_total_relation_size('logs')"));
+      client = new pg.Client({ host: pgsrv.host, port: pgsrv.port, user: 'postgres', database: 'postgres' });
       await client.connect();
-      const ms: number[] = [];
-      for (const c of cases) {
-        process.stderr.write(`PostgreSQL: ${c.name}\n`);
-        ms.push(await timeIt(async () => { for (const q of c.pg) await client.query(q); }));
-      }
-      await client.end();
-      pgRes = { ingestSec: pgIngest, disk, ms };
-    } finally {
-      await pgsrv?.stop();
     }
+    loadAtSearch = os.loadavg();
+    const ms: number[] = [];
+    for (const c of cases) {
+      process.stderr.write(`searching: ${c.name}\n`);
+      const pgRun = client ? async () => { for (const q of c.pg) await client!.query(q); } : null;
+      const [ours, theirs] = await timePair(c.store, pgRun);
+      storeMs.push(ours);
+      ms.push(theirs);
+    }
+    if (WITH_PG) pgRes = { ingestSec: pgIngest, disk, ms };
+  } finally {
+    await client?.end();
+    await pgsrv?.stop();
+    await stopStore(store.child);
   }
 
   const kernels = postingKernels();
@@ -316,7 +325,7 @@ async function main(): Promise<void> {
     `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
     `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
     `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
-    `Latencies are medians of ${RUNS} runs after 2 warm-ups, measured from the client (HTTP for tidepool, the pg driver for PostgreSQL). ` +
+    `Latencies are medians of ${RUNS} runs after 2 warm-ups, the two systems alternating run by run, measured from the client (HTTP for tidepool, the pg driver for PostgreSQL). ` +
     `Load average (1, 5, 15 min) at the start: ${loadAtStart.map((x) => x.toFixed(1)).join(', ')}, before the tidepool searches: ${loadAtSearch.map((x) => x.toFixed(1)).join(', ')} ` +
     `(the 2-CPU machine is shared with other work, so absolute numbers move with its load).`, '');
   lines.push('| Measure | tidepool | PostgreSQL jsonb + GIN | Target | Met |', '|---|---:|---:|---|---|');
@@ -327,7 +336,7 @@ async function main(): Promise<void> {
   lines.push(`| Disk / raw NDJSON, live (write-ahead files before sealing) | ${fmt(liveDisk / rawBytes, 2)}x | | | |`);
   cases.forEach((c, i) => {
     const ours = storeMs[i]!;
-    const theirs = pgRes?.ms[i];
+    const theirs = pgRes ? pgRes.ms[i] : undefined;
     const ratio = theirs !== undefined ? theirs / ours : NaN;
     lines.push(`| ${c.name}, ms | ${fmt(ours, 2)} | ${theirs !== undefined ? fmt(theirs, 2) : '-'} | >= 10x faster | ${Number.isNaN(ratio) ? '-' : `${fmt(ratio, 1)}x ${ratio >= 10 ? 'yes' : 'no'}`} |`);
   });

@@ -87,3 +87,12 @@ describe('text tokens', () => {
     }
   });
 });
+
+describe('isoTime', () => {
+  it('equals Date.toISOString', async () => {
+    const { isoTime } = await import('../../../src/logstore/search/hit-json.js');
+    const times = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2026, 10, 22, 23, 59, 59, 999), Date.UTC(2024, 1, 29, 12, 0, 0, 5), Date.UTC(1999, 11, 31, 23, 59, 59, 90), 1_700_000_000_123.7];
+    for (let i = 0; i < 2000; i++) times.push(Math.floor(Date.UTC(2026, 0, 1) + i * 12_345_678.9));
+    for (const t of times) expect(isoTime(t), String(t)).toBe(new Date(t).toISOString());
+  });
+});
