@@ -12,7 +12,7 @@ import { startPostgres, writeHba, type RunningPostgres } from '../src/shared/emb
 import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
 import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { TARGETS, renderReport, scenarioTitle, type RunRecord, type TargetName } from './pooler-report.js';
+import { TARGETS, median, renderReport, scenarioTitle, type RunRecord, type TargetName } from './pooler-report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
@@ -225,6 +225,8 @@ async function main(): Promise<void> {
   }
   if (QUIET_WAIT > 0) notes.push(`Before each run the benchmark waited up to ${QUIET_WAIT} s (BENCH_QUIET_WAIT) for other work to drop to ${MAX_OTHER_LOAD} cores or less; it waited ${Math.round(quietWaited)} s in all.`);
   if (RETRIES > 0) notes.push(`${retried} run${retried === 1 ? ' was' : 's were'} done again because other work took more than ${MAX_OTHER_LOAD} cores during it (BENCH_MAX_OTHER_LOAD, up to BENCH_RETRIES=${RETRIES} more attempts each; the attempt with the least other load is kept).`);
+  const noisy = list.filter((s) => median(records.filter((r) => r.scenario === s.key).map((r) => r.foreignCores)) > MAX_OTHER_LOAD);
+  if (noisy.length) notes.push(`Other work took more than ${MAX_OTHER_LOAD} cores (median) during: ${noisy.map(scenarioTitle).join('; ')}. On a 2-core machine those rows measure the neighbours as much as the poolers: treat their ratios with care.`);
   const load1 = os.loadavg();
   notes.push(`Load average at the end: ${load1.map((x) => x.toFixed(2)).join(' ')} (pgbench, PostgreSQL and the pooler share ${os.cpus().length} cores, so the poolers compete with their own load generator; 200 clients on ${os.cpus().length} cores mostly measures queueing).`);
   write();
