@@ -9,16 +9,53 @@ export const MIN_TIME_MS = Date.UTC(1971, 0, 1);
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:?\d{2})?$/;
 
+let lastDay = '';
+let lastDayMs = 0;
+
+function digits(v: string, at: number, n: number): number {
+  let x = 0;
+  for (let i = at; i < at + n; i++) {
+    const d = v.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    x = x * 10 + d;
+  }
+  return x;
+}
+
+/** "YYYY-MM-DDTHH:MM:SS.mmmZ" without Date.parse: the day is reused while it repeats (logs are in order). */
+function fastIso(v: string): number | null {
+  let day = lastDayMs;
+  if (!v.startsWith(lastDay) || lastDay === '') {
+    const y = digits(v, 0, 4);
+    const mo = digits(v, 5, 2);
+    const d = digits(v, 8, 2);
+    if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || v.charCodeAt(7) !== 45) return null;
+    day = Date.UTC(y, mo - 1, d);
+    if (new Date(day).getUTCDate() !== d) return null;
+    lastDay = v.slice(0, 11);
+    lastDayMs = day;
+  }
+  const h = digits(v, 11, 2);
+  const mi = digits(v, 14, 2);
+  const s = digits(v, 17, 2);
+  const ms = digits(v, 20, 3);
+  if (h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 || ms < 0 || v.charCodeAt(13) !== 58 || v.charCodeAt(16) !== 58) return null;
+  return day + ((h * 60 + mi) * 60 + s) * 1000 + ms;
+}
+
 /** Milliseconds since the epoch from RFC 3339 or "YYYY-MM-DD HH:MM:SS.fff" (UTC when no zone), else null. */
 export function parseDocTime(v: unknown): number | null {
   if (typeof v !== 'string' || v.length < 19 || v.length > 40) return null;
   // Fast path for the common "2006-01-02T15:04:05.000Z" shape.
   if (v.length === 24 && v.charCodeAt(10) === 84 && v.charCodeAt(23) === 90 && v.charCodeAt(19) === 46 && v.charCodeAt(4) === 45) {
-    const t = Date.parse(v);
-    if (!Number.isNaN(t)) return t;
+    const t = fastIso(v);
+    if (t !== null) return t;
   }
   const m = RFC3339.exec(v);
   if (!m) return null;
+  const [mo, d, h, mi, sec] = [Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])];
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59) return null;
+  if (new Date(Date.UTC(Number(m[1]), mo - 1, d)).getUTCDate() !== d) return null;
   const frac = m[7] ? Number(m[7].slice(0, 4).padEnd(4, '0')) : 0;
   let ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) + Math.floor(frac * 1000);
   const zone = m[8];

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { IdMaker, docTime, idCounter, idTime } from '../doc-time.js';
+import { IdMaker, docTime, idTime } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
 import type { Plan } from '../query/plan.js';
 import { evaluate } from '../search/evaluate.js';
@@ -166,7 +166,7 @@ export class Shard {
       this.openActive(activeRow.name);
       const n = this.wal.replay((r, buf, docOffset) => {
         const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
-        this.active.add(doc, buf, docOffset, r.doc.length, r.time, idCounter(r.id));
+        this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.counter);
       });
       for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (n > 0) this.ids.continueAfter(this.active.id(n - 1));
@@ -203,8 +203,8 @@ export class Shard {
       this.wal.write(encodeWalRecords(records));
       for (let i = 0; i < records.length; i++) {
         const r = records[i]!;
-        if (r.doc.buffer === data.buffer) this.active.add(parsed[i]!, data, r.doc.byteOffset - data.byteOffset, r.doc.length, r.time, r.counter!);
-        else this.active.add(parsed[i]!, r.doc, 0, r.doc.length, r.time, r.counter!);
+        if (r.doc.buffer === data.buffer) this.active.add(parsed[i]!, data, r.doc.byteOffset - data.byteOffset, r.doc.length, r.time, r.counter);
+        else this.active.add(parsed[i]!, r.doc, 0, r.doc.length, r.time, r.counter);
       }
       stored += records.length;
       records.length = 0;
@@ -235,7 +235,7 @@ export class Shard {
       }
       const id = this.ids.next(t.time);
       ids += id;
-      records.push({ time: t.time, id, doc: bytes, counter: this.ids.current });
+      records.push({ time: t.time, counter: this.ids.current, doc: bytes });
       parsed.push(obj);
       if (records.length === INGEST_CHUNK) flush();
     }

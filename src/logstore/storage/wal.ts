@@ -1,16 +1,13 @@
 // Write-ahead file of an active fraction: records appended and fsynced before a bulk is acknowledged.
-// Record: u32 length of the rest, f64 time, 24-byte ASCII id, document bytes. A torn tail is cut on replay.
+// Record: u32 length of the rest, f64 time, f64 id counter (the id is time + shard + counter), document
+// bytes. A torn tail is cut on replay.
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
-import { ID_LENGTH } from '../doc-time.js';
-
-const HEADER = 4 + 8 + ID_LENGTH;
+const HEADER = 4 + 8 + 8;
 
 export interface WalRecord {
   time: number;
-  id: string;
+  counter: number;
   doc: Uint8Array;
-  /** The id's counter, when the writer has it at hand (not stored: it is part of the id). */
-  counter?: number;
 }
 
 /** Encodes records into one buffer, so a batch is one write and one fsync. */
@@ -20,9 +17,9 @@ export function encodeWalRecords(records: WalRecord[]): Buffer {
   const out = Buffer.allocUnsafe(size);
   let pos = 0;
   for (const r of records) {
-    out.writeUInt32LE(8 + ID_LENGTH + r.doc.length, pos);
+    out.writeUInt32LE(16 + r.doc.length, pos);
     out.writeDoubleLE(r.time, pos + 4);
-    out.write(r.id, pos + 12, ID_LENGTH, 'latin1');
+    out.writeDoubleLE(r.counter, pos + 12);
     out.set(r.doc, pos + HEADER);
     pos += HEADER + r.doc.length;
   }
@@ -72,11 +69,11 @@ export class Wal {
     let count = 0;
     while (pos + HEADER <= got) {
       const len = buf.readUInt32LE(pos);
-      if (len < 8 + ID_LENGTH || pos + 4 + len > got) break;
+      if (len < 16 || pos + 4 + len > got) break;
       const time = buf.readDoubleLE(pos + 4);
-      const id = buf.toString('latin1', pos + 12, pos + HEADER);
+      const counter = buf.readDoubleLE(pos + 12);
       const doc = buf.subarray(pos + HEADER, pos + 4 + len);
-      onRecord({ time, id, doc }, buf, pos + HEADER);
+      onRecord({ time, counter, doc }, buf, pos + HEADER);
       pos += 4 + len;
       count++;
     }

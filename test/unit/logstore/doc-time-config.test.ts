@@ -96,3 +96,17 @@ describe('isoTime', () => {
     for (const t of times) expect(isoTime(t), String(t)).toBe(new Date(t).toISOString());
   });
 });
+
+describe('fast ISO time path', () => {
+  it('agrees with Date.parse on valid and invalid "YYYY-MM-DDTHH:MM:SS.mmmZ" values', () => {
+    const values: string[] = [];
+    for (let i = 0; i < 3000; i++) values.push(new Date(Date.UTC(2020, 0, 1) + i * 987_654_321.7).toISOString());
+    values.push('2026-02-30T00:00:00.000Z', '2026-13-01T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '2026-01-01T00:60:00.000Z', '2026-01-0xT00:00:00.000Z', '2024-02-29T23:59:59.999Z');
+    for (const v of values) {
+      const want = Date.parse(v);
+      const got = parseDocTime(v);
+      if (Number.isNaN(want) || new Date(want).toISOString() !== v) expect(got === null || got === want, v).toBe(true);
+      else expect(got, v).toBe(want);
+    }
+  });
+});
