@@ -59,7 +59,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   constructor(readonly socket: net.Socket, private readonly core: Pooler) {
     this.cancelPid = this.id;
-    socket.on('data', this.onStartupData);
+    this.handler = this.onStartupChunk;
     socket.on('error', (err) => { this.closeReason ||= err.message; });
     socket.on('close', () => this.onClientClosed());
     socket.on('drain', this.onClientDrain);
@@ -71,7 +71,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   // ---- startup and authentication ----
 
-  private readonly onStartupData = (chunk: Buffer): void => {
+  /** The socket's reads go here (see read-buffer.ts); true when the chunk is kept after the call. */
+  handler: (chunk: Buffer) => boolean;
+
+  private readonly onStartupChunk = (chunk: Buffer): boolean => {
+    this.onStartupData(Buffer.from(chunk));
+    return false;
+  };
+
+  private onStartupData(chunk: Buffer): void {
     if (this.state === 'auth') return this.feedAuth(chunk);
     this.startupBuf = this.startupBuf.length ? Buffer.concat([this.startupBuf, chunk]) : chunk;
     while (this.state === 'startup' && this.startupBuf.length >= 4) {
@@ -93,7 +101,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       this.startupBuf = Buffer.alloc(0);
       this.feedAuth(rest);
     }
-  };
+  }
 
   private onStartupPacket(p: StartupPacket): void {
     switch (p.kind) {
@@ -180,29 +188,29 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.frames = this.isAdmin
       ? new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete))
       : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.onClientMessage);
-    this.socket.removeListener('data', this.onStartupData);
-    this.socket.on('data', this.onRelayData);
+    this.handler = this.onRelayData;
     if (this.startupBuf.length) this.onRelayData(this.startupBuf);
   }
 
   // ---- relay ----
 
-  private readonly onRelayData = (chunk: Buffer): void => {
+  private readonly onRelayData = (chunk: Buffer): boolean => {
     if (this.isAdmin) {
       if (!this.frames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength}`);
-      return;
+      return false;
     }
     this.terminateAt = -1;
     if (!this.frames!.feed(chunk)) {
-      return this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} (max_message_size ${this.core.config.general.max_message_size})`);
+      this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} (max_message_size ${this.core.config.general.max_message_size})`);
+      return false;
     }
     if (this.terminateAt >= 0) {
-      if (this.terminateAt > 0) this.forward(chunk.subarray(0, this.terminateAt));
+      const kept = this.terminateAt > 0 && this.forward(chunk.subarray(0, this.terminateAt));
       this.closeReason = 'client terminated';
       this.socket.end();
-      return;
+      return kept;
     }
-    this.forward(chunk);
+    return this.forward(chunk);
   };
 
   private readonly onClientMessage = (type: number, _buf: Buffer, start: number): void => {
@@ -245,14 +253,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     if (this.syncs++ === 0) this.syncStart = performance.now();
   }
 
-  private forward(data: Buffer): void {
-    if (data.length === 0) return;
+  /** Sends client bytes to the server, or queues them while a server is awaited; true when `data` is kept. */
+  private forward(data: Buffer): boolean {
+    if (data.length === 0) return false;
     const pool = this.pool!.stats.totals;
     pool.received += data.length;
     const s = this.server;
     if (s) {
       if (!s.write(data) && !this.clientPaused) this.pauseClientFor(s);
-      return;
+      return s.socket.writableLength > 0;
     }
     this.queue.push(data);
     this.queuedBytes += data.length;
@@ -266,6 +275,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       this.waitingSince = Date.now();
       this.pool!.acquire(this);
     }
+    return true;
   }
 
   private pauseClientFor(s: ServerConnection): void {

@@ -12,8 +12,11 @@ import type { ServerConnection } from './server-connection.js';
 import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerControl, type ShowTable } from './control.js';
 import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
+import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
+/** Read buffer per client socket: clients send small messages, and there can be many of them. */
+const CLIENT_READ_BUFFER = 16 * 1024;
 
 export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
 
@@ -60,7 +63,7 @@ export class Pooler implements PoolerControl {
 
   async listen(): Promise<void> {
     const { host, port, tcp_no_delay } = this.config.general;
-    this.server = net.createServer({ noDelay: tcp_no_delay }, (socket) => this.accept(socket));
+    this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(port, host, () => {
@@ -74,15 +77,25 @@ export class Pooler implements PoolerControl {
     this.log.info({ host, port: this.port }, 'pooler listening');
   }
 
-  private accept(socket: net.Socket): void {
+  private accept(accepted: net.Socket): void {
     this.counters.connections++;
     if (this.shuttingDown) {
-      socket.destroy();
+      accepted.destroy();
       return;
     }
-    socket.setKeepAlive(true, 60_000);
-    new ClientSession(socket, this);
+    let session: ClientSession | null = null;
+    const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler), this.config.general.tcp_no_delay);
+    if (socket) {
+      socket.setKeepAlive(true, 60_000);
+      session = new ClientSession(socket, this);
+    } else {
+      accepted.setKeepAlive(true, 60_000);
+      const s = new ClientSession(accepted, this);
+      accepted.on('data', (chunk: Buffer) => s.handler(chunk));
+      accepted.resume();
+    }
   }
+
 
   private maintain(): void {
     const now = Date.now();

@@ -74,3 +74,30 @@ describe('COPY and large results through the pooler (psql)', () => {
     expect(r.stdout.trim()).toBe('0');
   });
 });
+
+describe('concurrent large results with a slow reader', () => {
+  it('every row arrives intact when one client reads slowly while others stream', async () => {
+    const { default: pg } = await import('pg');
+    const { createHash } = await import('node:crypto');
+    const mk = () => new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const slow = mk();
+    const fast = [mk()];
+    await Promise.all([slow, ...fast].map((c) => c.connect()));
+    try {
+      const sql = `select g, md5(g::text) as h, repeat('z', 50) as pad from generate_series(1, 100000) g`;
+      const slowSock = (slow as unknown as { connection: { stream: { pause(): void; resume(): void } } }).connection.stream;
+      const slowQuery = slow.query(sql);
+      const pauser = setInterval(() => { slowSock.pause(); setTimeout(() => slowSock.resume(), 30); }, 60);
+      const results = await Promise.all([slowQuery, ...fast.map((c) => c.query(sql)), ...fast.map((c) => c.query(sql)), slow.query(sql)]);
+      clearInterval(pauser);
+      for (const r of results) {
+        expect(r.rows.length).toBe(100000);
+        for (const row of r.rows) {
+          if (row.h !== createHash('md5').update(String(row.g)).digest('hex')) throw new Error(`corrupted row ${row.g}`);
+        }
+      }
+    } finally {
+      await Promise.all([slow, ...fast].map((c) => c.end()));
+    }
+  });
+});
