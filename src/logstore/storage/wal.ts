@@ -1,8 +1,18 @@
 // Write-ahead file of an active fraction: records appended and fsynced before a bulk is acknowledged.
-// Record: u32 length of the rest, f64 time, f64 id counter (the id is time + shard + counter), document
-// bytes. A torn tail is cut on replay.
+// File: an 8-byte magic with the format version, then records: u32 length of the rest, f64 time, f64 id
+// counter (the id is time + shard + counter), document bytes. A torn tail is cut on replay.
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 const HEADER = 4 + 8 + 8;
+
+/** First bytes of every write-ahead file: name and format version, so another format is never misread. */
+export const WAL_MAGIC = Buffer.from('TPWAL\0\0\x02', 'latin1');
+
+export class WalFormatError extends Error {
+  constructor(readonly file: string) {
+    super(`${file}: not a tidepool write-ahead file of format 2 (bad header); move it away to start, its documents are not replayed`);
+    this.name = 'WalFormatError';
+  }
+}
 
 export interface WalRecord {
   time: number;
@@ -33,6 +43,19 @@ export class Wal {
   constructor(readonly file: string) {
     this.fd = openSync(file, 'a+');
     this.size = fstatSync(this.fd).size;
+    if (this.size < WAL_MAGIC.length) {
+      // New, or a crash before the header was whole: no record can follow a partial header.
+      ftruncateSync(this.fd, 0);
+      this.size = 0;
+      this.append(WAL_MAGIC);
+    } else {
+      const head = Buffer.alloc(WAL_MAGIC.length);
+      readSync(this.fd, head, 0, head.length, 0);
+      if (!head.equals(WAL_MAGIC)) {
+        closeSync(this.fd);
+        throw new WalFormatError(file);
+      }
+    }
   }
 
   /** Appends and fsyncs; returns only when the bytes are durable. */
@@ -65,7 +88,7 @@ export class Wal {
       if (n === 0) break;
       got += n;
     }
-    let pos = 0;
+    let pos = WAL_MAGIC.length;
     let count = 0;
     while (pos + HEADER <= got) {
       const len = buf.readUInt32LE(pos);
