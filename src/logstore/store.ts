@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
-import type { IngestResult, ShardHit, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
+import type { IngestResult, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
+import { type ShardHit, mergeHits } from './search/packed-hits.js';
 import type { ShardWorkerData } from '../../workers/logstore-shard.js';
 import { type AggPartial, mergePartials } from './aggregate/aggregate.js';
 
@@ -95,13 +96,12 @@ export class Store {
   async query(q: ShardQuery): Promise<StoreQueryResult> {
     const parts = (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
     const desc = q.order !== 'asc';
-    const hits = parts.flatMap((p) => p.hits);
-    hits.sort((a, b) => (desc ? b.time - a.time || (b.id > a.id ? 1 : -1) : a.time - b.time || (a.id > b.id ? 1 : -1)));
+    const hits = mergeHits(parts.map((p) => p.hits), q.limit, desc);
     const aggs = (q.aggs ?? []).map((_, i) => parts.map((p) => p.aggs[i]!).reduce((acc, x) => mergePartials(acc, x)));
     const hist = new Map<number, number>();
     for (const p of parts) for (const [ts, c] of p.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);
     return {
-      total: parts.reduce((s, p) => s + p.total, 0), hits: hits.slice(0, q.limit), aggs, hist,
+      total: parts.reduce((s, p) => s + p.total, 0), hits, aggs, hist,
       fractionsRead: parts.reduce((s, p) => s + p.fractionsRead, 0),
     };
   }

@@ -8,6 +8,7 @@ import type { MappingSpec } from '../mapping.js';
 import type { Plan } from '../query/plan.js';
 import { evaluate } from '../search/evaluate.js';
 import { hitJson } from '../search/hit-json.js';
+import { type PackedHits, type ShardHit, packHits } from '../search/packed-hits.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
 import { ActiveFraction } from './active-fraction.js';
@@ -46,16 +47,12 @@ export interface ShardQuery {
   pipes?: FieldsPipe[];
 }
 
-export interface ShardHit {
-  id: string;
-  time: number;
-  /** {"id", "data", "time"} as the API returns it, pipes applied. */
-  json: string;
-}
+
+export type { PackedHits, ShardHit };
 
 export interface ShardQueryResult {
   total: number;
-  hits: ShardHit[];
+  hits: PackedHits;
   aggs: AggPartial[];
   hist: [ts: number, count: number][];
   fractionsRead: number;
@@ -338,7 +335,7 @@ export class Shard {
     }
     const pipes = q.pipes ?? [];
     const hits = cands.map((c) => ({ id: c.id, time: c.time, json: hitJson(c.id, c.time, utf8(c.view.data([c.local])[0]!), pipes) }));
-    return { total, hits, aggs, hist: [...hist], fractionsRead: views.length };
+    return { total, hits: packHits(hits), aggs, hist: [...hist], fractionsRead: views.length };
   }
 
   /** Documents by id, in the order asked; absent ids are left out. */

@@ -9,6 +9,7 @@ import { parseMapping } from '../../../src/logstore/mapping.js';
 import { QuerySyntaxError, parseQuery } from '../../../src/logstore/query/parser.js';
 import { QueryFieldError, planQuery } from '../../../src/logstore/query/plan.js';
 import { Shard } from '../../../src/logstore/storage/shard.js';
+import { unpackHits } from '../../../src/logstore/search/packed-hits.js';
 
 const mapping = parseMapping(`
 mapping-list:
@@ -110,7 +111,7 @@ let shard: Shard;
 function run(q: string, from = -Infinity, to = Infinity): number[] {
   const plan = planQuery(parseQuery(q), mapping);
   const r = shard.query({ plan, from, to, limit: 10_000, order: 'asc' });
-  return r.hits.map((h) => (JSON.parse(h.json) as { data: Doc }).data.n);
+  return unpackHits(r.hits).map((h) => (JSON.parse(h.json) as { data: Doc }).data.n);
 }
 
 function expected(pred: (d: Doc) => boolean, from = -Infinity, to = Infinity): number[] {
@@ -156,7 +157,7 @@ describe.each(['active', 'sealed'])('seq-ql on the %s fraction', (state) => {
     const r = shard.query({ plan, from: -Infinity, to: Infinity, limit: 7, order: 'desc' });
     const want = expected((d) => d.level === 'warn' || d.service === 'web');
     expect(r.total).toBe(want.length);
-    expect(r.hits.map((h) => (JSON.parse(h.json) as { data: Doc }).data.n)).toEqual(want.reverse().slice(0, 7));
+    expect(unpackHits(r.hits).map((h) => (JSON.parse(h.json) as { data: Doc }).data.n)).toEqual(want.reverse().slice(0, 7));
   });
 });
 
