@@ -7,7 +7,14 @@ import type { FractionView } from '../storage/fraction-view.js';
 function union(lists: Uint32Array[], universe: number): Uint32Array {
   if (lists.length === 0) return new Uint32Array(0);
   if (lists.length === 1) return lists[0]!;
-  if (lists.length === 2) return P.unionPostings(lists[0]!, lists[1]!);
+  let total = 0;
+  for (const l of lists) total += l.length;
+  // A bitmap costs the whole universe; a few short lists merge pairwise for less.
+  if (lists.length <= 8 && total * 8 < universe) {
+    let acc = lists[0]!;
+    for (let i = 1; i < lists.length; i++) acc = P.unionPostings(acc, lists[i]!);
+    return acc;
+  }
   return P.unionManyPostings(lists, universe);
 }
 
