@@ -1,6 +1,6 @@
 // One client connection: startup, authentication, then relay to a pooled server (transaction or session mode).
 import net from 'node:net';
-import { randomBytes } from 'node:crypto';
+import { randomBytesPooled } from '../shared/random-pool.js';
 import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, typeSet, type MessageHandler } from '../protocol/frame-stream.js';
 import { parseStartupPacket, ProtocolError, type StartupPacket } from '../protocol/reader.js';
@@ -25,7 +25,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   readonly id = nextClientId++;
   readonly connectedAt = Date.now();
   readonly cancelPid: number;
-  readonly cancelSecret = randomBytes(4);
+  readonly cancelSecret = randomBytesPooled(4);
   state: ClientState = 'startup';
   database = '';
   user = '';

@@ -84,7 +84,7 @@ export class Pooler implements PoolerControl {
       return;
     }
     let session: ClientSession | null = null;
-    const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler), this.config.general.tcp_no_delay);
+    const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler));
     if (socket) {
       socket.setKeepAlive(true, 60_000);
       session = new ClientSession(socket, this);
@@ -191,7 +191,7 @@ export class Pooler implements PoolerControl {
     this.clients.add(c);
     this.byCancelPid.set(c.cancelPid, c);
     if (c.isAdmin) attachAdminConsole(this, c);
-    this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
+    if (this.log.isLevelEnabled('debug')) this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
   }
 
   unregisterClient(c: ClientSession): void {

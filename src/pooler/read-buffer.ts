@@ -34,13 +34,12 @@ type WithHandle = net.Socket & { _handle?: unknown };
  * net.Server has no onread option of its own. Returns null when this Node version's socket does not
  * expose its handle, and the caller keeps the 'data' path.
  */
-export function adoptWithOnread(accepted: net.Socket, onread: ReturnType<ReadBuffer['onread']>, noDelay: boolean): net.Socket | null {
+export function adoptWithOnread(accepted: net.Socket, onread: ReturnType<ReadBuffer['onread']>): net.Socket | null {
   const raw = accepted as WithHandle;
   const handle = raw._handle;
   if (!handle || typeof handle !== 'object') return null;
   raw._handle = null;
   accepted.destroy();
-  const socket = new net.Socket({ handle, onread, readable: true, writable: true } as net.SocketConstructorOpts & { handle: unknown; onread: unknown });
-  socket.setNoDelay(noDelay);
-  return socket;
+  // TCP_NODELAY, set by net.Server's noDelay option, belongs to the file descriptor and stays.
+  return new net.Socket({ handle, onread, readable: true, writable: true } as net.SocketConstructorOpts & { handle: unknown; onread: unknown });
 }

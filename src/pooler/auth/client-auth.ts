@@ -1,5 +1,6 @@
 // Authenticates a client against a configured secret: trust, cleartext, md5 or SCRAM-SHA-256.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { randomBytesPooled } from '../../shared/random-pool.js';
 import { SqlState } from '../../protocol/codes.js';
 import { parsePasswordMessage, parseSASLInitialResponse } from '../../protocol/reader.js';
 import {
@@ -46,7 +47,7 @@ function constantEqual(a: string, b: string): boolean {
 /** A password-phase state machine: first() gives the challenge, step() consumes each PasswordMessage. */
 export class ClientAuth {
   readonly method: AuthMethod;
-  private md5Salt = randomBytes(4);
+  private md5Salt = randomBytesPooled(4);
   private scram: ScramServer | null = null;
   private scramSecret: ScramSecret | null = null;
   private stage = 0;
