@@ -126,7 +126,8 @@ function validateNode(node: Node, raw: unknown, path: string, problems: Problem[
       return r.value;
     }
     case 'section': {
-      if (raw === undefined) raw = {};
+      // An empty YAML section ("limits:" with nothing under it) parses as null: all defaults.
+      if (raw === undefined || raw === null) raw = {};
       if (!isPlainObject(raw)) { problems.push({ path, expected: 'a table', found: describe(raw) }); raw = {}; }
       return validateShape(node.shape, raw as Record<string, unknown>, path, problems);
     }

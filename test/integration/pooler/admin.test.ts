@@ -150,6 +150,19 @@ describe('verbs', () => {
     await c.end();
   });
 
+  it('RECONNECT closes an active server when its transaction ends', async () => {
+    const c = client();
+    await c.connect();
+    await c.query('BEGIN');
+    const inTx = (await c.query('select pg_backend_pid() as pid')).rows[0].pid;
+    await admin.query('RECONNECT app');
+    expect((await c.query('select pg_backend_pid() as pid')).rows[0].pid).toBe(inTx);
+    await c.query('COMMIT');
+    const servers = (await show('SERVERS')).map((r) => Number(r.server_process_id));
+    expect(servers).not.toContain(inTx);
+    await c.end();
+  });
+
   it('KILL drops the database\'s clients; new ones wait until RESUME', async () => {
     const c = client();
     await c.connect();
@@ -172,9 +185,22 @@ describe('verbs', () => {
     await admin.query('RELOAD');
     const pool = () => (show('POOLS')).then((rows) => rows.find((r) => r.database === 'app' && r.user === 'md5user')!);
     expect((await pool()).pool_size).toBe('3');
+    // Shrinking: both servers busy, pool_size 2 -> 1; the surplus server closes when it is released.
+    const busy = [client(), client()];
+    await Promise.all(busy.map((b) => b.connect()));
+    await Promise.all(busy.map((b) => b.query('BEGIN')));
+    await Promise.all(busy.map((b) => b.query('select 1')));
+    const appServers = async () => (await show('SERVERS')).filter((r) => r.database_name === 'app' && r.user === 'md5user').length;
+    expect(await appServers()).toBe(2);
+    tp.writeConfig(poolerToml(db).replace(/pool_size = 2\n/, 'pool_size = 1\n'));
+    await admin.query('RELOAD');
+    expect(await appServers()).toBe(2);
+    await Promise.all(busy.map((b) => b.query('COMMIT')));
+    expect(await appServers()).toBe(1);
+    await Promise.all(busy.map((b) => b.end()));
     tp.writeConfig('[general]\nprot = 1\n');
     await expect(admin.query('RELOAD')).rejects.toMatchObject({ message: expect.stringContaining('did you mean "port"') });
-    expect((await pool()).pool_size).toBe('3');
+    expect((await pool()).pool_size).toBe('1');
     await expect(admin.query('PAUSE nosuchdb')).rejects.toMatchObject({ code: '3D000' });
   });
 });

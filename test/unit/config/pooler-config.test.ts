@@ -20,6 +20,15 @@ describe('units', () => {
   });
 });
 
+describe('schema', () => {
+  it('treats an empty section (null, as YAML parses "limits:") as all defaults', async () => {
+    const { validate, t } = await import('../../../src/config/schema.js');
+    const shape = { limits: t.section({ max: t.int(7) }) };
+    expect(validate(shape, { limits: null })).toEqual({ value: { limits: { max: 7 } }, problems: [] });
+    expect(validate(shape, { limits: 3 }).problems[0]!.path).toBe('limits');
+  });
+});
+
 describe('pooler config', () => {
   const good = `
 [general]
