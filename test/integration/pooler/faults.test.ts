@@ -49,6 +49,20 @@ function sqlstateOf(reply: Buffer): string | undefined {
   return i >= 0 && m ? m[1] : undefined;
 }
 
+/** Logs in with node-postgres, writes raw bytes on its socket, returns what arrives until the pooler closes it. */
+async function afterLogin(bytes: Buffer): Promise<Buffer> {
+  const c = client();
+  await c.connect();
+  const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
+  const got: Buffer[] = [];
+  sock.on('data', (d: Buffer) => got.push(d));
+  c.on('error', () => undefined);
+  const closed = new Promise<void>((r) => sock.once('close', () => r()));
+  sock.write(bytes);
+  await closed;
+  return Buffer.concat(got);
+}
+
 async function stillServes(): Promise<void> {
   const c = client();
   await c.connect();
@@ -67,33 +81,15 @@ describe('malformed input', () => {
   });
 
   it('a message with length < 4 after login gets 08P01 and a closed connection', async () => {
-    const c = client();
-    await c.connect();
-    const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
-    const got: Buffer[] = [];
-    sock.on('data', (d: Buffer) => got.push(d));
-    c.on('error', () => undefined);
-    const closed = new Promise<void>((r) => sock.once('close', () => r()));
-    sock.write(Buffer.from([0x51, 0, 0, 0, 2]));
-    await closed;
-    expect(sqlstateOf(Buffer.concat(got))).toBe('08P01');
+    expect(sqlstateOf(await afterLogin(Buffer.from([0x51, 0, 0, 0, 2])))).toBe('08P01');
     await stillServes();
   });
 
   it('a message past max_message_size gets 08P01', async () => {
-    const c = client();
-    await c.connect();
-    const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
-    const got: Buffer[] = [];
-    sock.on('data', (d: Buffer) => got.push(d));
-    c.on('error', () => undefined);
-    const closed = new Promise<void>((r) => sock.once('close', () => r()));
     const big = Buffer.alloc(5);
     big[0] = 0x51;
     big.writeInt32BE(2 * 1024 * 1024, 1);
-    sock.write(big);
-    await closed;
-    expect(sqlstateOf(Buffer.concat(got))).toBe('08P01');
+    expect(sqlstateOf(await afterLogin(big))).toBe('08P01');
     await stillServes();
   });
 
