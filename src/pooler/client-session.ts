@@ -11,6 +11,7 @@ import {
 import type { Pooler } from './pooler.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
+import { TransactionTracker } from './transaction-tracker.js';
 import { ClientAuth } from './auth/client-auth.js';
 
 let nextClientId = 1;
@@ -18,6 +19,21 @@ const MAX_STARTUP_PACKET = 10_000;
 const MAX_AUTH_MESSAGE = 64 * 1024;
 const RELAY_WHOLE = typeSet(FrontendMessage.Terminate);
 const MAX_QUEUED_BYTES = 1024 * 1024;
+
+const loginPrefixes = new WeakMap<ReadonlyMap<string, string>, Buffer>();
+
+/** AuthenticationOk and the pool's ParameterStatus messages (but application_name, which is the
+ * client's own), built once per parameter set: every login sends the same bytes. */
+function loginPrefix(params: ReadonlyMap<string, string>): Buffer {
+  let b = loginPrefixes.get(params);
+  if (!b) {
+    const parts = [writeAuthenticationOk()];
+    for (const [k, v] of params) if (k !== 'application_name') parts.push(writeParameterStatus(k, v));
+    b = Buffer.concat(parts);
+    loginPrefixes.set(params, b);
+  }
+  return b;
+}
 
 export type ClientState = 'startup' | 'auth' | 'idle' | 'waiting' | 'active' | 'closed';
 
@@ -35,22 +51,16 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   server: ServerConnection | null = null;
   waitingSince = 0;
   transactionCount = 0;
-  queryCount = 0;
   errorCount = 0;
   cancelRequested = 0;
-  /** Sync points (Query, Sync, FunctionCall) sent whose ReadyForQuery has not come back. */
-  private syncs = 0;
-  /** Extended-protocol messages sent after the last Sync. */
-  private unsynced = false;
-  private copyIn = false;
+  /** Sync points, unsynced messages, COPY IN and Terminate seen in the client's stream. */
+  readonly tx = new TransactionTracker();
   private queue: Buffer[] = [];
   private queuedBytes = 0;
-  private terminateAt = -1;
   private startupBuf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
   private auth: ClientAuth | null = null;
   private xactStart = 0;
-  private syncStart = 0;
   private clientPaused = false;
   private serverPaused = false;
   private closeReason = '';
@@ -168,7 +178,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.state = 'idle';
     this.auth = null;
     if (clientKey && scramSecret && this.pool) this.pool.scramCredential = { clientKey, secret: scramSecret };
-    let params: Map<string, string>;
+    let params: ReadonlyMap<string, string>;
     if (this.isAdmin) params = this.core.adminParams();
     else {
       try {
@@ -179,15 +189,14 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       }
     }
     if (this.socket.destroyed) return;
-    const out: Buffer[] = [writeAuthenticationOk()];
-    for (const [k, v] of params) out.push(writeParameterStatus(k, k === 'application_name' ? this.applicationName : v));
-    if (!params.has('application_name')) out.push(writeParameterStatus('application_name', this.applicationName));
-    out.push(writeBackendKeyData(this.cancelPid, this.cancelSecret), writeReadyForQuery(TxStatus.Idle));
-    this.socket.write(Buffer.concat(out));
+    this.socket.write(Buffer.concat([
+      loginPrefix(params), writeParameterStatus('application_name', this.applicationName),
+      writeBackendKeyData(this.cancelPid, this.cancelSecret), writeReadyForQuery(TxStatus.Idle),
+    ]));
     this.core.registerClient(this);
     this.frames = this.isAdmin
       ? new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete))
-      : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.onClientMessage);
+      : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.tx.onMessage);
     this.handler = this.onRelayData;
     if (this.startupBuf.length) this.onRelayData(this.startupBuf);
   }
@@ -199,59 +208,20 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       if (!this.frames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength}`);
       return false;
     }
-    this.terminateAt = -1;
+    const tx = this.tx;
+    tx.terminateAt = -1;
     if (!this.frames!.feed(chunk)) {
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} (max_message_size ${this.core.config.general.max_message_size})`);
       return false;
     }
-    if (this.terminateAt >= 0) {
-      const kept = this.terminateAt > 0 && this.forward(chunk.subarray(0, this.terminateAt));
+    if (tx.terminateAt >= 0) {
+      const kept = tx.terminateAt > 0 && this.forward(chunk.subarray(0, tx.terminateAt));
       this.closeReason = 'client terminated';
       this.socket.end();
       return kept;
     }
     return this.forward(chunk);
   };
-
-  private readonly onClientMessage = (type: number, _buf: Buffer, start: number): void => {
-    switch (type) {
-      case FrontendMessage.Query:
-        this.queryCount++;
-        this.syncPoint();
-        break;
-      case FrontendMessage.Sync:
-        if (!this.copyIn) this.syncPoint();
-        this.unsynced = false;
-        break;
-      case FrontendMessage.FunctionCall:
-        this.syncPoint();
-        break;
-      case FrontendMessage.Execute:
-        this.queryCount++;
-        this.unsynced = true;
-        break;
-      case FrontendMessage.Parse:
-      case FrontendMessage.Bind:
-      case FrontendMessage.Describe:
-      case FrontendMessage.Close:
-      case FrontendMessage.Flush:
-        this.unsynced = true;
-        break;
-      case FrontendMessage.CopyDone:
-      case FrontendMessage.CopyFail:
-        this.copyIn = false;
-        break;
-      case FrontendMessage.Terminate:
-        if (this.terminateAt < 0) this.terminateAt = start;
-        break;
-      default:
-        break;
-    }
-  };
-
-  private syncPoint(): void {
-    if (this.syncs++ === 0) this.syncStart = performance.now();
-  }
 
   /** Sends client bytes to the server, or queues them while a server is awaited; true when `data` is kept. */
   private forward(data: Buffer): boolean {
@@ -338,14 +308,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   onReadyForQuery(status: number): void {
     const now = performance.now();
     const stats = this.pool!.stats;
-    if (this.syncs > 0) this.syncs--;
-    stats.observeQuery((now - this.syncStart) * 1000);
-    this.syncStart = now;
-    if (status !== TxStatus.Idle || this.syncs > 0 || this.unsynced) return;
+    stats.observeQuery(this.tx.readyForQuery(now) * 1000);
+    if (!this.tx.between(status)) return;
     stats.observeTransaction((now - this.xactStart) * 1000);
-    const queries = this.queryCount - this.countedQueries;
+    const queries = this.tx.queryCount - this.countedQueries;
     stats.totals.queryCount += queries;
-    this.countedQueries = this.queryCount;
+    this.countedQueries = this.tx.queryCount;
     this.transactionCount++;
     const s = this.server!;
     s.transactionCount++;
@@ -356,8 +324,13 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   private countedQueries = 0;
 
+  /** Queries (Query and Execute messages) this client has sent, for SHOW CLIENTS. */
+  get queryCount(): number {
+    return this.tx.queryCount;
+  }
+
   onCopyInResponse(): void {
-    this.copyIn = true;
+    this.tx.copyIn = true;
   }
 
   onServerError(): void {
@@ -405,7 +378,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     if (s) {
       this.server = null;
       if (this.serverPaused) s.socket.resume();
-      const clean = this.syncs === 0 && !this.unsynced && s.txStatus === TxStatus.Idle && s.atBoundary;
+      const clean = this.tx.between(s.txStatus) && s.atBoundary;
       if (clean && this.pool!.settings.mode === 'session') this.core.resetAndRelease(this.pool!, s);
       else this.pool!.release(s, clean);
     }
@@ -419,7 +392,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   /** True when the client holds no server mid-transaction (graceful shutdown waits for this). */
   get quiescent(): boolean {
-    return this.server === null || (this.syncs === 0 && this.server.txStatus === TxStatus.Idle);
+    return this.server === null || (this.tx.syncs === 0 && this.server.txStatus === TxStatus.Idle);
   }
 }
 

@@ -15,6 +15,11 @@ import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
+/** ParameterStatus values the admin console reports at login. */
+const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
+  ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
+  ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
+]);
 /** Read buffer per client socket: clients send small messages, and there can be many of them. */
 const CLIENT_READ_BUFFER = 16 * 1024;
 
@@ -176,11 +181,8 @@ export class Pooler implements PoolerControl {
     return { admin: false, pool, secret: uc.password };
   }
 
-  adminParams(): Map<string, string> {
-    return new Map([
-      ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
-      ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
-    ]);
+  adminParams(): ReadonlyMap<string, string> {
+    return ADMIN_PARAMS;
   }
 
   clientCount(): number {

@@ -1,0 +1,72 @@
+// What the pooler learns from a client's messages: sync points still waiting for ReadyForQuery, extended
+// messages not yet followed by Sync, COPY IN, Terminate; it decides when a server is between transactions.
+import { FrontendMessage, TxStatus } from '../protocol/codes.js';
+
+export class TransactionTracker {
+  /** Sync points (Query, Sync, FunctionCall) sent whose ReadyForQuery has not come back. */
+  syncs = 0;
+  /** Extended-protocol messages sent after the last Sync. */
+  unsynced = false;
+  /** The server answered CopyInResponse and the client has not ended the copy: its Syncs are ignored. */
+  copyIn = false;
+  /** Offset of a Terminate in the chunk being scanned, or -1. */
+  terminateAt = -1;
+  /** Queries (Query and Execute messages) the client has sent. */
+  queryCount = 0;
+  /** When the oldest unanswered sync point was sent (performance.now()). */
+  private syncStart = 0;
+
+  /** FrameStream handler for the client's messages (only Terminate arrives whole). */
+  readonly onMessage = (type: number, _buf: Buffer, start: number): void => {
+    switch (type) {
+      case FrontendMessage.Query:
+        this.queryCount++;
+        this.syncPoint();
+        break;
+      case FrontendMessage.Sync:
+        if (!this.copyIn) this.syncPoint();
+        this.unsynced = false;
+        break;
+      case FrontendMessage.FunctionCall:
+        this.syncPoint();
+        break;
+      case FrontendMessage.Execute:
+        this.queryCount++;
+        this.unsynced = true;
+        break;
+      case FrontendMessage.Parse:
+      case FrontendMessage.Bind:
+      case FrontendMessage.Describe:
+      case FrontendMessage.Close:
+      case FrontendMessage.Flush:
+        this.unsynced = true;
+        break;
+      case FrontendMessage.CopyDone:
+      case FrontendMessage.CopyFail:
+        this.copyIn = false;
+        break;
+      case FrontendMessage.Terminate:
+        if (this.terminateAt < 0) this.terminateAt = start;
+        break;
+      default:
+        break;
+    }
+  };
+
+  private syncPoint(): void {
+    if (this.syncs++ === 0) this.syncStart = performance.now();
+  }
+
+  /** A ReadyForQuery arrived at `now`: returns the milliseconds since the sync point it answers. */
+  readyForQuery(now: number): number {
+    if (this.syncs > 0) this.syncs--;
+    const ms = now - this.syncStart;
+    this.syncStart = now;
+    return ms;
+  }
+
+  /** True when a server with this transaction status has nothing of this client's in flight. */
+  between(status: number): boolean {
+    return status === TxStatus.Idle && this.syncs === 0 && !this.unsynced;
+  }
+}
