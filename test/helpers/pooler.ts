@@ -16,18 +16,9 @@ export interface PoolerTomlOptions {
   extra?: string;
 }
 
-/** A config with pools app (md5user, scramuser, trustuser) in transaction mode and appsession in session mode. */
-export function poolerToml(pg: TestPostgres, opts: PoolerTomlOptions = {}): string {
+/** Pool app (transaction mode) on the test PostgreSQL with users md5user and scramuser, pool_size 2 each. */
+export function appPoolToml(pg: TestPostgres): string {
   return `
-[general]
-host = "127.0.0.1"
-port = 0
-admin_username = "admin"
-admin_password = "${ADMIN_PASSWORD}"
-log_level = "warn"
-${opts.general ?? ''}
-
-${opts.pools ?? `
 [pools.app]
 server_host = "${pg.host}"
 server_port = ${pg.port}
@@ -41,7 +32,21 @@ pool_size = 2
 username = "scramuser"
 password = "scrampass"
 pool_size = 2
+`;
+}
 
+/** A config with pool app (md5user, scramuser) in transaction mode and appsession (md5user) in session mode. */
+export function poolerToml(pg: TestPostgres, opts: PoolerTomlOptions = {}): string {
+  return `
+[general]
+host = "127.0.0.1"
+port = 0
+admin_username = "admin"
+admin_password = "${ADMIN_PASSWORD}"
+log_level = "warn"
+${opts.general ?? ''}
+
+${opts.pools ?? `${appPoolToml(pg)}
 [pools.appsession]
 server_host = "${pg.host}"
 server_port = ${pg.port}

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildWebApp } from '../../src/web/app.js';
 import { startWebListener, type WebListener } from '../../src/web/server.js';
-import { startTestPooler, type TestPooler } from './pooler.js';
+import { appPoolToml, startTestPooler, type TestPooler } from './pooler.js';
 import type { TestPostgres } from './postgres.js';
 
 export const WEB_ADMIN = { user: 'admin', password: 'web-admin-pw' };
@@ -31,21 +31,7 @@ host = "127.0.0.1"
 port = 0
 ui = true
 ${o.web ?? ''}
-
-[pools.app]
-server_host = "${pg.host}"
-server_port = ${pg.port}
-
-[[pools.app.users]]
-username = "md5user"
-password = "md5pass"
-pool_size = 2
-
-[[pools.app.users]]
-username = "scramuser"
-password = "scrampass"
-pool_size = 2
-`;
+${appPoolToml(pg)}`;
 }
 
 export const basicHeader = (user = WEB_ADMIN.user, password = WEB_ADMIN.password) =>
