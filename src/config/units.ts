@@ -30,10 +30,3 @@ export function parseSize(v: unknown): number | null {
   const unit = SIZE_UNITS[(m[2] ?? 'b').toLowerCase()];
   return unit === undefined ? null : Math.floor(Number(m[1]) * unit);
 }
-
-export function formatDuration(ms: number): string {
-  if (ms % 3_600_000 === 0 && ms > 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0 && ms > 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
-}

@@ -3,7 +3,7 @@ import net from 'node:net';
 import { randomBytesPooled } from '../shared/random-pool.js';
 import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, typeSet, type MessageHandler } from '../protocol/frame-stream.js';
-import { parseStartupPacket, ProtocolError, type StartupPacket } from '../protocol/reader.js';
+import { parseStartupPacket, type StartupPacket } from '../protocol/reader.js';
 import {
   writeAuthenticationOk, writeBackendKeyData, writeErrorResponse, writeNegotiateProtocolVersion,
   writeParameterStatus, writeReadyForQuery,
@@ -396,4 +396,3 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   }
 }
 
-export { ProtocolError };

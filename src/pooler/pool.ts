@@ -47,7 +47,6 @@ export class Pool {
   scramCredential: ScramCredential | null = null;
   private pauseWaiters: (() => void)[] = [];
   private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
-  lastConnectError: string | null = null;
 
   constructor(public settings: PoolSettings, private readonly log: Logger) {}
 
@@ -72,10 +71,6 @@ export class Pool {
   /** Age in ms of the longest-waiting client. */
   maxWaitMs(now = Date.now()): number {
     return this.waiting > 0 ? now - this.waiters[this.waitHead]!.waitingSince : 0;
-  }
-
-  oldestWaiter(): PoolWaiter | undefined {
-    return this.waiters[this.waitHead];
   }
 
   private credential(): ServerCredential {
@@ -156,7 +151,6 @@ export class Pool {
     ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay).then(
       (s) => {
         this.connecting--;
-        this.lastConnectError = null;
         const lifetime = this.settings.lifetimeMs;
         if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
         s.onClosed = (dead) => {
@@ -173,7 +167,6 @@ export class Pool {
       },
       (err: ServerLoginError) => {
         this.connecting--;
-        this.lastConnectError = err.message;
         this.log.warn({ pool: this.name, err: err.message, sqlstate: err.sqlstate }, 'server login failed');
         for (const p of this.paramWaiters.splice(0)) p.reject(err);
         // Waiters that no live or pending server could serve get the error now.

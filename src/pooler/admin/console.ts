@@ -2,6 +2,7 @@
 import { LOG_LEVELS } from '../../config/pooler.js';
 import { ConfigError } from '../../config/pooler.js';
 import { FrontendMessage, SqlState, TxStatus } from '../../protocol/codes.js';
+import { parseQuery } from '../../protocol/reader.js';
 import {
   writeCommandComplete, writeDataRow, writeEmptyQueryResponse, writeErrorResponse, writeNoticeResponse,
   writeReadyForQuery, writeRowDescription,
@@ -129,8 +130,12 @@ export function attachAdminConsole(p: Pooler, c: ClientSession): void {
       }
       return;
     }
-    const nul = buf.indexOf(0, start + 5);
-    const sql = buf.toString('utf8', start + 5, nul < 0 || nul > start + len ? start + len : nul);
+    let sql: string;
+    try {
+      sql = parseQuery(buf.subarray(start + 5, start + 1 + len));
+    } catch (err) {
+      return c.fatal(SqlState.ProtocolViolation, `malformed Query message: ${(err as Error).message}`);
+    }
     chain = chain.then(async () => {
       const parts = statements(sql);
       const out: Buffer[] = [];

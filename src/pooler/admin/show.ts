@@ -6,11 +6,6 @@ import { version } from '../../cli.js';
 import type { Cell, ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
 
-export const SHOW_NAMES = [
-  'POOLS', 'POOLS_EXTENDED', 'STATS', 'CLIENTS', 'SERVERS', 'DATABASES', 'USERS', 'CONFIG', 'VERSION', 'LOG_LEVEL',
-  'LISTS', 'CONNECTIONS', 'SOCKETS', 'PREPARED_STATEMENTS', 'HELP',
-] as const;
-
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
 
 function pools(p: Pooler): ShowTable {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { ADMIN_PASSWORD, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
@@ -50,8 +50,7 @@ function sqlstateOf(reply: Buffer): string | undefined {
 }
 
 /** Logs in with node-postgres, writes raw bytes on its socket, returns what arrives until the pooler closes it. */
-async function afterLogin(bytes: Buffer): Promise<Buffer> {
-  const c = client();
+async function afterLogin(bytes: Buffer, c: pg.Client = client()): Promise<Buffer> {
   await c.connect();
   const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
   const got: Buffer[] = [];
@@ -90,6 +89,15 @@ describe('malformed input', () => {
     big[0] = 0x51;
     big.writeInt32BE(2 * 1024 * 1024, 1);
     expect(sqlstateOf(await afterLogin(big))).toBe('08P01');
+    await stillServes();
+  });
+
+  it('an admin console Query without its terminating NUL gets 08P01', async () => {
+    const admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    admin.on('error', () => undefined);
+    const q = Buffer.from('QxxxxSHOW POOLS');
+    q.writeInt32BE(q.length - 1, 1);
+    expect(sqlstateOf(await afterLogin(q, admin))).toBe('08P01');
     await stillServes();
   });
 

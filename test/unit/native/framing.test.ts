@@ -1,14 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { wireMessage } from '../../helpers/wire.js';
 import { scanFramesTs, SCAN_BAD_LENGTH } from '../../../src/native/framing.js';
 import { addon } from '../../../src/native/index.js';
 
-function msg(type: string, body: Buffer | string): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  const h = Buffer.alloc(5);
-  h[0] = type.charCodeAt(0);
-  h.writeInt32BE(b.length + 4, 1);
-  return Buffer.concat([h, b]);
-}
+const msg = wireMessage;
 
 type Result = { count: number; next: number; status: number; triples: number[] };
 

@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { wireMessage } from '../../helpers/wire.js';
 import { FrameStream, typeSet } from '../../../src/protocol/frame-stream.js';
 
-function msg(type: string, body: Buffer | string): Buffer {
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  const h = Buffer.alloc(5);
-  h[0] = type.charCodeAt(0);
-  h.writeInt32BE(b.length + 4, 1);
-  return Buffer.concat([h, b]);
-}
+const msg = wireMessage;
 
 const Z = 'Z'.charCodeAt(0);
 const stream = Buffer.concat([
