@@ -124,6 +124,55 @@ export class IdMaker {
     }
     return this.lastPrefix + this.counter.toString(16).padStart(10, '0');
   }
+
+  /** The counter whose hex digits `digits` holds (-1: none yet). */
+  private digitsOf = -1;
+  private readonly digits = new Uint8Array(10);
+  private bytesTime = -1;
+  private readonly prefix = new Uint8Array(14);
+
+  /** As next(), writing the id as 24 ASCII bytes at out[pos] instead of making a string. */
+  nextInto(time: number, out: Uint8Array, pos: number): void {
+    const prev = this.counter;
+    this.counter = (prev + 1) % 2 ** 40;
+    const d = this.digits;
+    if (this.digitsOf === prev) {
+      // Consecutive counters: add one to the hex digits in place ("ff" wraps to "00" as the counter does).
+      for (let i = 9; i >= 0; i--) {
+        const c = d[i]!;
+        if (c === 0x66) { d[i] = 0x30; continue; }
+        d[i] = c === 0x39 ? 0x61 : c + 1;
+        break;
+      }
+    } else hexInto(this.counter, d, 0, 10);
+    this.digitsOf = this.counter;
+    const p = this.prefix;
+    if (time !== this.bytesTime) {
+      this.bytesTime = time;
+      hexInto(time, p, 0, 12);
+      p[12] = this.shardHex.charCodeAt(0);
+      p[13] = this.shardHex.charCodeAt(1);
+    }
+    for (let i = 0; i < 14; i++) out[pos + i] = p[i]!;
+    for (let i = 0; i < 10; i++) out[pos + 14 + i] = d[i]!;
+  }
+}
+
+const HEX = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+
+/** Writes the low `n` hex digits of a non-negative integer below 2^52 at out[pos]. */
+function hexInto(v: number, out: Uint8Array, pos: number, n: number): void {
+  let lo = v % 2 ** 24;
+  let hi = Math.floor(v / 2 ** 24);
+  for (let i = n - 1; i >= 0; i--) {
+    if (i >= n - 6) {
+      out[pos + i] = HEX[lo & 15]!;
+      lo >>>= 4;
+    } else {
+      out[pos + i] = HEX[hi % 16]!;
+      hi = Math.floor(hi / 16);
+    }
+  }
 }
 
 /** The time encoded in an id, or null when it is not one of ours. */

@@ -1,7 +1,7 @@
 // Elasticsearch-compatible routes: the probes shippers call before sending, and the bulk API.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BulkFormatError } from '../ingest/bulk-parser.js';
-import { BulkBodyError, bulkResponseJson, runBulk } from '../ingest/bulk.js';
+import { BulkBodyError, bulkResponse, runBulk } from '../ingest/bulk.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
 
@@ -61,7 +61,7 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
     const failed = out.items.errors.size;
     ctx.metrics.docs.inc(out.items.ops.length - failed);
     if (failed) ctx.metrics.docErrors.inc(failed);
-    sendJson(res, 200, bulkResponseJson(out), { 'x-elastic-product': 'Elasticsearch' });
+    sendJson(res, 200, bulkResponse(out), { 'x-elastic-product': 'Elasticsearch' });
     return 200;
   } catch (err) {
     if (err instanceof BulkFormatError || err instanceof BulkBodyError) {

@@ -16,11 +16,10 @@ export interface ItemError {
   reason: string;
 }
 
-/** One document's place in the response. */
+/** One document's place in the response (its id comes back from the shard with its batch). */
 export interface BulkItems {
   ops: BulkOp[];
   indexes: string[];
-  ids: (string | null)[];
   errors: Map<number, ItemError>;
 }
 
@@ -41,9 +40,17 @@ export interface BulkParserOptions {
 
 const MAX_ACTION_LINE = 64 * 1024;
 const PLAIN_INDEX = Buffer.from('{"index":{}}');
+/** Bytes between two documents of one chunk (their action line) copied along rather than cutting the copy. */
+const MAX_RUN_GAP = 256;
+
+function isPlainIndex(buf: Buffer, start: number, end: number): boolean {
+  if (end - start !== PLAIN_INDEX.length) return false;
+  for (let i = 0; i < PLAIN_INDEX.length; i++) if (buf[start + i] !== PLAIN_INDEX[i]) return false;
+  return true;
+}
 
 export class BulkParser {
-  readonly items: BulkItems = { ops: [], indexes: [], ids: [], errors: new Map() };
+  readonly items: BulkItems = { ops: [], indexes: [], errors: new Map() };
   private parts: Buffer[] = [];
   private partLen = 0;
   private oversize = false;
@@ -53,6 +60,13 @@ export class BulkParser {
   private skipDoc = false;
   private sawAction = false;
   private batch: { buf: Buffer; used: number; offs: number[]; items: number[] } | null = null;
+  /**
+   * Documents of one chunk are copied into the batch together, with the action lines between them, in
+   * one copy: source bytes [runStart, runEnd) of runSrc go to batch bytes from runDst (= batch.used).
+   */
+  private runSrc: Buffer | null = null;
+  private runStart = 0;
+  private runEnd = 0;
 
   constructor(private readonly opts: BulkParserOptions) {}
 
@@ -65,13 +79,13 @@ export class BulkParser {
     for (;;) {
       const nl = chunk.indexOf(10, start);
       if (nl < 0) {
+        this.closeRun();
         this.partial(chunk.subarray(start));
         return;
       }
-      const piece = chunk.subarray(start, nl);
-      if (this.partLen === 0 && !this.oversize) this.line(piece);
+      if (this.partLen === 0 && !this.oversize) this.line(chunk, start, nl);
       else {
-        this.partial(piece);
+        this.partial(chunk.subarray(start, nl));
         const whole = this.oversize ? null : this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.partLen);
         const over = this.oversize;
         const size = this.partLen;
@@ -79,7 +93,7 @@ export class BulkParser {
         this.partLen = 0;
         this.oversize = false;
         if (over) this.oversizeLine(size);
-        else this.line(whole!);
+        else this.line(whole!, 0, whole!.length);
       }
       start = nl + 1;
     }
@@ -88,7 +102,10 @@ export class BulkParser {
   /** Ends the body: the last line may lack its newline; flushes the open batch. */
   end(): void {
     if (this.oversize) this.oversizeLine(this.partLen);
-    else if (this.partLen > 0) this.line(Buffer.concat(this.parts, this.partLen));
+    else if (this.partLen > 0) {
+      const whole = Buffer.concat(this.parts, this.partLen);
+      this.line(whole, 0, whole.length);
+    }
     this.parts = [];
     this.partLen = 0;
     this.oversize = false;
@@ -128,7 +145,6 @@ export class BulkParser {
   private newItem(op: BulkOp, index: string): number {
     this.items.ops.push(op);
     this.items.indexes.push(index);
-    this.items.ids.push(null);
     return this.items.ops.length - 1;
   }
 
@@ -136,35 +152,34 @@ export class BulkParser {
     this.items.errors.set(item, { status, type, reason });
   }
 
-  private line(raw: Buffer): void {
+  private line(raw: Buffer, from: number, to: number): void {
     this.lineNo++;
-    let end = raw.length;
-    while (end > 0 && (raw[end - 1] === 13 || raw[end - 1] === 32 || raw[end - 1] === 9)) end--;
-    let start = 0;
+    let end = to;
+    while (end > from && (raw[end - 1] === 13 || raw[end - 1] === 32 || raw[end - 1] === 9)) end--;
+    let start = from;
     while (start < end && (raw[start] === 32 || raw[start] === 9)) start++;
     if (start === end) return;
-    const text = raw.subarray(start, end);
     if (this.expectDoc) {
       this.expectDoc = false;
       if (this.skipDoc) { this.skipDoc = false; return; }
-      if (text.length > this.opts.maxDocSize) {
-        this.fail(this.items.ops.length - 1, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${text.length} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
+      if (end - start > this.opts.maxDocSize) {
+        this.fail(this.items.ops.length - 1, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${end - start} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
         return;
       }
-      this.addDoc(text, this.items.ops.length - 1);
+      this.addDoc(raw, start, end, this.items.ops.length - 1);
       return;
     }
-    this.action(text);
-  }
-
-  private action(text: Buffer): void {
     // The action most shippers send, recognised without parsing it.
-    if (text.length === PLAIN_INDEX.length && text.equals(PLAIN_INDEX)) {
+    if (isPlainIndex(raw, start, end)) {
       this.sawAction = true;
       this.newItem('index', this.opts.defaultIndex);
       this.expectDoc = true;
       return;
     }
+    this.action(raw.subarray(start, end));
+  }
+
+  private action(text: Buffer): void {
     let parsed: unknown;
     let problem: string | null = null;
     try {
@@ -203,22 +218,45 @@ export class BulkParser {
     this.expectDoc = true;
   }
 
-  private addDoc(text: Buffer, item: number): void {
-    const len = text.length;
-    if (this.batch && this.batch.used + len > this.batch.buf.length) this.flush();
-    if (!this.batch) {
-      // An unpooled buffer of its own, so its ArrayBuffer can be moved to a worker.
-      this.batch = { buf: Buffer.allocUnsafeSlow(Math.max(this.opts.batchBytes, len)), used: 0, offs: [], items: [] };
+  private addDoc(src: Buffer, start: number, end: number, item: number): void {
+    const len = end - start;
+    let b = this.batch;
+    let extend = this.runSrc === src && start >= this.runEnd && start - this.runEnd <= MAX_RUN_GAP;
+    if (b) {
+      const need = extend ? b.used + (end - this.runStart) : b.used + (this.runSrc ? this.runEnd - this.runStart : 0) + len;
+      if (need > b.buf.length) {
+        this.flush();
+        b = null;
+        extend = false;
+      }
     }
-    const b = this.batch;
-    text.copy(b.buf, b.used);
-    b.offs.push(b.used, len);
+    if (!b) {
+      // An unpooled buffer of its own, so its ArrayBuffer can be moved to a worker.
+      b = this.batch = { buf: Buffer.allocUnsafeSlow(Math.max(this.opts.batchBytes, len)), used: 0, offs: [], items: [] };
+    }
+    if (!extend) {
+      this.closeRun();
+      this.runSrc = src;
+      this.runStart = start;
+    }
+    this.runEnd = end;
+    b.offs.push(b.used + (start - this.runStart), len);
     b.items.push(item);
-    b.used += len;
+  }
+
+  /** Copies the open run of documents into the batch. */
+  private closeRun(): void {
+    const src = this.runSrc;
+    if (!src) return;
+    this.runSrc = null;
+    const b = this.batch!;
+    src.copy(b.buf, b.used, this.runStart, this.runEnd);
+    b.used += this.runEnd - this.runStart;
   }
 
   /** Hands the open batch to onBatch. */
   flush(): void {
+    this.closeRun();
     const b = this.batch;
     if (!b || b.items.length === 0) return;
     this.batch = null;

@@ -63,11 +63,13 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   put(FILES.docs, Buffer.concat(parts));
 
   // Dictionary, offsets, postings.
-  const fields = [...frac.index.keys()].sort();
+  const inverted = frac.index.all();
+  const byField = new Map(frac.index.fields().map((f) => [f.name, f.toks]));
+  const fields = [...byField.keys()].sort();
   const dict: [string, string[]][] = [];
   let tokenCount = 0;
   for (const f of fields) {
-    const toks = [...frac.index.get(f)!.keys()].sort();
+    const toks = [...byField.get(f)!.keys()].sort();
     dict.push([f, toks]);
     tokenCount += toks.length;
   }
@@ -77,12 +79,13 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   let k = 0;
   let pOff = 0;
   for (const [f, toks] of dict) {
-    const byToken = frac.index.get(f)!;
+    const tokIds = byField.get(f)!;
     for (const tok of toks) {
-      const old = byToken.get(tok)!.ids;
-      const mapped = new Uint32Array(old.length);
-      if (identity) mapped.set(old);
-      else {
+      const t = tokIds.get(tok)!;
+      const old = inverted.data.subarray(inverted.start[t]!, inverted.start[t + 1]!);
+      let mapped = old;
+      if (!identity) {
+        mapped = new Uint32Array(old.length);
         for (let i = 0; i < old.length; i++) mapped[i] = newOf[old[i]!]!;
         mapped.sort();
       }

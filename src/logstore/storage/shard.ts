@@ -30,8 +30,8 @@ export interface ShardOptions {
 }
 
 export interface IngestResult {
-  /** One 24-character id per document, or 24 spaces where it failed. */
-  ids: string;
+  /** One id per document as 24 ASCII bytes, or 24 spaces where it failed. */
+  ids: Uint8Array;
   errors: [index: number, type: string, reason: string][];
 }
 
@@ -63,8 +63,6 @@ export interface ShardStatus {
   fractions: FractionRow[];
   fields: string[];
 }
-
-const FAILED_ID = ' '.repeat(24);
 
 /** Documents parsed, written and indexed at a time within a batch. */
 const INGEST_CHUNK = 256;
@@ -193,7 +191,7 @@ export class Shard {
     const records: WalRecord[] = [];
     const parsed: Record<string, unknown>[] = [];
     const errors: IngestResult['errors'] = [];
-    let ids = '';
+    const ids = new Uint8Array(24 * n).fill(0x20);
     let stored = 0;
     const flush = () => {
       if (records.length === 0) return;
@@ -215,12 +213,10 @@ export class Shard {
         doc = JSON.parse(data.toString('utf8', start, start + len));
       } catch (err) {
         errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
-        ids += FAILED_ID;
         continue;
       }
       if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
         errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
-        ids += FAILED_ID;
         continue;
       }
       const obj = doc as Record<string, unknown>;
@@ -230,8 +226,7 @@ export class Shard {
         obj.original_timestamp = t.clampedFrom;
         bytes = Buffer.from(JSON.stringify(obj));
       }
-      const id = this.ids.next(t.time);
-      ids += id;
+      this.ids.nextInto(t.time, ids, 24 * i);
       records.push({ time: t.time, counter: this.ids.current, doc: bytes });
       parsed.push(obj);
       if (records.length === INGEST_CHUNK) flush();

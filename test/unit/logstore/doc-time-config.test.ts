@@ -43,6 +43,22 @@ describe('document time', () => {
     expect(idTime(c)).toBe(Date.UTC(2026, 0, 2));
     expect(a.slice(12, 14)).toBe('03');
   });
+
+  it('ids written as bytes equal the id strings, across digit carries, the 2^40 wrap and a counter jump', () => {
+    const strings = new IdMaker(0xab, 2 ** 40 - 300);
+    const bytes = new IdMaker(0xab, 2 ** 40 - 300);
+    const out = new Uint8Array(24);
+    const t0 = Date.UTC(2026, 0, 1);
+    for (let i = 0; i < 5000; i++) {
+      if (i === 2500) {
+        strings.continueAfter('000000000000ab00000fffff');
+        bytes.continueAfter('000000000000ab00000fffff');
+      }
+      const t = t0 + Math.floor(i / 3) * 17;
+      bytes.nextInto(t, out, 0);
+      expect(Buffer.from(out).toString('latin1')).toBe(strings.next(t));
+    }
+  });
 });
 
 describe('log-store config', () => {

@@ -1,0 +1,289 @@
+// In-memory index of the active fraction: token dictionary, a forward stream of token ids per document,
+// posting lists inverted from that stream on demand, and keyword columns for aggregations.
+// Appending a document costs one hash lookup per token and a typed-array write; no per-token array grows
+// on the heap, so a large fraction costs the garbage collector next to nothing.
+import { EXISTS_FIELD, type FieldType, type MappingSpec } from '../mapping.js';
+import { keywordToken, pathTokens, textTokens } from '../tokenize.js';
+import { type Column, MISSING } from './fraction-view.js';
+
+/** A growable Uint32Array. */
+export class U32List {
+  data: Uint32Array;
+  length = 0;
+  constructor(capacity = 16) {
+    this.data = new Uint32Array(capacity);
+  }
+  push(v: number): void {
+    if (this.length === this.data.length) this.grow(this.length + 1);
+    this.data[this.length++] = v;
+  }
+  grow(min: number): void {
+    const next = new Uint32Array(Math.max(min, this.data.length * 2));
+    next.set(this.data.subarray(0, this.length));
+    this.data = next;
+  }
+  view(): Uint32Array {
+    return this.data.subarray(0, this.length);
+  }
+}
+
+interface FieldState {
+  name: string;
+  types: readonly FieldType[];
+  /** Only `keyword`: numbers are looked up by value, without making their token string. */
+  keywordOnly: boolean;
+  /** Token id of (_exists_, name). */
+  existsTok: number;
+  /** Token text -> token id. */
+  toks: Map<string, number>;
+  nums: Map<number, number> | null;
+  /** Keyword column: token text of each ordinal, and the ordinal of each document's first value. */
+  colTokens: string[];
+  colOrds: U32List | null;
+  colView: { docs: number; col: Column } | null;
+}
+
+/** Posting lists of documents [docLo, docHi): token t's ids are data[start[t] .. start[t + 1]). */
+interface Segment {
+  docLo: number;
+  docHi: number;
+  tokens: number;
+  start: Uint32Array;
+  data: Uint32Array;
+}
+
+const AUTO_TYPES: readonly FieldType[] = ['keyword'];
+
+export class ActiveIndex {
+  private readonly fieldStates = new Map<string, FieldState | null>();
+  private readonly fieldList: FieldState[] = [];
+  /** Per token id: its text and its column ordinal (-1 until used as a keyword value). */
+  private readonly tokText: string[] = [];
+  private readonly tokOrd: number[] = [];
+  /** Last document each token was added for: a token counts once per document. */
+  private lastDoc = new Int32Array(1024).fill(-1);
+  /** Token ids of every document, in document order; docEnd[d] is where document d's ids end. */
+  private readonly entries = new U32List(1 << 16);
+  private readonly docEnd = new U32List(1 << 12);
+  private segments: Segment[] = [];
+  private cur = 0;
+  private readonly exists: FieldState;
+
+  constructor(private readonly mapping: MappingSpec) {
+    this.exists = this.newField(EXISTS_FIELD, ['keyword'], false);
+  }
+
+  get docCount(): number {
+    return this.docEnd.length;
+  }
+
+  get tokenCount(): number {
+    return this.tokText.length;
+  }
+
+  private newField(name: string, types: readonly FieldType[], withExists = true): FieldState {
+    const fs: FieldState = {
+      name, types, keywordOnly: types.length === 1 && types[0] === 'keyword', existsTok: -1,
+      toks: new Map(), nums: null, colTokens: [], colOrds: null, colView: null,
+    };
+    fs.nums = fs.keywordOnly ? new Map() : null;
+    this.fieldStates.set(name, fs);
+    this.fieldList.push(fs);
+    if (withExists) fs.existsTok = this.tokenOf(this.exists, name);
+    return fs;
+  }
+
+  private field(name: string): FieldState | null {
+    const fs = this.fieldStates.get(name);
+    if (fs !== undefined) return fs;
+    const types = this.mapping.fields[name] ?? (this.mapping.auto ? AUTO_TYPES : null);
+    if (!types) {
+      this.fieldStates.set(name, null);
+      return null;
+    }
+    return this.newField(name, types);
+  }
+
+  private tokenOf(fs: FieldState, token: string): number {
+    let t = fs.toks.get(token);
+    if (t === undefined) {
+      t = this.tokText.length;
+      fs.toks.set(token, t);
+      this.tokText.push(token);
+      this.tokOrd.push(-1);
+      if (t >= this.lastDoc.length) {
+        const next = new Int32Array(this.lastDoc.length * 2).fill(-1);
+        next.set(this.lastDoc);
+        this.lastDoc = next;
+      }
+    }
+    return t;
+  }
+
+  private add(t: number): void {
+    if (this.lastDoc[t] === this.cur) return;
+    this.lastDoc[t] = this.cur;
+    this.entries.push(t);
+  }
+
+  /** The first keyword value of a field in a document is its column value. */
+  private setColumn(fs: FieldState, t: number): void {
+    let ords = fs.colOrds;
+    if (!ords) ords = fs.colOrds = new U32List(Math.max(16, this.cur + 1));
+    if (ords.length > this.cur) return;
+    while (ords.length < this.cur) ords.push(MISSING);
+    let o = this.tokOrd[t]!;
+    if (o < 0) {
+      o = fs.colTokens.length;
+      this.tokOrd[t] = o;
+      fs.colTokens.push(this.tokText[t]!);
+    }
+    ords.push(o);
+  }
+
+  private visit(value: unknown, name: string): void {
+    if (value === null || value === undefined) return;
+    if (typeof value === 'object') {
+      if (Array.isArray(value)) {
+        for (const v of value) this.visit(v, name);
+        return;
+      }
+      for (const k in value as Record<string, unknown>) this.visit((value as Record<string, unknown>)[k], name ? `${name}.${k}` : k);
+      return;
+    }
+    const fs = this.field(name);
+    if (fs === null) return;
+    const max = this.mapping.maxTokenSize;
+    if (typeof value === 'number' && fs.keywordOnly) {
+      this.add(fs.existsTok);
+      let t = fs.nums!.get(value);
+      if (t === undefined) {
+        t = this.tokenOf(fs, keywordToken(String(value), max));
+        fs.nums!.set(value, t);
+      }
+      this.add(t);
+      this.setColumn(fs, t);
+      return;
+    }
+    let s: string;
+    if (typeof value === 'string') s = value;
+    else if (typeof value === 'number' || typeof value === 'boolean') s = String(value);
+    else return;
+    this.add(fs.existsTok);
+    for (const type of fs.types) {
+      switch (type) {
+        case 'keyword': {
+          const t = this.tokenOf(fs, keywordToken(s, max));
+          this.add(t);
+          this.setColumn(fs, t);
+          break;
+        }
+        case 'text':
+          for (const tok of textTokens(s, max)) this.add(this.tokenOf(fs, tok));
+          break;
+        case 'path':
+          for (const tok of pathTokens(s, max)) this.add(this.tokenOf(fs, tok));
+          break;
+        case 'exists':
+          break;
+      }
+    }
+  }
+
+  /** Indexes the next document: every field of the mapping (or every field, in auto mode), and `_exists_`. */
+  addDoc(doc: Record<string, unknown>): void {
+    this.cur = this.docEnd.length;
+    this.visit(doc, '');
+    this.docEnd.push(this.entries.length);
+  }
+
+  /** Inverts documents [lo, hi) of the forward stream into posting lists. */
+  private invert(lo: number, hi: number): Segment {
+    const tokens = this.tokText.length;
+    const ents = this.entries.data;
+    const ends = this.docEnd.data;
+    const e0 = lo === 0 ? 0 : ends[lo - 1]!;
+    const e1 = hi === 0 ? 0 : ends[hi - 1]!;
+    const start = new Uint32Array(tokens + 1);
+    for (let i = e0; i < e1; i++) start[ents[i]! + 1]++;
+    for (let t = 0; t < tokens; t++) start[t + 1] += start[t]!;
+    const pos = start.slice(0, tokens);
+    const data = new Uint32Array(e1 - e0);
+    let i = e0;
+    for (let d = lo; d < hi; d++) {
+      const end = ends[d]!;
+      for (; i < end; i++) data[pos[ents[i]!]!++] = d;
+    }
+    return { docLo: lo, docHi: hi, tokens, start, data };
+  }
+
+  /** Brings the posting lists up to the last document: inverts the new tail, or everything when the tail is large. */
+  private refresh(): Segment[] {
+    const n = this.docEnd.length;
+    const done = this.segments.length ? this.segments[this.segments.length - 1]!.docHi : 0;
+    if (done === n) return this.segments;
+    if (this.segments.length > 0 && this.segments.length < 8 && (n - done) * 4 < done) this.segments.push(this.invert(done, n));
+    else this.segments = [this.invert(0, n)];
+    return this.segments;
+  }
+
+  /** Posting lists of every token, for sealing: token t's ids are data[start[t] .. start[t + 1]). */
+  all(): { start: Uint32Array; data: Uint32Array } {
+    const segs = this.refresh();
+    if (segs.length !== 1) this.segments = [this.invert(0, this.docEnd.length)];
+    return this.segments[0] ?? { start: new Uint32Array(this.tokText.length + 1), data: new Uint32Array(0) };
+  }
+
+  private listOf(t: number): Uint32Array {
+    const segs = this.refresh();
+    if (segs.length === 1) {
+      const s = segs[0]!;
+      return t < s.tokens ? s.data.slice(s.start[t]!, s.start[t + 1]!) : new Uint32Array(0);
+    }
+    let len = 0;
+    for (const s of segs) if (t < s.tokens) len += s.start[t + 1]! - s.start[t]!;
+    const out = new Uint32Array(len);
+    let p = 0;
+    for (const s of segs) {
+      if (t >= s.tokens) continue;
+      out.set(s.data.subarray(s.start[t]!, s.start[t + 1]!), p);
+      p += s.start[t + 1]! - s.start[t]!;
+    }
+    return out;
+  }
+
+  postings(field: string, token: string): Uint32Array {
+    const t = this.fieldStates.get(field)?.toks.get(token);
+    return t === undefined ? new Uint32Array(0) : this.listOf(t);
+  }
+
+  postingsWhere(field: string, accept: (token: string) => boolean): Uint32Array[] {
+    const out: Uint32Array[] = [];
+    const fs = this.fieldStates.get(field);
+    if (!fs) return out;
+    for (const [tok, t] of fs.toks) if (accept(tok)) out.push(this.listOf(t));
+    return out;
+  }
+
+  /** Indexed field names (with `_exists_`), and each one's tokens with their ids. */
+  fields(): { name: string; toks: ReadonlyMap<string, number> }[] {
+    return this.fieldList.filter((f) => f.toks.size > 0);
+  }
+
+  column(field: string): Column | null {
+    const fs = this.fieldStates.get(field);
+    const ords = fs?.colOrds;
+    if (!fs || !ords) return null;
+    const n = this.docEnd.length;
+    if (fs.colView && fs.colView.docs === n) return fs.colView.col;
+    while (ords.length < n) ords.push(MISSING);
+    const col: Column = { tokens: fs.colTokens.slice(), ords: ords.data.subarray(0, n) };
+    fs.colView = { docs: n, col };
+    return col;
+  }
+
+  /** Names of the fields documents had (the tokens of `_exists_`). */
+  seenFields(): string[] {
+    return [...this.exists.toks.keys()];
+  }
+}
