@@ -3,6 +3,7 @@
 
 #include "framing.h"
 #include "postings.h"
+#include "relay.h"
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   napi_value scan;
@@ -15,6 +16,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("unionManyPostings", Napi::Function::New(env, tidepool::UnionManyPostings, "unionManyPostings"));
   exports.Set("countInRange", Napi::Function::New(env, tidepool::CountInRange, "countInRange"));
   exports.Set("rangeOfIds", Napi::Function::New(env, tidepool::RangeOfIds, "rangeOfIds"));
+  tidepool::InitRelay(env, exports);
   return exports;
 }
 

@@ -13,6 +13,7 @@ import type { Pool, PoolWaiter } from './pool.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
 import { TransactionTracker } from './transaction-tracker.js';
 import { ClientAuth } from './auth/client-auth.js';
+import { NativeRelay, type RelayClientOwner } from './native-relay.js';
 
 let nextClientId = 1;
 const MAX_STARTUP_PACKET = 10_000;
@@ -37,7 +38,7 @@ function loginPrefix(params: ReadonlyMap<string, string>): Buffer {
 
 export type ClientState = 'startup' | 'auth' | 'idle' | 'waiting' | 'active' | 'closed';
 
-export class ClientSession implements ServerOwner, PoolWaiter {
+export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner {
   readonly id = nextClientId++;
   readonly connectedAt = Date.now();
   readonly cancelPid: number;
@@ -50,9 +51,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   pool: Pool | null = null;
   server: ServerConnection | null = null;
   waitingSince = 0;
-  transactionCount = 0;
-  errorCount = 0;
   cancelRequested = 0;
+  /** Counted by the JavaScript relay; the native relay keeps its own (see the getters). */
+  private jsTransactions = 0;
+  private jsErrors = 0;
+  /** Id in the native relay once it carries this client's bytes, else 0. */
+  nativeId = 0;
+  private relay: NativeRelay | null = null;
+  /** Peer address, kept: the socket object is dropped when the native relay takes the descriptor. */
+  readonly addr: string;
   /** Sync points, unsynced messages, COPY IN and Terminate seen in the client's stream. */
   readonly tx = new TransactionTracker();
   private queue: Buffer[] = [];
@@ -69,14 +76,11 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   constructor(readonly socket: net.Socket, private readonly core: Pooler) {
     this.cancelPid = this.id;
+    this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.handler = this.onStartupChunk;
     socket.on('error', (err) => { this.closeReason ||= err.message; });
     socket.on('close', () => this.onClientClosed());
     socket.on('drain', this.onClientDrain);
-  }
-
-  get addr(): string {
-    return `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? 0}`;
   }
 
   // ---- startup and authentication ----
@@ -194,11 +198,64 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       writeBackendKeyData(this.cancelPid, this.cancelSecret), writeReadyForQuery(TxStatus.Idle),
     ]));
     this.core.registerClient(this);
+    if (!this.isAdmin && this.adoptNative()) return;
     this.frames = this.isAdmin
       ? new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete))
       : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.tx.onMessage);
     this.handler = this.onRelayData;
     if (this.startupBuf.length) this.onRelayData(this.startupBuf);
+  }
+
+  /** Hands the socket to the native relay (see native-relay.ts); false when it stays on this relay. */
+  private adoptNative(): boolean {
+    const relay = NativeRelay.get();
+    if (!relay) return false;
+    const id = relay.adoptClient(this.socket, this.pool!.stats.block, this.core.config.general.max_message_size, this.startupBuf, this);
+    if (!id) return false;
+    this.relay = relay;
+    this.nativeId = id;
+    this.startupBuf = Buffer.alloc(0);
+    this.handler = () => false;
+    return true;
+  }
+
+  // ---- native relay reports ----
+
+  onNativeNeedServer(): void {
+    if (this.state !== 'idle') return;
+    this.state = 'waiting';
+    this.waitingSince = Date.now();
+    this.pool!.acquire(this);
+  }
+
+  onNativeRelease(): void {
+    const s = this.server;
+    if (!s) return;
+    this.server = null;
+    if (this.state !== 'closed') this.state = 'idle';
+    this.pool!.release(s, true);
+  }
+
+  onNativeClosed(reason: number, clean: boolean): void {
+    this.relay = null;
+    this.closeReason ||= reason === 1 ? 'client terminated' : reason === 2 ? 'socket error' : 'client closed the connection';
+    this.onClientClosed(clean);
+  }
+
+  onNativeBadLength(length: number): void {
+    this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
+  }
+
+  private nativeNumbers() {
+    return this.relay ? this.relay.info(this.nativeId) : null;
+  }
+
+  get transactionCount(): number {
+    return this.jsTransactions + (this.nativeNumbers()?.transactions ?? 0);
+  }
+
+  get errorCount(): number {
+    return this.jsErrors + (this.nativeNumbers()?.errors ?? 0);
   }
 
   // ---- relay ----
@@ -266,6 +323,19 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.server = s;
     s.owner = this;
     this.state = 'active';
+    if (this.relay) {
+      if (this.relay.link(this.nativeId, s.nativeId, this.pool!.settings.mode === 'transaction')) return;
+      // One side is gone and its close report is on the way: a live server goes back, a live client waits again.
+      this.server = null;
+      s.owner = null;
+      const serverAlive = s.nativeId !== 0 && this.relay.info(s.nativeId) !== null;
+      this.pool!.release(s, serverAlive);
+      if (this.relay.info(this.nativeId)) {
+        this.state = 'waiting';
+        this.pool!.acquire(this);
+      }
+      return;
+    }
     this.xactStart = performance.now();
     const q = this.queue;
     this.queue = [];
@@ -314,7 +384,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const queries = this.tx.queryCount - this.countedQueries;
     stats.totals.queryCount += queries;
     this.countedQueries = this.tx.queryCount;
-    this.transactionCount++;
+    this.jsTransactions++;
     const s = this.server!;
     s.transactionCount++;
     s.queryCount += queries;
@@ -326,7 +396,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   /** Queries (Query and Execute messages) this client has sent, for SHOW CLIENTS. */
   get queryCount(): number {
-    return this.tx.queryCount;
+    return this.tx.queryCount + (this.nativeNumbers()?.queries ?? 0);
   }
 
   onCopyInResponse(): void {
@@ -334,7 +404,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   }
 
   onServerError(): void {
-    this.errorCount++;
+    this.jsErrors++;
     this.pool!.stats.totals.errors++;
   }
 
@@ -343,7 +413,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.serverPaused = false;
     if (this.state === 'closed') return;
     if (atBoundary) this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
-    else this.socket.destroy();
+    else if (this.relay) {
+      this.relay.destroy(this.nativeId);
+      this.relay = null;
+      this.closeReason ||= `server connection lost: ${reason}`;
+      this.onClientClosed(true);
+    } else this.socket.destroy();
   }
 
   private releaseServer(reusable: boolean): void {
@@ -362,14 +437,27 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   /** Sends a FATAL error and closes the connection. */
   fatal(sqlstate: string, message: string): void {
-    if (this.state === 'closed' || this.socket.destroyed) return;
+    if (this.state === 'closed') return;
+    if (this.relay) {
+      this.closeReason ||= message;
+      this.core.counters.errors++;
+      const relay = this.relay;
+      this.relay = null;
+      const clean = this.server ? relay.unlink(this.nativeId) === 1 : true;
+      relay.write(this.nativeId, writeErrorResponse({ severity: 'FATAL', code: sqlstate, message }));
+      relay.close(this.nativeId, 5000);
+      this.onClientClosed(clean);
+      return;
+    }
+    if (this.socket.destroyed) return;
     this.closeReason ||= message;
     this.core.counters.errors++;
     this.socket.end(writeErrorResponse({ severity: 'FATAL', code: sqlstate, message }));
     this.onClientClosed();
   }
 
-  private onClientClosed(): void {
+  /** `nativeClean`: the native relay's verdict on the linked server (it tracks the bytes, not `tx`). */
+  private onClientClosed(nativeClean?: boolean): void {
     if (this.state === 'closed') return;
     const wasWaiting = this.state === 'waiting';
     this.state = 'closed';
@@ -378,7 +466,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     if (s) {
       this.server = null;
       if (this.serverPaused) s.socket.resume();
-      const clean = this.tx.between(s.txStatus) && s.atBoundary;
+      const clean = nativeClean ?? (this.tx.between(s.txStatus) && s.atBoundary);
       if (clean && this.pool!.settings.mode === 'session') this.core.resetAndRelease(this.pool!, s);
       else this.pool!.release(s, clean);
     }
@@ -392,7 +480,13 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   /** True when the client holds no server mid-transaction (graceful shutdown waits for this). */
   get quiescent(): boolean {
-    return this.server === null || (this.tx.syncs === 0 && this.server.txStatus === TxStatus.Idle);
+    if (this.server === null) return true;
+    if (this.relay) {
+      const c = this.relay.info(this.nativeId);
+      const s = this.relay.info(this.server.nativeId);
+      return !c || !s || (c.syncs === 0 && s.txStatus === TxStatus.Idle);
+    }
+    return this.tx.syncs === 0 && this.server.txStatus === TxStatus.Idle;
   }
 }
 

@@ -253,7 +253,7 @@ export class Pool {
   closeAll(reason: string): void {
     for (const s of [...this.servers]) {
       s.close(reason);
-      s.socket.destroy();
+      s.destroy();
     }
     this.idle = [];
     this.servers.clear();

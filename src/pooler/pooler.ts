@@ -13,6 +13,7 @@ import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerCo
 import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
+import { NativeRelay } from './native-relay.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
@@ -222,6 +223,16 @@ export class Pooler implements PoolerControl {
   resetAndRelease(pool: Pool, s: ServerConnection): void {
     const query = this.config.general.server_reset_query;
     if (!query) return pool.release(s, true);
+    if (s.nativeId) {
+      s.owner = null;
+      s.onReady = (sawError) => {
+        if (sawError) s.closeOnRelease = true;
+        pool.release(s, true);
+      };
+      if (!NativeRelay.get()!.watchReady(s.nativeId)) return;
+      s.write(writeQuery(query));
+      return;
+    }
     s.owner = {
       onServerData: () => false,
       onCopyInResponse: () => undefined,

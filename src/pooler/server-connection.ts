@@ -9,6 +9,7 @@ import {
 import { isMd5Secret, md5Inner, md5Response } from './auth/md5.js';
 import { ScramClient, type ScramCredential } from './auth/scram.js';
 import { ReadBuffer } from './read-buffer.js';
+import { NativeRelay, type RelayServerOwner } from './native-relay.js';
 
 /** How the pooler proves itself to PostgreSQL for one pool. */
 export interface ServerCredential {
@@ -49,7 +50,7 @@ const SERVER_READ_BUFFER = 64 * 1024;
 
 export type ServerState = 'login' | 'idle' | 'active' | 'used' | 'closed';
 
-export class ServerConnection {
+export class ServerConnection implements RelayServerOwner {
   readonly id = nextServerId++;
   readonly socket: net.Socket;
   readonly createdAt = Date.now();
@@ -65,11 +66,14 @@ export class ServerConnection {
   /** Deadline for replacement: server_lifetime with jitter. */
   expiresAt = Infinity;
   lastUsed = Date.now();
-  transactionCount = 0;
-  queryCount = 0;
-  bytesSent = 0;
-  bytesReceived = 0;
+  /** Counted by the JavaScript relay; the native relay keeps its own (see the getters below). */
+  private js = { transactions: 0, queries: 0, sent: 0, received: 0 };
   applicationName = '';
+  /** Id in the native relay after login, or 0 while the JavaScript relay serves this socket. */
+  nativeId = 0;
+  private relay: NativeRelay | null = null;
+  /** Told of the next ReadyForQuery while unlinked (native relay: after the reset query). */
+  onReady: ((sawError: boolean) => void) | null = null;
   private frames: FrameStream;
   private closeReason = '';
 
@@ -188,13 +192,23 @@ export class ServerConnection {
 
   private startRelay(): void {
     this.state = 'idle';
+    const relay = NativeRelay.get();
+    if (relay) {
+      const id = relay.adoptServer(this.socket, this);
+      if (id) {
+        this.relay = relay;
+        this.nativeId = id;
+        this.dataHandler = () => false;
+        return;
+      }
+    }
     this.dataHandler = this.onData;
     this.socket.on('error', (err) => { this.closeReason ||= err.message; });
     this.socket.on('close', () => this.onClose());
   }
 
   private readonly onData = (chunk: Buffer): boolean => {
-    this.bytesReceived += chunk.length;
+    this.js.received += chunk.length;
     const owner = this.owner;
     const retained = owner !== null && owner.onServerData(chunk);
     if (!this.frames.feed(chunk)) {
@@ -233,8 +247,59 @@ export class ServerConnection {
   onClosed: ((server: ServerConnection) => void) | null = null;
 
   write(data: Buffer): boolean {
-    this.bytesSent += data.length;
+    this.js.sent += data.length;
+    if (this.relay) return this.relay.write(this.nativeId, data);
     return this.socket.write(data);
+  }
+
+  private nativeNumbers() {
+    return this.relay ? this.relay.info(this.nativeId) : null;
+  }
+
+  get transactionCount(): number {
+    return this.js.transactions + (this.nativeNumbers()?.transactions ?? 0);
+  }
+  set transactionCount(v: number) {
+    this.js.transactions = v - (this.nativeNumbers()?.transactions ?? 0);
+  }
+  get queryCount(): number {
+    return this.js.queries + (this.nativeNumbers()?.queries ?? 0);
+  }
+  set queryCount(v: number) {
+    this.js.queries = v - (this.nativeNumbers()?.queries ?? 0);
+  }
+  get bytesSent(): number {
+    return this.js.sent + (this.nativeNumbers()?.bytesSent ?? 0);
+  }
+  get bytesReceived(): number {
+    return this.js.received + (this.nativeNumbers()?.bytesReceived ?? 0);
+  }
+
+  /** Native relay: the socket closed under us (EOF, error, a malformed message). */
+  onNativeClosed(atBoundary: boolean, reason: number): void {
+    if (this.state === 'closed') return;
+    this.closeReason ||= reason === 2 ? 'PostgreSQL sent a malformed message' : reason === 1 ? 'socket error' : '';
+    this.relay = null;
+    const wasOwner = this.owner;
+    this.state = 'closed';
+    this.owner = null;
+    this.onClosed?.(this);
+    if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary);
+  }
+
+  onNativeReady(sawError: boolean): void {
+    const r = this.onReady;
+    this.onReady = null;
+    r?.(sawError);
+  }
+
+  /** Closes at once, without Terminate (KILL, shutdown). */
+  destroy(): void {
+    this.state = 'closed';
+    if (this.relay) {
+      this.relay.destroy(this.nativeId);
+      this.relay = null;
+    } else this.socket.destroy();
   }
 
   get atBoundary(): boolean {
@@ -246,6 +311,12 @@ export class ServerConnection {
     if (this.state === 'closed') return;
     this.closeReason ||= reason;
     this.state = 'closed';
+    if (this.relay) {
+      this.relay.write(this.nativeId, writeTerminate());
+      this.relay.close(this.nativeId, 1000);
+      this.relay = null;
+      return;
+    }
     if (!this.socket.destroyed) {
       this.socket.end(writeTerminate());
       setTimeout(() => this.socket.destroy(), 1000).unref();

@@ -4,6 +4,7 @@ import postgres from 'postgres';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { nativeLoaded } from '../../../src/native/index.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
@@ -23,6 +24,27 @@ function client(database = 'app', user = 'md5user', password = 'md5pass'): pg.Cl
 }
 
 describe('transaction pooling', () => {
+  it('carries logged-in clients and servers on the native relay unless TIDEPOOL_NATIVE_RELAY=0', async () => {
+    const expectNative = nativeLoaded && process.env.TIDEPOOL_NATIVE_RELAY !== '0';
+    const c = client();
+    await c.connect();
+    try {
+      expect((await c.query('select 1 as one')).rows[0].one).toBe(1);
+      const sessions = [...tp.pooler.clients].filter((s) => !s.isAdmin);
+      expect(sessions.length).toBe(1);
+      expect(sessions[0]!.nativeId !== 0).toBe(expectNative);
+      const servers = [...tp.pooler.pools.values()].flatMap((p) => [...p.servers]);
+      expect(servers.length).toBeGreaterThan(0);
+      for (const s of servers) expect(s.nativeId !== 0).toBe(expectNative);
+      // SHOW CLIENTS counts the client's transaction and query wherever the bytes went.
+      const row = tp.pooler.show('CLIENTS').rows.find((r) => r[0] === sessions[0]!.id)!;
+      expect(row[8]).toBeGreaterThanOrEqual(1);
+      expect(row[9]).toBeGreaterThanOrEqual(1);
+    } finally {
+      await c.end();
+    }
+  });
+
   it('serves 50 concurrent clients with 2 servers, each transaction on one backend', async () => {
     const clients = Array.from({ length: 50 }, () => client());
     await Promise.all(clients.map((c) => c.connect()));
