@@ -1,5 +1,6 @@
 // Piscina entry point of one log-store shard (a single-thread pool, so the shard's memory stays here).
 import { workerData } from 'node:worker_threads';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { LogHub } from '../src/shared/logger.js';
 import type { FieldsPipe } from '../src/logstore/query/ast.js';
 import { Shard, type ShardOptions, type ShardQuery } from '../src/logstore/storage/shard.js';
@@ -17,8 +18,10 @@ export function ingest(task: { buf: Uint8Array; offs: Int32Array }) {
   return shard.ingest(task.buf, task.offs);
 }
 
+/** The hits' bytes are moved to the HTTP thread, not copied. */
 export function query(task: ShardQuery) {
-  return shard.query(task);
+  const result = shard.query(task);
+  return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
 }
 
 export function fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {

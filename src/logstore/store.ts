@@ -9,7 +9,7 @@ import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
 import type { IngestResult, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
-import { type ShardHit, mergeHits } from './search/packed-hits.js';
+import { type HitList, type ShardHit, mergeHitList } from './search/packed-hits.js';
 import type { ShardWorkerData } from '../../workers/logstore-shard.js';
 import { type AggPartial, mergePartials } from './aggregate/aggregate.js';
 
@@ -37,7 +37,7 @@ function existingShards(dataDir: string): number {
 
 export interface StoreQueryResult {
   total: number;
-  hits: ShardHit[];
+  hits: HitList;
   aggs: AggPartial[];
   hist: Map<number, number>;
   fractionsRead: number;
@@ -96,7 +96,7 @@ export class Store {
   async query(q: ShardQuery): Promise<StoreQueryResult> {
     const parts = (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
     const desc = q.order !== 'asc';
-    const hits = mergeHits(parts.map((p) => p.hits), q.limit, desc);
+    const hits = mergeHitList(parts.map((p) => p.hits), q.limit, desc);
     const aggs = (q.aggs ?? []).map((_, i) => parts.map((p) => p.aggs[i]!).reduce((acc, x) => mergePartials(acc, x)));
     const hist = new Map<number, number>();
     for (const p of parts) for (const [ts, c] of p.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);

@@ -22,14 +22,16 @@ async function searchLike(ctx: HttpContext, req: IncomingMessage, res: ServerRes
   const spec = parseSearchSpec(body, ctx.mapping, ctx.config.limits.search_docs);
   const aggs = complex ? parseAggs(body.aggs, ctx.mapping) : [];
   const hist = complex && body.hist !== undefined ? parseInterval((body.hist as Record<string, unknown> | null)?.interval, 'hist.interval') : 0;
-  const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to: spec.to, limit: spec.offset + spec.size, order: spec.order, aggs, histInterval: hist, pipes: spec.pipes });
-  const docs = r.hits.slice(spec.offset, spec.offset + spec.size).map((h) => h.json);
-  let text = `{"total":${r.total},"docs":[${docs.join(',')}]`;
+  const r = await ctx.store.query({
+    plan: spec.plan, from: spec.from, to: spec.to, limit: spec.offset + spec.size, order: spec.order, aggs, histInterval: hist,
+    pipes: spec.pipes, withTotal: spec.withTotal,
+  });
+  let tail = ']';
   if (complex) {
-    text += `,"aggs":${aggsJson(aggs, r)}`;
-    if (hist) text += `,"hist":${histJson(r)}`;
+    tail += `,"aggs":${aggsJson(aggs, r)}`;
+    if (hist) tail += `,"hist":${histJson(r)}`;
   }
-  sendJson(res, 200, `${text}}`);
+  sendJson(res, 200, r.hits.jsonBytes(spec.offset, spec.offset + spec.size, `{"total":${r.total},"docs":[`, `${tail}}`));
   return 200;
 }
 
@@ -84,8 +86,9 @@ export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: Se
   let boundary = new Set<string>();
   while (sent < max) {
     const limit = page + boundary.size;
-    const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes });
-    const fresh = r.hits.filter((h) => !boundary.has(h.id));
+    const r = await ctx.store.query({ plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false });
+    const hits = r.hits.slice(0, r.hits.length);
+    const fresh = hits.filter((h) => !boundary.has(h.id));
     if (fresh.length === 0) break;
     const lines: string[] = [];
     for (const h of fresh) {
@@ -96,7 +99,7 @@ export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: Se
     if (!res.write(lines.join('\n') + '\n')) await new Promise((resolve) => res.once('drain', resolve));
     const last = fresh[fresh.length - 1]!.time;
     const next = new Set<string>(to === last ? boundary : []);
-    for (const h of r.hits) if (h.time === last) next.add(h.id);
+    for (const h of hits) if (h.time === last) next.add(h.id);
     boundary = next;
     to = last;
     if (r.hits.length < limit) break;

@@ -32,15 +32,40 @@ function rangeAccept(p: Extract<Plan, { op: 'range' }>): (tok: string) => boolea
     (p.lo === null || (p.loIncl ? tok >= p.lo : tok > p.lo)) && (p.hi === null || (p.hiIncl ? tok <= p.hi : tok < p.hi));
 }
 
-/** ids ∩ universe; free when the universe is the whole fraction. */
-function within(ids: Uint32Array, universe: Uint32Array, view: FractionView): Uint32Array {
-  return universe.length === view.docCount ? ids : P.intersectPostings(ids, universe);
+/** The ids a query may match: a list, or the id range [lo, hi) of a time-ordered fraction (never built). */
+export type Universe = Uint32Array | { lo: number; hi: number };
+
+export function universeSize(u: Universe): number {
+  return u instanceof Uint32Array ? u.length : Math.max(0, u.hi - u.lo);
+}
+
+function materialize(u: Universe): Uint32Array {
+  return u instanceof Uint32Array ? u : P.rangeOfIds(u.lo, u.hi);
+}
+
+/** First index of sorted `ids` whose value is >= x. */
+function lowerBound(ids: Uint32Array, x: number): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** ids ∩ universe: a slice when the universe is an id range (free for the whole fraction), else an intersection. */
+function within(ids: Uint32Array, universe: Universe, view: FractionView): Uint32Array {
+  if (universe instanceof Uint32Array) return universe.length === view.docCount ? ids : P.intersectPostings(ids, universe);
+  if (universe.lo <= 0 && universe.hi >= view.docCount) return ids;
+  return ids.subarray(lowerBound(ids, universe.lo), lowerBound(ids, universe.hi));
 }
 
 /** Matching local ids of `plan`, ascending; `universe` (the ids in the time range) bounds "all" and "not". */
-export function evaluate(plan: Plan, view: FractionView, universe: Uint32Array): Uint32Array {
+export function evaluate(plan: Plan, view: FractionView, universe: Universe): Uint32Array {
   switch (plan.op) {
-    case 'all': return universe;
+    case 'all': return materialize(universe);
     case 'none': return new Uint32Array(0);
     case 'token': return within(view.postings(plan.field, plan.token), universe, view);
     case 'pattern': {
@@ -59,15 +84,15 @@ export function evaluate(plan: Plan, view: FractionView, universe: Uint32Array):
     case 'and': {
       // Cheap exact terms first shrink the set the others intersect with.
       const items = [...plan.items].sort((a, b) => weight(a) - weight(b));
-      let acc = universe;
+      let acc: Universe = universe;
       for (const it of items) {
-        if (acc.length === 0) break;
-        acc = it.op === 'not' ? P.differencePostings(acc, evaluate(it.inner, view, acc)) : evaluate(it, view, acc);
+        if (universeSize(acc) === 0) break;
+        acc = it.op === 'not' ? P.differencePostings(materialize(acc), evaluate(it.inner, view, acc)) : evaluate(it, view, acc);
       }
-      return acc;
+      return materialize(acc);
     }
     case 'or': return union(plan.items.map((it) => evaluate(it, view, universe)), view.docCount);
-    case 'not': return P.differencePostings(universe, evaluate(plan.inner, view, universe));
+    case 'not': return P.differencePostings(materialize(universe), evaluate(plan.inner, view, universe));
   }
 }
 

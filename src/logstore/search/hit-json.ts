@@ -1,4 +1,4 @@
-// A search hit as the JSON the API returns ({id, data, time}), built in the shard so the HTTP thread only joins.
+// A search hit as the JSON the API returns ({id, data, time}), with `| fields` pipes applied.
 import type { FieldsPipe } from '../query/ast.js';
 
 /** Applies `| fields a, b` and `| fields except a, b` to one document's JSON text. */

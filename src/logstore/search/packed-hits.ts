@@ -1,4 +1,6 @@
-// Search hits packed for the trip from a shard thread to the HTTP thread, and their k-way merge there.
+// Search hits packed for the trip from a shard thread to the HTTP thread (bytes, moved not copied), and
+// their k-way merge there; the response is built from the stored document bytes, never parsed.
+import { isoTime } from './hit-json.js';
 
 export interface ShardHit {
   id: string;
@@ -7,37 +9,173 @@ export interface ShardHit {
   json: string;
 }
 
-/** Hits in one string and three arrays: far cheaper to pass between threads than one object per hit. */
+/** Hits as one UTF-8 byte array and three arrays: far cheaper to pass between threads than one object per hit. */
 export interface PackedHits {
   times: Float64Array;
   /** The ids, 24 characters each, concatenated. */
   ids: string;
-  /** The hits' JSON, concatenated; hit i is json.slice(offs[i], offs[i + 1]). */
-  json: string;
+  /** The hits' JSON, UTF-8, concatenated; hit i is json[offs[i] .. offs[i + 1]). */
+  json: Uint8Array;
   offs: Uint32Array;
 }
 
+const enc = new TextEncoder();
+
 export function packHits(hits: ShardHit[]): PackedHits {
-  const offs = new Uint32Array(hits.length + 1);
-  let p = 0;
-  hits.forEach((h, i) => { offs[i] = p; p += h.json.length; });
-  offs[hits.length] = p;
-  return { times: Float64Array.from(hits, (h) => h.time), ids: hits.map((h) => h.id).join(''), json: hits.map((h) => h.json).join(''), offs };
+  const w = new HitWriter(hits.length);
+  for (const h of hits) w.addJson(h.id, h.time, Buffer.from(h.json));
+  return w.finish();
+}
+
+function text(p: PackedHits, i: number): string {
+  return Buffer.from(p.json.buffer, p.json.byteOffset, p.json.byteLength).toString('utf8', p.offs[i]!, p.offs[i + 1]!);
 }
 
 export function unpackHit(p: PackedHits, i: number): ShardHit {
-  return { id: p.ids.slice(i * 24, i * 24 + 24), time: p.times[i]!, json: p.json.slice(p.offs[i]!, p.offs[i + 1]!) };
+  return { id: p.ids.slice(i * 24, i * 24 + 24), time: p.times[i]!, json: text(p, i) };
 }
 
 export function unpackHits(p: PackedHits): ShardHit[] {
   return Array.from(p.times, (_, i) => unpackHit(p, i));
 }
 
+/** Builds the packed hits of one shard: {"id":"<id>","data":<document bytes>,"time":"<ISO time>"} each. */
+export class HitWriter {
+  private buf: Uint8Array;
+  private used = 0;
+  private readonly times: number[] = [];
+  private ids = '';
+  private readonly offs: number[] = [];
+
+  constructor(expected: number) {
+    this.buf = new Uint8Array(Math.max(256, expected * 256));
+  }
+
+  private reserve(n: number): void {
+    if (this.used + n <= this.buf.length) return;
+    const next = new Uint8Array(Math.max(this.buf.length * 2, this.used + n));
+    next.set(this.buf.subarray(0, this.used));
+    this.buf = next;
+  }
+
+  private ascii(s: string): void {
+    const b = this.buf;
+    let p = this.used;
+    for (let i = 0; i < s.length; i++) b[p++] = s.charCodeAt(i);
+    this.used = p;
+  }
+
+  /** A hit whose document is `data` (stored JSON bytes, written as they are). */
+  add(id: string, time: number, data: Uint8Array): void {
+    const iso = isoTime(time);
+    this.reserve(8 + 24 + 10 + data.length + 9 + iso.length + 2);
+    this.times.push(time);
+    this.ids += id;
+    this.offs.push(this.used);
+    this.ascii('{"id":"');
+    this.ascii(id);
+    this.ascii('","data":');
+    this.buf.set(data, this.used);
+    this.used += data.length;
+    this.ascii(',"time":"');
+    this.ascii(iso);
+    this.ascii('"}');
+  }
+
+  /** As add(), the document being buf[start .. end). */
+  addRef(id: string, time: number, buf: Buffer, start: number, end: number): void {
+    const iso = isoTime(time);
+    this.reserve(8 + 24 + 10 + (end - start) + 9 + iso.length + 2);
+    this.times.push(time);
+    this.ids += id;
+    this.offs.push(this.used);
+    this.ascii('{"id":"');
+    this.ascii(id);
+    this.ascii('","data":');
+    this.used += buf.copy(this.buf, this.used, start, end);
+    this.ascii(',"time":"');
+    this.ascii(iso);
+    this.ascii('"}');
+  }
+
+  /** A hit already rendered as JSON bytes. */
+  addJson(id: string, time: number, json: Uint8Array): void {
+    this.reserve(json.length);
+    this.times.push(time);
+    this.ids += id;
+    this.offs.push(this.used);
+    this.buf.set(json, this.used);
+    this.used += json.length;
+  }
+
+  /** A hit whose document text is rewritten (pipes applied). */
+  addText(id: string, time: number, data: string): void {
+    this.add(id, time, enc.encode(data));
+  }
+
+  finish(): PackedHits {
+    const offs = new Uint32Array(this.offs.length + 1);
+    offs.set(this.offs);
+    offs[this.offs.length] = this.used;
+    // The buffer has an ArrayBuffer of its own: it is moved to the HTTP thread whole, not copied.
+    const json = this.buf.subarray(0, this.used);
+    return { times: Float64Array.from(this.times), ids: this.ids, json, offs };
+  }
+}
+
+/** The hits of a search across shards, in order: references into each shard's packed hits. */
+export class HitList {
+  constructor(readonly parts: PackedHits[], private readonly part: Uint16Array, private readonly index: Uint32Array) {}
+
+  get length(): number {
+    return this.part.length;
+  }
+
+  get(i: number): ShardHit {
+    return unpackHit(this.parts[this.part[i]!]!, this.index[i]!);
+  }
+
+  slice(from: number, to: number): ShardHit[] {
+    const out: ShardHit[] = [];
+    for (let i = Math.max(0, from); i < Math.min(to, this.length); i++) out.push(this.get(i));
+    return out;
+  }
+
+  /** `head`, hits [from, to) comma-separated (copied from the shards' bytes), then `tail`: one buffer. */
+  jsonBytes(from: number, to: number, head = '', tail = ''): Buffer {
+    const lo = Math.max(0, from);
+    const hi = Math.min(to, this.length);
+    const h = Buffer.from(head);
+    const t = Buffer.from(tail);
+    let size = h.length + t.length + Math.max(0, hi - lo - 1);
+    for (let i = lo; i < hi; i++) {
+      const p = this.parts[this.part[i]!]!;
+      const k = this.index[i]!;
+      size += p.offs[k + 1]! - p.offs[k]!;
+    }
+    const out = Buffer.allocUnsafe(size);
+    let pos = h.copy(out, 0);
+    for (let i = lo; i < hi; i++) {
+      if (i > lo) out[pos++] = 0x2c;
+      const p = this.parts[this.part[i]!]!;
+      const k = this.index[i]!;
+      out.set(p.json.subarray(p.offs[k]!, p.offs[k + 1]!), pos);
+      pos += p.offs[k + 1]! - p.offs[k]!;
+    }
+    t.copy(out, pos);
+    return out;
+  }
+}
+
 /** The best `limit` hits of shards whose hits are each already in order: a k-way merge. */
-export function mergeHits(parts: PackedHits[], limit: number, desc: boolean): ShardHit[] {
+export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean): HitList {
   const at = parts.map(() => 0);
-  const out: ShardHit[] = [];
-  while (out.length < limit) {
+  let avail = 0;
+  for (const p of parts) avail += p.times.length;
+  const n = Math.max(0, Math.min(limit, avail));
+  const part = new Uint16Array(n);
+  const index = new Uint32Array(n);
+  for (let o = 0; o < n; o++) {
     let best = -1;
     for (let s = 0; s < parts.length; s++) {
       const p = parts[s]!;
@@ -50,9 +188,13 @@ export function mergeHits(parts: PackedHits[], limit: number, desc: boolean): Sh
       const cmp = dt !== 0 ? dt : p.ids.slice(i * 24, i * 24 + 24) < b.ids.slice(j * 24, j * 24 + 24) ? -1 : 1;
       if (desc ? cmp > 0 : cmp < 0) best = s;
     }
-    if (best < 0) break;
-    out.push(unpackHit(parts[best]!, at[best]!));
-    at[best]!++;
+    part[o] = best;
+    index[o] = at[best]!++;
   }
-  return out;
+  return new HitList(parts, part, index);
+}
+
+export function mergeHits(parts: PackedHits[], limit: number, desc: boolean): ShardHit[] {
+  const list = mergeHitList(parts, limit, desc);
+  return list.slice(0, list.length);
 }

@@ -3,7 +3,7 @@ import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
 import { formatId, idCounter } from '../doc-time.js';
 import { ActiveIndex } from './active-index.js';
-import type { Column, FractionView } from './fraction-view.js';
+import type { Column, DocRef, FractionView } from './fraction-view.js';
 
 export class ActiveFraction implements FractionView {
   /** True while documents arrived in time order (the usual case): then local ids are time-ordered too. */
@@ -16,7 +16,8 @@ export class ActiveFraction implements FractionView {
   private readonly docBatch: number[] = [];
   private readonly docOff: number[] = [];
   private readonly docLen: number[] = [];
-  private readonly batches: Uint8Array[] = [];
+  private readonly batches: Buffer[] = [];
+  private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
   minTime = Infinity;
   maxTime = -Infinity;
   rawBytes = 0;
@@ -34,7 +35,7 @@ export class ActiveFraction implements FractionView {
   }
 
   /** Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). */
-  add(doc: Record<string, unknown>, buf: Uint8Array, off: number, len: number, time: number, counter: number): void {
+  add(doc: Record<string, unknown>, buf: Buffer, off: number, len: number, time: number, counter: number): void {
     const n = this.times.length;
     if (n > 0 && time < this.times[n - 1]!) this.ordered = false;
     this.index.addDoc(doc);
@@ -99,6 +100,14 @@ export class ActiveFraction implements FractionView {
 
   data(locals: readonly number[]): Uint8Array[] {
     return locals.map((l) => this.doc(l));
+  }
+
+  docRef(local: number): DocRef {
+    const off = this.docOff[local]!;
+    this.ref.buf = this.batches[this.docBatch[local]!]!;
+    this.ref.start = off;
+    this.ref.end = off + this.docLen[local]!;
+    return this.ref;
   }
 
   doc(local: number): Uint8Array {

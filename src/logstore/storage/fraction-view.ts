@@ -9,6 +9,13 @@ export interface Column {
 
 export const MISSING = 0xffffffff;
 
+/** Where a stored document's bytes are: buf[start .. end). */
+export interface DocRef {
+  buf: Buffer;
+  start: number;
+  end: number;
+}
+
 export interface FractionView {
   readonly name: string;
   readonly docCount: number;
@@ -30,6 +37,8 @@ export interface FractionView {
   find(id: string): number;
   /** The stored document bytes. */
   data(locals: readonly number[]): Uint8Array[];
+  /** Where one document's bytes are, without a copy or a view; the object is reused by the next call. */
+  docRef(local: number): DocRef;
   /** Keyword values by doc, for aggregations; null when the field has no keyword values here. */
   column(field: string): Column | null;
   /** Field names seen in this fraction. */

@@ -2,7 +2,7 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { postings as P } from '../../native/index.js';
-import { type Column, type FractionView } from './fraction-view.js';
+import { type Column, type DocRef, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
 
 /** Decompressed blocks kept per fraction. */
@@ -38,6 +38,11 @@ export class SealedFraction implements FractionView {
   private docsFd = -1;
   /** Recently decompressed document blocks, oldest first (a small LRU). */
   private readonly blockCache = new Map<number, { offsets: Uint32Array; raw: Buffer }>();
+  /** The block docRef() read last, and its first and end local ids: neighbours skip the search and the LRU. */
+  private last: { offsets: Uint32Array; raw: Buffer } | null = null;
+  private lastLo = 0;
+  private lastHi = 0;
+  private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
 
   constructor(readonly dir: string) {
     this.meta = JSON.parse(readFileSync(path.join(dir, FILES.meta), 'utf8')) as FractionMeta;
@@ -177,20 +182,39 @@ export class SealedFraction implements FractionView {
     return block;
   }
 
-  data(locals: readonly number[]): Uint8Array[] {
+  private blockOf(local: number): number {
     const blocks = this.meta.blocks;
+    let lo = 0;
+    let hi = blocks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (blocks[mid]![2] <= local) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  data(locals: readonly number[]): Uint8Array[] {
     return locals.map((local) => {
-      let lo = 0;
-      let hi = blocks.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (blocks[mid]![2] <= local) lo = mid;
-        else hi = mid - 1;
-      }
-      const b = this.block(lo);
-      const i = local - blocks[lo]![2];
-      return b.raw.subarray(b.offsets[i]!, b.offsets[i + 1]!);
+      const r = this.docRef(local);
+      return r.buf.subarray(r.start, r.end);
     });
+  }
+
+  docRef(local: number): DocRef {
+    if (!this.last || local < this.lastLo || local >= this.lastHi) {
+      const k = this.blockOf(local);
+      const blocks = this.meta.blocks;
+      this.last = this.block(k);
+      this.lastLo = blocks[k]![2];
+      this.lastHi = k + 1 < blocks.length ? blocks[k + 1]![2] : this.meta.docCount;
+    }
+    const b = this.last;
+    const i = local - this.lastLo;
+    this.ref.buf = b.raw;
+    this.ref.start = b.offsets[i]!;
+    this.ref.end = b.offsets[i + 1]!;
+    return this.ref;
   }
 
   column(field: string): Column | null {

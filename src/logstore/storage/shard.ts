@@ -6,9 +6,9 @@ import type { Logger } from 'pino';
 import { IdMaker, docTime, idTime } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
 import type { Plan } from '../query/plan.js';
-import { evaluate } from '../search/evaluate.js';
-import { hitJson } from '../search/hit-json.js';
-import { type PackedHits, type ShardHit, packHits } from '../search/packed-hits.js';
+import { type Universe, evaluate, universeSize } from '../search/evaluate.js';
+import { applyPipes, hitJson } from '../search/hit-json.js';
+import { HitWriter, type PackedHits, type ShardHit } from '../search/packed-hits.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
 import { ActiveFraction } from './active-fraction.js';
@@ -45,6 +45,8 @@ export interface ShardQuery {
   aggs?: AggSpec[];
   histInterval?: number;
   pipes?: FieldsPipe[];
+  /** false: the total may count only the fractions read; fractions that cannot hold a better hit are skipped. */
+  withTotal?: boolean;
 }
 
 
@@ -199,7 +201,7 @@ export class Shard {
       for (let i = 0; i < records.length; i++) {
         const r = records[i]!;
         if (r.doc.buffer === data.buffer) this.active.add(parsed[i]!, data, r.doc.byteOffset - data.byteOffset, r.doc.length, r.time, r.counter);
-        else this.active.add(parsed[i]!, r.doc, 0, r.doc.length, r.time, r.counter);
+        else this.active.add(parsed[i]!, Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.length), 0, r.doc.length, r.time, r.counter);
       }
       stored += records.length;
       records.length = 0;
@@ -284,32 +286,50 @@ export class Shard {
   }
 
   query(q: ShardQuery): ShardQueryResult {
-    const views = this.views(q.from, q.to);
+    const desc = q.order !== 'asc';
+    // Newest fractions first (oldest first for "asc"), so that without a total the rest can be skipped.
+    const views = this.views(q.from, q.to).sort((a, b) => (desc ? b.maxTime - a.maxTime : a.minTime - b.minTime));
     const aggs = (q.aggs ?? []).map(() => emptyPartial());
     const hist = new Map<number, number>();
     let total = 0;
+    let read = 0;
     type Cand = { time: number; id: string; view: FractionView; local: number };
     let cands: Cand[] = [];
-    const desc = q.order !== 'asc';
     const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
-    const take = (view: FractionView, picked: Iterable<number>) => {
-      for (const local of picked) cands.push({ time: view.time(local), id: view.id(local), view, local });
-      cands.sort(better);
+    const take = (view: FractionView, picked: ArrayLike<number>) => {
+      const fresh = cands.length === 0;
+      for (let i = 0; i < picked.length; i++) {
+        const local = picked[i]!;
+        cands.push({ time: view.time(local), id: view.id(local), view, local });
+      }
+      // Hits of one time-ordered fraction come in order already.
+      if (!fresh || !view.timeOrdered) cands.sort(better);
       if (cands.length > q.limit) cands = cands.slice(0, q.limit);
     };
+    const counting = q.withTotal !== false || !!q.aggs?.length || !!(q.histInterval && q.histInterval > 0);
     // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
     const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
     for (const view of views) {
+      if (!counting && cands.length >= q.limit) {
+        const worst = cands[cands.length - 1];
+        if (q.limit === 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time))) continue;
+      }
+      read++;
       const range = plain ? view.timeRange(q.from, q.to) : null;
       if (range) {
         const [lo, hi] = range;
         total += hi - lo;
         const k = Math.min(q.limit, hi - lo);
-        if (k > 0) take(view, Array.from({ length: k }, (_, i) => (desc ? hi - 1 - i : lo + i)));
+        if (k > 0) {
+          const picked = new Uint32Array(k);
+          for (let i = 0; i < k; i++) picked[i] = desc ? hi - 1 - i : lo + i;
+          take(view, picked);
+        }
         continue;
       }
-      const universe = view.universe(q.from, q.to);
-      if (universe.length === 0) continue;
+      const ids = view.timeRange(q.from, q.to);
+      const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
+      if (universeSize(universe) === 0) continue;
       const matches = evaluate(q.plan, view, universe);
       total += matches.length;
       q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
@@ -321,16 +341,21 @@ export class Shard {
         }
       }
       if (q.limit <= 0 || matches.length === 0) continue;
-      let picked: number[];
+      let picked: ArrayLike<number>;
       if (view.timeOrdered) {
         const k = Math.min(q.limit, matches.length);
-        picked = desc ? Array.from(matches.subarray(matches.length - k)).reverse() : Array.from(matches.subarray(0, k));
+        picked = desc ? matches.slice(matches.length - k).reverse() : matches.subarray(0, k);
       } else picked = topByTime(view, matches, q.limit, desc);
       take(view, picked);
     }
     const pipes = q.pipes ?? [];
-    const hits = cands.map((c) => ({ id: c.id, time: c.time, json: hitJson(c.id, c.time, utf8(c.view.data([c.local])[0]!), pipes) }));
-    return { total, hits: packHits(hits), aggs, hist: [...hist], fractionsRead: views.length };
+    const w = new HitWriter(cands.length);
+    for (const c of cands) {
+      const r = c.view.docRef(c.local);
+      if (pipes.length) w.addText(c.id, c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
+      else w.addRef(c.id, c.time, r.buf, r.start, r.end);
+    }
+    return { total, hits: w.finish(), aggs, hist: [...hist], fractionsRead: read };
   }
 
   /** Documents by id, in the order asked; absent ids are left out. */

@@ -1,6 +1,7 @@
 // Hits packed in a shard thread and merged in the HTTP thread keep (time, id) order and the limit.
 import { describe, expect, it } from 'vitest';
-import { mergeHits, packHits, unpackHits, type ShardHit } from '../../../src/logstore/search/packed-hits.js';
+import { HitWriter, mergeHitList, mergeHits, packHits, unpackHits, type ShardHit } from '../../../src/logstore/search/packed-hits.js';
+import { hitJson } from '../../../src/logstore/search/hit-json.js';
 
 const hit = (time: number, n: number): ShardHit => {
   const id = time.toString(16).padStart(12, '0') + n.toString(16).padStart(12, '0');
@@ -23,5 +24,27 @@ describe('packed hits', () => {
     const asc = (h: ShardHit[]) => [...h].reverse();
     expect(mergeHits([packHits(asc(a)), packHits(asc(b))], 3, false)).toEqual(asc(all).slice(0, 3));
     expect(mergeHits([packHits([]), packHits(b)], 2, true)).toEqual(b.slice(0, 2));
+  });
+
+  it('hits written from stored bytes equal the JSON text, and the merged list renders a whole response', () => {
+    const docs = ['{"a":1}', '{"m":"é ü \\" x"}', '{}'];
+    const stored = Buffer.from(`xx${docs.join('')}yy`);
+    const w = new HitWriter(1);
+    const want: ShardHit[] = [];
+    let at = 2;
+    docs.forEach((d, i) => {
+      const len = Buffer.byteLength(d);
+      const time = Date.UTC(2026, 0, 1) + i * 1234567;
+      const id = time.toString(16).padStart(12, '0') + i.toString(16).padStart(12, '0');
+      if (i === 1) w.add(id, time, stored.subarray(at, at + len));
+      else w.addRef(id, time, stored, at, at + len);
+      want.push({ id, time, json: hitJson(id, time, d, []) });
+      at += len;
+    });
+    const packed = w.finish();
+    expect(unpackHits(packed)).toEqual(want);
+    const list = mergeHitList([packed, packHits([])], 10, false);
+    expect(JSON.parse(list.jsonBytes(1, 3, '{"docs":[', ']}').toString())).toEqual({ docs: want.slice(1).map((h) => JSON.parse(h.json)) });
+    expect(list.jsonBytes(3, 3).length).toBe(0);
   });
 });
