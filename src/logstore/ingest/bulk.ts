@@ -93,10 +93,17 @@ export function bulkResponse(out: BulkOutcome): Buffer {
   const { ops, indexes, errors } = out.items;
   const n = ops.length;
   const heads = new Map<string, Buffer>();
+  let lastOp = '';
+  let lastIndex = '';
+  let lastHead: Buffer = Buffer.alloc(0);
   const headOf = (i: number): Buffer => {
+    if (ops[i] === lastOp && indexes[i] === lastIndex) return lastHead;
     const key = `${ops[i]}\0${indexes[i]}`;
     let h = heads.get(key);
     if (!h) heads.set(key, (h = Buffer.from(`{"${ops[i]}":{"_index":${JSON.stringify(indexes[i])},"_id":"`)));
+    lastOp = ops[i]!;
+    lastIndex = indexes[i]!;
+    lastHead = h;
     return h;
   };
   const errText = new Map<number, Buffer>();
