@@ -61,6 +61,7 @@ double NowUs() {
 
 struct StatsLayout {
   int qHist = 0, xHist = 0, qRing = 0, xRing = 0, ringSize = 0;
+  int parkable = -1;  // slot JavaScript sets to 1 while the pool has no waiters and is not paused or draining
   std::vector<double> bounds;  // seconds
 };
 
@@ -95,6 +96,10 @@ struct Endpoint {
   std::string pendingIn;   // bytes read while no server is linked
   bool needServerSent = false;
   bool transactionMode = true;
+  // Between transactions but still linked: the pool had nobody waiting, so the pair was kept instead of
+  // split; the client's next bytes go straight to the same server, and JavaScript reclaims the server
+  // (relayReclaim) whenever it needs it.
+  bool parked = false;
   int syncs = 0;
   bool unsynced = false;
   bool copyIn = false;
@@ -136,6 +141,7 @@ class Relay {
   std::unordered_map<int32_t, Endpoint*> byId_;
   int32_t nextId_ = 1;
   std::vector<uint8_t> readBuf_;
+  std::vector<int32_t> deferred_;
   bool flushing_ = false;
 
   Endpoint* Find(int32_t id) {
@@ -160,8 +166,16 @@ class Relay {
   // ---- events ----
 
   void Emit(int32_t kind, int32_t a, int32_t b = 0, int32_t c = 0, int32_t d = 0) {
+    if (flushing_) {
+      // JavaScript is reading the shared buffer: later events wait here and go in the next round.
+      deferred_.insert(deferred_.end(), {kind, a, b, c, d});
+      return;
+    }
     if (eventLen_ + 5 > eventCap_) Flush();
-    if (eventLen_ + 5 > eventCap_) return;  // no buffer (never configured)
+    if (eventLen_ + 5 > eventCap_) {
+      deferred_.insert(deferred_.end(), {kind, a, b, c, d});
+      return;
+    }
     int32_t* e = events_ + eventLen_;
     e[0] = kind;
     e[1] = a;
@@ -173,7 +187,21 @@ class Relay {
   }
 
   void Flush() {
-    if (eventLen_ == 0 || flushing_ || !callback_) return;
+    if (flushing_ || !callback_) return;
+    while (eventLen_ > 0 || !deferred_.empty()) {
+      FlushOnce();
+      size_t take = deferred_.size() < eventCap_ ? deferred_.size() : eventCap_ - eventCap_ % 5;
+      if (take) {
+        std::memcpy(events_, deferred_.data(), take * sizeof(int32_t));
+        deferred_.erase(deferred_.begin(), deferred_.begin() + take);
+        eventLen_ = take;
+      }
+    }
+    uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+  }
+
+  void FlushOnce() {
+    if (eventLen_ == 0) return;
     flushing_ = true;
     napi_handle_scope scope;
     napi_open_handle_scope(env_, &scope);
@@ -181,8 +209,6 @@ class Relay {
     napi_get_reference_value(env_, callback_, &cb);
     napi_get_global(env_, &global);
     napi_create_int32(env_, static_cast<int32_t>(eventLen_ / 5), &argv[0]);
-    eventLen_ = 0;
-    uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
     napi_value result;
     napi_async_context ctx = nullptr;
     // make_callback drains the microtask queue afterwards, as any I/O callback into JavaScript does.
@@ -196,6 +222,7 @@ class Relay {
       }
     }
     napi_close_handle_scope(env_, scope);
+    eventLen_ = 0;
     flushing_ = false;
   }
 
@@ -416,6 +443,7 @@ class Relay {
     if (cut > 0) {
       if (c->stats) c->stats[kRecv] += cut;
       if (c->peer) {
+        c->parked = false;
         c->peer->bytesSent += cut;
         if (!Write(c->peer, buf, cut)) return;
       } else {
@@ -487,7 +515,10 @@ class Relay {
             s->xacts += 1;
             s->queries += queries;
             c->xactStart = now;
-            if (c->transactionMode && c->pendingIn.empty()) release = true;
+            if (c->transactionMode && c->pendingIn.empty()) {
+              if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
+              else release = true;
+            }
           }
         } else if (s->wantReady) {
           s->wantReady = false;
@@ -527,6 +558,7 @@ class Relay {
 
   void Unlink(Endpoint* c) {
     Endpoint* s = c->peer;
+    c->parked = false;
     if (!s) return;
     c->peer = nullptr;
     s->peer = nullptr;
@@ -549,8 +581,10 @@ class Relay {
     if (ep->server) {
       Endpoint* c = ep->peer;
       bool boundary = ep->atBoundary();
+      bool parked = c && c->parked;
       if (c) Unlink(c);
-      Emit(kServerClosed, ep->id, c ? c->id : 0, boundary ? 1 : 0, reason);
+      // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on).
+      Emit(kServerClosed, ep->id, c ? c->id : 0, parked ? 2 : boundary ? 1 : 0, reason);
     } else {
       CloseClient(ep, reason == 0 ? 0 : 2);
       return;
@@ -655,6 +689,7 @@ Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   r->layout_.qRing = layout[2];
   r->layout_.xRing = layout[3];
   r->layout_.ringSize = layout[4];
+  if (nLayout > 5) r->layout_.parkable = layout[5];
   r->layout_.bounds.assign(bounds, bounds + nBounds);
   // The relay lives as long as the process; its handles are unref'd or belong to open sockets.
   tRelay = r;
@@ -733,10 +768,10 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   c->needServerSent = false;
   c->xactStart = NowUs();
   if (!c->pendingIn.empty()) {
-    std::string data;
-    data.swap(c->pendingIn);
-    s->bytesSent += data.size();
-    r->Write(s, reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    // Written from the buffer and then cleared, which keeps its capacity for the next transaction.
+    s->bytesSent += c->pendingIn.size();
+    r->Write(s, reinterpret_cast<const uint8_t*>(c->pendingIn.data()), c->pendingIn.size());
+    c->pendingIn.clear();
   }
   if (c->fd >= 0) r->UpdatePoll(c);
   if (s->fd >= 0) r->UpdatePoll(s);
@@ -800,6 +835,29 @@ Napi::Value RelayWatchReady(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), s != nullptr);
 }
 
+/** relayReclaim(stats: Float64Array, out: Int32Array) -> n: splits every parked pair of the pool that
+ *  counts into `stats` and writes the clients' ids to `out` (at most its length). */
+Napi::Value RelayReclaim(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = Get(info);
+  if (!r) return env.Undefined();
+  double* stats = nullptr;
+  int32_t* out = nullptr;
+  size_t nStats = 0, nOut = 0;
+  if (!Typed(info[0], napi_float64_array, &stats, &nStats) || !Typed(info[1], napi_int32_array, &out, &nOut)) {
+    Napi::TypeError::New(env, "relayReclaim(Float64Array, Int32Array)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  size_t n = 0;
+  for (auto& [id, ep] : r->byId_) {
+    if (n >= nOut) break;
+    if (ep->server || !ep->parked || ep->stats != stats || ep->dead) continue;
+    r->Unlink(ep);
+    out[n++] = id;
+  }
+  return Napi::Number::New(env, static_cast<double>(n));
+}
+
 /** relayInfo(id, out: Float64Array(10)) -> false when gone. out: transactions, queries, errors, bytes sent,
  *  bytes received, tx status, syncs, unsynced, pending out, linked peer id. */
 Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
@@ -836,6 +894,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayDestroy", Napi::Function::New(env, RelayDestroy, "relayDestroy"));
   exports.Set("relayWatchReady", Napi::Function::New(env, RelayWatchReady, "relayWatchReady"));
   exports.Set("relayInfo", Napi::Function::New(env, RelayInfo, "relayInfo"));
+  exports.Set("relayReclaim", Napi::Function::New(env, RelayReclaim, "relayReclaim"));
 }
 
 }  // namespace tidepool

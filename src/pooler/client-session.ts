@@ -242,6 +242,12 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     this.onClientClosed(clean);
   }
 
+  onServerLostBetween(s: ServerConnection): void {
+    if (this.server !== s) return;
+    this.server = null;
+    if (this.state !== 'closed') this.state = 'idle';
+  }
+
   onNativeBadLength(length: number): void {
     this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
   }

@@ -17,6 +17,7 @@ interface RelayAddon {
   relayDestroy(id: number): void;
   relayWatchReady(server: number): boolean;
   relayInfo(id: number, out: Float64Array): boolean;
+  relayReclaim(stats: Float64Array, out: Int32Array): number;
 }
 
 const enum RelayEvent {
@@ -37,9 +38,15 @@ export interface RelayClientOwner {
   onNativeBadLength(length: number): void;
 }
 
+/** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
+ * relay keeps a pair linked after its transaction instead of splitting it, so a client that comes back
+ * before anyone else needs the server costs no JavaScript at all. JavaScript still owns every decision:
+ * whenever it needs the pool's real state (a waiter, PAUSE, RECONNECT, maintenance, SHOW) it reclaims
+ * the parked servers first, as if each had been released at its ReadyForQuery. */
+
 export interface RelayServerOwner {
-  /** reason: 0 EOF, 1 socket error, 2 malformed message. */
-  onNativeClosed(atBoundary: boolean, reason: number): void;
+  /** reason: 0 EOF, 1 socket error, 2 malformed message; `parked` when its client was between transactions. */
+  onNativeClosed(atBoundary: boolean, reason: number, parked: boolean): void;
   onNativeReady(sawError: boolean): void;
 }
 
@@ -78,9 +85,10 @@ export class NativeRelay {
   private readonly servers = new Map<number, RelayServerOwner>();
   private readonly events = new Int32Array(5 * 2048);
   private readonly infoOut = new Float64Array(10);
+  private readonly reclaimOut = new Int32Array(4096);
 
   private constructor(private readonly a: RelayAddon) {
-    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qRing, STATS_LAYOUT.xRing, STATS_LAYOUT.ringSize]);
+    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qRing, STATS_LAYOUT.xRing, STATS_LAYOUT.ringSize, STATS_LAYOUT.parkable]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
   }
 
@@ -144,6 +152,17 @@ export class NativeRelay {
     return this.a.relayWatchReady(server);
   }
 
+  /** Splits every parked pair of the pool counting into `stats`; each client is told as at a release. */
+  reclaim(stats: Float64Array): void {
+    for (;;) {
+      const n = this.a.relayReclaim(stats, this.reclaimOut);
+      if (n === 0) return;
+      const ids = this.reclaimOut.slice(0, n);
+      for (const id of ids) this.clients.get(id)?.onNativeRelease();
+      if (n < this.reclaimOut.length) return;
+    }
+  }
+
   info(id: number): RelayInfo | null {
     const o = this.infoOut;
     if (!this.a.relayInfo(id, o)) return null;
@@ -154,10 +173,10 @@ export class NativeRelay {
   }
 
   private readonly onEvents = (count: number): void => {
-    const e = this.events;
-    // Copy first: handlers call back into the relay, which may refill the shared buffer.
-    const batch = e.slice(0, count * 5);
-    for (let i = 0; i < batch.length; i += 5) {
+    // Read in place: events raised while this runs wait in the addon for the next call.
+    const batch = this.events;
+    const end = count * 5;
+    for (let i = 0; i < end; i += 5) {
       const kind = batch[i]!;
       const id = batch[i + 1]!;
       try {
@@ -177,7 +196,7 @@ export class NativeRelay {
           case RelayEvent.ServerClosed: {
             const s = this.servers.get(id);
             this.servers.delete(id);
-            s?.onNativeClosed(batch[i + 3] === 1, batch[i + 4]!);
+            s?.onNativeClosed(batch[i + 3] === 1, batch[i + 4]!, batch[i + 3] === 2);
             break;
           }
           case RelayEvent.ServerReady:

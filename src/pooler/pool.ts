@@ -5,6 +5,8 @@ import { SqlState } from '../protocol/codes.js';
 import { ServerConnection, ServerLoginError, type ServerCredential, type ServerTarget } from './server-connection.js';
 import { PoolStats } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
+import { NativeRelay } from './native-relay.js';
+import { STATS_LAYOUT } from './stats.js';
 
 export interface PoolSettings {
   database: string;
@@ -37,10 +39,13 @@ export class Pool {
   private waiters: PoolWaiter[] = [];
   private waitHead = 0;
   connecting = 0;
-  paused = false;
-  /** Set when the pool left the config on RELOAD: it drains and is then dropped. */
-  retired = false;
+  private isPaused = false;
+  private isRetired = false;
+  /** RECONNECT is waiting for active servers to come back: none may stay parked. */
+  private draining = false;
   readonly stats = new PoolStats();
+  /** Native relay only: splits the pairs it kept linked between transactions (see native-relay.ts). */
+  private readonly reclaimParked: (() => void) | null;
   /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
   serverParams: Map<string, string> | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */
@@ -48,7 +53,39 @@ export class Pool {
   private pauseWaiters: (() => void)[] = [];
   private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
 
-  constructor(public settings: PoolSettings, private readonly log: Logger) {}
+  constructor(public settings: PoolSettings, private readonly log: Logger) {
+    const relay = NativeRelay.get();
+    this.reclaimParked = relay ? () => relay.reclaim(this.stats.block) : null;
+    this.updateParkable();
+  }
+
+  get paused(): boolean {
+    return this.isPaused;
+  }
+  set paused(v: boolean) {
+    this.isPaused = v;
+    this.updateParkable();
+  }
+
+  /** Set when the pool left the config on RELOAD: it drains and is then dropped. */
+  get retired(): boolean {
+    return this.isRetired;
+  }
+  set retired(v: boolean) {
+    this.isRetired = v;
+    this.updateParkable();
+  }
+
+  /** The native relay may keep a finished transaction's server with its client only while nobody else
+   * could want that server. */
+  private updateParkable(): void {
+    this.stats.block[STATS_LAYOUT.parkable] = !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 ? 1 : 0;
+  }
+
+  /** Returns parked servers to the pool, so what follows sees (and SHOW reports) its real state. */
+  settle(): void {
+    this.reclaimParked?.();
+  }
 
   get name(): string {
     return `${this.settings.user}@${this.settings.database}`;
@@ -80,6 +117,7 @@ export class Pool {
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
+      if (this.idle.length === 0) this.reclaimParked?.();
       while (this.idle.length) {
         const s = this.idle.pop()!;
         if (s.state !== 'idle') continue;
@@ -88,6 +126,7 @@ export class Pool {
       }
     }
     this.waiters.push(w);
+    this.updateParkable();
     this.growForWaiters();
   }
 
@@ -95,6 +134,7 @@ export class Pool {
   cancelWait(w: PoolWaiter): void {
     const i = this.waiters.indexOf(w, this.waitHead);
     if (i >= 0) this.waiters.splice(i, 1);
+    this.updateParkable();
   }
 
   private give(s: ServerConnection, w: PoolWaiter): void {
@@ -111,6 +151,7 @@ export class Pool {
       this.waiters = this.waiters.slice(this.waitHead);
       this.waitHead = 0;
     }
+    if (this.waitHead >= this.waiters.length) this.updateParkable();
     return w;
   }
 
@@ -191,6 +232,14 @@ export class Pool {
   /** Periodic work: idle_timeout, server_lifetime, min_pool_size, query_wait_timeout. */
   maintain(now: number): void {
     const { idleTimeoutMs, minPoolSize, queryWaitTimeoutMs } = this.settings;
+    // Parked servers come back once a tick, so idle_timeout, server_lifetime and RECONNECT see them.
+    this.reclaimParked?.();
+    if (this.draining) {
+      let pending = false;
+      for (const s of this.servers) if (s.closeOnRelease) pending = true;
+      this.draining = pending;
+      this.updateParkable();
+    }
     for (let i = this.idle.length - 1; i >= 0; i--) {
       const s = this.idle[i]!;
       const tooOld = now >= s.expiresAt;
@@ -219,6 +268,7 @@ export class Pool {
   /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
   pause(): Promise<void> {
     this.paused = true;
+    this.reclaimParked?.();
     return new Promise((resolve) => {
       this.pauseWaiters.push(resolve);
       this.checkPaused();
@@ -243,6 +293,9 @@ export class Pool {
   /** RECONNECT: idle servers closed now, active ones when they come back. */
   reconnect(): void {
     for (const s of this.servers) s.closeOnRelease = true;
+    this.draining = true;
+    this.updateParkable();
+    this.reclaimParked?.();
     for (const s of this.idle.splice(0)) {
       this.servers.delete(s);
       s.close('reconnect');

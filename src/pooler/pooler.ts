@@ -260,6 +260,7 @@ export class Pooler implements PoolerControl {
   }
 
   show(name: string): ShowTable {
+    for (const p of this.pools.values()) p.settle();
     return showTable(this, name.toUpperCase());
   }
 
@@ -271,6 +272,7 @@ export class Pooler implements PoolerControl {
   }
 
   overview(): Overview {
+    for (const p of this.pools.values()) p.settle();
     const o: Overview = { clients: { active: 0, idle: 0, waiting: 0, total: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0 }, tps: 0, qps: 0, errors: 0, pools: 0, pools_paused: 0 };
     for (const c of this.clients) {
       if (c.isAdmin) continue;

@@ -35,6 +35,8 @@ export interface ServerOwner {
   onCopyInResponse(): void;
   onServerError(): void;
   onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean): void;
+  /** Native relay: the server died while parked with this owner between transactions. */
+  onServerLostBetween?(server: ServerConnection): void;
 }
 
 export class ServerLoginError extends Error {
@@ -276,7 +278,7 @@ export class ServerConnection implements RelayServerOwner {
   }
 
   /** Native relay: the socket closed under us (EOF, error, a malformed message). */
-  onNativeClosed(atBoundary: boolean, reason: number): void {
+  onNativeClosed(atBoundary: boolean, reason: number, parked: boolean): void {
     if (this.state === 'closed') return;
     this.closeReason ||= reason === 2 ? 'PostgreSQL sent a malformed message' : reason === 1 ? 'socket error' : '';
     this.relay = null;
@@ -284,7 +286,9 @@ export class ServerConnection implements RelayServerOwner {
     this.state = 'closed';
     this.owner = null;
     this.onClosed?.(this);
-    if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary);
+    // A parked server dies as an idle one would: its client was between transactions and carries on.
+    if (wasOwner && parked) wasOwner.onServerLostBetween?.(this);
+    else if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary);
   }
 
   onNativeReady(sawError: boolean): void {

@@ -8,7 +8,8 @@ export const DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 
 const RING_SIZE = 2048;
 const HIST_SIZE = DURATION_BOUNDS.length + 2;
-/** Offsets in a pool's stats block: 8 totals, two histograms (counts, count, sum), two rings (n, next, samples). */
+/** Offsets in a pool's stats block: 8 totals, two histograms (counts, count, sum), two rings (n, next, samples),
+ * then the pool's "parkable" flag for the native relay (see Pool.updateParkable). */
 export const STATS_LAYOUT = {
   totals: 0,
   qHist: 8,
@@ -16,7 +17,8 @@ export const STATS_LAYOUT = {
   qRing: 8 + 2 * HIST_SIZE,
   xRing: 8 + 2 * HIST_SIZE + RING_SIZE + 2,
   ringSize: RING_SIZE,
-  size: 8 + 2 * HIST_SIZE + 2 * (RING_SIZE + 2),
+  parkable: 8 + 2 * HIST_SIZE + 2 * (RING_SIZE + 2),
+  size: 8 + 2 * HIST_SIZE + 2 * (RING_SIZE + 2) + 1,
 } as const;
 
 /** A fixed ring of recent samples (microseconds) for percentiles: [n, next, samples...] in the block. */
