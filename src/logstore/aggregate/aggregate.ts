@@ -43,16 +43,57 @@ export interface AggResult {
   not_exists: number;
 }
 
-const numericCache = new WeakMap<Column, Float64Array>();
+const numericCache = new WeakMap<readonly string[], Float64Array>();
 
-function numbers(col: Column): Float64Array {
-  let n = numericCache.get(col);
+function numbers(tokens: readonly string[]): Float64Array {
+  let n = numericCache.get(tokens);
   if (!n) {
-    n = new Float64Array(col.tokens.length);
-    col.tokens.forEach((t, i) => { n![i] = t.trim() === '' ? NaN : Number(t); });
-    numericCache.set(col, n);
+    n = new Float64Array(tokens.length);
+    tokens.forEach((t, i) => { n![i] = t.trim() === '' ? NaN : Number(t); });
+    numericCache.set(tokens, n);
   }
   return n;
+}
+
+/**
+ * A field's values by document: one ordinal each (a keyword column: ords[d], MISSING for none), or several
+ * (the tokens of a text or path field: ords[start[d] .. start[d + 1])).
+ */
+interface Values {
+  tokens: readonly string[];
+  start: Uint32Array | null;
+  ords: ArrayLike<number>;
+}
+
+const tokenCache = new WeakMap<FractionView, Map<string, { docs: number; values: Values | null }>>();
+
+/** The tokens of each document of a field without a keyword column, inverted from its posting lists. */
+function tokenValues(view: FractionView, field: string): Values | null {
+  let byField = tokenCache.get(view);
+  if (!byField) tokenCache.set(view, (byField = new Map()));
+  const n = view.docCount;
+  const hit = byField.get(field);
+  if (hit && hit.docs === n) return hit.values;
+  const { tokens, lists } = view.tokenLists(field);
+  let values: Values | null = null;
+  if (tokens.length > 0) {
+    const start = new Uint32Array(n + 1);
+    for (const l of lists) for (let i = 0; i < l.length; i++) start[l[i]! + 1]++;
+    for (let d = 0; d < n; d++) start[d + 1] += start[d]!;
+    const pos = start.slice(0, n);
+    const ords = new Uint32Array(start[n]!);
+    lists.forEach((l, t) => { for (let i = 0; i < l.length; i++) ords[pos[l[i]!]!++] = t; });
+    values = { tokens, start, ords };
+  }
+  // Two fields per fraction at most are kept: enough for a field and its group.
+  if (byField.size >= 2 && !byField.has(field)) byField.delete(byField.keys().next().value!);
+  byField.set(field, { docs: n, values });
+  return values;
+}
+
+function valuesOf(view: FractionView, field: string): Values | null {
+  const col = view.column(field);
+  return col ? { tokens: col.tokens, start: null, ords: col.ords } : tokenValues(view, field);
 }
 
 function newState(): AggState {
@@ -65,37 +106,50 @@ export function emptyPartial(): AggPartial {
 
 /** Adds the documents `matches` of one fraction to `partial`. */
 export function aggregateFraction(view: FractionView, matches: Uint32Array, spec: AggSpec, partial: AggPartial): void {
-  const fieldCol = view.column(spec.field);
+  const fv = valuesOf(view, spec.field);
   const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
-  const groupCol = groupField ? view.column(groupField) : null;
-  const nums = fieldCol && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fieldCol) : null;
+  const gv = groupField ? (groupField === spec.field ? fv : valuesOf(view, groupField)) : null;
+  const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
-  if (!interval && spec.func !== 'quantile' && spec.func !== 'unique') {
-    aggregateByOrdinal(matches, spec, groupField !== undefined, groupCol, fieldCol, nums, partial);
+  if (!interval && spec.func !== 'quantile' && spec.func !== 'unique' && !fv?.start && !gv?.start) {
+    aggregateByOrdinal(matches, spec, groupField !== undefined, gv as Column | null, fv as Column | null, nums, partial);
     return;
   }
   for (let i = 0; i < matches.length; i++) {
     const local = matches[i]!;
-    let key = '';
+    // Group ordinals of the document: gv.ords[gs .. ge) (a text or path group has one per token).
+    let gs = 0;
+    let ge = 1;
     if (groupField) {
-      const g = groupCol ? groupCol.ords[local]! : MISSING;
-      if (g === MISSING) { partial.noGroup++; continue; }
-      key = groupCol!.tokens[g]!;
+      if (!gv) { partial.noGroup++; continue; }
+      gs = gv.start ? gv.start[local]! : local;
+      ge = gv.start ? gv.start[local + 1]! : gv.ords[local] === MISSING ? local : local + 1;
+      if (gs === ge) { partial.noGroup++; continue; }
     }
-    if (interval) key += `\0${Math.floor(view.time(local) / interval) * interval}`;
-    let st = partial.buckets.get(key);
-    if (!st) partial.buckets.set(key, (st = newState()));
-    const o = fieldCol ? fieldCol.ords[local]! : MISSING;
-    if (o === MISSING) { st.notExists++; continue; }
-    if (spec.func === 'count') { st.count++; continue; }
-    if (spec.func === 'unique') { (st.uniq ??= new Set()).add(fieldCol!.tokens[o]!); st.count++; continue; }
-    const v = nums![o]!;
-    if (Number.isNaN(v)) { st.notExists++; continue; }
-    st.count++;
-    st.sum += v;
-    if (v < st.min) st.min = v;
-    if (v > st.max) st.max = v;
-    if (spec.func === 'quantile') (st.values ??= []).push(v);
+    const fs = !fv ? 0 : fv.start ? fv.start[local]! : local;
+    const fe = !fv ? 0 : fv.start ? fv.start[local + 1]! : fv.ords[local] === MISSING ? local : local + 1;
+    for (let g = gs; g < ge; g++) {
+      let key = groupField ? gv!.tokens[gv!.ords[g]!]! : '';
+      if (interval) key += `\0${Math.floor(view.time(local) / interval) * interval}`;
+      let st = partial.buckets.get(key);
+      if (!st) partial.buckets.set(key, (st = newState()));
+      if (fs === fe) { st.notExists++; continue; }
+      if (spec.func === 'count') { st.count++; continue; }
+      if (spec.func === 'unique') {
+        st.uniq ??= new Set();
+        for (let k = fs; k < fe; k++) st.uniq.add(fv!.tokens[fv!.ords[k]!]!);
+        st.count++;
+        continue;
+      }
+      // Numeric functions read the first value (keyword fields have one).
+      const v = nums![fv!.ords[fs]!]!;
+      if (Number.isNaN(v)) { st.notExists++; continue; }
+      st.count++;
+      st.sum += v;
+      if (v < st.min) st.min = v;
+      if (v > st.max) st.max = v;
+      if (spec.func === 'quantile') (st.values ??= []).push(v);
+    }
   }
 }
 

@@ -80,11 +80,17 @@ export function parseInterval(v: unknown, name: string): number {
   return ms;
 }
 
-function keywordField(field: unknown, name: string, mapping: MappingSpec): string {
+/**
+ * A field aggregations can read: a keyword field (one value per document), or a text or path field, whose
+ * tokens are its values (words, path prefixes: a document counts once under each), as seq-db aggregates.
+ */
+function aggField(field: unknown, name: string, mapping: MappingSpec, numeric: boolean): string {
   if (typeof field !== 'string' || field === '') bad(`${name} must be a field name`);
   const types = fieldTypes(mapping, field);
   if (!types) throw new HttpError(400, ErrorCode.FieldNotIndexed, `${name}: field "${field}" is not indexed`, { field });
-  if (!types.includes('keyword')) bad(`${name}: field "${field}" is not a keyword field; aggregations read keyword values`);
+  if (types.includes('keyword')) return field;
+  if (!types.includes('text') && !types.includes('path')) bad(`${name}: field "${field}" is indexed for _exists_ only; aggregations read keyword, text or path fields`);
+  if (numeric) bad(`${name}: field "${field}" is a ${types.includes('text') ? 'text' : 'path'} field, whose values are tokens; sum, min, max, avg and quantile read the single value of a keyword field (count, unique and group_by accept it)`);
   return field;
 }
 
@@ -98,8 +104,8 @@ export function parseAggs(v: unknown, mapping: MappingSpec): AggSpec[] {
     const o = a as Record<string, unknown>;
     const func = (o.func ?? o.agg_func ?? 'count') as AggFunc;
     if (!AGG_FUNCS.includes(func)) bad(`${at}.func must be one of ${AGG_FUNCS.join(', ')}; found ${JSON.stringify(o.func)}`);
-    const spec: AggSpec = { field: keywordField(o.field, `${at}.field`, mapping), func };
-    if (o.group_by !== undefined && o.group_by !== null && o.group_by !== '') spec.group_by = keywordField(o.group_by, `${at}.group_by`, mapping);
+    const spec: AggSpec = { field: aggField(o.field, `${at}.field`, mapping, func !== 'count' && func !== 'unique'), func };
+    if (o.group_by !== undefined && o.group_by !== null && o.group_by !== '') spec.group_by = aggField(o.group_by, `${at}.group_by`, mapping, false);
     if (o.quantiles !== undefined) {
       if (!Array.isArray(o.quantiles) || !o.quantiles.every((q) => typeof q === 'number' && q >= 0 && q <= 1)) bad(`${at}.quantiles must be a list of numbers in [0, 1]`);
       spec.quantiles = o.quantiles as number[];

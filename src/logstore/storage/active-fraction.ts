@@ -77,6 +77,10 @@ export class ActiveFraction implements FractionView {
     return this.index.postingsWhere(field, accept);
   }
 
+  tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] } {
+    return this.index.tokenLists(field);
+  }
+
   time(local: number): number {
     return this.times[local]!;
   }

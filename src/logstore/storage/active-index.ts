@@ -265,6 +265,16 @@ export class ActiveIndex {
     return out;
   }
 
+  tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] } {
+    const tokens: string[] = [];
+    const lists: Uint32Array[] = [];
+    for (const [tok, t] of this.fieldStates.get(field)?.toks ?? []) {
+      tokens.push(tok);
+      lists.push(this.listOf(t));
+    }
+    return { tokens, lists };
+  }
+
   /** Indexed field names (with `_exists_`), and each one's tokens with their ids. */
   fields(): { name: string; toks: ReadonlyMap<string, number> }[] {
     return this.fieldList.filter((f) => f.toks.size > 0);

@@ -41,6 +41,8 @@ export interface FractionView {
   docRef(local: number): DocRef;
   /** Keyword values by doc, for aggregations; null when the field has no keyword values here. */
   column(field: string): Column | null;
+  /** Every token of a field with its posting list (text and path fields aggregate by token). */
+  tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] };
   /** Field names seen in this fraction. */
   fields(): string[];
 }

@@ -125,6 +125,12 @@ export class SealedFraction implements FractionView {
     return out;
   }
 
+  tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] } {
+    const fd = this.loadDict().get(field);
+    if (!fd) return { tokens: [], lists: [] };
+    return { tokens: fd.tokens, lists: fd.tokens.map((_, i) => this.list(fd.base + i)) };
+  }
+
   time(local: number): number {
     return this.times()[local]!;
   }

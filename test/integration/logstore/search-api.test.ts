@@ -48,6 +48,30 @@ describe('search API', () => {
     expect(ex.body.docs.map((d) => d.data)).toEqual([11, 13].reverse().map((i) => ({ timestamp: docs[i]!.timestamp, i, level: docs[i]!.level, size: docs[i]!.size })));
   });
 
+  it('aggregations on text and path fields: a document counts under each of its words or path prefixes', async () => {
+    type Agg = { buckets: { key: string; value: number }[]; not_exists: number };
+    const r = await postJson<{ total: number; aggs: Agg[] }>(`${ls.url}/aggregate`, {
+      query: { query: 'level:warn' },
+      aggs: [{ field: 'msg', func: 'count' }, { field: 'path', func: 'count' }, { field: 'size', func: 'sum', group_by: 'path' }, { field: 'msg', func: 'unique', group_by: 'level' }],
+    });
+    expect(r.status).toBe(200);
+    const warn = docs.filter((d) => d.level === 'warn');
+    const words = (d: (typeof docs)[number]) => [...new Set(d.msg.toLowerCase().split(/[^a-z0-9_]+/).filter(Boolean))];
+    const prefixes = (d: (typeof docs)[number]) => d.path.split('/').slice(1).map((_, k, parts) => `/${parts.slice(0, k + 1).join('/')}`);
+    const tally = (keys: (d: (typeof docs)[number]) => string[], value: (d: (typeof docs)[number]) => number) => {
+      const m: Record<string, number> = {};
+      for (const d of warn) for (const k of keys(d)) m[k] = (m[k] ?? 0) + value(d);
+      return m;
+    };
+    const asMap = (a: Agg) => Object.fromEntries(a.buckets.map((b) => [b.key, b.value]));
+    expect(r.body.total).toBe(warn.length);
+    expect(asMap(r.body.aggs[0]!)).toEqual(tally(words, () => 1));
+    expect(r.body.aggs[0]!.buckets[0]!.value).toBe(warn.length);
+    expect(asMap(r.body.aggs[1]!)).toEqual(tally(prefixes, () => 1));
+    expect(asMap(r.body.aggs[2]!)).toEqual(tally(prefixes, (d) => d.size));
+    expect(asMap(r.body.aggs[3]!)).toEqual({ warn: new Set(warn.flatMap(words)).size });
+  });
+
   it('fetch by ids, with a field filter and not_found', async () => {
     const r = await postJson<{ docs: { id: string; data: Record<string, unknown> }[]; not_found: string[] }>(`${ls.url}/fetch`, { ids: [ids[5], ids[250], 'ffffffffffffffffffffffff', 'junk'], fields: ['i'] });
     expect(r.body.docs).toEqual([{ id: ids[5], data: { i: 5 }, time: docs[5]!.timestamp }, { id: ids[250], data: { i: 250 }, time: docs[250]!.timestamp }]);
@@ -103,7 +127,7 @@ describe('bad requests are 400s with JSON bodies that point at the problem', () 
     ['/search', '{"query": {"query": "*"}, "size": 900, "offset": 200}', 'bad_request', /limits.search_docs/],
     ['/search', '{"query": {"query": "*", "from": "yesterday"}}', 'bad_request', /query.from must be an ISO 8601/],
     ['/search', '{"query": ', 'bad_json', /not valid JSON/],
-    ['/aggregate', '{"aggs": [{"field": "msg", "func": "count"}]}', 'bad_request', /not a keyword field/],
+    ['/aggregate', '{"aggs": [{"field": "msg", "func": "sum"}]}', 'bad_request', /text field, whose values are tokens/],
     ['/aggregate', '{"aggs": [{"field": "level", "func": "median"}]}', 'bad_request', /func must be one of/],
     ['/histogram', '{"interval": "soon"}', 'bad_request', /interval must be a duration/],
     ['/fetch', '{"ids": "abc"}', 'bad_request', /ids must be a list/],
