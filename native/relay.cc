@@ -482,7 +482,9 @@ class Relay {
 
   void OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
     s->bytesReceived += total - s->carryLen;
-    Endpoint* c = s->peer;
+    // A parked server's bytes (a NOTICE, or the FATAL of pg_terminate_backend) are dropped as an idle
+    // server's would be: the client is between transactions and asked for nothing.
+    Endpoint* c = s->peer && !s->peer->parked ? s->peer : nullptr;
     bool release = false;
     size_t cut = 0;
     uint32_t bad = 0;
