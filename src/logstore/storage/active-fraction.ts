@@ -22,7 +22,7 @@ export class ActiveFraction implements FractionView {
   maxTime = -Infinity;
   rawBytes = 0;
 
-  constructor(readonly name: string, readonly mapping: MappingSpec, private readonly shardHex: string) {
+  constructor(readonly name: string, readonly mapping: MappingSpec, readonly shardHex: string) {
     this.index = new ActiveIndex(mapping);
   }
 

@@ -28,11 +28,15 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   };
 
   const sortedTimes = new Float64Array(n);
+  // Ids in binary (the 24 hex digits as 12 bytes): 6 of time, 1 of shard, 5 of counter, big-endian.
   const idBytes = Buffer.allocUnsafe(n * 12);
+  const shard = parseInt(frac.shardHex, 16);
   for (let i = 0; i < n; i++) {
     const old = order[i]!;
     sortedTimes[i] = times[old]!;
-    idBytes.write(frac.id(old), i * 12, 12, 'hex');
+    idBytes.writeUIntBE(times[old]!, i * 12, 6);
+    idBytes[i * 12 + 6] = shard;
+    idBytes.writeUIntBE(frac.counter(old), i * 12 + 7, 5);
   }
   put(FILES.times, compress(bytesOf(sortedTimes)));
   put(FILES.ids, compress(idBytes));
@@ -44,15 +48,17 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   for (let start = 0; start < n;) {
     let end = start;
     let bytes = 0;
-    while (end < n && (end === start || bytes < BLOCK_BYTES)) bytes += frac.doc(order[end++]!).length;
+    while (end < n && (end === start || bytes < BLOCK_BYTES)) {
+      const r = frac.docRef(order[end++]!);
+      bytes += r.end - r.start;
+    }
     const raw = Buffer.allocUnsafe(4 + 4 * (end - start) + bytes);
     raw.writeUInt32LE(end - start, 0);
     let p = 4 + 4 * (end - start);
     for (let i = start; i < end; i++) {
-      const d = frac.doc(order[i]!);
-      raw.writeUInt32LE(d.length, 4 + 4 * (i - start));
-      raw.set(d, p);
-      p += d.length;
+      const r = frac.docRef(order[i]!);
+      raw.writeUInt32LE(r.end - r.start, 4 + 4 * (i - start));
+      p += r.buf.copy(raw, p, r.start, r.end);
     }
     const c = compress(raw);
     blocks.push([fileOff, c.length, start]);
