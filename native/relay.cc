@@ -171,9 +171,10 @@ class Relay {
       deferred_.insert(deferred_.end(), {kind, a, b, c, d});
       return;
     }
-    if (eventLen_ + 5 > eventCap_) Flush();
     if (eventLen_ + 5 > eventCap_) {
+      // Full: never call into JavaScript from here (this may run inside a call from JavaScript).
       deferred_.insert(deferred_.end(), {kind, a, b, c, d});
+      uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
       return;
     }
     int32_t* e = events_ + eventLen_;
@@ -318,9 +319,6 @@ class Relay {
     }
     UpdatePoll(ep);
     if (ep->peer && ep->pendingOut() <= kLowWater) UpdatePoll(ep->peer);
-    if (!ep->server && !ep->peer) {
-      // nothing else to wake
-    }
     return true;
   }
 
