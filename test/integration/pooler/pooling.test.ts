@@ -158,6 +158,23 @@ describe('session pooling', () => {
   });
 });
 
+/** Waits until PostgreSQL runs `text` (seen in pg_stat_activity): a cancel sent earlier could arrive while
+ * the backend still reads the command, and PostgreSQL ignores it then. */
+async function waitRunning(text: string): Promise<void> {
+  const direct = new pg.Client({ host: db.host, port: db.port, user: 'md5user', password: 'md5pass', database: 'app' });
+  await direct.connect();
+  try {
+    for (let i = 0; i < 500; i++) {
+      const r = await direct.query("select count(*)::int as n from pg_stat_activity where state = 'active' and query = $1", [text]);
+      if (r.rows[0].n > 0) return;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    throw new Error(`never saw "${text}" running`);
+  } finally {
+    await direct.end();
+  }
+}
+
 describe('cancel', () => {
   it('forwards a CancelRequest with the pooler key to the serving backend', async () => {
     const c = client();
@@ -165,7 +182,7 @@ describe('cancel', () => {
     try {
       const key = c as unknown as { processID: number; secretKey: number };
       const q = c.query('select pg_sleep(20)');
-      await new Promise((r) => setTimeout(r, 300));
+      await waitRunning('select pg_sleep(20)');
       // What libpq's PQcancel sends: a fresh connection carrying CancelRequest with the key from BackendKeyData.
       const msg = Buffer.alloc(16);
       msg.writeInt32BE(16, 0);
@@ -187,14 +204,17 @@ describe('cancel', () => {
     await c.connect();
     try {
       const key = c as unknown as { processID: number; secretKey: number };
-      const q = c.query('select pg_sleep(0.5) as slept');
+      const q = c.query('select pg_sleep(0.5) as slept').catch((err: Error & { code?: string }) => err);
+      await waitRunning('select pg_sleep(0.5) as slept');
       const msg = Buffer.alloc(16);
       msg.writeInt32BE(16, 0);
       msg.writeInt32BE(80877102, 4);
       msg.writeInt32BE(key.processID, 8);
       msg.writeInt32BE(key.secretKey ^ 1, 12);
       const sock = net.connect(tp.port, '127.0.0.1', () => sock.end(msg));
-      expect((await q).rows).toHaveLength(1);
+      const r = await q;
+      if (r instanceof Error) throw new Error(`the query failed: ${r.code ?? ''} ${r.message}`);
+      expect(r.rows).toHaveLength(1);
     } finally {
       await c.end();
     }
