@@ -1,0 +1,282 @@
+// The relay engine: endpoints, polling, writing with backpressure, events to JavaScript, linking and closing.
+// See relay-engine.h for the design; reading and the protocol scan are in relay-stream.cc.
+#include "relay-engine.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace tidepool {
+namespace relay {
+
+double NowUs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+Relay::Relay(napi_env env, uv_loop_t* loop) : env_(env), loop_(loop) {
+  uv_check_init(loop_, &check_);
+  check_.data = this;
+  uv_check_start(&check_, [](uv_check_t* h) { static_cast<Relay*>(h->data)->Flush(); });
+  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+  readBuf_.resize(kCarryMax + kReadSize);
+}
+
+Endpoint* Relay::Find(int32_t id) {
+  auto it = byId_.find(id);
+  return it == byId_.end() ? nullptr : it->second;
+}
+
+Endpoint* Relay::Add(int fd, bool server) {
+  auto* ep = new Endpoint();
+  ep->relay = this;
+  ep->id = nextId_++;
+  if (nextId_ >= 0x7fffffff) nextId_ = 1;
+  ep->fd = fd;
+  ep->server = server;
+  uv_poll_init(loop_, &ep->poll, fd);
+  ep->poll.data = ep;
+  byId_[ep->id] = ep;
+  UpdatePoll(ep);
+  return ep;
+}
+
+void Relay::Emit(int32_t kind, int32_t a, int32_t b, int32_t c, int32_t d) {
+  if (flushing_) {
+    // JavaScript is reading the shared buffer: later events wait here and go in the next round.
+    deferred_.insert(deferred_.end(), {kind, a, b, c, d});
+    return;
+  }
+  if (eventLen_ + 5 > eventCap_) {
+    // Full: never call into JavaScript from here (this may run inside a call from JavaScript).
+    deferred_.insert(deferred_.end(), {kind, a, b, c, d});
+    uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
+    return;
+  }
+  int32_t* e = events_ + eventLen_;
+  e[0] = kind;
+  e[1] = a;
+  e[2] = b;
+  e[3] = c;
+  e[4] = d;
+  eventLen_ += 5;
+  uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
+}
+
+void Relay::Flush() {
+  if (flushing_ || !callback_) return;
+  while (eventLen_ > 0 || !deferred_.empty()) {
+    FlushOnce();
+    size_t take = deferred_.size() < eventCap_ ? deferred_.size() : eventCap_ - eventCap_ % 5;
+    if (take) {
+      std::memcpy(events_, deferred_.data(), take * sizeof(int32_t));
+      deferred_.erase(deferred_.begin(), deferred_.begin() + take);
+      eventLen_ = take;
+    }
+  }
+  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+}
+
+void Relay::FlushOnce() {
+  if (eventLen_ == 0) return;
+  flushing_ = true;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env_, &scope);
+  napi_value cb, global, argv[1];
+  napi_get_reference_value(env_, callback_, &cb);
+  napi_get_global(env_, &global);
+  napi_create_int32(env_, static_cast<int32_t>(eventLen_ / 5), &argv[0]);
+  napi_value result;
+  napi_async_context ctx = nullptr;
+  // make_callback drains the microtask queue afterwards, as any I/O callback into JavaScript does.
+  if (napi_make_callback(env_, ctx, global, cb, 1, argv, &result) != napi_ok) {
+    bool pending = false;
+    napi_is_exception_pending(env_, &pending);
+    if (pending) {
+      napi_value ex;
+      napi_get_and_clear_last_exception(env_, &ex);
+      napi_fatal_exception(env_, ex);
+    }
+  }
+  napi_close_handle_scope(env_, scope);
+  eventLen_ = 0;
+  flushing_ = false;
+}
+
+bool Relay::WantRead(Endpoint* ep) const {
+  if (ep->dead && !ep->closing) return false;
+  if (ep->stopped) return false;
+  if (ep->closing) return true;  // discard until EOF
+  if (ep->peer && ep->peer->pendingOut() > kHighWater) return false;
+  if (!ep->server && !ep->peer && ep->pendingIn.size() > kHighWater) return false;
+  return true;
+}
+
+void Relay::UpdatePoll(Endpoint* ep) {
+  if (ep->fd < 0) return;
+  int want = (WantRead(ep) ? UV_READABLE : 0) | (ep->pendingOut() > 0 ? UV_WRITABLE : 0);
+  if (want == ep->events && (want != 0) == ep->pollActive) return;
+  ep->events = want;
+  if (want == 0) {
+    uv_poll_stop(&ep->poll);
+    ep->pollActive = false;
+  } else {
+    uv_poll_start(&ep->poll, want, OnPoll);
+    ep->pollActive = true;
+  }
+}
+
+void Relay::OnPoll(uv_poll_t* h, int status, int events) {
+  auto* ep = static_cast<Endpoint*>(h->data);
+  Relay* r = ep->relay;
+  if (ep->fd < 0) return;
+  if (status < 0) {
+    r->Lost(ep, 1);
+    return;
+  }
+  if (events & UV_WRITABLE) {
+    if (!r->FlushOut(ep)) return;
+  }
+  if ((events & UV_READABLE) && ep->fd >= 0) r->OnReadable(ep);
+}
+
+/** Sends or queues bytes for `ep`; false when the socket failed (it is then closed). */
+bool Relay::Write(Endpoint* ep, const uint8_t* data, size_t len) {
+  if (ep->fd < 0 || len == 0) return ep->fd >= 0;
+  if (ep->pendingOut() == 0) {
+    ssize_t n;
+    do n = send(ep->fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        Lost(ep, 1);
+        return false;
+      }
+      n = 0;
+    }
+    if (static_cast<size_t>(n) == len) return true;
+    data += n;
+    len -= n;
+    ep->out.clear();
+    ep->outOff = 0;
+  }
+  ep->out.append(reinterpret_cast<const char*>(data), len);
+  UpdatePoll(ep);
+  if (ep->peer && ep->pendingOut() > kHighWater) UpdatePoll(ep->peer);
+  return true;
+}
+
+/** Writable: sends pending output; false when the endpoint is gone. */
+bool Relay::FlushOut(Endpoint* ep) {
+  while (ep->pendingOut() > 0) {
+    ssize_t n = send(ep->fd, ep->out.data() + ep->outOff, ep->pendingOut(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Lost(ep, 1);
+      return false;
+    }
+    ep->outOff += n;
+  }
+  if (ep->pendingOut() == 0) {
+    ep->out.clear();
+    ep->outOff = 0;
+    if (ep->closing && !ep->shutDown) {
+      shutdown(ep->fd, SHUT_WR);
+      ep->shutDown = true;
+    }
+  } else if (ep->outOff > (1 << 20) && ep->outOff * 2 > ep->out.size()) {
+    ep->out.erase(0, ep->outOff);
+    ep->outOff = 0;
+  }
+  UpdatePoll(ep);
+  if (ep->peer && ep->pendingOut() <= kLowWater) UpdatePoll(ep->peer);
+  return true;
+}
+
+void Relay::Unlink(Endpoint* c) {
+  Endpoint* s = c->peer;
+  c->parked = false;
+  if (!s) return;
+  c->peer = nullptr;
+  s->peer = nullptr;
+  UpdatePoll(c);
+  UpdatePoll(s);
+}
+
+bool Relay::Clean(Endpoint* c, Endpoint* s) const {
+  return s->between() && c->syncs == 0 && !c->unsynced && s->atBoundary() && c->remaining == 0;
+}
+
+/** A socket failed or reached EOF (reason 0 eof, 1 error, 2 malformed from a server). */
+void Relay::Lost(Endpoint* ep, int reason) {
+  if (ep->dead) {
+    Destroy(ep);
+    return;
+  }
+  if (ep->server) {
+    Endpoint* c = ep->peer;
+    bool boundary = ep->atBoundary();
+    bool parked = c && c->parked;
+    if (c) Unlink(c);
+    // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on).
+    Emit(kServerClosed, ep->id, c ? c->id : 0, parked ? 2 : boundary ? 1 : 0, reason);
+  } else {
+    CloseClient(ep, reason == 0 ? 0 : 2);
+    return;
+  }
+  Destroy(ep);
+}
+
+void Relay::CloseClient(Endpoint* c, int reason) {
+  Endpoint* s = c->peer;
+  bool clean = s ? Clean(c, s) : true;
+  if (s) Unlink(c);
+  Emit(kClientClosed, c->id, reason, s ? s->id : 0, clean ? 1 : 0);
+  Destroy(c);
+}
+
+/** Stops polling and closes the descriptor; the memory goes when libuv is done with the handle. */
+void Relay::Destroy(Endpoint* ep) {
+  if (ep->fd < 0) return;
+  if (ep->peer) {
+    ep->peer->peer = nullptr;
+    UpdatePoll(ep->peer);
+    ep->peer = nullptr;
+  }
+  byId_.erase(ep->id);
+  ep->dead = true;
+  ep->closedFd = ep->fd;
+  ep->fd = -1;
+  ep->carryLen = 0;
+  ep->out.clear();
+  ep->outOff = 0;
+  ep->pendingIn.clear();
+  uv_close(reinterpret_cast<uv_handle_t*>(&ep->poll), [](uv_handle_t* h) {
+    auto* e = static_cast<Endpoint*>(h->data);
+    close(e->closedFd);
+    if (e->statsRef) napi_delete_reference(e->relay->env_, e->statsRef);
+    delete e;
+  });
+}
+
+/** JavaScript closes: pending output is sent, writes are shut down, reads discarded until EOF. */
+void Relay::CloseGracefully(Endpoint* ep) {
+  if (ep->peer) Unlink(ep->server ? ep->peer : ep);
+  ep->dead = true;  // no more events; stays findable for a forced Destroy
+  ep->closing = true;
+  ep->stopped = false;
+  ep->pendingIn.clear();
+  if (ep->pendingOut() == 0) {
+    shutdown(ep->fd, SHUT_WR);
+    ep->shutDown = true;
+  }
+  UpdatePoll(ep);
+}
+
+}  // namespace relay
+}  // namespace tidepool

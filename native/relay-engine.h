@@ -1,0 +1,163 @@
+// Byte forwarding between clients and PostgreSQL servers on Node's own event loop, with no JavaScript per
+// message: every socket after login is a file descriptor polled here (uv_poll), read into one scratch
+// buffer, scanned for message boundaries, and written straight to its peer with send(); only what does
+// not fit in the peer's socket buffer is copied into that peer's pending output.
+//
+// JavaScript keeps every decision: it is told, in one batch per loop iteration, when a client with no
+// server has bytes (NEED_SERVER), when a transaction-mode transaction ended and the pair was split
+// (RELEASE), when a socket closed, when a client sent a bad length, and when an unlinked server sent
+// ReadyForQuery it was asked to watch for (after DISCARD ALL). It links pairs, writes its own messages
+// (errors, reset queries, Terminate) and closes sockets through the methods of the Relay object.
+//
+// The transaction accounting is the same as src/pooler/transaction-tracker.ts (sync points, unsynced
+// extended messages, COPY IN), and the pool statistics are written into the pool's Float64Array block
+// whose layout src/pooler/stats.ts defines and passes in.
+#pragma once
+
+#include <napi.h>
+#include <uv.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tidepool {
+namespace relay {
+
+constexpr size_t kReadSize = 64 * 1024;
+constexpr size_t kCarryMax = 8;
+/** A peer with this much unsent output stops its source from being read. */
+constexpr size_t kHighWater = 1024 * 1024;
+constexpr size_t kLowWater = 128 * 1024;
+
+enum EventKind : int32_t {
+  kNeedServer = 1,     // client
+  kRelease = 2,        // client, server
+  kClientClosed = 3,   // client, reason (0 eof, 1 terminate, 2 error), server or 0, clean
+  kServerClosed = 4,   // server, client or 0, at boundary, reason (0 eof, 1 error, 2 malformed)
+  kServerReady = 5,    // server, saw error, status
+  kBadLength = 6,      // client, length
+};
+
+// Frontend message types.
+constexpr uint8_t kQuery = 'Q', kSync = 'S', kFunctionCall = 'F', kExecute = 'E', kParse = 'P', kBind = 'B',
+                  kDescribe = 'D', kClose = 'C', kFlush = 'H', kCopyDone = 'c', kCopyFail = 'f', kTerminate = 'X';
+// Backend message types.
+constexpr uint8_t kReadyForQuery = 'Z', kCopyInResponse = 'G', kErrorResponse = 'E';
+constexpr uint8_t kIdle = 'I';
+
+/** Monotonic clock in microseconds, for query and transaction durations. */
+double NowUs();
+
+struct StatsLayout {
+  int qHist = 0, xHist = 0, qRing = 0, xRing = 0, ringSize = 0;
+  int parkable = -1;  // slot JavaScript sets to 1 while the pool has no waiters and is not paused or draining
+  std::vector<double> bounds;  // seconds
+};
+
+enum Totals { kXact = 0, kQueries = 1, kRecv = 2, kSent = 3, kXactTime = 4, kQueryTime = 5, kWait = 6, kErrors = 7 };
+
+
+class Relay;
+
+struct Endpoint {
+  Relay* relay = nullptr;
+  int32_t id = 0;
+  int fd = -1;
+  bool server = false;
+  uv_poll_t poll;
+  int events = 0;
+  bool pollActive = false;
+  Endpoint* peer = nullptr;
+  // Output to this socket that did not fit in its send buffer.
+  std::string out;
+  size_t outOff = 0;
+  // Inbound framing: bytes left of the current message, and a partial header held back until whole.
+  uint32_t remaining = 0;
+  uint8_t carry[kCarryMax];
+  uint8_t carryLen = 0;
+  uint32_t maxMessage = 0;
+  // Lifecycle.
+  bool dead = false;       // removed from the id map: JavaScript no longer knows it
+  bool closing = false;    // flush, shut down writes, discard reads until EOF
+  bool shutDown = false;
+  bool stopped = false;    // reads stopped for good (bad length)
+  int closedFd = -1;
+  // Client side.
+  std::string pendingIn;   // bytes read while no server is linked
+  bool needServerSent = false;
+  bool transactionMode = true;
+  // Between transactions but still linked: the pool had nobody waiting, so the pair was kept instead of
+  // split; the client's next bytes go straight to the same server, and JavaScript reclaims the server
+  // (relayReclaim) whenever it needs it.
+  bool parked = false;
+  int syncs = 0;
+  bool unsynced = false;
+  bool copyIn = false;
+  double queryCount = 0, countedQueries = 0;
+  double syncStart = 0, xactStart = 0;
+  double xacts = 0, errors = 0, queries = 0;
+  double* stats = nullptr;
+  napi_ref statsRef = nullptr;
+  // Server side.
+  uint8_t txStatus = kIdle;
+  bool wantReady = false;
+  bool sawError = false;
+  double bytesSent = 0, bytesReceived = 0;
+
+  size_t pendingOut() const { return out.size() - outOff; }
+  bool atBoundary() const { return remaining == 0 && carryLen == 0; }
+  bool between() const { return txStatus == kIdle; }
+};
+
+class Relay {
+ public:
+  Relay(napi_env env, uv_loop_t* loop);
+  Endpoint* Find(int32_t id);
+  Endpoint* Add(int fd, bool server);
+  void Emit(int32_t kind, int32_t a, int32_t b = 0, int32_t c = 0, int32_t d = 0);
+  void Flush();
+  void FlushOnce();
+  bool WantRead(Endpoint* ep) const;
+  void UpdatePoll(Endpoint* ep);
+  static void OnPoll(uv_poll_t* h, int status, int events);
+  /** Sends or queues bytes for `ep`; false when the socket failed (it is then closed). */
+  bool Write(Endpoint* ep, const uint8_t* data, size_t len);
+  /** Writable: sends pending output; false when the endpoint is gone. */
+  bool FlushOut(Endpoint* ep);
+  void OnReadable(Endpoint* ep);
+  void SyncPoint(Endpoint* c, double now);
+  void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
+  void ObserveHist(double* s, int off, double us);
+  void RingAdd(double* s, int off, double us);
+  void OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total);
+  void Unlink(Endpoint* c);
+  bool Clean(Endpoint* c, Endpoint* s) const;
+  /** A socket failed or reached EOF (reason 0 eof, 1 error, 2 malformed from a server). */
+  void Lost(Endpoint* ep, int reason);
+  void CloseClient(Endpoint* c, int reason);
+  /** Stops polling and closes the descriptor; the memory goes when libuv is done with the handle. */
+  void Destroy(Endpoint* ep);
+  /** JavaScript closes: pending output is sent, writes are shut down, reads discarded until EOF. */
+  void CloseGracefully(Endpoint* ep);
+
+  napi_env env_;
+  uv_loop_t* loop_;
+  uv_check_t check_;
+  napi_ref callback_ = nullptr;
+  napi_ref eventsRef_ = nullptr;
+  int32_t* events_ = nullptr;
+  size_t eventCap_ = 0;  // in int32 slots
+  size_t eventLen_ = 0;
+  StatsLayout layout_;
+  std::unordered_map<int32_t, Endpoint*> byId_;
+  int32_t nextId_ = 1;
+  std::vector<uint8_t> readBuf_;
+  std::vector<int32_t> deferred_;
+  bool flushing_ = false;
+};
+
+}  // namespace relay
+}  // namespace tidepool
