@@ -16,8 +16,8 @@ export interface PoolerTomlOptions {
   extra?: string;
 }
 
-/** Pool app (transaction mode) on the test PostgreSQL with users md5user and scramuser, pool_size 2 each. */
-export function appPoolToml(pg: TestPostgres): string {
+/** Pool app (transaction mode) on the test PostgreSQL with users md5user and scramuser, `poolSize` (2) each. */
+export function appPoolToml(pg: TestPostgres, poolSize = 2): string {
   return `
 [pools.app]
 server_host = "${pg.host}"
@@ -26,12 +26,12 @@ server_port = ${pg.port}
 [[pools.app.users]]
 username = "md5user"
 password = "md5pass"
-pool_size = 2
+pool_size = ${poolSize}
 
 [[pools.app.users]]
 username = "scramuser"
 password = "scrampass"
-pool_size = 2
+pool_size = ${poolSize}
 `;
 }
 

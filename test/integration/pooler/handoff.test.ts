@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { ADMIN_PASSWORD, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { ADMIN_PASSWORD, appPoolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
@@ -12,18 +12,7 @@ let admin: pg.Client;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, {
-    pools: `
-[pools.app]
-server_host = "${db.host}"
-server_port = ${db.port}
-
-[[pools.app.users]]
-username = "md5user"
-password = "md5pass"
-pool_size = 1
-`,
-  }));
+  tp = await startTestPooler(poolerToml(db, { pools: appPoolToml(db, 1) }));
   admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
   await admin.connect();
 });
