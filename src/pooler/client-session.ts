@@ -1,40 +1,21 @@
-// One client connection: startup, authentication, then relay to a pooled server (transaction or session mode).
+// One client connection: login (client-login.ts), then relay to a pooled server (transaction or session mode),
+// on the native relay (native-relay.ts) or, as the fallback, through this class's JavaScript path.
 import net from 'node:net';
 import { randomBytesPooled } from '../shared/random-pool.js';
-import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/codes.js';
+import { FrontendMessage, SqlState, TxStatus } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, typeSet, type MessageHandler } from '../protocol/frame-stream.js';
-import { parseStartupPacket, type StartupPacket } from '../protocol/reader.js';
-import {
-  writeAuthenticationOk, writeBackendKeyData, writeErrorResponse, writeNegotiateProtocolVersion,
-  writeParameterStatus, writeReadyForQuery,
-} from '../protocol/writer.js';
+import { writeErrorResponse } from '../protocol/writer.js';
 import type { Pooler } from './pooler.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
 import { TransactionTracker } from './transaction-tracker.js';
-import { ClientAuth } from './auth/client-auth.js';
+import { ClientLogin, loginGreeting } from './client-login.js';
+import type { ScramSecret } from './auth/scram.js';
 import { NativeRelay, type RelayClientOwner } from './native-relay.js';
 
 let nextClientId = 1;
-const MAX_STARTUP_PACKET = 10_000;
-const MAX_AUTH_MESSAGE = 64 * 1024;
 const RELAY_WHOLE = typeSet(FrontendMessage.Terminate);
 const MAX_QUEUED_BYTES = 1024 * 1024;
-
-const loginPrefixes = new WeakMap<ReadonlyMap<string, string>, Buffer>();
-
-/** AuthenticationOk and the pool's ParameterStatus messages (but application_name, which is the
- * client's own), built once per parameter set: every login sends the same bytes. */
-function loginPrefix(params: ReadonlyMap<string, string>): Buffer {
-  let b = loginPrefixes.get(params);
-  if (!b) {
-    const parts = [writeAuthenticationOk()];
-    for (const [k, v] of params) if (k !== 'application_name') parts.push(writeParameterStatus(k, v));
-    b = Buffer.concat(parts);
-    loginPrefixes.set(params, b);
-  }
-  return b;
-}
 
 export type ClientState = 'startup' | 'auth' | 'idle' | 'waiting' | 'active' | 'closed';
 
@@ -64,9 +45,7 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
   readonly tx = new TransactionTracker();
   private queue: Buffer[] = [];
   private queuedBytes = 0;
-  private startupBuf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
-  private auth: ClientAuth | null = null;
   private xactStart = 0;
   private clientPaused = false;
   private serverPaused = false;
@@ -74,7 +53,7 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
   /** Admin console sessions get every whole message here (see admin/console.ts). */
   onAdminMessage: MessageHandler = () => undefined;
 
-  constructor(readonly socket: net.Socket, private readonly core: Pooler) {
+  constructor(readonly socket: net.Socket, readonly core: Pooler) {
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.handler = this.onStartupChunk;
@@ -89,98 +68,17 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
   handler: (chunk: Buffer) => boolean;
 
   private readonly onStartupChunk = (chunk: Buffer): boolean => {
-    this.onStartupData(Buffer.from(chunk));
+    this.login.feed(Buffer.from(chunk));
     return false;
   };
 
-  private onStartupData(chunk: Buffer): void {
-    if (this.state === 'auth') return this.feedAuth(chunk);
-    this.startupBuf = this.startupBuf.length ? Buffer.concat([this.startupBuf, chunk]) : chunk;
-    while (this.state === 'startup' && this.startupBuf.length >= 4) {
-      const len = this.startupBuf.readInt32BE(0);
-      if (len < 8 || len > MAX_STARTUP_PACKET) return this.fatal(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
-      if (this.startupBuf.length < len) return;
-      const packet = this.startupBuf.subarray(0, len);
-      this.startupBuf = this.startupBuf.subarray(len);
-      let parsed: StartupPacket;
-      try {
-        parsed = parseStartupPacket(packet);
-      } catch (err) {
-        return this.fatal(SqlState.ProtocolViolation, (err as Error).message);
-      }
-      this.onStartupPacket(parsed);
-    }
-    if ((this.state as ClientState) === 'auth' && this.startupBuf.length) {
-      const rest = this.startupBuf;
-      this.startupBuf = Buffer.alloc(0);
-      this.feedAuth(rest);
-    }
-  }
-
-  private onStartupPacket(p: StartupPacket): void {
-    switch (p.kind) {
-      case 'ssl':
-      case 'gssenc':
-        this.socket.write('N');
-        return;
-      case 'cancel':
-        this.core.cancel(p.pid, p.secret);
-        this.socket.destroy();
-        return;
-      case 'startup':
-        break;
-    }
-    if (p.minor > 2 || [...p.params.keys()].some((k) => k.startsWith('_pq_.'))) {
-      this.socket.write(writeNegotiateProtocolVersion(Math.min(p.minor, 2) | (3 << 16), [...p.params.keys()].filter((k) => k.startsWith('_pq_.'))));
-    }
-    this.protocol32 = ((3 << 16) | Math.min(p.minor, 2)) === PROTOCOL_3_2;
-    this.user = p.params.get('user') ?? '';
-    this.database = p.params.get('database') || this.user;
-    this.applicationName = p.params.get('application_name') ?? '';
-    if (!this.user) return this.fatal(SqlState.InvalidAuthorization, 'no user name in startup packet');
-    if (this.core.clientCount() > this.core.config.general.max_connections) {
-      return this.fatal(SqlState.TooManyConnections, `too many client connections: max_connections = ${this.core.config.general.max_connections}`);
-    }
-    const target = this.core.resolveLogin(this.database, this.user);
-    if ('error' in target) return this.fatal(target.sqlstate, target.error);
-    this.isAdmin = target.admin;
-    this.pool = target.pool;
-    this.auth = new ClientAuth(target.secret, this.user, this.core.config.general.auth_type);
-    this.state = 'auth';
-    this.frames = new FrameStream(MAX_AUTH_MESSAGE, ALL_TYPES, this.onAuthMessage);
-    const first = this.auth.first();
-    if (first) this.socket.write(first);
-    else void this.loginOk(null, null);
-  }
-
+  /** Startup packets and the password exchange (client-login.ts). */
+  private readonly login = new ClientLogin(this);
   protocol32 = false;
 
-  private feedAuth(chunk: Buffer): void {
-    if (!this.frames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} during authentication`);
-  }
-
-  private readonly onAuthMessage = (type: number, buf: Buffer, start: number, len: number): void => {
-    if (this.state !== 'auth' || !this.auth) return;
-    if (type === FrontendMessage.Terminate) return void this.socket.destroy();
-    if (type !== FrontendMessage.Password) return this.fatal(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
-    let r: ReturnType<ClientAuth['step']>;
-    try {
-      r = this.auth.step(buf.subarray(start + 5, start + 1 + len));
-    } catch (err) {
-      return this.fatal(SqlState.ProtocolViolation, `malformed authentication message: ${(err as Error).message}`);
-    }
-    if (r.reply) this.socket.write(r.reply);
-    if (!r.result) return;
-    if (!r.result.ok) {
-      this.core.log.info({ client_id: this.id, user: this.user, database: this.database, addr: this.addr }, 'client authentication failed');
-      return this.fatal(r.result.sqlstate, r.result.message);
-    }
-    void this.loginOk(r.result.clientKey, r.result.scramSecret);
-  };
-
-  private async loginOk(clientKey: Buffer | null, scramSecret: import('./auth/scram.js').ScramSecret | null): Promise<void> {
+  /** The client proved who it is (client-login.ts): greet it, then relay. */
+  async loginOk(clientKey: Buffer | null, scramSecret: ScramSecret | null): Promise<void> {
     this.state = 'idle';
-    this.auth = null;
     if (clientKey && scramSecret && this.pool) this.pool.scramCredential = { clientKey, secret: scramSecret };
     let params: ReadonlyMap<string, string>;
     if (this.isAdmin) params = this.core.adminParams();
@@ -193,28 +91,25 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
       }
     }
     if (this.socket.destroyed) return;
-    this.socket.write(Buffer.concat([
-      loginPrefix(params), writeParameterStatus('application_name', this.applicationName),
-      writeBackendKeyData(this.cancelPid, this.cancelSecret), writeReadyForQuery(TxStatus.Idle),
-    ]));
+    this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.core.registerClient(this);
-    if (!this.isAdmin && this.adoptNative()) return;
+    const rest = this.login.takeRest();
+    if (!this.isAdmin && this.adoptNative(rest)) return;
     this.frames = this.isAdmin
       ? new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete))
       : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.tx.onMessage);
     this.handler = this.onRelayData;
-    if (this.startupBuf.length) this.onRelayData(this.startupBuf);
+    if (rest.length) this.onRelayData(rest);
   }
 
   /** Hands the socket to the native relay (see native-relay.ts); false when it stays on this relay. */
-  private adoptNative(): boolean {
+  private adoptNative(rest: Buffer): boolean {
     const relay = NativeRelay.get();
     if (!relay) return false;
-    const id = relay.adoptClient(this.socket, this.pool!.stats.block, this.core.config.general.max_message_size, this.startupBuf, this);
+    const id = relay.adoptClient(this.socket, this.pool!.stats.block, this.core.config.general.max_message_size, rest, this);
     if (!id) return false;
     this.relay = relay;
     this.nativeId = id;
-    this.startupBuf = Buffer.alloc(0);
     this.handler = () => false;
     return true;
   }
