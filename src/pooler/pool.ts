@@ -3,10 +3,9 @@ import type { Logger } from 'pino';
 import type { PoolMode } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import { ServerConnection, ServerLoginError, type ServerCredential, type ServerTarget } from './server-connection.js';
-import { PoolStats } from './stats.js';
+import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
 import { NativeRelay } from './native-relay.js';
-import { STATS_LAYOUT } from './stats.js';
 
 export interface PoolSettings {
   database: string;
