@@ -78,7 +78,7 @@ describe('a server between transactions', () => {
       const first = await pid(a);
       await killer.query('select pg_terminate_backend($1)', [first]);
       // The pooler notices the close; until then a query may still meet the dying server (08006), after it never.
-      for (let i = 0; i < 100 && (await admin.query('SHOW SERVERS')).rows.some((r) => Number(r.server_process_id) === first); i++) {
+      for (let i = 0; i < 500 && (await admin.query('SHOW SERVERS')).rows.some((r) => Number(r.server_process_id) === first); i++) {
         await new Promise((r) => setTimeout(r, 20));
       }
       const second = await pid(a);
