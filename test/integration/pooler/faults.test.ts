@@ -49,9 +49,11 @@ function sqlstateOf(reply: Buffer): string | undefined {
   return i >= 0 && m ? m[1] : undefined;
 }
 
-/** Logs in with node-postgres, writes raw bytes on its socket, returns what arrives until the pooler closes it. */
-async function afterLogin(bytes: Buffer, c: pg.Client = client()): Promise<Buffer> {
-  await c.connect();
+/** Logs in with node-postgres (or uses `connected`), writes raw bytes on its socket, returns what arrives until
+ * the pooler closes it. */
+async function afterLogin(bytes: Buffer, connected?: pg.Client): Promise<Buffer> {
+  const c = connected ?? client();
+  if (!connected) await c.connect();
   const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
   const got: Buffer[] = [];
   sock.on('data', (d: Buffer) => got.push(d));
@@ -84,6 +86,28 @@ describe('malformed input', () => {
     await stillServes();
   });
 
+  it('a bad length right after a transaction gets 08P01; the server it used goes back healthy', async () => {
+    const c = client();
+    await c.connect();
+    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    expect(sqlstateOf(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c))).toBe('08P01');
+    // On the native relay that server was still linked to the client (parked); either way it is reusable now.
+    const servers = tp.pooler.show('SERVERS').rows;
+    expect(servers.some((r) => r[1] === pid && r[6] === 'idle')).toBe(true);
+    await stillServes();
+  });
+
+  it('a bad length inside an open transaction gets 08P01 and the server is not reused', async () => {
+    const c = client();
+    await c.connect();
+    await c.query('BEGIN');
+    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    expect(sqlstateOf(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c))).toBe('08P01');
+    for (let i = 0; i < 100 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid)).toBe(false);
+    await stillServes();
+  });
+
   it('a message past max_message_size gets 08P01', async () => {
     const big = Buffer.alloc(5);
     big[0] = 0x51;
@@ -95,6 +119,7 @@ describe('malformed input', () => {
   it('an admin console Query without its terminating NUL gets 08P01', async () => {
     const admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
     admin.on('error', () => undefined);
+    await admin.connect();
     const q = Buffer.from('QxxxxSHOW POOLS');
     q.writeInt32BE(q.length - 1, 1);
     expect(sqlstateOf(await afterLogin(q, admin))).toBe('08P01');
