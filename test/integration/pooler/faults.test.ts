@@ -192,6 +192,20 @@ describe('backend failures', () => {
     await stillServes();
   });
 
+  it('a client that vanishes mid-query takes its server out of the pool; the others carry on', async () => {
+    const c = client();
+    await c.connect();
+    c.on('error', () => undefined);
+    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    void c.query('select pg_sleep(30)').catch(() => undefined);
+    for (let i = 0; i < 200 && !tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid && r[6] === 'active'); i++) await new Promise((r) => setTimeout(r, 10));
+    (c as unknown as { connection: { stream: net.Socket } }).connection.stream.destroy();
+    // The server is mid-query: it must not go back to the pool.
+    for (let i = 0; i < 200 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid)).toBe(false);
+    await stillServes();
+  });
+
   it('PostgreSQL down: clients get an error; back up: the pool recovers by itself', async () => {
     await db.stop();
     const c = client();
