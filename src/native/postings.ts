@@ -10,18 +10,27 @@ export type RangeOfIds = (lo: number, hi: number) => Uint32Array;
 /** Encodes ascending ids as delta varints (TS only: sealing is not on the hot read path). */
 export function encodePostings(ids: ArrayLike<number>): Uint8Array {
   const out = new Uint8Array(ids.length * 5);
-  let pos = 0;
+  return out.slice(0, encodePostingsInto(ids, out, 0));
+}
+
+/**
+ * Encodes ascending ids as delta varints into `out` at `pos` and returns the position after them; `out`
+ * needs 5 bytes per id at most. The seal writes every list of a fraction into one buffer this way, with
+ * no allocation per list.
+ */
+export function encodePostingsInto(ids: ArrayLike<number>, out: Uint8Array, pos: number): number {
   let prev = 0;
   for (let i = 0; i < ids.length; i++) {
-    let v = (ids[i]! - prev) >>> 0;
-    prev = ids[i]!;
+    const id = ids[i]!;
+    let v = (id - prev) >>> 0;
+    prev = id;
     while (v >= 0x80) {
       out[pos++] = (v & 0x7f) | 0x80;
       v >>>= 7;
     }
     out[pos++] = v;
   }
-  return out.slice(0, pos);
+  return pos;
 }
 
 /** Decodes `count` ids from buf[offset, offset + length); stops early (shorter result) on truncated input. */

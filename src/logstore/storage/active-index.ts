@@ -280,6 +280,11 @@ export class ActiveIndex {
     return this.fieldList.filter((f) => f.toks.size > 0);
   }
 
+  /** Column ordinal of token id `t` in its field's keyword column, or -1 if no document has it as a column value. */
+  columnOrdinal(t: number): number {
+    return this.tokOrd[t] ?? -1;
+  }
+
   column(field: string): Column | null {
     const fs = this.fieldStates.get(field);
     const ords = fs?.colOrds;

@@ -2,9 +2,10 @@
 // a sorted token dictionary, delta-varint posting lists and keyword columns.
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { encodePostings } from '../../native/postings.js';
+import { encodePostingsInto } from '../../native/postings.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
+import { sortedOrder } from './sort-tokens.js';
 import { BLOCK_BYTES, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
 /** Writes `frac` into `<dir>` (through `<dir>.tmp` and a rename) and returns its metadata and disk size. */
@@ -68,38 +69,58 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   }
   put(FILES.docs, Buffer.concat(parts));
 
-  // Dictionary, offsets, postings.
+  // Dictionary, offsets, postings. Every list is encoded into one buffer (5 bytes per id at most), and each
+  // token's rank in its field's sorted dictionary is kept by token id for the keyword columns below.
   const inverted = frac.index.all();
   const byField = new Map(frac.index.fields().map((f) => [f.name, f.toks]));
   const fields = [...byField.keys()].sort();
   const dict: [string, string[]][] = [];
+  // Token ids of each field's dictionary, in its sorted order.
+  const dictIds: Uint32Array[] = [];
   let tokenCount = 0;
   for (const f of fields) {
-    const toks = [...byField.get(f)!.keys()].sort();
+    const tokIds = byField.get(f)!;
+    const strs: string[] = new Array<string>(tokIds.size);
+    const ids = new Uint32Array(tokIds.size);
+    let i = 0;
+    for (const [tok, t] of tokIds) {
+      strs[i] = tok;
+      ids[i++] = t;
+    }
+    const order = sortedOrder(strs);
+    const toks: string[] = new Array<string>(strs.length);
+    const sortedIds = new Uint32Array(strs.length);
+    for (let j = 0; j < order.length; j++) {
+      toks[j] = strs[order[j]!]!;
+      sortedIds[j] = ids[order[j]!]!;
+    }
     dict.push([f, toks]);
+    dictIds.push(sortedIds);
     tokenCount += toks.length;
   }
   const offs = new Uint32Array(tokenCount + 1);
   const counts = new Uint32Array(tokenCount);
-  const lists: Uint8Array[] = [];
+  const rankOf = new Uint32Array(inverted.start.length);
+  const postings = Buffer.allocUnsafe(inverted.data.length * 5);
+  let scratch = new Uint32Array(identity ? 0 : 1024);
   let k = 0;
   let pOff = 0;
-  for (const [f, toks] of dict) {
-    const tokIds = byField.get(f)!;
-    for (const tok of toks) {
-      const t = tokIds.get(tok)!;
-      const old = inverted.data.subarray(inverted.start[t]!, inverted.start[t + 1]!);
-      let mapped = old;
+  for (const sortedIds of dictIds) {
+    for (let r = 0; r < sortedIds.length; r++) {
+      const t = sortedIds[r]!;
+      rankOf[t] = r;
+      const lo = inverted.start[t]!;
+      const hi = inverted.start[t + 1]!;
+      let list = inverted.data.subarray(lo, hi);
       if (!identity) {
-        mapped = new Uint32Array(old.length);
-        for (let i = 0; i < old.length; i++) mapped[i] = newOf[old[i]!]!;
-        mapped.sort();
+        if (scratch.length < list.length) scratch = new Uint32Array(Math.max(list.length, scratch.length * 2));
+        const mapped = scratch.subarray(0, list.length);
+        for (let i = 0; i < list.length; i++) mapped[i] = newOf[list[i]!]!;
+        list = mapped.sort();
       }
-      const enc = encodePostings(mapped);
       offs[k] = pOff;
-      counts[k] = mapped.length;
-      lists.push(enc);
-      pOff += enc.length;
+      counts[k] = hi - lo;
+      pOff = encodePostingsInto(list, postings, pOff);
       k++;
     }
   }
@@ -109,19 +130,22 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   offsAndCounts.set(offs, 0);
   offsAndCounts.set(counts, offs.length);
   put(FILES.offsets, compress(bytesOf(offsAndCounts)));
-  put(FILES.postings, Buffer.concat(lists));
+  put(FILES.postings, postings.subarray(0, pOff));
 
   // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
   const columns: string[] = [];
-  for (const [f, toks] of dict) {
+  for (let fi = 0; fi < fields.length; fi++) {
+    const f = fields[fi]!;
     const col = frac.column(f);
     if (!col) continue;
-    const rank = new Map<string, number>();
-    toks.forEach((t, i) => rank.set(t, i));
-    const ordMap = col.tokens.map((t) => rank.get(t) ?? MISSING);
+    const ordMap = new Uint32Array(col.tokens.length).fill(MISSING);
+    for (const t of dictIds[fi]!) {
+      const o = frac.index.columnOrdinal(t);
+      if (o >= 0) ordMap[o] = rankOf[t]!;
+    }
     const ords = new Uint32Array(n);
     for (let i = 0; i < n; i++) {
-      const o = col.ords[order[i]!]!;
+      const o = col.ords[identity ? i : order[i]!]!;
       ords[i] = o === MISSING ? MISSING : ordMap[o]!;
     }
     put(FILES.column(columns.length), compress(bytesOf(ords)));

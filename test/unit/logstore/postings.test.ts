@@ -1,7 +1,7 @@
 // Posting lists: the native addon and the TypeScript twins agree with each other and with a naive model.
 import { describe, expect, it } from 'vitest';
 import { addon } from '../../../src/native/index.js';
-import { checkedNativePostings, encodePostings, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
+import { checkedNativePostings, encodePostings, encodePostingsInto, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
 
 /** Deterministic PRNG (mulberry32) so a failure can be replayed. */
 function rng(seed: number): () => number {
@@ -78,6 +78,20 @@ describe('posting lists', () => {
     for (const p of native ? [postingsTs, native] : [postingsTs]) {
       expect(p.decodePostings(enc, 0, enc.length, ids.length)).toEqual(ids);
       expect(p.decodePostings(enc, 0, 3, ids.length).length).toBeLessThan(ids.length);
+    }
+  });
+
+  it('encodes many lists into one buffer, each decodable at its offset and equal to its own encoding', () => {
+    const r = rng(7);
+    const lists = Array.from({ length: 200 }, (_, i) => randomList(r, 1 + ((r() * 5000) | 0), i % 3 === 0 ? 0.9 : r() * 0.05));
+    const total = lists.reduce((s, l) => s + l.length, 0);
+    const out = new Uint8Array(total * 5);
+    let pos = 0;
+    for (const list of lists) {
+      const start = pos;
+      pos = encodePostingsInto(list, out, pos);
+      expect(out.subarray(start, pos)).toEqual(encodePostings(list));
+      for (const p of native ? [postingsTs, native] : [postingsTs]) expect(p.decodePostings(out, start, pos - start, list.length)).toEqual(list);
     }
   });
 
