@@ -43,7 +43,8 @@ enum EventKind : int32_t {
 
 // Frontend message types.
 constexpr uint8_t kQuery = 'Q', kSync = 'S', kFunctionCall = 'F', kExecute = 'E', kParse = 'P', kBind = 'B',
-                  kDescribe = 'D', kClose = 'C', kFlush = 'H', kCopyDone = 'c', kCopyFail = 'f', kTerminate = 'X';
+                  kDescribe = 'D', kClose = 'C', kFlush = 'H', kCopyData = 'd', kCopyDone = 'c', kCopyFail = 'f',
+                  kTerminate = 'X';
 // Backend message types.
 constexpr uint8_t kReadyForQuery = 'Z', kCopyInResponse = 'G', kErrorResponse = 'E';
 constexpr uint8_t kIdle = 'I';

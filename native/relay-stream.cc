@@ -113,7 +113,12 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
       case kTerminate:
         terminate = true;
         return false;
+      case kCopyData:
+        break;
       default:
+        // A type PostgreSQL does not take after login (it answers FATAL and closes): the server's state is
+        // unknown until a Sync is answered, so it must not go back to the pool (as transaction-tracker.ts).
+        c->unsynced = true;
         break;
     }
     return true;

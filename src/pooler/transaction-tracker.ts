@@ -48,7 +48,12 @@ export class TransactionTracker {
       case FrontendMessage.Terminate:
         if (this.terminateAt < 0) this.terminateAt = start;
         break;
+      case FrontendMessage.CopyData:
+        break;
       default:
+        // A type PostgreSQL does not take after login: it answers FATAL and closes. Until a Sync is answered
+        // the server's state is unknown, so it must not go back to the pool.
+        this.unsynced = true;
         break;
     }
   };
