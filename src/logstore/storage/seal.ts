@@ -3,10 +3,11 @@
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { encodePostingsInto } from '../../native/postings.js';
+import { EXISTS_FIELD } from '../mapping.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
 import { sortedOrder } from './sort-tokens.js';
-import { BLOCK_BYTES, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
 /** Writes `frac` into `<dir>` (through `<dir>.tmp` and a rename) and returns its metadata and disk size. */
 export function sealFraction(frac: ActiveFraction, dir: string): { meta: FractionMeta; diskBytes: number } {
@@ -61,7 +62,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       raw.writeUInt32LE(r.end - r.start, 4 + 4 * (i - start));
       p += r.buf.copy(raw, p, r.start, r.end);
     }
-    const c = compress(raw);
+    const c = compress(raw, DOC_QUALITY);
     blocks.push([fileOff, c.length, start]);
     parts.push(c);
     fileOff += c.length;
@@ -155,7 +156,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const meta: FractionMeta = {
     format: FRACTION_FORMAT, name: frac.name, docCount: n,
     minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
-    rawBytes: frac.rawBytes, blocks, fields, columns,
+    rawBytes: frac.rawBytes, blocks, fields, columns, seen: dict.find(([f]) => f === EXISTS_FIELD)?.[1] ?? [],
   };
   const metaBytes = Buffer.from(JSON.stringify(meta));
   put(FILES.meta, metaBytes);

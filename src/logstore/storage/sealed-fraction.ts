@@ -235,7 +235,7 @@ export class SealedFraction implements FractionView {
   }
 
   fields(): string[] {
-    return this.loadDict().get('_exists_')?.tokens ?? [];
+    return this.meta.seen ?? this.loadDict().get('_exists_')?.tokens ?? [];
   }
 
   close(): void {

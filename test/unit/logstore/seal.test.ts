@@ -1,6 +1,6 @@
 // Sealing: a sealed fraction answers every read exactly as the active fraction it was sealed from did,
 // with its dictionary in JavaScript string order (the order its readers binary-search in).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -84,4 +84,23 @@ describe('sealFraction', () => {
       sealed.close();
     });
   }
+
+  it('opens a fraction and lists its fields without reading the dictionary; older fractions read it', () => {
+    const active = build(200, true, 4);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-seal-'));
+    dirs.push(dir);
+    const frac = path.join(dir, 'frac');
+    sealFraction(active, frac);
+    const want = sorted(active.fields());
+    expect(new SealedFraction(frac).fields()).toEqual(want);
+    // A fraction sealed before meta.json listed its fields: they come from the dictionary.
+    const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as Record<string, unknown>;
+    delete meta['seen'];
+    writeFileSync(path.join(frac, 'meta.json'), JSON.stringify(meta));
+    expect(new SealedFraction(frac).fields()).toEqual(want);
+    // With the field list in meta.json, a fraction whose dictionary cannot be read still opens.
+    sealFraction(active, frac);
+    rmSync(path.join(frac, 'dict.bin'));
+    expect(new SealedFraction(frac).fields()).toEqual(want);
+  });
 });
