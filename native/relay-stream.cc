@@ -72,6 +72,7 @@ void Relay::SyncPoint(Endpoint* c, double now) {
 }
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
+  const bool midMessage = c->remaining > 0;
   size_t cut = 0;
   uint32_t bad = 0;
   bool terminate = false;
@@ -124,7 +125,9 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
     return true;
   });
   if (!ok) {
-    // A bad length: nothing of this read is passed on; JavaScript answers 08P01 and closes.
+    // A bad length: nothing of this read is passed on; JavaScript answers 08P01 and closes. When the read
+    // began with the rest of a message the server already has the start of, that server is not reusable.
+    if (midMessage) c->unsynced = true;
     c->stopped = true;
     c->carryLen = 0;
     UpdatePoll(c);
@@ -208,7 +211,9 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
           s->xacts += 1;
           s->queries += queries;
           c->xactStart = now;
-          if (c->transactionMode && c->pendingIn.empty()) {
+          // Only between whole client messages: a message the client has begun (say CopyData outside COPY,
+          // which PostgreSQL answers with nothing) must end on the server that got its first bytes.
+          if (c->transactionMode && c->pendingIn.empty() && c->remaining == 0) {
             if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
             else release = true;
           }

@@ -93,8 +93,8 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     if (this.socket.destroyed) return;
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.core.registerClient(this);
+    if (!this.isAdmin && NativeRelay.get()) return this.adoptNative();
     const rest = this.login.takeRest();
-    if (!this.isAdmin && this.adoptNative(rest)) return;
     this.frames = this.isAdmin
       ? new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete))
       : new FrameStream(this.core.config.general.max_message_size, RELAY_WHOLE, this.tx.onMessage);
@@ -102,16 +102,21 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     if (rest.length) this.onRelayData(rest);
   }
 
-  /** Hands the socket to the native relay (see native-relay.ts); false when it stays on this relay. */
-  private adoptNative(rest: Buffer): boolean {
-    const relay = NativeRelay.get();
-    if (!relay) return false;
-    const id = relay.adoptClient(this.socket, this.pool!.stats.block, this.core.config.general.max_message_size, rest, this);
-    if (!id) return false;
+  /** Hands the socket to the native relay (see native-relay.ts) once the greeting has left Node's socket;
+   * bytes that arrive meanwhile stay with the login and go along. Servers are on the native relay too, so a
+   * client that cannot follow them there is closed rather than left on a path that cannot reach them. */
+  private adoptNative(): void {
+    if (this.state === 'closed' || this.socket.destroyed) return;
+    if (this.socket.writableLength > 0) {
+      this.socket.once('drain', () => this.adoptNative());
+      return;
+    }
+    const relay = NativeRelay.get()!;
+    const id = relay.adoptClient(this.socket, this.pool!.stats.block, this.core.config.general.max_message_size, this.login.takeRest(), this);
+    if (!id) return this.fatal(SqlState.ConnectionFailure, 'internal error: the connection could not be handed to the relay');
     this.relay = relay;
     this.nativeId = id;
     this.handler = () => false;
-    return true;
   }
 
   // ---- native relay reports ----
@@ -168,7 +173,12 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     }
     const tx = this.tx;
     tx.terminateAt = -1;
+    tx.chunk = chunk;
+    const midMessage = !this.frames!.atBoundary;
     if (!this.frames!.feed(chunk)) {
+      // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
+      // start of, that server is not reusable.
+      if (midMessage) tx.unsynced = true;
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} (max_message_size ${this.core.config.general.max_message_size})`);
       return false;
     }
@@ -290,7 +300,8 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     s.transactionCount++;
     s.queryCount += queries;
     this.xactStart = now;
-    if (this.pool!.settings.mode === 'transaction' && this.queue.length === 0) this.releaseServer(true);
+    // Only between whole client messages: one the client has begun must end on the server that got its start.
+    if (this.pool!.settings.mode === 'transaction' && this.queue.length === 0 && this.frames!.atBoundary) this.releaseServer(true);
   }
 
   private countedQueries = 0;
@@ -367,7 +378,7 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     if (s) {
       this.server = null;
       if (this.serverPaused) s.socket.resume();
-      const clean = nativeClean ?? (this.tx.between(s.txStatus) && s.atBoundary);
+      const clean = nativeClean ?? (this.tx.between(s.txStatus) && s.atBoundary && (this.frames?.atBoundary ?? true));
       if (clean && this.pool!.settings.mode === 'session') this.core.resetAndRelease(this.pool!, s);
       else this.pool!.release(s, clean);
     }

@@ -17,7 +17,11 @@ export class TransactionTracker {
   private syncStart = 0;
 
   /** FrameStream handler for the client's messages (only Terminate arrives whole). */
-  readonly onMessage = (type: number, _buf: Buffer, start: number): void => {
+  /** The chunk being scanned (set by the session before each feed): a message arriving in another buffer
+   * started in an earlier chunk, whose bytes were already forwarded. */
+  chunk: Buffer | null = null;
+
+  readonly onMessage = (type: number, buf: Buffer, start: number): void => {
     switch (type) {
       case FrontendMessage.Query:
         this.queryCount++;
@@ -46,7 +50,10 @@ export class TransactionTracker {
         this.copyIn = false;
         break;
       case FrontendMessage.Terminate:
-        if (this.terminateAt < 0) this.terminateAt = start;
+        // A Terminate whose header began in the previous chunk left those bytes on the server: it is in the
+        // middle of a message and must not be pooled.
+        if (buf !== this.chunk) this.unsynced = true;
+        if (this.terminateAt < 0) this.terminateAt = buf === this.chunk ? start : 0;
         break;
       case FrontendMessage.CopyData:
         break;
