@@ -12,6 +12,7 @@ import pg from 'pg';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/shared/embedded-postgres.js';
 import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
 import { encodePostings, postingsTs } from '../src/native/postings.js';
+import { mulberry32 } from '../src/shared/prng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = path.join(ROOT, 'bench', '.work');
@@ -27,15 +28,7 @@ const RUNS = arg('runs', 21);
 const WITH_PG = !process.argv.includes('--no-pg');
 const BULK_DOCS = 5000;
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const WORDS = ['images', 'english', 'french', 'spanish', 'news', 'teams', 'venues', 'tickets', 'history', 'players', 'home', 'logo', 'nav', 'hm', 'bg', 'info', 'splash', 'mascot', 'results', 'schedule'];
 const EXT = ['gif', 'html', 'jpg', 'htm', 'css', 'js'];

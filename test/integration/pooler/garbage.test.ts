@@ -6,6 +6,7 @@ import pg from 'pg';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { mulberry32 } from '../../../src/shared/prng.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
@@ -20,17 +21,7 @@ afterAll(async () => {
   await db?.cleanup();
 });
 
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const TYPES = [...'QPBEDCSHFXcdfp?\0'].map((c) => c.charCodeAt(0));
 

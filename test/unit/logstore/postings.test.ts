@@ -2,16 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { addon } from '../../../src/native/index.js';
 import { checkedNativePostings, encodePostings, encodePostingsInto, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
+import { mulberry32 } from '../../../src/shared/prng.js';
 
-/** Deterministic PRNG (mulberry32) so a failure can be replayed. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function randomList(r: () => number, universe: number, density: number): Uint32Array {
   const out: number[] = [];

@@ -9,15 +9,9 @@ import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
 import { sealFraction } from '../../../src/logstore/storage/seal.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
+import { mulberry32 } from '../../../src/shared/prng.js';
 
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 // Characters whose UTF-16 order differs from their UTF-8 (code point) order, and shared prefixes.
 const ALPHABET = ['a', 'b', 'ab', '.', '1', '10', '2', 'é', 'ß', '\uffee', '😀', '𝔸', '\ue000', 'z'];

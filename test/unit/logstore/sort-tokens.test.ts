@@ -1,15 +1,9 @@
 // The seal's dictionary sort orders strings exactly as JavaScript's `<` does.
 import { describe, expect, it } from 'vitest';
 import { sortedOrder } from '../../../src/logstore/storage/sort-tokens.js';
+import { mulberry32 } from '../../../src/shared/prng.js';
 
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const byJs = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
