@@ -1,5 +1,6 @@
 // Evaluates a query plan over one fraction: posting-list intersections (and), unions (or), differences (not).
 import { postings as P } from '../../native/index.js';
+import { lowerBound } from '../../native/postings.js';
 import type { Plan } from '../query/plan.js';
 import { patternRegExp } from '../query/ast.js';
 import type { FractionView } from '../storage/fraction-view.js';
@@ -41,18 +42,6 @@ export function universeSize(u: Universe): number {
 
 function materialize(u: Universe): Uint32Array {
   return u instanceof Uint32Array ? u : P.rangeOfIds(u.lo, u.hi);
-}
-
-/** First index of sorted `ids` whose value is >= x. */
-function lowerBound(ids: Uint32Array, x: number): number {
-  let lo = 0;
-  let hi = ids.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (ids[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** ids ∩ universe: a slice when the universe is an id range (free for the whole fraction), else an intersection. */

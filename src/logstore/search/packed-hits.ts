@@ -67,23 +67,11 @@ export class HitWriter {
 
   /** A hit whose document is `data` (stored JSON bytes, written as they are). */
   add(id: string, time: number, data: Uint8Array): void {
-    const iso = isoTime(time);
-    this.reserve(8 + 24 + 10 + data.length + 9 + iso.length + 2);
-    this.times.push(time);
-    this.ids += id;
-    this.offs.push(this.used);
-    this.ascii('{"id":"');
-    this.ascii(id);
-    this.ascii('","data":');
-    this.buf.set(data, this.used);
-    this.used += data.length;
-    this.ascii(',"time":"');
-    this.ascii(iso);
-    this.ascii('"}');
+    this.addRef(id, time, data, 0, data.length);
   }
 
-  /** As add(), the document being buf[start .. end). */
-  addRef(id: string, time: number, buf: Buffer, start: number, end: number): void {
+  /** As add(), the document being src[start .. end). */
+  addRef(id: string, time: number, src: Uint8Array, start: number, end: number): void {
     const iso = isoTime(time);
     this.reserve(8 + 24 + 10 + (end - start) + 9 + iso.length + 2);
     this.times.push(time);
@@ -92,7 +80,8 @@ export class HitWriter {
     this.ascii('{"id":"');
     this.ascii(id);
     this.ascii('","data":');
-    this.used += buf.copy(this.buf, this.used, start, end);
+    this.buf.set(src.subarray(start, end), this.used);
+    this.used += end - start;
     this.ascii(',"time":"');
     this.ascii(iso);
     this.ascii('"}');
