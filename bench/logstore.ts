@@ -12,7 +12,7 @@ import pg from 'pg';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/shared/embedded-postgres.js';
 import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
 import { encodePostings, postingsTs } from '../src/native/postings.js';
-import { mulberry32 } from '../src/shared/prng.js';
+import { mulberry32 } from '../test/helpers/prng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = path.join(ROOT, 'bench', '.work');

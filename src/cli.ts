@@ -1,7 +1,5 @@
 // The tidepool command: parses argv and starts a service (pooler, logstore) or prints help.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { packageVersion } from './shared/package-root.js';
 
 export const HELP = `tidepool - a PostgreSQL connection pooler and a log store
 
@@ -21,17 +19,6 @@ Signals (pooler): SIGHUP reloads the config, SIGTERM shuts down gracefully
 (transactions may finish for shutdown_timeout), SIGINT exits at once.
 `;
 
-export function version(): string {
-  const dir = path.dirname(fileURLToPath(import.meta.url));
-  for (const candidate of [path.join(dir, '..', 'package.json'), path.join(dir, '..', '..', 'package.json')]) {
-    try {
-      return (JSON.parse(readFileSync(candidate, 'utf8')) as { version: string }).version;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-  return '0.0.0';
-}
 
 /** Splits `--flag value`, `--flag=value` and `-t` style arguments. */
 export function parseArgs(argv: string[]): { positional: string[]; flags: Map<string, string | true> } {
@@ -60,7 +47,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
   }
   switch (cmd) {
     case 'version':
-      process.stdout.write(`tidepool ${version()}\n`);
+      process.stdout.write(`tidepool ${packageVersion}\n`);
       return 0;
     case 'pooler': {
       const { runPooler } = await import('./pooler/main.js');

@@ -2,7 +2,7 @@
 // Single mode uses it behind HTTP; store mode (a later issue) will put the same object behind gRPC.
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../shared/package-root.js';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
@@ -14,12 +14,8 @@ import type { ShardWorkerData } from '../../workers/logstore-shard.js';
 import { type AggPartial, mergePartials } from './aggregate/aggregate.js';
 
 function workerFile(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6 && path.basename(dir) !== 'src'; i++) dir = path.dirname(dir);
-  // Compiled: dist/src/logstore -> dist/workers; from sources (tests): src/logstore -> dist/workers.
-  const parent = path.dirname(dir);
-  const root = path.basename(parent) === 'dist' ? parent : path.join(parent, 'dist');
-  const file = path.join(root, 'workers', 'logstore-shard.js');
+  // Workers always run compiled, from dist/, also when the tests run the sources.
+  const file = path.join(packageRoot, 'dist', 'workers', 'logstore-shard.js');
   if (!existsSync(file)) throw new Error(`shard worker ${file} is missing: run "npm run build"`);
   return file;
 }

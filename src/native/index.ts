@@ -1,7 +1,7 @@
 // Loads the native addon when it is built and allowed (TIDEPOOL_NATIVE != 0), else the TypeScript twins.
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { packageRoot } from '../shared/package-root.js';
 import { scanFramesTs } from './framing.js';
 import { checkedNativePostings, postingsTs, type PostingsImpl } from './postings.js';
 
@@ -12,23 +12,10 @@ export interface NativeAddon {
   [name: string]: unknown;
 }
 
-function findRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    if (path.basename(dir) === 'src' || path.basename(dir) === 'dist') {
-      // Compiled code lives in dist/src/native: the package root is above dist/, not dist/ itself.
-      const parent = path.dirname(dir);
-      return path.basename(dir) === 'src' && path.basename(parent) === 'dist' ? path.dirname(parent) : parent;
-    }
-    dir = path.dirname(dir);
-  }
-  return process.cwd();
-}
-
 function loadAddon(): NativeAddon | null {
   if (process.env.TIDEPOOL_NATIVE === '0') return null;
   const require = createRequire(import.meta.url);
-  const file = path.join(findRoot(), 'build', 'Release', 'tidepool_native.node');
+  const file = path.join(packageRoot, 'build', 'Release', 'tidepool_native.node');
   try {
     return require(file) as NativeAddon;
   } catch (err) {

@@ -1,7 +1,7 @@
 // One client connection: login (client-login.ts), then relay to a pooled server (transaction or session mode),
 // on the native relay (native-relay.ts) or, as the fallback, through this class's JavaScript path.
 import net from 'node:net';
-import { randomBytesPooled } from '../shared/random-pool.js';
+import { randomBytesPooled } from './random-pool.js';
 import { FrontendMessage, SqlState, TxStatus } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, typeSet, type MessageHandler } from '../protocol/frame-stream.js';
 import { writeErrorResponse } from '../protocol/writer.js';

@@ -9,7 +9,7 @@ export async function startPoolerProcess(file: string): Promise<number> {
   const pooler = await Pooler.start(file, logs);
   let web: { close(): Promise<void> } | null = null;
   if (pooler.config.web.enabled) {
-    const { startWebListener } = await import('../web/server.js');
+    const { startWebListener } = await import('./web/server.js');
     try {
       web = await startWebListener(pooler);
     } catch (err) {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { DEFAULT_STATIC_DIR } from '../../src/web/app.js';
+import { DEFAULT_STATIC_DIR } from '../../src/pooler/web/app.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { startWeb, WEB_ADMIN, webToml, type WebHarness } from '../helpers/web.js';
 import { launchChromium, startSsoProxy, type SsoProxy } from '../helpers/web-browser.js';

@@ -1,7 +1,7 @@
 // Test helper: a real pooler (real PostgreSQL behind it) with its web app, in-process or on a real port.
 import type { FastifyInstance } from 'fastify';
-import { buildWebApp } from '../../src/web/app.js';
-import { startWebListener, type WebListener } from '../../src/web/server.js';
+import { buildWebApp } from '../../src/pooler/web/app.js';
+import { startWebListener, type WebListener } from '../../src/pooler/web/server.js';
 import { appPoolToml, startTestPooler, type TestPooler } from './pooler.js';
 import type { TestPostgres } from './postgres.js';
 

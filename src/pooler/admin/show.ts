@@ -2,7 +2,7 @@
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { describeShape } from '../../config/schema.js';
 import { generalShape, webShape } from '../../config/pooler.js';
-import { version } from '../../cli.js';
+import { packageVersion } from '../../shared/package-root.js';
 import type { Cell, ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
 
@@ -217,7 +217,7 @@ export function showTable(p: Pooler, name: string): ShowTable {
     case 'DATABASES': return databases(p);
     case 'USERS': return users(p);
     case 'CONFIG': return config(p);
-    case 'VERSION': return table(['version'], [[`tidepool ${version()}`]]);
+    case 'VERSION': return table(['version'], [[`tidepool ${packageVersion}`]]);
     case 'LOG_LEVEL': return table(['log_level'], [[p.logs.level]]);
     case 'LISTS': return lists(p);
     case 'CONNECTIONS': return table(['total', 'errors', 'tls', 'plain', 'cancel'], [[p.counters.connections, p.counters.errors, 0, p.counters.connections, p.counters.cancel]]);

@@ -1,6 +1,6 @@
 // Authenticates a client against a configured secret: trust, cleartext, md5 or SCRAM-SHA-256.
 import { timingSafeEqual } from 'node:crypto';
-import { randomBytesPooled } from '../../shared/random-pool.js';
+import { randomBytesPooled } from '../random-pool.js';
 import { SqlState } from '../../protocol/codes.js';
 import { parsePasswordMessage, parseSASLInitialResponse } from '../../protocol/reader.js';
 import {

@@ -6,7 +6,7 @@ import pg from 'pg';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
-import { mulberry32 } from '../../../src/shared/prng.js';
+import { mulberry32 } from '../../helpers/prng.js';
 
 let db: TestPostgres;
 let tp: TestPooler;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { buildWebApp } from '../../../src/web/app.js';
+import { buildWebApp } from '../../../src/pooler/web/app.js';
 import { startTestPooler } from '../../helpers/pooler.js';
 import { basicHeader, parseLogfmt, startWeb, webToml, type WebHarness } from '../../helpers/web.js';
 

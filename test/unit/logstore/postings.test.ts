@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { addon } from '../../../src/native/index.js';
 import { checkedNativePostings, encodePostings, encodePostingsInto, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
-import { mulberry32 } from '../../../src/shared/prng.js';
+import { mulberry32 } from '../../helpers/prng.js';
 
 const rng = mulberry32;
 

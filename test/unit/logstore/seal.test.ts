@@ -9,7 +9,7 @@ import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
 import { sealFraction } from '../../../src/logstore/storage/seal.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
-import { mulberry32 } from '../../../src/shared/prng.js';
+import { mulberry32 } from '../../helpers/prng.js';
 
 const rng = mulberry32;
 

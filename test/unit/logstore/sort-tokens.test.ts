@@ -1,7 +1,7 @@
 // The seal's dictionary sort orders strings exactly as JavaScript's `<` does.
 import { describe, expect, it } from 'vitest';
 import { sortedOrder } from '../../../src/logstore/storage/sort-tokens.js';
-import { mulberry32 } from '../../../src/shared/prng.js';
+import { mulberry32 } from '../../helpers/prng.js';
 
 const rng = mulberry32;
 

@@ -1,10 +1,10 @@
 // Role resolution rules: Basic first, wrong Basic does not block SSO, tokens ignored with SSO off, HTTPS rule, carriers.
 import { afterAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { parsePoolerConfig, type PoolerConfig } from '../../../src/config/pooler.js';
-import { authorize, extractToken, resolveAuth, type AuthInput } from '../../../src/web/auth/resolve.js';
-import { SsoRuntime, type SsoFailureReason } from '../../../src/web/auth/sso.js';
-import { makeKeyDir, makeRsaKey, signToken } from '../../helpers/web-sso.js';
+import { parsePoolerConfig, type PoolerConfig } from '../../../../src/config/pooler.js';
+import { authorize, extractToken, resolveAuth, type AuthInput } from '../../../../src/pooler/web/auth/resolve.js';
+import { SsoRuntime, type SsoFailureReason } from '../../../../src/pooler/web/auth/sso.js';
+import { makeKeyDir, makeRsaKey, signToken } from '../../../helpers/web-sso.js';
 
 const key = makeRsaKey();
 const dir = makeKeyDir();

@@ -1,6 +1,6 @@
 // What every route of the web listener shares: the pooler, SSO runtime, metrics, log tap, and request state.
 import type { Logger } from 'pino';
-import type { PoolerControl } from '../pooler/control.js';
+import type { PoolerControl } from '../control.js';
 import type { AuthResult, Access } from './auth/resolve.js';
 import type { PeerInfo } from './auth/proxy.js';
 import type { SsoRuntime } from './auth/sso.js';

@@ -1,5 +1,5 @@
 // Role resolution for one request: Basic first, then an SSO token (Bearer, cookie, ?token=), else Anonymous.
-import type { PoolerConfig } from '../../config/pooler.js';
+import type { PoolerConfig } from '../../../config/pooler.js';
 import { basicMatches, parseBasic } from './basic.js';
 import type { SsoFailureReason, SsoRuntime } from './sso.js';
 

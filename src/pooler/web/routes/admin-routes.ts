@@ -1,7 +1,7 @@
 // POST /api/admin/{pause,resume,reconnect,reload}: the admin console verbs for one user@database pool.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { ConfigError } from '../../config/pooler.js';
-import { PoolNotFoundError } from '../../pooler/control.js';
+import { ConfigError } from '../../../config/pooler.js';
+import { PoolNotFoundError } from '../../control.js';
 import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
 

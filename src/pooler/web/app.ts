@@ -1,9 +1,8 @@
 // Builds the pooler's web app (fastify): /metrics, the /api/* endpoints and the console; started by server.ts.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot, packageVersion } from '../../shared/package-root.js';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { PoolerControl } from '../pooler/control.js';
+import type { PoolerControl } from '../control.js';
 import { AccessLog } from './access-log.js';
 import { formatPeer, resolvePeer, TrustedProxies } from './auth/proxy.js';
 import { authorize, resolveAuth, type Access } from './auth/resolve.js';
@@ -32,20 +31,8 @@ export interface WebAppOptions {
   tapIdleMs?: number;
 }
 
-const packageRoot = (() => {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++, dir = path.dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'tidepool') return { dir, version: pkg.version ?? '0.0.0' };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-  return { dir: process.cwd(), version: '0.0.0' };
-})();
 
-export const DEFAULT_STATIC_DIR = path.join(packageRoot.dir, 'ui', 'dist', 'console');
+export const DEFAULT_STATIC_DIR = path.join(packageRoot, 'ui', 'dist', 'console');
 
 /** Whether the console and /api/* are served: `ui = true` and a non-default admin password (startup gate). */
 export function consoleEnabled(control: PoolerControl): boolean {
@@ -63,7 +50,7 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     control, sso, log,
     metrics: new WebMetrics(sso),
     tap: new LogTap(hub, control.config.web.log_tap_max_entries, opts.tapIdleMs === undefined ? {} : { idleMs: opts.tapIdleMs }),
-    version: packageRoot.version,
+    version: packageVersion,
     staticDir: opts.staticDir ?? DEFAULT_STATIC_DIR,
   };
   const ui = consoleEnabled(control);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { randomBytesPooled } from '../../../src/shared/random-pool.js';
+import { randomBytesPooled } from '../../../src/pooler/random-pool.js';
 
 describe('randomBytesPooled', () => {
   it('returns independent copies of the requested size across pool refills', () => {

@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { addDurationHistograms, Exposition } from '../../../src/web/pooler-metrics.js';
+import { addDurationHistograms, Exposition } from '../../../../src/pooler/web/pooler-metrics.js';
 
 const buckets = (counts: number[], over: number, sum: number) => ({ bounds: [0.001, 0.01, 0.1, 1], counts, count: counts.reduce((a, b) => a + b, 0) + over, sum });
 

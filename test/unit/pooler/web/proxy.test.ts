@@ -1,6 +1,6 @@
 // Peer resolution behind trusted proxies: right-to-left reading, trusted hops skipped, forged headers ignored.
 import { describe, expect, it } from 'vitest';
-import { formatPeer, parseForwarded, resolvePeer, TrustedProxies } from '../../../src/web/auth/proxy.js';
+import { formatPeer, parseForwarded, resolvePeer, TrustedProxies } from '../../../../src/pooler/web/auth/proxy.js';
 
 const trusted = new TrustedProxies(['10.0.0.0/8', '192.168.1.5', 'fd00::/8']);
 

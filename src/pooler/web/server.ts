@@ -1,5 +1,5 @@
 // Starts the web listener on [web] host:port for a running pooler; the pooler process calls this when enabled.
-import type { PoolerControl } from '../pooler/control.js';
+import type { PoolerControl } from '../control.js';
 import { buildWebApp, WEB_TARGET, type WebAppOptions } from './app.js';
 
 export interface WebListener {

@@ -1,5 +1,5 @@
 // In-memory log tap behind /api/logs: a ring of the pooler's own records, on while someone is reading it.
-import { levelName, type LogHub, type LogRecord } from '../shared/logger.js';
+import { levelName, type LogHub, type LogRecord } from '../../shared/logger.js';
 
 export interface TapEntry {
   seq: number;

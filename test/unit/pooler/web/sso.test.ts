@@ -1,9 +1,9 @@
 // SSO runtime: key loading states and JWT verification against the RSA key only, with failure reasons.
 import { afterAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { parsePoolerConfig, type WebConfig } from '../../../src/config/pooler.js';
-import { SsoRuntime } from '../../../src/web/auth/sso.js';
-import { hs256WithPublicKey, makeKeyDir, makeRsaKey, noneToken, signToken } from '../../helpers/web-sso.js';
+import { parsePoolerConfig, type WebConfig } from '../../../../src/config/pooler.js';
+import { SsoRuntime } from '../../../../src/pooler/web/auth/sso.js';
+import { hs256WithPublicKey, makeKeyDir, makeRsaKey, noneToken, signToken } from '../../../helpers/web-sso.js';
 
 const key = makeRsaKey();
 const other = makeRsaKey();

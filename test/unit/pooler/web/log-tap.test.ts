@@ -1,8 +1,8 @@
 // Log tap: ring of the hub's records, filters, activation on read and idle deactivation.
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { LogHub } from '../../../src/shared/logger.js';
-import { LogTap } from '../../../src/web/log-tap.js';
+import { LogHub } from '../../../../src/shared/logger.js';
+import { LogTap } from '../../../../src/pooler/web/log-tap.js';
 
 function hub(): LogHub {
   return new LogHub({ level: 'debug', out: new Writable({ write(_c, _e, cb) { cb(); } }) });

@@ -1,5 +1,5 @@
 // The pooler's own Prometheus series (pooler_*), rendered at scrape time from the same state as SHOW POOLS / STATS.
-import type { Cell, DurationHistogram, PoolerControl, ShowTable } from '../pooler/control.js';
+import type { Cell, DurationHistogram, PoolerControl, ShowTable } from '../control.js';
 
 type Labels = Record<string, string>;
 

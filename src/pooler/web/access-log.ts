@@ -1,6 +1,6 @@
 // The access log: one line per response on target pooler::web::access, fields and levels as the spec lists them.
 import type { Logger } from 'pino';
-import { formatAccessLogfmt, type LogHub } from '../shared/logger.js';
+import { formatAccessLogfmt, type LogHub } from '../../shared/logger.js';
 import type { AuthSource, Role } from './auth/resolve.js';
 
 export const ACCESS_TARGET = 'pooler::web::access';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
-import type { WebConfig } from '../../config/pooler.js';
+import type { WebConfig } from '../../../config/pooler.js';
 
 export const SSO_FAILURE_REASONS = ['signature', 'expired', 'audience', 'no_username', 'allowlist'] as const;
 export type SsoFailureReason = (typeof SSO_FAILURE_REASONS)[number];

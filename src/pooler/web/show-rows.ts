@@ -1,5 +1,5 @@
 // SHOW tables as JSON: row objects keyed by the SHOW column names, bigints made JSON-safe, secrets masked.
-import type { Cell, ShowTable } from '../pooler/control.js';
+import type { Cell, ShowTable } from '../control.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 
