@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // Installs Chromium, promtool, psql and pgbench from Debian's packages when missing (or fails saying what is missing).
+    globalSetup: ['test/setup/tools.ts'],
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default'],

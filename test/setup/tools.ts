@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
-interface Tool {
+export interface Tool {
   /** The program the tests run. */
   bin: string;
   /** Where the tests expect it: an absolute path, or a name looked up on PATH. */
@@ -58,16 +58,21 @@ function aptRunner(): ((args: string[]) => boolean) | string {
 }
 
 export default function setup(): void {
-  const missing = TOOLS.filter((t) => t.found() === null);
+  ensureTools(TOOLS, aptRunner);
+}
+
+/** Installs the missing tools' packages with `apt` (a runner, or the reason there is none); throws naming what is still missing. */
+export function ensureTools(tools: Tool[], apt: () => ((args: string[]) => boolean) | string): void {
+  const missing = tools.filter((t) => t.found() === null);
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((t) => t.pkg))];
   const why = missing.map((t) => `  ${t.bin} (Debian package ${t.pkg}): ${t.usedBy}`).join('\n');
   say(`missing, installing from Debian's packages (a minute or two, once per machine):\n${why}`);
-  const apt = aptRunner();
-  const installed = typeof apt !== 'string' && apt(['update', '-q']) && apt(['install', '-y', '-q', '--no-install-recommends', ...pkgs]);
-  const still = TOOLS.filter((t) => t.found() === null);
+  const runner = apt();
+  const installed = typeof runner !== 'string' && runner(['update', '-q']) && runner(['install', '-y', '-q', '--no-install-recommends', ...pkgs]);
+  const still = tools.filter((t) => t.found() === null);
   if (still.length > 0) {
-    const reason = typeof apt === 'string' ? apt : installed ? 'apt-get finished but the programs are still missing' : 'apt-get failed (its output is above)';
+    const reason = typeof runner === 'string' ? runner : installed ? 'apt-get finished but the programs are still missing' : 'apt-get failed (its output is above)';
     throw new Error(
       `npm test cannot run: ${still.map((t) => t.bin).join(', ')} missing and not installed: ${reason}.\n` +
         `${still.map((t) => `  ${t.bin}: ${t.usedBy}`).join('\n')}\n` +
