@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { findPsql, startPostgres, type RunningPostgres } from '../src/shared/embedded-postgres.js';
+import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
 import { encodePostings, postingsTs } from '../src/native/postings.js';
 import { mulberry32 } from '../test/helpers/prng.js';

@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { freePort } from '../src/shared/embedded-postgres.js';
+import { freePort } from '../src/launcher/embedded-postgres.js';
 
 /** The account the poolers and pgbench log in as; md5 everywhere so every target pays the same auth. */
 export const BENCH_USER = 'bench';

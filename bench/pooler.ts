@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres, writeHba, type RunningPostgres } from '../src/shared/embedded-postgres.js';
+import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
 import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';

@@ -12,6 +12,10 @@ Usage:
       Start the log store (--config=<path> also accepted). Only --mode single in this build:
       HTTP :9002 (Elasticsearch-style /_bulk, /search, /aggregate, ...), debug :9200 (/metrics, /health).
       SIGTERM or SIGINT stops it; kill -9 loses no acknowledged document.
+  tidepool start
+      Start the whole product on embedded defaults (what npm start runs): a private PostgreSQL in
+      .tidepool/ (TIDEPOOL_HOME), the pooler with its web console, and the log store in single mode;
+      prints every address and credential. Ctrl-C stops everything.
   tidepool version          Print the version.
   tidepool help             This text.
 
@@ -49,6 +53,10 @@ export async function main(argv: string[]): Promise<number | undefined> {
     case 'version':
       process.stdout.write(`tidepool ${packageVersion}\n`);
       return 0;
+    case 'start': {
+      const { runStart } = await import('./launcher/start.js');
+      return runStart();
+    }
     case 'pooler': {
       const { runPooler } = await import('./pooler/main.js');
       return runPooler(flags);

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startPostgres, writeHba, type RunningPostgres } from '../../src/shared/embedded-postgres.js';
+import { startPostgres, writeHba, type RunningPostgres } from '../../src/launcher/embedded-postgres.js';
 
 export interface TestPostgres extends RunningPostgres {
   tmp: string;

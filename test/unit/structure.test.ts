@@ -51,7 +51,7 @@ describe('source structure', () => {
   });
 
   it('keeps in src/shared/ only modules that more than one service imports at run time', () => {
-    const services = ['src/pooler/', 'src/logstore/', 'workers/', 'src/cli.ts', 'src/native/', 'src/config/'];
+    const services = ['src/pooler/', 'src/logstore/', 'workers/', 'src/launcher/', 'src/cli.ts', 'src/native/', 'src/config/'];
     const users = new Map<string, Set<string>>();
     for (const [file, deps] of graph) {
       const owner = services.find((s) => rel(file).startsWith(s));
@@ -62,10 +62,7 @@ describe('source structure', () => {
     }
     const single = files(path.join(ROOT, 'src/shared'))
       .map(rel)
-      .filter((f) => (users.get(f)?.size ?? 0) < 2 && !SHARED_BY_LAUNCHER.has(f));
+      .filter((f) => (users.get(f)?.size ?? 0) < 2);
     expect(single).toEqual([]);
   });
 });
-
-/** Used by `npm start` (scripts/start.mjs), which starts every service, besides the tests and benchmarks. */
-const SHARED_BY_LAUNCHER = new Set(['src/shared/embedded-postgres.ts']);

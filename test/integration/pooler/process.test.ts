@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { freePort } from '../../../src/shared/embedded-postgres.js';
+import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { ADMIN_PASSWORD, poolerToml, startChildPooler, type ChildPooler } from '../../helpers/pooler.js';
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../src/shared/embedded-postgres.js';
+import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startChildPooler, type ChildPooler } from '../../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { basicHeader, webToml } from '../../helpers/web.js';

@@ -1,10 +1,11 @@
 // Starts a private PostgreSQL (embedded npm package, else Debian's binaries) in a directory of its own,
-// as an unprivileged user when we are root. Used by `npm start`, the tests and the benchmarks.
+// as an unprivileged user when we are root. Used by `tidepool start` (npm start), the tests and the benchmarks.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import pg from 'pg';
 
 export interface PostgresOptions {
   dataDir: string;
@@ -26,6 +27,8 @@ export interface RunningPostgres {
   superuser: string;
   /** Runs SQL as the superuser through psql; throws on error. */
   sql(sql: string, database?: string): string;
+  /** Runs SQL as the superuser with node-postgres (no psql needed); resolves to the rows. */
+  query(sql: string, database?: string): Promise<Record<string, unknown>[]>;
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
   /** Starts the same data directory again (after stop), on the same port. */
   restart(): Promise<void>;
@@ -67,6 +70,16 @@ function runAs(): { uid: number; gid: number } | null {
   return { uid: 65534, gid: 65534 };
 }
 
+/** postgres runs as `nobody` under root: every directory above its data must be searchable by others, or initdb fails obscurely. */
+function checkReachable(dir: string): void {
+  for (let d = path.dirname(path.resolve(dir)); ; d = path.dirname(d)) {
+    if (existsSync(d) && (statSync(d).mode & 0o001) === 0) {
+      throw new Error(`PostgreSQL runs as nobody (it refuses to run as root) and cannot reach ${dir}: ${d} is not searchable by other users; run chmod o+x ${d}, or choose another directory (TIDEPOOL_HOME for tidepool start)`);
+    }
+    if (d === path.dirname(d)) return;
+  }
+}
+
 function chownTree(dir: string, ids: { uid: number; gid: number }): void {
   spawnSync('chown', ['-R', `${ids.uid}:${ids.gid}`, dir]);
   chownSync(dir, ids.uid, ids.gid);
@@ -98,7 +111,10 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
   const parent = path.dirname(dataDir);
   mkdirSync(parent, { recursive: true });
   const logFile = opts.logFile ?? path.join(parent, 'postgres.log');
-  if (ids) chownTree(parent, ids);
+  if (ids) {
+    checkReachable(parent);
+    chownTree(parent, ids);
+  }
   const spawnOpts = ids ? { uid: ids.uid, gid: ids.gid } : {};
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
     const r = spawnSync(path.join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { ...spawnOpts, encoding: 'utf8' });
@@ -120,9 +136,12 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
     // The port opens before recovery ends; wait until a login succeeds.
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const r = spawnSync(findPsql(), ['-h', host, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-Atqc', 'select 1'], { encoding: 'utf8' });
-      if (r.status === 0) break;
-      if (Date.now() > deadline) throw new Error(`postgres not ready: ${r.stderr}`);
+      try {
+        await superuserQuery(host, port, 'postgres', 'select 1');
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`postgres not ready: ${(err as Error).message}; see ${logFile}`);
+      }
       await new Promise((res) => setTimeout(res, 50));
     }
   };
@@ -136,6 +155,7 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
       if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
       return r.stdout.trim();
     },
+    query: (sql, database = 'postgres') => superuserQuery(host, port, database, sql),
     async stop(mode = 'fast') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const done = new Promise<void>((res) => child.once('exit', () => res()));
@@ -150,6 +170,17 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
     },
   };
   return pg;
+}
+
+async function superuserQuery(host: string, port: number, database: string, sql: string): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ host, port, database, user: 'postgres' });
+  client.on('error', () => undefined); // a server that goes away after the query: the query's own promise reports errors
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as Record<string, unknown>[];
+  } finally {
+    await client.end();
+  }
 }
 
 /** pg_hba.conf that trusts `postgres` and asks every other user for md5 or SCRAM as its role's secret says. */
