@@ -106,9 +106,16 @@ describe('signals', () => {
     const c = client(port);
     await c.connect();
     await c.query('BEGIN');
+    await c.query('select 1');
+    const closed = new Promise<void>((r) => c.once('end', () => r()));
     const exit = exited(p);
+    const sent = performance.now();
     p.child.kill('SIGINT');
     expect(await exit).toBe(0);
+    // SIGTERM would wait up to shutdown_timeout (30 s) for this transaction; SIGINT must not. 5 s is a
+    // generous bound for a loaded machine, far below the 30 s a graceful stop would take.
+    expect(performance.now() - sent).toBeLessThan(5000);
+    await closed;
     await c.end().catch(() => undefined);
   });
 
