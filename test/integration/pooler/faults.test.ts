@@ -43,10 +43,29 @@ function startup(params: Record<string, string>, minor = 0): Buffer {
   return Buffer.concat([len, body]);
 }
 
-function sqlstateOf(reply: Buffer): string | undefined {
-  const i = reply.indexOf(Buffer.from('C'), reply.indexOf(0x45));
-  const m = /C(\w{5})\0/.exec(reply.toString('latin1'));
-  return i >= 0 && m ? m[1] : undefined;
+/** Severity, SQLSTATE and message of each ErrorResponse in `reply`, a stream of whole backend messages. */
+function errorsIn(reply: Buffer): { S: string; C: string; M: string }[] {
+  const out: { S: string; C: string; M: string }[] = [];
+  for (let pos = 0; pos + 5 <= reply.length;) {
+    const len = reply.readInt32BE(pos + 1);
+    if (len < 4) throw new Error(`bad length ${len} at ${pos} in the reply`);
+    if (reply[pos] === 0x45) {
+      const f: Record<string, string> = {};
+      for (let i = pos + 5; i < pos + 1 + len && reply[i] !== 0;) {
+        const end = reply.indexOf(0, i + 1);
+        f[String.fromCharCode(reply[i]!)] = reply.toString('utf8', i + 1, end);
+        i = end + 1;
+      }
+      out.push({ S: f['S'] ?? '', C: f['C'] ?? '', M: f['M'] ?? '' });
+    }
+    pos += 1 + len;
+  }
+  return out;
+}
+
+/** The one ErrorResponse the pooler sent before closing: FATAL with `code`, its message matching `message`. */
+function expectFatal(reply: Buffer, code: string, message: RegExp): void {
+  expect(errorsIn(reply)).toEqual([{ S: 'FATAL', C: code, M: expect.stringMatching(message) }]);
 }
 
 /** Logs in with node-postgres (or uses `connected`), writes raw bytes on its socket, returns what arrives until
@@ -64,6 +83,14 @@ async function afterLogin(bytes: Buffer, connected?: pg.Client): Promise<Buffer>
   return Buffer.concat(got);
 }
 
+/** Records what arrives on a logged-in client's socket from now on, until the pooler closes it. */
+function received(c: pg.Client): { bytes(): Buffer; closed: Promise<void> } {
+  const sock = (c as unknown as { connection: { stream: net.Socket } }).connection.stream;
+  const got: Buffer[] = [];
+  sock.on('data', (d: Buffer) => got.push(d));
+  return { bytes: () => Buffer.concat(got), closed: new Promise<void>((r) => sock.once('close', () => r())) };
+}
+
 async function stillServes(): Promise<void> {
   const c = client();
   await c.connect();
@@ -77,12 +104,12 @@ async function stillServes(): Promise<void> {
 describe('malformed input', () => {
   it('a startup packet with a bad length gets 08P01', async () => {
     const reply = await rawExchange([Buffer.from([0, 0, 0, 2, 0, 0])]);
-    expect(sqlstateOf(reply)).toBe('08P01');
+    expectFatal(reply, '08P01', /^invalid startup packet length 2$/);
     await stillServes();
   });
 
   it('a message with length < 4 after login gets 08P01 and a closed connection', async () => {
-    expect(sqlstateOf(await afterLogin(Buffer.from([0x51, 0, 0, 0, 2])))).toBe('08P01');
+    expectFatal(await afterLogin(Buffer.from([0x51, 0, 0, 0, 2])), '08P01', /^invalid message length 2 /);
     await stillServes();
   });
 
@@ -90,7 +117,7 @@ describe('malformed input', () => {
     const c = client();
     await c.connect();
     const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
-    expect(sqlstateOf(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c))).toBe('08P01');
+    expectFatal(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c), '08P01', /^invalid message length 1 /);
     // On the native relay that server was still linked to the client (parked); either way it is reusable now.
     const servers = tp.pooler.show('SERVERS').rows;
     expect(servers.some((r) => r[1] === pid && r[6] === 'idle')).toBe(true);
@@ -102,7 +129,7 @@ describe('malformed input', () => {
     await c.connect();
     await c.query('BEGIN');
     const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
-    expect(sqlstateOf(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c))).toBe('08P01');
+    expectFatal(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c), '08P01', /^invalid message length 1 /);
     for (let i = 0; i < 100 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++) await new Promise((r) => setTimeout(r, 20));
     expect(tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid)).toBe(false);
     await stillServes();
@@ -112,7 +139,7 @@ describe('malformed input', () => {
     const big = Buffer.alloc(5);
     big[0] = 0x51;
     big.writeInt32BE(2 * 1024 * 1024, 1);
-    expect(sqlstateOf(await afterLogin(big))).toBe('08P01');
+    expectFatal(await afterLogin(big), '08P01', /^invalid message length 2097152 \(max_message_size 1048576\)$/);
     await stillServes();
   });
 
@@ -122,13 +149,15 @@ describe('malformed input', () => {
     await admin.connect();
     const q = Buffer.from('QxxxxSHOW POOLS');
     q.writeInt32BE(q.length - 1, 1);
-    expect(sqlstateOf(await afterLogin(q, admin))).toBe('08P01');
+    expectFatal(await afterLogin(q, admin), '08P01', /^malformed Query message: /);
     await stillServes();
   });
 
   it('garbage instead of a password gets 08P01', async () => {
     const reply = await rawExchange([startup({ user: 'md5user', database: 'app' }), Buffer.from([0x51, 0, 0, 0, 5, 0])]);
-    expect(sqlstateOf(reply)).toBe('08P01');
+    // The pooler's own authentication request comes first (R), then the error.
+    expect(reply[0]).toBe(0x52);
+    expectFatal(reply.subarray(1 + reply.readInt32BE(1)), '08P01', /^expected a password message, got "Q"$/);
   });
 
   it('protocol 3.2 startup is accepted; a newer minor gets NegotiateProtocolVersion', async () => {
@@ -144,7 +173,7 @@ describe('malformed input', () => {
     const gss = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30]);
     const reply = await rawExchange([ssl, gss, startup({ user: 'md5user', database: 'nosuch' })]);
     expect(reply.subarray(0, 2).toString()).toBe('NN');
-    expect(sqlstateOf(reply.subarray(2))).toBe('3D000');
+    expectFatal(reply.subarray(2), '3D000', /nosuch/);
   });
 });
 
@@ -157,7 +186,7 @@ describe('limits and timeouts', () => {
     await waiter.connect();
     waiter.on('error', () => undefined);
     try {
-      await expect(waiter.query('select 1')).rejects.toMatchObject({ message: expect.stringContaining('query_wait_timeout') });
+      await expect(waiter.query('select 1')).rejects.toMatchObject({ severity: 'FATAL', code: '57014', message: expect.stringContaining('query_wait_timeout') });
     } finally {
       await Promise.all(holders.map((h) => h.query('COMMIT').then(() => h.end())));
       await waiter.end().catch(() => undefined);
@@ -182,12 +211,18 @@ describe('backend failures', () => {
     const c = client();
     await c.connect();
     c.on('error', () => undefined);
-    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid;
+    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    const seen = received(c);
     const q = c.query('select pg_sleep(30)');
-    await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 200 && !tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid && r[6] === 'active'); i++) await new Promise((r) => setTimeout(r, 10));
     db.sql(`select pg_terminate_backend(${pid})`);
-    const err = await q.then(() => null, (e: { code?: string }) => e);
-    expect(['57P01', '08006']).toContain(err?.code);
+    // PostgreSQL's own FATAL reaches the query; then the pooler says the server is lost and closes.
+    await expect(q).rejects.toMatchObject({ code: '57P01' });
+    await seen.closed;
+    expect(errorsIn(seen.bytes())).toEqual([
+      { S: 'FATAL', C: '57P01', M: 'terminating connection due to administrator command' },
+      { S: 'FATAL', C: '08006', M: expect.stringMatching(/^server connection lost: /) },
+    ]);
     await c.end().catch(() => undefined);
     await stillServes();
   });
@@ -210,8 +245,8 @@ describe('backend failures', () => {
     await db.stop();
     const c = client();
     c.on('error', () => undefined);
-    const failed = await c.connect().then(() => c.query('select 1')).then(() => null, (e: { code?: string }) => e);
-    expect(failed).not.toBeNull();
+    const failed = await c.connect().then(() => c.query('select 1')).then(() => null, (e: unknown) => e);
+    expect(failed).toMatchObject({ severity: 'FATAL', code: '08006', message: expect.stringMatching(/^could not connect to server .*ECONNREFUSED/) });
     await c.end().catch(() => undefined);
     await db.restart();
     await stillServes();
