@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { basicHeader, startWeb, type WebHarness } from '../../helpers/web.js';
+import type { Row } from '../../../src/pooler/web/show-rows.js';
 
 let db: TestPostgres;
 let h: WebHarness;
@@ -52,52 +53,148 @@ describe('authentication answers', () => {
 });
 
 describe('read endpoints mirror SHOW', () => {
-  it('/api/pools rows carry the SHOW POOLS column names and values', async () => {
-    const rows = (await get('/api/pools')).json() as Record<string, unknown>[];
-    const show = h.tp.pooler.show('POOLS');
-    expect(rows).toHaveLength(show.rows.length);
-    for (const r of rows) expect(Object.keys(r)).toEqual([...show.columns]);
-    expect(show.columns).toEqual(expect.arrayContaining(['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'pool_size', 'paused']));
-    expect(rows.map((r) => `${String(r['user'])}@${String(r['database'])}`).sort()).toEqual(['md5user@app', 'scramuser@app']);
-  });
-  it.each([
-    ['/api/clients', 'CLIENTS'], ['/api/servers', 'SERVERS'], ['/api/stats', 'STATS'], ['/api/databases', 'DATABASES'],
-    ['/api/users', 'USERS'], ['/api/connections', 'CONNECTIONS'], ['/api/log_level', 'LOG_LEVEL'], ['/api/sockets', 'SOCKETS'],
-  ])('%s mirrors SHOW %s', async (url, name) => {
+  // The state the rows must show: md5user ran three one-statement transactions (one of them a named
+  // prepared statement) and sits idle; scramuser is inside a transaction (BEGIN + one query), holding a server.
+  let idle: pg.Client;
+  let busy: pg.Client;
+  let idlePid: number;
+  let busyPid: number;
+  let before: { stats: Row[]; connections: Row[] };
+  const localAddr = (c: pg.Client) => {
+    const sock = (c as unknown as { connection: { stream: { localAddress: string; localPort: number } } }).connection.stream;
+    return `${sock.localAddress}:${sock.localPort}`;
+  };
+  const rowsOf = async (url: string) => {
     const r = await get(url);
     expect(r.statusCode).toBe(200);
-    const rows = r.json() as Record<string, unknown>[];
-    const show = h.tp.pooler.show(name);
-    expect(rows).toHaveLength(show.rows.length);
-    for (const row of rows) expect(Object.keys(row)).toEqual([...show.columns]);
+    return r.json() as Row[];
+  };
+  const appRow = (rows: Row[], user: string, userCol = 'user', dbCol = 'database') => {
+    const mine = rows.filter((r) => r[dbCol] === 'app' && r[userCol] === user);
+    expect(mine).toHaveLength(1);
+    return mine[0]!;
+  };
+
+  beforeAll(async () => {
+    before = { stats: await rowsOf('/api/stats'), connections: await rowsOf('/api/connections') };
+    idle = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: 'api-idle' });
+    busy = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'scramuser', password: 'scrampass', application_name: 'api-busy' });
+    await idle.connect();
+    await busy.connect();
+    idlePid = (await idle.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    await idle.query('select 1');
+    await idle.query({ name: 'api_named', text: 'select $1::int as v', values: [1] });
+    await busy.query('BEGIN');
+    busyPid = (await busy.query('select pg_backend_pid() as pid')).rows[0].pid as number;
   });
-  it.each(['/api/auth_query', '/api/pool_coordinator', '/api/pool_scaling', '/api/prepared', '/api/interner', '/api/top/clients', '/api/top/prepared', '/api/apps', '/api/events'])(
-    '%s answers a JSON array', async (url) => {
-      const r = await get(url);
-      expect(r.statusCode).toBe(200);
-      expect(Array.isArray(r.json())).toBe(true);
-    });
-  it('/api/config masks the admin password', async () => {
-    const rows = (await get('/api/config')).json() as { key: string; value: unknown }[];
-    expect(rows.length).toBeGreaterThan(0);
+  afterAll(async () => {
+    await busy?.query('COMMIT');
+    await idle?.end();
+    await busy?.end();
+  });
+
+  it('every SHOW mirror carries the SHOW column names in order, one object per SHOW row', async () => {
+    for (const [url, name] of [
+      ['/api/pools', 'POOLS'], ['/api/clients', 'CLIENTS'], ['/api/servers', 'SERVERS'], ['/api/stats', 'STATS'], ['/api/databases', 'DATABASES'],
+      ['/api/users', 'USERS'], ['/api/connections', 'CONNECTIONS'], ['/api/log_level', 'LOG_LEVEL'], ['/api/sockets', 'SOCKETS'], ['/api/config', 'CONFIG'],
+    ] as const) {
+      const rows = await rowsOf(url);
+      const show = h.tp.pooler.show(name);
+      expect(rows.length, url).toBe(show.rows.length);
+      expect(rows.length, url).toBeGreaterThan(0);
+      for (const r of rows) expect(Object.keys(r), url).toEqual([...show.columns]);
+    }
+  });
+
+  it('/api/pools: one row per user@database with the clients and servers the test holds', async () => {
+    const rows = await rowsOf('/api/pools');
+    expect(rows.map((r) => `${String(r['user'])}@${String(r['database'])}`).sort()).toEqual(['md5user@app', 'scramuser@app']);
+    expect(appRow(rows, 'md5user')).toMatchObject({ pool_mode: 'transaction', cl_idle: 1, cl_active: 0, cl_waiting: 0, sv_active: 0, sv_idle: 1, pool_size: 2, paused: false });
+    expect(appRow(rows, 'scramuser')).toMatchObject({ pool_mode: 'transaction', cl_idle: 0, cl_active: 1, cl_waiting: 0, sv_active: 1, sv_idle: 0, pool_size: 2, paused: false });
+  });
+
+  it('/api/clients: each connected client with its address, application_name, state and counts', async () => {
+    const rows = await rowsOf('/api/clients');
+    expect(rows).toHaveLength(2);
+    const a = rows.find((r) => r['application_name'] === 'api-idle');
+    const b = rows.find((r) => r['application_name'] === 'api-busy');
+    expect(a).toMatchObject({ database: 'app', user: 'md5user', addr: localAddr(idle), tls: false, state: 'idle', wait: 0, transaction_count: 3, query_count: 3, error_count: 0 });
+    expect(b).toMatchObject({ database: 'app', user: 'scramuser', addr: localAddr(busy), tls: false, state: 'active', wait: 0, transaction_count: 0, query_count: 2, error_count: 0 });
+    expect(a!['client_id']).not.toBe(b!['client_id']);
+  });
+
+  it('/api/servers: the backends the clients used, by PostgreSQL pid, idle and active', async () => {
+    const rows = await rowsOf('/api/servers');
+    expect(rows).toHaveLength(2);
+    expect(appRow(rows, 'md5user', 'user', 'database_name')).toMatchObject({ server_process_id: idlePid, state: 'idle', transaction_count: 3, query_count: 3, tls: false });
+    expect(appRow(rows, 'scramuser', 'user', 'database_name')).toMatchObject({ server_process_id: busyPid, state: 'active', wait: 0, tls: false });
+  });
+
+  it('/api/stats: the three finished transactions and their queries; the open one is not counted yet', async () => {
+    const rows = await rowsOf('/api/stats');
+    const delta = (user: string, col: string) => Number(appRow(rows, user)[col]) - Number(appRow(before.stats, user)[col]);
+    expect(delta('md5user', 'total_xact_count')).toBe(3);
+    expect(delta('md5user', 'total_query_count')).toBe(3);
+    expect(delta('md5user', 'total_errors')).toBe(0);
+    expect(delta('md5user', 'total_received')).toBeGreaterThan(0);
+    expect(delta('md5user', 'total_sent')).toBeGreaterThan(0);
+    expect(delta('scramuser', 'total_xact_count')).toBe(0);
+  });
+
+  it('/api/databases, /api/users: the configured pool and its users', async () => {
+    expect(await rowsOf('/api/databases')).toEqual([
+      { name: 'app', host: db.host, port: db.port, database: 'app', force_user: null, pool_size: 4, min_pool_size: 0, reserve_pool: 0, pool_mode: 'transaction', max_connections: 4, current_connections: 2 },
+    ]);
+    expect(await rowsOf('/api/users')).toEqual([{ name: 'md5user', pool_mode: 'transaction' }, { name: 'scramuser', pool_mode: 'transaction' }]);
+  });
+
+  it('/api/connections counts the two logins; /api/log_level is the configured level; /api/sockets sees them', async () => {
+    const [now] = await rowsOf('/api/connections');
+    expect(Number(now!['total']) - Number(before.connections[0]!['total'])).toBe(2);
+    expect(now).toMatchObject({ tls: 0, plain: now!['total'] });
+    expect(await rowsOf('/api/log_level')).toEqual([{ log_level: 'debug' }]);
+    const [sockets] = await rowsOf('/api/sockets');
+    // This process holds the pooler's listener, both ends of the two client connections and the two server connections.
+    expect(Number(sockets!['tcp_listen'])).toBeGreaterThanOrEqual(1);
+    expect(Number(sockets!['tcp_established'])).toBeGreaterThanOrEqual(6);
+  });
+
+  it('/api/config: the loaded values, the admin password masked', async () => {
+    const rows = await rowsOf('/api/config');
+    const byKey = new Map(rows.map((r) => [r['key'], r]));
+    expect(byKey.get('general.admin_username')).toMatchObject({ value: 'admin', changeable: 'yes' });
+    expect(byKey.get('general.admin_password')).toMatchObject({ value: '********' });
+    expect(byKey.get('general.pool_mode')).toMatchObject({ value: 'transaction', default: 'transaction' });
+    expect(byKey.get('general.port')).toMatchObject({ value: '0', changeable: 'no' });
+    expect(byKey.get('general.log_level')).toMatchObject({ value: 'debug', default: 'info' });
+    expect(byKey.get('web.ui')).toMatchObject({ value: 'true', default: 'false' });
     expect(JSON.stringify(rows)).not.toContain('web-admin-pw');
   });
-  it('/api/overview, /api/version and /api/process', async () => {
-    expect((await get('/api/overview')).json()).toMatchObject({ clients: { total: expect.any(Number) }, servers: { total: expect.any(Number) }, tps: expect.any(Number), qps: expect.any(Number), errors: expect.any(Number), pools: 2, pools_paused: 0 });
+
+  it('/api/apps groups the clients by application_name; /api/top/clients orders them by query_count', async () => {
+    expect(await rowsOf('/api/apps')).toEqual([
+      { application_name: 'api-idle', clients: 1, cl_active: 0, cl_idle: 1, cl_waiting: 0, transaction_count: 3, query_count: 3, error_count: 0 },
+      { application_name: 'api-busy', clients: 1, cl_active: 1, cl_idle: 0, cl_waiting: 0, transaction_count: 0, query_count: 2, error_count: 0 },
+    ]);
+    expect((await rowsOf('/api/top/clients')).map((r) => [r['application_name'], r['query_count']])).toEqual([['api-idle', 3], ['api-busy', 2]]);
+  });
+
+  it('/api/overview counts the same clients and servers', async () => {
+    expect((await get('/api/overview')).json()).toMatchObject({
+      clients: { active: 1, idle: 1, waiting: 0, total: 2 }, servers: { active: 1, idle: 1, total: 2 }, pools: 2, pools_paused: 0, errors: 0,
+    });
     expect((await get('/api/version')).json()).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node: process.version });
     expect((await get('/api/process')).json()).toMatchObject({ pid: process.pid, uptime_seconds: expect.any(Number), rss_bytes: expect.any(Number), heap_used_bytes: expect.any(Number), cpu_percent: expect.any(Number), event_loop_delay_ms: { p99: expect.any(Number) } });
   });
-  it('/api/clients shows a real client connected through the pooler', async () => {
-    const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: 'api-test' });
-    await c.connect();
-    try {
-      const rows = (await get('/api/clients')).json() as Record<string, unknown>[];
-      expect(rows.some((r) => r['application_name'] === 'api-test' && r['user'] === 'md5user')).toBe(true);
-      const apps = (await get('/api/apps')).json() as Record<string, unknown>[];
-      expect(apps.find((a) => a['application_name'] === 'api-test')).toMatchObject({ clients: 1 });
-    } finally {
-      await c.end();
-    }
+
+  // The pooler has no table behind these yet, so they answer [] whatever the clients did (a named prepared
+  // statement ran above). Pinned here so the change is seen: issue 9 fills the prepared-statement and interner
+  // tables; issue 10 requires real rows or a clear error (not []) for the others.
+  it.each([
+    ['/api/prepared', 'issue 9'], ['/api/top/prepared', 'issue 9'], ['/api/interner', 'issue 9'], ['/api/interner/top', 'issue 9'], ['/api/top/queries', 'issue 9'],
+    ['/api/auth_query', 'issue 10'], ['/api/pool_coordinator', 'issue 10'], ['/api/pool_scaling', 'issue 10'], ['/api/events', 'issue 10'],
+  ])('%s answers [] until %s fills it', async (url) => {
+    expect(await rowsOf(url)).toEqual([]);
   });
 });
 
@@ -124,8 +221,21 @@ describe('admin actions', () => {
       await c.end();
     }
   });
-  it('RECONNECT answers ok for a known pool', async () => {
-    expect((await post('/api/admin/reconnect', { database: 'app', user: 'scramuser' })).json()).toMatchObject({ ok: true });
+  it('RECONNECT closes the pool\'s idle servers: the next query runs on a new backend', async () => {
+    const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'scramuser', password: 'scrampass' });
+    await c.connect();
+    try {
+      const old = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+      const pids = async () => ((await get('/api/servers')).json() as Row[]).filter((r) => r['user'] === 'scramuser').map((r) => r['server_process_id']);
+      expect(await pids()).toContain(old);
+      expect((await post('/api/admin/reconnect', { database: 'app', user: 'scramuser' })).json()).toMatchObject({ ok: true, message: expect.stringContaining('RECONNECT') });
+      expect(await pids()).not.toContain(old);
+      const next = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+      expect(next).not.toBe(old);
+      expect(await pids()).toEqual([next]);
+    } finally {
+      await c.end();
+    }
   });
   it('RELOAD re-reads the config file', async () => {
     const r = await post('/api/admin/reload');
