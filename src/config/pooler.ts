@@ -68,9 +68,20 @@ export const webShape = {
   trusted_proxies: t.stringList([], 'CIDR ranges trusted to set X-Forwarded-For, Forwarded, X-Forwarded-Proto.'),
 };
 
+export const logsShape = {
+  ship_to: t.string('', 'Log store URL (http or https) that receives the pooler\'s log records over its bulk API; empty: shipping off.'),
+  ship_index: t.string('tidepool-pooler', 'Index named in every bulk action line.'),
+  ship_batch_size: t.int(500, 'Records per bulk request at most.', 1, 100_000),
+  ship_flush_interval: t.duration(1000, 'A batch smaller than ship_batch_size is sent this long after its first record.'),
+  ship_queue_size: t.int(10_000, 'Records held while the log store is slow or unreachable; when full, the oldest are dropped.', 1, 10_000_000),
+  ship_timeout: t.duration(5000, 'Time one bulk request may take before it counts as failed.'),
+  ship_backoff_max: t.duration(10_000, 'Longest wait between retries while the log store is unreachable (from 250ms, doubling).'),
+};
+
 export const poolerShape = {
   general: t.section(generalShape),
   web: t.section(webShape),
+  logs: t.section(logsShape),
   pools: t.table(poolShape, 'a table of pools ([pools.<database>])'),
 };
 
@@ -78,6 +89,7 @@ export type PoolerConfig = InferShape<typeof poolerShape>;
 export type PoolConfig = PoolerConfig['pools'][string];
 export type UserConfig = PoolConfig['users'][number];
 export type WebConfig = PoolerConfig['web'];
+export type LogsConfig = PoolerConfig['logs'];
 
 export class ConfigError extends Error {
   constructor(readonly file: string, readonly problems: Problem[]) {
@@ -102,6 +114,37 @@ function semanticChecks(cfg: PoolerConfig, problems: Problem[]): void {
   cfg.web.trusted_proxies.forEach((cidr, i) => {
     if (!isCidr(cidr)) problems.push({ path: `web.trusted_proxies[${i}]`, expected: 'an IP address or CIDR range ("10.0.0.0/8", "::1/128")', found: JSON.stringify(cidr) });
   });
+  logsChecks(cfg.logs, problems);
+}
+
+/** Elasticsearch index names: no uppercase, backslash, / * ? " < > | , # : or space; not starting with - _ +; not . or ..; 255 at most. */
+const INDEX_NAME = /^(?![-_+])(?!\.{1,2}$)[^A-Z\\/*?"<>|,#: ]{1,255}$/;
+
+function logsChecks(logs: PoolerConfig['logs'], problems: Problem[]): void {
+  const urlProblem = logs.ship_to === '' ? null : shipUrlProblem(logs.ship_to);
+  if (urlProblem) {
+    problems.push({ path: 'logs.ship_to', expected: 'an http:// or https:// URL of a log store ("http://127.0.0.1:9002"), or "" for off', found: JSON.stringify(logs.ship_to), hint: urlProblem });
+  }
+  if (!INDEX_NAME.test(logs.ship_index)) {
+    problems.push({ path: 'logs.ship_index', expected: 'an index name: lowercase, without spaces or \\ / * ? " < > | , # :, not starting with - _ +, at most 255 characters', found: JSON.stringify(logs.ship_index) });
+  }
+  if (logs.ship_queue_size < logs.ship_batch_size) {
+    problems.push({ path: 'logs.ship_queue_size', expected: `at least ship_batch_size (${logs.ship_batch_size})`, found: String(logs.ship_queue_size) });
+  }
+  for (const key of ['ship_flush_interval', 'ship_timeout', 'ship_backoff_max'] as const) {
+    if (logs[key] < 1) problems.push({ path: `logs.${key}`, expected: 'a duration above zero', found: String(logs[key]) });
+  }
+}
+
+/** Why `url` cannot be a log store address, or null when it can. */
+function shipUrlProblem(url: string): string | null {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return `no scheme: write "http://${url}"`;
+  if (!URL.canParse(url)) return 'it does not parse as a URL';
+  const u = new URL(url);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `the scheme is ${u.protocol.slice(0, -1)}`;
+  if (u.hostname === '') return 'it names no host';
+  if (u.search !== '' || u.hash !== '') return 'a query or fragment is not allowed';
+  return null;
 }
 
 function isCidr(s: string): boolean {
