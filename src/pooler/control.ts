@@ -1,6 +1,7 @@
 // What the pooler offers its operator surfaces (admin console, web API): SHOW tables and admin verbs.
 import type { PoolerConfig } from '../config/pooler.js';
 import type { LogHub } from '../shared/logger.js';
+import type { LogShipStats } from './log-ship/log-shipper.js';
 
 export type Cell = string | number | bigint | boolean | null;
 
@@ -66,6 +67,8 @@ export interface PoolerControl {
   /** Query and transaction duration histograms per pool for the web listener's /metrics (optional:
    * without it the pooler_*_duration_seconds families are left out). */
   durationHistograms?(): readonly DurationHistogram[];
+  /** Counters of [logs] shipping for /metrics; null (or absent) when shipping is off. */
+  logShipping?(): LogShipStats | null;
   /** Called after every successful reload with the new config. */
   onReload(listener: (config: PoolerConfig) => void): void;
 }

@@ -14,6 +14,7 @@ import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 import { NativeRelay } from './native-relay.js';
+import { reconcileLogShipper, SHUTDOWN_FLUSH_MS, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
@@ -41,6 +42,8 @@ export class Pooler implements PoolerControl {
   private timer: NodeJS.Timeout | null = null;
   private lastRoll = Date.now();
   private reloadListeners: ((c: PoolerConfig) => void)[] = [];
+  /** Ships log records to [logs] ship_to; null when shipping is off. */
+  private shipper: LogShipper | null = null;
   shuttingDown = false;
   private shutdownDone: Promise<void> | null = null;
   /** Resolves when the pooler has stopped (SHUTDOWN, signals). */
@@ -50,6 +53,8 @@ export class Pooler implements PoolerControl {
   constructor(public config: PoolerConfig, readonly configFile: string | null, readonly logs: LogHub) {
     this.log = logs.get('pooler');
     this.stopped = new Promise((r) => { this.resolveStopped = r; });
+    // Before listen(): the "pooler listening" line is shipped too.
+    this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.applyPools(config);
   }
 
@@ -59,7 +64,12 @@ export class Pooler implements PoolerControl {
     logs.level = config.general.log_level;
     logs.format = config.general.log_format;
     const p = new Pooler(config, configFile, logs);
-    await p.listen();
+    try {
+      await p.listen();
+    } catch (err) {
+      await p.shipper?.close(0);
+      throw err;
+    }
     return p;
   }
 
@@ -339,10 +349,15 @@ export class Pooler implements PoolerControl {
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
     this.applyPools(next);
+    this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
     const msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
     this.log.info({ file: this.configFile }, msg);
     return msg;
+  }
+
+  logShipping(): LogShipStats | null {
+    return this.shipper?.stats ?? null;
   }
 
   onReload(listener: (config: PoolerConfig) => void): void {
@@ -369,6 +384,8 @@ export class Pooler implements PoolerControl {
       }
       if (this.timer) clearInterval(this.timer);
       this.log.info('pooler stopped');
+      // SIGINT exits at once: what is still queued is counted as dropped.
+      await this.shipper?.close(graceful ? Math.min(SHUTDOWN_FLUSH_MS, this.config.logs.ship_timeout) : 0);
       this.resolveStopped();
     })();
     return this.shutdownDone;

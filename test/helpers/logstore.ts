@@ -63,6 +63,8 @@ export interface LogstoreProcess {
 }
 
 export interface LogstoreOptions {
+  /** server.* keys over the defaults (127.0.0.1:0 for http and debug). */
+  server?: Record<string, unknown>;
   storage?: Record<string, unknown>;
   limits?: Record<string, unknown>;
   /** Mapping YAML text; absent: auto. */
@@ -93,7 +95,7 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
   }
   const configFile = path.join(dir, 'logstore.yaml');
   writeFileSync(configFile, yamlOf({
-    server: { http_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0' },
+    server: { http_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0', ...opts.server },
     storage: { data_dir: dataDir, shards: 2, ...opts.storage },
     mapping,
     limits: { ...opts.limits },

@@ -1,5 +1,6 @@
 // The pooler's own Prometheus series (pooler_*), rendered at scrape time from the same state as SHOW POOLS / STATS.
 import type { Cell, DurationHistogram, PoolerControl, ShowTable } from '../control.js';
+import type { LogShipStats } from '../log-ship/log-shipper.js';
 
 type Labels = Record<string, string>;
 
@@ -73,6 +74,17 @@ export function addDurationHistograms(ex: Exposition, hists: readonly DurationHi
   ex.family('pooler_transaction_duration_seconds', 'histogram', 'Transaction duration.', histogramSamples(hists, (h) => h.transaction));
 }
 
+/** pooler_log_ship_*: what [logs] shipping sent, dropped (by reason) and holds; nothing when shipping is off. */
+export function addLogShipMetrics(ex: Exposition, s: LogShipStats | null): void {
+  if (!s) return;
+  ex.family('pooler_log_ship_sent_total', 'counter', 'Log records the log store stored.', [{ labels: {}, value: s.sent }]);
+  ex.family('pooler_log_ship_dropped_total', 'counter', 'Log records never stored: queue full (oldest dropped), rejected by the store per item, or still queued at shutdown.',
+    (['queue_full', 'rejected', 'shutdown'] as const).map((reason) => ({ labels: { reason }, value: s.dropped[reason] })));
+  ex.family('pooler_log_ship_failed_requests_total', 'counter', 'Bulk requests that failed (unreachable, timeout, 429, 5xx) and were retried.', [{ labels: {}, value: s.failedRequests }]);
+  ex.family('pooler_log_ship_queue_length', 'gauge', 'Log records waiting to be shipped.', [{ labels: {}, value: s.queueLength }]);
+  ex.family('pooler_log_ship_queue_capacity', 'gauge', 'Records the queue holds at most (logs.ship_queue_size).', [{ labels: {}, value: s.queueCapacity }]);
+}
+
 /** pooler_* series: clients and servers by state, pool sizes, totals from STATS, duration histograms. */
 export function renderPoolerMetrics(control: PoolerControl): string {
   const ex = new Exposition();
@@ -99,6 +111,7 @@ export function renderPoolerMetrics(control: PoolerControl): string {
   total('pooler_transaction_seconds_total', 'Time spent in transactions.', 'total_xact_time', 1e-6);
   total('pooler_query_seconds_total', 'Time spent in queries.', 'total_query_time', 1e-6);
   addDurationHistograms(ex, control.durationHistograms?.() ?? []);
+  addLogShipMetrics(ex, control.logShipping?.() ?? null);
   ex.family('pooler_uptime_seconds', 'gauge', 'Seconds since the pooler started.',
     [{ labels: {}, value: Math.round((Date.now() - control.startedAt.getTime()) / 1000) }]);
   return ex.text();
