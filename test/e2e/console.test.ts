@@ -2,17 +2,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import pg from 'pg';
 import { DEFAULT_STATIC_DIR } from '../../src/pooler/web/app.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { startWeb, WEB_ADMIN, webToml, type WebHarness } from '../helpers/web.js';
 import { launchChromium, startSsoProxy, type SsoProxy } from '../helpers/web-browser.js';
 import { makeKeyDir, makeRsaKey, signToken } from '../helpers/web-sso.js';
+import { expectScreenshot } from '../helpers/screenshots.js';
 
-const SHOTS = path.resolve('test/e2e/__screenshots__');
-/** Screenshots of each page; the kept `<name>.png` files are rewritten only with UPDATE_SCREENSHOTS=1 (else `<name>.tmp.png`, ignored by git). */
-const shot = (page: Page, name: string) =>
-  page.screenshot({ path: path.join(SHOTS, process.env['UPDATE_SCREENSHOTS'] ? `${name}.png` : `${name}.tmp.png`) });
+/** Each page compared with its kept screenshot (test/helpers/screenshots.ts; UPDATE_SCREENSHOTS=1 rewrites them). */
+const shot = (page: Page, name: string, mask: Locator[] = []) => expectScreenshot(page, name, { mask });
 const keys = makeKeyDir();
 const key = makeRsaKey();
 const pem = keys.write('sso.pem', key.publicPem);
@@ -74,6 +74,13 @@ const paused = (user: string, on: WebHarness = h) => {
   return row[t.columns.indexOf('paused')];
 };
 
+/** PostgreSQL pids of the pool's server connections, as SHOW SERVERS lists them. */
+const serverPids = (user: string) => {
+  const t = h.tp.pooler.show('SERVERS');
+  const col = (n: string) => t.columns.indexOf(n);
+  return t.rows.filter((r) => r[col('database_name')] === 'app' && r[col('user')] === user).map((r) => r[col('server_process_id')]);
+};
+
 async function confirmAction(page: Page, verb: string, word: string, shotName?: string): Promise<void> {
   await page.getByRole('button', { name: verb, exact: true }).click();
   const dialog = page.getByRole('dialog');
@@ -94,7 +101,10 @@ describe('console', () => {
     await shot(page, 'sign-in');
     await signInBasic(page);
     await page.getByTestId('overview-cards').waitFor();
-    await shot(page, 'overview');
+    // The process cards (pid, uptime, memory, CPU) change from run to run: checked as text, masked in the image.
+    const processCards = page.getByTestId('process-cards');
+    await expect.poll(() => processCards.textContent()).toContain(`pid ${process.pid}`);
+    await shot(page, 'overview', [processCards]);
 
     await page.getByRole('link', { name: 'Pools' }).click();
     const table = page.getByTestId('pools-table');
@@ -164,16 +174,30 @@ describe('console', () => {
     await shot(page, 'forbidden-banner');
   });
 
-  it('SSO admin group: the sidebar shows sso: <user> and admin actions work', async () => {
-    proxy.user.name = 'carol';
-    proxy.user.groups = ['dba'];
-    const page = await open('/pools');
-    await page.getByRole('button', { name: 'Sign in via SSO' }).click();
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: carol');
-    await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
-    await confirmAction(page, 'RECONNECT', 'app');
-    await page.getByTestId('action-result').waitFor();
-    expect(await page.getByTestId('action-result').textContent()).toContain('RECONNECT');
+  it('SSO admin group: the sidebar shows sso: <user>; RECONNECT replaces the pool\'s server connections', async () => {
+    const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'scramuser', password: 'scrampass' });
+    await c.connect();
+    try {
+      const old = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+      expect(serverPids('scramuser')).toEqual([old]);
+      proxy.user.name = 'carol';
+      proxy.user.groups = ['dba'];
+      const page = await open('/pools');
+      await page.getByRole('button', { name: 'Sign in via SSO' }).click();
+      await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: carol');
+      await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
+      await confirmAction(page, 'RECONNECT', 'app');
+      await page.getByTestId('action-result').waitFor();
+      expect(await page.getByTestId('action-result').textContent()).toBe('RECONNECT: RECONNECT scramuser@app');
+      // The idle server is gone from SHOW SERVERS and from PostgreSQL; the next query gets a new backend.
+      expect(serverPids('scramuser')).not.toContain(old);
+      await expect.poll(() => db.sql(`select count(*) from pg_stat_activity where pid = ${old}`)).toBe('0');
+      const next = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+      expect(next).not.toBe(old);
+      expect(serverPids('scramuser')).toEqual([next]);
+    } finally {
+      await c.end();
+    }
   });
 
   /** Opens the console with localStorage prepared as a previous visit would have left it. */

@@ -41,7 +41,7 @@ export function OverviewPage() {
         </div>
       )}
       {proc.data && (
-        <div className="cards">
+        <div className="cards" data-testid="process-cards">
           <Card label="Process" value={`pid ${proc.data.pid}`} detail={`tidepool ${proc.data.version} · up ${proc.data.uptime_seconds} s`} />
           <Card label="Memory" value={mb(proc.data.rss_bytes)} detail={`heap ${mb(proc.data.heap_used_bytes)}`} />
           <Card label="CPU" value={`${proc.data.cpu_percent}%`} detail={`event loop p99 ${proc.data.event_loop_delay_ms.p99} ms`} />
