@@ -185,11 +185,17 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     if (tx.terminateAt >= 0) {
       const kept = tx.terminateAt > 0 && this.forward(chunk.subarray(0, tx.terminateAt));
       this.closeReason = 'client terminated';
+      this.handler = this.discardReads;
       this.socket.end();
       return kept;
     }
     return this.forward(chunk);
   };
+
+  /** After a Terminate or a FATAL the socket stays readable until the client closes it, but PostgreSQL would
+   * never read what follows: forwarding it would hand a server bytes cut anywhere (the rest of a message the
+   * Terminate's read cut off), or let a closed session take a server again. */
+  private readonly discardReads = (): boolean => false;
 
   /** Sends client bytes to the server, or queues them while a server is awaited; true when `data` is kept. */
   private forward(data: Buffer): boolean {
@@ -373,6 +379,7 @@ export class ClientSession implements ServerOwner, PoolWaiter, RelayClientOwner 
     if (this.state === 'closed') return;
     const wasWaiting = this.state === 'waiting';
     this.state = 'closed';
+    this.handler = this.discardReads;
     if (wasWaiting) this.pool?.cancelWait(this);
     const s = this.server;
     if (s) {
