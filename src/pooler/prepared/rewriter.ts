@@ -1,0 +1,443 @@
+// One client's prepared statements in transaction mode: its names mapped to pooler-owned ones, prepared lazily on whichever server it holds, replies kept in PostgreSQL's order.
+import { BackendMessage, FrontendMessage } from '../../protocol/codes.js';
+import {
+  parseBind, parseCommandTag, parseErrorFields, parseParse, parseTarget,
+  writeBind, writeClose, writeCloseComplete, writeDescribe, writeErrorFields, writeParse, writeParseComplete,
+} from '../../protocol/extended.js';
+import { writeCommandComplete, writeQuery } from '../../protocol/writer.js';
+import type { Interner, Statement } from './interner.js';
+import type { ServerStatements } from './server-cache.js';
+
+/** Where rewritten bytes go. */
+export interface RewriteSink {
+  toServer(buf: Buffer): void;
+  toClient(buf: Buffer): void;
+}
+
+const STATEMENT = 0x53; // 'S' in Describe and Close
+const OWN: readonly number[] = [];
+const PARSED = [BackendMessage.ParseComplete];
+const BOUND = [BackendMessage.BindComplete];
+const CLOSED = [BackendMessage.CloseComplete];
+const DESCRIBED = [BackendMessage.RowDescription, BackendMessage.NoData];
+const EXECUTED = [BackendMessage.CommandComplete, BackendMessage.EmptyQueryResponse, BackendMessage.PortalSuspended];
+const READY = [BackendMessage.ReadyForQuery];
+
+/** What a server reply belongs to, in the order PostgreSQL answers; `ends` is the reply type that completes it. */
+interface Slot {
+  /** Reply types that complete it (ErrorResponse is handled apart); empty for a reply the pooler gives itself. */
+  ends: readonly number[];
+  /** The pooler's own reply, sent when the slot reaches the head of the queue. */
+  reply?: Buffer;
+  /** The pooler inserted the message: its reply is not the client's (an ErrorResponse still is). */
+  drop?: boolean;
+  /** Simple Query and FunctionCall: errors do not start a skip, and the slot lasts until ReadyForQuery. */
+  simple?: boolean;
+  /** Extended-query Sync: where PostgreSQL stops skipping after an error. */
+  sync?: boolean;
+  onOk?: () => void;
+  /** Takes back what sending the message assumed: PostgreSQL refused it (`skipped` false) or skipped it after an earlier error. */
+  undo?: (skipped: boolean) => void;
+  /** A server-side name in the error text to show as the client's. */
+  rename?: [from: string, to: string];
+  /** Simple Query: a CommandComplete tag seen. */
+  onTag?: (tag: string) => void;
+  /** Simple Query the pooler answers itself: the EmptyQueryResponse of the empty query sent instead becomes this. */
+  emptyAs?: Buffer;
+}
+
+/** DEALLOCATE [PREPARE] name, the whole query (PHP PDO and Rails send it for protocol-level statements). */
+const DEALLOCATE = /^\s*deallocate\s+(?:prepare\s+)?("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)\s*;?\s*$/i;
+
+function sqlIdentifier(token: string): string {
+  return token.startsWith('"') ? token.slice(1, -1).replace(/""/g, '"') : token.toLowerCase();
+}
+
+export class StatementRewriter {
+  /** The client's protocol-level statements by its own names; '' is the unnamed one. */
+  private readonly named = new Map<string, Statement>();
+  /** When each name was set (a count of Parses): DISCARD ALL in a pipeline forgets only older names. */
+  private readonly namedAt = new Map<string, number>();
+  private parses = 0;
+  private server: ServerStatements | null = null;
+  private readonly slots: Slot[] = [];
+  private head = 0;
+  /** PostgreSQL refused an extended message and skips the client's messages until its next Sync. */
+  private skipping = false;
+  /** Sync points sent (Sync, Query, FunctionCall) and answered: messages after the k-th belong to group k. */
+  private groupsSent = 0;
+  private groupsDone = 0;
+  /** The group in which each name was last set or closed. */
+  private readonly changedIn = new Map<string, number>();
+  /** Client messages held back until an earlier group settles whether a name they use exists. */
+  private readonly held: [number, Buffer][] = [];
+  /** The server's `seq` when the current group began: its Parses are the ones this group sent. */
+  private groupSeq = 0;
+
+  constructor(
+    private readonly interner: Interner,
+    /** Digest of the client's planner settings: part of every statement's identity. */
+    private readonly settings: string,
+  ) {}
+
+  /** The client got a server (transaction mode: at each transaction's first message). */
+  attach(server: ServerStatements): void {
+    this.server = server;
+    this.groupSeq = server.seq;
+  }
+
+  /** The server goes back to the pool; nothing may be outstanding. */
+  detach(): void {
+    this.server = null;
+  }
+
+  /** True when every reply the client is owed has been delivered. */
+  get settled(): boolean {
+    return this.head === this.slots.length && !this.skipping && this.held.length === 0;
+  }
+
+  /** Statements this client holds, for SHOW and the console. */
+  statements(): IterableIterator<[string, Statement]> {
+    return this.named.entries();
+  }
+
+  /** The client is gone: its names go. */
+  close(): void {
+    for (const s of this.named.values()) this.interner.unref(s);
+    this.named.clear();
+  }
+
+  // ---- client -> server ----
+
+  /** One whole client message, while a server is attached. */
+  clientMessage(type: number, msg: Buffer, out: RewriteSink): void {
+    if (this.held.length > 0 || (!this.skipping && this.mustWait(type, msg))) {
+      this.held.push([type, msg]);
+      return;
+    }
+    this.handle(type, msg, out);
+  }
+
+  /**
+   * True when the message uses a name that a Parse or Close of an earlier, still unanswered group changed (if
+   * PostgreSQL skips that group after an error, the change never happened), or a statement whose Parse or Close
+   * such a group sent to the server. It waits for the answer; messages of the same group need not: an error
+   * skips them with it.
+   */
+  private mustWait(type: number, msg: Buffer): boolean {
+    if (this.groupsDone === this.groupsSent) return false;
+    let name: string | null = null;
+    let statement: Statement | undefined;
+    if (type === FrontendMessage.Bind) name = parseBind(msg).statement;
+    else if (type === FrontendMessage.Parse) {
+      const p = parseParse(msg);
+      name = p.name;
+      statement = this.interner.intern(p.query, p.types, this.settings);
+    } else if (type === FrontendMessage.Describe || type === FrontendMessage.Close) {
+      const t = parseTarget(msg);
+      if (t.kind === STATEMENT) name = t.name;
+    } else if (type === FrontendMessage.Query) {
+      const m = DEALLOCATE.exec(msg.toString('utf8', 5, msg.length - 1));
+      if (m) name = sqlIdentifier(m[1]!);
+    }
+    if (name === null) return false;
+    const g = this.changedIn.get(name);
+    if (g !== undefined && g < this.groupsSent && g >= this.groupsDone) return true;
+    // A Parse of the statement from an earlier group is unanswered: whether the server has it is not known yet.
+    const s = statement ?? this.named.get(name);
+    if (!s) return false;
+    const server = this.server!;
+    if (server.isClosing(s)) return true;
+    const entry = server.peek(s);
+    return entry !== undefined && entry.state === 'pending' && entry.seq <= this.groupSeq;
+  }
+
+  private release(out: RewriteSink): void {
+    while (this.held.length > 0 && !this.skipping) {
+      const [type, msg] = this.held[0]!;
+      if (this.mustWait(type, msg)) return;
+      this.held.shift();
+      this.handle(type, msg, out);
+    }
+    while (this.held.length > 0 && this.skipping) {
+      const [type, msg] = this.held.shift()!;
+      this.handle(type, msg, out);
+    }
+  }
+
+  private handle(type: number, msg: Buffer, out: RewriteSink): void {
+    if (this.skipping) {
+      // PostgreSQL ignores everything until Sync: forward as it is, assume nothing.
+      if (type === FrontendMessage.Sync) {
+        this.skipping = false;
+        this.sendSync(msg, out);
+      } else out.toServer(msg);
+      return;
+    }
+    switch (type) {
+      case FrontendMessage.Parse: return this.onParse(msg, out);
+      case FrontendMessage.Bind: return this.onBind(msg, out);
+      case FrontendMessage.Describe: return this.onDescribe(msg, out);
+      case FrontendMessage.Close: return this.onClose(msg, out);
+      case FrontendMessage.Execute: return this.forward(msg, out, { ends: EXECUTED });
+      case FrontendMessage.Sync: return this.sendSync(msg, out);
+      case FrontendMessage.Query: return this.onQuery(msg, out);
+      case FrontendMessage.FunctionCall:
+        this.nextGroup();
+        return this.forward(msg, out, { ends: READY, simple: true });
+      default:
+        out.toServer(msg); // Flush, CopyData, CopyDone, CopyFail: no reply of their own
+    }
+  }
+
+  private forward(msg: Buffer, out: RewriteSink, slot: Slot): void {
+    out.toServer(msg);
+    this.push(slot, out);
+  }
+
+  private push(slot: Slot, out: RewriteSink): void {
+    this.slots.push(slot);
+    this.flushReplies(out);
+  }
+
+  private sendSync(msg: Buffer, out: RewriteSink): void {
+    const server = this.server!;
+    for (const s of server.takeClosing()) {
+      out.toServer(writeClose(STATEMENT, s.name));
+      this.slots.push({ ends: CLOSED, drop: true, onOk: () => server.closedOne(s), undo: () => server.reopen(s) });
+    }
+    this.nextGroup();
+    this.forward(msg, out, { ends: READY, sync: true });
+  }
+
+  /**
+   * Whether the server has the statement, counted as a cache hit (a Parse PostgreSQL is spared) or miss. A Parse
+   * still unanswered from this group counts as there: if it fails, PostgreSQL skips the rest of the group too
+   * (one from an earlier group has been answered: see `mustWait`).
+   */
+  private lookup(s: Statement, isParse: boolean): boolean {
+    const server = this.server!;
+    const there = server.use(s) !== undefined;
+    if (!there) server.misses++;
+    else if (isParse) server.hits++;
+    return there;
+  }
+
+  /** Sends a Parse of `s` under its server name (a Parse of it from an earlier group is answered by now: see `mustWait`). */
+  private sendParse(s: Statement, out: RewriteSink): void {
+    this.server!.add(s);
+    out.toServer(writeParse(s.name, s.query, s.types));
+  }
+
+  /** Makes sure the server has `s` under its name before a message that uses it as `clientName`. */
+  private ensurePrepared(s: Statement, clientName: string, out: RewriteSink): void {
+    if (this.lookup(s, false)) return;
+    const server = this.server!;
+    this.sendParse(s, out);
+    this.slots.push({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s) });
+  }
+
+  private onParse(msg: Buffer, out: RewriteSink): void {
+    const p = parseParse(msg);
+    const server = this.server!;
+    const existing = p.name === '' ? undefined : this.named.get(p.name);
+    if (existing) {
+      // PostgreSQL's own 42P05: Parse the name the server already has, and show the client's name in the message.
+      this.ensurePrepared(existing, p.name, out);
+      out.toServer(writeParse(existing.name, p.query, p.types));
+      this.push({ ends: PARSED, rename: [existing.name, p.name] }, out);
+      return;
+    }
+    const s = this.interner.intern(p.query, p.types, this.settings);
+    s.countUsed++;
+    s.lastUsed = Date.now();
+    this.interner.ref(s);
+    // Only the unnamed statement can be replaced. PostgreSQL drops the old one even when the new Parse fails,
+    // but not when it skips the Parse after an earlier error.
+    const previous = this.named.get(p.name);
+    this.named.set(p.name, s);
+    this.namedAt.set(p.name, ++this.parses);
+    this.changedIn.set(p.name, this.groupsSent);
+    const dropPrevious = () => {
+      if (previous) this.interner.unref(previous);
+    };
+    const undo = (skipped: boolean) => {
+      if (this.named.get(p.name) === s) {
+        if (skipped && previous) this.named.set(p.name, previous);
+        else this.named.delete(p.name);
+      }
+      if (!skipped) dropPrevious();
+      this.interner.unref(s);
+    };
+    if (this.lookup(s, true)) return this.push({ ends: OWN, reply: writeParseComplete(), onOk: dropPrevious, undo }, out);
+    this.sendParse(s, out);
+    this.push({
+      ends: PARSED,
+      onOk: () => {
+        server.confirm(s);
+        dropPrevious();
+      },
+      undo: (skipped) => {
+        server.remove(s);
+        undo(skipped);
+      },
+    }, out);
+  }
+
+  private onBind(msg: Buffer, out: RewriteSink): void {
+    const b = parseBind(msg);
+    const s = this.named.get(b.statement);
+    if (!s) return this.forward(msg, out, { ends: BOUND }); // PostgreSQL's own 26000
+    s.countUsed++;
+    s.lastUsed = Date.now();
+    this.ensurePrepared(s, b.statement, out);
+    this.forward(writeBind(b.portal, s.name, b.rest), out, { ends: BOUND, rename: [s.name, b.statement] });
+  }
+
+  private onDescribe(msg: Buffer, out: RewriteSink): void {
+    const d = parseTarget(msg);
+    const s = d.kind === STATEMENT ? this.named.get(d.name) : undefined;
+    const slot: Slot = { ends: DESCRIBED };
+    if (!s) return this.forward(msg, out, slot);
+    this.ensurePrepared(s, d.name, out);
+    slot.rename = [s.name, d.name];
+    this.forward(writeDescribe(STATEMENT, s.name), out, slot);
+  }
+
+  private onClose(msg: Buffer, out: RewriteSink): void {
+    const c = parseTarget(msg);
+    if (c.kind !== STATEMENT) return this.forward(msg, out, { ends: CLOSED });
+    // The server keeps the statement for others; only the client's name goes (a missing name is no error).
+    const s = this.named.get(c.name);
+    if (!s) return this.push({ ends: OWN, reply: writeCloseComplete() }, out);
+    this.named.delete(c.name);
+    this.changedIn.set(c.name, this.groupsSent);
+    this.push({
+      ends: OWN,
+      reply: writeCloseComplete(),
+      onOk: () => this.interner.unref(s),
+      undo: () => {
+        if (this.named.has(c.name)) this.interner.unref(s);
+        else this.named.set(c.name, s);
+      },
+    }, out);
+  }
+
+  private onQuery(msg: Buffer, out: RewriteSink): void {
+    // A simple Query destroys the unnamed statement, whatever it says (PostgreSQL's exec_simple_query).
+    const unnamed = this.named.get('');
+    if (unnamed) {
+      this.named.delete('');
+      this.changedIn.set('', this.groupsSent);
+      this.interner.unref(unnamed);
+    }
+    const m = DEALLOCATE.exec(msg.toString('utf8', 5, msg.length - 1));
+    const name = m ? sqlIdentifier(m[1]!) : null;
+    const s = name !== null ? this.named.get(name) : undefined;
+    if (s && name !== null) {
+      // A protocol-level statement: the pooler answers, keeping PostgreSQL's transaction status through an empty query.
+      this.named.delete(name);
+      this.interner.unref(s);
+      this.changedIn.set(name, this.groupsSent);
+      this.nextGroup();
+      out.toServer(writeQuery(''));
+      this.push({ ends: READY, simple: true, emptyAs: writeCommandComplete('DEALLOCATE') }, out);
+      return;
+    }
+    const server = this.server!;
+    const serverSeq = server.seq;
+    const parses = this.parses;
+    this.nextGroup();
+    this.forward(msg, out, {
+      ends: READY,
+      simple: true,
+      onTag: (tag) => {
+        if (tag !== 'DISCARD ALL' && tag !== 'DEALLOCATE ALL') return;
+        // The server lost every statement it had when the query ran, the client every name it had when it sent it.
+        server.clearUpTo(serverSeq);
+        for (const [n, st] of this.named) {
+          if ((this.namedAt.get(n) ?? 0) > parses) continue;
+          this.named.delete(n);
+          this.interner.unref(st);
+        }
+      },
+    });
+  }
+
+  // ---- server -> client ----
+
+  /** A whole server message that may complete a slot (see `needsWhole`); everything else passes by. */
+  serverMessage(type: number, msg: Buffer, out: RewriteSink): void {
+    const slot = this.slots[this.head];
+    if (!slot || type === BackendMessage.NoticeResponse || type === BackendMessage.ParameterStatus || type === BackendMessage.NotificationResponse) {
+      out.toClient(msg);
+      return;
+    }
+    if (type === BackendMessage.ErrorResponse && !slot.simple) return this.onExtendedError(slot, msg, out);
+    if (slot.simple) {
+      if (type === BackendMessage.CommandComplete && slot.onTag) slot.onTag(parseCommandTag(msg));
+      out.toClient(type === BackendMessage.EmptyQueryResponse && slot.emptyAs ? slot.emptyAs : msg);
+    } else if (!slot.drop) out.toClient(msg);
+    if (slot.ends.includes(type)) {
+      this.head++;
+      slot.onOk?.();
+      if (slot.sync || slot.simple) this.groupDone(out);
+      this.flushReplies(out);
+    }
+  }
+
+  private onExtendedError(slot: Slot, msg: Buffer, out: RewriteSink): void {
+    let error = msg;
+    if (slot.rename) {
+      const fields = parseErrorFields(msg);
+      const [from, to] = slot.rename;
+      for (const code of ['M', 'D']) {
+        const text = fields.get(code);
+        if (text !== undefined) fields.set(code, text.replace(`"${from}"`, `"${to}"`));
+      }
+      error = writeErrorFields(BackendMessage.ErrorResponse, fields);
+    }
+    out.toClient(error);
+    // PostgreSQL skips to the next Sync: nothing up to it is answered, and nothing it assumed happened.
+    let i = this.head;
+    while (i < this.slots.length && !this.slots[i]!.sync) i++;
+    for (let j = i - 1; j >= this.head; j--) this.slots[j]!.undo?.(j > this.head);
+    this.head = i;
+    if (i === this.slots.length) this.skipping = true;
+    this.compact();
+  }
+
+  private nextGroup(): void {
+    this.groupsSent++;
+    this.groupSeq = this.server!.seq;
+  }
+
+  private groupDone(out: RewriteSink): void {
+    if (++this.groupsDone === this.groupsSent) this.changedIn.clear();
+    if (this.held.length > 0) this.release(out);
+  }
+
+  /** Sends the pooler's own replies that have reached the head of the queue. */
+  private flushReplies(out: RewriteSink): void {
+    while (this.head < this.slots.length && this.slots[this.head]!.ends === OWN) {
+      const slot = this.slots[this.head++]!;
+      out.toClient(slot.reply!);
+      slot.onOk?.();
+    }
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.head === this.slots.length) {
+      this.slots.length = 0;
+      this.head = 0;
+    }
+  }
+}
+
+/** Server message types the rewriter must see whole; the rest pass through without a look. */
+export const REWRITER_WHOLE_TYPES = [
+  BackendMessage.ParseComplete, BackendMessage.BindComplete, BackendMessage.CloseComplete, BackendMessage.ErrorResponse,
+  BackendMessage.ReadyForQuery, BackendMessage.CommandComplete, BackendMessage.EmptyQueryResponse,
+  BackendMessage.RowDescription, BackendMessage.NoData, BackendMessage.PortalSuspended,
+] as const;
