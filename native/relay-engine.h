@@ -9,9 +9,9 @@
 // ReadyForQuery it was asked to watch for (after DISCARD ALL). It links pairs, writes its own messages
 // (errors, reset queries, Terminate) and closes sockets through the methods of the Relay object.
 //
-// The transaction accounting is the same as src/pooler/transaction-tracker.ts (sync points, unsynced
-// extended messages, COPY IN), and the pool statistics are written into the pool's Float64Array block
-// whose layout src/pooler/stats.ts defines and passes in.
+// The boundary scan and the transaction accounting (sync points, unsynced extended messages, COPY IN) are
+// the pure functions of relay-scan.h, checked against the same test vectors as src/pooler/transaction-tracker.ts;
+// the pool statistics are written into the pool's Float64Array block whose layout src/pooler/stats.ts defines.
 #pragma once
 
 #include <napi.h>
@@ -23,11 +23,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "relay-scan.h"
+
 namespace tidepool {
 namespace relay {
 
 constexpr size_t kReadSize = 64 * 1024;
-constexpr size_t kCarryMax = 8;
 /** A peer with this much unsent output stops its source from being read. */
 constexpr size_t kHighWater = 1024 * 1024;
 constexpr size_t kLowWater = 128 * 1024;
@@ -40,14 +41,6 @@ enum EventKind : int32_t {
   kServerReady = 5,    // server, saw error, status
   kBadLength = 6,      // client, length
 };
-
-// Frontend message types.
-constexpr uint8_t kQuery = 'Q', kSync = 'S', kFunctionCall = 'F', kExecute = 'E', kParse = 'P', kBind = 'B',
-                  kDescribe = 'D', kClose = 'C', kFlush = 'H', kCopyData = 'd', kCopyDone = 'c', kCopyFail = 'f',
-                  kTerminate = 'X';
-// Backend message types.
-constexpr uint8_t kReadyForQuery = 'Z', kCopyInResponse = 'G', kErrorResponse = 'E';
-constexpr uint8_t kIdle = 'I';
 
 /** Monotonic clock in microseconds, for query and transaction durations. */
 double NowUs();
@@ -63,11 +56,11 @@ enum Totals { kXact = 0, kQueries = 1, kRecv = 2, kSent = 3, kXactTime = 4, kQue
 
 class Relay;
 
-struct Endpoint {
+/** A socket on the relay: its framing (Framing::server tells the side) and, for a client, what it has in flight. */
+struct Endpoint : Framing, TxCount {
   Relay* relay = nullptr;
   int32_t id = 0;
   int fd = -1;
-  bool server = false;
   uv_poll_t poll;
   int events = 0;
   bool pollActive = false;
@@ -75,11 +68,6 @@ struct Endpoint {
   // Output to this socket that did not fit in its send buffer.
   std::string out;
   size_t outOff = 0;
-  // Inbound framing: bytes left of the current message, and a partial header held back until whole.
-  uint32_t remaining = 0;
-  uint8_t carry[kCarryMax];
-  uint8_t carryLen = 0;
-  uint32_t maxMessage = 0;
   // Lifecycle.
   bool dead = false;       // removed from the id map: JavaScript no longer knows it
   bool closing = false;    // flush, shut down writes, discard reads until EOF
@@ -94,10 +82,7 @@ struct Endpoint {
   // split; the client's next bytes go straight to the same server, and JavaScript reclaims the server
   // (relayReclaim) whenever it needs it.
   bool parked = false;
-  int syncs = 0;
-  bool unsynced = false;
-  bool copyIn = false;
-  double queryCount = 0, countedQueries = 0;
+  double countedQueries = 0;
   double syncStart = 0, xactStart = 0;
   double xacts = 0, errors = 0, queries = 0;
   double* stats = nullptr;
@@ -109,7 +94,6 @@ struct Endpoint {
   double bytesSent = 0, bytesReceived = 0;
 
   size_t pendingOut() const { return out.size() - outOff; }
-  bool atBoundary() const { return remaining == 0 && carryLen == 0; }
   bool between() const { return txStatus == kIdle; }
 };
 
@@ -129,7 +113,6 @@ class Relay {
   /** Writable: sends pending output; false when the endpoint is gone. */
   bool FlushOut(Endpoint* ep);
   void OnReadable(Endpoint* ep);
-  void SyncPoint(Endpoint* c, double now);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
   void ObserveHist(double* s, int off, double us);
   void RingAdd(double* s, int off, double us);

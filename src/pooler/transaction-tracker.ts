@@ -22,6 +22,8 @@ export class TransactionTracker {
   chunk: Buffer | null = null;
 
   readonly onMessage = (type: number, buf: Buffer, start: number): void => {
+    // Messages after a Terminate in the same read never reach the server (the session forwards up to it).
+    if (this.terminateAt >= 0) return;
     switch (type) {
       case FrontendMessage.Query:
         this.queryCount++;

@@ -1,0 +1,198 @@
+// The relay's message-boundary scan and transaction accounting, free of sockets, clocks and statistics: the relay
+// (relay-stream.cc) runs every read through these, and relayScan (relay.cc) runs the shared test vectors
+// (test/fixtures/relay-vectors.ts) through the same functions that src/pooler/transaction-tracker.ts must pass.
+//
+// Frontend side: a sync point is a Query, a Sync outside COPY IN, or a FunctionCall, and each is answered by one
+// ReadyForQuery; extended-protocol messages after the last Sync leave the server "unsynced"; a client that began
+// COPY IN (the server sent CopyInResponse) ends it with CopyDone or CopyFail, and its Syncs meanwhile are not sync
+// points. A server is between transactions when its ReadyForQuery says idle and the client has nothing in flight.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace tidepool {
+namespace relay {
+
+constexpr size_t kCarryMax = 8;
+
+// Frontend message types.
+constexpr uint8_t kQuery = 'Q', kSync = 'S', kFunctionCall = 'F', kExecute = 'E', kParse = 'P', kBind = 'B',
+                  kDescribe = 'D', kClose = 'C', kFlush = 'H', kCopyData = 'd', kCopyDone = 'c', kCopyFail = 'f',
+                  kTerminate = 'X';
+// Backend message types.
+constexpr uint8_t kReadyForQuery = 'Z', kCopyInResponse = 'G', kErrorResponse = 'E';
+constexpr uint8_t kIdle = 'I';
+
+/** One direction's framing: bytes left of the current message, and a partial header held back until whole
+ *  (never forwarded before it is: a header cut by a read stays here, not on the peer). */
+struct Framing {
+  bool server = false;
+  uint32_t remaining = 0;
+  uint8_t carry[kCarryMax];
+  uint8_t carryLen = 0;
+  uint32_t maxMessage = 0;
+
+  bool atBoundary() const { return remaining == 0 && carryLen == 0; }
+};
+
+/** What a client has in flight; the same accounting as src/pooler/transaction-tracker.ts. */
+struct TxCount {
+  /** Sync points sent whose ReadyForQuery has not come back. */
+  int syncs = 0;
+  /** Extended-protocol messages (or a type PostgreSQL refuses) sent after the last Sync. */
+  bool unsynced = false;
+  /** The server answered CopyInResponse and the client has not ended the copy. */
+  bool copyIn = false;
+  /** Query and Execute messages sent. */
+  double queryCount = 0;
+};
+
+/** Scans whole headers of buf[0, total) (which starts with the carried partial header, if any), calling
+ *  onMessage(type, message, offset) for each; a partial header at the end is carried. Returns false on a bad
+ *  length (*badLength, *cut at its header); true otherwise, with *cut where the handler stopped (it returned
+ *  false) or at the start of the carried bytes. */
+template <typename OnMessage>
+bool Scan(Framing& f, const uint8_t* buf, size_t total, size_t* cut, uint32_t* badLength, OnMessage onMessage) {
+  size_t pos = 0;
+  while (pos < total) {
+    if (f.remaining > 0) {
+      size_t take = total - pos < f.remaining ? total - pos : f.remaining;
+      pos += take;
+      f.remaining -= static_cast<uint32_t>(take);
+      continue;
+    }
+    size_t need = 5;
+    if (f.server && buf[pos] == kReadyForQuery) need = 6;
+    if (total - pos < need) break;
+    uint32_t len = (uint32_t(buf[pos + 1]) << 24) | (uint32_t(buf[pos + 2]) << 16) | (uint32_t(buf[pos + 3]) << 8) | buf[pos + 4];
+    if (len < 4 || len > f.maxMessage || (need == 6 && len < 5)) {
+      *badLength = len;
+      *cut = pos;
+      return false;
+    }
+    if (!onMessage(buf[pos], buf + pos, pos)) {
+      *cut = pos;
+      return true;
+    }
+    f.remaining = len + 1;
+  }
+  *cut = pos;
+  size_t rest = total - pos;
+  f.carryLen = static_cast<uint8_t>(rest);
+  if (rest) std::memcpy(f.carry, buf + pos, rest);
+  return true;
+}
+
+enum class ClientStep { kCounted, kFirstSyncPoint, kTerminate };
+
+/** Counts one client message. kFirstSyncPoint: a sync point with none before it in flight (the caller starts
+ *  timing); kTerminate: the client is leaving, nothing from here on goes to the server. */
+inline ClientStep CountClientMessage(TxCount& tx, uint8_t type) {
+  switch (type) {
+    case kQuery:
+      tx.queryCount++;
+      return tx.syncs++ == 0 ? ClientStep::kFirstSyncPoint : ClientStep::kCounted;
+    case kSync:
+      tx.unsynced = false;
+      if (tx.copyIn) return ClientStep::kCounted;
+      return tx.syncs++ == 0 ? ClientStep::kFirstSyncPoint : ClientStep::kCounted;
+    case kFunctionCall:
+      return tx.syncs++ == 0 ? ClientStep::kFirstSyncPoint : ClientStep::kCounted;
+    case kExecute:
+      tx.queryCount++;
+      tx.unsynced = true;
+      return ClientStep::kCounted;
+    case kParse:
+    case kBind:
+    case kDescribe:
+    case kClose:
+    case kFlush:
+      tx.unsynced = true;
+      return ClientStep::kCounted;
+    case kCopyDone:
+    case kCopyFail:
+      tx.copyIn = false;
+      return ClientStep::kCounted;
+    case kTerminate:
+      return ClientStep::kTerminate;
+    case kCopyData:
+      return ClientStep::kCounted;
+    default:
+      // A type PostgreSQL does not take after login (it answers FATAL and closes): the server's state is
+      // unknown until a Sync is answered, so it must not go back to the pool.
+      tx.unsynced = true;
+      return ClientStep::kCounted;
+  }
+}
+
+/** A ReadyForQuery with `status` answered one sync point: true when the transaction ended (the server is idle
+ *  and the client has nothing in flight). */
+inline bool CountReadyForQuery(TxCount& tx, uint8_t status) {
+  if (tx.syncs > 0) tx.syncs--;
+  return status == kIdle && tx.syncs == 0 && !tx.unsynced;
+}
+
+/** After a ReadyForQuery that ended a transaction: the server may serve another client only between whole
+ *  client messages (one the client has begun must end on the server that got its first bytes). */
+inline bool MayRelease(const Framing& client) { return client.remaining == 0; }
+
+struct ChunkResult {
+  bool ok = true;           // false: a bad length at `cut`
+  bool terminate = false;   // a Terminate at `cut`
+  size_t cut = 0;           // bytes of the buffer to pass on
+  uint32_t badLength = 0;
+};
+
+/** One read of client bytes, buf = the carried partial header + what was read. onFirstSyncPoint() runs when a
+ *  sync point starts the clock; onHeader(type, offset, length) for each message header (may be empty). */
+template <typename OnFirstSyncPoint, typename OnHeader>
+ChunkResult ScanClientChunk(Framing& f, TxCount& tx, const uint8_t* buf, size_t total, OnFirstSyncPoint onFirstSyncPoint, OnHeader onHeader) {
+  ChunkResult r;
+  const bool midMessage = f.remaining > 0;
+  f.carryLen = 0;
+  r.ok = Scan(f, buf, total, &r.cut, &r.badLength, [&](uint8_t type, const uint8_t* m, size_t offset) {
+    onHeader(type, offset, (uint32_t(m[1]) << 24) | (uint32_t(m[2]) << 16) | (uint32_t(m[3]) << 8) | m[4]);
+    ClientStep step = CountClientMessage(tx, type);
+    if (step == ClientStep::kTerminate) {
+      r.terminate = true;
+      return false;
+    }
+    if (step == ClientStep::kFirstSyncPoint) onFirstSyncPoint();
+    return true;
+  });
+  if (!r.ok) {
+    // Nothing of this read is passed on. When it began with the rest of a message the server already has the
+    // start of, that server is not reusable.
+    if (midMessage) tx.unsynced = true;
+    f.carryLen = 0;
+  }
+  return r;
+}
+
+/** One read of server bytes, buf = the carried partial header + what was read. `tx` is the linked client's
+ *  accounting, or null when no client is listening (unlinked, or parked between transactions).
+ *  onReady(status, ended) for each ReadyForQuery (ended: CountReadyForQuery, false without a client),
+ *  onError() for each ErrorResponse, onHeader(type, offset, length) for each message header. */
+template <typename OnReady, typename OnError, typename OnHeader>
+ChunkResult ScanServerChunk(Framing& f, uint8_t& txStatus, TxCount* tx, const uint8_t* buf, size_t total, OnReady onReady, OnError onError, OnHeader onHeader) {
+  ChunkResult r;
+  f.carryLen = 0;
+  r.ok = Scan(f, buf, total, &r.cut, &r.badLength, [&](uint8_t type, const uint8_t* m, size_t offset) {
+    onHeader(type, offset, (uint32_t(m[1]) << 24) | (uint32_t(m[2]) << 16) | (uint32_t(m[3]) << 8) | m[4]);
+    if (type == kReadyForQuery) {
+      txStatus = m[5];
+      onReady(txStatus, tx ? CountReadyForQuery(*tx, txStatus) : false);
+    } else if (type == kCopyInResponse) {
+      if (tx) tx->copyIn = true;
+    } else if (type == kErrorResponse) {
+      onError();
+    }
+    return true;
+  });
+  return r;
+}
+
+}  // namespace relay
+}  // namespace tidepool
