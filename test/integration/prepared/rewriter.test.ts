@@ -1,6 +1,7 @@
 // The prepared-statement rewriter against a real PostgreSQL: each script gives the client exactly the replies a direct connection gives, while its transactions move between two servers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Interner, type StatementHash } from '../../../src/pooler/prepared/interner.js';
+import { PreparedPipe } from '../../../src/pooler/prepared/pipe.js';
 import { StatementRewriter } from '../../../src/pooler/prepared/rewriter.js';
 import { ServerStatements } from '../../../src/pooler/prepared/server-cache.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
@@ -49,7 +50,15 @@ interface Through {
 }
 
 /** The same rounds through one rewriter; a round starts on the other server whenever the client is between transactions. */
-async function rewritten(rounds: Round[], opts: { capacity?: number; hash?: StatementHash } = {}): Promise<Through> {
+interface Options {
+  capacity?: number;
+  hash?: StatementHash;
+  /** Go through PreparedPipe with both byte streams cut at random points (else whole messages straight to the rewriter). */
+  cut?: () => number;
+}
+
+async function rewritten(rounds: Round[], opts: Options = {}): Promise<Through> {
+  if (opts.cut) return piped(rounds, opts, opts.cut);
   const conns = [await connect(), await connect()];
   const interner = new Interner({ idleCapacity: 8192, ...(opts.hash ? { hash: opts.hash } : {}) });
   const caches = conns.map(() => new ServerStatements(interner, opts.capacity ?? 100));
@@ -82,7 +91,60 @@ async function rewritten(rounds: Round[], opts: { capacity?: number; hash?: Stat
   return { replies, servers, caches, interner };
 }
 
-async function same(rounds: Round[], opts: { capacity?: number; hash?: StatementHash } = {}): Promise<Through> {
+/** `rewritten` through PreparedPipe: client bytes and server bytes fed in random cuts. */
+async function piped(rounds: Round[], opts: Options, rand: () => number): Promise<Through> {
+  const conns = [await connect(), await connect()];
+  const interner = new Interner({ idleCapacity: 8192, ...(opts.hash ? { hash: opts.hash } : {}) });
+  const caches = conns.map(() => new ServerStatements(interner, opts.capacity ?? 100));
+  const rw = new StatementRewriter(interner, '');
+  const cuts = (b: Buffer): Buffer[] => {
+    const out: Buffer[] = [];
+    for (let pos = 0; pos < b.length; ) {
+      const n = 1 + Math.floor(rand() * 12);
+      out.push(b.subarray(pos, pos + n));
+      pos += n;
+    }
+    return out;
+  };
+  const replies: string[][] = [];
+  const servers: number[] = [];
+  let current = 1;
+  let idle = true;
+  for (const round of rounds) {
+    if (idle) current = 1 - current;
+    servers.push(current);
+    rw.attach(caches[current]!);
+    const conn = conns[current]!;
+    let toClient = Buffer.alloc(0);
+    const pipe = new PreparedPipe(rw, 1 << 20, {
+      toServer: (bufs) => conn.send(...bufs),
+      toClient: (bufs) => (toClient = Buffer.concat([toClient, ...bufs])),
+    });
+    for (const c of cuts(Buffer.concat(round))) expect(pipe.clientBytes(c)).toBe(true);
+    const messages = (): Message[] => {
+      const out: Message[] = [];
+      for (let pos = 0; pos + 5 <= toClient.length; pos += 1 + toClient.readInt32BE(pos + 1)) {
+        out.push({ type: String.fromCharCode(toClient[pos]!), raw: toClient.subarray(pos, pos + 1 + toClient.readInt32BE(pos + 1)) });
+      }
+      return out;
+    };
+    const want = readies(round);
+    while (messages().filter((m) => m.type === 'Z').length < want) {
+      const m = await conn.read();
+      for (const c of cuts(m.raw)) expect(pipe.serverBytes(c)).toBe(true);
+    }
+    expect(pipe.atBoundary).toBe(true);
+    const got = messages();
+    const last = got.at(-1)!;
+    idle = last.type === 'Z' && last.raw[5] === 0x49;
+    if (idle) rw.detach();
+    replies.push(got.map(describeMessage));
+  }
+  for (const c of conns) c.close();
+  return { replies, servers, caches, interner };
+}
+
+async function same(rounds: Round[], opts: Options = {}): Promise<Through> {
   const want = await direct(rounds);
   const got = await rewritten(rounds, opts);
   expect(got.replies).toEqual(want);
@@ -272,7 +334,9 @@ describe('prepared-statement rewriter: random pipelines', () => {
         rounds.push(round);
       }
       const want = await direct(rounds);
-      const got = await rewritten(rounds, { capacity: 1 + Math.floor(rand() * 3) });
+      const capacity = 1 + Math.floor(rand() * 3);
+      // A third of the scripts go through PreparedPipe with both byte streams cut at random points.
+      const got = await rewritten(rounds, script % 3 === 0 ? { capacity, cut: rand } : { capacity });
       expect(got.replies, `script ${script}: ${rounds.map((r) => r.map(show).join(' ')).join(' | ')}`).toEqual(want);
     }
   });
