@@ -81,6 +81,9 @@ host = "127.0.0.1"
 port = ${ports.web}
 ui = true
 
+[logs]
+ship_to = "http://127.0.0.1:${ports.logstore}"
+
 [pools.app]
 server_host = "${pg.host}"
 server_port = ${pg.port}
@@ -181,9 +184,9 @@ tidepool is running (files in ${home}; Ctrl-C stops everything)
   admin console    PGPASSWORD='${cred.adminPassword}' psql -h 127.0.0.1 -p ${ports.pooler} -U admin tidepool -c 'SHOW POOLS'
   web console      ${at(ports.web)}/  (Basic: admin / ${cred.adminPassword})
   pooler metrics   ${at(ports.web)}/metrics
-  log store        ${at(ports.logstore)}  (POST /_bulk, POST /search; config ${logstoreFile})
+  log store        ${at(ports.logstore)}  (POST /_bulk, POST /search; the pooler's own logs go to index tidepool-pooler)
   log store debug  ${at(ports.logstoreDebug)}/metrics, /health
-  pooler config    ${poolerFile}
+  configs          ${poolerFile}, ${logstoreFile}
 `);
   })();
   startup.catch((err: Error) => {

@@ -124,6 +124,20 @@ describe('tidepool start (npm start)', () => {
     expect(search.status).toBe(200);
     expect(JSON.stringify(await search.json())).toContain('hello from the launcher test');
 
+    // The pooler's own log lines reach the log store: its "listening" line and an access-log line.
+    const find = async (query: string) => {
+      const r = await fetch(`${logstore}/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: { query, from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() }, size: 5 }),
+      });
+      return JSON.stringify(await r.json());
+    };
+    // (a request without credentials: its 401 is logged at info, the level shipped)
+    expect((await fetch(`http://127.0.0.1:${ports.TIDEPOOL_WEB_PORT}/api/version`, { headers: { accept: 'application/json' } })).status).toBe(401);
+    await expect.poll(() => find(`msg:"pooler listening" and port:${ports.TIDEPOOL_PORT}`), { timeout: 15_000 }).toContain('pooler listening');
+    await expect.poll(() => find('target:"pooler::web::access" and path:"/api/version"'), { timeout: 15_000 }).toContain('"status":401');
+
     const pids = descendants(child.pid!);
     expect(pids.length).toBeGreaterThanOrEqual(4); // postgres (and its workers), log store, pooler
     process.kill(-child.pid!, 'SIGINT'); // what a terminal's Ctrl-C does: the whole foreground group
