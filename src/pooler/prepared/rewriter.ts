@@ -1,58 +1,15 @@
 // One client's prepared statements in transaction mode: its names mapped to pooler-owned ones, prepared lazily on whichever server it holds, replies kept in PostgreSQL's order.
-import { BackendMessage, FrontendMessage } from '../../protocol/codes.js';
-import {
-  parseBind, parseCommandTag, parseErrorFields, parseParse, parseTarget,
-  writeBind, writeClose, writeCloseComplete, writeDescribe, writeErrorFields, writeParse, writeParseComplete,
-} from '../../protocol/extended.js';
+import { FrontendMessage } from '../../protocol/codes.js';
+import { parseBind, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
 import { writeCommandComplete, writeQuery } from '../../protocol/writer.js';
 import type { Interner, Statement } from './interner.js';
 import type { ServerStatements } from './server-cache.js';
+import { BOUND, CLOSED, DESCRIBED, EXECUTED, OWN, PARSED, READY, ReplyQueue, type RewriteSink, type Slot } from './reply-queue.js';
+import { isSql, parseSqlCommand, sqlPrepare, type SqlCommand } from './sql-commands.js';
 
-/** Where rewritten bytes go. */
-export interface RewriteSink {
-  toServer(buf: Buffer): void;
-  toClient(buf: Buffer): void;
-}
+export { REWRITER_WHOLE_TYPES, type RewriteSink } from './reply-queue.js';
 
 const STATEMENT = 0x53; // 'S' in Describe and Close
-const OWN: readonly number[] = [];
-const PARSED = [BackendMessage.ParseComplete];
-const BOUND = [BackendMessage.BindComplete];
-const CLOSED = [BackendMessage.CloseComplete];
-const DESCRIBED = [BackendMessage.RowDescription, BackendMessage.NoData];
-const EXECUTED = [BackendMessage.CommandComplete, BackendMessage.EmptyQueryResponse, BackendMessage.PortalSuspended];
-const READY = [BackendMessage.ReadyForQuery];
-
-/** What a server reply belongs to, in the order PostgreSQL answers; `ends` is the reply type that completes it. */
-interface Slot {
-  /** Reply types that complete it (ErrorResponse is handled apart); empty for a reply the pooler gives itself. */
-  ends: readonly number[];
-  /** The pooler's own reply, sent when the slot reaches the head of the queue. */
-  reply?: Buffer;
-  /** The pooler inserted the message: its reply is not the client's (an ErrorResponse still is). */
-  drop?: boolean;
-  /** Simple Query and FunctionCall: errors do not start a skip, and the slot lasts until ReadyForQuery. */
-  simple?: boolean;
-  /** Extended-query Sync: where PostgreSQL stops skipping after an error. */
-  sync?: boolean;
-  onOk?: () => void;
-  /** Takes back what sending the message assumed: PostgreSQL refused it (`skipped` false) or skipped it after an earlier error. */
-  undo?: (skipped: boolean) => void;
-  /** A server-side name in the error text to show as the client's. */
-  rename?: [from: string, to: string];
-  /** Simple Query: a CommandComplete tag seen. */
-  onTag?: (tag: string) => void;
-  /** Simple Query the pooler answers itself: the EmptyQueryResponse of the empty query sent instead becomes this. */
-  emptyAs?: Buffer;
-}
-
-/** DEALLOCATE [PREPARE] name, the whole query (PHP PDO and Rails send it for protocol-level statements). */
-const DEALLOCATE = /^\s*deallocate\s+(?:prepare\s+)?("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)\s*;?\s*$/i;
-
-function sqlIdentifier(token: string): string {
-  return token.startsWith('"') ? token.slice(1, -1).replace(/""/g, '"') : token.toLowerCase();
-}
-
 export class StatementRewriter {
   /** The client's protocol-level statements by its own names; '' is the unnamed one. */
   private readonly named = new Map<string, Statement>();
@@ -60,10 +17,8 @@ export class StatementRewriter {
   private readonly namedAt = new Map<string, number>();
   private parses = 0;
   private server: ServerStatements | null = null;
-  private readonly slots: Slot[] = [];
-  private head = 0;
-  /** PostgreSQL refused an extended message and skips the client's messages until its next Sync. */
-  private skipping = false;
+  /** What each awaited reply belongs to; it also knows when PostgreSQL skips to the next Sync after an error. */
+  private readonly replies = new ReplyQueue((out) => this.groupDone(out));
   /** Sync points sent (Sync, Query, FunctionCall) and answered: messages after the k-th belong to group k. */
   private groupsSent = 0;
   private groupsDone = 0;
@@ -93,7 +48,7 @@ export class StatementRewriter {
 
   /** True when every reply the client is owed has been delivered. */
   get settled(): boolean {
-    return this.head === this.slots.length && !this.skipping && this.held.length === 0;
+    return this.replies.settled && this.held.length === 0;
   }
 
   /** Statements this client holds, for SHOW and the console. */
@@ -111,7 +66,7 @@ export class StatementRewriter {
 
   /** One whole client message, while a server is attached. */
   clientMessage(type: number, msg: Buffer, out: RewriteSink): void {
-    if (this.held.length > 0 || (!this.skipping && this.mustWait(type, msg))) {
+    if (this.held.length > 0 || (!this.replies.skipping && this.mustWait(type, msg))) {
       this.held.push([type, msg]);
       return;
     }
@@ -137,8 +92,9 @@ export class StatementRewriter {
       const t = parseTarget(msg);
       if (t.kind === STATEMENT) name = t.name;
     } else if (type === FrontendMessage.Query) {
-      const m = DEALLOCATE.exec(msg.toString('utf8', 5, msg.length - 1));
-      if (m) name = sqlIdentifier(m[1]!);
+      const cmd = parseSqlCommand(msg.toString('utf8', 5, msg.length - 1));
+      if (cmd) name = cmd.name;
+      if (cmd?.kind === 'prepare') statement = this.sqlStatement(cmd);
     }
     if (name === null) return false;
     const g = this.changedIn.get(name);
@@ -153,23 +109,23 @@ export class StatementRewriter {
   }
 
   private release(out: RewriteSink): void {
-    while (this.held.length > 0 && !this.skipping) {
+    while (this.held.length > 0 && !this.replies.skipping) {
       const [type, msg] = this.held[0]!;
       if (this.mustWait(type, msg)) return;
       this.held.shift();
       this.handle(type, msg, out);
     }
-    while (this.held.length > 0 && this.skipping) {
+    while (this.held.length > 0 && this.replies.skipping) {
       const [type, msg] = this.held.shift()!;
       this.handle(type, msg, out);
     }
   }
 
   private handle(type: number, msg: Buffer, out: RewriteSink): void {
-    if (this.skipping) {
+    if (this.replies.skipping) {
       // PostgreSQL ignores everything until Sync: forward as it is, assume nothing.
       if (type === FrontendMessage.Sync) {
-        this.skipping = false;
+        this.replies.skipping = false;
         this.sendSync(msg, out);
       } else out.toServer(msg);
       return;
@@ -196,15 +152,14 @@ export class StatementRewriter {
   }
 
   private push(slot: Slot, out: RewriteSink): void {
-    this.slots.push(slot);
-    this.flushReplies(out);
+    this.replies.push(slot, out);
   }
 
   private sendSync(msg: Buffer, out: RewriteSink): void {
     const server = this.server!;
     for (const s of server.takeClosing()) {
       out.toServer(writeClose(STATEMENT, s.name));
-      this.slots.push({ ends: CLOSED, drop: true, onOk: () => server.closedOne(s), undo: () => server.reopen(s) });
+      this.replies.add({ ends: CLOSED, drop: true, onOk: () => server.closedOne(s), undo: () => server.reopen(s) });
     }
     this.nextGroup();
     this.forward(msg, out, { ends: READY, sync: true });
@@ -226,7 +181,8 @@ export class StatementRewriter {
   /** Sends a Parse of `s` under its server name (a Parse of it from an earlier group is answered by now: see `mustWait`). */
   private sendParse(s: Statement, out: RewriteSink): void {
     this.server!.add(s);
-    out.toServer(writeParse(s.name, s.query, s.types));
+    // A SQL PREPARE's declared types are text; through a Parse, PostgreSQL infers them (as for untyped parameters).
+    out.toServer(writeParse(s.name, s.query, isSql(s) ? NO_TYPES : s.types));
   }
 
   /** Makes sure the server has `s` under its name before a message that uses it as `clientName`. */
@@ -234,7 +190,7 @@ export class StatementRewriter {
     if (this.lookup(s, false)) return;
     const server = this.server!;
     this.sendParse(s, out);
-    this.slots.push({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s) });
+    this.replies.add({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s) });
   }
 
   private onParse(msg: Buffer, out: RewriteSink): void {
@@ -331,19 +287,20 @@ export class StatementRewriter {
       this.changedIn.set('', this.groupsSent);
       this.interner.unref(unnamed);
     }
-    const m = DEALLOCATE.exec(msg.toString('utf8', 5, msg.length - 1));
-    const name = m ? sqlIdentifier(m[1]!) : null;
-    const s = name !== null ? this.named.get(name) : undefined;
-    if (s && name !== null) {
-      // A protocol-level statement: the pooler answers, keeping PostgreSQL's transaction status through an empty query.
-      this.named.delete(name);
+    const cmd = parseSqlCommand(msg.toString('utf8', 5, msg.length - 1));
+    if (cmd?.kind === 'prepare') return this.onSqlPrepare(cmd, out);
+    const s = cmd ? this.named.get(cmd.name) : undefined;
+    if (s && cmd?.kind === 'deallocate') {
+      // The pooler answers, keeping PostgreSQL's transaction status through an empty query.
+      this.named.delete(cmd.name);
       this.interner.unref(s);
-      this.changedIn.set(name, this.groupsSent);
+      this.changedIn.set(cmd.name, this.groupsSent);
       this.nextGroup();
       out.toServer(writeQuery(''));
       this.push({ ends: READY, simple: true, emptyAs: writeCommandComplete('DEALLOCATE') }, out);
       return;
     }
+    if (s && cmd?.kind === 'execute') return this.onSqlExecute(s, cmd.name, cmd.args, out);
     const server = this.server!;
     const serverSeq = server.seq;
     const parses = this.parses;
@@ -364,47 +321,81 @@ export class StatementRewriter {
     });
   }
 
-  // ---- server -> client ----
-
-  /** A whole server message that may complete a slot (see `needsWhole`); everything else passes by. */
-  serverMessage(type: number, msg: Buffer, out: RewriteSink): void {
-    const slot = this.slots[this.head];
-    if (!slot || type === BackendMessage.NoticeResponse || type === BackendMessage.ParameterStatus || type === BackendMessage.NotificationResponse) {
-      out.toClient(msg);
-      return;
-    }
-    if (type === BackendMessage.ErrorResponse && !slot.simple) return this.onExtendedError(slot, msg, out);
-    if (slot.simple) {
-      if (type === BackendMessage.CommandComplete && slot.onTag) slot.onTag(parseCommandTag(msg));
-      out.toClient(type === BackendMessage.EmptyQueryResponse && slot.emptyAs ? slot.emptyAs : msg);
-    } else if (!slot.drop) out.toClient(msg);
-    if (slot.ends.includes(type)) {
-      this.head++;
-      slot.onOk?.();
-      if (slot.sync || slot.simple) this.groupDone(out);
-      this.flushReplies(out);
-    }
+  /** The interned statement of a SQL PREPARE: its body, and its declared parameter types in place of a Parse's. */
+  private sqlStatement(cmd: Extract<SqlCommand, { kind: 'prepare' }>): Statement {
+    return this.interner.intern(Buffer.from(cmd.body), Buffer.from(`sql:${cmd.types ?? ''}`), this.settings);
   }
 
-  private onExtendedError(slot: Slot, msg: Buffer, out: RewriteSink): void {
-    let error = msg;
-    if (slot.rename) {
-      const fields = parseErrorFields(msg);
-      const [from, to] = slot.rename;
-      for (const code of ['M', 'D']) {
-        const text = fields.get(code);
-        if (text !== undefined) fields.set(code, text.replace(`"${from}"`, `"${to}"`));
-      }
-      error = writeErrorFields(BackendMessage.ErrorResponse, fields);
+  private onSqlPrepare(cmd: Extract<SqlCommand, { kind: 'prepare' }>, out: RewriteSink): void {
+    this.nextGroup();
+    if (this.named.has(cmd.name)) {
+      // PostgreSQL's 42P05, raised on the server so that a transaction block fails as it would.
+      const text = `prepared statement "${cmd.name}" already exists`.replace(/'/g, "''");
+      out.toServer(writeQuery(`DO $tp$BEGIN RAISE EXCEPTION USING ERRCODE = '42P05', MESSAGE = '${text}'; END$tp$`));
+      this.push({ ends: READY, simple: true, strip: ['W', 'P', 'F', 'L', 'R'] }, out);
+      return;
     }
-    out.toClient(error);
-    // PostgreSQL skips to the next Sync: nothing up to it is answered, and nothing it assumed happened.
-    let i = this.head;
-    while (i < this.slots.length && !this.slots[i]!.sync) i++;
-    for (let j = i - 1; j >= this.head; j--) this.slots[j]!.undo?.(j > this.head);
-    this.head = i;
-    if (i === this.slots.length) this.skipping = true;
-    this.compact();
+    const s = this.sqlStatement(cmd);
+    s.countUsed++;
+    s.lastUsed = Date.now();
+    this.interner.ref(s);
+    this.named.set(cmd.name, s);
+    this.namedAt.set(cmd.name, ++this.parses);
+    this.changedIn.set(cmd.name, this.groupsSent - 1);
+    const undo = () => {
+      if (this.named.get(cmd.name) === s) this.named.delete(cmd.name);
+      this.interner.unref(s);
+    };
+    const server = this.server!;
+    if (this.lookup(s, true)) {
+      out.toServer(writeQuery(''));
+      this.push({ ends: READY, simple: true, emptyAs: writeCommandComplete('PREPARE'), undo }, out);
+      return;
+    }
+    server.add(s);
+    out.toServer(writeQuery(sqlPrepare(s)));
+    this.push({
+      ends: READY,
+      simple: true,
+      rename: [s.name, cmd.name],
+      onOk: () => server.confirm(s),
+      undo: () => {
+        server.remove(s);
+        undo();
+      },
+    }, out);
+  }
+
+  private onSqlExecute(s: Statement, name: string, args: string, out: RewriteSink): void {
+    const server = this.server!;
+    s.countUsed++;
+    s.lastUsed = Date.now();
+    if (!this.lookup(s, false)) {
+      server.add(s);
+      const ok = () => server.confirm(s);
+      const gone = () => server.remove(s);
+      if (isSql(s)) {
+        this.nextGroup();
+        out.toServer(writeQuery(sqlPrepare(s)));
+        this.replies.add({ ends: READY, simple: true, drop: true, rename: [s.name, name], onOk: ok, undo: gone });
+      } else {
+        this.nextGroup();
+        out.toServer(writeParse(s.name, s.query, s.types));
+        this.replies.add({ ends: PARSED, drop: true, rename: [s.name, name], onOk: ok, undo: gone });
+        out.toServer(SYNC);
+        this.replies.add({ ends: READY, drop: true, sync: true });
+      }
+    }
+    this.nextGroup();
+    out.toServer(writeQuery(`EXECUTE ${s.name}${args}`));
+    this.push({ ends: READY, simple: true, rename: [s.name, name] }, out);
+  }
+
+  // ---- server -> client ----
+
+  /** A whole server message that may complete a slot (see REWRITER_WHOLE_TYPES); everything else passes by. */
+  serverMessage(type: number, msg: Buffer, out: RewriteSink): void {
+    this.replies.serverMessage(type, msg, out);
   }
 
   private nextGroup(): void {
@@ -417,27 +408,7 @@ export class StatementRewriter {
     if (this.held.length > 0) this.release(out);
   }
 
-  /** Sends the pooler's own replies that have reached the head of the queue. */
-  private flushReplies(out: RewriteSink): void {
-    while (this.head < this.slots.length && this.slots[this.head]!.ends === OWN) {
-      const slot = this.slots[this.head++]!;
-      out.toClient(slot.reply!);
-      slot.onOk?.();
-    }
-    this.compact();
-  }
-
-  private compact(): void {
-    if (this.head === this.slots.length) {
-      this.slots.length = 0;
-      this.head = 0;
-    }
-  }
 }
 
-/** Server message types the rewriter must see whole; the rest pass through without a look. */
-export const REWRITER_WHOLE_TYPES = [
-  BackendMessage.ParseComplete, BackendMessage.BindComplete, BackendMessage.CloseComplete, BackendMessage.ErrorResponse,
-  BackendMessage.ReadyForQuery, BackendMessage.CommandComplete, BackendMessage.EmptyQueryResponse,
-  BackendMessage.RowDescription, BackendMessage.NoData, BackendMessage.PortalSuspended,
-] as const;
+const SYNC = Buffer.from([FrontendMessage.Sync, 0, 0, 0, 4]);
+const NO_TYPES = Buffer.from([0, 0]);

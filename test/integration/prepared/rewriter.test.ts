@@ -341,3 +341,66 @@ describe('prepared-statement rewriter: random pipelines', () => {
     }
   });
 });
+
+describe('SQL-level PREPARE, EXECUTE and DEALLOCATE in transaction mode', () => {
+  it('follow the client to whichever server it gets, with PostgreSQL errors and transaction states', async () => {
+    await same([
+      [msg.query('PREPARE q AS SELECT $1::int + 1 AS n')],
+      [msg.query('EXECUTE q(1)')],
+      [msg.query('execute Q (41);')],
+      [msg.query('PREPARE typed(int, numeric(10,2)) AS SELECT $1 * 2 AS doubled, $2 AS amount')],
+      [msg.query('EXECUTE typed(21, 3.5)')],
+      [msg.query('PREPARE q AS SELECT 2')],
+      [msg.query('BEGIN')],
+      [msg.query('PREPARE q AS SELECT 3')],
+      [msg.query('EXECUTE q(1)')],
+      [msg.query('ROLLBACK')],
+      [msg.query('PREPARE broken AS SELEC 1')],
+      [msg.query('EXECUTE broken')],
+      [msg.query('DEALLOCATE q')],
+      [msg.query('EXECUTE q(1)')],
+      [msg.query('PREPARE "Mixed Case" AS SELECT 7')],
+      [msg.query('EXECUTE "Mixed Case"')],
+      [msg.query('PREPARE two AS SELECT 1; EXECUTE two')],
+    ]);
+  });
+
+  it('mix with protocol-level statements: one namespace, each usable from the other side', async () => {
+    await same([
+      [msg.parse('S_1', byId, [23]), msg.sync()],
+      [msg.query('EXECUTE "S_1"(3)')],
+      [msg.query('PREPARE s_2 AS SELECT name FROM items WHERE id = $1')],
+      [msg.bind('s_2', ['4']), msg.execute(), msg.sync()],
+      [msg.query('PREPARE "S_1" AS SELECT 1')],
+      [msg.parse('s_2', 'SELECT 1'), msg.sync()],
+      [msg.query('DEALLOCATE ALL')],
+      [msg.query('EXECUTE s_2(1)')],
+    ]);
+  });
+
+  it('two clients preparing the same text under their own names share one server-side statement', async () => {
+    const [conn] = [await connect()];
+    const interner = new Interner({ idleCapacity: 100 });
+    const cache = new ServerStatements(interner, 100);
+    const a = new StatementRewriter(interner, '');
+    const b = new StatementRewriter(interner, '');
+    const run = async (rw: StatementRewriter, sql: string) => {
+      rw.attach(cache);
+      const got: string[] = [];
+      const sink = { toServer: (buf: Buffer) => conn.send(buf), toClient: (buf: Buffer) => got.push(describeMessage({ type: String.fromCharCode(buf[0]!), raw: buf })) };
+      rw.clientMessage(0x51, msg.query(sql), sink);
+      while (got.at(-1) !== 'Z I') {
+        const m = await conn.read();
+        rw.serverMessage(m.raw[0]!, m.raw, sink);
+      }
+      rw.detach();
+      return got;
+    };
+    expect(await run(a, 'PREPARE mine AS SELECT 40 + $1::int AS v')).toEqual(['C PREPARE', 'Z I']);
+    expect(await run(b, 'PREPARE mine AS SELECT 40 + $1::int AS v')).toEqual(['C PREPARE', 'Z I']);
+    expect(cache.size).toBe(1);
+    expect(await run(a, 'DEALLOCATE mine')).toEqual(['C DEALLOCATE', 'Z I']);
+    expect(await run(b, 'EXECUTE mine(2)')).toEqual(['T', 'D 000100000002' + Buffer.from('42').toString('hex'), 'C SELECT 1', 'Z I']);
+    expect(await run(a, 'EXECUTE mine(2)')).toEqual(['E 26000 prepared statement "mine" does not exist', 'Z I']);
+  });
+});
