@@ -74,7 +74,7 @@ export const logsShape = {
   ship_batch_size: t.int(500, 'Records per bulk request at most.', 1, 100_000),
   ship_flush_interval: t.duration(1000, 'A batch smaller than ship_batch_size is sent this long after its first record.'),
   ship_queue_size: t.int(10_000, 'Records held while the log store is slow or unreachable; when full, the oldest are dropped.', 1, 10_000_000),
-  ship_timeout: t.duration(5000, 'Time one bulk request may take before it counts as failed.'),
+  ship_timeout: t.duration(5000, 'Time one bulk request may take before it counts as failed; also the most a shutdown waits for the queue to drain.'),
   ship_backoff_max: t.duration(10_000, 'Longest wait between retries while the log store is unreachable (from 250ms, doubling).'),
 };
 

@@ -14,7 +14,7 @@ import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 import { NativeRelay } from './native-relay.js';
-import { reconcileLogShipper, SHUTDOWN_FLUSH_MS, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
+import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
@@ -384,8 +384,8 @@ export class Pooler implements PoolerControl {
       }
       if (this.timer) clearInterval(this.timer);
       this.log.info('pooler stopped');
-      // SIGINT exits at once: what is still queued is counted as dropped.
-      await this.shipper?.close(graceful ? Math.min(SHUTDOWN_FLUSH_MS, this.config.logs.ship_timeout) : 0);
+      // Queued records get up to ship_timeout; SIGINT exits at once and counts them as dropped.
+      await this.shipper?.close(graceful ? undefined : 0);
       this.resolveStopped();
     })();
     return this.shutdownDone;

@@ -13,8 +13,6 @@ export const BACKOFF_MIN_MS = 250;
 export const ITEM_RETRIES = 3;
 /** At most one log line per this period about documents the store rejected (they may be our own lines). */
 export const REJECT_LOG_PERIOD_MS = 60_000;
-/** Longest a shutdown waits for the queue to drain (less when ship_timeout is shorter). */
-export const SHUTDOWN_FLUSH_MS = 2000;
 
 /** Counters and the queue, for /metrics. */
 export interface LogShipStats {
@@ -238,10 +236,10 @@ export class LogShipper {
   }
 
   /**
-   * Stops taking records and sends what is queued for at most `flushMs` (0: nothing); the rest is counted as
-   * dropped for shutdown. Safe to call more than once.
+   * Stops taking records and sends what is queued for at most `flushMs` (default ship_timeout; 0: nothing); the
+   * rest is counted as dropped for shutdown. Safe to call more than once.
    */
-  close(flushMs: number): Promise<void> {
+  close(flushMs = this.settings.ship_timeout): Promise<void> {
     this.closed ??= (async () => {
       this.detach?.();
       this.detach = null;
@@ -275,7 +273,7 @@ export class LogShipper {
 /** The shipper for `logs` after a start or RELOAD: created, updated, or closed (in the background) when shipping is off. */
 export function reconcileLogShipper(current: LogShipper | null, hub: LogHub, logs: LogsConfig): LogShipper | null {
   if (logs.ship_to === '') {
-    if (current) void current.close(Math.min(SHUTDOWN_FLUSH_MS, logs.ship_timeout));
+    if (current) void current.close();
     return null;
   }
   if (!current) return new LogShipper(hub, logs);
