@@ -4,7 +4,8 @@ import pino, { type Logger, type LevelWithSilent } from 'pino';
 
 export type LogFormat = 'logfmt' | 'json';
 export type LogRecord = { level: number; time: number; target?: string; msg?: string; [k: string]: unknown };
-export type LogSink = (record: LogRecord) => void;
+/** Gets every record as it is written: parsed, and the JSON line pino wrote (without its newline). */
+export type LogSink = (record: LogRecord, line: string) => void;
 
 const LEVEL_NAMES: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
@@ -65,7 +66,7 @@ export class LogHub {
         out.write(`${line} (unparsable log record: ${(err as Error).message})\n`);
         continue;
       }
-      for (const sink of this.sinks) sink(rec);
+      for (const sink of this.sinks) sink(rec, line);
       out.write((this.format === 'json' ? line : formatLogfmt(rec)) + '\n');
     }
   }

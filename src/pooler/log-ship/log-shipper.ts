@@ -56,7 +56,7 @@ export class LogShipper {
     this.action = bulkActionLine(settings.ship_index);
     this.queue = new ShipQueue(settings.ship_queue_size);
     this.log = hub.get(SHIP_TARGET);
-    this.detach = hub.addSink((rec) => this.enqueue(rec));
+    this.detach = hub.addSink((rec, line) => this.enqueue(rec, line));
     this.log.info({ ship_to: this.client.display, index: settings.ship_index }, 'log shipping on');
   }
 
@@ -88,8 +88,8 @@ export class LogShipper {
     this.schedule();
   }
 
-  private enqueue(rec: LogRecord): void {
-    this.counts.queue_full += this.queue.push(shipDocument(rec));
+  private enqueue(rec: LogRecord, line: string): void {
+    this.counts.queue_full += this.queue.push(shipDocument(rec, line));
     this.schedule();
   }
 

@@ -1,7 +1,9 @@
 // The log shipper's pure parts: the bounded queue (oldest dropped), record documents, bulk bodies and answers.
 import { describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
 import { docTime } from '../../../src/logstore/doc-time.js';
-import { bulkActionLine, bulkBody, readBulkAnswer, shipDocument } from '../../../src/pooler/log-ship/ship-document.js';
+import { bulkActionLine, bulkBody, isoTime, readBulkAnswer, shipDocument } from '../../../src/pooler/log-ship/ship-document.js';
+import { LogHub, type LogRecord } from '../../../src/shared/logger.js';
 import { ShipQueue } from '../../../src/pooler/log-ship/ship-queue.js';
 
 const docs = (q: ShipQueue, n = q.length) => q.take(n).map((d) => d.doc);
@@ -46,6 +48,36 @@ describe('ship documents', () => {
     const doc = shipDocument({ level: 40, time: t, target: 'pooler::web::access', msg: 'x', status: 404, path: '/a' });
     expect(doc).toBe('{"time":"2025-05-06T07:08:09.123Z","level":"warn","target":"pooler::web::access","msg":"x","status":404,"path":"/a"}');
     expect(docTime(JSON.parse(doc) as Record<string, unknown>, t + 5000)).toEqual({ time: t });
+  });
+
+  it('reuses the line pino wrote: the same document as rebuilding it from the record', () => {
+    const hub = new LogHub({ level: 'debug', out: new Writable({ write(_c, _e, cb) { cb(); } }) });
+    const seen: [LogRecord, string][] = [];
+    hub.addSink((rec, line) => seen.push([rec, line]));
+    const log = hub.get('pooler::web::access');
+    log.debug({ method: 'GET', path: '/a "quoted" \\ path', status: 200, nested: { a: [1, 2] } }, 'ünïcode msg');
+    log.warn('no fields');
+    hub.get('pooler').info({ err: new Error('boom') }, 'with an error');
+    expect(seen).toHaveLength(3);
+    for (const [rec, line] of seen) {
+      const fast = shipDocument(rec, line);
+      expect(fast).toMatch(/^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","level":"(debug|warn|info)","target":"pooler/);
+      expect(JSON.parse(fast)).toEqual(JSON.parse(shipDocument(rec)));
+    }
+    expect(JSON.parse(shipDocument(seen[1]![0], seen[1]![1]))).toEqual({ time: new Date(seen[1]![0].time).toISOString(), level: 'warn', target: 'pooler::web::access', msg: 'no fields' });
+    // A line of another shape is not trusted: the document is rebuilt from the record.
+    const rec = { level: 30, time: Date.UTC(2025, 0, 1), target: 't', msg: 'm' };
+    expect(shipDocument(rec, '{"time":1,"level":30}')).toBe('{"time":"2025-01-01T00:00:00.000Z","level":"info","target":"t","msg":"m"}');
+  });
+
+  it('formats times as Date#toISOString does, across seconds and for odd values', () => {
+    const base = Date.UTC(2025, 11, 31, 23, 59, 58, 0);
+    for (const ms of [0, 1, 9, 10, 99, 100, 999, 1000, 1001, 1999, 2000, 2005]) expect(isoTime(base + ms)).toBe(new Date(base + ms).toISOString());
+    expect(isoTime(base)).toBe('2025-12-31T23:59:58.000Z');
+    expect(isoTime(-5)).toBe(new Date(-5).toISOString());
+    expect(isoTime(1.5)).toBe(new Date(1.5).toISOString());
+    expect(() => isoTime(1e20)).not.toThrow();
+    expect(() => isoTime(Number.NaN)).not.toThrow();
   });
 
   it('builds NDJSON bulk bodies with the index in every action line', () => {
