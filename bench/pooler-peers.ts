@@ -125,9 +125,13 @@ export interface TidepoolOptions {
   serverHost: string;
   serverPort: number;
   poolSize: number;
+  /** general.log_level (default info). */
+  logLevel?: string;
+  /** TOML appended to the config (more sections, e.g. [web] or [logs]). */
+  extraToml?: string;
 }
 
-/** `tidepool pooler` in transaction mode, md5 client auth, log_level info (it logs no line per client at info). */
+/** `tidepool pooler` in transaction mode, md5 client auth, log_level info unless told (it logs no line per client at info). */
 export async function startTidepool(opts: TidepoolOptions): Promise<RunningPeer & { configFile: string }> {
   mkdirSync(opts.dir, { recursive: true });
   const host = '127.0.0.1';
@@ -141,7 +145,7 @@ admin_username = "admin"
 admin_password = "bench-admin-password"
 pool_mode = "transaction"
 auth_type = "md5"
-log_level = "info"
+log_level = "${opts.logLevel ?? 'info'}"
 
 [pools.${BENCH_DB}]
 server_host = "${opts.serverHost}"
@@ -151,7 +155,7 @@ server_port = ${opts.serverPort}
 username = "${BENCH_USER}"
 password = "${BENCH_PASSWORD}"
 pool_size = ${opts.poolSize}
-`);
+${opts.extraToml ?? ''}`);
   writeFileSync(logFile, '');
   const fd = openSync(logFile, 'a');
   const bin = path.join(opts.root, 'bin', 'tidepool.js');
