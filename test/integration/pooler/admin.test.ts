@@ -1,3 +1,4 @@
+// The admin console through real clients: every SHOW with its columns, SET log_level, RELOAD, PAUSE, RESUME, RECONNECT, KILL, SHUTDOWN.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import postgres from 'postgres';

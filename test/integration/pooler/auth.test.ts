@@ -1,3 +1,4 @@
+// Client authentication through the pooler: trust, cleartext, md5 and SCRAM secrets, wrong passwords and unknown users, with real drivers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import postgres from 'postgres';

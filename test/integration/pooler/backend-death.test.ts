@@ -1,3 +1,4 @@
+// A backend that dies mid-query (a scripted fake and a real pg_terminate_backend): the client gets an error, the pooler serves everyone else.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { fakeResult, startFakeBackend, type FakeBackend } from '../../helpers/fake-backend.js';

@@ -1,3 +1,4 @@
+// Bad input and failures: malformed or oversize messages, limits and timeouts, PostgreSQL going away; each answered with its documented SQLSTATE.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import net from 'node:net';

@@ -1,3 +1,4 @@
+// The tidepool command as a process: config check (-t), signals (SIGHUP, SIGTERM, SIGINT), and pgbench through the pooler.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,3 +1,4 @@
+// COPY in and out and large results through the pooler with psql; concurrent large results with a slow reader keep memory bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn } from 'node:child_process';
 import { createWriteStream, statSync, writeFileSync } from 'node:fs';

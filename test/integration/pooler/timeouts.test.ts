@@ -1,3 +1,4 @@
+// connect_timeout, idle_timeout, server_lifetime and min_pool_size against a real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
 import pg from 'pg';

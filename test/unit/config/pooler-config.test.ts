@@ -1,3 +1,4 @@
+// The pooler TOML config: units, the schema (defaults, types, did-you-mean), and every problem reported with its key.
 import { describe, expect, it } from 'vitest';
 import { parsePoolerConfig } from '../../../src/config/pooler.js';
 import { parseDuration, parseSize } from '../../../src/config/units.js';

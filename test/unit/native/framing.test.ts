@@ -1,3 +1,4 @@
+// The framing scanner: the native addon and its TypeScript twin give the same answers on the same byte streams.
 import { describe, expect, it } from 'vitest';
 import { wireMessage } from '../../helpers/wire.js';
 import { scanFramesTs, SCAN_BAD_LENGTH } from '../../../src/native/framing.js';

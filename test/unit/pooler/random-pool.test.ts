@@ -1,3 +1,4 @@
+// randomBytesPooled: fresh random bytes of each size, never the same bytes twice.
 import { describe, expect, it } from 'vitest';
 import { randomBytesPooled } from '../../../src/pooler/random-pool.js';
 

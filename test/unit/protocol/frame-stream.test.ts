@@ -1,3 +1,4 @@
+// FrameStream: message boundaries across chunks, whole messages for the types asked for, bad lengths.
 import { describe, expect, it } from 'vitest';
 import { wireMessage } from '../../helpers/wire.js';
 import { FrameStream, typeSet } from '../../../src/protocol/frame-stream.js';
