@@ -1,4 +1,4 @@
-// randomBytesPooled: fresh random bytes of each size, never the same bytes twice.
+// randomBytesPooled: independent copies of the requested size, also across refills of the pool.
 import { describe, expect, it } from 'vitest';
 import { randomBytesPooled } from '../../../src/pooler/random-pool.js';
 
