@@ -11,7 +11,7 @@ import type { ServerConnection, ServerOwner } from './server-connection.js';
 import { TransactionTracker } from './transaction-tracker.js';
 import { ClientLogin, loginGreeting } from './client-login.js';
 import type { ScramSecret } from './auth/scram.js';
-import { NativeRelay, type RelayClientOwner } from './native-relay.js';
+import { NativeRelay, type RelayClientOwner } from './relay/native.js';
 
 let nextClientId = 1;
 const RELAY_WHOLE = typeSet(FrontendMessage.Terminate);

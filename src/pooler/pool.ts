@@ -2,10 +2,11 @@
 import type { Logger } from 'pino';
 import type { PoolMode } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
-import { ServerConnection, ServerLoginError, type ServerCredential, type ServerTarget } from './server-connection.js';
+import { ServerConnection } from './server-connection.js';
+import { ServerLoginError, type ServerCredential, type ServerTarget } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
-import { NativeRelay } from './native-relay.js';
+import { NativeRelay } from './relay/native.js';
 
 export interface PoolSettings {
   database: string;

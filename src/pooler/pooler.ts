@@ -13,7 +13,7 @@ import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerCo
 import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
-import { NativeRelay } from './native-relay.js';
+import { NativeRelay } from './relay/native.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);

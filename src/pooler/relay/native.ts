@@ -3,8 +3,8 @@
 // Events arrive in one batch per loop iteration through a shared Int32Array (five slots per event).
 // TIDEPOOL_NATIVE=0 (no addon) or TIDEPOOL_NATIVE_RELAY=0 keeps every socket on the JavaScript relay.
 import type net from 'node:net';
-import { addon } from '../native/index.js';
-import { DURATION_BOUNDS, STATS_LAYOUT } from './stats.js';
+import { addon } from '../../native/index.js';
+import { DURATION_BOUNDS, STATS_LAYOUT } from '../stats.js';
 
 interface RelayAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
