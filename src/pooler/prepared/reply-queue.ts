@@ -1,6 +1,7 @@
 // The replies a client is owed, in the order PostgreSQL sends them: which reply completes what, the pooler's own replies in their place, and the skip to Sync after an error.
 import { BackendMessage } from '../../protocol/codes.js';
 import { parseCommandTag, parseErrorFields, writeErrorFields } from '../../protocol/extended.js';
+import type { Statement } from './interner.js';
 
 /** Where rewritten bytes go. */
 export interface RewriteSink {
@@ -41,16 +42,24 @@ export interface Slot {
   failed?: boolean;
   /** Error fields added by the pooler's own stand-in command, removed so the error reads as PostgreSQL's. */
   strip?: readonly string[];
+  /** Position in its group of the client message that made the slot, and the statement it used (see the rewriter's retry). */
+  at?: number;
+  statement?: Statement;
 }
+
+/** Asked about an ErrorResponse to an extended message: true takes it over (the client never sees it, nor the ReadyForQuery of its Sync). */
+export type RetryHook = (slot: Slot, error: Buffer, delivered: boolean) => boolean;
 
 export class ReplyQueue {
   private readonly slots: Slot[] = [];
   private head = 0;
   /** PostgreSQL refused an extended message and skips the client's messages until its next Sync. */
   skipping = false;
+  /** A server reply of the group at the head went to the client (the pooler's own replies do not count). */
+  private delivered = false;
 
   /** `groupDone`: a Sync, Query or FunctionCall was answered. */
-  constructor(private readonly groupDone: (out: RewriteSink) => void) {}
+  constructor(private readonly groupDone: (out: RewriteSink) => void, private readonly retry: RetryHook) {}
 
   /** Every awaited reply has come, and PostgreSQL is not skipping. */
   get settled(): boolean {
@@ -76,6 +85,7 @@ export class ReplyQueue {
       return;
     }
     if (type === BackendMessage.ErrorResponse && !slot.simple) return this.onExtendedError(slot, msg, out);
+    if (!slot.drop) this.delivered = true;
     if (slot.simple) {
       if (type === BackendMessage.ErrorResponse) {
         slot.failed = true;
@@ -89,7 +99,10 @@ export class ReplyQueue {
     if (slot.ends.includes(type)) {
       this.head++;
       if (!slot.failed) slot.onOk?.();
-      if (slot.sync || slot.simple) this.groupDone(out);
+      if (slot.sync || slot.simple) {
+        this.delivered = false;
+        this.groupDone(out);
+      }
       this.flushReplies(out);
     }
   }
@@ -110,10 +123,11 @@ export class ReplyQueue {
   }
 
   private onExtendedError(slot: Slot, msg: Buffer, out: RewriteSink): void {
-    out.toClient(this.clientError(slot, msg));
     // PostgreSQL skips to the next Sync: nothing up to it is answered, and nothing it assumed happened.
     let i = this.head;
     while (i < this.slots.length && !this.slots[i]!.sync) i++;
+    if (i < this.slots.length && this.retry(slot, msg, this.delivered)) this.slots[i]!.drop = true;
+    else out.toClient(this.clientError(slot, msg));
     for (let j = i - 1; j >= this.head; j--) this.slots[j]!.undo?.(j > this.head);
     this.head = i;
     if (i === this.slots.length) this.skipping = true;

@@ -1,6 +1,6 @@
 // One client's prepared statements in transaction mode: its names mapped to pooler-owned ones, prepared lazily on whichever server it holds, replies kept in PostgreSQL's order.
-import { FrontendMessage } from '../../protocol/codes.js';
-import { parseBind, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
+import { BackendMessage, FrontendMessage, TxStatus } from '../../protocol/codes.js';
+import { parseBind, parseErrorFields, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
 import { writeCommandComplete, writeQuery } from '../../protocol/writer.js';
 import type { Interner, Statement } from './interner.js';
 import type { ServerStatements } from './server-cache.js';
@@ -10,6 +10,8 @@ import { isSql, parseSqlCommand, sqlPrepare, type SqlCommand } from './sql-comma
 export { REWRITER_WHOLE_TYPES, type RewriteSink } from './reply-queue.js';
 
 const STATEMENT = 0x53; // 'S' in Describe and Close
+/** A simple Query that may drop every prepared statement of the server. */
+const DROPS_ALL = /\b(?:discard\s+all|deallocate\s+(?:prepare\s+)?all)\b/i;
 export class StatementRewriter {
   /** The client's protocol-level statements by its own names; '' is the unnamed one. */
   private readonly named = new Map<string, Statement>();
@@ -18,7 +20,20 @@ export class StatementRewriter {
   private parses = 0;
   private server: ServerStatements | null = null;
   /** What each awaited reply belongs to; it also knows when PostgreSQL skips to the next Sync after an error. */
-  private readonly replies = new ReplyQueue((out) => this.groupDone(out));
+  private readonly replies = new ReplyQueue((out) => this.groupDone(out), (slot, error, delivered) => this.takeOverError(slot, error, delivered));
+  /** The status byte of the last ReadyForQuery (the pooler links a transaction-mode client between transactions). */
+  private lastStatus = TxStatus.Idle;
+  /** The next message starts a group. */
+  private groupFresh = true;
+  /** The client messages of the current group, kept while it could be retried (see `takeOverError`); else null. */
+  private groupLog: [number, Buffer][] | null = null;
+  /** Position in `groupLog` of the message being handled. */
+  private at = -1;
+  /** A group to send again once PostgreSQL has answered its Sync. */
+  private replay: { log: [number, Buffer][]; from: number; statement: Statement } | null = null;
+  private noRetry = false;
+  /** The group of the last Query that may drop every statement (DISCARD ALL, DEALLOCATE ALL); -1 for none. */
+  private barrier = -1;
   /** Sync points sent (Sync, Query, FunctionCall) and answered: messages after the k-th belong to group k. */
   private groupsSent = 0;
   private groupsDone = 0;
@@ -39,6 +54,7 @@ export class StatementRewriter {
   attach(server: ServerStatements): void {
     this.server = server;
     this.groupSeq = server.seq;
+    this.lastStatus = TxStatus.Idle;
   }
 
   /** The server goes back to the pool; nothing may be outstanding. */
@@ -81,6 +97,8 @@ export class StatementRewriter {
    */
   private mustWait(type: number, msg: Buffer): boolean {
     if (this.groupsDone === this.groupsSent) return false;
+    // Everything after a DISCARD ALL / DEALLOCATE ALL waits for it: it empties the server's statements.
+    if (this.barrier >= this.groupsDone) return true;
     let name: string | null = null;
     let statement: Statement | undefined;
     if (type === FrontendMessage.Bind) name = parseBind(msg).statement;
@@ -122,6 +140,13 @@ export class StatementRewriter {
   }
 
   private handle(type: number, msg: Buffer, out: RewriteSink): void {
+    if (this.groupFresh) {
+      // Only a group sent while nothing else is in flight, outside a transaction block, can be sent again whole.
+      this.groupFresh = false;
+      this.groupLog = !this.noRetry && this.groupsDone === this.groupsSent && this.lastStatus === TxStatus.Idle ? [] : null;
+      this.noRetry = false;
+    }
+    if (this.groupLog) this.at = this.groupLog.push([type, msg]) - 1;
     if (this.replies.skipping) {
       // PostgreSQL ignores everything until Sync: forward as it is, assume nothing.
       if (type === FrontendMessage.Sync) {
@@ -170,8 +195,14 @@ export class StatementRewriter {
    * still unanswered from this group counts as there: if it fails, PostgreSQL skips the rest of the group too
    * (one from an earlier group has been answered: see `mustWait`).
    */
-  private lookup(s: Statement, isParse: boolean): boolean {
+  private lookup(s: Statement, isParse: boolean, out: RewriteSink): boolean {
     const server = this.server!;
+    if (server.isStale(s)) {
+      // Its plan broke on a DDL change: close the old one first (a skipped Close leaves it there, still stale).
+      server.remove(s);
+      out.toServer(writeClose(STATEMENT, s.name));
+      this.replies.add({ ends: CLOSED, drop: true, undo: () => server.restoreStale(s) });
+    }
     const there = server.use(s) !== undefined;
     if (!there) server.misses++;
     else if (isParse) server.hits++;
@@ -187,10 +218,10 @@ export class StatementRewriter {
 
   /** Makes sure the server has `s` under its name before a message that uses it as `clientName`. */
   private ensurePrepared(s: Statement, clientName: string, out: RewriteSink): void {
-    if (this.lookup(s, false)) return;
+    if (this.lookup(s, false, out)) return;
     const server = this.server!;
     this.sendParse(s, out);
-    this.replies.add({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s) });
+    this.replies.add({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s), ...this.mark(s) });
   }
 
   private onParse(msg: Buffer, out: RewriteSink): void {
@@ -225,7 +256,7 @@ export class StatementRewriter {
       if (!skipped) dropPrevious();
       this.interner.unref(s);
     };
-    if (this.lookup(s, true)) return this.push({ ends: OWN, reply: writeParseComplete(), onOk: dropPrevious, undo }, out);
+    if (this.lookup(s, true, out)) return this.push({ ends: OWN, reply: writeParseComplete(), onOk: dropPrevious, undo }, out);
     this.sendParse(s, out);
     this.push({
       ends: PARSED,
@@ -247,7 +278,7 @@ export class StatementRewriter {
     s.countUsed++;
     s.lastUsed = Date.now();
     this.ensurePrepared(s, b.statement, out);
-    this.forward(writeBind(b.portal, s.name, b.rest), out, { ends: BOUND, rename: [s.name, b.statement] });
+    this.forward(writeBind(b.portal, s.name, b.rest), out, { ends: BOUND, rename: [s.name, b.statement], ...this.mark(s) });
   }
 
   private onDescribe(msg: Buffer, out: RewriteSink): void {
@@ -257,6 +288,7 @@ export class StatementRewriter {
     if (!s) return this.forward(msg, out, slot);
     this.ensurePrepared(s, d.name, out);
     slot.rename = [s.name, d.name];
+    Object.assign(slot, this.mark(s));
     this.forward(writeDescribe(STATEMENT, s.name), out, slot);
   }
 
@@ -304,6 +336,7 @@ export class StatementRewriter {
     const server = this.server!;
     const serverSeq = server.seq;
     const parses = this.parses;
+    if (DROPS_ALL.test(msg.toString('latin1', 5, msg.length - 1))) this.barrier = this.groupsSent;
     this.nextGroup();
     this.forward(msg, out, {
       ends: READY,
@@ -347,7 +380,7 @@ export class StatementRewriter {
       this.interner.unref(s);
     };
     const server = this.server!;
-    if (this.lookup(s, true)) {
+    if (this.lookup(s, true, out)) {
       out.toServer(writeQuery(''));
       this.push({ ends: READY, simple: true, emptyAs: writeCommandComplete('PREPARE'), undo }, out);
       return;
@@ -370,7 +403,7 @@ export class StatementRewriter {
     const server = this.server!;
     s.countUsed++;
     s.lastUsed = Date.now();
-    if (!this.lookup(s, false)) {
+    if (!this.lookup(s, false, out)) {
       server.add(s);
       const ok = () => server.confirm(s);
       const gone = () => server.remove(s);
@@ -391,20 +424,55 @@ export class StatementRewriter {
     this.push({ ends: READY, simple: true, rename: [s.name, name] }, out);
   }
 
+  /**
+   * `cached plan must not change result type` (0A000) for a statement the server had from before a DDL change: on a
+   * direct connection the client's fresh Parse would have planned anew. Retried once, transparently, when nothing
+   * of the group but the pooler's own replies reached the client, no other group is in flight and no transaction
+   * block is open (the failed group rolled back whole); otherwise the error goes to the client and the statement is
+   * closed and prepared again on this server at its next use.
+   */
+  private takeOverError(slot: Slot, error: Buffer, delivered: boolean): boolean {
+    if (slot.statement === undefined || parseErrorFields(error).get('C') !== '0A000') return false;
+    const retry = this.groupLog !== null && slot.at !== undefined && !delivered && this.groupsSent === this.groupsDone + 1 && this.held.length === 0;
+    if (retry) this.replay = { log: this.groupLog!, from: slot.at!, statement: slot.statement };
+    else this.server!.markStale(slot.statement);
+    return retry;
+  }
+
+  /** Where a slot's message stands in its group, for a retry. */
+  private mark(s: Statement): { statement: Statement; at?: number } {
+    return this.groupLog ? { statement: s, at: this.at } : { statement: s };
+  }
+
   // ---- server -> client ----
 
   /** A whole server message that may complete a slot (see REWRITER_WHOLE_TYPES); everything else passes by. */
   serverMessage(type: number, msg: Buffer, out: RewriteSink): void {
+    if (type === BackendMessage.ReadyForQuery) this.lastStatus = msg[5]!;
     this.replies.serverMessage(type, msg, out);
   }
 
   private nextGroup(): void {
+    this.groupFresh = true;
     this.groupsSent++;
     this.groupSeq = this.server!.seq;
   }
 
   private groupDone(out: RewriteSink): void {
     if (++this.groupsDone === this.groupsSent) this.changedIn.clear();
+    if (this.replay) {
+      // The plan behind a cached statement changed (0A000): close it, then send the group again from the message
+      // that failed; the Bind or Describe prepares it afresh. The client saw none of the first attempt.
+      const { log, from, statement } = this.replay;
+      this.replay = null;
+      const server = this.server!;
+      server.remove(statement);
+      out.toServer(writeClose(STATEMENT, statement.name));
+      this.replies.add({ ends: CLOSED, drop: true });
+      this.noRetry = true;
+      this.groupFresh = true;
+      for (const [type, msg] of log.slice(from)) this.handle(type, msg, out);
+    }
     if (this.held.length > 0) this.release(out);
   }
 

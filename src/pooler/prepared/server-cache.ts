@@ -8,17 +8,23 @@ export interface Entry {
   state: PreparedState;
   /** `seq` when it was added: DISCARD ALL forgets only what the server had when it ran. */
   seq: number;
+  /** Evicted, and a DISCARD ALL / DEALLOCATE ALL has since removed it from the server anyway. */
+  gone?: boolean;
 }
 
 export class ServerStatements {
   /** Oldest use first (a use moves a statement to the end). */
   private readonly prepared = new Map<Statement, Entry>();
-  /** Counts additions. */
-  seq = 0;
-  /** Evicted statements to Close on the server before its next Sync; each still holds a reference. */
+  /** Evicted statements, queued (`toClose`) or with their Close sent (`closing`); each holds its reference until the Close is answered. */
+  private readonly evicted = new Map<Statement, Entry>();
+  /** Evicted, to Close before the server's next Sync, oldest first. */
   readonly toClose: Statement[] = [];
   /** Closes sent and not yet answered. */
   private readonly closing = new Set<Statement>();
+  /** Prepared here before a DDL change broke their plan (0A000): closed and prepared again at the next use. */
+  private readonly stale = new Set<Statement>();
+  /** Counts additions. */
+  seq = 0;
   hits = 0;
   misses = 0;
 
@@ -30,20 +36,21 @@ export class ServerStatements {
 
   /** The statement's entry here (and marks it recently used), or undefined when the server lacks it. */
   use(s: Statement): Entry | undefined {
-    let entry = this.prepared.get(s);
-    if (entry === undefined) {
-      // Evicted, but its Close has not gone out: it is still there; keep it (taking back a slot from the oldest).
-      const closing = this.toClose.indexOf(s);
-      if (closing < 0) return undefined;
-      this.toClose.splice(closing, 1);
-      entry = { state: 'ready', seq: ++this.seq };
+    const entry = this.prepared.get(s);
+    if (entry !== undefined) {
+      this.prepared.delete(s);
       this.prepared.set(s, entry);
-      this.evict();
       return entry;
     }
-    this.prepared.delete(s);
-    this.prepared.set(s, entry);
-    return entry;
+    // Evicted, but its Close has not gone out: it is still there; keep it (taking back a slot from the oldest).
+    const queued = this.toClose.indexOf(s);
+    const old = this.evicted.get(s);
+    if (queued < 0 || !old || old.gone) return undefined;
+    this.toClose.splice(queued, 1);
+    this.evicted.delete(s);
+    this.prepared.set(s, old);
+    this.evict();
+    return old;
   }
 
   /** The statement's entry here, without counting a use. */
@@ -53,6 +60,13 @@ export class ServerStatements {
 
   /** Records a Parse sent under the statement's name (the server lacks it: `use` said so); evictions queue in `toClose`. */
   add(s: Statement): void {
+    // An evicted copy that DISCARD ALL already removed needs no Close, and one must not follow this Parse.
+    const queued = this.toClose.indexOf(s);
+    if (queued >= 0 && this.evicted.get(s)?.gone) {
+      this.toClose.splice(queued, 1);
+      this.evicted.delete(s);
+      this.interner.unref(s);
+    }
     this.interner.ref(s);
     this.prepared.set(s, { state: 'pending', seq: ++this.seq });
     this.evict();
@@ -68,6 +82,7 @@ export class ServerStatements {
     for (const [s, entry] of this.prepared) {
       if (entry.state !== 'ready') continue;
       this.prepared.delete(s);
+      this.evicted.set(s, entry);
       this.toClose.push(s);
       if (this.prepared.size <= this.capacity) return;
     }
@@ -82,7 +97,24 @@ export class ServerStatements {
 
   /** The Parse failed: the server does not have it. */
   remove(s: Statement): void {
+    this.stale.delete(s);
     if (this.prepared.delete(s)) this.interner.unref(s);
+  }
+
+  markStale(s: Statement): void {
+    if (this.prepared.has(s)) this.stale.add(s);
+  }
+
+  isStale(s: Statement): boolean {
+    return this.stale.has(s);
+  }
+
+  /** A Close of a stale statement was skipped after an error: the server still has the old one. */
+  restoreStale(s: Statement): void {
+    if (this.prepared.has(s)) return;
+    this.interner.ref(s);
+    this.prepared.set(s, { state: 'ready', seq: ++this.seq });
+    this.stale.add(s);
   }
 
   /** Takes the queued Closes to send; each keeps its reference until `closedOne` or `reopen`. */
@@ -100,14 +132,17 @@ export class ServerStatements {
   /** PostgreSQL answered the Close. */
   closedOne(s: Statement): void {
     this.closing.delete(s);
+    this.evicted.delete(s);
     this.interner.unref(s);
   }
 
-  /** PostgreSQL skipped the Close (an earlier error in its group): the server still has the statement. */
+  /** PostgreSQL skipped the Close (an earlier error in its group): the server still has the statement, as it was. */
   reopen(s: Statement): void {
     this.closing.delete(s);
-    if (this.prepared.has(s)) return this.interner.unref(s); // prepared again in the meantime: one reference is enough
-    this.prepared.set(s, { state: 'ready', seq: ++this.seq });
+    const entry = this.evicted.get(s);
+    this.evicted.delete(s);
+    if (!entry || entry.gone || this.prepared.has(s)) return this.interner.unref(s);
+    this.prepared.set(s, entry);
     this.evict();
   }
 
@@ -115,22 +150,27 @@ export class ServerStatements {
   clearUpTo(seq: number): void {
     for (const [s, entry] of this.prepared) {
       if (entry.seq > seq) continue;
+      this.stale.delete(s);
       this.prepared.delete(s);
       this.interner.unref(s);
     }
+    for (const entry of this.evicted.values()) if (entry.seq <= seq) entry.gone = true;
   }
 
   /** The server connection is closing or reconnecting: it has nothing any more. */
   clear(): void {
     for (const s of this.prepared.keys()) this.interner.unref(s);
+    for (const s of this.evicted.keys()) this.interner.unref(s);
     this.prepared.clear();
-    for (const st of this.toClose.splice(0)) this.interner.unref(st);
-    for (const st of this.closing) this.interner.unref(st);
+    this.evicted.clear();
+    this.toClose.length = 0;
     this.closing.clear();
+    this.stale.clear();
   }
 
   resize(capacity: number): void {
     this.capacity = capacity;
+    this.evict();
   }
 
   statements(): IterableIterator<Statement> {

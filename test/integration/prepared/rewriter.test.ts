@@ -68,9 +68,11 @@ async function rewritten(rounds: Round[], opts: Options = {}): Promise<Through> 
   let current = 1;
   let idle = true;
   for (const round of rounds) {
-    if (idle) current = 1 - current;
+    if (idle) {
+      current = 1 - current;
+      rw.attach(caches[current]!);
+    }
     servers.push(current);
-    rw.attach(caches[current]!);
     const toClient: Message[] = [];
     const conn = conns[current]!;
     // Messages held back for an earlier group's answer are sent while replies are read: write as they come.
@@ -111,9 +113,11 @@ async function piped(rounds: Round[], opts: Options, rand: () => number): Promis
   let current = 1;
   let idle = true;
   for (const round of rounds) {
-    if (idle) current = 1 - current;
+    if (idle) {
+      current = 1 - current;
+      rw.attach(caches[current]!);
+    }
     servers.push(current);
-    rw.attach(caches[current]!);
     const conn = conns[current]!;
     let toClient = Buffer.alloc(0);
     const pipe = new PreparedPipe(rw, 1 << 20, {
@@ -402,5 +406,60 @@ describe('SQL-level PREPARE, EXECUTE and DEALLOCATE in transaction mode', () => 
     expect(await run(a, 'DEALLOCATE mine')).toEqual(['C DEALLOCATE', 'Z I']);
     expect(await run(b, 'EXECUTE mine(2)')).toEqual(['T', 'D 000100000002' + Buffer.from('42').toString('hex'), 'C SELECT 1', 'Z I']);
     expect(await run(a, 'EXECUTE mine(2)')).toEqual(['E 26000 prepared statement "mine" does not exist', 'Z I']);
+  });
+});
+
+describe('a DDL change under statements the pooler cached', () => {
+  /** Rounds on one connection (direct) or one server through a rewriter; a function in the list runs DDL between rounds. */
+  async function oneServer(steps: (Round | (() => void))[], through: boolean): Promise<string[][]> {
+    db.sql('DROP TABLE IF EXISTS ddl; CREATE TABLE ddl (a int); INSERT INTO ddl VALUES (1)', 'app');
+    const conn = await connect();
+    const interner = new Interner({ idleCapacity: 100 });
+    const cache = new ServerStatements(interner, 100);
+    const rw = new StatementRewriter(interner, '');
+    const replies: string[][] = [];
+    let idle = true;
+    for (const step of steps) {
+      if (typeof step === 'function') {
+        step();
+        continue;
+      }
+      const got: Message[] = [];
+      if (!through) {
+        conn.send(...step);
+        got.push(...(await conn.readUntilReady(readies(step))));
+      } else {
+        if (idle) rw.attach(cache);
+        const sink = { toServer: (b: Buffer) => conn.send(b), toClient: (b: Buffer) => got.push({ type: String.fromCharCode(b[0]!), raw: b }) };
+        for (const m of step) rw.clientMessage(m[0]!, m, sink);
+        while (got.filter((m) => m.type === 'Z').length < readies(step)) {
+          const m = await conn.read();
+          rw.serverMessage(m.raw[0]!, m.raw, sink);
+        }
+        expect(rw.settled).toBe(true);
+        idle = got.at(-1)!.raw[5] === 0x49;
+        if (idle) rw.detach();
+      }
+      replies.push(got.map(describeMessage));
+    }
+    conn.close();
+    return replies;
+  }
+  let column = 0;
+  const alter = () => db.sql(`ALTER TABLE ddl ADD COLUMN c${++column} text DEFAULT $$x$$`, 'app');
+  const select: Round = [msg.parse('', 'SELECT * FROM ddl'), msg.bind(''), msg.describePortal(), msg.execute(), msg.sync()];
+
+  it('an unnamed statement answered from the cache is prepared again and retried: the client sees the new columns, no 0A000', async () => {
+    const steps = [select, alter, select, [msg.parse('', 'SELECT * FROM ddl'), msg.describeStatement(''), msg.bind(''), msg.execute(), msg.sync()], alter, select];
+    const want = await oneServer(steps, false);
+    const got = await oneServer(steps, true);
+    expect(got).toEqual(want);
+    expect(got.flat().filter((r) => r.startsWith('E'))).toEqual([]);
+  });
+
+  it('inside a transaction block the error is not retried, and the next use prepares the statement again', async () => {
+    const got = await oneServer([select, alter, [msg.query('BEGIN')], select, [msg.query('ROLLBACK')], select], true);
+    expect(got[2]).toEqual(['1', 'E 0A000 cached plan must not change result type', 'Z E']);
+    expect(got[4]).toEqual(['1', '2', 'T', 'D 00020000000131000000017' + '8', 'C SELECT 1', 'Z I']);
   });
 });
