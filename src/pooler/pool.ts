@@ -2,11 +2,12 @@
 import type { Logger } from 'pino';
 import type { PoolMode } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
+import { writeQuery } from '../protocol/writer.js';
 import { ServerConnection } from './server-connection.js';
 import { ServerLoginError, type ServerCredential, type ServerTarget } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
-import { NativeRelay } from './relay/native.js';
+import { currentRelay, type Relay } from './relay/relay.js';
 
 export interface PoolSettings {
   database: string;
@@ -24,6 +25,8 @@ export interface PoolSettings {
   queryWaitTimeoutMs: number;
   maxConcurrentConnects: number;
   noDelay: boolean;
+  /** Session mode: sent when a client leaves, before its server goes back to the pool ('' for none). */
+  resetQuery: string;
 }
 
 /** A client waiting for a server. */
@@ -44,8 +47,8 @@ export class Pool {
   /** RECONNECT is waiting for active servers to come back: none may stay parked. */
   private draining = false;
   readonly stats = new PoolStats();
-  /** Native relay only: splits the pairs it kept linked between transactions (see native-relay.ts). */
-  private readonly reclaimParked: (() => void) | null;
+  /** Splits the pairs the relay kept linked between transactions (native relay: see relay/native.ts). */
+  private readonly relay: Relay = currentRelay();
   /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
   serverParams: Map<string, string> | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */
@@ -54,8 +57,6 @@ export class Pool {
   private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
 
   constructor(public settings: PoolSettings, private readonly log: Logger) {
-    const relay = NativeRelay.get();
-    this.reclaimParked = relay ? () => relay.reclaim(this.stats.block) : null;
     this.updateParkable();
   }
 
@@ -84,7 +85,7 @@ export class Pool {
 
   /** Returns parked servers to the pool, so what follows sees (and SHOW reports) its real state. */
   settle(): void {
-    this.reclaimParked?.();
+    this.relay.reclaim(this.stats);
   }
 
   get name(): string {
@@ -117,7 +118,7 @@ export class Pool {
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
-      if (this.idle.length === 0) this.reclaimParked?.();
+      if (this.idle.length === 0) this.relay.reclaim(this.stats);
       while (this.idle.length) {
         const s = this.idle.pop()!;
         if (s.state !== 'idle') continue;
@@ -171,6 +172,18 @@ export class Pool {
       this.idle.push(s);
     }
     this.checkPaused();
+  }
+
+  /** Session mode: the client left with its server between transactions. server_reset_query runs, then the
+   * server comes back (to be closed at release when the reset failed). */
+  resetAndRelease(s: ServerConnection): void {
+    const query = this.settings.resetQuery;
+    if (!query) return this.release(s, true);
+    s.owner = null;
+    s.end.reset(writeQuery(query), (sawError) => {
+      if (sawError) s.closeOnRelease = true;
+      this.release(s, true);
+    });
   }
 
   private forget(s: ServerConnection): void {
@@ -233,7 +246,7 @@ export class Pool {
   maintain(now: number): void {
     const { idleTimeoutMs, minPoolSize, queryWaitTimeoutMs } = this.settings;
     // Parked servers come back once a tick, so idle_timeout, server_lifetime and RECONNECT see them.
-    this.reclaimParked?.();
+    this.relay.reclaim(this.stats);
     if (this.draining) {
       let pending = false;
       for (const s of this.servers) if (s.closeOnRelease) pending = true;
@@ -268,7 +281,7 @@ export class Pool {
   /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
   pause(): Promise<void> {
     this.paused = true;
-    this.reclaimParked?.();
+    this.relay.reclaim(this.stats);
     return new Promise((resolve) => {
       this.pauseWaiters.push(resolve);
       this.checkPaused();
@@ -295,7 +308,7 @@ export class Pool {
     for (const s of this.servers) s.closeOnRelease = true;
     this.draining = true;
     this.updateParkable();
-    this.reclaimParked?.();
+    this.relay.reclaim(this.stats);
     for (const s of this.idle.splice(0)) {
       this.servers.delete(s);
       s.close('reconnect');

@@ -4,16 +4,14 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import { effectivePoolMode, loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
-import { writeCancelRequest, writeQuery } from '../protocol/writer.js';
+import { writeCancelRequest } from '../protocol/writer.js';
 import type { LogHub } from '../shared/logger.js';
 import { ClientSession } from './client-session.js';
 import { Pool, type PoolSettings } from './pool.js';
-import type { ServerConnection } from './server-connection.js';
 import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerControl, type ShowTable } from './control.js';
 import { showTable } from './admin/show.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
-import { NativeRelay } from './relay/native.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -142,6 +140,7 @@ export class Pooler implements PoolerControl {
       poolSize: user.pool_size, minPoolSize: user.min_pool_size,
       connectTimeoutMs: g.connect_timeout, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
       queryWaitTimeoutMs: g.query_wait_timeout, maxConcurrentConnects: g.max_concurrent_connects, noDelay: g.tcp_no_delay,
+      resetQuery: g.server_reset_query,
     };
   }
 
@@ -227,30 +226,6 @@ export class Pooler implements PoolerControl {
     const t = c.pool.settings.target;
     const sock = net.connect({ host: t.host, port: t.port }, () => sock.end(writeCancelRequest(s.backendPid, s.backendSecret)));
     sock.on('error', (err) => this.log.warn({ err: err.message }, 'forwarding a cancel request failed'));
-  }
-
-  /** Session mode: the client left; reset the server, then pool it. */
-  resetAndRelease(pool: Pool, s: ServerConnection): void {
-    const query = this.config.general.server_reset_query;
-    if (!query) return pool.release(s, true);
-    if (s.nativeId) {
-      s.owner = null;
-      s.onReady = (sawError) => {
-        if (sawError) s.closeOnRelease = true;
-        pool.release(s, true);
-      };
-      if (!NativeRelay.get()!.watchReady(s.nativeId)) return;
-      s.write(writeQuery(query));
-      return;
-    }
-    s.owner = {
-      onServerData: () => false,
-      onCopyInResponse: () => undefined,
-      onServerError: () => { s.closeOnRelease = true; },
-      onReadyForQuery: () => pool.release(s, true),
-      onServerClosed: () => undefined,
-    };
-    s.write(writeQuery(query));
   }
 
   // ---- PoolerControl ----

@@ -7,6 +7,7 @@ import { writeStartupMessage, writePasswordMessage, writeSASLInitialResponse, wr
 import { isMd5Secret, md5Inner, md5Response } from './auth/md5.js';
 import { ScramClient, type ScramCredential } from './auth/scram.js';
 import { ReadBuffer, type ChunkHandler } from './read-buffer.js';
+import type { RelaySocket } from './relay/relay.js';
 
 /** How the pooler proves itself to PostgreSQL for one pool. */
 export interface ServerCredential {
@@ -33,7 +34,7 @@ export class ServerLoginError extends Error {
 
 /** A logged-in server: its socket (reads still go to the login until redirected) and what PostgreSQL told it. */
 export interface ServerLogin {
-  conn: { readonly socket: net.Socket; read(handler: ChunkHandler): void };
+  conn: RelaySocket;
   /** When the connect began (Date.now()). */
   startedAt: number;
   backendPid: number;

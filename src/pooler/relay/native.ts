@@ -1,10 +1,11 @@
-// The JavaScript side of native/relay.cc: after login, client and server sockets are handed to the addon,
-// which forwards bytes on the event loop by itself and reports only transaction boundaries and closes.
-// Events arrive in one batch per loop iteration through a shared Int32Array (five slots per event).
-// TIDEPOOL_NATIVE=0 (no addon) or TIDEPOOL_NATIVE_RELAY=0 keeps every socket on the JavaScript relay.
+// The native relay (native/relay*.cc) seen from TypeScript: the addon forwards bytes itself and reports only what JavaScript decides.
 import type net from 'node:net';
 import { addon } from '../../native/index.js';
-import { DURATION_BOUNDS, STATS_LAYOUT } from '../stats.js';
+import { writeTerminate } from '../../protocol/writer.js';
+import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
+import type {
+  ClientEnd, ClientEvents, ClientOptions, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+} from './relay.js';
 
 interface RelayAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
@@ -29,40 +30,11 @@ const enum RelayEvent {
   BadLength = 6,
 }
 
-/** What a client session does with the relay's reports. */
-export interface RelayClientOwner {
-  onNativeNeedServer(): void;
-  onNativeRelease(): void;
-  /** reason: 0 EOF, 1 Terminate, 2 socket error; `clean` when its linked server is between transactions. */
-  onNativeClosed(reason: number, clean: boolean): void;
-  onNativeBadLength(length: number): void;
-}
-
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
  * relay keeps a pair linked after its transaction instead of splitting it, so a client that comes back
  * before anyone else needs the server costs no JavaScript at all. JavaScript still owns every decision:
  * whenever it needs the pool's real state (a waiter, PAUSE, RECONNECT, maintenance, SHOW) it reclaims
  * the parked servers first, as if each had been released at its ReadyForQuery. */
-
-export interface RelayServerOwner {
-  /** reason: 0 EOF, 1 socket error, 2 malformed message; `parked` when its client was between transactions. */
-  onNativeClosed(atBoundary: boolean, reason: number, parked: boolean): void;
-  onNativeReady(sawError: boolean): void;
-}
-
-/** Per-socket numbers the relay keeps (SHOW CLIENTS, SHOW SERVERS, graceful shutdown). */
-export interface RelayInfo {
-  transactions: number;
-  queries: number;
-  errors: number;
-  bytesSent: number;
-  bytesReceived: number;
-  txStatus: number;
-  syncs: number;
-  unsynced: boolean;
-  pendingOut: number;
-  peer: number;
-}
 
 type WithHandle = net.Socket & { _handle?: { fd?: number } | null };
 
@@ -79,20 +51,109 @@ function dropNodeSocket(socket: net.Socket): void {
   socket.destroy();
 }
 
-export class NativeRelay {
+/** reason: 0 EOF, 1 Terminate, 2 socket error. */
+const CLIENT_CLOSE_REASONS = ['client closed the connection', 'client terminated', 'socket error'];
+/** reason: 0 EOF (the connection says why), 1 socket error, 2 malformed message. */
+const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed message'];
+
+class NativeClientEnd implements ClientEnd {
+  readonly kind = 'native';
+  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents) {}
+
+  get alive(): boolean {
+    return this.r.info(this.id) !== null;
+  }
+
+  link(server: ServerEnd, transactionMode: boolean): boolean {
+    return server instanceof NativeServerEnd && this.r.a.relayLink(this.id, server.id, transactionMode);
+  }
+
+  unlink(): boolean {
+    return this.r.a.relayUnlink(this.id) === 1;
+  }
+
+  write(data: Buffer): void {
+    this.r.a.relayWrite(this.id, data);
+  }
+
+  close(): void {
+    this.r.close(this.id, 5000);
+  }
+
+  destroy(): void {
+    this.r.destroy(this.id);
+  }
+
+  counts(): RelayCounts | null {
+    return this.r.info(this.id);
+  }
+}
+
+class NativeServerEnd implements ServerEnd {
+  readonly kind = 'native';
+  /** The pooler's own bytes (reset queries), which the addon does not count. */
+  private controlSent = 0;
+  private closing = false;
+  private ready: ((sawError: boolean) => void) | null = null;
+
+  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ServerEvents) {}
+
+  get alive(): boolean {
+    return this.r.info(this.id) !== null;
+  }
+
+  write(data: Buffer): boolean {
+    this.controlSent += data.length;
+    return this.r.a.relayWrite(this.id, data);
+  }
+
+  reset(query: Buffer, done: (sawError: boolean) => void): void {
+    this.ready = done;
+    if (!this.r.a.relayWatchReady(this.id)) return;
+    this.write(query);
+  }
+
+  onReady(sawError: boolean): void {
+    const done = this.ready;
+    this.ready = null;
+    done?.(sawError);
+  }
+
+  close(): void {
+    this.closing = true;
+    this.r.a.relayWrite(this.id, writeTerminate());
+    this.r.close(this.id, 1000);
+  }
+
+  /** After close() the graceful close runs its course (forced after its second). */
+  destroy(): void {
+    if (!this.closing) this.r.destroy(this.id);
+  }
+
+  counts(): RelayCounts | null {
+    const c = this.r.info(this.id);
+    if (c) c.bytesSent += this.controlSent;
+    return c;
+  }
+}
+
+/** After login the addon takes the sockets' descriptors and forwards bytes on the event loop by itself, reporting
+ * only transaction boundaries and closes, in one batch per loop iteration through a shared Int32Array (five slots
+ * per event). TIDEPOOL_NATIVE=0 (no addon) or TIDEPOOL_NATIVE_RELAY=0 leaves every socket to js.ts. */
+export class NativeRelay implements Relay {
   private static instance: NativeRelay | null | undefined;
-  private readonly clients = new Map<number, RelayClientOwner>();
-  private readonly servers = new Map<number, RelayServerOwner>();
+  private readonly clients = new Map<number, NativeClientEnd>();
+  private readonly servers = new Map<number, NativeServerEnd>();
   private readonly events = new Int32Array(5 * 2048);
   private readonly infoOut = new Float64Array(10);
   private readonly reclaimOut = new Int32Array(4096);
 
-  private constructor(private readonly a: RelayAddon) {
+  private constructor(readonly a: RelayAddon) {
     const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qRing, STATS_LAYOUT.xRing, STATS_LAYOUT.ringSize, STATS_LAYOUT.parkable]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
   }
 
-  /** The process's relay, or null when the addon is missing or the relay is turned off. */
+  /** The process's native relay, or null when the addon is missing or the relay is turned off. */
   static get(): NativeRelay | null {
     if (NativeRelay.instance !== undefined) return NativeRelay.instance;
     const a = addon as unknown as Partial<RelayAddon> | null;
@@ -101,36 +162,26 @@ export class NativeRelay {
     return NativeRelay.instance;
   }
 
-  /** Takes over a logged-in client socket; `initial` holds bytes JavaScript already read. Returns the id, or 0. */
-  adoptClient(socket: net.Socket, stats: Float64Array, maxMessage: number, initial: Buffer | null, owner: RelayClientOwner): number {
-    const fd = socketFd(socket);
-    if (fd < 0 || socket.writableLength > 0) return 0;
-    const id = this.a.relayAddClient(fd, stats, maxMessage, initial && initial.length ? initial : undefined);
-    this.clients.set(id, owner);
-    dropNodeSocket(socket);
-    return id;
+  /** Needs the descriptor, and Node's socket must hold no unsent bytes: they would be lost with it. */
+  adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
+    const fd = socketFd(conn.socket);
+    if (fd < 0 || conn.socket.writableLength > 0) return null;
+    const initial = options.initial.length ? options.initial : undefined;
+    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial);
+    const end = new NativeClientEnd(this, id, events);
+    this.clients.set(id, end);
+    dropNodeSocket(conn.socket);
+    return end;
   }
 
-  adoptServer(socket: net.Socket, owner: RelayServerOwner): number {
-    const fd = socketFd(socket);
-    if (fd < 0 || socket.writableLength > 0) return 0;
+  adoptServer(conn: RelaySocket, events: ServerEvents): ServerEnd | null {
+    const fd = socketFd(conn.socket);
+    if (fd < 0 || conn.socket.writableLength > 0) return null;
     const id = this.a.relayAddServer(fd, 0x7fffffff);
-    this.servers.set(id, owner);
-    dropNodeSocket(socket);
-    return id;
-  }
-
-  link(client: number, server: number, transactionMode: boolean): boolean {
-    return this.a.relayLink(client, server, transactionMode);
-  }
-
-  /** Splits a pair: 1 when the server is between transactions, 0 when not, -1 when it was not linked. */
-  unlink(client: number): number {
-    return this.a.relayUnlink(client);
-  }
-
-  write(id: number, data: Uint8Array): boolean {
-    return this.a.relayWrite(id, data);
+    const end = new NativeServerEnd(this, id, events);
+    this.servers.set(id, end);
+    dropNodeSocket(conn.socket);
+    return end;
   }
 
   /** Sends what is pending, shuts down writes and discards reads until EOF; forced after `graceMs`. */
@@ -147,28 +198,23 @@ export class NativeRelay {
     this.a.relayDestroy(id);
   }
 
-  /** Reports the server's next ReadyForQuery (SERVER_READY) while it is not linked (reset query). */
-  watchReady(server: number): boolean {
-    return this.a.relayWatchReady(server);
-  }
-
-  /** Splits every parked pair of the pool counting into `stats`; each client is told as at a release. */
-  reclaim(stats: Float64Array): void {
+  reclaim(stats: PoolStats): void {
     for (;;) {
-      const n = this.a.relayReclaim(stats, this.reclaimOut);
+      const n = this.a.relayReclaim(stats.block, this.reclaimOut);
       if (n === 0) return;
       const ids = this.reclaimOut.slice(0, n);
-      for (const id of ids) this.clients.get(id)?.onNativeRelease();
+      for (const id of ids) this.clients.get(id)?.events.onRelease();
       if (n < this.reclaimOut.length) return;
     }
   }
 
-  info(id: number): RelayInfo | null {
+  /** The addon's numbers for an endpoint it still knows, else null. */
+  info(id: number): RelayCounts | null {
     const o = this.infoOut;
     if (!this.a.relayInfo(id, o)) return null;
     return {
       transactions: o[0]!, queries: o[1]!, errors: o[2]!, bytesSent: o[3]!, bytesReceived: o[4]!,
-      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1, pendingOut: o[8]!, peer: o[9]!,
+      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1,
     };
   }
 
@@ -182,28 +228,28 @@ export class NativeRelay {
       try {
         switch (kind) {
           case RelayEvent.NeedServer:
-            this.clients.get(id)?.onNativeNeedServer();
+            this.clients.get(id)?.events.onNeedServer();
             break;
           case RelayEvent.Release:
-            this.clients.get(id)?.onNativeRelease();
+            this.clients.get(id)?.events.onRelease();
             break;
           case RelayEvent.ClientClosed: {
             const c = this.clients.get(id);
             this.clients.delete(id);
-            c?.onNativeClosed(batch[i + 2]!, batch[i + 4] === 1);
+            c?.events.onClose(CLIENT_CLOSE_REASONS[batch[i + 2]!] ?? CLIENT_CLOSE_REASONS[0]!, batch[i + 4] === 1);
             break;
           }
           case RelayEvent.ServerClosed: {
             const s = this.servers.get(id);
             this.servers.delete(id);
-            s?.onNativeClosed(batch[i + 3] === 1, batch[i + 4]!, batch[i + 3] === 2);
+            s?.events.onClose(SERVER_CLOSE_REASONS[batch[i + 4]!] ?? '', batch[i + 3] === 1, batch[i + 3] === 2);
             break;
           }
           case RelayEvent.ServerReady:
-            this.servers.get(id)?.onNativeReady(batch[i + 2] === 1);
+            this.servers.get(id)?.onReady(batch[i + 2] === 1);
             break;
           case RelayEvent.BadLength:
-            this.clients.get(id)?.onNativeBadLength(batch[i + 2]!);
+            this.clients.get(id)?.events.onBadLength(batch[i + 2]!);
             break;
           default:
             break;

@@ -43,10 +43,10 @@ describe('transaction pooling', () => {
       expect((await c.query('select 1 as one')).rows[0].one).toBe(1);
       const sessions = [...tp.pooler.clients].filter((s) => !s.isAdmin);
       expect(sessions.length).toBe(1);
-      expect(sessions[0]!.nativeId !== 0).toBe(expectNative);
+      expect(sessions[0]!.relayKind).toBe(expectNative ? 'native' : 'js');
       const servers = [...tp.pooler.pools.values()].flatMap((p) => [...p.servers]);
       expect(servers.length).toBeGreaterThan(0);
-      for (const s of servers) expect(s.nativeId !== 0).toBe(expectNative);
+      for (const s of servers) expect(s.end.kind).toBe(expectNative ? 'native' : 'js');
       // SHOW CLIENTS counts the client's transaction and query wherever the bytes went.
       const row = tp.pooler.show('CLIENTS').rows.find((r) => r[0] === sessions[0]!.id)!;
       expect(row[8]).toBeGreaterThanOrEqual(1);

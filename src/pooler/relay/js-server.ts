@@ -1,0 +1,140 @@
+// The JavaScript relay's server side (js.ts has the client side): a logged-in PostgreSQL socket, its framing and reports.
+import type net from 'node:net';
+import { BackendMessage, TxStatus } from '../../protocol/codes.js';
+import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
+import { writeTerminate } from '../../protocol/writer.js';
+import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
+
+const SERVER_WHOLE = typeSet(BackendMessage.ReadyForQuery);
+
+/** What a server end needs of the client linked to it (js.ts). */
+export interface LinkedClient {
+  /** Set at the ReadyForQuery that ends a transaction: `releaseAfterRead` is due once the read is scanned. */
+  readonly releaseDue: boolean;
+  fromServer(chunk: Buffer, s: JsServerEnd): boolean;
+  onReadyForQuery(s: JsServerEnd, status: number): void;
+  releaseAfterRead(s: JsServerEnd): void;
+  onCopyInResponse(): void;
+  onServerError(): void;
+  serverGone(s: JsServerEnd): void;
+}
+
+export class JsServerEnd implements ServerEnd {
+  readonly kind = 'js';
+  readonly socket: net.Socket;
+  /** The linked client, set and cleared by js.ts. */
+  client: LinkedClient | null = null;
+  txStatus: number = TxStatus.Idle;
+  transactions = 0;
+  queries = 0;
+  private sent = 0;
+  private received = 0;
+  private readonly frames: FrameStream;
+  private closed = false;
+  private reason = '';
+  /** Session reset in progress: called at its ReadyForQuery. */
+  private resetDone: ((sawError: boolean) => void) | null = null;
+  /** An ErrorResponse arrived while no client was linked. */
+  private sawError = false;
+
+  constructor(conn: RelaySocket, private readonly events: ServerEvents) {
+    this.socket = conn.socket;
+    this.frames = new FrameStream(1 << 30, SERVER_WHOLE, this.onMessage);
+    this.socket.on('error', (err) => { this.reason ||= err.message; });
+    this.socket.on('close', this.onSocketClose);
+    conn.read(this.onData);
+  }
+
+  get alive(): boolean {
+    return !this.closed && !this.socket.destroyed;
+  }
+
+  get atBoundary(): boolean {
+    return this.frames.atBoundary;
+  }
+
+  private readonly onData = (chunk: Buffer): boolean => {
+    this.received += chunk.length;
+    const c = this.client;
+    const retained = c !== null && c.fromServer(chunk, this);
+    if (!this.frames.feed(chunk)) {
+      this.reason = 'PostgreSQL sent a malformed message';
+      this.socket.destroy();
+      return retained;
+    }
+    if (c !== null && c.releaseDue) c.releaseAfterRead(this);
+    return retained;
+  };
+
+  private readonly onMessage = (type: number, buf: Buffer, start: number): void => {
+    switch (type) {
+      case BackendMessage.ReadyForQuery: {
+        this.txStatus = buf[start + 5]!;
+        if (this.client) this.client.onReadyForQuery(this, this.txStatus);
+        else if (this.resetDone) {
+          const done = this.resetDone;
+          this.resetDone = null;
+          done(this.sawError);
+        }
+        break;
+      }
+      case BackendMessage.CopyInResponse:
+        this.client?.onCopyInResponse();
+        break;
+      case BackendMessage.ErrorResponse:
+        if (this.client) this.client.onServerError();
+        else this.sawError = true;
+        break;
+      default:
+        break;
+    }
+  };
+
+  write(data: Buffer): boolean {
+    this.sent += data.length;
+    return this.socket.write(data);
+  }
+
+  reset(query: Buffer, done: (sawError: boolean) => void): void {
+    this.resetDone = done;
+    this.sawError = false;
+    this.write(query);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.dropClient();
+    if (this.socket.destroyed) return;
+    this.socket.end(writeTerminate());
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+  }
+
+  /** After close() the polite close runs its course (forced after its second). */
+  destroy(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.dropClient();
+    this.socket.destroy();
+  }
+
+  private dropClient(): void {
+    const c = this.client;
+    this.client = null;
+    c?.serverGone(this);
+  }
+
+  private readonly onSocketClose = (): void => {
+    this.dropClient();
+    if (this.closed) return;
+    this.closed = true;
+    this.events.onClose(this.reason, this.frames.atBoundary, false);
+  };
+
+  counts(): RelayCounts {
+    return {
+      transactions: this.transactions, queries: this.queries, errors: 0, bytesSent: this.sent, bytesReceived: this.received,
+      txStatus: this.txStatus, syncs: 0, unsynced: false,
+    };
+  }
+}

@@ -1,0 +1,280 @@
+// The JavaScript relay (client side; js-server.ts has the server side), the fallback when the native relay is off.
+import type net from 'node:net';
+import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
+import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
+import type { PoolStats } from '../stats.js';
+import { TransactionTracker } from '../transaction-tracker.js';
+import type {
+  ClientEnd, ClientEvents, ClientOptions, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+} from './relay.js';
+import { JsServerEnd, type LinkedClient } from './js-server.js';
+
+/** Client messages seen whole: only Terminate (its offset decides what goes on). */
+const CLIENT_WHOLE = typeSet(FrontendMessage.Terminate);
+/** A client streaming (COPY data, a long pipeline) while it waits for a server is held back past this. */
+const MAX_QUEUED_BYTES = 1024 * 1024;
+
+/** Sockets stay Node sockets after login. Client bytes are followed by FrameStream and TransactionTracker and
+ * written to the linked server as they come, server bytes to the client, and the pair is split after the server
+ * read that holds the ReadyForQuery ending a transaction (as the native relay does). */
+export class JsRelay implements Relay {
+  adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd {
+    return new JsClientEnd(conn, options, events);
+  }
+
+  adoptServer(conn: RelaySocket, events: ServerEvents): ServerEnd {
+    return new JsServerEnd(conn, events);
+  }
+
+  /** It never keeps a pair linked past its transaction. */
+  reclaim(): void {}
+}
+
+class JsClientEnd implements ClientEnd, LinkedClient {
+  readonly kind = 'js';
+  private readonly socket: net.Socket;
+  private readonly stats: PoolStats;
+  /** Sync points, unsynced messages, COPY IN and Terminate seen in the client's stream. */
+  private readonly tx = new TransactionTracker();
+  private readonly frames: FrameStream;
+  private server: JsServerEnd | null = null;
+  private transactionMode = true;
+  /** Bytes that arrived while no server was linked. */
+  private queue: Buffer[] = [];
+  private queuedBytes = 0;
+  private needServerSent = false;
+  private clientPaused = false;
+  private serverPaused = false;
+  /** Closed by the session, or reported closed: no more reports. */
+  private closed = false;
+  /** After a Terminate or a bad length, or once closed: PostgreSQL would never read what follows. */
+  private discarding = false;
+  private reason = '';
+  private xactStart = performance.now();
+  private countedQueries = 0;
+  private transactions = 0;
+  private errors = 0;
+  /** Set at the ReadyForQuery that ends a transaction; the pair splits once that server read is scanned. */
+  releaseDue = false;
+
+  constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
+    this.socket = conn.socket;
+    this.stats = options.stats;
+    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.tx.onMessage);
+    this.socket.on('error', (err) => { this.reason ||= err.message; });
+    this.socket.on('close', this.onSocketClose);
+    this.socket.on('drain', this.onDrain);
+    conn.read(this.onData);
+    // After the caller holds this end (what these bytes cause may need it), before any further read.
+    const initial = options.initial;
+    if (initial.length) queueMicrotask(() => this.onData(initial));
+  }
+
+  get alive(): boolean {
+    return !this.closed && !this.socket.destroyed;
+  }
+
+  // ---- client -> server ----
+
+  private readonly onData = (chunk: Buffer): boolean => {
+    if (this.discarding) return false;
+    const tx = this.tx;
+    tx.terminateAt = -1;
+    tx.chunk = chunk;
+    const midMessage = !this.frames.atBoundary;
+    if (!this.frames.feed(chunk)) {
+      // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
+      // start of, that server is not reusable.
+      if (midMessage) tx.unsynced = true;
+      this.discarding = true;
+      this.events.onBadLength(this.frames.badLength);
+      return false;
+    }
+    if (tx.terminateAt >= 0) {
+      const kept = tx.terminateAt > 0 && this.toServer(chunk.subarray(0, tx.terminateAt));
+      this.reason = 'client terminated';
+      // The socket stays readable until the client closes it; what follows a Terminate must reach no server
+      // (the rest of a message cut by this read would leave PostgreSQL misframed).
+      this.discarding = true;
+      this.socket.end();
+      return kept;
+    }
+    return this.toServer(chunk);
+  };
+
+  /** Client bytes toward PostgreSQL: the linked server gets them, or they wait for one; true when `data` is still
+   * referenced afterwards. The one path from a client to a server: MessageInterceptor.clientBytes plugs in here. */
+  private toServer(data: Buffer): boolean {
+    if (data.length === 0) return false;
+    this.stats.totals.received += data.length;
+    const s = this.server;
+    if (s) {
+      if (!s.write(data) && !this.clientPaused) this.pauseFor(s);
+      return s.socket.writableLength > 0;
+    }
+    this.queue.push(data);
+    this.queuedBytes += data.length;
+    if (this.queuedBytes > MAX_QUEUED_BYTES && !this.clientPaused) {
+      this.clientPaused = true;
+      this.socket.pause();
+    }
+    if (!this.needServerSent) {
+      this.needServerSent = true;
+      this.events.onNeedServer();
+    }
+    return true;
+  }
+
+  private pauseFor(s: JsServerEnd): void {
+    this.clientPaused = true;
+    this.socket.pause();
+    s.socket.once('drain', () => {
+      this.clientPaused = false;
+      if (!this.socket.destroyed) this.socket.resume();
+    });
+  }
+
+  // ---- server -> client (called by JsServerEnd) ----
+
+  /** Server bytes toward the client; true when `chunk` is still referenced afterwards. The one path from a server
+   * to a client: MessageInterceptor.serverBytes plugs in here. */
+  fromServer(chunk: Buffer, s: JsServerEnd): boolean {
+    this.stats.totals.sent += chunk.length;
+    const socket = this.socket;
+    if (socket.destroyed) return false;
+    if (!socket.write(chunk) && !this.serverPaused) {
+      this.serverPaused = true;
+      s.socket.pause();
+    }
+    return socket.writableLength > 0;
+  }
+
+  private readonly onDrain = (): void => {
+    if (this.serverPaused) {
+      this.serverPaused = false;
+      this.server?.socket.resume();
+    }
+  };
+
+  onReadyForQuery(s: JsServerEnd, status: number): void {
+    const now = performance.now();
+    const stats = this.stats;
+    stats.observeQuery(this.tx.readyForQuery(now) * 1000);
+    if (!this.tx.between(status)) return;
+    stats.observeTransaction((now - this.xactStart) * 1000);
+    const queries = this.tx.queryCount - this.countedQueries;
+    stats.totals.queryCount += queries;
+    this.countedQueries = this.tx.queryCount;
+    this.transactions++;
+    s.transactions++;
+    s.queries += queries;
+    this.xactStart = now;
+    // Only between whole client messages: one the client has begun must end on the server that got its start.
+    if (this.transactionMode && this.queue.length === 0 && this.frames.atBoundary) this.releaseDue = true;
+  }
+
+  /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this
+   * client, as on the native relay). The one place a pair splits: MessageInterceptor.atBoundary joins the test. */
+  releaseAfterRead(s: JsServerEnd): void {
+    this.releaseDue = false;
+    if (this.server !== s) return;
+    this.detach(s);
+    this.events.onRelease();
+  }
+
+  onCopyInResponse(): void {
+    this.tx.copyIn = true;
+  }
+
+  onServerError(): void {
+    this.errors++;
+    this.stats.totals.errors++;
+  }
+
+  /** The linked server's socket is gone (its connection reports it). */
+  serverGone(s: JsServerEnd): void {
+    if (this.server !== s) return;
+    this.server = null;
+    this.serverPaused = false;
+    this.releaseDue = false;
+  }
+
+  // ---- ClientEnd ----
+
+  link(server: ServerEnd, transactionMode: boolean): boolean {
+    if (!(server instanceof JsServerEnd) || this.closed || !server.alive || server.client) return false;
+    this.server = server;
+    server.client = this;
+    this.transactionMode = transactionMode;
+    this.needServerSent = false;
+    this.xactStart = performance.now();
+    if (this.queue.length === 0) return true;
+    const q = this.queue;
+    this.queue = [];
+    this.queuedBytes = 0;
+    const data = q.length === 1 ? q[0]! : Buffer.concat(q);
+    if (this.clientPaused) {
+      this.clientPaused = false;
+      this.socket.resume();
+    }
+    if (!server.write(data)) this.pauseFor(server);
+    return true;
+  }
+
+  unlink(): boolean {
+    const s = this.server;
+    if (!s) return false;
+    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary;
+    this.detach(s);
+    return clean;
+  }
+
+  private detach(s: JsServerEnd): void {
+    this.server = null;
+    s.client = null;
+    if (this.serverPaused) {
+      this.serverPaused = false;
+      s.socket.resume();
+    }
+  }
+
+  write(data: Buffer): void {
+    if (!this.socket.destroyed) this.socket.write(data);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.stop();
+    this.socket.end();
+  }
+
+  destroy(): void {
+    if (this.closed) return;
+    this.stop();
+    this.socket.destroy();
+  }
+
+  private stop(): void {
+    this.closed = true;
+    this.discarding = true;
+    this.queue = [];
+    this.queuedBytes = 0;
+    if (this.server) this.detach(this.server);
+  }
+
+  private readonly onSocketClose = (): void => {
+    if (this.closed) return;
+    this.closed = true;
+    this.discarding = true;
+    const clean = this.server ? this.unlink() : true;
+    this.events.onClose(this.reason || 'client closed the connection', clean);
+  };
+
+  counts(): RelayCounts {
+    const tx = this.tx;
+    return {
+      transactions: this.transactions, queries: tx.queryCount, errors: this.errors, bytesSent: 0, bytesReceived: 0,
+      txStatus: TxStatus.Idle, syncs: tx.syncs, unsynced: tx.unsynced,
+    };
+  }
+}

@@ -1,0 +1,145 @@
+// The one seam between sessions and bytes: what a relay (native.ts, js.ts) does with logged-in sockets and reports back.
+import type net from 'node:net';
+import type { ChunkHandler } from '../read-buffer.js';
+import type { PoolStats } from '../stats.js';
+import { NativeRelay } from './native.js';
+import { JsRelay } from './js.js';
+
+/** A logged-in socket as a relay takes it: the stream to write to, and a way to direct its reads (net's onread or
+ * 'data' events, whichever the socket was opened with). Nothing here is a descriptor: a TLS socket fits too, and
+ * only the native relay, which takes the descriptor, refuses a socket without one. */
+export interface RelaySocket {
+  readonly socket: net.Socket;
+  /** From now on the socket's reads go to `handler`. */
+  read(handler: ChunkHandler): void;
+}
+
+/** Per-connection numbers a relay keeps (SHOW CLIENTS, SHOW SERVERS, graceful shutdown). */
+export interface RelayCounts {
+  transactions: number;
+  /** Query and Execute messages: sent by a client, run on a server. */
+  queries: number;
+  /** ErrorResponses a client got. */
+  errors: number;
+  bytesSent: number;
+  bytesReceived: number;
+  /** Server: the status byte of its last ReadyForQuery. */
+  txStatus: number;
+  /** Client: sync points (Query, Sync, FunctionCall) whose ReadyForQuery has not come back. */
+  syncs: number;
+  /** Client: extended-protocol messages sent since its last Sync. */
+  unsynced: boolean;
+}
+
+/** What a client end reports to its session. */
+export interface ClientEvents {
+  /** Bytes arrived while no server is linked; they wait in the relay until `link`. Once per wait. */
+  onNeedServer(): void;
+  /** Transaction mode: a transaction ended with both streams between whole messages. The pair is already split;
+   * the server goes back to the pool. */
+  onRelease(): void;
+  /** The socket is gone (EOF, Terminate, an error) and its server, if one was linked, is unlinked: `clean` when
+   * that server is between transactions and may be pooled. Nothing is reported after this. */
+  onClose(reason: string, clean: boolean): void;
+  /** A message length below 4 or above max_message_size: nothing of that read went on, and reads stopped. */
+  onBadLength(length: number): void;
+}
+
+/** What a server end reports to its connection. */
+export interface ServerEvents {
+  /** The socket is gone (EOF, an error, a malformed message); nothing is reported after this. `atBoundary`: the
+   * linked client got whole messages only. `parked`: its client was between transactions (see native.ts) and
+   * carries on as if the server had died idle. */
+  onClose(reason: string, atBoundary: boolean, parked: boolean): void;
+}
+
+export interface ClientOptions {
+  /** The pool's statistics block: the relay counts the client's traffic and durations into it. */
+  stats: PoolStats;
+  maxMessageSize: number;
+  /** Bytes the login read past its end (a pipelined first query): relayed as if just read. */
+  initial: Buffer;
+}
+
+/** Which relay carries a socket. */
+export type RelayKind = 'native' | 'js';
+
+/** A client socket inside a relay. */
+export interface ClientEnd {
+  readonly kind: RelayKind;
+  /** False once the socket is gone or closed. */
+  readonly alive: boolean;
+  /** Links a server: bytes waiting go to it, its bytes to the client. False when either end is gone (its close
+   * report is on the way). In transaction mode the relay splits the pair itself at a transaction's end. */
+  link(server: ServerEnd, transactionMode: boolean): boolean;
+  /** Splits the pair now: true when the server was linked and may be pooled (between transactions and whole
+   * messages on both streams). */
+  unlink(): boolean;
+  /** The pooler's own bytes to the client (an ErrorResponse). */
+  write(data: Buffer): void;
+  /** Sends what is pending, then closes; reads are discarded until the client goes. No report follows. */
+  close(): void;
+  /** Closes at once. No report follows. */
+  destroy(): void;
+  /** Null once the socket is gone (native relay). */
+  counts(): RelayCounts | null;
+}
+
+/** A server socket inside a relay. */
+export interface ServerEnd {
+  readonly kind: RelayKind;
+  readonly alive: boolean;
+  /** The pooler's own bytes to PostgreSQL. */
+  write(data: Buffer): boolean;
+  /** Session mode, before the server goes back to the pool: sends `query` (server_reset_query) while unlinked and
+   * calls `done` at its ReadyForQuery (`sawError` when an ErrorResponse came first). If the server dies first,
+   * `done` is never called and its close report says so. */
+  reset(query: Buffer, done: (sawError: boolean) => void): void;
+  /** Terminate, then close (forced after a second). No report follows. */
+  close(): void;
+  /** Closes at once, without Terminate. No report follows. */
+  destroy(): void;
+  counts(): RelayCounts | null;
+}
+
+export interface Relay {
+  /** Takes a logged-in client socket (its greeting already sent); null when it cannot. */
+  adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null;
+  /** Takes a logged-in server socket (its ReadyForQuery received); null when it cannot. */
+  adoptServer(conn: RelaySocket, events: ServerEvents): ServerEnd | null;
+  /** Splits the pairs a relay kept linked between transactions in the pool counting into `stats` (native.ts:
+   * parking); each client is told `onRelease`, as at the transaction's end. */
+  reclaim(stats: PoolStats): void;
+}
+
+/** Where a MessageInterceptor writes: in order, what one chunk produced (a server reply can release client
+ * messages it held back, so either call can follow either side's bytes). */
+export interface InterceptorSink {
+  toServer(bufs: Buffer[]): void;
+  toClient(bufs: Buffer[]): void;
+}
+
+/**
+ * The hook a message rewriter implements (prepared/pipe.ts PreparedPipe has this shape; it is built with the
+ * InterceptorSink it writes to). Not wired yet. It goes on the JavaScript relay's two paths and nowhere else:
+ * js.ts `JsClientEnd.toServer` (every client byte toward a server) and `JsClientEnd.fromServer` (every server byte
+ * toward the client), and `atBoundary` joins the relay's own test before a pair is split. The session owns its life
+ * (it knows which ServerConnection, and so which statement cache, each transaction gets, and when the client goes).
+ */
+export interface MessageInterceptor {
+  /** Bytes from the client; false on an invalid message length (see `clientBadLength`). */
+  clientBytes(chunk: Buffer): boolean;
+  /** Bytes from the server; false on an invalid message length. */
+  serverBytes(chunk: Buffer): boolean;
+  readonly clientBadLength: number;
+  /** No message of either side is partly through and the client is owed nothing: the pair may split. */
+  readonly atBoundary: boolean;
+}
+
+let chosen: Relay | null = null;
+
+/** The process's relay: native when the addon is built and TIDEPOOL_NATIVE_RELAY is not 0, else JavaScript. */
+export function currentRelay(): Relay {
+  chosen ??= NativeRelay.get() ?? new JsRelay();
+  return chosen;
+}
