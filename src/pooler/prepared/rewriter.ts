@@ -1,145 +1,22 @@
 // One client's prepared statements in transaction mode: its names mapped to pooler-owned ones, prepared lazily on whichever server it holds, replies kept in PostgreSQL's order.
-import { BackendMessage, FrontendMessage, TxStatus } from '../../protocol/codes.js';
-import { parseBind, parseErrorFields, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
+import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
+import { parseBind, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
 import { writeCommandComplete, writeQuery } from '../../protocol/writer.js';
-import type { Interner, Statement } from './interner.js';
-import type { ServerStatements } from './server-cache.js';
-import { BOUND, CLOSED, DESCRIBED, EXECUTED, OWN, PARSED, READY, ReplyQueue, type RewriteSink, type Slot } from './reply-queue.js';
-import { isSql, parseSqlCommand, sqlPrepare, type SqlCommand } from './sql-commands.js';
+import type { Statement } from './interner.js';
+import { BOUND, CLOSED, DESCRIBED, EXECUTED, OWN, PARSED, READY, type RewriteSink, type Slot } from './reply-queue.js';
+import { RewriterState, STATEMENT } from './rewriter-state.js';
+import { isSql, sqlPrepare, parseSqlCommand, type SqlCommand } from './sql-commands.js';
 
 export { REWRITER_WHOLE_TYPES, type RewriteSink } from './reply-queue.js';
 
-const STATEMENT = 0x53; // 'S' in Describe and Close
 /** A simple Query that may drop every prepared statement of the server. */
 const DROPS_ALL = /\b(?:discard\s+all|deallocate\s+(?:prepare\s+)?all)\b/i;
-export class StatementRewriter {
-  /** The client's protocol-level statements by its own names; '' is the unnamed one. */
-  private readonly named = new Map<string, Statement>();
-  /** When each name was set (a count of Parses): DISCARD ALL in a pipeline forgets only older names. */
-  private readonly namedAt = new Map<string, number>();
-  private parses = 0;
-  private server: ServerStatements | null = null;
-  /** What each awaited reply belongs to; it also knows when PostgreSQL skips to the next Sync after an error. */
-  private readonly replies = new ReplyQueue((out) => this.groupDone(out), (slot, error, delivered) => this.takeOverError(slot, error, delivered));
-  /** The status byte of the last ReadyForQuery (the pooler links a transaction-mode client between transactions). */
-  private lastStatus = TxStatus.Idle;
-  /** The next message starts a group. */
-  private groupFresh = true;
-  /** The client messages of the current group, kept while it could be retried (see `takeOverError`); else null. */
-  private groupLog: [number, Buffer][] | null = null;
-  /** Position in `groupLog` of the message being handled. */
-  private at = -1;
-  /** A group to send again once PostgreSQL has answered its Sync. */
-  private replay: { log: [number, Buffer][]; from: number; statement: Statement } | null = null;
-  private noRetry = false;
-  /** The group of the last Query that may drop every statement (DISCARD ALL, DEALLOCATE ALL); -1 for none. */
-  private barrier = -1;
-  /** Sync points sent (Sync, Query, FunctionCall) and answered: messages after the k-th belong to group k. */
-  private groupsSent = 0;
-  private groupsDone = 0;
-  /** The group in which each name was last set or closed. */
-  private readonly changedIn = new Map<string, number>();
-  /** Client messages held back until an earlier group settles whether a name they use exists. */
-  private readonly held: [number, Buffer][] = [];
-  /** The server's `seq` when the current group began: its Parses are the ones this group sent. */
-  private groupSeq = 0;
+const SYNC = Buffer.from([FrontendMessage.Sync, 0, 0, 0, 4]);
+const NO_TYPES = Buffer.from([0, 0]);
 
-  constructor(
-    private readonly interner: Interner,
-    /** Digest of the client's planner settings: part of every statement's identity. */
-    private readonly settings: string,
-  ) {}
-
-  /** The client got a server (transaction mode: at each transaction's first message). */
-  attach(server: ServerStatements): void {
-    this.server = server;
-    this.groupSeq = server.seq;
-    this.lastStatus = TxStatus.Idle;
-  }
-
-  /** The server goes back to the pool; nothing may be outstanding. */
-  detach(): void {
-    this.server = null;
-  }
-
-  /** True when every reply the client is owed has been delivered. */
-  get settled(): boolean {
-    return this.replies.settled && this.held.length === 0;
-  }
-
-  /** Statements this client holds, for SHOW and the console. */
-  statements(): IterableIterator<[string, Statement]> {
-    return this.named.entries();
-  }
-
-  /** The client is gone: its names go. */
-  close(): void {
-    for (const s of this.named.values()) this.interner.unref(s);
-    this.named.clear();
-  }
-
-  // ---- client -> server ----
-
-  /** One whole client message, while a server is attached. */
-  clientMessage(type: number, msg: Buffer, out: RewriteSink): void {
-    if (this.held.length > 0 || (!this.replies.skipping && this.mustWait(type, msg))) {
-      this.held.push([type, msg]);
-      return;
-    }
-    this.handle(type, msg, out);
-  }
-
-  /**
-   * True when the message uses a name that a Parse or Close of an earlier, still unanswered group changed (if
-   * PostgreSQL skips that group after an error, the change never happened), or a statement whose Parse or Close
-   * such a group sent to the server. It waits for the answer; messages of the same group need not: an error
-   * skips them with it.
-   */
-  private mustWait(type: number, msg: Buffer): boolean {
-    if (this.groupsDone === this.groupsSent) return false;
-    // Everything after a DISCARD ALL / DEALLOCATE ALL waits for it: it empties the server's statements.
-    if (this.barrier >= this.groupsDone) return true;
-    let name: string | null = null;
-    let statement: Statement | undefined;
-    if (type === FrontendMessage.Bind) name = parseBind(msg).statement;
-    else if (type === FrontendMessage.Parse) {
-      const p = parseParse(msg);
-      name = p.name;
-      statement = this.interner.intern(p.query, p.types, this.settings);
-    } else if (type === FrontendMessage.Describe || type === FrontendMessage.Close) {
-      const t = parseTarget(msg);
-      if (t.kind === STATEMENT) name = t.name;
-    } else if (type === FrontendMessage.Query) {
-      const cmd = parseSqlCommand(msg.toString('utf8', 5, msg.length - 1));
-      if (cmd) name = cmd.name;
-      if (cmd?.kind === 'prepare') statement = this.sqlStatement(cmd);
-    }
-    if (name === null) return false;
-    const g = this.changedIn.get(name);
-    if (g !== undefined && g < this.groupsSent && g >= this.groupsDone) return true;
-    // A Parse of the statement from an earlier group is unanswered: whether the server has it is not known yet.
-    const s = statement ?? this.named.get(name);
-    if (!s) return false;
-    const server = this.server!;
-    if (server.isClosing(s)) return true;
-    const entry = server.peek(s);
-    return entry !== undefined && entry.state === 'pending' && entry.seq <= this.groupSeq;
-  }
-
-  private release(out: RewriteSink): void {
-    while (this.held.length > 0 && !this.replies.skipping) {
-      const [type, msg] = this.held[0]!;
-      if (this.mustWait(type, msg)) return;
-      this.held.shift();
-      this.handle(type, msg, out);
-    }
-    while (this.held.length > 0 && this.replies.skipping) {
-      const [type, msg] = this.held.shift()!;
-      this.handle(type, msg, out);
-    }
-  }
-
-  private handle(type: number, msg: Buffer, out: RewriteSink): void {
+/** What each client message becomes on the server it holds; the bookkeeping of names and groups is RewriterState's. */
+export class StatementRewriter extends RewriterState {
+  protected override handle(type: number, msg: Buffer, out: RewriteSink): void {
     if (this.groupFresh) {
       // Only a group sent while nothing else is in flight, outside a transaction block, can be sent again whole.
       this.groupFresh = false;
@@ -188,25 +65,6 @@ export class StatementRewriter {
     }
     this.nextGroup();
     this.forward(msg, out, { ends: READY, sync: true });
-  }
-
-  /**
-   * Whether the server has the statement, counted as a cache hit (a Parse PostgreSQL is spared) or miss. A Parse
-   * still unanswered from this group counts as there: if it fails, PostgreSQL skips the rest of the group too
-   * (one from an earlier group has been answered: see `mustWait`).
-   */
-  private lookup(s: Statement, isParse: boolean, out: RewriteSink): boolean {
-    const server = this.server!;
-    if (server.isStale(s)) {
-      // Its plan broke on a DDL change: close the old one first (a skipped Close leaves it there, still stale).
-      server.remove(s);
-      out.toServer(writeClose(STATEMENT, s.name));
-      this.replies.add({ ends: CLOSED, drop: true, undo: () => server.restoreStale(s) });
-    }
-    const there = server.use(s) !== undefined;
-    if (!there) server.misses++;
-    else if (isParse) server.hits++;
-    return there;
   }
 
   /** Sends a Parse of `s` under its server name (a Parse of it from an earlier group is answered by now: see `mustWait`). */
@@ -354,11 +212,6 @@ export class StatementRewriter {
     });
   }
 
-  /** The interned statement of a SQL PREPARE: its body, and its declared parameter types in place of a Parse's. */
-  private sqlStatement(cmd: Extract<SqlCommand, { kind: 'prepare' }>): Statement {
-    return this.interner.intern(Buffer.from(cmd.body), Buffer.from(`sql:${cmd.types ?? ''}`), this.settings);
-  }
-
   private onSqlPrepare(cmd: Extract<SqlCommand, { kind: 'prepare' }>, out: RewriteSink): void {
     this.nextGroup();
     if (this.named.has(cmd.name)) {
@@ -423,60 +276,4 @@ export class StatementRewriter {
     out.toServer(writeQuery(`EXECUTE ${s.name}${args}`));
     this.push({ ends: READY, simple: true, rename: [s.name, name] }, out);
   }
-
-  /**
-   * `cached plan must not change result type` (0A000) for a statement the server had from before a DDL change: on a
-   * direct connection the client's fresh Parse would have planned anew. Retried once, transparently, when nothing
-   * of the group but the pooler's own replies reached the client, no other group is in flight and no transaction
-   * block is open (the failed group rolled back whole); otherwise the error goes to the client and the statement is
-   * closed and prepared again on this server at its next use.
-   */
-  private takeOverError(slot: Slot, error: Buffer, delivered: boolean): boolean {
-    if (slot.statement === undefined || parseErrorFields(error).get('C') !== '0A000') return false;
-    const retry = this.groupLog !== null && slot.at !== undefined && !delivered && this.groupsSent === this.groupsDone + 1 && this.held.length === 0;
-    if (retry) this.replay = { log: this.groupLog!, from: slot.at!, statement: slot.statement };
-    else this.server!.markStale(slot.statement);
-    return retry;
-  }
-
-  /** Where a slot's message stands in its group, for a retry. */
-  private mark(s: Statement): { statement: Statement; at?: number } {
-    return this.groupLog ? { statement: s, at: this.at } : { statement: s };
-  }
-
-  // ---- server -> client ----
-
-  /** A whole server message that may complete a slot (see REWRITER_WHOLE_TYPES); everything else passes by. */
-  serverMessage(type: number, msg: Buffer, out: RewriteSink): void {
-    if (type === BackendMessage.ReadyForQuery) this.lastStatus = msg[5]!;
-    this.replies.serverMessage(type, msg, out);
-  }
-
-  private nextGroup(): void {
-    this.groupFresh = true;
-    this.groupsSent++;
-    this.groupSeq = this.server!.seq;
-  }
-
-  private groupDone(out: RewriteSink): void {
-    if (++this.groupsDone === this.groupsSent) this.changedIn.clear();
-    if (this.replay) {
-      // The plan behind a cached statement changed (0A000): close it, then send the group again from the message
-      // that failed; the Bind or Describe prepares it afresh. The client saw none of the first attempt.
-      const { log, from, statement } = this.replay;
-      this.replay = null;
-      const server = this.server!;
-      server.remove(statement);
-      out.toServer(writeClose(STATEMENT, statement.name));
-      this.replies.add({ ends: CLOSED, drop: true });
-      this.noRetry = true;
-      this.groupFresh = true;
-      for (const [type, msg] of log.slice(from)) this.handle(type, msg, out);
-    }
-    if (this.held.length > 0) this.release(out);
-  }
-
 }
-
-const SYNC = Buffer.from([FrontendMessage.Sync, 0, 0, 0, 4]);
-const NO_TYPES = Buffer.from([0, 0]);
