@@ -58,6 +58,18 @@ pool_size = 5
     expect(config.web.port).toBe(9127);
     expect(config.web.sso_allowed_users).toEqual(['*']);
     expect(Object.isFrozen(config.general)).toBe(true);
+    expect([config.general.prepared_statements, config.general.prepared_statements_cache_size, config.general.server_prepared_statements_cache_size]).toEqual([true, 8192, 256]);
+  });
+
+  it('checks the prepared-statement keys', () => {
+    const { problems } = parsePoolerConfig(`${good}
+[general]
+prepared_statement = false
+server_prepared_statements_cache_size = 0
+`.replace('[general]\n', ''));
+    const byPath = Object.fromEntries(problems.map((p) => [p.path, p]));
+    expect(byPath['general.prepared_statement']!.hint).toBe('did you mean "prepared_statements"?');
+    expect(byPath['general.server_prepared_statements_cache_size']!.expected).toContain('1');
   });
 
   it('reports every problem with its path, expectation and a did-you-mean', () => {
