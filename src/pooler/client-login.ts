@@ -1,6 +1,6 @@
-// A client's way in: startup packets (SSLRequest and GSSENCRequest answered N, CancelRequest routed, protocol
-// 3.0/3.2 with NegotiateProtocolVersion for newer minors), then the password exchange of client-auth.ts.
-// On success it calls the session's loginOk; bytes the client sent past its login are kept for the relay.
+// A client's way in: startup packets, then the password exchange; it ends in a LoginResult and writes no session fields.
+import type { Logger } from 'pino';
+import type { PoolerConfig } from '../config/pooler.js';
 import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES } from '../protocol/frame-stream.js';
 import { parseStartupPacket, type StartupPacket } from '../protocol/reader.js';
@@ -8,7 +8,43 @@ import {
   writeAuthenticationOk, writeBackendKeyData, writeNegotiateProtocolVersion, writeParameterStatus, writeReadyForQuery,
 } from '../protocol/writer.js';
 import { ClientAuth } from './auth/client-auth.js';
-import type { ClientSession, ClientState } from './client-session.js';
+import type { ScramSecret } from './auth/scram.js';
+import type { Pool } from './pool.js';
+
+/** Where a login may go: the admin console, a pool (with the secret to check), or an error. */
+export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
+
+/** What a login needs of the pooler. */
+export interface LoginCore {
+  readonly config: PoolerConfig;
+  readonly log: Logger;
+  cancel(pid: number, secret: Buffer): void;
+  clientCount(): number;
+  resolveLogin(database: string, user: string): LoginTarget;
+}
+
+/** The client connection a login talks to. */
+export interface LoginConnection {
+  readonly id: number;
+  readonly addr: string;
+  write(data: Buffer | string): void;
+  /** Sends a FATAL error and closes. */
+  fatal(sqlstate: string, message: string): void;
+  /** Closes without a word (CancelRequest, Terminate). */
+  destroy(): void;
+}
+
+/** Who logged in, where to, and for SCRAM pass-through the key the client proved. */
+export interface LoginResult {
+  user: string;
+  database: string;
+  applicationName: string;
+  protocol32: boolean;
+  admin: boolean;
+  pool: Pool | null;
+  clientKey: Buffer | null;
+  scramSecret: ScramSecret | null;
+}
 
 const MAX_STARTUP_PACKET = 10_000;
 const MAX_AUTH_MESSAGE = 64 * 1024;
@@ -36,22 +72,26 @@ export function loginGreeting(params: ReadonlyMap<string, string>, applicationNa
   ]);
 }
 
+/** SSLRequest and GSSENCRequest are answered N, a CancelRequest is routed, protocol 3.0 and 3.2 are taken and a newer
+ * minor gets NegotiateProtocolVersion; then client-auth.ts checks the password. Bytes the client sent past its login
+ * are kept for the relay (takeRest). */
 export class ClientLogin {
   /** Startup bytes not yet parsed; after the login, what the client sent past it. */
   private buf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
   private auth: ClientAuth | null = null;
+  private phase: 'startup' | 'auth' | 'done' = 'startup';
+  private who: Omit<LoginResult, 'clientKey' | 'scramSecret'> | null = null;
 
-  constructor(private readonly s: ClientSession) {}
+  constructor(private readonly conn: LoginConnection, private readonly core: LoginCore, private readonly onDone: (result: LoginResult) => void) {}
 
   /** Bytes read before the relay starts (the session copies them out of its read buffer first). */
   feed(chunk: Buffer): void {
-    const s = this.s;
-    if (s.state === 'auth') return this.feedAuth(chunk);
+    if (this.phase === 'auth') return this.feedAuth(chunk);
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    while (s.state === 'startup' && this.buf.length >= 4) {
+    while (this.phase === 'startup' && this.buf.length >= 4) {
       const len = this.buf.readInt32BE(0);
-      if (len < 8 || len > MAX_STARTUP_PACKET) return s.fatal(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
+      if (len < 8 || len > MAX_STARTUP_PACKET) return this.fail(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
       if (this.buf.length < len) return;
       const packet = this.buf.subarray(0, len);
       this.buf = this.buf.subarray(len);
@@ -59,11 +99,11 @@ export class ClientLogin {
       try {
         parsed = parseStartupPacket(packet);
       } catch (err) {
-        return s.fatal(SqlState.ProtocolViolation, (err as Error).message);
+        return this.fail(SqlState.ProtocolViolation, (err as Error).message);
       }
       this.onStartupPacket(parsed);
     }
-    if ((s.state as ClientState) === 'auth' && this.buf.length) {
+    if ((this.phase as string) === 'auth' && this.buf.length) {
       const rest = this.buf;
       this.buf = Buffer.alloc(0);
       this.feedAuth(rest);
@@ -77,69 +117,77 @@ export class ClientLogin {
     return rest;
   }
 
+  private fail(sqlstate: string, message: string): void {
+    this.phase = 'done';
+    this.conn.fatal(sqlstate, message);
+  }
+
   private onStartupPacket(p: StartupPacket): void {
-    const s = this.s;
-    const core = s.core;
+    const { conn, core } = this;
     switch (p.kind) {
       case 'ssl':
       case 'gssenc':
-        s.socket.write('N');
+        conn.write('N');
         return;
       case 'cancel':
         core.cancel(p.pid, p.secret);
-        s.socket.destroy();
+        this.phase = 'done';
+        conn.destroy();
         return;
       case 'startup':
         break;
     }
     const pq = [...p.params.keys()].filter((k) => k.startsWith('_pq_.'));
-    if (p.minor > 2 || pq.length) s.socket.write(writeNegotiateProtocolVersion(Math.min(p.minor, 2) | (3 << 16), pq));
-    s.protocol32 = ((3 << 16) | Math.min(p.minor, 2)) === PROTOCOL_3_2;
-    s.user = p.params.get('user') ?? '';
-    s.database = p.params.get('database') || s.user;
-    s.applicationName = p.params.get('application_name') ?? '';
-    if (!s.user) return s.fatal(SqlState.InvalidAuthorization, 'no user name in startup packet');
+    if (p.minor > 2 || pq.length) conn.write(writeNegotiateProtocolVersion(Math.min(p.minor, 2) | (3 << 16), pq));
+    const protocol32 = ((3 << 16) | Math.min(p.minor, 2)) === PROTOCOL_3_2;
+    const user = p.params.get('user') ?? '';
+    const database = p.params.get('database') || user;
+    const applicationName = p.params.get('application_name') ?? '';
+    if (!user) return this.fail(SqlState.InvalidAuthorization, 'no user name in startup packet');
     const max = core.config.general.max_connections;
-    if (core.clientCount() > max) return s.fatal(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
-    const target = core.resolveLogin(s.database, s.user);
-    if ('error' in target) return s.fatal(target.sqlstate, target.error);
-    s.isAdmin = target.admin;
-    s.pool = target.pool;
-    this.auth = new ClientAuth(target.secret, s.user, core.config.general.auth_type);
-    s.state = 'auth';
+    if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
+    const target = core.resolveLogin(database, user);
+    if ('error' in target) return this.fail(target.sqlstate, target.error);
+    this.who = { user, database, applicationName, protocol32, admin: target.admin, pool: target.pool };
+    this.auth = new ClientAuth(target.secret, user, core.config.general.auth_type);
+    this.phase = 'auth';
     this.frames = new FrameStream(MAX_AUTH_MESSAGE, ALL_TYPES, this.onAuthMessage);
     const first = this.auth.first();
-    if (first) s.socket.write(first);
+    if (first) conn.write(first);
     else this.done(null, null);
   }
 
   private feedAuth(chunk: Buffer): void {
-    if (!this.frames!.feed(chunk)) this.s.fatal(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} during authentication`);
+    if (!this.frames!.feed(chunk)) this.fail(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} during authentication`);
   }
 
   private readonly onAuthMessage = (type: number, buf: Buffer, start: number, len: number): void => {
-    const s = this.s;
-    if (s.state !== 'auth' || !this.auth) return;
-    if (type === FrontendMessage.Terminate) return void s.socket.destroy();
-    if (type !== FrontendMessage.Password) return s.fatal(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
+    if (this.phase !== 'auth' || !this.auth) return;
+    if (type === FrontendMessage.Terminate) {
+      this.phase = 'done';
+      return this.conn.destroy();
+    }
+    if (type !== FrontendMessage.Password) return this.fail(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
     let r: ReturnType<ClientAuth['step']>;
     try {
       r = this.auth.step(buf.subarray(start + 5, start + 1 + len));
     } catch (err) {
-      return s.fatal(SqlState.ProtocolViolation, `malformed authentication message: ${(err as Error).message}`);
+      return this.fail(SqlState.ProtocolViolation, `malformed authentication message: ${(err as Error).message}`);
     }
-    if (r.reply) s.socket.write(r.reply);
+    if (r.reply) this.conn.write(r.reply);
     if (!r.result) return;
     if (!r.result.ok) {
-      s.core.log.info({ client_id: s.id, user: s.user, database: s.database, addr: s.addr }, 'client authentication failed');
-      return s.fatal(r.result.sqlstate, r.result.message);
+      const who = this.who!;
+      this.core.log.info({ client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr }, 'client authentication failed');
+      return this.fail(r.result.sqlstate, r.result.message);
     }
     this.done(r.result.clientKey, r.result.scramSecret);
   };
 
-  private done(clientKey: Buffer | null, scramSecret: Parameters<ClientSession['loginOk']>[1]): void {
+  private done(clientKey: Buffer | null, scramSecret: ScramSecret | null): void {
     this.auth = null;
     this.frames = null;
-    void this.s.loginOk(clientKey, scramSecret);
+    this.phase = 'done';
+    this.onDone({ ...this.who!, clientKey, scramSecret });
   }
 }

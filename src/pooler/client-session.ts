@@ -7,15 +7,14 @@ import { writeErrorResponse } from '../protocol/writer.js';
 import type { Pooler } from './pooler.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
-import { ClientLogin, loginGreeting } from './client-login.js';
-import type { ScramSecret } from './auth/scram.js';
+import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js';
 import type { ChunkHandler } from './read-buffer.js';
 import { currentRelay, type ClientEnd, type ClientEvents, type RelayCounts, type RelayKind } from './relay/relay.js';
 
 let nextClientId = 1;
 const discardReads: ChunkHandler = () => false;
 
-export type ClientState = 'startup' | 'auth' | 'idle' | 'waiting' | 'active' | 'closed';
+export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
 
 export class ClientSession implements ServerOwner, PoolWaiter {
   readonly id = nextClientId++;
@@ -43,6 +42,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   constructor(readonly socket: net.Socket, readonly core: Pooler) {
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
+    this.login = new ClientLogin({
+      id: this.id, addr: this.addr,
+      write: (data) => { this.socket.write(data); },
+      fatal: (sqlstate, message) => this.fatal(sqlstate, message),
+      destroy: () => { this.socket.destroy(); },
+    }, core, (result) => void this.loginOk(result));
     this.handler = this.onStartupChunk;
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);
@@ -66,13 +71,19 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private readonly onSocketClose = (): void => this.onClientClosed(true);
 
   /** Startup packets and the password exchange (client-login.ts). */
-  private readonly login = new ClientLogin(this);
+  private readonly login: ClientLogin;
   protocol32 = false;
 
   /** The client proved who it is (client-login.ts): greet it, then relay. */
-  async loginOk(clientKey: Buffer | null, scramSecret: ScramSecret | null): Promise<void> {
+  private async loginOk(r: LoginResult): Promise<void> {
     this.state = 'idle';
-    if (clientKey && scramSecret && this.pool) this.pool.scramCredential = { clientKey, secret: scramSecret };
+    this.user = r.user;
+    this.database = r.database;
+    this.applicationName = r.applicationName;
+    this.protocol32 = r.protocol32;
+    this.isAdmin = r.admin;
+    this.pool = r.pool;
+    if (r.clientKey && r.scramSecret && this.pool) this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
     let params: ReadonlyMap<string, string>;
     if (this.isAdmin) params = this.core.adminParams();
     else {

@@ -7,6 +7,7 @@ import { SqlState } from '../protocol/codes.js';
 import { writeCancelRequest } from '../protocol/writer.js';
 import type { LogHub } from '../shared/logger.js';
 import { ClientSession } from './client-session.js';
+import type { LoginTarget } from './client-login.js';
 import { Pool, type PoolSettings } from './pool.js';
 import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerControl, type ShowTable } from './control.js';
 import { showTable } from './admin/show.js';
@@ -22,8 +23,6 @@ const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
 ]);
 /** Read buffer per client socket: clients send small messages, and there can be many of them. */
 const CLIENT_READ_BUFFER = 16 * 1024;
-
-export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
 
 function poolKey(database: string, user: string): string {
   return `${database}\0${user}`;
