@@ -97,7 +97,7 @@ export interface ServerEnd {
   reset(query: Buffer, done: (sawError: boolean) => void): void;
   /** Terminate, then close (forced after a second). No report follows. */
   close(): void;
-  /** Closes at once, without Terminate. No report follows. */
+  /** Closes at once, without Terminate; after close() it lets that close run its course. No report follows. */
   destroy(): void;
   counts(): RelayCounts | null;
 }
