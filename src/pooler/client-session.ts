@@ -9,7 +9,9 @@ import type { Pool, PoolWaiter } from './pool.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
 import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js';
 import type { ChunkHandler } from './read-buffer.js';
-import { currentRelay, type ClientEnd, type ClientEvents, type RelayCounts, type RelayKind } from './relay/relay.js';
+import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
+import { PreparedPipe } from './prepared/pipe.js';
+import { StatementRewriter } from './prepared/rewriter.js';
 
 let nextClientId = 1;
 const discardReads: ChunkHandler = () => false;
@@ -34,6 +36,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   readonly addr: string;
   /** The relay's side of this client after login; null before, for admin sessions, and once closed. */
   private end: ClientEnd | null = null;
+  /** Transaction mode with prepared_statements: this client's statement names and pipeline (prepared/). */
+  private rewriter: StatementRewriter | null = null;
   private adminFrames: FrameStream | null = null;
   private closeReason = '';
   /** Admin console sessions get every whole message here (see admin/console.ts). */
@@ -123,9 +127,17 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       return;
     }
     const conn = { socket: this.socket, read: (h: ChunkHandler) => { this.handler = h; } };
-    const options = { stats: this.pool!.stats, maxMessageSize: this.core.config.general.max_message_size, initial: this.login.takeRest() };
+    const pool = this.pool!;
+    const maxMessageSize = this.core.config.general.max_message_size;
+    const options: ClientOptions = { stats: pool.stats, maxMessageSize, initial: this.login.takeRest() };
+    if (pool.interner) {
+      // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
+      const rewriter = new StatementRewriter(pool.interner, '');
+      this.rewriter = rewriter;
+      options.intercept = (sink) => new PreparedPipe(rewriter, maxMessageSize, sink);
+    }
     this.handler = discardReads;
-    const end = currentRelay().adoptClient(conn, options, this.relayEvents);
+    const end = pool.relay.adoptClient(conn, options, this.relayEvents);
     if (!end) return this.fatal(SqlState.ConnectionFailure, 'internal error: the connection could not be handed to the relay');
     this.end = end;
     this.socket.off('error', this.onSocketError);
@@ -145,6 +157,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       const s = this.server;
       if (!s) return;
       this.server = null;
+      this.rewriter?.detach();
       if (this.state !== 'closed') this.state = 'idle';
       this.pool!.release(s, true);
     },
@@ -192,7 +205,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.server = s;
     s.owner = this;
     this.state = 'active';
+    if (this.rewriter && s.statements) this.rewriter.attach(s.statements);
     if (end.link(s.end, this.pool!.settings.mode === 'transaction')) return;
+    this.rewriter?.detach();
     // One side is gone and its close report is on the way: a live server goes back, a live client waits again.
     this.server = null;
     s.owner = null;
@@ -266,6 +281,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
       else this.pool!.release(s, clean);
     }
+    this.rewriter?.close();
+    this.rewriter = null;
     this.core.unregisterClient(this);
   }
 

@@ -7,7 +7,9 @@ import { ServerConnection } from './server-connection.js';
 import { ServerLoginError, type ServerCredential, type ServerTarget } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
-import { currentRelay, type Relay } from './relay/relay.js';
+import { relayFor, type Relay } from './relay/relay.js';
+import { Interner } from './prepared/interner.js';
+import { ServerStatements } from './prepared/server-cache.js';
 
 export interface PoolSettings {
   database: string;
@@ -27,6 +29,8 @@ export interface PoolSettings {
   noDelay: boolean;
   /** Session mode: sent when a client leaves, before its server goes back to the pool ('' for none). */
   resetQuery: string;
+  /** Transaction mode with prepared_statements: texts kept once unused, statements kept per server; else null. */
+  prepared: { cacheSize: number; serverCacheSize: number } | null;
 }
 
 /** A client waiting for a server. */
@@ -47,8 +51,10 @@ export class Pool {
   /** RECONNECT is waiting for active servers to come back: none may stay parked. */
   private draining = false;
   readonly stats = new PoolStats();
-  /** Splits the pairs the relay kept linked between transactions (native relay: see relay/native.ts). */
-  private readonly relay: Relay = currentRelay();
+  /** Carries this pool's clients and servers; the JavaScript relay when their statements are rewritten. */
+  readonly relay: Relay;
+  /** The pool's query texts (prepared_statements in transaction mode), else null. */
+  readonly interner: Interner | null;
   /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
   serverParams: Map<string, string> | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */
@@ -57,6 +63,9 @@ export class Pool {
   private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
 
   constructor(public settings: PoolSettings, private readonly log: Logger) {
+    const prepared = settings.prepared;
+    this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize }) : null;
+    this.relay = relayFor(prepared !== null);
     this.updateParkable();
   }
 
@@ -202,9 +211,10 @@ export class Pool {
 
   private connectOne(): void {
     this.connecting++;
-    ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay).then(
+    ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay).then(
       (s) => {
         this.connecting--;
+        if (this.interner) s.statements = new ServerStatements(this.interner, this.settings.prepared!.serverCacheSize);
         const lifetime = this.settings.lifetimeMs;
         if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
         s.onClosed = (dead) => {

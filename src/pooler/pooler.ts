@@ -140,6 +140,9 @@ export class Pooler implements PoolerControl {
       connectTimeoutMs: g.connect_timeout, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
       queryWaitTimeoutMs: g.query_wait_timeout, maxConcurrentConnects: g.max_concurrent_connects, noDelay: g.tcp_no_delay,
       resetQuery: g.server_reset_query,
+      prepared: effectivePoolMode(config, pool, user) === 'transaction' && g.prepared_statements
+        ? { cacheSize: g.prepared_statements_cache_size, serverCacheSize: g.server_prepared_statements_cache_size }
+        : null,
     };
   }
 

@@ -1,7 +1,8 @@
 // One connection to PostgreSQL after its login (server-login.ts): pool bookkeeping, cancel key, owner, relay end.
 import { SqlState } from '../protocol/codes.js';
 import { serverLogin, ServerLoginError, type ServerCredential, type ServerLogin, type ServerTarget } from './server-login.js';
-import { currentRelay, type ServerEnd, type ServerEvents } from './relay/relay.js';
+import type { Relay, ServerEnd, ServerEvents } from './relay/relay.js';
+import type { ServerStatements } from './prepared/server-cache.js';
 
 /** The session a server currently serves: told when the server goes away under it. */
 export interface ServerOwner {
@@ -33,23 +34,25 @@ export class ServerConnection {
   readonly end: ServerEnd;
   /** Set by the pool: told once when the socket is gone by itself. */
   onClosed: ((server: ServerConnection) => void) | null = null;
+  /** Statements prepared here under pooler names (transaction mode with prepared_statements), else null. */
+  statements: ServerStatements | null = null;
   private closeReason = '';
 
-  private constructor(login: ServerLogin) {
+  private constructor(login: ServerLogin, relay: Relay) {
     this.createdAt = login.startedAt;
     this.backendPid = login.backendPid;
     this.backendSecret = login.backendSecret;
     this.params = login.params;
     this.applicationName = login.applicationName;
     const events: ServerEvents = { onClose: (reason, atBoundary, parked) => this.lost(reason, atBoundary, parked) };
-    const end = currentRelay().adoptServer(login.conn, events);
+    const end = relay.adoptServer(login.conn, events);
     if (!end) throw new ServerLoginError('internal error: the server connection could not be handed to the relay', SqlState.ConnectionFailure);
     this.end = end;
   }
 
   /** Connects and logs in; resolves when PostgreSQL sent ReadyForQuery and the relay has the socket. */
-  static connect(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean): Promise<ServerConnection> {
-    return serverLogin(target, cred, timeoutMs, noDelay, (login) => new ServerConnection(login));
+  static connect(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean, relay: Relay): Promise<ServerConnection> {
+    return serverLogin(target, cred, timeoutMs, noDelay, (login) => new ServerConnection(login, relay));
   }
 
   /** The socket closed by itself (EOF, error, a malformed message). */
@@ -59,6 +62,7 @@ export class ServerConnection {
     const wasOwner = this.owner;
     this.state = 'closed';
     this.owner = null;
+    this.statements?.clear();
     this.onClosed?.(this);
     // A parked server dies as an idle one would: its client was between transactions and carries on.
     if (wasOwner && parked) wasOwner.onServerLostBetween?.(this);
@@ -81,6 +85,7 @@ export class ServerConnection {
   /** Closes at once, without Terminate (KILL, shutdown). */
   destroy(): void {
     this.state = 'closed';
+    this.statements?.clear();
     this.end.destroy();
   }
 
@@ -89,6 +94,7 @@ export class ServerConnection {
     if (this.state === 'closed') return;
     this.closeReason ||= reason;
     this.state = 'closed';
+    this.statements?.clear();
     this.end.close();
   }
 }

@@ -1,6 +1,7 @@
 // A client's statement names and its groups of messages in flight (each Sync, Query or FunctionCall ends one): what may be sent now, what waits for an earlier answer, and what is sent again after a DDL change.
 import { BackendMessage, FrontendMessage, TxStatus } from '../../protocol/codes.js';
 import { parseBind, parseErrorFields, parseParse, parseTarget, writeClose } from '../../protocol/extended.js';
+import { ProtocolError } from '../../protocol/reader.js';
 import type { Interner, Statement } from './interner.js';
 import { CLOSED, ReplyQueue, type RewriteSink, type Slot } from './reply-queue.js';
 import type { ServerStatements } from './server-cache.js';
@@ -98,15 +99,21 @@ export abstract class RewriterState {
     if (this.barrier >= this.groupsDone) return true;
     let name: string | null = null;
     let statement: Statement | undefined;
-    if (type === FrontendMessage.Bind) name = parseBind(msg).statement;
-    else if (type === FrontendMessage.Parse) {
-      const p = parseParse(msg);
-      name = p.name;
-      statement = this.interner.intern(p.query, p.types, this.settings);
-    } else if (type === FrontendMessage.Describe || type === FrontendMessage.Close) {
-      const t = parseTarget(msg);
-      if (t.kind === STATEMENT) name = t.name;
-    } else if (type === FrontendMessage.Query) {
+    try {
+      if (type === FrontendMessage.Bind) name = parseBind(msg).statement;
+      else if (type === FrontendMessage.Parse) {
+        const p = parseParse(msg);
+        name = p.name;
+        statement = this.interner.intern(p.query, p.types, this.settings);
+      } else if (type === FrontendMessage.Describe || type === FrontendMessage.Close) {
+        const t = parseTarget(msg);
+        if (t.kind === STATEMENT) name = t.name;
+      }
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      return false; // malformed: PostgreSQL will refuse it (see the rewriter's handle)
+    }
+    if (type === FrontendMessage.Query) {
       const cmd = parseSqlCommand(msg.toString('utf8', 5, msg.length - 1));
       if (cmd) name = cmd.name;
       if (cmd?.kind === 'prepare') statement = this.sqlStatement(cmd);

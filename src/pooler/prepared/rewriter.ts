@@ -1,6 +1,7 @@
 // One client's prepared statements in transaction mode: its names mapped to pooler-owned ones, prepared lazily on whichever server it holds, replies kept in PostgreSQL's order.
 import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
 import { parseBind, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
+import { ProtocolError } from '../../protocol/reader.js';
 import { writeCommandComplete, writeQuery } from '../../protocol/writer.js';
 import type { Statement } from './interner.js';
 import { BOUND, CLOSED, DESCRIBED, EXECUTED, OWN, PARSED, READY, type RewriteSink, type Slot } from './reply-queue.js';
@@ -32,11 +33,19 @@ export class StatementRewriter extends RewriterState {
       } else out.toServer(msg);
       return;
     }
+    try {
+      switch (type) {
+        case FrontendMessage.Parse: return this.onParse(msg, out);
+        case FrontendMessage.Bind: return this.onBind(msg, out);
+        case FrontendMessage.Describe: return this.onDescribe(msg, out);
+        case FrontendMessage.Close: return this.onClose(msg, out);
+      }
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      // A malformed body: PostgreSQL reads it as it is and answers with its own error (08P01), then skips to Sync.
+      return this.forward(msg, out, { ends: type === FrontendMessage.Parse ? PARSED : type === FrontendMessage.Bind ? BOUND : type === FrontendMessage.Close ? CLOSED : DESCRIBED });
+    }
     switch (type) {
-      case FrontendMessage.Parse: return this.onParse(msg, out);
-      case FrontendMessage.Bind: return this.onBind(msg, out);
-      case FrontendMessage.Describe: return this.onDescribe(msg, out);
-      case FrontendMessage.Close: return this.onClose(msg, out);
       case FrontendMessage.Execute: return this.forward(msg, out, { ends: EXECUTED });
       case FrontendMessage.Sync: return this.sendSync(msg, out);
       case FrontendMessage.Query: return this.onQuery(msg, out);

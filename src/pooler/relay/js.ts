@@ -5,7 +5,7 @@ import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
 import type { PoolStats } from '../stats.js';
 import { TransactionTracker } from '../transaction-tracker.js';
 import type {
-  ClientEnd, ClientEvents, ClientOptions, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+  ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 
@@ -56,11 +56,14 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private errors = 0;
   /** Set at the ReadyForQuery that ends a transaction; the pair splits once that server read is scanned. */
   releaseDue = false;
+  /** Prepared statements in transaction mode: client bytes and server replies pass through it (see relay.ts). */
+  private readonly interceptor: MessageInterceptor | null;
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
     this.stats = options.stats;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.tx.onMessage);
+    this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
     this.socket.on('error', (err) => { this.reason ||= err.message; });
     this.socket.on('close', this.onSocketClose);
     this.socket.on('drain', this.onDrain);
@@ -109,6 +112,11 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.stats.totals.received += data.length;
     const s = this.server;
     if (s) {
+      if (this.interceptor) {
+        // Its whole messages are copies, and it copies the CopyData it passes on: nothing of `data` is kept.
+        this.interceptor.clientBytes(data);
+        return false;
+      }
       if (!s.write(data) && !this.clientPaused) this.pauseFor(s);
       return s.socket.writableLength > 0;
     }
@@ -134,6 +142,24 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     });
   }
 
+  /** The interceptor's output toward the linked server. */
+  private readonly writeServer = (bufs: Buffer[]): void => {
+    const s = this.server;
+    if (!s) return;
+    if (!s.write(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)) && !this.clientPaused) this.pauseFor(s);
+  };
+
+  /** The interceptor's output toward the client; pieces of rows are views of the server's read buffer. */
+  private readonly writeClient = (bufs: Buffer[]): void => {
+    const socket = this.socket;
+    if (socket.destroyed) return;
+    const ok = socket.write(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs));
+    if (!ok && !this.serverPaused && this.server) {
+      this.serverPaused = true;
+      this.server.socket.pause();
+    }
+  };
+
   // ---- server -> client (called by JsServerEnd) ----
 
   /** Server bytes toward the client; true when `chunk` is still referenced afterwards. The one path from a server
@@ -142,6 +168,10 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.stats.totals.sent += chunk.length;
     const socket = this.socket;
     if (socket.destroyed) return false;
+    if (this.interceptor) {
+      this.interceptor.serverBytes(chunk);
+      return socket.writableLength > 0;
+    }
     if (!socket.write(chunk) && !this.serverPaused) {
       this.serverPaused = true;
       s.socket.pause();
@@ -169,8 +199,10 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     s.transactions++;
     s.queries += queries;
     this.xactStart = now;
-    // Only between whole client messages: one the client has begun must end on the server that got its start.
-    if (this.transactionMode && this.queue.length === 0 && this.frames.atBoundary) this.releaseDue = true;
+    // Only between whole client messages: one the client has begun must end on the server that got its start. With
+    // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
+    // of its own Syncs, and hold client messages back).
+    if (this.transactionMode && this.queue.length === 0 && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this
@@ -217,14 +249,15 @@ class JsClientEnd implements ClientEnd, LinkedClient {
       this.clientPaused = false;
       this.socket.resume();
     }
-    if (!server.write(data)) this.pauseFor(server);
+    if (this.interceptor) this.interceptor.clientBytes(data);
+    else if (!server.write(data)) this.pauseFor(server);
     return true;
   }
 
   unlink(): boolean {
     const s = this.server;
     if (!s) return false;
-    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary;
+    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary);
     this.detach(s);
     return clean;
   }

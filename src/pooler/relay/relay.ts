@@ -59,6 +59,9 @@ export interface ClientOptions {
   maxMessageSize: number;
   /** Bytes the login read past its end (a pipelined first query): relayed as if just read. */
   initial: Buffer;
+  /** Transaction mode with prepared_statements: builds the interceptor the client's bytes and their replies go through
+   * (JavaScript relay only: see relayFor). */
+  intercept?: (sink: InterceptorSink) => MessageInterceptor;
 }
 
 /** Which relay carries a socket. */
@@ -120,8 +123,8 @@ export interface InterceptorSink {
 }
 
 /**
- * The hook a message rewriter implements (prepared/pipe.ts PreparedPipe has this shape; it is built with the
- * InterceptorSink it writes to). Not wired yet. It goes on the JavaScript relay's two paths and nowhere else:
+ * The hook a message rewriter implements (prepared/pipe.ts PreparedPipe; built by ClientOptions.intercept with the
+ * InterceptorSink it writes to). It goes on the JavaScript relay's two paths and nowhere else:
  * js.ts `JsClientEnd.toServer` (every client byte toward a server) and `JsClientEnd.fromServer` (every server byte
  * toward the client), and `atBoundary` joins the relay's own test before a pair is split. The session owns its life
  * (it knows which ServerConnection, and so which statement cache, each transaction gets, and when the client goes).
@@ -137,9 +140,19 @@ export interface MessageInterceptor {
 }
 
 let chosen: Relay | null = null;
+let rewriting: Relay | null = null;
 
 /** The process's relay: native when the addon is built and TIDEPOOL_NATIVE_RELAY is not 0, else JavaScript. */
 export function currentRelay(): Relay {
   chosen ??= NativeRelay.get() ?? new JsRelay();
   return chosen;
+}
+
+/** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
+ * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. */
+export function relayFor(rewrites: boolean): Relay {
+  if (!rewrites) return currentRelay();
+  const current = currentRelay();
+  rewriting ??= current instanceof JsRelay ? current : new JsRelay();
+  return rewriting;
 }

@@ -463,3 +463,23 @@ describe('a DDL change under statements the pooler cached', () => {
     expect(got[4]).toEqual(['1', '2', 'T', 'D 00020000000131000000017' + '8', 'C SELECT 1', 'Z I']);
   });
 });
+
+describe('malformed extended messages', () => {
+  it('reach PostgreSQL as they are and get its own error, as on a direct connection', async () => {
+    const raw = (type: string, body: string) => {
+      const b = Buffer.from(body, 'latin1');
+      const m = Buffer.alloc(5 + b.length);
+      m.write(type, 0, 'latin1');
+      m.writeInt32BE(4 + b.length, 1);
+      b.copy(m, 5);
+      return m;
+    };
+    await same([
+      [raw('P', 'S_1\0SELECT 1'), msg.sync()],
+      [raw('B', '\0S_1'), msg.sync()],
+      [raw('D', 'Xname\0'), msg.sync()],
+      [raw('C', 'S'), msg.sync()],
+      [msg.parse('S_1', 'SELECT 1'), msg.bind('S_1'), msg.execute(), msg.sync()],
+    ]);
+  });
+});

@@ -1,0 +1,166 @@
+// Prepared statements through the pooler in transaction mode with pool_size 2: real drivers (postgres.js, node-postgres, pgbench) and the patterns of pgjdbc and psycopg.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { describeMessage, msg, RawConnection } from '../../helpers/raw-pg.js';
+import { nativeLoaded } from '../../../src/native/index.js';
+
+const run = promisify(execFile);
+let db: TestPostgres;
+let tp: TestPooler;
+const raws: RawConnection[] = [];
+
+beforeAll(async () => {
+  db = await startTestPostgres();
+  db.sql('CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 100) g', 'app');
+  // md5 so that the protocol-level test client (test/helpers/raw-pg.ts) can log in.
+  tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true' }));
+});
+afterAll(async () => {
+  for (const r of raws) r.close();
+  await tp?.stop();
+  await db?.cleanup();
+});
+
+const connOpts = () => ({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+
+async function raw(): Promise<RawConnection> {
+  const r = await RawConnection.connect(connOpts());
+  raws.push(r);
+  return r;
+}
+
+/** Sends the messages and returns the replies through the `count`-th ReadyForQuery, in short form. */
+async function roundTrip(r: RawConnection, messages: Buffer[], count = 1): Promise<string[]> {
+  r.send(...messages);
+  return (await r.readUntilReady(count)).map(describeMessage);
+}
+
+describe('prepared statements in transaction mode (pool_size 2)', () => {
+  it('carries transaction-mode clients that may prepare on the JavaScript relay, session-mode ones where they were', async () => {
+    const t = new pg.Client(connOpts());
+    const s = new pg.Client({ ...connOpts(), database: 'appsession' });
+    await t.connect();
+    await s.connect();
+    try {
+      await t.query('select 1');
+      await s.query('select 1');
+      const kinds = Object.fromEntries([...tp.pooler.clients].filter((c) => !c.isAdmin).map((c) => [c.database, c.relayKind]));
+      expect(kinds).toEqual({ app: 'js', appsession: nativeLoaded && process.env['TIDEPOOL_NATIVE_RELAY'] !== '0' ? 'native' : 'js' });
+    } finally {
+      await t.end();
+      await s.end();
+    }
+  });
+
+  it('postgres.js, which prepares every statement, from 50 concurrent clients', async () => {
+    const sqls = Array.from({ length: 50 }, () => postgres({ ...connOpts(), username: 'md5user', max: 1, onnotice: () => undefined }));
+    try {
+      const rows = await Promise.all(sqls.map(async (sql, i) => {
+        const out: number[] = [];
+        for (let k = 0; k < 10; k++) {
+          const [row] = await sql`SELECT id, name FROM items WHERE id = ${((i * 10 + k) % 100) + 1}`;
+          out.push(row!['id'] as number);
+        }
+        return out;
+      }));
+      rows.forEach((ids, i) => expect(ids).toEqual(Array.from({ length: 10 }, (_, k) => ((i * 10 + k) % 100) + 1)));
+    } finally {
+      await Promise.all(sqls.map((sql) => sql.end()));
+    }
+  });
+
+  it('node-postgres named and unnamed parameterized queries from 50 concurrent clients', async () => {
+    const clients = Array.from({ length: 50 }, () => new pg.Client(connOpts()));
+    await Promise.all(clients.map((c) => c.connect()));
+    try {
+      await Promise.all(clients.map(async (c, i) => {
+        for (let k = 0; k < 6; k++) {
+          const id = ((i + k) % 100) + 1;
+          const named = await c.query({ name: k % 2 ? 'by-id' : 'name-by-id', text: k % 2 ? 'SELECT id FROM items WHERE id = $1' : 'SELECT name FROM items WHERE id = $1', values: [id] });
+          expect(named.rows[0]).toEqual(k % 2 ? { id } : { name: `item ${id}` });
+          const unnamed = await c.query('SELECT $1::int * 2 AS twice', [id]);
+          expect(unnamed.rows[0]).toEqual({ twice: id * 2 });
+        }
+      }));
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
+  it('pgbench -M prepared and -M extended with 50 clients: every transaction, none failed, no error line', async () => {
+    const env = { ...process.env, PGPASSWORD: 'md5pass' };
+    await run('pgbench', ['-i', '-s', '1', '-h', db.host, '-p', String(db.port), '-U', 'md5user', 'app'], { env });
+    for (const mode of ['prepared', 'extended']) {
+      const r = await run('pgbench', ['-S', '-M', mode, '-c', '50', '-j', '2', '-t', '40', '-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', 'app'], { env });
+      const verdict = r.stdout + r.stderr;
+      expect(verdict, mode).toContain('number of transactions actually processed: 2000/2000');
+      expect(verdict, mode).toMatch(/number of failed transactions: 0/);
+      expect(verdict, mode).not.toMatch(/\berror\b|aborted/i);
+    }
+  });
+
+  it("pgjdbc's pattern: S_n statements (prepareThreshold) used on a server they were never prepared on, closed on deallocation", async () => {
+    const [a, b, c] = [await raw(), await raw(), await raw()];
+    // a and b each hold one of the two servers in a transaction; a prepares S_1 on its server (X) and commits.
+    expect(await roundTrip(a, [msg.query('BEGIN')])).toEqual(['C BEGIN', 'Z T']);
+    expect(await roundTrip(b, [msg.query('BEGIN')])).toEqual(['C BEGIN', 'Z T']);
+    const aPid = await roundTrip(a, [msg.query('SELECT pg_backend_pid()')]);
+    expect(await roundTrip(a, [msg.parse('S_1', 'SELECT name FROM items WHERE id = $1', [23]), msg.bind('S_1', ['1']), msg.describePortal(), msg.execute(), msg.sync()]))
+      .toEqual(['1', '2', 'T', `D ${row('item 1')}`, 'C SELECT 1', 'Z T']);
+    expect(await roundTrip(a, [msg.query('COMMIT')])).toEqual(['C COMMIT', 'Z I']);
+    // c takes X; a's next Bind waits until b commits, then runs on Y, which never saw S_1.
+    expect(await roundTrip(c, [msg.query('BEGIN')])).toEqual(['C BEGIN', 'Z T']);
+    expect((await roundTrip(c, [msg.query('SELECT pg_backend_pid()')]))[1]).toBe(aPid[1]);
+    a.send(msg.bind('S_1', ['2']), msg.execute(), msg.sync());
+    expect(await roundTrip(b, [msg.query('COMMIT')])).toEqual(['C COMMIT', 'Z I']);
+    expect((await a.readUntilReady()).map(describeMessage)).toEqual(['2', `D ${row('item 2')}`, 'C SELECT 1', 'Z I']);
+    expect(await roundTrip(c, [msg.query('COMMIT')])).toEqual(['C COMMIT', 'Z I']);
+    // Deallocation on close, then the name again with other text; PostgreSQL's errors for a taken and an unknown name.
+    expect(await roundTrip(a, [msg.closeStatement('S_1'), msg.parse('S_1', 'SELECT count(*) FROM items'), msg.bind('S_1'), msg.execute(), msg.sync()]))
+      .toEqual(['3', '1', '2', `D ${row('100')}`, 'C SELECT 1', 'Z I']);
+    expect(await roundTrip(a, [msg.parse('S_1', 'SELECT 1'), msg.sync()])).toEqual(['E 42P05 prepared statement "S_1" already exists', 'Z I']);
+    expect(await roundTrip(a, [msg.bind('S_9'), msg.execute(), msg.sync()])).toEqual(['E 26000 prepared statement "S_9" does not exist', 'Z I']);
+  });
+
+  it("psycopg's pattern: _pg3_n statements in a pipeline with a syntax error in the middle", async () => {
+    const c = await raw();
+    const replies = await roundTrip(c, [
+      msg.parse('_pg3_0', 'SELECT name FROM items WHERE id = $1', [23]), msg.bind('_pg3_0', ['3']), msg.execute(), msg.sync(),
+      msg.parse('_pg3_1', 'SELEC broken'), msg.bind('_pg3_1'), msg.execute(), msg.sync(),
+      msg.bind('_pg3_0', ['4']), msg.execute(), msg.sync(),
+    ], 3);
+    expect(replies).toEqual([
+      '1', '2', `D ${row('item 3')}`, 'C SELECT 1', 'Z I',
+      'E 42601 syntax error at or near "SELEC"', 'Z I',
+      '2', `D ${row('item 4')}`, 'C SELECT 1', 'Z I',
+    ]);
+  });
+
+  it('SQL PREPARE / EXECUTE / DEALLOCATE, DISCARD ALL and DEALLOCATE ALL mid-session', async () => {
+    const c = await raw();
+    expect(await roundTrip(c, [msg.query('PREPARE q(int) AS SELECT name FROM items WHERE id = $1')])).toEqual(['C PREPARE', 'Z I']);
+    for (let i = 0; i < 4; i++) expect(await roundTrip(c, [msg.query(`EXECUTE q(${10 + i})`)])).toEqual(['T', `D ${row(`item ${10 + i}`)}`, 'C SELECT 1', 'Z I']);
+    expect(await roundTrip(c, [msg.parse('S_1', 'SELECT 1'), msg.sync()])).toEqual(['1', 'Z I']);
+    expect(await roundTrip(c, [msg.query('DEALLOCATE S_1')])).toEqual(['E 26000 prepared statement "s_1" does not exist', 'Z I']);
+    expect(await roundTrip(c, [msg.query('DEALLOCATE "S_1"')])).toEqual(['C DEALLOCATE', 'Z I']);
+    expect(await roundTrip(c, [msg.query('DISCARD ALL')])).toEqual(['C DISCARD ALL', 'Z I']);
+    expect(await roundTrip(c, [msg.query('EXECUTE q(1)')])).toEqual(['E 26000 prepared statement "q" does not exist', 'Z I']);
+    expect(await roundTrip(c, [msg.parse('S_2', 'SELECT 2'), msg.query('DEALLOCATE ALL'), msg.bind('S_2'), msg.execute(), msg.sync()], 2))
+      .toEqual(['1', 'C DEALLOCATE ALL', 'Z I', 'E 26000 prepared statement "S_2" does not exist', 'Z I']);
+  });
+});
+
+/** A DataRow's hex in describeMessage form for one text column. */
+function row(value: string): string {
+  const b = Buffer.from(value);
+  const out = Buffer.alloc(6 + b.length);
+  out.writeInt16BE(1, 0);
+  out.writeInt32BE(b.length, 2);
+  b.copy(out, 6);
+  return out.toString('hex');
+}
