@@ -11,6 +11,7 @@ import type { ClientSession } from '../client-session.js';
 import { PoolNotFoundError, type ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
 import { UnknownShowError } from './show.js';
+import { interner, resetInterner } from './show-prepared.js';
 
 class AdminError extends Error {
   constructor(readonly sqlstate: string, message: string) {
@@ -61,6 +62,11 @@ export async function runAdminCommand(p: Pooler, sql: string): Promise<Buffer> {
     case 'SHOW': {
       if (!arg) throw new AdminError(SqlState.SyntaxError, 'SHOW needs an item; try SHOW HELP');
       const name = arg.toUpperCase();
+      if (name === 'INTERNER' && words[2] !== undefined) {
+        const n = Number(words[2]);
+        if (!Number.isInteger(n) || n < 1) throw new AdminError(SqlState.SyntaxError, 'SHOW INTERNER <n> takes a whole number above 0');
+        return encodeTable(interner(p.pools.values(), n));
+      }
       if (name === 'HELP') {
         const t = p.show('HELP');
         return Buffer.concat(t.rows.map((r) => writeNoticeResponse({ code: '00000', message: String(r[0]) })).concat(writeCommandComplete('SHOW')));
@@ -95,6 +101,11 @@ export async function runAdminCommand(p: Pooler, sql: string): Promise<Buffer> {
     case 'SHUTDOWN':
       setImmediate(() => void p.shutdown(true));
       return writeCommandComplete('SHUTDOWN');
+    case 'RESET': {
+      if (arg?.toUpperCase() !== 'INTERNER') throw new AdminError(SqlState.SyntaxError, 'only RESET INTERNER is supported');
+      const n = resetInterner(p.pools.values());
+      return Buffer.concat([writeNoticeResponse({ code: '00000', message: `${n} unused statement texts forgotten` }), writeCommandComplete('RESET')]);
+    }
     default:
       throw new AdminError(SqlState.SyntaxError, `unknown admin command "${words[0] ?? ''}"; try SHOW HELP`);
   }

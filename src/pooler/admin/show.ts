@@ -5,6 +5,7 @@ import { generalShape, logsShape, webShape } from '../../config/pooler.js';
 import { packageVersion } from '../../shared/package-root.js';
 import type { Cell, ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
+import { interner, preparedStatements } from './show-prepared.js';
 
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
 
@@ -86,7 +87,8 @@ function servers(p: Pooler): ShowTable {
   for (const pool of p.pools.values()) {
     for (const s of pool.servers) {
       const wait = s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0;
-      rows.push([s.id, s.backendPid, pool.settings.database, pool.settings.user, s.applicationName, false, s.state, wait, s.transactionCount, s.queryCount, s.bytesSent, s.bytesReceived, Math.round((now - s.createdAt) / 1000), 0, 0, 0]);
+      const cache = s.statements;
+      rows.push([s.id, s.backendPid, pool.settings.database, pool.settings.user, s.applicationName, false, s.state, wait, s.transactionCount, s.queryCount, s.bytesSent, s.bytesReceived, Math.round((now - s.createdAt) / 1000), cache?.hits ?? 0, cache?.misses ?? 0, cache?.size ?? 0]);
     }
   }
   return table(['server_id', 'server_process_id', 'database_name', 'user', 'application_name', 'tls', 'state', 'wait', 'transaction_count', 'query_count', 'bytes_sent', 'bytes_received', 'age_seconds', 'prepare_cache_hit', 'prepare_cache_miss', 'prepare_cache_size'], rows);
@@ -202,9 +204,9 @@ function sockets(): ShowTable {
 
 export const HELP_LINES = [
   'SHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|CLIENTS|SERVERS|USERS|VERSION',
-  'SHOW STATS|LISTS|LOG_LEVEL|CONNECTIONS|SOCKETS|PREPARED_STATEMENTS',
+  'SHOW STATS|LISTS|LOG_LEVEL|CONNECTIONS|SOCKETS|PREPARED_STATEMENTS|INTERNER [<n>]',
   'SET log_level = \'trace|debug|info|warn|error\'',
-  'RELOAD', 'PAUSE [<db>]', 'RESUME [<db>]', 'RECONNECT [<db>]', 'KILL <db>', 'SHUTDOWN',
+  'RELOAD', 'PAUSE [<db>]', 'RESUME [<db>]', 'RECONNECT [<db>]', 'KILL <db>', 'SHUTDOWN', 'RESET INTERNER',
 ];
 
 export function showTable(p: Pooler, name: string): ShowTable {
@@ -222,7 +224,9 @@ export function showTable(p: Pooler, name: string): ShowTable {
     case 'LISTS': return lists(p);
     case 'CONNECTIONS': return table(['total', 'errors', 'tls', 'plain', 'cancel'], [[p.counters.connections, p.counters.errors, 0, p.counters.connections, p.counters.cancel]]);
     case 'SOCKETS': return sockets();
-    case 'PREPARED_STATEMENTS': return table(['pool', 'hash', 'name', 'query', 'count_used', 'kind'], []);
+    case 'PREPARED_STATEMENTS': return preparedStatements(p.pools.values());
+    case 'INTERNER': return interner(p.pools.values());
+    case 'INTERNER_TOP': return interner(p.pools.values(), 20);
     case 'HELP': return table(['command'], HELP_LINES.map((l) => [l]));
     default: throw new UnknownShowError(name);
   }

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { ADMIN_PASSWORD, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { describeMessage, msg, RawConnection } from '../../helpers/raw-pg.js';
 import { nativeLoaded } from '../../../src/native/index.js';
@@ -152,6 +152,69 @@ describe('prepared statements in transaction mode (pool_size 2)', () => {
     expect(await roundTrip(c, [msg.query('EXECUTE q(1)')])).toEqual(['E 26000 prepared statement "q" does not exist', 'Z I']);
     expect(await roundTrip(c, [msg.parse('S_2', 'SELECT 2'), msg.query('DEALLOCATE ALL'), msg.bind('S_2'), msg.execute(), msg.sync()], 2))
       .toEqual(['1', 'C DEALLOCATE ALL', 'Z I', 'E 26000 prepared statement "S_2" does not exist', 'Z I']);
+  });
+});
+
+describe('prepared statements: the admin console and bounds', () => {
+  const admin = () => new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+
+  it('SHOW PREPARED_STATEMENTS, SHOW INTERNER [n], SHOW SERVERS prepare_cache_*, RECONNECT and RESET INTERNER', async () => {
+    const c = new pg.Client(connOpts());
+    await c.connect();
+    await c.query({ name: 'admin-check', text: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', values: [5] });
+    await c.query('PREPARE sqlcheck AS SELECT 42');
+    const a = admin();
+    await a.connect();
+    try {
+      const prepared = (await a.query('SHOW PREPARED_STATEMENTS')).rows;
+      expect(prepared).toContainEqual({ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_/), query: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', count_used: '2', kind: 'protocol' });
+      expect(prepared).toContainEqual(expect.objectContaining({ query: 'SELECT 42', kind: 'sql' }));
+      const byKind = Object.fromEntries((await a.query('SHOW INTERNER')).rows.map((r) => [r.kind, Number(r.entries)]));
+      expect(byKind['protocol']).toBeGreaterThan(0);
+      expect(byKind['sql']).toBeGreaterThan(0);
+      const top = await a.query('SHOW INTERNER 2');
+      expect(top.fields.map((f) => f.name)).toEqual(['hash', 'kind', 'bytes', 'idle_ms', 'query']);
+      expect(top.rows).toHaveLength(2);
+      await expect(a.query('SHOW INTERNER none')).rejects.toMatchObject({ code: '42601' });
+      const sizes = (await a.query('SHOW SERVERS')).rows.filter((r) => r.database_name === 'app').map((r) => Number(r.prepare_cache_size));
+      expect(Math.max(...sizes)).toBeGreaterThan(0);
+      await c.end();
+      await a.query('RECONNECT app');
+      await expect.poll(async () => (await a.query('SHOW SERVERS')).rows.filter((r) => r.database_name === 'app' && Number(r.prepare_cache_size) > 0).length).toBe(0);
+      expect((await a.query('RESET INTERNER')).command).toBe('RESET');
+    } finally {
+      await a.end();
+    }
+  });
+
+  it('10 000 distinct statements from 20 clients keep the caches within their bounds and memory bounded', async () => {
+    const rssBefore = process.memoryUsage().rss;
+    const clients = Array.from({ length: 20 }, () => new pg.Client(connOpts()));
+    await Promise.all(clients.map((c) => c.connect()));
+    try {
+      await Promise.all(clients.map(async (c, i) => {
+        for (let k = 0; k < 500; k++) {
+          const n = i * 500 + k;
+          const r = await c.query(`SELECT $1::int + ${n} AS v /* statement ${n} */`, [1]);
+          expect(r.rows[0].v).toBe(n + 1);
+        }
+      }));
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+    const a = admin();
+    await a.connect();
+    try {
+      const sizes = (await a.query('SHOW SERVERS')).rows.map((r) => Number(r.prepare_cache_size));
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(256);
+      const entries = (await a.query('SHOW INTERNER')).rows.reduce((n, r) => n + Number(r.entries), 0);
+      // Unused texts kept: prepared_statements_cache_size (8192), plus what the servers still hold.
+      expect(entries).toBeLessThanOrEqual(8192 + 2 * 2 * 256);
+    } finally {
+      await a.end();
+    }
+    // Generous: the texts are ~40 bytes; this catches a leak of the statements, not a number of bytes.
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(300 * 1024 * 1024);
   });
 });
 

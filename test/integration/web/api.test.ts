@@ -187,11 +187,26 @@ describe('read endpoints mirror SHOW', () => {
     expect((await get('/api/process')).json()).toMatchObject({ pid: process.pid, uptime_seconds: expect.any(Number), rss_bytes: expect.any(Number), heap_used_bytes: expect.any(Number), cpu_percent: expect.any(Number), event_loop_delay_ms: { p99: expect.any(Number) } });
   });
 
-  // The pooler has no table behind these yet, so they answer [] whatever the clients did (a named prepared
-  // statement ran above). Pinned here so the change is seen: issue 9 fills the prepared-statement and interner
-  // tables; issue 10 requires real rows or a clear error (not []) for the others.
+  it('/api/prepared, /api/top/prepared, /api/interner[/top], /api/top/queries, /api/prepared/text: the named statement md5user prepared', async () => {
+    const text = 'select $1::int as v';
+    const prepared = await rowsOf('/api/prepared');
+    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol' }]);
+    const hash = prepared[0]!['hash'] as string;
+    expect(prepared[0]!['name']).toBe(`tp_${hash}`);
+    expect(await rowsOf('/api/top/prepared')).toEqual(prepared);
+    expect(await rowsOf('/api/interner')).toEqual([{ kind: 'protocol', entries: 1, bytes: expect.any(Number) }, { kind: 'sql', entries: 0, bytes: 0 }]);
+    expect(Number((await rowsOf('/api/interner'))[0]!['bytes'])).toBeGreaterThanOrEqual(text.length);
+    expect(await rowsOf('/api/interner/top')).toEqual([{ hash, kind: 'protocol', bytes: expect.any(Number), idle_ms: expect.any(Number), query: text }]);
+    expect(await rowsOf('/api/top/queries')).toEqual([{ ...prepared[0], query: text }]);
+    expect((await get(`/api/prepared/text/${hash}`)).json()).toEqual({ hash, query: text });
+    expect((await get('/api/prepared/text/0000000000000000')).statusCode).toBe(404);
+    // The server md5user used prepared it once (a miss) and holds it.
+    const server = (await rowsOf('/api/servers')).find((r) => r['server_process_id'] === idlePid)!;
+    expect(server).toMatchObject({ prepare_cache_miss: 1, prepare_cache_size: 1 });
+  });
+
+  // No table behind these yet: issue 10 requires real rows or a clear error (not []). Pinned so the change is seen.
   it.each([
-    ['/api/prepared', 'issue 9'], ['/api/top/prepared', 'issue 9'], ['/api/interner', 'issue 9'], ['/api/interner/top', 'issue 9'], ['/api/top/queries', 'issue 9'],
     ['/api/auth_query', 'issue 10'], ['/api/pool_coordinator', 'issue 10'], ['/api/pool_scaling', 'issue 10'], ['/api/events', 'issue 10'],
   ])('%s answers [] until %s fills it', async (url) => {
     expect(await rowsOf(url)).toEqual([]);

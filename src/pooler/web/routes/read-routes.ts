@@ -22,7 +22,7 @@ const SHOW_ENDPOINTS: Record<string, string> = {
 };
 
 /** SHOW names the pooler core answers today; the others are asked for but may not exist yet. */
-const CORE_SHOWS = new Set(['POOLS', 'POOLS_EXTENDED', 'CLIENTS', 'SERVERS', 'STATS', 'DATABASES', 'USERS', 'CONFIG', 'VERSION', 'LISTS', 'LOG_LEVEL', 'CONNECTIONS', 'SOCKETS', 'PREPARED_STATEMENTS']);
+const CORE_SHOWS = new Set(['POOLS', 'POOLS_EXTENDED', 'CLIENTS', 'SERVERS', 'STATS', 'DATABASES', 'USERS', 'CONFIG', 'VERSION', 'LISTS', 'LOG_LEVEL', 'CONNECTIONS', 'SOCKETS', 'PREPARED_STATEMENTS', 'INTERNER', 'INTERNER_TOP']);
 
 /** Rows of a SHOW; an empty list when the pooler has no such table yet (never invented rows). */
 export function showRows(ctx: WebContext, name: string): Row[] {
