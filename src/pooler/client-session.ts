@@ -130,7 +130,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const pool = this.pool!;
     const maxMessageSize = this.core.config.general.max_message_size;
     const options: ClientOptions = { stats: pool.stats, maxMessageSize, initial: this.login.takeRest() };
-    if (pool.interner) {
+    if (pool.interner && pool.settings.mode === 'transaction') {
       // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
       const rewriter = new StatementRewriter(pool.interner, '');
       this.rewriter = rewriter;

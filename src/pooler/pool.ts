@@ -53,8 +53,9 @@ export class Pool {
   readonly stats = new PoolStats();
   /** Carries this pool's clients and servers; the JavaScript relay when their statements are rewritten. */
   readonly relay: Relay;
-  /** The pool's query texts (prepared_statements in transaction mode), else null. */
+  /** The pool's query texts (prepared_statements in transaction mode), else null. Fixed at start, as is the relay. */
   readonly interner: Interner | null;
+  private readonly serverCacheSize: number;
   /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
   serverParams: Map<string, string> | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */
@@ -65,6 +66,7 @@ export class Pool {
   constructor(public settings: PoolSettings, private readonly log: Logger) {
     const prepared = settings.prepared;
     this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize }) : null;
+    this.serverCacheSize = prepared?.serverCacheSize ?? 0;
     this.relay = relayFor(prepared !== null);
     this.updateParkable();
   }
@@ -214,7 +216,7 @@ export class Pool {
     ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay).then(
       (s) => {
         this.connecting--;
-        if (this.interner) s.statements = new ServerStatements(this.interner, this.settings.prepared!.serverCacheSize);
+        if (this.interner) s.statements = new ServerStatements(this.interner, this.serverCacheSize);
         const lifetime = this.settings.lifetimeMs;
         if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
         s.onClosed = (dead) => {

@@ -322,6 +322,9 @@ export class Pooler implements PoolerControl {
     const restartNeeded: string[] = [];
     if (next.general.host !== this.config.general.host || next.general.port !== this.config.general.port) restartNeeded.push('general.host/port');
     if (next.web.host !== this.config.web.host || next.web.port !== this.config.web.port || next.web.enabled !== this.config.web.enabled) restartNeeded.push('web.host/port/enabled');
+    const g = this.config.general;
+    if (next.general.prepared_statements !== g.prepared_statements || next.general.prepared_statements_cache_size !== g.prepared_statements_cache_size
+      || next.general.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) restartNeeded.push('general.prepared_statements*');
     this.config = next;
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;

@@ -119,7 +119,7 @@ function fmt(v: unknown): string {
   return String(v);
 }
 
-const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port']);
+const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port', 'general.prepared_statements', 'general.prepared_statements_cache_size', 'general.server_prepared_statements_cache_size']);
 const SECRET = new Set(['general.admin_password']);
 
 function config(p: Pooler): ShowTable {

@@ -218,6 +218,31 @@ describe('prepared statements: the admin console and bounds', () => {
   });
 });
 
+describe('prepared statements: RELOAD', () => {
+  it('a change of the prepared_statements keys needs a restart: RELOAD says so, and statements keep working', async () => {
+    tp.writeConfig(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = false' }));
+    const a = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    const notices: string[] = [];
+    a.on('notice', (n) => notices.push(n.message ?? ''));
+    await a.connect();
+    try {
+      await a.query('RELOAD');
+      expect(notices.join('\n')).toContain('needs a restart to apply: general.prepared_statements*');
+      const config = (await a.query('SHOW CONFIG')).rows.find((r) => r.key === 'general.prepared_statements');
+      expect(config).toMatchObject({ value: 'false', changeable: 'no' });
+    } finally {
+      await a.end();
+    }
+    const c = new pg.Client(connOpts());
+    await c.connect();
+    try {
+      for (let i = 1; i <= 3; i++) expect((await c.query({ name: 'after-reload', text: 'SELECT $1::int AS v', values: [i] })).rows).toEqual([{ v: i }]);
+    } finally {
+      await c.end();
+    }
+  });
+});
+
 /** A DataRow's hex in describeMessage form for one text column. */
 function row(value: string): string {
   const b = Buffer.from(value);
