@@ -12,8 +12,7 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ['default'],
     projects: [
-      // Native relay; transaction pools keep prepared_statements off so that they stay on it (test/helpers/pooler.ts).
-      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], env: { TIDEPOOL_TEST_PREPARED: '0' } } },
+      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'] } },
       {
         extends: true,
         test: { name: 'js-relay', include: ['test/integration/pooler/**/*.test.ts'], env: { TIDEPOOL_NATIVE_RELAY: '0' } },

@@ -225,6 +225,7 @@ void Relay::Lost(Endpoint* ep, int reason) {
     if (c) Unlink(c);
     // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on).
     Emit(kServerClosed, ep->id, c ? c->id : 0, parked ? 2 : boundary ? 1 : 0, reason);
+    if (!ep->interceptIn.empty()) orphans_[ep->id].swap(ep->interceptIn);
   } else {
     CloseClient(ep, reason == 0 ? 0 : 2);
     return;
@@ -237,6 +238,7 @@ void Relay::CloseClient(Endpoint* c, int reason) {
   bool clean = s ? Clean(c, s) : true;
   if (s) Unlink(c);
   Emit(kClientClosed, c->id, reason, s ? s->id : 0, clean ? 1 : 0);
+  if (!c->interceptIn.empty()) orphans_[c->id].swap(c->interceptIn);
   Destroy(c);
 }
 

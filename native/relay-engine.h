@@ -40,6 +40,9 @@ enum EventKind : int32_t {
   kServerClosed = 4,   // server, client or 0, at boundary, reason (0 eof, 1 error, 2 malformed)
   kServerReady = 5,    // server, saw error, status
   kBadLength = 6,      // client, length
+  kClientData = 7,     // client, in-flight sync points before its first intercepted message (or -1)
+  kServerData = 8,     // server, client
+  kServerDiscarded = 9,  // server: it answered DISCARD ALL or DEALLOCATE ALL (its prepared statements are gone)
 };
 
 /** Monotonic clock in microseconds, for query and transaction durations. */
@@ -87,6 +90,15 @@ struct Endpoint : Framing, TxCount {
   double xacts = 0, errors = 0, queries = 0;
   double* stats = nullptr;
   napi_ref statsRef = nullptr;
+  // Prepared statements (transaction mode): from the first message a rewriter must see (`divert`: Parse, Bind,
+  // Describe, Close, or a Query that may be PREPARE, EXECUTE, DEALLOCATE or DISCARD), the client's bytes and its
+  // server's replies go to JavaScript (`interceptIn`, taken with relayTake) instead of to the peer, and
+  // JavaScript writes what the rewriter makes of them and decides when the pair splits.
+  bool divert = false;
+  bool intercept = false;
+  // Both sides: bytes waiting for relayTake, and whether their event is already queued.
+  std::string interceptIn;
+  bool dataQueued = false;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -140,6 +152,8 @@ class Relay {
   int32_t nextId_ = 1;
   std::vector<uint8_t> readBuf_;
   std::vector<int32_t> deferred_;
+  // Intercepted bytes of endpoints that closed before JavaScript took them (relayTake reads them once).
+  std::unordered_map<int32_t, std::string> orphans_;
   bool flushing_ = false;
 };
 

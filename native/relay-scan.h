@@ -138,6 +138,38 @@ inline bool CountReadyForQuery(TxCount& tx, uint8_t status) {
  *  client messages (one the client has begun must end on the server that got its first bytes). */
 inline bool MayRelease(const Framing& client) { return client.remaining == 0; }
 
+/** Whether a client message must go through the prepared-statement rewriter: Parse, Bind, Describe, Close, or a
+ *  Query whose first word is PREPARE, EXECUTE, DEALLOCATE or DISCARD (when that word is not all in this read,
+ *  it might be: yes). */
+inline bool WantsRewrite(uint8_t type, const uint8_t* buf, size_t offset, uint32_t len, size_t total) {
+  if (type == kParse || type == kBind || type == kDescribe || type == kClose) return true;
+  if (type != kQuery) return false;
+  const size_t bodyEnd = offset + 1 + len;
+  const size_t end = bodyEnd < total ? bodyEnd : total;
+  size_t pos = offset + 5;
+  while (pos < end && (buf[pos] == ' ' || buf[pos] == '\t' || buf[pos] == '\n' || buf[pos] == '\r')) pos++;
+  char word[12];
+  size_t n = 0;
+  while (pos < end && n < sizeof(word) - 1) {
+    uint8_t ch = buf[pos];
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<uint8_t>(ch - 'A' + 'a');
+    if (ch < 'a' || ch > 'z') break;
+    word[n++] = static_cast<char>(ch);
+    pos++;
+  }
+  if (pos == end && end < bodyEnd) return true;  // cut by the read
+  word[n] = 0;
+  return std::strcmp(word, "prepare") == 0 || std::strcmp(word, "execute") == 0 || std::strcmp(word, "deallocate") == 0 ||
+         std::strcmp(word, "discard") == 0;
+}
+
+/** A CommandComplete whose tag says the server dropped every prepared statement. */
+inline bool DropsAllStatements(const uint8_t* m, uint32_t len, size_t available) {
+  if (available < 1 + static_cast<size_t>(len)) return false;
+  const char* tag = reinterpret_cast<const char*>(m + 5);
+  return (len == 16 && std::memcmp(tag, "DISCARD ALL", 12) == 0) || (len == 19 && std::memcmp(tag, "DEALLOCATE ALL", 15) == 0);
+}
+
 struct ChunkResult {
   bool ok = true;           // false: a bad length at `cut`
   bool terminate = false;   // a Terminate at `cut`

@@ -36,13 +36,20 @@ void Relay::OnReadable(Endpoint* ep) {
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   double now = 0;
+  size_t divertAt = SIZE_MAX;
+  int syncsBefore = 0;
   ChunkResult r = ScanClientChunk(
       *c, *c, buf, total,
       [&] {
         if (now == 0) now = NowUs();
         c->syncStart = now;
       },
-      [](uint8_t, size_t, uint32_t) {});
+      [&](uint8_t type, size_t offset, uint32_t len) {
+        if (c->divert && !c->intercept && divertAt == SIZE_MAX && WantsRewrite(type, buf, offset, len, total)) {
+          divertAt = offset;
+          syncsBefore = c->syncs;
+        }
+      });
   if (!r.ok) {
     // A bad length: nothing of this read is passed on; JavaScript answers 08P01 and closes.
     c->stopped = true;
@@ -51,19 +58,36 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
     return;
   }
   const size_t cut = r.cut;
-  if (cut > 0) {
-    if (c->stats) c->stats[kRecv] += cut;
+  // Bytes before the first message the rewriter must see are forwarded here; from it on, JavaScript gets them.
+  const size_t direct = c->intercept ? 0 : (divertAt < cut ? divertAt : cut);
+  if (direct > 0) {
+    if (c->stats) c->stats[kRecv] += direct;
     if (c->peer) {
       c->parked = false;
-      c->peer->bytesSent += cut;
-      if (!Write(c->peer, buf, cut)) return;
+      c->peer->bytesSent += direct;
+      if (!Write(c->peer, buf, direct)) return;
     } else {
-      c->pendingIn.append(reinterpret_cast<const char*>(buf), cut);
+      c->pendingIn.append(reinterpret_cast<const char*>(buf), direct);
       if (!c->needServerSent) {
         c->needServerSent = true;
         Emit(kNeedServer, c->id);
       }
       if (c->pendingIn.size() > kHighWater) UpdatePoll(c);
+    }
+  }
+  if (direct < cut) {
+    const bool first = !c->intercept;
+    c->intercept = true;
+    c->parked = false;
+    if (c->stats) c->stats[kRecv] += cut - direct;
+    c->interceptIn.append(reinterpret_cast<const char*>(buf + direct), cut - direct);
+    if (!c->dataQueued) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, first ? syncsBefore : -1);
+    }
+    if (!c->peer && !c->needServerSent) {
+      c->needServerSent = true;
+      Emit(kNeedServer, c->id);
     }
   }
   if (r.terminate) CloseClient(c, 1);
@@ -96,7 +120,9 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   // A parked server's bytes (a NOTICE, or the FATAL of pg_terminate_backend) are dropped as an idle
   // server's would be: the client is between transactions and asked for nothing.
   Endpoint* c = s->peer && !s->peer->parked ? s->peer : nullptr;
+  const bool intercepted = c && c->intercept;
   bool release = false;
+  bool dropsAll = false;
   ChunkResult r = ScanServerChunk(
       *s, s->txStatus, c, buf, total,
       [&](uint8_t, bool ended) {
@@ -124,7 +150,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             s->xacts += 1;
             s->queries += queries;
             c->xactStart = now;
-            if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c)) {
+            if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !intercepted) {
               if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
               else release = true;
             }
@@ -143,14 +169,26 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
           s->sawError = true;
         }
       },
-      [](uint8_t, size_t, uint32_t) {});
+      [&](uint8_t type, size_t offset, uint32_t len) {
+        if (type == 'C' && s->divert && DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;
+      });
   const size_t cut = r.cut;
+  if (intercepted && cut > 0) {
+    // The rewriter decides what the client gets (and when the pair splits).
+    if (c->stats) c->stats[kSent] += cut;
+    s->interceptIn.append(reinterpret_cast<const char*>(buf), cut);
+    if (!s->dataQueued) {
+      s->dataQueued = true;
+      Emit(kServerData, s->id, c->id);
+    }
+  }
+  if (dropsAll && !intercepted) Emit(kServerDiscarded, s->id);
   if (!r.ok) {
-    if (c && cut > 0) Write(c, buf, cut);
+    if (c && cut > 0 && !intercepted) Write(c, buf, cut);
     Lost(s, 2);
     return;
   }
-  if (c && cut > 0) {
+  if (c && cut > 0 && !intercepted) {
     if (c->stats) c->stats[kSent] += cut;
     if (!Write(c, buf, cut)) {
       return;

@@ -87,7 +87,7 @@ int DupFd(const Napi::Value& v) {
   return copy;
 }
 
-/** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array) -> id; the fd is duplicated. */
+/** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean) -> id; the fd is duplicated. */
 Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -108,6 +108,7 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   c->stats = stats;
   napi_create_reference(env, info[1], 1, &c->statsRef);
   c->xactStart = NowUs();
+  c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
   if (info.Length() > 3 && info[3].IsTypedArray()) {
     uint8_t* data = nullptr;
     size_t len = 0;
@@ -132,7 +133,29 @@ Napi::Value RelayAddServer(const Napi::CallbackInfo& info) {
   }
   Endpoint* s = r->Add(fd, true);
   s->maxMessage = static_cast<uint32_t>(info[1].As<Napi::Number>().Int64Value());
+  // divert: its pool rewrites prepared statements (a DISCARD ALL it answers unseen by the rewriter is reported).
+  s->divert = info.Length() > 2 && info[2].IsBoolean() && info[2].As<Napi::Boolean>().Value();
   return Napi::Number::New(env, s->id);
+}
+
+/** relayTake(id) -> Uint8Array: the bytes held for JavaScript since the last take (see Endpoint::intercept). */
+Napi::Value RelayTake(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = Get(info);
+  if (!r) return env.Undefined();
+  const int32_t id = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 0;
+  Endpoint* ep = r->Find(id);
+  if (!ep) {
+    auto it = r->orphans_.find(id);
+    if (it == r->orphans_.end()) return Napi::Buffer<uint8_t>::New(env, 0);
+    Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(it->second.data()), it->second.size());
+    r->orphans_.erase(it);
+    return out;
+  }
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(ep->interceptIn.data()), ep->interceptIn.size());
+  ep->interceptIn.clear();
+  ep->dataQueued = false;
+  return out;
 }
 
 /** relayLink(client, server, transactionMode) -> false when either is gone. */
@@ -371,6 +394,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayInfo", Napi::Function::New(env, RelayInfo, "relayInfo"));
   exports.Set("relayReclaim", Napi::Function::New(env, RelayReclaim, "relayReclaim"));
   exports.Set("relayScan", Napi::Function::New(env, RelayScan, "relayScan"));
+  exports.Set("relayTake", Napi::Function::New(env, RelayTake, "relayTake"));
 }
 
 }  // namespace tidepool

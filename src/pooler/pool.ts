@@ -213,7 +213,7 @@ export class Pool {
 
   private connectOne(): void {
     this.connecting++;
-    ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay).then(
+    ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay, this.interner !== null).then(
       (s) => {
         this.connecting--;
         if (this.interner) s.statements = new ServerStatements(this.interner, this.serverCacheSize);

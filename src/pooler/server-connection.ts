@@ -38,21 +38,24 @@ export class ServerConnection {
   statements: ServerStatements | null = null;
   private closeReason = '';
 
-  private constructor(login: ServerLogin, relay: Relay) {
+  private constructor(login: ServerLogin, relay: Relay, rewrites: boolean) {
     this.createdAt = login.startedAt;
     this.backendPid = login.backendPid;
     this.backendSecret = login.backendSecret;
     this.params = login.params;
     this.applicationName = login.applicationName;
-    const events: ServerEvents = { onClose: (reason, atBoundary, parked) => this.lost(reason, atBoundary, parked) };
-    const end = relay.adoptServer(login.conn, events);
+    const events: ServerEvents = {
+      onClose: (reason, atBoundary, parked) => this.lost(reason, atBoundary, parked),
+      onStatementsDropped: () => this.statements?.clearUpTo(Infinity),
+    };
+    const end = relay.adoptServer(login.conn, events, rewrites);
     if (!end) throw new ServerLoginError('internal error: the server connection could not be handed to the relay', SqlState.ConnectionFailure);
     this.end = end;
   }
 
   /** Connects and logs in; resolves when PostgreSQL sent ReadyForQuery and the relay has the socket. */
-  static connect(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean, relay: Relay): Promise<ServerConnection> {
-    return serverLogin(target, cred, timeoutMs, noDelay, (login) => new ServerConnection(login, relay));
+  static connect(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean, relay: Relay, rewrites = false): Promise<ServerConnection> {
+    return serverLogin(target, cred, timeoutMs, noDelay, (login) => new ServerConnection(login, relay, rewrites));
   }
 
   /** The socket closed by itself (EOF, error, a malformed message). */

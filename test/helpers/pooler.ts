@@ -35,15 +35,8 @@ pool_size = ${poolSize}
 `;
 }
 
-/**
- * A config with pool app (md5user, scramuser) in transaction mode and appsession (md5user) in session mode.
- * TIDEPOOL_TEST_PREPARED=0 (the vitest project on the native relay) sets prepared_statements = false unless the
- * test sets it: transaction pools then stay on the native relay, while the js-relay project runs every pooler
- * test through the statement rewriter (the default).
- */
+/** A config with pool app (md5user, scramuser) in transaction mode and appsession (md5user) in session mode. */
 export function poolerToml(pg: TestPostgres, opts: PoolerTomlOptions = {}): string {
-  const general = opts.general ?? '';
-  const prepared = process.env['TIDEPOOL_TEST_PREPARED'] === '0' && !general.includes('prepared_statements') ? 'prepared_statements = false' : '';
   return `
 [general]
 host = "127.0.0.1"
@@ -51,8 +44,7 @@ port = 0
 admin_username = "admin"
 admin_password = "${ADMIN_PASSWORD}"
 log_level = "warn"
-${prepared}
-${general}
+${opts.general ?? ''}
 
 ${opts.pools ?? `${appPoolToml(pg)}
 [pools.appsession]

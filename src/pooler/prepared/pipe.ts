@@ -57,6 +57,10 @@ export class PreparedPipe implements RewriteSink {
     return ok;
   }
 
+  expectEarlierReplies(n: number): void {
+    this.rewriter.expectEarlierReplies(n);
+  }
+
   get clientBadLength(): number {
     return this.client.badLength;
   }

@@ -3,7 +3,7 @@ import { BackendMessage, FrontendMessage, TxStatus } from '../../protocol/codes.
 import { parseBind, parseErrorFields, parseParse, parseTarget, writeClose } from '../../protocol/extended.js';
 import { ProtocolError } from '../../protocol/reader.js';
 import type { Interner, Statement } from './interner.js';
-import { CLOSED, ReplyQueue, type RewriteSink, type Slot } from './reply-queue.js';
+import { CLOSED, READY, ReplyQueue, type RewriteSink, type Slot } from './reply-queue.js';
 import type { ServerStatements } from './server-cache.js';
 import { parseSqlCommand, type SqlCommand } from './sql-commands.js';
 
@@ -221,6 +221,16 @@ export abstract class RewriterState {
       for (const [type, msg] of log.slice(from)) this.handle(type, msg, out);
     }
     if (this.held.length > 0) this.release(out);
+  }
+
+  /** The native relay forwarded `n` sync points (simple queries) itself before handing this client over: their
+   * replies come first and pass as they are. */
+  expectEarlierReplies(n: number): void {
+    for (let i = 0; i < n; i++) {
+      this.groupsSent++;
+      this.replies.add({ ends: READY, simple: true });
+    }
+    this.groupFresh = true;
   }
 
   /** What one client message becomes (see rewriter.ts). */

@@ -3,14 +3,16 @@ import type net from 'node:net';
 import { addon } from '../../native/index.js';
 import { writeTerminate } from '../../protocol/writer.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
+import { TxStatus } from '../../protocol/codes.js';
 import type {
-  ClientEnd, ClientEvents, ClientOptions, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+  ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 
 interface RelayAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
-  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array): number;
-  relayAddServer(fd: number, maxMessage: number): number;
+  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean): number;
+  relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
+  relayTake(id: number): Uint8Array;
   relayLink(client: number, server: number, transactionMode: boolean): boolean;
   relayUnlink(client: number): number;
   relayWrite(id: number, data: Uint8Array): boolean;
@@ -28,6 +30,9 @@ const enum RelayEvent {
   ServerClosed = 4,
   ServerReady = 5,
   BadLength = 6,
+  ClientData = 7,
+  ServerData = 8,
+  ServerDiscarded = 9,
 }
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
@@ -58,18 +63,75 @@ const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed m
 
 class NativeClientEnd implements ClientEnd {
   readonly kind = 'native';
-  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents) {}
+  /** Prepared statements: from the client's first message a rewriter must see, the addon hands its bytes and its
+   * server's replies here (ClientData, ServerData) and this end writes what the interceptor makes of them. */
+  readonly interceptor: MessageInterceptor | null;
+  private server = 0;
+  private transactionMode = true;
+  /** Intercepted bytes that came while no server was linked. */
+  private waiting: Buffer[] = [];
+
+  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
+    this.interceptor = intercept ? intercept({
+      toServer: (bufs) => void (this.server && r.a.relayWrite(this.server, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs))),
+      toClient: (bufs) => void r.a.relayWrite(id, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)),
+    }) : null;
+  }
 
   get alive(): boolean {
     return this.r.info(this.id) !== null;
   }
 
   link(server: ServerEnd, transactionMode: boolean): boolean {
-    return server instanceof NativeServerEnd && this.r.a.relayLink(this.id, server.id, transactionMode);
+    if (!(server instanceof NativeServerEnd) || !this.r.a.relayLink(this.id, server.id, transactionMode)) return false;
+    this.server = server.id;
+    this.transactionMode = transactionMode;
+    if (this.waiting.length) {
+      const data = Buffer.concat(this.waiting);
+      this.waiting = [];
+      this.interceptor!.clientBytes(data);
+    }
+    return true;
   }
 
   unlink(): boolean {
-    return this.r.a.relayUnlink(this.id) === 1;
+    this.server = 0;
+    return this.r.a.relayUnlink(this.id) === 1 && this.settled;
+  }
+
+  /** The addon split the pair (a transaction's end, or a parked pair taken back). */
+  released(): void {
+    this.server = 0;
+    this.events.onRelease();
+  }
+
+  /** Nothing the interceptor owes the client, or no interceptor. */
+  get settled(): boolean {
+    return !this.interceptor || this.interceptor.atBoundary;
+  }
+
+  /** ClientData: `earlier` sync points were in flight before the first intercepted message (-1 after it). */
+  onClientData(earlier: number): void {
+    const data = Buffer.from(this.r.a.relayTake(this.id));
+    const i = this.interceptor;
+    if (!i) return;
+    if (earlier > 0) i.expectEarlierReplies(earlier);
+    if (this.server) i.clientBytes(data);
+    else this.waiting.push(data);
+  }
+
+  /** ServerData: the linked server's replies; the pair splits once a transaction ended and nothing is owed. */
+  onServerData(serverId: number): void {
+    const data = Buffer.from(this.r.a.relayTake(serverId));
+    const i = this.interceptor;
+    if (!i || serverId !== this.server) return;
+    i.serverBytes(data);
+    if (!this.transactionMode || !i.atBoundary) return;
+    const c = this.r.info(this.id);
+    const s = this.r.info(serverId);
+    if (!c || !s || c.syncs !== 0 || c.unsynced || s.txStatus !== TxStatus.Idle) return;
+    this.r.a.relayUnlink(this.id);
+    this.released();
   }
 
   write(data: Buffer): void {
@@ -167,17 +229,18 @@ export class NativeRelay implements Relay {
     const fd = socketFd(conn.socket);
     if (fd < 0 || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
-    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial);
-    const end = new NativeClientEnd(this, id, events);
+    // The end exists before the addon may report on the initial bytes (they are scanned inside relayAddClient).
+    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined);
+    const end = new NativeClientEnd(this, id, events, options.intercept);
     this.clients.set(id, end);
     dropNodeSocket(conn.socket);
     return end;
   }
 
-  adoptServer(conn: RelaySocket, events: ServerEvents): ServerEnd | null {
+  adoptServer(conn: RelaySocket, events: ServerEvents, rewrites = false): ServerEnd | null {
     const fd = socketFd(conn.socket);
     if (fd < 0 || conn.socket.writableLength > 0) return null;
-    const id = this.a.relayAddServer(fd, 0x7fffffff);
+    const id = this.a.relayAddServer(fd, 0x7fffffff, rewrites);
     const end = new NativeServerEnd(this, id, events);
     this.servers.set(id, end);
     dropNodeSocket(conn.socket);
@@ -203,7 +266,7 @@ export class NativeRelay implements Relay {
       const n = this.a.relayReclaim(stats.block, this.reclaimOut);
       if (n === 0) return;
       const ids = this.reclaimOut.slice(0, n);
-      for (const id of ids) this.clients.get(id)?.events.onRelease();
+      for (const id of ids) this.clients.get(id)?.released();
       if (n < this.reclaimOut.length) return;
     }
   }
@@ -231,14 +294,23 @@ export class NativeRelay implements Relay {
             this.clients.get(id)?.events.onNeedServer();
             break;
           case RelayEvent.Release:
-            this.clients.get(id)?.events.onRelease();
+            this.clients.get(id)?.released();
             break;
           case RelayEvent.ClientClosed: {
             const c = this.clients.get(id);
             this.clients.delete(id);
-            c?.events.onClose(CLIENT_CLOSE_REASONS[batch[i + 2]!] ?? CLIENT_CLOSE_REASONS[0]!, batch[i + 4] === 1);
+            c?.events.onClose(CLIENT_CLOSE_REASONS[batch[i + 2]!] ?? CLIENT_CLOSE_REASONS[0]!, batch[i + 4] === 1 && c.settled);
             break;
           }
+          case RelayEvent.ClientData:
+            this.clients.get(id)?.onClientData(batch[i + 2]!);
+            break;
+          case RelayEvent.ServerData:
+            this.clients.get(batch[i + 2]!)?.onServerData(id);
+            break;
+          case RelayEvent.ServerDiscarded:
+            this.servers.get(id)?.events.onStatementsDropped?.();
+            break;
           case RelayEvent.ServerClosed: {
             const s = this.servers.get(id);
             this.servers.delete(id);

@@ -51,6 +51,9 @@ export interface ServerEvents {
    * linked client got whole messages only. `parked`: its client was between transactions (see native.ts) and
    * carries on as if the server had died idle. */
   onClose(reason: string, atBoundary: boolean, parked: boolean): void;
+  /** It answered DISCARD ALL or DEALLOCATE ALL for a client the rewriter does not see (native relay): its
+   * prepared statements are gone. */
+  onStatementsDropped?(): void;
 }
 
 export interface ClientOptions {
@@ -109,7 +112,8 @@ export interface Relay {
   /** Takes a logged-in client socket (its greeting already sent); null when it cannot. */
   adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null;
   /** Takes a logged-in server socket (its ReadyForQuery received); null when it cannot. */
-  adoptServer(conn: RelaySocket, events: ServerEvents): ServerEnd | null;
+  /** `rewrites`: its pool rewrites prepared statements (see ServerEvents.onStatementsDropped). */
+  adoptServer(conn: RelaySocket, events: ServerEvents, rewrites?: boolean): ServerEnd | null;
   /** Splits the pairs a relay kept linked between transactions in the pool counting into `stats` (native.ts:
    * parking); each client is told `onRelease`, as at the transaction's end. */
   reclaim(stats: PoolStats): void;
@@ -137,6 +141,8 @@ export interface MessageInterceptor {
   readonly clientBadLength: number;
   /** No message of either side is partly through and the client is owed nothing: the pair may split. */
   readonly atBoundary: boolean;
+  /** The native relay passed `n` sync points on before the first message it handed over: their replies come first. */
+  expectEarlierReplies(n: number): void;
 }
 
 let chosen: Relay | null = null;
@@ -151,7 +157,7 @@ export function currentRelay(): Relay {
 /** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
  * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. */
 export function relayFor(rewrites: boolean): Relay {
-  if (!rewrites) return currentRelay();
+  if (!rewrites || process.env['TIDEPOOL_REWRITE_RELAY'] !== 'js') return currentRelay();
   const current = currentRelay();
   rewriting ??= current instanceof JsRelay ? current : new JsRelay();
   return rewriting;
