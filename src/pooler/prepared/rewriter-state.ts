@@ -65,7 +65,7 @@ export abstract class RewriterState {
     return this.replies.settled && this.held.length === 0;
   }
 
-  /** Statements this client holds, for SHOW and the console. */
+  /** Statements this client holds (SHOW and the operator pages). */
   statements(): IterableIterator<[string, Statement]> {
     return this.named.entries();
   }

@@ -57,48 +57,25 @@ interface Options {
   cut?: () => number;
 }
 
-async function rewritten(rounds: Round[], opts: Options = {}): Promise<Through> {
-  if (opts.cut) return piped(rounds, opts, opts.cut);
-  const conns = [await connect(), await connect()];
-  const interner = new Interner({ idleCapacity: 8192, ...(opts.hash ? { hash: opts.hash } : {}) });
-  const caches = conns.map(() => new ServerStatements(interner, opts.capacity ?? 100));
-  const rw = new StatementRewriter(interner, '');
-  const replies: string[][] = [];
-  const servers: number[] = [];
-  let current = 1;
-  let idle = true;
-  for (const round of rounds) {
-    if (idle) {
-      current = 1 - current;
-      rw.attach(caches[current]!);
-    }
-    servers.push(current);
-    const toClient: Message[] = [];
-    const conn = conns[current]!;
-    // Messages held back for an earlier group's answer are sent while replies are read: write as they come.
-    const sink = { toServer: (b: Buffer) => conn.send(b), toClient: (b: Buffer) => toClient.push({ type: String.fromCharCode(b[0]!), raw: b }) };
-    for (const m of round) rw.clientMessage(m[0]!, m, sink);
-    const want = readies(round);
-    while (toClient.filter((m) => m.type === 'Z').length < want) {
-      const m = await conns[current]!.read();
-      rw.serverMessage(m.raw[0]!, m.raw, sink);
-    }
-    expect(rw.settled).toBe(true);
-    const last = toClient.at(-1)!;
-    idle = last.type === 'Z' && last.raw[5] === 0x49;
-    if (idle) rw.detach();
-    replies.push(toClient.map(describeMessage));
-  }
-  for (const c of conns) c.close();
-  return { replies, servers, caches, interner };
-}
+/** Sends one round through the rewriter on `conn` and returns what the client got once its ReadyForQuery messages came. */
+type Exchange = (rw: StatementRewriter, conn: RawConnection, round: Round) => Promise<Message[]>;
 
-/** `rewritten` through PreparedPipe: client bytes and server bytes fed in random cuts. */
-async function piped(rounds: Round[], opts: Options, rand: () => number): Promise<Through> {
-  const conns = [await connect(), await connect()];
-  const interner = new Interner({ idleCapacity: 8192, ...(opts.hash ? { hash: opts.hash } : {}) });
-  const caches = conns.map(() => new ServerStatements(interner, opts.capacity ?? 100));
-  const rw = new StatementRewriter(interner, '');
+/** Whole messages straight to the rewriter. */
+const wholeMessages: Exchange = async (rw, conn, round) => {
+  const toClient: Message[] = [];
+  // Messages held back for an earlier group's answer are sent while replies are read: write as they come.
+  const sink = { toServer: (b: Buffer) => conn.send(b), toClient: (b: Buffer) => toClient.push({ type: String.fromCharCode(b[0]!), raw: b }) };
+  for (const m of round) rw.clientMessage(m[0]!, m, sink);
+  while (toClient.filter((m) => m.type === 'Z').length < readies(round)) {
+    const m = await conn.read();
+    rw.serverMessage(m.raw[0]!, m.raw, sink);
+  }
+  expect(rw.settled).toBe(true);
+  return toClient;
+};
+
+/** Through PreparedPipe, client bytes and server bytes fed in random cuts of 1 to 12 bytes. */
+const randomCuts = (rand: () => number): Exchange => async (rw, conn, round) => {
   const cuts = (b: Buffer): Buffer[] => {
     const out: Buffer[] = [];
     for (let pos = 0; pos < b.length; ) {
@@ -108,6 +85,34 @@ async function piped(rounds: Round[], opts: Options, rand: () => number): Promis
     }
     return out;
   };
+  let toClient = Buffer.alloc(0);
+  const pipe = new PreparedPipe(rw, 1 << 20, {
+    toServer: (bufs) => conn.send(...bufs),
+    toClient: (bufs) => (toClient = Buffer.concat([toClient, ...bufs])),
+  });
+  const messages = (): Message[] => {
+    const out: Message[] = [];
+    for (let pos = 0; pos + 5 <= toClient.length; pos += 1 + toClient.readInt32BE(pos + 1)) {
+      out.push({ type: String.fromCharCode(toClient[pos]!), raw: toClient.subarray(pos, pos + 1 + toClient.readInt32BE(pos + 1)) });
+    }
+    return out;
+  };
+  for (const c of cuts(Buffer.concat(round))) expect(pipe.clientBytes(c)).toBe(true);
+  while (messages().filter((m) => m.type === 'Z').length < readies(round)) {
+    const m = await conn.read();
+    for (const c of cuts(m.raw)) expect(pipe.serverBytes(c)).toBe(true);
+  }
+  expect(pipe.atBoundary).toBe(true);
+  return messages();
+};
+
+/** The rounds through one rewriter; a round starts on the other server whenever the client is between transactions. */
+async function rewritten(rounds: Round[], opts: Options = {}): Promise<Through> {
+  const exchange = opts.cut ? randomCuts(opts.cut) : wholeMessages;
+  const conns = [await connect(), await connect()];
+  const interner = new Interner({ idleCapacity: 8192, ...(opts.hash ? { hash: opts.hash } : {}) });
+  const caches = conns.map(() => new ServerStatements(interner, opts.capacity ?? 100));
+  const rw = new StatementRewriter(interner, '');
   const replies: string[][] = [];
   const servers: number[] = [];
   let current = 1;
@@ -118,27 +123,7 @@ async function piped(rounds: Round[], opts: Options, rand: () => number): Promis
       rw.attach(caches[current]!);
     }
     servers.push(current);
-    const conn = conns[current]!;
-    let toClient = Buffer.alloc(0);
-    const pipe = new PreparedPipe(rw, 1 << 20, {
-      toServer: (bufs) => conn.send(...bufs),
-      toClient: (bufs) => (toClient = Buffer.concat([toClient, ...bufs])),
-    });
-    for (const c of cuts(Buffer.concat(round))) expect(pipe.clientBytes(c)).toBe(true);
-    const messages = (): Message[] => {
-      const out: Message[] = [];
-      for (let pos = 0; pos + 5 <= toClient.length; pos += 1 + toClient.readInt32BE(pos + 1)) {
-        out.push({ type: String.fromCharCode(toClient[pos]!), raw: toClient.subarray(pos, pos + 1 + toClient.readInt32BE(pos + 1)) });
-      }
-      return out;
-    };
-    const want = readies(round);
-    while (messages().filter((m) => m.type === 'Z').length < want) {
-      const m = await conn.read();
-      for (const c of cuts(m.raw)) expect(pipe.serverBytes(c)).toBe(true);
-    }
-    expect(pipe.atBoundary).toBe(true);
-    const got = messages();
+    const got = await exchange(rw, conns[current]!, round);
     const last = got.at(-1)!;
     idle = last.type === 'Z' && last.raw[5] === 0x49;
     if (idle) rw.detach();
