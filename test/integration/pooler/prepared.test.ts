@@ -125,6 +125,24 @@ describe('prepared statements in transaction mode (pool_size 2)', () => {
     expect(await roundTrip(a, [msg.bind('S_9'), msg.execute(), msg.sync()])).toEqual(['E 26000 prepared statement "S_9" does not exist', 'Z I']);
   });
 
+  it('a column added between executions: no 0A000 reaches node-postgres, whose unnamed statements the pooler cached', async () => {
+    db.sql('DROP TABLE IF EXISTS ddl_t; CREATE TABLE ddl_t (a int); INSERT INTO ddl_t VALUES (1)', 'app');
+    const clients = [new pg.Client(connOpts()), new pg.Client(connOpts())];
+    await Promise.all(clients.map((c) => c.connect()));
+    try {
+      // Both servers get the statement cached (two clients at once, pool_size 2).
+      for (let i = 0; i < 3; i++) {
+        for (const r of await Promise.all(clients.map((c) => c.query('SELECT * FROM ddl_t WHERE a = $1', [1])))) expect(r.rows).toEqual([{ a: 1 }]);
+      }
+      db.sql('ALTER TABLE ddl_t ADD COLUMN b int DEFAULT 7', 'app');
+      for (let i = 0; i < 3; i++) {
+        for (const r of await Promise.all(clients.map((c) => c.query('SELECT * FROM ddl_t WHERE a = $1', [1])))) expect(r.rows).toEqual([{ a: 1, b: 7 }]);
+      }
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
   it("psycopg's pattern: _pg3_n statements in a pipeline with a syntax error in the middle", async () => {
     const c = await raw();
     const replies = await roundTrip(c, [
