@@ -46,7 +46,9 @@ export class PreparedPipe implements RewriteSink {
   /** Bytes from the client; false on an invalid message length (see `clientBadLength`). */
   clientBytes(chunk: Buffer): boolean {
     const ok = this.client.feed(chunk);
-    this.flush();
+    // The pooler's own replies (a cached ParseComplete) go out with the server's next reply when one is owed: one
+    // write and one wake-up of the client instead of two. Nothing waits when the server owes nothing.
+    this.flush(this.rewriter.awaitingServer);
     return ok;
   }
 
@@ -70,14 +72,14 @@ export class PreparedPipe implements RewriteSink {
     return this.client.atBoundary && this.server.atBoundary && this.rewriter.settled;
   }
 
-  private flush(): void {
+  private flush(holdClient = false): void {
     // Writes triggered by one side can go to both (a held message is released by a server reply).
     if (this.serverOut.length > 0) {
       const out = this.serverOut;
       this.serverOut = [];
       this.sink.toServer(out);
     }
-    if (this.clientOut.length > 0) {
+    if (this.clientOut.length > 0 && !holdClient) {
       const out = this.clientOut;
       this.clientOut = [];
       this.sink.toClient(out);

@@ -61,6 +61,11 @@ export class ReplyQueue {
   /** `groupDone`: a Sync, Query or FunctionCall was answered. */
   constructor(private readonly groupDone: (out: RewriteSink) => void, private readonly retry: RetryHook) {}
 
+  /** A server reply is awaited (the pooler's own replies at the head have gone out already). */
+  get awaitingServer(): boolean {
+    return this.head < this.slots.length;
+  }
+
   /** Every awaited reply has come, and PostgreSQL is not skipping. */
   get settled(): boolean {
     return this.head === this.slots.length && !this.skipping;

@@ -65,6 +65,11 @@ export abstract class RewriterState {
     return this.replies.settled && this.held.length === 0;
   }
 
+  /** The server owes the client a reply: what the pooler answered itself may wait to go out with it. */
+  get awaitingServer(): boolean {
+    return this.replies.awaitingServer;
+  }
+
   /** Statements this client holds (SHOW and the operator pages). */
   statements(): IterableIterator<[string, Statement]> {
     return this.named.entries();
