@@ -20,8 +20,8 @@ function newestTs(dir: string): number {
 
 /** Runs tsc when a log-store source is newer than the compiled worker (tests load workers from dist/). */
 export function ensureBuilt(): void {
-  const marker = path.join(ROOT, 'dist', 'workers', 'logstore-shard.js');
-  const sources = Math.max(...['src/logstore', 'src/config', 'src/native', 'src/shared', 'workers'].map((d) => newestTs(path.join(ROOT, d))), statSync(path.join(ROOT, 'src', 'cli.ts')).mtimeMs);
+  const marker = path.join(ROOT, 'dist', 'src', 'logstore', 'storage', 'shard-worker.js');
+  const sources = Math.max(...['src/logstore', 'src/config', 'src/native', 'src/shared'].map((d) => newestTs(path.join(ROOT, d))), statSync(path.join(ROOT, 'src', 'cli.ts')).mtimeMs);
   if (existsSync(marker) && statSync(marker).mtimeMs >= sources) return;
   const lock = path.join(ROOT, 'dist', '.logstore-build-lock');
   mkdirSync(path.join(ROOT, 'dist'), { recursive: true });
@@ -38,7 +38,7 @@ export function ensureBuilt(): void {
   try {
     // tsc exits non-zero when any file of the repository has a type error but still emits; the marker decides.
     spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(ROOT, 'tsconfig.json')], { cwd: ROOT, encoding: 'utf8' });
-    if (!existsSync(marker)) throw new Error('tsc did not produce dist/workers/logstore-shard.js');
+    if (!existsSync(marker)) throw new Error('tsc did not produce dist/src/logstore/storage/shard-worker.js');
   } finally {
     rmdirSync(lock);
   }

@@ -156,7 +156,10 @@ export class HitList {
   }
 }
 
-/** The best `limit` hits of shards whose hits are each already in order: a k-way merge. */
+/**
+ * The best `limit` hits of shards whose hits are each already in order: a k-way merge. A hit whose id equals
+ * the one before it (the same document from two replicas or a retried write) is dropped.
+ */
 export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean): HitList {
   const at = parts.map(() => 0);
   let avail = 0;
@@ -164,7 +167,9 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
   const n = Math.max(0, Math.min(limit, avail));
   const part = new Uint16Array(n);
   const index = new Uint32Array(n);
-  for (let o = 0; o < n; o++) {
+  let lastId = '';
+  let o = 0;
+  while (o < n) {
     let best = -1;
     for (let s = 0; s < parts.length; s++) {
       const p = parts[s]!;
@@ -177,10 +182,17 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
       const cmp = dt !== 0 ? dt : p.ids.slice(i * 24, i * 24 + 24) < b.ids.slice(j * 24, j * 24 + 24) ? -1 : 1;
       if (desc ? cmp > 0 : cmp < 0) best = s;
     }
+    if (best < 0) break;
+    const k = at[best]!++;
+    if (parts.length > 1) {
+      const id = parts[best]!.ids.slice(k * 24, k * 24 + 24);
+      if (id === lastId) continue;
+      lastId = id;
+    }
     part[o] = best;
-    index[o] = at[best]!++;
+    index[o++] = k;
   }
-  return new HitList(parts, part, index);
+  return new HitList(parts, o === n ? part : part.slice(0, o), o === n ? index : index.slice(0, o));
 }
 
 export function mergeHits(parts: PackedHits[], limit: number, desc: boolean): ShardHit[] {

@@ -1,9 +1,10 @@
 // Piscina entry point of one log-store shard (a single-thread pool, so the shard's memory stays here).
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { LogHub } from '../src/shared/logger.js';
-import type { FieldsPipe } from '../src/logstore/query/ast.js';
-import { Shard, type ShardOptions, type ShardQuery } from '../src/logstore/storage/shard.js';
+import { LogHub } from '../../shared/logger.js';
+import type { FieldsPipe } from '../query/ast.js';
+import type { ShardQuery } from '../search/execute.js';
+import { Shard, type ShardOptions } from './shard.js';
 
 export interface ShardWorkerData extends ShardOptions {
   logLevel: string;
