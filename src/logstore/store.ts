@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
-import type { IngestResult, ShardStatus } from './storage/shard.js';
+import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
 import type { ShardHit, ShardQuery, ShardQueryResult } from './search/execute.js';
 import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
 import type { ShardWorkerData } from './storage/shard-worker.js';
@@ -68,8 +68,11 @@ export class Store {
     await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })));
   }
 
-  /** Sends a batch (its buffers are moved, not copied) to the least busy shard. */
-  async ingest(buf: Uint8Array, offs: Int32Array): Promise<IngestResult> {
+  /**
+   * Sends a batch (its buffers are moved, not copied) to the least busy shard. A proxy passes `now` and `assign`
+   * so that every replica gives each document the same time and id.
+   */
+  async ingest(buf: Uint8Array, offs: Int32Array, now?: number, assign?: IdAssign): Promise<IngestResult> {
     let shard = this.next;
     for (let k = 0; k < this.pools.length; k++) {
       const i = (this.next + k) % this.pools.length;
@@ -79,7 +82,7 @@ export class Store {
     this.pending[shard]!++;
     try {
       return (await this.pools[shard]!.run(
-        { buf, offs },
+        { buf, offs, now, assign },
         { name: 'ingest', transferList: [buf.buffer as ArrayBuffer, offs.buffer as ArrayBuffer] },
       )) as IngestResult;
     } finally {

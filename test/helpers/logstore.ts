@@ -1,6 +1,6 @@
 // Test helper: builds dist/ when the log-store sources are newer, and runs the log store as a real child process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +45,11 @@ export function ensureBuilt(): void {
 }
 
 export interface LogstoreProcess {
+  mode: LogstoreMode;
+  /** HTTP API base URL (empty in store mode). */
   url: string;
+  /** gRPC address, "127.0.0.1:<port>". */
+  grpcAddr: string;
   debugUrl: string;
   dir: string;
   dataDir: string;
@@ -62,7 +66,15 @@ export interface LogstoreProcess {
   cleanup(): Promise<void>;
 }
 
+export type LogstoreMode = 'single' | 'proxy' | 'store' | 'ingestor';
+
 export interface LogstoreOptions {
+  /** --mode; absent: single. */
+  mode?: LogstoreMode;
+  /** cluster.* keys (hot_stores, hot_replicas, request_timeout, ...). */
+  cluster?: Record<string, unknown>;
+  /** The gRPC port to bind (so a store restarts on the address its proxy knows); absent: a free one. */
+  grpcPort?: number;
   /** server.* keys over the defaults (127.0.0.1:0 for http and debug). */
   server?: Record<string, unknown>;
   storage?: Record<string, unknown>;
@@ -95,22 +107,29 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
   }
   const configFile = path.join(dir, 'logstore.yaml');
   writeFileSync(configFile, yamlOf({
-    server: { http_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0', ...opts.server },
+    server: { http_addr: '127.0.0.1:0', grpc_addr: `127.0.0.1:${opts.grpcPort ?? 0}`, debug_addr: '127.0.0.1:0', ...opts.server },
     storage: { data_dir: dataDir, shards: 2, ...opts.storage },
     mapping,
     limits: { ...opts.limits },
+    cluster: { ...opts.cluster },
     log: { level: 'warn' },
   }));
   let out = '';
   let child!: ChildProcess;
   const launch = () => new Promise<void>((resolve, reject) => {
-    child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', `--config=${configFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, `--config=${configFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
     const onData = (d: Buffer) => {
       out += d.toString();
-      const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+)/.exec(out.slice(start));
+      const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+), grpc ([\d.]+:\d+)/.exec(out.slice(start));
+      const st = /\(store mode\) listening on grpc ([\d.]+:\d+), debug ([\d.]+:\d+)/.exec(out.slice(start));
       if (m) {
         proc.url = `http://${m[1]}`;
         proc.debugUrl = `http://${m[2]}`;
+        proc.grpcAddr = m[3]!;
+        resolve();
+      } else if (st) {
+        proc.grpcAddr = st[1]!;
+        proc.debugUrl = `http://${st[2]}`;
         resolve();
       }
     };
@@ -123,8 +142,9 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
   });
+  const mode = opts.mode ?? 'single';
   const proc: LogstoreProcess = {
-    url: '', debugUrl: '', dir, dataDir, configFile,
+    mode, url: '', grpcAddr: '', debugUrl: '', dir, dataDir, configFile,
     get child() { return child; },
     output: () => out,
     async stop() {
@@ -140,6 +160,8 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
       await done;
     },
     async restart() {
+      // The same gRPC port again, so that a proxy finds a restarted store where it was.
+      if (proc.grpcAddr) writeFileSync(configFile, readFileSync(configFile, 'utf8').replace(/grpc_addr: "127\.0\.0\.1:0"/, `grpc_addr: "${proc.grpcAddr}"`));
       await launch();
     },
     async cleanup() {

@@ -124,6 +124,16 @@ export class HitList {
     return unpackHit(this.parts[this.part[i]!]!, this.index[i]!);
   }
 
+  /** Hit i as {id, time, data}: data is the stored document's bytes inside the packed JSON (no copy). */
+  doc(i: number): { id: string; time: number; data: Uint8Array } {
+    const p = this.parts[this.part[i]!]!;
+    const k = this.index[i]!;
+    const time = p.times[k]!;
+    // {"id":"<24>","data": is 40 bytes; ,"time":"<iso>"} is 11 + the ISO text.
+    const data = p.json.subarray(p.offs[k]! + 40, p.offs[k + 1]! - 11 - isoTime(time).length);
+    return { id: p.ids.slice(k * 24, k * 24 + 24), time, data };
+  }
+
   slice(from: number, to: number): ShardHit[] {
     const out: ShardHit[] = [];
     for (let i = Math.max(0, from); i < Math.min(to, this.length); i++) out.push(this.get(i));

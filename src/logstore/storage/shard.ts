@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { IdMaker, docTime } from '../doc-time.js';
+import { IdMaker, OWN_SHARD, docTime, formatIdTail } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery, fetchByIds } from '../search/execute.js';
@@ -23,6 +23,12 @@ export interface ShardOptions {
   totalSize: number;
   /** Milliseconds; 0: keep forever. */
   retention: number;
+}
+
+/** Ids made by the caller (a proxy): document i of a batch gets shard `shard` and counter `counter + i`. */
+export interface IdAssign {
+  shard: number;
+  counter: number;
 }
 
 export interface IngestResult {
@@ -120,13 +126,13 @@ export class Shard {
    * parsed documents die young; one fsync at the end makes the batch durable before it is acknowledged.
    * The index only ever holds documents already written to the write-ahead file.
    */
-  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now()): IngestResult {
+  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now(), assign?: IdAssign): IngestResult {
     const n = offs.length >>> 1;
     const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
     const records: WalRecord[] = [];
     const parsed: Record<string, unknown>[] = [];
     const errors: IngestResult['errors'] = [];
-    const ids = new Uint8Array(24 * n).fill(0x20);
+    const ids = Buffer.alloc(24 * n, 0x20);
     let stored = 0;
     const flush = () => {
       if (records.length === 0) return;
@@ -161,8 +167,16 @@ export class Shard {
         obj.original_timestamp = t.clampedFrom;
         bytes = Buffer.from(JSON.stringify(obj));
       }
-      this.ids.nextInto(t.time, ids, 24 * i);
-      records.push({ time: t.time, counter: this.ids.current, doc: bytes });
+      let counter: number;
+      if (assign) {
+        const c = (assign.counter + i) % 2 ** 40;
+        counter = OWN_SHARD + (assign.shard & 0xff) * 2 ** 40 + c;
+        ids.write(formatIdTail(t.time, counter - OWN_SHARD), 24 * i, 'latin1');
+      } else {
+        this.ids.nextInto(t.time, ids, 24 * i);
+        counter = this.ids.current;
+      }
+      records.push({ time: t.time, counter, doc: bytes });
       parsed.push(obj);
       if (records.length === INGEST_CHUNK) flush();
     }
