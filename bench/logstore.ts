@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   const lsDir = path.join(WORK, 'logstore');
   mkdirSync(lsDir);
   writeFileSync(path.join(lsDir, 'mapping.yaml'), 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n');
-  writeFileSync(path.join(lsDir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(lsDir, 'data')}\n  shards: ${SHARDS}\nmapping:\n  path: ${path.join(lsDir, 'mapping.yaml')}\nlog:\n  level: warn\n`);
+  writeFileSync(path.join(lsDir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(lsDir, 'data')}\n  shards: ${SHARDS}\nmapping:\n  path: ${path.join(lsDir, 'mapping.yaml')}\nlog:\n  level: warn\n`);
 
   process.stderr.write(`generating ${DOCS} documents\n`);
   const r = rng(1);
