@@ -40,7 +40,7 @@ export interface AsyncSearchResult {
     total: number;
     docs: ShardHit[];
     aggs: ReturnType<typeof aggResults>;
-    hist?: ReturnType<typeof histBuckets>;
+    hist?: { buckets: ReturnType<typeof histBuckets> };
     error?: { code: 'PARTIAL_RESPONSE'; message: string };
     partial_response?: true;
   };
@@ -144,7 +144,7 @@ export class AsyncSearches {
       total: so?.total ?? 0, docs,
       aggs: so ? aggResults(aggs, so) : aggs.map(() => ({ buckets: [], not_exists: 0 })),
     };
-    if (hist) response.hist = so ? histBuckets(so) : [];
+    if (hist) response.hist = { buckets: so ? histBuckets(so) : [] };
     if (so?.partial) {
       response.error = partialError(so.partial);
       response.partial_response = true;

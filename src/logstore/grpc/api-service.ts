@@ -143,7 +143,7 @@ export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, i
         response: {
           total: response.total, docs: response.docs.map(docOf),
           aggs: response.aggs.map((a) => ({ not_exists: a.not_exists, buckets: a.buckets.map((b) => ({ ...b, quantiles: b.quantiles ?? [], ts: b.ts ?? '' })) })),
-          hist: response.hist ? { buckets: response.hist } : null,
+          hist: response.hist ?? null,
           error: response.error ? { code: 'ERROR_CODE_PARTIAL_RESPONSE', message: response.error.message } : { code: 'ERROR_CODE_NO', message: '' },
           partial_response: !!response.partial_response,
         },

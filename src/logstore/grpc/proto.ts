@@ -38,6 +38,9 @@ export function keepaliveOptions(timeMs: number, timeoutMs: number): grpc.Channe
     'grpc.keepalive_timeout_ms': timeoutMs,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.http2.max_pings_without_data': 0,
+    // A store that comes back is reached again within seconds (the default backoff grows to two minutes).
+    'grpc.initial_reconnect_backoff_ms': 250,
+    'grpc.max_reconnect_backoff_ms': 2000,
     'grpc.max_receive_message_length': 256 * 1024 * 1024,
     'grpc.max_send_message_length': 256 * 1024 * 1024,
   };

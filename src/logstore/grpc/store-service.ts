@@ -1,7 +1,7 @@
 // The store API (store.proto) served over a local Store: what proxies call, in store mode and in single mode.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { HttpError } from '../http/errors.js';
+import { ErrorCode, HttpError } from '../http/errors.js';
 import { hitData } from '../api/operations.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
@@ -13,6 +13,7 @@ import { type PbAggQuery, type PbDoc, aggFromPb, partialToPb } from './convert.j
 
 interface BulkRequest { docs: Buffer; offs: number[]; now: number; assign_ids: boolean; id_shard: number; id_counter: number }
 interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean }
+interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string }[] }
 interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
 
 /** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; anything else INTERNAL. */
@@ -42,26 +43,43 @@ function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.hand
   };
 }
 
+/** Batches remembered per store so that a proxy's retry of one (same ids) is not stored twice. */
+const RECENT_BATCHES = 4096;
+
 export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }): grpc.UntypedServiceImplementation {
+  const recent = new Map<string, Promise<BulkResponse>>();
+  const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
+    const n = req.offs.length >>> 1;
+    if (req.offs.length % 2 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs must hold (start, length) pairs');
+    for (let i = 0; i < n; i++) {
+      const start = req.offs[2 * i]!;
+      const len = req.offs[2 * i + 1]!;
+      if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, ErrorCode.BadRequest, `document ${i} lies outside the docs bytes`);
+    }
+    // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
+    const buf = new Uint8Array(req.docs);
+    const offs = Int32Array.from(req.offs);
+    inflight.bulks++;
+    try {
+      const r = await store.ingest(buf, offs, req.now > 0 ? req.now : undefined, req.assign_ids ? { shard: req.id_shard, counter: req.id_counter } : undefined);
+      return { ids: Buffer.from(r.ids.buffer, r.ids.byteOffset, r.ids.byteLength), errors: r.errors.map(([index, type, reason]) => ({ index, type, reason })) };
+    } finally {
+      inflight.bulks--;
+    }
+  };
   return {
-    Bulk: unary(log, async (req: BulkRequest) => {
-      const n = req.offs.length >>> 1;
-      if (req.offs.length % 2 !== 0) throw new HttpError(400, 'bad_request', 'offs must hold (start, length) pairs');
-      for (let i = 0; i < n; i++) {
-        const start = req.offs[2 * i]!;
-        const len = req.offs[2 * i + 1]!;
-        if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, 'bad_request', `document ${i} lies outside the docs bytes`);
+    Bulk: unary(log, (req: BulkRequest) => {
+      if (!req.assign_ids) return bulk(req);
+      // A proxy that timed out resends the same batch (same ids): it is stored once and answered again.
+      const key = `${req.id_shard}/${req.id_counter}/${req.offs.length}/${req.now}/${req.docs.length}`;
+      let p = recent.get(key);
+      if (!p) {
+        p = bulk(req);
+        recent.set(key, p);
+        p.catch(() => recent.delete(key));
+        if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
       }
-      // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
-      const buf = new Uint8Array(req.docs);
-      const offs = Int32Array.from(req.offs);
-      inflight.bulks++;
-      try {
-        const r = await store.ingest(buf, offs, req.now > 0 ? req.now : undefined, req.assign_ids ? { shard: req.id_shard, counter: req.id_counter } : undefined);
-        return { ids: Buffer.from(r.ids.buffer, r.ids.byteOffset, r.ids.byteLength), errors: r.errors.map(([index, type, reason]) => ({ index, type, reason })) };
-      } finally {
-        inflight.bulks--;
-      }
+      return p;
     }),
 
     Search: unary(log, async (req: SearchRequest) => {

@@ -23,7 +23,8 @@ export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number;
     total += p.total;
     fractionsRead += p.fractionsRead;
   }
-  return { total, hits, aggs, hist, fractionsRead };
+  // Copies of one document the merge saw are counted once (copies past the returned window cannot be seen).
+  return { total: Math.max(0, total - hits.dropped), hits, aggs, hist, fractionsRead };
 }
 
 /** Hits found by several shards, in the order of `ids` (absent ones left out); replicas' copies count once. */

@@ -114,7 +114,8 @@ export class HitWriter {
 
 /** The hits of a search across shards, in order: references into each shard's packed hits. */
 export class HitList {
-  constructor(readonly parts: PackedHits[], private readonly part: Uint16Array, private readonly index: Uint32Array) {}
+  /** `dropped`: copies of an id already listed that the merge left out (replicas, a batch retried elsewhere). */
+  constructor(readonly parts: PackedHits[], private readonly part: Uint16Array, private readonly index: Uint32Array, readonly dropped = 0) {}
 
   get length(): number {
     return this.part.length;
@@ -179,6 +180,7 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
   const index = new Uint32Array(n);
   let lastId = '';
   let o = 0;
+  let dropped = 0;
   while (o < n) {
     let best = -1;
     for (let s = 0; s < parts.length; s++) {
@@ -196,13 +198,16 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
     const k = at[best]!++;
     if (parts.length > 1) {
       const id = parts[best]!.ids.slice(k * 24, k * 24 + 24);
-      if (id === lastId) continue;
+      if (id === lastId) {
+        dropped++;
+        continue;
+      }
       lastId = id;
     }
     part[o] = best;
     index[o++] = k;
   }
-  return new HitList(parts, o === n ? part : part.slice(0, o), o === n ? index : index.slice(0, o));
+  return new HitList(parts, o === n ? part : part.slice(0, o), o === n ? index : index.slice(0, o), dropped);
 }
 
 export function mergeHits(parts: PackedHits[], limit: number, desc: boolean): ShardHit[] {

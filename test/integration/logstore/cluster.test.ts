@@ -1,7 +1,10 @@
 // The log store as a cluster of real processes on loopback: a proxy over 2 shards x 2 replicas answers every
 // search-API request as a single-mode store holding the same documents does; failures give partial answers.
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
+import { type LogstoreProcess, ROOT, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
 const MAPPING = 'mapping-list:\n  - {name: level, type: keyword}\n  - {name: msg, type: text}\n  - {name: path, type: path}\n  - {name: size, type: keyword}\n  - {name: i, type: keyword}\n  - {name: svc, type: keyword}\n  - {name: extra, type: keyword}\n';
 const base = Date.parse('2026-06-01T00:00:00Z');
@@ -105,6 +108,114 @@ describe('proxy over 2 shards x 2 replicas', () => {
       const [a, b] = await Promise.all([postJson(`${single.url}${route}`, body), postJson(`${proxy.url}${route}`, body)]);
       expect(a.status).toBe(400);
       expect(b).toEqual(a);
+    }
+  });
+});
+
+describe('async search, in single mode and through the proxy', () => {
+  it('runs in the background with progress and ends with the complex-search answer; cancel, list and delete', async () => {
+    const body = { query: { query: 'level:error or level:warn' }, size: 6, offset: 1, aggs: [{ field: 'level', func: 'count' }, { field: 'size', func: 'avg', group_by: 'svc' }], hist: { interval: '1h' } };
+    for (const ls of [single, proxy]) {
+      const started = await postJson<{ search_id: string }>(`${ls.url}/async-search`, body);
+      expect(started.status).toBe(200);
+      const id = started.body.search_id;
+      let got: { status: string; progress: number; response: Answer } | undefined;
+      for (let i = 0; i < 300; i++) {
+        got = await (await fetch(`${ls.url}/async-search/${id}`)).json() as typeof got;
+        if (got!.status !== 'in_progress') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(got!.status).toBe('done');
+      expect(got!.progress).toBe(1);
+      const direct = await postJson<Answer>(`${ls.url}/complex-search`, body);
+      expect(comparable(got!.response)).toEqual(comparable(direct.body));
+      const list = await (await fetch(`${ls.url}/async-search`)).json() as { searches: { search_id: string }[] };
+      expect(list.searches.map((s) => s.search_id)).toContain(id);
+      const cancel = await fetch(`${ls.url}/async-search/${id}/cancel`, { method: 'POST' });
+      expect(cancel.status).toBe(200);
+      expect((await fetch(`${ls.url}/async-search/${id}`, { method: 'DELETE' })).status).toBe(200);
+      const gone = await fetch(`${ls.url}/async-search/${id}`);
+      expect(gone.status).toBe(404);
+      expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('not_found');
+      const bad = await postJson<{ error: { code: string } }>(`${ls.url}/async-search`, { query: { query: 'level:(' } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.code).toBe('query_syntax');
+    }
+  });
+});
+
+describe('the public gRPC API (api.proto), on the proxy and on a single-mode store', () => {
+  type Call = (req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: any) => void) => void;
+  const clients: grpc.Client[] = [];
+  const api = (addr: string) => {
+    const def = protoLoader.loadSync(path.join(ROOT, 'proto', 'logstore', 'api.proto'), { keepCase: true, longs: Number, enums: String, defaults: true });
+    const Ctor = (grpc.loadPackageDefinition(def) as any).tidepool.logstore.api.v1.LogstoreApi as grpc.ServiceClientConstructor;
+    const c = new Ctor(addr, grpc.credentials.createInsecure());
+    clients.push(c);
+    const unary = (m: string, req: unknown) => new Promise<any>((resolve, reject) => (c[m] as Call).call(c, req, { deadline: Date.now() + 20_000 }, (e, r) => (e ? reject(e) : resolve(r))));
+    const stream = (m: string, req: unknown) => new Promise<any[]>((resolve, reject) => {
+      const out: any[] = [];
+      const s = (c[m] as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<unknown>).call(c, req, { deadline: Date.now() + 20_000 });
+      s.on('data', (d) => out.push(d));
+      s.on('error', reject);
+      s.on('end', () => resolve(out));
+    });
+    return { unary, stream };
+  };
+  afterAll(() => { for (const c of clients) c.close(); });
+
+  it('Search, ComplexSearch, GetAggregation, GetHistogram answer as the HTTP API does, documents as bytes', async () => {
+    for (const ls of [single, proxy]) {
+      const g = api(ls.grpcAddr);
+      const http = await postJson<Answer>(`${ls.url}/search`, { query: { query: 'level:warn' }, size: 5, offset: 2, order: 'asc' });
+      const r = await g.unary('Search', { query: { query: 'level:warn' }, size: 5, offset: 2, order: 'ORDER_ASC' });
+      expect(r.total).toBe(http.body.total);
+      expect(r.partial_response).toBe(false);
+      expect(r.error.code).toBe('ERROR_CODE_NO');
+      expect(r.docs.map((d: { id: string; data: Buffer; time: string }) => ({ id: d.id, time: d.time, data: JSON.parse(d.data.toString('utf8')) }))).toEqual(http.body.docs);
+      const aggs = [{ field: 'size', func: 'quantile', quantiles: [0.5, 0.95] }, { field: 'level', func: 'count', interval: '2h' }];
+      const cx = await g.unary('ComplexSearch', { query: { query: 'msg:request' }, size: 3, aggs, hist_interval: '1h' });
+      const hcx = await postJson<Answer & { aggs: { buckets: { key: string; value: number; quantiles?: number[]; ts?: string }[] }[]; hist: { buckets: unknown[] } }>(
+        `${ls.url}/complex-search`, { query: { query: 'msg:request' }, size: 3, aggs, hist: { interval: '1h' } });
+      expect(cx.total).toBe(hcx.body.total);
+      expect(cx.hist.buckets).toEqual(hcx.body.hist.buckets);
+      expect(cx.aggs.map((a: { buckets: { key: string; value: number }[] }) => a.buckets.map((b) => [b.key, b.value]))).toEqual(hcx.body.aggs.map((a) => a.buckets.map((b) => [b.key, b.value])));
+      const agg = await g.unary('GetAggregation', { query: { query: '' }, aggs: [{ field: 'svc', func: 'count' }] });
+      expect(agg.aggs[0].buckets).toHaveLength(6);
+      const hist = await g.unary('GetHistogram', { query: { query: 'level:info' }, interval: '1h' });
+      expect(hist.hist.buckets.reduce((s: number, b: { doc_count: number }) => s + b.doc_count, 0)).toBe(100);
+      await expect(g.unary('Search', { query: { query: 'level:(' } })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/position/) });
+    }
+  });
+
+  it('Fetch and Export stream documents; Mapping and Status describe the store; async search over gRPC', async () => {
+    for (const ls of [single, proxy]) {
+      const g = api(ls.grpcAddr);
+      const some = await postJson<Answer>(`${ls.url}/search`, { query: { query: 'level:debug' }, size: 4 });
+      const fetched = await g.stream('Fetch', { ids: some.body.docs.map((d) => d.id), fields: ['i'] });
+      expect(fetched.map((d) => [d.id, JSON.parse(d.data.toString())])).toEqual(some.body.docs.map((d) => [d.id, { i: d.data.i }]));
+      const exported = await g.stream('Export', { query: { query: 'level:debug' } });
+      expect(exported).toHaveLength(100);
+      expect((await g.stream('Export', { query: { query: 'level:debug' }, size: 7 }))).toHaveLength(7);
+      const m = await g.unary('Mapping', {});
+      expect(m.fields.find((f: { name: string }) => f.name === 'msg').types).toEqual(['text']);
+      const st = await g.unary('Status', {});
+      expect(st.mode).toBe(ls === proxy ? 'proxy' : 'single');
+      expect(st.docs).toBe(docs.length);
+      if (ls === proxy) expect(st.stores.map((s: { addr: string }) => s.addr).sort()).toEqual(stores.map((s) => s.grpcAddr).sort());
+      const { search_id } = await g.unary('StartAsyncSearch', { query: { query: 'level:info' }, size: 3, aggs: [{ field: 'level', func: 'count' }] });
+      let res: any;
+      for (let i = 0; i < 300; i++) {
+        res = await g.unary('FetchAsyncSearchResult', { search_id });
+        if (res.info.status !== 'in_progress') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(res.info.status).toBe('done');
+      expect(res.response.total).toBe(100);
+      expect(res.response.docs).toHaveLength(3);
+      expect((await g.unary('GetAsyncSearchesList', {})).searches.map((s: { search_id: string }) => s.search_id)).toContain(search_id);
+      await g.unary('DeleteAsyncSearch', { search_id });
+      await expect(g.unary('FetchAsyncSearchResult', { search_id })).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
     }
   });
 });

@@ -31,6 +31,7 @@ describe('packed hits', () => {
     const b = [hit(9, 1), hit(7, 2), hit(5, 8)];
     expect(mergeHits([packHits(a), packHits(b)], 4, true)).toEqual([hit(9, 1), hit(7, 4), hit(7, 2), hit(5, 8)]);
     expect(mergeHits([packHits(a), packHits(b)], 100, true)).toHaveLength(5);
+    expect(mergeHitList([packHits(a), packHits(b)], 100, true).dropped).toBe(2);
   });
 
   it('hits written from stored bytes equal the JSON text, and the merged list renders a whole response', () => {
