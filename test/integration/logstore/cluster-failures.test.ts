@@ -59,6 +59,11 @@ describe('cluster through failures', () => {
     const r = await postJson<Answer>(`${proxy.url}/search`, { query: { query: 'run:helper' }, size: 5000 });
     expect(new Set(r.body.docs.map((d) => d.id)).size).toBe(r.body.docs.length);
     expect(r.body.docs.length).toBe(docs.length);
+    // Past 2048 values a quantile comes from the mergeable sketch: within 1% of the exact value.
+    const q = await postJson<{ aggs: { buckets: { quantiles: number[] }[] }[] }>(`${proxy.url}/aggregate`, { query: { query: 'run:helper' }, aggs: [{ field: 'n', func: 'quantile', quantiles: [0.5, 0.99] }] });
+    const [p50, p99] = q.body.aggs[0]!.buckets[0]!.quantiles;
+    expect(Math.abs(p50! - 1499)).toBeLessThanOrEqual(15);
+    expect(Math.abs(p99! - 2969)).toBeLessThanOrEqual(30);
     await client.close();
   });
 

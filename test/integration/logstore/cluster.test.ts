@@ -3,6 +3,7 @@
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, ROOT, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
@@ -64,6 +65,7 @@ describe('proxy over 2 shards x 2 replicas', () => {
     '', 'level:error', 'level:error or level:warn', 'level:error and not msg:request', 'msg:"request 42"', 'msg:handl*', 'path:/api/v2',
     'size:[100, 300]', 'size:(100, 300]', 'size:[* to 50]', 'i:in(1, 2, 3, 300)', '_exists_:extra', 'not _exists_:extra', 'svc:svc-* and not level:debug',
     '(level:info or level:debug) and path:/api/v1/items/3', '* | fields i, level', 'level:warn | fields except msg, path',
+    "msg:`request`", "level:'error' # a comment", 'svc:in(svc-1, "svc-2", svc-5*)', 'level:e*r', 'svc:[svc-1, svc-3]', 'size:[100 to *]', 'level:INFO AND NOT svc:svc-0',
   ];
   for (const query of queries) {
     it(`search ${JSON.stringify(query)}: the same answer as single mode (desc, asc, offset)`, async () => {
@@ -217,5 +219,30 @@ describe('the public gRPC API (api.proto), on the proxy and on a single-mode sto
       await g.unary('DeleteAsyncSearch', { search_id });
       await expect(g.unary('FetchAsyncSearchResult', { search_id })).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
     }
+  });
+});
+
+describe('bulk answers through the proxy', () => {
+  it('per-item errors, gzip and the Elasticsearch shape are those of single mode', async () => {
+    const body = [
+      '{"index":{"_index":"web"}}', JSON.stringify({ timestamp: new Date(base - 86_400_000).toISOString(), level: 'info', msg: 'late one' }),
+      '{"create":{}}', '{"level": broken json',
+      '{"index":{}}', '[1, 2]',
+      '{"index":{}}', JSON.stringify({ level: 'warn', msg: 'fine' }),
+      '{"delete":{"_id":"x"}}',
+      '', '{"index":{}}', JSON.stringify({ level: 'error', msg: 'also fine' }),
+    ].join('\n') + '\n';
+    const norm = (r: Awaited<ReturnType<typeof bulk>>) => ({
+      status: r.status, errors: r.body.errors,
+      items: r.body.items.map((it) => Object.fromEntries(Object.entries(it).map(([k, v]) => [k, { ...v, _id: v._id === null ? null : 'id' }]))),
+    });
+    for (const [b, h] of [[body, {}], [gzipSync(body), { 'content-encoding': 'gzip' }]] as const) {
+      const [a, p] = await Promise.all([bulk(single.url, b, h), bulk(proxy.url, b, h)]);
+      expect(a.body.errors).toBe(true);
+      expect(norm(p)).toEqual(norm(a));
+    }
+    const bad = await Promise.all([bulk(single.url, Buffer.from('not gzip'), { 'content-encoding': 'gzip' }), bulk(proxy.url, Buffer.from('not gzip'), { 'content-encoding': 'gzip' })]);
+    expect(bad[0].status).toBe(400);
+    expect(bad[1]).toEqual(bad[0]);
   });
 });
