@@ -85,6 +85,7 @@ export class Cluster implements LogBackend {
       docs: buf, offs: Array.from(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
     };
     this.counter = (this.counter + n + 1) % 2 ** 40;
+    const encoded = StoreClient.encodeBulk(req);
     const tried = new Set<number>();
     let shard: ShardGroup | null = first;
     let acked = new Set<number>();
@@ -95,7 +96,7 @@ export class Cluster implements LogBackend {
       const s: ShardGroup = shard;
       const missing = s.replicas.map((_, i) => i).filter((i) => !acked.has(i));
       s.pending++;
-      const results = await Promise.allSettled(missing.map((i) => s.replicas[i]!.bulk(req)));
+      const results = await Promise.allSettled(missing.map((i) => s.replicas[i]!.bulk(encoded)));
       s.pending--;
       results.forEach((r, k) => {
         if (r.status === 'fulfilled') {

@@ -66,8 +66,18 @@ export class StoreClient {
     });
   }
 
-  bulk(req: StoreBulkRequest): Promise<StoreBulkResponse> {
-    return this.call('Bulk', req);
+  /** Serializes a bulk once (the library's own serializer), so that every replica is sent the same bytes. */
+  static encodeBulk(req: StoreBulkRequest): Buffer {
+    return (services().store.service.Bulk!.requestSerialize as (r: StoreBulkRequest) => Buffer)(req);
+  }
+
+  /** Sends a bulk serialized by encodeBulk(). */
+  bulk(encoded: Buffer): Promise<StoreBulkResponse> {
+    const def = services().store.service.Bulk!;
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(def.path, (b: Buffer) => b, def.responseDeserialize as (b: Buffer) => StoreBulkResponse, encoded, new grpc.Metadata(),
+        { deadline: Date.now() + this.timeoutMs }, (err, res) => (err ? reject(err) : resolve(res!)));
+    });
   }
 
   search(req: StoreSearchRequest): Promise<StoreSearchResponse> {
