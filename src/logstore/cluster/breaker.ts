@@ -1,5 +1,5 @@
 // A per-shard circuit breaker for writes: after `failures` consecutive failures the shard is skipped for
-// `cooldown` ms, then one write probes it (half-open); a success closes it again.
+// `cooldown` ms, then one write probes it (half-open); its success closes the breaker, its failure reopens it.
 export class Breaker {
   private fails = 0;
   private openUntil = 0;
@@ -7,12 +7,14 @@ export class Breaker {
 
   constructor(private readonly failures: number, private readonly cooldownMs: number) {}
 
-  /** May a write go to this shard now? Past the cooldown the first caller gets the probe. */
-  allow(now = Date.now()): boolean {
-    if (this.fails < this.failures) return true;
-    if (now < this.openUntil || this.probing) return false;
-    this.probing = true;
-    return true;
+  /** May a write go to this shard now? (Closed, or open past its cooldown with no probe out.) No side effect. */
+  available(now = Date.now()): boolean {
+    return this.fails < this.failures || (now >= this.openUntil && !this.probing);
+  }
+
+  /** The shard was chosen for a write: if the breaker is open, this write is its probe. */
+  taken(): void {
+    if (this.fails >= this.failures) this.probing = true;
   }
 
   get open(): boolean {

@@ -64,12 +64,14 @@ export class Cluster implements LogBackend {
   /** The shard for a new batch: the least loaded of those whose breaker lets writes in (ties at random). */
   private pickShard(exclude: Set<number>): ShardGroup | null {
     const open = this.shards.filter((s) => !exclude.has(s.index));
-    const allowed = open.filter((s) => s.breaker.allow());
+    const allowed = open.filter((s) => s.breaker.available());
     const pool = allowed.length ? allowed : open;
     if (pool.length === 0) return null;
     const least = Math.min(...pool.map((s) => s.pending));
     const best = pool.filter((s) => s.pending === least);
-    return best[Math.floor(Math.random() * best.length)]!;
+    const chosen = best[Math.floor(Math.random() * best.length)]!;
+    chosen.breaker.taken();
+    return chosen;
   }
 
   /**
@@ -120,6 +122,8 @@ export class Cluster implements LogBackend {
         answer = null;
       }
     }
+    // The loop ended on a shard it had not given up on yet (retries spent on its missing replicas).
+    if (shard && !tried.has(shard.index)) shard.breaker.failure();
     this.log.warn({ errors }, 'a batch could not be written to every replica of any shard');
     throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
   }
