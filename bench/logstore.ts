@@ -1,6 +1,7 @@
 // Log-store benchmark: http_logs-shaped documents into tidepool (HTTP bulk, concurrent senders) and into
 // PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
-// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg] [--out file.md]
+// The same ingest and searches run on a cluster too: a proxy over one store, and a proxy over two shards.
+// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg] [--no-cluster] [--out file.md]
 // BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
@@ -26,6 +27,7 @@ const SENDERS = arg('senders', 4);
 const SHARDS = arg('shards', 2);
 const RUNS = arg('runs', 21);
 const WITH_PG = !process.argv.includes('--no-pg');
+const WITH_CLUSTER = !process.argv.includes('--no-cluster');
 const BULK_DOCS = 5000;
 
 const rng = mulberry32;
@@ -92,25 +94,85 @@ function request(port: number, method: string, p: string, body: Buffer | string)
   });
 }
 
-async function startStore(dir: string): Promise<{ child: ChildProcess; port: number }> {
+interface Proc { child: ChildProcess; port: number; grpc: string }
+
+/** Starts one log-store process in `mode` and waits for its listening line. */
+async function startProc(dir: string, mode: 'single' | 'store' | 'proxy'): Promise<Proc> {
   const extra = (process.env.BENCH_STORE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
+  const child = spawn(process.execPath, [...extra, path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise<Proc>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      const m = /listening on http [\d.]+:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
+      const m = /listening on http [\d.]+:(\d+), debug [\d.]+:\d+, grpc ([\d.]+:\d+)/.exec(out);
+      const st = /listening on grpc ([\d.]+:\d+)/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), grpc: m[2]! });
+      else if (st) resolve({ child, port: 0, grpc: st[1]! });
     });
-    child.once('exit', (c) => reject(new Error(`log store exited ${c}`)));
+    child.once('exit', (c) => reject(new Error(`log store (${mode}) exited ${c}`)));
   });
-  return { child, port };
 }
 
 async function stopStore(child: ChildProcess): Promise<void> {
   const done = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await done;
+}
+
+const MAPPING = 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
+
+function writeConfig(dir: string, shards: number, cluster = ''): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'mapping.yaml'), MAPPING);
+  writeFileSync(path.join(dir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
+}
+
+/**
+ * One way to run the log store: single mode, or a proxy over `stores` store processes (one shard each,
+ * one replica). start() (re)starts every process; a proxy gets the stores' fresh gRPC addresses.
+ */
+class Topology {
+  procs: Proc[] = [];
+  proxy: Proc | null = null;
+
+  constructor(readonly name: string, readonly dir: string, readonly stores: number, readonly shardsPerStore: number) {}
+
+  get port(): number {
+    return (this.proxy ?? this.procs[0]!).port;
+  }
+
+  /** Every process's pid: the proxy's (if any) first. */
+  get pids(): number[] {
+    return [...(this.proxy ? [this.proxy.child.pid!] : []), ...this.procs.map((p) => p.child.pid!)];
+  }
+
+  async start(): Promise<void> {
+    if (this.stores === 0) {
+      writeConfig(this.dir, this.shardsPerStore);
+      this.procs = [await startProc(this.dir, 'single')];
+      return;
+    }
+    this.procs = [];
+    for (let i = 0; i < this.stores; i++) {
+      const d = path.join(this.dir, `store-${i}`);
+      writeConfig(d, this.shardsPerStore);
+      this.procs.push(await startProc(d, 'store'));
+    }
+    const pd = path.join(this.dir, 'proxy');
+    writeConfig(pd, 1, `cluster:\n  hot_stores: [${this.procs.map((p) => JSON.stringify(p.grpc)).join(', ')}]\n  hot_replicas: 1\n`);
+    this.proxy = await startProc(pd, 'proxy');
+  }
+
+  async stop(): Promise<void> {
+    if (this.proxy) await stopStore(this.proxy.child);
+    await Promise.all(this.procs.map((p) => stopStore(p.child)));
+    this.proxy = null;
+  }
+
+  /** Disk of the stores' data directories. */
+  disk(): number {
+    return this.stores === 0 ? du(path.join(this.dir, 'data')) : this.procs.reduce((s, _, i) => s + du(path.join(this.dir, `store-${i}`, 'data')), 0);
+  }
 }
 
 /** Posting-list kernels, native addon vs TypeScript twin, on lists over 2 M ids (ms, medians). */
@@ -145,33 +207,31 @@ function postingKernels(): { name: string; native: number; ts: number }[] {
   return kernels.map(([name, fn]) => ({ name, native: time(() => fn(nativePostings)), ts: time(() => fn(postingsTs)) }));
 }
 
-/** Medians of a and b, run alternately (after 2 warm-ups each) so that both meet the same load. */
-async function timePair(a: () => Promise<unknown>, b: (() => Promise<unknown>) | null): Promise<[number, number]> {
-  for (let i = 0; i < 2; i++) { await a(); if (b) await b(); }
-  const xs: number[] = [];
-  const ys: number[] = [];
-  const clock = async (fn: () => Promise<unknown>, into: number[]) => {
-    const t = process.hrtime.bigint();
-    await fn();
-    into.push(Number(process.hrtime.bigint() - t) / 1e6);
-  };
+/** Medians of each target, run in turn run by run (after 2 warm-ups each) so that all meet the same load. */
+async function timeAll(targets: (() => Promise<unknown>)[]): Promise<number[]> {
+  for (let i = 0; i < 2; i++) for (const t of targets) await t();
+  const xs = targets.map(() => [] as number[]);
   for (let i = 0; i < RUNS; i++) {
-    await clock(a, xs);
-    if (b) await clock(b, ys);
+    for (let k = 0; k < targets.length; k++) {
+      const t = process.hrtime.bigint();
+      await targets[k]!();
+      xs[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
   }
-  return [median(xs), b ? median(ys) : NaN];
+  return xs.map(median);
 }
 
-interface SearchCase { name: string; store: () => Promise<unknown>; pg: string[] }
+interface SearchCase { name: string; store: (port: number) => Promise<unknown>; pg: string[] }
 
 async function main(): Promise<void> {
   const loadAtStart = os.loadavg();
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
-  const lsDir = path.join(WORK, 'logstore');
-  mkdirSync(lsDir);
-  writeFileSync(path.join(lsDir, 'mapping.yaml'), 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n');
-  writeFileSync(path.join(lsDir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(lsDir, 'data')}\n  shards: ${SHARDS}\nmapping:\n  path: ${path.join(lsDir, 'mapping.yaml')}\nlog:\n  level: warn\n`);
+  const topologies = [new Topology('single', path.join(WORK, 'logstore'), 0, SHARDS)];
+  if (WITH_CLUSTER) {
+    topologies.push(new Topology('proxy + 1 store', path.join(WORK, 'proxy-1'), 1, SHARDS));
+    topologies.push(new Topology('proxy + 2 shards', path.join(WORK, 'proxy-2'), 2, Math.max(1, SHARDS >> 1)));
+  }
 
   process.stderr.write(`generating ${DOCS} documents\n`);
   const r = rng(1);
@@ -195,30 +255,33 @@ async function main(): Promise<void> {
   await new Promise((res) => raw.end(res));
   const bulkBytes = bodies.reduce((s, b) => s + b.length, 0);
 
-  // tidepool: ingest over HTTP with concurrent senders.
-  let store = await startStore(lsDir);
-  process.stderr.write(`ingesting into tidepool (${SENDERS} senders, ${SHARDS} shards)\n`);
-  let nextBody = 0;
-  const cpu0 = cpuSeconds(store.child.pid!);
-  const t0 = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: SENDERS }, async () => {
-    while (nextBody < bodies.length) {
-      const b = bodies[nextBody++]!;
-      const res = await request(store.port, 'POST', '/_bulk', b);
-      if (res.status !== 200 || res.text.startsWith('{"took":') === false || res.text.includes('"errors":true')) throw new Error(`bulk failed: ${res.status} ${res.text.slice(0, 300)}`);
-    }
-  }));
-  const ingestSec = Number(process.hrtime.bigint() - t0) / 1e9;
-  const ingestCpu = cpuSeconds(store.child.pid!) - cpu0;
+  // tidepool: ingest over HTTP with concurrent senders, into each topology in turn.
+  interface IngestRow { sec: number; cpu: number; proxyCpu: number; liveDisk: number; sealedDisk: number }
+  const ingest: IngestRow[] = [];
+  for (const topo of topologies) {
+    await topo.start();
+    process.stderr.write(`ingesting into tidepool ${topo.name} (${SENDERS} senders)\n`);
+    let nextBody = 0;
+    const cpu0 = topo.pids.map(cpuSeconds);
+    const t0 = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: SENDERS }, async () => {
+      while (nextBody < bodies.length) {
+        const b = bodies[nextBody++]!;
+        const res = await request(topo.port, 'POST', '/_bulk', b);
+        if (res.status !== 200 || res.text.startsWith('{"took":') === false || res.text.includes('"errors":true')) throw new Error(`bulk failed: ${res.status} ${res.text.slice(0, 300)}`);
+      }
+    }));
+    const sec = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpus = topo.pids.map((pid, i) => cpuSeconds(pid) - cpu0[i]!);
+    const liveDisk = topo.disk();
+    await topo.stop();
+    ingest.push({ sec, cpu: cpus.reduce((a, b) => a + b, 0), proxyCpu: topo.stores ? cpus[0]! : 0, liveDisk, sealedDisk: topo.disk() });
+  }
   bodies.length = 0;
-  const liveDisk = du(path.join(lsDir, 'data'));
-  await stopStore(store.child);
-  const sealedDisk = du(path.join(lsDir, 'data'));
-  store = await startStore(lsDir);
-  const port = store.port;
-
+  for (const topo of topologies) await topo.start();
+  const { sec: ingestSec, cpu: ingestCpu, liveDisk, sealedDisk } = ingest[0]!;
   // Like the pg driver, which parses every jsonb row it receives, the client decodes the whole response.
-  const post = async (p: string, body: unknown, check?: (j: Record<string, unknown>) => void) => {
+  const post = async (port: number, p: string, body: unknown, check?: (j: Record<string, unknown>) => void) => {
     const res = await request(port, 'POST', p, JSON.stringify(body));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${res.text.slice(0, 300)}`);
     const j = JSON.parse(res.text) as Record<string, unknown>;
@@ -232,17 +295,17 @@ async function main(): Promise<void> {
   const cases: SearchCase[] = [
     {
       name: 'floor: a trivial request (tidepool GET /, PostgreSQL SELECT 1)',
-      store: async () => JSON.parse((await request(port, 'GET', '/', '')).text) as unknown,
+      store: async (port) => JSON.parse((await request(port, 'GET', '/', '')).text) as unknown,
       pg: ['SELECT 1'],
     },
     {
       name: 'newest 100 in the last hour',
-      store: () => post('/search', { query: { query: '*', from: hourFrom, to: iso(START + SPAN_MS) }, size: 100 }),
+      store: (port) => post(port, '/search', { query: { query: '*', from: hourFrom, to: iso(START + SPAN_MS) }, size: 100 }),
       pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`],
     },
     {
       name: 'status:in(500,400,403): total + newest 100',
-      store: () => post('/search', { query: { query: 'status:in(500,400,403)' }, size: 100, with_total: true }),
+      store: (port) => post(port, '/search', { query: { query: 'status:in(500,400,403)' }, size: 100, with_total: true }),
       pg: [
         `SELECT count(*) FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}'`,
         `SELECT doc FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
@@ -250,7 +313,7 @@ async function main(): Promise<void> {
     },
     {
       name: 'word in request (french): total + newest 100',
-      store: () => post('/search', { query: { query: 'request:french' }, size: 100, with_total: true }),
+      store: (port) => post(port, '/search', { query: { query: 'request:french' }, size: 100, with_total: true }),
       pg: [
         `SELECT count(*) FROM logs WHERE doc->>'request' ILIKE '%french%'`,
         `SELECT doc FROM logs WHERE doc->>'request' ILIKE '%french%' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
@@ -258,17 +321,17 @@ async function main(): Promise<void> {
     },
     {
       name: 'count by status',
-      store: () => post('/aggregate', { aggs: [{ field: 'status', func: 'count' }] }),
+      store: (port) => post(port, '/aggregate', { aggs: [{ field: 'status', func: 'count' }] }),
       pg: [`SELECT doc->>'status', count(*) FROM logs GROUP BY 1`],
     },
     {
       name: 'min of size by status',
-      store: () => post('/aggregate', { aggs: [{ field: 'size', func: 'min', group_by: 'status' }] }),
+      store: (port) => post(port, '/aggregate', { aggs: [{ field: 'size', func: 'min', group_by: 'status' }] }),
       pg: [`SELECT doc->>'status', min((doc->>'size')::bigint) FROM logs GROUP BY 1`],
     },
     {
       name: '5 000-document range fetch',
-      store: () => post('/search', { query: { query: '*', from: iso(mid), to: rangeTo }, size: 5000, order: 'asc' }, (j) => {
+      store: (port) => post(port, '/search', { query: { query: '*', from: iso(mid), to: rangeTo }, size: 5000, order: 'asc' }, (j) => {
         if ((j.docs as unknown[]).length < 4000) throw new Error(`range fetch returned ${(j.docs as unknown[]).length} documents`);
       }),
       pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`],
@@ -278,6 +341,8 @@ async function main(): Promise<void> {
   // Searches then alternate between the two systems run by run, so both see the same machine load.
   let pgRes: { ingestSec: number; disk: number; ms: number[] } | null = null;
   const storeMs: number[] = [];
+  /** Per case, per topology (single first). */
+  const topoMs: number[][] = [];
   let loadAtSearch = os.loadavg();
   let pgsrv: RunningPostgres | null = null;
   let client: pg.Client | null = null;
@@ -305,15 +370,16 @@ async function main(): Promise<void> {
     for (const c of cases) {
       process.stderr.write(`searching: ${c.name}\n`);
       const pgRun = client ? async () => { for (const q of c.pg) await client!.query(q); } : null;
-      const [ours, theirs] = await timePair(c.store, pgRun);
-      storeMs.push(ours);
-      ms.push(theirs);
+      const got = await timeAll([...topologies.map((t) => () => c.store(t.port)), ...(pgRun ? [pgRun] : [])]);
+      storeMs.push(got[0]!);
+      topoMs.push(got.slice(0, topologies.length));
+      ms.push(pgRun ? got[got.length - 1]! : NaN);
     }
     if (WITH_PG) pgRes = { ingestSec: pgIngest, disk, ms };
   } finally {
     await client?.end();
     await pgsrv?.stop();
-    await stopStore(store.child);
+    for (const t of topologies) await t.stop();
   }
 
   const kernels = postingKernels();
@@ -342,6 +408,20 @@ async function main(): Promise<void> {
     const floor = i === 0;
     lines.push(`| ${c.name}, ms | ${fmt(ours, 2)} | ${theirs !== undefined ? fmt(theirs, 2) : '-'} | ${floor ? '' : '>= 10x faster'} | ${Number.isNaN(ratio) ? '-' : `${fmt(ratio, 1)}x${floor ? '' : ratio >= 10 ? ' yes' : ' no'}`} |`);
   });
+  if (topologies.length > 1) {
+    lines.push('', `Cluster: the same ${DOCS.toLocaleString('en-US')} documents and searches through a proxy (HTTP in, gRPC to the stores) over one store ` +
+      `(${SHARDS} local shards, as single mode) and over two stores of one shard each (hot_replicas 1), all processes on this machine; ` +
+      'the searches of all topologies and PostgreSQL alternate run by run. CPU is every process of the topology (proxy included).', '');
+    lines.push(`| Measure | ${topologies.map((t) => t.name).join(' | ')} | PostgreSQL |`, `|---|${topologies.map(() => '---:|').join('')}---:|`);
+    lines.push(`| Ingest, docs/s | ${ingest.map((x) => fmt(DOCS / x.sec, 0)).join(' | ')} | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) : '-'} |`);
+    lines.push(`| Ingest CPU, CPU-s (docs per CPU-second) | ${ingest.map((x) => `${fmt(x.cpu, 1)} (${fmt(DOCS / x.cpu, 0)})`).join(' | ')} | |`);
+    lines.push(`| of which the proxy, CPU-s (vs single mode's total) | - | ${ingest.slice(1).map((x) => `${fmt(x.proxyCpu, 1)} (${fmt((100 * x.proxyCpu) / ingest[0]!.cpu, 0)}%)`).join(' | ')} | |`);
+    cases.forEach((c, i) => {
+      const pgMs = pgRes?.ms[i];
+      lines.push(`| ${c.name}, ms | ${topoMs[i]!.map((x) => (pgMs !== undefined ? `${fmt(x, 2)} (${fmt(pgMs / x, 1)}x)` : fmt(x, 2))).join(' | ')} | ${pgMs !== undefined ? fmt(pgMs, 2) : '-'} |`);
+    });
+    lines.push('', 'In brackets: PostgreSQL\'s time over tidepool\'s (above 1: tidepool is faster).');
+  }
   lines.push('', `Posting-list kernels (${nativeLoaded ? 'native addon' : 'addon not built: both columns are the TypeScript twin'} vs TypeScript twin), medians of 7 runs:`, '');
   lines.push('| Kernel | native, ms | TypeScript, ms | Speed-up |', '|---|---:|---:|---:|');
   for (const k of kernels) lines.push(`| ${k.name} | ${fmt(k.native, 2)} | ${fmt(k.ts, 2)} | ${fmt(k.ts / k.native, 1)}x |`);

@@ -108,7 +108,7 @@ async function startStore(): Promise<{ child: ChildProcess; url: string; pid: nu
   const dir = path.join(workDir, 'logstore');
   mkdirSync(dir, { recursive: true });
   const config = path.join(dir, 'logstore.yaml');
-  writeFileSync(config, `server:\n  http_addr: "127.0.0.1:0"\n  debug_addr: "127.0.0.1:0"\nstorage:\n  data_dir: "${path.join(dir, 'data')}"\nmapping:\n  path: auto\nlog:\n  level: warn\n`);
+  writeFileSync(config, `server:\n  http_addr: "127.0.0.1:0"\n  grpc_addr: "127.0.0.1:0"\n  debug_addr: "127.0.0.1:0"\nstorage:\n  data_dir: "${path.join(dir, 'data')}"\nmapping:\n  path: auto\nlog:\n  level: warn\n`);
   const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', `--config=${config}`], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {

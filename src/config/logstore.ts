@@ -4,13 +4,13 @@ import os from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
 
-export const LOGSTORE_MODES = ['single', 'proxy', 'store'] as const;
+export const LOGSTORE_MODES = ['single', 'proxy', 'store', 'ingestor'] as const;
 export type LogstoreMode = (typeof LOGSTORE_MODES)[number];
 
 export const logstoreShape = {
   server: t.section({
     http_addr: t.string(':9002', 'HTTP listen address (bulk ingest, search API), "<host>:<port>" or ":<port>".'),
-    grpc_addr: t.string(':9004', 'gRPC listen address (used by the cluster modes of a later release; not bound in single mode).'),
+    grpc_addr: t.string(':9004', 'gRPC listen address: the store API (store and single mode) and the public search API (proxy and single mode).'),
     debug_addr: t.string(':9200', 'Debug listen address: /metrics (Prometheus) and /health.'),
   }),
   storage: t.section({
@@ -27,6 +27,20 @@ export const logstoreShape = {
     max_doc_size: t.size(1024 ** 2, 'Largest document line in a bulk; a bigger one fails alone with a per-item 400.'),
     inflight_bulks: t.int(32, 'Bulk requests processed at once; one more is answered 429.', 1, 100_000),
     search_docs: t.int(100_000, 'Largest offset + size of one search, and largest id list of one fetch.', 1, 100_000_000),
+  }),
+  cluster: t.section({
+    hot_stores: t.stringList([], 'Proxy mode: gRPC addresses ("<host>:<port>") of the stores, grouped into shards of hot_replicas consecutive hosts.'),
+    hot_replicas: t.int(1, 'Proxy mode: stores per shard; every replica of a shard holds every document written to it.', 1, 64),
+    request_timeout: t.duration(10_000, 'Proxy mode: deadline of one call to a store; a store that does not answer in time counts as failed.'),
+    write_retries: t.int(3, 'Proxy mode: tries of one batch (the shard\'s missing replicas first, then another shard) before its items fail.', 1, 20),
+    breaker_failures: t.int(3, 'Proxy mode: consecutive failed writes after which a shard is skipped for writes.', 1, 1000),
+    breaker_cooldown: t.duration(5_000, 'Proxy mode: how long a tripped shard is skipped before one write probes it again.'),
+    keepalive_time: t.duration(10_000, 'gRPC keepalive ping interval toward stores and from the servers.'),
+    keepalive_timeout: t.duration(5_000, 'gRPC keepalive: a peer that does not answer a ping in this time is cut off.'),
+  }),
+  async_search: t.section({
+    max_searches: t.int(64, 'Async searches kept at once (running or finished); one more is refused with 429.', 1, 100_000),
+    keep: t.duration(3_600_000, 'How long a finished async search stays fetchable.'),
   }),
   log: t.section({
     level: t.oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info', 'Process log level.'),
@@ -74,6 +88,15 @@ export function parseLogstoreConfig(text: string): { config: LogstoreConfig; pro
     if (!parseAddr(value.server[key])) problems.push({ path: `server.${key}`, expected: '"<host>:<port>" or ":<port>"', found: JSON.stringify(value.server[key]) });
   }
   if (value.storage.frac_size < 4096) problems.push({ path: 'storage.frac_size', expected: 'at least 4KB', found: String(value.storage.frac_size) });
+  value.cluster.hot_stores.forEach((a, i) => {
+    if (!parseAddr(a) || parseAddr(a)!.host === '0.0.0.0') problems.push({ path: `cluster.hot_stores[${i}]`, expected: 'a store gRPC address "<host>:<port>"', found: JSON.stringify(a) });
+  });
+  if (value.cluster.hot_stores.length % value.cluster.hot_replicas !== 0) {
+    problems.push({
+      path: 'cluster.hot_stores', expected: `a number of stores divisible by cluster.hot_replicas (${value.cluster.hot_replicas}): shards are groups of hot_replicas consecutive stores`,
+      found: `${value.cluster.hot_stores.length} stores`,
+    });
+  }
   if (value.storage.data_dir === '') problems.push({ path: 'storage.data_dir', expected: 'a directory path', found: 'an empty string' });
   return { config: value, problems };
 }

@@ -88,6 +88,22 @@ export function formatId(time: number, shardHex: string, counter: number): strin
   return time.toString(16).padStart(12, '0') + shardHex + counter.toString(16).padStart(10, '0');
 }
 
+/**
+ * A stored counter at or above OWN_SHARD carries its own shard byte: OWN_SHARD + shard * 2^40 + counter. A
+ * proxy makes such ids (the same on every replica of a shard, whatever the store's own shard number is).
+ */
+export const OWN_SHARD = 2 ** 48;
+
+/** The last 12 hex digits of an id (shard and counter) as a number, from a stored counter and the fraction's shard. */
+export function idTail(counter: number, shard: number): number {
+  return counter >= OWN_SHARD ? counter - OWN_SHARD : shard * 2 ** 40 + counter;
+}
+
+/** The id of a stored document: time, then its tail (see idTail) as 12 hex digits. */
+export function formatIdTail(time: number, tail: number): string {
+  return time.toString(16).padStart(12, '0') + tail.toString(16).padStart(12, '0');
+}
+
 /** The counter part of an id. */
 export function idCounter(id: string): number {
   return parseInt(id.slice(14), 16);

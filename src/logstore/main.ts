@@ -1,5 +1,15 @@
-// `tidepool logstore --mode single --config <file>`: loads the config and mapping, opens the store, listens.
+// `tidepool logstore --mode single|proxy|store --config <file>`: loads the config and mapping, starts the mode.
 import type http from 'node:http';
+import type * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { AsyncSearches } from './api/async-search.js';
+import { LocalBackend, type LogBackend } from './backend.js';
+import { Cluster } from './cluster/cluster.js';
+import { apiHandlers } from './grpc/api-service.js';
+import { services } from './grpc/proto.js';
+import { startGrpc } from './grpc/server.js';
+import { storeHandlers } from './grpc/store-service.js';
+import type { HttpContext } from './http/context.js';
 import { LOGSTORE_MODES, LogstoreConfigError, loadLogstoreConfig, parseAddr, type LogstoreConfig } from '../config/logstore.js';
 import { LogHub } from '../shared/logger.js';
 import { LogstoreMetrics } from './http/metrics.js';
@@ -20,41 +30,108 @@ function listen(server: http.Server, addr: string): Promise<string> {
 }
 
 export interface RunningLogstore {
+  mode: 'single' | 'proxy' | 'store';
+  /** Empty in store mode (no HTTP API). */
   httpAddr: string;
+  grpcAddr: string;
   debugAddr: string;
-  store: Store;
+  store: Store | null;
   close(): Promise<void>;
 }
 
-/** Starts single mode; resolves once both listeners are bound and every shard has recovered. */
-export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<RunningLogstore> {
-  const log = hub.get('logstore');
+/** The HTTP API, the debug listener and the gRPC listener of single and proxy mode, over one backend. */
+async function startFront(config: LogstoreConfig, hub: LogHub, backend: LogBackend, grpcExtra: GrpcPart[]) {
   const mapping = loadMapping(config.mapping.path);
-  const store = new Store(config, mapping, log);
-  await store.ready();
-  const ctx = { store, mapping, config, log: hub.get('logstore::http'), metrics: new LogstoreMetrics(), inflight: { bulks: 0 } };
+  const log = hub.get('logstore::http');
+  const env = { store: backend, mapping, config };
+  const asyncSearches = new AsyncSearches(env, config.async_search, hub.get('logstore::async'));
+  const ctx: HttpContext = { store: backend, mapping, config, log, metrics: new LogstoreMetrics(), inflight: { bulks: 0 }, asyncSearches };
   const api = createApiServer(ctx);
   api.keepAliveTimeout = 65_000;
   api.requestTimeout = 0;
   const debug = createDebugServer(ctx);
+  const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
+  const grpcListener = await startGrpc(config.server.grpc_addr, [[services().api.service, apiHandlers(env, asyncSearches, hub.get('logstore::grpc'), ctx.inflight)], ...grpcExtra], keepalive);
   const httpAddr = await listen(api, config.server.http_addr);
   const debugAddr = await listen(debug, config.server.debug_addr);
-  const retention = setInterval(() => {
-    store.applyRetention().catch((err: Error) => log.error({ err }, 'retention pass failed'));
-  }, 60_000);
-  retention.unref();
-  log.info({ http: httpAddr, debug: debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir, mapping: config.mapping.path }, 'log store listening (single mode)');
   return {
-    httpAddr, debugAddr, store,
+    httpAddr, debugAddr, grpcAddr: grpcListener.addr, ctx,
     async close() {
-      clearInterval(retention);
-      const closed = Promise.all([new Promise((r) => api.close(r)), new Promise((r) => debug.close(r))]);
+      const closed = Promise.all([new Promise((r) => api.close(r)), new Promise((r) => debug.close(r)), grpcListener.close()]);
       api.closeIdleConnections();
       // Requests still running get a few seconds to finish; then their connections are cut.
       const cut = setTimeout(() => { api.closeAllConnections(); debug.closeAllConnections(); }, 5000);
       await closed;
       clearTimeout(cut);
+    },
+  };
+}
+
+type GrpcPart = [grpc.ServiceDefinition, grpc.UntypedServiceImplementation];
+
+function retentionTimer(store: Store, log: Logger): NodeJS.Timeout {
+  const t = setInterval(() => {
+    store.applyRetention().catch((err: Error) => log.error({ err }, 'retention pass failed'));
+  }, 60_000);
+  t.unref();
+  return t;
+}
+
+/** Starts single mode; resolves once the listeners are bound and every shard has recovered. */
+export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<RunningLogstore> {
+  const log = hub.get('logstore');
+  const mapping = loadMapping(config.mapping.path);
+  const store = new Store(config, mapping, log);
+  await store.ready();
+  const storeInflight = { bulks: 0 };
+  const front = await startFront(config, hub, new LocalBackend(store), [[services().store.service, storeHandlers(store, mapping, hub.get('logstore::grpc'), storeInflight)]]);
+  const retention = retentionTimer(store, log);
+  log.info({ http: front.httpAddr, grpc: front.grpcAddr, debug: front.debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir, mapping: config.mapping.path }, 'log store listening (single mode)');
+  return {
+    mode: 'single', httpAddr: front.httpAddr, grpcAddr: front.grpcAddr, debugAddr: front.debugAddr, store,
+    async close() {
+      clearInterval(retention);
+      await front.close();
       await store.close();
+    },
+  };
+}
+
+/** Store mode: the store API over gRPC, plus the debug listener; no HTTP API. */
+export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<RunningLogstore> {
+  const log = hub.get('logstore');
+  const mapping = loadMapping(config.mapping.path);
+  const store = new Store(config, mapping, log);
+  await store.ready();
+  const inflight = { bulks: 0 };
+  const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
+  const grpcListener = await startGrpc(config.server.grpc_addr, [[services().store.service, storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight)]], keepalive);
+  const metrics = new LogstoreMetrics();
+  const debug = createDebugServer({ metrics, inflight } as HttpContext);
+  const debugAddr = await listen(debug, config.server.debug_addr);
+  const retention = retentionTimer(store, log);
+  log.info({ grpc: grpcListener.addr, debug: debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir }, 'log store listening (store mode)');
+  return {
+    mode: 'store', httpAddr: '', grpcAddr: grpcListener.addr, debugAddr, store,
+    async close() {
+      clearInterval(retention);
+      await Promise.all([grpcListener.close(), new Promise((r) => debug.close(r))]);
+      await store.close();
+    },
+  };
+}
+
+/** Proxy mode: the public HTTP and gRPC APIs over the stores of cluster.hot_stores; holds no data. */
+export async function startProxy(config: LogstoreConfig, hub: LogHub): Promise<RunningLogstore> {
+  const log = hub.get('logstore');
+  const cluster = new Cluster(config, hub.get('logstore::cluster'));
+  const front = await startFront(config, hub, cluster, []);
+  log.info({ http: front.httpAddr, grpc: front.grpcAddr, debug: front.debugAddr, shards: cluster.shardCount, stores: config.cluster.hot_stores }, 'log store listening (proxy mode)');
+  return {
+    mode: 'proxy', httpAddr: front.httpAddr, grpcAddr: front.grpcAddr, debugAddr: front.debugAddr, store: null,
+    async close() {
+      await front.close();
+      cluster.close();
     },
   };
 }
@@ -63,10 +140,6 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
   const mode = flags.get('mode');
   if (typeof mode !== 'string' || !(LOGSTORE_MODES as readonly string[]).includes(mode)) {
     process.stderr.write(`tidepool logstore: --mode must be one of ${LOGSTORE_MODES.join(', ')}; found ${mode === undefined ? 'nothing' : JSON.stringify(mode === true ? '' : mode)}\n`);
-    return 1;
-  }
-  if (mode !== 'single') {
-    process.stderr.write(`tidepool logstore: --mode ${mode} is not available in this build (only single)\n`);
     return 1;
   }
   const file = flags.get('config') ?? flags.get('c');
@@ -78,6 +151,10 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
   try {
     config = loadLogstoreConfig(file);
     loadMapping(config.mapping.path);
+    if ((mode === 'proxy' || mode === 'ingestor') && config.cluster.hot_stores.length === 0) {
+      process.stderr.write(`tidepool logstore: ${file}: --mode ${mode} needs cluster.hot_stores, the gRPC addresses of the stores ("<host>:9004")\n`);
+      return 1;
+    }
   } catch (err) {
     if (err instanceof LogstoreConfigError || err instanceof MappingError) {
       process.stderr.write(`tidepool logstore: ${err.message}\n`);
@@ -86,8 +163,10 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
     throw err;
   }
   const hub = new LogHub({ level: config.log.level, format: config.log.format });
-  const running = await startSingle(config, hub);
-  process.stdout.write(`tidepool logstore listening on http ${running.httpAddr}, debug ${running.debugAddr}\n`);
+  const running = mode === 'store' ? await startStore(config, hub) : mode === 'single' ? await startSingle(config, hub) : await startProxy(config, hub);
+  process.stdout.write(running.mode === 'store'
+    ? `tidepool logstore (store mode) listening on grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`
+    : `tidepool logstore listening on http ${running.httpAddr}, debug ${running.debugAddr}, grpc ${running.grpcAddr} (${running.mode} mode)\n`);
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
       hub.get('logstore').info({ signal: sig }, 'shutting down');

@@ -1,21 +1,25 @@
 // The store: one single-thread piscina pool per shard; routes batches and fans queries out, then merges.
-// Single mode uses it behind HTTP; store mode (a later issue) will put the same object behind gRPC.
+// Single mode puts it behind HTTP; store mode puts the same object behind gRPC.
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../shared/package-root.js';
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
-import type { IngestResult, ShardQuery, ShardQueryResult, ShardStatus } from './storage/shard.js';
-import { type HitList, type ShardHit, mergeHitList } from './search/packed-hits.js';
-import type { ShardWorkerData } from '../../workers/logstore-shard.js';
-import { type AggPartial, mergePartials } from './aggregate/aggregate.js';
+import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
+import type { ShardHit, ShardQuery, ShardQueryResult } from './search/execute.js';
+import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
+import type { ShardWorkerData } from './storage/shard-worker.js';
 
+/** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
-  // Workers always run compiled, from dist/, also when the tests run the sources.
-  const file = path.join(packageRoot, 'dist', 'workers', 'logstore-shard.js');
+  const here = fileURLToPath(import.meta.url);
+  const file = here.endsWith('.js')
+    ? path.join(path.dirname(here), 'storage', 'shard-worker.js')
+    : path.join(packageRoot, 'dist', 'src', 'logstore', 'storage', 'shard-worker.js');
   if (!existsSync(file)) throw new Error(`shard worker ${file} is missing: run "npm run build"`);
   return file;
 }
@@ -31,13 +35,7 @@ function existingShards(dataDir: string): number {
   return n;
 }
 
-export interface StoreQueryResult {
-  total: number;
-  hits: HitList;
-  aggs: AggPartial[];
-  hist: Map<number, number>;
-  fractionsRead: number;
-}
+export type StoreQueryResult = MergedQueryResult;
 
 export class Store {
   private readonly pools: Piscina[] = [];
@@ -70,8 +68,11 @@ export class Store {
     await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })));
   }
 
-  /** Sends a batch (its buffers are moved, not copied) to the least busy shard. */
-  async ingest(buf: Uint8Array, offs: Int32Array): Promise<IngestResult> {
+  /**
+   * Sends a batch (its buffers are moved, not copied) to the least busy shard. A proxy passes `now` and `assign`
+   * so that every replica gives each document the same time and id.
+   */
+  async ingest(buf: Uint8Array, offs: Int32Array, now?: number, assign?: IdAssign): Promise<IngestResult> {
     let shard = this.next;
     for (let k = 0; k < this.pools.length; k++) {
       const i = (this.next + k) % this.pools.length;
@@ -81,7 +82,7 @@ export class Store {
     this.pending[shard]!++;
     try {
       return (await this.pools[shard]!.run(
-        { buf, offs },
+        { buf, offs, now, assign },
         { name: 'ingest', transferList: [buf.buffer as ArrayBuffer, offs.buffer as ArrayBuffer] },
       )) as IngestResult;
     } finally {
@@ -90,23 +91,16 @@ export class Store {
   }
 
   async query(q: ShardQuery): Promise<StoreQueryResult> {
-    const parts = (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
-    const desc = q.order !== 'asc';
-    const hits = mergeHitList(parts.map((p) => p.hits), q.limit, desc);
-    const aggs = (q.aggs ?? []).map((_, i) => parts.map((p) => p.aggs[i]!).reduce((acc, x) => mergePartials(acc, x)));
-    const hist = new Map<number, number>();
-    for (const p of parts) for (const [ts, c] of p.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);
-    return {
-      total: parts.reduce((s, p) => s + p.total, 0), hits, aggs, hist,
-      fractionsRead: parts.reduce((s, p) => s + p.fractionsRead, 0),
-    };
+    return mergeQueryResults(await this.queryShards(q), q);
+  }
+
+  /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
+  async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
+    return (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
   }
 
   async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<ShardHit[]> {
-    const parts = (await Promise.all(this.pools.map((p) => p.run({ ids, pipes }, { name: 'fetch' })))) as ShardHit[][];
-    const byId = new Map<string, ShardHit>();
-    for (const part of parts) for (const h of part) byId.set(h.id, h);
-    return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
+    return mergeFetched(ids, (await Promise.all(this.pools.map((p) => p.run({ ids, pipes }, { name: 'fetch' })))) as ShardHit[][]);
   }
 
   async status(): Promise<ShardStatus[]> {

@@ -1,6 +1,6 @@
 // Test helper: builds dist/ when the log-store sources are newer, and runs the log store as a real child process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,8 +20,8 @@ function newestTs(dir: string): number {
 
 /** Runs tsc when a log-store source is newer than the compiled worker (tests load workers from dist/). */
 export function ensureBuilt(): void {
-  const marker = path.join(ROOT, 'dist', 'workers', 'logstore-shard.js');
-  const sources = Math.max(...['src/logstore', 'src/config', 'src/native', 'src/shared', 'workers'].map((d) => newestTs(path.join(ROOT, d))), statSync(path.join(ROOT, 'src', 'cli.ts')).mtimeMs);
+  const marker = path.join(ROOT, 'dist', 'src', 'logstore', 'storage', 'shard-worker.js');
+  const sources = Math.max(...['src/logstore', 'src/config', 'src/native', 'src/shared'].map((d) => newestTs(path.join(ROOT, d))), statSync(path.join(ROOT, 'src', 'cli.ts')).mtimeMs);
   if (existsSync(marker) && statSync(marker).mtimeMs >= sources) return;
   const lock = path.join(ROOT, 'dist', '.logstore-build-lock');
   mkdirSync(path.join(ROOT, 'dist'), { recursive: true });
@@ -38,14 +38,18 @@ export function ensureBuilt(): void {
   try {
     // tsc exits non-zero when any file of the repository has a type error but still emits; the marker decides.
     spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(ROOT, 'tsconfig.json')], { cwd: ROOT, encoding: 'utf8' });
-    if (!existsSync(marker)) throw new Error('tsc did not produce dist/workers/logstore-shard.js');
+    if (!existsSync(marker)) throw new Error('tsc did not produce dist/src/logstore/storage/shard-worker.js');
   } finally {
     rmdirSync(lock);
   }
 }
 
 export interface LogstoreProcess {
+  mode: LogstoreMode;
+  /** HTTP API base URL (empty in store mode). */
   url: string;
+  /** gRPC address, "127.0.0.1:<port>". */
+  grpcAddr: string;
   debugUrl: string;
   dir: string;
   dataDir: string;
@@ -62,7 +66,15 @@ export interface LogstoreProcess {
   cleanup(): Promise<void>;
 }
 
+export type LogstoreMode = 'single' | 'proxy' | 'store' | 'ingestor';
+
 export interface LogstoreOptions {
+  /** --mode; absent: single. */
+  mode?: LogstoreMode;
+  /** cluster.* keys (hot_stores, hot_replicas, request_timeout, ...). */
+  cluster?: Record<string, unknown>;
+  /** The gRPC port to bind (so a store restarts on the address its proxy knows); absent: a free one. */
+  grpcPort?: number;
   /** server.* keys over the defaults (127.0.0.1:0 for http and debug). */
   server?: Record<string, unknown>;
   storage?: Record<string, unknown>;
@@ -95,22 +107,29 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
   }
   const configFile = path.join(dir, 'logstore.yaml');
   writeFileSync(configFile, yamlOf({
-    server: { http_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0', ...opts.server },
+    server: { http_addr: '127.0.0.1:0', grpc_addr: `127.0.0.1:${opts.grpcPort ?? 0}`, debug_addr: '127.0.0.1:0', ...opts.server },
     storage: { data_dir: dataDir, shards: 2, ...opts.storage },
     mapping,
     limits: { ...opts.limits },
+    cluster: { ...opts.cluster },
     log: { level: 'warn' },
   }));
   let out = '';
   let child!: ChildProcess;
   const launch = () => new Promise<void>((resolve, reject) => {
-    child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', `--config=${configFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, `--config=${configFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
     const onData = (d: Buffer) => {
       out += d.toString();
-      const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+)/.exec(out.slice(start));
+      const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+), grpc ([\d.]+:\d+)/.exec(out.slice(start));
+      const st = /\(store mode\) listening on grpc ([\d.]+:\d+), debug ([\d.]+:\d+)/.exec(out.slice(start));
       if (m) {
         proc.url = `http://${m[1]}`;
         proc.debugUrl = `http://${m[2]}`;
+        proc.grpcAddr = m[3]!;
+        resolve();
+      } else if (st) {
+        proc.grpcAddr = st[1]!;
+        proc.debugUrl = `http://${st[2]}`;
         resolve();
       }
     };
@@ -123,8 +142,9 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
   });
+  const mode = opts.mode ?? 'single';
   const proc: LogstoreProcess = {
-    url: '', debugUrl: '', dir, dataDir, configFile,
+    mode, url: '', grpcAddr: '', debugUrl: '', dir, dataDir, configFile,
     get child() { return child; },
     output: () => out,
     async stop() {
@@ -140,6 +160,8 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
       await done;
     },
     async restart() {
+      // The same gRPC port again, so that a proxy finds a restarted store where it was.
+      if (proc.grpcAddr) writeFileSync(configFile, readFileSync(configFile, 'utf8').replace(/grpc_addr: "127\.0\.0\.1:0"/, `grpc_addr: "${proc.grpcAddr}"`));
       await launch();
     },
     async cleanup() {

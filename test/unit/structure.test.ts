@@ -1,4 +1,5 @@
-// The source tree's shape: no import cycles among src/ and workers/ modules, and src/shared/ only holds what more than one service imports.
+// The source tree's shape: no import cycles among src/ modules, no src/ import that leaves src/ (into dist/ or
+// elsewhere), and src/shared/ only holds what more than one service imports.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -25,7 +26,7 @@ function runtimeImports(file: string): string[] {
   return out;
 }
 
-const modules = [...files(path.join(ROOT, 'src')), ...files(path.join(ROOT, 'workers'))];
+const modules = files(path.join(ROOT, 'src'));
 const graph = new Map(modules.map((f) => [f, runtimeImports(f)]));
 const rel = (f: string) => path.relative(ROOT, f);
 
@@ -50,8 +51,20 @@ describe('source structure', () => {
     expect(cycles).toEqual([]);
   });
 
+  it('has no import, type-only ones included, that walks out of src/', () => {
+    const out: string[] = [];
+    for (const f of modules) {
+      const text = readFileSync(f, 'utf8');
+      for (const m of text.matchAll(/^\s*(?:import|export)\s[^'";]*?'(\.[^']+)'|import\('(\.[^']+)'\)/gm)) {
+        const target = path.resolve(path.dirname(f), (m[1] ?? m[2])!);
+        if (!target.startsWith(path.join(ROOT, 'src') + path.sep)) out.push(`${rel(f)} -> ${path.relative(ROOT, target)}`);
+      }
+    }
+    expect(out).toEqual([]);
+  });
+
   it('keeps in src/shared/ only modules that more than one service imports at run time', () => {
-    const services = ['src/pooler/', 'src/logstore/', 'workers/', 'src/launcher/', 'src/cli.ts', 'src/native/', 'src/config/'];
+    const services = ['src/pooler/', 'src/logstore/', 'src/launcher/', 'src/cli.ts', 'src/native/', 'src/config/'];
     const users = new Map<string, Set<string>>();
     for (const [file, deps] of graph) {
       const owner = services.find((s) => rel(file).startsWith(s));

@@ -1,6 +1,7 @@
 // Aggregations over matching documents: count, sum, min, max, avg, quantile, unique, by group and time bucket.
 // Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
 import { type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
+import { type Sketch, quantileAdd, quantileMerge, sketchQuantile } from './quantile-sketch.js';
 
 export const AGG_FUNCS = ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] as const;
 export type AggFunc = (typeof AGG_FUNCS)[number];
@@ -20,7 +21,9 @@ export interface AggState {
   min: number;
   max: number;
   notExists: number;
+  /** Quantile values, exact up to EXACT_VALUES; past it `sketch` (quantile-sketch.ts) holds them. */
   values?: number[];
+  sketch?: Sketch;
   uniq?: Set<string>;
 }
 
@@ -148,7 +151,7 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
       st.sum += v;
       if (v < st.min) st.min = v;
       if (v > st.max) st.max = v;
-      if (spec.func === 'quantile') (st.values ??= []).push(v);
+      if (spec.func === 'quantile') quantileAdd(st, v);
     }
   }
 }
@@ -202,7 +205,7 @@ export function mergePartials(into: AggPartial, from: AggPartial): AggPartial {
     t.min = Math.min(t.min, s.min);
     t.max = Math.max(t.max, s.max);
     t.notExists += s.notExists;
-    if (s.values) (t.values ??= []).push(...s.values);
+    quantileMerge(t, s);
     if (s.uniq) { t.uniq ??= new Set(); for (const u of s.uniq) t.uniq.add(u); }
   }
   return into;
@@ -234,9 +237,12 @@ export function finalizeAgg(spec: AggSpec, partial: AggPartial): AggResult {
     const key = sep >= 0 ? k.slice(0, sep) : k;
     const b: AggBucket = { key, value: finalValue(spec, s), not_exists: s.notExists };
     if (spec.func === 'quantile') {
-      const sorted = Float64Array.from(s.values ?? []).sort();
       const qs = spec.quantiles && spec.quantiles.length ? spec.quantiles : [0.5];
-      b.quantiles = qs.map((q) => quantile(sorted, q));
+      if (s.sketch) b.quantiles = qs.map((q) => sketchQuantile(s.sketch!, q));
+      else {
+        const sorted = Float64Array.from(s.values ?? []).sort();
+        b.quantiles = qs.map((q) => quantile(sorted, q));
+      }
       b.value = b.quantiles[0]!;
     }
     if (sep >= 0) b.ts = new Date(Number(k.slice(sep + 1))).toISOString();

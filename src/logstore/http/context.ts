@@ -1,12 +1,15 @@
-// What the HTTP routes share: the store, the mapping, limits, logger and metrics.
+// What the HTTP and gRPC APIs share: the backend (local store or cluster), the mapping, limits, logger and metrics.
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../../config/logstore.js';
 import type { MappingSpec } from '../mapping.js';
-import type { Store } from '../store.js';
+import type { AsyncSearches } from '../api/async-search.js';
+import type { LogBackend } from '../backend.js';
 import type { LogstoreMetrics } from './metrics.js';
 
 export interface HttpContext {
-  store: Store;
+  /** The local store (single mode) or the cluster of stores (proxy mode). */
+  store: LogBackend;
+  asyncSearches: AsyncSearches;
   mapping: MappingSpec;
   config: LogstoreConfig;
   log: Logger;

@@ -10,6 +10,9 @@ export const ErrorCode = {
   BodyTooLarge: 'body_too_large',
   NotFound: 'not_found',
   MethodNotAllowed: 'method_not_allowed',
+  /** Every shard of the cluster failed (502), or a store refused the call. */
+  Upstream: 'upstream_failed',
+  TooManyAsyncSearches: 'too_many_async_searches',
   Internal: 'internal',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -4,6 +4,7 @@ import type { HttpContext } from './context.js';
 import { ErrorCode, HttpError, sendError, sendJson } from './errors.js';
 import { bulk, license, probe, rootInfo } from './es-routes.js';
 import * as api from './search-routes.js';
+import { readJsonBody } from './body.js';
 
 type Handler = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => Promise<number>;
 
@@ -18,6 +19,37 @@ const POST_ROUTES: Record<string, Handler> = {
 const GET_ROUTES: Record<string, Handler> = { '/mappings': api.mappings, '/status': api.status };
 const PROBE = /^\/(_ilm|_index_template|_template|_component_template|_ingest|_nodes|_cluster|_xpack|_data_stream)(\/|$)/;
 const INDEX_BULK = /^\/([^/_][^/]*)\/_bulk$/;
+const ASYNC_ONE = /^\/async-search\/([^/]+)(\/cancel)?$/;
+
+/** POST /async-search, GET /async-search, GET|DELETE /async-search/{id}, POST /async-search/{id}/cancel. */
+async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<number> {
+  const searches = ctx.asyncSearches;
+  if (path === '/async-search') {
+    if (method === 'POST') {
+      sendJson(res, 200, { search_id: searches.start(await readJsonBody(req)) });
+      return 200;
+    }
+    if (method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST to start a search, GET to list them`);
+    req.resume();
+    sendJson(res, 200, { searches: searches.list() });
+    return 200;
+  }
+  const m = ASYNC_ONE.exec(path)!;
+  const id = decodeURIComponent(m[1]!);
+  req.resume();
+  if (m[2]) {
+    if (method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
+    searches.cancel(id);
+    sendJson(res, 200, { search_id: id, canceled: true });
+  } else if (method === 'GET') {
+    const { info, response } = searches.get(id);
+    sendJson(res, 200, { ...info, response: { ...response, docs: response.docs.map((h) => JSON.parse(h.json) as unknown) } });
+  } else if (method === 'DELETE') {
+    searches.delete(id);
+    sendJson(res, 200, { search_id: id, deleted: true });
+  } else throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use GET or DELETE`);
+  return 200;
+}
 
 async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<[string, number]> {
   const method = req.method ?? 'GET';
@@ -40,6 +72,7 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
     if (method !== 'POST' && method !== 'PUT') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
     return ['/_bulk', await bulk(ctx, req, res, indexBulk ? decodeURIComponent(indexBulk[1]!) : 'logs')];
   }
+  if (path === '/async-search' || ASYNC_ONE.test(path)) return ['/async-search', await asyncSearch(ctx, req, res, path, method)];
   const post = POST_ROUTES[path];
   if (post) {
     if (method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);

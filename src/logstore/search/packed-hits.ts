@@ -114,7 +114,8 @@ export class HitWriter {
 
 /** The hits of a search across shards, in order: references into each shard's packed hits. */
 export class HitList {
-  constructor(readonly parts: PackedHits[], private readonly part: Uint16Array, private readonly index: Uint32Array) {}
+  /** `dropped`: copies of an id already listed that the merge left out (replicas, a batch retried elsewhere). */
+  constructor(readonly parts: PackedHits[], private readonly part: Uint16Array, private readonly index: Uint32Array, readonly dropped = 0) {}
 
   get length(): number {
     return this.part.length;
@@ -122,6 +123,16 @@ export class HitList {
 
   get(i: number): ShardHit {
     return unpackHit(this.parts[this.part[i]!]!, this.index[i]!);
+  }
+
+  /** Hit i as {id, time, data}: data is the stored document's bytes inside the packed JSON (no copy). */
+  doc(i: number): { id: string; time: number; data: Uint8Array } {
+    const p = this.parts[this.part[i]!]!;
+    const k = this.index[i]!;
+    const time = p.times[k]!;
+    // {"id":"<24>","data": is 40 bytes; ,"time":"<iso>"} is 11 + the ISO text.
+    const data = p.json.subarray(p.offs[k]! + 40, p.offs[k + 1]! - 11 - isoTime(time).length);
+    return { id: p.ids.slice(k * 24, k * 24 + 24), time, data };
   }
 
   slice(from: number, to: number): ShardHit[] {
@@ -156,7 +167,10 @@ export class HitList {
   }
 }
 
-/** The best `limit` hits of shards whose hits are each already in order: a k-way merge. */
+/**
+ * The best `limit` hits of shards whose hits are each already in order: a k-way merge. A hit whose id equals
+ * the one before it (the same document from two replicas or a retried write) is dropped.
+ */
 export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean): HitList {
   const at = parts.map(() => 0);
   let avail = 0;
@@ -164,7 +178,10 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
   const n = Math.max(0, Math.min(limit, avail));
   const part = new Uint16Array(n);
   const index = new Uint32Array(n);
-  for (let o = 0; o < n; o++) {
+  let lastId = '';
+  let o = 0;
+  let dropped = 0;
+  while (o < n) {
     let best = -1;
     for (let s = 0; s < parts.length; s++) {
       const p = parts[s]!;
@@ -177,10 +194,20 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
       const cmp = dt !== 0 ? dt : p.ids.slice(i * 24, i * 24 + 24) < b.ids.slice(j * 24, j * 24 + 24) ? -1 : 1;
       if (desc ? cmp > 0 : cmp < 0) best = s;
     }
+    if (best < 0) break;
+    const k = at[best]!++;
+    if (parts.length > 1) {
+      const id = parts[best]!.ids.slice(k * 24, k * 24 + 24);
+      if (id === lastId) {
+        dropped++;
+        continue;
+      }
+      lastId = id;
+    }
     part[o] = best;
-    index[o] = at[best]!++;
+    index[o++] = k;
   }
-  return new HitList(parts, part, index);
+  return new HitList(parts, o === n ? part : part.slice(0, o), o === n ? index : index.slice(0, o), dropped);
 }
 
 export function mergeHits(parts: PackedHits[], limit: number, desc: boolean): ShardHit[] {

@@ -1,13 +1,15 @@
 // The active fraction: documents kept in memory (and in its write-ahead file) with an in-memory index.
 import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
-import { formatId, idCounter } from '../doc-time.js';
+import { formatIdTail, idCounter, idTail } from '../doc-time.js';
 import { ActiveIndex } from './active-index.js';
 import type { Column, DocRef, FractionView } from './fraction-view.js';
 
 export class ActiveFraction implements FractionView {
-  /** True while documents arrived in time order (the usual case): then local ids are time-ordered too. */
+  /** True while documents arrived in (time, id) order (the usual case): then local ids are time-ordered too. */
   private ordered = true;
+  private lastTail = -1;
+  private readonly shardNo: number;
   readonly index: ActiveIndex;
   /** Per document: time, id counter, and where its bytes are (batch, offset, length). Plain number arrays
    *  hold unboxed values, so a large fraction costs the garbage collector nothing per document. */
@@ -24,6 +26,7 @@ export class ActiveFraction implements FractionView {
 
   constructor(readonly name: string, readonly mapping: MappingSpec, readonly shardHex: string) {
     this.index = new ActiveIndex(mapping);
+    this.shardNo = parseInt(shardHex, 16);
   }
 
   get docCount(): number {
@@ -37,7 +40,9 @@ export class ActiveFraction implements FractionView {
   /** Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). */
   add(doc: Record<string, unknown>, buf: Buffer, off: number, len: number, time: number, counter: number): void {
     const n = this.times.length;
-    if (n > 0 && time < this.times[n - 1]!) this.ordered = false;
+    const tail = idTail(counter, this.shardNo);
+    if (n > 0 && (time < this.times[n - 1]! || (time === this.times[n - 1]! && tail <= this.lastTail))) this.ordered = false;
+    this.lastTail = tail;
     this.index.addDoc(doc);
     this.times.push(time);
     this.counters.push(counter);
@@ -86,17 +91,22 @@ export class ActiveFraction implements FractionView {
   }
 
   id(local: number): string {
-    return formatId(this.times[local]!, this.shardHex, this.counters[local]!);
+    return formatIdTail(this.times[local]!, this.tail(local));
   }
 
-  /** The id counter of a document: ids of one fraction come from one counter, in order. */
+  /** The id counter of a document as stored (see OWN_SHARD): ids of one fraction mostly come from one counter. */
   counter(local: number): number {
     return this.counters[local]!;
   }
 
+  /** The id's shard and counter as one number: ids order by (time, tail). */
+  tail(local: number): number {
+    return idTail(this.counters[local]!, this.shardNo);
+  }
+
   find(id: string): number {
     if (this.counters.length === 0 || id.length !== 24) return -1;
-    const local = (idCounter(id) - this.counters[0]! + 2 ** 40) % 2 ** 40;
+    const local = (idCounter(id) - (this.counters[0]! % 2 ** 40) + 2 ** 40) % 2 ** 40;
     if (local < this.counters.length && this.id(local) === id) return local;
     for (let i = 0; i < this.counters.length; i++) if (this.id(i) === id) return i;
     return -1;

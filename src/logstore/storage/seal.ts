@@ -20,7 +20,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const times = frac.times;
   // Documents that arrived in time order (the usual case) keep their ids: no sort, no remapping.
   const identity = frac.timeOrdered;
-  if (!identity) order.sort((a, b) => times[a]! - times[b]! || frac.counter(a) - frac.counter(b));
+  if (!identity) order.sort((a, b) => times[a]! - times[b]! || frac.tail(a) - frac.tail(b));
   const newOf = new Uint32Array(n);
   for (let i = 0; i < n; i++) newOf[order[i]!] = i;
   let disk = 0;
@@ -32,13 +32,11 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const sortedTimes = new Float64Array(n);
   // Ids in binary (the 24 hex digits as 12 bytes): 6 of time, 1 of shard, 5 of counter, big-endian.
   const idBytes = Buffer.allocUnsafe(n * 12);
-  const shard = parseInt(frac.shardHex, 16);
   for (let i = 0; i < n; i++) {
     const old = order[i]!;
     sortedTimes[i] = times[old]!;
     idBytes.writeUIntBE(times[old]!, i * 12, 6);
-    idBytes[i * 12 + 6] = shard;
-    idBytes.writeUIntBE(frac.counter(old), i * 12 + 7, 5);
+    idBytes.writeUIntBE(frac.tail(old), i * 12 + 6, 6);
   }
   put(FILES.times, compress(bytesOf(sortedTimes)));
   put(FILES.ids, compress(idBytes));

@@ -1,16 +1,12 @@
 // A shard: one directory of fractions (one active, many sealed) with its catalog; owned by one thread.
-// The same class serves single mode and, later, store mode: callers hand it batches and query plans.
+// The same class serves single mode and store mode: callers hand it batches and query plans.
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { IdMaker, docTime, idTime } from '../doc-time.js';
+import { IdMaker, OWN_SHARD, docTime, formatIdTail } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
-import type { Plan } from '../query/plan.js';
-import { type Universe, evaluate, universeSize } from '../search/evaluate.js';
-import { applyPipes, hitJson } from '../search/hit-json.js';
-import { HitWriter, type PackedHits, type ShardHit } from '../search/packed-hits.js';
 import type { FieldsPipe } from '../query/ast.js';
-import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
+import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery, fetchByIds } from '../search/execute.js';
 import { ActiveFraction } from './active-fraction.js';
 import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
@@ -29,35 +25,16 @@ export interface ShardOptions {
   retention: number;
 }
 
+/** Ids made by the caller (a proxy): document i of a batch gets shard `shard` and counter `counter + i`. */
+export interface IdAssign {
+  shard: number;
+  counter: number;
+}
+
 export interface IngestResult {
   /** One id per document as 24 ASCII bytes, or 24 spaces where it failed. */
   ids: Uint8Array;
   errors: [index: number, type: string, reason: string][];
-}
-
-export interface ShardQuery {
-  plan: Plan;
-  from: number;
-  to: number;
-  /** offset + size: how many of the best documents to return. */
-  limit: number;
-  order: 'desc' | 'asc';
-  aggs?: AggSpec[];
-  histInterval?: number;
-  pipes?: FieldsPipe[];
-  /** false: the total may count only the fractions read; fractions that cannot hold a better hit are skipped. */
-  withTotal?: boolean;
-}
-
-
-export type { PackedHits, ShardHit };
-
-export interface ShardQueryResult {
-  total: number;
-  hits: PackedHits;
-  aggs: AggPartial[];
-  hist: [ts: number, count: number][];
-  fractionsRead: number;
 }
 
 export interface ShardStatus {
@@ -68,44 +45,6 @@ export interface ShardStatus {
 
 /** Documents parsed, written and indexed at a time within a batch. */
 const INGEST_CHUNK = 256;
-
-/** Decodes stored bytes without copying them first. */
-function utf8(b: Uint8Array): string {
-  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
-}
-
-/** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */
-export function topByTime(view: FractionView, matches: Uint32Array, k: number, desc: boolean): number[] {
-  // Keys are oriented so that "better" is larger; the heap root is the worst kept one.
-  const key = (local: number) => (desc ? view.time(local) : -view.time(local));
-  const heap: number[] = [];
-  const less = (a: number, b: number) => key(a) < key(b) || (key(a) === key(b) && (desc ? a < b : a > b));
-  for (let i = 0; i < matches.length; i++) {
-    const x = matches[i]!;
-    if (heap.length < k) {
-      heap.push(x);
-      for (let c = heap.length - 1; c > 0;) {
-        const p = (c - 1) >> 1;
-        if (!less(heap[c]!, heap[p]!)) break;
-        [heap[c], heap[p]] = [heap[p]!, heap[c]!];
-        c = p;
-      }
-    } else if (k > 0 && less(heap[0]!, x)) {
-      heap[0] = x;
-      for (let p = 0; ;) {
-        const l = 2 * p + 1;
-        const r = l + 1;
-        let m = p;
-        if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
-        if (r < heap.length && less(heap[r]!, heap[m]!)) m = r;
-        if (m === p) break;
-        [heap[m], heap[p]] = [heap[p]!, heap[m]!];
-        p = m;
-      }
-    }
-  }
-  return heap.sort((a, b) => (less(a, b) ? 1 : less(b, a) ? -1 : 0));
-}
 
 export class Shard {
   private readonly catalog: Catalog;
@@ -187,13 +126,13 @@ export class Shard {
    * parsed documents die young; one fsync at the end makes the batch durable before it is acknowledged.
    * The index only ever holds documents already written to the write-ahead file.
    */
-  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now()): IngestResult {
+  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now(), assign?: IdAssign): IngestResult {
     const n = offs.length >>> 1;
     const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
     const records: WalRecord[] = [];
     const parsed: Record<string, unknown>[] = [];
     const errors: IngestResult['errors'] = [];
-    const ids = new Uint8Array(24 * n).fill(0x20);
+    const ids = Buffer.alloc(24 * n, 0x20);
     let stored = 0;
     const flush = () => {
       if (records.length === 0) return;
@@ -228,8 +167,16 @@ export class Shard {
         obj.original_timestamp = t.clampedFrom;
         bytes = Buffer.from(JSON.stringify(obj));
       }
-      this.ids.nextInto(t.time, ids, 24 * i);
-      records.push({ time: t.time, counter: this.ids.current, doc: bytes });
+      let counter: number;
+      if (assign) {
+        const c = (assign.counter + i) % 2 ** 40;
+        counter = OWN_SHARD + (assign.shard & 0xff) * 2 ** 40 + c;
+        ids.write(formatIdTail(t.time, counter - OWN_SHARD), 24 * i, 'latin1');
+      } else {
+        this.ids.nextInto(t.time, ids, 24 * i);
+        counter = this.ids.current;
+      }
+      records.push({ time: t.time, counter, doc: bytes });
       parsed.push(obj);
       if (records.length === INGEST_CHUNK) flush();
     }
@@ -285,94 +232,14 @@ export class Shard {
     return out;
   }
 
+  /** Runs a query over the fractions that overlap its time range (search/execute.ts does the work). */
   query(q: ShardQuery): ShardQueryResult {
-    const desc = q.order !== 'asc';
-    // Newest fractions first (oldest first for "asc"), so that without a total the rest can be skipped.
-    const views = this.views(q.from, q.to).sort((a, b) => (desc ? b.maxTime - a.maxTime : a.minTime - b.minTime));
-    const aggs = (q.aggs ?? []).map(() => emptyPartial());
-    const hist = new Map<number, number>();
-    let total = 0;
-    let read = 0;
-    type Cand = { time: number; id: string; view: FractionView; local: number };
-    let cands: Cand[] = [];
-    const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
-    const take = (view: FractionView, picked: ArrayLike<number>) => {
-      const fresh = cands.length === 0;
-      for (let i = 0; i < picked.length; i++) {
-        const local = picked[i]!;
-        cands.push({ time: view.time(local), id: view.id(local), view, local });
-      }
-      // Hits of one time-ordered fraction come in order already.
-      if (!fresh || !view.timeOrdered) cands.sort(better);
-      if (cands.length > q.limit) cands = cands.slice(0, q.limit);
-    };
-    const counting = q.withTotal !== false || !!q.aggs?.length || !!(q.histInterval && q.histInterval > 0);
-    // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
-    const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
-    for (const view of views) {
-      if (!counting && cands.length >= q.limit) {
-        const worst = cands[cands.length - 1];
-        if (q.limit === 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time))) continue;
-      }
-      read++;
-      const range = plain ? view.timeRange(q.from, q.to) : null;
-      if (range) {
-        const [lo, hi] = range;
-        total += hi - lo;
-        const k = Math.min(q.limit, hi - lo);
-        if (k > 0) {
-          const picked = new Uint32Array(k);
-          for (let i = 0; i < k; i++) picked[i] = desc ? hi - 1 - i : lo + i;
-          take(view, picked);
-        }
-        continue;
-      }
-      const ids = view.timeRange(q.from, q.to);
-      const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
-      if (universeSize(universe) === 0) continue;
-      const matches = evaluate(q.plan, view, universe);
-      total += matches.length;
-      q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
-      if (q.histInterval && q.histInterval > 0) {
-        const w = q.histInterval;
-        for (let i = 0; i < matches.length; i++) {
-          const ts = Math.floor(view.time(matches[i]!) / w) * w;
-          hist.set(ts, (hist.get(ts) ?? 0) + 1);
-        }
-      }
-      if (q.limit <= 0 || matches.length === 0) continue;
-      let picked: ArrayLike<number>;
-      if (view.timeOrdered) {
-        const k = Math.min(q.limit, matches.length);
-        picked = desc ? matches.slice(matches.length - k).reverse() : matches.subarray(0, k);
-      } else picked = topByTime(view, matches, q.limit, desc);
-      take(view, picked);
-    }
-    const pipes = q.pipes ?? [];
-    const w = new HitWriter(cands.length);
-    for (const c of cands) {
-      const r = c.view.docRef(c.local);
-      if (pipes.length) w.addText(c.id, c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
-      else w.addRef(c.id, c.time, r.buf, r.start, r.end);
-    }
-    return { total, hits: w.finish(), aggs, hist: [...hist], fractionsRead: read };
+    return executeQuery(this.views(q.from, q.to), q);
   }
 
   /** Documents by id, in the order asked; absent ids are left out. */
   fetch(ids: string[], pipes: FieldsPipe[] = []): ShardHit[] {
-    const out: ShardHit[] = [];
-    for (const id of ids) {
-      const t = idTime(id);
-      if (t === null) continue;
-      for (const view of this.views(t, t)) {
-        const local = view.find(id);
-        if (local < 0) continue;
-        const time = view.time(local);
-        out.push({ id, time, json: hitJson(id, time, utf8(view.data([local])[0]!), pipes) });
-        break;
-      }
-    }
-    return out;
+    return fetchByIds(ids, pipes, (t) => this.views(t, t));
   }
 
   status(): ShardStatus {

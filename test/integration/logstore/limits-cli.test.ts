@@ -80,7 +80,7 @@ describe('tidepool logstore command line', () => {
   it('rejects an unknown or missing mode', () => {
     const r = runCli(['logstore', '--mode', 'cluster', '--config', 'x.yaml']);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/--mode must be one of single, proxy, store; found "cluster"/);
+    expect(r.stderr).toMatch(/--mode must be one of single, proxy, store, ingestor; found "cluster"/);
     expect(runCli(['logstore', '--config', 'x.yaml']).stderr).toMatch(/--mode must be one of/);
   });
 
@@ -99,6 +99,22 @@ describe('tidepool logstore command line', () => {
     expect(r.stderr).toMatch(/storage\.shards: expected an integer in \[1, 256\], found the string "zero"/);
     expect(r.stderr).toMatch(/server\.http_addr: expected "<host>:<port>"/);
     expect(r.stderr).toMatch(/limits\.max_doc_size: expected a size/);
+  });
+
+  it('refuses a cluster whose store count hot_replicas does not divide, a bad store address, and a proxy without stores', () => {
+    const cfg = file('cluster.yaml', 'cluster:\n  hot_stores: ["127.0.0.1:9104", "127.0.0.1:9105", "127.0.0.1:9106"]\n  hot_replicas: 2\n');
+    for (const mode of ['proxy', 'ingestor', 'store', 'single']) {
+      const r = runCli(['logstore', '--mode', mode, '--config', cfg]);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/cluster\.hot_stores: expected a number of stores divisible by cluster\.hot_replicas \(2\): shards are groups of hot_replicas consecutive stores, found 3 stores/);
+    }
+    const bad = runCli(['logstore', '--mode', 'proxy', '--config', file('addr.yaml', 'cluster:\n  hot_stores: ["nowhere", ":9004"]\n')]);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/cluster\.hot_stores\[0\]: expected a store gRPC address "<host>:<port>", found "nowhere"/);
+    expect(bad.stderr).toMatch(/cluster\.hot_stores\[1\]: expected a store gRPC address/);
+    const none = runCli(['logstore', '--mode', 'proxy', '--config', file('none.yaml', 'mapping:\n  path: auto\n')]);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/--mode proxy needs cluster\.hot_stores, the gRPC addresses of the stores/);
   });
 
   it('reports YAML syntax errors and bad mapping files', () => {

@@ -26,6 +26,14 @@ describe('packed hits', () => {
     expect(mergeHits([packHits([]), packHits(b)], 2, true)).toEqual(b.slice(0, 2));
   });
 
+  it('drops a document that two replicas both return, and still fills the limit', () => {
+    const a = [hit(9, 1), hit(7, 4), hit(7, 2), hit(1, 3)];
+    const b = [hit(9, 1), hit(7, 2), hit(5, 8)];
+    expect(mergeHits([packHits(a), packHits(b)], 4, true)).toEqual([hit(9, 1), hit(7, 4), hit(7, 2), hit(5, 8)]);
+    expect(mergeHits([packHits(a), packHits(b)], 100, true)).toHaveLength(5);
+    expect(mergeHitList([packHits(a), packHits(b)], 100, true).dropped).toBe(2);
+  });
+
   it('hits written from stored bytes equal the JSON text, and the merged list renders a whole response', () => {
     const docs = ['{"a":1}', '{"m":"é ü \\" x"}', '{}'];
     const stored = Buffer.from(`xx${docs.join('')}yy`);

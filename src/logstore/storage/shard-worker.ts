@@ -1,9 +1,10 @@
 // Piscina entry point of one log-store shard (a single-thread pool, so the shard's memory stays here).
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { LogHub } from '../src/shared/logger.js';
-import type { FieldsPipe } from '../src/logstore/query/ast.js';
-import { Shard, type ShardOptions, type ShardQuery } from '../src/logstore/storage/shard.js';
+import { LogHub } from '../../shared/logger.js';
+import type { FieldsPipe } from '../query/ast.js';
+import type { ShardQuery } from '../search/execute.js';
+import { type IdAssign, Shard, type ShardOptions } from './shard.js';
 
 export interface ShardWorkerData extends ShardOptions {
   logLevel: string;
@@ -14,8 +15,8 @@ const data = workerData as ShardWorkerData;
 const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
 const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`));
 
-export function ingest(task: { buf: Uint8Array; offs: Int32Array }) {
-  return shard.ingest(task.buf, task.offs);
+export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign }) {
+  return shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign);
 }
 
 /** The hits' bytes are moved to the HTTP thread, not copied. */

@@ -1,0 +1,147 @@
+// The search API's operations, once for both faces (HTTP JSON and gRPC): validate a request body, run it on the
+// backend (local store or cluster), and hand back results the face renders.
+import { type AggResult, type AggSpec, finalizeAgg } from '../aggregate/aggregate.js';
+import type { FetchAnswer, LogBackend, PartialInfo, QueryAnswer } from '../backend.js';
+import { idTime } from '../doc-time.js';
+import { ErrorCode, HttpError } from '../http/errors.js';
+import type { MappingSpec } from '../mapping.js';
+import type { ShardHit } from '../search/execute.js';
+import { isoTime } from '../search/hit-json.js';
+import { type SearchSpec, parseAggs, parseInterval, parseQuerySpec, parseSearchSpec } from '../http/search-request.js';
+
+/** What an operation needs: the backend, the mapping and the search limit. */
+export interface ApiEnv {
+  store: LogBackend;
+  mapping: MappingSpec;
+  config: { limits: { search_docs: number } };
+}
+
+export interface SearchOutcome {
+  spec: SearchSpec;
+  aggs: AggSpec[];
+  /** Histogram bucket width in ms; 0: none. */
+  hist: number;
+  r: QueryAnswer;
+}
+
+/** The body of /search (complex false) or /complex-search (aggs and hist too). */
+export function parseSearchBody(env: ApiEnv, body: Record<string, unknown>, complex: boolean): Omit<SearchOutcome, 'r'> {
+  const spec = parseSearchSpec(body, env.mapping, env.config.limits.search_docs);
+  const aggs = complex ? parseAggs(body.aggs, env.mapping) : [];
+  const histBody = body.hist as Record<string, unknown> | null | undefined;
+  const hist = complex && histBody !== undefined ? parseInterval(histBody?.interval, 'hist.interval') : 0;
+  return { spec, aggs, hist };
+}
+
+export async function runSearch(env: ApiEnv, req: Omit<SearchOutcome, 'r'>): Promise<SearchOutcome> {
+  const { spec, aggs, hist } = req;
+  const r = await env.store.query({
+    text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: spec.offset + spec.size, order: spec.order, aggs,
+    histInterval: hist, pipes: spec.pipes, withTotal: spec.withTotal,
+  });
+  return { spec, aggs, hist, r };
+}
+
+export async function runAggregate(env: ApiEnv, body: Record<string, unknown>): Promise<{ aggs: AggSpec[]; r: QueryAnswer }> {
+  const spec = parseQuerySpec(body, env.mapping);
+  const aggs = parseAggs(body.aggs ?? body.agg, env.mapping);
+  if (aggs.length === 0) throw new HttpError(400, ErrorCode.BadRequest, 'aggs must list at least one aggregation {field, func, group_by, quantiles, interval}');
+  const r = await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', aggs });
+  return { aggs, r };
+}
+
+export async function runHistogram(env: ApiEnv, body: Record<string, unknown>): Promise<QueryAnswer> {
+  const spec = parseQuerySpec(body, env.mapping);
+  const interval = parseInterval(body.interval ?? (body.hist as Record<string, unknown> | undefined)?.interval, 'interval');
+  return env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', histInterval: interval });
+}
+
+export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Promise<FetchAnswer & { notFound: string[] }> {
+  const ids = body.ids;
+  if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string')) throw new HttpError(400, ErrorCode.BadRequest, 'ids must be a list of document ids');
+  if (ids.length > env.config.limits.search_docs) throw new HttpError(400, ErrorCode.BadRequest, `at most limits.search_docs (${env.config.limits.search_docs}) ids per fetch`);
+  const fields = body.fields;
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((x) => typeof x === 'string'))) throw new HttpError(400, ErrorCode.BadRequest, 'fields must be a list of field names');
+  const pipes = fields ? [{ kind: 'fields' as const, except: false, names: fields as string[] }] : [];
+  const valid = (ids as string[]).filter((id) => idTime(id) !== null);
+  const answer = await env.store.fetch(valid, pipes);
+  const found = new Set(answer.hits.map((h) => h.id));
+  return { ...answer, notFound: (ids as string[]).filter((id) => !found.has(id)) };
+}
+
+/**
+ * Every match of a query, newest first, page by page (a time cursor keeps memory bounded); `onPage` may wait
+ * (back-pressure). Ends after `size` documents when the body gives one.
+ */
+export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPage: (hits: ShardHit[]) => Promise<void> | void): Promise<void> {
+  const spec = parseQuerySpec(body, env.mapping);
+  const max = body.size === undefined ? Infinity : Number(body.size);
+  if (!(max >= 0)) throw new HttpError(400, ErrorCode.BadRequest, 'size must be a number >= 0');
+  const page = 5000;
+  let to = spec.to;
+  let sent = 0;
+  let boundary = new Set<string>();
+  while (sent < max) {
+    const limit = page + boundary.size;
+    const r = await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false });
+    if (r.partial) throw new HttpError(502, ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
+    const hits = r.hits.slice(0, r.hits.length);
+    const fresh = hits.filter((h) => !boundary.has(h.id));
+    if (fresh.length === 0) break;
+    const out = fresh.slice(0, Math.min(fresh.length, max - sent));
+    sent += out.length;
+    await onPage(out);
+    const last = fresh[fresh.length - 1]!.time;
+    const next = new Set<string>(to === last ? boundary : []);
+    for (const h of hits) if (h.time === last) next.add(h.id);
+    boundary = next;
+    to = last;
+    if (r.hits.length < limit) break;
+  }
+}
+
+export function aggResults(specs: AggSpec[], r: QueryAnswer): AggResult[] {
+  return specs.map((s, i) => finalizeAgg(s, r.aggs[i]!));
+}
+
+export function histBuckets(r: QueryAnswer): { ts: string; doc_count: number }[] {
+  return [...r.hist].sort((a, b) => a[0] - b[0]).map(([ts, c]) => ({ ts: new Date(ts).toISOString(), doc_count: c }));
+}
+
+/** The seq-db error object of an answer that some shards could not contribute to. */
+export function partialError(p: PartialInfo): { code: 'PARTIAL_RESPONSE'; message: string } {
+  return { code: 'PARTIAL_RESPONSE', message: p.message };
+}
+
+export async function mappingOf(env: ApiEnv): Promise<{ auto: boolean; mapping: Record<string, string[]> }> {
+  const mapping: Record<string, string[]> = {};
+  if (env.mapping.auto) {
+    for (const s of (await env.store.status()).shards) for (const f of s.fields) mapping[f] = ['keyword'];
+  }
+  for (const [f, types] of Object.entries(env.mapping.fields)) mapping[f] = [...types];
+  return { auto: env.mapping.auto, mapping: Object.fromEntries(Object.entries(mapping).sort(([a], [b]) => (a < b ? -1 : 1))) };
+}
+
+export async function statusOf(env: ApiEnv, inflightBulks: number) {
+  const st = await env.store.status();
+  const shards = st.shards;
+  const all = shards.flatMap((s) => s.fractions);
+  const withDocs = all.filter((f) => f.docs > 0);
+  return {
+    status: st.stores.some((s) => !s.ok) ? 'degraded' : 'ok', mode: env.store.mode, shards: env.store.shardCount,
+    docs: all.reduce((s, f) => s + f.docs, 0),
+    raw_bytes: all.reduce((s, f) => s + f.raw_bytes, 0),
+    disk_bytes: all.reduce((s, f) => s + f.disk_bytes, 0),
+    fractions: { active: all.filter((f) => f.state === 'active').length, sealed: all.filter((f) => f.state === 'sealed').length },
+    oldest_time: withDocs.length ? new Date(Math.min(...withDocs.map((f) => f.min_time))).toISOString() : null,
+    newest_time: withDocs.length ? new Date(Math.max(...withDocs.map((f) => f.max_time))).toISOString() : null,
+    inflight_bulks: inflightBulks,
+    per_shard: shards.map((s) => ({ shard: s.shard, fractions: s.fractions })),
+    ...(env.store.mode === 'proxy' ? { stores: st.stores } : {}),
+  };
+}
+
+/** The stored document inside a hit's JSON ({"id":"<24>","data":<doc>,"time":"<iso>"}), without parsing it. */
+export function hitData(h: { json: string; time: number }): string {
+  return h.json.slice(40, h.json.length - 11 - isoTime(h.time).length);
+}

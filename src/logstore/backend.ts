@@ -1,0 +1,80 @@
+// What the public API (HTTP and gRPC) runs on: the local store in single mode, the cluster of stores in proxy mode.
+import type { BulkTarget } from './ingest/bulk.js';
+import type { FieldsPipe } from './query/ast.js';
+import type { ShardHit, ShardQuery } from './search/execute.js';
+import type { MergedQueryResult } from './search/merge.js';
+import type { ShardStatus } from './storage/shard.js';
+import type { Store } from './store.js';
+
+/** Some shards failed and others answered: the answer holds what arrived. */
+export interface PartialInfo {
+  failedShards: number;
+  shards: number;
+  message: string;
+}
+
+export interface QueryAnswer extends MergedQueryResult {
+  partial?: PartialInfo;
+}
+
+/** A query as the API received it: the planned query plus its text (stores plan the text themselves). */
+export interface SearchTask extends ShardQuery {
+  text: string;
+}
+
+export interface FetchAnswer {
+  hits: ShardHit[];
+  partial?: PartialInfo;
+}
+
+/** One store of a cluster as the proxy sees it. */
+export interface StoreState {
+  addr: string;
+  shard: number;
+  ok: boolean;
+  error: string;
+  docs: number;
+}
+
+export interface BackendStatus {
+  /** The local shards of this process, or of one answering replica per cluster shard. */
+  shards: ShardStatus[];
+  stores: StoreState[];
+  inflightBulks?: number;
+}
+
+export interface LogBackend extends BulkTarget {
+  readonly mode: 'single' | 'proxy';
+  /** Batches of one bulk worth sending at once (local shards, or cluster shards). */
+  readonly shardCount: number;
+  query(q: SearchTask): Promise<QueryAnswer>;
+  fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer>;
+  status(): Promise<BackendStatus>;
+}
+
+/** Single mode: the process's own store. */
+export class LocalBackend implements LogBackend {
+  readonly mode = 'single' as const;
+
+  constructor(readonly store: Store) {}
+
+  get shardCount(): number {
+    return this.store.shardCount;
+  }
+
+  ingest(buf: Uint8Array, offs: Int32Array) {
+    return this.store.ingest(buf, offs);
+  }
+
+  query(q: SearchTask): Promise<QueryAnswer> {
+    return this.store.query(q);
+  }
+
+  async fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer> {
+    return { hits: await this.store.fetch(ids, pipes) };
+  }
+
+  async status(): Promise<BackendStatus> {
+    return { shards: await this.store.status(), stores: [] };
+  }
+}

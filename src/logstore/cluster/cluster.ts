@@ -1,0 +1,258 @@
+// Proxy mode's backend: the stores of cluster.hot_stores grouped into shards of hot_replicas. A batch goes to one
+// shard and is acknowledged once every replica has it on disk; a query asks one replica of every shard and merges.
+import type { Logger } from 'pino';
+import type { LogstoreConfig } from '../../config/logstore.js';
+import type { BackendStatus, FetchAnswer, LogBackend, PartialInfo, QueryAnswer, SearchTask, StoreState } from '../backend.js';
+import { ErrorCode, HttpError } from '../http/errors.js';
+import type { FieldsPipe } from '../query/ast.js';
+import type { ShardHit, ShardQueryResult } from '../search/execute.js';
+import { hitJson } from '../search/hit-json.js';
+import { mergeFetched, mergeQueryResults } from '../search/merge.js';
+import { HitWriter } from '../search/packed-hits.js';
+import type { IngestResult, ShardStatus } from '../storage/shard.js';
+import { aggToPb, partialFromPb } from '../grpc/convert.js';
+import { Breaker } from './breaker.js';
+import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError } from './store-client.js';
+
+interface ShardGroup {
+  index: number;
+  replicas: StoreClient[];
+  breaker: Breaker;
+  /** Writes in flight to this shard (least-loaded choice). */
+  pending: number;
+  /** Replica a read starts with (rotates, so reads spread over replicas). */
+  nextRead: number;
+}
+
+/** The shards of a store list: groups of `replicas` consecutive addresses (the count must divide). */
+export function shardsOf(stores: readonly string[], replicas: number): string[][] {
+  if (stores.length === 0 || stores.length % replicas !== 0) {
+    throw new Error(`cluster.hot_stores lists ${stores.length} stores, which cluster.hot_replicas (${replicas}) does not divide`);
+  }
+  const out: string[][] = [];
+  for (let i = 0; i < stores.length; i += replicas) out.push(stores.slice(i, i + replicas));
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function message(err: unknown): string {
+  return (err as Error)?.message ?? String(err);
+}
+
+export class Cluster implements LogBackend {
+  readonly mode = 'proxy' as const;
+  private readonly shards: ShardGroup[];
+  /** Id counters handed out per batch; random start so two proxies rarely overlap. */
+  private counter = Math.floor(Math.random() * 2 ** 39);
+  private readonly retries: number;
+
+  constructor(cfg: LogstoreConfig, private readonly log: Logger) {
+    const c = cfg.cluster;
+    this.retries = c.write_retries;
+    this.shards = shardsOf(c.hot_stores, c.hot_replicas).map((addrs, index) => ({
+      index, pending: 0, nextRead: 0, breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
+      replicas: addrs.map((a) => new StoreClient(a, c.request_timeout, { time: c.keepalive_time, timeout: c.keepalive_timeout })),
+    }));
+    if (this.shards.length > 256) throw new Error('at most 256 shards: a document id holds its shard in one byte');
+  }
+
+  get shardCount(): number {
+    return this.shards.length;
+  }
+
+  /** The shard for a new batch: the least loaded of those whose breaker lets writes in (ties at random). */
+  private pickShard(exclude: Set<number>): ShardGroup | null {
+    const open = this.shards.filter((s) => !exclude.has(s.index));
+    const allowed = open.filter((s) => s.breaker.available());
+    const pool = allowed.length ? allowed : open;
+    if (pool.length === 0) return null;
+    const least = Math.min(...pool.map((s) => s.pending));
+    const best = pool.filter((s) => s.pending === least);
+    const chosen = best[Math.floor(Math.random() * best.length)]!;
+    chosen.breaker.taken();
+    return chosen;
+  }
+
+  /**
+   * Writes one batch to every replica of one shard. Ids are made here (time of ingest, shard, counter) so every
+   * replica stores the same ids; a replica that fails is retried alone, then the batch moves to another shard
+   * (with the same ids, so a copy left on the first shard's good replicas is dropped from answers as a duplicate).
+   */
+  async ingest(buf: Uint8Array, offs: Int32Array): Promise<IngestResult> {
+    const n = offs.length >>> 1;
+    const first = this.pickShard(new Set());
+    if (!first) throw new Error('no shard configured');
+    const req: StoreBulkRequest = {
+      docs: buf, offs: Array.from(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
+    };
+    this.counter = (this.counter + n + 1) % 2 ** 40;
+    const encoded = StoreClient.encodeBulk(req);
+    const tried = new Set<number>();
+    let shard: ShardGroup | null = first;
+    let acked = new Set<number>();
+    let answer: IngestResult | null = null;
+    const errors: string[] = [];
+    for (let attempt = 0; attempt < this.retries && shard; attempt++) {
+      if (attempt > 0) await sleep(Math.min(1000, 50 * 2 ** attempt));
+      const s: ShardGroup = shard;
+      const missing = s.replicas.map((_, i) => i).filter((i) => !acked.has(i));
+      s.pending++;
+      const results = await Promise.allSettled(missing.map((i) => s.replicas[i]!.bulk(encoded)));
+      s.pending--;
+      results.forEach((r, k) => {
+        if (r.status === 'fulfilled') {
+          acked.add(missing[k]!);
+          answer ??= { ids: new Uint8Array(r.value.ids), errors: r.value.errors.map((e) => [e.index, e.type, e.reason]) };
+        } else {
+          errors.push(`${s.replicas[missing[k]!]!.addr}: ${message(r.reason)}`);
+          if (isCallerError(r.reason)) throw new HttpError(400, ErrorCode.BadRequest, message(r.reason));
+        }
+      });
+      if (acked.size === s.replicas.length) {
+        s.breaker.success();
+        return answer!;
+      }
+      // The same shard's missing replicas once more; after that, another shard (all of its replicas).
+      if (attempt >= 1 || acked.size === 0) {
+        s.breaker.failure();
+        tried.add(s.index);
+        shard = this.pickShard(tried);
+        acked = new Set();
+        answer = null;
+      }
+    }
+    // The loop ended on a shard it had not given up on yet (retries spent on its missing replicas).
+    if (shard && !tried.has(shard.index)) shard.breaker.failure();
+    this.log.warn({ errors }, 'a batch could not be written to every replica of any shard');
+    throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
+  }
+
+  /** Asks the replicas of one shard in turn until one answers; throws the last error. */
+  private async read<T>(s: ShardGroup, call: (c: StoreClient) => Promise<T>): Promise<T> {
+    const start = s.nextRead;
+    s.nextRead = (s.nextRead + 1) % s.replicas.length;
+    let last: unknown;
+    for (let k = 0; k < s.replicas.length; k++) {
+      const c = s.replicas[(start + k) % s.replicas.length]!;
+      try {
+        return await call(c);
+      } catch (err) {
+        if (isCallerError(err)) throw new HttpError(400, ErrorCode.BadRequest, message(err));
+        last = new Error(`${c.addr}: ${message(err)}`);
+      }
+    }
+    throw last;
+  }
+
+  /** Runs `call` on one replica of every shard: what answered, and a partial-response note for what did not. */
+  private async fanOut<T>(call: (c: StoreClient) => Promise<T>): Promise<{ parts: T[]; partial?: PartialInfo }> {
+    const settled = await Promise.allSettled(this.shards.map((s) => this.read(s, call)));
+    const parts: T[] = [];
+    const failed: string[] = [];
+    settled.forEach((r, i) => {
+      if (r.status === 'fulfilled') parts.push(r.value);
+      else {
+        if (r.reason instanceof HttpError) throw r.reason;
+        failed.push(`shard ${i}: ${message(r.reason)}`);
+      }
+    });
+    if (failed.length === this.shards.length) {
+      throw new HttpError(502, ErrorCode.Upstream, `every shard failed: ${failed.join('; ')}`);
+    }
+    if (failed.length === 0) return { parts };
+    return { parts, partial: { failedShards: failed.length, shards: this.shards.length, message: `${failed.length} of ${this.shards.length} shards did not answer: ${failed.join('; ')}` } };
+  }
+
+  async query(q: SearchTask): Promise<QueryAnswer> {
+    const { parts, partial } = await this.fanOut((c) => c.search({
+      query: q.text, from: q.from, to: q.to, limit: q.limit, order: q.order === 'asc' ? 'ASC' : 'DESC', aggs: (q.aggs ?? []).map(aggToPb),
+      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false,
+    }));
+    const merged = mergeQueryResults(parts.map(toShardResult), q);
+    return partial ? { ...merged, partial } : merged;
+  }
+
+  /**
+   * Each id goes to the shard its id names (fail-over among that shard's replicas); ids not found there (a batch
+   * that moved to another shard) are asked of every other shard.
+   */
+  async fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer> {
+    const pipe = pipes[0];
+    const fetchFrom = (s: ShardGroup, list: string[]) => this.read(s, (c) => c.fetch({
+      ids: list, fields: pipe?.names ?? [], fields_except: pipe?.except ?? false, has_fields: !!pipe,
+    }));
+    const byShard = new Map<number, string[]>();
+    for (const id of ids) {
+      const s = parseInt(id.slice(12, 14), 16);
+      const home = s < this.shards.length ? s : -1;
+      byShard.set(home, [...(byShard.get(home) ?? []), id]);
+    }
+    const failed: string[] = [];
+    const found: ShardHit[][] = [];
+    const toHits = (docs: Awaited<ReturnType<StoreClient['fetch']>>) => docs.map((d) => ({ id: d.id, time: d.time, json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []) }));
+    await Promise.all([...byShard].map(async ([home, list]) => {
+      const targets = home >= 0 ? [this.shards[home]!] : this.shards;
+      for (const s of targets) {
+        try {
+          found.push(toHits(await fetchFrom(s, list)));
+        } catch (err) {
+          if (err instanceof HttpError) throw err;
+          failed.push(`shard ${s.index}: ${message(err)}`);
+        }
+      }
+    }));
+    let hits = mergeFetched(ids, found);
+    const have = new Set(hits.map((h) => h.id));
+    const missing = ids.filter((id) => !have.has(id) && parseInt(id.slice(12, 14), 16) < this.shards.length);
+    if (missing.length) {
+      const extra = await Promise.allSettled(this.shards.map((s) => fetchFrom(s, missing.filter((id) => parseInt(id.slice(12, 14), 16) !== s.index))));
+      extra.forEach((r) => { if (r.status === 'fulfilled') found.push(toHits(r.value)); });
+      hits = mergeFetched(ids, found);
+    }
+    if (failed.length && hits.length === 0 && ids.length > 0 && failed.length >= byShard.size) {
+      throw new HttpError(502, ErrorCode.Upstream, `every shard asked failed: ${failed.join('; ')}`);
+    }
+    return failed.length
+      ? { hits, partial: { failedShards: failed.length, shards: this.shards.length, message: `${failed.length} shard(s) did not answer: ${failed.join('; ')}` } }
+      : { hits };
+  }
+
+  async status(): Promise<BackendStatus> {
+    const stores: StoreState[] = [];
+    const shards: ShardStatus[] = [];
+    let inflight = 0;
+    await Promise.all(this.shards.map(async (s) => {
+      let counted = false;
+      await Promise.all(s.replicas.map(async (c) => {
+        try {
+          const st = await c.status();
+          const docs = st.shards.reduce((a, x) => a + x.fractions.reduce((b, f) => b + f.docs, 0), 0);
+          stores.push({ addr: c.addr, shard: s.index, ok: true, error: '', docs });
+          inflight += st.inflight_bulks;
+          // Replicas hold the same documents: one replica per shard is counted.
+          if (!counted) {
+            counted = true;
+            for (const x of st.shards) shards.push({ ...x, shard: s.index });
+          }
+        } catch (err) {
+          stores.push({ addr: c.addr, shard: s.index, ok: false, error: message(err), docs: 0 });
+        }
+      }));
+    }));
+    stores.sort((a, b) => a.shard - b.shard || (a.addr < b.addr ? -1 : 1));
+    return { shards, stores, inflightBulks: inflight };
+  }
+
+  close(): void {
+    for (const s of this.shards) for (const c of s.replicas) c.close();
+  }
+}
+
+function toShardResult(r: StoreSearchResponse): ShardQueryResult {
+  const w = new HitWriter(r.docs.length);
+  for (const d of r.docs) w.addRef(d.id, d.time, d.data, 0, d.data.length);
+  return {
+    total: r.total, hits: w.finish(), aggs: r.aggs.map(partialFromPb), hist: r.hist.map((h) => [h.ts, h.count]), fractionsRead: r.fractions_read,
+  };
+}

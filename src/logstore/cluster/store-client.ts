@@ -1,0 +1,110 @@
+// A proxy's client of one store (store.proto): every call carries a deadline (cluster.request_timeout) and
+// the channel keeps itself alive with pings, so a dead or hung store fails its calls instead of holding them.
+import * as grpc from '@grpc/grpc-js';
+import { keepaliveOptions, services } from '../grpc/proto.js';
+import type { PbAggPartial, PbAggQuery, PbDoc } from '../grpc/convert.js';
+import type { ShardStatus } from '../storage/shard.js';
+
+export interface StoreBulkRequest {
+  docs: Uint8Array;
+  offs: number[] | Int32Array;
+  now: number;
+  assign_ids: boolean;
+  id_shard: number;
+  id_counter: number;
+}
+
+export interface StoreBulkResponse {
+  ids: Buffer;
+  errors: { index: number; type: string; reason: string }[];
+}
+
+export interface StoreSearchRequest {
+  query: string;
+  from: number;
+  to: number;
+  limit: number;
+  order: 'DESC' | 'ASC';
+  aggs: PbAggQuery[];
+  hist_interval: number;
+  with_total: boolean;
+}
+
+export interface StoreSearchResponse {
+  total: number;
+  docs: PbDoc[];
+  aggs: PbAggPartial[];
+  hist: { ts: number; count: number }[];
+  fractions_read: number;
+}
+
+export interface StoreFetchRequest {
+  ids: string[];
+  fields: string[];
+  fields_except: boolean;
+  has_fields: boolean;
+}
+
+export interface StoreStatusResponse {
+  shards: ShardStatus[];
+  inflight_bulks: number;
+}
+
+type Unary = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
+
+export class StoreClient {
+  private readonly client: grpc.Client & Record<string, unknown>;
+
+  constructor(readonly addr: string, private readonly timeoutMs: number, keepalive: { time: number; timeout: number }) {
+    const Ctor = services().store;
+    this.client = new Ctor(addr, grpc.credentials.createInsecure(), keepaliveOptions(keepalive.time, keepalive.timeout)) as grpc.Client & Record<string, unknown>;
+  }
+
+  private call<T>(method: string, req: unknown): Promise<T> {
+    return new Promise((resolve, reject) => {
+      (this.client[method] as Unary).call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs }, (err, res) => (err ? reject(err) : resolve(res as T)));
+    });
+  }
+
+  /** Serializes a bulk once (the library's own serializer), so that every replica is sent the same bytes. */
+  static encodeBulk(req: StoreBulkRequest): Buffer {
+    return (services().store.service.Bulk!.requestSerialize as (r: StoreBulkRequest) => Buffer)(req);
+  }
+
+  /** Sends a bulk serialized by encodeBulk(). */
+  bulk(encoded: Buffer): Promise<StoreBulkResponse> {
+    const def = services().store.service.Bulk!;
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(def.path, (b: Buffer) => b, def.responseDeserialize as (b: Buffer) => StoreBulkResponse, encoded, new grpc.Metadata(),
+        { deadline: Date.now() + this.timeoutMs }, (err, res) => (err ? reject(err) : resolve(res!)));
+    });
+  }
+
+  search(req: StoreSearchRequest): Promise<StoreSearchResponse> {
+    return this.call('Search', req);
+  }
+
+  status(): Promise<StoreStatusResponse> {
+    return this.call('Status', {});
+  }
+
+  fetch(req: StoreFetchRequest): Promise<PbDoc[]> {
+    return new Promise((resolve, reject) => {
+      const out: PbDoc[] = [];
+      const stream = (this.client.Fetch as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions) => grpc.ClientReadableStream<PbDoc>)
+        .call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs });
+      stream.on('data', (d: PbDoc) => out.push(d));
+      stream.on('error', reject);
+      stream.on('end', () => resolve(out));
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** True when a store refused the request itself (bad input): retrying elsewhere gives the same answer. */
+export function isCallerError(err: unknown): boolean {
+  return (err as grpc.ServiceError)?.code === grpc.status.INVALID_ARGUMENT;
+}

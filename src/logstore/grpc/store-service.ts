@@ -1,0 +1,116 @@
+// The store API (store.proto) served over a local Store: what proxies call, in store mode and in single mode.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { ErrorCode, HttpError } from '../http/errors.js';
+import { hitData } from '../api/operations.js';
+import type { MappingSpec } from '../mapping.js';
+import type { FieldsPipe } from '../query/ast.js';
+import { QuerySyntaxError, parseQuery } from '../query/parser.js';
+import { QueryFieldError, planQuery } from '../query/plan.js';
+import type { ShardQuery } from '../search/execute.js';
+import type { Store } from '../store.js';
+import { type PbAggQuery, type PbDoc, aggFromPb, partialToPb } from './convert.js';
+
+interface BulkRequest { docs: Buffer; offs: number[]; now: number; assign_ids: boolean; id_shard: number; id_counter: number }
+interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean }
+interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string }[] }
+interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
+
+/** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; anything else INTERNAL. */
+export function grpcError(err: unknown): Partial<grpc.StatusObject> {
+  if (err instanceof QuerySyntaxError || err instanceof QueryFieldError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
+  if (err instanceof HttpError) {
+    const code = err.status === 400 || err.status === 413 ? grpc.status.INVALID_ARGUMENT
+      : err.status === 404 ? grpc.status.NOT_FOUND
+        : err.status === 429 ? grpc.status.RESOURCE_EXHAUSTED
+          : err.status === 502 ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+    return { code, details: err.message };
+  }
+  return { code: grpc.status.INTERNAL, details: (err as Error).message };
+}
+
+/** Resolves a unary call from a promise: the value, or the error as a gRPC status. */
+function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+  return (call, cb) => {
+    fn(call.request).then(
+      (res) => cb(null, res),
+      (err: unknown) => {
+        const st = grpcError(err);
+        if (st.code === grpc.status.INTERNAL) log.error({ err, method: call.getPath() }, 'store call failed');
+        cb(st);
+      },
+    );
+  };
+}
+
+/** Batches remembered per store so that a proxy's retry of one (same ids) is not stored twice. */
+const RECENT_BATCHES = 4096;
+
+export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }): grpc.UntypedServiceImplementation {
+  const recent = new Map<string, Promise<BulkResponse>>();
+  const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
+    const n = req.offs.length >>> 1;
+    if (req.offs.length % 2 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs must hold (start, length) pairs');
+    for (let i = 0; i < n; i++) {
+      const start = req.offs[2 * i]!;
+      const len = req.offs[2 * i + 1]!;
+      if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, ErrorCode.BadRequest, `document ${i} lies outside the docs bytes`);
+    }
+    // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
+    const buf = new Uint8Array(req.docs);
+    const offs = Int32Array.from(req.offs);
+    inflight.bulks++;
+    try {
+      const r = await store.ingest(buf, offs, req.now > 0 ? req.now : undefined, req.assign_ids ? { shard: req.id_shard, counter: req.id_counter } : undefined);
+      return { ids: Buffer.from(r.ids.buffer, r.ids.byteOffset, r.ids.byteLength), errors: r.errors.map(([index, type, reason]) => ({ index, type, reason })) };
+    } finally {
+      inflight.bulks--;
+    }
+  };
+  return {
+    Bulk: unary(log, (req: BulkRequest) => {
+      if (!req.assign_ids) return bulk(req);
+      // A proxy that timed out resends the same batch (same ids): it is stored once and answered again.
+      const key = `${req.id_shard}/${req.id_counter}/${req.offs.length}/${req.now}/${req.docs.length}`;
+      let p = recent.get(key);
+      if (!p) {
+        p = bulk(req);
+        recent.set(key, p);
+        p.catch(() => recent.delete(key));
+        if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
+      }
+      return p;
+    }),
+
+    Search: unary(log, async (req: SearchRequest) => {
+      const parsed = parseQuery(req.query);
+      const q: ShardQuery = {
+        plan: planQuery(parsed, mapping), from: req.from, to: req.to, limit: req.limit, order: req.order === 'ASC' ? 'asc' : 'desc',
+        aggs: req.aggs.map(aggFromPb), histInterval: req.hist_interval, pipes: parsed.pipes, withTotal: req.with_total,
+      };
+      const r = await store.query(q);
+      const docs: PbDoc[] = [];
+      for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
+      return {
+        total: r.total, docs, aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
+      };
+    }),
+
+    Fetch: (call: grpc.ServerWritableStream<FetchRequest, PbDoc>) => {
+      const req = call.request;
+      const pipes: FieldsPipe[] = req.has_fields ? [{ kind: 'fields', except: req.fields_except, names: req.fields }] : [];
+      store.fetch(req.ids, pipes).then(
+        (hits) => {
+          for (const h of hits) call.write({ id: h.id, data: Buffer.from(hitData(h)), time: h.time });
+          call.end();
+        },
+        (err: unknown) => call.destroy(Object.assign(new Error((err as Error).message), grpcError(err))),
+      );
+    },
+
+    Status: unary(log, async () => {
+      const shards = await store.status();
+      return { shards, inflight_bulks: inflight.bulks };
+    }),
+  };
+}

@@ -1,0 +1,167 @@
+// Query execution over fractions, shared by single mode and store mode: evaluate the plan per fraction, count,
+// aggregate, bucket by time and keep the best hits (packed as bytes for the trip out of the shard's thread).
+import { idTime } from '../doc-time.js';
+import type { FieldsPipe } from '../query/ast.js';
+import type { Plan } from '../query/plan.js';
+import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
+import type { FractionView } from '../storage/fraction-view.js';
+import { type Universe, evaluate, universeSize } from './evaluate.js';
+import { applyPipes, hitJson } from './hit-json.js';
+import { HitWriter, type PackedHits, type ShardHit } from './packed-hits.js';
+
+export type { PackedHits, ShardHit };
+
+/** Decodes stored bytes without copying them first. */
+function utf8(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+}
+
+export interface ShardQuery {
+  plan: Plan;
+  from: number;
+  to: number;
+  /** offset + size: how many of the best documents to return. */
+  limit: number;
+  order: 'desc' | 'asc';
+  aggs?: AggSpec[];
+  histInterval?: number;
+  pipes?: FieldsPipe[];
+  /** false: the total may count only the fractions read; fractions that cannot hold a better hit are skipped. */
+  withTotal?: boolean;
+}
+
+
+export interface ShardQueryResult {
+  total: number;
+  hits: PackedHits;
+  aggs: AggPartial[];
+  hist: [ts: number, count: number][];
+  fractionsRead: number;
+}
+
+/** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */
+export function topByTime(view: FractionView, matches: Uint32Array, k: number, desc: boolean): number[] {
+  // Keys are oriented so that "better" is larger; the heap root is the worst kept one.
+  const key = (local: number) => (desc ? view.time(local) : -view.time(local));
+  const heap: number[] = [];
+  const less = (a: number, b: number) => key(a) < key(b) || (key(a) === key(b) && (desc ? a < b : a > b));
+  for (let i = 0; i < matches.length; i++) {
+    const x = matches[i]!;
+    if (heap.length < k) {
+      heap.push(x);
+      for (let c = heap.length - 1; c > 0;) {
+        const p = (c - 1) >> 1;
+        if (!less(heap[c]!, heap[p]!)) break;
+        [heap[c], heap[p]] = [heap[p]!, heap[c]!];
+        c = p;
+      }
+    } else if (k > 0 && less(heap[0]!, x)) {
+      heap[0] = x;
+      for (let p = 0; ;) {
+        const l = 2 * p + 1;
+        const r = l + 1;
+        let m = p;
+        if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
+        if (r < heap.length && less(heap[r]!, heap[m]!)) m = r;
+        if (m === p) break;
+        [heap[m], heap[p]] = [heap[p]!, heap[m]!];
+        p = m;
+      }
+    }
+  }
+  return heap.sort((a, b) => (less(a, b) ? 1 : less(b, a) ? -1 : 0));
+}
+
+/**
+ * Runs a query over fractions (those that overlap [from, to]): matches, total, aggregation partials, histogram
+ * and the best `limit` hits, packed. Single mode and store mode both reach it through a Shard.
+ */
+export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQueryResult {
+  const desc = q.order !== 'asc';
+  // Newest fractions first (oldest first for "asc"), so that without a total the rest can be skipped.
+  const views = overlapping.sort((a, b) => (desc ? b.maxTime - a.maxTime : a.minTime - b.minTime));
+  const aggs = (q.aggs ?? []).map(() => emptyPartial());
+  const hist = new Map<number, number>();
+  let total = 0;
+  let read = 0;
+  type Cand = { time: number; id: string; view: FractionView; local: number };
+  let cands: Cand[] = [];
+  const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
+  const take = (view: FractionView, picked: ArrayLike<number>) => {
+    const fresh = cands.length === 0;
+    for (let i = 0; i < picked.length; i++) {
+      const local = picked[i]!;
+      cands.push({ time: view.time(local), id: view.id(local), view, local });
+    }
+    // Hits of one time-ordered fraction come in order already.
+    if (!fresh || !view.timeOrdered) cands.sort(better);
+    if (cands.length > q.limit) cands = cands.slice(0, q.limit);
+  };
+  const counting = q.withTotal !== false || !!q.aggs?.length || !!(q.histInterval && q.histInterval > 0);
+  // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
+  const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
+  for (const view of views) {
+    if (!counting && cands.length >= q.limit) {
+      const worst = cands[cands.length - 1];
+      if (q.limit === 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time))) continue;
+    }
+    read++;
+    const range = plain ? view.timeRange(q.from, q.to) : null;
+    if (range) {
+      const [lo, hi] = range;
+      total += hi - lo;
+      const k = Math.min(q.limit, hi - lo);
+      if (k > 0) {
+        const picked = new Uint32Array(k);
+        for (let i = 0; i < k; i++) picked[i] = desc ? hi - 1 - i : lo + i;
+        take(view, picked);
+      }
+      continue;
+    }
+    const ids = view.timeRange(q.from, q.to);
+    const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
+    if (universeSize(universe) === 0) continue;
+    const matches = evaluate(q.plan, view, universe);
+    total += matches.length;
+    q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
+    if (q.histInterval && q.histInterval > 0) {
+      const w = q.histInterval;
+      for (let i = 0; i < matches.length; i++) {
+        const ts = Math.floor(view.time(matches[i]!) / w) * w;
+        hist.set(ts, (hist.get(ts) ?? 0) + 1);
+      }
+    }
+    if (q.limit <= 0 || matches.length === 0) continue;
+    let picked: ArrayLike<number>;
+    if (view.timeOrdered) {
+      const k = Math.min(q.limit, matches.length);
+      picked = desc ? matches.slice(matches.length - k).reverse() : matches.subarray(0, k);
+    } else picked = topByTime(view, matches, q.limit, desc);
+    take(view, picked);
+  }
+  const pipes = q.pipes ?? [];
+  const w = new HitWriter(cands.length);
+  for (const c of cands) {
+    const r = c.view.docRef(c.local);
+    if (pipes.length) w.addText(c.id, c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
+    else w.addRef(c.id, c.time, r.buf, r.start, r.end);
+  }
+  return { total, hits: w.finish(), aggs, hist: [...hist], fractionsRead: read };
+}
+
+/** Documents by id, in the order asked; absent ids are left out. `viewsAt(t)` lists the fractions holding time t. */
+export function fetchByIds(ids: string[], pipes: FieldsPipe[], viewsAt: (time: number) => FractionView[]): ShardHit[] {
+  const out: ShardHit[] = [];
+  for (const id of ids) {
+    const t = idTime(id);
+    if (t === null) continue;
+    for (const view of viewsAt(t)) {
+      const local = view.find(id);
+      if (local < 0) continue;
+      const time = view.time(local);
+      out.push({ id, time, json: hitJson(id, time, utf8(view.data([local])[0]!), pipes) });
+      break;
+    }
+  }
+  return out;
+}
