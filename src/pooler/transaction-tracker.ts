@@ -67,6 +67,11 @@ export class TransactionTracker {
     }
   };
 
+  /** When the oldest unanswered sync point was sent (performance.now()); meaningful while `syncs` > 0. */
+  get syncStartedAt(): number {
+    return this.syncStart;
+  }
+
   private syncPoint(): void {
     if (this.syncs++ === 0) this.syncStart = performance.now();
   }
