@@ -179,6 +179,8 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   c->transactionMode = info[2].ToBoolean().Value();
   c->needServerSent = false;
   c->xactStart = NowUs();
+  // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
+  if (c->syncs > 0) c->syncStart = c->xactStart;
   if (!c->pendingIn.empty()) {
     // Written from the buffer and then cleared, which keeps its capacity for the next transaction.
     s->bytesSent += c->pendingIn.size();

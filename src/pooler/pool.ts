@@ -174,6 +174,7 @@ export class Pool {
     this.forget(s);
     s.close(reason);
     this.log.info({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, reason);
+    this.onEvent('eviction', `idle server ${s.id} (backend pid ${s.backendPid}) closed: ${reason}`);
   }
 
   /** Age in ms of the longest-waiting client. */
@@ -391,6 +392,15 @@ export class Pool {
         }
         this.connectOne();
       }
+    }
+    if (queryWaitTimeoutMs > 0 && this.paramWaiters.length > 0 && this.servers.size === 0 && this.connecting === 0 && now - this.paramWaitSince > queryWaitTimeoutMs) {
+      // Logins waiting for a first server that the database's cap never let this pool open.
+      const capped = this.coordinator !== null && this.coordinator.atCap();
+      if (capped) this.coordinator!.exhaustions++;
+      const message = `query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms${capped ? ` (database at max_db_connections ${this.coordinator!.settings.maxDbConnections})` : ''}`;
+      this.onEvent('pool_exhaustion', `${this.paramWaiters.length} logins waited ${now - this.paramWaitSince} ms for a first server: ${message}`);
+      const err = new ServerLoginError(message, SqlState.QueryCanceled);
+      for (const p of this.paramWaiters.splice(0)) p.reject(err);
     }
     if (queryWaitTimeoutMs > 0 && !this.paused) {
       while (this.waiting > 0 && now - this.waiters[this.waitHead]!.waitingSince > queryWaitTimeoutMs) {

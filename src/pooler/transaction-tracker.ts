@@ -72,6 +72,11 @@ export class TransactionTracker {
     return this.syncStart;
   }
 
+  /** A server was linked at `now`: sync points in flight are timed from here. */
+  restartClock(now: number): void {
+    if (this.syncs > 0) this.syncStart = now;
+  }
+
   private syncPoint(): void {
     if (this.syncs++ === 0) this.syncStart = performance.now();
   }

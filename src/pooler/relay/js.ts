@@ -261,6 +261,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.transactionMode = transactionMode;
     this.needServerSent = false;
     this.xactStart = performance.now();
+    // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
+    this.tx.restartClock(this.xactStart);
     if (this.queue.length === 0) return true;
     const q = this.queue;
     this.queue = [];

@@ -93,6 +93,11 @@ describe('SHOW', () => {
     await c.end();
   });
 
+  it('SHOW AUTH_QUERY says auth_query is not configured (0A000); the console keeps serving', async () => {
+    await expect(admin.query('SHOW AUTH_QUERY')).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('auth_query is not configured') });
+    expect((await show('VERSION'))[0]!.version).toMatch(/^tidepool /);
+  });
+
   it('SHOW HELP lists the commands; an unknown SHOW or command is a clear error', async () => {
     const notices: string[] = [];
     admin.on('notice', (n) => notices.push(n.message ?? ''));

@@ -196,14 +196,17 @@ describe('read endpoints mirror SHOW', () => {
   it('/api/prepared, /api/top/prepared, /api/interner[/top], /api/top/queries, /api/prepared/text: the named statement md5user prepared', async () => {
     const text = 'select $1::int as v';
     const prepared = await rowsOf('/api/prepared');
-    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol' }]);
+    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol', executions: 1, total_time_us: expect.any(Number) }]);
     const hash = prepared[0]!['hash'] as string;
     expect(prepared[0]!['name']).toBe(`tp_${hash}`);
     expect(await rowsOf('/api/top/prepared')).toEqual(prepared);
     expect(await rowsOf('/api/interner')).toEqual([{ kind: 'protocol', entries: 1, bytes: expect.any(Number) }, { kind: 'sql', entries: 0, bytes: 0 }]);
     expect(Number((await rowsOf('/api/interner'))[0]!['bytes'])).toBeGreaterThanOrEqual(text.length);
     expect(await rowsOf('/api/interner/top')).toEqual([{ hash, kind: 'protocol', bytes: expect.any(Number), idle_ms: expect.any(Number), query: text }]);
-    expect(await rowsOf('/api/top/queries')).toEqual([{ hash, preview: text, count: 2, total_time_us: null, avg_time_us: null, pool: 'md5user@app', kind: 'protocol' }]);
+    const [top] = await rowsOf('/api/top/queries');
+    expect(top).toEqual({ hash, preview: text, count: 1, total_time_us: expect.any(Number), avg_time_us: top!['total_time_us'], pool: 'md5user@app', kind: 'protocol', count_used: 2 });
+    expect(Number(top!['total_time_us'])).toBeGreaterThan(0);
+    expect((await get('/api/top/queries?by=cpu')).statusCode).toBe(400);
     expect((await get(`/api/prepared/text/${hash}`)).json()).toEqual({ hash, query: text });
     expect((await get('/api/prepared/text/0000000000000000')).statusCode).toBe(404);
     // The server md5user used prepared it once (a miss) and holds it.

@@ -94,15 +94,23 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     return rows.map((r) => ({ ...r, by, value: key(r) })).sort((a, b) => b.value - a.value).slice(0, limit);
   });
   app.get('/api/interner/top', personal, async () => showRows(ctx, 'INTERNER_TOP'));
-  // Statements whose text the pooler keeps (prepared_statements): uses per statement. Time is not attributed to
-  // statements (the relay times sync points, not statements): total_time_us and avg_time_us are null.
-  app.get<{ Querystring: { limit?: string } }>('/api/top/queries', personal, async (req, reply) => {
+  // Statements whose text the pooler keeps (prepared_statements in transaction mode), by completed executions or by
+  // their total time. Simple-protocol queries pass through the relay unparsed and are not listed.
+  app.get<{ Querystring: { by?: string; limit?: string } }>('/api/top/queries', personal, async (req, reply) => {
+    const by = req.query.by ?? 'count';
+    if (by !== 'count' && by !== 'time') return sendError(reply, 'bad_request', 'by must be count or time');
     const limit = parseLimit(req.query.limit);
     if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
-    return byDesc(showRows(ctx, 'PREPARED_STATEMENTS'), 'count_used').slice(0, limit).map((r) => ({
-      hash: r['hash'], preview: preview(String(r['query'] ?? '')), count: numberOf(r['count_used']), total_time_us: null, avg_time_us: null,
-      pool: r['pool'], kind: r['kind'],
-    }));
+    const rows = showRows(ctx, 'PREPARED_STATEMENTS').map((r) => {
+      const count = numberOf(r['executions']);
+      const total = numberOf(r['total_time_us']);
+      return {
+        hash: r['hash'], preview: preview(String(r['query'] ?? '')), count, total_time_us: total, avg_time_us: count ? Math.round(total / count) : 0,
+        pool: r['pool'], kind: r['kind'], count_used: numberOf(r['count_used']),
+      };
+    });
+    const key = by === 'count' ? (r: { count: number }) => r.count : (r: { total_time_us: number }) => r.total_time_us;
+    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used).slice(0, limit);
   });
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
     const row = showRows(ctx, 'PREPARED_STATEMENTS').find((r) => String(r['hash']) === req.params.hash);
