@@ -1,10 +1,9 @@
 // One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
 import type { Logger } from 'pino';
-import type { PoolMode } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import { writeQuery } from '../protocol/writer.js';
 import { ServerConnection } from './server-connection.js';
-import { ServerLoginError, type ServerCredential, type ServerTarget } from './server-login.js';
+import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
 import { relayFor, type Relay } from './relay/relay.js';
@@ -12,52 +11,16 @@ import { Interner } from './prepared/interner.js';
 import { ServerStatements } from './prepared/server-cache.js';
 import type { Coordinator } from './coordinator.js';
 import type { PoolerEventKind } from './events.js';
+import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
+import type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
-export interface PoolSettings {
-  database: string;
-  user: string;
-  mode: PoolMode;
-  target: ServerTarget;
-  serverUser: string;
-  /** Plaintext or md5 secret toward PostgreSQL; null when only the configured SCRAM secret is known. */
-  serverPassword: string | null;
-  poolSize: number;
-  minPoolSize: number;
-  connectTimeoutMs: number;
-  idleTimeoutMs: number;
-  lifetimeMs: number;
-  queryWaitTimeoutMs: number;
-  maxConcurrentConnects: number;
-  noDelay: boolean;
-  /** Session mode: sent when a client leaves, before its server goes back to the pool ('' for none). */
-  resetQuery: string;
-  /** Transaction mode with prepared_statements: texts kept once unused, statements kept per server; else null. */
-  prepared: { cacheSize: number; serverCacheSize: number } | null;
-}
-
-/** Counters of SHOW POOL_SCALING (README "SHOW POOL_SCALING" says what each counts). */
-export interface ScalingCounters {
-  creates: number;
-  gateWaits: number;
-  gateBudgetEx: number;
-  anticNotify: number;
-  anticTimeout: number;
-  createFallback: number;
-  replenishDef: number;
-}
-
-/** A client waiting for a server. */
-export interface PoolWaiter {
-  waitingSince: number;
-  onServer(server: ServerConnection): void;
-  onPoolError(message: string, sqlstate: string): void;
-}
+export type { PoolWaiter } from './waiter-queue.js';
+export type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
 export class Pool {
   readonly servers = new Set<ServerConnection>();
   private idle: ServerConnection[] = [];
-  private waiters: PoolWaiter[] = [];
-  private waitHead = 0;
+  private readonly waiters = new WaiterQueue();
   connecting = 0;
   private isPaused = false;
   private isRetired = false;
@@ -125,7 +88,7 @@ export class Pool {
   }
 
   get waiting(): number {
-    return this.waiters.length - this.waitHead;
+    return this.waiters.length;
   }
 
   get idleCount(): number {
@@ -179,7 +142,8 @@ export class Pool {
 
   /** Age in ms of the longest-waiting client. */
   maxWaitMs(now = Date.now()): number {
-    return this.waiting > 0 ? now - this.waiters[this.waitHead]!.waitingSince : 0;
+    const w = this.waiters.peek();
+    return w ? now - w.waitingSince : 0;
   }
 
   private credential(): ServerCredential {
@@ -204,8 +168,7 @@ export class Pool {
 
   /** Removes a waiter that gave up (timeout, disconnect). */
   cancelWait(w: PoolWaiter): void {
-    const i = this.waiters.indexOf(w, this.waitHead);
-    if (i >= 0) this.waiters.splice(i, 1);
+    this.waiters.remove(w);
     this.updateParkable();
   }
 
@@ -217,13 +180,8 @@ export class Pool {
   }
 
   private nextWaiter(): PoolWaiter | undefined {
-    if (this.waitHead >= this.waiters.length) return undefined;
-    const w = this.waiters[this.waitHead++]!;
-    if (this.waitHead > 1024 && this.waitHead * 2 > this.waiters.length) {
-      this.waiters = this.waiters.slice(this.waitHead);
-      this.waitHead = 0;
-    }
-    if (this.waitHead >= this.waiters.length) this.updateParkable();
+    const w = this.waiters.shift();
+    if (this.waiters.length === 0) this.updateParkable();
     return w;
   }
 
@@ -403,7 +361,7 @@ export class Pool {
       for (const p of this.paramWaiters.splice(0)) p.reject(err);
     }
     if (queryWaitTimeoutMs > 0 && !this.paused) {
-      while (this.waiting > 0 && now - this.waiters[this.waitHead]!.waitingSince > queryWaitTimeoutMs) {
+      while (this.waiting > 0 && now - this.waiters.peek()!.waitingSince > queryWaitTimeoutMs) {
         const w = this.nextWaiter()!;
         const waitedMs = now - w.waitingSince;
         if (this.connecting > 0) this.scaling.anticTimeout++;
