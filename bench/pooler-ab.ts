@@ -1,7 +1,8 @@
 // A/B benchmark: pgbench -S through tidepool at two git revisions side by side, on each relay, alternated in one run.
 // Usage: npm run build && node dist/bench/pooler-ab.js --before <rev> [--after <rev>] [--duration 10 --repeats 5 --clients 10 --relays native,js]
 // Without --after, "after" is this checkout as built (dist/). Each revision is exported with `git archive` and
-// compiled with this checkout's node_modules; both use this checkout's native addon (build/Release).
+// compiled with this checkout's node_modules; both use this checkout's native addon (build/Release) unless the
+// revision's native/ differs, when it builds its own.
 // Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_RELAYS, BENCH_POOL_SIZE, BENCH_SCALE,
 // BENCH_MAX_OTHER_LOAD, BENCH_QUIET_WAIT, BENCH_OUT (each also a --flag of the same name in kebab case).
 import { spawnSync } from 'node:child_process';
@@ -74,7 +75,14 @@ function checkout(rev: string, side: Side): string {
   const tar = spawnSync('sh', ['-c', `git -C "${ROOT}" archive "${rev}" | tar -x -C "${dir}"`], { encoding: 'utf8' });
   if (tar.status !== 0) throw new Error(`git archive ${rev}: ${tar.stderr}`);
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  symlinkSync(path.join(ROOT, 'build'), path.join(dir, 'build'));
+  // A revision whose addon differs from this checkout's (its JavaScript calls the addon it was written for) builds its own.
+  const sameAddon = spawnSync('git', ['-C', ROOT, 'diff', '--quiet', rev, '--', 'native', 'binding.gyp']).status === 0;
+  if (sameAddon) symlinkSync(path.join(ROOT, 'build'), path.join(dir, 'build'));
+  else {
+    progress(`building the native addon of ${rev} (its native/ differs from this checkout's)`);
+    const gyp = spawnSync('npx', ['--no-install', 'node-gyp', 'rebuild'], { cwd: dir, encoding: 'utf8' });
+    if (gyp.status !== 0) throw new Error(`node-gyp at ${rev}: ${gyp.stdout}${gyp.stderr}`);
+  }
   const tsc = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' });
   if (tsc.status !== 0) throw new Error(`tsc at ${rev}: ${tsc.stdout}${tsc.stderr}`);
   return dir;

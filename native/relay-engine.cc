@@ -262,6 +262,7 @@ void Relay::Destroy(Endpoint* ep) {
     auto* e = static_cast<Endpoint*>(h->data);
     close(e->closedFd);
     if (e->statsRef) napi_delete_reference(e->relay->env_, e->statsRef);
+    if (e->appRef) napi_delete_reference(e->relay->env_, e->appRef);
     delete e;
   });
 }

@@ -49,7 +49,7 @@ enum EventKind : int32_t {
 double NowUs();
 
 struct StatsLayout {
-  int qHist = 0, xHist = 0, qRing = 0, xRing = 0, ringSize = 0;
+  int qHist = 0, xHist = 0, qLog = 0, xLog = 0, logBuckets = 0;
   int parkable = -1;  // slot JavaScript sets to 1 while the pool has no waiters and is not paused or draining
   std::vector<double> bounds;  // seconds
 };
@@ -90,6 +90,10 @@ struct Endpoint : Framing, TxCount {
   double xacts = 0, errors = 0, queries = 0;
   double* stats = nullptr;
   napi_ref statsRef = nullptr;
+  // The totals of the client's application_name (the first eight slots of a stats block), or null.
+  double* app = nullptr;
+  napi_ref appRef = nullptr;
+  double xactTimeUs = 0;
   // Prepared statements (transaction mode): from the first message a rewriter must see (`divert`: Parse, Bind,
   // Describe, Close, or a Query that may be PREPARE, EXECUTE, DEALLOCATE or DISCARD), the client's bytes and its
   // server's replies go to JavaScript (`interceptIn`, taken with relayTake) instead of to the peer, and
@@ -103,6 +107,7 @@ struct Endpoint : Framing, TxCount {
   uint8_t txStatus = kIdle;
   bool wantReady = false;
   bool sawError = false;
+  // Server: bytes to and from PostgreSQL. Client: bytes to and from the client.
   double bytesSent = 0, bytesReceived = 0;
 
   size_t pendingOut() const { return out.size() - outOff; }
@@ -127,7 +132,8 @@ class Relay {
   void OnReadable(Endpoint* ep);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
   void ObserveHist(double* s, int off, double us);
-  void RingAdd(double* s, int off, double us);
+  /** One observation in the log histogram at `off` (src/pooler/log-histogram.ts computes the same bucket). */
+  void LogAdd(double* s, int off, double us);
   void OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total);
   void Unlink(Endpoint* c);
   bool Clean(Endpoint* c, Endpoint* s) const;

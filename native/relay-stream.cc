@@ -58,6 +58,8 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
     return;
   }
   const size_t cut = r.cut;
+  c->bytesReceived += cut;
+  if (c->app) c->app[kRecv] += cut;
   // Bytes before the first message the rewriter must see are forwarded here; from it on, JavaScript gets them.
   const size_t direct = c->intercept ? 0 : (divertAt < cut ? divertAt : cut);
   if (direct > 0) {
@@ -106,13 +108,15 @@ void Relay::ObserveHist(double* s, int off, double us) {
   }
 }
 
-void Relay::RingAdd(double* s, int off, double us) {
-  int size = layout_.ringSize;
-  int n = static_cast<int>(s[off]);
-  int i = static_cast<int>(s[off + 1]);
-  s[off + 2 + i] = us;
-  s[off + 1] = (i + 1) % size;
-  if (n < size) s[off] = n + 1;
+void Relay::LogAdd(double* s, int off, double us) {
+  int i = 0;
+  if (us >= 1) {
+    uint64_t bits;
+    std::memcpy(&bits, &us, sizeof bits);
+    i = 1 + (static_cast<int>((bits >> 52) & 0x7ff) - 1023) * 8 + static_cast<int>((bits >> 49) & 7);
+    if (i >= layout_.logBuckets) i = layout_.logBuckets - 1;
+  }
+  s[off + i] += 1;
 }
 
 void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
@@ -132,9 +136,10 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
           c->syncStart = now;
           if (c->stats) {
             c->stats[kQueryTime] += us;
-            RingAdd(c->stats, layout_.qRing, us);
+            LogAdd(c->stats, layout_.qLog, us);
             ObserveHist(c->stats, layout_.qHist, us);
           }
+          if (c->app) c->app[kQueryTime] += us;
           if (ended) {
             double xus = now - c->xactStart;
             double queries = c->queryCount - c->countedQueries;
@@ -143,10 +148,16 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
               c->stats[kXact] += 1;
               c->stats[kXactTime] += xus;
               c->stats[kQueries] += queries;
-              RingAdd(c->stats, layout_.xRing, xus);
+              LogAdd(c->stats, layout_.xLog, xus);
               ObserveHist(c->stats, layout_.xHist, xus);
             }
+            if (c->app) {
+              c->app[kXact] += 1;
+              c->app[kXactTime] += xus;
+              c->app[kQueries] += queries;
+            }
             c->xacts += 1;
+            c->xactTimeUs += xus;
             s->xacts += 1;
             s->queries += queries;
             c->xactStart = now;
@@ -165,6 +176,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
         if (c) {
           c->errors += 1;
           if (c->stats) c->stats[kErrors] += 1;
+          if (c->app) c->app[kErrors] += 1;
         } else {
           s->sawError = true;
         }
@@ -173,6 +185,10 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
         if (type == 'C' && s->divert && DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;
       });
   const size_t cut = r.cut;
+  if (c && cut > 0) {
+    c->bytesSent += cut;
+    if (c->app) c->app[kSent] += cut;
+  }
   if (intercepted && cut > 0) {
     // The rewriter decides what the client gets (and when the pair splits).
     if (c->stats) c->stats[kSent] += cut;

@@ -46,7 +46,7 @@ bool Typed(const Napi::Value& v, napi_typedarray_type want, T** data, size_t* le
   return true;
 }
 
-/** relayInit(onEvents(count), events: Int32Array, layout: Int32Array [qHist, xHist, qRing, xRing, ringSize], bounds: Float64Array) */
+/** relayInit(onEvents(count), events: Int32Array, layout: Int32Array [qHist, xHist, qLog, xLog, logBuckets, parkable], bounds: Float64Array) */
 Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (tRelay) return Napi::Boolean::New(env, false);
@@ -68,9 +68,9 @@ Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   r->eventCap_ = nEvents - nEvents % 5;
   r->layout_.qHist = layout[0];
   r->layout_.xHist = layout[1];
-  r->layout_.qRing = layout[2];
-  r->layout_.xRing = layout[3];
-  r->layout_.ringSize = layout[4];
+  r->layout_.qLog = layout[2];
+  r->layout_.xLog = layout[3];
+  r->layout_.logBuckets = layout[4];
   if (nLayout > 5) r->layout_.parkable = layout[5];
   r->layout_.bounds.assign(bounds, bounds + nBounds);
   // The relay lives as long as the process; its handles are unref'd or belong to open sockets.
@@ -87,7 +87,8 @@ int DupFd(const Napi::Value& v) {
   return copy;
 }
 
-/** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean) -> id; the fd is duplicated. */
+/** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8)) -> id;
+ *  the fd is duplicated. */
 Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -107,6 +108,12 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   c->maxMessage = static_cast<uint32_t>(info[2].As<Napi::Number>().Int64Value());
   c->stats = stats;
   napi_create_reference(env, info[1], 1, &c->statsRef);
+  double* app = nullptr;
+  size_t nApp = 0;
+  if (info.Length() > 5 && Typed(info[5], napi_float64_array, &app, &nApp) && nApp >= 8) {
+    c->app = app;
+    napi_create_reference(env, info[5], 1, &c->appRef);
+  }
   c->xactStart = NowUs();
   c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
   if (info.Length() > 3 && info[3].IsTypedArray()) {
@@ -172,6 +179,8 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   c->transactionMode = info[2].ToBoolean().Value();
   c->needServerSent = false;
   c->xactStart = NowUs();
+  // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
+  if (c->syncs > 0) c->syncStart = c->xactStart;
   if (!c->pendingIn.empty()) {
     // Written from the buffer and then cleared, which keeps its capacity for the next transaction.
     s->bytesSent += c->pendingIn.size();
@@ -263,8 +272,9 @@ Napi::Value RelayReclaim(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(n));
 }
 
-/** relayInfo(id, out: Float64Array(10)) -> false when gone. out: transactions, queries, errors, bytes sent,
- *  bytes received, tx status, syncs, unsynced, pending out, linked peer id. */
+/** relayInfo(id, out: Float64Array(12)) -> false when gone. out: transactions, queries, errors, bytes sent,
+ *  bytes received, tx status, syncs, unsynced, pending out, linked peer id, transaction time (us), age of the
+ *  query in flight (us, 0 when none). */
 Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -272,7 +282,7 @@ Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
   Endpoint* ep = r->Find(info[0].As<Napi::Number>().Int32Value());
   double* out = nullptr;
   size_t n = 0;
-  if (!ep || !Typed(info[1], napi_float64_array, &out, &n) || n < 10) return Napi::Boolean::New(env, false);
+  if (!ep || !Typed(info[1], napi_float64_array, &out, &n) || n < 12) return Napi::Boolean::New(env, false);
   out[0] = ep->xacts;
   out[1] = ep->server ? ep->queries : ep->queryCount;
   out[2] = ep->errors;
@@ -283,6 +293,8 @@ Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
   out[7] = ep->unsynced ? 1 : 0;
   out[8] = static_cast<double>(ep->pendingOut());
   out[9] = ep->peer ? ep->peer->id : 0;
+  out[10] = ep->xactTimeUs;
+  out[11] = !ep->server && ep->syncs > 0 ? NowUs() - ep->syncStart : 0;
   return Napi::Boolean::New(env, true);
 }
 

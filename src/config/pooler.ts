@@ -25,6 +25,11 @@ export const poolShape = {
   server_database: t.optString('Database on the server (default: the pool\'s name).'),
   pool_mode: t.optOneOf(POOL_MODES, 'transaction or session (default: general.pool_mode).'),
   application_name: t.optString('application_name sent to the server (default: the client\'s).'),
+  max_db_connections: t.int(0, 'Server connections of all users of this database together (0: no cap beyond each user\'s pool_size).', 0, 1_000_000),
+  reserve_pool_size: t.int(0, 'Connections allowed above max_db_connections for a client that waited reserve_pool_timeout.', 0, 100_000),
+  reserve_pool_timeout: t.duration(5000, 'A client waiting this long for a server of a database at max_db_connections may use the reserve.'),
+  min_guaranteed_pool_size: t.int(0, 'Server connections of each user that are never closed to make room for another user of the database.', 0, 100_000),
+  min_connection_lifetime: t.duration(5000, 'An idle server connection younger than this is never closed to make room for another user.'),
   users: t.list(userShape),
 };
 

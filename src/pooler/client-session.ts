@@ -49,7 +49,10 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.login = new ClientLogin({
       id: this.id, addr: this.addr,
       write: (data) => { this.socket.write(data); },
-      fatal: (sqlstate, message) => this.fatal(sqlstate, message),
+      fatal: (sqlstate, message) => {
+        if (this.state === 'startup') core.events.loginFailure(`client ${this.addr}: ${message} (SQLSTATE ${sqlstate})`);
+        this.fatal(sqlstate, message);
+      },
       destroy: () => { this.socket.destroy(); },
     }, core, (result) => void this.loginOk(result));
     this.handler = this.onStartupChunk;
@@ -129,7 +132,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const conn = { socket: this.socket, read: (h: ChunkHandler) => { this.handler = h; } };
     const pool = this.pool!;
     const maxMessageSize = this.core.config.general.max_message_size;
-    const options: ClientOptions = { stats: pool.stats, maxMessageSize, initial: this.login.takeRest() };
+    const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login.takeRest() };
     if (pool.interner && pool.settings.mode === 'transaction') {
       // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
       const rewriter = new StatementRewriter(pool.interner, '');
@@ -193,6 +196,21 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     return this.counts()?.errors ?? 0;
   }
 
+  /** The relay's numbers for this client (zeros before the handoff, for admin sessions and once closed). */
+  relayCounts(): RelayCounts | null {
+    return this.counts();
+  }
+
+  /** Why and how long this client has been waiting (SHOW CLIENTS `wait`), or '' when it is not waiting. */
+  waitText(now: number): string {
+    if (this.state !== 'waiting') return '';
+    const pool = this.pool;
+    const why = !pool ? '' : pool.paused ? ' (pool paused)'
+      : pool.coordinator?.blocked.has(pool) ? ` (max_db_connections ${pool.coordinator.settings.maxDbConnections})`
+        : pool.connecting > 0 ? ' (connecting)' : '';
+    return `waiting for server${why} ${Math.max(0, now - this.waitingSince)} ms`;
+  }
+
   // ---- the pool ----
 
   /** PoolWaiter: a server is ours now. */
@@ -225,9 +243,10 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   // ---- ServerOwner ----
 
-  onServerClosed(_server: ServerConnection, reason: string, atBoundary: boolean): void {
+  onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean): void {
     this.server = null;
     if (this.state === 'closed') return;
+    this.core.events.add('backend_lost', `${this.database}/${this.user}`, `backend pid ${server.backendPid} (server ${server.id}) was lost while serving client ${this.id} (${this.addr}): ${reason}`);
     if (atBoundary) return this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
     // The client got part of a message: nothing it could parse can follow, so it is cut off.
     const end = this.end;

@@ -2,6 +2,9 @@
 import type { PoolerConfig } from '../config/pooler.js';
 import type { LogHub } from '../shared/logger.js';
 import type { LogShipStats } from './log-ship/log-shipper.js';
+import type { DurationBuckets, PoolerSnapshot } from './snapshot.js';
+
+export type { DurationBuckets } from './snapshot.js';
 
 export type Cell = string | number | bigint | boolean | null;
 
@@ -11,33 +14,43 @@ export interface ShowTable {
   readonly rows: readonly (readonly Cell[])[];
 }
 
-/** Totals for the console's overview page. */
+/** Totals for the console's overview page (overview.ts formats them from the snapshot). */
 export interface Overview {
   clients: Record<'active' | 'idle' | 'waiting' | 'total', number>;
   servers: Record<'active' | 'idle' | 'used' | 'login' | 'total', number>;
   /** Transactions and queries per second over the last stats period. */
   tps: number;
   qps: number;
+  /** Errors sent to clients since start. */
   errors: number;
   pools: number;
   pools_paused: number;
+  /** Query percentiles (us) of all pools together, over the last stats period plus the current one. */
+  query_p50_us: number;
+  query_p95_us: number;
+  query_p99_us: number;
+  transaction_p95_us: number;
+  wait_p95_us: number;
+  cl_waiting: number;
+  /** Errors per second over the last stats period. */
+  errors_per_sec: number;
+  sv_active: number;
+  sv_idle: number;
+  sv_used: number;
+  sv_login: number;
+  /** Wait of the longest-waiting client of any pool (ms). */
+  max_wait_ms: number;
+  evictions: number;
+  exhaustions: number;
 }
 
-/** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
-export interface DurationBuckets {
-  readonly bounds: readonly number[];
-  readonly counts: readonly number[];
-  /** All observations, including those above the last bound. */
-  readonly count: number;
-  readonly sum: number;
-}
-
-/** Query and transaction duration histograms of one user@database pool, for /metrics. */
+/** Query, transaction and wait duration histograms of one user@database pool. */
 export interface DurationHistogram {
   readonly database: string;
   readonly user: string;
   readonly query: DurationBuckets;
   readonly transaction: DurationBuckets;
+  readonly wait: DurationBuckets;
 }
 
 /** A pool (database, user) or a database the caller named does not exist. */
@@ -53,10 +66,12 @@ export interface PoolerControl {
   readonly config: PoolerConfig;
   readonly logs: LogHub;
   readonly startedAt: Date;
-  /** Names accepted by show(): POOLS, POOLS_EXTENDED, CLIENTS, SERVERS, STATS, DATABASES, USERS, CONFIG,
-   * VERSION, LISTS, LOG_LEVEL, CONNECTIONS, SOCKETS, PREPARED_STATEMENTS. Throws for others. */
-  show(name: string): ShowTable;
-  overview(): Overview;
+  /** SHOW tables (admin/show.ts lists the names; throws UnknownShowError for others, NotConfiguredError for
+   * AUTH_QUERY). With `snapshot`, that snapshot is formatted instead of a new one. */
+  show(name: string, snapshot?: PoolerSnapshot): ShowTable;
+  /** The operator state, counted once: SHOW, /api/* and /metrics format it. */
+  snapshot(): PoolerSnapshot;
+  overview(snapshot?: PoolerSnapshot): Overview;
   /** PAUSE: no new checkouts; resolves when running transactions of the selected pools have finished.
    * `user` undefined selects every pool of the database; `database` undefined selects all pools. */
   pause(database?: string, user?: string): Promise<string>;
@@ -64,9 +79,6 @@ export interface PoolerControl {
   reconnect(database?: string, user?: string): string;
   /** RELOAD: re-reads the config file; rejects with ConfigError (old config stays) when it is bad. */
   reload(): Promise<string>;
-  /** Query and transaction duration histograms per pool for the web listener's /metrics (optional:
-   * without it the pooler_*_duration_seconds families are left out). */
-  durationHistograms?(): readonly DurationHistogram[];
   /** Counters of [logs] shipping for /metrics; null (or absent) when shipping is off. */
   logShipping?(): LogShipStats | null;
   /** Called after every successful reload with the new config. */

@@ -1,50 +1,26 @@
 // One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
 import type { Logger } from 'pino';
-import type { PoolMode } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import { writeQuery } from '../protocol/writer.js';
 import { ServerConnection } from './server-connection.js';
-import { ServerLoginError, type ServerCredential, type ServerTarget } from './server-login.js';
+import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
 import { relayFor, type Relay } from './relay/relay.js';
 import { Interner } from './prepared/interner.js';
 import { ServerStatements } from './prepared/server-cache.js';
+import type { Coordinator } from './coordinator.js';
+import type { PoolerEventKind } from './events.js';
+import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
+import type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
-export interface PoolSettings {
-  database: string;
-  user: string;
-  mode: PoolMode;
-  target: ServerTarget;
-  serverUser: string;
-  /** Plaintext or md5 secret toward PostgreSQL; null when only the configured SCRAM secret is known. */
-  serverPassword: string | null;
-  poolSize: number;
-  minPoolSize: number;
-  connectTimeoutMs: number;
-  idleTimeoutMs: number;
-  lifetimeMs: number;
-  queryWaitTimeoutMs: number;
-  maxConcurrentConnects: number;
-  noDelay: boolean;
-  /** Session mode: sent when a client leaves, before its server goes back to the pool ('' for none). */
-  resetQuery: string;
-  /** Transaction mode with prepared_statements: texts kept once unused, statements kept per server; else null. */
-  prepared: { cacheSize: number; serverCacheSize: number } | null;
-}
-
-/** A client waiting for a server. */
-export interface PoolWaiter {
-  waitingSince: number;
-  onServer(server: ServerConnection): void;
-  onPoolError(message: string, sqlstate: string): void;
-}
+export type { PoolWaiter } from './waiter-queue.js';
+export type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
 export class Pool {
   readonly servers = new Set<ServerConnection>();
   private idle: ServerConnection[] = [];
-  private waiters: PoolWaiter[] = [];
-  private waitHead = 0;
+  private readonly waiters = new WaiterQueue();
   connecting = 0;
   private isPaused = false;
   private isRetired = false;
@@ -62,6 +38,14 @@ export class Pool {
   scramCredential: ScramCredential | null = null;
   private pauseWaiters: (() => void)[] = [];
   private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
+  private paramWaitSince = 0;
+  /** The database's coordinator (max_db_connections, reserve, eviction); set by the pooler. */
+  coordinator: Coordinator | null = null;
+  /** Connects in flight that were granted from the reserve. */
+  private connectingReserve = 0;
+  readonly scaling: ScalingCounters = { creates: 0, gateWaits: 0, gateBudgetEx: 0, anticNotify: 0, anticTimeout: 0, createFallback: 0, replenishDef: 0 };
+  /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
+  onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
 
   constructor(public settings: PoolSettings, private readonly log: Logger) {
     const prepared = settings.prepared;
@@ -104,7 +88,7 @@ export class Pool {
   }
 
   get waiting(): number {
-    return this.waiters.length - this.waitHead;
+    return this.waiters.length;
   }
 
   get idleCount(): number {
@@ -117,9 +101,49 @@ export class Pool {
     return n;
   }
 
+  /** Servers released by a client and not yet back in the pool (session mode: server_reset_query running). */
+  get usedCount(): number {
+    let n = 0;
+    for (const s of this.servers) if (s.state === 'used') n++;
+    return n;
+  }
+
+  /** Connections taken from the database's reserve, open or connecting. */
+  reserveHeld(): number {
+    let n = this.connectingReserve;
+    for (const s of this.servers) if (s.reserve) n++;
+    return n;
+  }
+
+  /** The least recently used idle server created at or before `createdBefore`, or null (coordinator eviction). */
+  evictable(createdBefore: number): ServerConnection | null {
+    let pick: ServerConnection | null = null;
+    for (const s of this.idle) {
+      if (s.state !== 'idle' || s.createdAt > createdBefore) continue;
+      if (!pick || s.lastUsed < pick.lastUsed) pick = s;
+    }
+    return pick;
+  }
+
+  /** Creation time of the oldest idle server, or null when none is idle. */
+  oldestIdleCreatedAt(): number | null {
+    let t: number | null = null;
+    for (const s of this.idle) if (s.state === 'idle' && (t === null || s.createdAt < t)) t = s.createdAt;
+    return t;
+  }
+
+  /** Closes an idle server for another user of the database (coordinator.ts). */
+  evict(s: ServerConnection, reason: string): void {
+    this.forget(s);
+    s.close(reason);
+    this.log.info({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, reason);
+    this.onEvent('eviction', `idle server ${s.id} (backend pid ${s.backendPid}) closed: ${reason}`);
+  }
+
   /** Age in ms of the longest-waiting client. */
   maxWaitMs(now = Date.now()): number {
-    return this.waiting > 0 ? now - this.waiters[this.waitHead]!.waitingSince : 0;
+    const w = this.waiters.peek();
+    return w ? now - w.waitingSince : 0;
   }
 
   private credential(): ServerCredential {
@@ -144,26 +168,20 @@ export class Pool {
 
   /** Removes a waiter that gave up (timeout, disconnect). */
   cancelWait(w: PoolWaiter): void {
-    const i = this.waiters.indexOf(w, this.waitHead);
-    if (i >= 0) this.waiters.splice(i, 1);
+    this.waiters.remove(w);
     this.updateParkable();
   }
 
   private give(s: ServerConnection, w: PoolWaiter): void {
     s.state = 'active';
     s.lastUsed = Date.now();
-    this.stats.totals.waitTimeUs += (s.lastUsed - w.waitingSince) * 1000;
+    this.stats.observeWait((s.lastUsed - w.waitingSince) * 1000);
     w.onServer(s);
   }
 
   private nextWaiter(): PoolWaiter | undefined {
-    if (this.waitHead >= this.waiters.length) return undefined;
-    const w = this.waiters[this.waitHead++]!;
-    if (this.waitHead > 1024 && this.waitHead * 2 > this.waiters.length) {
-      this.waiters = this.waiters.slice(this.waitHead);
-      this.waitHead = 0;
-    }
-    if (this.waitHead >= this.waiters.length) this.updateParkable();
+    const w = this.waiters.shift();
+    if (this.waiters.length === 0) this.updateParkable();
     return w;
   }
 
@@ -171,16 +189,21 @@ export class Pool {
   release(s: ServerConnection, reusable: boolean): void {
     s.owner = null;
     const now = Date.now();
-    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size > this.settings.poolSize) {
-      s.close(!reusable ? 'released in an unknown state' : s.closeOnRelease ? 'reconnect' : 'lifetime');
+    const waiting = !this.paused && this.waiting > 0;
+    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size > this.settings.poolSize || (s.reserve && !waiting)) {
+      s.close(!reusable ? 'released in an unknown state' : s.closeOnRelease ? 'reconnect' : s.reserve ? 'reserve connection returned' : 'lifetime');
       this.forget(s);
       this.growForWaiters();
-    } else if (!this.paused && this.waiting > 0) {
+    } else if (waiting) {
+      // A connect started for the waiters is still on its way: the returned server came first.
+      if (this.connecting > 0) this.scaling.anticNotify++;
       this.give(s, this.nextWaiter()!);
     } else {
       s.state = 'idle';
       s.lastUsed = now;
       this.idle.push(s);
+      // Another user of the database may be waiting for this one to be evicted.
+      if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
     }
     this.checkPaused();
   }
@@ -191,6 +214,7 @@ export class Pool {
     const query = this.settings.resetQuery;
     if (!query) return this.release(s, true);
     s.owner = null;
+    s.state = 'used';
     s.end.reset(writeQuery(query), (sawError) => {
       if (sawError) s.closeOnRelease = true;
       this.release(s, true);
@@ -201,21 +225,57 @@ export class Pool {
     this.servers.delete(s);
     const i = this.idle.indexOf(s);
     if (i >= 0) this.idle.splice(i, 1);
+    if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
   }
 
-  /** Starts backend connects for waiting clients, bounded by pool_size and max_concurrent_connects. */
+  /** Clients (and logins waiting for the first server's parameters) that need a server. */
+  private get demand(): number {
+    return this.waiting + (this.paramWaiters.length > 0 && this.servers.size === 0 ? 1 : 0);
+  }
+
+  /** How long the oldest client that needs a server has waited (ms). */
+  private demandWaitMs(now: number): number {
+    if (this.waiting > 0) return this.maxWaitMs(now);
+    return this.paramWaiters.length ? now - this.paramWaitSince : 0;
+  }
+
+  /** Starts backend connects for waiting clients, bounded by pool_size, max_concurrent_connects and the database's
+   * coordinator. */
+  grow(): void {
+    this.growForWaiters();
+  }
+
   private growForWaiters(): void {
     if (this.paused || this.retired) return;
-    while (this.waiting > this.connecting && this.servers.size + this.connecting < this.settings.poolSize && this.connecting < this.settings.maxConcurrentConnects) {
-      this.connectOne();
+    while (this.demand > this.connecting) {
+      if (this.servers.size + this.connecting >= this.settings.poolSize) {
+        this.scaling.gateBudgetEx++;
+        return;
+      }
+      if (this.connecting >= this.settings.maxConcurrentConnects) {
+        this.scaling.gateWaits++;
+        return;
+      }
+      const admission = this.coordinator ? this.coordinator.admit(this, this.demandWaitMs(Date.now())) : 'free';
+      if (admission === 'none') {
+        this.scaling.gateBudgetEx++;
+        return;
+      }
+      this.connectOne(admission === 'reserve');
     }
   }
 
-  private connectOne(): void {
+  private connectOne(reserve = false): void {
     this.connecting++;
+    this.scaling.creates++;
+    if (reserve) this.connectingReserve++;
     ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay, this.interner !== null).then(
       (s) => {
         this.connecting--;
+        if (reserve) {
+          this.connectingReserve--;
+          s.reserve = true;
+        }
         if (this.interner) s.statements = new ServerStatements(this.interner, this.serverCacheSize);
         const lifetime = this.settings.lifetimeMs;
         if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
@@ -233,12 +293,16 @@ export class Pool {
       },
       (err: ServerLoginError) => {
         this.connecting--;
+        if (reserve) this.connectingReserve--;
+        this.scaling.createFallback++;
+        this.onEvent('connect_failure', `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`);
         this.log.warn({ pool: this.name, err: err.message, sqlstate: err.sqlstate }, 'server login failed');
         for (const p of this.paramWaiters.splice(0)) p.reject(err);
         // Waiters that no live or pending server could serve get the error now.
         if (this.servers.size === 0 && this.connecting === 0) {
           for (let w = this.nextWaiter(); w; w = this.nextWaiter()) w.onPoolError(err.message, err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure);
         } else this.growForWaiters();
+        this.coordinator?.kick();
       },
     );
   }
@@ -247,9 +311,12 @@ export class Pool {
   params(): Promise<Map<string, string>> {
     if (this.serverParams) return Promise.resolve(this.serverParams);
     return new Promise((resolve, reject) => {
+      if (this.paramWaiters.length === 0) this.paramWaitSince = Date.now();
       this.paramWaiters.push({ resolve, reject });
-      if (this.connecting === 0) {
-        if (this.servers.size + this.connecting < this.settings.poolSize) this.connectOne();
+      // Also while paused: a login needs the server's parameters, not a checkout.
+      if (this.connecting === 0 && this.servers.size < this.settings.poolSize) {
+        const admission = this.coordinator ? this.coordinator.admit(this, 0) : 'free';
+        if (admission !== 'none') this.connectOne(admission === 'reserve');
       }
     });
   }
@@ -276,11 +343,32 @@ export class Pool {
       }
     }
     if (!this.paused && !this.retired && this.scramOrPasswordKnown()) {
-      while (this.servers.size + this.connecting < minPoolSize && this.connecting < this.settings.maxConcurrentConnects) this.connectOne();
+      while (this.servers.size + this.connecting < minPoolSize) {
+        if (this.connecting >= this.settings.maxConcurrentConnects || (this.coordinator && this.coordinator.admit(this, -1) === 'none')) {
+          this.scaling.replenishDef++;
+          break;
+        }
+        this.connectOne();
+      }
+    }
+    if (queryWaitTimeoutMs > 0 && this.paramWaiters.length > 0 && this.servers.size === 0 && this.connecting === 0 && now - this.paramWaitSince > queryWaitTimeoutMs) {
+      // Logins waiting for a first server that the database's cap never let this pool open.
+      const capped = this.coordinator !== null && this.coordinator.atCap();
+      if (capped) this.coordinator!.exhaustions++;
+      const message = `query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms${capped ? ` (database at max_db_connections ${this.coordinator!.settings.maxDbConnections})` : ''}`;
+      this.onEvent('pool_exhaustion', `${this.paramWaiters.length} logins waited ${now - this.paramWaitSince} ms for a first server: ${message}`);
+      const err = new ServerLoginError(message, SqlState.QueryCanceled);
+      for (const p of this.paramWaiters.splice(0)) p.reject(err);
     }
     if (queryWaitTimeoutMs > 0 && !this.paused) {
-      while (this.waiting > 0 && now - this.waiters[this.waitHead]!.waitingSince > queryWaitTimeoutMs) {
-        this.nextWaiter()!.onPoolError(`query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms`, SqlState.QueryCanceled);
+      while (this.waiting > 0 && now - this.waiters.peek()!.waitingSince > queryWaitTimeoutMs) {
+        const w = this.nextWaiter()!;
+        const waitedMs = now - w.waitingSince;
+        if (this.connecting > 0) this.scaling.anticTimeout++;
+        const capped = this.coordinator !== null && this.coordinator.atCap();
+        if (capped) this.coordinator!.exhaustions++;
+        this.onEvent('pool_exhaustion', `a client waited ${waitedMs} ms for a server (query_wait_timeout ${queryWaitTimeoutMs} ms; ${this.servers.size} of pool_size ${this.settings.poolSize} open${capped ? `, database at max_db_connections ${this.coordinator!.settings.maxDbConnections}` : ''})`);
+        w.onPoolError(`query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms`, SqlState.QueryCanceled);
       }
     }
     this.growForWaiters();

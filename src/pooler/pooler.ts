@@ -11,6 +11,12 @@ import type { LoginTarget } from './client-login.js';
 import { Pool, type PoolSettings } from './pool.js';
 import { PoolNotFoundError, type DurationHistogram, type Overview, type PoolerControl, type ShowTable } from './control.js';
 import { showTable } from './admin/show.js';
+import { Coordinator, type CoordinatorSettings } from './coordinator.js';
+import { EventRing } from './events.js';
+import { AppRegistry } from './apps.js';
+import { takeSnapshot, type PoolerSnapshot } from './snapshot.js';
+import { overviewOf } from './overview.js';
+import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
@@ -35,6 +41,12 @@ export class Pooler implements PoolerControl {
   readonly startedAt = new Date();
   readonly log: Logger;
   readonly counters = { connections: 0, errors: 0, cancel: 0 };
+  /** Per database: max_db_connections, reserve, eviction (coordinator.ts). */
+  readonly coordinators = new Map<string, Coordinator>();
+  /** What an operator needs to reconstruct an incident (SHOW EVENTS, /api/events). */
+  readonly events = new EventRing();
+  /** Load per application_name (/api/apps). */
+  readonly apps = new AppRegistry();
   private server: net.Server | null = null;
   private timer: NodeJS.Timeout | null = null;
   private lastRoll = Date.now();
@@ -114,10 +126,20 @@ export class Pooler implements PoolerControl {
     const now = Date.now();
     for (const [key, pool] of this.pools) {
       pool.maintain(now);
-      if (pool.retired && pool.servers.size === 0 && !this.poolHasClients(pool)) this.pools.delete(key);
+      if (pool.retired && pool.servers.size === 0 && !this.poolHasClients(pool)) {
+        this.pools.delete(key);
+        pool.coordinator?.pools.delete(pool);
+      }
+    }
+    for (const [db, c] of this.coordinators) {
+      if (c.pools.size === 0) {
+        c.close();
+        this.coordinators.delete(db);
+      }
     }
     if (now - this.lastRoll >= this.config.general.stats_period) {
       for (const pool of this.pools.values()) pool.stats.roll(now - this.lastRoll);
+      this.apps.roll(now - this.lastRoll);
       this.lastRoll = now;
     }
   }
@@ -146,17 +168,34 @@ export class Pooler implements PoolerControl {
     };
   }
 
+  private coordinatorFor(db: string, pc: PoolConfig): Coordinator {
+    const settings: CoordinatorSettings = {
+      maxDbConnections: pc.max_db_connections, reserveSize: pc.reserve_pool_size, reserveTimeoutMs: pc.reserve_pool_timeout,
+      minGuaranteed: pc.min_guaranteed_pool_size, minConnectionLifetimeMs: pc.min_connection_lifetime,
+    };
+    let c = this.coordinators.get(db);
+    if (!c) this.coordinators.set(db, c = new Coordinator(db, settings));
+    else c.settings = settings;
+    return c;
+  }
+
   /** Creates, updates and retires pools to match `config`. */
   private applyPools(config: PoolerConfig): void {
     const seen = new Set<string>();
     for (const [db, pc] of Object.entries(config.pools)) {
+      const coordinator = this.coordinatorFor(db, pc);
       for (const u of pc.users) {
         const key = poolKey(db, u.username);
         seen.add(key);
         const settings = this.settingsFor(config, db, pc, u);
         const existing = this.pools.get(key);
         if (!existing) {
-          this.pools.set(key, new Pool(settings, this.logs.get('pooler::pool')));
+          const pool = new Pool(settings, this.logs.get('pooler::pool'));
+          pool.coordinator = coordinator;
+          coordinator.pools.add(pool);
+          const label = `${db}/${u.username}`;
+          pool.onEvent = (kind, message) => this.events.add(kind, label, message);
+          this.pools.set(key, pool);
           continue;
         }
         const old = existing.settings;
@@ -246,67 +285,53 @@ export class Pooler implements PoolerControl {
     return out;
   }
 
-  show(name: string): ShowTable {
-    for (const p of this.pools.values()) p.settle();
-    return showTable(this, name.toUpperCase());
+  show(name: string, snapshot?: PoolerSnapshot): ShowTable {
+    return showTable(this, name.toUpperCase(), snapshot);
+  }
+
+  snapshot(): PoolerSnapshot {
+    return takeSnapshot(this);
   }
 
   durationHistograms(): DurationHistogram[] {
-    return [...this.pools.values()].map((p) => ({
-      database: p.settings.database, user: p.settings.user,
-      query: p.stats.queryHistogram.snapshot(), transaction: p.stats.xactHistogram.snapshot(),
-    }));
+    return this.snapshot().pools.map((p) => ({ database: p.database, user: p.user, ...p.histograms }));
   }
 
-  overview(): Overview {
-    for (const p of this.pools.values()) p.settle();
-    const o: Overview = { clients: { active: 0, idle: 0, waiting: 0, total: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0 }, tps: 0, qps: 0, errors: 0, pools: 0, pools_paused: 0 };
-    for (const c of this.clients) {
-      if (c.isAdmin) continue;
-      o.clients.total++;
-      if (c.state === 'waiting') o.clients.waiting++;
-      else if (c.state === 'active') o.clients.active++;
-      else o.clients.idle++;
-    }
-    for (const p of this.pools.values()) {
-      o.pools++;
-      if (p.paused) o.pools_paused++;
-      for (const s of p.servers) {
-        o.servers.total++;
-        if (s.state === 'active') o.servers.active++;
-        else if (s.state === 'idle') o.servers.idle++;
-      }
-      o.servers.login += p.connecting;
-      o.servers.total += p.connecting;
-      const a = p.stats.averages();
-      o.tps += a.xactCount;
-      o.qps += a.queryCount;
-      o.errors += p.stats.totals.errors;
-    }
-    return o;
+  overview(snapshot?: PoolerSnapshot): Overview {
+    return overviewOf(snapshot ?? this.snapshot());
   }
 
   async pause(database?: string, user?: string): Promise<string> {
     const pools = this.select(database, user);
+    for (const p of pools) this.events.add('pause', `${p.settings.database}/${p.settings.user}`, 'PAUSE: new checkouts stop; running transactions finish');
     await Promise.all(pools.map((p) => p.pause()));
     return `PAUSE ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
   }
 
   resume(database?: string, user?: string): string {
     const pools = this.select(database, user);
-    for (const p of pools) p.resume();
+    for (const p of pools) {
+      p.resume();
+      this.events.add('resume', `${p.settings.database}/${p.settings.user}`, 'RESUME: checkouts allowed again');
+    }
     return `RESUME ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
   }
 
   reconnect(database?: string, user?: string): string {
     const pools = this.select(database, user);
-    for (const p of pools) p.reconnect();
+    for (const p of pools) {
+      p.reconnect();
+      this.events.add('reconnect', `${p.settings.database}/${p.settings.user}`, 'RECONNECT: idle servers closed, active ones closed when they come back');
+    }
     return `RECONNECT ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
   }
 
   /** KILL: drops every client and server of the database; its pools stay paused until RESUME. */
   kill(database: string): string {
     const pools = this.select(database);
+    let killed = 0;
+    for (const c of this.clients) if (c.pool && pools.includes(c.pool)) killed++;
+    this.events.add('kill', null, `KILL ${database}: ${killed} clients and every server of ${pools.length} pools closed; the pools stay paused until RESUME`);
     for (const p of pools) {
       p.paused = true;
       p.failWaiters(`database "${database}" was killed by the administrator`, SqlState.AdminShutdown);
@@ -318,7 +343,14 @@ export class Pooler implements PoolerControl {
 
   async reload(): Promise<string> {
     if (!this.configFile) throw new Error('no config file to reload');
-    const next = loadPoolerConfig(this.configFile);
+    let next: PoolerConfig;
+    try {
+      next = loadPoolerConfig(this.configFile);
+    } catch (err) {
+      this.events.add('reload', null, `RELOAD failed, the old configuration stays: ${(err as Error).message.split('\n')[0]}`);
+      throw err;
+    }
+    const changed = configChanges(this.config, next);
     const restartNeeded: string[] = [];
     if (next.general.host !== this.config.general.host || next.general.port !== this.config.general.port) restartNeeded.push('general.host/port');
     if (next.web.host !== this.config.web.host || next.web.port !== this.config.web.port || next.web.enabled !== this.config.web.enabled) restartNeeded.push('web.host/port/enabled');
@@ -332,6 +364,7 @@ export class Pooler implements PoolerControl {
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
     const msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
+    this.events.add('reload', null, `${msg}; changed: ${changed.length ? changed.join(', ') : 'nothing'}`);
     this.log.info({ file: this.configFile }, msg);
     return msg;
   }
@@ -348,6 +381,7 @@ export class Pooler implements PoolerControl {
   shutdown(graceful = true): Promise<void> {
     if (this.shutdownDone) return this.shutdownDone;
     this.shuttingDown = true;
+    this.events.add('shutdown', null, graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
     this.shutdownDone = (async () => {
       this.server?.close();
       if (graceful) {
@@ -363,6 +397,7 @@ export class Pooler implements PoolerControl {
         p.closeAll('shutdown');
       }
       if (this.timer) clearInterval(this.timer);
+      for (const c of this.coordinators.values()) c.close();
       this.log.info('pooler stopped');
       // Queued records get up to ship_timeout; SIGINT exits at once and counts them as dropped.
       await this.shipper?.close(graceful ? undefined : 0);

@@ -25,6 +25,8 @@ export class ServerConnection {
   readonly backendSecret: Buffer;
   readonly params: ReadonlyMap<string, string>;
   readonly applicationName: string;
+  /** Opened from the database's reserve (coordinator.ts): closed when it comes back and nobody waits. */
+  reserve = false;
   /** Close instead of pooling at the next release (RECONNECT, lifetime, RELOAD). */
   closeOnRelease = false;
   /** Deadline for replacement: server_lifetime with jitter. */

@@ -1,46 +1,31 @@
-// Counters and recent-duration samples of one pool, for SHOW STATS, POOLS_EXTENDED and metrics.
+// Counters and duration histograms of one pool (or one application_name), for SHOW STATS, POOLS_EXTENDED and metrics.
 
-// Everything lives in one Float64Array per pool (see STATS_LAYOUT), so the native relay (native/relay.cc)
+// Everything lives in one Float64Array per pool (see STATS_LAYOUT), so the native relay (native/relay-stream.cc)
 // counts into the same numbers the JavaScript relay does, with no call per transaction.
+import { LOG_BUCKETS, LogHistogram, logBucketOf } from './log-histogram.js';
 
-/** Bucket bounds in seconds for query and transaction durations. */
+/** Bucket bounds in seconds for query, transaction and wait durations (the Prometheus histograms). */
 export const DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
-const RING_SIZE = 2048;
 const HIST_SIZE = DURATION_BOUNDS.length + 2;
-/** Offsets in a pool's stats block: 8 totals, two histograms (counts, count, sum), two rings (n, next, samples),
- * then the pool's "parkable" flag for the native relay (see Pool.updateParkable). */
+/** Offsets in a pool's stats block: 8 totals; three Prometheus histograms (query, transaction, wait: counts per
+ * bound, count, sum); three log histograms of the same durations for percentiles (log-histogram.ts); the number
+ * of server checkouts (the waits counted); then the pool's "parkable" flag for the native relay (Pool.updateParkable). */
 export const STATS_LAYOUT = {
   totals: 0,
   qHist: 8,
   xHist: 8 + HIST_SIZE,
-  qRing: 8 + 2 * HIST_SIZE,
-  xRing: 8 + 2 * HIST_SIZE + RING_SIZE + 2,
-  ringSize: RING_SIZE,
-  parkable: 8 + 2 * HIST_SIZE + 2 * (RING_SIZE + 2),
-  size: 8 + 2 * HIST_SIZE + 2 * (RING_SIZE + 2) + 1,
+  wHist: 8 + 2 * HIST_SIZE,
+  qLog: 8 + 3 * HIST_SIZE,
+  xLog: 8 + 3 * HIST_SIZE + LOG_BUCKETS,
+  wLog: 8 + 3 * HIST_SIZE + 2 * LOG_BUCKETS,
+  logBuckets: LOG_BUCKETS,
+  waitCount: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS,
+  parkable: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS + 1,
+  size: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS + 2,
 } as const;
 
-/** A fixed ring of recent samples (microseconds) for percentiles: [n, next, samples...] in the block. */
-export class SampleRing {
-  constructor(private readonly block: Float64Array, private readonly off: number, private readonly size: number) {}
-  add(v: number): void {
-    const b = this.block;
-    const o = this.off;
-    const i = b[o + 1]!;
-    b[o + 2 + i] = v;
-    b[o + 1] = (i + 1) % this.size;
-    if (b[o]! < this.size) b[o]!++;
-  }
-  quantile(q: number): number {
-    const n = this.block[this.off]!;
-    if (n === 0) return 0;
-    const sorted = Array.from(this.block.subarray(this.off + 2, this.off + 2 + n)).sort((a, b) => a - b);
-    return sorted[Math.min(n - 1, Math.floor(q * n))]!;
-  }
-}
-
-/** A cumulative-free duration histogram: counts[i] observations fell in (bounds[i-1], bounds[i]]; then count, sum. */
+/** A duration histogram with DURATION_BOUNDS: counts[i] observations fell in (bounds[i-1], bounds[i]]; then count, sum. */
 export class DurationHistogramCounter {
   constructor(private readonly block: Float64Array, private readonly off: number) {}
   observeUs(us: number): void {
@@ -78,6 +63,9 @@ export interface TotalsRecord {
   errors: number;
 }
 
+/** Slots of the totals (native/relay-engine.h `Totals` has the same numbers). */
+export const enum Total { Xact = 0, Queries = 1, Recv = 2, Sent = 3, XactTime = 4, QueryTime = 5, Wait = 6, Errors = 7 }
+
 /** The eight totals, read and written by name over the first slots of the block. */
 export class Totals implements TotalsRecord {
   constructor(private readonly b: Float64Array) {}
@@ -98,59 +86,111 @@ export class Totals implements TotalsRecord {
   get errors(): number { return this.b[7]!; }
   set errors(v: number) { this.b[7] = v; }
   snapshot(): TotalsRecord {
-    const b = this.b;
-    return { xactCount: b[0]!, queryCount: b[1]!, received: b[2]!, sent: b[3]!, xactTimeUs: b[4]!, queryTimeUs: b[5]!, waitTimeUs: b[6]!, errors: b[7]! };
+    return totalsOf(this.b);
   }
+}
+
+export function totalsOf(b: Float64Array): TotalsRecord {
+  return { xactCount: b[0]!, queryCount: b[1]!, received: b[2]!, sent: b[3]!, xactTimeUs: b[4]!, queryTimeUs: b[5]!, waitTimeUs: b[6]!, errors: b[7]! };
 }
 
 export function emptyTotals(): TotalsRecord {
   return { xactCount: 0, queryCount: 0, received: 0, sent: 0, xactTimeUs: 0, queryTimeUs: 0, waitTimeUs: 0, errors: 0 };
 }
 
-export class PoolStats {
-  /** Shared with the native relay, which counts into it directly. */
-  readonly block = new Float64Array(STATS_LAYOUT.size);
-  readonly totals = new Totals(this.block);
-  /** Totals at the start of the last complete stats period, and the period before, for avg_*. */
+/** Per-second rates and means over the last complete stats period (SHOW STATS avg_*). */
+export interface Averages {
+  xactCount: number;
+  queryCount: number;
+  recv: number;
+  sent: number;
+  errors: number;
+  /** Means in microseconds. */
+  xactTime: number;
+  queryTime: number;
+  waitTime: number;
+}
+
+/** The totals of a block at the last two stats_period boundaries: avg_* are the difference, per second. */
+export class PeriodTotals {
   private prev: TotalsRecord = emptyTotals();
   private last: TotalsRecord = emptyTotals();
+  private prevWaits = 0;
+  private lastWaits = 0;
   private lastPeriodMs = 1;
-  readonly queryTimes = new SampleRing(this.block, STATS_LAYOUT.qRing, STATS_LAYOUT.ringSize);
-  readonly xactTimes = new SampleRing(this.block, STATS_LAYOUT.xRing, STATS_LAYOUT.ringSize);
-  readonly queryHistogram = new DurationHistogramCounter(this.block, STATS_LAYOUT.qHist);
-  readonly xactHistogram = new DurationHistogramCounter(this.block, STATS_LAYOUT.xHist);
 
-  observeQuery(us: number): void {
-    this.totals.queryTimeUs += us;
-    this.queryTimes.add(us);
-    this.queryHistogram.observeUs(us);
-  }
+  constructor(private readonly block: Float64Array, private readonly waitCountSlot = -1) {}
 
-  observeTransaction(us: number): void {
-    this.totals.xactCount++;
-    this.totals.xactTimeUs += us;
-    this.xactTimes.add(us);
-    this.xactHistogram.observeUs(us);
-  }
-
-  /** Called every stats_period: freezes the deltas avg_* report. */
   roll(periodMs: number): void {
     this.prev = this.last;
-    this.last = this.totals.snapshot();
+    this.last = totalsOf(this.block);
+    this.prevWaits = this.lastWaits;
+    this.lastWaits = this.waitCountSlot >= 0 ? this.block[this.waitCountSlot]! : 0;
     this.lastPeriodMs = periodMs;
   }
 
-  /** Per-second rates and means over the last complete period. */
-  averages(): { xactCount: number; queryCount: number; recv: number; sent: number; errors: number; xactTime: number; queryTime: number; waitTime: number } {
+  averages(): Averages {
     const d = (k: keyof TotalsRecord) => this.last[k] - this.prev[k];
     const perSec = (k: keyof TotalsRecord) => Math.round((d(k) * 1000) / this.lastPeriodMs);
     const xacts = d('xactCount');
     const queries = d('queryCount');
+    // PgBouncer's avg_wait_time: the mean wait of the clients that got a server during the period.
+    const waits = this.waitCountSlot >= 0 ? this.lastWaits - this.prevWaits : xacts;
     return {
       xactCount: perSec('xactCount'), queryCount: perSec('queryCount'), recv: perSec('received'), sent: perSec('sent'), errors: perSec('errors'),
       xactTime: xacts ? Math.round(d('xactTimeUs') / xacts) : 0,
       queryTime: queries ? Math.round(d('queryTimeUs') / queries) : 0,
-      waitTime: xacts ? Math.round(d('waitTimeUs') / xacts) : 0,
+      waitTime: waits ? Math.round(d('waitTimeUs') / waits) : 0,
     };
+  }
+}
+
+export class PoolStats {
+  /** Shared with the native relay, which counts into it directly. */
+  readonly block = new Float64Array(STATS_LAYOUT.size);
+  readonly totals = new Totals(this.block);
+  readonly period = new PeriodTotals(this.block, STATS_LAYOUT.waitCount);
+  readonly queryHistogram = new DurationHistogramCounter(this.block, STATS_LAYOUT.qHist);
+  readonly xactHistogram = new DurationHistogramCounter(this.block, STATS_LAYOUT.xHist);
+  readonly waitHistogram = new DurationHistogramCounter(this.block, STATS_LAYOUT.wHist);
+  /** Percentiles over a recent window: the last complete stats period plus the current one so far. */
+  readonly queryTimes = new LogHistogram(this.block, STATS_LAYOUT.qLog);
+  readonly xactTimes = new LogHistogram(this.block, STATS_LAYOUT.xLog);
+  readonly waitTimes = new LogHistogram(this.block, STATS_LAYOUT.wLog);
+
+  observeQuery(us: number): void {
+    const b = this.block;
+    b[Total.QueryTime]! += us;
+    b[STATS_LAYOUT.qLog + logBucketOf(us)]!++;
+    this.queryHistogram.observeUs(us);
+  }
+
+  observeTransaction(us: number): void {
+    const b = this.block;
+    b[Total.Xact]!++;
+    b[Total.XactTime]! += us;
+    b[STATS_LAYOUT.xLog + logBucketOf(us)]!++;
+    this.xactHistogram.observeUs(us);
+  }
+
+  /** A client got a server after waiting `us` (0 when one was idle). */
+  observeWait(us: number): void {
+    const b = this.block;
+    b[Total.Wait]! += us;
+    b[STATS_LAYOUT.waitCount]!++;
+    b[STATS_LAYOUT.wLog + logBucketOf(us)]!++;
+    this.waitHistogram.observeUs(us);
+  }
+
+  /** Called every stats_period: freezes the deltas avg_* report and starts a new percentile window. */
+  roll(periodMs: number): void {
+    this.period.roll(periodMs);
+    this.queryTimes.roll();
+    this.xactTimes.roll();
+    this.waitTimes.roll();
+  }
+
+  averages(): Averages {
+    return this.period.averages();
   }
 }

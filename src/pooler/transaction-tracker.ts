@@ -67,6 +67,16 @@ export class TransactionTracker {
     }
   };
 
+  /** When the oldest unanswered sync point was sent (performance.now()); meaningful while `syncs` > 0. */
+  get syncStartedAt(): number {
+    return this.syncStart;
+  }
+
+  /** A server was linked at `now`: sync points in flight are timed from here. */
+  restartClock(now: number): void {
+    if (this.syncs > 0) this.syncStart = now;
+  }
+
   private syncPoint(): void {
     if (this.syncs++ === 0) this.syncStart = performance.now();
   }

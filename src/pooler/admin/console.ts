@@ -10,7 +10,7 @@ import {
 import type { ClientSession } from '../client-session.js';
 import { PoolNotFoundError, type ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
-import { UnknownShowError } from './show.js';
+import { NotConfiguredError, UnknownShowError } from './show.js';
 import { interner, resetInterner } from './show-prepared.js';
 
 class AdminError extends Error {
@@ -114,6 +114,7 @@ export async function runAdminCommand(p: Pooler, sql: string): Promise<Buffer> {
 function errorOf(err: unknown): Buffer {
   if (err instanceof AdminError) return writeErrorResponse({ code: err.sqlstate, message: err.message });
   if (err instanceof UnknownShowError) return writeErrorResponse({ code: SqlState.SyntaxError, message: err.message });
+  if (err instanceof NotConfiguredError) return writeErrorResponse({ code: SqlState.FeatureNotSupported, message: err.message });
   if (err instanceof PoolNotFoundError) return writeErrorResponse({ code: SqlState.InvalidCatalogName, message: err.message });
   if (err instanceof ConfigError) return writeErrorResponse({ code: SqlState.InvalidParameterValue, message: `RELOAD failed, the old configuration stays: ${err.message}` });
   return writeErrorResponse({ code: SqlState.InternalError, message: (err as Error).message });

@@ -13,11 +13,12 @@ function* statements(pools: Iterable<Pool>): Generator<[Pool, Statement]> {
   }
 }
 
-/** One row per statement a pool holds: pool, hash, the pooler's name on servers, the text, uses, protocol or sql. */
+/** One row per statement a pool holds: pool, hash, the pooler's name on servers, the text, uses, protocol or sql, then
+ * completed executions and their total time (us). */
 export function preparedStatements(pools: Iterable<Pool>): ShowTable {
   const rows: Cell[][] = [];
-  for (const [pool, s] of statements(pools)) rows.push([pool.name, s.hash, s.name, s.query.toString('utf8'), s.countUsed, kindOf(s)]);
-  return { columns: ['pool', 'hash', 'name', 'query', 'count_used', 'kind'], rows };
+  for (const [pool, s] of statements(pools)) rows.push([pool.name, s.hash, s.name, s.query.toString('utf8'), s.countUsed, kindOf(s), s.executions, Math.round(s.execTimeUs)]);
+  return { columns: ['pool', 'hash', 'name', 'query', 'count_used', 'kind', 'executions', 'total_time_us'], rows };
 }
 
 /** Without `top`: entries and bytes of text by kind. With it: the `top` largest entries (hash, kind, bytes, idle_ms, query). */

@@ -15,6 +15,10 @@ export interface Statement {
   /** Parse and Bind uses, for SHOW PREPARED_STATEMENTS. */
   countUsed: number;
   lastUsed: number;
+  /** Executions that completed (Execute answered by CommandComplete, EmptyQueryResponse or PortalSuspended; SQL
+   * EXECUTE answered without error) and their time from the pooler sending them to that answer, in microseconds. */
+  executions: number;
+  execTimeUs: number;
 }
 
 export type StatementHash = (query: Buffer, types: Buffer, settings: string) => string;
@@ -84,6 +88,8 @@ export class Interner {
       refs: 0,
       countUsed: 0,
       lastUsed: 0,
+      executions: 0,
+      execTimeUs: 0,
     };
     if (chain) chain.push(s);
     else this.byHash.set(hash, [s]);

@@ -15,8 +15,23 @@ const DROPS_ALL = /\b(?:discard\s+all|deallocate\s+(?:prepare\s+)?all)\b/i;
 const SYNC = Buffer.from([FrontendMessage.Sync, 0, 0, 0, 4]);
 const NO_TYPES = Buffer.from([0, 0]);
 
+/** The portal an Execute names (the unnamed one in almost every case). */
+function portalOf(msg: Buffer): string {
+  if (msg[5] === 0) return '';
+  const end = msg.indexOf(0, 5);
+  return msg.toString('utf8', 5, end < 0 ? msg.length : end);
+}
+
+/** An execution of `s` sent at `sent` (performance.now()) completed. */
+function timed(s: Statement, sent: number): void {
+  s.executions++;
+  s.execTimeUs += (performance.now() - sent) * 1000;
+}
+
 /** What each client message becomes on the server it holds; the bookkeeping of names and groups is RewriterState's. */
 export class StatementRewriter extends RewriterState {
+  /** Portals bound by this client to known statements, for timing their Executes. */
+  private readonly portals = new Map<string, Statement>();
   protected override handle(type: number, msg: Buffer, out: RewriteSink): void {
     if (this.groupFresh) {
       // Only a group sent while nothing else is in flight, outside a transaction block, can be sent again whole.
@@ -46,7 +61,7 @@ export class StatementRewriter extends RewriterState {
       return this.forward(msg, out, { ends: type === FrontendMessage.Parse ? PARSED : type === FrontendMessage.Bind ? BOUND : type === FrontendMessage.Close ? CLOSED : DESCRIBED });
     }
     switch (type) {
-      case FrontendMessage.Execute: return this.forward(msg, out, { ends: EXECUTED });
+      case FrontendMessage.Execute: return this.onExecute(msg, out);
       case FrontendMessage.Sync: return this.sendSync(msg, out);
       case FrontendMessage.Query: return this.onQuery(msg, out);
       case FrontendMessage.FunctionCall:
@@ -138,10 +153,22 @@ export class StatementRewriter extends RewriterState {
     }, out);
   }
 
+  /** An Execute of a portal bound to a known statement is timed into it (SHOW PREPARED_STATEMENTS, /api/top/queries). */
+  private onExecute(msg: Buffer, out: RewriteSink): void {
+    const s = this.portals.size ? this.portals.get(portalOf(msg)) : undefined;
+    if (!s) return this.forward(msg, out, { ends: EXECUTED });
+    const sent = performance.now();
+    this.forward(msg, out, { ends: EXECUTED, onOk: () => timed(s, sent) });
+  }
+
   private onBind(msg: Buffer, out: RewriteSink): void {
     const b = parseBind(msg);
     const s = this.named.get(b.statement);
-    if (!s) return this.forward(msg, out, { ends: BOUND }); // PostgreSQL's own 26000
+    if (!s) {
+      this.portals.delete(b.portal);
+      return this.forward(msg, out, { ends: BOUND }); // PostgreSQL's own 26000
+    }
+    this.portals.set(b.portal, s);
     s.countUsed++;
     s.lastUsed = Date.now();
     this.ensurePrepared(s, b.statement, out);
@@ -283,6 +310,7 @@ export class StatementRewriter extends RewriterState {
     }
     this.nextGroup();
     out.toServer(writeQuery(`EXECUTE ${s.name}${args}`));
-    this.push({ ends: READY, simple: true, rename: [s.name, name] }, out);
+    const sent = performance.now();
+    this.push({ ends: READY, simple: true, rename: [s.name, name], onOk: () => timed(s, sent) }, out);
   }
 }

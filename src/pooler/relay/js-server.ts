@@ -110,6 +110,10 @@ export class JsServerEnd implements ServerEnd {
     setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 
+  get gone(): boolean {
+    return this.socket.destroyed;
+  }
+
   /** After close() the polite close runs its course (forced after its second). */
   destroy(): void {
     if (this.closed) return;
@@ -134,7 +138,7 @@ export class JsServerEnd implements ServerEnd {
   counts(): RelayCounts {
     return {
       transactions: this.transactions, queries: this.queries, errors: 0, bytesSent: this.sent, bytesReceived: this.received,
-      txStatus: this.txStatus, syncs: 0, unsynced: false,
+      txStatus: this.txStatus, syncs: 0, unsynced: false, xactTimeUs: 0, queryAgeUs: 0,
     };
   }
 }

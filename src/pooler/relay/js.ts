@@ -2,7 +2,7 @@
 import type net from 'node:net';
 import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
-import type { PoolStats } from '../stats.js';
+import { Total, type PoolStats } from '../stats.js';
 import { TransactionTracker } from '../transaction-tracker.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
@@ -34,6 +34,11 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   readonly kind = 'js';
   private readonly socket: net.Socket;
   private readonly stats: PoolStats;
+  /** Totals of the client's application_name, or null. */
+  private readonly app: Float64Array | null;
+  private bytesIn = 0;
+  private bytesOut = 0;
+  private xactTimeUs = 0;
   /** Sync points, unsynced messages, COPY IN and Terminate seen in the client's stream. */
   private readonly tx = new TransactionTracker();
   private readonly frames: FrameStream;
@@ -62,6 +67,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
     this.stats = options.stats;
+    this.app = options.app ?? null;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.tx.onMessage);
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
     this.socket.on('error', (err) => { this.reason ||= err.message; });
@@ -109,7 +115,9 @@ class JsClientEnd implements ClientEnd, LinkedClient {
    * referenced afterwards. The one path from a client to a server: MessageInterceptor.clientBytes plugs in here. */
   private toServer(data: Buffer): boolean {
     if (data.length === 0) return false;
-    this.stats.totals.received += data.length;
+    this.stats.block[Total.Recv]! += data.length;
+    this.bytesIn += data.length;
+    if (this.app) this.app[Total.Recv]! += data.length;
     const s = this.server;
     if (s) {
       if (this.interceptor) {
@@ -165,7 +173,9 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   /** Server bytes toward the client; true when `chunk` is still referenced afterwards. The one path from a server
    * to a client: MessageInterceptor.serverBytes plugs in here. */
   fromServer(chunk: Buffer, s: JsServerEnd): boolean {
-    this.stats.totals.sent += chunk.length;
+    this.stats.block[Total.Sent]! += chunk.length;
+    this.bytesOut += chunk.length;
+    if (this.app) this.app[Total.Sent]! += chunk.length;
     const socket = this.socket;
     if (socket.destroyed) return false;
     if (this.interceptor) {
@@ -189,11 +199,21 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   onReadyForQuery(s: JsServerEnd, status: number): void {
     const now = performance.now();
     const stats = this.stats;
-    stats.observeQuery(this.tx.readyForQuery(now) * 1000);
+    const app = this.app;
+    const queryUs = this.tx.readyForQuery(now) * 1000;
+    stats.observeQuery(queryUs);
+    if (app) app[Total.QueryTime]! += queryUs;
     if (!this.tx.between(status)) return;
-    stats.observeTransaction((now - this.xactStart) * 1000);
+    const xactUs = (now - this.xactStart) * 1000;
+    stats.observeTransaction(xactUs);
     const queries = this.tx.queryCount - this.countedQueries;
-    stats.totals.queryCount += queries;
+    stats.block[Total.Queries]! += queries;
+    this.xactTimeUs += xactUs;
+    if (app) {
+      app[Total.Xact]!++;
+      app[Total.XactTime]! += xactUs;
+      app[Total.Queries]! += queries;
+    }
     this.countedQueries = this.tx.queryCount;
     this.transactions++;
     s.transactions++;
@@ -220,7 +240,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
 
   onServerError(): void {
     this.errors++;
-    this.stats.totals.errors++;
+    this.stats.block[Total.Errors]!++;
+    if (this.app) this.app[Total.Errors]!++;
   }
 
   /** The linked server's socket is gone (its connection reports it). */
@@ -240,6 +261,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.transactionMode = transactionMode;
     this.needServerSent = false;
     this.xactStart = performance.now();
+    // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
+    this.tx.restartClock(this.xactStart);
     if (this.queue.length === 0) return true;
     const q = this.queue;
     this.queue = [];
@@ -306,8 +329,9 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   counts(): RelayCounts {
     const tx = this.tx;
     return {
-      transactions: this.transactions, queries: tx.queryCount, errors: this.errors, bytesSent: 0, bytesReceived: 0,
-      txStatus: TxStatus.Idle, syncs: tx.syncs, unsynced: tx.unsynced,
+      transactions: this.transactions, queries: tx.queryCount, errors: this.errors, bytesSent: this.bytesOut, bytesReceived: this.bytesIn,
+      txStatus: TxStatus.Idle, syncs: tx.syncs, unsynced: tx.unsynced, xactTimeUs: this.xactTimeUs,
+      queryAgeUs: tx.syncs > 0 ? (performance.now() - tx.syncStartedAt) * 1000 : 0,
     };
   }
 }

@@ -10,7 +10,7 @@ import type {
 
 interface RelayAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
-  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean): number;
+  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array): number;
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
   relayTake(id: number): Uint8Array;
   relayLink(client: number, server: number, transactionMode: boolean): boolean;
@@ -187,6 +187,11 @@ class NativeServerEnd implements ServerEnd {
     this.r.close(this.id, 1000);
   }
 
+  /** The addon keeps a closing socket (and answers relayInfo for it) until its descriptor is closed. */
+  get gone(): boolean {
+    return this.r.info(this.id) === null;
+  }
+
   /** After close() the graceful close runs its course (forced after its second). */
   destroy(): void {
     if (!this.closing) this.r.destroy(this.id);
@@ -207,11 +212,11 @@ export class NativeRelay implements Relay {
   private readonly clients = new Map<number, NativeClientEnd>();
   private readonly servers = new Map<number, NativeServerEnd>();
   private readonly events = new Int32Array(5 * 2048);
-  private readonly infoOut = new Float64Array(10);
+  private readonly infoOut = new Float64Array(12);
   private readonly reclaimOut = new Int32Array(4096);
 
   private constructor(readonly a: RelayAddon) {
-    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qRing, STATS_LAYOUT.xRing, STATS_LAYOUT.ringSize, STATS_LAYOUT.parkable]);
+    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
   }
 
@@ -230,7 +235,7 @@ export class NativeRelay implements Relay {
     if (fd < 0 || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
     // The end exists before the addon may report on the initial bytes (they are scanned inside relayAddClient).
-    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined);
+    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app);
     const end = new NativeClientEnd(this, id, events, options.intercept);
     this.clients.set(id, end);
     dropNodeSocket(conn.socket);
@@ -277,7 +282,7 @@ export class NativeRelay implements Relay {
     if (!this.a.relayInfo(id, o)) return null;
     return {
       transactions: o[0]!, queries: o[1]!, errors: o[2]!, bytesSent: o[3]!, bytesReceived: o[4]!,
-      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1,
+      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1, xactTimeUs: o[10]!, queryAgeUs: o[11]!,
     };
   }
 

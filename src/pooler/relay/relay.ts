@@ -21,8 +21,13 @@ export interface RelayCounts {
   queries: number;
   /** ErrorResponses a client got. */
   errors: number;
+  /** Server: bytes to and from PostgreSQL. Client: bytes to and from the client. */
   bytesSent: number;
   bytesReceived: number;
+  /** Time spent in finished transactions (microseconds). */
+  xactTimeUs: number;
+  /** Client: microseconds since the query in flight was sent (0 when none is). */
+  queryAgeUs: number;
   /** Server: the status byte of its last ReadyForQuery. */
   txStatus: number;
   /** Client: sync points (Query, Sync, FunctionCall) whose ReadyForQuery has not come back. */
@@ -59,6 +64,8 @@ export interface ServerEvents {
 export interface ClientOptions {
   /** The pool's statistics block: the relay counts the client's traffic and durations into it. */
   stats: PoolStats;
+  /** Totals of the client's application_name (the first eight slots of a stats block): counted as the pool's are. */
+  app?: Float64Array;
   maxMessageSize: number;
   /** Bytes the login read past its end (a pipelined first query): relayed as if just read. */
   initial: Buffer;
@@ -105,6 +112,9 @@ export interface ServerEnd {
   close(): void;
   /** Closes at once, without Terminate; after close() it lets that close run its course. No report follows. */
   destroy(): void;
+  /** True once the descriptor is closed: after close(), when PostgreSQL has closed its side (its backend is gone), or
+   * after destroy() or a close report. The pool coordinator counts a closing connection until then. */
+  readonly gone: boolean;
   counts(): RelayCounts | null;
 }
 

@@ -6,6 +6,8 @@ export const WEB_ERRORS = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  /** A feature this configuration does not use (/api/auth_query without auth_query). */
+  not_configured: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,

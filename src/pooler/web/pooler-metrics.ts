@@ -1,5 +1,6 @@
-// The pooler's own Prometheus series (pooler_*), rendered at scrape time from the same state as SHOW POOLS / STATS.
-import type { Cell, DurationHistogram, PoolerControl, ShowTable } from '../control.js';
+// The pooler's own Prometheus series (pooler_*), rendered at scrape time from the snapshot SHOW and /api format too.
+import type { DurationHistogram, PoolerControl } from '../control.js';
+import type { CoordinatorSnapshot, PoolerSnapshot, PoolSnapshot } from '../snapshot.js';
 import type { LogShipStats } from '../log-ship/log-shipper.js';
 
 type Labels = Record<string, string>;
@@ -11,14 +12,6 @@ function escapeLabel(v: string): string {
 function labelText(labels: Labels): string {
   const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
   return parts.length ? `{${parts.join(',')}}` : '';
-}
-
-function num(v: Cell | undefined): number {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'bigint') return Number(v);
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  if (typeof v === 'string' && v.trim() !== '' && !Number.isNaN(Number(v))) return Number(v);
-  return 0;
 }
 
 function formatValue(v: number): string {
@@ -43,14 +36,6 @@ export class Exposition {
   }
 }
 
-function rowsOf(table: ShowTable): Record<string, Cell>[] {
-  return table.rows.map((r) => Object.fromEntries(table.columns.map((c, i) => [c, r[i] ?? null])));
-}
-
-function poolLabels(row: Record<string, Cell>): Labels {
-  return { database: String(row['database'] ?? ''), user: String(row['user'] ?? '') };
-}
-
 function histogramSamples(hists: readonly DurationHistogram[], pick: (h: DurationHistogram) => DurationHistogram['query']) {
   const samples: { suffix: string; labels: Labels; value: number }[] = [];
   for (const h of hists) {
@@ -68,10 +53,12 @@ function histogramSamples(hists: readonly DurationHistogram[], pick: (h: Duratio
   return samples;
 }
 
-/** pooler_query_duration_seconds and pooler_transaction_duration_seconds, one histogram per pool. */
+/** pooler_query_duration_seconds, pooler_transaction_duration_seconds and pooler_wait_duration_seconds, one histogram
+ * per pool. */
 export function addDurationHistograms(ex: Exposition, hists: readonly DurationHistogram[]): void {
-  ex.family('pooler_query_duration_seconds', 'histogram', 'Query duration.', histogramSamples(hists, (h) => h.query));
-  ex.family('pooler_transaction_duration_seconds', 'histogram', 'Transaction duration.', histogramSamples(hists, (h) => h.transaction));
+  ex.family('pooler_query_duration_seconds', 'histogram', 'Query duration: from a sync point (Query, Sync) to its ReadyForQuery.', histogramSamples(hists, (h) => h.query));
+  ex.family('pooler_transaction_duration_seconds', 'histogram', 'Transaction duration: from the first query to the ReadyForQuery that ends it.', histogramSamples(hists, (h) => h.transaction));
+  ex.family('pooler_wait_duration_seconds', 'histogram', 'Time a client waited for a server (0 when one was idle).', histogramSamples(hists, (h) => h.wait));
 }
 
 /** pooler_log_ship_*: what [logs] shipping sent, dropped (by reason) and holds; nothing when shipping is off. */
@@ -85,34 +72,49 @@ export function addLogShipMetrics(ex: Exposition, s: LogShipStats | null): void 
   ex.family('pooler_log_ship_queue_capacity', 'gauge', 'Records the queue holds at most (logs.ship_queue_size).', [{ labels: {}, value: s.queueCapacity }]);
 }
 
-/** pooler_* series: clients and servers by state, pool sizes, totals from STATS, duration histograms. */
-export function renderPoolerMetrics(control: PoolerControl): string {
+/** pooler_* series, from one snapshot: clients and servers by state, pool sizes, totals of SHOW STATS, duration
+ * histograms, the pool coordinator. */
+export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnapshot = control.snapshot()): string {
   const ex = new Exposition();
-  const pools = rowsOf(control.show('POOLS'));
-  const stats = rowsOf(control.show('STATS'));
-  const byState = (states: [string, string][]) =>
-    pools.flatMap((row) => states.map(([state, col]) => ({ labels: { ...poolLabels(row), state }, value: num(row[col]) })));
+  const pools = snapshot.pools;
+  const labels = (p: PoolSnapshot): Labels => ({ database: p.database, user: p.user });
+  const byState = (pick: (p: PoolSnapshot) => Record<string, number>) =>
+    pools.flatMap((p) => Object.entries(pick(p)).map(([state, value]) => ({ labels: { ...labels(p), state }, value })));
   ex.family('pooler_clients', 'gauge', 'Client connections per pool by state.',
-    byState([['active', 'cl_active'], ['idle', 'cl_idle'], ['waiting', 'cl_waiting'], ['cancel_req', 'cl_cancel_req']]));
-  ex.family('pooler_servers', 'gauge', 'Server connections per pool by state.',
-    byState([['active', 'sv_active'], ['idle', 'sv_idle'], ['used', 'sv_used'], ['login', 'sv_login']]));
-  ex.family('pooler_pool_size', 'gauge', 'Configured pool size.', pools.map((r) => ({ labels: poolLabels(r), value: num(r['pool_size']) })));
-  ex.family('pooler_pool_paused', 'gauge', '1 when the pool is paused.', pools.map((r) => ({ labels: poolLabels(r), value: num(r['paused']) })));
-  ex.family('pooler_pool_max_wait_seconds', 'gauge', 'Wait time of the oldest waiting client.',
-    pools.map((r) => ({ labels: poolLabels(r), value: num(r['maxwait']) + num(r['maxwait_us']) / 1e6 })));
-  const total = (name: string, help: string, col: string, scale = 1) =>
-    ex.family(name, 'counter', help, stats.map((r) => ({ labels: poolLabels(r), value: num(r[col]) * scale })));
-  total('pooler_transactions_total', 'Transactions completed.', 'total_xact_count');
-  total('pooler_queries_total', 'Queries completed.', 'total_query_count');
-  total('pooler_received_bytes_total', 'Bytes received from clients.', 'total_received');
-  total('pooler_sent_bytes_total', 'Bytes sent to clients.', 'total_sent');
-  total('pooler_errors_total', 'Errors sent to clients.', 'total_errors');
-  total('pooler_wait_seconds_total', 'Time clients spent waiting for a server.', 'total_wait_time', 1e-6);
-  total('pooler_transaction_seconds_total', 'Time spent in transactions.', 'total_xact_time', 1e-6);
-  total('pooler_query_seconds_total', 'Time spent in queries.', 'total_query_time', 1e-6);
-  addDurationHistograms(ex, control.durationHistograms?.() ?? []);
+    byState((p) => ({ active: p.clients.active, idle: p.clients.idle, waiting: p.clients.waiting, cancel_req: p.clients.cancelReq })));
+  ex.family('pooler_servers', 'gauge', 'Server connections per pool by state (used: released, server_reset_query running; login: connecting).',
+    byState((p) => ({ active: p.servers.active, idle: p.servers.idle, used: p.servers.used, login: p.servers.login })));
+  const gauge = (name: string, help: string, pick: (p: PoolSnapshot) => number) => ex.family(name, 'gauge', help, pools.map((p) => ({ labels: labels(p), value: pick(p) })));
+  gauge('pooler_pool_size', 'Configured pool size.', (p) => p.poolSize);
+  gauge('pooler_pool_paused', '1 when the pool is paused.', (p) => (p.paused ? 1 : 0));
+  gauge('pooler_pool_max_wait_seconds', 'Wait time of the oldest waiting client.', (p) => p.maxWaitMs / 1000);
+  const total = (name: string, help: string, pick: (p: PoolSnapshot) => number) => ex.family(name, 'counter', help, pools.map((p) => ({ labels: labels(p), value: pick(p) })));
+  total('pooler_transactions_total', 'Transactions completed.', (p) => p.totals.xactCount);
+  total('pooler_queries_total', 'Queries completed.', (p) => p.totals.queryCount);
+  total('pooler_received_bytes_total', 'Bytes received from clients.', (p) => p.totals.received);
+  total('pooler_sent_bytes_total', 'Bytes sent to clients.', (p) => p.totals.sent);
+  total('pooler_errors_total', 'Errors sent to clients.', (p) => p.totals.errors);
+  total('pooler_wait_seconds_total', 'Time clients spent waiting for a server.', (p) => Math.round(p.totals.waitTimeUs) / 1e6);
+  total('pooler_transaction_seconds_total', 'Time spent in transactions.', (p) => Math.round(p.totals.xactTimeUs) / 1e6);
+  total('pooler_query_seconds_total', 'Time spent in queries.', (p) => Math.round(p.totals.queryTimeUs) / 1e6);
+  total('pooler_server_connects_total', 'Server connects started (SHOW POOL_SCALING creates).', (p) => p.scaling.creates);
+  total('pooler_server_connect_failures_total', 'Server connects that failed (SHOW POOL_SCALING create_fallback).', (p) => p.scaling.createFallback);
+  addDurationHistograms(ex, pools.map((p) => ({ database: p.database, user: p.user, ...p.histograms })));
+  addCoordinatorMetrics(ex, snapshot.coordinators);
   addLogShipMetrics(ex, control.logShipping?.() ?? null);
   ex.family('pooler_uptime_seconds', 'gauge', 'Seconds since the pooler started.',
     [{ labels: {}, value: Math.round((Date.now() - control.startedAt.getTime()) / 1000) }]);
   return ex.text();
+}
+
+/** pooler_db_*: the pool coordinator of each database (SHOW POOL_COORDINATOR). */
+function addCoordinatorMetrics(ex: Exposition, cs: readonly CoordinatorSnapshot[]): void {
+  const one = (name: string, type: 'gauge' | 'counter', help: string, pick: (c: CoordinatorSnapshot) => number) =>
+    ex.family(name, type, help, cs.map((c) => ({ labels: { database: c.database }, value: pick(c) })));
+  one('pooler_db_connections', 'gauge', 'Server connections of all users of the database (connecting and closing included).', (c) => c.current);
+  one('pooler_db_max_connections', 'gauge', 'max_db_connections (0: no cap).', (c) => c.maxDbConnections);
+  one('pooler_db_reserve_in_use', 'gauge', 'Connections taken from the reserve.', (c) => c.reserveUsed);
+  one('pooler_db_evictions_total', 'counter', 'Idle connections closed to make room for another user of the database.', (c) => c.evictions);
+  one('pooler_db_reserve_acquisitions_total', 'counter', 'Connections opened from the reserve.', (c) => c.reserveAcquisitions);
+  one('pooler_db_exhaustions_total', 'counter', 'Clients that waited past query_wait_timeout while the database was at its cap.', (c) => c.exhaustions);
 }

@@ -22,6 +22,16 @@ const COLUMNS: Record<string, string[]> = {
   LOG_LEVEL: ['log_level'],
   LISTS: ['list', 'items'],
   CONNECTIONS: ['total', 'errors', 'tls', 'plain', 'cancel'],
+  POOL_COORDINATOR: ['database', 'max_db_conn', 'current', 'reserve_size', 'reserve_used', 'evictions', 'reserve_acq', 'exhaustions'],
+  POOL_SCALING: ['user', 'database', 'inflight', 'creates', 'gate_waits', 'gate_budget_ex', 'antic_notify', 'antic_timeout', 'create_fallback', 'replenish_def'],
+  EVENTS: ['time', 'kind', 'pool', 'message'],
+};
+
+/** Columns tidepool adds after the reference ones (README lists them). */
+const ADDED: Record<string, string[]> = {
+  POOLS_EXTENDED: ['wait_0.99', 'wait_0.95', 'wait_0.5', 'errors'],
+  CLIENTS: ['wait_us', 'query_age_ms', 'bytes_received', 'bytes_sent', 'xact_time_us'],
+  SERVERS: ['reserve'],
 };
 
 beforeAll(async () => {
@@ -49,7 +59,7 @@ describe('SHOW', () => {
   it('returns the reference columns for every SHOW', async () => {
     for (const [what, cols] of Object.entries(COLUMNS)) {
       const r = await admin.query(`SHOW ${what}`);
-      expect(r.fields.map((f) => f.name), what).toEqual(cols);
+      expect(r.fields.map((f) => f.name), what).toEqual([...cols, ...(ADDED[what] ?? [])]);
     }
     const sockets = await admin.query('SHOW SOCKETS');
     expect(sockets.fields.map((f) => f.name)).toContain('tcp_established');
@@ -81,6 +91,11 @@ describe('SHOW', () => {
     expect(cfg.find((r) => r.key === 'general.admin_password')!.value).toBe('********');
     expect(cfg.find((r) => r.key === 'general.port')!.changeable).toBe('no');
     await c.end();
+  });
+
+  it('SHOW AUTH_QUERY says auth_query is not configured (0A000); the console keeps serving', async () => {
+    await expect(admin.query('SHOW AUTH_QUERY')).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('auth_query is not configured') });
+    expect((await show('VERSION'))[0]!.version).toMatch(/^tidepool /);
   });
 
   it('SHOW HELP lists the commands; an unknown SHOW or command is a clear error', async () => {

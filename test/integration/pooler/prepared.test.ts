@@ -183,7 +183,7 @@ describe('prepared statements: the admin console and bounds', () => {
     await a.connect();
     try {
       const prepared = (await a.query('SHOW PREPARED_STATEMENTS')).rows;
-      expect(prepared).toContainEqual({ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_/), query: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', count_used: '2', kind: 'protocol' });
+      expect(prepared).toContainEqual({ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_/), query: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', count_used: '2', kind: 'protocol', executions: '1', total_time_us: expect.stringMatching(/^[1-9]\d*$/) });
       expect(prepared).toContainEqual(expect.objectContaining({ query: 'SELECT 42', kind: 'sql' }));
       const byKind = Object.fromEntries((await a.query('SHOW INTERNER')).rows.map((r) => [r.kind, Number(r.entries)]));
       expect(byKind['protocol']).toBeGreaterThan(0);

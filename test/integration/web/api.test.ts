@@ -118,8 +118,11 @@ describe('read endpoints mirror SHOW', () => {
     expect(rows).toHaveLength(2);
     const a = rows.find((r) => r['application_name'] === 'api-idle');
     const b = rows.find((r) => r['application_name'] === 'api-busy');
-    expect(a).toMatchObject({ database: 'app', user: 'md5user', addr: localAddr(idle), tls: false, state: 'idle', wait: 0, transaction_count: 3, query_count: 3, error_count: 0 });
-    expect(b).toMatchObject({ database: 'app', user: 'scramuser', addr: localAddr(busy), tls: false, state: 'active', wait: 0, transaction_count: 0, query_count: 2, error_count: 0 });
+    expect(a).toMatchObject({ database: 'app', user: 'md5user', addr: localAddr(idle), tls: false, state: 'idle', wait: '', wait_us: 0, query_age_ms: 0, transaction_count: 3, query_count: 3, error_count: 0 });
+    expect(b).toMatchObject({ database: 'app', user: 'scramuser', addr: localAddr(busy), tls: false, state: 'active', wait: '', wait_us: 0, query_age_ms: 0, transaction_count: 0, query_count: 2, error_count: 0 });
+    expect(Number(a!['bytes_received'])).toBeGreaterThan(0);
+    expect(Number(a!['bytes_sent'])).toBeGreaterThan(0);
+    expect(Number(a!['xact_time_us'])).toBeGreaterThan(0);
     expect(a!['client_id']).not.toBe(b!['client_id']);
   });
 
@@ -171,12 +174,15 @@ describe('read endpoints mirror SHOW', () => {
     expect(JSON.stringify(rows)).not.toContain('web-admin-pw');
   });
 
-  it('/api/apps groups the clients by application_name; /api/top/clients orders them by query_count', async () => {
-    expect(await rowsOf('/api/apps')).toEqual([
-      { application_name: 'api-idle', clients: 1, cl_active: 0, cl_idle: 1, cl_waiting: 0, transaction_count: 3, query_count: 3, error_count: 0 },
-      { application_name: 'api-busy', clients: 1, cl_active: 1, cl_idle: 0, cl_waiting: 0, transaction_count: 0, query_count: 2, error_count: 0 },
-    ]);
-    expect((await rowsOf('/api/top/clients')).map((r) => [r['application_name'], r['query_count']])).toEqual([['api-idle', 3], ['api-busy', 2]]);
+  it('/api/apps groups the load by application_name; /api/top/clients orders the clients by the key asked for', async () => {
+    const apps = await rowsOf('/api/apps');
+    expect(apps.find((r) => r['application_name'] === 'api-idle')).toMatchObject({ clients: 1, cl_active: 0, cl_waiting: 0, xact_count: 3, query_count: 3, error_count: 0 });
+    // The open transaction's queries are counted when it ends.
+    expect(apps.find((r) => r['application_name'] === 'api-busy')).toMatchObject({ clients: 1, cl_active: 1, cl_waiting: 0, xact_count: 0, query_count: 0, error_count: 0 });
+    expect((await rowsOf('/api/top/clients?by=transactions')).map((r) => [r['application_name'], r['value']])).toEqual([['api-idle', 3], ['api-busy', 0]]);
+    expect((await rowsOf('/api/top/clients?by=queries&limit=1')).map((r) => [r['application_name'], r['value']])).toEqual([['api-idle', 3]]);
+    expect((await get('/api/top/clients?by=nonsense')).statusCode).toBe(400);
+    expect((await get('/api/top/clients?limit=0')).json()).toMatchObject({ error: 'bad_request' });
   });
 
   it('/api/overview counts the same clients and servers', async () => {
@@ -190,14 +196,17 @@ describe('read endpoints mirror SHOW', () => {
   it('/api/prepared, /api/top/prepared, /api/interner[/top], /api/top/queries, /api/prepared/text: the named statement md5user prepared', async () => {
     const text = 'select $1::int as v';
     const prepared = await rowsOf('/api/prepared');
-    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol' }]);
+    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol', executions: 1, total_time_us: expect.any(Number) }]);
     const hash = prepared[0]!['hash'] as string;
     expect(prepared[0]!['name']).toBe(`tp_${hash}`);
     expect(await rowsOf('/api/top/prepared')).toEqual(prepared);
     expect(await rowsOf('/api/interner')).toEqual([{ kind: 'protocol', entries: 1, bytes: expect.any(Number) }, { kind: 'sql', entries: 0, bytes: 0 }]);
     expect(Number((await rowsOf('/api/interner'))[0]!['bytes'])).toBeGreaterThanOrEqual(text.length);
     expect(await rowsOf('/api/interner/top')).toEqual([{ hash, kind: 'protocol', bytes: expect.any(Number), idle_ms: expect.any(Number), query: text }]);
-    expect(await rowsOf('/api/top/queries')).toEqual([{ ...prepared[0], query: text }]);
+    const [top] = await rowsOf('/api/top/queries');
+    expect(top).toEqual({ hash, preview: text, count: 1, total_time_us: expect.any(Number), avg_time_us: top!['total_time_us'], pool: 'md5user@app', kind: 'protocol', count_used: 2 });
+    expect(Number(top!['total_time_us'])).toBeGreaterThan(0);
+    expect((await get('/api/top/queries?by=cpu')).statusCode).toBe(400);
     expect((await get(`/api/prepared/text/${hash}`)).json()).toEqual({ hash, query: text });
     expect((await get('/api/prepared/text/0000000000000000')).statusCode).toBe(404);
     // The server md5user used prepared it once (a miss) and holds it.
@@ -205,11 +214,19 @@ describe('read endpoints mirror SHOW', () => {
     expect(server).toMatchObject({ prepare_cache_miss: 1, prepare_cache_size: 1 });
   });
 
-  // No table behind these yet: issue 10 requires real rows or a clear error (not []). Pinned so the change is seen.
-  it.each([
-    ['/api/auth_query', 'issue 10'], ['/api/pool_coordinator', 'issue 10'], ['/api/pool_scaling', 'issue 10'], ['/api/events', 'issue 10'],
-  ])('%s answers [] until %s fills it', async (url) => {
-    expect(await rowsOf(url)).toEqual([]);
+  it('/api/auth_query is a clear 404 while auth_query is not configured', async () => {
+    const r = await get('/api/auth_query');
+    expect(r.statusCode).toBe(404);
+    expect(r.json()).toMatchObject({ error: 'not_configured', feature: 'auth_query', message: expect.stringContaining('auth_query is not configured') });
+  });
+
+  it('/api/pool_coordinator and /api/pool_scaling: one row per database and per pool with real counters', async () => {
+    expect(await rowsOf('/api/pool_coordinator')).toEqual([
+      { database: 'app', max_db_conn: 0, current: 2, reserve_size: 0, reserve_used: 0, evictions: 0, reserve_acq: 0, exhaustions: 0 },
+    ]);
+    const scaling = await rowsOf('/api/pool_scaling');
+    expect(scaling.map((r) => `${String(r['user'])}@${String(r['database'])}`).sort()).toEqual(['md5user@app', 'scramuser@app']);
+    for (const r of scaling) expect(r).toMatchObject({ inflight: 0, creates: 1, create_fallback: 0 });
   });
 });
 

@@ -1,12 +1,14 @@
-// Read-only /api endpoints mirroring the admin console's SHOW commands (column names of reference/pooler.md).
-import type { FastifyInstance } from 'fastify';
+// Read-only /api endpoints: the pooler's snapshot formatted as its SHOW tables (column names of reference/pooler.md).
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
+import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 
 /** API path -> SHOW name, for the endpoints that return a SHOW table as it is. */
 const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pools': 'POOLS',
+  '/api/pools_extended': 'POOLS_EXTENDED',
   '/api/clients': 'CLIENTS',
   '/api/servers': 'SERVERS',
   '/api/connections': 'CONNECTIONS',
@@ -19,25 +21,38 @@ const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pool_coordinator': 'POOL_COORDINATOR',
   '/api/pool_scaling': 'POOL_SCALING',
   '/api/interner': 'INTERNER',
+  '/api/apps': 'APPS',
 };
 
-/** SHOW names the pooler core answers today; the others are asked for but may not exist yet. */
-const CORE_SHOWS = new Set(['POOLS', 'POOLS_EXTENDED', 'CLIENTS', 'SERVERS', 'STATS', 'DATABASES', 'USERS', 'CONFIG', 'VERSION', 'LISTS', 'LOG_LEVEL', 'CONNECTIONS', 'SOCKETS', 'PREPARED_STATEMENTS', 'INTERNER', 'INTERNER_TOP']);
-
-/** Rows of a SHOW; an empty list when the pooler has no such table yet (never invented rows). */
+/** Rows of a SHOW. A SHOW the pooler lacks is a bug here, not an empty list: it throws. */
 export function showRows(ctx: WebContext, name: string): Row[] {
-  if (CORE_SHOWS.has(name)) return toRows(ctx.control.show(name));
+  return toRows(ctx.control.show(name));
+}
+
+/** Answers a SHOW mirror: its rows, or 404 `not_configured` for a feature this configuration does not use. */
+function showReply(ctx: WebContext, name: string, reply: FastifyReply): Row[] | FastifyReply {
   try {
-    return toRows(ctx.control.show(name));
+    return showRows(ctx, name);
   } catch (err) {
-    ctx.log.debug({ show: name, error: (err as Error).message }, 'SHOW not provided by the pooler yet; answering no rows');
-    return [];
+    if (err instanceof NotConfiguredError) return sendError(reply, 'not_configured', err.message, { feature: err.what.toLowerCase() });
+    if (err instanceof UnknownShowError) return sendError(reply, 'internal', err.message);
+    throw err;
   }
 }
 
 const TOP_LIMIT = 20;
+const TOP_LIMIT_MAX = 1000;
 /** Length of SQL previews on /api/top/queries (spec: about 120 characters). */
 export const SQL_PREVIEW_CHARS = 120;
+
+/** /api/top/clients?by=: the sort key's column. */
+const TOP_CLIENT_KEYS: Record<string, (r: Row) => number> = {
+  transactions: (r) => numberOf(r['transaction_count']),
+  queries: (r) => numberOf(r['query_count']),
+  time: (r) => numberOf(r['xact_time_us']),
+  bytes: (r) => numberOf(r['bytes_received']) + numberOf(r['bytes_sent']),
+  errors: (r) => numberOf(r['error_count']),
+};
 
 function withoutQuery(rows: Row[]): Row[] {
   return rows.map(({ query: _query, ...rest }) => rest);
@@ -47,40 +62,56 @@ function byDesc(rows: Row[], col: string): Row[] {
   return [...rows].sort((a, b) => numberOf(b[col]) - numberOf(a[col]));
 }
 
-/** Client rows grouped by application_name. */
-export function appRows(clients: Row[]): Row[] {
-  const apps = new Map<string, Row>();
-  for (const c of clients) {
-    const name = String(c['application_name'] ?? '');
-    const a = apps.get(name) ?? { application_name: name, clients: 0, cl_active: 0, cl_idle: 0, cl_waiting: 0, transaction_count: 0, query_count: 0, error_count: 0 };
-    a['clients'] = numberOf(a['clients']) + 1;
-    const state = String(c['state'] ?? '');
-    const stateCol = state === 'active' ? 'cl_active' : state === 'waiting' ? 'cl_waiting' : 'cl_idle';
-    a[stateCol] = numberOf(a[stateCol]) + 1;
-    for (const col of ['transaction_count', 'query_count', 'error_count']) a[col] = numberOf(a[col]) + numberOf(c[col]);
-    apps.set(name, a);
-  }
-  return byDesc([...apps.values()], 'clients');
+function preview(q: string): string {
+  return q.length > SQL_PREVIEW_CHARS ? `${q.slice(0, SQL_PREVIEW_CHARS)}…` : q;
+}
+
+/** `limit` query parameter: a whole number from 1 to TOP_LIMIT_MAX; null when malformed. */
+function parseLimit(v: string | undefined): number | null {
+  if (v === undefined) return TOP_LIMIT;
+  if (!/^\d+$/.test(v)) return null;
+  const n = Number(v);
+  return n >= 1 && n <= TOP_LIMIT_MAX ? n : null;
 }
 
 export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void {
   const pub = { config: { access: 'public' as const } };
   const personal = { config: { access: 'personal' as const } };
-  for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async () => showRows(ctx, show));
+  for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
   app.get('/api/overview', pub, async () => ctx.control.overview());
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
+  app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
   // SQL text is personal data: the public list leaves out `query`; /api/prepared/text/{hash} serves it to Sso.
   app.get('/api/prepared', pub, async () => withoutQuery(showRows(ctx, 'PREPARED_STATEMENTS')));
   app.get('/api/top/prepared', pub, async () => withoutQuery(byDesc(showRows(ctx, 'PREPARED_STATEMENTS'), 'count_used')).slice(0, TOP_LIMIT));
-  app.get('/api/top/clients', pub, async () => byDesc(showRows(ctx, 'CLIENTS'), 'query_count').slice(0, TOP_LIMIT));
-  app.get('/api/apps', pub, async () => appRows(showRows(ctx, 'CLIENTS')));
-  app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
+  app.get<{ Querystring: { by?: string; limit?: string } }>('/api/top/clients', pub, async (req, reply) => {
+    const by = req.query.by ?? 'transactions';
+    const key = Object.hasOwn(TOP_CLIENT_KEYS, by) ? TOP_CLIENT_KEYS[by]! : null;
+    if (!key) return sendError(reply, 'bad_request', `by must be one of ${Object.keys(TOP_CLIENT_KEYS).join(', ')}`);
+    const limit = parseLimit(req.query.limit);
+    if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
+    const rows = showRows(ctx, 'CLIENTS').filter((r) => r['database'] !== 'tidepool' && r['database'] !== 'pgbouncer');
+    return rows.map((r) => ({ ...r, by, value: key(r) })).sort((a, b) => b.value - a.value).slice(0, limit);
+  });
   app.get('/api/interner/top', personal, async () => showRows(ctx, 'INTERNER_TOP'));
-  app.get('/api/top/queries', personal, async () =>
-    byDesc(showRows(ctx, 'PREPARED_STATEMENTS'), 'count_used').slice(0, TOP_LIMIT).map((r) => {
-      const q = String(r['query'] ?? '');
-      return { ...r, query: q.length > SQL_PREVIEW_CHARS ? `${q.slice(0, SQL_PREVIEW_CHARS)}…` : q };
-    }));
+  // Statements whose text the pooler keeps (prepared_statements in transaction mode), by completed executions or by
+  // their total time. Simple-protocol queries pass through the relay unparsed and are not listed.
+  app.get<{ Querystring: { by?: string; limit?: string } }>('/api/top/queries', personal, async (req, reply) => {
+    const by = req.query.by ?? 'count';
+    if (by !== 'count' && by !== 'time') return sendError(reply, 'bad_request', 'by must be count or time');
+    const limit = parseLimit(req.query.limit);
+    if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
+    const rows = showRows(ctx, 'PREPARED_STATEMENTS').map((r) => {
+      const count = numberOf(r['executions']);
+      const total = numberOf(r['total_time_us']);
+      return {
+        hash: r['hash'], preview: preview(String(r['query'] ?? '')), count, total_time_us: total, avg_time_us: count ? Math.round(total / count) : 0,
+        pool: r['pool'], kind: r['kind'], count_used: numberOf(r['count_used']),
+      };
+    });
+    const key = by === 'count' ? (r: { count: number }) => r.count : (r: { total_time_us: number }) => r.total_time_us;
+    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used).slice(0, limit);
+  });
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
     const row = showRows(ctx, 'PREPARED_STATEMENTS').find((r) => String(r['hash']) === req.params.hash);
     if (!row) return sendError(reply, 'not_found', `no prepared statement with hash ${req.params.hash}`);

@@ -8,8 +8,8 @@ const buckets = (counts: number[], over: number, sum: number) => ({ bounds: [0.0
 describe('duration histograms', () => {
   const ex = new Exposition();
   addDurationHistograms(ex, [
-    { database: 'app', user: 'md5user', query: buckets([5, 3, 1, 0], 1, 2.5), transaction: buckets([0, 2, 0, 1], 0, 0.9) },
-    { database: 'we"ird\\db', user: 'u\nv', query: buckets([0, 0, 0, 0], 0, 0), transaction: buckets([0, 0, 0, 0], 0, 0) },
+    { database: 'app', user: 'md5user', query: buckets([5, 3, 1, 0], 1, 2.5), transaction: buckets([0, 2, 0, 1], 0, 0.9), wait: buckets([4, 0, 0, 0], 0, 0.001) },
+    { database: 'we"ird\\db', user: 'u\nv', query: buckets([0, 0, 0, 0], 0, 0), transaction: buckets([0, 0, 0, 0], 0, 0), wait: buckets([0, 0, 0, 0], 0, 0) },
   ]);
   const text = ex.text();
 
@@ -22,6 +22,8 @@ describe('duration histograms', () => {
     expect(text).toContain('pooler_query_duration_seconds_sum{database="app",user="md5user"} 2.5');
     expect(text).toContain('pooler_query_duration_seconds_count{database="app",user="md5user"} 10');
     expect(text).toContain('pooler_transaction_duration_seconds_count{database="app",user="md5user"} 3');
+    expect(text).toContain('# TYPE pooler_wait_duration_seconds histogram');
+    expect(text).toContain('pooler_wait_duration_seconds_bucket{database="app",user="md5user",le="+Inf"} 4');
   });
   it('escapes label values', () => {
     expect(text).toContain('database="we\\"ird\\\\db",user="u\\nv"');

@@ -1,0 +1,37 @@
+// What a RELOAD changed, by key name (never by value: some values are secrets), for the reload event.
+import type { PoolerConfig } from '../config/pooler.js';
+
+function flat(prefix: string, v: unknown, out: Map<string, string>): void {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    for (const [k, x] of Object.entries(v)) flat(prefix ? `${prefix}.${k}` : k, x, out);
+    return;
+  }
+  out.set(prefix, JSON.stringify(v));
+}
+
+/** Keys whose value differs, plus pools (`pools.<db>`) added, removed or changed; a changed user list shows once. */
+export function configChanges(before: PoolerConfig, after: PoolerConfig): string[] {
+  const out: string[] = [];
+  for (const section of ['general', 'web', 'logs'] as const) {
+    const a = new Map<string, string>();
+    const b = new Map<string, string>();
+    flat(section, before[section], a);
+    flat(section, after[section], b);
+    for (const k of new Set([...a.keys(), ...b.keys()])) if (a.get(k) !== b.get(k)) out.push(k);
+  }
+  for (const db of new Set([...Object.keys(before.pools), ...Object.keys(after.pools)])) {
+    const a = before.pools[db];
+    const b = after.pools[db];
+    if (!a) out.push(`pools.${db} (added)`);
+    else if (!b) out.push(`pools.${db} (removed)`);
+    else {
+      const fa = new Map<string, string>();
+      const fb = new Map<string, string>();
+      flat('', { ...a, users: undefined }, fa);
+      flat('', { ...b, users: undefined }, fb);
+      for (const k of new Set([...fa.keys(), ...fb.keys()])) if (fa.get(k) !== fb.get(k)) out.push(`pools.${db}.${k}`);
+      if (JSON.stringify(a.users) !== JSON.stringify(b.users)) out.push(`pools.${db}.users`);
+    }
+  }
+  return out;
+}

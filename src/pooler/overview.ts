@@ -1,0 +1,47 @@
+// The console's overview totals, formatted from one snapshot (snapshot.ts).
+import type { Overview } from './control.js';
+import { mergedPercentiles, type PoolerSnapshot } from './snapshot.js';
+
+export function overviewOf(s: PoolerSnapshot): Overview {
+  const o: Overview = {
+    clients: { active: 0, idle: 0, waiting: 0, total: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0 },
+    tps: 0, qps: 0, errors: 0, pools: 0, pools_paused: 0,
+    query_p50_us: 0, query_p95_us: 0, query_p99_us: 0, transaction_p95_us: 0, wait_p95_us: 0,
+    cl_waiting: 0, errors_per_sec: 0, sv_active: 0, sv_idle: 0, sv_used: 0, sv_login: 0,
+    max_wait_ms: 0, evictions: 0, exhaustions: 0,
+  };
+  for (const p of s.pools) {
+    o.pools++;
+    if (p.paused) o.pools_paused++;
+    o.clients.active += p.clients.active;
+    o.clients.idle += p.clients.idle;
+    o.clients.waiting += p.clients.waiting;
+    o.servers.active += p.servers.active;
+    o.servers.idle += p.servers.idle;
+    o.servers.used += p.servers.used;
+    o.servers.login += p.servers.login;
+    o.tps += p.averages.xactCount;
+    o.qps += p.averages.queryCount;
+    o.errors += p.totals.errors;
+    o.errors_per_sec += p.averages.errors;
+    o.max_wait_ms = Math.max(o.max_wait_ms, p.maxWaitMs);
+  }
+  o.clients.total = o.clients.active + o.clients.idle + o.clients.waiting;
+  o.servers.total = o.servers.active + o.servers.idle + o.servers.used + o.servers.login;
+  o.cl_waiting = o.clients.waiting;
+  o.sv_active = o.servers.active;
+  o.sv_idle = o.servers.idle;
+  o.sv_used = o.servers.used;
+  o.sv_login = o.servers.login;
+  const q = mergedPercentiles(s.pools, 'query');
+  o.query_p50_us = q.p50;
+  o.query_p95_us = q.p95;
+  o.query_p99_us = q.p99;
+  o.transaction_p95_us = mergedPercentiles(s.pools, 'transaction').p95;
+  o.wait_p95_us = mergedPercentiles(s.pools, 'wait').p95;
+  for (const c of s.coordinators) {
+    o.evictions += c.evictions;
+    o.exhaustions += c.exhaustions;
+  }
+  return o;
+}

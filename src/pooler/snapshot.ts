@@ -1,0 +1,214 @@
+// The operator's view of the pooler, counted once: SHOW (admin/show.ts), /api/*, /metrics and the overview format it.
+import type { PoolMode } from '../config/pooler.js';
+import { LOG_BUCKETS, percentilesOf, type Percentiles } from './log-histogram.js';
+import type { PoolerEvent } from './events.js';
+import type { ScalingCounters } from './pool.js';
+import type { Pooler } from './pooler.js';
+import type { ClientState } from './client-session.js';
+import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
+
+/** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
+export interface DurationBuckets {
+  readonly bounds: readonly number[];
+  readonly counts: readonly number[];
+  /** All observations, including those above the last bound. */
+  readonly count: number;
+  readonly sum: number;
+}
+
+export interface PoolSnapshot {
+  readonly database: string;
+  readonly user: string;
+  readonly mode: PoolMode;
+  readonly paused: boolean;
+  readonly poolSize: number;
+  readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number };
+  /** used: released by a client, server_reset_query still running (PgBouncer's sv_used); login: connecting. */
+  readonly servers: { readonly active: number; readonly idle: number; readonly used: number; readonly login: number };
+  readonly maxWaitMs: number;
+  readonly oldestActiveMs: number;
+  readonly totals: TotalsRecord;
+  readonly averages: Averages;
+  /** Percentiles (us) over the last complete stats period plus the current one. */
+  readonly query: Percentiles;
+  readonly transaction: Percentiles;
+  readonly wait: Percentiles;
+  /** The log-histogram counts behind them, to merge across pools. */
+  readonly windows: { readonly query: Float64Array; readonly transaction: Float64Array; readonly wait: Float64Array };
+  /** Cumulative histograms for /metrics. */
+  readonly histograms: { readonly query: DurationBuckets; readonly transaction: DurationBuckets; readonly wait: DurationBuckets };
+  readonly scaling: ScalingCounters & { readonly inflight: number };
+}
+
+export interface ClientSnapshot {
+  readonly id: number;
+  readonly database: string;
+  readonly user: string;
+  readonly applicationName: string;
+  readonly addr: string;
+  readonly state: ClientState;
+  /** `waiting for server 12 ms` while waiting, else ''. */
+  readonly wait: string;
+  readonly waitUs: number;
+  readonly transactions: number;
+  readonly queries: number;
+  readonly errors: number;
+  readonly bytesReceived: number;
+  readonly bytesSent: number;
+  readonly xactTimeUs: number;
+  /** Age of the query in flight (ms), 0 when none. */
+  readonly queryAgeMs: number;
+  readonly ageSeconds: number;
+  readonly admin: boolean;
+}
+
+export interface ServerSnapshot {
+  readonly id: number;
+  readonly pid: number;
+  readonly database: string;
+  readonly user: string;
+  readonly applicationName: string;
+  readonly state: string;
+  /** Seconds idle, for an idle server. */
+  readonly idleSeconds: number;
+  readonly transactions: number;
+  readonly queries: number;
+  readonly bytesSent: number;
+  readonly bytesReceived: number;
+  readonly ageSeconds: number;
+  readonly prepareHits: number;
+  readonly prepareMisses: number;
+  readonly prepareSize: number;
+  readonly reserve: boolean;
+}
+
+export interface CoordinatorSnapshot {
+  readonly database: string;
+  readonly maxDbConnections: number;
+  readonly current: number;
+  readonly reserveSize: number;
+  readonly reserveUsed: number;
+  readonly evictions: number;
+  readonly reserveAcquisitions: number;
+  readonly exhaustions: number;
+}
+
+export interface AppSnapshot {
+  readonly applicationName: string;
+  readonly clients: number;
+  readonly active: number;
+  readonly waiting: number;
+  readonly totals: TotalsRecord;
+  readonly averages: Averages;
+}
+
+export interface PoolerSnapshot {
+  readonly takenAt: number;
+  readonly pools: readonly PoolSnapshot[];
+  /** Every logged-in client, admin console sessions included (SHOW CLIENTS lists them; counts per pool do not). */
+  readonly clients: readonly ClientSnapshot[];
+  readonly servers: readonly ServerSnapshot[];
+  readonly coordinators: readonly CoordinatorSnapshot[];
+  readonly apps: readonly AppSnapshot[];
+  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number };
+  readonly events: readonly PoolerEvent[];
+}
+
+function buckets(h: { snapshot(): DurationBuckets }): DurationBuckets {
+  return h.snapshot();
+}
+
+export function takeSnapshot(p: Pooler): PoolerSnapshot {
+  for (const pool of p.pools.values()) pool.settle();
+  const now = Date.now();
+  const clients: ClientSnapshot[] = [];
+  const perPool = new Map<unknown, { idle: number; active: number; waiting: number; cancelReq: number }>();
+  const perApp = new Map<string, { clients: number; active: number; waiting: number }>();
+  for (const c of p.clients) {
+    const counts = c.relayCounts();
+    const waitUs = c.state === 'waiting' ? Math.max(0, now - c.waitingSince) * 1000 : 0;
+    clients.push({
+      id: c.id, database: c.database, user: c.user, applicationName: c.applicationName, addr: c.addr, state: c.state,
+      wait: c.waitText(now), waitUs,
+      transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, errors: counts?.errors ?? 0,
+      bytesReceived: counts?.bytesReceived ?? 0, bytesSent: counts?.bytesSent ?? 0, xactTimeUs: Math.round(counts?.xactTimeUs ?? 0),
+      queryAgeMs: Math.round((counts?.queryAgeUs ?? 0) / 1000), ageSeconds: Math.round((now - c.connectedAt) / 1000), admin: c.isAdmin,
+    });
+    if (c.isAdmin || !c.pool) continue;
+    let cl = perPool.get(c.pool);
+    if (!cl) perPool.set(c.pool, cl = { idle: 0, active: 0, waiting: 0, cancelReq: 0 });
+    let app = perApp.get(c.applicationName);
+    if (!app) perApp.set(c.applicationName, app = { clients: 0, active: 0, waiting: 0 });
+    app.clients++;
+    if (c.state === 'waiting') {
+      cl.waiting++;
+      app.waiting++;
+    } else if (c.state === 'active') {
+      cl.active++;
+      app.active++;
+    } else cl.idle++;
+    cl.cancelReq += c.cancelRequested;
+  }
+
+  const pools: PoolSnapshot[] = [];
+  const servers: ServerSnapshot[] = [];
+  for (const pool of p.pools.values()) {
+    const sv = { active: 0, idle: 0, used: 0, login: pool.connecting };
+    let oldestActiveMs = 0;
+    for (const s of pool.servers) {
+      if (s.state === 'active') {
+        sv.active++;
+        oldestActiveMs = Math.max(oldestActiveMs, now - s.lastUsed);
+      } else if (s.state === 'idle') sv.idle++;
+      else if (s.state === 'used') sv.used++;
+      const cache = s.statements;
+      servers.push({
+        id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, state: s.state,
+        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0,
+        transactions: s.transactionCount, queries: s.queryCount, bytesSent: s.bytesSent, bytesReceived: s.bytesReceived,
+        ageSeconds: Math.round((now - s.createdAt) / 1000), prepareHits: cache?.hits ?? 0, prepareMisses: cache?.misses ?? 0, prepareSize: cache?.size ?? 0,
+        reserve: s.reserve,
+      });
+    }
+    const st = pool.stats;
+    const windows = { query: st.queryTimes.window(), transaction: st.xactTimes.window(), wait: st.waitTimes.window() };
+    pools.push({
+      database: pool.settings.database, user: pool.settings.user, mode: pool.settings.mode, paused: pool.paused, poolSize: pool.settings.poolSize,
+      clients: perPool.get(pool) ?? { idle: 0, active: 0, waiting: 0, cancelReq: 0 }, servers: sv,
+      maxWaitMs: pool.maxWaitMs(now), oldestActiveMs,
+      totals: st.totals.snapshot(), averages: st.averages(),
+      query: percentilesOf(windows.query), transaction: percentilesOf(windows.transaction), wait: percentilesOf(windows.wait), windows,
+      histograms: { query: buckets(st.queryHistogram), transaction: buckets(st.xactHistogram), wait: buckets(st.waitHistogram) },
+      scaling: { ...pool.scaling, inflight: pool.connecting },
+    });
+  }
+
+  const coordinators: CoordinatorSnapshot[] = [];
+  for (const c of p.coordinators.values()) {
+    coordinators.push({
+      database: c.database, maxDbConnections: c.settings.maxDbConnections, current: c.current(), reserveSize: c.settings.reserveSize,
+      reserveUsed: c.reserveUsed(), evictions: c.evictions, reserveAcquisitions: c.reserveAcquisitions, exhaustions: c.exhaustions,
+    });
+  }
+
+  const apps: AppSnapshot[] = [];
+  for (const e of p.apps.entries()) {
+    const live = perApp.get(e.name) ?? { clients: 0, active: 0, waiting: 0 };
+    apps.push({ applicationName: e.name, clients: live.clients, active: live.active, waiting: live.waiting, totals: totalsOf(e.block), averages: e.period.averages() });
+  }
+
+  return {
+    takenAt: now, pools, clients, servers, coordinators, apps,
+    counters: { ...p.counters }, events: p.events.list(),
+  };
+}
+
+/** Percentiles over every pool's window: the histograms add up. */
+export function mergedPercentiles(pools: readonly PoolSnapshot[], kind: 'query' | 'transaction' | 'wait'): Percentiles {
+  const sum = new Float64Array(LOG_BUCKETS);
+  for (const p of pools) {
+    const w = p.windows[kind];
+    for (let i = 0; i < LOG_BUCKETS; i++) sum[i]! += w[i]!;
+  }
+  return percentilesOf(sum);
+}

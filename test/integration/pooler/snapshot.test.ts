@@ -1,0 +1,111 @@
+// One source of truth: the numbers of SHOW (admin console), /api/* and /metrics agree once traffic stops, and /metrics
+// passes promtool; sv_used is a server running server_reset_query after its session-mode client left.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { promtoolCheckMetrics } from '../../helpers/promtool.js';
+import { operatorToml, poolToml, startOperator, until, type OperatorHarness } from '../../helpers/operator.js';
+
+let db: TestPostgres;
+let h: OperatorHarness;
+
+beforeAll(async () => {
+  db = await startTestPostgres();
+  h = await startOperator(operatorToml({
+    general: 'server_reset_query = "SELECT pg_sleep(0.3)"',
+    pools: poolToml(db, 'one', 'max_db_connections = 4\nreserve_pool_size = 1', [
+      { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
+      { username: 'scramuser', password: 'scrampass', extra: 'pool_size = 2' },
+    ]) + poolToml(db, 'sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+  }));
+});
+afterAll(async () => {
+  await h?.stop();
+  await db?.cleanup();
+});
+
+/** The value of a sample line `name{labels} value` of the exposition. */
+function sample(text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+  expect(line, `${name}{${labels}}`).toBeDefined();
+  return Number(line!.slice(line!.lastIndexOf(' ') + 1));
+}
+
+describe('SHOW, /api and /metrics format one snapshot', () => {
+  it('pools, stats, coordinator and overview carry the same numbers everywhere', async () => {
+    const a = h.client('one', 'md5user', 'md5pass', 'snap-a');
+    const b = h.client('one', 'scramuser', 'scrampass', 'snap-b');
+    await a.connect();
+    await b.connect();
+    for (let i = 0; i < 7; i++) await a.query('SELECT 1');
+    await expect(a.query('SELECT 1/0')).rejects.toMatchObject({ code: '22012' });
+    await b.query('BEGIN');
+    await b.query(`SELECT repeat('y', 5000)`);
+    try {
+      const show = async (what: string) => (await h.show(what)).filter((r) => r['database'] === 'one');
+      const api = async (path: string) => ((await h.api(path)).body as Record<string, unknown>[]).filter((r) => r['database'] === 'one');
+      const [showPools, showStats, showCoord, apiPools, apiStats, apiCoord, text, overview] = [
+        await show('POOLS'), await show('STATS'), await show('POOL_COORDINATOR'),
+        await api('/api/pools'), await api('/api/stats'), await api('/api/pool_coordinator'), await h.metrics(), (await h.api('/api/overview')).body as Record<string, unknown>,
+      ];
+      expect(showPools).toHaveLength(2);
+      for (const user of ['md5user', 'scramuser']) {
+        const labels = `database="one",user="${user}"`;
+        const sp = showPools.find((r) => r['user'] === user)!;
+        const ap = apiPools.find((r) => r['user'] === user)!;
+        for (const [col, state] of [['cl_active', 'active'], ['cl_idle', 'idle'], ['cl_waiting', 'waiting'], ['cl_cancel_req', 'cancel_req']] as const) {
+          expect(ap[col], col).toBe(Number(sp[col]));
+          expect(sample(text, 'pooler_clients', `${labels},state="${state}"`), col).toBe(Number(sp[col]));
+        }
+        for (const [col, state] of [['sv_active', 'active'], ['sv_idle', 'idle'], ['sv_used', 'used'], ['sv_login', 'login']] as const) {
+          expect(ap[col], col).toBe(Number(sp[col]));
+          expect(sample(text, 'pooler_servers', `${labels},state="${state}"`), col).toBe(Number(sp[col]));
+        }
+        expect(sample(text, 'pooler_pool_size', labels)).toBe(Number(sp['pool_size']));
+        const ss = showStats.find((r) => r['user'] === user)!;
+        const as = apiStats.find((r) => r['user'] === user)!;
+        for (const col of Object.keys(as)) if (typeof as[col] === 'number') expect(as[col], col).toBe(Number(ss[col]));
+        for (const [metric, col, scale] of [
+          ['pooler_transactions_total', 'total_xact_count', 1], ['pooler_queries_total', 'total_query_count', 1], ['pooler_received_bytes_total', 'total_received', 1],
+          ['pooler_sent_bytes_total', 'total_sent', 1], ['pooler_errors_total', 'total_errors', 1], ['pooler_wait_seconds_total', 'total_wait_time', 1e6],
+          ['pooler_transaction_seconds_total', 'total_xact_time', 1e6], ['pooler_query_seconds_total', 'total_query_time', 1e6],
+        ] as const) {
+          expect(Math.round(sample(text, metric, labels) * scale), metric).toBe(Number(ss[col]));
+        }
+        expect(sample(text, 'pooler_transaction_duration_seconds_count', labels)).toBe(Number(ss['total_xact_count']));
+      }
+      const md5 = showStats.find((r) => r['user'] === 'md5user')!;
+      expect(md5).toMatchObject({ total_xact_count: '8', total_query_count: '8', total_errors: '1' });
+      expect(showPools.find((r) => r['user'] === 'scramuser')).toMatchObject({ cl_active: '1', sv_active: '1' });
+      const sc = showCoord[0]!;
+      expect(apiCoord[0]).toEqual(Object.fromEntries(Object.entries(sc).map(([k, v]) => [k, k === 'database' ? v : Number(v)])));
+      expect(sample(text, 'pooler_db_connections', 'database="one"')).toBe(Number(sc['current']));
+      expect(sample(text, 'pooler_db_max_connections', 'database="one"')).toBe(4);
+      expect(sample(text, 'pooler_db_evictions_total', 'database="one"')).toBe(Number(sc['evictions']));
+      expect(sc).toMatchObject({ max_db_conn: '4', current: '2', reserve_size: '1' });
+      // The overview adds up the pools (the sess pool has nobody).
+      const sum = (col: string) => showPools.reduce((n, r) => n + Number(r[col]), 0);
+      expect(overview).toMatchObject({ cl_waiting: sum('cl_waiting'), sv_active: sum('sv_active'), sv_idle: sum('sv_idle'), sv_used: sum('sv_used'), sv_login: sum('sv_login') });
+      expect((overview['clients'] as Record<string, number>)['total']).toBe(sum('cl_active') + sum('cl_idle') + sum('cl_waiting'));
+      expect(overview['errors']).toBe(1);
+      expect(promtoolCheckMetrics(text)).toEqual({ output: '', status: 0 });
+    } finally {
+      await b.query('COMMIT');
+      await a.end();
+      await b.end();
+    }
+  });
+
+  it('sv_used: a session-mode server runs server_reset_query after its client left, then is idle again', async () => {
+    const c = h.client('sess', 'md5user', 'md5pass');
+    await c.connect();
+    await c.query('SELECT 1');
+    await c.end();
+    const pool = async () => (await h.show('POOLS')).find((r) => r['database'] === 'sess')!;
+    await until('the server to be in sv_used', async () => (await pool())['sv_used'] === '1');
+    expect(await pool()).toMatchObject({ sv_active: '0', sv_idle: '0', sv_used: '1' });
+    expect((await h.show('SERVERS')).find((r) => r['database_name'] === 'sess')).toMatchObject({ state: 'used' });
+    expect(((await h.api('/api/overview')).body as Record<string, number>)['sv_used']).toBe(1);
+    await until('the reset query to finish', async () => (await pool())['sv_idle'] === '1');
+    expect(await pool()).toMatchObject({ sv_used: '0', sv_idle: '1' });
+  });
+});
