@@ -2,12 +2,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
+import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
 
 /** API path -> SHOW name, for the endpoints that return a SHOW table as it is. */
 const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pools': 'POOLS',
-  '/api/clients': 'CLIENTS',
   '/api/servers': 'SERVERS',
   '/api/connections': 'CONNECTIONS',
   '/api/stats': 'STATS',
@@ -67,6 +67,15 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   const pub = { config: { access: 'public' as const } };
   const personal = { config: { access: 'personal' as const } };
   for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async () => showRows(ctx, show));
+  app.get<{ Querystring: Record<string, unknown> }>('/api/clients', pub, async (req, reply) => {
+    try {
+      const page = queryClients(showRows(ctx, 'CLIENTS'), req.query);
+      return reply.header('x-total-count', String(page.total)).send(page.rows);
+    } catch (err) {
+      if (err instanceof ClientsQueryError) return sendError(reply, 'bad_request', err.message);
+      throw err;
+    }
+  });
   app.get('/api/overview', pub, async () => ctx.control.overview());
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
   // SQL text is personal data: the public list leaves out `query`; /api/prepared/text/{hash} serves it to Sso.
