@@ -1,8 +1,8 @@
-// The console in Debian's Chromium against a real listener, pooler and PostgreSQL: Basic and SSO sign-in, pools, typed PAUSE/RESUME, 403 banner.
+// The console in Debian's Chromium against a real listener, pooler and PostgreSQL: Basic and SSO sign-in, typed PAUSE/RESUME/RECONNECT/RELOAD, role views, 401 and 403.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import pg from 'pg';
 import { DEFAULT_STATIC_DIR } from '../../src/pooler/web/app.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -10,9 +10,13 @@ import { startWeb, WEB_ADMIN, webToml, type WebHarness } from '../helpers/web.js
 import { launchChromium, startSsoProxy, type SsoProxy } from '../helpers/web-browser.js';
 import { makeKeyDir, makeRsaKey, signToken } from '../helpers/web-sso.js';
 import { expectScreenshot } from '../helpers/screenshots.js';
+import { DESKTOP, hideLive, settled } from './console-harness.js';
 
-/** Each page compared with its kept screenshot (test/helpers/screenshots.ts; UPDATE_SCREENSHOTS=1 rewrites them). */
-const shot = (page: Page, name: string, mask: Locator[] = []) => expectScreenshot(page, name, { mask });
+/** Each page compared with its kept screenshot (test/helpers/screenshots.ts; UPDATE_SCREENSHOTS=1 rewrites them); live values blanked. */
+const shot = async (page: Page, name: string) => {
+  await settled(page);
+  await expectScreenshot(page, name, { mask: await hideLive(page) });
+};
 const keys = makeKeyDir();
 const key = makeRsaKey();
 const pem = keys.write('sso.pem', key.publicPem);
@@ -54,7 +58,7 @@ afterAll(async () => {
 });
 
 async function open(url = '/'): Promise<Page> {
-  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  context = await browser.newContext({ viewport: DESKTOP });
   const page = await context.newPage();
   await page.goto(h.base + url);
   return page;
@@ -101,20 +105,19 @@ describe('console', () => {
     await shot(page, 'sign-in');
     await signInBasic(page);
     await page.getByTestId('overview-cards').waitFor();
-    // The process cards (pid, uptime, memory, CPU) change from run to run: checked as text, masked in the image.
     const processCards = page.getByTestId('process-cards');
     await expect.poll(() => processCards.textContent()).toContain(`pid ${process.pid}`);
-    await shot(page, 'overview', [processCards]);
 
-    await page.getByRole('link', { name: 'Pools' }).click();
+    await page.getByRole('link', { name: 'Pools', exact: true }).click();
     const table = page.getByTestId('pools-table');
     await table.waitFor();
     expect(await table.textContent()).toContain('md5user');
     expect(page.url()).toBe(`${h.base}/pools`);
-    await shot(page, 'pools');
 
     await table.getByRole('row').filter({ hasText: 'md5user' }).click();
-    await page.getByRole('heading', { name: 'md5user@app' }).waitFor();
+    await page.getByRole('heading', { name: 'app/md5user' }).waitFor();
+    expect(page.url()).toBe(`${h.base}/pools/app/md5user`);
+    await settled(page);
     await confirmAction(page, 'PAUSE', 'app', 'pause-confirmation');
     await page.getByTestId('action-result').waitFor();
     expect(await page.getByTestId('action-result').textContent()).toContain('PAUSE');
@@ -131,8 +134,8 @@ describe('console', () => {
     await expect.poll(() => page.getByTestId('pool-state').textContent()).toBe('running');
   });
 
-  it('RELOAD asks for the word RELOAD', async () => {
-    const page = await open('/pools');
+  it('RELOAD (on the config page) asks for the word RELOAD', async () => {
+    const page = await open('/config');
     await signInBasic(page);
     await confirmAction(page, 'RELOAD', 'RELOAD');
     await page.getByTestId('action-result').waitFor();
@@ -160,18 +163,40 @@ describe('console', () => {
     expect(await page.getByTestId('role-label').textContent()).toBe('signed out');
   });
 
-  it('SSO: the token comes back in ?token=, is stored and removed from the URL; an Sso user sees the 403 banner', async () => {
+  it('SSO: the token comes back in ?token=, is stored and removed from the URL; an Sso user sees no actions', async () => {
     const page = await open('/pools');
     await page.getByRole('button', { name: 'Sign in via SSO' }).click();
     await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
     expect(page.url()).toBe(`${h.base}/pools`);
     expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBe(proxy.issued.at(-1));
     await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
-    await confirmAction(page, 'PAUSE', 'app');
-    await page.getByTestId('forbidden-banner').waitFor();
-    expect(await page.getByTestId('forbidden-banner').textContent()).toContain('admin role required');
-    expect(paused('scramuser')).toBe(false);
-    await shot(page, 'forbidden-banner');
+    await page.getByTestId('pool-cards').waitFor();
+    expect(await page.getByRole('button', { name: /^(PAUSE|RESUME|RECONNECT)$/ }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Config', exact: true }).click();
+    await page.getByTestId('config-table').waitFor();
+    expect(await page.getByRole('button', { name: 'RELOAD', exact: true }).count()).toBe(0);
+  });
+
+  it('an SSO admin demoted while the console is open (admin group removed, RELOAD) gets the 403 banner', async () => {
+    proxy.user.name = 'dora';
+    proxy.user.groups = ['dba'];
+    const page = await open('/pools/app/scramuser');
+    await page.getByRole('button', { name: 'Sign in via SSO' }).click();
+    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: dora');
+    await page.getByRole('button', { name: 'PAUSE', exact: true }).click();
+    await page.getByRole('dialog').getByLabel('confirmation').fill('app');
+    h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url).replace('sso_admin_groups = ["dba"]', 'sso_admin_groups = ["nobody"]') }));
+    await h.tp.pooler.reload();
+    try {
+      await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+      await page.getByTestId('forbidden-banner').waitFor();
+      expect(await page.getByTestId('forbidden-banner').textContent()).toContain('admin role required');
+      expect(paused('scramuser')).toBe(false);
+      await shot(page, 'forbidden-banner');
+    } finally {
+      h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url) }));
+      await h.tp.pooler.reload();
+    }
   });
 
   it('SSO admin group: the sidebar shows sso: <user>; RECONNECT replaces the pool\'s server connections', async () => {
@@ -202,7 +227,7 @@ describe('console', () => {
 
   /** Opens the console with localStorage prepared as a previous visit would have left it. */
   async function openWithStorage(url: string, storage: Record<string, string>): Promise<Page> {
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    context = await browser.newContext({ viewport: DESKTOP });
     await context.addInitScript((items: Record<string, string>) => {
       if (sessionStorage.getItem('seeded')) return;
       sessionStorage.setItem('seeded', '1');
@@ -264,11 +289,13 @@ describe('console', () => {
 });
 
 describe('console with ui_anonymous = true', () => {
-  it('reads without signing in; the sign-in modal can be cancelled', async () => {
+  it('reads without signing in; no actions; Logs and Caches ask for a sign-in and never fetch', async () => {
     const anon = await startWeb(db, { listen: true, web: 'ui_anonymous = true' });
     try {
-      context = await browser.newContext();
+      context = await browser.newContext({ viewport: DESKTOP });
       const page = await context.newPage();
+      const personal: string[] = [];
+      page.on('request', (r) => { if (/\/api\/(logs|prepared|interner|top)/.test(r.url())) personal.push(r.url()); });
       await page.goto(`${anon.base}/pools`);
       await page.getByTestId('pools-table').waitFor();
       expect(await page.getByTestId('role-label').textContent()).toBe('anonymous');
@@ -276,11 +303,15 @@ describe('console with ui_anonymous = true', () => {
       await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
       expect(await page.getByRole('dialog').count()).toBe(0);
       await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'md5user' }).click();
-      await page.getByRole('button', { name: 'PAUSE', exact: true }).click();
-      await page.getByRole('dialog').getByLabel('confirmation').fill('app');
-      await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
-      // Anonymous on an admin action: 401, so the sign-in modal comes back.
-      await expect.poll(() => page.getByRole('dialog').textContent()).toContain('Sign in to continue.');
+      await page.getByTestId('pool-cards').waitFor();
+      expect(await page.getByRole('button', { name: /^(PAUSE|RESUME|RECONNECT)$/ }).count()).toBe(0);
+      for (const name of ['Logs', 'Caches']) {
+        await page.getByRole('link', { name: new RegExp(`^${name}`) }).click();
+        await page.getByTestId('needs-sign-in').waitFor();
+      }
+      await page.getByTestId('needs-sign-in').getByRole('button', { name: 'Sign in' }).click();
+      await expect.poll(() => page.getByRole('dialog').textContent()).toContain('need an Sso or Admin sign-in');
+      expect(personal).toEqual([]);
       expect(paused('md5user', anon)).toBe(false);
     } finally {
       await context?.close();

@@ -1,13 +1,15 @@
-// The console shell: auth config, sign-in modal on 401, 'admin role required' banner on 403, sidebar and pages.
-import { useCallback, useEffect, useState } from 'react';
-import { api, onAuthProblem, type AuthConfig } from './api';
+// The console shell: auth config, sign-in modal on 401, 'admin role required' banner on 403, offline banner, sidebar, palette, pages.
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { api, isOnline, onAuthProblem, onConnectionChange, OfflineError, type AuthConfig } from './api';
 import { basicCredential, dropSsoToken, onCredentialsChange, signOut, ssoToken, tokenClaims } from './auth';
+import { Palette, paletteItems } from './components/palette';
 import { SignInModal } from './components/sign-in-modal';
 import { Sidebar } from './components/sidebar';
-import { OverviewPage } from './pages/overview';
-import { PoolDetailPage } from './pages/pool-detail';
-import { PoolsPage } from './pages/pools';
-import { usePath } from './router';
+import { OfflineBanner } from './components/states';
+import { holdHistory, latest, useHistory } from './history';
+import { Page } from './page';
+import { RoleContext, type Role } from './role';
+import { useLocation } from './router';
 import { startSilentRefresh } from './silent-refresh';
 
 function roleLabel(cfg: AuthConfig | null): string | null {
@@ -18,16 +20,21 @@ function roleLabel(cfg: AuthConfig | null): string | null {
   return 'admin';
 }
 
+const RETRY_MS = 2000;
+
 export function App(props: { ssoError: string | null }) {
-  const path = usePath();
+  const location = useLocation();
   const [config, setConfig] = useState<AuthConfig | null>(null);
   const [signIn, setSignIn] = useState<string | null>(props.ssoError === null ? null : `SSO sign-in failed: ${props.ssoError}`);
   const [ssoError, setSsoError] = useState(props.ssoError);
   const [forbidden, setForbidden] = useState(false);
   const [generation, setGeneration] = useState(0);
+  const [offlineSince, setOfflineSince] = useState<number | null>(null);
+  const [palette, setPalette] = useState(false);
 
   useEffect(() => onCredentialsChange(() => setGeneration((g) => g + 1)), []);
   useEffect(() => onAuthProblem((status) => (status === 401 ? setSignIn('Sign in to continue.') : setForbidden(true))), []);
+  useEffect(() => onConnectionChange((online) => setOfflineSince(online ? null : Date.now())), []);
 
   const loadConfig = useCallback(async () => {
     const cfg = await api<AuthConfig>('/api/auth/config');
@@ -42,7 +49,16 @@ export function App(props: { ssoError: string | null }) {
   }, [ssoError]);
 
   useEffect(() => {
-    loadConfig().catch((e: unknown) => setSignIn(`Cannot reach the pooler: ${(e as Error).message}`));
+    let timer: number | null = null;
+    const attempt = () => {
+      loadConfig().catch((e: unknown) => {
+        // The pooler is down at load: the offline banner says so and the console retries until it answers.
+        if (e instanceof OfflineError) timer = window.setTimeout(attempt, RETRY_MS);
+        else setSignIn(`Cannot reach the pooler: ${(e as Error).message}`);
+      });
+    };
+    attempt();
+    return () => { if (timer !== null) window.clearTimeout(timer); };
   }, [generation, loadConfig]);
 
   useEffect(() => {
@@ -50,42 +66,64 @@ export function App(props: { ssoError: string | null }) {
     return startSilentRefresh(config.sso_proxy_url);
   }, [config?.sso_enabled, config?.sso_proxy_url, generation]);
 
-  const signedIn = Boolean(ssoToken() || basicCredential());
   const canRead = config !== null && config.role !== 'none';
-  return (
-    <div className="layout">
-      <Sidebar path={path} roleLabel={roleLabel(config)} signedIn={signedIn} onSignIn={() => setSignIn('Sign in as admin, or through SSO.')} onSignOut={() => { signOut(); setForbidden(false); }} />
-      <main>
-        {forbidden && (
-          <div className="banner" role="status" data-testid="forbidden-banner">
-            admin role required
-            <button className="link" aria-label="dismiss" onClick={() => setForbidden(false)}>×</button>
-          </div>
-        )}
-        {canRead && <Page key={generation} path={path} />}
-      </main>
-      {signIn !== null && (
-        <SignInModal
-          config={config}
-          reason={signIn}
-          onSignedIn={(c) => { setConfig(c); setSignIn(null); setSsoError(null); }}
-          onCancel={canRead ? () => setSignIn(null) : undefined}
-        />
-      )}
-    </div>
-  );
-}
+  useEffect(() => (canRead ? holdHistory() : undefined), [canRead]);
 
-function Page(props: { path: string }) {
-  const p = props.path;
-  if (p === '/' || p === '/overview') return <OverviewPage />;
-  if (p === '/pools') return <PoolsPage />;
-  const m = /^\/pools\/([^/]+)$/.exec(p);
-  if (m) return <PoolDetailPage id={m[1]!} />;
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k') {
+        e.preventDefault();
+        setPalette((p) => !p);
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
+
+  const history = useHistory();
+  const pools = latest(history)?.pools;
+  const items = useMemo(() => paletteItems((pools ?? []).map((r) => ({ database: String(r['database']), user: String(r['user']) }))), [pools]);
+  const role: Role = config?.role === 'admin' || config?.role === 'sso' ? config.role : 'anonymous';
+  const roleInfo = useMemo(() => ({ role, requestSignIn: (reason: string) => setSignIn(reason) }), [role]);
+
+  const signedIn = Boolean(ssoToken() || basicCredential());
+  const wall = location.path === '/wall';
+  const offline = offlineSince !== null || !isOnline() ? <OfflineBanner since={offlineSince ?? Date.now()} /> : null;
   return (
-    <section>
-      <h1>Not here yet</h1>
-      <p className="muted">The page {p} comes with a later version of the console.</p>
-    </section>
+    <RoleContext.Provider value={roleInfo}>
+      <a className="skip-link" href="#content">Skip to content</a>
+      <div className={wall ? 'layout wall-layout' : 'layout'}>
+        {!wall && (
+          <Sidebar
+            path={location.path}
+            roleLabel={roleLabel(config)}
+            signedIn={signedIn}
+            anonymous={role === 'anonymous'}
+            onPalette={() => setPalette(true)}
+            onSignIn={() => setSignIn('Sign in as admin, or through SSO.')}
+            onSignOut={() => { signOut(); setForbidden(false); }}
+          />
+        )}
+        <main id="content" tabIndex={-1}>
+          {offline}
+          {forbidden && (
+            <div className="banner" role="status" data-testid="forbidden-banner">
+              admin role required
+              <button className="link" aria-label="dismiss" onClick={() => setForbidden(false)}>×</button>
+            </div>
+          )}
+          {canRead && <Page key={generation} path={location.path} search={location.search} />}
+        </main>
+        {signIn !== null && (
+          <SignInModal
+            config={config}
+            reason={signIn}
+            onSignedIn={(c) => { setConfig(c); setSignIn(null); setSsoError(null); }}
+            onCancel={canRead ? () => setSignIn(null) : undefined}
+          />
+        )}
+        {palette && <Palette items={items} onClose={() => setPalette(false)} />}
+      </div>
+    </RoleContext.Provider>
   );
 }

@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
+import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 
@@ -9,7 +10,6 @@ import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pools': 'POOLS',
   '/api/pools_extended': 'POOLS_EXTENDED',
-  '/api/clients': 'CLIENTS',
   '/api/servers': 'SERVERS',
   '/api/connections': 'CONNECTIONS',
   '/api/stats': 'STATS',
@@ -78,6 +78,15 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   const pub = { config: { access: 'public' as const } };
   const personal = { config: { access: 'personal' as const } };
   for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
+  app.get<{ Querystring: Record<string, unknown> }>('/api/clients', pub, async (req, reply) => {
+    try {
+      const page = queryClients(showRows(ctx, 'CLIENTS'), req.query);
+      return reply.header('x-total-count', String(page.total)).send(page.rows);
+    } catch (err) {
+      if (err instanceof ClientsQueryError) return sendError(reply, 'bad_request', err.message);
+      throw err;
+    }
+  });
   app.get('/api/overview', pub, async () => ctx.control.overview());
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
   app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));

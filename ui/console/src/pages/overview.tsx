@@ -1,15 +1,10 @@
-// Overview: client and server totals, rates, errors, paused pools, and the process behind them.
+// Overview: client and server totals, rates, errors, paused pools, the process, and charts of the last 15 minutes.
+import { Card } from '../components/card';
+import { Chart } from '../components/chart';
+import { Gate } from '../components/states';
+import { errorsPerSec, latest, series, useHistory } from '../history';
+import { count, micros, rate } from '../format';
 import { usePolling } from '../use-polling';
-
-interface Overview {
-  clients: Record<string, number>;
-  servers: Record<string, number>;
-  tps: number;
-  qps: number;
-  errors: number;
-  pools: number;
-  pools_paused: number;
-}
 
 interface ProcessInfo {
   pid: number;
@@ -22,41 +17,61 @@ interface ProcessInfo {
 }
 
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+const ms = (us: number) => `${(us / 1000).toFixed(us < 10_000 ? 2 : 1)} ms`;
 
 export function OverviewPage() {
-  const { data, error } = usePolling<Overview>('/api/overview');
+  const history = useHistory();
   const proc = usePolling<ProcessInfo>('/api/process');
+  const samples = history.samples;
+  const data = latest(history)?.overview ?? null;
+  const x = samples.map((s) => s.t);
+  const o = (pick: (ov: NonNullable<typeof data>) => number | undefined) => series(samples, (s) => (s.overview ? pick(s.overview) : null));
+  const waiting = (ov: NonNullable<typeof data>) => ov.cl_waiting ?? ov.clients['waiting'];
+  const lastErrors = samples.length ? errorsPerSec(samples.at(-1)!, samples.at(-2) ?? null) : null;
+  const hasLatency = samples.some((s) => s.overview?.query_p50_us !== undefined);
   return (
-    <section>
-      <h1>Overview</h1>
-      {error && <p className="error">{error}</p>}
-      {data && (
-        <div className="cards" data-testid="overview-cards">
-          <Card label="Clients" value={data.clients['total'] ?? 0} detail={`${data.clients['active'] ?? 0} active · ${data.clients['idle'] ?? 0} idle · ${data.clients['waiting'] ?? 0} waiting`} />
-          <Card label="Servers" value={data.servers['total'] ?? 0} detail={`${data.servers['active'] ?? 0} active · ${data.servers['idle'] ?? 0} idle · ${data.servers['used'] ?? 0} used · ${data.servers['login'] ?? 0} login`} />
-          <Card label="Transactions/s" value={data.tps} />
-          <Card label="Queries/s" value={data.qps} />
-          <Card label="Errors" value={data.errors} />
-          <Card label="Pools" value={data.pools} detail={`${data.pools_paused} paused`} />
-        </div>
-      )}
+    <section aria-labelledby="overview-title">
+      <h1 id="overview-title">Overview</h1>
+      <Gate loading={!data} error={history.error} hasData={data !== null} what="the overview">
+        {() => (
+          <>
+            <div className="cards" data-testid="overview-cards">
+              <Card label="Clients" help="clients" value={count(data!.clients['total'])} detail={`${data!.clients['active'] ?? 0} active · ${data!.clients['idle'] ?? 0} idle · ${waiting(data!) ?? 0} waiting`} />
+              <Card label="Servers" help="servers" value={count(data!.servers['total'])} detail={`${data!.sv_active ?? data!.servers['active'] ?? 0} active · ${data!.sv_idle ?? data!.servers['idle'] ?? 0} idle · ${data!.sv_used ?? data!.servers['used'] ?? 0} used · ${data!.sv_login ?? data!.servers['login'] ?? 0} login`} />
+              <Card label="Transactions/s" help="tps" value={rate(data!.tps)} />
+              <Card label="Queries/s" help="qps" value={rate(data!.qps)} detail={data!.query_p95_us !== undefined ? `p95 ${micros(data!.query_p95_us)}` : undefined} />
+              <Card label="Errors" help="errors" value={count(data!.errors)} detail={`${rate(lastErrors)} /s`} tone={lastErrors ? 'bad' : null} />
+              <Card label="Pools" help="pools" value={count(data!.pools)} detail={`${data!.pools_paused} paused`} tone={data!.pools_paused ? 'warn' : null} />
+            </div>
+            <div className="charts" data-testid="overview-charts">
+              <Chart testId="chart-rates" title="Transactions and queries per second" help="tps" x={x} series={[
+                { label: 'tps', values: o((ov) => ov.tps), color: '--series-1' },
+                { label: 'qps', values: o((ov) => ov.qps), color: '--series-2' },
+              ]} />
+              <Chart testId="chart-latency" title="Query latency" help="latency" x={x} format={ms} emptyText={hasLatency ? undefined : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'} series={[
+                { label: 'p50', values: o((ov) => ov.query_p50_us), color: '--series-1' },
+                { label: 'p95', values: o((ov) => ov.query_p95_us), color: '--series-3' },
+                { label: 'p99', values: o((ov) => ov.query_p99_us), color: '--series-4' },
+              ]} />
+              <Chart testId="chart-waiting" title="Waiting clients" help="waiting" x={x} series={[{ label: 'waiting', values: o(waiting), color: '--series-3' }]} />
+              <Chart testId="chart-errors" title="Errors per second" help="errors_per_sec" x={x} series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]} />
+              <Chart testId="chart-servers" title="Server connections by state" help="servers" x={x} series={[
+                { label: 'active', values: o((ov) => ov.sv_active ?? ov.servers['active']), color: '--series-1' },
+                { label: 'idle', values: o((ov) => ov.sv_idle ?? ov.servers['idle']), color: '--series-2' },
+                { label: 'used', values: o((ov) => ov.sv_used ?? ov.servers['used']), color: '--series-3' },
+                { label: 'login', values: o((ov) => ov.sv_login ?? ov.servers['login']), color: '--series-4' },
+              ]} />
+            </div>
+          </>
+        )}
+      </Gate>
       {proc.data && (
         <div className="cards" data-testid="process-cards">
-          <Card label="Process" value={`pid ${proc.data.pid}`} detail={`tidepool ${proc.data.version} · up ${proc.data.uptime_seconds} s`} />
-          <Card label="Memory" value={mb(proc.data.rss_bytes)} detail={`heap ${mb(proc.data.heap_used_bytes)}`} />
-          <Card label="CPU" value={`${proc.data.cpu_percent}%`} detail={`event loop p99 ${proc.data.event_loop_delay_ms.p99} ms`} />
+          <Card label="Process" help="process" value={`pid ${proc.data.pid}`} detail={`tidepool ${proc.data.version} · up ${proc.data.uptime_seconds} s`} />
+          <Card label="Memory" help="memory" value={mb(proc.data.rss_bytes)} detail={`heap ${mb(proc.data.heap_used_bytes)}`} />
+          <Card label="CPU" help="cpu" value={`${proc.data.cpu_percent}%`} detail={`event loop p99 ${proc.data.event_loop_delay_ms.p99} ms`} />
         </div>
       )}
     </section>
-  );
-}
-
-function Card(props: { label: string; value: string | number; detail?: string }) {
-  return (
-    <div className="card">
-      <div className="label">{props.label}</div>
-      <div className="value">{props.value}</div>
-      {props.detail && <div className="detail">{props.detail}</div>}
-    </div>
   );
 }

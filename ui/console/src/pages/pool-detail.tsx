@@ -1,9 +1,18 @@
-// One user@database pool: its SHOW POOLS and STATS rows, PAUSE / RESUME / RECONNECT behind typed confirmations.
+// One pool (/pools/<database>/<user>): saturation, per-pool charts, its clients and servers, PAUSE / RESUME / RECONNECT (Admin, typed database name).
 import { useState } from 'react';
 import type { Row } from '../api';
-import { navigate } from '../router';
+import { Card } from '../components/card';
+import { Chart } from '../components/chart';
+import { DataTable, type Column } from '../components/data-table';
+import { Meter, saturation } from '../components/meter';
+import { Empty, Gate } from '../components/states';
+import { count, micros, rate, seconds } from '../format';
+import { latest, poolRow, refreshHistory, series, useHistory } from '../history';
+import { linkProps } from '../router';
+import { useRole } from '../role';
 import { usePolling } from '../use-polling';
 import { AdminAction, type Verb } from './admin-action';
+import { serverColumns } from './servers';
 
 const PROMPTS: Record<Exclude<Verb, 'reload'>, string> = {
   pause: 'New server checkouts stop; running transactions finish.',
@@ -11,57 +20,120 @@ const PROMPTS: Record<Exclude<Verb, 'reload'>, string> = {
   reconnect: 'Idle server connections are closed; active ones are closed when they return.',
 };
 
-export function PoolDetailPage(props: { id: string }) {
-  const decoded = decodeURIComponent(props.id);
-  const at = decoded.lastIndexOf('@');
-  const user = decoded.slice(0, at);
-  const database = decoded.slice(at + 1);
-  const pools = usePolling<Row[]>('/api/pools');
-  const stats = usePolling<Row[]>('/api/stats');
+/** `/pools/<database>/<user>` (each part URI-encoded), or the older `/pools/<user>@<database>`. */
+export function parsePoolId(path: string): { database: string; user: string } | null {
+  const two = /^\/pools\/([^/]+)\/([^/]+)$/.exec(path);
+  const dec = (s: string) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  };
+  if (two) return { database: dec(two[1]!), user: dec(two[2]!) };
+  const one = /^\/pools\/([^/]+)$/.exec(path);
+  if (!one) return null;
+  const id = dec(one[1]!);
+  const at = id.lastIndexOf('@');
+  return at > 0 ? { user: id.slice(0, at), database: id.slice(at + 1) } : null;
+}
+
+const CLIENT_COLUMNS: Column[] = [
+  { key: 'client_id', label: 'id', num: true, live: true },
+  { key: 'application_name', label: 'application' },
+  { key: 'addr', label: 'peer address', live: true },
+  { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
+  { key: 'wait', num: true, live: true, render: (r) => (r['state'] === 'waiting' ? seconds(r['wait']) : '') },
+  { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
+  { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
+  { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
+  { key: 'age_seconds', label: 'age', num: true, live: true, render: (r) => seconds(r['age_seconds']) },
+];
+const CLIENTS_SHOWN = 20;
+
+export function PoolDetailPage(props: { database: string; user: string }) {
+  const { database, user } = props;
+  const key = `${database}/${user}`;
+  const { role } = useRole();
+  const history = useHistory();
+  const sample = latest(history);
+  const pool = poolRow(sample?.pools ?? null, key);
+  const stat = poolRow(sample?.stats ?? null, key);
+  const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'state', order: 'desc', limit: String(CLIENTS_SHOWN) }).toString()}`;
+  const clients = usePolling<Row[]>(clientsPath);
+  const servers = usePolling<Row[]>('/api/servers');
   const [verb, setVerb] = useState<Exclude<Verb, 'reload'> | null>(null);
-  const match = (r: Row) => r['database'] === database && r['user'] === user;
-  const pool = pools.data?.find(match);
-  const stat = stats.data?.find(match);
+  const mine = (servers.data ?? []).filter((r) => r['database_name'] === database && r['user'] === user);
+  const clientTotal = Number(clients.headers?.get('x-total-count') ?? clients.data?.length ?? 0);
+  const x = history.samples.map((s) => s.t);
+  const fromPool = (col: string) => series(history.samples, (s) => (poolRow(s.pools, key)?.[col] as number | undefined) ?? null);
+  const fromStats = (col: string) => series(history.samples, (s) => (poolRow(s.stats, key)?.[col] as number | undefined) ?? null);
+  const known = sample?.pools !== null && sample?.pools !== undefined;
   return (
-    <section>
-      <p><a href="/pools" onClick={(e) => { e.preventDefault(); navigate('/pools'); }}>← Pools</a></p>
+    <section aria-labelledby="pool-title">
+      <p><a {...linkProps('/pools')}>← Pools</a></p>
       <div className="page-head">
-        <h1>{user}@{database}</h1>
+        <h1 id="pool-title">{database}/{user}</h1>
         {pool && <span className={pool['paused'] ? 'badge paused' : 'badge'} data-testid="pool-state">{pool['paused'] ? 'paused' : 'running'}</span>}
+        {role === 'admin' && pool && (
+          <div className="actions">
+            {(['pause', 'resume', 'reconnect'] as const).map((v) => (
+              <button key={v} className="danger" onClick={() => setVerb(v)}>{v.toUpperCase()}</button>
+            ))}
+          </div>
+        )}
       </div>
-      {pools.error && <p className="error">{pools.error}</p>}
-      {pools.data && !pool && <p className="error">No pool {user}@{database}.</p>}
-      <div className="actions">
-        {(['pause', 'resume', 'reconnect'] as const).map((v) => (
-          <button key={v} className="danger" onClick={() => setVerb(v)}>{v.toUpperCase()}</button>
+      <Gate loading={!known} error={history.error} hasData={known} what="the pool">
+        {() => (!pool ? (
+          <Empty testId="no-pool">
+            There is no pool <code>{database}/{user}</code> on this pooler. A pool's address is <code>/pools/&lt;database&gt;/&lt;user&gt;</code>;
+            see <a {...linkProps('/pools')}>the pools</a>.
+          </Empty>
+        ) : (
+          <>
+            <div className="cards" data-testid="pool-cards">
+              <Card label="Saturation" help="saturation" value={<Meter value={saturation(pool)} label="saturation: active servers / pool size" />} detail={`${count(pool['sv_active'])} active of ${count(pool['pool_size'])}`} />
+              <Card label="Clients" help="clients" value={count(Number(pool['cl_active']) + Number(pool['cl_idle']) + Number(pool['cl_waiting']))} detail={`${count(pool['cl_active'])} active · ${count(pool['cl_idle'])} idle · ${count(pool['cl_waiting'])} waiting`} tone={Number(pool['cl_waiting']) > 0 ? 'warn' : null} />
+              <Card label="Servers" help="servers" value={count(Number(pool['sv_active']) + Number(pool['sv_idle']) + Number(pool['sv_used']) + Number(pool['sv_login']))} detail={`${count(pool['sv_idle'])} idle · ${count(pool['sv_login'])} login`} />
+              <Card label="Transactions/s" help="tps" value={rate(stat?.['avg_xact_count'])} detail={`mean ${micros(stat?.['avg_xact_time'])}`} />
+              <Card label="Queries/s" help="qps" value={rate(stat?.['avg_query_count'])} detail={`mean ${micros(stat?.['avg_query_time'])}`} />
+              <Card label="Errors" help="total_errors" value={count(stat?.['total_errors'])} />
+            </div>
+            <div className="charts" data-testid="pool-charts">
+              <Chart testId="pool-chart-rates" title="Transactions and queries per second" help="tps" x={x} series={[
+                { label: 'tps', values: fromStats('avg_xact_count'), color: '--series-1' },
+                { label: 'qps', values: fromStats('avg_query_count'), color: '--series-2' },
+              ]} />
+              <Chart testId="pool-chart-clients" title="Clients by state" help="clients" x={x} series={[
+                { label: 'active', values: fromPool('cl_active'), color: '--series-1' },
+                { label: 'waiting', values: fromPool('cl_waiting'), color: '--series-3' },
+              ]} />
+              <Chart testId="pool-chart-servers" title="Servers by state" help="servers" x={x} series={[
+                { label: 'active', values: fromPool('sv_active'), color: '--series-1' },
+                { label: 'idle', values: fromPool('sv_idle'), color: '--series-2' },
+              ]} />
+              <Chart testId="pool-chart-time" title="Mean query time" help="avg_query_time" x={x} format={(v) => micros(v)} series={[{ label: 'mean', values: fromStats('avg_query_time'), color: '--series-4' }]} />
+            </div>
+            <h2>Clients <span className="muted">({count(clientTotal)}; <a {...linkProps(`/clients?${new URLSearchParams({ pool: key }).toString()}`)}>all on the clients page</a>)</span></h2>
+            <Gate loading={clients.loading} error={clients.error} hasData={clients.data !== null} what="clients">
+              {() => <DataTable caption={`Clients of ${key}`} testId="pool-clients" rows={clients.data!} columns={CLIENT_COLUMNS} rowKey={(r) => String(r['client_id'])} empty={<Empty>No client is connected to this pool.</Empty>} />}
+            </Gate>
+            <h2>Servers</h2>
+            <Gate loading={servers.loading} error={servers.error} hasData={servers.data !== null} what="servers">
+              {() => <DataTable caption={`Servers of ${key}`} testId="pool-servers" rows={mine} columns={serverColumns(mine).filter((c) => c.key !== 'database_name' && c.key !== 'user')} rowKey={(r) => String(r['server_id'])} empty={<Empty>This pool has no server connection open.</Empty>} />}
+            </Gate>
+          </>
         ))}
-      </div>
-      <div className="kv-grid">
-        {pool && <KeyValues title="SHOW POOLS" row={pool} />}
-        {stat && <KeyValues title="SHOW STATS" row={stat} />}
-      </div>
+      </Gate>
       {verb && (
         <AdminAction
           verb={verb}
           expected={database}
-          prompt={`${verb.toUpperCase()} ${user}@${database}. ${PROMPTS[verb]}`}
+          prompt={`${verb.toUpperCase()} ${database}/${user}. ${PROMPTS[verb]}`}
           body={{ database, user }}
-          onDone={() => { setVerb(null); pools.refresh(); }}
+          onDone={() => { setVerb(null); refreshHistory(); servers.refresh(); }}
         />
       )}
     </section>
-  );
-}
-
-function KeyValues(props: { title: string; row: Row }) {
-  return (
-    <div className="kv">
-      <h2>{props.title}</h2>
-      <dl>
-        {Object.entries(props.row).map(([k, v]) => (
-          <div key={k}><dt>{k}</dt><dd>{v === null ? '' : String(v)}</dd></div>
-        ))}
-      </dl>
-    </div>
   );
 }

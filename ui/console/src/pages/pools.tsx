@@ -1,27 +1,44 @@
-// Pools: SHOW POOLS as a table (click a row for its detail) and RELOAD behind a typed confirmation.
-import { useState } from 'react';
+// Pools: SHOW POOLS with a saturation bar per pool; a row leads to the pool's page (/pools/<database>/<user>).
 import type { Row } from '../api';
-import { RowTable } from '../components/row-table';
-import { navigate } from '../router';
-import { usePolling } from '../use-polling';
-import { AdminAction } from './admin-action';
+import { DataTable, withExtraColumns, type Column } from '../components/data-table';
+import { Meter, saturation } from '../components/meter';
+import { Empty, Gate } from '../components/states';
+import { latest, useHistory } from '../history';
+import { poolPath } from '../pages-list';
 
-export const poolId = (r: Row) => encodeURIComponent(`${String(r['user'])}@${String(r['database'])}`);
+export const poolHref = (r: Row) => poolPath(String(r['database']), String(r['user']));
 
-const COLUMNS = ['database', 'user', 'pool_mode', 'cl_active', 'cl_idle', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'avg_xact_time', 'paused'];
+const n = (key: string, live = true): Column => ({ key, num: true, live });
+
+export const POOL_COLUMNS: Column[] = [
+  { key: 'database' },
+  { key: 'user' },
+  { key: 'pool_mode', label: 'mode' },
+  { key: 'saturation', help: 'saturation', render: (r) => <Meter value={saturation(r)} label={`saturation of ${String(r['database'])}/${String(r['user'])}`} />, sortValue: (r) => saturation(r) },
+  n('cl_active'), n('cl_idle'), n('cl_waiting'), n('sv_active'), n('sv_idle'), n('sv_used'), n('sv_login'), n('pool_size', false), n('maxwait'), n('avg_xact_time'),
+  { key: 'paused', render: (r) => (r['paused'] ? <span className="badge paused">paused</span> : <span className="badge">running</span>) },
+];
 
 export function PoolsPage() {
-  const { data, error, refresh } = usePolling<Row[]>('/api/pools');
-  const [reload, setReload] = useState(false);
+  const history = useHistory();
+  const rows = latest(history)?.pools ?? null;
   return (
-    <section>
-      <div className="page-head">
-        <h1>Pools</h1>
-        <button className="danger" onClick={() => setReload(true)}>RELOAD</button>
-      </div>
-      {error && <p className="error">{error}</p>}
-      {data && <RowTable rows={data} columns={COLUMNS} testId="pools-table" onRowClick={(r) => navigate(`/pools/${poolId(r)}`)} />}
-      {reload && <AdminAction verb="reload" expected="RELOAD" prompt="Re-read the configuration file." onDone={() => { setReload(false); refresh(); }} />}
+    <section aria-labelledby="pools-title">
+      <h1 id="pools-title">Pools</h1>
+      <Gate loading={rows === null} error={history.error} hasData={rows !== null} what="pools">
+        {() => (
+          <DataTable
+            caption="Pools, one per user and database"
+            testId="pools-table"
+            rows={rows!}
+            columns={withExtraColumns(POOL_COLUMNS, rows!, ['maxwait_us', 'cl_cancel_req', 'fallback_active'])}
+            rowKey={(r) => poolHref(r)}
+            rowHref={poolHref}
+            defaultSort={{ key: 'database', order: 'asc' }}
+            empty={<Empty>No pools are configured: add a <code>[pools.&lt;name&gt;]</code> section and RELOAD.</Empty>}
+          />
+        )}
+      </Gate>
     </section>
   );
 }

@@ -1,0 +1,91 @@
+// Page tests: the overview's charts of generated traffic (kept across navigation), per-client rates, and every page's screenshots.
+import { describe, expect, it } from 'vitest';
+import { expectScreenshot } from '../helpers/screenshots.js';
+import { hideLive, settled, shootBoth, WALL } from './console-harness.js';
+import { apiGet, chartMax, column, rowsOf } from './pages-api.js';
+import type { Shared } from './pages.test.js';
+
+export function describeOverviewAndShots(s: Shared): void {
+  describe('with traffic running', () => {
+    it('overview: charts show the traffic the test generated and survive navigation between pages', async () => {
+      const page = await s.env.open('admin', '/overview');
+      await page.getByTestId('overview-cards').waitFor();
+      // The pooler's rates are averages over its stats period: wait until a poll has seen the traffic.
+      await expect.poll(() => chartMax(page, 'chart-rates', 'qps'), { timeout: 30_000 }).toBeGreaterThan(0);
+      expect(await chartMax(page, 'chart-rates', 'tps')).toBeGreaterThan(0);
+      await expect.poll(() => chartMax(page, 'chart-errors', 'errors/s'), { timeout: 30_000 }).toBeGreaterThan(0);
+      expect(await chartMax(page, 'chart-servers', 'active')).not.toBeNull();
+      expect(await page.getByTestId('chart-rates').locator('canvas').count()).toBe(1);
+      const before = (await chartMax(page, 'chart-rates', 'qps'))!;
+      await page.getByRole('link', { name: 'Pools', exact: true }).click();
+      await page.getByTestId('pools-table').waitFor();
+      await page.getByRole('link', { name: 'Overview', exact: true }).click();
+      // The history lives in the browser across pages: the chart draws at once, with at least what it had.
+      expect(await page.getByTestId('chart-rates').locator('canvas').count()).toBe(1);
+      expect(await chartMax(page, 'chart-rates', 'qps')).toBeGreaterThanOrEqual(before);
+      // Latency percentiles: drawn when /api/overview has them, else the chart says what it waits for.
+      const overview = (await apiGet<Record<string, unknown>>(s.env.base, '/api/overview')).body;
+      if (overview['query_p95_us'] === undefined) expect(await page.getByTestId('chart-latency').textContent()).toContain('does not report latency percentiles yet');
+      else await expect.poll(() => chartMax(page, 'chart-latency', 'p95')).not.toBeNull();
+      await page.context().close();
+    });
+
+    it('clients: per-client Q/s and Tx/s from the change between two polls', async () => {
+      const page = await s.env.open('admin', '/clients?sort=query_count&order=desc');
+      await page.getByTestId('clients-table').waitFor();
+      await expect.poll(async () => Math.max(...(await column(page, 'clients-table', 'Q/s')).map(Number).filter((n) => !Number.isNaN(n))), { timeout: 20_000 }).toBeGreaterThan(0);
+      await expect.poll(async () => Math.max(...(await column(page, 'clients-table', 'Tx/s')).map(Number).filter((n) => !Number.isNaN(n))), { timeout: 20_000 }).toBeGreaterThan(0);
+      await page.context().close();
+    });
+  });
+
+  describe('screenshots', () => {
+    it('every page at 1440x900 and 390x844, the wall at 1920x1080, the overview in the dark theme', async () => {
+      await s.traffic.stop();
+      const page = await s.env.open('admin', '/overview');
+      const table = (id: string) => () => page.getByTestId(id).waitFor();
+      const go = async (link: string, ready: () => Promise<unknown>) => {
+        await page.getByRole('navigation', { name: 'Console pages' }).getByRole('link', { name: link, exact: true }).click();
+        await ready();
+      };
+      await page.getByTestId('chart-rates').locator('canvas').waitFor();
+      await shootBoth(page, 'overview', table('overview-charts'));
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await settled(page);
+      await expectScreenshot(page, 'overview-dark-desktop', { mask: await hideLive(page) });
+      await page.emulateMedia({ colorScheme: 'light' });
+      await go('Pools', table('pools-table'));
+      await shootBoth(page, 'pools', table('pools-table'));
+      await page.getByTestId('pools-table').getByRole('link', { name: 'app' }).first().click();
+      await page.getByTestId('pool-clients').waitFor();
+      await shootBoth(page, 'pool-detail', table('pool-servers'));
+      await go('Clients', table('clients-table'));
+      await expect.poll(() => rowsOf(page, 'clients-table').count()).toBe(6);
+      await shootBoth(page, 'clients', table('clients-table'));
+      await go('Servers', table('servers-table'));
+      // Each pool had clients enough to open both its servers: four rows, in pool order.
+      await expect.poll(() => rowsOf(page, 'servers-table').count()).toBe(4);
+      await shootBoth(page, 'servers', table('servers-table'));
+      await go('Apps', table('apps-table'));
+      await shootBoth(page, 'apps', table('apps-table'));
+      await go('Caches', table('prepared-table'));
+      // Sorted by pool: the default order (uses) depends on the traffic's timing.
+      await page.getByTestId('prepared-table').getByRole('button', { name: 'pool' }).click();
+      await shootBoth(page, 'caches', table('prepared-table'));
+      await go('Logs', () => page.getByTestId('log-line').first().waitFor());
+      await page.getByRole('button', { name: 'Pause' }).click();
+      // Log lines differ from run to run in number and text: the image checks the page's frame and controls.
+      await shootBoth(page, 'logs', () => page.getByTestId('log-list').waitFor(), 0.05);
+      await go('Config', table('config-table'));
+      // The SSO key file lives in a fresh temporary directory each run.
+      await shootBoth(page, 'config', table('databases-table'), undefined, [page.getByTestId('config-table').getByRole('row').filter({ hasText: 'sso_public_key_file' })]);
+      await page.goto(`${s.env.base}/wall`);
+      await page.getByTestId('wall-pools').waitFor();
+      await shootBoth(page, 'wall', table('wall-pools'));
+      await page.setViewportSize(WALL);
+      await settled(page);
+      await expectScreenshot(page, 'wall-1920x1080', { mask: await hideLive(page) });
+      await page.context().close();
+    });
+  });
+}

@@ -1,0 +1,119 @@
+// The last 15 minutes of the pooler as the console polled it (overview, pools, stats), kept across page changes.
+import { useSyncExternalStore } from 'react';
+import { api, type Row } from './api';
+import { everyWhileVisible } from './visibility';
+import { POLL_MS } from './use-polling';
+
+export const HISTORY_SECONDS = 15 * 60;
+
+/** /api/overview: today's fields, plus those the statistics work adds (read when present). */
+export interface Overview {
+  clients: Record<string, number>;
+  servers: Record<string, number>;
+  tps: number;
+  qps: number;
+  errors: number;
+  pools: number;
+  pools_paused: number;
+  query_p50_us?: number;
+  query_p95_us?: number;
+  query_p99_us?: number;
+  cl_waiting?: number;
+  errors_per_sec?: number;
+  sv_active?: number;
+  sv_idle?: number;
+  sv_used?: number;
+  sv_login?: number;
+}
+
+export interface Sample {
+  /** Unix seconds of the poll. */
+  t: number;
+  overview: Overview | null;
+  pools: Row[] | null;
+  stats: Row[] | null;
+}
+
+export interface HistoryState {
+  samples: readonly Sample[];
+  /** Set when the last round of polls failed; the charts keep what they had. */
+  error: string | null;
+}
+
+let state: HistoryState = { samples: [], error: null };
+const listeners = new Set<() => void>();
+let users = 0;
+let stopPolling: (() => void) | null = null;
+
+function publish(next: HistoryState): void {
+  state = next;
+  for (const l of listeners) l();
+}
+
+async function poll(): Promise<void> {
+  const [overview, pools, stats] = await Promise.allSettled([api<Overview>('/api/overview'), api<Row[]>('/api/pools'), api<Row[]>('/api/stats')]);
+  const value = <T,>(r: PromiseSettledResult<T>) => (r.status === 'fulfilled' ? r.value : null);
+  const failed = [overview, pools, stats].find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+  const t = Date.now() / 1000;
+  if (overview.status === 'rejected' && pools.status === 'rejected') {
+    publish({ samples: state.samples, error: (failed!.reason as Error).message });
+    return;
+  }
+  const samples = state.samples.filter((s) => s.t > t - HISTORY_SECONDS);
+  samples.push({ t, overview: value(overview), pools: value(pools), stats: value(stats) });
+  publish({ samples, error: failed ? (failed.reason as Error).message : null });
+}
+
+/** Starts the shared poller while at least one caller holds it (the shell holds it while signed in). */
+export function holdHistory(): () => void {
+  users++;
+  if (users === 1) stopPolling = everyWhileVisible(() => void poll(), POLL_MS);
+  return () => {
+    users--;
+    if (users === 0) {
+      stopPolling?.();
+      stopPolling = null;
+    }
+  };
+}
+
+/** Polls at once (after an admin action, so the pages show its effect without waiting for the next round). */
+export function refreshHistory(): void {
+  if (users > 0) void poll();
+}
+
+export function useHistory(): HistoryState {
+  return useSyncExternalStore(
+    (l) => {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+    () => state,
+  );
+}
+
+export function latest(h: HistoryState): Sample | null {
+  return h.samples.at(-1) ?? null;
+}
+
+/** x values and one series per key, null where a sample lacks the value (a gap, not a zero). */
+export function series(samples: readonly Sample[], pick: (s: Sample, prev: Sample | null) => number | null | undefined): (number | null)[] {
+  return samples.map((s, i) => {
+    const v = pick(s, i > 0 ? samples[i - 1]! : null);
+    return v === undefined || v === null || !Number.isFinite(v) ? null : v;
+  });
+}
+
+/** Errors per second: the pooler's own rate when it reports one, else the change of the error total between polls. */
+export function errorsPerSec(s: Sample, prev: Sample | null): number | null {
+  if (s.overview?.errors_per_sec !== undefined) return s.overview.errors_per_sec;
+  if (!prev?.overview || !s.overview) return null;
+  const dt = s.t - prev.t;
+  return dt > 0 ? Math.max(0, (s.overview.errors - prev.overview.errors) / dt) : null;
+}
+
+export const poolKey = (r: Row) => `${String(r['database'])}/${String(r['user'])}`;
+
+export function poolRow(rows: Row[] | null, key: string): Row | null {
+  return rows?.find((r) => poolKey(r) === key) ?? null;
+}

@@ -1,0 +1,59 @@
+// Servers: each PostgreSQL connection with its backend pid (join pg_stat_activity), state, ages, counts, bytes, prepare-cache hits and misses.
+import type { Row } from '../api';
+import { DataTable, withExtraColumns, type Column } from '../components/data-table';
+import { Empty, Gate } from '../components/states';
+import { bytes, percent, seconds } from '../format';
+import { usePolling } from '../use-polling';
+
+const hitRate = (r: Row) => {
+  const hit = Number(r['prepare_cache_hit']) || 0;
+  const miss = Number(r['prepare_cache_miss']) || 0;
+  return hit + miss === 0 ? null : hit / (hit + miss);
+};
+
+export const SERVER_COLUMNS: Column[] = [
+  { key: 'server_id', label: 'id', num: true, live: true },
+  { key: 'server_process_id', label: 'PostgreSQL pid', num: true, live: true },
+  { key: 'database_name', label: 'database' },
+  { key: 'user' },
+  { key: 'application_name', label: 'application' },
+  { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
+  { key: 'query_age_ms', label: 'query age', help: 'query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === undefined || r['query_age_ms'] === null ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
+  { key: 'wait', label: 'idle for', num: true, live: true, render: (r) => (r['state'] === 'idle' ? seconds(r['wait']) : '') },
+  { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
+  { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
+  { key: 'bytes_sent', label: 'sent', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_sent']) },
+  { key: 'bytes_received', label: 'received', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_received']) },
+  { key: 'prepare_cache_hit', label: 'cache hits', help: 'prepare_cache', num: true, live: true },
+  { key: 'prepare_cache_miss', label: 'cache misses', help: 'prepare_cache', num: true, live: true },
+  { key: 'hit_rate', label: 'hit rate', num: true, live: true, render: (r) => percent(hitRate(r)), sortValue: hitRate },
+  { key: 'age_seconds', label: 'age', num: true, live: true, render: (r) => seconds(r['age_seconds']) },
+];
+
+/** Columns for the rows at hand: query age only once the pooler reports it. */
+export function serverColumns(rows: Row[]): Column[] {
+  const cols = rows.length > 0 && !('query_age_ms' in rows[0]!) ? SERVER_COLUMNS.filter((c) => c.key !== 'query_age_ms') : SERVER_COLUMNS;
+  return withExtraColumns(cols, rows, ['tls', 'prepare_cache_size']);
+}
+
+export function ServersPage() {
+  const polled = usePolling<Row[]>('/api/servers');
+  return (
+    <section aria-labelledby="servers-title">
+      <h1 id="servers-title">Servers</h1>
+      <p className="muted">Join with PostgreSQL: <code>select * from pg_stat_activity where pid = &lt;PostgreSQL pid&gt;</code>.</p>
+      <Gate loading={polled.loading} error={polled.error} hasData={polled.data !== null} what="servers">
+        {() => (
+          <DataTable
+            caption="Server connections to PostgreSQL"
+            testId="servers-table"
+            rows={polled.data!}
+            columns={serverColumns(polled.data!)}
+            rowKey={(r) => String(r['server_id'])}
+            empty={<Empty testId="servers-empty">No server connections are open: the pools open them when clients need them.</Empty>}
+          />
+        )}
+      </Gate>
+    </section>
+  );
+}

@@ -1,0 +1,105 @@
+// Wall (/wall): a big-screen incident view with no sidebar: tps, waiting clients, errors/s, the worst pools, the last admin events.
+import type { Row } from '../api';
+import { Chart } from '../components/chart';
+import { Meter, saturation } from '../components/meter';
+import { errorsPerSec, latest, poolKey, poolRow, series, useHistory } from '../history';
+import { count, micros, rate } from '../format';
+import { linkProps } from '../router';
+import { usePolling } from '../use-polling';
+
+export interface AdminEvent {
+  time: string;
+  kind: string;
+  pool: string | null;
+  message: string;
+}
+
+const WORST = 6;
+const EVENTS = 8;
+
+/** A pool's p95 query time in µs when the pooler reports one (query_p95_us, or the POOLS_EXTENDED column). */
+function p95(r: Row | null): number | null {
+  const v = r?.['query_p95_us'] ?? r?.['query_0.95'];
+  return typeof v === 'number' ? v : null;
+}
+
+export function WallPage() {
+  const history = useHistory();
+  const events = usePolling<AdminEvent[]>('/api/events');
+  const s = latest(history);
+  const ov = s?.overview ?? null;
+  const samples = history.samples;
+  const x = samples.map((v) => v.t);
+  const errs = samples.length ? errorsPerSec(samples.at(-1)!, samples.at(-2) ?? null) : null;
+  const waiting = ov ? ov.cl_waiting ?? ov.clients['waiting'] ?? 0 : null;
+  const pools = [...(s?.pools ?? [])]
+    .map((r) => ({ r, sat: saturation(r) ?? 0, p95: p95(r), stat: poolRow(s?.stats ?? null, poolKey(r)) }))
+    .sort((a, b) => b.sat - a.sat || (b.p95 ?? 0) - (a.p95 ?? 0) || Number(b.r['cl_waiting']) - Number(a.r['cl_waiting']))
+    .slice(0, WORST);
+  const hasP95 = pools.some((p) => p.p95 !== null);
+  return (
+    <section className="wall" aria-labelledby="wall-title">
+      <header className="wall-head">
+        <h1 id="wall-title">tidepool</h1>
+        <span className="wall-clock" data-live="">{new Date((s?.t ?? Date.now() / 1000) * 1000).toLocaleTimeString('en-GB')}</span>
+        <a className="wall-exit" {...linkProps('/overview')}>exit wall</a>
+      </header>
+      <div className="wall-big" data-testid="wall-numbers">
+        <BigNumber label="Transactions/s" value={ov ? rate(ov.tps) : '–'} />
+        <BigNumber label="Waiting clients" value={waiting === null ? '–' : count(waiting)} tone={waiting ? 'bad' : null} />
+        <BigNumber label="Errors/s" value={rate(errs)} tone={errs ? 'bad' : null} />
+        <BigNumber label="Query p95" value={ov?.query_p95_us !== undefined ? micros(ov.query_p95_us) : '–'} />
+      </div>
+      <div className="wall-charts">
+        <Chart testId="wall-chart-tps" title="Transactions/s" x={x} height={150} series={[{ label: 'tps', values: series(samples, (v) => v.overview?.tps), color: '--series-1' }]} />
+        <Chart testId="wall-chart-waiting" title="Waiting clients" x={x} height={150} series={[{ label: 'waiting', values: series(samples, (v) => (v.overview ? v.overview.cl_waiting ?? v.overview.clients['waiting'] : null)), color: '--series-3' }]} />
+        <Chart testId="wall-chart-errors" title="Errors/s" x={x} height={150} series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]} />
+      </div>
+      <div className="wall-lower">
+        <div className="wall-panel">
+          <h2>Busiest pools</h2>
+          {pools.length === 0 ? <p className="muted">No pools.</p> : (
+            <table data-testid="wall-pools">
+              <caption className="sr-only">Pools by saturation, then p95</caption>
+              <thead><tr><th scope="col">pool</th><th scope="col">saturation</th><th scope="col" className="num">waiting</th><th scope="col" className="num">{hasP95 ? 'p95' : 'mean query'}</th></tr></thead>
+              <tbody>
+                {pools.map((p) => (
+                  <tr key={poolKey(p.r)}>
+                    <td>{poolKey(p.r)}{p.r['paused'] ? <span className="badge paused">paused</span> : null}</td>
+                    <td><Meter big value={saturation(p.r)} label={`saturation of ${poolKey(p.r)}`} /></td>
+                    <td className="num" data-live="">{count(p.r['cl_waiting'])}</td>
+                    <td className="num" data-live="">{hasP95 ? micros(p.p95) : micros(p.stat?.['avg_query_time'])}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </div>
+        <div className="wall-panel">
+          <h2>Last admin events</h2>
+          {events.data === null ? <p className="muted">{events.error ?? 'Loading…'}</p> : events.data.length === 0 ? (
+            <p className="muted" data-testid="wall-events-empty">No admin events yet.</p>
+          ) : (
+            <ol className="wall-events" data-testid="wall-events">
+              {events.data.slice(0, EVENTS).map((e, i) => (
+                <li key={`${e.time}/${i}`} className={`event ${e.kind}`}>
+                  <span className="time" data-live="">{new Date(e.time).toLocaleTimeString('en-GB')}</span> <span className="kind">{e.kind}</span>{' '}
+                  {e.pool && <span className="pool">{e.pool}</span>} <span className="msg">{e.message}</span>
+                </li>
+              ))}
+            </ol>
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}
+
+function BigNumber(props: { label: string; value: string; tone?: 'bad' | null }) {
+  return (
+    <div className={props.tone ? `big-number ${props.tone}` : 'big-number'}>
+      <div className="big-label">{props.label}</div>
+      <div className="big-value" data-live="">{props.value}</div>
+    </div>
+  );
+}
