@@ -1,9 +1,9 @@
 // A/B benchmark: pgbench -S through tidepool at two git revisions side by side, on each relay, alternated in one run.
-// Usage: npm run build && node dist/bench/pooler-ab.js --before <rev> [--after <rev>] [--duration 10 --repeats 5 --clients 10 --relays native,js]
+// Usage: npm run build && node dist/bench/pooler-ab.js --before <rev> [--after <rev>] [--duration 10 --repeats 5 --clients 10 --relays native,js --protocols simple]
 // Without --after, "after" is this checkout as built (dist/). Each revision is exported with `git archive` and
 // compiled with this checkout's node_modules; both use this checkout's native addon (build/Release) unless the
 // revision's native/ differs, when it builds its own.
-// Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_RELAYS, BENCH_POOL_SIZE, BENCH_SCALE,
+// Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_RELAYS, BENCH_PROTOCOLS, BENCH_POOL_SIZE, BENCH_SCALE,
 // BENCH_MAX_OTHER_LOAD, BENCH_QUIET_WAIT, BENCH_OUT (each also a --flag of the same name in kebab case).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -31,6 +31,9 @@ const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5'));
 const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3'));
 const CLIENTS = Number(opt('clients', 'BENCH_CLIENTS', '10'));
 const RELAYS = opt('relays', 'BENCH_RELAYS', 'native,js').split(',').filter((r): r is Relay => r === 'native' || r === 'js');
+/** pgbench --protocol values, each a scenario of its own (prepared needs a revision with prepared_statements). */
+const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple').split(',').map((p) => p.trim())
+  .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
 const POOL_SIZE = Number(opt('pool-size', 'BENCH_POOL_SIZE', '20'));
 const SCALE = Number(opt('scale', 'BENCH_SCALE', '10'));
 const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
@@ -40,10 +43,10 @@ const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'resul
 type Relay = 'native' | 'js';
 const SIDES = ['before', 'after'] as const;
 type Side = (typeof SIDES)[number];
-interface Run extends PgbenchResult { relay: Relay; side: Side; repeat: number; poolerCpu: number; foreignCores: number }
+interface Run extends PgbenchResult { relay: Relay; protocol: Scenario['protocol']; side: Side; repeat: number; poolerCpu: number; foreignCores: number }
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-const scenario: Scenario = { key: `simple-c${CLIENTS}`, protocol: 'simple', clients: CLIENTS, reconnect: false };
+const scenarios: Scenario[] = PROTOCOLS.map((protocol) => ({ key: `${protocol}-c${CLIENTS}`, protocol, clients: CLIENTS, reconnect: false }));
 
 let pg: RunningPostgres | null = null;
 const poolers = new Map<string, RunningPeer>();
@@ -88,52 +91,53 @@ function checkout(rev: string, side: Side): string {
   return dir;
 }
 
-async function measure(relay: Relay, side: Side, repeat: number, ticks: number, logDir: string): Promise<Run> {
+async function measure(relay: Relay, scenario: Scenario, side: Side, repeat: number, ticks: number, logDir: string): Promise<Run> {
   const t0 = Date.now();
   while (QUIET_WAIT > 0 && (await otherLoad(1000, ticks)) > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000);
   const p = poolers.get(`${relay}-${side}`)!;
   const sampler = new RunSampler(p.pid, ticks);
   sampler.start();
-  pgbench = runPgbench(scenario, { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, DURATION, logDir, `${relay}-${side}-${repeat}`);
+  pgbench = runPgbench(scenario, { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, DURATION, logDir, `${relay}-${scenario.protocol}-${side}-${repeat}`);
   const r = await pgbench.done;
   pgbench = null;
   const s = sampler.stop();
-  return { ...r, relay, side, repeat, poolerCpu: s.cpuPercent, foreignCores: s.foreignCores };
+  return { ...r, relay, protocol: scenario.protocol, side, repeat, poolerCpu: s.cpuPercent, foreignCores: s.foreignCores };
 }
 
 function report(revs: Record<Side, string>, runs: Run[], machine: string): string {
   const fmt = (v: number, d = 0) => (Number.isFinite(v) ? v.toFixed(d) : '-');
   const rows: string[] = [];
-  for (const relay of RELAYS) {
+  for (const { protocol } of scenarios) for (const relay of RELAYS) {
+    const mine = runs.filter((r) => r.relay === relay && r.protocol === protocol);
     const pairs: number[] = [];
     for (let rep = 0; rep < REPEATS; rep++) {
-      const [b, a] = SIDES.map((side) => runs.find((r) => r.relay === relay && r.side === side && r.repeat === rep));
+      const [b, a] = SIDES.map((side) => mine.find((r) => r.side === side && r.repeat === rep));
       if (b?.ok && a?.ok) pairs.push(a.tps / b.tps);
     }
-    const beforeTps = median(runs.filter((r) => r.relay === relay && r.side === 'before' && r.ok).map((r) => r.tps));
+    const beforeTps = median(mine.filter((r) => r.side === 'before' && r.ok).map((r) => r.tps));
     for (const side of SIDES) {
-      const ok = runs.filter((r) => r.relay === relay && r.side === side && r.ok);
+      const ok = mine.filter((r) => r.side === side && r.ok);
       const tps = median(ok.map((r) => r.tps));
       const ratio = side === 'after' ? `${(tps / beforeTps).toFixed(3)}x (pairs: ${median(pairs).toFixed(3)}x)` : '1';
-      rows.push(`| ${relay} | ${side} (${revs[side]}) | ${fmt(tps)} | ${ok.map((r) => Math.round(r.tps)).join(', ')} | ${ratio} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => (r.poolerCpu / 100) * 1e6 / r.tps)), 1)} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} |`);
+      rows.push(`| ${protocol} | ${relay} | ${side} (${revs[side]}) | ${fmt(tps)} | ${ok.map((r) => Math.round(r.tps)).join(', ')} | ${ratio} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => (r.poolerCpu / 100) * 1e6 / r.tps)), 1)} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} |`);
     }
   }
-  const failed = runs.filter((r) => !r.ok).map((r) => `- ${r.relay} ${r.side} run ${r.repeat + 1}: ${r.error}`);
+  const failed = runs.filter((r) => !r.ok).map((r) => `- ${r.protocol} ${r.relay} ${r.side} run ${r.repeat + 1}: ${r.error}`);
   return [
-    `# tidepool A/B: ${revs.before} -> ${revs.after}, pgbench -S, ${CLIENTS} clients`,
+    `# tidepool A/B: ${revs.before} -> ${revs.after}, pgbench -S --protocol ${PROTOCOLS.join('/')}, ${CLIENTS} clients`,
     '',
     `Run on ${new Date().toISOString().slice(0, 10)}. ${machine}`,
     '',
-    `pgbench -S -n --protocol=simple -c ${CLIENTS}, ${DURATION} s per run, ${REPEATS} runs per relay and revision, before and after alternated (order swapped every run), medians quoted, after a ${WARMUP} s warm-up each. One tidepool process per relay and revision (transaction mode, pool size ${POOL_SIZE}, md5 auth), all in front of one PostgreSQL (scale ${SCALE}); the js rows run with TIDEPOOL_NATIVE_RELAY=0. Pooler CPU: µs of the pooler process per transaction (/proc). Other load: cores used meanwhile by processes this benchmark did not start (it waits up to ${QUIET_WAIT} s for at most ${MAX_OTHER_LOAD} before each run). after/before: ratio of the medians, and in brackets the median of the ratios of each repeat's two runs (neighbours in time).`,
+    `pgbench -S -n --protocol=${PROTOCOLS.join('|')} -c ${CLIENTS}, ${DURATION} s per run, ${REPEATS} runs per protocol, relay and revision, before and after alternated (order swapped every run), medians quoted, after a ${WARMUP} s warm-up each. One tidepool process per relay and revision (transaction mode, pool size ${POOL_SIZE}, md5 auth), all in front of one PostgreSQL (scale ${SCALE}); the js rows run with TIDEPOOL_NATIVE_RELAY=0. Pooler CPU: µs of the pooler process per transaction (/proc). Other load: cores used meanwhile by processes this benchmark did not start (it waits up to ${QUIET_WAIT} s for at most ${MAX_OTHER_LOAD} before each run). after/before: ratio of the medians, and in brackets the median of the ratios of each repeat's two runs (neighbours in time).`,
     '',
-    '| relay | revision | tps (median) | tps of each run | after/before | p50 ms | pooler CPU µs/transaction | other load (cores) |',
-    '|---|---|---|---|---|---|---|---|',
+    '| protocol | relay | revision | tps (median) | tps of each run | after/before | p50 ms | pooler CPU µs/transaction | other load (cores) |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     ...(failed.length ? ['Failed runs:', '', ...failed, ''] : []),
     '```sh',
-    `npm run build && node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')}`,
-    pgbenchCommand(scenario, DURATION),
+    `npm run build && node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}`,
+    ...scenarios.map((s) => pgbenchCommand(s, DURATION)),
     '```',
     '',
   ].join('\n');
@@ -169,17 +173,17 @@ async function main(): Promise<void> {
   const logDir = path.join(workDir, 'pgbench');
   mkdirSync(logDir, { recursive: true });
   for (const [key, p] of poolers) {
-    pgbench = runPgbench(scenario, { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, WARMUP, logDir, `warmup-${key}`);
+    pgbench = runPgbench(scenarios[0]!, { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, WARMUP, logDir, `warmup-${key}`);
     await pgbench.done;
     pgbench = null;
   }
   const runs: Run[] = [];
   for (let rep = 0; rep < REPEATS; rep++) {
-    for (const relay of RELAYS) {
+    for (const scenario of scenarios) for (const relay of RELAYS) {
       for (const side of rep % 2 === 0 ? SIDES : [...SIDES].reverse()) {
-        const r = await measure(relay, side, rep, ticks, logDir);
+        const r = await measure(relay, scenario, side, rep, ticks, logDir);
         runs.push(r);
-        progress(`#${rep + 1} ${relay} ${side}: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED (${r.error})`}, pooler CPU ${r.poolerCpu.toFixed(0)}%, other load ${r.foreignCores.toFixed(2)} cores`);
+        progress(`#${rep + 1} ${scenario.protocol} ${relay} ${side}: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED (${r.error})`}, pooler CPU ${r.poolerCpu.toFixed(0)}%, other load ${r.foreignCores.toFixed(2)} cores`);
       }
     }
   }

@@ -10,6 +10,9 @@ import { freePort } from '../src/launcher/embedded-postgres.js';
 export const BENCH_USER = 'bench';
 export const BENCH_PASSWORD = 'bench-password';
 export const BENCH_DB = 'bench';
+/** PgBouncer's session-mode alias of the bench database: PgBouncer 1.18 cannot keep pgbench's protocol-level
+ * prepared statements (`--protocol prepared`) in transaction mode, so that scenario runs it in session mode. */
+export const BENCH_SESSION_DB = 'bench_session';
 
 const NOBODY = { uid: 65534, gid: 65534 };
 
@@ -73,10 +76,13 @@ export interface PgBouncerOptions {
   serverHost: string;
   serverPort: number;
   poolSize: number;
+  /** Server connections of the session-mode alias (BENCH_SESSION_DB): one per client, so the largest client count. */
+  sessionPoolSize: number;
   progress: (msg: string) => void;
 }
 
-/** PgBouncer in transaction mode as user nobody, md5 auth from a plaintext auth_file, connection logging off. */
+/** PgBouncer in transaction mode as user nobody, md5 auth from a plaintext auth_file, connection logging off; the
+ * same PostgreSQL database also as BENCH_SESSION_DB in session mode. */
 export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPeer> {
   const bin = ensurePgBouncer(opts.progress);
   const version = (spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout ?? '').split('\n')[0]?.trim() ?? '?';
@@ -90,6 +96,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
   writeFileSync(configFile, [
     '[databases]',
     `${BENCH_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB}`,
+    `${BENCH_SESSION_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB} pool_mode=session pool_size=${opts.sessionPoolSize}`,
     '',
     '[pgbouncer]',
     `listen_addr = ${host}`,
@@ -129,6 +136,10 @@ export interface TidepoolOptions {
   logLevel?: string;
   /** TOML appended to the config (more sections, e.g. [web] or [logs]). */
   extraToml?: string;
+  /** Node options before the script (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+  /** Environment of the child (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** `tidepool pooler` in transaction mode, md5 client auth, log_level info unless told (it logs no line per client at info). */
@@ -159,7 +170,7 @@ ${opts.extraToml ?? ''}`);
   writeFileSync(logFile, '');
   const fd = openSync(logFile, 'a');
   const bin = path.join(opts.root, 'bin', 'tidepool.js');
-  const child = spawn(process.execPath, [bin, 'pooler', '--config', configFile], { cwd: opts.root, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), bin, 'pooler', '--config', configFile], { cwd: opts.root, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
   await waitListening(host, port, child, logFile, 'tidepool', /pooler listening/);
   const pkg = JSON.parse(readFileSync(path.join(opts.root, 'package.json'), 'utf8')) as { version: string };
   return { name: 'tidepool', host, port, child, pid: child.pid ?? -1, logFile, configFile, version: pkg.version, stop: () => stopChild(child, 'SIGINT') };

@@ -71,6 +71,14 @@ const mib = (x: number) => (Number.isFinite(x) && x > 0 ? `${(x / 1048576).toFix
 const cores = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}x` : '-');
 
+/** How a target pools in a scenario: PgBouncer 1.18 keeps pgbench's named statements only in session mode. */
+export function targetMode(target: TargetName, s: Scenario): 'direct' | 'transaction' | 'session' {
+  if (target === 'direct') return 'direct';
+  return target === 'PgBouncer' && s.protocol === 'prepared' ? 'session' : 'transaction';
+}
+
+const targetLabel = (target: TargetName, s: Scenario) => (targetMode(target, s) === 'session' ? `${target} (session mode)` : target);
+
 export function scenarioTitle(s: Scenario): string {
   return `${s.protocol}${s.reconnect ? ', -C (reconnect per transaction)' : ''}, ${s.clients} client${s.clients === 1 ? '' : 's'}`;
 }
@@ -88,9 +96,11 @@ export function renderReport(ctx: ReportContext, scenarios: Scenario[], records:
     const d = sum(s.key, 'direct');
     const b = sum(s.key, 'PgBouncer');
     const t = sum(s.key, 'tidepool');
-    out.push(`| ${scenarioTitle(s)} | ${int(d.tps)} | ${int(b.tps)} | ${int(t.tps)} | **${ratio(t.tps, b.tps)}** | ${pct(b.cpuPercent)} | ${pct(t.cpuPercent)} | ${mib(b.rssMax)} | ${mib(t.rssMax)} | ${cores(summarize(records.filter((r) => r.scenario === s.key)).foreignCores)} |`);
+    const session = targetMode('PgBouncer', s) === 'session' ? ' (session mode)' : '';
+    out.push(`| ${scenarioTitle(s)} | ${int(d.tps)} | ${int(b.tps)}${session} | ${int(t.tps)} | **${ratio(t.tps, b.tps)}** | ${pct(b.cpuPercent)} | ${pct(t.cpuPercent)} | ${mib(b.rssMax)} | ${mib(t.rssMax)} | ${cores(summarize(records.filter((r) => r.scenario === s.key)).foreignCores)} |`);
   }
   out.push('');
+  out.push(...renderTargets(scenarios, records));
   out.push('tps: median over the repeats (pgbench "tps = ... (without initial connection time)"; with -C "(including reconnection times)"). CPU: user + system time of the pooler process from /proc/<pid>/stat over the pgbench run, in percent of one core (median over the repeats). RSS: peak VmRSS from /proc/<pid>/status sampled every 200 ms (max over the repeats). Other load: CPU taken during the runs by processes this benchmark did not start (busy time from /proc/stat minus the CPU of our own process tree: PostgreSQL, the poolers, pgbench), in cores, median over the runs; anything well above 0 means other work on the machine shared the cores with the run.', '');
   for (const s of scenarios) {
     out.push(`## ${scenarioTitle(s)}`, '');
@@ -102,10 +112,10 @@ export function renderReport(ctx: ReportContext, scenarios: Scenario[], records:
       const x = sum(s.key, target);
       summaries.set(target, x);
       errors.push(...x.errors);
-      out.push(`| ${target} | ${int(x.tps)} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`);
+      out.push(`| ${targetLabel(target, s)} | ${int(x.tps)} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`);
     }
     out.push('');
-    out.push(`tidepool / PgBouncer tps: **${ratio(summaries.get('tidepool')!.tps, summaries.get('PgBouncer')!.tps)}**; tidepool / direct: ${ratio(summaries.get('tidepool')!.tps, summaries.get('direct')!.tps)}.`, '');
+    out.push(`tidepool / ${targetLabel('PgBouncer', s)} tps: **${ratio(summaries.get('tidepool')!.tps, summaries.get('PgBouncer')!.tps)}**; tidepool / direct: ${ratio(summaries.get('tidepool')!.tps, summaries.get('direct')!.tps)}.`, '');
     if (errors.length) {
       out.push('Errors:', '');
       for (const e of errors) out.push(`- ${e}`);
@@ -121,4 +131,40 @@ export function renderReport(ctx: ReportContext, scenarios: Scenario[], records:
   out.push(...ctx.commands);
   out.push('```', '');
   return out.join('\n');
+}
+
+/** The prepared-statement targets (issue 9): tidepool `prepared` >= tidepool `simple`, tidepool `extended` >= 1.2x
+ * PgBouncer `extended`, at every client count both scenarios ran; with tidepool's CPU per transaction. */
+function renderTargets(scenarios: Scenario[], records: RunRecord[]): string[] {
+  const find = (protocol: Scenario['protocol'], clients: number) => scenarios.find((s) => s.protocol === protocol && s.clients === clients && !s.reconnect);
+  const of = (s: Scenario, t: TargetName) => summarize(records.filter((r) => r.scenario === s.key && r.target === t));
+  const usPerTx = (x: Summary) => (Number.isFinite(x.cpuPercent) && x.tps > 0 ? `${((x.cpuPercent / 100) * 1e6 / x.tps).toFixed(1)} µs` : '-');
+  const rows: string[] = [];
+  const verdict = (r: number, goal: number) => (!Number.isFinite(r) ? '-' : r >= goal ? 'met' : '**missed**');
+  for (const s of scenarios) {
+    if (s.reconnect || s.protocol !== 'prepared') continue;
+    const simple = find('simple', s.clients);
+    if (!simple) continue;
+    const p = of(s, 'tidepool');
+    const q = of(simple, 'tidepool');
+    const r = p.tps / q.tps;
+    rows.push(`| tidepool prepared / tidepool simple >= 1.00 | ${s.clients} | ${int(p.tps)} / ${int(q.tps)} | **${ratio(p.tps, q.tps)}** | ${verdict(r, 1)} | ${usPerTx(p)} / ${usPerTx(q)} |`);
+  }
+  for (const s of scenarios) {
+    if (s.reconnect || s.protocol !== 'extended') continue;
+    const t = of(s, 'tidepool');
+    const b = of(s, 'PgBouncer');
+    const r = t.tps / b.tps;
+    rows.push(`| tidepool extended / PgBouncer extended >= 1.20 | ${s.clients} | ${int(t.tps)} / ${int(b.tps)} | **${ratio(t.tps, b.tps)}** | ${verdict(r, 1.2)} | ${usPerTx(t)} / ${usPerTx(b)} |`);
+  }
+  if (!rows.length) return [];
+  return [
+    '## Prepared-statement targets', '',
+    '| Target | clients | tps (medians) | ratio | | pooler CPU per transaction |',
+    '|---|---:|---:|---:|---|---:|',
+    ...rows,
+    '',
+    'Ratios of the medians above. Pooler CPU per transaction: the pooler\'s CPU over the run divided by its tps (median CPU% / median tps), first target / second. The third target (simple protocol not slower than before the prepared-statement work) is a same-run A/B of two revisions: `bench/pooler-ab.ts`, `bench/results/pooler-ab.md`.',
+    '',
+  ];
 }

@@ -1,8 +1,9 @@
 // Pooler benchmark: pgbench -S through direct PostgreSQL, PgBouncer and tidepool side by side in one run,
 // alternating the targets within every scenario; medians to bench/results/pooler.md.
 // Usage: npm run build && npm run bench:pooler [-- --duration 10 --repeats 3 --clients 1,10,50,200 --quick]
-// Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_RECONNECT_CLIENTS, BENCH_POOL_SIZE, BENCH_SCALE,
-// BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each also a --flag of the same name in kebab case).
+// Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_PREPARED_CLIENTS, BENCH_RECONNECT_CLIENTS,
+// BENCH_PROTOCOLS, BENCH_POOL_SIZE, BENCH_SCALE, BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each
+// also a --flag of the same name in kebab case).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -11,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { TARGETS, median, renderReport, scenarioTitle, type RunRecord, type TargetName } from './pooler-report.js';
+import { BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
@@ -30,6 +31,10 @@ const DURATION = Number(opt('duration', 'BENCH_DURATION', '10', '3'));
 const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5', '1'));
 const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3', '1'));
 const CLIENTS = numList(opt('clients', 'BENCH_CLIENTS', '1,10,50,200', '1,10'));
+/** Client counts of `--protocol prepared` (pgbench's named statements, which need the pooler's rewriting). */
+const PREPARED_CLIENTS = numList(opt('prepared-clients', 'BENCH_PREPARED_CLIENTS', '10,50', '10'));
+const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple,extended,prepared').split(',').map((p) => p.trim())
+  .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
 const RECONNECT_CLIENTS = numList(opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', '10,50', '10'));
 const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
 const RETRIES = Number(opt('retries', 'BENCH_RETRIES', '1', '0'));
@@ -80,10 +85,10 @@ process.on('exit', () => { if (!cleaning) killLeftovers(); });
 
 function scenarios(): Scenario[] {
   const list: Scenario[] = [];
-  for (const protocol of ['simple', 'extended'] as const) {
-    for (const clients of CLIENTS) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
+  for (const protocol of PROTOCOLS) {
+    for (const clients of protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
   }
-  for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+  if (PROTOCOLS.includes('simple')) for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
   return list;
 }
 
@@ -95,16 +100,18 @@ function versionOf(cmd: string, args: string[]): string {
 async function startPeer(name: TargetName): Promise<RunningPeer> {
   const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE };
   const peer = name === 'PgBouncer'
-    ? await startPgBouncer({ ...common, dir: path.join(workDir, 'pgbouncer'), progress })
+    ? await startPgBouncer({ ...common, sessionPoolSize: Math.max(1, ...PREPARED_CLIENTS), dir: path.join(workDir, 'pgbouncer'), progress })
     : await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
   peers.set(name, peer);
   progress(`${peer.name} ${peer.version} listening on ${peer.host}:${peer.port} (pid ${peer.pid})`);
   return peer;
 }
 
-function targetOf(name: TargetName): PgbenchTarget {
+/** The target's address; PgBouncer's session-mode alias for a scenario it cannot run in transaction mode. */
+function targetOf(name: TargetName, s?: Scenario): PgbenchTarget {
   const p = name === 'direct' ? { host: pg!.host, port: pg!.port } : peers.get(name)!;
-  return { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
+  const database = s && targetMode(name, s) === 'session' ? BENCH_SESSION_DB : BENCH_DB;
+  return { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database };
 }
 
 /** Waits (up to QUIET_WAIT seconds) until other work on the machine takes at most MAX_OTHER_LOAD cores. */
@@ -127,7 +134,7 @@ async function measure(s: Scenario, target: TargetName, rep: number, notes: stri
   const live = target === 'direct' ? null : peers.get(target)!;
   const sampler = new RunSampler(live ? live.pid : null, ticks);
   sampler.start();
-  pgbench = runPgbench(s, targetOf(target), DURATION, logDir, `${s.key}-${target}-${rep}`);
+  pgbench = runPgbench(s, targetOf(target, s), DURATION, logDir, `${s.key}-${target}-${rep}`);
   const r = await pgbench.done;
   pgbench = null;
   return { ...r, scenario: s.key, target, repeat: rep, ...sampler.stop() };
@@ -139,9 +146,11 @@ async function main(): Promise<void> {
   const ticks = clockTicks();
   const notes: string[] = [];
   const load0 = os.loadavg();
-  progress(`work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, clients ${CLIENTS.join(',')}, -C clients ${RECONNECT_CLIENTS.join(',')}, pool_size ${POOL_SIZE}, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`);
+  progress(`work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, protocols ${PROTOCOLS.join(',')}, clients ${CLIENTS.join(',')}, prepared clients ${PREPARED_CLIENTS.join(',')}, -C clients ${RECONNECT_CLIENTS.join(',')}, pool_size ${POOL_SIZE}, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`);
 
-  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 300, shared_buffers: '256MB' } });
+  // Room for every pool at once: PgBouncer's two, tidepool's, and the direct run's clients.
+  const maxConnections = Math.max(300, 2 * POOL_SIZE + Math.max(0, ...PREPARED_CLIENTS) + Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) + 20);
+  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: maxConnections, shared_buffers: '256MB' } });
   progress(`PostgreSQL on ${pg.host}:${pg.port} (pid ${pg.pid})`);
   pg.sql(`SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
   pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
@@ -193,7 +202,7 @@ async function main(): Promise<void> {
     '# pooler.toml (node bin/tidepool.js pooler --config pooler.toml)',
     ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8').trim().split('\n'),
   ];
-  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE}, md5 client auth (the role's secret is md5 so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections 300, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
+  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". md5 client auth (the role's secret is md5 so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
   const write = () => {
     mkdirSync(path.dirname(OUT), { recursive: true });
     writeFileSync(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));
