@@ -20,6 +20,8 @@ export class ActiveFraction implements FractionView {
   private readonly docLen: number[] = [];
   private readonly batches: Buffer[] = [];
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+  /** Client `_id` of the documents that carry one (kept in the document as its field `_id`) -> local id. */
+  readonly clientIds = new Map<string, number>();
   minTime = Infinity;
   maxTime = -Infinity;
   rawBytes = 0;
@@ -44,6 +46,7 @@ export class ActiveFraction implements FractionView {
     if (n > 0 && (time < this.times[n - 1]! || (time === this.times[n - 1]! && tail <= this.lastTail))) this.ordered = false;
     this.lastTail = tail;
     this.index.addDoc(doc);
+    if (typeof doc._id === 'string') this.clientIds.set(doc._id, n);
     this.times.push(time);
     this.counters.push(counter);
     if (this.batches[this.batches.length - 1] !== buf) this.batches.push(buf);
@@ -135,6 +138,10 @@ export class ActiveFraction implements FractionView {
 
   fields(): string[] {
     return this.index.seenFields();
+  }
+
+  hasClientId(id: string): boolean {
+    return this.clientIds.has(id);
   }
 }
 
