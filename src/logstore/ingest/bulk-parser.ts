@@ -74,6 +74,8 @@ const MAX_RUN_GAP = 256;
 
 const INDEX_OPEN = Buffer.from('{"index":{');
 const CREATE_OPEN = Buffer.from('{"create":{');
+const ID_KEY = Buffer.from('"_id":"');
+const INDEX_KEY = Buffer.from('"_index":"');
 
 function startsWith(buf: Buffer, start: number, end: number, prefix: Buffer): boolean {
   if (end - start < prefix.length) return false;
@@ -260,17 +262,16 @@ export class BulkParser {
     if (raw[p] !== 0x7d) {
       for (;;) {
         if (raw[p] !== 0x22) return false;
-        let k = p + 1;
-        while (k < end && raw[k] !== 0x22) k++;
-        const key = raw.toString('latin1', p + 1, k);
-        if ((key !== '_index' && key !== '_id') || raw[k + 1] !== 0x3a || raw[k + 2] !== 0x22) return false;
-        let q = k + 3;
+        const key = startsWith(raw, p, end, ID_KEY) ? '_id' : startsWith(raw, p, end, INDEX_KEY) ? '_index' : null;
+        if (key === null) return false;
+        const k = p + (key === '_id' ? ID_KEY.length : INDEX_KEY.length);
+        let q = k;
         while (q < end && raw[q] !== 0x22) {
           if (raw[q] === 0x5c || raw[q]! < 0x20) return false;
           q++;
         }
         if (q >= end) return false;
-        meta[key] = raw.toString('utf8', k + 3, q);
+        meta[key] = raw.toString('utf8', k, q);
         p = q + 1;
         if (raw[p] === 0x2c) { p++; continue; }
         break;

@@ -2,7 +2,7 @@
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { IngestResult } from '../storage/shard.js';
-import { BulkParser, type BulkItems } from './bulk-parser.js';
+import { BulkParser, type BulkItems, type ItemError } from './bulk-parser.js';
 
 /** What travels with a batch besides its bytes: where it must go, and its documents' client ids. */
 export interface BatchMeta {
@@ -46,6 +46,21 @@ export interface BulkOutcome {
   runs: IdRun[];
   errors: boolean;
   took: number;
+}
+
+/** One item of a bulk outcome: its status, its id (client or generated; null when none) and result or error. */
+export function itemOutcome(out: BulkOutcome, i: number): { status: number; id: string | null; result: 'created' | 'noop' | null; error: ItemError | null } {
+  const error = out.items.errors.get(i) ?? null;
+  let id = out.items.ids[i] ?? null;
+  if (error) return { status: error.status, id, result: null, error };
+  if (id === null) {
+    for (const run of out.runs) {
+      const j = run.items.indexOf(i);
+      if (j >= 0 && run.ids) id = Buffer.from(run.ids.buffer, run.ids.byteOffset + 24 * j, 24).toString('latin1');
+    }
+  }
+  const kept = out.items.kept.has(i);
+  return { status: kept ? 200 : 201, id, result: kept ? 'noop' : 'created', error: null };
 }
 
 function applyResult(items: BulkItems, run: IdRun, res: IngestResult): void {
@@ -121,8 +136,14 @@ export async function rejectBulk(body: Readable, opts: Pick<BulkOptions, 'maxDoc
 
 const CREATED_TAIL = Buffer.from('","_version":1,"result":"created","status":201}}');
 const KEPT_TAIL = Buffer.from('","_version":1,"result":"noop","status":200}}');
-/** Ids that go into a JSON string as they are (no quote, backslash or control character). */
-const PLAIN_ID = /^[^"\\\u0000-\u001f]*$/;
+/** Whether an id goes into a JSON string as it is (no quote, backslash or control character). */
+function plainId(id: string): boolean {
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
 
 /**
  * The Elasticsearch bulk response, built as bytes: one template per (action, index) with each id copied in,
@@ -152,7 +173,7 @@ export function bulkResponse(out: BulkOutcome): Buffer {
     errText.set(i, Buffer.from(`{"${ops[i]}":{"_index":${JSON.stringify(indexes[i])},"_id":${JSON.stringify(clientIds[i] ?? null)},"status":${e.status},"error":${JSON.stringify({ type: e.type, reason: e.reason })}}}`));
   }
   /** A client id as it goes between the quotes. */
-  const idText = (id: string) => (PLAIN_ID.test(id) ? id : JSON.stringify(id).slice(1, -1));
+  const idText = (id: string) => (plainId(id) ? id : JSON.stringify(id).slice(1, -1));
   // Where each stored item's generated id is: its batch (run) and its place in it.
   const runOf = new Int32Array(n).fill(-1);
   const posOf = new Int32Array(n);

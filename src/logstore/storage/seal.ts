@@ -153,9 +153,9 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   }
 
   if (frac.clientIds.size > 0) {
-    const entries: [string, number][] = [];
-    for (const [id, old] of frac.clientIds) entries.push([id, newOf[old]!]);
-    put(FILES.clientIds, encodeClientIds(entries));
+    const { hashes, locals } = frac.clientIds.entries();
+    for (let i = 0; i < locals.length; i++) locals[i] = newOf[locals[i]!]!;
+    put(FILES.clientIds, encodeClientIds(hashes, locals));
   }
 
   const meta: FractionMeta = {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { postings as P } from '../../native/index.js';
 import { type Column, type DocRef, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
-import { SealedClientIds } from './client-ids.js';
+import { SealedClientIds, docHasClientId } from './client-ids.js';
 
 /** Decompressed blocks kept per fraction. */
 const BLOCK_CACHE = 16;
@@ -56,8 +56,7 @@ export class SealedFraction implements FractionView {
     if (!this.clientIds) return false;
     for (const local of this.clientIds.candidates(h)) {
       const r = this.docRef(local);
-      const doc = JSON.parse(r.buf.toString('utf8', r.start, r.end)) as Record<string, unknown>;
-      if (doc._id === id) return true;
+      if (docHasClientId(r.buf, r.start, r.end, id)) return true;
     }
     return false;
   }

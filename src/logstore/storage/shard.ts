@@ -210,7 +210,7 @@ export class Shard {
       let bytes: Uint8Array = data.subarray(start, start + len);
       if (t.clampedFrom !== undefined) {
         obj.original_timestamp = t.clampedFrom;
-        bytes = Buffer.from(JSON.stringify(obj));
+        bytes = Buffer.from(JSON.stringify(cid === null ? obj : { _id: cid, ...obj }));
       } else {
         if (!valid && !isUtf8(bytes)) bytes = Buffer.from(text);
         if (cid !== null) {
@@ -243,10 +243,17 @@ export class Shard {
 
   /** Whether a document with client id `id` is stored in this shard (active or sealed, within retention). */
   hasClientId(id: string): boolean {
-    if (this.active.hasClientId(id)) return true;
     const h = clientIdHash(id);
-    for (const { frac } of this.sealed.values()) if (frac.hasClientId(id, h)) return true;
+    if (this.active.hasClientId(id, h)) return true;
+    for (const frac of this.withClientIds()) if (frac.hasClientId(id, h)) return true;
     return false;
+  }
+
+  /** Sealed fractions that hold documents with client ids (rebuilt when fractions are sealed or dropped). */
+  private idFractions: SealedFraction[] | null = null;
+
+  private withClientIds(): SealedFraction[] {
+    return (this.idFractions ??= [...this.sealed.values()].filter((s) => (s.frac.meta.clientIds ?? 0) > 0).map((s) => s.frac));
   }
 
   /** Seals the active fraction (when it holds documents) and applies retention. */
@@ -260,6 +267,7 @@ export class Shard {
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
     this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
+    this.idFractions = null;
     this.log.info({ fraction: frac.name, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes, ms: Date.now() - started }, 'fraction sealed');
     this.newActive();
     this.applyRetention();
@@ -276,6 +284,7 @@ export class Shard {
       if (!tooBig && !tooOld) continue;
       this.catalog.remove(f.row.name);
       this.sealed.delete(f.row.name);
+      this.idFractions = null;
       f.frac.close();
       rmSync(this.fracDir(f.row.name), { recursive: true, force: true });
       total -= f.row.disk_bytes;

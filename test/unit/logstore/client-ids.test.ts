@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SealedClientIds, clientIdHash, encodeClientIds, findHash, routeClientId, withClientId, withClientIdBound } from '../../../src/logstore/storage/client-ids.js';
+import { ClientIdTable, SealedClientIds, clientIdHash, encodeClientIds, findHash, routeClientId, withClientId, withClientIdBound } from '../../../src/logstore/storage/client-ids.js';
 
 describe('client ids', () => {
   it('findHash finds every present hash at its first position, and no absent one', () => {
@@ -53,7 +53,7 @@ describe('client ids', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-cid-'));
     try {
       const entries: [string, number][] = Array.from({ length: 1000 }, (_, i) => [`k${i}`, 999 - i]);
-      writeFileSync(path.join(dir, 'f'), encodeClientIds(entries));
+      writeFileSync(path.join(dir, 'f'), encodeClientIds(Uint32Array.from(entries, ([id]) => clientIdHash(id)), entries.map(([, l]) => l)));
       const f = new SealedClientIds(path.join(dir, 'f'));
       for (const [id, local] of entries) expect(f.candidates(clientIdHash(id))).toContain(local);
       expect(f.candidates(clientIdHash('nope')).length).toBeLessThanOrEqual(1);
@@ -61,5 +61,17 @@ describe('client ids', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('the active table finds every id it holds (through growth and hash collisions), and lists them for the seal', () => {
+    const t = new ClientIdTable();
+    for (let i = 0; i < 5000; i++) t.add(clientIdHash(`a${i}`), i);
+    t.add(12345, 9000);
+    t.add(12345, 9001);
+    for (let i = 0; i < 5000; i++) expect(t.candidates(clientIdHash(`a${i}`))).toContain(i);
+    expect(t.candidates(12345).sort()).toEqual([9000, 9001]);
+    const { hashes, locals } = t.entries();
+    expect(hashes.length).toBe(5002);
+    expect([...locals].sort((a, b) => a - b).slice(-2)).toEqual([9000, 9001]);
   });
 });
