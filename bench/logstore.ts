@@ -2,6 +2,8 @@
 // PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
 // The same ingest and searches run on a cluster too: a proxy over one store, and a proxy over two shards.
 // Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg] [--no-cluster] [--out file.md]
+//   [--ids] (every action carries a client _id, as Fluent Bit's Generate_ID sends) [--ingest-only] (single mode:
+//   print the ingest figures as one JSON line and stop) [--tidepool DIR] (run the log store of another checkout, built)
 // BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
@@ -27,7 +29,10 @@ const SENDERS = arg('senders', 4);
 const SHARDS = arg('shards', 2);
 const RUNS = arg('runs', 21);
 const WITH_PG = !process.argv.includes('--no-pg');
-const WITH_CLUSTER = !process.argv.includes('--no-cluster');
+const WITH_IDS = process.argv.includes('--ids');
+const INGEST_ONLY = process.argv.includes('--ingest-only');
+const WITH_CLUSTER = !process.argv.includes('--no-cluster') && !INGEST_ONLY;
+const TIDEPOOL_ROOT = process.argv.includes('--tidepool') ? path.resolve(process.argv[process.argv.indexOf('--tidepool') + 1]!) : null;
 const BULK_DOCS = 5000;
 
 const rng = mulberry32;
@@ -99,7 +104,7 @@ interface Proc { child: ChildProcess; port: number; grpc: string }
 /** Starts one log-store process in `mode` and waits for its listening line. */
 async function startProc(dir: string, mode: 'single' | 'store' | 'proxy'): Promise<Proc> {
   const extra = (process.env.BENCH_STORE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...extra, path.join(TIDEPOOL_ROOT ?? ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise<Proc>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -235,6 +240,7 @@ async function main(): Promise<void> {
 
   process.stderr.write(`generating ${DOCS} documents\n`);
   const r = rng(1);
+  const rid = rng(99);
   const bodies: Buffer[] = [];
   const rawFile = path.join(WORK, 'docs.ndjson');
   const raw = createWriteStream(rawFile);
@@ -245,7 +251,8 @@ async function main(): Promise<void> {
     for (let k = i; k < Math.min(DOCS, i + BULK_DOCS); k++) {
       const d = makeDoc(k, r);
       docs.push(d);
-      lines.push('{"index":{}}', d);
+      // A shipper-made id (Fluent Bit's Generate_ID hashes the record; a UUID-shaped hex string here).
+      lines.push(WITH_IDS ? `{"index":{"_id":"${(rid() * 2 ** 32 >>> 0).toString(16).padStart(8, '0')}-${k.toString(16).padStart(8, '0')}-${(rid() * 2 ** 32 >>> 0).toString(16).padStart(8, '0')}"}}` : '{"index":{}}', d);
     }
     const docText = docs.join('\n') + '\n';
     rawBytes += Buffer.byteLength(docText);
@@ -278,6 +285,12 @@ async function main(): Promise<void> {
     ingest.push({ sec, cpu: cpus.reduce((a, b) => a + b, 0), proxyCpu: topo.stores ? cpus[0]! : 0, liveDisk, sealedDisk: topo.disk() });
   }
   bodies.length = 0;
+  if (INGEST_ONLY) {
+    const { sec, cpu } = ingest[0]!;
+    process.stdout.write(`${JSON.stringify({ docs: DOCS, ids: WITH_IDS, tidepool: TIDEPOOL_ROOT ?? ROOT, seconds: sec, docsPerSec: DOCS / sec, cpuSeconds: cpu, load: os.loadavg()[0] })}\n`);
+    rmSync(WORK, { recursive: true, force: true });
+    return;
+  }
   for (const topo of topologies) await topo.start();
   const { sec: ingestSec, cpu: ingestCpu, liveDisk, sealedDisk } = ingest[0]!;
   // Like the pg driver, which parses every jsonb row it receives, the client decodes the whole response.

@@ -25,7 +25,9 @@ export const logstoreShape = {
   }),
   limits: t.section({
     max_doc_size: t.size(1024 ** 2, 'Largest document line in a bulk; a bigger one fails alone with a per-item 400.'),
-    inflight_bulks: t.int(32, 'Bulk requests processed at once; one more is answered 429.', 1, 100_000),
+    inflight_bulks: t.int(32, 'Bulk (and single-document) writes processed at once; more wait in the bulk queue.', 1, 100_000),
+    bulk_queue: t.int(1024, 'Writes that may wait (body unread) for one of inflight_bulks; past it a bulk\'s items are answered 429 at once.', 0, 1_000_000),
+    bulk_queue_wait: t.duration(10_000, 'Longest wait in the bulk queue; then every item of the bulk is answered 429 es_rejected_execution_exception inside a 200 (a single-document write: 429).'),
     search_docs: t.int(100_000, 'Largest offset + size of one search, and largest id list of one fetch.', 1, 100_000_000),
   }),
   cluster: t.section({

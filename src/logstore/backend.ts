@@ -1,5 +1,5 @@
 // What the public API (HTTP and gRPC) runs on: the local store in single mode, the cluster of stores in proxy mode.
-import type { BulkTarget } from './ingest/bulk.js';
+import type { BatchMeta, BulkTarget } from './ingest/bulk.js';
 import type { FieldsPipe } from './query/ast.js';
 import type { ShardHit, ShardQuery } from './search/execute.js';
 import type { MergedQueryResult } from './search/merge.js';
@@ -62,8 +62,12 @@ export class LocalBackend implements LogBackend {
     return this.store.shardCount;
   }
 
-  ingest(buf: Uint8Array, offs: Int32Array) {
-    return this.store.ingest(buf, offs);
+  ingest(buf: Uint8Array, offs: Int32Array, meta?: BatchMeta) {
+    return this.store.ingest(buf, offs, undefined, undefined, meta);
+  }
+
+  route(id: string): number {
+    return this.store.route(id);
   }
 
   query(q: SearchTask): Promise<QueryAnswer> {

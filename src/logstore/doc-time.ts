@@ -43,9 +43,28 @@ function fastIso(v: string): number | null {
   return day + ((h * 60 + mi) * 60 + s) * 1000 + ms;
 }
 
-/** Milliseconds since the epoch from RFC 3339 or "YYYY-MM-DD HH:MM:SS.fff" (UTC when no zone), else null. */
+const EPOCH_TEXT = /^\d{1,20}(\.\d{1,9})?$/;
+
+/**
+ * Milliseconds from an epoch number, by its size: below 1e11 seconds (1e11 s is the year 5138, 1e11 ms is
+ * March 1973), below 1e14 milliseconds, below 1e17 microseconds, else nanoseconds. Elasticsearch's default
+ * date format reads numbers as milliseconds only; shippers also send seconds (Fluent Bit, rsyslog's
+ * `$now-unixtimestamp`, Python's time.time()) and Go sends nanoseconds. A value before 1971 is no time.
+ */
+export function epochMs(x: number): number | null {
+  if (!Number.isFinite(x) || x < 0) return null;
+  const ms = x < 1e11 ? Math.round(x * 1000) : x < 1e14 ? Math.round(x) : x < 1e17 ? Math.round(x / 1000) : Math.round(x / 1e6);
+  // A small number in a time field is a duration or a counter ("time": 0.25), not a date: not read as one.
+  return ms < MIN_TIME_MS ? null : ms;
+}
+
+/** Milliseconds since the epoch from RFC 3339, "YYYY-MM-DD HH:MM:SS.fff" (UTC when no zone) or an epoch
+ *  number (a JSON number or a string of digits: seconds, milliseconds, micro- or nanoseconds), else null. */
 export function parseDocTime(v: unknown): number | null {
-  if (typeof v !== 'string' || v.length < 19 || v.length > 40) return null;
+  if (typeof v === 'number') return epochMs(v);
+  if (typeof v !== 'string') return null;
+  if (v.length < 19 && v.length > 0 && v.charCodeAt(0) >= 48 && v.charCodeAt(0) <= 57 && EPOCH_TEXT.test(v)) return epochMs(Number(v));
+  if (v.length < 19 || v.length > 40) return null;
   // Fast path for the common "2006-01-02T15:04:05.000Z" shape.
   if (v.length === 24 && v.charCodeAt(10) === 84 && v.charCodeAt(23) === 90 && v.charCodeAt(19) === 46 && v.charCodeAt(4) === 45) {
     const t = fastIso(v);

@@ -13,6 +13,8 @@ import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
 import type { ShardHit, ShardQuery, ShardQueryResult } from './search/execute.js';
 import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
 import type { ShardWorkerData } from './storage/shard-worker.js';
+import type { BatchMeta } from './ingest/bulk.js';
+import { routeClientId } from './storage/client-ids.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -68,21 +70,30 @@ export class Store {
     await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })));
   }
 
+  /** The shard that stores (and checks) every document with client id `id`. */
+  route(id: string): number {
+    return routeClientId(id, this.pools.length);
+  }
+
   /**
-   * Sends a batch (its buffers are moved, not copied) to the least busy shard. A proxy passes `now` and `assign`
-   * so that every replica gives each document the same time and id.
+   * Sends a batch (its buffers are moved, not copied) to its routed shard (documents with client ids), or else
+   * to the least busy one. A proxy passes `now` and `assign` so that every replica gives each document the
+   * same time and id.
    */
-  async ingest(buf: Uint8Array, offs: Int32Array, now?: number, assign?: IdAssign): Promise<IngestResult> {
+  async ingest(buf: Uint8Array, offs: Int32Array, now?: number, assign?: IdAssign, meta?: BatchMeta): Promise<IngestResult> {
     let shard = this.next;
-    for (let k = 0; k < this.pools.length; k++) {
-      const i = (this.next + k) % this.pools.length;
-      if (this.pending[i]! < this.pending[shard]!) shard = i;
+    if (meta && meta.shard >= 0) shard = meta.shard;
+    else {
+      for (let k = 0; k < this.pools.length; k++) {
+        const i = (this.next + k) % this.pools.length;
+        if (this.pending[i]! < this.pending[shard]!) shard = i;
+      }
+      this.next = (shard + 1) % this.pools.length;
     }
-    this.next = (shard + 1) % this.pools.length;
     this.pending[shard]!++;
     try {
       return (await this.pools[shard]!.run(
-        { buf, offs, now, assign },
+        { buf, offs, now, assign, ...(meta ? { meta: { ids: meta.ids, create: meta.create } } : {}) },
         { name: 'ingest', transferList: [buf.buffer as ArrayBuffer, offs.buffer as ArrayBuffer] },
       )) as IngestResult;
     } finally {

@@ -32,11 +32,27 @@ function onPath(name: string): string | null {
 
 const at = (file: string) => () => (executable(file) ? file : null);
 
+/** rsyslog's Elasticsearch output module, wherever the multiarch library directory is. */
+export function omelasticsearchModule(): string | null {
+  for (const dir of ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib']) {
+    const file = path.join(dir, 'rsyslog', 'omelasticsearch.so');
+    try {
+      accessSync(file, constants.R_OK);
+      return file;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return null;
+}
+
 export const TOOLS: Tool[] = [
   { bin: 'chromium', found: at('/usr/bin/chromium'), pkg: 'chromium', usedBy: 'the console tests (test/e2e) drive /usr/bin/chromium with playwright-core' },
   { bin: 'promtool', found: at('/usr/bin/promtool'), pkg: 'prometheus', usedBy: 'the /metrics tests run promtool check metrics' },
   { bin: 'psql', found: () => onPath('psql'), pkg: 'postgresql-client', usedBy: 'the pooler tests drive psql' },
   { bin: 'pgbench', found: () => onPath('pgbench'), pkg: 'postgresql-contrib', usedBy: 'the pooler tests drive pgbench' },
+  { bin: 'rsyslogd', found: at('/usr/sbin/rsyslogd'), pkg: 'rsyslog', usedBy: 'the log-store shipper test runs rsyslog with its Elasticsearch output' },
+  { bin: 'omelasticsearch.so', found: omelasticsearchModule, pkg: 'rsyslog-elasticsearch', usedBy: 'the log-store shipper test runs rsyslog with its Elasticsearch output' },
 ];
 
 function say(line: string): void {

@@ -4,6 +4,7 @@ import type { LogstoreConfig } from '../../config/logstore.js';
 import type { MappingSpec } from '../mapping.js';
 import type { AsyncSearches } from '../api/async-search.js';
 import type { LogBackend } from '../backend.js';
+import type { WriteAdmission } from '../es/admission.js';
 import type { LogstoreMetrics } from './metrics.js';
 
 export interface HttpContext {
@@ -16,4 +17,6 @@ export interface HttpContext {
   metrics: LogstoreMetrics;
   /** Bulks being processed now. */
   inflight: { bulks: number };
+  /** Slots and queue of writes (made from limits.* on first use when absent). */
+  admission?: WriteAdmission;
 }

@@ -1,7 +1,8 @@
 // Elasticsearch-compatible routes: the probes shippers call before sending, and the bulk API.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BulkFormatError } from '../ingest/bulk-parser.js';
-import { BulkBodyError, bulkResponse, runBulk } from '../ingest/bulk.js';
+import { BulkBodyError, bulkResponse, rejectBulk, runBulk } from '../ingest/bulk.js';
+import { WriteAdmission } from '../es/admission.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
 
@@ -32,34 +33,64 @@ export function probe(req: IncomingMessage, res: ServerResponse): void {
   sendJson(res, 200, req.method === 'GET' ? {} : { acknowledged: true }, { 'x-elastic-product': 'Elasticsearch' });
 }
 
-function esError(res: ServerResponse, status: number, type: string, reason: string, close = false): void {
+export function esError(res: ServerResponse, status: number, type: string, reason: string, close = false): void {
   sendJson(res, status, { error: { root_cause: [{ type, reason }], type, reason }, status }, { 'x-elastic-product': 'Elasticsearch', ...(close ? { connection: 'close' } : {}) });
 }
 
-export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string): Promise<number> {
-  const limit = ctx.config.limits.inflight_bulks;
-  if (ctx.inflight.bulks >= limit) {
+export function admission(ctx: HttpContext): WriteAdmission {
+  const l = ctx.config.limits;
+  return (ctx.admission ??= new WriteAdmission(l.inflight_bulks, l.bulk_queue, l.bulk_queue_wait));
+}
+
+/** Waits for a write slot (the body stays unread meanwhile); false when the write is rejected for overload. */
+export async function admitWrite(ctx: HttpContext): Promise<boolean> {
+  const adm = admission(ctx);
+  const p = adm.acquire();
+  ctx.metrics.queued.set(adm.waiting);
+  const verdict = await p;
+  ctx.metrics.queued.set(adm.waiting);
+  if (verdict === 'rejected') {
     ctx.metrics.rejectedBulks.inc();
-    // The body is drained, not parsed; the connection closes after the answer.
-    esError(res, 429, 'es_rejected_execution_exception', `too many bulk requests in flight (limits.inflight_bulks = ${limit}); retry later`, true);
-    req.resume();
-    return 429;
+    return false;
   }
-  ctx.inflight.bulks++;
-  ctx.metrics.inflight.set(ctx.inflight.bulks);
+  ctx.inflight.bulks = adm.inflight;
+  ctx.metrics.inflight.set(adm.inflight);
+  return true;
+}
+
+export function releaseWrite(ctx: HttpContext): void {
+  const adm = admission(ctx);
+  adm.release();
+  ctx.inflight.bulks = adm.inflight;
+  ctx.metrics.inflight.set(adm.inflight);
+  ctx.metrics.queued.set(adm.waiting);
+}
+
+export function overloadReason(ctx: HttpContext): string {
+  const l = ctx.config.limits;
+  return `rejected execution: limits.inflight_bulks (${l.inflight_bulks}) writes in flight and the bulk queue full or waited ${l.bulk_queue_wait} ms (limits.bulk_queue ${l.bulk_queue}); retry later`;
+}
+
+/**
+ * POST /_bulk. Over the in-flight limit a bulk waits in a short FIFO queue; when the queue is full or the
+ * wait runs out its items are answered 429 es_rejected_execution_exception inside a 200, as Elasticsearch
+ * answers a full write queue, so every Elasticsearch client retries those items by itself.
+ */
+export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string): Promise<number> {
+  const encoding = String(req.headers['content-encoding'] ?? '').toLowerCase();
+  if (encoding !== '' && encoding !== 'gzip' && encoding !== 'identity') {
+    req.resume();
+    esError(res, 400, 'illegal_argument_exception', `unsupported Content-Encoding "${encoding}"; expected gzip or none`);
+    return 400;
+  }
+  const opts = { maxDocSize: ctx.config.limits.max_doc_size, defaultIndex: index, gzip: encoding === 'gzip' };
+  const admitted = await admitWrite(ctx);
   try {
-    const encoding = String(req.headers['content-encoding'] ?? '').toLowerCase();
-    if (encoding !== '' && encoding !== 'gzip' && encoding !== 'identity') {
-      req.resume();
-      esError(res, 400, 'illegal_argument_exception', `unsupported Content-Encoding "${encoding}"; expected gzip or none`);
-      return 400;
-    }
-    const out = await runBulk(req, ctx.store, {
-      maxDocSize: ctx.config.limits.max_doc_size, defaultIndex: index, gzip: encoding === 'gzip',
-      maxOutstanding: Math.max(2, ctx.store.shardCount * 2),
-    });
+    const out = admitted
+      ? await runBulk(req, ctx.store, { ...opts, maxOutstanding: Math.max(2, ctx.store.shardCount * 2) })
+      : await rejectBulk(req, opts, overloadReason(ctx));
     const failed = out.items.errors.size;
-    ctx.metrics.docs.inc(out.items.ops.length - failed);
+    if (admitted) ctx.metrics.docs.inc(out.items.ops.length - failed - out.items.kept.size);
     if (failed) ctx.metrics.docErrors.inc(failed);
     sendJson(res, 200, bulkResponse(out), { 'x-elastic-product': 'Elasticsearch' });
     return 200;
@@ -70,7 +101,6 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
     }
     throw err;
   } finally {
-    ctx.inflight.bulks--;
-    ctx.metrics.inflight.set(ctx.inflight.bulks);
+    if (admitted) releaseWrite(ctx);
   }
 }

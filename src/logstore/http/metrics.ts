@@ -10,6 +10,7 @@ export class LogstoreMetrics {
   });
   readonly docs = new Counter({ name: 'tidepool_logstore_ingested_docs_total', help: 'Documents stored (acknowledged).', registers: [this.registry] });
   readonly docErrors = new Counter({ name: 'tidepool_logstore_rejected_docs_total', help: 'Bulk items that failed.', registers: [this.registry] });
-  readonly rejectedBulks = new Counter({ name: 'tidepool_logstore_rejected_bulks_total', help: 'Bulks answered 429.', registers: [this.registry] });
+  readonly rejectedBulks = new Counter({ name: 'tidepool_logstore_rejected_bulks_total', help: 'Writes rejected for overload (a bulk: its items answered 429 inside a 200; a single document: 429).', registers: [this.registry] });
+  readonly queued = new Gauge({ name: 'tidepool_logstore_queued_bulks', help: 'Writes waiting for a slot (limits.bulk_queue).', registers: [this.registry] });
   readonly inflight = new Gauge({ name: 'tidepool_logstore_inflight_bulks', help: 'Bulk requests being processed.', registers: [this.registry] });
 }

@@ -5,6 +5,7 @@ import { ErrorCode, HttpError, sendError, sendJson } from './errors.js';
 import { bulk, license, probe, rootInfo } from './es-routes.js';
 import * as api from './search-routes.js';
 import { readJsonBody } from './body.js';
+import { esRoute } from '../es/router.js';
 
 type Handler = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => Promise<number>;
 
@@ -51,7 +52,7 @@ async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   return 200;
 }
 
-async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<[string, number]> {
+async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<[string, number]> {
   const method = req.method ?? 'GET';
   if (path === '/') {
     req.resume();
@@ -84,14 +85,16 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
     req.resume();
     return [path, await get(ctx, req, res)];
   }
+  const es = await esRoute(ctx, req, res, path, params);
+  if (es) return es;
   throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);
 }
 
 export function createApiServer(ctx: HttpContext): http.Server {
   return http.createServer((req, res) => {
     const started = process.hrtime.bigint();
-    const path = (req.url ?? '/').split('?')[0]!;
-    dispatch(ctx, req, res, path).then(
+    const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
+    dispatch(ctx, req, res, path, new URLSearchParams(query ?? '')).then(
       ([route, status]) => {
         ctx.metrics.requests.inc({ route, status: String(status) });
         ctx.metrics.duration.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);

@@ -1,7 +1,10 @@
 // Streaming NDJSON bulk parser (main thread): splits action/document pairs into batches of raw document
 // bytes for the shards; only action lines are parsed here, documents are parsed and tokenized in workers.
 
-export type BulkOp = 'index' | 'create';
+export type BulkOp = 'index' | 'create' | 'update' | 'delete';
+
+/** Elasticsearch's limit on a document id (bytes of UTF-8). */
+export const MAX_ID_BYTES = 512;
 
 export class BulkFormatError extends Error {
   constructor(readonly line: number, message: string) {
@@ -16,11 +19,15 @@ export interface ItemError {
   reason: string;
 }
 
-/** One document's place in the response (its id comes back from the shard with its batch). */
+/** One document's place in the response (a generated id comes back from the shard with its batch). */
 export interface BulkItems {
   ops: BulkOp[];
   indexes: string[];
+  /** The `_id` of the action line, or null (the shard generates one). */
+  ids: (string | null)[];
   errors: Map<number, ItemError>;
+  /** `index` items whose `_id` was already stored: the first copy is kept and the item answers 200 "noop". */
+  kept: Set<number>;
 }
 
 export interface Batch {
@@ -29,6 +36,12 @@ export interface Batch {
   offs: Int32Array;
   /** Item number of each document. */
   items: number[];
+  /** The shard that must store the batch (its documents carry ids routed there), or -1: any shard. */
+  shard: number;
+  /** Client `_id` of each document (null: none), or null when no document of the batch has one. */
+  ids: (string | null)[] | null;
+  /** 1 where the document's action is `create` (only read for documents with an id), or null. */
+  create: Uint8Array | null;
 }
 
 export interface BulkParserOptions {
@@ -36,12 +49,39 @@ export interface BulkParserOptions {
   defaultIndex: string;
   batchBytes: number;
   onBatch(batch: Batch): void;
+  /**
+   * The shard a document with a client `_id` must go to, so that every copy of one id meets the same shard's
+   * existence check (as Elasticsearch routes by id). Absent: documents with ids travel in the ordinary batches.
+   */
+  route?: (id: string) => number;
+  /** Read the items only: documents are checked for size but not copied into batches (a rejected bulk). */
+  discard?: boolean;
+}
+
+interface OpenBatch {
+  buf: Buffer;
+  used: number;
+  offs: number[];
+  items: number[];
+  ids: (string | null)[] | null;
+  create: number[] | null;
 }
 
 const MAX_ACTION_LINE = 64 * 1024;
 const PLAIN_INDEX = Buffer.from('{"index":{}}');
 /** Bytes between two documents of one chunk (their action line) copied along rather than cutting the copy. */
 const MAX_RUN_GAP = 256;
+
+const INDEX_OPEN = Buffer.from('{"index":{');
+const CREATE_OPEN = Buffer.from('{"create":{');
+const ID_KEY = Buffer.from('"_id":"');
+const INDEX_KEY = Buffer.from('"_index":"');
+
+function startsWith(buf: Buffer, start: number, end: number, prefix: Buffer): boolean {
+  if (end - start < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (buf[start + i] !== prefix[i]) return false;
+  return true;
+}
 
 function isPlainIndex(buf: Buffer, start: number, end: number): boolean {
   if (end - start !== PLAIN_INDEX.length) return false;
@@ -50,7 +90,7 @@ function isPlainIndex(buf: Buffer, start: number, end: number): boolean {
 }
 
 export class BulkParser {
-  readonly items: BulkItems = { ops: [], indexes: [], errors: new Map() };
+  readonly items: BulkItems = { ops: [], indexes: [], ids: [], errors: new Map(), kept: new Set() };
   private parts: Buffer[] = [];
   private partLen = 0;
   private oversize = false;
@@ -59,7 +99,9 @@ export class BulkParser {
   /** The document line after an action that failed is skipped, and its item already carries the error. */
   private skipDoc = false;
   private sawAction = false;
-  private batch: { buf: Buffer; used: number; offs: number[]; items: number[] } | null = null;
+  private batch: OpenBatch | null = null;
+  /** Open batches of documents with a client `_id`, by the shard they are routed to. */
+  private readonly routed = new Map<number, OpenBatch>();
   /**
    * Documents of one chunk are copied into the batch together, with the action lines between them, in
    * one copy: source bytes [runStart, runEnd) of runSrc go to batch bytes from runDst (= batch.used).
@@ -131,7 +173,7 @@ export class BulkParser {
     this.lineNo++;
     if (!this.expectDoc) {
       if (!this.sawAction) throw new BulkFormatError(this.lineNo, `the first line is ${size} bytes long; expected an action line such as {"index":{}}`);
-      this.fail(this.newItem('index', this.opts.defaultIndex), 400, 'illegal_argument_exception', `line ${this.lineNo}: action line longer than ${MAX_ACTION_LINE} bytes`);
+      this.fail(this.newItem('index', this.opts.defaultIndex, null), 400, 'illegal_argument_exception', `line ${this.lineNo}: action line longer than ${MAX_ACTION_LINE} bytes`);
       this.expectDoc = true;
       this.skipDoc = true;
       return;
@@ -142,9 +184,10 @@ export class BulkParser {
     this.fail(item, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${size} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
   }
 
-  private newItem(op: BulkOp, index: string): number {
+  private newItem(op: BulkOp, index: string, id: string | null): number {
     this.items.ops.push(op);
     this.items.indexes.push(index);
+    this.items.ids.push(id);
     return this.items.ops.length - 1;
   }
 
@@ -172,11 +215,11 @@ export class BulkParser {
     // The action most shippers send, recognised without parsing it.
     if (isPlainIndex(raw, start, end)) {
       this.sawAction = true;
-      this.newItem('index', this.opts.defaultIndex);
+      this.newItem('index', this.opts.defaultIndex, null);
       this.expectDoc = true;
       return;
     }
-    this.action(raw.subarray(start, end));
+    if (!this.fastAction(raw, start, end)) this.action(raw.subarray(start, end));
   }
 
   private action(text: Buffer): void {
@@ -194,45 +237,97 @@ export class BulkParser {
       else {
         const keys = Object.keys(parsed);
         op = keys[0];
-        if (keys.length !== 1) problem = `an action line has exactly one key (index or create); found ${keys.length}`;
-        else if (op !== 'index' && op !== 'create') problem = `unsupported action "${op}"; expected "index" or "create"`;
+        if (keys.length !== 1) problem = `an action line has exactly one key (index, create, update or delete); found ${keys.length}`;
+        else if (op !== 'index' && op !== 'create' && op !== 'update' && op !== 'delete') problem = `unsupported action "${op}"; expected "index" or "create"`;
         else {
           const m = (parsed as Record<string, unknown>)[op];
           if (typeof m === 'object' && m !== null && !Array.isArray(m)) meta = m as Record<string, unknown>;
         }
       }
     }
+    this.takeAction(op, meta, problem);
+  }
+
+  /**
+   * The usual action lines without JSON.parse: `{"index":{` or `{"create":{`, then only `"_index"` and `"_id"`
+   * with plain string values (no escapes), then `}}`. Anything else returns false and is parsed as JSON.
+   */
+  private fastAction(raw: Buffer, start: number, end: number): boolean {
+    let op: BulkOp;
+    let p: number;
+    if (startsWith(raw, start, end, INDEX_OPEN)) { op = 'index'; p = start + INDEX_OPEN.length; }
+    else if (startsWith(raw, start, end, CREATE_OPEN)) { op = 'create'; p = start + CREATE_OPEN.length; }
+    else return false;
+    const meta: Record<string, unknown> = {};
+    if (raw[p] !== 0x7d) {
+      for (;;) {
+        if (raw[p] !== 0x22) return false;
+        const key = startsWith(raw, p, end, ID_KEY) ? '_id' : startsWith(raw, p, end, INDEX_KEY) ? '_index' : null;
+        if (key === null) return false;
+        const k = p + (key === '_id' ? ID_KEY.length : INDEX_KEY.length);
+        let q = k;
+        while (q < end && raw[q] !== 0x22) {
+          if (raw[q] === 0x5c || raw[q]! < 0x20) return false;
+          q++;
+        }
+        if (q >= end) return false;
+        meta[key] = raw.toString('utf8', k, q);
+        p = q + 1;
+        if (raw[p] === 0x2c) { p++; continue; }
+        break;
+      }
+    }
+    if (raw[p] !== 0x7d || raw[p + 1] !== 0x7d || p + 2 !== end) return false;
+    this.takeAction(op, meta, null);
+    return true;
+  }
+
+  private takeAction(op: string | undefined, meta: Record<string, unknown>, problem: string | null): void {
     if (problem !== null && !this.sawAction) {
       throw new BulkFormatError(this.lineNo, `${problem}; expected NDJSON: an action line such as {"index":{}} followed by a document line`);
     }
     this.sawAction = true;
     const index = typeof meta._index === 'string' ? meta._index : this.opts.defaultIndex;
-    const item = this.newItem(op === 'create' ? 'create' : 'index', index);
-    if (problem !== null) {
-      this.fail(item, 400, 'illegal_argument_exception', `line ${this.lineNo}: ${problem}`);
-      // "delete" has no document line; every other action is followed by one.
-      this.expectDoc = op !== 'delete';
-      this.skipDoc = this.expectDoc;
-      return;
+    const rawId = meta._id;
+    const id = typeof rawId === 'string' ? rawId : typeof rawId === 'number' && Number.isFinite(rawId) ? String(rawId) : null;
+    const known = op === 'create' || op === 'update' || op === 'delete' ? op : 'index';
+    const item = this.newItem(known, index, id);
+    // "delete" has no document line; every other action is followed by one.
+    this.expectDoc = op !== 'delete';
+    if (problem === null && (op === 'update' || op === 'delete')) {
+      problem = `the log store is append-only: "${op}" is not supported (documents are only added, with index or create)`;
+    } else if (problem === null && rawId !== undefined && rawId !== null) {
+      if (id === null) problem = `_id must be a string; found ${JSON.stringify(rawId)}`;
+      else if (id === '') problem = 'if _id is specified it must not be empty';
+      else if (Buffer.byteLength(id) > MAX_ID_BYTES) problem = `_id is too long, must be no longer than ${MAX_ID_BYTES} bytes but was: ${Buffer.byteLength(id)}`;
     }
-    this.expectDoc = true;
+    if (problem !== null) {
+      this.fail(item, 400, op === 'update' || op === 'delete' ? 'action_request_validation_exception' : 'illegal_argument_exception', `line ${this.lineNo}: ${problem}`);
+      this.skipDoc = this.expectDoc;
+    }
   }
 
   private addDoc(src: Buffer, start: number, end: number, item: number): void {
+    if (this.opts.discard) return;
+    const id = this.items.ids[item]!;
+    if (id !== null && this.opts.route) {
+      this.addRouted(src, start, end, item, id, this.opts.route(id));
+      return;
+    }
     const len = end - start;
     let b = this.batch;
     let extend = this.runSrc === src && start >= this.runEnd && start - this.runEnd <= MAX_RUN_GAP;
     if (b) {
       const need = extend ? b.used + (end - this.runStart) : b.used + (this.runSrc ? this.runEnd - this.runStart : 0) + len;
       if (need > b.buf.length) {
-        this.flush();
+        this.flush(false);
         b = null;
         extend = false;
       }
     }
     if (!b) {
       // An unpooled buffer of its own, so its ArrayBuffer can be moved to a worker.
-      b = this.batch = { buf: Buffer.allocUnsafeSlow(Math.max(this.opts.batchBytes, len)), used: 0, offs: [], items: [] };
+      b = this.batch = this.newBatch(len);
     }
     if (!extend) {
       this.closeRun();
@@ -241,7 +336,49 @@ export class BulkParser {
     }
     this.runEnd = end;
     b.offs.push(b.used + (start - this.runStart), len);
+    this.note(b, item, id);
+  }
+
+  private newBatch(len: number): OpenBatch {
+    // An unpooled buffer of its own, so its ArrayBuffer can be moved to a worker.
+    return { buf: Buffer.allocUnsafeSlow(Math.max(this.opts.batchBytes, len)), used: 0, offs: [], items: [], ids: null, create: null };
+  }
+
+  /** Records the item, and its id and action when it has an id, of the document just placed in `b`. */
+  private note(b: OpenBatch, item: number, id: string | null): void {
+    const k = b.items.length;
     b.items.push(item);
+    if (id === null && b.ids === null) return;
+    if (b.ids === null) {
+      b.ids = new Array<string | null>(k).fill(null);
+      b.create = new Array<number>(k).fill(0);
+    }
+    b.ids.push(id);
+    b.create!.push(id !== null && this.items.ops[item] === 'create' ? 1 : 0);
+  }
+
+  /** A document with a client id goes to the batch of its shard (copied on its own). */
+  private addRouted(src: Buffer, start: number, end: number, item: number, id: string, shard: number): void {
+    const len = end - start;
+    let b = this.routed.get(shard);
+    if (b && b.used + len > b.buf.length) {
+      this.emit(b, shard);
+      b = undefined;
+    }
+    if (!b) this.routed.set(shard, (b = this.newBatch(len)));
+    src.copy(b.buf, b.used, start, end);
+    b.offs.push(b.used, len);
+    b.used += len;
+    this.note(b, item, id);
+  }
+
+  private emit(b: OpenBatch, shard: number): void {
+    if (shard >= 0) this.routed.delete(shard);
+    if (b.items.length === 0) return;
+    this.opts.onBatch({
+      buf: new Uint8Array(b.buf.buffer, 0, b.used), offs: Int32Array.from(b.offs), items: b.items, shard,
+      ids: b.ids, create: b.create ? Uint8Array.from(b.create) : null,
+    });
   }
 
   /** Copies the open run of documents into the batch. */
@@ -254,12 +391,12 @@ export class BulkParser {
     b.used += this.runEnd - this.runStart;
   }
 
-  /** Hands the open batch to onBatch. */
-  flush(): void {
+  /** Hands the open batch to onBatch (and, at the end of the body, the routed ones). */
+  flush(routedToo = true): void {
     this.closeRun();
     const b = this.batch;
-    if (!b || b.items.length === 0) return;
     this.batch = null;
-    this.opts.onBatch({ buf: new Uint8Array(b.buf.buffer, 0, b.used), offs: Int32Array.from(b.offs), items: b.items });
+    if (b) this.emit(b, -1);
+    if (routedToo) for (const [shard, r] of [...this.routed]) this.emit(r, shard);
   }
 }

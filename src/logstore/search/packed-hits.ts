@@ -1,5 +1,6 @@
 // Search hits packed for the trip from a shard thread to the HTTP thread (bytes, moved not copied), and
 // their k-way merge there; the response is built from the stored document bytes, never parsed.
+import { isUtf8 } from 'node:buffer';
 import { isoTime } from './hit-json.js';
 
 export interface ShardHit {
@@ -72,6 +73,11 @@ export class HitWriter {
 
   /** As add(), the document being src[start .. end). */
   addRef(id: string, time: number, src: Uint8Array, start: number, end: number): void {
+    // Documents are valid UTF-8 since ingest repairs them; one stored by an older version may not be.
+    if (!isUtf8(src.subarray(start, end))) {
+      this.addText(id, time, Buffer.from(src.buffer, src.byteOffset + start, end - start).toString('utf8'));
+      return;
+    }
     const iso = isoTime(time);
     this.reserve(8 + 24 + 10 + (end - start) + 9 + iso.length + 2);
     this.times.push(time);

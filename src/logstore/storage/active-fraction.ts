@@ -4,6 +4,7 @@ import { postings as P } from '../../native/index.js';
 import { formatIdTail, idCounter, idTail } from '../doc-time.js';
 import { ActiveIndex } from './active-index.js';
 import type { Column, DocRef, FractionView } from './fraction-view.js';
+import { ClientIdTable, clientIdHash, docHasClientId } from './client-ids.js';
 
 export class ActiveFraction implements FractionView {
   /** True while documents arrived in (time, id) order (the usual case): then local ids are time-ordered too. */
@@ -20,6 +21,8 @@ export class ActiveFraction implements FractionView {
   private readonly docLen: number[] = [];
   private readonly batches: Buffer[] = [];
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+  /** Client `_id` of the documents that carry one (kept in the document as its field `_id`), by hash. */
+  readonly clientIds = new ClientIdTable();
   minTime = Infinity;
   maxTime = -Infinity;
   rawBytes = 0;
@@ -44,6 +47,7 @@ export class ActiveFraction implements FractionView {
     if (n > 0 && (time < this.times[n - 1]! || (time === this.times[n - 1]! && tail <= this.lastTail))) this.ordered = false;
     this.lastTail = tail;
     this.index.addDoc(doc);
+    if (typeof doc._id === 'string') this.clientIds.add(clientIdHash(doc._id), n);
     this.times.push(time);
     this.counters.push(counter);
     if (this.batches[this.batches.length - 1] !== buf) this.batches.push(buf);
@@ -135,6 +139,16 @@ export class ActiveFraction implements FractionView {
 
   fields(): string[] {
     return this.index.seenFields();
+  }
+
+  /** Whether a document here carries client id `id` (`h` = clientIdHash(id)). */
+  hasClientId(id: string, h: number): boolean {
+    if (this.clientIds.size === 0) return false;
+    for (const local of this.clientIds.candidates(h)) {
+      const r = this.docRef(local);
+      if (docHasClientId(r.buf, r.start, r.end, id)) return true;
+    }
+    return false;
   }
 }
 

@@ -19,6 +19,8 @@ export interface FractionMeta {
   /** Field names documents had (the `_exists_` tokens), so opening a fraction reads no dictionary;
    *  absent from fractions sealed before it was added (their readers load the dictionary instead). */
   seen?: string[];
+  /** Documents with a client `_id` (client-ids.bin exists when > 0); absent from older fractions. */
+  clientIds?: number;
 }
 
 export const FILES = {
@@ -29,6 +31,7 @@ export const FILES = {
   dict: 'dict.bin',
   offsets: 'offsets.bin',
   postings: 'postings.bin',
+  clientIds: 'client-ids.bin',
   column: (i: number) => `col-${i}.bin`,
 };
 

@@ -7,6 +7,7 @@ import { EXISTS_FIELD } from '../mapping.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
 import { sortedOrder } from './sort-tokens.js';
+import { encodeClientIds } from './client-ids.js';
 import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
 /** Writes `frac` into `<dir>` (through `<dir>.tmp` and a rename) and returns its metadata and disk size. */
@@ -151,10 +152,17 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     columns.push(f);
   }
 
+  if (frac.clientIds.size > 0) {
+    const { hashes, locals } = frac.clientIds.entries();
+    for (let i = 0; i < locals.length; i++) locals[i] = newOf[locals[i]!]!;
+    put(FILES.clientIds, encodeClientIds(hashes, locals));
+  }
+
   const meta: FractionMeta = {
     format: FRACTION_FORMAT, name: frac.name, docCount: n,
     minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
     rawBytes: frac.rawBytes, blocks, fields, columns, seen: dict.find(([f]) => f === EXISTS_FIELD)?.[1] ?? [],
+    clientIds: frac.clientIds.size,
   };
   const metaBytes = Buffer.from(JSON.stringify(meta));
   put(FILES.meta, metaBytes);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { postings as P } from '../../native/index.js';
 import { type Column, type DocRef, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
+import { SealedClientIds, docHasClientId } from './client-ids.js';
 
 /** Decompressed blocks kept per fraction. */
 const BLOCK_CACHE = 16;
@@ -43,9 +44,21 @@ export class SealedFraction implements FractionView {
   private lastLo = 0;
   private lastHi = 0;
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+  private readonly clientIds: SealedClientIds | null;
 
   constructor(readonly dir: string) {
     this.meta = JSON.parse(readFileSync(path.join(dir, FILES.meta), 'utf8')) as FractionMeta;
+    this.clientIds = this.meta.clientIds ? new SealedClientIds(path.join(dir, FILES.clientIds)) : null;
+  }
+
+  /** Whether a document stored here carries client id `id` (`h` = clientIdHash(id)). */
+  hasClientId(id: string, h: number): boolean {
+    if (!this.clientIds) return false;
+    for (const local of this.clientIds.candidates(h)) {
+      const r = this.docRef(local);
+      if (docHasClientId(r.buf, r.start, r.end, id)) return true;
+    }
+    return false;
   }
 
   get name(): string { return this.meta.name; }
@@ -239,6 +252,7 @@ export class SealedFraction implements FractionView {
   }
 
   close(): void {
+    this.clientIds?.close();
     if (this.postingsFd >= 0) closeSync(this.postingsFd);
     if (this.docsFd >= 0) closeSync(this.docsFd);
     this.postingsFd = -1;

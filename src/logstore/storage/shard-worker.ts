@@ -4,7 +4,7 @@ import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { LogHub } from '../../shared/logger.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardQuery } from '../search/execute.js';
-import { type IdAssign, Shard, type ShardOptions } from './shard.js';
+import { type IdAssign, type IngestIds, Shard, type ShardOptions } from './shard.js';
 
 export interface ShardWorkerData extends ShardOptions {
   logLevel: string;
@@ -15,8 +15,8 @@ const data = workerData as ShardWorkerData;
 const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
 const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`));
 
-export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign }) {
-  return shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign);
+export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign; meta?: IngestIds }) {
+  return shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign, task.meta);
 }
 
 /** The hits' bytes are moved to the HTTP thread, not copied. */

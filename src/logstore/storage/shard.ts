@@ -1,5 +1,6 @@
 // A shard: one directory of fractions (one active, many sealed) with its catalog; owned by one thread.
 // The same class serves single mode and store mode: callers hand it batches and query plans.
+import { isUtf8 } from 'node:buffer';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -13,6 +14,7 @@ import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
 import { Wal, encodeWalRecords, type WalRecord } from './wal.js';
+import { clientIdHash, withClientIdBound, withClientIdInto } from './client-ids.js';
 
 export interface ShardOptions {
   dir: string;
@@ -32,9 +34,18 @@ export interface IdAssign {
 }
 
 export interface IngestResult {
-  /** One id per document as 24 ASCII bytes, or 24 spaces where it failed. */
+  /** One id per document as 24 ASCII bytes, or 24 spaces where it failed or was kept. */
   ids: Uint8Array;
-  errors: [index: number, type: string, reason: string][];
+  /** Failed documents; the status is 400 when absent. */
+  errors: [index: number, type: string, reason: string, status?: number][];
+  /** Documents whose client id (action `index`) was stored already: the first copy is kept, nothing is written. */
+  kept?: number[];
+}
+
+/** Client ids of a batch's documents and which of them are `create` actions. */
+export interface IngestIds {
+  ids: (string | null)[] | null;
+  create: Uint8Array | null;
 }
 
 export interface ShardStatus {
@@ -126,32 +137,52 @@ export class Shard {
    * parsed documents die young; one fsync at the end makes the batch durable before it is acknowledged.
    * The index only ever holds documents already written to the write-ahead file.
    */
-  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now(), assign?: IdAssign): IngestResult {
+  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now(), assign?: IdAssign, meta?: IngestIds | null): IngestResult {
     const n = offs.length >>> 1;
     const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
     const records: WalRecord[] = [];
     const parsed: Record<string, unknown>[] = [];
     const errors: IngestResult['errors'] = [];
+    const kept: number[] = [];
     const ids = Buffer.alloc(24 * n, 0x20);
+    const clientIds = meta?.ids ?? null;
+    // Client ids of this batch not yet in the active fraction (they reach it at the next flush).
+    const pending = new Set<string>();
+    // Invalid UTF-8 is repaired (each bad sequence becomes U+FFFD), so what is stored and answered is valid.
+    const valid = isUtf8(data);
+    // Documents with a client id are rewritten (their `_id` first) into one buffer of the batch.
+    let side: Buffer | null = null;
+    let sideUsed = 0;
+    if (clientIds) {
+      let bound = 0;
+      for (let i = 0; i < n; i++) {
+        const cid = clientIds[i];
+        if (cid != null) bound += withClientIdBound(offs[2 * i + 1]! * (valid ? 1 : 3), cid);
+      }
+      side = Buffer.allocUnsafeSlow(bound);
+    }
     let stored = 0;
     const flush = () => {
       if (records.length === 0) return;
       this.wal.write(encodeWalRecords(records));
       for (let i = 0; i < records.length; i++) {
         const r = records[i]!;
-        if (r.doc.buffer === data.buffer) this.active.add(parsed[i]!, data, r.doc.byteOffset - data.byteOffset, r.doc.length, r.time, r.counter);
+        const base = r.doc.buffer === data.buffer ? data : side !== null && r.doc.buffer === side.buffer ? side : null;
+        if (base) this.active.add(parsed[i]!, base, r.doc.byteOffset - base.byteOffset, r.doc.length, r.time, r.counter);
         else this.active.add(parsed[i]!, Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.length), 0, r.doc.length, r.time, r.counter);
       }
       stored += records.length;
       records.length = 0;
       parsed.length = 0;
+      pending.clear();
     };
     for (let i = 0; i < n; i++) {
       const start = offs[2 * i]!;
       const len = offs[2 * i + 1]!;
+      const text = data.toString('utf8', start, start + len);
       let doc: unknown;
       try {
-        doc = JSON.parse(data.toString('utf8', start, start + len));
+        doc = JSON.parse(text);
       } catch (err) {
         errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
         continue;
@@ -161,11 +192,32 @@ export class Shard {
         continue;
       }
       const obj = doc as Record<string, unknown>;
+      if (obj._id !== undefined) {
+        errors.push([i, 'mapper_parsing_exception', 'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.']);
+        continue;
+      }
+      const cid = clientIds?.[i] ?? null;
+      if (cid !== null) {
+        if (pending.has(cid) || this.hasClientId(cid)) {
+          if (meta!.create?.[i]) errors.push([i, 'version_conflict_engine_exception', `[${cid}]: version conflict, document already exists (current version [1])`, 409]);
+          else kept.push(i);
+          continue;
+        }
+        pending.add(cid);
+        obj._id = cid;
+      }
       const t = docTime(obj, now);
       let bytes: Uint8Array = data.subarray(start, start + len);
       if (t.clampedFrom !== undefined) {
         obj.original_timestamp = t.clampedFrom;
-        bytes = Buffer.from(JSON.stringify(obj));
+        bytes = Buffer.from(JSON.stringify(cid === null ? obj : { _id: cid, ...obj }));
+      } else {
+        if (!valid && !isUtf8(bytes)) bytes = Buffer.from(text);
+        if (cid !== null) {
+          const w = withClientIdInto(side!, sideUsed, bytes, cid);
+          bytes = side!.subarray(sideUsed, sideUsed + w);
+          sideUsed += w;
+        }
       }
       let counter: number;
       if (assign) {
@@ -186,7 +238,22 @@ export class Shard {
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (this.active.rawBytes >= this.opts.fracSize) this.seal();
     }
-    return { ids, errors };
+    return kept.length ? { ids, errors, kept } : { ids, errors };
+  }
+
+  /** Whether a document with client id `id` is stored in this shard (active or sealed, within retention). */
+  hasClientId(id: string): boolean {
+    const h = clientIdHash(id);
+    if (this.active.hasClientId(id, h)) return true;
+    for (const frac of this.withClientIds()) if (frac.hasClientId(id, h)) return true;
+    return false;
+  }
+
+  /** Sealed fractions that hold documents with client ids (rebuilt when fractions are sealed or dropped). */
+  private idFractions: SealedFraction[] | null = null;
+
+  private withClientIds(): SealedFraction[] {
+    return (this.idFractions ??= [...this.sealed.values()].filter((s) => (s.frac.meta.clientIds ?? 0) > 0).map((s) => s.frac));
   }
 
   /** Seals the active fraction (when it holds documents) and applies retention. */
@@ -200,6 +267,7 @@ export class Shard {
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
     this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
+    this.idFractions = null;
     this.log.info({ fraction: frac.name, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes, ms: Date.now() - started }, 'fraction sealed');
     this.newActive();
     this.applyRetention();
@@ -216,6 +284,7 @@ export class Shard {
       if (!tooBig && !tooOld) continue;
       this.catalog.remove(f.row.name);
       this.sealed.delete(f.row.name);
+      this.idFractions = null;
       f.frac.close();
       rmSync(this.fracDir(f.row.name), { recursive: true, force: true });
       total -= f.row.disk_bytes;

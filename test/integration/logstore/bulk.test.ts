@@ -52,8 +52,10 @@ describe('POST /_bulk', () => {
     expect(errs[1]!.type).toBe('mapper_parsing_exception');
     expect(errs[2]!.reason).toMatch(/not a JSON object/);
     expect(errs[3]!.type).toBe('document_too_large_exception');
-    expect(errs[4]!.reason).toMatch(/unsupported action "delete"/);
+    expect(errs[4]!.reason).toMatch(/append-only: "delete" is not supported/);
     expect(Object.keys(r.body.items[2]!)).toEqual(['create']);
+    expect(Object.keys(r.body.items[4]!)).toEqual(['delete']);
+    expect(r.body.items[4]!.delete!._id).toBe('x');
     expect(r.body.items[0]!.index!).toMatchObject({ _index: 'mixed' });
     const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:mixed' } });
     expect(s.body.total).toBe(2);

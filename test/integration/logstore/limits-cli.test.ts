@@ -1,4 +1,4 @@
-// 429 on too many bulks in flight, a large streamed bulk, and the command line's config errors.
+// The bulk queue over limits.inflight_bulks and per-item 429 past it, a large streamed bulk, and the command line's config errors.
 import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -7,41 +7,77 @@ import { type LogstoreProcess, bulk, ndjson, postJson, runCli, startLogstore, te
 
 let ls: LogstoreProcess;
 beforeAll(async () => {
-  ls = await startLogstore({ limits: { inflight_bulks: 1 } });
+  ls = await startLogstore({ limits: { inflight_bulks: 1, bulk_queue: 1, bulk_queue_wait: '400ms' } });
 });
 afterAll(async () => {
   await ls?.cleanup();
 });
 
-describe('limits', () => {
-  it('answers 429 while limits.inflight_bulks bulks are in flight, and loses nothing', async () => {
-    const url = new URL(ls.url);
-    const first = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/_bulk', headers: { 'content-type': 'application/x-ndjson' } });
-    const firstDone = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      first.on('response', (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => { body += d.toString(); });
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
-      first.on('error', reject);
+/** A bulk whose body is sent in two parts: it holds the one write slot until finish() is called. */
+async function holdSlot(tag: string): Promise<{ finish(): Promise<{ status: number; body: string }> }> {
+  const url = new URL(ls.url);
+  const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/_bulk', headers: { 'content-type': 'application/x-ndjson' } });
+  const done = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => { body += d.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
     });
-    first.write(ndjson([{ tag: 'slow', k: 1 }]));
-    for (;;) {
-      const h = (await (await fetch(`${ls.debugUrl}/health`)).json()) as { inflight_bulks: number };
-      if (h.inflight_bulks === 1) break;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    const second = await bulk(ls.url, ndjson([{ tag: 'rejected' }]));
-    expect(second.status).toBe(429);
-    expect((second.body as unknown as { error: { type: string; reason: string } }).error.type).toBe('es_rejected_execution_exception');
-    first.end(ndjson([{ tag: 'slow', k: 2 }]));
-    const done = await firstDone;
+    req.on('error', reject);
+  });
+  req.write(ndjson([{ tag, k: 1 }]));
+  for (;;) {
+    const h = (await (await fetch(`${ls.debugUrl}/health`)).json()) as { inflight_bulks: number };
+    if (h.inflight_bulks === 1) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return {
+    finish() {
+      req.end(ndjson([{ tag, k: 2 }]));
+      return done;
+    },
+  };
+}
+
+type Items = { items: Record<string, { status: number; _id: string | null; error?: { type: string; reason: string } }>[] };
+
+describe('limits', () => {
+  it('over limits.inflight_bulks a bulk waits in the queue, then runs: nothing rejected, nothing lost', async () => {
+    const holder = await holdSlot('slow');
+    const queued = bulk(ls.url, ndjson([{ tag: 'queued', k: 1 }, { tag: 'queued', k: 2 }]));
+    await new Promise((r) => setTimeout(r, 100));
+    const done = await holder.finish();
     expect(done.status).toBe(200);
     expect(JSON.parse(done.body).items).toHaveLength(2);
-    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:slow' } });
-    expect(s.body.total).toBe(2);
-    const third = await bulk(ls.url, ndjson([{ tag: 'after' }]));
-    expect(third.status).toBe(200);
+    const q = await queued;
+    expect(q.status).toBe(200);
+    expect(q.body.items.map((it) => it.index!.status)).toEqual([201, 201]);
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:slow or tag:queued' } });
+    expect(s.body.total).toBe(4);
+  });
+
+  it('a bulk that waited limits.bulk_queue_wait, or found the queue full, gets 429 es_rejected_execution_exception per item inside a 200', async () => {
+    const holder = await holdSlot('slow2');
+    const waited = bulk(ls.url, ['{"index":{}}', '{"tag":"rejected"}', '{"create":{"_id":"r-1"}}', '{"tag":"rejected"}', '{"index":{}}', '{"tag":', '{"delete":{"_id":"x"}}'].join('\n') + '\n');
+    await new Promise((r) => setTimeout(r, 50));
+    const full = await bulk(ls.url, ndjson([{ tag: 'rejected' }]));
+    expect(full.status).toBe(200);
+    expect(full.body.errors).toBe(true);
+    expect(full.body.items[0]!.index!.status).toBe(429);
+    const w = await waited;
+    expect(w.status).toBe(200);
+    expect(w.body.errors).toBe(true);
+    const items = (w.body as unknown as Items).items.map((it) => Object.entries(it)[0]!);
+    expect(items.map(([op, x]) => [op, x.status])).toEqual([['index', 429], ['create', 429], ['index', 429], ['delete', 400]]);
+    expect(items[0]![1].error!.type).toBe('es_rejected_execution_exception');
+    expect(items[1]![1]._id).toBe('r-1');
+    await holder.finish();
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:rejected' } });
+    expect(s.body.total).toBe(0);
+    const metrics = await (await fetch(`${ls.debugUrl}/metrics`)).text();
+    expect(metrics).toMatch(/tidepool_logstore_rejected_bulks_total 2/);
+    const after = await bulk(ls.url, ndjson([{ tag: 'after' }]));
+    expect(after.body.items[0]!.index!.status).toBe(201);
   });
 
   it('streams a large bulk (50 000 documents, ~8 MB) with an oversize line in the middle', async () => {

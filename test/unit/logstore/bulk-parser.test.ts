@@ -68,4 +68,60 @@ describe('BulkParser', () => {
     expect(r.docs).toEqual(['{"a":1}']);
     expect(r.errors.map(([i, e]) => [i, e.type])).toEqual([[1, 'action_request_validation_exception']]);
   });
+
+  it('routes documents with a client _id to the batch of their shard, with their ids and create flags', () => {
+    const text = [
+      '{"index":{}}', '{"n":0}',
+      '{"create":{"_id":"b"}}', '{"n":1}',
+      '{"index":{"_id":"a"}}', '{"n":2}',
+      '{"delete":{"_id":"a"}}',
+      '{"update":{"_id":"a"}}', '{"doc":{}}',
+      '{"index":{}}', '{"n":5}',
+      '{"create":{"_id":"a"}}', '{"n":6}',
+    ].join('\n') + '\n';
+    const seen: Batch[] = [];
+    const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, route: (id) => (id === 'a' ? 0 : 1), onBatch: (b) => seen.push(b) });
+    p.push(Buffer.from(text));
+    p.end();
+    const view = (b: Batch) => ({ shard: b.shard, items: b.items, ids: b.ids, create: b.create && [...b.create] });
+    expect(seen.map(view)).toEqual([
+      { shard: -1, items: [0, 5], ids: null, create: null },
+      { shard: 1, items: [1], ids: ['b'], create: [1] },
+      { shard: 0, items: [2, 6], ids: ['a', 'a'], create: [0, 1] },
+    ]);
+    expect(p.items.ops).toEqual(['index', 'create', 'index', 'delete', 'update', 'index', 'create']);
+    expect(p.items.ids).toEqual([null, 'b', 'a', 'a', 'a', null, 'a']);
+    expect([...p.items.errors.keys()]).toEqual([3, 4]);
+    expect(p.items.errors.get(3)!.reason).toMatch(/append-only/);
+  });
+
+  it('without a router, documents with ids stay in the ordinary batches and carry their ids', () => {
+    const seen: Batch[] = [];
+    const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, onBatch: (b) => seen.push(b) });
+    p.push(Buffer.from('{"index":{}}\n{"n":0}\n{"create":{"_id":"x"}}\n{"n":1}\n'));
+    p.end();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.shard).toBe(-1);
+    expect(seen[0]!.ids).toEqual([null, 'x']);
+    expect([...seen[0]!.create!]).toEqual([0, 1]);
+  });
+
+  it('reads plain action lines without JSON.parse and agrees with the JSON path', () => {
+    const actions = [
+      ['{"index":{"_index":"a","_id":"x1"}}', '{"index": {"_index": "a", "_id": "x1"}}'],
+      ['{"create":{"_id":"é/ü"}}', '{"create":{"_id":"\\u00e9/\\u00fc"}}'],
+      ['{"index":{"_id":""}}', '{ "index":{"_id":""}}'],
+      ['{"create":{}}', '{"create":{ }}'],
+      ['{"index":{"_id":"a","_id":"b"}}', '{"index":{"_id":"a", "_id":"b"}}'],
+    ];
+    for (const [fast, slow] of actions) {
+      const run = (action: string) => {
+        const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, onBatch: () => undefined });
+        p.push(Buffer.from(`${action}\n{"a":1}\n`));
+        p.end();
+        return { ...p.items, errors: [...p.items.errors.values()].map((e) => e.reason.replace(/^line \d+: /, '')) };
+      };
+      expect(run(fast!), fast).toEqual(run(slow!));
+    }
+  });
 });

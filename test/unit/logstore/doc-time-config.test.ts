@@ -16,7 +16,20 @@ describe('document time', () => {
     expect(parseDocTime(text)).toBe(want);
   });
 
-  it.each(['yesterday', '2026-01-02', '1700000000', 12345, null, '2026-01-02X03:04:05Z'])('does not parse %s', (v) => {
+  it.each([
+    [1767323045, Date.UTC(2026, 0, 2, 3, 4, 5)],
+    [1767323045.25, Date.UTC(2026, 0, 2, 3, 4, 5, 250)],
+    [1767323045123, Date.UTC(2026, 0, 2, 3, 4, 5, 123)],
+    [1767323045123456, Date.UTC(2026, 0, 2, 3, 4, 5, 123)],
+    [1767323045123456789, Date.UTC(2026, 0, 2, 3, 4, 5, 123)],
+    ['1767323045', Date.UTC(2026, 0, 2, 3, 4, 5)],
+    ['1767323045.5', Date.UTC(2026, 0, 2, 3, 4, 5, 500)],
+    ['1767323045123', Date.UTC(2026, 0, 2, 3, 4, 5, 123)],
+  ])('parses the epoch value %s (seconds, milli-, micro- or nanoseconds by size)', (v, want) => {
+    expect(parseDocTime(v)).toBe(want);
+  });
+
+  it.each(['yesterday', '2026-01-02', '-1767323045', '17673e5', 12345, 0.25, -5, Infinity, null, '2026-01-02X03:04:05Z'])('does not parse %s', (v) => {
     expect(parseDocTime(v)).toBeNull();
   });
 
@@ -25,6 +38,7 @@ describe('document time', () => {
     expect(docTime({ time: 'junk', ts: '2026-05-01T00:00:00Z', '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({ time: Date.UTC(2026, 4, 1) });
     expect(docTime({ '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({ time: Date.UTC(2026, 3, 1) });
     expect(docTime({ msg: 'no time' }, now)).toEqual({ time: now });
+    expect(docTime({ time: 0.25, '@timestamp': 1780000000000 }, now)).toEqual({ time: 1780000000000 });
   });
 
   it('clamps far-future and pre-1971 times to ingest time, keeping the original', () => {
@@ -71,7 +85,7 @@ describe('log-store config', () => {
     expect(config.storage.retention).toBe(0);
     expect(config.storage.shards).toBeGreaterThanOrEqual(1);
     expect(config.mapping.path).toBe('auto');
-    expect(config.limits).toEqual({ max_doc_size: 1024 ** 2, inflight_bulks: 32, search_docs: 100_000 });
+    expect(config.limits).toEqual({ max_doc_size: 1024 ** 2, inflight_bulks: 32, bulk_queue: 1024, bulk_queue_wait: 10_000, search_docs: 100_000 });
     expect(Object.isFrozen(config.storage)).toBe(true);
   });
 

@@ -1,0 +1,84 @@
+// The small Elasticsearch calls shippers and scripts make: GET /_cat/health, PUT and HEAD /<index>, _refresh.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { esError } from '../http/es-routes.js';
+import type { HttpContext } from '../http/context.js';
+import { sendJson } from '../http/errors.js';
+
+const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
+
+const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total', 'node.data', 'shards', 'pri', 'relo', 'init', 'unassign', 'unassign.pri', 'pending_tasks', 'max_task_wait_time', 'active_shards_percent'] as const;
+
+/**
+ * GET /_cat/health (rsyslog polls it while resuming): one row, green while the process serves (its shards
+ * are local threads, all allocated). Text as Elasticsearch prints it, `?v` adds the header, `?h=a,b`
+ * picks columns, `?format=json` answers a list of objects.
+ */
+export function catHealth(ctx: HttpContext, res: ServerResponse, params: URLSearchParams): number {
+  const now = new Date();
+  const shards = String(ctx.store.shardCount);
+  const row: Record<(typeof HEALTH_COLUMNS)[number], string> = {
+    epoch: String(Math.floor(now.getTime() / 1000)), timestamp: now.toISOString().slice(11, 19), cluster: 'tidepool', status: 'green',
+    'node.total': '1', 'node.data': '1', shards, pri: shards, relo: '0', init: '0', unassign: '0', 'unassign.pri': '0',
+    pending_tasks: '0', max_task_wait_time: '-', active_shards_percent: '100.0%',
+  };
+  const h = params.get('h');
+  const cols = h ? h.split(',').map((c) => c.trim()) : [...HEALTH_COLUMNS];
+  const unknown = cols.filter((c) => !(HEALTH_COLUMNS as readonly string[]).includes(c));
+  if (unknown.length) {
+    esError(res, 400, 'illegal_argument_exception', `request [/_cat/health] contains unrecognized column names [${unknown.join(', ')}]; columns: ${HEALTH_COLUMNS.join(', ')}`);
+    return 400;
+  }
+  const picked = cols as (typeof HEALTH_COLUMNS)[number][];
+  if (params.get('format') === 'json') {
+    sendJson(res, 200, [Object.fromEntries(picked.map((c) => [c, row[c]]))], ES_HEADERS);
+    return 200;
+  }
+  const lines = [picked.map((c) => row[c])];
+  if (params.has('v')) lines.unshift([...picked]);
+  const widths = picked.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
+  const text = lines.map((l) => l.map((v, i) => v.padEnd(widths[i]!)).join(' ').trimEnd()).join('\n') + '\n';
+  res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8', 'content-length': Buffer.byteLength(text), ...ES_HEADERS });
+  res.end(text);
+  return 200;
+}
+
+/** _refresh: documents are searchable once acknowledged, so there is nothing to do; acknowledged. */
+export function refresh(ctx: HttpContext, res: ServerResponse): number {
+  const n = ctx.store.shardCount;
+  sendJson(res, 200, { _shards: { total: n, successful: n, failed: 0 } }, ES_HEADERS);
+  return 200;
+}
+
+/** Elasticsearch's index-name rules, so a name it would refuse is refused here too. */
+export function indexNameProblem(name: string): string | null {
+  if (name === '' || name === '.' || name === '..') return 'must not be empty, "." or ".."';
+  if (name !== name.toLowerCase()) return 'must be lowercase';
+  if (/[\\/*?"<>| ,#:]/.test(name)) return 'must not contain \\, /, *, ?, ", <, >, |, space, comma, # or :';
+  if (/^[-_+]/.test(name)) return 'must not start with "_", "-" or "+"';
+  if (Buffer.byteLength(name) > 255) return 'is longer than 255 bytes';
+  return null;
+}
+
+/**
+ * PUT /<index> (settings and mappings in the body are read and ignored: fields are indexed by the store's
+ * mapping) and HEAD /<index>. The store is one log space: index names label items but are not kept apart,
+ * so every valid name exists and creating one is acknowledged.
+ */
+export function putIndex(req: IncomingMessage, res: ServerResponse, index: string): number {
+  req.resume();
+  const problem = indexNameProblem(index);
+  if (problem) {
+    esError(res, 400, 'invalid_index_name_exception', `Invalid index name [${index}], ${problem}`);
+    return 400;
+  }
+  sendJson(res, 200, { acknowledged: true, shards_acknowledged: true, index }, ES_HEADERS);
+  return 200;
+}
+
+export function headIndex(req: IncomingMessage, res: ServerResponse, index: string): number {
+  req.resume();
+  const status = indexNameProblem(index) ? 404 : 200;
+  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...ES_HEADERS });
+  res.end();
+  return status;
+}

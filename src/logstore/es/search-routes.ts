@@ -1,0 +1,152 @@
+// Elasticsearch _search and _count over the store: the query DSL (or ?q=) translated to seq-ql, hits in
+// Elasticsearch's shape ({hits: {total, hits: [{_index, _id, _source, sort}]}}).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TIME_FIELDS } from '../doc-time.js';
+import type { FieldsPipe } from '../query/ast.js';
+import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
+import { readJsonBody } from '../http/body.js';
+import type { HttpContext } from '../http/context.js';
+import { esError } from '../http/es-routes.js';
+import { sendJson } from '../http/errors.js';
+import { DslError } from './query-nodes.js';
+import { translateQuery } from './query-dsl.js';
+import { translateQueryString } from './query-string.js';
+
+const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
+/** Request keys read, or accepted and ignored (scoring, versions: a log store has neither). */
+const KNOWN = new Set(['query', 'size', 'from', 'sort', '_source', 'track_total_hits', 'timeout', 'track_scores', 'version', 'seq_no_primary_term', 'post_filter']);
+const TIME = new Set<string>(TIME_FIELDS);
+
+interface Parsed {
+  plan: Plan;
+  from: number;
+  to: number;
+  pipes: FieldsPipe[];
+}
+
+class BadSearch extends Error {}
+
+function bad(message: string): never {
+  throw new BadSearch(message);
+}
+
+/** The query of a _search or _count: the body's `query` (plus post_filter), or ?q= with df and default_operator. */
+function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URLSearchParams): Parsed {
+  try {
+    let t;
+    const q = params.get('q');
+    if (q !== null) {
+      const op = (params.get('default_operator') ?? 'or').toLowerCase();
+      t = { root: translateQueryString(q, { defaultField: params.get('df'), defaultOperator: op === 'and' ? 'and' : 'or' }), from: -8.64e15, to: 8.64e15 };
+    } else {
+      const query = body.post_filter === undefined ? body.query : { bool: { filter: [body.query ?? { match_all: {} }, body.post_filter] } };
+      t = translateQuery(query, ctx.mapping);
+    }
+    const pipes = sourcePipes(body._source ?? params.get('_source') ?? undefined);
+    return { plan: planQuery({ root: t.root, pipes }, ctx.mapping), from: t.from, to: t.to, pipes };
+  } catch (err) {
+    if (err instanceof DslError) bad(err.message);
+    if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
+    throw err;
+  }
+}
+
+/** `_source` filters as `| fields` pipes; an include list keeps `_id` too (it answers the hit's _id). */
+function sourcePipes(src: unknown): FieldsPipe[] {
+  return sourceFilter(src).map((p) => (p.except ? p : { ...p, names: [...p.names, '_id'] }));
+}
+
+function sourceFilter(src: unknown): FieldsPipe[] {
+  if (src === undefined || src === true || src === 'true') return [];
+  if (typeof src === 'string') return [{ kind: 'fields', except: false, names: src.split(',').filter(Boolean) }];
+  if (Array.isArray(src) && src.every((x) => typeof x === 'string')) return [{ kind: 'fields', except: false, names: src as string[] }];
+  if (typeof src === 'object' && src !== null && !Array.isArray(src)) {
+    const o = src as Record<string, unknown>;
+    const pipes: FieldsPipe[] = [];
+    const names = (v: unknown) => (typeof v === 'string' ? [v] : Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : bad('_source includes/excludes are lists of field names'));
+    if (o.includes !== undefined) pipes.push({ kind: 'fields', except: false, names: names(o.includes) });
+    if (o.excludes !== undefined) pipes.push({ kind: 'fields', except: true, names: names(o.excludes) });
+    return pipes;
+  }
+  if (src === false || src === 'false') return [];
+  return bad('_source is true, false, a list of fields or {includes, excludes}');
+}
+
+function intParam(v: unknown, name: string, dflt: number, max: number): number {
+  if (v === undefined || v === null) return dflt;
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max) bad(`${name} must be an integer in [0, ${max}]; found ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Newest first unless a sort on a time field says asc; other sorts are refused (no scores, no field sorts). */
+function order(sort: unknown): 'desc' | 'asc' {
+  if (sort === undefined) return 'desc';
+  const list = Array.isArray(sort) ? sort : [sort];
+  let dir: 'desc' | 'asc' = 'desc';
+  for (const s of list) {
+    if (s === '_score' || s === '_doc') continue;
+    const [field, spec] = typeof s === 'string' ? [s.split(':')[0]!, s.split(':')[1] ?? 'asc'] : typeof s === 'object' && s !== null ? Object.entries(s)[0] ?? ['', ''] : ['', ''];
+    const d = typeof spec === 'string' ? spec : (spec as Record<string, unknown>)?.order;
+    if (!TIME.has(field)) bad(`sort: only the document time (${TIME_FIELDS.join(', ')}) sorts; found ${JSON.stringify(s)}`);
+    if (d !== 'asc' && d !== 'desc') bad(`sort order is "asc" or "desc"; found ${JSON.stringify(d)}`);
+    dir = d;
+  }
+  return dir;
+}
+
+async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
+  return req.method === 'GET' || req.method === 'POST' ? readJsonBody(req) : {};
+}
+
+function badRequest(res: ServerResponse, err: unknown): number {
+  if (err instanceof BadSearch) {
+    esError(res, 400, 'parsing_exception', err.message);
+    return 400;
+  }
+  throw err;
+}
+
+export async function search(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string, params: URLSearchParams): Promise<number> {
+  const started = Date.now();
+  const b = await body(req);
+  try {
+    const extra = Object.keys(b).filter((k) => !KNOWN.has(k));
+    if (extra.length) bad(`unsupported search keys [${extra.join(', ')}]; the log store reads query, size, from, sort (by time), _source and post_filter (aggregations: POST /aggregate)`);
+    const q = parseQuery(ctx, b, params);
+    const max = ctx.config.limits.search_docs;
+    const size = intParam(b.size ?? params.get('size'), 'size', 10, max);
+    const from = intParam(b.from ?? params.get('from'), 'from', 0, max);
+    if (size + from > max) bad(`from + size must be at most limits.search_docs (${max}); found ${size + from}`);
+    const dir = order(b.sort ?? params.get('sort') ?? undefined);
+    const r = await ctx.store.query({ plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
+    const noSource = b._source === false || params.get('_source') === 'false';
+    const hits = r.hits.slice(from, from + size).map((h) => {
+      const hit = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
+      const { _id: clientId, ...source } = hit.data;
+      return { _index: index, _id: typeof clientId === 'string' ? clientId : hit.id, _score: null, ...(noSource ? {} : { _source: source }), sort: [h.time] };
+    });
+    sendJson(res, 200, {
+      took: Date.now() - started, timed_out: false,
+      _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 },
+      hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
+    }, ES_HEADERS);
+    return 200;
+  } catch (err) {
+    return badRequest(res, err);
+  }
+}
+
+export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, params: URLSearchParams): Promise<number> {
+  const b = await body(req);
+  try {
+    const extra = Object.keys(b).filter((k) => k !== 'query');
+    if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
+    const q = parseQuery(ctx, b, params);
+    const r = await ctx.store.query({ plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
+    sendJson(res, 200, { count: r.total, _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 } }, ES_HEADERS);
+    return 200;
+  } catch (err) {
+    return badRequest(res, err);
+  }
+}
