@@ -110,7 +110,7 @@ export interface PoolerSnapshot {
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
   readonly apps: readonly AppSnapshot[];
-  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number };
+  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly loggingIn: number };
   readonly events: readonly PoolerEvent[];
 }
 
@@ -199,7 +199,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
 
   return {
     takenAt: now, pools, clients, servers, coordinators, apps,
-    counters: { ...p.counters }, events: p.events.list(),
+    counters: { ...p.counters, loggingIn: p.loggingIn }, events: p.events.list(),
   };
 }
 
