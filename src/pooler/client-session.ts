@@ -183,20 +183,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     return this.end ? this.end.counts() : null;
   }
 
-  get transactionCount(): number {
-    return this.counts()?.transactions ?? 0;
-  }
-
-  /** Queries (Query and Execute messages) this client has sent, for SHOW CLIENTS. */
-  get queryCount(): number {
-    return this.counts()?.queries ?? 0;
-  }
-
-  get errorCount(): number {
-    return this.counts()?.errors ?? 0;
-  }
-
-  /** The relay's numbers for this client (zeros before the handoff, for admin sessions and once closed). */
+  /** The relay's numbers for this client; null before the handoff, for admin sessions and once closed. */
   relayCounts(): RelayCounts | null {
     return this.counts();
   }

@@ -332,6 +332,7 @@ export class Pool {
       this.draining = pending;
       this.updateParkable();
     }
+    let closed = false;
     for (let i = this.idle.length - 1; i >= 0; i--) {
       const s = this.idle[i]!;
       const tooOld = now >= s.expiresAt;
@@ -340,8 +341,11 @@ export class Pool {
         this.idle.splice(i, 1);
         this.servers.delete(s);
         s.close(tooOld ? 'server_lifetime' : 'idle_timeout');
+        closed = true;
       }
     }
+    // A slot of the database freed: a user waiting at max_db_connections may take it now.
+    if (closed && this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
     if (!this.paused && !this.retired && this.scramOrPasswordKnown()) {
       while (this.servers.size + this.connecting < minPoolSize) {
         if (this.connecting >= this.settings.maxConcurrentConnects || (this.coordinator && this.coordinator.admit(this, -1) === 'none')) {

@@ -41,6 +41,8 @@ export class Pooler implements PoolerControl {
   readonly startedAt = new Date();
   readonly log: Logger;
   readonly counters = { connections: 0, errors: 0, cancel: 0 };
+  /** Client connections accepted and not yet logged in (SHOW LISTS login_clients). */
+  loggingIn = 0;
   /** Per database: max_db_connections, reserve, eviction (coordinator.ts). */
   readonly coordinators = new Map<string, Coordinator>();
   /** What an operator needs to reconstruct an incident (SHOW EVENTS, /api/events). */
@@ -109,6 +111,7 @@ export class Pooler implements PoolerControl {
       return;
     }
     let session: ClientSession | null = null;
+    this.loggingIn++;
     const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler));
     if (socket) {
       socket.setKeepAlive(true, 60_000);
@@ -241,6 +244,7 @@ export class Pooler implements PoolerControl {
   }
 
   registerClient(c: ClientSession): void {
+    this.loggingIn--;
     this.clients.add(c);
     this.byCancelPid.set(c.cancelPid, c);
     if (c.isAdmin) attachAdminConsole(this, c);
@@ -248,7 +252,8 @@ export class Pooler implements PoolerControl {
   }
 
   unregisterClient(c: ClientSession): void {
-    this.clients.delete(c);
+    // A connection that closed before its login completed was never registered.
+    if (!this.clients.delete(c)) this.loggingIn--;
     this.byCancelPid.delete(c.cancelPid);
   }
 

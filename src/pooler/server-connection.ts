@@ -74,19 +74,6 @@ export class ServerConnection {
     else if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary);
   }
 
-  get transactionCount(): number {
-    return this.end.counts()?.transactions ?? 0;
-  }
-  get queryCount(): number {
-    return this.end.counts()?.queries ?? 0;
-  }
-  get bytesSent(): number {
-    return this.end.counts()?.bytesSent ?? 0;
-  }
-  get bytesReceived(): number {
-    return this.end.counts()?.bytesReceived ?? 0;
-  }
-
   /** Closes at once, without Terminate (KILL, shutdown). */
   destroy(): void {
     this.state = 'closed';

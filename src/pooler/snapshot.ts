@@ -110,7 +110,7 @@ export interface PoolerSnapshot {
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
   readonly apps: readonly AppSnapshot[];
-  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number };
+  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly loggingIn: number };
   readonly events: readonly PoolerEvent[];
 }
 
@@ -162,10 +162,12 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
       } else if (s.state === 'idle') sv.idle++;
       else if (s.state === 'used') sv.used++;
       const cache = s.statements;
+      // One call into the relay per server (the native relay answers from C++).
+      const counts = s.end.counts();
       servers.push({
         id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, state: s.state,
         idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0,
-        transactions: s.transactionCount, queries: s.queryCount, bytesSent: s.bytesSent, bytesReceived: s.bytesReceived,
+        transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, bytesSent: counts?.bytesSent ?? 0, bytesReceived: counts?.bytesReceived ?? 0,
         ageSeconds: Math.round((now - s.createdAt) / 1000), prepareHits: cache?.hits ?? 0, prepareMisses: cache?.misses ?? 0, prepareSize: cache?.size ?? 0,
         reserve: s.reserve,
       });
@@ -199,7 +201,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
 
   return {
     takenAt: now, pools, clients, servers, coordinators, apps,
-    counters: { ...p.counters }, events: p.events.list(),
+    counters: { ...p.counters, loggingIn: p.loggingIn }, events: p.events.list(),
   };
 }
 

@@ -73,8 +73,8 @@ export function showLists(s: PoolerSnapshot, databases: number): ShowTable {
   }
   const users = new Set(s.pools.map((p) => p.user)).size;
   return table(['list', 'items'], [
-    ['databases', databases], ['users', users], ['pools', s.pools.length], ['free_clients', 0], ['used_clients', s.clients.length],
-    ['login_clients', 0], ['free_servers', free], ['used_servers', used], ['login_servers', login],
+    ['databases', databases], ['users', users], ['pools', s.pools.length], ['used_clients', s.clients.length],
+    ['login_clients', s.counters.loggingIn], ['free_servers', free], ['used_servers', used], ['login_servers', login],
   ]);
 }
 

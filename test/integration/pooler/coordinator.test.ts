@@ -143,6 +143,33 @@ describe('eviction', () => {
     }
   });
 
+  it('between users with the same surplus, the one with the higher p95 transaction time gives up its connection', async () => {
+    h = await startOperator(operatorToml({
+      pools: poolToml(db, 'capped', 'max_db_connections = 2\nmin_connection_lifetime = "0"', [
+        { username: 'md5user', password: 'md5pass' }, { username: 'scramuser', password: 'scrampass' }, { username: 'trustuser', password: '' },
+      ]),
+    }));
+    const x = h;
+    const slow = x.client('capped', 'md5user', 'md5pass');
+    const fast = x.client('capped', 'scramuser', 'scrampass');
+    const third = x.client('capped', 'trustuser', '');
+    try {
+      await slow.connect();
+      await fast.connect();
+      for (let i = 0; i < 3; i++) await slow.query('SELECT pg_sleep(0.05)');
+      for (let i = 0; i < 3; i++) await fast.query('SELECT 1');
+      const slowPid = await pidOf(slow);
+      const fastPid = await pidOf(fast);
+      await third.connect();
+      expect((await third.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+      const left = (await monitor.query(`SELECT pid FROM pg_stat_activity WHERE datname = 'app' AND backend_type = 'client backend' AND pid IN (${slowPid}, ${fastPid})`)).rows.map((r) => r.pid as number);
+      expect(left).toEqual([fastPid]);
+      expect(await coordinator(x)).toMatchObject({ evictions: '1' });
+    } finally {
+      await Promise.all([slow.end(), fast.end(), third.end()]);
+    }
+  });
+
   it('connections within min_guaranteed_pool_size are never evicted: the other user waits and times out', async () => {
     const x = await start('max_db_connections = 3\nmin_guaranteed_pool_size = 2\nmin_connection_lifetime = "0"', 'pool_size = 3', 'query_wait_timeout = "1s"');
     const a1 = x.client('capped', 'md5user', 'md5pass');

@@ -1,5 +1,6 @@
 // One source of truth: the numbers of SHOW (admin console), /api/* and /metrics agree once traffic stops, and /metrics
 // passes promtool; sv_used is a server running server_reset_query after its session-mode client left.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { promtoolCheckMetrics } from '../../helpers/promtool.js';
@@ -107,5 +108,20 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     expect(((await h.api('/api/overview')).body as Record<string, number>)['sv_used']).toBe(1);
     await until('the reset query to finish', async () => (await pool())['sv_idle'] === '1');
     expect(await pool()).toMatchObject({ sv_used: '0', sv_idle: '1' });
+  });
+
+  it('SHOW LISTS login_clients counts connections that have not logged in yet', async () => {
+    const lists = async () => Object.fromEntries((await h.show('LISTS')).map((r) => [r['list'], Number(r['items'])]));
+    const before = await lists();
+    expect(before['login_clients']).toBe(0);
+    const raw = net.connect(h.tp.port, '127.0.0.1');
+    await new Promise<void>((r) => raw.once('connect', () => r()));
+    try {
+      await until('the connection to be counted', async () => (await lists())['login_clients'] === 1);
+      expect((await lists())['used_clients']).toBe(before['used_clients']);
+    } finally {
+      raw.destroy();
+    }
+    await until('the connection to leave', async () => (await lists())['login_clients'] === 0);
   });
 });
