@@ -41,6 +41,7 @@ export const HELP: Record<string, HelpEntry> = {
   wait_reason: h('wait reason', 'Why a client waits: its pool is paused, or every server of the pool is busy.'),
   age_seconds: h('age', 'Seconds since the connection was opened.'),
   server_process_id: h('PostgreSQL pid', 'Process id of the PostgreSQL backend: join it with pg_stat_activity.pid.'),
+  client_query_age: h('query age', 'How long the client\'s current query has been running (active clients only).'),
   query_age: h('query age', 'How long the server has been serving its current client.'),
   prepare_cache: h('prepare cache', 'Statements the server already had prepared when a client asked (hits) and those the pooler had to prepare first (misses).'),
   hit_rate: h('hit rate', 'Share of statement uses the servers answered from their prepared-statement cache: hits / (hits + misses).'),

@@ -1,6 +1,6 @@
 // The last 15 minutes of the pooler as the console polled it (overview, pools, stats), kept across page changes.
 import { useSyncExternalStore } from 'react';
-import { api, type Row } from './api';
+import { api, ApiError, type Row } from './api';
 import { everyWhileVisible } from './visibility';
 import { POLL_MS } from './use-polling';
 
@@ -32,6 +32,8 @@ export interface Sample {
   overview: Overview | null;
   pools: Row[] | null;
   stats: Row[] | null;
+  /** SHOW POOLS_EXTENDED (per-pool percentiles), null when the pooler does not serve it. */
+  extended: Row[] | null;
 }
 
 export interface HistoryState {
@@ -50,8 +52,15 @@ function publish(next: HistoryState): void {
   for (const l of listeners) l();
 }
 
+/** Set once /api/pools_extended answered 404 (a pooler without it): not asked again in this page's life. */
+let noExtended = false;
+
 async function poll(): Promise<void> {
-  const [overview, pools, stats] = await Promise.allSettled([api<Overview>('/api/overview'), api<Row[]>('/api/pools'), api<Row[]>('/api/stats')]);
+  const [overview, pools, stats, extended] = await Promise.allSettled([
+    api<Overview>('/api/overview'), api<Row[]>('/api/pools'), api<Row[]>('/api/stats'),
+    noExtended ? Promise.resolve(null) : api<Row[]>('/api/pools_extended'),
+  ]);
+  if (extended.status === 'rejected' && extended.reason instanceof ApiError && extended.reason.status === 404) noExtended = true;
   const value = <T,>(r: PromiseSettledResult<T>) => (r.status === 'fulfilled' ? r.value : null);
   const failed = [overview, pools, stats].find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
   const t = Date.now() / 1000;
@@ -60,7 +69,7 @@ async function poll(): Promise<void> {
     return;
   }
   const samples = state.samples.filter((s) => s.t > t - HISTORY_SECONDS);
-  samples.push({ t, overview: value(overview), pools: value(pools), stats: value(stats) });
+  samples.push({ t, overview: value(overview), pools: value(pools), stats: value(stats), extended: value(extended) });
   publish({ samples, error: failed ? (failed.reason as Error).message : null });
 }
 
@@ -110,6 +119,12 @@ export function errorsPerSec(s: Sample, prev: Sample | null): number | null {
   if (!prev?.overview || !s.overview) return null;
   const dt = s.t - prev.t;
   return dt > 0 ? Math.max(0, (s.overview.errors - prev.overview.errors) / dt) : null;
+}
+
+/** A pool's p95 query time in µs (SHOW POOLS_EXTENDED query_0.95), null when the pooler does not report it. */
+export function poolP95(s: Sample | null, key: string): number | null {
+  const v = poolRow(s?.extended ?? null, key)?.['query_0.95'];
+  return typeof v === 'number' ? v : null;
 }
 
 export const poolKey = (r: Row) => `${String(r['database'])}/${String(r['user'])}`;

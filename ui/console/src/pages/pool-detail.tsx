@@ -7,7 +7,7 @@ import { DataTable, type Column } from '../components/data-table';
 import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
 import { count, micros, rate, seconds } from '../format';
-import { latest, poolRow, refreshHistory, series, useHistory } from '../history';
+import { latest, poolP95, poolRow, refreshHistory, series, useHistory } from '../history';
 import { linkProps } from '../router';
 import { useRole } from '../role';
 import { usePolling } from '../use-polling';
@@ -96,7 +96,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
               <Card label="Clients" help="clients" value={count(Number(pool['cl_active']) + Number(pool['cl_idle']) + Number(pool['cl_waiting']))} detail={`${count(pool['cl_active'])} active · ${count(pool['cl_idle'])} idle · ${count(pool['cl_waiting'])} waiting`} tone={Number(pool['cl_waiting']) > 0 ? 'warn' : null} />
               <Card label="Servers" help="servers" value={count(Number(pool['sv_active']) + Number(pool['sv_idle']) + Number(pool['sv_used']) + Number(pool['sv_login']))} detail={`${count(pool['sv_idle'])} idle · ${count(pool['sv_login'])} login`} />
               <Card label="Transactions/s" help="tps" value={rate(stat?.['avg_xact_count'])} detail={`mean ${micros(stat?.['avg_xact_time'])}`} />
-              <Card label="Queries/s" help="qps" value={rate(stat?.['avg_query_count'])} detail={`mean ${micros(stat?.['avg_query_time'])}`} />
+              <Card label="Queries/s" help="qps" value={rate(stat?.['avg_query_count'])} detail={`mean ${micros(stat?.['avg_query_time'])}${poolP95(sample, key) !== null ? ` · p95 ${micros(poolP95(sample, key))}` : ''}`} />
               <Card label="Errors" help="total_errors" value={count(stat?.['total_errors'])} />
             </div>
             <div className="charts" data-testid="pool-charts">
@@ -112,7 +112,10 @@ export function PoolDetailPage(props: { database: string; user: string }) {
                 { label: 'active', values: fromPool('sv_active'), color: '--series-1' },
                 { label: 'idle', values: fromPool('sv_idle'), color: '--series-2' },
               ]} />
-              <Chart testId="pool-chart-time" title="Mean query time" help="avg_query_time" x={x} format={(v) => micros(v)} series={[{ label: 'mean', values: fromStats('avg_query_time'), color: '--series-4' }]} />
+              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={(v) => micros(v)} series={[
+                { label: 'mean', values: fromStats('avg_query_time'), color: '--series-2' },
+                ...(history.samples.some((v) => poolP95(v, key) !== null) ? [{ label: 'p95', values: series(history.samples, (v) => poolP95(v, key)), color: '--series-4' }] : []),
+              ]} />
             </div>
             <h2>Clients <span className="muted">({count(clientTotal)}; <a {...linkProps(`/clients?${new URLSearchParams({ pool: key }).toString()}`)}>all on the clients page</a>)</span></h2>
             <Gate loading={clients.loading} error={clients.error} hasData={clients.data !== null} what="clients">

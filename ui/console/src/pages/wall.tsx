@@ -1,8 +1,7 @@
 // Wall (/wall): a big-screen incident view with no sidebar: tps, waiting clients, errors/s, the worst pools, the last admin events.
-import type { Row } from '../api';
 import { Chart } from '../components/chart';
 import { Meter, saturation } from '../components/meter';
-import { errorsPerSec, latest, poolKey, poolRow, series, useHistory } from '../history';
+import { errorsPerSec, latest, poolKey, poolP95, poolRow, series, useHistory } from '../history';
 import { count, micros, rate } from '../format';
 import { linkProps } from '../router';
 import { usePolling } from '../use-polling';
@@ -17,12 +16,6 @@ export interface AdminEvent {
 const WORST = 6;
 const EVENTS = 8;
 
-/** A pool's p95 query time in µs when the pooler reports one (query_p95_us, or the POOLS_EXTENDED column). */
-function p95(r: Row | null): number | null {
-  const v = r?.['query_p95_us'] ?? r?.['query_0.95'];
-  return typeof v === 'number' ? v : null;
-}
-
 export function WallPage() {
   const history = useHistory();
   const events = usePolling<AdminEvent[]>('/api/events');
@@ -33,7 +26,7 @@ export function WallPage() {
   const errs = samples.length ? errorsPerSec(samples.at(-1)!, samples.at(-2) ?? null) : null;
   const waiting = ov ? ov.cl_waiting ?? ov.clients['waiting'] ?? 0 : null;
   const pools = [...(s?.pools ?? [])]
-    .map((r) => ({ r, sat: saturation(r) ?? 0, p95: p95(r), stat: poolRow(s?.stats ?? null, poolKey(r)) }))
+    .map((r) => ({ r, sat: saturation(r) ?? 0, p95: poolP95(s, poolKey(r)), stat: poolRow(s?.stats ?? null, poolKey(r)) }))
     .sort((a, b) => b.sat - a.sat || (b.p95 ?? 0) - (a.p95 ?? 0) || Number(b.r['cl_waiting']) - Number(a.r['cl_waiting']))
     .slice(0, WORST);
   const hasP95 = pools.some((p) => p.p95 !== null);
