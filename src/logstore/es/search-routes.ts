@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TIME_FIELDS } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
+import { formatQuery, UnformattableFieldError } from '../query/format.js';
 import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
 import { readJsonBody } from '../http/body.js';
 import type { HttpContext } from '../http/context.js';
@@ -18,6 +19,8 @@ const KNOWN = new Set(['query', 'size', 'from', 'sort', '_source', 'track_total_
 const TIME = new Set<string>(TIME_FIELDS);
 
 interface Parsed {
+  /** The translated query as seq-ql, for stores behind a proxy, which plan the text themselves. */
+  text: string;
   plan: Plan;
   from: number;
   to: number;
@@ -43,9 +46,10 @@ function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URL
       t = translateQuery(query, ctx.mapping);
     }
     const pipes = sourcePipes(body._source ?? params.get('_source') ?? undefined);
-    return { plan: planQuery({ root: t.root, pipes }, ctx.mapping), from: t.from, to: t.to, pipes };
+    return { text: formatQuery(t.root, pipes), plan: planQuery({ root: t.root, pipes }, ctx.mapping), from: t.from, to: t.to, pipes };
   } catch (err) {
     if (err instanceof DslError) bad(err.message);
+    if (err instanceof UnformattableFieldError) bad(err.message);
     if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
     throw err;
   }
@@ -119,7 +123,7 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     const from = intParam(b.from ?? params.get('from'), 'from', 0, max);
     if (size + from > max) bad(`from + size must be at most limits.search_docs (${max}); found ${size + from}`);
     const dir = order(b.sort ?? params.get('sort') ?? undefined);
-    const r = await ctx.store.query({ plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
+    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
     const noSource = b._source === false || params.get('_source') === 'false';
     const hits = r.hits.slice(from, from + size).map((h) => {
       const hit = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
@@ -143,7 +147,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     const extra = Object.keys(b).filter((k) => k !== 'query');
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
-    const r = await ctx.store.query({ plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
+    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
     sendJson(res, 200, { count: r.total, _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 } }, ES_HEADERS);
     return 200;
   } catch (err) {
