@@ -4,8 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TIME_FIELDS } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
+import { queryText } from '../query/print.js';
 import { readJsonBody } from '../http/body.js';
 import type { HttpContext } from '../http/context.js';
+import type { PartialInfo } from '../backend.js';
 import { esError } from '../http/es-routes.js';
 import { sendJson } from '../http/errors.js';
 import { DslError } from './query-nodes.js';
@@ -19,6 +21,8 @@ const TIME = new Set<string>(TIME_FIELDS);
 
 interface Parsed {
   plan: Plan;
+  /** The same query as seq-ql (what a proxy sends its stores). */
+  text: string;
   from: number;
   to: number;
   pipes: FieldsPipe[];
@@ -43,7 +47,7 @@ function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URL
       t = translateQuery(query, ctx.mapping);
     }
     const pipes = sourcePipes(body._source ?? params.get('_source') ?? undefined);
-    return { plan: planQuery({ root: t.root, pipes }, ctx.mapping), from: t.from, to: t.to, pipes };
+    return { plan: planQuery({ root: t.root, pipes }, ctx.mapping), text: queryText({ root: t.root, pipes }), from: t.from, to: t.to, pipes };
   } catch (err) {
     if (err instanceof DslError) bad(err.message);
     if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
@@ -99,6 +103,12 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   return req.method === 'GET' || req.method === 'POST' ? readJsonBody(req) : {};
 }
 
+/** Elasticsearch's `_shards`: through a proxy, shards that did not answer are counted as failed. */
+function shardsOf(ctx: HttpContext, partial: PartialInfo | undefined) {
+  const failed = partial?.failedShards ?? 0;
+  return { total: ctx.store.shardCount, successful: ctx.store.shardCount - failed, skipped: 0, failed };
+}
+
 function badRequest(res: ServerResponse, err: unknown): number {
   if (err instanceof BadSearch) {
     esError(res, 400, 'parsing_exception', err.message);
@@ -119,7 +129,7 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     const from = intParam(b.from ?? params.get('from'), 'from', 0, max);
     if (size + from > max) bad(`from + size must be at most limits.search_docs (${max}); found ${size + from}`);
     const dir = order(b.sort ?? params.get('sort') ?? undefined);
-    const r = await ctx.store.query({ plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
+    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
     const noSource = b._source === false || params.get('_source') === 'false';
     const hits = r.hits.slice(from, from + size).map((h) => {
       const hit = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
@@ -128,7 +138,7 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     });
     sendJson(res, 200, {
       took: Date.now() - started, timed_out: false,
-      _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 },
+      _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
     }, ES_HEADERS);
     return 200;
@@ -143,8 +153,8 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     const extra = Object.keys(b).filter((k) => k !== 'query');
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
-    const r = await ctx.store.query({ plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendJson(res, 200, { count: r.total, _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 } }, ES_HEADERS);
+    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
+    sendJson(res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) }, ES_HEADERS);
     return 200;
   } catch (err) {
     return badRequest(res, err);
