@@ -10,6 +10,8 @@ import { hitJson } from '../search/hit-json.js';
 import { mergeFetched, mergeQueryResults } from '../search/merge.js';
 import { HitWriter } from '../search/packed-hits.js';
 import type { IngestResult, ShardStatus } from '../storage/shard.js';
+import type { BatchMeta } from '../ingest/bulk.js';
+import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
 import { Breaker } from './breaker.js';
 import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError } from './store-client.js';
@@ -74,17 +76,28 @@ export class Cluster implements LogBackend {
     return chosen;
   }
 
+  /** The shard of a client id: every copy of one id goes to one shard, whose stores check it (as single mode). */
+  route(id: string): number {
+    return routeClientId(id, this.shards.length);
+  }
+
   /**
    * Writes one batch to every replica of one shard. Ids are made here (time of ingest, shard, counter) so every
    * replica stores the same ids; a replica that fails is retried alone, then the batch moves to another shard
    * (with the same ids, so a copy left on the first shard's good replicas is dropped from answers as a duplicate).
+   * A batch of documents with client ids stays on the shard its ids route to (only that shard can tell whether
+   * an id is stored already): only its missing replicas are retried.
    */
-  async ingest(buf: Uint8Array, offs: Int32Array): Promise<IngestResult> {
+  async ingest(buf: Uint8Array, offs: Int32Array, meta?: BatchMeta): Promise<IngestResult> {
     const n = offs.length >>> 1;
-    const first = this.pickShard(new Set());
+    const routed = meta !== undefined && meta.shard >= 0 && meta.shard < this.shards.length;
+    const first = routed ? this.shards[meta.shard]! : this.pickShard(new Set());
     if (!first) throw new Error('no shard configured');
+    const ids = meta?.ids ?? null;
     const req: StoreBulkRequest = {
       docs: buf, offs: Array.from(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
+      client_ids: ids ? ids.map((x) => x ?? '') : [], has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
+      create: meta?.create ?? new Uint8Array(0),
     };
     this.counter = (this.counter + n + 1) % 2 ** 40;
     const encoded = StoreClient.encodeBulk(req);
@@ -103,7 +116,10 @@ export class Cluster implements LogBackend {
       results.forEach((r, k) => {
         if (r.status === 'fulfilled') {
           acked.add(missing[k]!);
-          answer ??= { ids: new Uint8Array(r.value.ids), errors: r.value.errors.map((e) => [e.index, e.type, e.reason]) };
+          answer ??= {
+            ids: new Uint8Array(r.value.ids), errors: r.value.errors.map((e) => [e.index, e.type, e.reason, e.status || 400]),
+            ...(r.value.kept.length ? { kept: r.value.kept } : {}),
+          };
         } else {
           errors.push(`${s.replicas[missing[k]!]!.addr}: ${message(r.reason)}`);
           if (isCallerError(r.reason)) throw new HttpError(400, ErrorCode.BadRequest, message(r.reason));
@@ -114,7 +130,7 @@ export class Cluster implements LogBackend {
         return answer!;
       }
       // The same shard's missing replicas once more; after that, another shard (all of its replicas).
-      if (attempt >= 1 || acked.size === 0) {
+      if (!routed && (attempt >= 1 || acked.size === 0)) {
         s.breaker.failure();
         tried.add(s.index);
         shard = this.pickShard(tried);

@@ -12,11 +12,15 @@ export interface StoreBulkRequest {
   assign_ids: boolean;
   id_shard: number;
   id_counter: number;
+  client_ids: string[];
+  has_client_id: Uint8Array;
+  create: Uint8Array;
 }
 
 export interface StoreBulkResponse {
   ids: Buffer;
-  errors: { index: number; type: string; reason: string }[];
+  errors: { index: number; type: string; reason: string; status: number }[];
+  kept: number[];
 }
 
 export interface StoreSearchRequest {

@@ -3,10 +3,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TIME_FIELDS } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
-import { formatQuery, UnformattableFieldError } from '../query/format.js';
 import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
+import { UnprintableFieldError, queryText } from '../query/print.js';
 import { readJsonBody } from '../http/body.js';
 import type { HttpContext } from '../http/context.js';
+import type { PartialInfo } from '../backend.js';
 import { esError } from '../http/es-routes.js';
 import { sendJson } from '../http/errors.js';
 import { DslError } from './query-nodes.js';
@@ -19,9 +20,9 @@ const KNOWN = new Set(['query', 'size', 'from', 'sort', '_source', 'track_total_
 const TIME = new Set<string>(TIME_FIELDS);
 
 interface Parsed {
-  /** The translated query as seq-ql, for stores behind a proxy, which plan the text themselves. */
-  text: string;
   plan: Plan;
+  /** The same query as seq-ql (what a proxy sends its stores). */
+  text: string;
   from: number;
   to: number;
   pipes: FieldsPipe[];
@@ -46,10 +47,10 @@ function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URL
       t = translateQuery(query, ctx.mapping);
     }
     const pipes = sourcePipes(body._source ?? params.get('_source') ?? undefined);
-    return { text: formatQuery(t.root, pipes), plan: planQuery({ root: t.root, pipes }, ctx.mapping), from: t.from, to: t.to, pipes };
+    return { plan: planQuery({ root: t.root, pipes }, ctx.mapping), text: queryText({ root: t.root, pipes }), from: t.from, to: t.to, pipes };
   } catch (err) {
     if (err instanceof DslError) bad(err.message);
-    if (err instanceof UnformattableFieldError) bad(err.message);
+    if (err instanceof UnprintableFieldError) bad(err.message);
     if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
     throw err;
   }
@@ -103,6 +104,12 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   return req.method === 'GET' || req.method === 'POST' ? readJsonBody(req) : {};
 }
 
+/** Elasticsearch's `_shards`: through a proxy, shards that did not answer are counted as failed. */
+function shardsOf(ctx: HttpContext, partial: PartialInfo | undefined) {
+  const failed = partial?.failedShards ?? 0;
+  return { total: ctx.store.shardCount, successful: ctx.store.shardCount - failed, skipped: 0, failed };
+}
+
 function badRequest(res: ServerResponse, err: unknown): number {
   if (err instanceof BadSearch) {
     esError(res, 400, 'parsing_exception', err.message);
@@ -132,7 +139,7 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     });
     sendJson(res, 200, {
       took: Date.now() - started, timed_out: false,
-      _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 },
+      _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
     }, ES_HEADERS);
     return 200;
@@ -148,7 +155,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
     const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendJson(res, 200, { count: r.total, _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 } }, ES_HEADERS);
+    sendJson(res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) }, ES_HEADERS);
     return 200;
   } catch (err) {
     return badRequest(res, err);

@@ -9,11 +9,16 @@ import { QuerySyntaxError, parseQuery } from '../query/parser.js';
 import { QueryFieldError, planQuery } from '../query/plan.js';
 import type { ShardQuery } from '../search/execute.js';
 import type { Store } from '../store.js';
+import type { BatchMeta } from '../ingest/bulk.js';
+import type { IngestResult } from '../storage/shard.js';
 import { type PbAggQuery, type PbDoc, aggFromPb, partialToPb } from './convert.js';
 
-interface BulkRequest { docs: Buffer; offs: number[]; now: number; assign_ids: boolean; id_shard: number; id_counter: number }
+interface BulkRequest {
+  docs: Buffer; offs: number[]; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
+  client_ids: string[]; has_client_id: Buffer; create: Buffer;
+}
 interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean }
-interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string }[] }
+interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string; status: number }[]; kept: number[] }
 interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
 
 /** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; anything else INTERNAL. */
@@ -43,6 +48,55 @@ function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.hand
   };
 }
 
+/**
+ * Stores a proxy's batch. Documents with client ids go to the local shard of their id's hash (whose thread checks
+ * for ids stored already), so a batch of them is split across this store's shards, each document keeping the
+ * counter, and so the id, the proxy gave it; the answers are put back in the batch's order.
+ */
+async function ingestBatch(store: Store, req: BulkRequest): Promise<IngestResult> {
+  const n = req.offs.length >>> 1;
+  const now = req.now > 0 ? req.now : Date.now();
+  const assign = req.assign_ids ? { shard: req.id_shard, counter: req.id_counter } : undefined;
+  const hasIds = req.has_client_id.length === n && req.has_client_id.includes(1);
+  const idOf = (i: number) => (req.has_client_id[i] ? req.client_ids[i] ?? '' : null);
+  const groups = new Map<number, number[]>();
+  for (let i = 0; i < n; i++) {
+    const g = hasIds && idOf(i) !== null ? store.route(idOf(i)!) : -1;
+    const list = groups.get(g);
+    if (list) list.push(i);
+    else groups.set(g, [i]);
+  }
+  const ids = Buffer.alloc(24 * n, 0x20);
+  const out: IngestResult = { ids, errors: [], kept: [] };
+  await Promise.all([...groups].map(async ([shard, members]) => {
+    // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
+    let size = 0;
+    for (const i of members) size += req.offs[2 * i + 1]!;
+    const buf = new Uint8Array(size);
+    const offs = new Int32Array(2 * members.length);
+    let at = 0;
+    members.forEach((i, k) => {
+      const start = req.offs[2 * i]!;
+      const len = req.offs[2 * i + 1]!;
+      buf.set(req.docs.subarray(start, start + len), at);
+      offs[2 * k] = at;
+      offs[2 * k + 1] = len;
+      at += len;
+    });
+    const meta: BatchMeta | undefined = hasIds
+      ? { shard, ids: members.map(idOf), create: Uint8Array.from(members, (i) => req.create[i] ?? 0) }
+      : undefined;
+    const sub = assign ? { ...assign, counters: members.map((i) => assign.counter + i) } : undefined;
+    const r = await store.ingest(buf, offs, now, sub, meta);
+    members.forEach((i, k) => ids.set(r.ids.subarray(24 * k, 24 * k + 24), 24 * i));
+    for (const [k, type, reason, status] of r.errors) out.errors.push([members[k]!, type, reason, status]);
+    for (const k of r.kept ?? []) out.kept!.push(members[k]!);
+  }));
+  out.errors.sort((a, b) => a[0] - b[0]);
+  out.kept!.sort((a, b) => a - b);
+  return out;
+}
+
 /** Batches remembered per store so that a proxy's retry of one (same ids) is not stored twice. */
 const RECENT_BATCHES = 4096;
 
@@ -56,13 +110,14 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       const len = req.offs[2 * i + 1]!;
       if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, ErrorCode.BadRequest, `document ${i} lies outside the docs bytes`);
     }
-    // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
-    const buf = new Uint8Array(req.docs);
-    const offs = Int32Array.from(req.offs);
     inflight.bulks++;
     try {
-      const r = await store.ingest(buf, offs, req.now > 0 ? req.now : undefined, req.assign_ids ? { shard: req.id_shard, counter: req.id_counter } : undefined);
-      return { ids: Buffer.from(r.ids.buffer, r.ids.byteOffset, r.ids.byteLength), errors: r.errors.map(([index, type, reason]) => ({ index, type, reason })) };
+      const r = await ingestBatch(store, req);
+      return {
+        ids: Buffer.from(r.ids.buffer, r.ids.byteOffset, r.ids.byteLength),
+        errors: r.errors.map(([index, type, reason, status]) => ({ index, type, reason, status: status ?? 400 })),
+        kept: r.kept ?? [],
+      };
     } finally {
       inflight.bulks--;
     }

@@ -27,10 +27,14 @@ export interface ShardOptions {
   retention: number;
 }
 
-/** Ids made by the caller (a proxy): document i of a batch gets shard `shard` and counter `counter + i`. */
+/**
+ * Ids made by the caller (a proxy): document i of a batch gets shard `shard` and counter `counter + i`, or
+ * `counters[i]` when given (a batch split across local shards keeps each document's counter).
+ */
 export interface IdAssign {
   shard: number;
   counter: number;
+  counters?: number[];
 }
 
 export interface IngestResult {
@@ -221,7 +225,7 @@ export class Shard {
       }
       let counter: number;
       if (assign) {
-        const c = (assign.counter + i) % 2 ** 40;
+        const c = (assign.counters ? assign.counters[i]! : assign.counter + i) % 2 ** 40;
         counter = OWN_SHARD + (assign.shard & 0xff) * 2 ** 40 + c;
         ids.write(formatIdTail(t.time, counter - OWN_SHARD), 24 * i, 'latin1');
       } else {

@@ -67,6 +67,29 @@ describe('cluster through failures', () => {
     await client.close();
   });
 
+  it('over its write limit the proxy answers items 429 inside a 200, as single mode, and the bulk helper retries them', async () => {
+    const tight = await startLogstore({
+      mode: 'proxy', limits: { inflight_bulks: 1, bulk_queue: 0 },
+      cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '5s' },
+    });
+    try {
+      const body = ndjson(Array.from({ length: 2000 }, (_, n) => ({ run: 'tight', n, pad: 'x'.repeat(200) })));
+      const answers = await Promise.all(Array.from({ length: 6 }, () => bulk(tight.url, body)));
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      const rejected = answers.filter((a) => a.body.items.every((it) => it.index!.status === 429 && it.index!.error!.type === 'es_rejected_execution_exception'));
+      expect(rejected.length).toBeGreaterThan(0);
+      const client = new Client({ node: tight.url });
+      const docs = Array.from({ length: 4000 }, (_, n) => ({ run: 'tight-helper', n }));
+      const stats = await client.helpers.bulk({ datasource: docs, onDocument: () => ({ index: { _index: 'app' } }), flushBytes: 16 * 1024, concurrency: 4, retries: 50, wait: 100 });
+      await client.close();
+      expect(stats.failed).toBe(0);
+      expect(stats.successful).toBe(docs.length);
+      expect((await foundNs('run:tight-helper')).size).toBe(docs.length);
+    } finally {
+      await tight.cleanup();
+    }
+  });
+
   it('fetch goes to the shard each id names and returns the documents a search returned', async () => {
     const all = await postJson<Answer>(`${proxy.url}/search`, { query: { query: 'run:helper' }, size: 3000 });
     const pick = (shard: string) => all.body.docs.filter((d) => d.id.slice(12, 14) === shard).slice(0, 25);
