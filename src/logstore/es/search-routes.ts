@@ -99,6 +99,12 @@ function order(sort: unknown): 'desc' | 'asc' {
   return dir;
 }
 
+/** `_shards` of an answer: through a proxy, shards that failed are counted (the answer holds what arrived). */
+function shards(ctx: HttpContext, failed: number): { total: number; successful: number; skipped: number; failed: number } {
+  const total = ctx.store.shardCount;
+  return { total, successful: total - failed, skipped: 0, failed };
+}
+
 async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   return req.method === 'GET' || req.method === 'POST' ? readJsonBody(req) : {};
 }
@@ -132,7 +138,7 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     });
     sendJson(res, 200, {
       took: Date.now() - started, timed_out: false,
-      _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 },
+      _shards: shards(ctx, r.partial?.failedShards ?? 0),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
     }, ES_HEADERS);
     return 200;
@@ -148,7 +154,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
     const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendJson(res, 200, { count: r.total, _shards: { total: ctx.store.shardCount, successful: ctx.store.shardCount, skipped: 0, failed: 0 } }, ES_HEADERS);
+    sendJson(res, 200, { count: r.total, _shards: shards(ctx, r.partial?.failedShards ?? 0) }, ES_HEADERS);
     return 200;
   } catch (err) {
     return badRequest(res, err);
