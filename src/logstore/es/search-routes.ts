@@ -100,6 +100,7 @@ function order(sort: unknown): 'desc' | 'asc' {
   return dir;
 }
 
+/** `_shards` of an answer: through a proxy, shards that failed are counted (the answer holds what arrived). */
 async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   return req.method === 'GET' || req.method === 'POST' ? readJsonBody(req) : {};
 }
