@@ -45,11 +45,12 @@ export function showStats(s: PoolerSnapshot): ShowTable {
 export const CLIENT_COLUMNS = ['client_id', 'database', 'user', 'application_name', 'addr', 'tls', 'state', 'wait', 'transaction_count', 'query_count', 'error_count', 'age_seconds',
   'wait_us', 'query_age_ms', 'bytes_received', 'bytes_sent', 'xact_time_us', 'wait_reason'] as const;
 
-/** `wait` and `wait_us` as PgBouncer: whole seconds waited, and the microseconds beyond them; `wait_reason` says why. */
+/** `wait`: whole seconds waited, as PgBouncer; `wait_us`: the whole wait in microseconds (PgBouncer's is only the
+ * microseconds beyond `wait`); `wait_reason` says why. */
 export function showClients(s: PoolerSnapshot): ShowTable {
   return table([...CLIENT_COLUMNS], s.clients.map((c) => [
     c.id, c.database, c.user, c.applicationName, c.addr, false, c.state, Math.floor(c.waitUs / 1e6), c.transactions, c.queries, c.errors, c.ageSeconds,
-    c.waitUs % 1e6, c.queryAgeMs, c.bytesReceived, c.bytesSent, c.xactTimeUs, c.waitReason,
+    c.waitUs, c.queryAgeMs, c.bytesReceived, c.bytesSent, c.xactTimeUs, c.waitReason,
   ]));
 }
 
