@@ -188,14 +188,14 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     return this.counts();
   }
 
-  /** Why and how long this client has been waiting (SHOW CLIENTS `wait`), or '' when it is not waiting. */
-  waitText(now: number): string {
+  /** Why this client waits for a server (SHOW CLIENTS `wait_reason`), or '' when it is not waiting. */
+  waitReason(): string {
     if (this.state !== 'waiting') return '';
     const pool = this.pool;
-    const why = !pool ? '' : pool.paused ? ' (pool paused)'
-      : pool.coordinator?.blocked.has(pool) ? ` (max_db_connections ${pool.coordinator.settings.maxDbConnections})`
-        : pool.connecting > 0 ? ' (connecting)' : '';
-    return `waiting for server${why} ${Math.max(0, now - this.waitingSince)} ms`;
+    if (!pool) return 'waiting for server';
+    if (pool.paused) return 'pool paused';
+    if (pool.coordinator?.blocked.has(pool)) return `max_db_connections ${pool.coordinator.settings.maxDbConnections}`;
+    return pool.connecting > 0 ? 'connecting' : 'all servers busy';
   }
 
   // ---- the pool ----

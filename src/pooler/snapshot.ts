@@ -47,8 +47,9 @@ export interface ClientSnapshot {
   readonly applicationName: string;
   readonly addr: string;
   readonly state: ClientState;
-  /** `waiting for server 12 ms` while waiting, else ''. */
-  readonly wait: string;
+  /** Why it waits for a server (`pool paused`, `all servers busy`, `max_db_connections 3`, `connecting`), else ''. */
+  readonly waitReason: string;
+  /** Time waited so far (us), 0 when not waiting. */
   readonly waitUs: number;
   readonly transactions: number;
   readonly queries: number;
@@ -71,6 +72,8 @@ export interface ServerSnapshot {
   readonly state: string;
   /** Seconds idle, for an idle server. */
   readonly idleSeconds: number;
+  /** Age of the query in flight of the client it serves (ms), 0 when none. */
+  readonly queryAgeMs: number;
   readonly transactions: number;
   readonly queries: number;
   readonly bytesSent: number;
@@ -122,18 +125,21 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
+  const queryAge = new Map<unknown, number>();
   const perPool = new Map<unknown, { idle: number; active: number; waiting: number; cancelReq: number }>();
   const perApp = new Map<string, { clients: number; active: number; waiting: number }>();
   for (const c of p.clients) {
     const counts = c.relayCounts();
     const waitUs = c.state === 'waiting' ? Math.max(0, now - c.waitingSince) * 1000 : 0;
+    const waitReason = c.waitReason();
     clients.push({
       id: c.id, database: c.database, user: c.user, applicationName: c.applicationName, addr: c.addr, state: c.state,
-      wait: c.waitText(now), waitUs,
+      waitReason, waitUs,
       transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, errors: counts?.errors ?? 0,
       bytesReceived: counts?.bytesReceived ?? 0, bytesSent: counts?.bytesSent ?? 0, xactTimeUs: Math.round(counts?.xactTimeUs ?? 0),
       queryAgeMs: Math.round((counts?.queryAgeUs ?? 0) / 1000), ageSeconds: Math.round((now - c.connectedAt) / 1000), admin: c.isAdmin,
     });
+    if (c.server) queryAge.set(c, clients[clients.length - 1]!.queryAgeMs);
     if (c.isAdmin || !c.pool) continue;
     let cl = perPool.get(c.pool);
     if (!cl) perPool.set(c.pool, cl = { idle: 0, active: 0, waiting: 0, cancelReq: 0 });
@@ -166,7 +172,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
       const counts = s.end.counts();
       servers.push({
         id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, state: s.state,
-        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0,
+        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0, queryAgeMs: (s.owner && queryAge.get(s.owner)) ?? 0,
         transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, bytesSent: counts?.bytesSent ?? 0, bytesReceived: counts?.bytesReceived ?? 0,
         ageSeconds: Math.round((now - s.createdAt) / 1000), prepareHits: cache?.hits ?? 0, prepareMisses: cache?.misses ?? 0, prepareSize: cache?.size ?? 0,
         reserve: s.reserve,

@@ -30,8 +30,8 @@ const COLUMNS: Record<string, string[]> = {
 /** Columns tidepool adds after the reference ones (README lists them). */
 const ADDED: Record<string, string[]> = {
   POOLS_EXTENDED: ['wait_0.99', 'wait_0.95', 'wait_0.5', 'errors'],
-  CLIENTS: ['wait_us', 'query_age_ms', 'bytes_received', 'bytes_sent', 'xact_time_us'],
-  SERVERS: ['reserve'],
+  CLIENTS: ['wait_us', 'query_age_ms', 'bytes_received', 'bytes_sent', 'xact_time_us', 'wait_reason'],
+  SERVERS: ['reserve', 'query_age_ms'],
 };
 
 beforeAll(async () => {

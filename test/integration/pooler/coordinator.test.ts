@@ -94,7 +94,8 @@ describe('the reserve', () => {
       await late.connect();
       await late.query('BEGIN');
       expect(Date.now() - t0).toBeGreaterThanOrEqual(280);
-      expect((await backends()).length).toBe(2);
+      // The regular slot and one reserve connection (the login's reserve connection went back when the login was done).
+      await until('the two backends', async () => (await backends()).length === 2);
       expect(await coordinator(x)).toMatchObject({ max_db_conn: '1', current: '2', reserve_size: '1', reserve_used: '1', evictions: '0' });
       expect(Number((await coordinator(x))['reserve_acq'])).toBeGreaterThanOrEqual(1);
       const servers = await x.show('SERVERS');

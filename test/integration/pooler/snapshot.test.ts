@@ -124,4 +124,51 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     }
     await until('the connection to leave', async () => (await lists())['login_clients'] === 0);
   });
+
+  it('SHOW CLIENTS: why and how long a client waits, and the age of the query in flight (also on its server\'s row)', async () => {
+    const holder = h.client('sess', 'md5user', 'md5pass');
+    await holder.connect();
+    try {
+      const sleeping = holder.query('SELECT pg_sleep(3)');
+      const clients = async () => (await h.show('CLIENTS')).filter((r) => r['database'] === 'sess');
+      await until('the running query to be 100 ms old', async () => (await clients()).some((r) => Number(r['query_age_ms']) >= 100));
+      const running = (await clients()).find((r) => Number(r['query_age_ms']) >= 100)!;
+      expect(running).toMatchObject({ state: 'active', wait: '0', wait_reason: '', wait_us: '0' });
+      const server = (await h.show('SERVERS')).find((r) => r['database_name'] === 'sess')!;
+      expect(Number(server['query_age_ms'])).toBeGreaterThanOrEqual(100);
+      await sleeping;
+      expect((await clients()).find((r) => r['client_id'] === running['client_id'])).toMatchObject({ query_age_ms: '0' });
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it('SHOW CLIENTS: a waiting client shows why and how long it waits', async () => {
+    const holder = h.client('one', 'md5user', 'md5pass');
+    const waiters = [h.client('one', 'md5user', 'md5pass'), h.client('one', 'md5user', 'md5pass')];
+    await holder.connect();
+    for (const w of waiters) await w.connect();
+    await h.admin('PAUSE one');
+    try {
+      const pending = waiters.map((w) => w.query('SELECT 1'));
+      const waiting = async () => (await h.show('CLIENTS')).filter((r) => r['database'] === 'one' && r['state'] === 'waiting');
+      await until('two waiting clients', async () => (await waiting()).length === 2);
+      // wait in whole seconds (as PgBouncer), wait_us the whole wait.
+      await until('a wait past one second', async () => (await waiting()).every((r) => Number(r['wait']) >= 1));
+      for (const r of await waiting()) {
+        expect(r['wait_reason']).toBe('pool paused');
+        expect(Number(r['wait_us'])).toBeGreaterThanOrEqual(1_000_000);
+        expect(Math.floor(Number(r['wait_us']) / 1e6)).toBe(Number(r['wait']));
+      }
+      const api = ((await h.api('/api/clients')).body as Record<string, unknown>[]).filter((r) => r['state'] === 'waiting');
+      expect(api.map((r) => r['wait_reason'])).toEqual(['pool paused', 'pool paused']);
+      expect(api.every((r) => typeof r['wait'] === 'number' && r['wait'] >= 1)).toBe(true);
+      await h.admin('RESUME one');
+      await Promise.all(pending);
+    } finally {
+      await h.admin('RESUME one');
+      await holder.end();
+      for (const w of waiters) await w.end();
+    }
+  });
 });
