@@ -212,18 +212,18 @@ describe('clients page with 10 000 clients', () => {
     await step('sort by id, descending', async () => {
       const header = page.getByTestId('clients-table').getByRole('button', { name: 'id', exact: true });
       await header.click();
-      await expect.poll(() => searchOf(page).get('order')).toBe('desc');
-      await expect.poll(async () => Number((await column(page, 'clients-table', 'id'))[0]!.replace(/,/g, ''))).toBeGreaterThanOrEqual(CLIENTS);
+      await expect.poll(() => searchOf(page).get('order'), { timeout: 10_000 }).toBe('desc');
+      await expect.poll(async () => Number((await column(page, 'clients-table', 'id'))[0]!.replace(/,/g, '')), { timeout: 10_000 }).toBeGreaterThanOrEqual(CLIENTS);
     });
     await step('next page x5', async () => {
       for (let i = 1; i <= 5; i++) {
         await page.getByRole('button', { name: 'Next' }).click();
-        await expect.poll(count).toBe(`${i * 50 + 1}–${(i + 1) * 50} of ${total.toLocaleString('en-US')}`);
+        await expect.poll(count, { timeout: 10_000 }).toBe(`${i * 50 + 1}–${(i + 1) * 50} of ${total.toLocaleString('en-US')}`);
       }
     });
     await step('200 per page', async () => {
       await page.getByLabel('Per page').selectOption('200');
-      await expect.poll(count).toBe(`1–200 of ${total.toLocaleString('en-US')}`);
+      await expect.poll(count, { timeout: 10_000 }).toBe(`1–200 of ${total.toLocaleString('en-US')}`);
     });
     expect(await rowsOf(page, 'clients-table').count()).toBe(200);
     await step('filter application_name = load-7 (typed)', async () => {
@@ -234,7 +234,7 @@ describe('clients page with 10 000 clients', () => {
     await step('sort by queries, descending', async () => {
       await page.getByRole('button', { name: 'Clear' }).click();
       await page.getByTestId('clients-table').getByRole('button', { name: 'queries', exact: true }).click();
-      await expect.poll(async () => (await column(page, 'clients-table', 'application'))[0]).toMatch(/^busy-/);
+      await expect.poll(async () => (await column(page, 'clients-table', 'application'))[0], { timeout: 10_000 }).toMatch(/^busy-/);
     });
     await step('scroll the page of 200 to the end and back', async () => {
       for (let i = 0; i < 20; i++) {

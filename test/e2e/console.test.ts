@@ -69,7 +69,7 @@ async function signInBasic(page: Page, remember = false): Promise<void> {
   await page.getByLabel('Password').fill(WEB_ADMIN.password);
   if (remember) await page.getByLabel('Remember me').check();
   await page.getByRole('dialog').getByRole('button', { name: 'Sign in', exact: true }).click();
-  await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
+  await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
 }
 
 const paused = (user: string, on: WebHarness = h) => {
@@ -89,7 +89,7 @@ async function confirmAction(page: Page, verb: string, word: string, shotName?: 
   await page.getByRole('button', { name: verb, exact: true }).click();
   const dialog = page.getByRole('dialog');
   const confirm = dialog.getByRole('button', { name: 'Confirm' });
-  await expect.poll(() => confirm.isDisabled()).toBe(true);
+  await expect.poll(() => confirm.isDisabled(), { timeout: 10_000 }).toBe(true);
   await dialog.getByLabel('confirmation').fill(word.slice(0, -1));
   expect(await confirm.isDisabled()).toBe(true);
   await dialog.getByLabel('confirmation').fill(word);
@@ -106,7 +106,7 @@ describe('console', () => {
     await signInBasic(page);
     await page.getByTestId('overview-cards').waitFor();
     const processCards = page.getByTestId('process-cards');
-    await expect.poll(() => processCards.textContent()).toContain(`pid ${process.pid}`);
+    await expect.poll(() => processCards.textContent(), { timeout: 10_000 }).toContain(`pid ${process.pid}`);
 
     await page.getByRole('link', { name: 'Pools', exact: true }).click();
     const table = page.getByTestId('pools-table');
@@ -124,14 +124,14 @@ describe('console', () => {
     expect(paused('md5user')).toBe(true);
     expect(paused('scramuser')).toBe(false);
     await page.getByRole('button', { name: 'Close' }).click();
-    await expect.poll(() => page.getByTestId('pool-state').textContent()).toBe('paused');
+    await expect.poll(() => page.getByTestId('pool-state').textContent(), { timeout: 10_000 }).toBe('paused');
     await shot(page, 'pool-detail-paused');
 
     await confirmAction(page, 'RESUME', 'app');
     await page.getByTestId('action-result').waitFor();
     expect(paused('md5user')).toBe(false);
     await page.getByRole('button', { name: 'Close' }).click();
-    await expect.poll(() => page.getByTestId('pool-state').textContent()).toBe('running');
+    await expect.poll(() => page.getByTestId('pool-state').textContent(), { timeout: 10_000 }).toBe('running');
   });
 
   it('RELOAD (on the config page) asks for the word RELOAD', async () => {
@@ -147,7 +147,7 @@ describe('console', () => {
     await signInBasic(page, true);
     expect(await page.evaluate(() => localStorage.getItem('pooler.admin-auth'))).toBeTruthy();
     await page.reload();
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(await page.evaluate(() => [localStorage.getItem('pooler.admin-auth'), localStorage.getItem('pooler.sso-token')])).toEqual([null, null]);
     await page.getByRole('dialog').waitFor();
@@ -166,7 +166,7 @@ describe('console', () => {
   it('SSO: the token comes back in ?token=, is stored and removed from the URL; an Sso user sees no actions', async () => {
     const page = await open('/pools');
     await page.getByRole('button', { name: 'Sign in via SSO' }).click();
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: alice');
     expect(page.url()).toBe(`${h.base}/pools`);
     expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBe(proxy.issued.at(-1));
     await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
@@ -182,7 +182,7 @@ describe('console', () => {
     proxy.user.groups = ['dba'];
     const page = await open('/pools/app/scramuser');
     await page.getByRole('button', { name: 'Sign in via SSO' }).click();
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: dora');
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: dora');
     await page.getByRole('button', { name: 'PAUSE', exact: true }).click();
     await page.getByRole('dialog').getByLabel('confirmation').fill('app');
     h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url).replace('sso_admin_groups = ["dba"]', 'sso_admin_groups = ["nobody"]') }));
@@ -209,14 +209,14 @@ describe('console', () => {
       proxy.user.groups = ['dba'];
       const page = await open('/pools');
       await page.getByRole('button', { name: 'Sign in via SSO' }).click();
-      await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: carol');
+      await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: carol');
       await page.getByTestId('pools-table').getByRole('row').filter({ hasText: 'scramuser' }).click();
       await confirmAction(page, 'RECONNECT', 'app');
       await page.getByTestId('action-result').waitFor();
       expect(await page.getByTestId('action-result').textContent()).toBe('RECONNECT: RECONNECT scramuser@app');
       // The idle server is gone from SHOW SERVERS and from PostgreSQL; the next query gets a new backend.
       expect(serverPids('scramuser')).not.toContain(old);
-      await expect.poll(() => db.sql(`select count(*) from pg_stat_activity where pid = ${old}`)).toBe('0');
+      await expect.poll(() => db.sql(`select count(*) from pg_stat_activity where pid = ${old}`), { timeout: 10_000 }).toBe('0');
       const next = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
       expect(next).not.toBe(old);
       expect(serverPids('scramuser')).toEqual([next]);
@@ -244,7 +244,7 @@ describe('console', () => {
     await expect.poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 }).not.toBe(short);
     expect(proxy.issued).toHaveLength(1);
     expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBe(proxy.issued[0]);
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: alice');
     expect(page.url()).toBe(`${h.base}/overview`);
   });
 
@@ -254,7 +254,7 @@ describe('console', () => {
     const basic = Buffer.from(`${WEB_ADMIN.user}:${WEB_ADMIN.password}`).toString('base64');
     const page = await openWithStorage('/overview', { 'pooler.sso-token': short, 'pooler.admin-auth': basic });
     await expect.poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 }).toBeNull();
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('admin');
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
     expect(await page.evaluate(() => localStorage.getItem('pooler.admin-auth'))).toBe(basic);
   });
 
@@ -269,7 +269,7 @@ describe('console', () => {
     expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBeNull();
     proxy.user.fail = false;
     await page.getByRole('button', { name: 'Sign in via SSO' }).click();
-    await expect.poll(() => page.getByTestId('role-label').textContent()).toBe('sso: alice');
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: alice');
   });
 
   it('a 401 during use reopens the sign-in modal', async () => {
@@ -310,7 +310,7 @@ describe('console with ui_anonymous = true', () => {
         await page.getByTestId('needs-sign-in').waitFor();
       }
       await page.getByTestId('needs-sign-in').getByRole('button', { name: 'Sign in' }).click();
-      await expect.poll(() => page.getByRole('dialog').textContent()).toContain('need an Sso or Admin sign-in');
+      await expect.poll(() => page.getByRole('dialog').textContent(), { timeout: 10_000 }).toContain('need an Sso or Admin sign-in');
       expect(personal).toEqual([]);
       expect(paused('md5user', anon)).toBe(false);
     } finally {

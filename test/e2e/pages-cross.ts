@@ -38,7 +38,7 @@ export function describeCrossPage(s: Shared): void {
       await page.keyboard.press('Control+k');
       await page.keyboard.type('logs');
       await page.keyboard.press('Enter');
-      await expect.poll(() => page.url()).toBe(`${s.env.base}/logs`);
+      await expect.poll(() => page.url(), { timeout: 10_000 }).toBe(`${s.env.base}/logs`);
       await page.context().close();
     });
 
@@ -81,7 +81,7 @@ export function describeCrossPage(s: Shared): void {
       expect(await page.evaluate(() => document.activeElement?.id)).toBe('content');
       await page.getByTestId('clients-table').getByRole('button', { name: 'user' }).focus();
       await page.keyboard.press('Enter');
-      await expect.poll(() => new URL(page.url()).searchParams.get('sort')).toBe('user');
+      await expect.poll(() => new URL(page.url()).searchParams.get('sort'), { timeout: 10_000 }).toBe('user');
       expect(await page.getByRole('navigation', { name: 'Console pages' }).getByRole('link', { name: 'Clients' }).getAttribute('aria-current')).toBe('page');
       expect(await page.getByRole('table', { name: 'Client connections' }).count()).toBe(1);
       expect(await page.getByRole('search', { name: 'Filter clients' }).count()).toBe(1);
@@ -98,7 +98,7 @@ export function describeCrossPage(s: Shared): void {
       await new Promise((r) => setTimeout(r, 5000));
       expect(requests).toEqual([]);
       await setHidden(page, false);
-      await expect.poll(() => requests.some((u) => u.endsWith('/api/pools'))).toBe(true);
+      await expect.poll(() => requests.some((u) => u.endsWith('/api/pools')), { timeout: 10_000 }).toBe(true);
       await page.context().close();
     });
 

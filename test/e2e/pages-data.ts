@@ -14,12 +14,14 @@ export function describeDataPages(s: Shared): void {
       expect(await page.getByRole('meter', { name: 'saturation of app/md5user' }).getAttribute('aria-valuenow')).toMatch(/^\d+$/);
       await page.goto(`${s.env.base}/pools/app/scramuser`);
       await page.getByRole('heading', { name: 'app/scramuser' }).waitFor();
-      await expect.poll(() => column(page, 'pool-clients', 'application')).toEqual(['web', 'web', 'web']);
+      await expect.poll(() => column(page, 'pool-clients', 'application'), { timeout: 10_000 }).toEqual(['web', 'web', 'web']);
+      // Per-pool p95 from /api/pools_extended, beside the mean.
+      await expect.poll(() => page.getByTestId('pool-cards').textContent(), { timeout: 10_000 }).toMatch(/p95 \d/);
       const pids = await column(page, 'pool-servers', 'PostgreSQL pid');
       expect(pids.length).toBeGreaterThan(0);
       await page.goto(`${s.env.base}/pools/md5user@app`);
       await page.getByRole('heading', { name: 'app/md5user' }).waitFor();
-      await expect.poll(async () => (await column(page, 'pool-clients', 'application')).sort()).toEqual(['billing', 'billing', 'reports']);
+      await expect.poll(async () => (await column(page, 'pool-clients', 'application')).sort(), { timeout: 10_000 }).toEqual(['billing', 'billing', 'reports']);
       await page.goto(`${s.env.base}/pools/app/nobody`);
       await page.getByTestId('no-pool').waitFor();
       expect(await page.getByTestId('no-pool').textContent()).toContain('There is no pool app/nobody');
@@ -32,30 +34,34 @@ export function describeDataPages(s: Shared): void {
   describe('clients', () => {
     it('URL filters round-trip: typed URL, form, reload, clear; sort in the URL; X-Total-Count', async () => {
       const page = await s.env.open('anonymous', '/clients?application_name=billing');
-      await expect.poll(() => column(page, 'clients-table', 'application')).toEqual(['billing', 'billing']);
+      await expect.poll(() => column(page, 'clients-table', 'application'), { timeout: 10_000 }).toEqual(['billing', 'billing']);
       expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('Application').inputValue()).toBe('billing');
       expect(await page.getByTestId('clients-count').textContent()).toBe('1–2 of 2');
+      // Columns of the fields SHOW CLIENTS carries: query age and bytes per client.
+      const heads = await page.getByTestId('clients-table').locator('thead th').allTextContents();
+      for (const h of ['query age', 'received', 'sent', 'wait reason', 'Q/s', 'Tx/s']) expect(heads.some((t) => t.startsWith(h))).toBe(true);
+      for (const b of await column(page, 'clients-table', 'received')) expect(b).toMatch(/^\d+(\.\d)? (B|KiB|MiB)$/);
       await page.getByLabel('State').selectOption('idle');
-      await expect.poll(() => searchOf(page).get('state')).toBe('idle');
+      await expect.poll(() => searchOf(page).get('state'), { timeout: 10_000 }).toBe('idle');
       expect(searchOf(page).get('application_name')).toBe('billing');
       await page.reload();
-      await expect.poll(() => column(page, 'clients-table', 'state')).toEqual(['idle', 'idle']);
+      await expect.poll(() => column(page, 'clients-table', 'state'), { timeout: 10_000 }).toEqual(['idle', 'idle']);
       expect(await page.getByLabel('State').inputValue()).toBe('idle');
       await page.getByRole('button', { name: 'Clear' }).click();
-      await expect.poll(() => rowsOf(page, 'clients-table').count()).toBe(6);
+      await expect.poll(() => rowsOf(page, 'clients-table').count(), { timeout: 10_000 }).toBe(6);
       expect(page.url()).toBe(`${s.env.base}/clients`);
       await page.getByLabel('Pool').selectOption('app/scramuser');
-      await expect.poll(() => column(page, 'clients-table', 'user')).toEqual(['scramuser', 'scramuser', 'scramuser']);
+      await expect.poll(() => column(page, 'clients-table', 'user'), { timeout: 10_000 }).toEqual(['scramuser', 'scramuser', 'scramuser']);
       expect(searchOf(page).get('pool')).toBe('app/scramuser');
       await page.getByLabel('Pool').selectOption('');
       await page.getByLabel('Peer address').fill('10.9.9.9');
       await page.getByTestId('clients-empty').waitFor();
       expect(await page.getByTestId('clients-empty').textContent()).toBe('No client matches these filters.');
       await page.getByLabel('Peer address').fill('127.0.0.1');
-      await expect.poll(() => rowsOf(page, 'clients-table').count()).toBe(6);
+      await expect.poll(() => rowsOf(page, 'clients-table').count(), { timeout: 10_000 }).toBe(6);
       // Sorting asks the server: the URL says how, the rows come back in that order.
       await page.getByTestId('clients-table').getByRole('button', { name: 'queries', exact: true }).click();
-      await expect.poll(() => searchOf(page).get('sort')).toBe('query_count');
+      await expect.poll(() => searchOf(page).get('sort'), { timeout: 10_000 }).toBe('query_count');
       expect(searchOf(page).get('order')).toBe('desc');
       expect(await page.getByTestId('clients-table').locator('th[aria-sort=descending]').textContent()).toContain('queries');
       const counts = (await column(page, 'clients-table', 'queries')).map((t) => Number(t.replace(/,/g, '')));
@@ -110,8 +116,11 @@ export function describeDataPages(s: Shared): void {
       const clients = await column(page, 'apps-table', 'clients');
       expect(apps.filter(([, i]) => clients[i] !== '0').map(([a]) => a)).toEqual(['web', 'billing', 'reports']);
       expect(clients.filter((c) => c !== '0')).toEqual(['3', '2', '1']);
+      // One query in 26 of the traffic fails (select 1/0): about 38 errors per 1 000 queries for each application.
+      const perMille = (await column(page, 'apps-table', 'errors / 1 000 q')).filter((_, i) => clients[i] !== '0').map(Number);
+      for (const e of perMille) expect(e).toBeGreaterThan(20);
       await page.getByTestId('apps-table').getByRole('row').filter({ hasText: 'web' }).getByRole('link', { name: 'clients →' }).click();
-      await expect.poll(() => column(page, 'clients-table', 'application')).toEqual(['web', 'web', 'web']);
+      await expect.poll(() => column(page, 'clients-table', 'application'), { timeout: 10_000 }).toEqual(['web', 'web', 'web']);
       expect(searchOf(page).get('application_name')).toBe('web');
       await page.context().close();
     });
@@ -122,8 +131,11 @@ export function describeDataPages(s: Shared): void {
       await page.getByTestId('prepared-table').waitFor();
       const uses = (await column(page, 'prepared-table', 'uses')).map((u) => Number(u.replace(/,/g, '')));
       expect(Math.max(...uses)).toBeGreaterThan(0);
+      expect(await column(page, 'top-queries-table', 'SQL (first 120 characters)')).toContain('select $1::int + 1 as next');
+      expect(Number((await column(page, 'top-queries-table', 'uses'))[0]!.replace(/,/g, ''))).toBeGreaterThan(0);
+      expect((await column(page, 'top-queries-table', 'mean time'))[0]).toMatch(/^\d+(\.\d+)? (µs|ms|s)$/);
       await page.getByTestId('prepared-table').getByRole('button', { name: /^Show the SQL of / }).first().click();
-      await expect.poll(() => page.getByTestId('sql-text').locator('pre').textContent()).toBe('select $1::int + 1 as next');
+      await expect.poll(() => page.getByTestId('sql-text').locator('pre').textContent(), { timeout: 10_000 }).toBe('select $1::int + 1 as next');
       await page.getByTestId('sql-text').getByRole('button', { name: 'Copy' }).click();
       await page.getByTestId('sql-text').getByRole('button', { name: 'Copied' }).waitFor();
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('select $1::int + 1 as next');
@@ -145,12 +157,12 @@ export function describeDataPages(s: Shared): void {
       expect(await page.getByLabel('Text').inputValue()).toBe('web admin action');
       await page.getByLabel('Text').fill('');
       await page.getByLabel('Access log').selectOption('only');
-      await expect.poll(() => searchOf(page).get('access')).toBe('only');
-      await expect.poll(() => page.getByTestId('log-line').count()).toBeGreaterThan(0);
+      await expect.poll(() => searchOf(page).get('access'), { timeout: 10_000 }).toBe('only');
+      await expect.poll(() => page.getByTestId('log-line').count(), { timeout: 10_000 }).toBeGreaterThan(0);
       for (const t of await page.locator('[data-testid=log-line] .target').allTextContents()) expect(t).toBe('pooler::web::access');
       await page.getByLabel('Access log').selectOption('hide');
       await page.getByLabel('Level at least').selectOption('');
-      await expect.poll(() => page.getByTestId('log-line').count()).toBeGreaterThan(0);
+      await expect.poll(() => page.getByTestId('log-line').count(), { timeout: 10_000 }).toBeGreaterThan(0);
       for (const t of await page.locator('[data-testid=log-line] .target').allTextContents()) expect(t).not.toBe('pooler::web::access');
       // Paused, the console reads nothing; meanwhile 1 000 reads write 1 000 access lines into a ring of 300.
       await page.getByRole('button', { name: 'Pause' }).click();
@@ -173,7 +185,7 @@ export function describeDataPages(s: Shared): void {
       expect(keys).toContain('general.pool_mode');
       expect(keys).toContain('web.port');
       await page.getByLabel('Find a key').fill('web.port');
-      await expect.poll(() => column(page, 'config-table', 'key')).toEqual(['web.port']);
+      await expect.poll(() => column(page, 'config-table', 'key'), { timeout: 10_000 }).toEqual(['web.port']);
       expect(await column(page, 'config-table', 'RELOAD changes it')).toEqual(['no, restart']);
       expect(await column(page, 'databases-table', 'name')).toEqual(['app']);
       expect((await column(page, 'users-table', 'name')).sort()).toEqual(['md5user', 'scramuser']);
@@ -197,9 +209,13 @@ export function describeDataPages(s: Shared): void {
       expect(await rowsOf(page, 'wall-pools').count()).toBe(2);
       const big = await page.locator('.big-value').first().evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
       expect(big).toBeGreaterThanOrEqual(90);
-      const events = (await apiGet<{ kind: string }[]>(s.env.base, '/api/events')).body;
-      if (events.length === 0) await page.getByTestId('wall-events-empty').waitFor();
-      else await expect.poll(() => page.getByTestId('wall-events').locator('li').count()).toBe(Math.min(8, events.length));
+      // The pause and resume of the waiting-client test, newest first, as /api/events lists them.
+      const events = (await apiGet<{ kind: string; pool: string | null }[]>(s.env.base, '/api/events')).body;
+      expect(events.map((e) => e.kind)).toEqual(expect.arrayContaining(['pause', 'resume']));
+      await expect.poll(() => page.getByTestId('wall-events').locator('li').count(), { timeout: 10_000 }).toBe(Math.min(8, events.length));
+      const shown = await page.getByTestId('wall-events').locator('li .kind').allTextContents();
+      expect(shown).toEqual(events.slice(0, 8).map((e) => e.kind));
+      expect(await page.getByTestId('wall-pools').locator('thead').textContent()).toContain('p95');
       await page.context().close();
     });
   });

@@ -13,6 +13,7 @@ export interface AdminEvent {
   message: string;
 }
 
+/** Percentiles of 0 mean no query in the window: shown as a dash, not as "0 µs". */
 const WORST = 6;
 const EVENTS = 8;
 
@@ -41,7 +42,7 @@ export function WallPage() {
         <BigNumber label="Transactions/s" value={ov ? rate(ov.tps) : '–'} />
         <BigNumber label="Waiting clients" value={waiting === null ? '–' : count(waiting)} tone={waiting ? 'bad' : null} />
         <BigNumber label="Errors/s" value={rate(errs)} tone={errs ? 'bad' : null} />
-        <BigNumber label="Query p95" value={ov?.query_p95_us !== undefined ? micros(ov.query_p95_us) : '–'} />
+        <BigNumber label="Query p95" value={ov?.query_p95_us ? micros(ov.query_p95_us) : '–'} />
       </div>
       <div className="wall-charts">
         <Chart testId="wall-chart-tps" title="Transactions/s" x={x} height={150} series={[{ label: 'tps', values: series(samples, (v) => v.overview?.tps), color: '--series-1' }]} />
@@ -61,7 +62,7 @@ export function WallPage() {
                     <td>{poolKey(p.r)}{p.r['paused'] ? <span className="badge paused">paused</span> : null}</td>
                     <td><Meter big value={saturation(p.r)} label={`saturation of ${poolKey(p.r)}`} /></td>
                     <td className="num" data-live="">{count(p.r['cl_waiting'])}</td>
-                    <td className="num" data-live="">{hasP95 ? micros(p.p95) : micros(p.stat?.['avg_query_time'])}</td>
+                    <td className="num" data-live="">{hasP95 ? (p.p95 ? micros(p.p95) : '–') : micros(p.stat?.['avg_query_time'])}</td>
                   </tr>
                 ))}
               </tbody>
@@ -77,7 +78,7 @@ export function WallPage() {
               {events.data.slice(0, EVENTS).map((e, i) => (
                 <li key={`${e.time}/${i}`} className={`event ${e.kind}`}>
                   <span className="time" data-live="">{new Date(e.time).toLocaleTimeString('en-GB')}</span> <span className="kind">{e.kind}</span>{' '}
-                  {e.pool && <span className="pool">{e.pool}</span>} <span className="msg">{e.message}</span>
+                  {e.pool && <a className="pool" {...linkProps(`/pools/${e.pool.split('/').map(encodeURIComponent).join('/')}`)}>{e.pool}</a>} <span className="msg">{e.message}</span>
                 </li>
               ))}
             </ol>
