@@ -140,6 +140,8 @@ describe('pgbench through the pooler', () => {
       const r = await run('pgbench', ['-S', '-c', '8', '-j', '2', '-t', '200', ...extra, '-h', '127.0.0.1', '-p', String(port), '-U', 'md5user', 'app'], { env });
       expect(r.stdout).toContain('number of transactions actually processed: 1600/1600');
       expect(r.stdout).toMatch(/number of failed transactions: 0/);
+      // pgbench prints a tps even when clients aborted: any error or aborted line fails the run.
+      expect(`${r.stdout}\n${r.stderr}`).not.toMatch(/error|aborted/i);
     }
-  });
+  }, 240_000);
 });
