@@ -1,6 +1,8 @@
 // Streaming NDJSON bulk parser (main thread): splits action/document pairs into batches of raw document
 // bytes for the shards; only action lines are parsed here, documents are parsed and tokenized in workers.
 
+import { isPlainIndex, readPlainAction } from './action-line.js';
+
 export type BulkOp = 'index' | 'create' | 'update' | 'delete';
 
 /** Elasticsearch's limit on a document id (bytes of UTF-8). */
@@ -68,26 +70,8 @@ interface OpenBatch {
 }
 
 const MAX_ACTION_LINE = 64 * 1024;
-const PLAIN_INDEX = Buffer.from('{"index":{}}');
 /** Bytes between two documents of one chunk (their action line) copied along rather than cutting the copy. */
 const MAX_RUN_GAP = 256;
-
-const INDEX_OPEN = Buffer.from('{"index":{');
-const CREATE_OPEN = Buffer.from('{"create":{');
-const ID_KEY = Buffer.from('"_id":"');
-const INDEX_KEY = Buffer.from('"_index":"');
-
-function startsWith(buf: Buffer, start: number, end: number, prefix: Buffer): boolean {
-  if (end - start < prefix.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (buf[start + i] !== prefix[i]) return false;
-  return true;
-}
-
-function isPlainIndex(buf: Buffer, start: number, end: number): boolean {
-  if (end - start !== PLAIN_INDEX.length) return false;
-  for (let i = 0; i < PLAIN_INDEX.length; i++) if (buf[start + i] !== PLAIN_INDEX[i]) return false;
-  return true;
-}
 
 export class BulkParser {
   readonly items: BulkItems = { ops: [], indexes: [], ids: [], errors: new Map(), kept: new Set() };
@@ -219,7 +203,9 @@ export class BulkParser {
       this.expectDoc = true;
       return;
     }
-    if (!this.fastAction(raw, start, end)) this.action(raw.subarray(start, end));
+    const plain = readPlainAction(raw, start, end);
+    if (plain) this.takeAction(plain.op, plain.meta, null);
+    else this.action(raw.subarray(start, end));
   }
 
   private action(text: Buffer): void {
@@ -246,40 +232,6 @@ export class BulkParser {
       }
     }
     this.takeAction(op, meta, problem);
-  }
-
-  /**
-   * The usual action lines without JSON.parse: `{"index":{` or `{"create":{`, then only `"_index"` and `"_id"`
-   * with plain string values (no escapes), then `}}`. Anything else returns false and is parsed as JSON.
-   */
-  private fastAction(raw: Buffer, start: number, end: number): boolean {
-    let op: BulkOp;
-    let p: number;
-    if (startsWith(raw, start, end, INDEX_OPEN)) { op = 'index'; p = start + INDEX_OPEN.length; }
-    else if (startsWith(raw, start, end, CREATE_OPEN)) { op = 'create'; p = start + CREATE_OPEN.length; }
-    else return false;
-    const meta: Record<string, unknown> = {};
-    if (raw[p] !== 0x7d) {
-      for (;;) {
-        if (raw[p] !== 0x22) return false;
-        const key = startsWith(raw, p, end, ID_KEY) ? '_id' : startsWith(raw, p, end, INDEX_KEY) ? '_index' : null;
-        if (key === null) return false;
-        const k = p + (key === '_id' ? ID_KEY.length : INDEX_KEY.length);
-        let q = k;
-        while (q < end && raw[q] !== 0x22) {
-          if (raw[q] === 0x5c || raw[q]! < 0x20) return false;
-          q++;
-        }
-        if (q >= end) return false;
-        meta[key] = raw.toString('utf8', k, q);
-        p = q + 1;
-        if (raw[p] === 0x2c) { p++; continue; }
-        break;
-      }
-    }
-    if (raw[p] !== 0x7d || raw[p + 1] !== 0x7d || p + 2 !== end) return false;
-    this.takeAction(op, meta, null);
-    return true;
   }
 
   private takeAction(op: string | undefined, meta: Record<string, unknown>, problem: string | null): void {

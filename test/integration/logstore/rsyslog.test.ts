@@ -1,7 +1,7 @@
 // rsyslog (Debian's rsyslogd with omelasticsearch, its own config in a temporary directory) ships a file into
 // the log store: every line once, through a period of overload, a kill -9 of the store, and invalid UTF-8.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import http from 'node:http';
@@ -12,8 +12,8 @@ import { omelasticsearchModule } from '../../setup/tools.js';
 let ls: LogstoreProcess;
 let rsyslog: ChildProcess | null = null;
 let rsOut = '';
-const dir = tempDir('tidepool-rsyslog-');
-const input = path.join(dir, 'in.log');
+let dir = '';
+let input = '';
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -28,6 +28,8 @@ function freePort(): Promise<number> {
 
 beforeAll(async () => {
   if (omelasticsearchModule() === null) throw new Error('rsyslog-elasticsearch is not installed (test/setup/tools.ts installs it: apt-get install rsyslog rsyslog-elasticsearch)');
+  dir = tempDir('tidepool-rsyslog-');
+  input = path.join(dir, 'in.log');
   const port = await freePort();
   // One write at a time, so that a held bulk makes the others wait (bulk_queue_wait stays at its 10 s default).
   ls = await startLogstore({ server: { http_addr: `127.0.0.1:${port}` }, limits: { inflight_bulks: 1 } });
@@ -62,6 +64,7 @@ afterAll(async () => {
     await exited;
   }
   await ls?.cleanup();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 let written = 0;
