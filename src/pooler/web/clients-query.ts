@@ -44,7 +44,7 @@ function compare(a: Row[string] | undefined, b: Row[string] | undefined): number
 /**
  * Filters, sorts and pages client rows. `pool` is `<database>/<user>`; `database`, `user`, `state` and
  * `application_name` match exactly; `addr` matches a prefix of `host:port` (a host alone selects all its ports);
- * `sort` is any column (default `client_id`), `order` asc|desc, ties broken by client_id ascending.
+ * `sort` is any column (default `client_id`), `order` asc|desc (nulls last either way), ties broken by client_id ascending.
  * Unknown parameters are ignored (the console's `token` carrier travels in queries too); bad values throw
  * ClientsQueryError. Without `limit` every row from `offset` on is returned, as SHOW CLIENTS lists them.
  */
@@ -83,6 +83,11 @@ export function queryClients(all: readonly Row[], query: Readonly<Record<string,
 
   const rows = tests.length === 0 ? [...all] : all.filter((r) => tests.every((t) => t(r)));
   const sign = order === 'desc' ? -1 : 1;
-  rows.sort((a, b) => sign * compare(a[sort], b[sort]) || compare(a['client_id'], b['client_id']));
+  rows.sort((a, b) => {
+    const va = a[sort];
+    const vb = b[sort];
+    const nulls = Number(va === null || va === undefined) - Number(vb === null || vb === undefined);
+    return nulls || sign * compare(va, vb) || compare(a['client_id'], b['client_id']);
+  });
   return { rows: rows.slice(offset, limit === undefined ? undefined : offset + limit), total: rows.length };
 }

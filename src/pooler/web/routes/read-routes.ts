@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
 import { ClientsQueryError, queryClients } from '../clients-query.js';
+import { ClientRates } from '../client-rates.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 
@@ -77,10 +78,11 @@ function parseLimit(v: string | undefined): number | null {
 export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void {
   const pub = { config: { access: 'public' as const } };
   const personal = { config: { access: 'personal' as const } };
+  const clientRates = new ClientRates();
   for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
   app.get<{ Querystring: Record<string, unknown> }>('/api/clients', pub, async (req, reply) => {
     try {
-      const page = queryClients(showRows(ctx, 'CLIENTS'), req.query);
+      const page = queryClients(clientRates.annotate(showRows(ctx, 'CLIENTS'), Date.now()), req.query);
       return reply.header('x-total-count', String(page.total)).send(page.rows);
     } catch (err) {
       if (err instanceof ClientsQueryError) return sendError(reply, 'bad_request', err.message);

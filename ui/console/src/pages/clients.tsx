@@ -1,7 +1,6 @@
 // Clients: URL filters (pool, database, user, state, application_name, addr), server-side sort and paging, per-client rates, wait reasons.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { Row } from '../api';
-import { ClientRates } from '../client-rates';
 import { DataTable, withExtraColumns, type Column, type Sort } from '../components/data-table';
 import { Empty, Gate } from '../components/states';
 import { bytes, count, micros, rate, seconds } from '../format';
@@ -60,11 +59,6 @@ export function ClientsPage(props: { search: string }) {
   const polled = usePolling<Row[]>(apiPath(query));
   const history = useHistory();
   const pools = latest(history)?.pools ?? null;
-  const rates = useRef(new ClientRates());
-  const [rateMap, setRateMap] = useState(new Map<string, { qps: number | null; tps: number | null }>());
-  useEffect(() => {
-    if (polled.data) setRateMap(rates.current.update(polled.data, Date.now()));
-  }, [polled.data]);
   const total = Number(polled.headers?.get('x-total-count') ?? polled.data?.length ?? 0);
 
   const waitReason = (r: Row) => {
@@ -82,9 +76,9 @@ export function ClientsPage(props: { search: string }) {
     { key: 'addr', label: 'peer address', live: true },
     { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
     { key: 'wait', num: true, live: true, render: (r) => (r['state'] !== 'waiting' ? '' : typeof r['wait_us'] === 'number' ? micros(r['wait_us']) : seconds(r['wait'])) },
-    { key: 'wait_reason', label: 'wait reason', sortable: false, render: waitReason },
-    { key: 'qps', label: 'Q/s', help: 'client_qps', num: true, live: true, sortable: false, render: (r) => rate(rateMap.get(String(r['client_id']))?.qps) },
-    { key: 'tps', label: 'Tx/s', help: 'client_tps', num: true, live: true, sortable: false, render: (r) => rate(rateMap.get(String(r['client_id']))?.tps) },
+    { key: 'wait_reason', label: 'wait reason', render: waitReason },
+    { key: 'qps', label: 'Q/s', help: 'client_qps', num: true, live: true, render: (r) => rate(r['qps'] as number | null | undefined) },
+    { key: 'tps', label: 'Tx/s', help: 'client_tps', num: true, live: true, render: (r) => rate(r['tps'] as number | null | undefined) },
     { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
     { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
     { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
