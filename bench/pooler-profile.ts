@@ -1,7 +1,7 @@
 // Pooler profile: tidepool under pgbench -S for each protocol, with node --cpu-prof (self time by function and by
 // file), perf (kernel / addon / JavaScript split, top symbols) and strace -c (syscalls per transaction), as chosen.
 // Usage: npm run build && node dist/bench/pooler-profile.js [--protocols simple,extended,prepared --clients 10
-//   --duration 10 --relay native|js --tools cpu-prof,perf,strace --top 25 --out bench/.work/pooler-profile.md]
+//   --duration 10 --relay native|js --tools cpu-prof,perf,strace --top 25 --reconnect --out bench/.work/pooler-profile.md]
 // The tools disturb each other (the profiler's signals show up in strace, strace slows every syscall): for counts,
 // run strace alone; without tools, only tps and the pooler's CPU per transaction are reported.
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,6 +26,8 @@ const PROTOCOLS = opt('protocols', 'simple,extended,prepared').split(',')
 const CLIENTS = Number(opt('clients', '10'));
 const DURATION = Number(opt('duration', '10'));
 const RELAY = opt('relay', 'native');
+/** -C: a new connection (and login) for every transaction. */
+const RECONNECT = process.argv.includes('--reconnect');
 const TOP = Number(opt('top', '25'));
 const TOOLS = opt('tools', 'cpu-prof').split(',');
 const CPU_PROF = TOOLS.includes('cpu-prof');
@@ -108,7 +110,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
     nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
   });
   const target = { host: pooler.host, port: pooler.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
-  const scenario: Scenario = { key: protocol, protocol, clients: CLIENTS, reconnect: false };
+  const scenario: Scenario = { key: protocol, protocol, clients: CLIENTS, reconnect: RECONNECT };
   pgbench = runPgbench(scenario, target, 2, dir, 'warmup');
   await pgbench.done;
   const tools: { name: string; child: ReturnType<typeof spawn>; out: string }[] = [];
@@ -133,7 +135,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   await pooler.stop();
   pooler = null;
   const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-  const out: string[] = [`## ${protocol}, ${CLIENTS} clients, ${RELAY} relay`, ''];
+  const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${RELAY} relay`, ''];
   out.push(`pgbench: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`, '');
   if (!CPU_PROF) out.push('');
   else if (prof) out.push(...summarize(JSON.parse(readFileSync(path.join(profDir, prof), 'utf8')) as CpuProfile));
@@ -162,7 +164,7 @@ async function main(): Promise<void> {
   pg.sql('VACUUM ANALYZE', BENCH_DB);
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
   const out = [`# tidepool profile at ${head} (${new Date().toISOString().slice(0, 16)}Z)`, '',
-    `pgbench -S -c ${CLIENTS} -T ${DURATION} through tidepool (transaction mode, pool size 20, md5) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
+    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through tidepool (transaction mode, pool size 20, md5) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
   for (const protocol of PROTOCOLS) out.push(...await profileOne(protocol, ticks));
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, out.join('\n'));
