@@ -12,6 +12,9 @@ Usage:
       Start the log store (--config=<path> also accepted). Only --mode single in this build:
       HTTP :9002 (Elasticsearch-style /_bulk, /search, /aggregate, ...), debug :9200 (/metrics, /health).
       SIGTERM or SIGINT stops it; kill -9 loses no acknowledged document.
+  tidepool logstore-ui --config <ui.yaml>
+      Start the log store's UI backend: the /api/v1 HTTP API and the log explorer on :5555, the same API
+      over gRPC on :5556, /metrics and /health on :5557; it talks gRPC to clients.logstore_addrs.
   tidepool start
       Start the whole product on embedded defaults (what npm start runs): a private PostgreSQL in
       .tidepool/ (TIDEPOOL_HOME), the pooler with its web console, and the log store in single mode;
@@ -64,6 +67,10 @@ export async function main(argv: string[]): Promise<number | undefined> {
     case 'logstore': {
       const { runLogstore } = await import('./logstore/main.js');
       return runLogstore(flags);
+    }
+    case 'logstore-ui': {
+      const { runLogstoreUi } = await import('./logstore/ui-backend/main.js');
+      return runLogstoreUi(flags);
     }
     default:
       process.stderr.write(`tidepool: unknown command "${cmd}"\n\n${HELP}`);

@@ -1,4 +1,4 @@
-// `tidepool start` (what `npm start` runs): the whole product on embedded defaults: a private PostgreSQL, the pooler with its web console, the log store; one block of addresses; Ctrl-C stops all.
+// `tidepool start` (what `npm start` runs): the whole product on embedded defaults: a private PostgreSQL, the pooler with its web console, the log store and its UI backend (log explorer); one block of addresses; Ctrl-C stops all.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -64,6 +64,9 @@ interface Ports {
   logstore: number;
   logstoreGrpc: number;
   logstoreDebug: number;
+  ui: number;
+  uiGrpc: number;
+  uiDebug: number;
 }
 
 function poolerToml(pg: RunningPostgres, cred: Credentials, ports: Ports): string {
@@ -105,6 +108,19 @@ storage:
   data_dir: ${JSON.stringify(path.join(home, 'logstore'))}
 mapping:
   path: auto
+`;
+}
+
+function uiYaml(home: string, ports: Ports): string {
+  return `# Written by tidepool start (npm start) at every start.
+server:
+  http_addr: "127.0.0.1:${ports.ui}"
+  grpc_addr: "127.0.0.1:${ports.uiGrpc}"
+  debug_addr: "127.0.0.1:${ports.uiDebug}"
+clients:
+  logstore_addrs: ["127.0.0.1:${ports.logstoreGrpc}"]
+saved_queries:
+  path: ${JSON.stringify(path.join(home, 'logstore-ui.db'))}
 `;
 }
 
@@ -160,11 +176,16 @@ export async function runStart(): Promise<number> {
       logstore: await portFor('TIDEPOOL_LOGSTORE_PORT', 9002),
       logstoreGrpc: await portFor('TIDEPOOL_LOGSTORE_GRPC_PORT', 9004),
       logstoreDebug: await portFor('TIDEPOOL_LOGSTORE_DEBUG_PORT', 9200),
+      ui: await portFor('TIDEPOOL_UI_PORT', 5555),
+      uiGrpc: await portFor('TIDEPOOL_UI_GRPC_PORT', 5556),
+      uiDebug: await portFor('TIDEPOOL_UI_DEBUG_PORT', 5557),
     };
     const poolerFile = path.join(home, 'pooler.toml');
     const logstoreFile = path.join(home, 'logstore.yaml');
     writeFileSync(poolerFile, poolerToml(pg, cred, ports), { mode: 0o600 });
     writeFileSync(logstoreFile, logstoreYaml(home, ports));
+    const uiFile = path.join(home, 'logstore-ui.yaml');
+    writeFileSync(uiFile, uiYaml(home, ports));
     if (stopping) return;
 
     // The log store first, so that the pooler's first lines have somewhere to go.
@@ -174,6 +195,9 @@ export async function runStart(): Promise<number> {
     const pooler = spawnService('pooler', ['pooler', '--config', poolerFile]);
     await waitForPort(ports.pooler, pooler, 'the pooler');
     await waitForPort(ports.web, pooler, 'the web console');
+    if (stopping) return;
+    const ui = spawnService('log explorer', ['logstore-ui', '--config', uiFile]);
+    await waitForPort(ports.ui, ui, 'the log explorer');
     if (stopping) return;
 
     const at = (port: number) => `http://127.0.0.1:${port}`;
@@ -186,7 +210,8 @@ tidepool is running (files in ${home}; Ctrl-C stops everything)
   pooler metrics   ${at(ports.web)}/metrics
   log store        ${at(ports.logstore)}  (POST /_bulk, POST /search; the pooler's own logs go to index tidepool-pooler)
   log store debug  ${at(ports.logstoreDebug)}/metrics, /health
-  configs          ${poolerFile}, ${logstoreFile}
+  log explorer     ${at(ports.ui)}/  (API ${at(ports.ui)}/api/v1, gRPC 127.0.0.1:${ports.uiGrpc}, debug ${at(ports.uiDebug)}/metrics)
+  configs          ${poolerFile}, ${logstoreFile}, ${uiFile}
 `);
   })();
   startup.catch((err: Error) => {

@@ -24,6 +24,9 @@ async function launch(): Promise<Launch> {
     TIDEPOOL_LOGSTORE_PORT: await freePort(),
     TIDEPOOL_LOGSTORE_GRPC_PORT: await freePort(),
     TIDEPOOL_LOGSTORE_DEBUG_PORT: await freePort(),
+    TIDEPOOL_UI_PORT: await freePort(),
+    TIDEPOOL_UI_GRPC_PORT: await freePort(),
+    TIDEPOOL_UI_DEBUG_PORT: await freePort(),
   };
   const env = { ...process.env, TIDEPOOL_HOME: home, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])) };
   // detached: its own process group, as a terminal gives a foreground job, so a Ctrl-C can be sent to the whole group.
@@ -93,7 +96,7 @@ afterAll(() => {
 });
 
 describe('tidepool start (npm start)', () => {
-  it('starts PostgreSQL, the pooler, its console and the log store; Ctrl-C on the terminal stops them all', async () => {
+  it('starts PostgreSQL, the pooler, its console, the log store and the log explorer; Ctrl-C on the terminal stops them all', async () => {
     const { child, out, ports } = await launch();
     expect(out()).toMatch(/pooler +PGPASSWORD='.+' psql -h 127\.0\.0\.1 -p \d+ -U app app/);
     expect(out()).toContain(`log store        http://127.0.0.1:${ports.TIDEPOOL_LOGSTORE_PORT}`);
@@ -124,6 +127,18 @@ describe('tidepool start (npm start)', () => {
     expect(search.status).toBe(200);
     expect(JSON.stringify(await search.json())).toContain('hello from the launcher test');
 
+    // The log explorer's UI backend, over the log store's gRPC API.
+    const explorer = `http://127.0.0.1:${ports.TIDEPOOL_UI_PORT}`;
+    expect(out()).toContain(`log explorer     ${explorer}/  (API ${explorer}/api/v1, gRPC 127.0.0.1:${ports.TIDEPOOL_UI_GRPC_PORT}, debug http://127.0.0.1:${ports.TIDEPOOL_UI_DEBUG_PORT}/metrics)`);
+    const uiSearch = await fetch(`${explorer}/api/v1/search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'service:start-test', from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString(), limit: 5 }),
+    });
+    expect(uiSearch.status).toBe(200);
+    expect(((await uiSearch.json()) as { events: { data: { message: string } }[] }).events[0]!.data.message).toBe('hello from the launcher test');
+    expect((await fetch(`${explorer}/`)).headers.get('content-type')).toContain('text/html');
+
     // The pooler's own log lines reach the log store: its "listening" line and an access-log line.
     const find = async (query: string) => {
       const r = await fetch(`${logstore}/search`, {
@@ -139,7 +154,7 @@ describe('tidepool start (npm start)', () => {
     await expect.poll(() => find('target:"pooler::web::access" and path:"/api/version"'), { timeout: 15_000 }).toContain('"status":401');
 
     const pids = descendants(child.pid!);
-    expect(pids.length).toBeGreaterThanOrEqual(4); // postgres (and its workers), log store, pooler
+    expect(pids.length).toBeGreaterThanOrEqual(5); // postgres (and its workers), log store, pooler, log explorer
     process.kill(-child.pid!, 'SIGINT'); // what a terminal's Ctrl-C does: the whole foreground group
     expect(await exited(child)).toBe(0);
     expect(pids.filter(alive)).toEqual([]);

@@ -1,0 +1,99 @@
+// The log-store UI backend's YAML configuration (`tidepool logstore-ui --config ui.yaml`): schema, defaults, load().
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { parseAddr } from './logstore.js';
+import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
+
+export const logstoreUiShape = {
+  server: t.section({
+    http_addr: t.string(':5555', 'HTTP listen address: the /api/v1 API and the explorer\'s static bundle.'),
+    grpc_addr: t.string(':5556', 'gRPC listen address: the same API as /api/v1 (proto/logstore/ui.proto).'),
+    debug_addr: t.string(':5557', 'Debug listen address: /metrics (Prometheus) and /health.'),
+  }),
+  clients: t.section({
+    logstore_addrs: t.stringList(['127.0.0.1:9004'], 'gRPC addresses of log-store proxies (or single-mode stores), used round-robin; a failing one is skipped for the next.'),
+    logstore_timeout: t.duration(10_000, 'Budget of one request to the log store, retries included; past it the answer is a 504.'),
+    logstore_avg_doc_size: t.size(1024, 'Assumed average document size: sizes export write buffers (64 documents per write).'),
+    request_retries: t.int(2, 'Retries of an idempotent call (every read) that found its log store unavailable, on the next address, with backoff (50 ms doubling).', 0, 20),
+    proxy_client_mode: t.oneOf(['grpc'] as const, 'grpc', 'Client transport toward the log store; only "grpc".'),
+    grpc_keepalive_params: t.section({
+      time: t.duration(10_000, 'gRPC keepalive ping interval toward the log store.'),
+      timeout: t.duration(5_000, 'A log store that does not answer a ping in this time is cut off.'),
+      permit_without_stream: t.bool(true, 'Send keepalive pings while no call is active.'),
+    }),
+  }),
+  handlers: t.section({
+    logstore_api: t.section({
+      cli_max_search_limit: t.int(10_000, 'Largest `limit` of a search from a command-line client (header `X-Tidepool-Client: cli`).', 1, 10_000_000),
+      max_search_limit: t.int(1_000, 'Largest `limit` of a search (and of `before`/`after` of a context request).', 1, 10_000_000),
+      max_search_total_limit: t.int(100_000, 'Largest `offset + limit` of a search: the deepest document a search may reach.', 1, 100_000_000),
+      max_search_offset_limit: t.int(50_000, 'Largest `offset` of a search.', 0, 100_000_000),
+      max_export_limit: t.int(100_000, 'Most documents in one export (`limit` absent: this many).', 1, 1_000_000_000),
+      max_parallel_export_requests: t.int(2, 'Exports running at once; one more is answered 429.', 1, 10_000),
+      max_aggregations_per_request: t.int(5, 'Aggregations in one request.', 1, 1_000),
+    }),
+  }),
+  saved_queries: t.section({
+    path: t.string('./logstore-ui.db', 'SQLite file (better-sqlite3) holding the saved queries of each user name.'),
+  }),
+  tail: t.section({
+    poll_interval: t.duration(1_000, 'How often a live tail asks the log store for new documents.'),
+    max_streams: t.int(64, 'Live tails open at once; one more is answered 429.', 1, 100_000),
+  }),
+  static: t.section({
+    dir: t.string('', 'Directory of the explorer\'s built bundle (empty: ui/dist/explorer of this package).'),
+  }),
+  log: t.section({
+    level: t.oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, 'info', 'Process log level.'),
+    format: t.oneOf(['logfmt', 'json'] as const, 'logfmt', 'Process log lines: logfmt or JSON lines.'),
+  }),
+};
+
+export type LogstoreUiConfig = InferShape<typeof logstoreUiShape>;
+export type UiLimits = LogstoreUiConfig['handlers']['logstore_api'];
+
+export class LogstoreUiConfigError extends Error {
+  constructor(readonly file: string, readonly problems: Problem[]) {
+    super(`${file}: ${problems.length} problem(s)\n${problems.map((p) => `  ${formatProblem(p)}`).join('\n')}`);
+    this.name = 'LogstoreUiConfigError';
+  }
+}
+
+/** Parses and validates YAML text; every problem names its key. */
+export function parseLogstoreUiConfig(text: string): { config: LogstoreUiConfig; problems: Problem[] } {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    const e = err as Error & { linePos?: { line: number; col: number }[] };
+    const at = e.linePos?.[0];
+    return { config: validate(logstoreUiShape, {}).value, problems: [{ path: at ? `line ${at.line}, column ${at.col}` : '(file)', expected: 'valid YAML', found: e.message.split('\n')[0] ?? 'a syntax error' }] };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { config: validate(logstoreUiShape, {}).value, problems: [{ path: '(file)', expected: 'a YAML mapping of sections (server, clients, handlers)', found: Array.isArray(raw) ? 'a list' : String(raw) }] };
+  }
+  const { value, problems } = validate(logstoreUiShape, raw);
+  for (const key of ['http_addr', 'grpc_addr', 'debug_addr'] as const) {
+    if (!parseAddr(value.server[key])) problems.push({ path: `server.${key}`, expected: '"<host>:<port>" or ":<port>"', found: JSON.stringify(value.server[key]) });
+  }
+  if (value.clients.logstore_addrs.length === 0) problems.push({ path: 'clients.logstore_addrs', expected: 'at least one log-store gRPC address', found: 'an empty list' });
+  value.clients.logstore_addrs.forEach((a, i) => {
+    if (!parseAddr(a) || parseAddr(a)!.host === '0.0.0.0') problems.push({ path: `clients.logstore_addrs[${i}]`, expected: 'a gRPC address "<host>:<port>"', found: JSON.stringify(a) });
+  });
+  if (value.clients.logstore_timeout < 1) problems.push({ path: 'clients.logstore_timeout', expected: 'a duration of at least 1ms', found: '0' });
+  if (value.clients.logstore_avg_doc_size < 1) problems.push({ path: 'clients.logstore_avg_doc_size', expected: 'at least 1 byte', found: '0' });
+  return { config: value, problems };
+}
+
+/** Reads and validates a config file; throws LogstoreUiConfigError listing every problem. */
+export function loadLogstoreUiConfig(file: string): LogstoreUiConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new LogstoreUiConfigError(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
+  }
+  const { config, problems } = parseLogstoreUiConfig(text);
+  if (problems.length) throw new LogstoreUiConfigError(file, problems);
+  return config;
+}
