@@ -36,4 +36,17 @@ export async function column(page: Page, testId: string, header: string): Promis
   }, header);
 }
 
+/** Several columns read at one instant (one poll's rows), row by row. */
+export async function columns(page: Page, testId: string, headers: string[]): Promise<string[][]> {
+  return page.getByTestId(testId).evaluate((table, hs) => {
+    const heads = [...(table as HTMLTableElement).tHead!.rows[0]!.cells].map((c) => ((c.querySelector('button.sort') ?? c).childNodes[0]?.textContent ?? '').trim());
+    const idx = hs.map((h) => {
+      const i = heads.indexOf(h);
+      if (i < 0) throw new Error(`no column ${h} in ${heads.join(', ')}`);
+      return i;
+    });
+    return [...(table as HTMLTableElement).tBodies[0]!.rows].map((r) => idx.map((i) => (r.cells[i]!.textContent ?? '').trim()));
+  }, headers);
+}
+
 export const searchOf = (page: Page) => new URL(page.url()).searchParams;

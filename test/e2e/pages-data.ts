@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { WALL } from './console-harness.js';
-import { apiGet, apiPost, column, rowsOf, searchOf } from './pages-api.js';
+import { apiGet, apiPost, column, columns, rowsOf, searchOf } from './pages-api.js';
 import type { Shared } from './pages.test.js';
 
 export function describeDataPages(s: Shared): void {
@@ -131,6 +131,12 @@ export function describeDataPages(s: Shared): void {
       await page.getByTestId('prepared-table').waitFor();
       const uses = (await column(page, 'prepared-table', 'uses')).map((u) => Number(u.replace(/,/g, '')));
       expect(Math.max(...uses)).toBeGreaterThan(0);
+      // Per statement: the hit rate is its hits / (hits + misses), shown beside them; the traffic's statement is reused.
+      await expect.poll(async () => Math.max(...(await column(page, 'prepared-table', 'hits')).map((h) => Number(h.replace(/,/g, '')) || 0)), { timeout: 10_000 }).toBeGreaterThan(0);
+      for (const [rate, hits, misses] of await columns(page, 'prepared-table', ['hit rate', 'hits', 'misses'])) {
+        const [h, m] = [Number(hits!.replace(/,/g, '')), Number(misses!.replace(/,/g, ''))];
+        if (h + m > 0) expect(rate).toBe(`${Math.round((100 * h) / (h + m))}%`);
+      }
       expect(await column(page, 'top-queries-table', 'SQL (first 120 characters)')).toContain('select $1::int + 1 as next');
       expect(Number((await column(page, 'top-queries-table', 'uses'))[0]!.replace(/,/g, ''))).toBeGreaterThan(0);
       expect((await column(page, 'top-queries-table', 'mean time'))[0]).toMatch(/^\d+(\.\d+)? (µs|ms|s)$/);

@@ -14,11 +14,11 @@ function* statements(pools: Iterable<Pool>): Generator<[Pool, Statement]> {
 }
 
 /** One row per statement a pool holds: pool, hash, the pooler's name on servers, the text, uses, protocol or sql, then
- * completed executions and their total time (us). */
+ * completed executions and their total time (us), then its uses (Parse or Bind) that found it prepared on the server and those that had to prepare it. */
 export function preparedStatements(pools: Iterable<Pool>): ShowTable {
   const rows: Cell[][] = [];
-  for (const [pool, s] of statements(pools)) rows.push([pool.name, s.hash, s.name, s.query.toString('utf8'), s.countUsed, kindOf(s), s.executions, Math.round(s.execTimeUs)]);
-  return { columns: ['pool', 'hash', 'name', 'query', 'count_used', 'kind', 'executions', 'total_time_us'], rows };
+  for (const [pool, s] of statements(pools)) rows.push([pool.name, s.hash, s.name, s.query.toString('utf8'), s.countUsed, kindOf(s), s.executions, Math.round(s.execTimeUs), s.cacheHits, s.cacheMisses]);
+  return { columns: ['pool', 'hash', 'name', 'query', 'count_used', 'kind', 'executions', 'total_time_us', 'cache_hits', 'cache_misses'], rows };
 }
 
 /** Without `top`: entries and bytes of text by kind. With it: the `top` largest entries (hash, kind, bytes, idle_ms, query). */

@@ -19,6 +19,9 @@ export interface Statement {
    * EXECUTE answered without error) and their time from the pooler sending them to that answer, in microseconds. */
   executions: number;
   execTimeUs: number;
+  /** Uses (Parse or Bind) that found it prepared on the server, and uses that had to prepare it there first. */
+  cacheHits: number;
+  cacheMisses: number;
 }
 
 export type StatementHash = (query: Buffer, types: Buffer, settings: string) => string;
@@ -90,6 +93,8 @@ export class Interner {
       lastUsed: 0,
       executions: 0,
       execTimeUs: 0,
+      cacheHits: 0,
+      cacheMisses: 0,
     };
     if (chain) chain.push(s);
     else this.byHash.set(hash, [s]);

@@ -166,8 +166,15 @@ export abstract class RewriterState {
       this.replies.add({ ends: CLOSED, drop: true, undo: () => server.restoreStale(s) });
     }
     const there = server.use(s) !== undefined;
-    if (!there) server.misses++;
-    else if (isParse) server.hits++;
+    if (!there) {
+      server.misses++;
+      s.cacheMisses++;
+    } else {
+      // The server's counter is PgBouncer's and pg_doorman's (a Parse spared); the statement's counts every use
+      // that found it prepared, so a named statement bound a thousand times after one prepare shows that reuse.
+      if (isParse) server.hits++;
+      s.cacheHits++;
+    }
     return there;
   }
 

@@ -179,11 +179,18 @@ describe('prepared statements: the admin console and bounds', () => {
     await c.connect();
     await c.query({ name: 'admin-check', text: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', values: [5] });
     await c.query('PREPARE sqlcheck AS SELECT 42');
+    // The same unnamed statement six times: prepared once per server it lands on (at most the pool's two), then spared.
+    for (let i = 0; i < 6; i++) await c.query('SELECT id FROM items WHERE id = $1 AND name IS NULL', [i]);
     const a = admin();
     await a.connect();
     try {
       const prepared = (await a.query('SHOW PREPARED_STATEMENTS')).rows;
-      expect(prepared).toContainEqual({ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_/), query: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', count_used: '2', kind: 'protocol', executions: '1', total_time_us: expect.stringMatching(/^[1-9]\d*$/) });
+      expect(prepared).toContainEqual({ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_/), query: 'SELECT id FROM items WHERE id = $1 AND name IS NOT NULL', count_used: '2', kind: 'protocol', executions: '1', total_time_us: expect.stringMatching(/^[1-9]\d*$/), cache_hits: '1', cache_misses: '1' });
+      const unnamed = prepared.find((r) => r.query === 'SELECT id FROM items WHERE id = $1 AND name IS NULL')!;
+      // Six Parses and six Binds; only a Parse on a server without it misses.
+      expect(Number(unnamed.cache_hits) + Number(unnamed.cache_misses)).toBe(12);
+      expect(Number(unnamed.cache_misses)).toBeGreaterThanOrEqual(1);
+      expect(Number(unnamed.cache_misses)).toBeLessThanOrEqual(2);
       expect(prepared).toContainEqual(expect.objectContaining({ query: 'SELECT 42', kind: 'sql' }));
       const byKind = Object.fromEntries((await a.query('SHOW INTERNER')).rows.map((r) => [r.kind, Number(r.entries)]));
       expect(byKind['protocol']).toBeGreaterThan(0);

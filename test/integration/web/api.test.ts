@@ -102,7 +102,9 @@ describe('read endpoints mirror SHOW', () => {
       const show = h.tp.pooler.show(name);
       expect(rows.length, url).toBe(show.rows.length);
       expect(rows.length, url).toBeGreaterThan(0);
-      for (const r of rows) expect(Object.keys(r), url).toEqual([...show.columns]);
+      // /api/clients adds the pooler's per-client rates after the SHOW columns.
+      const extra = url === '/api/clients' ? ['qps', 'tps'] : [];
+      for (const r of rows) expect(Object.keys(r), url).toEqual([...show.columns, ...extra]);
     }
   });
 
@@ -196,7 +198,7 @@ describe('read endpoints mirror SHOW', () => {
   it('/api/prepared, /api/top/prepared, /api/interner[/top], /api/top/queries, /api/prepared/text: the named statement md5user prepared', async () => {
     const text = 'select $1::int as v';
     const prepared = await rowsOf('/api/prepared');
-    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol', executions: 1, total_time_us: expect.any(Number) }]);
+    expect(prepared).toEqual([{ pool: 'md5user@app', hash: expect.stringMatching(/^[0-9a-f]{16}$/), name: expect.stringMatching(/^tp_[0-9a-f]{16}$/), count_used: 2, kind: 'protocol', executions: 1, total_time_us: expect.any(Number), cache_hits: 1, cache_misses: 1 }]);
     const hash = prepared[0]!['hash'] as string;
     expect(prepared[0]!['name']).toBe(`tp_${hash}`);
     expect(await rowsOf('/api/top/prepared')).toEqual(prepared);

@@ -43,7 +43,16 @@ function CachesContent() {
     { key: 'name', live: true },
     { key: 'kind' },
     { key: 'count_used', label: 'uses', num: true, live: true },
+    { key: 'hit_rate', label: 'hit rate', help: 'statement_hit_rate', num: true, live: true, render: (r) => percent(typeof r['hit_rate'] === 'number' ? r['hit_rate'] : null) },
+    { key: 'cache_hits', label: 'hits', help: 'statement_hits', num: true, live: true, render: (r) => count(r['cache_hits']) },
+    { key: 'cache_misses', label: 'misses', help: 'statement_misses', num: true, live: true, render: (r) => count(r['cache_misses']) },
   ];
+  // Per statement: hits / (hits + misses), null before its first use on a server (sorts last).
+  const preparedRows = (prepared.data ?? []).map((r) => {
+    const h = Number(r['cache_hits']) || 0;
+    const m = Number(r['cache_misses']) || 0;
+    return { ...r, hit_rate: h + m === 0 ? null : h / (h + m) };
+  });
   return (
     <>
       <div className="cards" data-testid="cache-cards">
@@ -55,7 +64,7 @@ function CachesContent() {
       <h2>Prepared statements</h2>
       <Gate loading={prepared.loading} error={prepared.error} hasData={prepared.data !== null} what="prepared statements">
         {() => (
-          <DataTable caption="Prepared statements" testId="prepared-table" rows={prepared.data!} columns={withExtraColumns(preparedColumns, prepared.data!)}
+          <DataTable caption="Prepared statements" testId="prepared-table" rows={preparedRows} columns={withExtraColumns(preparedColumns, preparedRows)}
             rowKey={(r, i) => `${String(r['pool'])}/${String(r['hash'])}/${String(r['name'])}/${i}`} defaultSort={{ key: 'count_used', order: 'desc' }}
             empty={<Empty testId="prepared-empty">No prepared statements yet: they appear when clients use Parse (named or unnamed) or PREPARE.</Empty>} />
         )}
