@@ -19,7 +19,7 @@ import { overviewOf } from './overview.js';
 import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
-import { loadTlsSettings, wantsTls, NO_TLS, type ClientTls, type TlsSettings } from './tls/tls-settings.js';
+import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type TlsSettings } from './tls/tls-settings.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -378,7 +378,11 @@ export class Pooler implements PoolerControl {
     const g = this.config.general;
     if (next.general.prepared_statements !== g.prepared_statements || next.general.prepared_statements_cache_size !== g.prepared_statements_cache_size
       || next.general.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) restartNeeded.push('general.prepared_statements*');
-    const tlsNote = this.reloadTls(next, restartNeeded);
+    const tls = reloadTlsSettings(this.tls, next, this.tlsRelay);
+    this.tls = tls.settings;
+    if (tls.restart) restartNeeded.push(tls.restart);
+    if (tls.error) this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
+    const tlsNote = tls.error ? `TLS files not loaded, the previous certificates and keys stay: ${tls.error}` : '';
     this.config = next;
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
@@ -390,23 +394,6 @@ export class Pooler implements PoolerControl {
     this.events.add('reload', null, `${msg}; changed: ${changed.length ? changed.join(', ') : 'nothing'}`);
     this.log.info({ file: this.configFile }, msg);
     return msg;
-  }
-
-  /** Re-reads the TLS files (certificate rotation) for new connections; connected ones keep their session. A file
-   * that cannot be used keeps every previous context, and the returned note says why. */
-  private reloadTls(next: PoolerConfig, restartNeeded: string[]): string {
-    if (wantsTls(next) && !this.tlsRelay) {
-      restartNeeded.push('general.client_tls_sslmode/server_tls_sslmode (TLS was off at start: its pools run on the native relay)');
-      return '';
-    }
-    try {
-      this.tls = loadTlsSettings(next);
-      return '';
-    } catch (err) {
-      const why = (err as Error).message;
-      this.log.warn({ err: why }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
-      return `TLS files not loaded, the previous certificates and keys stay: ${why}`;
-    }
   }
 
   logShipping(): LogShipStats | null {

@@ -88,6 +88,20 @@ export function wantsTls(config: PoolerConfig): boolean {
   return config.general.client_tls_sslmode !== 'disable' || config.general.server_tls_sslmode !== 'disable';
 }
 
+/** RELOAD: the files are read again (certificate rotation) for new connections; connected ones keep their session.
+ * A file that cannot be used keeps every previous context (`error` says why). `tlsRelay`: TLS was on at start, so the
+ * pools run on the JavaScript relay; otherwise turning it on needs a restart (`restart` names the keys). */
+export function reloadTlsSettings(current: TlsSettings, next: PoolerConfig, tlsRelay: boolean): { settings: TlsSettings; restart?: string; error?: string } {
+  if (wantsTls(next) && !tlsRelay) {
+    return { settings: current, restart: 'general.client_tls_sslmode/server_tls_sslmode (TLS was off at start: its pools run on the native relay)' };
+  }
+  try {
+    return { settings: loadTlsSettings(next) };
+  } catch (err) {
+    return { settings: current, error: (err as Error).message };
+  }
+}
+
 /** tls.connect options toward PostgreSQL at `host` under `s` (mode other than disable). */
 export function serverConnectOptions(s: ServerTls, host: string, socket: import('node:net').Socket): tls.ConnectionOptions {
   const verify = s.mode === 'verify-ca' || s.mode === 'verify-full';
