@@ -79,6 +79,8 @@ export interface PgBouncerOptions {
   /** Server connections of the session-mode alias (BENCH_SESSION_DB): one per client, so the largest client count. */
   sessionPoolSize: number;
   progress: (msg: string) => void;
+  /** More [pgbouncer] lines (e.g. client_tls_*). */
+  extraIni?: string[];
 }
 
 /** PgBouncer in transaction mode as user nobody, md5 auth from a plaintext auth_file, connection logging off; the
@@ -111,6 +113,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
     'log_connections = 0',
     'log_disconnections = 0',
     'log_pooler_errors = 1',
+    ...(opts.extraIni ?? []),
     '',
   ].join('\n'));
   writeFileSync(logFile, '');
@@ -136,6 +139,8 @@ export interface TidepoolOptions {
   logLevel?: string;
   /** TOML appended to the config (more sections, e.g. [web] or [logs]). */
   extraToml?: string;
+  /** More [general] lines (e.g. client_tls_*). */
+  generalToml?: string;
   /** Node options before the script (e.g. --cpu-prof). */
   nodeArgs?: string[];
   /** Environment of the child (default: this process's). */
@@ -157,6 +162,7 @@ admin_password = "bench-admin-password"
 pool_mode = "transaction"
 auth_type = "md5"
 log_level = "${opts.logLevel ?? 'info'}"
+${opts.generalToml ?? ''}
 
 [pools.${BENCH_DB}]
 server_host = "${opts.serverHost}"

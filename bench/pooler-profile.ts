@@ -1,7 +1,7 @@
 // Pooler profile: tidepool under pgbench -S for each protocol, with node --cpu-prof (self time by function and by
 // file), perf (kernel / addon / JavaScript split, top symbols) and strace -c (syscalls per transaction), as chosen.
 // Usage: npm run build && node dist/bench/pooler-profile.js [--protocols simple,extended,prepared --clients 10
-//   --duration 10 --relay native|js --tools cpu-prof,perf,strace --top 25 --reconnect --out bench/.work/pooler-profile.md]
+//   --duration 10 --relay native|js --tls --reconnect --tools cpu-prof,perf,strace --top 25 --out bench/.work/pooler-profile.md]
 // The tools disturb each other (the profiler's signals show up in strace, strace slows every syscall): for counts,
 // run strace alone; without tools, only tps and the pooler's CPU per transaction are reported.
 import { spawn, spawnSync } from 'node:child_process';
@@ -28,6 +28,8 @@ const DURATION = Number(opt('duration', '10'));
 const RELAY = opt('relay', 'native');
 /** -C: a new connection (and login) for every transaction. */
 const RECONNECT = process.argv.includes('--reconnect');
+/** --tls: clients over TLS (client_tls_sslmode = require, PGSSLMODE=require), a self-signed certificate. */
+const TLS = process.argv.includes('--tls');
 const TOP = Number(opt('top', '25'));
 const TOOLS = opt('tools', 'cpu-prof').split(',');
 const CPU_PROF = TOOLS.includes('cpu-prof');
@@ -105,8 +107,17 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   const env = { ...process.env };
   if (RELAY === 'js') env.TIDEPOOL_NATIVE_RELAY = '0';
   else delete env.TIDEPOOL_NATIVE_RELAY;
+  let generalToml = '';
+  if (TLS) {
+    const key = path.join(dir, 'tls.key');
+    const cert = path.join(dir, 'tls.crt');
+    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1', '-keyout', key, '-out', cert], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
+    generalToml = `client_tls_sslmode = "require"\nclient_tls_key_file = "${key}"\nclient_tls_cert_file = "${cert}"`;
+    process.env.PGSSLMODE = 'require';
+  }
   pooler = await startTidepool({
-    dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env,
+    dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env, generalToml,
     nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
   });
   const target = { host: pooler.host, port: pooler.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
@@ -135,7 +146,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   await pooler.stop();
   pooler = null;
   const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-  const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${RELAY} relay`, ''];
+  const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${RELAY} relay${TLS ? ', clients over TLS' : ''}`, ''];
   out.push(`pgbench: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`, '');
   if (!CPU_PROF) out.push('');
   else if (prof) out.push(...summarize(JSON.parse(readFileSync(path.join(profDir, prof), 'utf8')) as CpuProfile));

@@ -6,6 +6,9 @@ import { type InferShape, type Problem, t, validate, formatProblem } from './sch
 
 export const POOL_MODES = ['transaction', 'session'] as const;
 export type PoolMode = (typeof POOL_MODES)[number];
+/** sslmode values of client_tls_sslmode and server_tls_sslmode (PgBouncer's and libpq's names). */
+export const TLS_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
+export type TlsMode = (typeof TLS_MODES)[number];
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -54,6 +57,18 @@ export const generalShape = {
   server_prepared_statements_cache_size: t.int(256, 'Statements kept prepared on each server connection (LRU; an evicted one is closed before the next Sync).', 1, 1_000_000),
   stats_period: t.duration(15_000, 'Period of avg_* values in SHOW STATS.'),
   tcp_no_delay: t.bool(true, 'TCP_NODELAY on client and server sockets.'),
+  client_tls_sslmode: t.oneOf(TLS_MODES, 'disable', 'TLS toward clients: disable (SSLRequest answered N), allow/prefer (TLS when the client asks), require (plaintext refused, 28000), verify-ca/verify-full (a client certificate signed by client_tls_ca_file; verify-full: its CN is the user name).'),
+  client_tls_key_file: t.string('', 'PEM private key the pooler presents to clients (re-read on RELOAD).'),
+  client_tls_cert_file: t.string('', 'PEM certificate (chain) the pooler presents to clients (re-read on RELOAD).'),
+  client_tls_ca_file: t.string('', 'PEM CA certificates that client certificates are checked against (verify-ca, verify-full); empty: none asked for.'),
+  client_tls_protocols: t.string('secure', 'TLS versions for clients: "secure" (tlsv1.2,tlsv1.3), "all", "legacy", or a list such as "tlsv1.2,tlsv1.3".'),
+  client_tls_ciphers: t.string('default', 'OpenSSL cipher list for clients; "default", "secure", "normal" and "fast" keep Node\'s defaults, "all" allows all.'),
+  server_tls_sslmode: t.oneOf(TLS_MODES, 'disable', 'TLS toward PostgreSQL, as libpq\'s sslmode: disable, allow (plaintext, TLS if refused), prefer (TLS if offered), require, verify-ca (certificate chain against server_tls_ca_file), verify-full (and the host name).'),
+  server_tls_ca_file: t.string('', 'PEM CA certificates PostgreSQL\'s certificate is checked against (verify-ca, verify-full); empty: the system\'s.'),
+  server_tls_key_file: t.string('', 'PEM private key of the client certificate the pooler shows PostgreSQL (optional).'),
+  server_tls_cert_file: t.string('', 'PEM client certificate the pooler shows PostgreSQL (optional; with server_tls_key_file).'),
+  server_tls_protocols: t.string('secure', 'TLS versions toward PostgreSQL, as client_tls_protocols.'),
+  server_tls_ciphers: t.string('default', 'OpenSSL cipher list toward PostgreSQL, as client_tls_ciphers.'),
   log_level: t.oneOf(LOG_LEVELS, 'info', 'Log level; SET log_level changes it at run time.'),
   log_format: t.oneOf(['logfmt', 'json'] as const, 'logfmt', 'Process log lines: logfmt or JSON lines.'),
 };
@@ -123,6 +138,44 @@ function semanticChecks(cfg: PoolerConfig, problems: Problem[]): void {
     if (!isCidr(cidr)) problems.push({ path: `web.trusted_proxies[${i}]`, expected: 'an IP address or CIDR range ("10.0.0.0/8", "::1/128")', found: JSON.stringify(cidr) });
   });
   logsChecks(cfg.logs, problems);
+  tlsChecks(cfg.general, problems);
+}
+
+/** The TLS keys that must come together; files themselves are read by pooler/tls/tls-settings.ts. */
+function tlsChecks(g: PoolerConfig['general'], problems: Problem[]): void {
+  if (g.client_tls_sslmode !== 'disable') {
+    for (const key of ['client_tls_key_file', 'client_tls_cert_file'] as const) {
+      if (!g[key]) problems.push({ path: `general.${key}`, expected: `a PEM file: client_tls_sslmode is ${g.client_tls_sslmode}`, found: '""' });
+    }
+  }
+  if ((g.client_tls_sslmode === 'verify-ca' || g.client_tls_sslmode === 'verify-full') && !g.client_tls_ca_file) {
+    problems.push({ path: 'general.client_tls_ca_file', expected: `a PEM file of the CA that signs client certificates: client_tls_sslmode is ${g.client_tls_sslmode}`, found: '""' });
+  }
+  if (!g.server_tls_key_file !== !g.server_tls_cert_file) {
+    problems.push({ path: g.server_tls_key_file ? 'general.server_tls_cert_file' : 'general.server_tls_key_file', expected: 'server_tls_key_file and server_tls_cert_file together', found: '""' });
+  }
+  for (const key of ['client_tls_protocols', 'server_tls_protocols'] as const) {
+    const r = parseTlsProtocols(g[key]);
+    if (typeof r === 'string') problems.push({ path: `general.${key}`, expected: '"secure", "all", "legacy" or a list of tlsv1.0, tlsv1.1, tlsv1.2, tlsv1.3', found: JSON.stringify(g[key]), hint: r });
+  }
+}
+
+const TLS_VERSIONS = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
+export type TlsVersion = (typeof TLS_VERSIONS)[number];
+
+/** PgBouncer's tls_protocols as Node's minVersion/maxVersion (Node takes a range: a list with a gap gets its ends),
+ * or why it cannot be read. */
+export function parseTlsProtocols(text: string): { min: TlsVersion; max: TlsVersion } | string {
+  const names: Record<string, number> = { 'tlsv1.0': 0, tlsv1: 0, 'tlsv1.1': 1, 'tlsv1.2': 2, 'tlsv1.3': 3 };
+  const picked = new Set<number>();
+  for (const part of text.toLowerCase().split(/[\s,:]+/).filter(Boolean)) {
+    if (part === 'secure') [2, 3].forEach((v) => picked.add(v));
+    else if (part === 'all' || part === 'legacy') [0, 1, 2, 3].forEach((v) => picked.add(v));
+    else if (part in names) picked.add(names[part]!);
+    else return `unknown protocol ${JSON.stringify(part)}`;
+  }
+  if (!picked.size) return 'no protocol named';
+  return { min: TLS_VERSIONS[Math.min(...picked)]!, max: TLS_VERSIONS[Math.max(...picked)]! };
 }
 
 /** Elasticsearch index names: no uppercase, backslash, / * ? " < > | , # : or space; not starting with - _ +; not . or ..; 255 at most. */

@@ -10,6 +10,7 @@ import {
 import { ClientAuth } from './auth/client-auth.js';
 import type { ScramSecret } from './auth/scram.js';
 import type { Pool } from './pool.js';
+import type { ClientTls } from './tls/tls-settings.js';
 
 /** Where a login may go: the admin console, a pool (with the secret to check), or an error. */
 export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
@@ -21,6 +22,20 @@ export interface LoginCore {
   cancel(pid: number, secret: Buffer): void;
   clientCount(): number;
   resolveLogin(database: string, user: string): LoginTarget;
+  /** The client TLS settings now in force (they change on RELOAD). */
+  clientTls(): ClientTls;
+}
+
+/** What the TLS handshake established (client-session.ts reports it). */
+export interface ClientTlsResult {
+  /** The ALPN protocol agreed on, or '' for none. */
+  alpn: string;
+  /** The client's certificate chains to client_tls_ca_file. */
+  authorized: boolean;
+  /** Why it does not (no certificate, an unknown CA...), or ''. */
+  authorizationError: string;
+  /** The client certificate's common name, or ''. */
+  commonName: string;
 }
 
 /** The client connection a login talks to. */
@@ -32,6 +47,9 @@ export interface LoginConnection {
   fatal(sqlstate: string, message: string): void;
   /** Closes without a word (CancelRequest, Terminate). */
   destroy(): void;
+  /** Starts the server side of a TLS handshake under `settings`; `initial` holds bytes of it already read (direct TLS).
+   * The session calls tlsReady() once it is done, and feed() with the decrypted bytes after. */
+  startTls(settings: ClientTls, initial: Buffer | null): void;
 }
 
 /** Who logged in, where to, and for SCRAM pass-through the key the client proved. */
@@ -72,7 +90,11 @@ export function loginGreeting(params: ReadonlyMap<string, string>, applicationNa
   ]);
 }
 
-/** SSLRequest and GSSENCRequest are answered N, a CancelRequest is routed, protocol 3.0 and 3.2 are taken and a newer
+/** TLS record type of a handshake: the first byte of a direct TLS connection (a startup packet's is a length's 0). */
+const TLS_HANDSHAKE = 0x16;
+
+/** SSLRequest is answered S and the TLS handshake run when client_tls_sslmode allows it (N otherwise), as is a
+ * direct TLS connection (PostgreSQL 17's sslnegotiation=direct, ALPN "postgresql"); GSSENCRequest is answered N, a CancelRequest is routed, protocol 3.0 and 3.2 are taken and a newer
  * minor gets NegotiateProtocolVersion; then client-auth.ts checks the password. Bytes the client sent past its login
  * are kept for the relay (takeRest). */
 export class ClientLogin {
@@ -80,7 +102,11 @@ export class ClientLogin {
   private buf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
   private auth: ClientAuth | null = null;
-  private phase: 'startup' | 'auth' | 'done' = 'startup';
+  private phase: 'startup' | 'tls' | 'auth' | 'done' = 'startup';
+  /** The TLS settings the handshake ran under, once it is done (null: plaintext). */
+  private tls: ClientTls | null = null;
+  private tlsResult: ClientTlsResult | null = null;
+  private direct = false;
   private who: Omit<LoginResult, 'clientKey' | 'scramSecret'> | null = null;
 
   constructor(private readonly conn: LoginConnection, private readonly core: LoginCore, private readonly onDone: (result: LoginResult) => void) {}
@@ -88,6 +114,8 @@ export class ClientLogin {
   /** Bytes read before the relay starts (the session copies them out of its read buffer first). */
   feed(chunk: Buffer): void {
     if (this.phase === 'auth') return this.feedAuth(chunk);
+    if (this.phase === 'tls' || this.phase === 'done') return;
+    if (this.phase === 'startup' && !this.tls && this.buf.length === 0 && chunk[0] === TLS_HANDSHAKE) return this.directTls(chunk);
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     while (this.phase === 'startup' && this.buf.length >= 4) {
       const len = this.buf.readInt32BE(0);
@@ -117,6 +145,37 @@ export class ClientLogin {
     return rest;
   }
 
+  /** The handshake is done (see LoginConnection.startTls): startup packets come encrypted from now on. */
+  tlsReady(result: ClientTlsResult): void {
+    if (this.phase !== 'tls') return;
+    this.phase = 'startup';
+    this.tlsResult = result;
+    // PostgreSQL asks direct TLS for ALPN "postgresql": a client of another protocol must not get this far by mistake.
+    if (this.direct && result.alpn !== 'postgresql') return this.fail(SqlState.ProtocolViolation, 'received direct SSL connection request without ALPN protocol negotiation extension');
+  }
+
+  /** True once the connection is encrypted. */
+  get encrypted(): boolean {
+    return this.tls !== null;
+  }
+
+  private directTls(chunk: Buffer): void {
+    const settings = this.core.clientTls();
+    // Like a PostgreSQL without ssl: the client's TLS hello is not a startup packet, and nothing useful can be said.
+    if (settings.mode === 'disable') {
+      this.phase = 'done';
+      return this.conn.destroy();
+    }
+    this.direct = true;
+    this.beginTls(settings, chunk);
+  }
+
+  private beginTls(settings: ClientTls, initial: Buffer | null): void {
+    this.phase = 'tls';
+    this.tls = settings;
+    this.conn.startTls(settings, initial);
+  }
+
   private fail(sqlstate: string, message: string): void {
     this.phase = 'done';
     this.conn.fatal(sqlstate, message);
@@ -125,7 +184,16 @@ export class ClientLogin {
   private onStartupPacket(p: StartupPacket): void {
     const { conn, core } = this;
     switch (p.kind) {
-      case 'ssl':
+      case 'ssl': {
+        const settings = core.clientTls();
+        if (this.tls) return this.fail(SqlState.ProtocolViolation, 'SSLRequest on an encrypted connection');
+        if (settings.mode === 'disable') return void conn.write('N');
+        // What follows an SSLRequest must be the TLS handshake: plaintext bytes already there would be taken as if encrypted.
+        if (this.buf.length) return this.fail(SqlState.ProtocolViolation, 'received unencrypted data after SSL request');
+        conn.write('S');
+        this.beginTls(settings, null);
+        return;
+      }
       case 'gssenc':
         conn.write('N');
         return;
@@ -144,6 +212,8 @@ export class ClientLogin {
     const database = p.params.get('database') || user;
     const applicationName = p.params.get('application_name') ?? '';
     if (!user) return this.fail(SqlState.InvalidAuthorization, 'no user name in startup packet');
+    const tlsRefusal = this.tlsRefusal(user);
+    if (tlsRefusal) return this.fail(SqlState.InvalidAuthorization, tlsRefusal);
     const max = core.config.general.max_connections;
     if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
     const target = core.resolveLogin(database, user);
@@ -155,6 +225,18 @@ export class ClientLogin {
     const first = this.auth.first();
     if (first) conn.write(first);
     else this.done(null, null);
+  }
+
+  /** Why client_tls_sslmode refuses this connection for `user`, or null. */
+  private tlsRefusal(user: string): string | null {
+    const mode = this.core.clientTls().mode;
+    if (mode === 'disable' || mode === 'allow' || mode === 'prefer') return null;
+    if (!this.tls) return `SSL required: client_tls_sslmode is ${mode}, and this connection is not encrypted`;
+    if (!this.tls.verifyClient) return null;
+    const r = this.tlsResult;
+    if (!r || !r.authorized) return `connection requires a valid client certificate${r?.authorizationError ? ` (${r.authorizationError})` : ''}`;
+    if (this.tls.mode === 'verify-full' && r.commonName !== user) return `certificate validation (clientcert=verify-full) failed for user "${user}": CN mismatch`;
+    return null;
   }
 
   private feedAuth(chunk: Buffer): void {

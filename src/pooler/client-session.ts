@@ -1,5 +1,6 @@
 // One client connection: login (client-login.ts), then the relay (relay/relay.ts) and a server per transaction or session.
-import net from 'node:net';
+import type net from 'node:net';
+import tls from 'node:tls';
 import { randomBytesPooled } from './random-pool.js';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, type MessageHandler } from '../protocol/frame-stream.js';
@@ -11,9 +12,17 @@ import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js'
 import type { ChunkHandler } from './read-buffer.js';
 import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
 import { PreparedPipe } from './prepared/pipe.js';
+import { tlsDescription, type ClientTls } from './tls/tls-settings.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 
 let nextClientId = 1;
+
+/** Why the peer's certificate failed verification (an OpenSSL code such as UNABLE_TO_VERIFY_LEAF_SIGNATURE), or null. */
+function peerVerifyError(socket: tls.TLSSocket): string | null {
+  const handle = (socket as tls.TLSSocket & { _handle?: { verifyError?: () => (Error & { code?: string }) | null } | null })._handle;
+  const err = handle?.verifyError?.() ?? null;
+  return err ? (err.code ?? err.message) : null;
+}
 const discardReads: ChunkHandler = () => false;
 
 export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
@@ -43,7 +52,11 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   /** Admin console sessions get every whole message here (see admin/console.ts). */
   onAdminMessage: MessageHandler = () => undefined;
 
-  constructor(readonly socket: net.Socket, readonly core: Pooler) {
+  /** TLS protocol and cipher as SHOW CLIENTS shows them ("TLSv1.3/TLS_AES_256_GCM_SHA384"), '' for plaintext. */
+  tls = '';
+
+  /** The accepted socket, replaced by its TLS socket once a handshake is done. */
+  constructor(public socket: net.Socket, readonly core: Pooler) {
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.login = new ClientLogin({
@@ -54,6 +67,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
         this.fatal(sqlstate, message);
       },
       destroy: () => { this.socket.destroy(); },
+      startTls: (settings, initial) => this.startTls(settings, initial),
     }, core, (result) => void this.loginOk(result));
     this.handler = this.onStartupChunk;
     socket.on('error', this.onSocketError);
@@ -76,6 +90,39 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   };
 
   private readonly onSocketClose = (): void => this.onClientClosed(true);
+
+  /** SSLRequest answered S, or a direct TLS hello: the socket is wrapped and the login continues over TLS (the JavaScript
+   * relay carries it afterwards; see relay.ts relayFor). Bytes of the hello already read are handed to the TLS layer. */
+  private startTls(settings: ClientTls, initial: Buffer | null): void {
+    const raw = this.socket;
+    this.handler = discardReads;
+    if (initial) raw.unshift(initial);
+    raw.off('error', this.onSocketError);
+    raw.off('close', this.onSocketClose);
+    // The TLS socket owns the descriptor from here; errors of the plain one are reported through it.
+    raw.on('error', () => undefined);
+    const secure = new tls.TLSSocket(raw, {
+      isServer: true, secureContext: settings.context ?? undefined, requestCert: settings.verifyClient, rejectUnauthorized: false,
+      ALPNProtocols: ['postgresql'],
+    });
+    this.socket = secure;
+    secure.on('error', this.onSocketError);
+    secure.on('close', this.onSocketClose);
+    secure.on('data', (chunk: Buffer) => void this.handler(chunk));
+    secure.once('secure', () => {
+      this.tls = tlsDescription(secure);
+      this.core.counters.tls++;
+      const cert = secure.getPeerCertificate();
+      const cn = cert && typeof cert.subject?.CN === 'string' ? cert.subject.CN : '';
+      this.handler = this.onStartupChunk;
+      // A TLSSocket made outside tls.Server does not set `authorized`: the verdict is asked of the handle, as tls.Server does.
+      const verifyError = !settings.verifyClient ? null : cn === '' ? 'no certificate' : peerVerifyError(secure);
+      this.login.tlsReady({
+        alpn: typeof secure.alpnProtocol === 'string' ? secure.alpnProtocol : '',
+        authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,
+      });
+    });
+  }
 
   /** Startup packets and the password exchange (client-login.ts). */
   private readonly login: ClientLogin;
@@ -120,12 +167,14 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     return false;
   };
 
-  /** Hands the socket to the relay once the greeting has left Node's socket (the native relay takes the
+  /** Hands the socket to the relay once the greeting has left Node's plaintext socket (the native relay takes the
    * descriptor, and bytes still queued in Node would be lost); bytes that arrive meanwhile stay with the login
    * and go along. Servers are on the same relay, so a client the relay cannot take is closed. */
   private handOff(): void {
     if (this.state === 'closed' || this.socket.destroyed) return;
-    if (this.socket.writableLength > 0) {
+    // A TLS socket goes to the JavaScript relay, which writes through the same socket: nothing to wait for (and its
+    // queued bytes may never raise 'drain', which comes only after a write that returned false).
+    if (this.socket.writableLength > 0 && !this.tls) {
       this.socket.once('drain', () => this.handOff());
       return;
     }

@@ -51,7 +51,7 @@ export class Pool {
     const prepared = settings.prepared;
     this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize }) : null;
     this.serverCacheSize = prepared?.serverCacheSize ?? 0;
-    this.relay = relayFor(prepared !== null);
+    this.relay = relayFor(prepared !== null, settings.tls);
     this.updateParkable();
   }
 

@@ -19,6 +19,7 @@ import { overviewOf } from './overview.js';
 import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
+import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type TlsSettings } from './tls/tls-settings.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -40,7 +41,12 @@ export class Pooler implements PoolerControl {
   private readonly byCancelPid = new Map<number, ClientSession>();
   readonly startedAt = new Date();
   readonly log: Logger;
-  readonly counters = { connections: 0, errors: 0, cancel: 0 };
+  /** connections: accepted; tls: of them, those that completed a TLS handshake. */
+  readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0 };
+  /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
+  tls: TlsSettings = NO_TLS;
+  /** TLS was configured at start: every pool runs on the JavaScript relay (the native relay carries no TLS). */
+  readonly tlsRelay: boolean;
   /** Client connections accepted and not yet logged in (SHOW LISTS login_clients). */
   loggingIn = 0;
   /** Per database: max_db_connections, reserve, eviction (coordinator.ts). */
@@ -65,6 +71,8 @@ export class Pooler implements PoolerControl {
     this.log = logs.get('pooler');
     this.stopped = new Promise((r) => { this.resolveStopped = r; });
     // Before listen(): the "pooler listening" line is shipped too.
+    this.tlsRelay = wantsTls(config);
+    this.tls = loadTlsSettings(config);
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.applyPools(config);
   }
@@ -159,7 +167,10 @@ export class Pooler implements PoolerControl {
     const serverPassword = user.server_password ?? (user.password.startsWith('SCRAM-SHA-256$') ? null : user.password);
     return {
       database, user: user.username, mode: effectivePoolMode(config, pool, user),
-      target: { host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? 'tidepool' },
+      target: {
+        host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? 'tidepool',
+        tls: this.tls.server,
+      },
       serverUser: user.server_username ?? user.username, serverPassword,
       poolSize: user.pool_size, minPoolSize: user.min_pool_size,
       connectTimeoutMs: g.connect_timeout, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
@@ -168,6 +179,7 @@ export class Pooler implements PoolerControl {
       prepared: effectivePoolMode(config, pool, user) === 'transaction' && g.prepared_statements
         ? { cacheSize: g.prepared_statements_cache_size, serverCacheSize: g.server_prepared_statements_cache_size }
         : null,
+      tls: this.tlsRelay,
     };
   }
 
@@ -203,7 +215,7 @@ export class Pooler implements PoolerControl {
         }
         const old = existing.settings;
         const serverChanged = old.target.host !== settings.target.host || old.target.port !== settings.target.port
-          || old.target.database !== settings.target.database || old.serverUser !== settings.serverUser || old.serverPassword !== settings.serverPassword;
+          || old.target.database !== settings.target.database || old.target.tls.mode !== settings.target.tls.mode || old.serverUser !== settings.serverUser || old.serverPassword !== settings.serverPassword;
         existing.settings = settings;
         existing.retired = false;
         if (serverChanged) {
@@ -233,6 +245,10 @@ export class Pooler implements PoolerControl {
     const pool = this.pools.get(poolKey(database, user));
     if (!uc || !pool) return { error: `no such user "${user}" in database "${database}"`, sqlstate: SqlState.InvalidAuthorization };
     return { admin: false, pool, secret: uc.password };
+  }
+
+  clientTls(): ClientTls {
+    return this.tls.client;
   }
 
   adminParams(): ReadonlyMap<string, string> {
@@ -362,13 +378,19 @@ export class Pooler implements PoolerControl {
     const g = this.config.general;
     if (next.general.prepared_statements !== g.prepared_statements || next.general.prepared_statements_cache_size !== g.prepared_statements_cache_size
       || next.general.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) restartNeeded.push('general.prepared_statements*');
+    const tls = reloadTlsSettings(this.tls, next, this.tlsRelay);
+    this.tls = tls.settings;
+    if (tls.restart) restartNeeded.push(tls.restart);
+    if (tls.error) this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
+    const tlsNote = tls.error ? `TLS files not loaded, the previous certificates and keys stay: ${tls.error}` : '';
     this.config = next;
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
     this.applyPools(next);
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
-    const msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
+    let msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
+    if (tlsNote) msg += `; ${tlsNote}`;
     this.events.add('reload', null, `${msg}; changed: ${changed.length ? changed.join(', ') : 'nothing'}`);
     this.log.info({ file: this.configFile }, msg);
     return msg;

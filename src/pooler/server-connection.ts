@@ -25,6 +25,8 @@ export class ServerConnection {
   readonly backendSecret: Buffer;
   readonly params: ReadonlyMap<string, string>;
   readonly applicationName: string;
+  /** TLS protocol/cipher toward PostgreSQL (SHOW SERVERS tls), '' for plaintext. */
+  readonly tls: string;
   /** Opened from the database's reserve (coordinator.ts): closed when it comes back and nobody waits. */
   reserve = false;
   /** Close instead of pooling at the next release (RECONNECT, lifetime, RELOAD). */
@@ -46,6 +48,7 @@ export class ServerConnection {
     this.backendSecret = login.backendSecret;
     this.params = login.params;
     this.applicationName = login.applicationName;
+    this.tls = login.tls;
     const events: ServerEvents = {
       onClose: (reason, atBoundary, parked) => this.lost(reason, atBoundary, parked),
       onStatementsDropped: () => this.statements?.clearUpTo(Infinity),

@@ -46,6 +46,8 @@ export interface ClientSnapshot {
   readonly user: string;
   readonly applicationName: string;
   readonly addr: string;
+  /** TLS protocol/cipher, '' for plaintext. */
+  readonly tls: string;
   readonly state: ClientState;
   /** Why it waits for a server (`pool paused`, `all servers busy`, `max_db_connections 3`, `connecting`), else ''. */
   readonly waitReason: string;
@@ -69,6 +71,8 @@ export interface ServerSnapshot {
   readonly database: string;
   readonly user: string;
   readonly applicationName: string;
+  /** TLS protocol/cipher toward PostgreSQL, '' for plaintext. */
+  readonly tls: string;
   readonly state: string;
   /** Seconds idle, for an idle server. */
   readonly idleSeconds: number;
@@ -113,7 +117,7 @@ export interface PoolerSnapshot {
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
   readonly apps: readonly AppSnapshot[];
-  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly loggingIn: number };
+  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly loggingIn: number };
   readonly events: readonly PoolerEvent[];
 }
 
@@ -133,7 +137,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
     const waitUs = c.state === 'waiting' ? Math.max(0, now - c.waitingSince) * 1000 : 0;
     const waitReason = c.waitReason();
     clients.push({
-      id: c.id, database: c.database, user: c.user, applicationName: c.applicationName, addr: c.addr, state: c.state,
+      id: c.id, database: c.database, user: c.user, applicationName: c.applicationName, addr: c.addr, tls: c.tls, state: c.state,
       waitReason, waitUs,
       transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, errors: counts?.errors ?? 0,
       bytesReceived: counts?.bytesReceived ?? 0, bytesSent: counts?.bytesSent ?? 0, xactTimeUs: Math.round(counts?.xactTimeUs ?? 0),
@@ -171,7 +175,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
       // One call into the relay per server (the native relay answers from C++).
       const counts = s.end.counts();
       servers.push({
-        id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, state: s.state,
+        id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, tls: s.tls, state: s.state,
         idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0, queryAgeMs: (s.owner && queryAge.get(s.owner)) ?? 0,
         transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, bytesSent: counts?.bytesSent ?? 0, bytesReceived: counts?.bytesReceived ?? 0,
         ageSeconds: Math.round((now - s.createdAt) / 1000), prepareHits: cache?.hits ?? 0, prepareMisses: cache?.misses ?? 0, prepareSize: cache?.size ?? 0,

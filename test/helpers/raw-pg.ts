@@ -36,6 +36,11 @@ export class RawConnection {
     const socket = net.connect(opts.port, opts.host);
     socket.setNoDelay(true);
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    return RawConnection.login(socket, opts);
+  }
+
+  /** Logs in over a socket already connected (a TLS socket, for direct TLS). */
+  static async login(socket: net.Socket, opts: { user: string; database: string; password?: string }): Promise<RawConnection> {
     const c = new RawConnection(socket);
     socket.write(writeStartupMessage({ user: opts.user, database: opts.database }));
     for (;;) {

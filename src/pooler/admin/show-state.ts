@@ -49,7 +49,7 @@ export const CLIENT_COLUMNS = ['client_id', 'database', 'user', 'application_nam
  * microseconds beyond `wait`); `wait_reason` says why. */
 export function showClients(s: PoolerSnapshot): ShowTable {
   return table([...CLIENT_COLUMNS], s.clients.map((c) => [
-    c.id, c.database, c.user, c.applicationName, c.addr, false, c.state, Math.floor(c.waitUs / 1e6), c.transactions, c.queries, c.errors, c.ageSeconds,
+    c.id, c.database, c.user, c.applicationName, c.addr, c.tls, c.state, Math.floor(c.waitUs / 1e6), c.transactions, c.queries, c.errors, c.ageSeconds,
     c.waitUs, c.queryAgeMs, c.bytesReceived, c.bytesSent, c.xactTimeUs, c.waitReason,
   ]));
 }
@@ -58,7 +58,7 @@ export function showServers(s: PoolerSnapshot): ShowTable {
   return table(
     ['server_id', 'server_process_id', 'database_name', 'user', 'application_name', 'tls', 'state', 'wait', 'transaction_count', 'query_count', 'bytes_sent', 'bytes_received', 'age_seconds', 'prepare_cache_hit', 'prepare_cache_miss', 'prepare_cache_size', 'reserve', 'query_age_ms'],
     s.servers.map((v) => [
-      v.id, v.pid, v.database, v.user, v.applicationName, false, v.state, v.idleSeconds, v.transactions, v.queries, v.bytesSent, v.bytesReceived, v.ageSeconds,
+      v.id, v.pid, v.database, v.user, v.applicationName, v.tls, v.state, v.idleSeconds, v.transactions, v.queries, v.bytesSent, v.bytesReceived, v.ageSeconds,
       v.prepareHits, v.prepareMisses, v.prepareSize, v.reserve, v.queryAgeMs,
     ]),
   );

@@ -118,7 +118,7 @@ const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: Pooler) => ShowTable
   POOL_SCALING: showPoolScaling,
   EVENTS: showEvents,
   APPS: showApps,
-  CONNECTIONS: (s) => table(['total', 'errors', 'tls', 'plain', 'cancel'], [[s.counters.connections, s.counters.errors, 0, s.counters.connections, s.counters.cancel]]),
+  CONNECTIONS: (s) => table(['total', 'errors', 'tls', 'plain', 'cancel'], [[s.counters.connections, s.counters.errors, s.counters.tls, s.counters.connections - s.counters.tls, s.counters.cancel]]),
 };
 
 /** `snapshot`: format this one instead of taking a new one. */

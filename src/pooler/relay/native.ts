@@ -49,6 +49,10 @@ export function socketFd(socket: net.Socket): number {
   return typeof fd === 'number' && fd >= 0 ? fd : -1;
 }
 
+function isTls(socket: net.Socket): boolean {
+  return (socket as net.Socket & { encrypted?: boolean }).encrypted === true;
+}
+
 /** Closes Node's socket object after the relay took a duplicate of its descriptor: the connection stays open. */
 function dropNodeSocket(socket: net.Socket): void {
   socket.removeAllListeners();
@@ -229,10 +233,11 @@ export class NativeRelay implements Relay {
     return NativeRelay.instance;
   }
 
-  /** Needs the descriptor, and Node's socket must hold no unsent bytes: they would be lost with it. */
+  /** Needs the descriptor of a plaintext socket (a TLS socket's bytes are encrypted under it), and Node's socket must
+   * hold no unsent bytes: they would be lost with it. */
   adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
     const fd = socketFd(conn.socket);
-    if (fd < 0 || conn.socket.writableLength > 0) return null;
+    if (fd < 0 || isTls(conn.socket) || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
     // The end exists before the addon may report on the initial bytes (they are scanned inside relayAddClient).
     const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app);
@@ -244,7 +249,7 @@ export class NativeRelay implements Relay {
 
   adoptServer(conn: RelaySocket, events: ServerEvents, rewrites = false): ServerEnd | null {
     const fd = socketFd(conn.socket);
-    if (fd < 0 || conn.socket.writableLength > 0) return null;
+    if (fd < 0 || isTls(conn.socket) || conn.socket.writableLength > 0) return null;
     const id = this.a.relayAddServer(fd, 0x7fffffff, rewrites);
     const end = new NativeServerEnd(this, id, events);
     this.servers.set(id, end);

@@ -156,7 +156,7 @@ export interface MessageInterceptor {
 }
 
 let chosen: Relay | null = null;
-let rewriting: Relay | null = null;
+let javascript: Relay | null = null;
 
 /** The process's relay: native when the addon is built and TIDEPOOL_NATIVE_RELAY is not 0, else JavaScript. */
 export function currentRelay(): Relay {
@@ -164,11 +164,18 @@ export function currentRelay(): Relay {
   return chosen;
 }
 
-/** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
- * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. */
-export function relayFor(rewrites: boolean): Relay {
-  if (!rewrites || process.env['TIDEPOOL_REWRITE_RELAY'] !== 'js') return currentRelay();
+function jsRelay(): Relay {
   const current = currentRelay();
-  rewriting ??= current instanceof JsRelay ? current : new JsRelay();
-  return rewriting;
+  javascript ??= current instanceof JsRelay ? current : new JsRelay();
+  return javascript;
+}
+
+/** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
+ * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. `tls`:
+ * the pool's clients or servers may be TLS sockets, which only the JavaScript relay carries (Node's tls does the
+ * crypto; the native relay reads and writes descriptors), and a client and its server are always on one relay. */
+export function relayFor(rewrites: boolean, tls = false): Relay {
+  if (tls) return jsRelay();
+  if (!rewrites || process.env['TIDEPOOL_REWRITE_RELAY'] !== 'js') return currentRelay();
+  return jsRelay();
 }

@@ -120,8 +120,8 @@ describe('read endpoints mirror SHOW', () => {
     expect(rows).toHaveLength(2);
     const a = rows.find((r) => r['application_name'] === 'api-idle');
     const b = rows.find((r) => r['application_name'] === 'api-busy');
-    expect(a).toMatchObject({ database: 'app', user: 'md5user', addr: localAddr(idle), tls: false, state: 'idle', wait: 0, wait_us: 0, wait_reason: '', query_age_ms: 0, transaction_count: 3, query_count: 3, error_count: 0 });
-    expect(b).toMatchObject({ database: 'app', user: 'scramuser', addr: localAddr(busy), tls: false, state: 'active', wait: 0, wait_us: 0, wait_reason: '', query_age_ms: 0, transaction_count: 0, query_count: 2, error_count: 0 });
+    expect(a).toMatchObject({ database: 'app', user: 'md5user', addr: localAddr(idle), tls: '', state: 'idle', wait: 0, wait_us: 0, wait_reason: '', query_age_ms: 0, transaction_count: 3, query_count: 3, error_count: 0 });
+    expect(b).toMatchObject({ database: 'app', user: 'scramuser', addr: localAddr(busy), tls: '', state: 'active', wait: 0, wait_us: 0, wait_reason: '', query_age_ms: 0, transaction_count: 0, query_count: 2, error_count: 0 });
     expect(Number(a!['bytes_received'])).toBeGreaterThan(0);
     expect(Number(a!['bytes_sent'])).toBeGreaterThan(0);
     expect(Number(a!['xact_time_us'])).toBeGreaterThan(0);
@@ -131,8 +131,8 @@ describe('read endpoints mirror SHOW', () => {
   it('/api/servers: the backends the clients used, by PostgreSQL pid, idle and active', async () => {
     const rows = await rowsOf('/api/servers');
     expect(rows).toHaveLength(2);
-    expect(appRow(rows, 'md5user', 'user', 'database_name')).toMatchObject({ server_process_id: idlePid, state: 'idle', transaction_count: 3, query_count: 3, tls: false });
-    expect(appRow(rows, 'scramuser', 'user', 'database_name')).toMatchObject({ server_process_id: busyPid, state: 'active', wait: 0, tls: false });
+    expect(appRow(rows, 'md5user', 'user', 'database_name')).toMatchObject({ server_process_id: idlePid, state: 'idle', transaction_count: 3, query_count: 3, tls: '' });
+    expect(appRow(rows, 'scramuser', 'user', 'database_name')).toMatchObject({ server_process_id: busyPid, state: 'active', wait: 0, tls: '' });
   });
 
   it('/api/stats: the three finished transactions and their queries; the open one is not counted yet', async () => {

@@ -111,3 +111,22 @@ ui = "yes"
     expect(problems[0]!.expected).toBe('valid TOML');
   });
 });
+
+describe('TLS keys', () => {
+  const withGeneral = (lines: string) => `[general]\n${lines}\n[pools.app]\n[[pools.app.users]]\nusername = "u"\n`;
+  it('defaults to no TLS either way, and reads PgBouncer\'s protocol names', async () => {
+    const { parseTlsProtocols } = await import('../../../src/config/pooler.js');
+    const { config, problems } = parsePoolerConfig(withGeneral(''));
+    expect(problems).toEqual([]);
+    expect(config.general).toMatchObject({ client_tls_sslmode: 'disable', server_tls_sslmode: 'disable', client_tls_protocols: 'secure', client_tls_ciphers: 'default' });
+    expect(parseTlsProtocols('secure')).toEqual({ min: 'TLSv1.2', max: 'TLSv1.3' });
+    expect(parseTlsProtocols('tlsv1.3')).toEqual({ min: 'TLSv1.3', max: 'TLSv1.3' });
+    expect(parseTlsProtocols('all')).toEqual({ min: 'TLSv1', max: 'TLSv1.3' });
+  });
+  it('names each key that is missing or wrong', () => {
+    const { problems } = parsePoolerConfig(withGeneral('client_tls_sslmode = "verify-full"\nserver_tls_key_file = "/k.pem"\nserver_tls_protocols = "tlsv9"\nclient_tls_sslmode_typo = 1'));
+    const paths = problems.map((p) => p.path);
+    expect(paths).toEqual(expect.arrayContaining(['general.client_tls_key_file', 'general.client_tls_cert_file', 'general.client_tls_ca_file', 'general.server_tls_cert_file', 'general.server_tls_protocols']));
+    expect(parsePoolerConfig(withGeneral('client_tls_sslmode = "sometimes"')).problems[0]!.path).toBe('general.client_tls_sslmode');
+  });
+});

@@ -4,7 +4,7 @@ import { ClientsQueryError, CLIENTS_MAX_LIMIT, queryClients } from '../../../../
 import type { Row } from '../../../../src/pooler/web/show-rows.js';
 
 const row = (client_id: number, database: string, user: string, application_name: string, addr: string, state: string, query_count: number): Row => ({
-  client_id, database, user, application_name, addr, tls: false, state, wait: 0, transaction_count: query_count, query_count, error_count: 0, age_seconds: 1,
+  client_id, database, user, application_name, addr, tls: '', state, wait: 0, transaction_count: query_count, query_count, error_count: 0, age_seconds: 1,
 });
 
 const ROWS: Row[] = [
