@@ -1,7 +1,9 @@
 // Elasticsearch-compatible routes: the probes shippers call before sending, and the bulk API.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BulkFormatError } from '../ingest/bulk-parser.js';
-import { BulkBodyError, bulkResponse, rejectBulk, runBulk } from '../ingest/bulk.js';
+import { BulkBodyError, rejectBulk, runBulk } from '../ingest/bulk.js';
+import { type ChunkSink, writeBulkResponse } from '../ingest/bulk-response.js';
+import { parseFilterPath } from '../es/filter-path.js';
 import { WriteAdmission } from '../es/admission.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
@@ -71,6 +73,23 @@ export function overloadReason(ctx: HttpContext): string {
   return `rejected execution: limits.inflight_bulks (${l.inflight_bulks}) writes in flight and the bulk queue full or waited ${l.bulk_queue_wait} ms (limits.bulk_queue ${l.bulk_queue}); retry later`;
 }
 
+/** A response as a chunk sink; a client gone away takes everything (nothing more is worth writing). */
+export function responseSink(res: ServerResponse): ChunkSink {
+  return {
+    write: (chunk) => res.destroyed || res.write(chunk),
+    drained: () => new Promise<void>((resolve) => {
+      if (res.destroyed) return resolve();
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.once('drain', done);
+      res.once('close', done);
+    }),
+  };
+}
+
 /**
  * POST /_bulk. Over the in-flight limit a bulk waits in a short FIFO queue; when the queue is full or the
  * wait runs out its items are answered 429 es_rejected_execution_exception inside a 200, as Elasticsearch
@@ -84,15 +103,19 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
     return 400;
   }
   const opts = { maxDocSize: ctx.config.limits.max_doc_size, defaultIndex: index, gzip: encoding === 'gzip' };
+  const filter = parseFilterPath(new URL(req.url ?? '/', 'http://x').searchParams.get('filter_path'));
   const admitted = await admitWrite(ctx);
   try {
     const out = admitted
       ? await runBulk(req, ctx.store, { ...opts, maxOutstanding: Math.max(2, ctx.store.shardCount * 2) })
       : await rejectBulk(req, opts, overloadReason(ctx));
-    const failed = out.items.errors.size;
-    if (admitted) ctx.metrics.docs.inc(out.items.ops.length - failed - out.items.kept.size);
+    const failed = out.items.failed;
+    if (admitted) ctx.metrics.docs.inc(out.items.count - failed - out.items.kept.size);
     if (failed) ctx.metrics.docErrors.inc(failed);
-    sendJson(res, 200, bulkResponse(out), { 'x-elastic-product': 'Elasticsearch' });
+    // Written in chunks as the socket takes them (chunked encoding): the answer is never whole in memory.
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-elastic-product': 'Elasticsearch' });
+    await writeBulkResponse(out, responseSink(res), filter);
+    res.end();
     return 200;
   } catch (err) {
     if (err instanceof BulkFormatError || err instanceof BulkBodyError) {

@@ -2,8 +2,9 @@
 // bytes for the shards; only action lines are parsed here, documents are parsed and tokenized in workers.
 
 import { isPlainIndex, readPlainAction } from './action-line.js';
+import { BulkItems, type BulkOp } from './bulk-items.js';
 
-export type BulkOp = 'index' | 'create' | 'update' | 'delete';
+export { BulkItems, type BulkOp, type ItemError } from './bulk-items.js';
 
 /** Elasticsearch's limit on a document id (bytes of UTF-8). */
 export const MAX_ID_BYTES = 512;
@@ -13,23 +14,6 @@ export class BulkFormatError extends Error {
     super(`line ${line}: ${message}`);
     this.name = 'BulkFormatError';
   }
-}
-
-export interface ItemError {
-  status: number;
-  type: string;
-  reason: string;
-}
-
-/** One document's place in the response (a generated id comes back from the shard with its batch). */
-export interface BulkItems {
-  ops: BulkOp[];
-  indexes: string[];
-  /** The `_id` of the action line, or null (the shard generates one). */
-  ids: (string | null)[];
-  errors: Map<number, ItemError>;
-  /** `index` items whose `_id` was already stored: the first copy is kept and the item answers 200 "noop". */
-  kept: Set<number>;
 }
 
 export interface Batch {
@@ -74,7 +58,7 @@ const MAX_ACTION_LINE = 64 * 1024;
 const MAX_RUN_GAP = 256;
 
 export class BulkParser {
-  readonly items: BulkItems = { ops: [], indexes: [], ids: [], errors: new Map(), kept: new Set() };
+  readonly items = new BulkItems();
   private parts: Buffer[] = [];
   private partLen = 0;
   private oversize = false;
@@ -97,7 +81,7 @@ export class BulkParser {
   constructor(private readonly opts: BulkParserOptions) {}
 
   get documents(): number {
-    return this.items.ops.length;
+    return this.items.count;
   }
 
   push(chunk: Buffer): void {
@@ -135,7 +119,7 @@ export class BulkParser {
     this.parts = [];
     this.partLen = 0;
     this.oversize = false;
-    if (this.expectDoc && !this.skipDoc) this.fail(this.items.ops.length - 1, 400, 'action_request_validation_exception', `line ${this.lineNo}: an action line without its document line`);
+    if (this.expectDoc && !this.skipDoc) this.fail(this.items.count - 1, 400, 'action_request_validation_exception', `line ${this.lineNo}: an action line without its document line`);
     if (!this.sawAction) throw new BulkFormatError(0, 'the request body is empty; expected NDJSON action and document lines');
     this.flush();
   }
@@ -164,15 +148,12 @@ export class BulkParser {
     }
     this.expectDoc = false;
     if (this.skipDoc) { this.skipDoc = false; return; }
-    const item = this.items.ops.length - 1;
+    const item = this.items.count - 1;
     this.fail(item, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${size} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
   }
 
   private newItem(op: BulkOp, index: string, id: string | null): number {
-    this.items.ops.push(op);
-    this.items.indexes.push(index);
-    this.items.ids.push(id);
-    return this.items.ops.length - 1;
+    return this.items.push(op, index, id);
   }
 
   private fail(item: number, status: number, type: string, reason: string): void {
@@ -190,10 +171,10 @@ export class BulkParser {
       this.expectDoc = false;
       if (this.skipDoc) { this.skipDoc = false; return; }
       if (end - start > this.opts.maxDocSize) {
-        this.fail(this.items.ops.length - 1, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${end - start} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
+        this.fail(this.items.count - 1, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${end - start} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
         return;
       }
-      this.addDoc(raw, start, end, this.items.ops.length - 1);
+      this.addDoc(raw, start, end, this.items.count - 1);
       return;
     }
     // The action most shippers send, recognised without parsing it.
@@ -261,7 +242,7 @@ export class BulkParser {
 
   private addDoc(src: Buffer, start: number, end: number, item: number): void {
     if (this.opts.discard) return;
-    const id = this.items.ids[item]!;
+    const id = this.items.id(item);
     if (id !== null && this.opts.route) {
       this.addRouted(src, start, end, item, id, this.opts.route(id));
       return;
@@ -306,7 +287,7 @@ export class BulkParser {
       b.create = new Array<number>(k).fill(0);
     }
     b.ids.push(id);
-    b.create!.push(id !== null && this.items.ops[item] === 'create' ? 1 : 0);
+    b.create!.push(id !== null && this.items.op(item) === 'create' ? 1 : 0);
   }
 
   /** A document with a client id goes to the batch of its shard (copied on its own). */

@@ -100,4 +100,25 @@ describe('POST /_bulk', () => {
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
+
+  it('shapes the answer with filter_path as Logstash and Beats ask for it (gzip too)', async () => {
+    const body = ['{"index":{}}', '{"tag":"fp","k":1}', '{"index":{}}', '{"tag":"fp", broken', '{"create":{"_id":"fp-1"}}', '{"tag":"fp","k":3}'].join('\n') + '\n';
+    const send = async (filter: string, gzip = false) => {
+      const res = await fetch(`${ls.url}/_bulk?filter_path=${encodeURIComponent(filter)}`, {
+        method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...(gzip ? { 'content-encoding': 'gzip' } : {}) }, body: gzip ? gzipSync(body) : body,
+      });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    const shipper = JSON.parse(await send('errors,items.*.error,items.*.status')) as { errors: boolean; items: Record<string, { status: number; error?: { type: string } }>[] };
+    expect(shipper.errors).toBe(true);
+    expect(shipper.items.map((it) => Object.keys(it)[0])).toEqual(['index', 'index', 'create']);
+    expect(shipper.items.map((it) => Object.keys(Object.values(it)[0]!))).toEqual([['status'], ['status', 'error'], ['status']]);
+    expect(shipper.items.map((it) => Object.values(it)[0]!.status)).toEqual([201, 400, 201]);
+    expect(await send('errors', true)).toBe('{"errors":true}');
+    expect(JSON.parse(await send('items.*.error.type'))).toEqual({ items: [{ index: { error: { type: 'mapper_parsing_exception' } } }, { create: { error: { type: 'version_conflict_engine_exception' } } }] });
+    expect(Object.keys(JSON.parse(await send('-items')) as object)).toEqual(['took', 'errors']);
+    const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:fp' } });
+    expect(s.body.total).toBe(5);
+  });
 });

@@ -15,7 +15,7 @@ function parse(chunks: Buffer[], maxDocSize = 1000, batchBytes = 64) {
   });
   for (const c of chunks) p.push(c);
   p.end();
-  return { docs: batches.flatMap((b) => b.docs), items: batches.flatMap((b) => b.items), errors: [...p.items.errors], ops: p.items.ops, indexes: p.items.indexes };
+  return { docs: batches.flatMap((b) => b.docs), items: batches.flatMap((b) => b.items), errors: [...p.items.errors], ops: p.items.ops(), indexes: p.items.indexes() };
 }
 
 const body = Buffer.from([
@@ -89,8 +89,8 @@ describe('BulkParser', () => {
       { shard: 1, items: [1], ids: ['b'], create: [1] },
       { shard: 0, items: [2, 6], ids: ['a', 'a'], create: [0, 1] },
     ]);
-    expect(p.items.ops).toEqual(['index', 'create', 'index', 'delete', 'update', 'index', 'create']);
-    expect(p.items.ids).toEqual([null, 'b', 'a', 'a', 'a', null, 'a']);
+    expect(p.items.ops()).toEqual(['index', 'create', 'index', 'delete', 'update', 'index', 'create']);
+    expect(p.items.ids()).toEqual([null, 'b', 'a', 'a', 'a', null, 'a']);
     expect([...p.items.errors.keys()]).toEqual([3, 4]);
     expect(p.items.errors.get(3)!.reason).toMatch(/append-only/);
   });
@@ -119,7 +119,7 @@ describe('BulkParser', () => {
         const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, onBatch: () => undefined });
         p.push(Buffer.from(`${action}\n{"a":1}\n`));
         p.end();
-        return { ...p.items, errors: [...p.items.errors.values()].map((e) => e.reason.replace(/^line \d+: /, '')) };
+        return { ops: p.items.ops(), ids: p.items.ids(), indexes: p.items.indexes(), kept: [...p.items.kept], errors: [...p.items.errors.values()].map((e) => e.reason.replace(/^line \d+: /, '')) };
       };
       expect(run(fast!), fast).toEqual(run(slow!));
     }
