@@ -87,6 +87,9 @@ struct Endpoint : Framing, TxCount {
   bool parked = false;
   double countedQueries = 0;
   double syncStart = 0, xactStart = 0;
+  // A transaction is under way (its first sync point was read, its ending ReadyForQuery not yet): the next
+  // transaction's clock starts at its own first message, not when this one ended.
+  bool xactOpen = false;
   double xacts = 0, errors = 0, queries = 0;
   double* stats = nullptr;
   napi_ref statsRef = nullptr;

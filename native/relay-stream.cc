@@ -43,6 +43,10 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
       [&] {
         if (now == 0) now = NowUs();
         c->syncStart = now;
+        if (!c->xactOpen) {
+          c->xactOpen = true;
+          c->xactStart = now;
+        }
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
         if (c->divert && !c->intercept && divertAt == SIZE_MAX && WantsRewrite(type, buf, offset, len, total)) {
@@ -160,7 +164,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             c->xactTimeUs += xus;
             s->xacts += 1;
             s->queries += queries;
-            c->xactStart = now;
+            c->xactOpen = false;
             if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !intercepted) {
               if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
               else release = true;

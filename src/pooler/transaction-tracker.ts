@@ -15,6 +15,10 @@ export class TransactionTracker {
   queryCount = 0;
   /** When the oldest unanswered sync point was sent (performance.now()). */
   private syncStart = 0;
+  /** A transaction is under way: its first sync point was sent and its ending ReadyForQuery has not come. */
+  private xactOpen = false;
+  /** When the transaction under way began (its first sync point, or the link to a server after it). */
+  private xactStart = 0;
 
   /** FrameStream handler for the client's messages (only Terminate arrives whole). */
   /** The chunk being scanned (set by the session before each feed): a message arriving in another buffer
@@ -72,13 +76,27 @@ export class TransactionTracker {
     return this.syncStart;
   }
 
-  /** A server was linked at `now`: sync points in flight are timed from here. */
+  /** A server was linked at `now`: sync points in flight, and the transaction they began, are timed from here. */
   restartClock(now: number): void {
     if (this.syncs > 0) this.syncStart = now;
+    if (this.xactOpen) this.xactStart = now;
   }
 
   private syncPoint(): void {
-    if (this.syncs++ === 0) this.syncStart = performance.now();
+    if (this.syncs++ !== 0) return;
+    this.syncStart = performance.now();
+    // A transaction starts with the first message after the last one ended, not when that one ended: the client's
+    // idle time between transactions (a session-mode client, a pair kept linked) is not transaction time.
+    if (!this.xactOpen) {
+      this.xactOpen = true;
+      this.xactStart = this.syncStart;
+    }
+  }
+
+  /** The transaction ended (ReadyForQuery with the server between transactions) at `now`: its milliseconds. */
+  endTransaction(now: number): number {
+    this.xactOpen = false;
+    return now - this.xactStart;
   }
 
   /** A ReadyForQuery arrived at `now`: returns the milliseconds since the sync point it answers. */

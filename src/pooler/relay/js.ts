@@ -55,7 +55,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   /** After a Terminate or a bad length, or once closed: PostgreSQL would never read what follows. */
   private discarding = false;
   private reason = '';
-  private xactStart = performance.now();
   private countedQueries = 0;
   private transactions = 0;
   private errors = 0;
@@ -204,7 +203,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     stats.observeQuery(queryUs);
     if (app) app[Total.QueryTime]! += queryUs;
     if (!this.tx.between(status)) return;
-    const xactUs = (now - this.xactStart) * 1000;
+    const xactUs = this.tx.endTransaction(now) * 1000;
     stats.observeTransaction(xactUs);
     const queries = this.tx.queryCount - this.countedQueries;
     stats.block[Total.Queries]! += queries;
@@ -218,7 +217,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.transactions++;
     s.transactions++;
     s.queries += queries;
-    this.xactStart = now;
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
@@ -260,9 +258,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     server.client = this;
     this.transactionMode = transactionMode;
     this.needServerSent = false;
-    this.xactStart = performance.now();
     // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
-    this.tx.restartClock(this.xactStart);
+    this.tx.restartClock(performance.now());
     if (this.queue.length === 0) return true;
     const q = this.queue;
     this.queue = [];

@@ -18,7 +18,9 @@ beforeAll(async () => {
   h = await startOperator(operatorToml({
     general: 'stats_period = "1h"',
     pools: poolToml(db, 'lat', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
-      + poolToml(db, 'xact', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }]),
+      + poolToml(db, 'xact', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }])
+      + poolToml(db, 'idle_sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
+      + poolToml(db, 'idle_tx', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
   }));
 });
 afterAll(async () => {
@@ -96,6 +98,27 @@ describe('percentiles from a mergeable histogram', () => {
     // Half the queries are BEGIN and COMMIT, the other half 50 ms; the longest query is part of the longest transaction.
     expect(us(r['query_0.99'])).toBeGreaterThanOrEqual(50_000 * (1 - ERR));
     expect(us(r['query_0.99'])).toBeLessThanOrEqual(us(r['transaction_0.99']));
+  });
+
+  it('the idle time between transactions is not transaction time (session mode, and a pair kept linked in transaction mode)', async () => {
+    for (const pool of ['idle_sess', 'idle_tx']) {
+      const c = h.client(pool, 'md5user', 'md5pass');
+      await c.connect();
+      const trips: number[] = [];
+      try {
+        for (let i = 0; i < 4; i++) {
+          // The client idles 250 ms on the same server (session mode; in transaction mode nobody else wants it).
+          await new Promise((r) => setTimeout(r, 250));
+          trips.push(await timed(c, 'SELECT 1'));
+        }
+      } finally {
+        await c.end();
+      }
+      const r = await row(h, 'POOLS_EXTENDED', pool);
+      // Each transaction lies inside its client's round trip; with the idle time counted it would be past 250 ms.
+      expect(us(r['transaction_0.99']), pool).toBeLessThanOrEqual(Math.max(...trips) * (1 + ERR) + 1);
+      expect(us(r['transaction_0.99']), pool).toBeLessThan(250_000);
+    }
   });
 
   it('wait percentiles: a client waits while another holds the only server for 300 ms', async () => {
