@@ -59,11 +59,15 @@ export class Cluster implements LogBackend {
     if (this.shards.length > 256) throw new Error('at most 256 shards: a document id holds its shard in one byte');
   }
 
+  /** Ties between equally loaded shards go to the first at or after this index (then it moves past). */
+  private nextTie = 0;
+
   get shardCount(): number {
     return this.shards.length;
   }
 
-  /** The shard for a new batch: the least loaded of those whose breaker lets writes in (ties at random). */
+  /** The shard for a new batch: the least loaded of those whose breaker lets writes in (ties in turn, so one
+   * sender's bulks, one after another, spread evenly instead of by chance). */
   private pickShard(exclude: Set<number>): ShardGroup | null {
     const open = this.shards.filter((s) => !exclude.has(s.index));
     const allowed = open.filter((s) => s.breaker.available());
@@ -71,7 +75,8 @@ export class Cluster implements LogBackend {
     if (pool.length === 0) return null;
     const least = Math.min(...pool.map((s) => s.pending));
     const best = pool.filter((s) => s.pending === least);
-    const chosen = best[Math.floor(Math.random() * best.length)]!;
+    const chosen = best.find((s) => s.index >= this.nextTie) ?? best[0]!;
+    this.nextTie = chosen.index + 1;
     chosen.breaker.taken();
     return chosen;
   }
