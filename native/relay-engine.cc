@@ -201,6 +201,16 @@ bool Relay::FlushOut(Endpoint* ep) {
 void Relay::Unlink(Endpoint* c) {
   Endpoint* s = c->peer;
   c->parked = false;
+  // The lane's table was for this server; bytes it held for JavaScript go now.
+  c->lane.on = false;
+  c->lane.groups.clear();
+  if (c->lane.held) {
+    c->lane.held = false;
+    if (!c->dataQueued && !c->interceptIn.empty()) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, -1, 0, 0);
+    }
+  }
   if (!s) return;
   c->peer = nullptr;
   s->peer = nullptr;
