@@ -249,6 +249,11 @@ void Relay::CloseClient(Endpoint* c, int reason) {
   if (s) Unlink(c);
   Emit(kClientClosed, c->id, reason, s ? s->id : 0, clean ? 1 : 0);
   if (!c->interceptIn.empty()) orphans_[c->id].swap(c->interceptIn);
+  // The lane's counts, for relayLaneTake after the close report.
+  if (!c->lane.entries.empty() || c->lane.parseHits > 0) {
+    if (laneOrphans_.size() >= 4096) laneOrphans_.clear();  // never taken: statistics only, keep it bounded
+    laneOrphans_[c->id] = std::move(c->lane);
+  }
   Destroy(c);
 }
 

@@ -178,6 +178,8 @@ class Relay {
   std::vector<int32_t> deferred_;
   // Intercepted bytes of endpoints that closed before JavaScript took them (relayTake reads them once).
   std::unordered_map<int32_t, std::string> orphans_;
+  // Lane counts of clients that closed before JavaScript took them (relayLaneTake reads them once).
+  std::unordered_map<int32_t, Lane> laneOrphans_;
   bool flushing_ = false;
   std::string laneScratch_;   // LaneSend's output
   std::string laneReplyOut_;  // a server read with the pooler's ParseCompletes placed in it

@@ -14,7 +14,10 @@ bool Relay::LaneSend(Endpoint* c, const uint8_t* buf, size_t len) {
   Endpoint* s = c->peer;
   if (!s || !c->lane.on) return false;
   laneScratch_.clear();
+  const size_t before = c->lane.groups.size();
   if (!LaneRewrite(c->lane.entries, buf, len, &laneScratch_, &c->lane.groups, s->txStatus)) return false;
+  const double now = NowUs();
+  for (size_t i = before; i < c->lane.groups.size(); i++) c->lane.groups[i].sentAt = now;
   c->parked = false;
   s->bytesSent += laneScratch_.size();
   Write(s, reinterpret_cast<const uint8_t*>(laneScratch_.data()), laneScratch_.size());
@@ -52,9 +55,16 @@ bool Relay::LaneReply(Endpoint* c, const uint8_t* buf, size_t offset, std::strin
   }
   if (LanePasses(type)) return true;
   if (g.done >= g.slots.size() || !LaneEnds(g.slots[g.done], type)) return false;
-  if (g.slots[g.done++] != kSlotReady) return true;
+  const uint8_t slot = g.slots[g.done++];
+  if (slot == kSlotExecuted) g.execTimes.push_back(NowUs() - g.sentAt);
+  if (slot != kSlotReady) return true;
   for (uint16_t i : g.binds) {
     if (i < lane.entries.size()) lane.entries[i].uses += 1;
+  }
+  for (size_t k = 0; k < g.execTimes.size() && k < g.execs.size(); k++) {
+    if (g.execs[k] >= lane.entries.size()) continue;
+    lane.entries[g.execs[k]].executions += 1;
+    lane.entries[g.execs[k]].execUs += g.execTimes[k];
   }
   lane.parseHits += g.parseHits;
   lane.groups.pop_front();
@@ -89,21 +99,35 @@ namespace tidepool {
 namespace {
 
 /** relayLaneTake(client, out: Float64Array) -> n: what the lane's answered groups used since the last take
- *  (out[0] Parses answered by the pooler, out[1 + i] Binds of table entry i, for n entries), and forgets the table. */
+ *  (out[0] Parses answered by the pooler; for each of n table entries i, out[1 + 3i] its Binds, out[2 + 3i] the
+ *  Executes of portals bound to it and out[3 + 3i] their microseconds), and forgets the table once the lane is off. */
 Napi::Value RelayLaneTake(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   relay::Relay* r = CurrentRelay(info);
   if (!r) return env.Undefined();
-  relay::Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
+  const int32_t id = info[0].As<Napi::Number>().Int32Value();
+  relay::Endpoint* c = r->Find(id);
   double* out = nullptr;
   size_t nOut = 0;
-  if (!c || c->server || !Typed(info[1], napi_float64_array, &out, &nOut) || nOut == 0) return Napi::Number::New(env, 0);
-  relay::Lane& lane = c->lane;
-  const size_t n = lane.entries.size() < nOut - 1 ? lane.entries.size() : nOut - 1;
+  if ((c && c->server) || !Typed(info[1], napi_float64_array, &out, &nOut) || nOut == 0) return Napi::Number::New(env, 0);
+  relay::Lane closed;
+  if (!c) {
+    auto it = r->laneOrphans_.find(id);
+    if (it == r->laneOrphans_.end()) return Napi::Number::New(env, 0);
+    closed = std::move(it->second);
+    r->laneOrphans_.erase(it);
+  }
+  relay::Lane& lane = c ? c->lane : closed;
+  const size_t room = (nOut - 1) / 3;
+  const size_t n = lane.entries.size() < room ? lane.entries.size() : room;
   out[0] = lane.parseHits;
-  for (size_t i = 0; i < n; i++) out[1 + i] = lane.entries[i].uses;
+  for (size_t i = 0; i < n; i++) {
+    out[1 + 3 * i] = lane.entries[i].uses;
+    out[2 + 3 * i] = lane.entries[i].executions;
+    out[3 + 3 * i] = lane.entries[i].execUs;
+  }
   lane.parseHits = 0;
-  for (auto& e : lane.entries) e.uses = 0;
+  for (auto& e : lane.entries) e.uses = e.executions = e.execUs = 0;
   if (!lane.on) lane.entries.clear();
   return Napi::Number::New(env, static_cast<double>(n));
 }

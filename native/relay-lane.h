@@ -28,6 +28,7 @@ struct LaneEntry {
   std::string server;  // the pooler's name for it, prepared on the linked server
   std::string parse;   // unnamed only: the Parse body after its name (query NUL types) that re-parses the same text
   double uses = 0;     // Binds of it in answered fast groups (JavaScript counts them into its statistics)
+  double executions = 0, execUs = 0;  // Executes of portals bound to it, and their time from sending to the answer
 };
 
 struct LaneGroup {
@@ -36,6 +37,10 @@ struct LaneGroup {
   size_t done = 0;       // slots answered (the pooler's own replies included)
   double parseHits = 0;
   std::vector<uint16_t> binds;  // entry of each Bind
+  std::vector<uint16_t> execs;  // entry of each Execute (its portal was bound in the group)
+  size_t execsDone = 0;
+  double sentAt = 0;            // NowUs() when the group went to the server
+  std::vector<double> execTimes;  // per answered Execute, in order (added to the entries when the group is answered)
 };
 
 struct Lane {
@@ -104,6 +109,8 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
   std::string o;
   std::deque<LaneGroup> made;
   LaneGroup g;
+  // Portals bound in the group so far (the statement's entry): an Execute is timed into the statement, as rewriter.ts does.
+  std::vector<std::pair<std::string, uint16_t>> portals;
   size_t pos = 0, groupStart = 0;
   while (pos < len) {
     if (len - pos < 5) return false;
@@ -142,6 +149,7 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
         o.append(reinterpret_cast<const char*>(stmtEnd + 1), restLen);
         g.slots.push_back(kSlotBound);
         g.binds.push_back(static_cast<uint16_t>(i));
+        portals.emplace_back(std::string(reinterpret_cast<const char*>(body), portalLen - 1), static_cast<uint16_t>(i));
         break;
       }
       case 'D':
@@ -149,10 +157,24 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
         o.append(reinterpret_cast<const char*>(buf + pos), end - pos);
         g.slots.push_back(kSlotDescribed);
         break;
-      case 'E':
+      case 'E': {
+        // Only a portal this group bound: anything else is the rewriter's to time (or PostgreSQL's to refuse).
+        const uint8_t* nameEnd = static_cast<const uint8_t*>(std::memchr(body, 0, blen));
+        if (!nameEnd) return false;
+        const size_t nameLen = nameEnd - body;
+        int found = -1;
+        for (size_t k = portals.size(); k-- > 0;) {
+          if (portals[k].first.size() == nameLen && std::memcmp(portals[k].first.data(), body, nameLen) == 0) {
+            found = portals[k].second;
+            break;
+          }
+        }
+        if (found < 0) return false;
         o.append(reinterpret_cast<const char*>(buf + pos), end - pos);
         g.slots.push_back(kSlotExecuted);
+        g.execs.push_back(static_cast<uint16_t>(found));
         break;
+      }
       case 'H':
         o.append(reinterpret_cast<const char*>(buf + pos), end - pos);
         break;
@@ -162,6 +184,7 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
         g.original.assign(reinterpret_cast<const char*>(buf + groupStart), end - groupStart);
         made.push_back(std::move(g));
         g = LaneGroup();
+        portals.clear();
         groupStart = end;
         break;
       default:

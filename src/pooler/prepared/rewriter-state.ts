@@ -260,7 +260,8 @@ export abstract class RewriterState {
     return encodeLaneTable(this.lane);
   }
 
-  /** The lane's answered groups: `counts[0]` Parses answered by the pooler, `counts[1 + i]` Binds of entry i. */
+  /** The lane's answered groups: `counts[0]` Parses answered by the pooler; for entry i, `counts[1 + 3i]` its Binds,
+   * `counts[2 + 3i]` Executes of portals bound to it and `counts[3 + 3i]` their microseconds. */
   laneUsed(counts: Float64Array, n: number): void {
     const lane = this.lane;
     this.lane = [];
@@ -268,9 +269,11 @@ export abstract class RewriterState {
     if (!server) return;
     const now = Date.now();
     for (let i = 0; i < n && i < lane.length; i++) {
-      const uses = counts[1 + i]!;
-      if (uses <= 0) continue;
+      const uses = counts[1 + 3 * i]!;
       const s = lane[i]!.statement;
+      s.executions += counts[2 + 3 * i]!;
+      s.execTimeUs += counts[3 + 3 * i]!;
+      if (uses <= 0) continue;
       s.countUsed += uses;
       s.lastUsed = now;
       server.use(s);

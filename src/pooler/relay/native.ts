@@ -131,7 +131,7 @@ class NativeClientEnd implements ClientEnd {
     const out = this.r.laneCounts;
     const n = this.r.a.relayLaneTake(this.id, out);
     let used = out[0]!;
-    for (let k = 1; k <= n; k++) used += out[k]!;
+    for (let k = 0; k < n; k++) used += out[1 + 3 * k]!;
     this.r.laneAnswered += used;
     this.interceptor?.laneUsed?.(out, n);
   }
@@ -250,8 +250,8 @@ export class NativeRelay implements Relay {
   private readonly reclaimOut = new Int32Array(4096);
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered = 0;
-  /** relayLaneTake's output: Parse hits, then Binds per lane entry. */
-  readonly laneCounts = new Float64Array(1 + LANE_MAX_ENTRIES);
+  /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
+  readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
 
   private constructor(readonly a: RelayAddon) {
     const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);

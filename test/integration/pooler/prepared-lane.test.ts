@@ -85,11 +85,14 @@ describe('the native lane: cache hits answered without the JavaScript rewriter, 
     const got = await play(rounds, tp.port);
     expect(got).toEqual(want);
     expect(want.flat().join('\n')).toContain('prepared statement "S1" requires 1');
-    if (native) {
-      // The lane's counts reach JavaScript when the pair splits or the client leaves.
-      await new Promise((r) => setTimeout(r, 100));
-      expect(laneAnswered() - before).toBeGreaterThan(10);
-    }
+    // The lane's counts reach JavaScript when the pair splits or the client leaves.
+    await new Promise((r) => setTimeout(r, 100));
+    if (native) expect(laneAnswered() - before).toBeGreaterThan(10);
+    // Every completed Execute of S1's first text is counted and timed, whoever answered it (13 in the rounds above).
+    const statements = new Set([...tp.pooler.pools.values()].flatMap((pool) => [...pool.servers].flatMap((srv) => [...(srv.statements?.statements() ?? [])])));
+    const first = [...statements].filter((st) => st.query.toString() === byId);
+    expect(first.map((st) => st.executions)).toEqual([13]);
+    expect(first[0]!.execTimeUs).toBeGreaterThan(0);
   });
 
   it('random scripts of mostly cache hits from three clients sharing two servers give what a direct connection gives', async () => {
