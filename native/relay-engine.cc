@@ -201,6 +201,14 @@ bool Relay::FlushOut(Endpoint* ep) {
 void Relay::Unlink(Endpoint* c) {
   Endpoint* s = c->peer;
   c->parked = false;
+  if (c->switchPending) {
+    // The server is gone mid-message or the pair is split: JavaScript gets the diverted bytes now.
+    c->switchPending = false;
+    if (!c->dataQueued) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, c->pendingEarlier);
+    }
+  }
   // The lane's table was for this server; bytes it held for JavaScript go now.
   c->lane.on = false;
   c->lane.groups.clear();

@@ -105,6 +105,11 @@ struct Endpoint : Framing, TxCount {
   // JavaScript writes what the rewriter makes of them and decides when the pair splits.
   bool divert = false;
   bool intercept = false;
+  // Diverted while its server was inside a message: the server's bytes go on to the client as they are until its
+  // stream reaches a message boundary, where JavaScript takes over both directions (ClientData is held until then,
+  // with the sync points whose replies are still to come from before the diverted message).
+  bool switchPending = false;
+  int32_t pendingEarlier = 0;
   // Both sides: bytes waiting for relayTake, and whether their event is already queued.
   std::string interceptIn;
   bool dataQueued = false;

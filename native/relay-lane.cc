@@ -28,6 +28,7 @@ void Relay::LaneToJs(Endpoint* c, const uint8_t* buf, size_t len) {
   c->laneIdle = false;
   c->lane.on = false;
   c->interceptIn.append(reinterpret_cast<const char*>(buf), len);
+  if (c->switchPending) return;  // JavaScript gets these with the first diverted bytes (relay-stream.cc)
   // JavaScript must not send before the fast groups are answered: their replies come first, and should one fail
   // it takes them over as its own, in front of these bytes.
   if (!c->lane.groups.empty()) {

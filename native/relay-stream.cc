@@ -89,7 +89,7 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
     if (!first && !r.terminate) {
       // The native lane: a linked client's read of cache hits only is rewritten here; while the rewriter waits
       // idle, bytes read without a server wait for the table the link brings.
-      if (c->peer && c->lane.on && !startMid && c->atBoundary() && LaneSend(c, buf, cut)) return;
+      if (c->peer && c->lane.on && !c->switchPending && !startMid && c->atBoundary() && LaneSend(c, buf, cut)) return;
       if (!c->peer && c->laneIdle) {
         c->pendingIn.append(reinterpret_cast<const char*>(buf), cut);
         if (!c->needServerSent) {
@@ -103,7 +103,11 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
     c->parked = false;
     if (first) {
       c->interceptIn.append(reinterpret_cast<const char*>(buf + direct), cut - direct);
-      if (!c->dataQueued) {
+      if (c->peer && !c->peer->atBoundary()) {
+        // Replies to earlier queries are coming in pieces: JavaScript may take over only at their next boundary.
+        c->switchPending = true;
+        c->pendingEarlier = syncsBefore;
+      } else if (!c->dataQueued) {
         c->dataQueued = true;
         Emit(kClientData, c->id, syncsBefore);
       }
@@ -148,8 +152,9 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   // server's would be: the client is between transactions and asked for nothing.
   Endpoint* c = s->peer && !s->peer->parked ? s->peer : nullptr;
   // The lane answers its fast groups (and passes what comes unasked while it is on); JavaScript the rest.
-  const bool laneReplies = c && c->intercept && (c->lane.on || !c->lane.groups.empty());
-  const bool intercepted = c && c->intercept && !laneReplies;
+  const bool pending = c && c->switchPending;
+  const bool laneReplies = c && c->intercept && !pending && (c->lane.on || !c->lane.groups.empty());
+  const bool intercepted = c && c->intercept && !pending && !laneReplies;
   std::string& laneOut = laneReplyOut_;
   laneOut.clear();
   size_t copied = 0;
@@ -159,6 +164,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   ChunkResult r = ScanServerChunk(
       *s, s->txStatus, c, buf, total,
       [&](uint8_t, bool ended) {
+        if (pending && c->pendingEarlier > 0) c->pendingEarlier--;  // an earlier reply, passed on as it is
         if (c) {
           double now = NowUs();
           double us = now - c->syncStart;
@@ -257,6 +263,13 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
     if (c->stats) c->stats[kSent] += handAt < cut ? handAt : cut;
     if (!Write(c, out, outLen)) {
       return;
+    }
+  }
+  if (pending && s->peer == c && s->atBoundary()) {
+    c->switchPending = false;
+    if (!c->dataQueued) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, c->pendingEarlier);
     }
   }
   if (release && s->peer == c && c) {
