@@ -2,13 +2,13 @@
 import type net from 'node:net';
 import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
-import { DIVERT_TYPES, wantsRewrite } from '../prepared/divert.js';
 import { Total, type PoolStats } from '../stats.js';
 import { TransactionTracker } from '../transaction-tracker.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
+import { Takeover } from './js-takeover.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
 const CLIENT_WHOLE = typeSet(FrontendMessage.Terminate);
@@ -65,23 +65,15 @@ class JsClientEnd implements ClientEnd, LinkedClient {
    * the client's first message it must see (prepared/divert.ts) on; until then bytes pass straight through, as on the
    * native relay, so a client that never prepares costs what it costs without prepared_statements. */
   private readonly interceptor: MessageInterceptor | null;
-  /** The interceptor has seen nothing yet. */
-  private passthrough = true;
-  /** In the chunk being scanned: offset of the first message the interceptor must see (-1: none), and the sync
-   * points in flight before it (their replies pass the interceptor as they are). */
-  private divertAt = -1;
-  private divertSyncs = 0;
-  /** Engaged, but the server's stream is inside a message: client bytes wait here until the server's bytes reach a
-   * message boundary, where the interceptor takes over both directions (`switched`). */
-  private held: Buffer[] = [];
-  private switched = false;
-  private earlier = 0;
+  /** With an interceptor: when it takes the client over (js-takeover.ts). */
+  private readonly takeover: Takeover | null;
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
     this.stats = options.stats;
     this.app = options.app ?? null;
-    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, options.intercept ? this.onFrame : this.tx.onMessage);
+    this.takeover = options.intercept ? new Takeover(this.tx) : null;
+    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.takeover ? this.takeover.onFrame : this.tx.onMessage);
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
     this.socket.on('error', (err) => { this.reason ||= err.message; });
     this.socket.on('close', this.onSocketClose);
@@ -112,15 +104,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
       this.events.onBadLength(this.frames.badLength);
       return false;
     }
-    if (this.passthrough && this.divertAt < 0 && this.interceptor) {
-      // A header cut by this read whose type may engage the interceptor: it starts there (the native relay holds such
-      // a header back; here the bytes before it go on and it waits with the rest).
-      const carried = this.frames.carried;
-      if (carried > 0 && carried <= chunk.length && DIVERT_TYPES[chunk[chunk.length - carried]!] === 1 && (tx.terminateAt < 0 || tx.terminateAt > chunk.length - carried)) {
-        this.divertAt = chunk.length - carried;
-        this.divertSyncs = tx.syncs;
-      }
-    }
+    this.takeover?.afterScan(chunk, this.frames.carried);
     if (tx.terminateAt >= 0) {
       const kept = tx.terminateAt > 0 && this.toServer(chunk.subarray(0, tx.terminateAt));
       this.reason = 'client terminated';
@@ -133,17 +117,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     return this.toServer(chunk);
   };
 
-  /** Each client message header while the interceptor may still be idle: notes the first one it must see. */
-  private readonly onFrame = (type: number, buf: Buffer, start: number, len: number): void => {
-    const tx = this.tx;
-    if (this.passthrough && this.divertAt < 0 && tx.terminateAt < 0 && wantsRewrite(type, buf, start, len, buf.length)) {
-      // A message whose header began in an earlier chunk went on already: never one of these (see onData).
-      this.divertAt = buf === tx.chunk ? start : 0;
-      this.divertSyncs = tx.syncs;
-    }
-    tx.onMessage(type, buf, start);
-  };
-
   /** Client bytes toward PostgreSQL: the linked server gets them, or they wait for one; true when `data` is still
    * referenced afterwards. The one path from a client to a server: MessageInterceptor.clientBytes plugs in here. */
   private toServer(data: Buffer): boolean {
@@ -151,14 +124,12 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.stats.block[Total.Recv]! += data.length;
     this.bytesIn += data.length;
     if (this.app) this.app[Total.Recv]! += data.length;
-    if (this.interceptor && !this.switched) {
-      if (this.passthrough) {
-        const at = this.divertAt;
-        if (at < 0 || at >= data.length) return this.direct(data);
+    const t = this.takeover;
+    if (t && !t.switched) {
+      if (t.passthrough) {
+        const at = t.split(data.length);
+        if (at === data.length) return this.direct(data);
         // The interceptor's first message: what comes before it goes on as it is, the rest through the interceptor.
-        this.divertAt = -1;
-        this.passthrough = false;
-        this.earlier = this.divertSyncs;
         const kept = at > 0 && this.direct(data.subarray(0, at));
         this.hold(data.subarray(at));
         return kept;
@@ -173,7 +144,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private direct(data: Buffer): boolean {
     const s = this.server;
     if (s) {
-      if (this.switched) {
+      if (this.takeover?.switched) {
         // Its whole messages are copies, and it copies the CopyData it passes on: nothing of `data` is kept.
         this.interceptor!.clientBytes(data);
         return false;
@@ -195,7 +166,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   }
 
   private hold(data: Buffer): void {
-    this.held.push(Buffer.from(data));
+    this.takeover!.held.push(Buffer.from(data));
     this.queuedBytes += data.length;
     if (this.queuedBytes > MAX_QUEUED_BYTES && !this.clientPaused) {
       this.clientPaused = true;
@@ -208,18 +179,19 @@ class JsClientEnd implements ClientEnd, LinkedClient {
    * went to the client as they came): the replies to the `earlier` sync points still owed pass through it as they are. */
   switchOver(): void {
     const s = this.server;
-    if (this.switched || this.passthrough || !s || !s.atBoundary) {
-      if (!s && !this.needServerSent && this.held.length > 0) {
+    const t = this.takeover;
+    if (!t || t.switched || t.passthrough || !s || !s.atBoundary) {
+      if (!s && !this.needServerSent && this.holding) {
         this.needServerSent = true;
         this.events.onNeedServer();
       }
       return;
     }
-    this.switched = true;
+    t.switched = true;
     const i = this.interceptor!;
-    if (this.earlier > 0) i.expectEarlierReplies(this.earlier);
-    const held = this.held;
-    this.held = [];
+    if (t.earlier > 0) i.expectEarlierReplies(t.earlier);
+    const held = t.held;
+    t.held = [];
     if (this.queue.length === 0) this.queuedBytes = 0;
     if (this.clientPaused && this.queue.length === 0) {
       this.clientPaused = false;
@@ -230,12 +202,12 @@ class JsClientEnd implements ClientEnd, LinkedClient {
 
   /** Between engaging and switching: the interceptor waits for the server's stream to reach a message boundary. */
   get holding(): boolean {
-    return this.held.length > 0;
+    return this.takeover !== null && this.takeover.held.length > 0;
   }
 
   /** The server's replies go to the client as they are: the interceptor, if any, has not taken them over. */
   get repliesThrough(): boolean {
-    return !this.switched;
+    return !this.takeover?.switched;
   }
 
   private pauseFor(s: JsServerEnd): void {
@@ -275,7 +247,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     if (this.app) this.app[Total.Sent]! += chunk.length;
     const socket = this.socket;
     if (socket.destroyed) return false;
-    if (this.switched) {
+    if (this.takeover?.switched) {
       this.interceptor!.serverBytes(chunk);
       return socket.writableLength > 0;
     }
@@ -298,8 +270,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     const stats = this.stats;
     const app = this.app;
     const queryUs = this.tx.readyForQuery(now) * 1000;
-    // A reply to a sync point from before the interceptor's first message reached the client as it was.
-    if (this.held.length > 0 && this.earlier > 0) this.earlier--;
+    this.takeover?.readyPassed();
     stats.observeQuery(queryUs);
     if (app) app[Total.QueryTime]! += queryUs;
     if (!this.tx.between(status)) return;
@@ -320,7 +291,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
-    if (this.transactionMode && this.queue.length === 0 && this.held.length === 0 && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
+    if (this.transactionMode && this.queue.length === 0 && !this.holding && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this
@@ -369,18 +340,18 @@ class JsClientEnd implements ClientEnd, LinkedClient {
         this.clientPaused = false;
         this.socket.resume();
       }
-      if (this.switched) this.interceptor!.clientBytes(data);
+      if (this.takeover?.switched) this.interceptor!.clientBytes(data);
       else if (!server.write(data)) this.pauseFor(server);
     }
     // Bytes for the interceptor that waited for a server (after any that go on as they are): a new server's stream is at a boundary.
-    if (this.held.length > 0) this.switchOver();
+    if (this.holding) this.switchOver();
     return true;
   }
 
   unlink(): boolean {
     const s = this.server;
     if (!s) return false;
-    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary && this.held.length === 0 && (!this.interceptor || this.interceptor.atBoundary);
+    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary && !this.holding && (!this.interceptor || this.interceptor.atBoundary);
     this.detach(s);
     return clean;
   }
@@ -415,7 +386,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.discarding = true;
     this.queue = [];
     this.queuedBytes = 0;
-    this.held = [];
+    if (this.takeover) this.takeover.held = [];
     if (this.server) this.detach(this.server);
   }
 
