@@ -45,6 +45,9 @@ export function wantsRewrite(type: number, buf: Buffer, start: number, len: numb
       }
     } else break;
   }
+  // Most texts start with another word (SELECT, INSERT, BEGIN ...): decided by its first letter.
+  const first = buf[pos]! | 0x20;
+  if (first !== 0x70 && first !== 0x65 && first !== 0x64) return buf[pos]! >= 0x80; // p, e, d
   let word = '';
   for (; pos < stop; pos++) {
     const c = buf[pos]! | 0x20;

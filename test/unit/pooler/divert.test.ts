@@ -32,8 +32,10 @@ describe('wantsRewrite', () => {
 
   it('says maybe (yes) when the read cuts the first word, a comment before it, or starts with a byte it cannot read as ASCII', () => {
     const q = query('  /* long comment */ SELECT 1');
-    for (let keep = 5; keep < 32; keep++) expect(cut(q, keep), `kept ${keep}`).toBe(true); // up to "SELECT"
-    expect(cut(q, 33)).toBe(false); // "SELECT" and a space: decided
+    for (let keep = 5; keep < 27; keep++) expect(cut(q, keep), `kept ${keep}`).toBe(true); // up to the first letter
+    for (let keep = 27; keep < 34; keep++) expect(cut(q, keep), `kept ${keep}`).toBe(false); // "S...": none of the four
+    const p = query('/* x */ PREPARE q AS SELECT 1');
+    for (let keep = 13; keep < 21; keep++) expect(cut(p, keep), `kept ${keep}`).toBe(true); // "P" to "PREPARE"
     expect(cut(query('-- x\nSELECT 1'), 8)).toBe(true);
     expect(whole(query('éxecute q'))).toBe(true);
     expect(whole(query('executé'))).toBe(true);
