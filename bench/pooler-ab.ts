@@ -1,5 +1,7 @@
 // A/B benchmark: pgbench -S through tidepool at two git revisions side by side, on each relay, alternated in one run.
 // Usage: npm run build && node dist/bench/pooler-ab.js --before <rev> [--after <rev>] [--duration 10 --repeats 5 --clients 10 --relays native,js --protocols simple]
+// [--before-general 'prepared_statements = false'] [--after-general ...]: more [general] config lines for one side (one revision
+// against itself with a setting changed: --before HEAD --before-general ...).
 // Without --after, "after" is this checkout as built (dist/). Each revision is exported with `git archive` and
 // compiled with this checkout's node_modules; both use this checkout's native addon (build/Release) unless the
 // revision's native/ differs, when it builds its own.
@@ -26,6 +28,7 @@ function opt(name: string, env: string, dflt: string): string {
 
 const BEFORE = opt('before', 'BENCH_BEFORE', '');
 const AFTER = opt('after', 'BENCH_AFTER', '');
+const GENERAL: Record<'before' | 'after', string> = { before: opt('before-general', 'BENCH_BEFORE_GENERAL', ''), after: opt('after-general', 'BENCH_AFTER_GENERAL', '') };
 const DURATION = Number(opt('duration', 'BENCH_DURATION', '10'));
 const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5'));
 const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3'));
@@ -119,7 +122,7 @@ function report(revs: Record<Side, string>, runs: Run[], machine: string): strin
       const ok = mine.filter((r) => r.side === side && r.ok);
       const tps = median(ok.map((r) => r.tps));
       const ratio = side === 'after' ? `${(tps / beforeTps).toFixed(3)}x (pairs: ${median(pairs).toFixed(3)}x)` : '1';
-      rows.push(`| ${protocol} | ${relay} | ${side} (${revs[side]}) | ${fmt(tps)} | ${ok.map((r) => Math.round(r.tps)).join(', ')} | ${ratio} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => (r.poolerCpu / 100) * 1e6 / r.tps)), 1)} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} |`);
+      rows.push(`| ${protocol} | ${relay} | ${side} (${revs[side]}${GENERAL[side] ? `, ${GENERAL[side]}` : ''}) | ${fmt(tps)} | ${ok.map((r) => Math.round(r.tps)).join(', ')} | ${ratio} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => (r.poolerCpu / 100) * 1e6 / r.tps)), 1)} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} |`);
     }
   }
   const failed = runs.filter((r) => !r.ok).map((r) => `- ${r.protocol} ${r.relay} ${r.side} run ${r.repeat + 1}: ${r.error}`);
@@ -136,7 +139,7 @@ function report(revs: Record<Side, string>, runs: Run[], machine: string): strin
     '',
     ...(failed.length ? ['Failed runs:', '', ...failed, ''] : []),
     '```sh',
-    `npm run build && node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}`,
+    `npm run build && node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}${SIDES.map((side) => (GENERAL[side] ? ` --${side}-general '${GENERAL[side]}'` : '')).join('')}`,
     ...scenarios.map((s) => pgbenchCommand(s, DURATION)),
     '```',
     '',
@@ -164,7 +167,7 @@ async function main(): Promise<void> {
       // The child inherits the environment it is spawned with.
       if (relay === 'js') process.env.TIDEPOOL_NATIVE_RELAY = '0';
       else delete process.env.TIDEPOOL_NATIVE_RELAY;
-      const peer = await startTidepool({ dir: path.join(workDir, `tidepool-${relay}-${side}`), root: roots[side], serverHost: pg.host, serverPort: pg.port, poolSize: POOL_SIZE });
+      const peer = await startTidepool({ dir: path.join(workDir, `tidepool-${relay}-${side}`), root: roots[side], serverHost: pg.host, serverPort: pg.port, poolSize: POOL_SIZE, generalToml: GENERAL[side] });
       poolers.set(`${relay}-${side}`, peer);
       progress(`tidepool ${side} (${relay} relay) on ${peer.host}:${peer.port}, pid ${peer.pid}`);
     }

@@ -147,7 +147,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   pooler = null;
   const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${RELAY} relay${TLS ? ', clients over TLS' : ''}`, ''];
-  out.push(`pgbench: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`, '');
+  out.push(`pgbench: ${r.ok ? `${Math.round(r.tps)} tps, p50 ${r.p50Ms.toFixed(3)} ms, p99 ${r.p99Ms.toFixed(3)} ms` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`, '');
   if (!CPU_PROF) out.push('');
   else if (prof) out.push(...summarize(JSON.parse(readFileSync(path.join(profDir, prof), 'utf8')) as CpuProfile));
   else out.push('(no .cpuprofile written)', '');

@@ -164,7 +164,7 @@ function renderTargets(scenarios: Scenario[], records: RunRecord[]): string[] {
     '|---|---:|---:|---:|---|---:|',
     ...rows,
     '',
-    'Ratios of the medians above. Pooler CPU per transaction: the pooler\'s CPU over the run divided by its tps (median CPU% / median tps), first target / second. The third target (simple protocol not slower than before the prepared-statement work) is a same-run A/B of two revisions: `bench/pooler-ab.ts`, `bench/results/pooler-ab.md`.',
+    'Ratios of the medians above. Pooler CPU per transaction: the pooler\'s CPU over the run divided by its tps (median CPU% / median tps), first target / second. The third target (simple protocol not slower than before the prepared-statement work) is a same-run A/B of two revisions: `bench/pooler-ab.ts`, `bench/results/pooler-ab-prepared.md`.',
     '',
   ];
 }

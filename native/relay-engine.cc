@@ -201,6 +201,24 @@ bool Relay::FlushOut(Endpoint* ep) {
 void Relay::Unlink(Endpoint* c) {
   Endpoint* s = c->peer;
   c->parked = false;
+  if (c->switchPending) {
+    // The server is gone mid-message or the pair is split: JavaScript gets the diverted bytes now.
+    c->switchPending = false;
+    if (!c->dataQueued) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, c->pendingEarlier);
+    }
+  }
+  // The lane's table was for this server; bytes it held for JavaScript go now.
+  c->lane.on = false;
+  c->lane.groups.clear();
+  if (c->lane.held) {
+    c->lane.held = false;
+    if (!c->dataQueued && !c->interceptIn.empty()) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, -1, 0, 0);
+    }
+  }
   if (!s) return;
   c->peer = nullptr;
   s->peer = nullptr;
@@ -239,6 +257,11 @@ void Relay::CloseClient(Endpoint* c, int reason) {
   if (s) Unlink(c);
   Emit(kClientClosed, c->id, reason, s ? s->id : 0, clean ? 1 : 0);
   if (!c->interceptIn.empty()) orphans_[c->id].swap(c->interceptIn);
+  // The lane's counts, for relayLaneTake after the close report.
+  if (!c->lane.entries.empty() || c->lane.parseHits > 0) {
+    if (laneOrphans_.size() >= 4096) laneOrphans_.clear();  // never taken: statistics only, keep it bounded
+    laneOrphans_[c->id] = std::move(c->lane);
+  }
   Destroy(c);
 }
 

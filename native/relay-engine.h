@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "relay-lane.h"
 #include "relay-scan.h"
 
 namespace tidepool {
@@ -40,7 +41,8 @@ enum EventKind : int32_t {
   kServerClosed = 4,   // server, client or 0, at boundary, reason (0 eof, 1 error, 2 malformed)
   kServerReady = 5,    // server, saw error, status
   kBadLength = 6,      // client, length
-  kClientData = 7,     // client, in-flight sync points before its first intercepted message (or -1)
+  kClientData = 7,     // client, in-flight sync points before its first intercepted message (or -1), bytes JavaScript
+                       // must take as already sent (the lane's unanswered groups), lane info (status | delivered << 8)
   kServerData = 8,     // server, client
   kServerDiscarded = 9,  // server: it answered DISCARD ALL or DEALLOCATE ALL (its prepared statements are gone)
 };
@@ -103,9 +105,18 @@ struct Endpoint : Framing, TxCount {
   // JavaScript writes what the rewriter makes of them and decides when the pair splits.
   bool divert = false;
   bool intercept = false;
+  // Diverted while its server was inside a message: the server's bytes go on to the client as they are until its
+  // stream reaches a message boundary, where JavaScript takes over both directions (ClientData is held until then,
+  // with the sync points whose replies are still to come from before the diverted message).
+  bool switchPending = false;
+  int32_t pendingEarlier = 0;
   // Both sides: bytes waiting for relayTake, and whether their event is already queued.
   std::string interceptIn;
   bool dataQueued = false;
+  // The native lane (relay-lane.h): JavaScript's rewriter owes nothing and waits (`laneIdle`: bytes read while
+  // unlinked wait in pendingIn for the link's table), and the table for the linked server (`lane`).
+  bool laneIdle = false;
+  Lane lane;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -139,6 +150,15 @@ class Relay {
   void LogAdd(double* s, int off, double us);
   void OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total);
   void Unlink(Endpoint* c);
+  // The native lane (relay-lane.cc).
+  /** Rewrites and sends a linked lane client's whole read; false when it is not all fast (nothing sent). */
+  bool LaneSend(Endpoint* c, const uint8_t* buf, size_t len);
+  /** Client bytes for JavaScript: the lane ends; they wait while fast groups are unanswered. */
+  void LaneToJs(Endpoint* c, const uint8_t* buf, size_t len);
+  /** At a server message header while fast groups are unanswered: false when JavaScript must take over here. */
+  bool LaneReply(Endpoint* c, const uint8_t* buf, size_t offset, std::string& out, size_t& copied);
+  /** JavaScript takes over the unanswered fast groups (sent already) with the server's bytes from this reply on. */
+  void LaneHandOver(Endpoint* c, uint8_t status);
   bool Clean(Endpoint* c, Endpoint* s) const;
   /** A socket failed or reached EOF (reason 0 eof, 1 error, 2 malformed from a server). */
   void Lost(Endpoint* ep, int reason);
@@ -163,7 +183,11 @@ class Relay {
   std::vector<int32_t> deferred_;
   // Intercepted bytes of endpoints that closed before JavaScript took them (relayTake reads them once).
   std::unordered_map<int32_t, std::string> orphans_;
+  // Lane counts of clients that closed before JavaScript took them (relayLaneTake reads them once).
+  std::unordered_map<int32_t, Lane> laneOrphans_;
   bool flushing_ = false;
+  std::string laneScratch_;   // LaneSend's output
+  std::string laneReplyOut_;  // a server read with the pooler's ParseCompletes placed in it
 };
 
 }  // namespace relay

@@ -36,6 +36,7 @@ void Relay::OnReadable(Endpoint* ep) {
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   double now = 0;
+  const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
   int syncsBefore = 0;
   ChunkResult r = ScanClientChunk(
@@ -84,12 +85,34 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   if (direct < cut) {
     const bool first = !c->intercept;
     c->intercept = true;
-    c->parked = false;
     if (c->stats) c->stats[kRecv] += cut - direct;
-    c->interceptIn.append(reinterpret_cast<const char*>(buf + direct), cut - direct);
-    if (!c->dataQueued) {
-      c->dataQueued = true;
-      Emit(kClientData, c->id, first ? syncsBefore : -1);
+    if (!first && !r.terminate) {
+      // The native lane: a linked client's read of cache hits only is rewritten here; while the rewriter waits
+      // idle, bytes read without a server wait for the table the link brings.
+      if (c->peer && c->lane.on && !c->switchPending && !startMid && c->atBoundary() && LaneSend(c, buf, cut)) return;
+      if (!c->peer && c->laneIdle) {
+        c->pendingIn.append(reinterpret_cast<const char*>(buf), cut);
+        if (!c->needServerSent) {
+          c->needServerSent = true;
+          Emit(kNeedServer, c->id);
+        }
+        if (c->pendingIn.size() > kHighWater) UpdatePoll(c);
+        return;
+      }
+    }
+    c->parked = false;
+    if (first) {
+      c->interceptIn.append(reinterpret_cast<const char*>(buf + direct), cut - direct);
+      if (c->peer && !c->peer->atBoundary()) {
+        // Replies to earlier queries are coming in pieces: JavaScript may take over only at their next boundary.
+        c->switchPending = true;
+        c->pendingEarlier = syncsBefore;
+      } else if (!c->dataQueued) {
+        c->dataQueued = true;
+        Emit(kClientData, c->id, syncsBefore);
+      }
+    } else {
+      LaneToJs(c, buf + direct, cut - direct);
     }
     if (!c->peer && !c->needServerSent) {
       c->needServerSent = true;
@@ -128,12 +151,20 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   // A parked server's bytes (a NOTICE, or the FATAL of pg_terminate_backend) are dropped as an idle
   // server's would be: the client is between transactions and asked for nothing.
   Endpoint* c = s->peer && !s->peer->parked ? s->peer : nullptr;
-  const bool intercepted = c && c->intercept;
+  // The lane answers its fast groups (and passes what comes unasked while it is on); JavaScript the rest.
+  const bool pending = c && c->switchPending;
+  const bool laneReplies = c && c->intercept && !pending && (c->lane.on || !c->lane.groups.empty());
+  const bool intercepted = c && c->intercept && !pending && !laneReplies;
+  std::string& laneOut = laneReplyOut_;
+  laneOut.clear();
+  size_t copied = 0;
+  size_t handAt = SIZE_MAX;
   bool release = false;
   bool dropsAll = false;
   ChunkResult r = ScanServerChunk(
       *s, s->txStatus, c, buf, total,
       [&](uint8_t, bool ended) {
+        if (pending && c->pendingEarlier > 0) c->pendingEarlier--;  // an earlier reply, passed on as it is
         if (c) {
           double now = NowUs();
           double us = now - c->syncStart;
@@ -165,7 +196,8 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             s->xacts += 1;
             s->queries += queries;
             c->xactOpen = false;
-            if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !intercepted) {
+            const bool jsOwes = c->intercept && !(c->lane.on && c->lane.groups.empty() && handAt == SIZE_MAX && c->interceptIn.empty() && !c->dataQueued);
+            if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !jsOwes) {
               if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
               else release = true;
             }
@@ -187,12 +219,31 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
         if (type == 'C' && s->divert && DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;
+        if (laneReplies && handAt == SIZE_MAX && !LaneReply(c, buf, offset, laneOut, copied)) {
+          handAt = offset;
+          LaneHandOver(c, s->txStatus);
+        }
       });
   const size_t cut = r.cut;
   if (c && cut > 0) {
     c->bytesSent += cut;
     if (c->app) c->app[kSent] += cut;
   }
+  if (laneReplies && cut > 0) {
+    const size_t upto = handAt < cut ? handAt : cut;
+    if (upto > copied) laneOut.append(reinterpret_cast<const char*>(buf + copied), upto - copied);
+    if (handAt < cut) {
+      if (c->stats) c->stats[kSent] += cut - handAt;
+      s->interceptIn.append(reinterpret_cast<const char*>(buf + handAt), cut - handAt);
+      if (!s->dataQueued) {
+        s->dataQueued = true;
+        Emit(kServerData, s->id, c->id);
+      }
+    }
+  }
+  // What the client gets from here: the read as it is, or with the lane's ParseCompletes (up to a hand-over).
+  const uint8_t* out = laneReplies ? reinterpret_cast<const uint8_t*>(laneOut.data()) : buf;
+  const size_t outLen = laneReplies ? laneOut.size() : cut;
   if (intercepted && cut > 0) {
     // The rewriter decides what the client gets (and when the pair splits).
     if (c->stats) c->stats[kSent] += cut;
@@ -202,16 +253,23 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
       Emit(kServerData, s->id, c->id);
     }
   }
-  if (dropsAll && !intercepted) Emit(kServerDiscarded, s->id);
+  if (dropsAll && !intercepted && !laneReplies) Emit(kServerDiscarded, s->id);
   if (!r.ok) {
-    if (c && cut > 0 && !intercepted) Write(c, buf, cut);
+    if (c && outLen > 0 && !intercepted) Write(c, out, outLen);
     Lost(s, 2);
     return;
   }
-  if (c && cut > 0 && !intercepted) {
-    if (c->stats) c->stats[kSent] += cut;
-    if (!Write(c, buf, cut)) {
+  if (c && outLen > 0 && !intercepted) {
+    if (c->stats) c->stats[kSent] += handAt < cut ? handAt : cut;
+    if (!Write(c, out, outLen)) {
       return;
+    }
+  }
+  if (pending && s->peer == c && s->atBoundary()) {
+    c->switchPending = false;
+    if (!c->dataQueued) {
+      c->dataQueued = true;
+      Emit(kClientData, c->id, c->pendingEarlier);
     }
   }
   if (release && s->peer == c && c) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "relay-engine.h"
+#include "relay-napi.h"
 
 namespace tidepool {
 namespace {
@@ -26,25 +27,7 @@ using relay::Relay;
 // Per thread: worker threads load the addon too but never start a relay.
 thread_local Relay* tRelay = nullptr;
 
-Relay* Get(const Napi::CallbackInfo& info) {
-  Relay* r = tRelay;
-  if (!r) Napi::Error::New(info.Env(), "relayInit was not called").ThrowAsJavaScriptException();
-  return r;
-}
-
-template <typename T>
-bool Typed(const Napi::Value& v, napi_typedarray_type want, T** data, size_t* length) {
-  if (!v.IsTypedArray()) return false;
-  auto ta = v.As<Napi::TypedArray>();
-  if (ta.TypedArrayType() != want) return false;
-  napi_typedarray_type type;
-  void* d = nullptr;
-  size_t len = 0;
-  napi_get_typedarray_info(v.Env(), v, &type, &len, &d, nullptr, nullptr);
-  *data = static_cast<T*>(d);
-  *length = len;
-  return true;
-}
+Relay* Get(const Napi::CallbackInfo& info) { return CurrentRelay(info); }
 
 /** relayInit(onEvents(count), events: Int32Array, layout: Int32Array [qHist, xHist, qLog, xLog, logBuckets, parkable], bounds: Float64Array) */
 Napi::Value RelayInit(const Napi::CallbackInfo& info) {
@@ -165,7 +148,8 @@ Napi::Value RelayTake(const Napi::CallbackInfo& info) {
   return out;
 }
 
-/** relayLink(client, server, transactionMode) -> false when either is gone. */
+/** relayLink(client, server, transactionMode, lane?: Uint8Array) -> false when either is gone. `lane`: the
+ *  rewriter's table for this server (relay-lane.h); a client whose rewriter waits idle has its bytes sent through it. */
 Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -181,7 +165,15 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   c->xactStart = NowUs();
   // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
   if (c->syncs > 0) c->syncStart = c->xactStart;
-  if (!c->pendingIn.empty()) {
+  uint8_t* table = nullptr;
+  size_t tableLen = 0;
+  if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &table, &tableLen)) c->lane.on = relay::LaneParseTable(table, tableLen, &c->lane.entries);
+  if (!c->pendingIn.empty() && c->intercept) {
+    std::string pending;
+    pending.swap(c->pendingIn);
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(pending.data());
+    if (!(c->atBoundary() && r->LaneSend(c, p, pending.size()))) r->LaneToJs(c, p, pending.size());
+  } else if (!c->pendingIn.empty()) {
     // Written from the buffer and then cleared, which keeps its capacity for the next transaction.
     s->bytesSent += c->pendingIn.size();
     r->Write(s, reinterpret_cast<const uint8_t*>(c->pendingIn.data()), c->pendingIn.size());
@@ -192,13 +184,15 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, true);
 }
 
-/** relayUnlink(client) -> 1 clean, 0 not clean, -1 not linked. */
+/** relayUnlink(client, laneIdle?) -> 1 clean, 0 not clean, -1 not linked. `laneIdle`: the client's rewriter owes
+ *  nothing, so its next bytes may wait for the next link's lane table. */
 Napi::Value RelayUnlink(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
   if (!r) return env.Undefined();
   Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
   if (!c || c->server || !c->peer) return Napi::Number::New(env, -1);
+  if (info.Length() > 1 && c->intercept) c->laneIdle = info[1].ToBoolean().Value();
   bool clean = r->Clean(c, c->peer);
   r->Unlink(c);
   return Napi::Number::New(env, clean ? 1 : 0);
@@ -393,6 +387,12 @@ Napi::Value RelayScan(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+relay::Relay* CurrentRelay(const Napi::CallbackInfo& info) {
+  Relay* r = tRelay;
+  if (!r) Napi::Error::New(info.Env(), "relayInit was not called").ThrowAsJavaScriptException();
+  return r;
+}
+
 void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayInit", Napi::Function::New(env, RelayInit, "relayInit"));
   exports.Set("relayAddClient", Napi::Function::New(env, RelayAddClient, "relayAddClient"));
@@ -407,6 +407,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayReclaim", Napi::Function::New(env, RelayReclaim, "relayReclaim"));
   exports.Set("relayScan", Napi::Function::New(env, RelayScan, "relayScan"));
   exports.Set("relayTake", Napi::Function::New(env, RelayTake, "relayTake"));
+  InitRelayLane(env, exports);
 }
 
 }  // namespace tidepool

@@ -36,6 +36,12 @@ export class FrameStream {
     return this.skip === 0 && this.carry === null;
   }
 
+  /** Bytes of an incomplete header (or whole-type message) held for the next chunk; 0 when none. When no more than
+   * the last chunk's length, they are that chunk's last bytes. */
+  get carried(): number {
+    return this.carry === null ? 0 : this.carry.length;
+  }
+
   /** Consumes one chunk; returns false when the stream carries an invalid length (see badLength). */
   feed(chunk: Buffer): boolean {
     let pos = 0;

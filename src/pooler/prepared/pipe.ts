@@ -2,6 +2,7 @@
 import { typeSet } from '../../protocol/frame-stream.js';
 import { MessageSplitter } from '../../protocol/message-splitter.js';
 import { FrontendMessage } from '../../protocol/codes.js';
+import { wholeMessages } from './lane.js';
 import { REWRITER_WHOLE_TYPES, type RewriteSink, type StatementRewriter } from './rewriter.js';
 
 /** Where the pipe writes: each call gets what one chunk produced, in order. */
@@ -61,6 +62,21 @@ export class PreparedPipe implements RewriteSink {
 
   expectEarlierReplies(n: number): void {
     this.rewriter.expectEarlierReplies(n);
+  }
+
+  /** The native lane's table for the linked server (null while anything is partly through or owed). */
+  laneTable(): Buffer | null {
+    return this.client.atBoundary && this.server.atBoundary ? this.rewriter.laneTable() : null;
+  }
+
+  laneUsed(counts: Float64Array, n: number): void {
+    this.rewriter.laneUsed(counts, n);
+  }
+
+  /** Whole messages the native lane sent and did not see answered: the rewriter takes them over (see adoptSent). */
+  adoptSent(bytes: Buffer, delivered: number, status: number): void {
+    this.rewriter.adoptSent(wholeMessages(bytes), delivered, status, this);
+    this.flush(this.rewriter.awaitingServer);
   }
 
   get clientBadLength(): number {

@@ -57,6 +57,8 @@ export class ReplyQueue {
   skipping = false;
   /** A server reply of the group at the head went to the client (the pooler's own replies do not count). */
   private delivered = false;
+  /** The pooler's own replies wait (the rewriter rebuilds slots of messages the native lane sent: see `fastForward`). */
+  holdOwn = false;
 
   /** `groupDone`: a Sync, Query or FunctionCall was answered. */
   constructor(private readonly groupDone: (out: RewriteSink) => void, private readonly retry: RetryHook) {}
@@ -139,8 +141,19 @@ export class ReplyQueue {
     this.compact();
   }
 
+  /** The native lane delivered the first `n` replies of the head group itself (the pooler's own ones included). */
+  fastForward(n: number, out: RewriteSink): void {
+    for (let i = 0; i < n && this.head < this.slots.length; i++) {
+      const slot = this.slots[this.head++]!;
+      if (slot.ends !== OWN && !slot.drop) this.delivered = true;
+      slot.onOk?.();
+    }
+    this.flushReplies(out);
+  }
+
   /** Sends the pooler's own replies that have reached the head of the queue. */
   private flushReplies(out: RewriteSink): void {
+    if (this.holdOwn) return;
     while (this.head < this.slots.length && this.slots[this.head]!.ends === OWN) {
       const slot = this.slots[this.head++]!;
       out.toClient(slot.reply!);

@@ -3,6 +3,7 @@ import { BackendMessage, FrontendMessage, TxStatus } from '../../protocol/codes.
 import { parseBind, parseErrorFields, parseParse, parseTarget, writeClose } from '../../protocol/extended.js';
 import { ProtocolError } from '../../protocol/reader.js';
 import type { Interner, Statement } from './interner.js';
+import { LANE_MAX_ENTRIES, encodeLaneTable, type LaneEntry } from './lane.js';
 import { CLOSED, READY, ReplyQueue, type RewriteSink, type Slot } from './reply-queue.js';
 import type { ServerStatements } from './server-cache.js';
 import { parseSqlCommand, type SqlCommand } from './sql-commands.js';
@@ -41,6 +42,10 @@ export abstract class RewriterState {
   protected readonly held: [number, Buffer][] = [];
   /** The server's `seq` when the current group began: its Parses are the ones this group sent. */
   protected groupSeq = 0;
+  /** The native lane's table since the last link (entry i of the addon's counts). */
+  private lane: LaneEntry[] = [];
+  /** Handling messages the native lane already sent: nothing goes to the server. */
+  protected shadow = false;
 
   constructor(
     protected readonly interner: Interner,
@@ -233,6 +238,74 @@ export abstract class RewriterState {
       for (const [type, msg] of log.slice(from)) this.handle(type, msg, out);
     }
     if (this.held.length > 0) this.release(out);
+  }
+
+  // ---- the native lane (native/relay-lane.h) ----
+
+  /**
+   * The table for the native lane on the attached server, or null when this client must be seen whole: it owes
+   * the client something, a group is in flight or waits, a retry is due, or the server has Closes queued. Entries
+   * are the client's names whose statement the server has prepared and confirmed (not stale, not closing).
+   */
+  laneTable(): Buffer | null {
+    const server = this.server;
+    this.lane = [];
+    if (!server || !this.settled || this.replay || this.groupsDone !== this.groupsSent || server.toClose.length > 0) return null;
+    for (const [name, statement] of this.named) {
+      if (server.peek(statement)?.state !== 'ready' || server.isStale(statement) || server.isClosing(statement)) continue;
+      this.lane.push({ name, statement });
+    }
+    if (this.lane.length === 0) return null;
+    if (this.lane.length > LANE_MAX_ENTRIES) this.lane = this.lane.sort((a, b) => b.statement.lastUsed - a.statement.lastUsed).slice(0, LANE_MAX_ENTRIES);
+    return encodeLaneTable(this.lane);
+  }
+
+  /** The lane's answered groups: `counts[0]` Parses answered by the pooler; for entry i, `counts[1 + 3i]` its Binds,
+   * `counts[2 + 3i]` Executes of portals bound to it and `counts[3 + 3i]` their microseconds. */
+  laneUsed(counts: Float64Array, n: number): void {
+    const lane = this.lane;
+    this.lane = [];
+    const server = this.server;
+    if (!server) return;
+    const now = Date.now();
+    for (let i = 0; i < n && i < lane.length; i++) {
+      const uses = counts[1 + 3 * i]!;
+      const s = lane[i]!.statement;
+      s.executions += counts[2 + 3 * i]!;
+      s.execTimeUs += counts[3 + 3 * i]!;
+      if (uses <= 0) continue;
+      s.countUsed += uses;
+      s.lastUsed = now;
+      server.use(s);
+    }
+    const hits = counts[0]!;
+    const unnamed = hits > 0 ? lane.find((e) => e.name === '')?.statement : undefined;
+    if (unnamed) {
+      server.hits += hits;
+      unnamed.countUsed += hits;
+      unnamed.lastUsed = now;
+      server.use(unnamed);
+    }
+  }
+
+  /**
+   * The lane ended with groups unanswered: `msgs` went to the server as this rewriter would have sent them (hits
+   * only), so they are handled again without sending anything, to rebuild the replies owed; the first `delivered`
+   * of those replies already reached the client. `status`: the server's last ReadyForQuery status (0: unknown).
+   */
+  adoptSent(msgs: [number, Buffer][], delivered: number, status: number, out: RewriteSink): void {
+    if (status !== 0) this.lastStatus = status;
+    if (msgs.length === 0) return;
+    const quiet: RewriteSink = { toServer: () => undefined, toClient: (buf) => out.toClient(buf) };
+    this.shadow = true;
+    this.replies.holdOwn = true;
+    try {
+      for (const [type, msg] of msgs) this.handle(type, msg, quiet);
+    } finally {
+      this.shadow = false;
+      this.replies.holdOwn = false;
+    }
+    this.replies.fastForward(delivered, out);
   }
 
   /** The native relay forwarded `n` sync points (simple queries) itself before handing this client over: their

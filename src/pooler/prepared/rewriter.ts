@@ -83,7 +83,8 @@ export class StatementRewriter extends RewriterState {
 
   private sendSync(msg: Buffer, out: RewriteSink): void {
     const server = this.server!;
-    for (const s of server.takeClosing()) {
+    // Messages the native lane sent went without Closes (it runs only while none are queued).
+    for (const s of this.shadow ? [] : server.takeClosing()) {
       out.toServer(writeClose(STATEMENT, s.name));
       this.replies.add({ ends: CLOSED, drop: true, onOk: () => server.closedOne(s), undo: () => server.reopen(s) });
     }
@@ -138,7 +139,22 @@ export class StatementRewriter extends RewriterState {
       if (!skipped) dropPrevious();
       this.interner.unref(s);
     };
-    if (this.lookup(s, true, out)) return this.push({ ends: OWN, reply: writeParseComplete(), onOk: dropPrevious, undo }, out);
+    if (this.lookup(s, true, out)) {
+      // The pooler answers a cached text itself only when it knows the transaction is not failed: nothing earlier is
+      // in flight and the last ReadyForQuery was not 'E'. Else an unnamed Parse of the text goes to the server (its
+      // own statement stays as it is), which answers it as a direct connection would: ParseComplete, or 25P02 in a
+      // failed transaction block; a Close of the server's unnamed statement follows, since a client's Bind of an
+      // unnamed statement it lost must meet none there. What the native lane sent is taken over as answered from
+      // the cache (it answers a Parse under the same conditions only: see native/relay-lane.h).
+      if (!this.shadow && (this.lastStatus === TxStatus.Failed || this.groupsDone !== this.groupsSent)) {
+        out.toServer(writeParse('', p.query, p.types));
+        this.push({ ends: PARSED, onOk: dropPrevious, undo }, out);
+        out.toServer(writeClose(STATEMENT, ''));
+        this.replies.add({ ends: CLOSED, drop: true });
+        return;
+      }
+      return this.push({ ends: OWN, reply: writeParseComplete(), onOk: dropPrevious, undo }, out);
+    }
     this.sendParse(s, out);
     this.push({
       ends: PARSED,

@@ -6,6 +6,10 @@ import { writeTerminate } from '../../protocol/writer.js';
 import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
 
 const SERVER_WHOLE = typeSet(BackendMessage.ReadyForQuery);
+/** With prepared statements, CommandComplete too: its tag tells when the server dropped every statement. */
+const SERVER_WHOLE_REWRITES = typeSet(BackendMessage.ReadyForQuery, BackendMessage.CommandComplete);
+const DISCARD_ALL = Buffer.from('DISCARD ALL\0');
+const DEALLOCATE_ALL = Buffer.from('DEALLOCATE ALL\0');
 
 /** What a server end needs of the client linked to it (js.ts). */
 export interface LinkedClient {
@@ -17,6 +21,11 @@ export interface LinkedClient {
   onCopyInResponse(): void;
   onServerError(): void;
   serverGone(s: JsServerEnd): void;
+  /** Client bytes wait for the server's stream to reach a message boundary (see js.ts, switchOver). */
+  readonly holding: boolean;
+  switchOver(): void;
+  /** The server's replies reach the client as they are (no rewriter has taken them over). */
+  readonly repliesThrough: boolean;
 }
 
 export class JsServerEnd implements ServerEnd {
@@ -37,9 +46,9 @@ export class JsServerEnd implements ServerEnd {
   /** An ErrorResponse arrived while no client was linked. */
   private sawError = false;
 
-  constructor(conn: RelaySocket, private readonly events: ServerEvents) {
+  constructor(conn: RelaySocket, private readonly events: ServerEvents, private readonly rewrites = false) {
     this.socket = conn.socket;
-    this.frames = new FrameStream(1 << 30, SERVER_WHOLE, this.onMessage);
+    this.frames = new FrameStream(1 << 30, rewrites ? SERVER_WHOLE_REWRITES : SERVER_WHOLE, this.onMessage);
     this.socket.on('error', (err) => { this.reason ||= err.message; });
     this.socket.on('close', this.onSocketClose);
     conn.read(this.onData);
@@ -62,6 +71,7 @@ export class JsServerEnd implements ServerEnd {
       this.socket.destroy();
       return retained;
     }
+    if (c !== null && c.holding && this.client === c && this.frames.atBoundary) c.switchOver();
     if (c !== null && c.releaseDue) c.releaseAfterRead(this);
     return retained;
   };
@@ -81,6 +91,10 @@ export class JsServerEnd implements ServerEnd {
       case BackendMessage.CopyInResponse:
         this.client?.onCopyInResponse();
         break;
+      case BackendMessage.CommandComplete:
+        // A client the rewriter does not see (yet) dropped the server's statements (DISCARD ALL inside a longer query).
+        if (this.rewrites && (this.client === null || this.client.repliesThrough) && this.dropsAll(buf, start)) this.events.onStatementsDropped?.();
+        break;
       case BackendMessage.ErrorResponse:
         if (this.client) this.client.onServerError();
         else this.sawError = true;
@@ -89,6 +103,12 @@ export class JsServerEnd implements ServerEnd {
         break;
     }
   };
+
+  private dropsAll(buf: Buffer, start: number): boolean {
+    const len = buf.readUInt32BE(start + 1) - 4;
+    const tag = len === DISCARD_ALL.length ? DISCARD_ALL : len === DEALLOCATE_ALL.length ? DEALLOCATE_ALL : null;
+    return tag !== null && buf.compare(tag, 0, tag.length, start + 5, start + 5 + len) === 0;
+  }
 
   write(data: Buffer): boolean {
     this.sent += data.length;

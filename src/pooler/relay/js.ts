@@ -8,6 +8,7 @@ import type {
   ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
+import { Takeover } from './js-takeover.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
 const CLIENT_WHOLE = typeSet(FrontendMessage.Terminate);
@@ -22,8 +23,8 @@ export class JsRelay implements Relay {
     return new JsClientEnd(conn, options, events);
   }
 
-  adoptServer(conn: RelaySocket, events: ServerEvents): ServerEnd {
-    return new JsServerEnd(conn, events);
+  adoptServer(conn: RelaySocket, events: ServerEvents, rewrites = false): ServerEnd {
+    return new JsServerEnd(conn, events, rewrites);
   }
 
   /** It never keeps a pair linked past its transaction. */
@@ -60,14 +61,19 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private errors = 0;
   /** Set at the ReadyForQuery that ends a transaction; the pair splits once that server read is scanned. */
   releaseDue = false;
-  /** Prepared statements in transaction mode: client bytes and server replies pass through it (see relay.ts). */
+  /** Prepared statements in transaction mode: client bytes and server replies pass through it (see relay.ts), from
+   * the client's first message it must see (prepared/divert.ts) on; until then bytes pass straight through, as on the
+   * native relay, so a client that never prepares costs what it costs without prepared_statements. */
   private readonly interceptor: MessageInterceptor | null;
+  /** With an interceptor: when it takes the client over (js-takeover.ts). */
+  private readonly takeover: Takeover | null;
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
     this.stats = options.stats;
     this.app = options.app ?? null;
-    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.tx.onMessage);
+    this.takeover = options.intercept ? new Takeover(this.tx) : null;
+    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.takeover ? this.takeover.onFrame : this.tx.onMessage);
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
     this.socket.on('error', (err) => { this.reason ||= err.message; });
     this.socket.on('close', this.onSocketClose);
@@ -98,6 +104,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
       this.events.onBadLength(this.frames.badLength);
       return false;
     }
+    this.takeover?.afterScan(chunk, this.frames.carried);
     if (tx.terminateAt >= 0) {
       const kept = tx.terminateAt > 0 && this.toServer(chunk.subarray(0, tx.terminateAt));
       this.reason = 'client terminated';
@@ -117,11 +124,29 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.stats.block[Total.Recv]! += data.length;
     this.bytesIn += data.length;
     if (this.app) this.app[Total.Recv]! += data.length;
+    const t = this.takeover;
+    if (t && !t.switched) {
+      if (t.passthrough) {
+        const at = t.split(data.length);
+        if (at === data.length) return this.direct(data);
+        // The interceptor's first message: what comes before it goes on as it is, the rest through the interceptor.
+        const kept = at > 0 && this.direct(data.subarray(0, at));
+        this.hold(data.subarray(at));
+        return kept;
+      }
+      this.hold(data);
+      return false;
+    }
+    return this.direct(data);
+  }
+
+  /** Bytes for the linked server as they are (or through the interceptor once it took over), or queued for one. */
+  private direct(data: Buffer): boolean {
     const s = this.server;
     if (s) {
-      if (this.interceptor) {
+      if (this.takeover?.switched) {
         // Its whole messages are copies, and it copies the CopyData it passes on: nothing of `data` is kept.
-        this.interceptor.clientBytes(data);
+        this.interceptor!.clientBytes(data);
         return false;
       }
       if (!s.write(data) && !this.clientPaused) this.pauseFor(s);
@@ -138,6 +163,51 @@ class JsClientEnd implements ClientEnd, LinkedClient {
       this.events.onNeedServer();
     }
     return true;
+  }
+
+  private hold(data: Buffer): void {
+    this.takeover!.held.push(Buffer.from(data));
+    this.queuedBytes += data.length;
+    if (this.queuedBytes > MAX_QUEUED_BYTES && !this.clientPaused) {
+      this.clientPaused = true;
+      this.socket.pause();
+    }
+    this.switchOver();
+  }
+
+  /** The interceptor takes over both directions once the server's stream is at a message boundary (its bytes so far
+   * went to the client as they came): the replies to the `earlier` sync points still owed pass through it as they are. */
+  switchOver(): void {
+    const s = this.server;
+    const t = this.takeover;
+    if (!t || t.switched || t.passthrough || !s || !s.atBoundary) {
+      if (!s && !this.needServerSent && this.holding) {
+        this.needServerSent = true;
+        this.events.onNeedServer();
+      }
+      return;
+    }
+    t.switched = true;
+    const i = this.interceptor!;
+    if (t.earlier > 0) i.expectEarlierReplies(t.earlier);
+    const held = t.held;
+    t.held = [];
+    if (this.queue.length === 0) this.queuedBytes = 0;
+    if (this.clientPaused && this.queue.length === 0) {
+      this.clientPaused = false;
+      this.socket.resume();
+    }
+    i.clientBytes(held.length === 1 ? held[0]! : Buffer.concat(held));
+  }
+
+  /** Between engaging and switching: the interceptor waits for the server's stream to reach a message boundary. */
+  get holding(): boolean {
+    return this.takeover !== null && this.takeover.held.length > 0;
+  }
+
+  /** The server's replies go to the client as they are: the interceptor, if any, has not taken them over. */
+  get repliesThrough(): boolean {
+    return !this.takeover?.switched;
   }
 
   private pauseFor(s: JsServerEnd): void {
@@ -177,8 +247,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     if (this.app) this.app[Total.Sent]! += chunk.length;
     const socket = this.socket;
     if (socket.destroyed) return false;
-    if (this.interceptor) {
-      this.interceptor.serverBytes(chunk);
+    if (this.takeover?.switched) {
+      this.interceptor!.serverBytes(chunk);
       return socket.writableLength > 0;
     }
     if (!socket.write(chunk) && !this.serverPaused) {
@@ -200,6 +270,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     const stats = this.stats;
     const app = this.app;
     const queryUs = this.tx.readyForQuery(now) * 1000;
+    this.takeover?.readyPassed();
     stats.observeQuery(queryUs);
     if (app) app[Total.QueryTime]! += queryUs;
     if (!this.tx.between(status)) return;
@@ -220,7 +291,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
-    if (this.transactionMode && this.queue.length === 0 && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
+    if (this.transactionMode && this.queue.length === 0 && !this.holding && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this
@@ -260,24 +331,27 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.needServerSent = false;
     // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
     this.tx.restartClock(performance.now());
-    if (this.queue.length === 0) return true;
-    const q = this.queue;
-    this.queue = [];
-    this.queuedBytes = 0;
-    const data = q.length === 1 ? q[0]! : Buffer.concat(q);
-    if (this.clientPaused) {
-      this.clientPaused = false;
-      this.socket.resume();
+    if (this.queue.length > 0) {
+      const q = this.queue;
+      this.queue = [];
+      this.queuedBytes = 0;
+      const data = q.length === 1 ? q[0]! : Buffer.concat(q);
+      if (this.clientPaused) {
+        this.clientPaused = false;
+        this.socket.resume();
+      }
+      if (this.takeover?.switched) this.interceptor!.clientBytes(data);
+      else if (!server.write(data)) this.pauseFor(server);
     }
-    if (this.interceptor) this.interceptor.clientBytes(data);
-    else if (!server.write(data)) this.pauseFor(server);
+    // Bytes for the interceptor that waited for a server (after any that go on as they are): a new server's stream is at a boundary.
+    if (this.holding) this.switchOver();
     return true;
   }
 
   unlink(): boolean {
     const s = this.server;
     if (!s) return false;
-    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary);
+    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary && !this.holding && (!this.interceptor || this.interceptor.atBoundary);
     this.detach(s);
     return clean;
   }
@@ -312,6 +386,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.discarding = true;
     this.queue = [];
     this.queuedBytes = 0;
+    if (this.takeover) this.takeover.held = [];
     if (this.server) this.detach(this.server);
   }
 

@@ -4,6 +4,7 @@ import { addon } from '../../native/index.js';
 import { writeTerminate } from '../../protocol/writer.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { TxStatus } from '../../protocol/codes.js';
+import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
@@ -12,9 +13,10 @@ interface RelayAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
   relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array): number;
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
-  relayTake(id: number): Uint8Array;
-  relayLink(client: number, server: number, transactionMode: boolean): boolean;
-  relayUnlink(client: number): number;
+  relayTake(id: number): Buffer;
+  relayLink(client: number, server: number, transactionMode: boolean, lane?: Uint8Array): boolean;
+  relayUnlink(client: number, laneIdle?: boolean): number;
+  relayLaneTake(client: number, out: Float64Array): number;
   relayWrite(id: number, data: Uint8Array): boolean;
   relayClose(id: number): void;
   relayDestroy(id: number): void;
@@ -74,6 +76,8 @@ class NativeClientEnd implements ClientEnd {
   private transactionMode = true;
   /** Intercepted bytes that came while no server was linked. */
   private waiting: Buffer[] = [];
+  /** The last link gave the addon a lane table whose counts JavaScript has not taken yet. */
+  private laneOpen = false;
 
   constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
     this.interceptor = intercept ? intercept({
@@ -87,7 +91,12 @@ class NativeClientEnd implements ClientEnd {
   }
 
   link(server: ServerEnd, transactionMode: boolean): boolean {
-    if (!(server instanceof NativeServerEnd) || !this.r.a.relayLink(this.id, server.id, transactionMode)) return false;
+    if (!(server instanceof NativeServerEnd)) return false;
+    // The rewriter's table for this server: the addon answers its cache hits itself until something else comes.
+    // Not while bytes the rewriter must handle wait here: the lane runs only when JavaScript has nothing to send.
+    const lane = transactionMode && this.waiting.length === 0 ? this.interceptor?.laneTable?.() ?? null : null;
+    if (!this.r.a.relayLink(this.id, server.id, transactionMode, lane ?? undefined)) return false;
+    this.laneOpen = lane !== null;
     this.server = server.id;
     this.transactionMode = transactionMode;
     if (this.waiting.length) {
@@ -105,6 +114,7 @@ class NativeClientEnd implements ClientEnd {
 
   /** The addon split the pair (a transaction's end, or a parked pair taken back). */
   released(): void {
+    this.takeLane();
     this.server = 0;
     this.events.onRelease();
   }
@@ -114,19 +124,38 @@ class NativeClientEnd implements ClientEnd {
     return !this.interceptor || this.interceptor.atBoundary;
   }
 
-  /** ClientData: `earlier` sync points were in flight before the first intercepted message (-1 after it). */
-  onClientData(earlier: number): void {
-    const data = Buffer.from(this.r.a.relayTake(this.id));
+  /** The lane's counts go to the rewriter (while it still has the server they were counted on). */
+  takeLane(): void {
+    if (!this.laneOpen) return;
+    this.laneOpen = false;
+    const out = this.r.laneCounts;
+    const n = this.r.a.relayLaneTake(this.id, out);
+    let used = out[0]!;
+    for (let k = 0; k < n; k++) used += out[1 + 3 * k]!;
+    this.r.laneAnswered += used;
+    this.interceptor?.laneUsed?.(out, n);
+  }
+
+  /** ClientData: `earlier` sync points were in flight before the first intercepted message (-1 after it); the
+   * first `sent` bytes are the lane's unanswered groups, already on the server; `lane`: status | delivered << 8. */
+  onClientData(earlier: number, sent: number, lane: number): void {
+    let data = this.r.a.relayTake(this.id);
     const i = this.interceptor;
     if (!i) return;
     if (earlier > 0) i.expectEarlierReplies(earlier);
+    if (sent > 0 || lane !== 0) {
+      this.takeLane();
+      i.adoptSent?.(data.subarray(0, sent), lane >>> 8, lane & 0xff);
+      data = data.subarray(sent);
+    }
+    if (data.length === 0) return;
     if (this.server) i.clientBytes(data);
     else this.waiting.push(data);
   }
 
   /** ServerData: the linked server's replies; the pair splits once a transaction ended and nothing is owed. */
   onServerData(serverId: number): void {
-    const data = Buffer.from(this.r.a.relayTake(serverId));
+    const data = this.r.a.relayTake(serverId);
     const i = this.interceptor;
     if (!i || serverId !== this.server) return;
     i.serverBytes(data);
@@ -134,7 +163,8 @@ class NativeClientEnd implements ClientEnd {
     const c = this.r.info(this.id);
     const s = this.r.info(serverId);
     if (!c || !s || c.syncs !== 0 || c.unsynced || s.txStatus !== TxStatus.Idle) return;
-    this.r.a.relayUnlink(this.id);
+    // The rewriter owes nothing: the client's next bytes may wait for the next link's lane table.
+    this.r.a.relayUnlink(this.id, true);
     this.released();
   }
 
@@ -218,6 +248,10 @@ export class NativeRelay implements Relay {
   private readonly events = new Int32Array(5 * 2048);
   private readonly infoOut = new Float64Array(12);
   private readonly reclaimOut = new Int32Array(4096);
+  /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
+  laneAnswered = 0;
+  /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
+  readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
 
   private constructor(readonly a: RelayAddon) {
     const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
@@ -309,11 +343,12 @@ export class NativeRelay implements Relay {
           case RelayEvent.ClientClosed: {
             const c = this.clients.get(id);
             this.clients.delete(id);
+            c?.takeLane();
             c?.events.onClose(CLIENT_CLOSE_REASONS[batch[i + 2]!] ?? CLIENT_CLOSE_REASONS[0]!, batch[i + 4] === 1 && c.settled);
             break;
           }
           case RelayEvent.ClientData:
-            this.clients.get(id)?.onClientData(batch[i + 2]!);
+            this.clients.get(id)?.onClientData(batch[i + 2]!, batch[i + 3]!, batch[i + 4]!);
             break;
           case RelayEvent.ServerData:
             this.clients.get(batch[i + 2]!)?.onServerData(id);

@@ -153,6 +153,14 @@ export interface MessageInterceptor {
   readonly atBoundary: boolean;
   /** The native relay passed `n` sync points on before the first message it handed over: their replies come first. */
   expectEarlierReplies(n: number): void;
+  /** Native relay, at each link: the table of the native lane (native/relay-lane.h) for the linked server, or null
+   * when the rewriter must see everything (it owes the client something, or has nothing the server holds). */
+  laneTable?(): Buffer | null;
+  /** What the lane's answered groups used since the table was given (relayLaneTake's counts). */
+  laneUsed?(counts: Float64Array, n: number): void;
+  /** The lane ended with groups still unanswered: `bytes` (whole messages) went to the server already, the first
+   * `delivered` replies of the first group reached the client, `status` is the server's last ReadyForQuery (0: none). */
+  adoptSent?(bytes: Buffer, delivered: number, status: number): void;
 }
 
 let chosen: Relay | null = null;

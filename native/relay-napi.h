@@ -1,0 +1,30 @@
+// What the relay's N-API bindings (relay.cc, relay-lane.cc) share: the thread's relay and typed-array access.
+#pragma once
+
+#include <napi.h>
+
+#include "relay-engine.h"
+
+namespace tidepool {
+
+/** The relay relayInit started on this thread; throws (and returns null) when there is none. */
+relay::Relay* CurrentRelay(const Napi::CallbackInfo& info);
+
+/** Registers relayLaneTake (relay-lane.cc). */
+void InitRelayLane(Napi::Env env, Napi::Object exports);
+
+template <typename T>
+bool Typed(const Napi::Value& v, napi_typedarray_type want, T** data, size_t* length) {
+  if (!v.IsTypedArray()) return false;
+  auto ta = v.As<Napi::TypedArray>();
+  if (ta.TypedArrayType() != want) return false;
+  napi_typedarray_type type;
+  void* d = nullptr;
+  size_t len = 0;
+  napi_get_typedarray_info(v.Env(), v, &type, &len, &d, nullptr, nullptr);
+  *data = static_cast<T*>(d);
+  *length = len;
+  return true;
+}
+
+}  // namespace tidepool
