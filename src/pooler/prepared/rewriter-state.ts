@@ -162,7 +162,7 @@ export abstract class RewriterState {
    * still unanswered from this group counts as there: if it fails, PostgreSQL skips the rest of the group too
    * (one from an earlier group has been answered: see `mustWait`).
    */
-  protected lookup(s: Statement, isParse: boolean, out: RewriteSink): boolean {
+  protected lookup(s: Statement, isParse: boolean, out: RewriteSink, use = true): boolean {
     const server = this.server!;
     if (server.isStale(s)) {
       // Its plan broke on a DDL change: close the old one first (a skipped Close leaves it there, still stale).
@@ -173,12 +173,12 @@ export abstract class RewriterState {
     const there = server.use(s) !== undefined;
     if (!there) {
       server.misses++;
-      s.cacheMisses++;
+      if (use) s.cacheMisses++;
     } else {
       // The server's counter is PgBouncer's and pg_doorman's (a Parse spared); the statement's counts every use
-      // that found it prepared, so a named statement bound a thousand times after one prepare shows that reuse.
+      // (count_used) that found it prepared, so a named statement bound a thousand times after one prepare shows that reuse.
       if (isParse) server.hits++;
-      s.cacheHits++;
+      if (use) s.cacheHits++;
     }
     return there;
   }
@@ -275,6 +275,8 @@ export abstract class RewriterState {
       s.execTimeUs += counts[3 + 3 * i]!;
       if (uses <= 0) continue;
       s.countUsed += uses;
+      // Every lane use found the statement prepared on this server (the lane takes only confirmed ones).
+      s.cacheHits += uses;
       s.lastUsed = now;
       server.use(s);
     }
@@ -283,6 +285,7 @@ export abstract class RewriterState {
     if (unnamed) {
       server.hits += hits;
       unnamed.countUsed += hits;
+      unnamed.cacheHits += hits;
       unnamed.lastUsed = now;
       server.use(unnamed);
     }

@@ -99,9 +99,10 @@ export class StatementRewriter extends RewriterState {
     out.toServer(writeParse(s.name, s.query, isSql(s) ? NO_TYPES : s.types));
   }
 
-  /** Makes sure the server has `s` under its name before a message that uses it as `clientName`. */
-  private ensurePrepared(s: Statement, clientName: string, out: RewriteSink): void {
-    if (this.lookup(s, false, out)) return;
+  /** Makes sure the server has `s` under its name before a message that uses it as `clientName`; `use`: the message
+   * is a use of the statement (a Bind), counted in its cache hits or misses, not a Describe or a duplicate Parse. */
+  private ensurePrepared(s: Statement, clientName: string, out: RewriteSink, use = false): void {
+    if (this.lookup(s, false, out, use)) return;
     const server = this.server!;
     this.sendParse(s, out);
     this.replies.add({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s), ...this.mark(s) });
@@ -187,7 +188,7 @@ export class StatementRewriter extends RewriterState {
     this.portals.set(b.portal, s);
     s.countUsed++;
     s.lastUsed = Date.now();
-    this.ensurePrepared(s, b.statement, out);
+    this.ensurePrepared(s, b.statement, out, true);
     this.forward(writeBind(b.portal, s.name, b.rest), out, { ends: BOUND, rename: [s.name, b.statement], ...this.mark(s) });
   }
 

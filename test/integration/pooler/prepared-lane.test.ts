@@ -93,6 +93,9 @@ describe('the native lane: cache hits answered without the JavaScript rewriter, 
     const first = [...statements].filter((st) => st.query.toString() === byId);
     expect(first.map((st) => st.executions)).toEqual([13]);
     expect(first[0]!.execTimeUs).toBeGreaterThan(0);
+    // Every use that reached a server is a hit or a miss, whoever answered it: the lane's uses count as hits.
+    for (const st of statements) expect(st.cacheHits + st.cacheMisses, st.query.toString()).toBe(st.countUsed);
+    expect(first[0]!.cacheHits).toBeGreaterThan(10);
   });
 
   it('random scripts of mostly cache hits from three clients sharing two servers give what a direct connection gives', async () => {
