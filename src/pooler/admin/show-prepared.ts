@@ -9,6 +9,8 @@ const kindOf = (s: Statement): string => (isSql(s) ? 'sql' : 'protocol');
 function* statements(pools: Iterable<Pool>): Generator<[Pool, Statement]> {
   for (const pool of pools) {
     if (!pool.interner) continue;
+    // Pairs the native relay keeps linked (parked) hold the uses its lane answered until they split: split them now.
+    pool.settle();
     for (const s of pool.interner.statements()) yield [pool, s];
   }
 }
