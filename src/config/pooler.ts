@@ -57,6 +57,7 @@ export const generalShape = {
   server_prepared_statements_cache_size: t.int(256, 'Statements kept prepared on each server connection (LRU; an evicted one is closed before the next Sync).', 1, 1_000_000),
   stats_period: t.duration(15_000, 'Period of avg_* values in SHOW STATS.'),
   tcp_no_delay: t.bool(true, 'TCP_NODELAY on client and server sockets.'),
+  auth_hba_file: t.string('', 'A pg_hba.conf-format file: the first line matching a client (type, database, user, address, TLS) decides its method (trust, reject, md5, scram-sha-256, password, cert); empty: no rules. Re-read on RELOAD.'),
   client_tls_sslmode: t.oneOf(TLS_MODES, 'disable', 'TLS toward clients: disable (SSLRequest answered N), allow/prefer (TLS when the client asks), require (plaintext refused, 28000), verify-ca/verify-full (a client certificate signed by client_tls_ca_file; verify-full: its CN is the user name).'),
   client_tls_key_file: t.string('', 'PEM private key the pooler presents to clients (re-read on RELOAD).'),
   client_tls_cert_file: t.string('', 'PEM certificate (chain) the pooler presents to clients (re-read on RELOAD).'),

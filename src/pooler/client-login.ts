@@ -11,6 +11,8 @@ import { ClientAuth } from './auth/client-auth.js';
 import type { ScramSecret } from './auth/scram.js';
 import type { Pool } from './pool.js';
 import type { ClientTls } from './tls/tls-settings.js';
+import type { HbaConnection, HbaMethod } from './auth/hba.js';
+import type { AuthType } from './auth/client-auth.js';
 
 /** Where a login may go: the admin console, a pool (with the secret to check), or an error. */
 export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
@@ -24,6 +26,9 @@ export interface LoginCore {
   resolveLogin(database: string, user: string): LoginTarget;
   /** The client TLS settings now in force (they change on RELOAD). */
   clientTls(): ClientTls;
+  /** auth_hba_file's verdict for a connection: the method, or null without rules; an error when no line takes it or a
+   * reject line does. */
+  hbaCheck(c: HbaConnection): { method: HbaMethod } | { error: string } | null;
 }
 
 /** What the TLS handshake established (client-session.ts reports it). */
@@ -42,6 +47,8 @@ export interface ClientTlsResult {
 export interface LoginConnection {
   readonly id: number;
   readonly addr: string;
+  /** The client's IP address (for auth_hba_file). */
+  readonly ip: string;
   write(data: Buffer | string): void;
   /** Sends a FATAL error and closes. */
   fatal(sqlstate: string, message: string): void;
@@ -218,8 +225,23 @@ export class ClientLogin {
     if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
     const target = core.resolveLogin(database, user);
     if ('error' in target) return this.fail(target.sqlstate, target.error);
+    let secret = target.secret;
+    let authType: AuthType = core.config.general.auth_type;
+    const hba = core.hbaCheck({ address: conn.ip, tls: this.tls !== null, database, user });
+    if (hba && 'error' in hba) return this.fail(SqlState.InvalidAuthorization, hba.error);
+    if (hba) {
+      const m = hba.method;
+      if (m === 'cert') {
+        // The certificate is the proof: verified against client_tls_ca_file, its CN the user name.
+        const r = this.tlsResult;
+        if (!r || !r.authorized) return this.fail(SqlState.InvalidAuthorization, `certificate authentication failed for user "${user}": ${r ? `no valid client certificate (${r.authorizationError || 'none sent'})` : 'the connection is not encrypted'}`);
+        if (r.commonName !== user) return this.fail(SqlState.InvalidAuthorization, `certificate authentication failed for user "${user}": the certificate's CN is "${r.commonName}"`);
+        secret = '';
+      } else if (m === 'trust') secret = '';
+      else authType = m === 'password' ? 'plain' : m === 'md5' ? 'md5' : 'scram-sha-256';
+    }
     this.who = { user, database, applicationName, protocol32, admin: target.admin, pool: target.pool };
-    this.auth = new ClientAuth(target.secret, user, core.config.general.auth_type);
+    this.auth = new ClientAuth(secret, user, authType);
     this.phase = 'auth';
     this.frames = new FrameStream(MAX_AUTH_MESSAGE, ALL_TYPES, this.onAuthMessage);
     const first = this.auth.first();

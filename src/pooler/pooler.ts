@@ -20,6 +20,7 @@ import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type TlsSettings } from './tls/tls-settings.js';
+import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -45,6 +46,8 @@ export class Pooler implements PoolerControl {
   readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0 };
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
+  /** auth_hba_file's rules, null without one: read at start, re-read on RELOAD (a file with an error keeps these). */
+  hba: HbaRules | null = null;
   /** TLS was configured at start: every pool runs on the JavaScript relay (the native relay carries no TLS). */
   readonly tlsRelay: boolean;
   /** Client connections accepted and not yet logged in (SHOW LISTS login_clients). */
@@ -73,6 +76,7 @@ export class Pooler implements PoolerControl {
     // Before listen(): the "pooler listening" line is shipped too.
     this.tlsRelay = wantsTls(config);
     this.tls = loadTlsSettings(config);
+    this.hba = config.general.auth_hba_file ? HbaRules.load(config.general.auth_hba_file) : null;
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.applyPools(config);
   }
@@ -251,6 +255,14 @@ export class Pooler implements PoolerControl {
     return this.tls.client;
   }
 
+  hbaCheck(c: HbaConnection): { method: HbaMethod } | { error: string } | null {
+    return this.hba ? this.hba.verdict(c) : null;
+  }
+
+  hbaWantsCertificates(): boolean {
+    return this.hba?.wantsCertificates ?? false;
+  }
+
   adminParams(): ReadonlyMap<string, string> {
     return ADMIN_PARAMS;
   }
@@ -382,7 +394,13 @@ export class Pooler implements PoolerControl {
     this.tls = tls.settings;
     if (tls.restart) restartNeeded.push(tls.restart);
     if (tls.error) this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
-    const tlsNote = tls.error ? `TLS files not loaded, the previous certificates and keys stay: ${tls.error}` : '';
+    const notes = tls.error ? [`TLS files not loaded, the previous certificates and keys stay: ${tls.error}`] : [];
+    try {
+      this.hba = next.general.auth_hba_file ? HbaRules.load(next.general.auth_hba_file) : null;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'RELOAD: auth_hba_file not loaded, the previous rules stay');
+      notes.push(`auth_hba_file not loaded, the previous rules stay: ${(err as Error).message}`);
+    }
     this.config = next;
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
@@ -390,7 +408,7 @@ export class Pooler implements PoolerControl {
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
     let msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
-    if (tlsNote) msg += `; ${tlsNote}`;
+    if (notes.length) msg += `; ${notes.join('; ')}`;
     this.events.add('reload', null, `${msg}; changed: ${changed.length ? changed.join(', ') : 'nothing'}`);
     this.log.info({ file: this.configFile }, msg);
     return msg;
