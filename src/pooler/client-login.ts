@@ -15,7 +15,7 @@ import type { HbaConnection, HbaMethod } from './auth/hba.js';
 import type { AuthType } from './auth/client-auth.js';
 
 /** Where a login may go: the admin console, a pool (with the secret to check), or an error. */
-export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
+export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string; onAuth?: (ok: boolean) => void } | { error: string; sqlstate: string };
 
 /** What a login needs of the pooler. */
 export interface LoginCore {
@@ -23,7 +23,8 @@ export interface LoginCore {
   readonly log: Logger;
   cancel(pid: number, secret: Buffer): void;
   clientCount(): number;
-  resolveLogin(database: string, user: string): LoginTarget;
+  /** A Promise when the user's secret must be fetched first (auth_query). */
+  resolveLogin(database: string, user: string): LoginTarget | Promise<LoginTarget>;
   /** The client TLS settings now in force (they change on RELOAD). */
   clientTls(): ClientTls;
   /** auth_hba_file's verdict for a connection: the method, or null without rules; an error when no line takes it or a
@@ -109,7 +110,8 @@ export class ClientLogin {
   private buf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
   private auth: ClientAuth | null = null;
-  private phase: 'startup' | 'tls' | 'auth' | 'done' = 'startup';
+  private phase: 'startup' | 'tls' | 'lookup' | 'auth' | 'done' = 'startup';
+  private onAuth: ((ok: boolean) => void) | null = null;
   /** The TLS settings the handshake ran under, once it is done (null: plaintext). */
   private tls: ClientTls | null = null;
   private tlsResult: ClientTlsResult | null = null;
@@ -122,6 +124,10 @@ export class ClientLogin {
   feed(chunk: Buffer): void {
     if (this.phase === 'auth') return this.feedAuth(chunk);
     if (this.phase === 'tls' || this.phase === 'done') return;
+    if (this.phase === 'lookup') {
+      this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+      return;
+    }
     if (this.phase === 'startup' && !this.tls && this.buf.length === 0 && chunk[0] === TLS_HANDSHAKE) return this.directTls(chunk);
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     while (this.phase === 'startup' && this.buf.length >= 4) {
@@ -223,8 +229,26 @@ export class ClientLogin {
     if (tlsRefusal) return this.fail(SqlState.InvalidAuthorization, tlsRefusal);
     const max = core.config.general.max_connections;
     if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
-    const target = core.resolveLogin(database, user);
+    const resolved = core.resolveLogin(database, user);
+    if (!(resolved instanceof Promise)) return this.withTarget(resolved, { user, database, applicationName, protocol32 });
+    this.phase = 'lookup';
+    resolved.then(
+      (t) => {
+        if (this.phase !== 'lookup') return;
+        this.phase = 'startup';
+        this.withTarget(t, { user, database, applicationName, protocol32 });
+        // What the client sent while its secret was fetched (its password message, at most).
+        if ((this.phase as string) === 'auth' && this.buf.length) this.feedAuth(this.takeRest());
+      },
+      (err: Error & { sqlstate?: string }) => { if (this.phase === 'lookup') this.fail(err.sqlstate ?? SqlState.ConnectionFailure, err.message); },
+    );
+  }
+
+  private withTarget(target: LoginTarget, who: { user: string; database: string; applicationName: string; protocol32: boolean }): void {
+    const { conn, core } = this;
+    const { user, database, applicationName, protocol32 } = who;
     if ('error' in target) return this.fail(target.sqlstate, target.error);
+    this.onAuth = target.onAuth ?? null;
     let secret = target.secret;
     let authType: AuthType = core.config.general.auth_type;
     const hba = core.hbaCheck({ address: conn.ip, tls: this.tls !== null, database, user });
@@ -280,6 +304,7 @@ export class ClientLogin {
     }
     if (r.reply) this.conn.write(r.reply);
     if (!r.result) return;
+    this.onAuth?.(r.result.ok);
     if (!r.result.ok) {
       const who = this.who!;
       this.core.log.info({ client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr }, 'client authentication failed');

@@ -19,7 +19,8 @@ import { overviewOf } from './overview.js';
 import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
-import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type TlsSettings } from './tls/tls-settings.js';
+import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
+import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
@@ -36,7 +37,7 @@ function poolKey(database: string, user: string): string {
   return `${database}\0${user}`;
 }
 
-export class Pooler implements PoolerControl {
+export class Pooler implements PoolerControl, AuthQueryHost {
   readonly pools = new Map<string, Pool>();
   readonly clients = new Set<ClientSession>();
   private readonly byCancelPid = new Map<number, ClientSession>();
@@ -46,6 +47,8 @@ export class Pooler implements PoolerControl {
   readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0 };
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
+  /** Users not in the config, checked against secrets fetched by auth_query, each with a pool of its own. */
+  readonly authQuery: AuthQueryLogins = new AuthQueryLogins(this);
   /** auth_hba_file's rules, null without one: read at start, re-read on RELOAD (a file with an error keeps these). */
   hba: HbaRules | null = null;
   /** TLS was configured at start: every pool runs on the JavaScript relay (the native relay carries no TLS). */
@@ -139,6 +142,7 @@ export class Pooler implements PoolerControl {
 
   private maintain(): void {
     const now = Date.now();
+    this.authQuery.maintain(now);
     for (const [key, pool] of this.pools) {
       pool.maintain(now);
       if (pool.retired && pool.servers.size === 0 && !this.poolHasClients(pool)) {
@@ -209,12 +213,7 @@ export class Pooler implements PoolerControl {
         const settings = this.settingsFor(config, db, pc, u);
         const existing = this.pools.get(key);
         if (!existing) {
-          const pool = new Pool(settings, this.logs.get('pooler::pool'));
-          pool.coordinator = coordinator;
-          coordinator.pools.add(pool);
-          const label = `${db}/${u.username}`;
-          pool.onEvent = (kind, message) => this.events.add(kind, label, message);
-          this.pools.set(key, pool);
+          this.addPool(db, coordinator, settings);
           continue;
         }
         const old = existing.settings;
@@ -229,14 +228,48 @@ export class Pooler implements PoolerControl {
       }
     }
     for (const [key, pool] of this.pools) {
-      if (!seen.has(key)) {
+      // auth_query's pools stay while their database does (auth-query-pools.ts drops them once idle).
+      if (!seen.has(key) && !(this.authQuery.isDynamic(pool) && config.pools[pool.settings.database])) {
         pool.retired = true;
         pool.reconnect();
       }
     }
   }
 
-  resolveLogin(database: string, user: string): LoginTarget {
+  private addPool(db: string, coordinator: Coordinator, settings: PoolSettings): Pool {
+    const pool = new Pool(settings, this.logs.get('pooler::pool'));
+    pool.coordinator = coordinator;
+    coordinator.pools.add(pool);
+    const label = `${db}/${settings.user}`;
+    pool.onEvent = (kind, message) => this.events.add(kind, label, message);
+    this.pools.set(poolKey(db, settings.user), pool);
+    return pool;
+  }
+
+  // ---- AuthQueryHost ----
+
+  serverTls(): ServerTls {
+    return this.tls.server;
+  }
+
+  pool(database: string, user: string): Pool | null {
+    return this.pools.get(poolKey(database, user)) ?? null;
+  }
+
+  createPool(database: string, pc: PoolConfig, user: UserConfig): Pool {
+    return this.addPool(database, this.coordinatorFor(database, pc), this.settingsFor(this.config, database, pc, user));
+  }
+
+  dropPool(pool: Pool): void {
+    pool.retired = true;
+    pool.reconnect();
+  }
+
+  inUse(pool: Pool): boolean {
+    return pool.servers.size > 0 || this.poolHasClients(pool);
+  }
+
+  resolveLogin(database: string, user: string): LoginTarget | Promise<LoginTarget> {
     if (ADMIN_DATABASES.has(database)) {
       const g = this.config.general;
       if (user !== g.admin_username) return { error: `user "${user}" may not use the admin console`, sqlstate: SqlState.InvalidAuthorization };
@@ -246,6 +279,10 @@ export class Pooler implements PoolerControl {
     const pc = this.config.pools[database];
     if (!pc) return { error: `database "${database}" does not exist`, sqlstate: SqlState.InvalidCatalogName };
     const uc = pc.users.find((u) => u.username === user);
+    if (!uc) {
+      const fetched = this.authQuery.resolve(database, pc, user);
+      if (fetched) return fetched;
+    }
     const pool = this.pools.get(poolKey(database, user));
     if (!uc || !pool) return { error: `no such user "${user}" in database "${database}"`, sqlstate: SqlState.InvalidAuthorization };
     return { admin: false, pool, secret: uc.password };
@@ -443,6 +480,7 @@ export class Pooler implements PoolerControl {
       }
       if (this.timer) clearInterval(this.timer);
       for (const c of this.coordinators.values()) c.close();
+      this.authQuery.close();
       this.log.info('pooler stopped');
       // Queued records get up to ship_timeout; SIGINT exits at once and counts them as dropped.
       await this.shipper?.close(graceful ? undefined : 0);
