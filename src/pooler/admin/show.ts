@@ -39,7 +39,7 @@ function fmt(v: unknown): string {
 }
 
 const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port', 'general.prepared_statements', 'general.prepared_statements_cache_size', 'general.server_prepared_statements_cache_size']);
-const SECRET = new Set(['general.admin_password']);
+const SECRET = new Set(['general.admin_password', 'general.auth_password']);
 
 function config(p: Pooler): ShowTable {
   const rows: Cell[][] = [];

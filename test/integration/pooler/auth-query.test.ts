@@ -64,6 +64,8 @@ describe('auth_query', () => {
     const pools = tp.pooler.show('POOLS');
     expect(pools.rows.some((r) => r[0] === 'app' && r[1] === 'dyn1')).toBe(true);
     expect(authQueryRow()).toMatchObject({ database: 'app', dynamic_pools_current: 1, dynamic_pools_created: 1 });
+    // auth_password is a secret: SHOW CONFIG masks it like admin_password.
+    expect(tp.pooler.show('CONFIG').rows.find((r) => r[0] === 'general.auth_password')![1]).toBe('********');
     expect(Number(authQueryRow()['auth_success'])).toBeGreaterThanOrEqual(1);
     expect(Number(authQueryRow()['auth_failure'])).toBeGreaterThanOrEqual(1);
     // /api/auth_query: the same columns as JSON.
