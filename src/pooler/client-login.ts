@@ -11,9 +11,11 @@ import { ClientAuth } from './auth/client-auth.js';
 import type { ScramSecret } from './auth/scram.js';
 import type { Pool } from './pool.js';
 import type { ClientTls } from './tls/tls-settings.js';
+import type { HbaConnection, HbaMethod } from './auth/hba.js';
+import type { AuthType } from './auth/client-auth.js';
 
 /** Where a login may go: the admin console, a pool (with the secret to check), or an error. */
-export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string } | { error: string; sqlstate: string };
+export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string; onAuth?: (ok: boolean) => void } | { error: string; sqlstate: string };
 
 /** What a login needs of the pooler. */
 export interface LoginCore {
@@ -21,9 +23,13 @@ export interface LoginCore {
   readonly log: Logger;
   cancel(pid: number, secret: Buffer): void;
   clientCount(): number;
-  resolveLogin(database: string, user: string): LoginTarget;
+  /** A Promise when the user's secret must be fetched first (auth_query). */
+  resolveLogin(database: string, user: string): LoginTarget | Promise<LoginTarget>;
   /** The client TLS settings now in force (they change on RELOAD). */
   clientTls(): ClientTls;
+  /** auth_hba_file's verdict for a connection: the method, or null without rules; an error when no line takes it or a
+   * reject line does. */
+  hbaCheck(c: HbaConnection): { method: HbaMethod } | { error: string } | null;
 }
 
 /** What the TLS handshake established (client-session.ts reports it). */
@@ -42,6 +48,8 @@ export interface ClientTlsResult {
 export interface LoginConnection {
   readonly id: number;
   readonly addr: string;
+  /** The client's IP address (for auth_hba_file). */
+  readonly ip: string;
   write(data: Buffer | string): void;
   /** Sends a FATAL error and closes. */
   fatal(sqlstate: string, message: string): void;
@@ -102,7 +110,8 @@ export class ClientLogin {
   private buf: Buffer = Buffer.alloc(0);
   private frames: FrameStream | null = null;
   private auth: ClientAuth | null = null;
-  private phase: 'startup' | 'tls' | 'auth' | 'done' = 'startup';
+  private phase: 'startup' | 'tls' | 'lookup' | 'auth' | 'done' = 'startup';
+  private onAuth: ((ok: boolean) => void) | null = null;
   /** The TLS settings the handshake ran under, once it is done (null: plaintext). */
   private tls: ClientTls | null = null;
   private tlsResult: ClientTlsResult | null = null;
@@ -115,6 +124,10 @@ export class ClientLogin {
   feed(chunk: Buffer): void {
     if (this.phase === 'auth') return this.feedAuth(chunk);
     if (this.phase === 'tls' || this.phase === 'done') return;
+    if (this.phase === 'lookup') {
+      this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+      return;
+    }
     if (this.phase === 'startup' && !this.tls && this.buf.length === 0 && chunk[0] === TLS_HANDSHAKE) return this.directTls(chunk);
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     while (this.phase === 'startup' && this.buf.length >= 4) {
@@ -216,10 +229,43 @@ export class ClientLogin {
     if (tlsRefusal) return this.fail(SqlState.InvalidAuthorization, tlsRefusal);
     const max = core.config.general.max_connections;
     if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
-    const target = core.resolveLogin(database, user);
+    const resolved = core.resolveLogin(database, user);
+    if (!(resolved instanceof Promise)) return this.withTarget(resolved, { user, database, applicationName, protocol32 });
+    this.phase = 'lookup';
+    resolved.then(
+      (t) => {
+        if (this.phase !== 'lookup') return;
+        this.phase = 'startup';
+        this.withTarget(t, { user, database, applicationName, protocol32 });
+        // What the client sent while its secret was fetched (its password message, at most).
+        if ((this.phase as string) === 'auth' && this.buf.length) this.feedAuth(this.takeRest());
+      },
+      (err: Error & { sqlstate?: string }) => { if (this.phase === 'lookup') this.fail(err.sqlstate ?? SqlState.ConnectionFailure, err.message); },
+    );
+  }
+
+  private withTarget(target: LoginTarget, who: { user: string; database: string; applicationName: string; protocol32: boolean }): void {
+    const { conn, core } = this;
+    const { user, database, applicationName, protocol32 } = who;
     if ('error' in target) return this.fail(target.sqlstate, target.error);
+    this.onAuth = target.onAuth ?? null;
+    let secret = target.secret;
+    let authType: AuthType = core.config.general.auth_type;
+    const hba = core.hbaCheck({ address: conn.ip, tls: this.tls !== null, database, user });
+    if (hba && 'error' in hba) return this.fail(SqlState.InvalidAuthorization, hba.error);
+    if (hba) {
+      const m = hba.method;
+      if (m === 'cert') {
+        // The certificate is the proof: verified against client_tls_ca_file, its CN the user name.
+        const r = this.tlsResult;
+        if (!r || !r.authorized) return this.fail(SqlState.InvalidAuthorization, `certificate authentication failed for user "${user}": ${r ? `no valid client certificate (${r.authorizationError || 'none sent'})` : 'the connection is not encrypted'}`);
+        if (r.commonName !== user) return this.fail(SqlState.InvalidAuthorization, `certificate authentication failed for user "${user}": the certificate's CN is "${r.commonName}"`);
+        secret = '';
+      } else if (m === 'trust') secret = '';
+      else authType = m === 'password' ? 'plain' : m === 'md5' ? 'md5' : 'scram-sha-256';
+    }
     this.who = { user, database, applicationName, protocol32, admin: target.admin, pool: target.pool };
-    this.auth = new ClientAuth(target.secret, user, core.config.general.auth_type);
+    this.auth = new ClientAuth(secret, user, authType);
     this.phase = 'auth';
     this.frames = new FrameStream(MAX_AUTH_MESSAGE, ALL_TYPES, this.onAuthMessage);
     const first = this.auth.first();
@@ -258,6 +304,7 @@ export class ClientLogin {
     }
     if (r.reply) this.conn.write(r.reply);
     if (!r.result) return;
+    this.onAuth?.(r.result.ok);
     if (!r.result.ok) {
       const who = this.who!;
       this.core.log.info({ client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr }, 'client authentication failed');

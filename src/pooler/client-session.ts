@@ -60,7 +60,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.login = new ClientLogin({
-      id: this.id, addr: this.addr,
+      id: this.id, addr: this.addr, ip: socket.remoteAddress ?? '',
       write: (data) => { this.socket.write(data); },
       fatal: (sqlstate, message) => {
         if (this.state === 'startup') core.events.loginFailure(`client ${this.addr}: ${message} (SQLSTATE ${sqlstate})`);
@@ -101,8 +101,10 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     raw.off('close', this.onSocketClose);
     // The TLS socket owns the descriptor from here; errors of the plain one are reported through it.
     raw.on('error', () => undefined);
+    // auth_hba_file's cert lines need a certificate even when client_tls_sslmode does not ask for one.
+    const askCert = settings.verifyClient || this.core.hbaWantsCertificates();
     const secure = new tls.TLSSocket(raw, {
-      isServer: true, secureContext: settings.context ?? undefined, requestCert: settings.verifyClient, rejectUnauthorized: false,
+      isServer: true, secureContext: settings.context ?? undefined, requestCert: askCert, rejectUnauthorized: false,
       ALPNProtocols: ['postgresql'],
     });
     this.socket = secure;
@@ -116,7 +118,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       const cn = cert && typeof cert.subject?.CN === 'string' ? cert.subject.CN : '';
       this.handler = this.onStartupChunk;
       // A TLSSocket made outside tls.Server does not set `authorized`: the verdict is asked of the handle, as tls.Server does.
-      const verifyError = !settings.verifyClient ? null : cn === '' ? 'no certificate' : peerVerifyError(secure);
+      const verifyError = !askCert ? 'no certificate asked for' : cn === '' ? 'no certificate' : peerVerifyError(secure);
       this.login.tlsReady({
         alpn: typeof secure.alpnProtocol === 'string' ? secure.alpnProtocol : '',
         authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,

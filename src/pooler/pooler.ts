@@ -19,7 +19,9 @@ import { overviewOf } from './overview.js';
 import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
-import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type TlsSettings } from './tls/tls-settings.js';
+import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
+import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
+import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -35,7 +37,7 @@ function poolKey(database: string, user: string): string {
   return `${database}\0${user}`;
 }
 
-export class Pooler implements PoolerControl {
+export class Pooler implements PoolerControl, AuthQueryHost {
   readonly pools = new Map<string, Pool>();
   readonly clients = new Set<ClientSession>();
   private readonly byCancelPid = new Map<number, ClientSession>();
@@ -45,6 +47,10 @@ export class Pooler implements PoolerControl {
   readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0 };
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
+  /** Users not in the config, checked against secrets fetched by auth_query, each with a pool of its own. */
+  readonly authQuery: AuthQueryLogins = new AuthQueryLogins(this);
+  /** auth_hba_file's rules, null without one: read at start, re-read on RELOAD (a file with an error keeps these). */
+  hba: HbaRules | null = null;
   /** TLS was configured at start: every pool runs on the JavaScript relay (the native relay carries no TLS). */
   readonly tlsRelay: boolean;
   /** Client connections accepted and not yet logged in (SHOW LISTS login_clients). */
@@ -73,6 +79,7 @@ export class Pooler implements PoolerControl {
     // Before listen(): the "pooler listening" line is shipped too.
     this.tlsRelay = wantsTls(config);
     this.tls = loadTlsSettings(config);
+    this.hba = config.general.auth_hba_file ? HbaRules.load(config.general.auth_hba_file) : null;
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.applyPools(config);
   }
@@ -135,6 +142,7 @@ export class Pooler implements PoolerControl {
 
   private maintain(): void {
     const now = Date.now();
+    this.authQuery.maintain(now);
     for (const [key, pool] of this.pools) {
       pool.maintain(now);
       if (pool.retired && pool.servers.size === 0 && !this.poolHasClients(pool)) {
@@ -205,12 +213,7 @@ export class Pooler implements PoolerControl {
         const settings = this.settingsFor(config, db, pc, u);
         const existing = this.pools.get(key);
         if (!existing) {
-          const pool = new Pool(settings, this.logs.get('pooler::pool'));
-          pool.coordinator = coordinator;
-          coordinator.pools.add(pool);
-          const label = `${db}/${u.username}`;
-          pool.onEvent = (kind, message) => this.events.add(kind, label, message);
-          this.pools.set(key, pool);
+          this.addPool(db, coordinator, settings);
           continue;
         }
         const old = existing.settings;
@@ -225,14 +228,48 @@ export class Pooler implements PoolerControl {
       }
     }
     for (const [key, pool] of this.pools) {
-      if (!seen.has(key)) {
+      // auth_query's pools stay while their database does (auth-query-pools.ts drops them once idle).
+      if (!seen.has(key) && !(this.authQuery.isDynamic(pool) && config.pools[pool.settings.database])) {
         pool.retired = true;
         pool.reconnect();
       }
     }
   }
 
-  resolveLogin(database: string, user: string): LoginTarget {
+  private addPool(db: string, coordinator: Coordinator, settings: PoolSettings): Pool {
+    const pool = new Pool(settings, this.logs.get('pooler::pool'));
+    pool.coordinator = coordinator;
+    coordinator.pools.add(pool);
+    const label = `${db}/${settings.user}`;
+    pool.onEvent = (kind, message) => this.events.add(kind, label, message);
+    this.pools.set(poolKey(db, settings.user), pool);
+    return pool;
+  }
+
+  // ---- AuthQueryHost ----
+
+  serverTls(): ServerTls {
+    return this.tls.server;
+  }
+
+  pool(database: string, user: string): Pool | null {
+    return this.pools.get(poolKey(database, user)) ?? null;
+  }
+
+  createPool(database: string, pc: PoolConfig, user: UserConfig): Pool {
+    return this.addPool(database, this.coordinatorFor(database, pc), this.settingsFor(this.config, database, pc, user));
+  }
+
+  dropPool(pool: Pool): void {
+    pool.retired = true;
+    pool.reconnect();
+  }
+
+  inUse(pool: Pool): boolean {
+    return pool.servers.size > 0 || this.poolHasClients(pool);
+  }
+
+  resolveLogin(database: string, user: string): LoginTarget | Promise<LoginTarget> {
     if (ADMIN_DATABASES.has(database)) {
       const g = this.config.general;
       if (user !== g.admin_username) return { error: `user "${user}" may not use the admin console`, sqlstate: SqlState.InvalidAuthorization };
@@ -242,6 +279,10 @@ export class Pooler implements PoolerControl {
     const pc = this.config.pools[database];
     if (!pc) return { error: `database "${database}" does not exist`, sqlstate: SqlState.InvalidCatalogName };
     const uc = pc.users.find((u) => u.username === user);
+    if (!uc) {
+      const fetched = this.authQuery.resolve(database, pc, user);
+      if (fetched) return fetched;
+    }
     const pool = this.pools.get(poolKey(database, user));
     if (!uc || !pool) return { error: `no such user "${user}" in database "${database}"`, sqlstate: SqlState.InvalidAuthorization };
     return { admin: false, pool, secret: uc.password };
@@ -249,6 +290,14 @@ export class Pooler implements PoolerControl {
 
   clientTls(): ClientTls {
     return this.tls.client;
+  }
+
+  hbaCheck(c: HbaConnection): { method: HbaMethod } | { error: string } | null {
+    return this.hba ? this.hba.verdict(c) : null;
+  }
+
+  hbaWantsCertificates(): boolean {
+    return this.hba?.wantsCertificates ?? false;
   }
 
   adminParams(): ReadonlyMap<string, string> {
@@ -382,7 +431,13 @@ export class Pooler implements PoolerControl {
     this.tls = tls.settings;
     if (tls.restart) restartNeeded.push(tls.restart);
     if (tls.error) this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
-    const tlsNote = tls.error ? `TLS files not loaded, the previous certificates and keys stay: ${tls.error}` : '';
+    const notes = tls.error ? [`TLS files not loaded, the previous certificates and keys stay: ${tls.error}`] : [];
+    try {
+      this.hba = next.general.auth_hba_file ? HbaRules.load(next.general.auth_hba_file) : null;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'RELOAD: auth_hba_file not loaded, the previous rules stay');
+      notes.push(`auth_hba_file not loaded, the previous rules stay: ${(err as Error).message}`);
+    }
     this.config = next;
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
@@ -390,7 +445,7 @@ export class Pooler implements PoolerControl {
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
     let msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';
-    if (tlsNote) msg += `; ${tlsNote}`;
+    if (notes.length) msg += `; ${notes.join('; ')}`;
     this.events.add('reload', null, `${msg}; changed: ${changed.length ? changed.join(', ') : 'nothing'}`);
     this.log.info({ file: this.configFile }, msg);
     return msg;
@@ -425,6 +480,7 @@ export class Pooler implements PoolerControl {
       }
       if (this.timer) clearInterval(this.timer);
       for (const c of this.coordinators.values()) c.close();
+      this.authQuery.close();
       this.log.info('pooler stopped');
       // Queued records get up to ship_timeout; SIGINT exits at once and counts them as dropped.
       await this.shipper?.close(graceful ? undefined : 0);

@@ -39,7 +39,7 @@ function fmt(v: unknown): string {
 }
 
 const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port', 'general.prepared_statements', 'general.prepared_statements_cache_size', 'general.server_prepared_statements_cache_size']);
-const SECRET = new Set(['general.admin_password']);
+const SECRET = new Set(['general.admin_password', 'general.auth_password']);
 
 function config(p: Pooler): ShowTable {
   const rows: Cell[][] = [];
@@ -136,7 +136,9 @@ export function showTable(p: Pooler, name: string, snapshot?: PoolerSnapshot): S
     case 'INTERNER': return interner(p.pools.values());
     case 'INTERNER_TOP': return interner(p.pools.values(), 20);
     case 'HELP': return table(['command'], HELP_LINES.map((l) => [l]));
-    case 'AUTH_QUERY': throw new NotConfiguredError('AUTH_QUERY', 'auth_query is not configured: this pooler authenticates clients against the passwords in its config file ([[pools.<db>.users]]), so there is no auth_query cache to show');
+    case 'AUTH_QUERY':
+      if (p.authQuery.configured) return p.authQuery.show();
+      throw new NotConfiguredError('AUTH_QUERY', 'auth_query is not configured (no auth_user): this pooler authenticates clients against the passwords in its config file ([[pools.<db>.users]]), so there is no auth_query cache to show');
     default: throw new UnknownShowError(name);
   }
 }

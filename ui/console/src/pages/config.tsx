@@ -10,8 +10,9 @@ import { AdminAction } from './admin-action';
 
 const CONFIG_COLUMNS: Column[] = [
   { key: 'key', render: (r) => <code>{String(r['key'])}</code> },
-  { key: 'value', render: (r) => <code className={String(r['value']) !== String(r['default']) ? 'changed' : undefined}>{String(r['value'])}</code> },
-  { key: 'default', render: (r) => <code>{String(r['default'])}</code> },
+  // Long values (auth_query's SQL) are cut with an ellipsis and shown whole on hover, so the table keeps its columns.
+  { key: 'value', render: (r) => <code title={String(r['value'])} className={`config-value${String(r['value']) !== String(r['default']) ? ' changed' : ''}`}>{String(r['value'])}</code> },
+  { key: 'default', render: (r) => <code title={String(r['default'])} className="config-value">{String(r['default'])}</code> },
   { key: 'changeable', label: 'RELOAD changes it', render: (r) => (r['changeable'] === 'yes' || r['changeable'] === true ? 'yes' : 'no, restart') },
 ];
 
