@@ -15,7 +15,7 @@ export const logstoreShape = {
   }),
   storage: t.section({
     data_dir: t.string('./data', 'Directory holding the fractions, write-ahead files and catalogs (one sub-directory per shard).'),
-    frac_size: t.size(128 * 1024 ** 2, 'Raw bytes at which a shard\'s active fraction is sealed into immutable files.'),
+    frac_size: t.size(128 * 1024 ** 2, 'Size at which a shard\'s active fraction is sealed into immutable files: its raw documents, or its memory (documents plus index), whichever comes first.'),
     total_size: t.size(0, 'Disk bytes kept across all shards; past it the oldest sealed fractions are dropped (0: no limit).'),
     retention: t.duration(0, 'Sealed fractions whose newest document is older than this are dropped (0: keep forever).'),
     shards: t.int(os.availableParallelism(), 'Indexing shards, each a single-thread piscina pool owning its fractions (default: CPU count).', 1, 256),
@@ -28,6 +28,7 @@ export const logstoreShape = {
     inflight_bulks: t.int(32, 'Bulk (and single-document) writes processed at once; more wait in the bulk queue.', 1, 100_000),
     bulk_queue: t.int(1024, 'Writes that may wait (body unread) for one of inflight_bulks; past it a bulk\'s items are answered 429 at once.', 0, 1_000_000),
     bulk_queue_wait: t.duration(10_000, 'Longest wait in the bulk queue; then every item of the bulk is answered 429 es_rejected_execution_exception inside a 200 (a single-document write: 429).'),
+    bulk_memory: t.size(128 * 1024 ** 2, 'Memory the bulks in flight may hold on the HTTP thread (batches not yet stored, 16 bytes per item until its answer is written); past it documents are answered 429 per item.'),
     search_docs: t.int(100_000, 'Largest offset + size of one search, and largest id list of one fetch.', 1, 100_000_000),
   }),
   cluster: t.section({

@@ -39,6 +39,9 @@ function existingShards(dataDir: string): number {
 
 export type StoreQueryResult = MergedQueryResult;
 
+/** Young generation of a shard worker's heap (V8's default is 3 x 16 MiB semi-spaces on 64-bit). */
+const SHARD_YOUNG_GENERATION_MB = 12;
+
 export class Store {
   private readonly pools: Piscina[] = [];
   private readonly pending: number[] = [];
@@ -56,7 +59,12 @@ export class Store {
         fracSize: cfg.storage.frac_size, totalSize: cfg.storage.total_size > 0 ? Math.floor(cfg.storage.total_size / shards) : 0,
         retention: cfg.storage.retention, logLevel: cfg.log.level, logFormat: cfg.log.format,
       };
-      this.pools.push(new Piscina({ filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData }));
+      // A small young generation: a shard's garbage is short-lived (parsed documents), and every megabyte of
+      // nursery is resident memory per shard.
+      this.pools.push(new Piscina({
+        filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData,
+        resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+      }));
       this.pending.push(0);
     }
   }

@@ -5,6 +5,7 @@ import type { MappingSpec } from '../mapping.js';
 import type { AsyncSearches } from '../api/async-search.js';
 import type { LogBackend } from '../backend.js';
 import type { WriteAdmission } from '../es/admission.js';
+import type { BulkBudget } from '../ingest/bulk-budget.js';
 import type { LogstoreMetrics } from './metrics.js';
 
 export interface HttpContext {
@@ -19,4 +20,6 @@ export interface HttpContext {
   inflight: { bulks: number };
   /** Slots and queue of writes (made from limits.* on first use when absent). */
   admission?: WriteAdmission;
+  /** Memory of the bulks in flight (made from limits.bulk_memory on first use when absent). */
+  bulkBudget?: BulkBudget;
 }

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BulkFormatError } from '../ingest/bulk-parser.js';
 import { BulkBodyError, rejectBulk, runBulk } from '../ingest/bulk.js';
 import { type ChunkSink, writeBulkResponse } from '../ingest/bulk-response.js';
+import { BulkBudget } from '../ingest/bulk-budget.js';
 import { parseFilterPath } from '../es/filter-path.js';
 import { WriteAdmission } from '../es/admission.js';
 import type { HttpContext } from './context.js';
@@ -105,16 +106,21 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   const opts = { maxDocSize: ctx.config.limits.max_doc_size, defaultIndex: index, gzip: encoding === 'gzip' };
   const filter = parseFilterPath(new URL(req.url ?? '/', 'http://x').searchParams.get('filter_path'));
   const admitted = await admitWrite(ctx);
+  const budget = (ctx.bulkBudget ??= new BulkBudget(ctx.config.limits.bulk_memory));
   try {
     const out = admitted
-      ? await runBulk(req, ctx.store, { ...opts, maxOutstanding: Math.max(2, ctx.store.shardCount * 2) })
+      ? await runBulk(req, ctx.store, { ...opts, maxOutstanding: Math.max(2, ctx.store.shardCount * 2), budget })
       : await rejectBulk(req, opts, overloadReason(ctx));
     const failed = out.items.failed;
     if (admitted) ctx.metrics.docs.inc(out.items.count - failed - out.items.kept.size);
     if (failed) ctx.metrics.docErrors.inc(failed);
     // Written in chunks as the socket takes them (chunked encoding): the answer is never whole in memory.
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'x-elastic-product': 'Elasticsearch' });
-    await writeBulkResponse(out, responseSink(res), filter);
+    try {
+      await writeBulkResponse(out, responseSink(res), filter);
+    } finally {
+      budget.give(out.held ?? 0);
+    }
     res.end();
     return 200;
   } catch (err) {

@@ -1,5 +1,5 @@
-// What a bulk keeps per item until its answer is written: 4 bytes (action and index) plus the 24 bytes of a
-// generated id, in typed pages; client ids, errors and kept items in sparse maps. No object per item.
+// What a bulk keeps per item until its answer is written: 4 bytes (action, index, rejected) plus a generated
+// id as 12 bytes, in typed pages; client ids, errors and kept items in sparse maps. No object per item.
 
 export type BulkOp = 'index' | 'create' | 'update' | 'delete';
 const OPS: readonly BulkOp[] = ['index', 'create', 'update', 'delete'];
@@ -11,10 +11,18 @@ export interface ItemError {
   reason: string;
 }
 
-/** Items per page of generated ids (24 bytes each: 1.5 MiB a page). */
+/** Bit of an item's code: rejected for overload (answered with the bulk's one rejection error). */
+const REJECTED = 4;
+/** Items per page of generated ids (12 bytes each: 768 KiB a page). */
 const PAGE_ITEMS = 1 << 16;
 /** Bytes of state kept per item (code + generated id): the per-item term of the memory bound. */
-export const ITEM_STATE_BYTES = 4 + 24;
+export const ITEM_STATE_BYTES = 4 + 12;
+const HEX_DIGIT = Buffer.from('0123456789abcdef');
+const HEX_VALUE = new Uint8Array(256);
+for (let d = 0; d < 16; d++) {
+  HEX_VALUE[HEX_DIGIT[d]!] = d;
+  HEX_VALUE[HEX_DIGIT[d]! - (d >= 10 ? 32 : 0)] = d;
+}
 
 export class BulkItems {
   private n = 0;
@@ -27,17 +35,36 @@ export class BulkItems {
   /** `index` items whose `_id` was already stored: the first copy is kept and the item answers 200 "noop". */
   readonly kept = new Set<number>();
   private readonly idPages: (Buffer | undefined)[] = [];
-  /** The error of every item not in `errors` (a bulk rejected whole, per item): one object for them all. */
-  rejected: ItemError | null = null;
+  /** The error of rejected items (429, overload): one object for them all, and a flag bit per item. */
+  private rejection: ItemError | null = null;
+  private rejectedAll = false;
+  private rejectedCount = 0;
+
+  /** Answers item i with `err` (a 429 for overload) without an entry of its own. */
+  reject(i: number, err: ItemError): void {
+    this.rejection ??= err;
+    if (this.errors.has(i) || this.codes[i]! & REJECTED) return;
+    this.codes[i]! |= REJECTED;
+    this.rejectedCount++;
+  }
+
+  /** Answers every item not failed already with `err`. */
+  rejectAll(err: ItemError): void {
+    this.rejection = err;
+    this.rejectedAll = true;
+  }
 
   /** The error of item i, if it failed. */
   error(i: number): ItemError | undefined {
-    return this.errors.get(i) ?? this.rejected ?? undefined;
+    const e = this.errors.get(i);
+    if (e) return e;
+    if (this.rejectedAll || this.codes[i]! & REJECTED) return this.rejection!;
+    return undefined;
   }
 
   /** Items that failed. */
   get failed(): number {
-    return this.rejected ? this.n : this.errors.size;
+    return this.rejectedAll ? this.n : this.errors.size + this.rejectedCount;
   }
 
   get count(): number {
@@ -58,7 +85,7 @@ export class BulkItems {
       this.codes = next;
     }
     const i = this.n++;
-    this.codes[i] = OP_CODE[op] + slot * 4;
+    this.codes[i] = OP_CODE[op] + slot * 8;
     if (id !== null) this.clientIds.set(i, id);
     return i;
   }
@@ -69,7 +96,7 @@ export class BulkItems {
 
   /** The index slot of an item (items of one index share it); indexName() gives the name. */
   indexOf(i: number): number {
-    return this.codes[i]! >>> 2;
+    return this.codes[i]! >>> 3;
   }
 
   indexName(slot: number): string {
@@ -77,7 +104,7 @@ export class BulkItems {
   }
 
   index(i: number): string {
-    return this.indexNames[this.codes[i]! >>> 2]!;
+    return this.indexNames[this.codes[i]! >>> 3]!;
   }
 
   /** The client `_id` of item i, or null. */
@@ -85,16 +112,29 @@ export class BulkItems {
     return this.clientIds.get(i) ?? null;
   }
 
-  /** Records the 24-byte generated id of a stored item (from a shard's answer, at byte `at` of `src`). */
+  /** Records the generated id of a stored item (24 lowercase hex digits at byte `at` of `src`) as 12 bytes. */
   setGenerated(i: number, src: Uint8Array, at: number): void {
-    const p = i >>> 16;
-    const page = (this.idPages[p] ??= Buffer.allocUnsafeSlow(PAGE_ITEMS * 24));
-    page.set(src.subarray(at, at + 24), (i & (PAGE_ITEMS - 1)) * 24);
+    const page = (this.idPages[i >>> 16] ??= Buffer.allocUnsafeSlow(PAGE_ITEMS * 12));
+    const o = (i & (PAGE_ITEMS - 1)) * 12;
+    for (let k = 0; k < 12; k++) page[o + k] = (HEX_VALUE[src[at + 2 * k]!]! << 4) | HEX_VALUE[src[at + 2 * k + 1]!]!;
   }
 
-  /** The generated id of a stored item, as the page and the byte where it starts. */
-  generated(i: number): [Buffer, number] {
-    return [this.idPages[i >>> 16]!, (i & (PAGE_ITEMS - 1)) * 24];
+  /** Writes the generated id of a stored item as its 24 hex digits into `dst` at `pos`. */
+  writeGenerated(i: number, dst: Buffer, pos: number): void {
+    const page = this.idPages[i >>> 16]!;
+    const o = (i & (PAGE_ITEMS - 1)) * 12;
+    for (let k = 0; k < 12; k++) {
+      const b = page[o + k]!;
+      dst[pos + 2 * k] = HEX_DIGIT[b >>> 4]!;
+      dst[pos + 2 * k + 1] = HEX_DIGIT[b & 15]!;
+    }
+  }
+
+  /** The generated id of a stored item (24 hex digits). */
+  generated(i: number): string {
+    const b = Buffer.allocUnsafe(24);
+    this.writeGenerated(i, b, 0);
+    return b.toString('latin1');
   }
 
   /** Every item's action (tests and small answers). */

@@ -308,8 +308,11 @@ export class BulkParser {
   private emit(b: OpenBatch, shard: number): void {
     if (shard >= 0) this.routed.delete(shard);
     if (b.items.length === 0) return;
+    // The shard keeps the batch's buffer as long as its active fraction: a small bulk's batch is copied to its
+    // size, or 50 documents from a shipper would hold a whole batch buffer each.
+    const buf = b.used >= b.buf.length >>> 1 ? new Uint8Array(b.buf.buffer, 0, b.used) : new Uint8Array(b.buf.subarray(0, b.used));
     this.opts.onBatch({
-      buf: new Uint8Array(b.buf.buffer, 0, b.used), offs: Int32Array.from(b.offs), items: b.items, shard,
+      buf, offs: Int32Array.from(b.offs), items: b.items, shard,
       ids: b.ids, create: b.create ? Uint8Array.from(b.create) : null,
     });
   }

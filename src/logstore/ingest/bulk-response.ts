@@ -7,6 +7,8 @@ export interface BulkOutcome {
   items: BulkItems;
   errors: boolean;
   took: number;
+  /** Bytes of item state this bulk holds in the shared budget until its answer is written. */
+  held?: number;
 }
 
 /** Where the answer goes: write() returns false when the caller must wait (as a socket's write does). */
@@ -165,8 +167,8 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
       if (!frame![1]) continue;
       if (idText !== null) pos += buf.write(idText, pos);
       else {
-        const [page, at] = items.generated(i);
-        pos += page.copy(buf, pos, at, at + 24);
+        items.writeGenerated(i, buf, pos);
+        pos += 24;
       }
       pos += frame![1].copy(buf, pos);
     }

@@ -4,6 +4,8 @@ import { createGunzip } from 'node:zlib';
 import type { IngestResult } from '../storage/shard.js';
 import { BulkParser, type BulkItems, type ItemError } from './bulk-parser.js';
 import type { BulkOutcome } from './bulk-response.js';
+import type { BulkBudget } from './bulk-budget.js';
+import { ITEM_STATE_BYTES } from './bulk-items.js';
 
 export type { BulkOutcome } from './bulk-response.js';
 
@@ -28,6 +30,8 @@ export interface BulkOptions {
   /** Batches of one bulk in flight at once before the body stops being read. */
   maxOutstanding: number;
   batchBytes?: number;
+  /** Memory shared by the bulks in flight (limits.bulk_memory); absent: no limit (a single-document write). */
+  budget?: BulkBudget;
 }
 
 export class BulkBodyError extends Error {
@@ -43,8 +47,7 @@ export function itemOutcome(out: BulkOutcome, i: number): { status: number; id: 
   let id = out.items.id(i);
   if (error) return { status: error.status, id, result: null, error };
   if (id === null) {
-    const [page, at] = out.items.generated(i);
-    id = page.toString('latin1', at, at + 24);
+    id = out.items.generated(i);
   }
   const kept = out.items.kept.has(i);
   return { status: kept ? 200 : 201, id, result: kept ? 'noop' : 'created', error: null };
@@ -69,6 +72,12 @@ function applyResult(items: BulkItems, batchItems: readonly number[], res: Inges
 export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOptions): Promise<BulkOutcome> {
   const started = Date.now();
   const outstanding = new Set<Promise<void>>();
+  const budget = opts.budget;
+  const overMemory: ItemError | null = budget ? {
+    status: 429, type: 'es_rejected_execution_exception',
+    reason: `rejected execution: bulks in flight hold limits.bulk_memory (${budget.limit} bytes) of batches and item state; retry later`,
+  } : null;
+  let held = 0;
   const parser = new BulkParser({
     maxDocSize: opts.maxDocSize,
     defaultIndex: opts.defaultIndex,
@@ -76,13 +85,22 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
     ...(target.route ? { route: (id: string) => target.route!(id) } : {}),
     onBatch(batch) {
       const itemsRef = parser.items;
+      const bytes = batch.buf.byteLength;
+      if (budget && !budget.take(bytes, batch.items.length)) {
+        for (const item of batch.items) itemsRef.reject(item, overMemory!);
+        return;
+      }
+      held += batch.items.length * ITEM_STATE_BYTES;
       const meta: BatchMeta | undefined = batch.shard >= 0 || batch.ids ? { shard: batch.shard, ids: batch.ids, create: batch.create } : undefined;
       const p: Promise<void> = target.ingest(batch.buf, batch.offs, meta).then(
         (res) => applyResult(itemsRef, batch.items, res),
         (err: Error) => {
           for (const item of batch.items) itemsRef.errors.set(item, { status: 500, type: 'storage_exception', reason: `the shard failed to store the batch: ${err.message}` });
         },
-      ).finally(() => outstanding.delete(p));
+      ).finally(() => {
+        budget?.give(bytes);
+        outstanding.delete(p);
+      });
       outstanding.add(p);
     },
   });
@@ -96,11 +114,12 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
     parser.end();
   } catch (err) {
     await Promise.allSettled(outstanding);
+    budget?.give(held);
     if ((err as NodeJS.ErrnoException).code?.startsWith('Z_')) throw new BulkBodyError(`the gzip body does not decompress: ${(err as Error).message}`);
     throw err;
   }
   while (outstanding.size) await Promise.race(outstanding);
-  return { items: parser.items, errors: parser.items.failed > 0, took: Date.now() - started };
+  return { items: parser.items, errors: parser.items.failed > 0, took: Date.now() - started, held };
 }
 
 /**
@@ -121,6 +140,6 @@ export async function rejectBulk(body: Readable, opts: Pick<BulkOptions, 'maxDoc
     throw err;
   }
   const { items } = parser;
-  items.rejected = { status: 429, type: 'es_rejected_execution_exception', reason };
+  items.rejectAll({ status: 429, type: 'es_rejected_execution_exception', reason });
   return { items, errors: items.count > 0, took: Date.now() - started };
 }

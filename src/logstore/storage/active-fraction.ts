@@ -26,6 +26,8 @@ export class ActiveFraction implements FractionView {
   minTime = Infinity;
   maxTime = -Infinity;
   rawBytes = 0;
+  private batchBytes = 0;
+  private lastBuffer: ArrayBufferLike | null = null;
 
   constructor(readonly name: string, readonly mapping: MappingSpec, readonly shardHex: string) {
     this.index = new ActiveIndex(mapping);
@@ -34,6 +36,14 @@ export class ActiveFraction implements FractionView {
 
   get docCount(): number {
     return this.times.length;
+  }
+
+  /**
+   * Bytes this fraction holds in memory: its document batches (whole buffers, as they arrived), 48 per
+   * document for times, counters and places, and its index (see ActiveIndex.memoryBytes).
+   */
+  get memoryBytes(): number {
+    return this.batchBytes + 48 * this.times.length + this.index.memoryBytes;
   }
 
   get timeOrdered(): boolean {
@@ -50,7 +60,11 @@ export class ActiveFraction implements FractionView {
     if (typeof doc._id === 'string') this.clientIds.add(clientIdHash(doc._id), n);
     this.times.push(time);
     this.counters.push(counter);
-    if (this.batches[this.batches.length - 1] !== buf) this.batches.push(buf);
+    if (this.batches[this.batches.length - 1] !== buf) {
+      this.batches.push(buf);
+      if (buf.buffer !== this.lastBuffer) this.batchBytes += buf.buffer.byteLength;
+      this.lastBuffer = buf.buffer;
+    }
     this.docBatch.push(this.batches.length - 1);
     this.docOff.push(off);
     this.docLen.push(len);

@@ -69,6 +69,8 @@ export class Shard {
   private seq = 0;
   private readonly ids: IdMaker;
   private readonly fieldsSeen = new Set<string>();
+  /** Fractions sealed by this object (the worker collects garbage after each: a sealed index is all garbage). */
+  seals = 0;
 
   constructor(readonly opts: ShardOptions, private readonly log: Logger) {
     mkdirSync(opts.dir, { recursive: true });
@@ -240,7 +242,9 @@ export class Shard {
     if (stored) {
       this.wal.sync();
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
-      if (this.active.rawBytes >= this.opts.fracSize) this.seal();
+      // Sealed at frac_size of raw documents, or at half of it in memory: writing the sealed files takes about as
+      // much again for a moment, so a shard stays near frac_size of memory whatever its documents' cardinality.
+      if (this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) this.seal();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
   }
@@ -272,6 +276,7 @@ export class Shard {
     rmSync(this.walFile(frac.name), { force: true });
     this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
     this.idFractions = null;
+    this.seals++;
     this.log.info({ fraction: frac.name, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes, ms: Date.now() - started }, 'fraction sealed');
     this.newActive();
     this.applyRetention();

@@ -85,7 +85,7 @@ describe('log-store config', () => {
     expect(config.storage.retention).toBe(0);
     expect(config.storage.shards).toBeGreaterThanOrEqual(1);
     expect(config.mapping.path).toBe('auto');
-    expect(config.limits).toEqual({ max_doc_size: 1024 ** 2, inflight_bulks: 32, bulk_queue: 1024, bulk_queue_wait: 10_000, search_docs: 100_000 });
+    expect(config.limits).toEqual({ max_doc_size: 1024 ** 2, inflight_bulks: 32, bulk_queue: 1024, bulk_queue_wait: 10_000, bulk_memory: 128 * 1024 ** 2, search_docs: 100_000 });
     expect(Object.isFrozen(config.storage)).toBe(true);
   });
 

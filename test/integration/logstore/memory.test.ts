@@ -1,0 +1,122 @@
+// The log store under large bulks: peak resident memory (VmHWM) stays under a generous bound with default
+// limits, one big bulk is spread over every shard, and past limits.bulk_memory documents are answered 429
+// per item, never stored, while every acknowledged one survives kill -9.
+import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type LogstoreProcess, postJson, startLogstore } from '../../helpers/logstore.js';
+
+let running: LogstoreProcess[] = [];
+afterEach(async () => {
+  for (const ls of running) await ls.cleanup();
+  running = [];
+});
+
+async function start(opts: Parameters<typeof startLogstore>[0]): Promise<LogstoreProcess> {
+  const ls = await startLogstore(opts);
+  running.push(ls);
+  return ls;
+}
+
+const MiB = 1024 * 1024;
+
+/** A bulk body of about `mb` MiB of http_logs-shaped documents numbered from `first` (field `seq`). */
+function body(mb: number, first = 0): { buf: Buffer; docs: number } {
+  const target = mb * MiB;
+  const buf = Buffer.allocUnsafe(target + 1024);
+  let pos = 0;
+  let n = 0;
+  while (pos < target) {
+    const seq = first + n++;
+    pos += buf.write(`{"index":{}}\n{"timestamp":"${new Date(1.79e12 + seq).toISOString()}","seq":${seq},"clientip":"10.${seq % 251}.${(seq >> 8) % 253}.${seq % 7}","request":"GET /page_${seq % 977}.html HTTP/1.0","status":${seq % 50 ? 200 : 404}}\n`, pos);
+  }
+  return { buf: buf.subarray(0, pos), docs: n };
+}
+
+/** Sends a bulk over one HTTP request and returns each item's status, in order. */
+function sendBulk(url: string, buf: Buffer, query = ''): Promise<number[]> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(`${url}/_bulk${query}`);
+    const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: u.pathname + u.search, headers: { 'content-type': 'application/x-ndjson', 'content-length': buf.length } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) return reject(new Error(`bulk answered ${res.statusCode}`));
+        const answer = JSON.parse(Buffer.concat(chunks).toString()) as { items: Record<string, { status: number }>[] };
+        resolve(answer.items.map((it) => Object.values(it)[0]!.status));
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(buf);
+  });
+}
+
+function peakRss(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m![1]) * 1024;
+}
+
+function resetPeak(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
+async function perShard(url: string): Promise<number[]> {
+  const res = await fetch(`${url}/status`);
+  const st = (await res.json()) as { per_shard: { fractions: { docs: number }[] }[] };
+  return st.per_shard.map((s) => s.fractions.reduce((a, f) => a + f.docs, 0));
+}
+
+describe('memory under large bulks', () => {
+  it('one big bulk uses every shard; big bulks in a row and at once stay under 600 MiB peak', { timeout: 240_000 }, async () => {
+    // Default limits, frac_size and auto mapping; two shards whatever the machine's CPU count.
+    const ls = await start({ storage: { shards: 2 } });
+    const pid = ls.child.pid!;
+    const big = body(30);
+    const peaks: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      resetPeak(pid);
+      const statuses = await sendBulk(ls.url, big.buf, '?filter_path=errors,items.*.error,items.*.status');
+      expect(statuses.length).toBe(big.docs);
+      expect(statuses.every((s) => s === 201)).toBe(true);
+      peaks.push(peakRss(pid));
+      if (i === 0) {
+        const shards = await perShard(ls.url);
+        expect(shards.reduce((a, b) => a + b, 0)).toBe(big.docs);
+        // Spread over both shards (batches go to the least busy one), not all on one.
+        for (const n of shards) expect(n).toBeGreaterThan(big.docs * 0.2);
+      }
+    }
+    resetPeak(pid);
+    const small = body(10);
+    const all = await Promise.all([0, 1, 2].map(() => sendBulk(ls.url, small.buf)));
+    for (const statuses of all) expect(statuses.filter((s) => s === 201).length).toBe(small.docs);
+    peaks.push(peakRss(pid));
+    for (const p of peaks) expect(p).toBeLessThan(600 * MiB);
+    // No growth from one big bulk to the next beyond noise.
+    expect(peaks[1]!).toBeLessThan(peaks[0]! * 1.3 + 50 * MiB);
+    const total = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: '*' }, size: 0 });
+    expect(total.body.total).toBe(2 * big.docs + 3 * small.docs);
+  });
+
+  it('past limits.bulk_memory answers 429 per item, stores none of those, and loses no acknowledged one to kill -9', { timeout: 120_000 }, async () => {
+    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '1MB' } });
+    const bodies = [0, 1, 2, 3].map((k) => body(2, k * 1_000_000));
+    const answers = await Promise.all(bodies.map((b) => sendBulk(ls.url, b.buf)));
+    const acked: number[] = [];
+    const rejected: number[] = [];
+    answers.forEach((statuses, k) => statuses.forEach((s, i) => {
+      expect([201, 429]).toContain(s);
+      (s === 201 ? acked : rejected).push(k * 1_000_000 + i);
+    }));
+    expect(acked.length).toBeGreaterThan(0);
+    expect(rejected.length).toBeGreaterThan(0);
+    await ls.kill9();
+    await ls.restart();
+    const res = await fetch(`${ls.url}/export`, { method: 'POST', body: JSON.stringify({ query: { query: '*' } }) });
+    const seqs = new Set((await res.text()).split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { data: { seq: number } }).data.seq));
+    expect(acked.filter((s) => !seqs.has(s))).toEqual([]);
+    expect(rejected.filter((s) => seqs.has(s))).toEqual([]);
+    expect(seqs.size).toBe(acked.length);
+  });
+});
