@@ -1,10 +1,12 @@
 // The explorer's page: query bar and time range, histogram, results; the whole view is kept in the URL.
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, call, type Field, type Limits } from './api';
+import { ApiError, call, type Field, type Limits, type UiEvent } from './api';
+import { ContextView } from './context-view';
+import { FieldSidebar } from './field-sidebar';
 import { Histogram } from './histogram';
 import { QueryEditor, type QueryError, type ValueSuggestions } from './query-editor';
 import { ResultsTable } from './results-table';
-import { quoteValue } from './seql';
+import { addTerm, quoteValue } from './seql';
 import { useTheme } from './theme';
 import { TimePicker } from './time-picker';
 import { resolve } from './time';
@@ -29,6 +31,8 @@ export function App() {
   const [limits, setLimits] = useState<Limits | null>(null);
   const [tick, setTick] = useState(0);
   const [metaError, setMetaError] = useState<string | null>(null);
+  const [fieldsOpen, setFieldsOpen] = useState(false);
+  const [contextOf, setContextOf] = useState<UiEvent | null>(null);
 
   const setView = useCallback((next: ViewState, replace = false) => {
     setViewState(next);
@@ -77,6 +81,16 @@ export function App() {
     return { values, capped: a.buckets_total > a.buckets.length };
   }, [view.range]);
 
+  /** Adds a condition from the sidebar and runs the query. */
+  const filter = (field: string, value: string, negate: boolean) => {
+    const q = addTerm(view.q, field, value, negate);
+    setDraft(q);
+    setFieldsOpen(false);
+    setView({ ...view, q });
+  };
+
+  const toggleColumn = (field: string) => setView({ ...view, cols: view.cols.includes(field) ? view.cols.filter((c) => c !== field) : [...view.cols, field] }, true);
+
   const queryError = errorOf(s.error);
   const otherError = s.error && !queryError ? s.error : null;
 
@@ -103,6 +117,7 @@ export function App() {
         </div>
       )}
       <div className="summary" data-testid="summary" aria-live="polite">
+        <button type="button" className="fields-btn" aria-expanded={fieldsOpen} onClick={() => setFieldsOpen(!fieldsOpen)}>Fields</button>
         {s.loading ? 'Searching…' : s.error ? (queryError ? 'The query was not run: fix it at the marked position.' : 'The search failed.') : (
           <>
             <strong data-testid="total">{s.total.toLocaleString('en-US')}</strong> matches
@@ -117,12 +132,20 @@ export function App() {
           onZoom={(from, to) => setView({ ...view, range: { rel: null, from, to } })} />
       )}
       <main className="body">
+        <FieldSidebar fields={fields} query={view.q} from={s.from} to={s.to} columns={view.cols} onToggleColumn={toggleColumn} onFilter={filter}
+          open={fieldsOpen} onClose={() => setFieldsOpen(false)} />
         <section className="results-pane" aria-label="Results">
-          <ResultsTable events={s.events} columns={view.cols} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) })}
+          <ResultsTable events={s.events} columns={view.cols} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
             onNearEnd={s.loadMore}
+            renderDetail={(e) => (
+              <div className="r-actions">
+                <button type="button" data-testid="show-context" onClick={() => setContextOf(e)}>Show context</button>
+              </div>
+            )}
             footer={s.loadingMore ? <div className="r-foot">Loading more…</div> : !s.loading && s.events.length === 0 && !s.error ? <div className="r-empty" data-testid="no-results">No documents match this query in this time range.</div> : null} />
         </section>
       </main>
+      {contextOf && <ContextView event={contextOf} fieldNames={fields.map((f) => f.name)} onClose={() => setContextOf(null)} />}
     </div>
   );
 }
