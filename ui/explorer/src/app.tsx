@@ -1,7 +1,10 @@
 // The explorer's page: query bar and time range, histogram, results; the whole view is kept in the URL.
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, call, type Field, type Limits, type UiEvent } from './api';
+import { AggsPanel } from './aggs-panel';
 import { ContextView } from './context-view';
+import { ExportDialog } from './export-dialog';
+import { SavedQueries } from './saved-queries';
 import { FieldSidebar } from './field-sidebar';
 import { Histogram } from './histogram';
 import { QueryEditor, type QueryError, type ValueSuggestions } from './query-editor';
@@ -10,8 +13,9 @@ import { addTerm, quoteValue } from './seql';
 import { useTheme } from './theme';
 import { TimePicker } from './time-picker';
 import { resolve } from './time';
-import { readUrl, writeUrl, type ViewState } from './url-state';
+import { readUrl, toSearch, writeUrl, type ViewState } from './url-state';
 import { useSearch } from './use-search';
+import { useTail } from './use-tail';
 
 /** Values offered when completing `field:`; the server keeps the most frequent ones. */
 const SUGGEST_SIZE = 50;
@@ -33,6 +37,7 @@ export function App() {
   const [metaError, setMetaError] = useState<string | null>(null);
   const [fieldsOpen, setFieldsOpen] = useState(false);
   const [contextOf, setContextOf] = useState<UiEvent | null>(null);
+  const [dialog, setDialog] = useState<'export' | 'saved' | null>(null);
 
   const setView = useCallback((next: ViewState, replace = false) => {
     setViewState(next);
@@ -65,6 +70,7 @@ export function App() {
   const pageSize = Math.min(1000, limits?.max_search_limit ?? 1000);
   const maxTotal = limits?.max_search_total_limit ?? 100_000;
   const s = useSearch(view.q, view.range, pageSize, maxTotal, tick, limits !== null);
+  const tail = useTail(view.q, view.live && !errorOf(s.error));
 
   const runQuery = (q: string) => {
     if (q === view.q) setTick((t) => t + 1);
@@ -118,6 +124,9 @@ export function App() {
       )}
       <div className="summary" data-testid="summary" aria-live="polite">
         <button type="button" className="fields-btn" aria-expanded={fieldsOpen} onClick={() => setFieldsOpen(!fieldsOpen)}>Fields</button>
+        {view.live && !s.error && (
+          <span className="live-note" data-testid="live-status">Live: <strong data-testid="live-count">{tail.events.length.toLocaleString('en-US')}</strong> new · {tail.status === 'error' ? <span className="bad">{tail.error}</span> : tail.status} ·{' '}</span>
+        )}
         {s.loading ? 'Searching…' : s.error ? (queryError ? 'The query was not run: fix it at the marked position.' : 'The search failed.') : (
           <>
             <strong data-testid="total">{s.total.toLocaleString('en-US')}</strong> matches
@@ -126,6 +135,15 @@ export function App() {
             {s.partial && <span className="badge warn"> partial: a store did not answer</span>}
           </>
         )}
+        <div className="tabs" role="tablist" aria-label="View">
+          <button type="button" role="tab" aria-selected={view.tab === 'events'} onClick={() => setView({ ...view, tab: 'events' })}>Events</button>
+          <button type="button" role="tab" aria-selected={view.tab === 'aggs'} data-testid="tab-aggs" onClick={() => setView({ ...view, tab: 'aggs', live: false })}>Aggregations</button>
+        </div>
+        <div className="tools">
+          <button type="button" data-testid="live" className={view.live ? 'live-on' : undefined} aria-pressed={view.live} onClick={() => setView({ ...view, live: !view.live, tab: 'events' })}>{view.live ? '■ Stop live' : '▶ Live'}</button>
+          <button type="button" data-testid="export-open" onClick={() => setDialog('export')}>Export</button>
+          <button type="button" data-testid="saved-open" onClick={() => setDialog('saved')}>Saved</button>
+        </div>
       </div>
       {s.from && !s.error && (
         <Histogram buckets={s.buckets} from={s.from} to={s.to} interval={s.interval} scheme={theme.scheme}
@@ -134,17 +152,35 @@ export function App() {
       <main className="body">
         <FieldSidebar fields={fields} query={view.q} from={s.from} to={s.to} columns={view.cols} onToggleColumn={toggleColumn} onFilter={filter}
           open={fieldsOpen} onClose={() => setFieldsOpen(false)} />
+        {view.tab === 'aggs' ? (
+          <AggsPanel form={view.agg} onForm={(agg) => setView({ ...view, agg }, true)} fields={fields} query={view.q} from={s.from} to={s.to} scheme={theme.scheme} />
+        ) : (
         <section className="results-pane" aria-label="Results">
-          <ResultsTable events={s.events} columns={view.cols} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
-            onNearEnd={s.loadMore}
+          <ResultsTable key={view.live ? 'live' : 'search'} events={view.live ? tail.events : s.events} columns={view.cols} follow={view.live} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
+            onNearEnd={view.live ? undefined : s.loadMore}
             renderDetail={(e) => (
               <div className="r-actions">
                 <button type="button" data-testid="show-context" onClick={() => setContextOf(e)}>Show context</button>
               </div>
             )}
-            footer={s.loadingMore ? <div className="r-foot">Loading more…</div> : !s.loading && s.events.length === 0 && !s.error ? <div className="r-empty" data-testid="no-results">No documents match this query in this time range.</div> : null} />
+            footer={view.live
+              ? (tail.events.length === 0 ? <div className="r-empty" data-testid="live-waiting">Waiting for new documents that match the query…</div> : null)
+              : s.loadingMore ? <div className="r-foot">Loading more…</div> : !s.loading && s.events.length === 0 && !s.error ? <div className="r-empty" data-testid="no-results">No documents match this query in this time range.</div> : null} />
         </section>
+        )}
       </main>
+      {dialog === 'export' && (
+        <ExportDialog query={view.q} from={s.from} to={s.to} total={s.total} maxExport={limits?.max_export_limit ?? 100_000} columns={view.cols}
+          fieldNames={fields.map((f) => f.name)} onClose={() => setDialog(null)} />
+      )}
+      {dialog === 'saved' && (
+        <SavedQueries search={toSearch(view)} query={view.q} onClose={() => setDialog(null)} onOpen={(search) => {
+          const v = readUrl(search);
+          setDialog(null);
+          setDraft(v.q);
+          setView(v);
+        }} />
+      )}
       {contextOf && <ContextView event={contextOf} fieldNames={fields.map((f) => f.name)} onClose={() => setContextOf(null)} />}
     </div>
   );

@@ -63,6 +63,8 @@ export function ResultsTable(props: ResultsTableProps) {
   const [open, setOpen] = useState<Set<string>>(() => new Set());
   const [heights, setHeights] = useState<Map<string, number>>(() => new Map());
   const atBottom = useRef(true);
+  /** Tail: rows that arrived while the user was scrolled up. */
+  const [seen, setSeen] = useState(0);
   const { events } = props;
 
   // Offsets of each row's top (opened rows take their measured height) and the total height.
@@ -91,8 +93,12 @@ export function ResultsTable(props: ResultsTableProps) {
   // Tail: new rows below keep the bottom in view only if it was in view; otherwise the scroll position stays.
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (props.follow && el && atBottom.current) el.scrollTop = el.scrollHeight;
+    if (props.follow && el && atBottom.current) {
+      el.scrollTop = el.scrollHeight;
+      setSeen(events.length);
+    }
   }, [events, props.follow]);
+  const unseen = props.follow ? Math.max(0, events.length - seen) : 0;
 
   useEffect(() => {
     if (events.length === 0) {
@@ -162,10 +168,16 @@ export function ResultsTable(props: ResultsTableProps) {
       <div className="r-scroll" ref={scroller} data-testid="results-scroll" onScroll={(ev) => {
         const el = ev.currentTarget;
         atBottom.current = el.scrollTop + el.clientHeight >= el.scrollHeight - ROW_HEIGHT;
+        if (atBottom.current) setSeen(events.length);
         setScrollTop(el.scrollTop);
       }}>
         <div className="r-space" style={{ height: total }}>{rows}</div>
         {props.footer}
+        {unseen > 0 && (
+          <button type="button" className="new-rows" data-testid="new-rows" onClick={() => scroller.current?.scrollTo({ top: scroller.current.scrollHeight })}>
+            {unseen.toLocaleString('en-US')} new ↓
+          </button>
+        )}
       </div>
     </div>
   );

@@ -1,5 +1,5 @@
 // Light and dark themes: the system setting unless the user picked one (kept in localStorage); charts re-read colours on a change.
-import { useEffect, useState } from 'react';
+import { useEffect, useLayoutEffect, useState } from 'react';
 
 export type ThemeChoice = 'system' | 'light' | 'dark';
 
@@ -22,7 +22,8 @@ export function useTheme(): { choice: ThemeChoice; scheme: 'light' | 'dark'; set
     return () => mq.removeEventListener('change', onChange);
   }, []);
   const scheme = choice === 'system' ? (systemDark ? 'dark' : 'light') : choice;
-  useEffect(() => {
+  // A layout effect: set before the charts' effects read the colours.
+  useLayoutEffect(() => {
     document.documentElement.dataset['theme'] = scheme;
   }, [scheme]);
   const setChoice = (c: ThemeChoice) => {

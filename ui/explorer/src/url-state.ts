@@ -9,6 +9,8 @@ export interface ViewState {
   cols: string[];
   tab: 'events' | 'aggs';
   agg: AggForm;
+  /** Live tail instead of the search's results. */
+  live: boolean;
 }
 
 export const DEFAULT_AGG: AggForm = { func: 'count', field: '', group_by: '', quantiles: '0.5,0.95,0.99', interval: '' };
@@ -27,6 +29,7 @@ export function readUrl(search = window.location.search): ViewState {
       func: p.get('af') ?? DEFAULT_AGG.func, field: p.get('afield') ?? '', group_by: p.get('agroup') ?? '',
       quantiles: p.get('aq') ?? DEFAULT_AGG.quantiles, interval: p.get('aint') ?? '',
     },
+    live: p.get('live') === '1',
   };
 }
 
@@ -47,6 +50,7 @@ export function toSearch(s: ViewState): string {
     if (s.agg.func === 'quantile') p.set('aq', s.agg.quantiles);
     if (s.agg.interval) p.set('aint', s.agg.interval);
   }
+  if (s.live) p.set('live', '1');
   return `?${p.toString()}`;
 }
 
