@@ -156,7 +156,7 @@ export function App() {
           <AggsPanel form={view.agg} onForm={(agg) => setView({ ...view, agg }, true)} fields={fields} query={view.q} from={s.from} to={s.to} scheme={theme.scheme} />
         ) : (
         <section className="results-pane" aria-label="Results">
-          <ResultsTable key={view.live ? 'live' : 'search'} events={view.live ? tail.events : s.events} columns={view.cols} follow={view.live} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
+          <ResultsTable key={view.live ? 'live' : 'search'} events={view.live ? tail.events : s.events} columns={view.cols} follow={view.live} dropped={tail.dropped} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
             onNearEnd={view.live ? undefined : s.loadMore}
             renderDetail={(e) => (
               <div className="r-actions">

@@ -15,6 +15,8 @@ export interface ResultsTableProps {
   onNearEnd?: () => void;
   /** Tail mode: stay at the bottom as rows arrive, unless the user scrolled up. */
   follow?: boolean;
+  /** Tail mode: rows dropped from the top so far (the view moves up by as much, to stay on the same rows). */
+  dropped?: number;
   /** What an opened row shows under its JSON (context, filter buttons). */
   renderDetail?: (e: UiEvent) => ReactNode;
   footer?: ReactNode;
@@ -99,6 +101,17 @@ export function ResultsTable(props: ResultsTableProps) {
     }
   }, [events, props.follow]);
   const unseen = props.follow ? Math.max(0, events.length - seen) : 0;
+
+  const droppedBefore = useRef(props.dropped ?? 0);
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    const delta = (props.dropped ?? 0) - droppedBefore.current;
+    droppedBefore.current = props.dropped ?? 0;
+    if (el && delta > 0 && !atBottom.current) {
+      el.scrollTop = Math.max(0, el.scrollTop - delta * ROW_HEIGHT);
+      setSeen((n) => Math.max(0, n - delta));
+    }
+  }, [props.dropped]);
 
   useEffect(() => {
     if (events.length === 0) {
