@@ -127,3 +127,18 @@ export async function shootBoth(page: Page, name: string): Promise<void> {
   }
   await page.setViewportSize(DESKTOP);
 }
+
+/** What the explorer's test modules share: one environment for the whole file. */
+export interface ExplorerShared { env: ExplorerEnv }
+
+export const between = (from: string, to: string) => (d: Doc) => d.timestamp >= from && d.timestamp <= to;
+export const total = async (page: Page) => Number((await page.getByTestId('total').textContent())!.replace(/,/g, ''));
+export const rowsInDom = (page: Page) => page.getByTestId('result-row').count();
+
+/** Types a query into the editor (replacing what is there) and runs it with Enter. */
+export async function runQuery(page: Page, q: string): Promise<void> {
+  const input = page.getByTestId('query-input');
+  await input.fill(q);
+  await input.press('Escape');
+  await searched(page, () => input.press('Enter'));
+}
