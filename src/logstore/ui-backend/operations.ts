@@ -66,12 +66,21 @@ export async function event(env: UiEnv, id: string): Promise<{ event: UiEvent }>
   return { event: eventOf(docs[0]) };
 }
 
+/** Buckets by value, largest first (then key), at most `size` of them; buckets_total says how many there were. */
+function topBuckets<T extends { buckets: { key: string; value: number }[] }>(a: T, size: number): T & { buckets_total: number } {
+  const sorted = [...a.buckets].sort((x, y) => y.value - x.value || (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+  return { ...a, buckets: sorted.slice(0, size), buckets_total: a.buckets.length };
+}
+
 export async function aggregation(env: UiEnv, body: Body) {
   const query = queryOf(body);
   const aggs = aggsOf(body.aggregations, env.limits);
   if (!aggs.length) throw badRequest('aggregations must list at least one {field, func}', { field: 'aggregations' });
+  const size = body.size === undefined || body.size === null ? null : intOf(body.size, 'size', 0);
+  if (size === 0) throw badRequest('size must be a positive integer (the most buckets kept per aggregation)', { field: 'size' });
   const r = await env.client.aggregation(query, aggs.map((a) => ({ ...a, interval: '' })));
-  return { total: r.total, aggregations: aggregationsOf(r.aggs), ...partial(r.error, r.partial_response) };
+  const out = aggregationsOf(r.aggs);
+  return { total: r.total, aggregations: size === null ? out : out.map((a) => topBuckets(a, size)), ...partial(r.error, r.partial_response) };
 }
 
 /** Time series: per aggregation, one series per group (key) of points {ts, value}, in time order. */

@@ -128,6 +128,19 @@ describe('aggregations, histogram, context, status', () => {
     expect(r.body.aggregations[2].buckets[0].quantiles).toEqual([rank(0.5), rank(0.9)]);
   });
 
+  it('POST /aggregation with size: the largest buckets only, and how many there were (value completion, top values)', async () => {
+    const r = await api(ui, 'POST', '/aggregation', { query: '*', from: FROM, to: TO, size: 5, aggregations: [{ field: 'latency', func: 'count' }] });
+    expect(r.status).toBe(200);
+    const counts = new Map<string, number>();
+    for (const d of docs) counts.set(d.latency, (counts.get(d.latency) ?? 0) + 1);
+    const expected = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 5);
+    expect(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value])).toEqual(expected);
+    expect(r.body.aggregations[0].buckets_total).toBe(counts.size);
+    const bad = await api(ui, 'POST', '/aggregation', { query: '*', size: 0, aggregations: [{ field: 'latency', func: 'count' }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('size');
+  });
+
   it('POST /aggregation_ts: one series per group, points summing to the counts', async () => {
     const r = await api(ui, 'POST', '/aggregation_ts', { query: '*', from: FROM, to: TO, interval: '10m', aggregations: [{ field: 'level', func: 'count' }] });
     expect(r.status).toBe(200);

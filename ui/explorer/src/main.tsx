@@ -1,0 +1,6 @@
+// Entry point of the log explorer: mounts the app.
+import { createRoot } from 'react-dom/client';
+import { App } from './app';
+import './styles.css';
+
+createRoot(document.getElementById('root')!).render(<App />);
