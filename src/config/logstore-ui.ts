@@ -1,8 +1,7 @@
 // The log-store UI backend's YAML configuration (`tidepool logstore-ui --config ui.yaml`): schema, defaults, load().
-import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseAddr } from './logstore.js';
-import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
+import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
 
 export const logstoreUiShape = {
   server: t.section({
@@ -87,13 +86,5 @@ export function parseLogstoreUiConfig(text: string): { config: LogstoreUiConfig;
 
 /** Reads and validates a config file; throws LogstoreUiConfigError listing every problem. */
 export function loadLogstoreUiConfig(file: string): LogstoreUiConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new LogstoreUiConfigError(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
-  }
-  const { config, problems } = parseLogstoreUiConfig(text);
-  if (problems.length) throw new LogstoreUiConfigError(file, problems);
-  return config;
+  return loadConfigFile(file, parseLogstoreUiConfig, (f, problems) => new LogstoreUiConfigError(f, problems));
 }

@@ -1,8 +1,7 @@
 // The log store's YAML configuration: schema with defaults, load() -> frozen typed config.
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parse as parseYaml } from 'yaml';
-import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
+import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
 
 export const LOGSTORE_MODES = ['single', 'proxy', 'store', 'ingestor'] as const;
 export type LogstoreMode = (typeof LOGSTORE_MODES)[number];
@@ -106,13 +105,5 @@ export function parseLogstoreConfig(text: string): { config: LogstoreConfig; pro
 
 /** Reads and validates a config file; throws LogstoreConfigError listing every problem. */
 export function loadLogstoreConfig(file: string): LogstoreConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new LogstoreConfigError(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
-  }
-  const { config, problems } = parseLogstoreConfig(text);
-  if (problems.length) throw new LogstoreConfigError(file, problems);
-  return config;
+  return loadConfigFile(file, parseLogstoreConfig, (f, problems) => new LogstoreConfigError(f, problems));
 }

@@ -1,8 +1,7 @@
 // The pooler's TOML configuration: schema with defaults, load() -> frozen typed config.
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parse as parseToml } from 'smol-toml';
-import { type InferShape, type Problem, t, validate, formatProblem } from './schema.js';
+import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
 
 export const POOL_MODES = ['transaction', 'session'] as const;
 export type PoolMode = (typeof POOL_MODES)[number];
@@ -250,15 +249,7 @@ export function parsePoolerConfig(text: string): { config: PoolerConfig; problem
 
 /** Reads and validates a config file; throws ConfigError listing every problem. */
 export function loadPoolerConfig(file: string): PoolerConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
-  }
-  const { config, problems } = parsePoolerConfig(text);
-  if (problems.length) throw new ConfigError(file, problems);
-  return config;
+  return loadConfigFile(file, parsePoolerConfig, (f, problems) => new ConfigError(f, problems));
 }
 
 /** Effective pool mode of a user in a pool. */

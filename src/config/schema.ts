@@ -1,4 +1,5 @@
 // A small typed schema for config files: validates, fills defaults, freezes, and derives the TS types.
+import { readFileSync } from 'node:fs';
 import { parseDuration, parseSize } from './units.js';
 
 export interface Problem { path: string; expected: string; found: string; hint?: string }
@@ -173,4 +174,24 @@ export function describeShape(shape: Shape, prefix = ''): { key: string; default
     else if (node.kind === 'section') rows.push(...describeShape(node.shape, p));
   }
   return rows;
+}
+
+/**
+ * Reads a config file and parses it with `parse`; throws `fail(file, problems)` listing every problem (an unreadable
+ * file is one problem at `(file)`). Each program's loader is this with its own parser and error class.
+ */
+export function loadConfigFile<C>(
+  file: string,
+  parse: (text: string) => { config: C; problems: Problem[] },
+  fail: (file: string, problems: Problem[]) => Error,
+): C {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw fail(file, [{ path: '(file)', expected: 'a readable file', found: (err as Error).message }]);
+  }
+  const { config, problems } = parse(text);
+  if (problems.length) throw fail(file, problems);
+  return config;
 }
