@@ -1,7 +1,7 @@
 // The log-store UI backend's YAML configuration (`tidepool logstore-ui --config ui.yaml`): schema, defaults, load().
-import { parse as parseYaml } from 'yaml';
 import { parseAddr } from './logstore.js';
 import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
+import { readYamlMapping } from './yaml-mapping.js';
 
 export const logstoreUiShape = {
   server: t.section({
@@ -60,17 +60,9 @@ export class LogstoreUiConfigError extends Error {
 
 /** Parses and validates YAML text; every problem names its key. */
 export function parseLogstoreUiConfig(text: string): { config: LogstoreUiConfig; problems: Problem[] } {
-  let raw: unknown;
-  try {
-    raw = parseYaml(text) ?? {};
-  } catch (err) {
-    const e = err as Error & { linePos?: { line: number; col: number }[] };
-    const at = e.linePos?.[0];
-    return { config: validate(logstoreUiShape, {}).value, problems: [{ path: at ? `line ${at.line}, column ${at.col}` : '(file)', expected: 'valid YAML', found: e.message.split('\n')[0] ?? 'a syntax error' }] };
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { config: validate(logstoreUiShape, {}).value, problems: [{ path: '(file)', expected: 'a YAML mapping of sections (server, clients, handlers)', found: Array.isArray(raw) ? 'a list' : String(raw) }] };
-  }
+  const read = readYamlMapping(text, 'server, clients, handlers');
+  if ('problem' in read) return { config: validate(logstoreUiShape, {}).value, problems: [read.problem] };
+  const raw = read.raw;
   const { value, problems } = validate(logstoreUiShape, raw);
   for (const key of ['http_addr', 'grpc_addr', 'debug_addr'] as const) {
     if (!parseAddr(value.server[key])) problems.push({ path: `server.${key}`, expected: '"<host>:<port>" or ":<port>"', found: JSON.stringify(value.server[key]) });

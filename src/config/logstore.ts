@@ -1,7 +1,7 @@
 // The log store's YAML configuration: schema with defaults, load() -> frozen typed config.
 import os from 'node:os';
-import { parse as parseYaml } from 'yaml';
 import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
+import { readYamlMapping } from './yaml-mapping.js';
 
 export const LOGSTORE_MODES = ['single', 'proxy', 'store', 'ingestor'] as const;
 export type LogstoreMode = (typeof LOGSTORE_MODES)[number];
@@ -71,17 +71,9 @@ export function parseAddr(addr: string): { host: string; port: number } | null {
 
 /** Parses and validates YAML text; every problem names its key. */
 export function parseLogstoreConfig(text: string): { config: LogstoreConfig; problems: Problem[] } {
-  let raw: unknown;
-  try {
-    raw = parseYaml(text) ?? {};
-  } catch (err) {
-    const e = err as Error & { linePos?: { line: number; col: number }[] };
-    const at = e.linePos?.[0];
-    return { config: validate(logstoreShape, {}).value, problems: [{ path: at ? `line ${at.line}, column ${at.col}` : '(file)', expected: 'valid YAML', found: e.message.split('\n')[0] ?? 'a syntax error' }] };
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { config: validate(logstoreShape, {}).value, problems: [{ path: '(file)', expected: 'a YAML mapping of sections (server, storage, mapping, limits)', found: Array.isArray(raw) ? 'a list' : String(raw) }] };
-  }
+  const read = readYamlMapping(text, 'server, storage, mapping, limits');
+  if ('problem' in read) return { config: validate(logstoreShape, {}).value, problems: [read.problem] };
+  const raw = read.raw;
   // An empty YAML section ("limits:" with nothing under it) reads as null: it means "all defaults".
   const input: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   for (const [k, v] of Object.entries(input)) if (v === null && k in logstoreShape) input[k] = {};
