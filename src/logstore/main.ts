@@ -16,6 +16,7 @@ import { LogstoreMetrics } from './http/metrics.js';
 import { createApiServer, createDebugServer } from './http/server.js';
 import { MappingError, loadMapping } from './mapping.js';
 import { Store } from './store.js';
+import { runUntilSignal } from '../shared/run-until-signal.js';
 
 function listen(server: http.Server, addr: string): Promise<string> {
   const { host, port } = parseAddr(addr)!;
@@ -167,16 +168,6 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
   process.stdout.write(running.mode === 'store'
     ? `tidepool logstore (store mode) listening on grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`
     : `tidepool logstore listening on http ${running.httpAddr}, debug ${running.debugAddr}, grpc ${running.grpcAddr} (${running.mode} mode)\n`);
-  await new Promise<void>((resolve) => {
-    const stop = (sig: string) => {
-      hub.get('logstore').info({ signal: sig }, 'shutting down');
-      running.close().then(resolve, (err: Error) => {
-        hub.get('logstore').error({ err }, 'shutdown failed');
-        resolve();
-      });
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  await runUntilSignal(() => running.close(), hub.get('logstore'));
   return 0;
 }

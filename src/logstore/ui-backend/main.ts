@@ -11,6 +11,7 @@ import { uiGrpcHandlers, uiService } from './grpc-service.js';
 import { LogstoreClient } from './logstore-client.js';
 import { UiMetrics } from './metrics.js';
 import { SavedQueries } from './saved-queries.js';
+import { runUntilSignal } from '../../shared/run-until-signal.js';
 
 export const DEFAULT_EXPLORER_DIR = path.join(packageRoot, 'ui', 'dist', 'explorer');
 
@@ -103,16 +104,6 @@ export async function runLogstoreUi(flags: Map<string, string | true>): Promise<
   const hub = new LogHub({ level: config.log.level, format: config.log.format });
   const running = await startUi(config, hub);
   process.stdout.write(`tidepool logstore-ui listening on http ${running.httpAddr}, grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = (sig: string) => {
-      hub.get('logstore::ui').info({ signal: sig }, 'shutting down');
-      running.close().then(resolve, (err: Error) => {
-        hub.get('logstore::ui').error({ err }, 'shutdown failed');
-        resolve();
-      });
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-  });
+  await runUntilSignal(() => running.close(), hub.get('logstore::ui'));
   return 0;
 }
