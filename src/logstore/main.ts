@@ -16,7 +16,7 @@ import { LogstoreMetrics } from './http/metrics.js';
 import { createApiServer, createDebugServer } from './http/server.js';
 import { MappingError, loadMapping } from './mapping.js';
 import { Store } from './store.js';
-import { runUntilSignal } from '../shared/run-until-signal.js';
+import { runUntilSignal } from './run-until-signal.js';
 
 function listen(server: http.Server, addr: string): Promise<string> {
   const { host, port } = parseAddr(addr)!;

@@ -11,7 +11,7 @@ import { uiGrpcHandlers, uiService } from './grpc-service.js';
 import { LogstoreClient } from './logstore-client.js';
 import { UiMetrics } from './metrics.js';
 import { SavedQueries } from './saved-queries.js';
-import { runUntilSignal } from '../../shared/run-until-signal.js';
+import { runUntilSignal } from '../run-until-signal.js';
 
 export const DEFAULT_EXPLORER_DIR = path.join(packageRoot, 'ui', 'dist', 'explorer');
 

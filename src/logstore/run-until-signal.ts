@@ -1,4 +1,4 @@
-// Keeps a server process running until SIGTERM or SIGINT, then closes it once and resolves (a failed close is logged).
+// Keeps a log-store process (single, proxy, store, or the UI backend) running until SIGTERM or SIGINT, then closes it once (a failed close is logged).
 import type { Logger } from 'pino';
 
 export function runUntilSignal(close: () => Promise<void>, log: Logger): Promise<void> {
