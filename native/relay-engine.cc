@@ -281,6 +281,7 @@ void Relay::Destroy(Endpoint* ep) {
   ep->out.clear();
   ep->outOff = 0;
   ep->pendingIn.clear();
+  ep->pendingRaw = 0;
   uv_close(reinterpret_cast<uv_handle_t*>(&ep->poll), [](uv_handle_t* h) {
     auto* e = static_cast<Endpoint*>(h->data);
     close(e->closedFd);
@@ -297,6 +298,7 @@ void Relay::CloseGracefully(Endpoint* ep) {
   ep->closing = true;
   ep->stopped = false;
   ep->pendingIn.clear();
+  ep->pendingRaw = 0;
   if (ep->pendingOut() == 0) {
     shutdown(ep->fd, SHUT_WR);
     ep->shutDown = true;

@@ -81,6 +81,9 @@ struct Endpoint : Framing, TxCount {
   int closedFd = -1;
   // Client side.
   std::string pendingIn;   // bytes read while no server is linked
+  // The first bytes of pendingIn when the rewriter took the client over while it had no server: read before the
+  // rewriter's first message, they go to the server as they are at the link, ahead of anything the rewriter sends.
+  size_t pendingRaw = 0;
   bool needServerSent = false;
   bool transactionMode = true;
   // Between transactions but still linked: the pool had nobody waiting, so the pair was kept instead of

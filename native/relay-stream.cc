@@ -102,6 +102,7 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
     }
     c->parked = false;
     if (first) {
+      if (!c->peer) c->pendingRaw = c->pendingIn.size();
       c->interceptIn.append(reinterpret_cast<const char*>(buf + direct), cut - direct);
       if (c->peer && !c->peer->atBoundary()) {
         // Replies to earlier queries are coming in pieces: JavaScript may take over only at their next boundary.

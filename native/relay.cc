@@ -168,6 +168,13 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   uint8_t* table = nullptr;
   size_t tableLen = 0;
   if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &table, &tableLen)) c->lane.on = relay::LaneParseTable(table, tableLen, &c->lane.entries);
+  if (c->pendingRaw > 0) {
+    // Bytes from before the rewriter's first message: the server gets them first (JavaScript writes its own after).
+    s->bytesSent += c->pendingRaw;
+    r->Write(s, reinterpret_cast<const uint8_t*>(c->pendingIn.data()), c->pendingRaw);
+    c->pendingIn.erase(0, c->pendingRaw);
+    c->pendingRaw = 0;
+  }
   if (!c->pendingIn.empty() && c->intercept) {
     std::string pending;
     pending.swap(c->pendingIn);

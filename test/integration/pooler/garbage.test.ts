@@ -7,13 +7,15 @@ import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { mulberry32 } from '../../helpers/prng.js';
+import { RawConnection, describeMessage, type Message } from '../../helpers/raw-pg.js';
+import { wireMessage } from '../../helpers/wire.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { general: 'max_message_size = "64kB"' }));
+  tp = await startTestPooler(poolerToml(db, { general: 'max_message_size = "64kB"\nauth_type = "md5"' }));
 });
 
 afterAll(async () => {
@@ -74,6 +76,48 @@ describe('garbage after login', () => {
       expect((await c.query('select 42 as answer')).rows[0].answer).toBe(42);
     } finally {
       await c.end();
+    }
+  });
+});
+
+describe('bytes sent while waiting for a server', () => {
+  // A message type PostgreSQL refuses, then a Parse (the rewriter's first message), then a Sync, all sent while both
+  // servers are busy: the server must get them in that order. When the Parse and Sync overtook the refused message,
+  // PostgreSQL answered them with ReadyForQuery, the pair split as if the transaction had ended, and the FATAL that
+  // followed killed a server already back in the pool, under the next client's query.
+  it('reach the server in the order the client sent them', async () => {
+    const conf = { host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' };
+    const blockers = [new pg.Client(conf), new pg.Client(conf)];
+    const g = await RawConnection.connect(conf);
+    try {
+      for (const b of blockers) {
+        await b.connect();
+        await b.query('begin');
+      }
+      const refused = wireMessage('p', Buffer.from('not a password'));
+      const parse = wireMessage('P', Buffer.from([0x95, 0xe0, 0x67]));
+      for (const part of [refused, wireMessage('H', ''), parse, wireMessage('S', '')]) {
+        g.send(part);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      for (const b of blockers) await b.query('commit');
+      const got: Message[] = [];
+      for (;;) {
+        try {
+          got.push(await g.read(5000));
+        } catch {
+          break;
+        }
+      }
+      // PostgreSQL's FATAL for the refused type, or (when its close reset the connection before the pooler read the
+      // FATAL) the pooler's 08006; never the Parse's error or a ReadyForQuery, which only the reordered stream gets.
+      const seen = got.map(describeMessage);
+      expect(seen.length).toBeGreaterThan(0);
+      for (const m of seen) expect(m).toMatch(/^E (08P01 invalid frontend message type 112|08006 server connection lost)/);
+    } finally {
+      g.close();
+      for (const b of blockers) await b.end().catch(() => undefined);
     }
   });
 });

@@ -87,6 +87,29 @@ describe('the rewriter taking over a client mid-stream', () => {
     expect(wantCut.join('\n')).toContain('D ');
   });
 
+  it('a simple BEGIN pipelined ahead of an extended INSERT while the only server is busy runs first, as sent', async () => {
+    // Bytes before the rewriter's first message wait for the server with it: they must reach it first. (They came
+    // after the rewriter's own: the INSERT committed on its own and the ROLLBACK had nothing to undo.)
+    db.sql('CREATE TABLE IF NOT EXISTS divert_order (v int)', 'app');
+    const script = async (c: RawConnection): Promise<string[]> => {
+      c.send(msg.query('BEGIN'), msg.parse('', 'INSERT INTO divert_order VALUES ($1::int)', []), msg.bind('', ['7']), msg.execute(), msg.sync(), msg.query('ROLLBACK'));
+      const out = await readAll(c, 3);
+      c.send(msg.query('SELECT count(*) FROM divert_order'));
+      return [...out, ...(await readAll(c, 1))];
+    };
+    const want = await script(await connect(false));
+    const blocker = await connect();
+    blocker.send(msg.query('BEGIN'));
+    await blocker.readUntilReady();
+    const c = await connect();
+    const got = script(c);
+    await new Promise((r) => setTimeout(r, 100));
+    blocker.send(msg.query('COMMIT'));
+    await blocker.readUntilReady();
+    expect(await got).toEqual(want);
+    expect(want).toContain('D 0001000000013' + '0');
+  });
+
   it('SQL PREPARE after simple queries, in any case after whitespace, is re-created on the next server', async () => {
     const a = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
     await a.connect();
