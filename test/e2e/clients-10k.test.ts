@@ -225,7 +225,8 @@ describe('clients page with 10 000 clients', () => {
       await page.getByLabel('Per page').selectOption('200');
       await expect.poll(count, { timeout: 10_000 }).toBe(`1–200 of ${total.toLocaleString('en-US')}`);
     });
-    expect(await rowsOf(page, 'clients-table').count()).toBe(200);
+    // The pager's label follows the chosen page size at once; the rows come with the next answer.
+    await expect.poll(() => rowsOf(page, 'clients-table').count(), { timeout: 30_000 }).toBe(200);
     await step('filter application_name = load-7 (typed)', async () => {
       await page.getByLabel('Application').fill('load-7');
       await expect.poll(count, { timeout: 10_000 }).toBe(`1–200 of ${(CLIENTS / APPS).toLocaleString('en-US')}`);
