@@ -35,6 +35,11 @@ void Relay::OnReadable(Endpoint* ep) {
 }
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
+  if (c->pinMask != 0) {
+    // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
+    c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
+    if (c->pinned != 0 && (c->stateScan.flags & c->pinMask & ~c->pinned) != 0) ReportPin(c, c->peer);
+  }
   double now = 0;
   const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
@@ -123,6 +128,11 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   if (r.terminate) CloseClient(c, 1);
 }
 
+void Relay::ReportPin(Endpoint* c, Endpoint* s) {
+  c->pinned |= c->stateScan.flags & c->pinMask;
+  Emit(kPin, c->id, s ? s->id : 0, static_cast<int32_t>(c->pinned));
+}
+
 void Relay::ObserveHist(double* s, int off, double us) {
   double sec = us / 1e6;
   size_t nb = layout_.bounds.size();
@@ -197,6 +207,12 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             s->xacts += 1;
             s->queries += queries;
             c->xactOpen = false;
+            if (c->transactionMode && (c->stateScan.flags & c->pinMask) != 0) {
+              // Session state that must stay with this server: the pair is kept, as in session mode.
+              c->transactionMode = false;
+              c->parked = false;
+              ReportPin(c, s);
+            }
             const bool jsOwes = c->intercept && !(c->lane.on && c->lane.groups.empty() && handAt == SIZE_MAX && c->interceptIn.empty() && !c->dataQueued);
             if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !jsOwes) {
               if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;

@@ -14,6 +14,7 @@ import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } f
 import { PreparedPipe } from './prepared/pipe.js';
 import { tlsDescription, type ClientTls } from './tls/tls-settings.js';
 import { StatementRewriter } from './prepared/rewriter.js';
+import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
 
 let nextClientId = 1;
 
@@ -41,6 +42,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   server: ServerConnection | null = null;
   waitingSince = 0;
   cancelRequested = 0;
+  /** Transaction mode: the kinds of session state (session-state/state-scan.ts) that keep this client on its server;
+   * 0 while it is not pinned. */
+  pinnedKinds = 0;
   /** Peer address, kept: the native relay drops the socket object when it takes the descriptor. */
   readonly addr: string;
   /** The relay's side of this client after login; null before, for admin sessions, and once closed. */
@@ -157,6 +161,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.handOff();
   }
 
+
   private serveAdmin(): void {
     const rest = this.login.takeRest();
     this.adminFrames = new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete));
@@ -184,6 +189,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const pool = this.pool!;
     const maxMessageSize = this.core.config.general.max_message_size;
     const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login.takeRest() };
+    if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (pool.interner && pool.settings.mode === 'transaction') {
       // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
       const rewriter = new StatementRewriter(pool.interner, '');
@@ -219,6 +225,16 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       this.end = null;
       this.closeReason ||= reason;
       this.onClientClosed(clean);
+    },
+    onPin: (kinds) => {
+      const s = this.server;
+      if (!s || this.state === 'closed') return;
+      const was = this.pinnedKinds;
+      this.pinnedKinds |= kinds;
+      if (was === this.pinnedKinds) return;
+      this.pool!.pin(s);
+      this.core.events.add('client_pinned', `${this.database}/${this.user}`,
+        `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}) until it disconnects: ${stateKindNames(this.pinnedKinds)}`);
     },
     onBadLength: (length) => {
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
@@ -333,7 +349,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.handler = discardReads;
     if (wasWaiting) this.pool?.cancelWait(this);
     const s = this.server;
-    if (s) {
+    if (this.pinnedKinds !== 0) this.leavePinned(s, clean);
+    else if (s) {
       this.server = null;
       if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
       else this.pool!.release(s, clean);
@@ -341,6 +358,31 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.rewriter?.close();
     this.rewriter = null;
     this.core.unregisterClient(this);
+  }
+
+  /** The client of a pinned server left (session-state/pins.ts): the server is cleaned and pooled, or closed. */
+  private leavePinned(s: ServerConnection | null, clean: boolean): void {
+    const pool = this.pool!;
+    const where = `${this.database}/${this.user}`;
+    const kinds = stateKindNames(this.pinnedKinds);
+    this.server = null;
+    if (!s) {
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left after losing its pinned server (${kinds})`);
+      return;
+    }
+    const verdict = checkIn(this.pinnedKinds);
+    if (!clean) {
+      pool.unpin(s);
+      pool.release(s, false);
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left mid-transaction: server ${s.id} (backend pid ${s.backendPid}) closed (${kinds})`);
+    } else if (verdict.action === 'close') {
+      pool.retire(s, verdict.reason);
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left: server ${s.id} (backend pid ${s.backendPid}) closed, ${verdict.reason} (${kinds})`);
+    } else {
+      pool.unpin(s);
+      pool.resetAndRelease(s, verdict.query);
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left: server ${s.id} (backend pid ${s.backendPid}) cleaned with "${verdict.query}" (${kinds})`);
+    }
   }
 
   /** Admin KILL, shutdown: closes the connection with an error. */

@@ -44,6 +44,9 @@ export class Pool {
   /** Connects in flight that were granted from the reserve. */
   private connectingReserve = 0;
   readonly scaling: ScalingCounters = { creates: 0, gateWaits: 0, gateBudgetEx: 0, anticNotify: 0, anticTimeout: 0, createFallback: 0, replenishDef: 0 };
+  /** Servers pinned to their client (session state that cannot move, session-state/): outside pool_size, as a
+   * session-mode server is its client's, until the client leaves. */
+  pinned = 0;
   /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
   onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
 
@@ -190,7 +193,7 @@ export class Pool {
     s.owner = null;
     const now = Date.now();
     const waiting = !this.paused && this.waiting > 0;
-    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size > this.settings.poolSize || (s.reserve && !waiting)) {
+    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size - this.pinned > this.settings.poolSize || (s.reserve && !waiting)) {
       s.close(!reusable ? 'released in an unknown state' : s.closeOnRelease ? 'reconnect' : s.reserve ? 'reserve connection returned' : 'lifetime');
       this.forget(s);
       this.growForWaiters();
@@ -208,10 +211,36 @@ export class Pool {
     this.checkPaused();
   }
 
+  /** A transaction-mode client keeps `s` for good (session state that cannot move): the pool may open another in
+   * its place for the other clients. */
+  pin(s: ServerConnection): void {
+    if (s.pinned) return;
+    s.pinned = true;
+    this.pinned++;
+    this.growForWaiters();
+  }
+
+  /** Before a pinned server comes back (or when it is gone). */
+  unpin(s: ServerConnection): void {
+    if (!s.pinned) return;
+    s.pinned = false;
+    this.pinned--;
+  }
+
+  /** Closes a server a client leaves with state no query can undo (LOAD). */
+  retire(s: ServerConnection, reason: string): void {
+    s.owner = null;
+    this.unpin(s);
+    this.forget(s);
+    s.close(reason);
+    this.growForWaiters();
+    this.checkPaused();
+  }
+
   /** Session mode: the client left with its server between transactions. server_reset_query runs, then the
-   * server comes back (to be closed at release when the reset failed). */
-  resetAndRelease(s: ServerConnection): void {
-    const query = this.settings.resetQuery;
+   * server comes back (to be closed at release when the reset failed). Transaction mode: `query` cleans the session
+   * state a pinned client leaves (session-state/pins.ts). */
+  resetAndRelease(s: ServerConnection, query = this.settings.resetQuery): void {
     if (!query) return this.release(s, true);
     s.owner = null;
     s.state = 'used';
@@ -222,6 +251,7 @@ export class Pool {
   }
 
   private forget(s: ServerConnection): void {
+    this.unpin(s);
     this.servers.delete(s);
     const i = this.idle.indexOf(s);
     if (i >= 0) this.idle.splice(i, 1);
@@ -248,7 +278,7 @@ export class Pool {
   private growForWaiters(): void {
     if (this.paused || this.retired) return;
     while (this.demand > this.connecting) {
-      if (this.servers.size + this.connecting >= this.settings.poolSize) {
+      if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) {
         this.scaling.gateBudgetEx++;
         return;
       }

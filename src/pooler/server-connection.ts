@@ -29,6 +29,8 @@ export class ServerConnection {
   readonly tls: string;
   /** Opened from the database's reserve (coordinator.ts): closed when it comes back and nobody waits. */
   reserve = false;
+  /** Kept by one transaction-mode client for good (Pool.pin). */
+  pinned = false;
   /** Close instead of pooling at the next release (RECONNECT, lifetime, RELOAD). */
   closeOnRelease = false;
   /** Deadline for replacement: server_lifetime with jitter. */

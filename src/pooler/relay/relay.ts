@@ -48,6 +48,10 @@ export interface ClientEvents {
   onClose(reason: string, clean: boolean): void;
   /** A message length below 4 or above max_message_size: nothing of that read went on, and reads stopped. */
   onBadLength(length: number): void;
+  /** Transaction mode: the client's texts named session state of the kinds in ClientOptions.pinMask
+   * (session-state/state-scan.ts), and a transaction ended: the relay keeps the pair linked from now on, as in
+   * session mode, until the session unlinks it. Reported again with more kinds when the client names more. */
+  onPin(kinds: number): void;
 }
 
 /** What a server end reports to its connection. */
@@ -72,6 +76,9 @@ export interface ClientOptions {
   /** Transaction mode with prepared_statements: builds the interceptor the client's bytes and their replies go through
    * (JavaScript relay only: see relayFor). */
   intercept?: (sink: InterceptorSink) => MessageInterceptor;
+  /** Transaction mode: the kinds of session state (session-state/state-scan.ts StateKind) that pin the client to its
+   * server (see ClientEvents.onPin); 0 or absent: none. */
+  pinMask?: number;
 }
 
 /** Which relay carries a socket. */
