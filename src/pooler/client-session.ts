@@ -31,7 +31,10 @@ export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
 export class ClientSession implements ServerOwner, PoolWaiter {
   readonly id = nextClientId++;
   readonly connectedAt = Date.now();
-  readonly cancelPid: number;
+  /** The pid of the client's BackendKeyData: the pooler's client id in transaction mode; in session mode, the pid of
+   * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
+   * pooler's own either way: cancels come to the pooler, which forwards them with the server's key. */
+  cancelPid: number;
   readonly cancelSecret = randomBytesPooled(4);
   state: ClientState = 'startup';
   database = '';
@@ -155,12 +158,37 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       }
     }
     if (this.socket.destroyed) return;
+    if (!this.isAdmin && this.pool!.settings.mode === 'session') {
+      // The greeting waits for the server: its BackendKeyData carries that server's pid.
+      this.greeting = params;
+      this.core.registerClient(this);
+      this.state = 'waiting';
+      this.waitingSince = Date.now();
+      this.pool!.acquire(this);
+      return;
+    }
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.core.registerClient(this);
     if (this.isAdmin) return this.serveAdmin();
     this.handOff();
   }
 
+  /** Session mode: the ParameterStatus set of a login waiting for its server before the greeting. */
+  private greeting: ReadonlyMap<string, string> | null = null;
+
+  /** Session mode: the server for a login that waited for it; the greeting goes out with its pid, then the relay takes over. */
+  private greet(s: ServerConnection, params: ReadonlyMap<string, string>): void {
+    if (this.state === 'closed' || this.socket.destroyed) {
+      this.pool!.release(s, true);
+      return;
+    }
+    this.server = s;
+    s.owner = this;
+    this.state = 'active';
+    this.core.rekeyCancel(this, s.backendPid);
+    this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
+    this.handOff();
+  }
 
   private serveAdmin(): void {
     const rest = this.login.takeRest();
@@ -202,6 +230,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.end = end;
     this.socket.off('error', this.onSocketError);
     this.socket.off('close', this.onSocketClose);
+    // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
+    if (this.server) end.link(this.server.end, false);
   }
 
   // ---- relay reports ----
@@ -269,6 +299,11 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   /** PoolWaiter: a server is ours now. */
   onServer(s: ServerConnection): void {
+    const params = this.greeting;
+    if (params) {
+      this.greeting = null;
+      return this.greet(s, params);
+    }
     const end = this.end;
     if (this.state === 'closed' || !end) {
       this.pool!.release(s, true);
