@@ -417,6 +417,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayScan", Napi::Function::New(env, RelayScan, "relayScan"));
   exports.Set("relayTake", Napi::Function::New(env, RelayTake, "relayTake"));
   InitRelayLane(env, exports);
+  InitRelayStateScan(env, exports);
 }
 
 }  // namespace tidepool
