@@ -6,7 +6,8 @@
 namespace tidepool {
 namespace {
 
-/** relayStateScan(reads: Uint8Array[]) -> the kinds found, the reads fed one after another as a client's stream. */
+/** relayStateScan(reads: Uint8Array[]) -> the kinds named | the kinds cleared << 8, the reads fed one after another as
+ *  a client's stream. */
 Napi::Value RelayStateScan(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsArray()) {
@@ -24,7 +25,7 @@ Napi::Value RelayStateScan(const Napi::CallbackInfo& info) {
     }
     scan.Feed(data, len);
   }
-  return Napi::Number::New(env, scan.flags);
+  return Napi::Number::New(env, scan.Take());
 }
 
 }  // namespace

@@ -35,11 +35,8 @@ void Relay::OnReadable(Endpoint* ep) {
 }
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
-  if (c->pinMask != 0) {
-    // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
-    c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
-    if (c->pinned != 0 && (c->stateScan.flags & c->pinMask & ~c->pinned) != 0) ReportPin(c, c->peer);
-  }
+  // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
+  if (c->pinMask != 0) c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
   double now = 0;
   const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
@@ -128,9 +125,27 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   if (r.terminate) CloseClient(c, 1);
 }
 
-void Relay::ReportPin(Endpoint* c, Endpoint* s) {
-  c->pinned |= c->stateScan.flags & c->pinMask;
-  Emit(kPin, c->id, s ? s->id : 0, static_cast<int32_t>(c->pinned));
+bool Relay::PinAtEnd(Endpoint* c, Endpoint* s) {
+  const uint32_t both = c->stateScan.Take();
+  const uint32_t named = both & c->pinMask;
+  const uint32_t cleared = (both >> 8) & c->pinMask;
+  if (c->pinned == 0) {
+    if (!c->transactionMode || named == 0) return false;
+    // Session state that must stay with this server: the pair is kept, as in session mode.
+    c->transactionMode = false;
+    c->parked = false;
+    c->pinned = named;
+    Emit(kPin, c->id, s->id, static_cast<int32_t>(named));
+    return false;
+  }
+  const uint32_t remaining = (c->pinned & ~cleared) | named;
+  if (remaining == c->pinned) return false;
+  c->pinned = remaining;
+  Emit(kPin, c->id, s->id, static_cast<int32_t>(remaining));
+  if (remaining != 0) return false;
+  // The client dropped what kept it here: a transaction-mode client again, split at this transaction's end.
+  c->transactionMode = true;
+  return true;
 }
 
 void Relay::ObserveHist(double* s, int off, double us) {
@@ -207,15 +222,10 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             s->xacts += 1;
             s->queries += queries;
             c->xactOpen = false;
-            if (c->transactionMode && (c->stateScan.flags & c->pinMask) != 0) {
-              // Session state that must stay with this server: the pair is kept, as in session mode.
-              c->transactionMode = false;
-              c->parked = false;
-              ReportPin(c, s);
-            }
+            const bool unpinned = c->pinMask != 0 && PinAtEnd(c, s);
             const bool jsOwes = c->intercept && !(c->lane.on && c->lane.groups.empty() && handAt == SIZE_MAX && c->interceptIn.empty() && !c->dataQueued);
             if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !jsOwes) {
-              if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
+              if (!unpinned && c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
               else release = true;
             }
           }

@@ -249,6 +249,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       this.server = null;
       this.rewriter?.detach();
       if (this.state !== 'closed') this.state = 'idle';
+      if (this.pinnedKinds !== 0) return this.unpinned(s);
       this.pool!.release(s, true);
     },
     onClose: (reason, clean) => {
@@ -258,13 +259,14 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     },
     onPin: (kinds) => {
       const s = this.server;
-      if (!s || this.state === 'closed') return;
+      // 0: the client cleared what it held; the split that follows unpins it (onRelease).
+      if (!s || this.state === 'closed' || kinds === 0) return;
       const was = this.pinnedKinds;
-      this.pinnedKinds |= kinds;
-      if (was === this.pinnedKinds) return;
+      this.pinnedKinds = kinds;
+      if (was === kinds) return;
       this.pool!.pin(s);
       this.core.events.add('client_pinned', `${this.database}/${this.user}`,
-        `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}) until it disconnects: ${stateKindNames(this.pinnedKinds)}`);
+        `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}): ${stateKindNames(kinds)}`);
     },
     onBadLength: (length) => {
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
@@ -393,6 +395,19 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.rewriter?.close();
     this.rewriter = null;
     this.core.unregisterClient(this);
+  }
+
+  /** The client's texts cleared every kind of state it was pinned for (UNLISTEN *, DISCARD ALL...) and the relay split
+   * the pair: the server is cleaned all the same (a clean-up that rolled back leaves state behind) and pooled. */
+  private unpinned(s: ServerConnection): void {
+    const kinds = stateKindNames(this.pinnedKinds);
+    const verdict = checkIn(this.pinnedKinds);
+    this.pinnedKinds = 0;
+    this.pool!.unpin(s);
+    if (verdict.action === 'clean') this.pool!.resetAndRelease(s, verdict.query);
+    else this.pool!.retire(s, verdict.reason);
+    this.core.events.add('client_unpinned', `${this.database}/${this.user}`,
+      `client ${this.id} (${this.addr}) cleared its session state (${kinds}): server ${s.id} (backend pid ${s.backendPid}) ${verdict.action === 'clean' ? `cleaned with "${verdict.query}"` : `closed, ${verdict.reason}`}`);
   }
 
   /** The client of a pinned server left (session-state/pins.ts): the server is cleaned and pooled, or closed. */

@@ -104,14 +104,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.terminateAt = -1;
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
-    const scan = this.stateScan;
-    if (scan) {
-      scan.feed(chunk);
-      if (this.pinned !== 0 && (scan.flags & this.pinMask & ~this.pinned) !== 0) {
-        this.pinned |= scan.flags & this.pinMask;
-        this.events.onPin(this.pinned);
-      }
-    }
+    this.stateScan?.feed(chunk);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.
@@ -304,17 +297,35 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.transactions++;
     s.transactions++;
     s.queries += queries;
-    if (this.transactionMode && this.stateScan && (this.stateScan.flags & this.pinMask) !== 0) {
-      // Session state that must stay with this server: the pair is kept, as in session mode.
-      this.transactionMode = false;
-      this.pinned = this.stateScan.flags & this.pinMask;
-      this.events.onPin(this.pinned);
-      return;
-    }
+    if (this.stateScan && this.pinAtEnd(this.stateScan)) return;
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
     if (this.transactionMode && this.queue.length === 0 && !this.holding && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
+  }
+
+  /** At a transaction's end (as PinAtEnd in native/relay-stream.cc): true while the pair stays linked for session
+   * state the client holds; a client whose texts cleared every kind it held is split again from here. */
+  private pinAtEnd(scan: StateScan): boolean {
+    const both = scan.take();
+    const named = both & this.pinMask;
+    const cleared = (both >>> 8) & this.pinMask;
+    if (this.pinned === 0) {
+      if (!this.transactionMode || named === 0) return !this.transactionMode;
+      // Session state that must stay with this server: the pair is kept, as in session mode.
+      this.transactionMode = false;
+      this.pinned = named;
+      this.events.onPin(named);
+      return true;
+    }
+    const remaining = (this.pinned & ~cleared) | named;
+    if (remaining !== this.pinned) {
+      this.pinned = remaining;
+      this.events.onPin(remaining);
+    }
+    if (remaining !== 0) return true;
+    this.transactionMode = true;
+    return false;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this

@@ -74,7 +74,7 @@ class NativeClientEnd implements ClientEnd {
    * server's replies here (ClientData, ServerData) and this end writes what the interceptor makes of them. */
   readonly interceptor: MessageInterceptor | null;
   private server = 0;
-  /** False once linked in session mode, or pinned (RelayEvent.Pin). */
+  /** False when linked in session mode, or while pinned (RelayEvent.Pin). */
   transactionMode = true;
   /** Intercepted bytes that came while no server was linked. */
   private waiting: Buffer[] = [];
@@ -356,9 +356,9 @@ export class NativeRelay implements Relay {
             this.clients.get(batch[i + 2]!)?.onServerData(id);
             break;
           case RelayEvent.Pin: {
-            // The addon keeps the pair linked from now on (session state that cannot move).
+            // The addon keeps the pair linked while the client holds session state that cannot move.
             const c = this.clients.get(id);
-            if (c) c.transactionMode = false;
+            if (c) c.transactionMode = batch[i + 3] === 0;
             c?.events.onPin(batch[i + 3]!);
             break;
           }

@@ -214,6 +214,40 @@ describe('temporary tables and WITH HOLD cursors', () => {
   });
 });
 
+describe('clearing state', () => {
+  for (const target of ['tx1', 'tx2'] as const) {
+    it(`${target}: a client that drops everything it held (UNLISTEN *, pg_advisory_unlock_all(), DISCARD ALL) is unpinned, and keeps what it still holds until then`, async () => {
+      const a = await connected(target);
+      const notes: string[] = [];
+      a.on('notification', (m) => notes.push(m.payload ?? ''));
+      const notifier = await connected(target);
+      await a.query('listen st_clear');
+      await a.query('select pg_advisory_lock(5150)');
+      expect(poolRow(target)['cl_pinned']).toBe(1);
+      // Only the lock is dropped: still listening, still pinned.
+      await a.query('select pg_advisory_unlock_all()');
+      expect(poolRow(target)['cl_pinned']).toBe(1);
+      await notifier.query(`notify st_clear, 'one'`);
+      await until('the notification arrived', () => notes.length === 1);
+      await a.query('unlisten *');
+      await until('unpinned', () => poolRow(target)['cl_pinned'] === 0);
+      expect(events('client_unpinned').some((m) => m.includes('cleared its session state'))).toBe(true);
+      await notifier.query(`notify st_clear, 'two'`);
+      for (let i = 0; i < 5; i++) await a.query('select 1');
+      // Pinned again by a temporary table, then unpinned by DISCARD ALL, which drops it as on a direct connection.
+      await a.query('create temp table st_d (x int)');
+      expect(poolRow(target)['cl_pinned']).toBe(1);
+      await a.query('discard all');
+      await until('unpinned', () => poolRow(target)['cl_pinned'] === 0);
+      expect(await a.query('select * from st_d').then(() => 'no error', (e: { code: string }) => e.code)).toBe('42P01');
+      expect(notes).toEqual(['one']);
+      await a.end();
+      await notifier.end();
+      expect(await leftovers()).toEqual({ locks: 0, temps: 0 });
+    });
+  }
+});
+
 describe('LISTEN', () => {
   for (const target of ['tx1', 'tx2'] as const) {
     it(`${target}: 100 listening clients each get every notification of their channels and no other (as on a direct connection)`, async () => {

@@ -28,7 +28,7 @@ function parse(name: string, text: string): Buffer {
 const tsScan = (reads: Buffer[]): number => {
   const s = new StateScan();
   for (const r of reads) s.feed(r);
-  return s.flags;
+  return s.take();
 };
 
 const { Listen, AdvisoryLock, TempTable, HoldCursor, SqlPrepare, Load } = {
@@ -39,12 +39,21 @@ const { Listen, AdvisoryLock, TempTable, HoldCursor, SqlPrepare, Load } = {
 const VECTORS: [string, Buffer, number][] = [
   ['LISTEN', writeQuery('LISTEN ch'), Listen],
   ['listen, quoted channel', writeQuery('listen "My Channel"'), Listen],
-  ['UNLISTEN is not LISTEN', writeQuery('UNLISTEN *'), 0],
+  ['UNLISTEN * clears LISTEN', writeQuery('UNLISTEN *'), Listen << 8],
+  ['UNLISTEN of one channel clears nothing', writeQuery('unlisten ch'), 0],
+  ['UNLISTEN * after another statement', writeQuery("select 'x';\n  Unlisten\t *"), Listen << 8],
+  ['unlisten * inside a literal opens no statement', writeQuery("select 'unlisten *'"), 0],
+  ['DISCARD ALL', writeQuery('DISCARD ALL'), (Listen | AdvisoryLock | TempTable | HoldCursor | SqlPrepare) << 8],
+  ['DISCARD TEMP names no temp table', writeQuery('discard temp'), TempTable << 8],
+  ['CLOSE ALL', writeQuery('CLOSE ALL'), HoldCursor << 8],
+  ['CLOSE of one cursor', writeQuery('close c'), 0],
+  ['DEALLOCATE ALL', writeQuery('deallocate all'), SqlPrepare << 8],
+  ['LISTEN then UNLISTEN * in one text', writeQuery('listen a; unlisten *'), Listen | (Listen << 8)],
   ['a column named listener', writeQuery('select listener from t'), 0],
   ['session lock', writeQuery('select pg_advisory_lock(1)'), AdvisoryLock],
   ['shared try lock, upper case', writeQuery('SELECT PG_TRY_ADVISORY_LOCK_SHARED(1, 2)'), AdvisoryLock],
   ['transaction-level locks', writeQuery('select pg_advisory_xact_lock(1), pg_try_advisory_xact_lock(2)'), 0],
-  ['unlock', writeQuery('select pg_advisory_unlock(1), pg_advisory_unlock_all()'), 0],
+  ['unlock', writeQuery('select pg_advisory_unlock(1), pg_advisory_unlock_all()'), AdvisoryLock << 8],
   ['temp table', writeQuery('create temp table t (x int)'), TempTable],
   ['temporary table', writeQuery('CREATE LOCAL TEMPORARY TABLE t AS SELECT 1'), TempTable],
   ['pg_temp schema', writeQuery('create table pg_temp.t (x int)'), TempTable],
@@ -89,7 +98,7 @@ describe('session-state scan', () => {
   it('agrees with its native twin on random streams and random cuts', () => {
     const native = nativeScan();
     const rnd = mulberry32(1717);
-    const words = ['listen', 'LISTEN', 'unlisten', 'pg_advisory_lock', 'pg_advisory_xact_lock', 'pg_try_advisory_lock_shared', 'temp', 'temporary', 'template',
+    const words = ['listen', 'LISTEN', 'unlisten', 'unlisten *', 'discard all', 'DISCARD TEMP', 'close all', 'deallocate all', 'pg_advisory_unlock_all', '*', 'all', 'pg_advisory_lock', 'pg_advisory_xact_lock', 'pg_try_advisory_lock_shared', 'temp', 'temporary', 'template',
       'pg_temp', 'hold', 'holding', 'prepare', 'load', 'select', '1', '(', ')', ';', ' ', '\n', '"', "'", '$$', 'é', '_'];
     for (let round = 0; round < 300; round++) {
       const msgs: Buffer[] = [];
