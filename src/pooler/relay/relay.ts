@@ -48,9 +48,9 @@ export interface ClientEvents {
   onClose(reason: string, clean: boolean): void;
   /** A message length below 4 or above max_message_size: nothing of that read went on, and reads stopped. */
   onBadLength(length: number): void;
-  /** Transaction mode: the client's texts named session state of the kinds in ClientOptions.pinMask
-   * (session-state/state-scan.ts), and a transaction ended: the relay keeps the pair linked from now on, as in
-   * session mode, until the session unlinks it. Reported again with more kinds when the client names more. */
+  /** Transaction mode, at a transaction's end: the kinds of session state (ClientOptions.pinMask,
+   * session-state/state-scan.ts) the client holds, whenever they change. While they are not 0 the relay keeps the pair
+   * linked, as in session mode; 0 (its texts dropped them all) is followed by the split of this transaction's end. */
   onPin(kinds: number): void;
 }
 
