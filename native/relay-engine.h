@@ -25,6 +25,7 @@
 
 #include "relay-lane.h"
 #include "relay-scan.h"
+#include "relay-state-scan.h"
 
 namespace tidepool {
 namespace relay {
@@ -45,6 +46,7 @@ enum EventKind : int32_t {
                        // must take as already sent (the lane's unanswered groups), lane info (status | delivered << 8)
   kServerData = 8,     // server, client
   kServerDiscarded = 9,  // server: it answered DISCARD ALL or DEALLOCATE ALL (its prepared statements are gone)
+  kPin = 10,           // client, server, kinds of session state it holds (relay-state-scan.h); 0: none left, it is split again at this end
 };
 
 /** Monotonic clock in microseconds, for query and transaction durations. */
@@ -120,6 +122,13 @@ struct Endpoint : Framing, TxCount {
   // unlinked wait in pendingIn for the link's table), and the table for the linked server (`lane`).
   bool laneIdle = false;
   Lane lane;
+  // Session state that cannot move (relay-state-scan.h): the kinds JavaScript pins for (0: none, as in session
+  // mode), the scan of the client's texts, and the kinds it holds now (reported with kPin). A transaction-mode
+  // client whose texts named one of them is not split from its server at the transaction's end: the pair stays
+  // linked, as in session mode, until its texts clear every kind (UNLISTEN *, DISCARD ALL...) or it leaves.
+  uint32_t pinMask = 0;
+  StateScan stateScan;
+  uint32_t pinned = 0;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -153,6 +162,9 @@ class Relay {
   void LogAdd(double* s, int off, double us);
   void OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total);
   void Unlink(Endpoint* c);
+  /** At the end of a transaction of `c` on `s`: pins it when its texts named state it must keep, reports the kinds
+   *  of a pinned client that changed (kPin, 0 when none is left), and returns true when it has just been unpinned. */
+  bool PinAtEnd(Endpoint* c, Endpoint* s);
   // The native lane (relay-lane.cc).
   /** Rewrites and sends a linked lane client's whole read; false when it is not all fast (nothing sent). */
   bool LaneSend(Endpoint* c, const uint8_t* buf, size_t len);

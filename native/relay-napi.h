@@ -1,4 +1,4 @@
-// What the relay's N-API bindings (relay.cc, relay-lane.cc) share: the thread's relay and typed-array access.
+// What the relay's N-API bindings (relay.cc, relay-lane.cc, relay-state-bind.cc) share: the thread's relay and typed-array access.
 #pragma once
 
 #include <napi.h>
@@ -12,6 +12,9 @@ relay::Relay* CurrentRelay(const Napi::CallbackInfo& info);
 
 /** Registers relayLaneTake (relay-lane.cc). */
 void InitRelayLane(Napi::Env env, Napi::Object exports);
+
+/** Registers relayStateScan (relay-state-bind.cc). */
+void InitRelayStateScan(Napi::Env env, Napi::Object exports);
 
 template <typename T>
 bool Typed(const Napi::Value& v, napi_typedarray_type want, T** data, size_t* length) {

@@ -35,6 +35,8 @@ void Relay::OnReadable(Endpoint* ep) {
 }
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
+  // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
+  if (c->pinMask != 0) c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
   double now = 0;
   const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
@@ -123,6 +125,29 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   if (r.terminate) CloseClient(c, 1);
 }
 
+bool Relay::PinAtEnd(Endpoint* c, Endpoint* s) {
+  const uint32_t both = c->stateScan.Take();
+  const uint32_t named = both & c->pinMask;
+  const uint32_t cleared = (both >> 8) & c->pinMask;
+  if (c->pinned == 0) {
+    if (!c->transactionMode || named == 0) return false;
+    // Session state that must stay with this server: the pair is kept, as in session mode.
+    c->transactionMode = false;
+    c->parked = false;
+    c->pinned = named;
+    Emit(kPin, c->id, s->id, static_cast<int32_t>(named));
+    return false;
+  }
+  const uint32_t remaining = (c->pinned & ~cleared) | named;
+  if (remaining == c->pinned) return false;
+  c->pinned = remaining;
+  Emit(kPin, c->id, s->id, static_cast<int32_t>(remaining));
+  if (remaining != 0) return false;
+  // The client dropped what kept it here: a transaction-mode client again, split at this transaction's end.
+  c->transactionMode = true;
+  return true;
+}
+
 void Relay::ObserveHist(double* s, int off, double us) {
   double sec = us / 1e6;
   size_t nb = layout_.bounds.size();
@@ -197,9 +222,10 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             s->xacts += 1;
             s->queries += queries;
             c->xactOpen = false;
+            const bool unpinned = c->pinMask != 0 && PinAtEnd(c, s);
             const bool jsOwes = c->intercept && !(c->lane.on && c->lane.groups.empty() && handAt == SIZE_MAX && c->interceptIn.empty() && !c->dataQueued);
             if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !jsOwes) {
-              if (c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
+              if (!unpinned && c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
               else release = true;
             }
           }

@@ -70,8 +70,9 @@ int DupFd(const Napi::Value& v) {
   return copy;
 }
 
-/** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8)) -> id;
- *  the fd is duplicated. */
+/** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8),
+ *  pinMask?: number) -> id; the fd is duplicated. `pinMask`: the kinds of session state (relay-state-scan.h) that keep
+ *  a transaction-mode client on its server. */
 Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -79,7 +80,7 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   double* stats = nullptr;
   size_t nStats = 0;
   if (info.Length() < 3 || !info[0].IsNumber() || !Typed(info[1], napi_float64_array, &stats, &nStats) || !info[2].IsNumber()) {
-    Napi::TypeError::New(env, "relayAddClient(fd, Float64Array, maxMessage, initial?)").ThrowAsJavaScriptException();
+    Napi::TypeError::New(env, "relayAddClient(fd, Float64Array, maxMessage, initial?, divert?, app?, pinMask?)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   int fd = DupFd(info[0]);
@@ -99,6 +100,7 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   }
   c->xactStart = NowUs();
   c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
+  if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
   if (info.Length() > 3 && info[3].IsTypedArray()) {
     uint8_t* data = nullptr;
     size_t len = 0;
@@ -415,6 +417,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayScan", Napi::Function::New(env, RelayScan, "relayScan"));
   exports.Set("relayTake", Napi::Function::New(env, RelayTake, "relayTake"));
   InitRelayLane(env, exports);
+  InitRelayStateScan(env, exports);
 }
 
 }  // namespace tidepool

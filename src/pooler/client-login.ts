@@ -123,8 +123,9 @@ export class ClientLogin {
   /** Bytes read before the relay starts (the session copies them out of its read buffer first). */
   feed(chunk: Buffer): void {
     if (this.phase === 'auth') return this.feedAuth(chunk);
-    if (this.phase === 'tls' || this.phase === 'done') return;
-    if (this.phase === 'lookup') {
+    if (this.phase === 'tls') return;
+    // After the login (a session-mode login waiting for its server, the pool's parameters) bytes wait for the relay.
+    if (this.phase === 'lookup' || this.phase === 'done') {
       this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
       return;
     }

@@ -14,6 +14,7 @@ import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } f
 import { PreparedPipe } from './prepared/pipe.js';
 import { tlsDescription, type ClientTls } from './tls/tls-settings.js';
 import { StatementRewriter } from './prepared/rewriter.js';
+import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
 
 let nextClientId = 1;
 
@@ -30,7 +31,10 @@ export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
 export class ClientSession implements ServerOwner, PoolWaiter {
   readonly id = nextClientId++;
   readonly connectedAt = Date.now();
-  readonly cancelPid: number;
+  /** The pid of the client's BackendKeyData: the pooler's client id in transaction mode; in session mode, the pid of
+   * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
+   * pooler's own either way: cancels come to the pooler, which forwards them with the server's key. */
+  cancelPid: number;
   readonly cancelSecret = randomBytesPooled(4);
   state: ClientState = 'startup';
   database = '';
@@ -41,6 +45,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   server: ServerConnection | null = null;
   waitingSince = 0;
   cancelRequested = 0;
+  /** Transaction mode: the kinds of session state (session-state/state-scan.ts) that keep this client on its server;
+   * 0 while it is not pinned. */
+  pinnedKinds = 0;
   /** Peer address, kept: the native relay drops the socket object when it takes the descriptor. */
   readonly addr: string;
   /** The relay's side of this client after login; null before, for admin sessions, and once closed. */
@@ -151,9 +158,35 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       }
     }
     if (this.socket.destroyed) return;
+    if (!this.isAdmin && this.pool!.settings.mode === 'session') {
+      // The greeting waits for the server: its BackendKeyData carries that server's pid.
+      this.greeting = params;
+      this.core.registerClient(this);
+      this.state = 'waiting';
+      this.waitingSince = Date.now();
+      this.pool!.acquire(this);
+      return;
+    }
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.core.registerClient(this);
     if (this.isAdmin) return this.serveAdmin();
+    this.handOff();
+  }
+
+  /** Session mode: the ParameterStatus set of a login waiting for its server before the greeting. */
+  private greeting: ReadonlyMap<string, string> | null = null;
+
+  /** Session mode: the server for a login that waited for it; the greeting goes out with its pid, then the relay takes over. */
+  private greet(s: ServerConnection, params: ReadonlyMap<string, string>): void {
+    if (this.state === 'closed' || this.socket.destroyed) {
+      this.pool!.release(s, true);
+      return;
+    }
+    this.server = s;
+    s.owner = this;
+    this.state = 'active';
+    this.core.rekeyCancel(this, s.backendPid);
+    this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.handOff();
   }
 
@@ -184,6 +217,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const pool = this.pool!;
     const maxMessageSize = this.core.config.general.max_message_size;
     const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login.takeRest() };
+    if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (pool.interner && pool.settings.mode === 'transaction') {
       // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
       const rewriter = new StatementRewriter(pool.interner, '');
@@ -196,6 +230,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.end = end;
     this.socket.off('error', this.onSocketError);
     this.socket.off('close', this.onSocketClose);
+    // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
+    if (this.server) end.link(this.server.end, false);
   }
 
   // ---- relay reports ----
@@ -213,12 +249,24 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       this.server = null;
       this.rewriter?.detach();
       if (this.state !== 'closed') this.state = 'idle';
+      if (this.pinnedKinds !== 0) return this.unpinned(s);
       this.pool!.release(s, true);
     },
     onClose: (reason, clean) => {
       this.end = null;
       this.closeReason ||= reason;
       this.onClientClosed(clean);
+    },
+    onPin: (kinds) => {
+      const s = this.server;
+      // 0: the client cleared what it held; the split that follows unpins it (onRelease).
+      if (!s || this.state === 'closed' || kinds === 0) return;
+      const was = this.pinnedKinds;
+      this.pinnedKinds = kinds;
+      if (was === kinds) return;
+      this.pool!.pin(s);
+      this.core.events.add('client_pinned', `${this.database}/${this.user}`,
+        `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}): ${stateKindNames(kinds)}`);
     },
     onBadLength: (length) => {
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
@@ -253,6 +301,11 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   /** PoolWaiter: a server is ours now. */
   onServer(s: ServerConnection): void {
+    const params = this.greeting;
+    if (params) {
+      this.greeting = null;
+      return this.greet(s, params);
+    }
     const end = this.end;
     if (this.state === 'closed' || !end) {
       this.pool!.release(s, true);
@@ -333,7 +386,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.handler = discardReads;
     if (wasWaiting) this.pool?.cancelWait(this);
     const s = this.server;
-    if (s) {
+    if (this.pinnedKinds !== 0) this.leavePinned(s, clean);
+    else if (s) {
       this.server = null;
       if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
       else this.pool!.release(s, clean);
@@ -341,6 +395,44 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.rewriter?.close();
     this.rewriter = null;
     this.core.unregisterClient(this);
+  }
+
+  /** The client's texts cleared every kind of state it was pinned for (UNLISTEN *, DISCARD ALL...) and the relay split
+   * the pair: the server is cleaned all the same (a clean-up that rolled back leaves state behind) and pooled. */
+  private unpinned(s: ServerConnection): void {
+    const kinds = stateKindNames(this.pinnedKinds);
+    const verdict = checkIn(this.pinnedKinds);
+    this.pinnedKinds = 0;
+    this.pool!.unpin(s);
+    if (verdict.action === 'clean') this.pool!.resetAndRelease(s, verdict.query);
+    else this.pool!.retire(s, verdict.reason);
+    this.core.events.add('client_unpinned', `${this.database}/${this.user}`,
+      `client ${this.id} (${this.addr}) cleared its session state (${kinds}): server ${s.id} (backend pid ${s.backendPid}) ${verdict.action === 'clean' ? `cleaned with "${verdict.query}"` : `closed, ${verdict.reason}`}`);
+  }
+
+  /** The client of a pinned server left (session-state/pins.ts): the server is cleaned and pooled, or closed. */
+  private leavePinned(s: ServerConnection | null, clean: boolean): void {
+    const pool = this.pool!;
+    const where = `${this.database}/${this.user}`;
+    const kinds = stateKindNames(this.pinnedKinds);
+    this.server = null;
+    if (!s) {
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left after losing its pinned server (${kinds})`);
+      return;
+    }
+    const verdict = checkIn(this.pinnedKinds);
+    if (!clean) {
+      pool.unpin(s);
+      pool.release(s, false);
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left mid-transaction: server ${s.id} (backend pid ${s.backendPid}) closed (${kinds})`);
+    } else if (verdict.action === 'close') {
+      pool.retire(s, verdict.reason);
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left: server ${s.id} (backend pid ${s.backendPid}) closed, ${verdict.reason} (${kinds})`);
+    } else {
+      pool.unpin(s);
+      pool.resetAndRelease(s, verdict.query);
+      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left: server ${s.id} (backend pid ${s.backendPid}) cleaned with "${verdict.query}" (${kinds})`);
+    }
   }
 
   /** Admin KILL, shutdown: closes the connection with an error. */

@@ -1,7 +1,8 @@
 // One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
+import net from 'node:net';
 import type { Logger } from 'pino';
 import { SqlState } from '../protocol/codes.js';
-import { writeQuery } from '../protocol/writer.js';
+import { writeCancelRequest, writeQuery } from '../protocol/writer.js';
 import { ServerConnection } from './server-connection.js';
 import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
@@ -44,6 +45,12 @@ export class Pool {
   /** Connects in flight that were granted from the reserve. */
   private connectingReserve = 0;
   readonly scaling: ScalingCounters = { creates: 0, gateWaits: 0, gateBudgetEx: 0, anticNotify: 0, anticTimeout: 0, createFallback: 0, replenishDef: 0 };
+  /** Servers pinned to their client (session state that cannot move, session-state/): outside pool_size, as a
+   * session-mode server is its client's, until the client leaves. */
+  pinned = 0;
+  /** Forwarded CancelRequests not finished yet: no pair is parked meanwhile (a parked client's next query would go to
+   * the server the cancel is on its way to). */
+  private cancelling = 0;
   /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
   onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
 
@@ -75,7 +82,7 @@ export class Pool {
   /** The native relay may keep a finished transaction's server with its client only while nobody else
    * could want that server. */
   private updateParkable(): void {
-    this.stats.block[STATS_LAYOUT.parkable] = !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 ? 1 : 0;
+    this.stats.block[STATS_LAYOUT.parkable] = !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0 ? 1 : 0;
   }
 
   /** Returns parked servers to the pool, so what follows sees (and SHOW reports) its real state. */
@@ -185,12 +192,41 @@ export class Pool {
     return w;
   }
 
+  /** Sends PostgreSQL a CancelRequest for `s` (whose client has a query in flight) on a new connection. Until
+   * PostgreSQL closes that connection (it has signalled the backend by then) the server is not lent to anyone: a
+   * release meanwhile waits (see release), so a cancel that comes late finds the backend idle, where PostgreSQL
+   * ignores it, never running another client's query. `onError` hears why the connection failed. */
+  forwardCancel(s: ServerConnection, onError: (message: string) => void): void {
+    s.cancelsInFlight++;
+    this.cancelling++;
+    this.updateParkable();
+    const t = this.settings.target;
+    const sock = net.connect({ host: t.host, port: t.port }, () => sock.end(writeCancelRequest(s.backendPid, s.backendSecret)));
+    // PostgreSQL closes the connection as soon as it has read the request; one that hangs is given up.
+    sock.setTimeout(Math.max(this.settings.connectTimeoutMs, 1000), () => sock.destroy(new Error('timed out')));
+    sock.on('error', (err) => onError(err.message));
+    sock.once('close', () => {
+      s.cancelsInFlight--;
+      this.cancelling--;
+      this.updateParkable();
+      if (s.cancelsInFlight > 0) return;
+      const then = s.afterCancel;
+      s.afterCancel = null;
+      then?.();
+    });
+  }
+
   /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
   release(s: ServerConnection, reusable: boolean): void {
     s.owner = null;
+    if (reusable && s.cancelsInFlight > 0 && s.state !== 'closed') {
+      s.state = 'used';
+      s.afterCancel = () => this.release(s, true);
+      return;
+    }
     const now = Date.now();
     const waiting = !this.paused && this.waiting > 0;
-    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size > this.settings.poolSize || (s.reserve && !waiting)) {
+    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size - this.pinned > this.settings.poolSize || (s.reserve && !waiting)) {
       s.close(!reusable ? 'released in an unknown state' : s.closeOnRelease ? 'reconnect' : s.reserve ? 'reserve connection returned' : 'lifetime');
       this.forget(s);
       this.growForWaiters();
@@ -208,12 +244,43 @@ export class Pool {
     this.checkPaused();
   }
 
+  /** A transaction-mode client keeps `s` for good (session state that cannot move): the pool may open another in
+   * its place for the other clients. */
+  pin(s: ServerConnection): void {
+    if (s.pinned) return;
+    s.pinned = true;
+    this.pinned++;
+    this.growForWaiters();
+  }
+
+  /** Before a pinned server comes back (or when it is gone). */
+  unpin(s: ServerConnection): void {
+    if (!s.pinned) return;
+    s.pinned = false;
+    this.pinned--;
+  }
+
+  /** Closes a server a client leaves with state no query can undo (LOAD). */
+  retire(s: ServerConnection, reason: string): void {
+    s.owner = null;
+    this.unpin(s);
+    this.forget(s);
+    s.close(reason);
+    this.growForWaiters();
+    this.checkPaused();
+  }
+
   /** Session mode: the client left with its server between transactions. server_reset_query runs, then the
-   * server comes back (to be closed at release when the reset failed). */
-  resetAndRelease(s: ServerConnection): void {
-    const query = this.settings.resetQuery;
+   * server comes back (to be closed at release when the reset failed). Transaction mode: `query` cleans the session
+   * state a pinned client leaves (session-state/pins.ts). */
+  resetAndRelease(s: ServerConnection, query = this.settings.resetQuery): void {
     if (!query) return this.release(s, true);
     s.owner = null;
+    if (s.cancelsInFlight > 0 && s.state !== 'closed') {
+      s.state = 'used';
+      s.afterCancel = () => this.resetAndRelease(s, query);
+      return;
+    }
     s.state = 'used';
     s.end.reset(writeQuery(query), (sawError) => {
       if (sawError) s.closeOnRelease = true;
@@ -222,6 +289,7 @@ export class Pool {
   }
 
   private forget(s: ServerConnection): void {
+    this.unpin(s);
     this.servers.delete(s);
     const i = this.idle.indexOf(s);
     if (i >= 0) this.idle.splice(i, 1);
@@ -248,7 +316,7 @@ export class Pool {
   private growForWaiters(): void {
     if (this.paused || this.retired) return;
     while (this.demand > this.connecting) {
-      if (this.servers.size + this.connecting >= this.settings.poolSize) {
+      if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) {
         this.scaling.gateBudgetEx++;
         return;
       }

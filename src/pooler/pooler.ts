@@ -4,7 +4,6 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import { effectivePoolMode, loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
-import { writeCancelRequest } from '../protocol/writer.js';
 import type { LogHub } from '../shared/logger.js';
 import { ClientSession } from './client-session.js';
 import type { LoginTarget } from './client-login.js';
@@ -40,7 +39,8 @@ function poolKey(database: string, user: string): string {
 export class Pooler implements PoolerControl, AuthQueryHost {
   readonly pools = new Map<string, Pool>();
   readonly clients = new Set<ClientSession>();
-  private readonly byCancelPid = new Map<number, ClientSession>();
+  /** Clients by the pid of their BackendKeyData: a session-mode client's is its server's pid, which may equal another client's id. */
+  private readonly byCancelPid = new Map<number, ClientSession[]>();
   readonly startedAt = new Date();
   readonly log: Logger;
   /** connections: accepted; tls: of them, those that completed a TLS handshake. */
@@ -311,7 +311,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   registerClient(c: ClientSession): void {
     this.loggingIn--;
     this.clients.add(c);
-    this.byCancelPid.set(c.cancelPid, c);
+    this.addCancelKey(c);
     if (c.isAdmin) attachAdminConsole(this, c);
     if (this.log.isLevelEnabled('debug')) this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
   }
@@ -319,24 +319,47 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   unregisterClient(c: ClientSession): void {
     // A connection that closed before its login completed was never registered.
     if (!this.clients.delete(c)) this.loggingIn--;
-    this.byCancelPid.delete(c.cancelPid);
+    this.dropCancelKey(c);
+  }
+
+  /** Session mode: the client's BackendKeyData names its server's pid from now on. */
+  rekeyCancel(c: ClientSession, pid: number): void {
+    this.dropCancelKey(c);
+    c.cancelPid = pid;
+    if (this.clients.has(c)) this.addCancelKey(c);
+  }
+
+  private addCancelKey(c: ClientSession): void {
+    const list = this.byCancelPid.get(c.cancelPid);
+    if (list) list.push(c);
+    else this.byCancelPid.set(c.cancelPid, [c]);
+  }
+
+  private dropCancelKey(c: ClientSession): void {
+    const list = this.byCancelPid.get(c.cancelPid);
+    if (!list) return;
+    const i = list.indexOf(c);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.byCancelPid.delete(c.cancelPid);
   }
 
   /** CancelRequest with the pooler's key: forwarded to the server now serving that client. */
   cancel(pid: number, secret: Buffer): void {
     this.counters.cancel++;
-    const c = this.byCancelPid.get(pid);
-    if (!c || c.cancelSecret.length !== secret.length || !timingSafeEqual(c.cancelSecret, secret)) {
+    const c = this.byCancelPid.get(pid)?.find((k) => k.cancelSecret.length === secret.length && timingSafeEqual(k.cancelSecret, secret));
+    if (!c) {
       this.log.debug({ pid }, 'cancel request for an unknown key');
       return;
     }
     c.cancelRequested++;
     const s = c.server;
-    this.log.debug({ client_id: c.id, server_id: s?.id, backend_pid: s?.backendPid }, 'cancel request');
-    if (!s || !c.pool) return;
-    const t = c.pool.settings.target;
-    const sock = net.connect({ host: t.host, port: t.port }, () => sock.end(writeCancelRequest(s.backendPid, s.backendSecret)));
-    sock.on('error', (err) => this.log.warn({ err: err.message }, 'forwarding a cancel request failed'));
+    // Only while the client's query runs on its server: one that finished (its ReadyForQuery went through the
+    // relay) has nothing to cancel, and its server may already be another client's.
+    const counts = c.relayCounts();
+    const inFlight = s !== null && s.owner === c && counts !== null && (counts.syncs > 0 || counts.unsynced);
+    this.log.debug({ client_id: c.id, server_id: s?.id, backend_pid: s?.backendPid, forwarded: inFlight }, 'cancel request');
+    if (!inFlight || !c.pool) return;
+    c.pool.forwardCancel(s, (message) => this.log.warn({ err: message }, 'forwarding a cancel request failed'));
   }
 
   // ---- PoolerControl ----

@@ -29,6 +29,13 @@ export class ServerConnection {
   readonly tls: string;
   /** Opened from the database's reserve (coordinator.ts): closed when it comes back and nobody waits. */
   reserve = false;
+  /** CancelRequests forwarded for this server whose connection PostgreSQL has not closed yet (Pool.forwardCancel):
+   * until then the server serves no other transaction, which a late cancel could hit. */
+  cancelsInFlight = 0;
+  /** Its release, held until those cancels are done. */
+  afterCancel: (() => void) | null = null;
+  /** Kept by one transaction-mode client for good (Pool.pin). */
+  pinned = false;
   /** Close instead of pooling at the next release (RECONNECT, lifetime, RELOAD). */
   closeOnRelease = false;
   /** Deadline for replacement: server_lifetime with jitter. */

@@ -22,7 +22,8 @@ export interface PoolSnapshot {
   readonly mode: PoolMode;
   readonly paused: boolean;
   readonly poolSize: number;
-  readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number };
+  /** pinned: transaction-mode clients kept on their server by session state that cannot move (counted in active too). */
+  readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number; readonly pinned: number };
   /** used: released by a client, server_reset_query still running (PgBouncer's sv_used); login: connecting. */
   readonly servers: { readonly active: number; readonly idle: number; readonly used: number; readonly login: number };
   readonly maxWaitMs: number;
@@ -130,7 +131,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
   const queryAge = new Map<unknown, number>();
-  const perPool = new Map<unknown, { idle: number; active: number; waiting: number; cancelReq: number }>();
+  const perPool = new Map<unknown, { idle: number; active: number; waiting: number; cancelReq: number; pinned: number }>();
   const perApp = new Map<string, { clients: number; active: number; waiting: number }>();
   for (const c of p.clients) {
     const counts = c.relayCounts();
@@ -146,7 +147,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
     if (c.server) queryAge.set(c, clients[clients.length - 1]!.queryAgeMs);
     if (c.isAdmin || !c.pool) continue;
     let cl = perPool.get(c.pool);
-    if (!cl) perPool.set(c.pool, cl = { idle: 0, active: 0, waiting: 0, cancelReq: 0 });
+    if (!cl) perPool.set(c.pool, cl = { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0 });
     let app = perApp.get(c.applicationName);
     if (!app) perApp.set(c.applicationName, app = { clients: 0, active: 0, waiting: 0 });
     app.clients++;
@@ -158,6 +159,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
       app.active++;
     } else cl.idle++;
     cl.cancelReq += c.cancelRequested;
+    if (c.pinnedKinds !== 0) cl.pinned++;
   }
 
   const pools: PoolSnapshot[] = [];
@@ -186,7 +188,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
     const windows = { query: st.queryTimes.window(), transaction: st.xactTimes.window(), wait: st.waitTimes.window() };
     pools.push({
       database: pool.settings.database, user: pool.settings.user, mode: pool.settings.mode, paused: pool.paused, poolSize: pool.settings.poolSize,
-      clients: perPool.get(pool) ?? { idle: 0, active: 0, waiting: 0, cancelReq: 0 }, servers: sv,
+      clients: perPool.get(pool) ?? { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0 }, servers: sv,
       maxWaitMs: pool.maxWaitMs(now), oldestActiveMs,
       totals: st.totals.snapshot(), averages: st.averages(),
       query: percentilesOf(windows.query), transaction: percentilesOf(windows.transaction), wait: percentilesOf(windows.wait), windows,

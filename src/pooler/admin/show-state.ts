@@ -6,11 +6,11 @@ const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows
 
 export function showPools(s: PoolerSnapshot): ShowTable {
   return table(
-    ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms'],
+    ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms', 'cl_pinned'],
     s.pools.map((p) => [
       p.database, p.user, p.mode, p.clients.idle, p.clients.active, p.clients.waiting, p.clients.cancelReq,
       p.servers.active, p.servers.idle, p.servers.used, p.servers.login, p.poolSize, Math.floor(p.maxWaitMs / 1000), (p.maxWaitMs % 1000) * 1000,
-      p.averages.xactTime, p.paused, false, p.oldestActiveMs,
+      p.averages.xactTime, p.paused, false, p.oldestActiveMs, p.clients.pinned,
     ]),
   );
 }

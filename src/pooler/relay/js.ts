@@ -9,6 +9,7 @@ import type {
 } from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
+import { StateScan } from '../session-state/state-scan.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
 const CLIENT_WHOLE = typeSet(FrontendMessage.Terminate);
@@ -67,12 +68,19 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private readonly interceptor: MessageInterceptor | null;
   /** With an interceptor: when it takes the client over (js-takeover.ts). */
   private readonly takeover: Takeover | null;
+  /** Session state that cannot move (ClientOptions.pinMask): the words the client's texts named, and the kinds
+   * reported with onPin (the pair stays linked once one is). */
+  private readonly stateScan: StateScan | null;
+  private readonly pinMask: number;
+  private pinned = 0;
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
     this.stats = options.stats;
     this.app = options.app ?? null;
     this.takeover = options.intercept ? new Takeover(this.tx) : null;
+    this.pinMask = options.pinMask ?? 0;
+    this.stateScan = this.pinMask !== 0 ? new StateScan() : null;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.takeover ? this.takeover.onFrame : this.tx.onMessage);
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
     this.socket.on('error', (err) => { this.reason ||= err.message; });
@@ -96,6 +104,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.terminateAt = -1;
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
+    this.stateScan?.feed(chunk);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.
@@ -288,10 +297,35 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.transactions++;
     s.transactions++;
     s.queries += queries;
+    if (this.stateScan && this.pinAtEnd(this.stateScan)) return;
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
     if (this.transactionMode && this.queue.length === 0 && !this.holding && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
+  }
+
+  /** At a transaction's end (as PinAtEnd in native/relay-stream.cc): true while the pair stays linked for session
+   * state the client holds; a client whose texts cleared every kind it held is split again from here. */
+  private pinAtEnd(scan: StateScan): boolean {
+    const both = scan.take();
+    const named = both & this.pinMask;
+    const cleared = (both >>> 8) & this.pinMask;
+    if (this.pinned === 0) {
+      if (!this.transactionMode || named === 0) return !this.transactionMode;
+      // Session state that must stay with this server: the pair is kept, as in session mode.
+      this.transactionMode = false;
+      this.pinned = named;
+      this.events.onPin(named);
+      return true;
+    }
+    const remaining = (this.pinned & ~cleared) | named;
+    if (remaining !== this.pinned) {
+      this.pinned = remaining;
+      this.events.onPin(remaining);
+    }
+    if (remaining !== 0) return true;
+    this.transactionMode = true;
+    return false;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this

@@ -11,7 +11,7 @@ import type {
 
 interface RelayAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
-  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array): number;
+  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): number;
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
   relayTake(id: number): Buffer;
   relayLink(client: number, server: number, transactionMode: boolean, lane?: Uint8Array): boolean;
@@ -35,6 +35,7 @@ const enum RelayEvent {
   ClientData = 7,
   ServerData = 8,
   ServerDiscarded = 9,
+  Pin = 10,
 }
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
@@ -73,7 +74,8 @@ class NativeClientEnd implements ClientEnd {
    * server's replies here (ClientData, ServerData) and this end writes what the interceptor makes of them. */
   readonly interceptor: MessageInterceptor | null;
   private server = 0;
-  private transactionMode = true;
+  /** False when linked in session mode, or while pinned (RelayEvent.Pin). */
+  transactionMode = true;
   /** Intercepted bytes that came while no server was linked. */
   private waiting: Buffer[] = [];
   /** The last link gave the addon a lane table whose counts JavaScript has not taken yet. */
@@ -274,7 +276,7 @@ export class NativeRelay implements Relay {
     if (fd < 0 || isTls(conn.socket) || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
     // The end exists before the addon may report on the initial bytes (they are scanned inside relayAddClient).
-    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app);
+    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app, options.pinMask ?? 0);
     const end = new NativeClientEnd(this, id, events, options.intercept);
     this.clients.set(id, end);
     dropNodeSocket(conn.socket);
@@ -353,6 +355,13 @@ export class NativeRelay implements Relay {
           case RelayEvent.ServerData:
             this.clients.get(batch[i + 2]!)?.onServerData(id);
             break;
+          case RelayEvent.Pin: {
+            // The addon keeps the pair linked while the client holds session state that cannot move.
+            const c = this.clients.get(id);
+            if (c) c.transactionMode = batch[i + 3] === 0;
+            c?.events.onPin(batch[i + 3]!);
+            break;
+          }
           case RelayEvent.ServerDiscarded:
             this.servers.get(id)?.events.onStatementsDropped?.();
             break;

@@ -48,6 +48,10 @@ export interface ClientEvents {
   onClose(reason: string, clean: boolean): void;
   /** A message length below 4 or above max_message_size: nothing of that read went on, and reads stopped. */
   onBadLength(length: number): void;
+  /** Transaction mode, at a transaction's end: the kinds of session state (ClientOptions.pinMask,
+   * session-state/state-scan.ts) the client holds, whenever they change. While they are not 0 the relay keeps the pair
+   * linked, as in session mode; 0 (its texts dropped them all) is followed by the split of this transaction's end. */
+  onPin(kinds: number): void;
 }
 
 /** What a server end reports to its connection. */
@@ -72,6 +76,9 @@ export interface ClientOptions {
   /** Transaction mode with prepared_statements: builds the interceptor the client's bytes and their replies go through
    * (JavaScript relay only: see relayFor). */
   intercept?: (sink: InterceptorSink) => MessageInterceptor;
+  /** Transaction mode: the kinds of session state (session-state/state-scan.ts StateKind) that pin the client to its
+   * server (see ClientEvents.onPin); 0 or absent: none. */
+  pinMask?: number;
 }
 
 /** Which relay carries a socket. */

@@ -86,6 +86,7 @@ export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnap
     byState((p) => ({ active: p.servers.active, idle: p.servers.idle, used: p.servers.used, login: p.servers.login })));
   const gauge = (name: string, help: string, pick: (p: PoolSnapshot) => number) => ex.family(name, 'gauge', help, pools.map((p) => ({ labels: labels(p), value: pick(p) })));
   gauge('pooler_pool_size', 'Configured pool size.', (p) => p.poolSize);
+  gauge('pooler_clients_pinned', 'Transaction-mode clients kept on their server by session state that cannot move (LISTEN, advisory locks, temporary tables, WITH HOLD cursors, SQL PREPARE, LOAD).', (p) => p.clients.pinned);
   gauge('pooler_pool_paused', '1 when the pool is paused.', (p) => (p.paused ? 1 : 0));
   gauge('pooler_pool_max_wait_seconds', 'Wait time of the oldest waiting client.', (p) => p.maxWaitMs / 1000);
   const total = (name: string, help: string, pick: (p: PoolSnapshot) => number) => ex.family(name, 'counter', help, pools.map((p) => ({ labels: labels(p), value: pick(p) })));

@@ -24,6 +24,7 @@ export const HELP: Record<string, HelpEntry> = {
   cl_active: h('active clients', 'Clients inside a transaction, holding a server.'),
   cl_idle: h('idle clients', 'Clients connected between transactions (they hold no server in transaction mode).'),
   cl_waiting: h('waiting clients', 'Clients waiting for a server.'),
+  cl_pinned: h('pinned clients', 'Transaction-mode clients kept on their server until they disconnect, because they hold session state that cannot move to another server (LISTEN, advisory locks, temporary tables, WITH HOLD cursors, SQL PREPARE, LOAD). Their servers do not count against the pool size.'),
   sv_active: h('active servers', 'Server connections serving a client.'),
   sv_idle: h('idle servers', 'Server connections ready for the next client.'),
   sv_used: h('used servers', 'Server connections back from a client and not yet reusable.'),
