@@ -15,6 +15,7 @@ import { PreparedPipe } from './prepared/pipe.js';
 import { tlsDescription, type ClientTls } from './tls/tls-settings.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
+import type { NativeTlsInfo, NativeTlsSocket } from './relay/native-tls.js';
 
 let nextClientId = 1;
 
@@ -56,14 +57,21 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private rewriter: StatementRewriter | null = null;
   private adminFrames: FrameStream | null = null;
   private closeReason = '';
+  /** Between the 'S' (or a direct hello) and the end of the handshake. */
+  private handshaking = false;
   /** Admin console sessions get every whole message here (see admin/console.ts). */
   onAdminMessage: MessageHandler = () => undefined;
 
   /** TLS protocol and cipher as SHOW CLIENTS shows them ("TLSv1.3/TLS_AES_256_GCM_SHA384"), '' for plaintext. */
   tls = '';
 
-  /** The accepted socket, replaced by its TLS socket once a handshake is done. */
-  constructor(public socket: net.Socket, readonly core: Pooler) {
+  /** The accepted socket, replaced by its TLS socket once a handshake is done (a NativeTlsSocket when the native relay
+   * terminates it). */
+  socket: net.Socket | NativeTlsSocket;
+
+  constructor(accepted: net.Socket, readonly core: Pooler) {
+    const socket = accepted;
+    this.socket = accepted;
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.login = new ClientLogin({
@@ -94,6 +102,11 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   /** Until the relay takes the socket (and for admin sessions, always). */
   private readonly onSocketError = (err: Error): void => {
     this.closeReason ||= err.message;
+    // A TLS handshake that failed (garbage instead of a hello, no shared protocol) is a failed login worth seeing.
+    if (this.state === 'startup' && this.handshaking) {
+      this.handshaking = false;
+      this.core.events.loginFailure(`client ${this.addr}: TLS handshake failed: ${err.message}`);
+    }
   };
 
   private readonly onSocketClose = (): void => this.onClientClosed(true);
@@ -101,7 +114,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   /** SSLRequest answered S, or a direct TLS hello: the socket is wrapped and the login continues over TLS (the JavaScript
    * relay carries it afterwards; see relay.ts relayFor). Bytes of the hello already read are handed to the TLS layer. */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
-    const raw = this.socket;
+    this.handshaking = true;
+    if (settings.native && this.core.nativeTls) return this.startNativeTls(settings, initial);
+    const raw = this.socket as net.Socket;
     this.handler = discardReads;
     if (initial) raw.unshift(initial);
     raw.off('error', this.onSocketError);
@@ -119,6 +134,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     secure.on('close', this.onSocketClose);
     secure.on('data', (chunk: Buffer) => void this.handler(chunk));
     secure.once('secure', () => {
+      this.handshaking = false;
       this.tls = tlsDescription(secure);
       this.core.counters.tls++;
       const cert = secure.getPeerCertificate();
@@ -131,6 +147,45 @@ export class ClientSession implements ServerOwner, PoolWaiter {
         authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,
       });
     });
+  }
+
+  /** The native relay runs the handshake on the descriptor (relay-tls.cc) once the 'S' has left Node's socket; bytes
+   * Node read meanwhile (the start of the hello) go with it. The login then goes on through a NativeTlsSocket, and the
+   * relay keeps the same connection when the login hands it over. */
+  private startNativeTls(settings: ClientTls, initial: Buffer | null): void {
+    const raw = this.socket as net.Socket;
+    const early: Buffer[] = initial ? [initial] : [];
+    this.handler = (chunk) => {
+      early.push(Buffer.from(chunk));
+      return false;
+    };
+    const askCert = settings.verifyClient || this.core.hbaWantsCertificates();
+    const handover = (): void => {
+      if (this.state === 'closed' || raw.destroyed || this.socket !== raw) return;
+      // A write still queued in Node (rare: the kernel takes one byte at once) would be lost with the socket.
+      if (raw.writableLength > 0) return void setTimeout(handover, 1);
+      const secure = this.core.nativeTls!.startTls(raw, settings.native!, askCert, early.length ? Buffer.concat(early) : null, {
+        onSecure: (info) => this.nativeSecure(askCert, info),
+        onData: (chunk) => void this.handler(chunk),
+      });
+      if (!secure) return this.fatal(SqlState.ConnectionFailure, 'internal error: the TLS connection could not be handed to the relay');
+      this.handler = discardReads;
+      this.socket = secure;
+      secure.on('error', this.onSocketError);
+      secure.on('close', this.onSocketClose);
+    };
+    handover();
+  }
+
+  private nativeSecure(askCert: boolean, info: NativeTlsInfo | null): void {
+    if (!info) return;
+    this.handshaking = false;
+    this.tls = info.cipher ? `${info.protocol}/${info.cipher}` : info.protocol;
+    this.core.counters.tls++;
+    this.handler = this.onStartupChunk;
+    const cn = info.commonName;
+    const verifyError = !askCert ? 'no certificate asked for' : cn === '' ? 'no certificate' : info.verifyError || null;
+    this.login.tlsReady({ alpn: info.alpn, authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn });
   }
 
   /** Startup packets and the password exchange (client-login.ts). */
