@@ -138,6 +138,8 @@ Napi::Value RelayTake(const Napi::CallbackInfo& info) {
   Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(ep->interceptIn.data()), ep->interceptIn.size());
   ep->interceptIn.clear();
   ep->dataQueued = false;
+  // A login's reads stop while JavaScript has a lot to take (relay-tls.cc): they go on now.
+  if (ep->login) r->UpdatePoll(ep);
   return out;
 }
 

@@ -71,7 +71,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   constructor(accepted: net.Socket, readonly core: Pooler) {
     const socket = accepted;
-    this.socket = accepted;
+    this.socket = socket;
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.login = new ClientLogin({
@@ -111,8 +111,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   private readonly onSocketClose = (): void => this.onClientClosed(true);
 
-  /** SSLRequest answered S, or a direct TLS hello: the socket is wrapped and the login continues over TLS (the JavaScript
-   * relay carries it afterwards; see relay.ts relayFor). Bytes of the hello already read are handed to the TLS layer. */
+  /** SSLRequest answered S, or a direct TLS hello: the native relay runs the handshake when it terminates client TLS
+   * (startNativeTls); otherwise the socket is wrapped in Node's tls and the JavaScript relay carries it afterwards (see
+   * relay.ts relayFor). Bytes of the hello already read are handed to the TLS layer. */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
     this.handshaking = true;
     if (settings.native && this.core.nativeTls) return this.startNativeTls(settings, initial);

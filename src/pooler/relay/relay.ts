@@ -195,8 +195,9 @@ function jsRelay(): Relay {
 
 /** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
  * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. `tls`:
- * the pool's clients or servers may be TLS sockets, which only the JavaScript relay carries (Node's tls does the
- * crypto; the native relay reads and writes descriptors), and a client and its server are always on one relay. */
+ * the pool's servers (server_tls_sslmode) or clients may be Node TLS sockets, which only the JavaScript relay carries,
+ * and a client and its server are always on one relay. Client TLS the native relay terminates itself needs no such
+ * pool (tls-settings.ts tlsNeedsJsRelay). */
 export function relayFor(rewrites: boolean, tls = false): Relay {
   if (tls) return jsRelay();
   if (!rewrites || process.env['TIDEPOOL_REWRITE_RELAY'] !== 'js') return currentRelay();
