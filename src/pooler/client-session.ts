@@ -1,6 +1,5 @@
 // One client connection: login (client-login.ts), then the relay (relay/relay.ts) and a server per transaction or session.
 import type net from 'node:net';
-import tls from 'node:tls';
 import { randomBytesPooled } from './random-pool.js';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, type MessageHandler } from '../protocol/frame-stream.js';
@@ -12,19 +11,14 @@ import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js'
 import type { ChunkHandler } from './read-buffer.js';
 import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
 import { PreparedPipe } from './prepared/pipe.js';
-import { tlsDescription, type ClientTls } from './tls/tls-settings.js';
+import type { ClientTls } from './tls/tls-settings.js';
+import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
-import type { NativeTlsInfo, NativeTlsSocket } from './relay/native-tls.js';
+import type { NativeTlsSocket } from './relay/native-tls.js';
 
 let nextClientId = 1;
 
-/** Why the peer's certificate failed verification (an OpenSSL code such as UNABLE_TO_VERIFY_LEAF_SIGNATURE), or null. */
-function peerVerifyError(socket: tls.TLSSocket): string | null {
-  const handle = (socket as tls.TLSSocket & { _handle?: { verifyError?: () => (Error & { code?: string }) | null } | null })._handle;
-  const err = handle?.verifyError?.() ?? null;
-  return err ? (err.code ?? err.message) : null;
-}
 const discardReads: ChunkHandler = () => false;
 
 export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
@@ -111,82 +105,33 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   private readonly onSocketClose = (): void => this.onClientClosed(true);
 
-  /** SSLRequest answered S, or a direct TLS hello: the native relay runs the handshake when it terminates client TLS
-   * (startNativeTls); otherwise the socket is wrapped in Node's tls and the JavaScript relay carries it afterwards (see
-   * relay.ts relayFor). Bytes of the hello already read are handed to the TLS layer. */
+  /** SSLRequest answered S, or a direct TLS hello: the handshake runs in the native relay when it terminates client TLS,
+   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
     this.handshaking = true;
-    if (settings.native && this.core.nativeTls) return this.startNativeTls(settings, initial);
     const raw = this.socket as net.Socket;
-    this.handler = discardReads;
-    if (initial) raw.unshift(initial);
-    raw.off('error', this.onSocketError);
-    raw.off('close', this.onSocketClose);
-    // The TLS socket owns the descriptor from here; errors of the plain one are reported through it.
-    raw.on('error', () => undefined);
-    // auth_hba_file's cert lines need a certificate even when client_tls_sslmode does not ask for one.
-    const askCert = settings.verifyClient || this.core.hbaWantsCertificates();
-    const secure = new tls.TLSSocket(raw, {
-      isServer: true, secureContext: settings.context ?? undefined, requestCert: askCert, rejectUnauthorized: false,
-      ALPNProtocols: ['postgresql'],
-    });
-    this.socket = secure;
-    secure.on('error', this.onSocketError);
-    secure.on('close', this.onSocketClose);
-    secure.on('data', (chunk: Buffer) => void this.handler(chunk));
-    secure.once('secure', () => {
-      this.handshaking = false;
-      this.tls = tlsDescription(secure);
-      this.core.counters.tls++;
-      const cert = secure.getPeerCertificate();
-      const cn = cert && typeof cert.subject?.CN === 'string' ? cert.subject.CN : '';
-      this.handler = this.onStartupChunk;
-      // A TLSSocket made outside tls.Server does not set `authorized`: the verdict is asked of the handle, as tls.Server does.
-      const verifyError = !askCert ? 'no certificate asked for' : cn === '' ? 'no certificate' : peerVerifyError(secure);
-      this.login.tlsReady({
-        alpn: typeof secure.alpnProtocol === 'string' ? secure.alpnProtocol : '',
-        authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,
-      });
-    });
-  }
-
-  /** The native relay runs the handshake on the descriptor (relay-tls.cc) once the 'S' has left Node's socket; bytes
-   * Node read meanwhile (the start of the hello) go with it. The login then goes on through a NativeTlsSocket, and the
-   * relay keeps the same connection when the login hands it over. */
-  private startNativeTls(settings: ClientTls, initial: Buffer | null): void {
-    const raw = this.socket as net.Socket;
-    const early: Buffer[] = initial ? [initial] : [];
-    this.handler = (chunk) => {
-      early.push(Buffer.from(chunk));
-      return false;
-    };
-    const askCert = settings.verifyClient || this.core.hbaWantsCertificates();
-    const handover = (): void => {
-      if (this.state === 'closed' || raw.destroyed || this.socket !== raw) return;
-      // A write still queued in Node (rare: the kernel takes one byte at once) would be lost with the socket.
-      if (raw.writableLength > 0) return void setTimeout(handover, 1);
-      const secure = this.core.nativeTls!.startTls(raw, settings.native!, askCert, early.length ? Buffer.concat(early) : null, {
-        onSecure: (info) => this.nativeSecure(askCert, info),
-        onData: (chunk) => void this.handler(chunk),
-      });
-      if (!secure) return this.fatal(SqlState.ConnectionFailure, 'internal error: the TLS connection could not be handed to the relay');
-      this.handler = discardReads;
-      this.socket = secure;
-      secure.on('error', this.onSocketError);
-      secure.on('close', this.onSocketClose);
-    };
-    handover();
-  }
-
-  private nativeSecure(askCert: boolean, info: NativeTlsInfo | null): void {
-    if (!info) return;
-    this.handshaking = false;
-    this.tls = info.cipher ? `${info.protocol}/${info.cipher}` : info.protocol;
-    this.core.counters.tls++;
-    this.handler = this.onStartupChunk;
-    const cn = info.commonName;
-    const verifyError = !askCert ? 'no certificate asked for' : cn === '' ? 'no certificate' : info.verifyError || null;
-    this.login.tlsReady({ alpn: info.alpn, authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn });
+    const session = this;
+    startClientTls({
+      raw, native: this.core.nativeTls, askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
+      readInto: (h) => { this.handler = h; },
+      deliver: (chunk) => void this.handler(chunk),
+      replaceSocket: (secure) => {
+        this.socket.off('error', this.onSocketError);
+        this.socket.off('close', this.onSocketClose);
+        this.socket = secure;
+        secure.on('error', this.onSocketError);
+        secure.on('close', this.onSocketClose);
+      },
+      get current() { return session.state !== 'closed' && session.socket === raw; },
+      secured: (description, result) => {
+        this.handshaking = false;
+        this.tls = description;
+        this.core.counters.tls++;
+        this.handler = this.onStartupChunk;
+        this.login.tlsReady(result);
+      },
+      fatal: (sqlstate, message) => this.fatal(sqlstate, message),
+    }, settings, initial);
   }
 
   /** Startup packets and the password exchange (client-login.ts). */

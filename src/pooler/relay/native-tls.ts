@@ -123,3 +123,38 @@ export class NativeTlsSocket extends EventEmitter {
     this.emit('close');
   }
 }
+
+/** Clients whose TLS the addon terminates, from the handoff after the 'S' to the end of their login: the addon's
+ * reports about them (handshake done, decrypted bytes, close) go to their NativeTlsSocket. */
+export class NativeTlsLogins {
+  private readonly logins = new Map<number, NativeTlsSocket>();
+
+  constructor(private readonly a: TlsAddon, private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void }) {}
+
+  /** Hands the descriptor `fd` (a duplicate is taken) to the addon, which runs the handshake under `context`. */
+  start(fd: number, context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): NativeTlsSocket {
+    const id = this.a.relayAddTlsClient(fd, context, askCertificate, initial?.length ? initial : undefined);
+    const s = new NativeTlsSocket(this.a, id, handlers, {
+      close: (i, graceMs) => this.closer.close(i, graceMs), destroy: (i) => this.closer.destroy(i), forget: (i) => void this.logins.delete(i),
+    });
+    this.logins.set(id, s);
+    return s;
+  }
+
+  ready(id: number): void {
+    this.logins.get(id)?.onReady();
+  }
+
+  data(id: number): void {
+    this.logins.get(id)?.onData();
+  }
+
+  /** The addon's close report: false when `id` is not a client in login. `reason` as CLIENT_CLOSE_REASONS; 3: TLS. */
+  closed(id: number, reason: number, reasons: readonly string[]): boolean {
+    const login = this.logins.get(id);
+    if (!login) return false;
+    this.logins.delete(id);
+    login.onClosed(reason === 0 ? null : reason === 3 ? this.a.relayTlsError(id) || 'refused by OpenSSL' : reasons[reason] ?? 'socket error');
+    return true;
+  }
+}

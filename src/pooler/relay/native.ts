@@ -5,7 +5,7 @@ import { writeTerminate } from '../../protocol/writer.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { TxStatus } from '../../protocol/codes.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
-import { NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
+import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
@@ -251,7 +251,7 @@ export class NativeRelay implements Relay {
   private static instance: NativeRelay | null | undefined;
   private readonly clients = new Map<number, NativeClientEnd>();
   /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */
-  private readonly logins = new Map<number, NativeTlsSocket>();
+  private readonly logins: NativeTlsLogins;
   private readonly servers = new Map<number, NativeServerEnd>();
   private readonly events = new Int32Array(5 * 2048);
   private readonly infoOut = new Float64Array(12);
@@ -264,6 +264,7 @@ export class NativeRelay implements Relay {
   private constructor(readonly a: RelayAddon) {
     const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
+    this.logins = new NativeTlsLogins(a, this);
   }
 
   /** The process's native relay, or null when the addon is missing or the relay is turned off. */
@@ -281,9 +282,7 @@ export class NativeRelay implements Relay {
   startTls(socket: net.Socket, context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): NativeTlsSocket | null {
     const fd = socketFd(socket);
     if (fd < 0 || isTls(socket) || socket.writableLength > 0) return null;
-    const id = this.a.relayAddTlsClient(fd, context, askCertificate, initial?.length ? initial : undefined);
-    const s = new NativeTlsSocket(this.a, id, handlers, this.loginCloser);
-    this.logins.set(id, s);
+    const s = this.logins.start(fd, context, askCertificate, initial, handlers);
     dropNodeSocket(socket);
     return s;
   }
@@ -292,12 +291,6 @@ export class NativeRelay implements Relay {
   tlsContext(o: Parameters<typeof nativeTlsContext>[1]): NativeTlsContext {
     return nativeTlsContext(this.a, o);
   }
-
-  private readonly loginCloser = {
-    close: (id: number, graceMs: number) => this.close(id, graceMs),
-    destroy: (id: number) => this.destroy(id),
-    forget: (id: number) => void this.logins.delete(id),
-  };
 
   /** Needs the descriptor of a plaintext socket (a TLS socket's bytes are encrypted under it), and Node's socket must
    * hold no unsent bytes: they would be lost with it. A client whose TLS the addon terminates stays where it is. */
@@ -381,13 +374,7 @@ export class NativeRelay implements Relay {
             this.clients.get(id)?.released();
             break;
           case RelayEvent.ClientClosed: {
-            const login = this.logins.get(id);
-            if (login) {
-              this.logins.delete(id);
-              const reason = batch[i + 2]!;
-              login.onClosed(reason === 0 ? null : reason === CLOSE_TLS ? this.a.relayTlsError(id) || 'refused by OpenSSL' : CLIENT_CLOSE_REASONS[reason] ?? 'socket error');
-              break;
-            }
+            if (this.logins.closed(id, batch[i + 2]!, CLIENT_CLOSE_REASONS)) break;
             const c = this.clients.get(id);
             this.clients.delete(id);
             c?.takeLane();
@@ -422,10 +409,10 @@ export class NativeRelay implements Relay {
             this.servers.get(id)?.onReady(batch[i + 2] === 1);
             break;
           case RelayEvent.TlsReady:
-            this.logins.get(id)?.onReady();
+            this.logins.ready(id);
             break;
           case RelayEvent.LoginData:
-            this.logins.get(id)?.onData();
+            this.logins.data(id);
             break;
           case RelayEvent.BadLength:
             this.clients.get(id)?.events.onBadLength(batch[i + 2]!);
