@@ -119,7 +119,7 @@ async function main(): Promise<void> {
     '# Pooler over TLS', '',
     `pgbench -S -n (simple protocol), PGSSLMODE=require, through PgBouncer and tidepool presenting the same self-signed certificate (RSA 2048, TLS 1.3, the OpenSSL defaults of each), plaintext toward PostgreSQL; transaction mode, pool size ${POOL_SIZE}, md5 auth; ${DURATION} s per run, ${REPEATS} repeats per client count, the three targets rotated (each in each position); medians. "tidepool" terminates TLS in its native relay (OpenSSL from Node, memory BIOs); "tidepool JS relay" is the same build with TIDEPOOL_NATIVE_RELAY=0, Node's tls on the JavaScript relay, which carried every TLS client before (the "before" of this change). CPU: the pooler process's user+system time over the run in percent of one core. Other load: CPU of processes this benchmark did not start, in cores (this machine has 2 cores shared with other work).`,
     '', `Machine: ${machine}.`, '', '## Summary', '', ...table, ...detail, '',
-    'Command: `npm run build && node dist/bench/pooler-tls.js --duration 10 --repeats 3 --clients 10,50`', '',
+    `Command: \`npm run build && node dist/bench/pooler-tls.js --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS.join(',')}\``, '',
   ].join('\n');
   writeFileSync(OUT, body);
   const block = ['<!-- tls -->', '## Over TLS (client_tls_sslmode = require, PGSSLMODE=require)', '', `From \`bench/pooler-tls.ts\` (details in \`pooler-tls.md\`), ${machine}:`, '', ...table, '<!-- /tls -->'].join('\n');
