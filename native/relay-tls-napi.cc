@@ -186,7 +186,7 @@ Napi::Value RelayAddTlsClient(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, id);
 }
 
-/** relayAdopt(id, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8)) ->
+/** relayAdopt(id, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8), pinMask?) ->
  *  false when gone: the login is over and the endpoint becomes a relayed client, as relayAddClient makes one. Bytes
  *  JavaScript has not taken yet follow `initial`. */
 Napi::Value RelayAdopt(const Napi::CallbackInfo& info) {
@@ -213,6 +213,7 @@ Napi::Value RelayAdopt(const Napi::CallbackInfo& info) {
   }
   c->xactStart = relay::NowUs();
   c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
+  if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
   std::string first;
   uint8_t* data = nullptr;
   size_t len = 0;

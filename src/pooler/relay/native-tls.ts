@@ -21,7 +21,7 @@ export type NativeTlsContext = { readonly __sslCtx: unique symbol };
 export interface TlsAddon {
   relayTlsContext(o: { key: Uint8Array; cert: Uint8Array; ca?: Uint8Array; minVersion: number; maxVersion: number; cipherList: string; cipherSuites: string }): NativeTlsContext;
   relayAddTlsClient(fd: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): number;
-  relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array): boolean;
+  relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): boolean;
   relayTlsInfo(id: number): NativeTlsInfo | null;
   relayTlsError(id: number): string;
   relayTake(id: number): Buffer;

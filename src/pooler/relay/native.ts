@@ -297,7 +297,7 @@ export class NativeRelay implements Relay {
   adoptClient(conn: ClientRelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
     if (conn.socket instanceof NativeTlsSocket) {
       const s = conn.socket;
-      if (!this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app)) return null;
+      if (!this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0)) return null;
       s.adopt();
       const end = new NativeClientEnd(this, s.id, events, options.intercept);
       this.clients.set(s.id, end);
