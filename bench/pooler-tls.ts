@@ -1,5 +1,7 @@
-// Pooler TLS benchmark: pgbench -S with PGSSLMODE=require through PgBouncer and tidepool (same certificates), alternated;
-// medians to bench/results/pooler-tls.md and a summary block in bench/results/pooler.md.
+// Pooler TLS benchmark: pgbench -S with PGSSLMODE=require through PgBouncer, tidepool (TLS in the native relay) and the
+// same tidepool with TIDEPOOL_NATIVE_RELAY=0 (Node's tls on the JavaScript relay: the path every TLS client took before
+// the native relay terminated TLS), same certificates, rotated; medians to bench/results/pooler-tls.md and a summary
+// block in bench/results/pooler.md.
 // Usage: npm run build && node dist/bench/pooler-tls.js [--duration 10 --repeats 3 --clients 10,50]
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +24,7 @@ const CLIENTS = opt('clients', '10,50').split(',').map(Number).filter((n) => n >
 const POOL_SIZE = 20;
 const OUT = path.join(ROOT, 'bench', 'results', 'pooler-tls.md');
 const SUMMARY = path.join(ROOT, 'bench', 'results', 'pooler.md');
-const TARGETS = ['PgBouncer', 'tidepool'] as const;
+const TARGETS = ['PgBouncer', 'tidepool', 'tidepool JS relay'] as const;
 type Target = (typeof TARGETS)[number];
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -73,9 +75,10 @@ async function main(): Promise<void> {
     ...common, sessionPoolSize: 1, dir: path.join(workDir, 'pgbouncer'), progress,
     extraIni: ['client_tls_sslmode = require', `client_tls_key_file = ${key}`, `client_tls_cert_file = ${cert}`],
   }));
-  peers.set('tidepool', await startTidepool({
-    ...common, dir: path.join(workDir, 'tidepool'), root: ROOT,
-    generalToml: `client_tls_sslmode = "require"\nclient_tls_key_file = "${key}"\nclient_tls_cert_file = "${cert}"`,
+  const tidepoolToml = `client_tls_sslmode = "require"\nclient_tls_key_file = "${key}"\nclient_tls_cert_file = "${cert}"`;
+  peers.set('tidepool', await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT, generalToml: tidepoolToml }));
+  peers.set('tidepool JS relay', await startTidepool({
+    ...common, dir: path.join(workDir, 'tidepool-js'), root: ROOT, generalToml: tidepoolToml, env: { ...process.env, TIDEPOOL_NATIVE_RELAY: '0' },
   }));
   process.env.PGSSLMODE = 'require';
   const logDir = path.join(workDir, 'pgbench');
@@ -84,7 +87,9 @@ async function main(): Promise<void> {
   for (const [ci, clients] of CLIENTS.entries()) {
     const s: Scenario = { key: `tls-c${clients}`, protocol: 'simple', clients, reconnect: false };
     for (let rep = 0; rep < REPEATS; rep++) {
-      const order = (rep + ci) % 2 === 0 ? TARGETS : [...TARGETS].reverse();
+      // Each target in each position in turn.
+      const shift = (rep + ci) % TARGETS.length;
+      const order = [...TARGETS.slice(shift), ...TARGETS.slice(0, shift)];
       for (const target of order) {
         const p = peers.get(target)!;
         const sampler = new RunSampler(p.pid, ticks);
@@ -100,8 +105,10 @@ async function main(): Promise<void> {
   const stat = (c: number, t: Target, f: (r: Run) => number) => median(runs.filter((r) => r.clients === c && r.target === t && r.ok).map(f));
   const okCount = (c: number, t: Target) => runs.filter((r) => r.clients === c && r.target === t && r.ok).length;
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
-  const summaryRows = CLIENTS.map((c) => `| ${c} | ${Math.round(tpsOf(c, 'PgBouncer')).toLocaleString('en')} | ${Math.round(tpsOf(c, 'tidepool')).toLocaleString('en')} | **${(tpsOf(c, 'tidepool') / tpsOf(c, 'PgBouncer')).toFixed(2)}x** | ${stat(c, 'PgBouncer', (r) => r.cpu).toFixed(0)}% | ${stat(c, 'tidepool', (r) => r.cpu).toFixed(0)}% | ${stat(c, 'PgBouncer', (r) => r.other).toFixed(2)} / ${stat(c, 'tidepool', (r) => r.other).toFixed(2)} |`);
-  const table = ['| clients | PgBouncer tps | tidepool tps | tidepool / PgBouncer | PgBouncer CPU | tidepool CPU | other load (cores) |', '|---:|---:|---:|---:|---:|---:|---:|', ...summaryRows];
+  const J = 'tidepool JS relay';
+  const us = (c: number, t: Target) => stat(c, t, (r) => (r.cpu / 100) * 1e6 / r.tps);
+  const summaryRows = CLIENTS.map((c) => `| ${c} | ${Math.round(tpsOf(c, 'PgBouncer')).toLocaleString('en')} | ${Math.round(tpsOf(c, 'tidepool')).toLocaleString('en')} | **${(tpsOf(c, 'tidepool') / tpsOf(c, 'PgBouncer')).toFixed(2)}x** | ${Math.round(tpsOf(c, J)).toLocaleString('en')} | ${(tpsOf(c, J) / tpsOf(c, 'PgBouncer')).toFixed(2)}x | ${us(c, 'PgBouncer').toFixed(0)} / ${us(c, 'tidepool').toFixed(0)} / ${us(c, J).toFixed(0)} | ${stat(c, 'PgBouncer', (r) => r.other).toFixed(2)} / ${stat(c, 'tidepool', (r) => r.other).toFixed(2)} / ${stat(c, J, (r) => r.other).toFixed(2)} |`);
+  const table = ['| clients | PgBouncer tps | tidepool tps (native TLS) | tidepool / PgBouncer | before: JS relay tps | before / PgBouncer | pooler CPU µs per transaction (PgBouncer / tidepool / before) | other load, cores (same order) |', '|---:|---:|---:|---:|---:|---:|---:|---:|', ...summaryRows];
   const detail = CLIENTS.flatMap((c) => [
     '', `## ${c} clients`, '', '| Target | tps (median) | runs | p50 ms | p99 ms | pooler CPU | failed runs |', '|---|---:|---:|---:|---:|---:|---|',
     ...TARGETS.map((t) => `| ${t} | ${Math.round(tpsOf(c, t)).toLocaleString('en')} | ${runs.filter((r) => r.clients === c && r.target === t).map((r) => Math.round(r.tps)).join(', ')} | ${stat(c, t, (r) => r.p50).toFixed(3)} | ${stat(c, t, (r) => r.p99).toFixed(3)} | ${stat(c, t, (r) => r.cpu).toFixed(0)}% | ${REPEATS - okCount(c, t)}${runs.filter((r) => r.clients === c && r.target === t && !r.ok).map((r) => `: ${r.error}`).join('')} |`),
@@ -110,9 +117,9 @@ async function main(): Promise<void> {
   const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? '?'}); Node ${process.version}; ${pgb.version}; tidepool at ${head}; load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}, at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; ${new Date().toISOString().slice(0, 10)}`;
   const body = [
     '# Pooler over TLS', '',
-    `pgbench -S -n (simple protocol), PGSSLMODE=require, through PgBouncer and tidepool presenting the same self-signed certificate (RSA 2048, TLS 1.3, the OpenSSL defaults of each), plaintext toward PostgreSQL; transaction mode, pool size ${POOL_SIZE}, md5 auth; ${DURATION} s per run, ${REPEATS} repeats per client count, the two poolers alternated (order flipped every repeat); medians. tidepool carries TLS clients on its JavaScript relay (Node's tls), since the native relay forwards descriptors. CPU: the pooler process's user+system time over the run in percent of one core. Other load: CPU of processes this benchmark did not start, in cores (this machine has 2 cores shared with other work).`,
+    `pgbench -S -n (simple protocol), PGSSLMODE=require, through PgBouncer and tidepool presenting the same self-signed certificate (RSA 2048, TLS 1.3, the OpenSSL defaults of each), plaintext toward PostgreSQL; transaction mode, pool size ${POOL_SIZE}, md5 auth; ${DURATION} s per run, ${REPEATS} repeats per client count, the three targets rotated (each in each position); medians. "tidepool" terminates TLS in its native relay (OpenSSL from Node, memory BIOs); "tidepool JS relay" is the same build with TIDEPOOL_NATIVE_RELAY=0, Node's tls on the JavaScript relay, which carried every TLS client before (the "before" of this change). CPU: the pooler process's user+system time over the run in percent of one core. Other load: CPU of processes this benchmark did not start, in cores (this machine has 2 cores shared with other work).`,
     '', `Machine: ${machine}.`, '', '## Summary', '', ...table, ...detail, '',
-    'Command: `npm run build && node dist/bench/pooler-tls.js --duration 10 --repeats 3 --clients 10,50`', '',
+    `Command: \`npm run build && node dist/bench/pooler-tls.js --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS.join(',')}\``, '',
   ].join('\n');
   writeFileSync(OUT, body);
   const block = ['<!-- tls -->', '## Over TLS (client_tls_sslmode = require, PGSSLMODE=require)', '', `From \`bench/pooler-tls.ts\` (details in \`pooler-tls.md\`), ${machine}:`, '', ...table, '<!-- /tls -->'].join('\n');

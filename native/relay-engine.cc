@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include <openssl/ssl.h>
+
 namespace tidepool {
 namespace relay {
 
@@ -24,6 +26,7 @@ Relay::Relay(napi_env env, uv_loop_t* loop) : env_(env), loop_(loop) {
   uv_check_start(&check_, [](uv_check_t* h) { static_cast<Relay*>(h->data)->Flush(); });
   uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
   readBuf_.resize(kCarryMax + kReadSize);
+  tlsIn_.resize(kReadSize);
 }
 
 Endpoint* Relay::Find(int32_t id) {
@@ -111,6 +114,7 @@ bool Relay::WantRead(Endpoint* ep) const {
   if (ep->dead && !ep->closing) return false;
   if (ep->stopped) return false;
   if (ep->closing) return true;  // discard until EOF
+  if (ep->login && ep->interceptIn.size() > kHighWater) return false;  // until JavaScript takes them
   if (ep->peer && ep->peer->pendingOut() > kHighWater) return false;
   if (!ep->server && !ep->peer && ep->pendingIn.size() > kHighWater) return false;
   return true;
@@ -141,11 +145,18 @@ void Relay::OnPoll(uv_poll_t* h, int status, int events) {
   if (events & UV_WRITABLE) {
     if (!r->FlushOut(ep)) return;
   }
-  if ((events & UV_READABLE) && ep->fd >= 0) r->OnReadable(ep);
+  if ((events & UV_READABLE) && ep->fd >= 0) {
+    if (ep->ssl) r->OnTlsReadable(ep);
+    else r->OnReadable(ep);
+  }
 }
 
-/** Sends or queues bytes for `ep`; false when the socket failed (it is then closed). */
 bool Relay::Write(Endpoint* ep, const uint8_t* data, size_t len) {
+  if (ep->ssl) return TlsWrite(ep, data, len);
+  return RawWrite(ep, data, len);
+}
+
+bool Relay::RawWrite(Endpoint* ep, const uint8_t* data, size_t len) {
   if (ep->fd < 0 || len == 0) return ep->fd >= 0;
   if (ep->pendingOut() == 0) {
     ssize_t n;
@@ -245,7 +256,7 @@ void Relay::Lost(Endpoint* ep, int reason) {
     Emit(kServerClosed, ep->id, c ? c->id : 0, parked ? 2 : boundary ? 1 : 0, reason);
     if (!ep->interceptIn.empty()) orphans_[ep->id].swap(ep->interceptIn);
   } else {
-    CloseClient(ep, reason == 0 ? 0 : 2);
+    CloseClient(ep, reason == 0 ? 0 : reason == kCloseTls ? kCloseTls : 2);
     return;
   }
   Destroy(ep);
@@ -285,6 +296,7 @@ void Relay::Destroy(Endpoint* ep) {
   uv_close(reinterpret_cast<uv_handle_t*>(&ep->poll), [](uv_handle_t* h) {
     auto* e = static_cast<Endpoint*>(h->data);
     close(e->closedFd);
+    if (e->ssl) SSL_free(e->ssl);  // its BIOs with it
     if (e->statsRef) napi_delete_reference(e->relay->env_, e->statsRef);
     if (e->appRef) napi_delete_reference(e->relay->env_, e->appRef);
     delete e;
@@ -299,6 +311,10 @@ void Relay::CloseGracefully(Endpoint* ep) {
   ep->stopped = false;
   ep->pendingIn.clear();
   ep->pendingRaw = 0;
+  if (ep->ssl) {
+    TlsShutdown(ep);
+    if (ep->fd < 0) return;
+  }
   if (ep->pendingOut() == 0) {
     shutdown(ep->fd, SHUT_WR);
     ep->shutDown = true;

@@ -27,6 +27,9 @@
 #include "relay-scan.h"
 #include "relay-state-scan.h"
 
+struct ssl_st;
+struct bio_st;
+
 namespace tidepool {
 namespace relay {
 
@@ -47,7 +50,12 @@ enum EventKind : int32_t {
   kServerData = 8,     // server, client
   kServerDiscarded = 9,  // server: it answered DISCARD ALL or DEALLOCATE ALL (its prepared statements are gone)
   kPin = 10,           // client, server, kinds of session state it holds (relay-state-scan.h); 0: none left, it is split again at this end
+  kTlsReady = 11,        // client: its TLS handshake is done (relayTlsInfo tells the outcome)
+  kLoginData = 12,       // client in login: decrypted bytes wait for relayTake
 };
+
+/** CloseClient reasons: 0 EOF (or close_notify), 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
+constexpr int kCloseTls = 3;
 
 /** Monotonic clock in microseconds, for query and transaction durations. */
 double NowUs();
@@ -129,6 +137,15 @@ struct Endpoint : Framing, TxCount {
   uint32_t pinMask = 0;
   StateScan stateScan;
   uint32_t pinned = 0;
+  // TLS terminated here (relay-tls.cc): ciphertext through memory BIOs, so a write never blocks inside OpenSSL.
+  ssl_st* ssl = nullptr;
+  bio_st* rbio = nullptr;  // owned by ssl
+  bio_st* wbio = nullptr;  // owned by ssl
+  bool tlsReady = false;   // handshake done
+  std::string tlsPlainOut; // plaintext written before the handshake ended, or that SSL_write asked to retry
+  // Login: the client is not relayed yet; every decrypted byte goes to JavaScript (kLoginData, relayTake), which
+  // runs the startup and the password exchange, then turns the endpoint into a relayed client (relayAdopt).
+  bool login = false;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -151,8 +168,22 @@ class Relay {
   bool WantRead(Endpoint* ep) const;
   void UpdatePoll(Endpoint* ep);
   static void OnPoll(uv_poll_t* h, int status, int events);
-  /** Sends or queues bytes for `ep`; false when the socket failed (it is then closed). */
+  /** Sends or queues bytes for `ep` (encrypted first on a TLS endpoint); false when the socket failed (it is then closed). */
   bool Write(Endpoint* ep, const uint8_t* data, size_t len);
+  /** Sends or queues bytes as they are. */
+  bool RawWrite(Endpoint* ep, const uint8_t* data, size_t len);
+  // TLS (relay-tls.cc).
+  /** A TLS endpoint is readable: one recv of ciphertext, then the handshake or decrypted bytes to their reader. */
+  void OnTlsReadable(Endpoint* ep);
+  /** Ciphertext from the socket (or read by JavaScript before the handoff) into the endpoint's TLS session. */
+  void TlsIngest(Endpoint* ep, const uint8_t* data, size_t len);
+  bool TlsWrite(Endpoint* ep, const uint8_t* data, size_t len);
+  /** Moves what OpenSSL wrote (records, alerts, KeyUpdate answers) to the socket; false when the socket failed. */
+  bool TlsFlush(Endpoint* ep);
+  /** OpenSSL refused the session: the reason is kept for relayTlsError and the client closed. */
+  void TlsFail(Endpoint* ep);
+  /** close_notify before a graceful close. */
+  void TlsShutdown(Endpoint* ep);
   /** Writable: sends pending output; false when the endpoint is gone. */
   bool FlushOut(Endpoint* ep);
   void OnReadable(Endpoint* ep);
@@ -201,6 +232,9 @@ class Relay {
   // Lane counts of clients that closed before JavaScript took them (relayLaneTake reads them once).
   std::unordered_map<int32_t, Lane> laneOrphans_;
   bool flushing_ = false;
+  std::vector<uint8_t> tlsIn_;  // ciphertext of one recv
+  // Why OpenSSL refused a client (relayTlsError reads each once; bounded).
+  std::unordered_map<int32_t, std::string> tlsErrors_;
   std::string laneScratch_;   // LaneSend's output
   std::string laneReplyOut_;  // a server read with the pooler's ParseCompletes placed in it
 };

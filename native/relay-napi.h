@@ -1,4 +1,4 @@
-// What the relay's N-API bindings (relay.cc, relay-lane.cc, relay-state-bind.cc) share: the thread's relay and typed-array access.
+// What the relay's N-API bindings (relay.cc, relay-lane.cc, relay-state-bind.cc, relay-tls.cc) share: the thread's relay and typed-array access.
 #pragma once
 
 #include <napi.h>
@@ -15,6 +15,12 @@ void InitRelayLane(Napi::Env env, Napi::Object exports);
 
 /** Registers relayStateScan (relay-state-bind.cc). */
 void InitRelayStateScan(Napi::Env env, Napi::Object exports);
+
+/** Registers relayTlsContext, relayAddTlsClient, relayAdopt, relayTlsInfo and relayTlsError (relay-tls.cc). */
+void InitRelayTls(Napi::Env env, Napi::Object exports);
+
+/** A non-blocking, close-on-exec duplicate of the descriptor JavaScript passed, or -1. */
+int DupFd(const Napi::Value& v);
 
 template <typename T>
 bool Typed(const Napi::Value& v, napi_typedarray_type want, T** data, size_t* length) {

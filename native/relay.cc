@@ -61,15 +61,6 @@ Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, true);
 }
 
-int DupFd(const Napi::Value& v) {
-  int fd = v.As<Napi::Number>().Int32Value();
-  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  if (copy < 0) return -1;
-  int fl = fcntl(copy, F_GETFL);
-  if (!(fl & O_NONBLOCK)) fcntl(copy, F_SETFL, fl | O_NONBLOCK);
-  return copy;
-}
-
 /** relayAddClient(fd, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8),
  *  pinMask?: number) -> id; the fd is duplicated. `pinMask`: the kinds of session state (relay-state-scan.h) that keep
  *  a transaction-mode client on its server. */
@@ -147,6 +138,8 @@ Napi::Value RelayTake(const Napi::CallbackInfo& info) {
   Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(ep->interceptIn.data()), ep->interceptIn.size());
   ep->interceptIn.clear();
   ep->dataQueued = false;
+  // A login's reads stop while JavaScript has a lot to take (relay-tls.cc): they go on now.
+  if (ep->login) r->UpdatePoll(ep);
   return out;
 }
 
@@ -396,6 +389,15 @@ Napi::Value RelayScan(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+int DupFd(const Napi::Value& v) {
+  int fd = v.As<Napi::Number>().Int32Value();
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) return -1;
+  int fl = fcntl(copy, F_GETFL);
+  if (!(fl & O_NONBLOCK)) fcntl(copy, F_SETFL, fl | O_NONBLOCK);
+  return copy;
+}
+
 relay::Relay* CurrentRelay(const Napi::CallbackInfo& info) {
   Relay* r = tRelay;
   if (!r) Napi::Error::New(info.Env(), "relayInit was not called").ThrowAsJavaScriptException();
@@ -418,6 +420,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayTake", Napi::Function::New(env, RelayTake, "relayTake"));
   InitRelayLane(env, exports);
   InitRelayStateScan(env, exports);
+  InitRelayTls(env, exports);
 }
 
 }  // namespace tidepool

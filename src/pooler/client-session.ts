@@ -1,6 +1,5 @@
 // One client connection: login (client-login.ts), then the relay (relay/relay.ts) and a server per transaction or session.
 import type net from 'node:net';
-import tls from 'node:tls';
 import { randomBytesPooled } from './random-pool.js';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, type MessageHandler } from '../protocol/frame-stream.js';
@@ -12,18 +11,14 @@ import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js'
 import type { ChunkHandler } from './read-buffer.js';
 import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
 import { PreparedPipe } from './prepared/pipe.js';
-import { tlsDescription, type ClientTls } from './tls/tls-settings.js';
+import type { ClientTls } from './tls/tls-settings.js';
+import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
+import type { NativeTlsSocket } from './relay/native-tls.js';
 
 let nextClientId = 1;
 
-/** Why the peer's certificate failed verification (an OpenSSL code such as UNABLE_TO_VERIFY_LEAF_SIGNATURE), or null. */
-function peerVerifyError(socket: tls.TLSSocket): string | null {
-  const handle = (socket as tls.TLSSocket & { _handle?: { verifyError?: () => (Error & { code?: string }) | null } | null })._handle;
-  const err = handle?.verifyError?.() ?? null;
-  return err ? (err.code ?? err.message) : null;
-}
 const discardReads: ChunkHandler = () => false;
 
 export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
@@ -56,14 +51,21 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private rewriter: StatementRewriter | null = null;
   private adminFrames: FrameStream | null = null;
   private closeReason = '';
+  /** Between the 'S' (or a direct hello) and the end of the handshake. */
+  private handshaking = false;
   /** Admin console sessions get every whole message here (see admin/console.ts). */
   onAdminMessage: MessageHandler = () => undefined;
 
   /** TLS protocol and cipher as SHOW CLIENTS shows them ("TLSv1.3/TLS_AES_256_GCM_SHA384"), '' for plaintext. */
   tls = '';
 
-  /** The accepted socket, replaced by its TLS socket once a handshake is done. */
-  constructor(public socket: net.Socket, readonly core: Pooler) {
+  /** The accepted socket, replaced by its TLS socket once a handshake is done (a NativeTlsSocket when the native relay
+   * terminates it). */
+  socket: net.Socket | NativeTlsSocket;
+
+  constructor(accepted: net.Socket, readonly core: Pooler) {
+    const socket = accepted;
+    this.socket = socket;
     this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     this.login = new ClientLogin({
@@ -94,43 +96,42 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   /** Until the relay takes the socket (and for admin sessions, always). */
   private readonly onSocketError = (err: Error): void => {
     this.closeReason ||= err.message;
+    // A TLS handshake that failed (garbage instead of a hello, no shared protocol) is a failed login worth seeing.
+    if (this.state === 'startup' && this.handshaking) {
+      this.handshaking = false;
+      this.core.events.loginFailure(`client ${this.addr}: TLS handshake failed: ${err.message}`);
+    }
   };
 
   private readonly onSocketClose = (): void => this.onClientClosed(true);
 
-  /** SSLRequest answered S, or a direct TLS hello: the socket is wrapped and the login continues over TLS (the JavaScript
-   * relay carries it afterwards; see relay.ts relayFor). Bytes of the hello already read are handed to the TLS layer. */
+  /** SSLRequest answered S, or a direct TLS hello: the handshake runs in the native relay when it terminates client TLS,
+   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
-    const raw = this.socket;
-    this.handler = discardReads;
-    if (initial) raw.unshift(initial);
-    raw.off('error', this.onSocketError);
-    raw.off('close', this.onSocketClose);
-    // The TLS socket owns the descriptor from here; errors of the plain one are reported through it.
-    raw.on('error', () => undefined);
-    // auth_hba_file's cert lines need a certificate even when client_tls_sslmode does not ask for one.
-    const askCert = settings.verifyClient || this.core.hbaWantsCertificates();
-    const secure = new tls.TLSSocket(raw, {
-      isServer: true, secureContext: settings.context ?? undefined, requestCert: askCert, rejectUnauthorized: false,
-      ALPNProtocols: ['postgresql'],
-    });
-    this.socket = secure;
-    secure.on('error', this.onSocketError);
-    secure.on('close', this.onSocketClose);
-    secure.on('data', (chunk: Buffer) => void this.handler(chunk));
-    secure.once('secure', () => {
-      this.tls = tlsDescription(secure);
-      this.core.counters.tls++;
-      const cert = secure.getPeerCertificate();
-      const cn = cert && typeof cert.subject?.CN === 'string' ? cert.subject.CN : '';
-      this.handler = this.onStartupChunk;
-      // A TLSSocket made outside tls.Server does not set `authorized`: the verdict is asked of the handle, as tls.Server does.
-      const verifyError = !askCert ? 'no certificate asked for' : cn === '' ? 'no certificate' : peerVerifyError(secure);
-      this.login.tlsReady({
-        alpn: typeof secure.alpnProtocol === 'string' ? secure.alpnProtocol : '',
-        authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,
-      });
-    });
+    this.handshaking = true;
+    const raw = this.socket as net.Socket;
+    const session = this;
+    startClientTls({
+      raw, native: this.core.nativeTls, askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
+      readInto: (h) => { this.handler = h; },
+      deliver: (chunk) => void this.handler(chunk),
+      replaceSocket: (secure) => {
+        this.socket.off('error', this.onSocketError);
+        this.socket.off('close', this.onSocketClose);
+        this.socket = secure;
+        secure.on('error', this.onSocketError);
+        secure.on('close', this.onSocketClose);
+      },
+      get current() { return session.state !== 'closed' && session.socket === raw; },
+      secured: (description, result) => {
+        this.handshaking = false;
+        this.tls = description;
+        this.core.counters.tls++;
+        this.handler = this.onStartupChunk;
+        this.login.tlsReady(result);
+      },
+      fatal: (sqlstate, message) => this.fatal(sqlstate, message),
+    }, settings, initial);
   }
 
   /** Startup packets and the password exchange (client-login.ts). */

@@ -22,7 +22,8 @@ export interface PoolSettings {
   resetQuery: string;
   /** Transaction mode with prepared_statements: texts kept once unused, statements kept per server; else null. */
   prepared: { cacheSize: number; serverCacheSize: number } | null;
-  /** Clients or servers may be TLS sockets: the pool runs on the JavaScript relay (fixed when the pool is made). */
+  /** Clients or servers may be Node TLS sockets (tlsNeedsJsRelay): the pool runs on the JavaScript relay (fixed when
+   * the pool is made). */
   tls: boolean;
 }
 

@@ -18,9 +18,10 @@ import { overviewOf } from './overview.js';
 import { configChanges } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
-import { loadTlsSettings, reloadTlsSettings, wantsTls, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
+import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
+import type { NativeRelay } from './relay/native.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -51,8 +52,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   readonly authQuery: AuthQueryLogins = new AuthQueryLogins(this);
   /** auth_hba_file's rules, null without one: read at start, re-read on RELOAD (a file with an error keeps these). */
   hba: HbaRules | null = null;
-  /** TLS was configured at start: every pool runs on the JavaScript relay (the native relay carries no TLS). */
+  /** TLS at start needed the JavaScript relay (server TLS, or no native relay): every pool runs there, and Node's tls
+   * carries client TLS too. */
   readonly tlsRelay: boolean;
+  /** The native relay terminates client TLS (fixed at start); null when Node's tls does. */
+  readonly nativeTls: NativeRelay | null;
   /** Client connections accepted and not yet logged in (SHOW LISTS login_clients). */
   loggingIn = 0;
   /** Per database: max_db_connections, reserve, eviction (coordinator.ts). */
@@ -77,8 +81,9 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.log = logs.get('pooler');
     this.stopped = new Promise((r) => { this.resolveStopped = r; });
     // Before listen(): the "pooler listening" line is shipped too.
-    this.tlsRelay = wantsTls(config);
-    this.tls = loadTlsSettings(config);
+    this.tlsRelay = tlsNeedsJsRelay(config);
+    this.nativeTls = this.tlsRelay ? null : nativeTlsRelay(config);
+    this.tls = loadTlsSettings(config, this.nativeTls);
     this.hba = config.general.auth_hba_file ? HbaRules.load(config.general.auth_hba_file) : null;
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.applyPools(config);
@@ -450,7 +455,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     const g = this.config.general;
     if (next.general.prepared_statements !== g.prepared_statements || next.general.prepared_statements_cache_size !== g.prepared_statements_cache_size
       || next.general.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) restartNeeded.push('general.prepared_statements*');
-    const tls = reloadTlsSettings(this.tls, next, this.tlsRelay);
+    const tls = reloadTlsSettings(this.tls, next, this.tlsRelay, this.nativeTls);
     this.tls = tls.settings;
     if (tls.restart) restartNeeded.push(tls.restart);
     if (tls.error) this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');

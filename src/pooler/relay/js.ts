@@ -1,11 +1,11 @@
 // The JavaScript relay (client side; js-server.ts has the server side), the fallback when the native relay is off.
-import type net from 'node:net';
+import net from 'node:net';
 import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
 import { Total, type PoolStats } from '../stats.js';
 import { TransactionTracker } from '../transaction-tracker.js';
 import type {
-  ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+  ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
@@ -20,8 +20,11 @@ const MAX_QUEUED_BYTES = 1024 * 1024;
  * written to the linked server as they come, server bytes to the client, and the pair is split after the server
  * read that holds the ReadyForQuery ending a transaction (as the native relay does). */
 export class JsRelay implements Relay {
-  adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd {
-    return new JsClientEnd(conn, options, events);
+  /** Node sockets only: a client whose TLS the native relay terminates stays there. */
+  adoptClient(conn: ClientRelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
+    const socket = conn.socket;
+    if (!(socket instanceof net.Socket)) return null;
+    return new JsClientEnd({ socket, read: conn.read }, options, events);
   }
 
   adoptServer(conn: RelaySocket, events: ServerEvents, rewrites = false): ServerEnd {

@@ -5,11 +5,12 @@ import { writeTerminate } from '../../protocol/writer.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { TxStatus } from '../../protocol/codes.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
+import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
 import type {
-  ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+  ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 
-interface RelayAddon {
+interface RelayAddon extends TlsAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
   relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): number;
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
@@ -36,6 +37,8 @@ const enum RelayEvent {
   ServerData = 8,
   ServerDiscarded = 9,
   Pin = 10,
+  TlsReady = 11,
+  LoginData = 12,
 }
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
@@ -63,8 +66,9 @@ function dropNodeSocket(socket: net.Socket): void {
   socket.destroy();
 }
 
-/** reason: 0 EOF, 1 Terminate, 2 socket error. */
-const CLIENT_CLOSE_REASONS = ['client closed the connection', 'client terminated', 'socket error'];
+/** reason: 0 EOF, 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
+const CLIENT_CLOSE_REASONS = ['client closed the connection', 'client terminated', 'socket error', 'TLS error'];
+const CLOSE_TLS = 3;
 /** reason: 0 EOF (the connection says why), 1 socket error, 2 malformed message. */
 const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed message'];
 
@@ -246,6 +250,8 @@ class NativeServerEnd implements ServerEnd {
 export class NativeRelay implements Relay {
   private static instance: NativeRelay | null | undefined;
   private readonly clients = new Map<number, NativeClientEnd>();
+  /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */
+  private readonly logins: NativeTlsLogins;
   private readonly servers = new Map<number, NativeServerEnd>();
   private readonly events = new Int32Array(5 * 2048);
   private readonly infoOut = new Float64Array(12);
@@ -258,6 +264,7 @@ export class NativeRelay implements Relay {
   private constructor(readonly a: RelayAddon) {
     const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
+    this.logins = new NativeTlsLogins(a, this);
   }
 
   /** The process's native relay, or null when the addon is missing or the relay is turned off. */
@@ -269,9 +276,33 @@ export class NativeRelay implements Relay {
     return NativeRelay.instance;
   }
 
+  /** A client that asked for TLS: the addon takes its descriptor right after the pooler's 'S' (Node's socket must hold
+   * no unsent bytes) and runs the handshake under `context`; `initial` is ciphertext Node already read. The login goes
+   * on through the returned socket. Null when the descriptor cannot be had. */
+  startTls(socket: net.Socket, context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): NativeTlsSocket | null {
+    const fd = socketFd(socket);
+    if (fd < 0 || isTls(socket) || socket.writableLength > 0) return null;
+    const s = this.logins.start(fd, context, askCertificate, initial, handlers);
+    dropNodeSocket(socket);
+    return s;
+  }
+
+  /** An OpenSSL context for startTls (see nativeTlsContext). */
+  tlsContext(o: Parameters<typeof nativeTlsContext>[1]): NativeTlsContext {
+    return nativeTlsContext(this.a, o);
+  }
+
   /** Needs the descriptor of a plaintext socket (a TLS socket's bytes are encrypted under it), and Node's socket must
-   * hold no unsent bytes: they would be lost with it. */
-  adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
+   * hold no unsent bytes: they would be lost with it. A client whose TLS the addon terminates stays where it is. */
+  adoptClient(conn: ClientRelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
+    if (conn.socket instanceof NativeTlsSocket) {
+      const s = conn.socket;
+      if (!this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0)) return null;
+      s.adopt();
+      const end = new NativeClientEnd(this, s.id, events, options.intercept);
+      this.clients.set(s.id, end);
+      return end;
+    }
     const fd = socketFd(conn.socket);
     if (fd < 0 || isTls(conn.socket) || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
@@ -343,10 +374,13 @@ export class NativeRelay implements Relay {
             this.clients.get(id)?.released();
             break;
           case RelayEvent.ClientClosed: {
+            if (this.logins.closed(id, batch[i + 2]!, CLIENT_CLOSE_REASONS)) break;
             const c = this.clients.get(id);
             this.clients.delete(id);
             c?.takeLane();
-            c?.events.onClose(CLIENT_CLOSE_REASONS[batch[i + 2]!] ?? CLIENT_CLOSE_REASONS[0]!, batch[i + 4] === 1 && c.settled);
+            const reason = batch[i + 2]!;
+            const why = reason === CLOSE_TLS ? `TLS error: ${this.a.relayTlsError(id) || 'refused by OpenSSL'}` : CLIENT_CLOSE_REASONS[reason] ?? CLIENT_CLOSE_REASONS[0]!;
+            c?.events.onClose(why, batch[i + 4] === 1 && c.settled);
             break;
           }
           case RelayEvent.ClientData:
@@ -373,6 +407,12 @@ export class NativeRelay implements Relay {
           }
           case RelayEvent.ServerReady:
             this.servers.get(id)?.onReady(batch[i + 2] === 1);
+            break;
+          case RelayEvent.TlsReady:
+            this.logins.ready(id);
+            break;
+          case RelayEvent.LoginData:
+            this.logins.data(id);
             break;
           case RelayEvent.BadLength:
             this.clients.get(id)?.events.onBadLength(batch[i + 2]!);

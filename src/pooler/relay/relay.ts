@@ -2,6 +2,7 @@
 import type net from 'node:net';
 import type { ChunkHandler } from '../read-buffer.js';
 import type { PoolStats } from '../stats.js';
+import type { NativeTlsSocket } from './native-tls.js';
 import { NativeRelay } from './native.js';
 import { JsRelay } from './js.js';
 
@@ -11,6 +12,13 @@ import { JsRelay } from './js.js';
 export interface RelaySocket {
   readonly socket: net.Socket;
   /** From now on the socket's reads go to `handler`. */
+  read(handler: ChunkHandler): void;
+}
+
+/** A logged-in client as a relay takes it: a Node socket, or a client whose TLS the native relay terminates
+ * (NativeTlsSocket), which is already inside that relay and which only it takes. */
+export interface ClientRelaySocket {
+  readonly socket: net.Socket | NativeTlsSocket;
   read(handler: ChunkHandler): void;
 }
 
@@ -127,7 +135,7 @@ export interface ServerEnd {
 
 export interface Relay {
   /** Takes a logged-in client socket (its greeting already sent); null when it cannot. */
-  adoptClient(conn: RelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null;
+  adoptClient(conn: ClientRelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null;
   /** Takes a logged-in server socket (its ReadyForQuery received); null when it cannot. */
   /** `rewrites`: its pool rewrites prepared statements (see ServerEvents.onStatementsDropped). */
   adoptServer(conn: RelaySocket, events: ServerEvents, rewrites?: boolean): ServerEnd | null;
@@ -187,8 +195,9 @@ function jsRelay(): Relay {
 
 /** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
  * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. `tls`:
- * the pool's clients or servers may be TLS sockets, which only the JavaScript relay carries (Node's tls does the
- * crypto; the native relay reads and writes descriptors), and a client and its server are always on one relay. */
+ * the pool's servers (server_tls_sslmode) or clients may be Node TLS sockets, which only the JavaScript relay carries,
+ * and a client and its server are always on one relay. Client TLS the native relay terminates itself needs no such
+ * pool (tls-settings.ts tlsNeedsJsRelay). */
 export function relayFor(rewrites: boolean, tls = false): Relay {
   if (tls) return jsRelay();
   if (!rewrites || process.env['TIDEPOOL_REWRITE_RELAY'] !== 'js') return currentRelay();

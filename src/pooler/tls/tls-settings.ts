@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { parseTlsProtocols, type PoolerConfig, type TlsMode } from '../../config/pooler.js';
+import { NativeRelay } from '../relay/native.js';
+import type { NativeTlsContext } from '../relay/native-tls.js';
 
 /** What a client login needs: the mode and the context the handshake uses (null when the mode is disable). */
 export interface ClientTls {
@@ -10,6 +12,8 @@ export interface ClientTls {
   readonly context: tls.SecureContext | null;
   /** verify-ca and verify-full: a client certificate is asked for and must chain to client_tls_ca_file. */
   readonly verifyClient: boolean;
+  /** The same context in OpenSSL for the native relay, which then terminates TLS itself (null: Node's tls does). */
+  readonly native: NativeTlsContext | null;
 }
 
 /** What a server login needs: the mode and the options of tls.connect (null when the mode is disable). */
@@ -46,57 +50,77 @@ function ciphersOf(text: string): string | undefined {
   return text;
 }
 
-function context(side: 'client' | 'server', g: PoolerConfig['general'], files: { key?: string; cert?: string; ca?: string }): tls.SecureContext {
+/** Node's context for `side`, and with `native` the same in OpenSSL for the native relay (client side only). */
+function context(side: 'client' | 'server', g: PoolerConfig['general'], files: { key?: string; cert?: string; ca?: string }, native: NativeRelay | null = null): { node: tls.SecureContext; native: NativeTlsContext | null } {
   const range = parseTlsProtocols(g[`${side}_tls_protocols`]);
   if (typeof range === 'string') throw new TlsFileError(`${side}_tls_protocols: ${range}`);
   const opts: tls.SecureContextOptions = { minVersion: range.min, maxVersion: range.max, ciphers: ciphersOf(g[`${side}_tls_ciphers`]) };
-  if (files.key) opts.key = readPem(`${side}_tls_key_file`, files.key);
-  if (files.cert) opts.cert = readPem(`${side}_tls_cert_file`, files.cert);
-  if (files.ca) opts.ca = readPem(`${side}_tls_ca_file`, files.ca);
+  const key = files.key ? readPem(`${side}_tls_key_file`, files.key) : undefined;
+  const cert = files.cert ? readPem(`${side}_tls_cert_file`, files.cert) : undefined;
+  const ca = files.ca ? readPem(`${side}_tls_ca_file`, files.ca) : undefined;
+  if (key) opts.key = key;
+  if (cert) opts.cert = cert;
+  if (ca) opts.ca = ca;
   try {
-    return tls.createSecureContext(opts);
+    const node = tls.createSecureContext(opts);
+    // Node checked the files first: the native context is built from the same bytes, and its errors are OpenSSL's.
+    const made = native && key && cert ? native.tlsContext({ key, cert, ca, min: range.min, max: range.max, ciphers: opts.ciphers }) : null;
+    return { node, native: made };
   } catch (err) {
     const named = [files.key, files.cert, files.ca].filter(Boolean).join(', ');
     throw new TlsFileError(`${side} TLS files (${named}) could not be used: ${(err as Error).message}`);
   }
 }
 
-/** Reads every file the TLS keys name and builds the contexts; throws TlsFileError naming the key and file. */
-export function loadTlsSettings(config: PoolerConfig): TlsSettings {
+/** Reads every file the TLS keys name and builds the contexts; throws TlsFileError naming the key and file. `native`:
+ * the native relay that terminates client TLS (null: Node's tls does, on the JavaScript relay). */
+export function loadTlsSettings(config: PoolerConfig, native: NativeRelay | null = null): TlsSettings {
   const g = config.general;
   const clientMode = g.client_tls_sslmode;
   const verifyClient = clientMode === 'verify-ca' || clientMode === 'verify-full';
-  const client: ClientTls = {
-    mode: clientMode, verifyClient,
-    context: clientMode === 'disable' ? null : context('client', g, { key: g.client_tls_key_file, cert: g.client_tls_cert_file, ca: g.client_tls_ca_file || undefined }),
-  };
+  const made = clientMode === 'disable' ? null : context('client', g, { key: g.client_tls_key_file, cert: g.client_tls_cert_file, ca: g.client_tls_ca_file || undefined }, native);
+  const client: ClientTls = { mode: clientMode, verifyClient, context: made?.node ?? null, native: made?.native ?? null };
   const serverMode = g.server_tls_sslmode;
   const server: ServerTls = {
     mode: serverMode,
-    context: serverMode === 'disable' ? null : context('server', g, { key: g.server_tls_key_file || undefined, cert: g.server_tls_cert_file || undefined, ca: g.server_tls_ca_file || undefined }),
+    context: serverMode === 'disable' ? null : context('server', g, { key: g.server_tls_key_file || undefined, cert: g.server_tls_cert_file || undefined, ca: g.server_tls_ca_file || undefined }).node,
   };
   return { client, server };
 }
 
 export const NO_TLS: TlsSettings = Object.freeze({
-  client: Object.freeze({ mode: 'disable', context: null, verifyClient: false }),
+  client: Object.freeze({ mode: 'disable', context: null, verifyClient: false, native: null }),
   server: Object.freeze({ mode: 'disable', context: null }),
 });
 
-/** Whether a config asks for TLS on either side (such sockets are carried by the JavaScript relay). */
+/** Whether a config asks for TLS on either side. */
 export function wantsTls(config: PoolerConfig): boolean {
   return config.general.client_tls_sslmode !== 'disable' || config.general.server_tls_sslmode !== 'disable';
 }
 
-/** RELOAD: the files are read again (certificate rotation) for new connections; connected ones keep their session.
- * A file that cannot be used keeps every previous context (`error` says why). `tlsRelay`: TLS was on at start, so the
- * pools run on the JavaScript relay; otherwise turning it on needs a restart (`restart` names the keys). */
-export function reloadTlsSettings(current: TlsSettings, next: PoolerConfig, tlsRelay: boolean): { settings: TlsSettings; restart?: string; error?: string } {
-  if (wantsTls(next) && !tlsRelay) {
-    return { settings: current, restart: 'general.client_tls_sslmode/server_tls_sslmode (TLS was off at start: its pools run on the native relay)' };
+/** The native relay when it terminates client TLS under `config`: it runs, and nothing else needs the JavaScript relay
+ * (server_tls_sslmode, whose sockets Node's tls carries; TIDEPOOL_REWRITE_RELAY=js). Else null. */
+export function nativeTlsRelay(config: PoolerConfig): NativeRelay | null {
+  if (config.general.server_tls_sslmode !== 'disable' || process.env['TIDEPOOL_REWRITE_RELAY'] === 'js') return null;
+  return NativeRelay.get();
+}
+
+/** Whether the pools of a pooler started with `config` run on the JavaScript relay for TLS: Node's tls carries TLS
+ * sockets there, and a client and its server are always on one relay. Client TLS alone stays native. */
+export function tlsNeedsJsRelay(config: PoolerConfig): boolean {
+  return wantsTls(config) && nativeTlsRelay(config) === null;
+}
+
+/** RELOAD: the files are read again (certificate rotation) for new connections; connected ones keep their session (and
+ * their OpenSSL context). A file that cannot be used keeps every previous context (`error` says why). `tlsRelay`: the
+ * pools run on the JavaScript relay (tlsNeedsJsRelay at start); otherwise what needs it now needs a restart (`restart`
+ * names the keys). `native`: the relay terminating client TLS, fixed at start. */
+export function reloadTlsSettings(current: TlsSettings, next: PoolerConfig, tlsRelay: boolean, native: NativeRelay | null): { settings: TlsSettings; restart?: string; error?: string } {
+  if (!tlsRelay && wantsTls(next) && (native === null || nativeTlsRelay(next) === null) && NativeRelay.get() !== null) {
+    return { settings: current, restart: 'general.client_tls_sslmode/server_tls_sslmode (the pools run on the native relay, which terminates client TLS only: server TLS needs a restart)' };
   }
   try {
-    return { settings: loadTlsSettings(next) };
+    return { settings: loadTlsSettings(next, native) };
   } catch (err) {
     return { settings: current, error: (err as Error).message };
   }

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import net from 'node:net';
+import { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
@@ -12,6 +13,7 @@ import { makeTestCerts, type TestCerts } from '../../helpers/tls-certs.js';
 import { RawConnection, errorText } from '../../helpers/raw-pg.js';
 import { writeStartupMessage } from '../../../src/protocol/writer.js';
 import { buildWebApp } from '../../../src/pooler/web/app.js';
+import { nativeLoaded } from '../../../src/native/index.js';
 
 let db: TestPostgres;
 let certs: TestCerts;
@@ -145,6 +147,67 @@ describe('client_tls_sslmode = require', () => {
     const all = Buffer.concat(got);
     expect(String.fromCharCode(all[0]!)).toBe('E');
     expect(errorText({ type: 'E', raw: all })).toBe('08P01 received unencrypted data after SSL request');
+  });
+
+  it('TLS clients ride the native relay when it runs, with replies and queries larger than a TLS record and a read', async () => {
+    const expectNative = nativeLoaded && process.env.TIDEPOOL_NATIVE_RELAY !== '0';
+    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false }, application_name: 'tls-big' });
+    await c.connect();
+    try {
+      const big = 'q'.repeat(300_000);
+      // The extended protocol (a rewriter's client) and the simple one, both ways past 64 KiB.
+      const r = await c.query('select $1::text as t, length($1::text) as n', [big]);
+      expect(r.rows[0]).toEqual({ t: big, n: 300_000 });
+      const s = await c.query(`select repeat('ab', 400000) as r, '${'z'.repeat(100_000)}' as z`);
+      expect(s.rows[0].r.length).toBe(800_000);
+      expect(s.rows[0].z.length).toBe(100_000);
+      const all = await Promise.all(Array.from({ length: 20 }, (_, i) => c.query(`select ${i} as i, repeat('x', 20000) as x`)));
+      expect(all.map((q) => q.rows[0].i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      const session = [...tp.pooler.clients].find((x) => x.applicationName === 'tls-big');
+      expect(session?.relayKind).toBe(expectNative ? 'native' : 'js');
+      const servers = [...tp.pooler.pools.values()].flatMap((p) => [...p.servers]);
+      for (const sv of servers) expect(sv.end.kind).toBe(expectNative ? 'native' : 'js');
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('garbage instead of a TLS hello closes that client only; SHOW EVENTS says why', async () => {
+    const sock = net.connect(tp.port, '127.0.0.1');
+    sock.on('error', () => undefined);
+    await new Promise((r) => sock.once('connect', r));
+    sock.write(Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]));
+    const answer = await new Promise<Buffer>((r) => sock.once('data', r));
+    expect(answer.toString()).toBe('S');
+    sock.write(Buffer.from('GET / HTTP/1.1\r\nHost: pooler\r\n\r\n'));
+    await new Promise((r) => sock.once('close', r));
+    const events = tp.pooler.show('EVENTS');
+    expect(events.rows.some((r) => /TLS handshake failed/.test(String(r[3])))).toBe(true);
+    expect(await psql(tp.port, { sslmode: 'require' })).toEqual({ ok: true, out: '42' });
+  });
+
+  it('a logged-in TLS client whose next record fails its check loses its connection; the others are served', async () => {
+    // TLS over a stream of our own, so bytes can be put under the session on the wire itself.
+    const raw = net.connect(tp.port, '127.0.0.1');
+    raw.on('error', () => undefined);
+    await new Promise((r) => raw.once('connect', r));
+    const wire = new Duplex({ read() {}, write(chunk: Buffer, _enc, cb) { raw.write(chunk, cb); } });
+    raw.on('data', (d: Buffer) => wire.push(d));
+    raw.on('end', () => wire.push(null));
+    const secure = tls.connect({ socket: wire, ALPNProtocols: ['postgresql'], rejectUnauthorized: false });
+    secure.on('error', () => undefined);
+    await new Promise((r, j) => secure.once('secureConnect', r).once('error', j));
+    const c = await RawConnection.login(secure as unknown as net.Socket, { user: 'md5user', database: 'app', password: 'md5pass' });
+    c.send(Buffer.concat([Buffer.from('Q'), Buffer.from([0, 0, 0, 13]), Buffer.from('select 6\0')]));
+    expect((await c.readUntilReady()).map((m) => m.type).join('')).toBe('TDCZ');
+    const closed = new Promise((r) => raw.once('close', r));
+    // An application-data record whose authentication tag cannot match.
+    raw.write(Buffer.concat([Buffer.from([0x17, 0x03, 0x03, 0x00, 0x20]), Buffer.alloc(32, 7)]));
+    // The native relay drops the connection at once (Node's tls on the JavaScript relay leaves it to the client).
+    if (nativeLoaded && process.env.TIDEPOOL_NATIVE_RELAY !== '0') await closed;
+    else raw.destroy();
+    expect(await psql(tp.port, { sslmode: 'require' })).toEqual({ ok: true, out: '42' });
+    expect(await nodePg(tp.port, { rejectUnauthorized: false })).toBe('7');
   });
 
   it('PostgreSQL 17 direct TLS (ALPN "postgresql") is accepted; without ALPN it is refused', async () => {

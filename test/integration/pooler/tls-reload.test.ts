@@ -79,6 +79,28 @@ describe('RELOAD and TLS files', () => {
     await c.end();
   });
 
+  it('RELOAD turns client TLS on in a pooler started without it (no restart: the relay its pools run on carries it)', async () => {
+    const plain = await startTestPooler(poolerToml(db));
+    try {
+      const before = new pg.Client({ host: '127.0.0.1', port: plain.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false } });
+      await expect(before.connect()).rejects.toThrow(/does not support SSL/);
+      plain.writeConfig(poolerToml(db, { general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"` }));
+      expect(await plain.pooler.reload()).toBe('RELOAD done');
+      const c = new pg.Client({ host: '127.0.0.1', port: plain.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false }, application_name: 'after-reload' });
+      await c.connect();
+      try {
+        expect((await c.query('select 4 as n')).rows[0].n).toBe(4);
+        const clients = plain.pooler.show('CLIENTS');
+        const row = clients.rows.find((r) => r[clients.columns.indexOf('application_name')] === 'after-reload');
+        expect(String(row?.[clients.columns.indexOf('tls')])).toMatch(/^TLSv1\.[23]\/TLS_\w+$/);
+      } finally {
+        await c.end();
+      }
+    } finally {
+      await plain.stop();
+    }
+  });
+
   it('a missing file at start stops the start and names the key and the file', async () => {
     const dir = path.join(certs.dir, 'start');
     const file = `${dir}.toml`;

@@ -1,0 +1,160 @@
+// TLS toward clients terminated by the native relay (native/relay-tls.cc): contexts from PEM bytes, and the login-time socket a session talks through.
+import { EventEmitter } from 'node:events';
+import tls from 'node:tls';
+import type { TlsVersion } from '../../config/pooler.js';
+
+/** What relayTlsInfo reports once the handshake is done. */
+export interface NativeTlsInfo {
+  protocol: string;
+  cipher: string;
+  alpn: string;
+  /** The client certificate's CN, '' without one. */
+  commonName: string;
+  /** '' when the client's certificate verified; else Node's name for why (UNABLE_TO_GET_ISSUER_CERT_LOCALLY...), or 'no certificate'. */
+  verifyError: string;
+}
+
+/** An OpenSSL SSL_CTX held by the addon (freed when the last session using it and this handle are gone). */
+export type NativeTlsContext = { readonly __sslCtx: unique symbol };
+
+/** The addon's TLS functions (relay-tls.cc). */
+export interface TlsAddon {
+  relayTlsContext(o: { key: Uint8Array; cert: Uint8Array; ca?: Uint8Array; minVersion: number; maxVersion: number; cipherList: string; cipherSuites: string }): NativeTlsContext;
+  relayAddTlsClient(fd: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): number;
+  relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): boolean;
+  relayTlsInfo(id: number): NativeTlsInfo | null;
+  relayTlsError(id: number): string;
+  relayTake(id: number): Buffer;
+  relayWrite(id: number, data: Uint8Array): boolean;
+}
+
+const VERSION_NUMBERS: Record<TlsVersion, number> = { TLSv1: 0x0301, 'TLSv1.1': 0x0302, 'TLSv1.2': 0x0303, 'TLSv1.3': 0x0304 };
+
+/** Builds an OpenSSL context as tls.createSecureContext would from the same options (`ciphers` undefined: Node's
+ * default list, split as Node splits it into TLS 1.2 ciphers and TLS 1.3 suites). Throws with OpenSSL's reason. */
+export function nativeTlsContext(a: TlsAddon, o: { key: Buffer; cert: Buffer; ca?: Buffer; min: TlsVersion; max: TlsVersion; ciphers?: string }): NativeTlsContext {
+  const all = (o.ciphers ?? tls.DEFAULT_CIPHERS).split(':').filter((c) => c.length > 0);
+  return a.relayTlsContext({
+    key: o.key, cert: o.cert, ca: o.ca, minVersion: VERSION_NUMBERS[o.min], maxVersion: VERSION_NUMBERS[o.max],
+    cipherList: all.filter((c) => !c.startsWith('TLS_')).join(':'), cipherSuites: all.filter((c) => c.startsWith('TLS_')).join(':'),
+  });
+}
+
+/** What a session hears from its client during a natively terminated login. */
+export interface NativeTlsHandlers {
+  /** The handshake is done. */
+  onSecure(info: NativeTlsInfo | null): void;
+  /** Decrypted bytes. */
+  onData(chunk: Buffer): void;
+}
+
+/** A client between its TLS handshake and the relay taking it: the addon holds the descriptor and the TLS session,
+ * JavaScript the login. It looks to the session as much like a socket as the login needs (write, end, destroy,
+ * 'error' and 'close'); net.Socket's 'close' after end() or destroy() comes on the next tick here too. */
+export class NativeTlsSocket extends EventEmitter {
+  readonly nativeTls = true;
+  readonly writableLength = 0;
+  destroyed = false;
+  /** Set once the relay took the endpoint as a relayed client: no more events here. */
+  private adopted = false;
+
+  constructor(
+    private readonly a: TlsAddon,
+    readonly id: number,
+    private readonly handlers: NativeTlsHandlers,
+    private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void; forget(id: number): void },
+  ) {
+    super();
+  }
+
+  write(data: Buffer | string): boolean {
+    if (this.destroyed) return false;
+    return this.a.relayWrite(this.id, typeof data === 'string' ? Buffer.from(data) : data);
+  }
+
+  /** Sends what is pending (and close_notify), then closes. */
+  end(data?: Buffer | string): this {
+    if (data !== undefined) this.write(data);
+    if (!this.destroyed) {
+      this.closer.close(this.id, 5000);
+      this.markClosed();
+    }
+    return this;
+  }
+
+  destroy(): this {
+    if (!this.destroyed) {
+      this.closer.destroy(this.id);
+      this.markClosed();
+    }
+    return this;
+  }
+
+  private markClosed(): void {
+    this.destroyed = true;
+    this.closer.forget(this.id);
+    process.nextTick(() => this.emit('close'));
+  }
+
+  /** relayAdopt took it: the session's relay end speaks for the connection from now on. */
+  adopt(): void {
+    this.adopted = true;
+    this.closer.forget(this.id);
+  }
+
+  // ---- the addon's reports (NativeRelay routes them here) ----
+
+  onReady(): void {
+    if (this.destroyed || this.adopted) return;
+    this.handlers.onSecure(this.a.relayTlsInfo(this.id));
+  }
+
+  onData(): void {
+    if (this.destroyed || this.adopted) return;
+    const data = this.a.relayTake(this.id);
+    if (data.length) this.handlers.onData(data);
+  }
+
+  /** The client went (`error`: why, when not at its own EOF). */
+  onClosed(error: string | null): void {
+    if (this.destroyed || this.adopted) return;
+    this.destroyed = true;
+    if (error !== null && this.listenerCount('error') > 0) this.emit('error', new Error(error));
+    this.emit('close');
+  }
+}
+
+/** Clients whose TLS the addon terminates, from the handoff after the 'S' to the end of their login: the addon's
+ * reports about them (handshake done, decrypted bytes, close) go to their NativeTlsSocket. */
+export class NativeTlsLogins {
+  private readonly logins = new Map<number, NativeTlsSocket>();
+
+  constructor(private readonly a: TlsAddon, private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void }) {}
+
+  /** Hands the descriptor `fd` (a duplicate is taken) to the addon, which runs the handshake under `context`. */
+  start(fd: number, context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): NativeTlsSocket {
+    const id = this.a.relayAddTlsClient(fd, context, askCertificate, initial?.length ? initial : undefined);
+    const s = new NativeTlsSocket(this.a, id, handlers, {
+      close: (i, graceMs) => this.closer.close(i, graceMs), destroy: (i) => this.closer.destroy(i), forget: (i) => void this.logins.delete(i),
+    });
+    this.logins.set(id, s);
+    return s;
+  }
+
+  ready(id: number): void {
+    this.logins.get(id)?.onReady();
+  }
+
+  data(id: number): void {
+    this.logins.get(id)?.onData();
+  }
+
+  /** The addon's close report: false when `id` is not a client in login. `reason` as CLIENT_CLOSE_REASONS; 3: TLS. */
+  closed(id: number, reason: number, reasons: readonly string[]): boolean {
+    const login = this.logins.get(id);
+    if (!login) return false;
+    this.logins.delete(id);
+    login.onClosed(reason === 0 ? null : reason === 3 ? this.a.relayTlsError(id) || 'refused by OpenSSL' : reasons[reason] ?? 'socket error');
+    return true;
+  }
+}
