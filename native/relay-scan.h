@@ -163,6 +163,65 @@ inline bool WantsRewrite(uint8_t type, const uint8_t* buf, size_t offset, uint32
          std::strcmp(word, "discard") == 0;
 }
 
+/** Session parameters (src/pooler/session-state/): whether the text of a Query or Parse may change one, i.e. a
+ *  statement of it begins with SET, RESET or DISCARD (at its start or after a ';'), or it calls set_config (a false hit costs a read-back,
+ *  never a wrong answer). 0: no; 1: yes and buf[textAt, textAt + textLen) holds the whole query text (no NUL);
+ *  2: maybe (the message is cut by the read). Comments before a keyword are not looked through. */
+inline int ParamStatement(uint8_t type, const uint8_t* buf, size_t offset, uint32_t len, size_t total, size_t* textAt, size_t* textLen) {
+  if (type != kQuery && type != kParse) return 0;
+  const size_t bodyEnd = offset + 1 + len;
+  const bool whole = bodyEnd <= total;
+  const size_t end = whole ? bodyEnd : total;
+  size_t pos = offset + 5;
+  if (type == kParse) {
+    const void* nul = std::memchr(buf + pos, 0, end > pos ? end - pos : 0);
+    if (!nul) return whole ? 0 : 2;
+    pos = static_cast<size_t>(static_cast<const uint8_t*>(nul) - buf) + 1;
+  }
+  const size_t start = pos;
+  const void* textNul = std::memchr(buf + pos, 0, end > pos ? end - pos : 0);
+  const size_t textEnd = textNul ? static_cast<size_t>(static_cast<const uint8_t*>(textNul) - buf) : end;
+  bool found = false;
+  while (pos < textEnd && !found) {
+    while (pos < textEnd && (buf[pos] == ' ' || buf[pos] == '\t' || buf[pos] == '\n' || buf[pos] == '\r' || buf[pos] == '(')) pos++;
+    char word[8];
+    size_t n = 0;
+    while (pos < textEnd && n < sizeof(word) - 1) {
+      uint8_t ch = buf[pos];
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<uint8_t>(ch - 'A' + 'a');
+      if (ch < 'a' || ch > 'z') break;
+      word[n++] = static_cast<char>(ch);
+      pos++;
+    }
+    word[n] = 0;
+    const bool wordEnds = pos == textEnd || !((buf[pos] | 0x20) >= 'a' && (buf[pos] | 0x20) <= 'z');
+    if (wordEnds && (std::strcmp(word, "set") == 0 || std::strcmp(word, "reset") == 0 || std::strcmp(word, "discard") == 0)) found = true;
+    if (found) break;
+    const void* semi = std::memchr(buf + pos, ';', textEnd - pos);
+    if (!semi) break;
+    pos = static_cast<size_t>(static_cast<const uint8_t*>(semi) - buf) + 1;
+  }
+  // set_config(...) anywhere in the text (a function call may change a parameter too).
+  for (size_t u = start + 3; !found && u + 7 <= textEnd;) {
+    const void* us = std::memchr(buf + u, '_', textEnd - u);
+    if (!us) break;
+    u = static_cast<size_t>(static_cast<const uint8_t*>(us) - buf);
+    if (u + 7 <= textEnd && u >= start + 3) {
+      static const char kSet[] = "set", kConfig[] = "config";
+      bool match = true;
+      for (int k = 0; k < 3 && match; k++) match = (buf[u - 3 + k] | 0x20) == kSet[k];
+      for (int k = 0; k < 6 && match; k++) match = (buf[u + 1 + k] | 0x20) == kConfig[k];
+      if (match) found = true;
+    }
+    u++;
+  }
+  if (!whole || !textNul) return found || !whole ? 2 : 0;
+  if (!found) return 0;
+  *textAt = start;
+  *textLen = textEnd - start;
+  return 1;
+}
+
 /** A CommandComplete whose tag says the server dropped every prepared statement. */
 inline bool DropsAllStatements(const uint8_t* m, uint32_t len, size_t available) {
   if (available < 1 + static_cast<size_t>(len)) return false;

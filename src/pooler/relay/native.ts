@@ -5,6 +5,7 @@ import { writeTerminate } from '../../protocol/writer.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { TxStatus } from '../../protocol/codes.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
+import type { ParamChanges } from '../session-state/params.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
@@ -20,7 +21,8 @@ interface RelayAddon {
   relayWrite(id: number, data: Uint8Array): boolean;
   relayClose(id: number): void;
   relayDestroy(id: number): void;
-  relayWatchReady(server: number): boolean;
+  relayWatchReady(server: number, capture?: boolean): boolean;
+  relayParams(server: number): Buffer;
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array): number;
 }
@@ -209,6 +211,19 @@ class NativeServerEnd implements ServerEnd {
     this.ready = done;
     if (!this.r.a.relayWatchReady(this.id)) return;
     this.write(query);
+  }
+
+  ask(query: Buffer, done: (replies: Buffer, sawError: boolean) => void): void {
+    this.ready = (sawError) => done(this.r.a.relayTake(this.id), sawError);
+    if (!this.r.a.relayWatchReady(this.id, true)) return;
+    this.write(query);
+  }
+
+  takeParams(): ParamChanges | null {
+    const b = this.r.a.relayParams(this.id);
+    if (b.length === 0) return null;
+    const texts = b.length > 1 ? b.toString('utf8', 1).split('\0').filter((t) => t.length > 0) : [];
+    return { flags: b[0]!, texts };
   }
 
   onReady(sawError: boolean): void {
