@@ -131,6 +131,23 @@ describe.each(['params1', 'params2'] as const)('session parameters through %s', 
     }
   });
 
+  it('startup values (options -c, application_name) are the client\'s own from login on, ParameterStatus included', async () => {
+    const extra = { options: '-c TimeZone=Asia/Tokyo -c search_path=opt_s,public -c myapp.tenant=from_options', application_name: 'opt_app' };
+    const direct = await connect('direct', extra);
+    const pooled = await connect(pool, extra);
+    const plain = await connect(pool);
+    try {
+      expect(pooled.told.get('TimeZone')).toBe(direct.told.get('TimeZone'));
+      expect(pooled.told.get('application_name')).toBe('opt_app');
+      for (let i = 0; i < 3; i++) {
+        expect(await shown(pooled)).toEqual(await shown(direct));
+        expect((await shown(plain)).TimeZone).not.toBe('Asia/Tokyo');
+      }
+    } finally {
+      await Promise.all([direct.end(), pooled.end(), plain.end()]);
+    }
+  });
+
   it('SET LOCAL, a rolled-back SET and a failed SET do not stick; SET in a committed block does', async () => {
     for (const steps of [
       ['BEGIN', 'SET LOCAL search_path = local_only, public', "SET LOCAL myapp.tenant = 'local'", 'COMMIT'],
