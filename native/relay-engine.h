@@ -137,6 +137,8 @@ struct Endpoint : Framing, TxCount {
   // to; a server keeps them until JavaScript takes them (relayParams) before it serves anyone else.
   std::string paramText;
   uint8_t paramFlags = 0;
+  // Client: bytes still to come of a Query or Parse cut by a read with nothing found yet (ParamStatement).
+  size_t paramTailLeft = 0;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;

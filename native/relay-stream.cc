@@ -37,6 +37,15 @@ void Relay::OnReadable(Endpoint* ep) {
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
   if (c->pinMask != 0) c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
+  if (c->paramTailLeft > 0) {
+    // The rest of a Query or Parse cut by the last read (no carried header: it is mid-message).
+    const size_t n = c->paramTailLeft < total ? c->paramTailLeft : total;
+    c->paramTailLeft -= n;
+    if (ParamWords(buf, 0, n, false)) {
+      c->paramTailLeft = 0;
+      NoteParams(c, 2, nullptr, 0);
+    }
+  }
   double now = 0;
   const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
@@ -53,7 +62,7 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
         size_t textAt = 0, textLen = 0;
-        if (const int k = ParamStatement(type, buf, offset, len, total, &textAt, &textLen)) NoteParams(c, k, buf + textAt, textLen);
+        if (const int k = ParamStatement(type, buf, offset, len, total, &textAt, &textLen, &c->paramTailLeft)) NoteParams(c, k, buf + textAt, textLen);
         if (c->divert && !c->intercept && divertAt == SIZE_MAX && WantsRewrite(type, buf, offset, len, total)) {
           divertAt = offset;
           syncsBefore = c->syncs;

@@ -263,14 +263,14 @@ Napi::Value RelayWatchReady(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), s != nullptr);
 }
 
-/** relayParams(server) -> Uint8Array: empty, or the flags byte of Endpoint::paramFlags followed by the
+/** relayParams(server) -> Uint8Array | undefined: undefined, or the flags byte of Endpoint::paramFlags followed by the
  *  NUL-separated statement texts gathered since the last call (which clears them). */
 Napi::Value RelayParams(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
   if (!r) return env.Undefined();
   Endpoint* ep = r->Find(info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 0);
-  if (!ep || ep->paramFlags == 0) return Napi::Buffer<uint8_t>::New(env, 0);
+  if (!ep || ep->paramFlags == 0) return env.Undefined();  // every release asks: no allocation when nothing
   Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, 1 + ep->paramText.size());
   out.Data()[0] = ep->paramFlags;
   if (!ep->paramText.empty()) std::memcpy(out.Data() + 1, ep->paramText.data(), ep->paramText.size());

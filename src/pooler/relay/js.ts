@@ -10,7 +10,7 @@ import type {
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
 import { StateScan } from '../session-state/state-scan.js';
-import { paramStatement } from '../session-state/param-scan.js';
+import { paramStatement, paramWords } from '../session-state/param-scan.js';
 import type { MessageHandler } from '../../protocol/frame-stream.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
@@ -105,13 +105,27 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   /** Session parameters: statements that may change one, noted on the server they go to (or held until a link). */
   private pendingParams: (string | null)[] = [];
   private readonly paramText = { value: '' };
+  /** Bytes still to come of a Query or Parse cut by a read with nothing found yet. */
+  private readonly paramTail = { left: 0 };
 
   private noteParams(type: number, buf: Buffer, start: number, len: number, complete: boolean): void {
-    const kind = paramStatement(type, buf, start, len, complete, this.paramText);
-    if (kind === 0) return;
-    const text = kind === 1 ? this.paramText.value : null;
+    const kind = paramStatement(type, buf, start, len, complete, this.paramText, this.paramTail);
+    if (kind !== 0) this.noteParamText(kind === 1 ? this.paramText.value : null);
+  }
+
+  private noteParamText(text: string | null): void {
     if (this.server) this.server.noteParams(text);
     else this.pendingParams.push(text);
+  }
+
+  /** The start of a read that continues a Query or Parse cut by the last one. */
+  private paramTailScan(chunk: Buffer): void {
+    const n = Math.min(this.paramTail.left, chunk.length);
+    this.paramTail.left -= n;
+    if (paramWords(chunk, 0, n, false)) {
+      this.paramTail.left = 0;
+      this.noteParamText(null);
+    }
   }
 
   // ---- client -> server ----
@@ -123,6 +137,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
     this.stateScan?.feed(chunk);
+    if (this.paramTail.left > 0) this.paramTailScan(chunk);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.

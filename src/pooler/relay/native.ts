@@ -22,7 +22,7 @@ interface RelayAddon {
   relayClose(id: number): void;
   relayDestroy(id: number): void;
   relayWatchReady(server: number, capture?: boolean): boolean;
-  relayParams(server: number): Buffer;
+  relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array): number;
 }
@@ -221,7 +221,7 @@ class NativeServerEnd implements ServerEnd {
 
   takeParams(): ParamChanges | null {
     const b = this.r.a.relayParams(this.id);
-    if (b.length === 0) return null;
+    if (b === undefined || b.length === 0) return null;
     const texts = b.length > 1 ? b.toString('utf8', 1).split('\0').filter((t) => t.length > 0) : [];
     return { flags: b[0]!, texts };
   }

@@ -1,7 +1,7 @@
 // Session parameters: the SET / RESET parser, the relay's statement scan, startup options, sync and read-back.
 import { describe, expect, it } from 'vitest';
 import { addParamEffects, emptyEffects } from '../../../../src/pooler/session-state/set-statements.js';
-import { paramStatement } from '../../../../src/pooler/session-state/param-scan.js';
+import { paramStatement, paramWords } from '../../../../src/pooler/session-state/param-scan.js';
 import {
   applyReadBack, ClientParams, dataRows, optionParams, ParamValues, readBackQuery, syncQuery, trackedParams,
 } from '../../../../src/pooler/session-state/params.js';
@@ -36,7 +36,8 @@ describe('SET / RESET statements', () => {
 
 describe('the relay scan (TypeScript twin of native ParamStatement)', () => {
   const text = { value: '' };
-  const scan = (m: Buffer, complete = true) => paramStatement(m[0]!, m, 0, m.readUInt32BE(1), complete, text);
+  const tail = { left: 0 };
+  const scan = (m: Buffer, complete = true) => paramStatement(m[0]!, m, 0, m.readUInt32BE(1), complete, text, tail);
 
   it('flags Query and Parse texts with a statement starting SET, RESET, DISCARD, or calling set_config', () => {
     expect(scan(writeQuery('SELECT 1'))).toBe(0);
@@ -50,7 +51,17 @@ describe('the relay scan (TypeScript twin of native ParamStatement)', () => {
     expect(scan(writeParse('s1', Buffer.from('SET TimeZone = $1'), Buffer.alloc(2)))).toBe(1);
     expect(text.value).toBe('SET TimeZone = $1');
     expect(scan(writeParse('', Buffer.from('SELECT 1'), Buffer.alloc(2)))).toBe(0);
-    expect(scan(writeQuery('SELECT 1'), false)).toBe(2);
+  });
+
+  it('a message cut by the read: what is here decides, and the rest is scanned as it comes', () => {
+    const q = writeQuery('SELECT 1; SET search_path = x');
+    expect(paramStatement(q[0]!, q.subarray(0, 20), 0, q.readUInt32BE(1), false, text, tail)).toBe(2);
+    tail.left = 0;
+    expect(paramStatement(q[0]!, q.subarray(0, 12), 0, q.readUInt32BE(1), false, text, tail)).toBe(0);
+    expect(tail.left).toBe(q.length - 12);
+    expect(paramWords(q.subarray(12), 0, tail.left, false)).toBe(true);
+    const plain = writeQuery('SELECT abalance FROM pgbench_accounts WHERE aid = 1');
+    expect(paramWords(plain, 5, plain.length - 1, true)).toBe(false);
   });
 });
 
