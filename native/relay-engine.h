@@ -56,6 +56,7 @@ enum EventKind : int32_t {
 
 /** CloseClient reasons: 0 EOF (or close_notify), 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
 constexpr int kCloseTls = 3;
+constexpr size_t kParamTextMax = 64 * 1024;
 
 /** Monotonic clock in microseconds, for query and transaction durations. */
 double NowUs();
@@ -146,9 +147,19 @@ struct Endpoint : Framing, TxCount {
   // Login: the client is not relayed yet; every decrypted byte goes to JavaScript (kLoginData, relayTake), which
   // runs the startup and the password exchange, then turns the endpoint into a relayed client (relayAdopt).
   bool login = false;
+  // Session parameters (src/pooler/session-state/): texts of statements that may change one (ParamStatement),
+  // NUL-separated, and flags (1 texts, 2 a statement not seen whole or texts past kParamTextMax, 4 a
+  // ParameterStatus reached the client). A client keeps them while unlinked and hands them to the server it links
+  // to; a server keeps them until JavaScript takes them (relayParams) before it serves anyone else.
+  std::string paramText;
+  uint8_t paramFlags = 0;
+  // Client: bytes still to come of a Query or Parse cut by a read with nothing found yet (ParamStatement).
+  size_t paramTailLeft = 0;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
+  // With wantReady: the replies go to interceptIn for JavaScript (relayTake) instead of being dropped.
+  bool capture = false;
   bool sawError = false;
   // Server: bytes to and from PostgreSQL. Client: bytes to and from the client.
   double bytesSent = 0, bytesReceived = 0;
@@ -196,6 +207,8 @@ class Relay {
   /** At the end of a transaction of `c` on `s`: pins it when its texts named state it must keep, reports the kinds
    *  of a pinned client that changed (kPin, 0 when none is left), and returns true when it has just been unpinned. */
   bool PinAtEnd(Endpoint* c, Endpoint* s);
+  /** A client message that may change a session parameter: its text goes with the server it reaches. */
+  void NoteParams(Endpoint* c, int kind, const uint8_t* text, size_t len);
   // The native lane (relay-lane.cc).
   /** Rewrites and sends a linked lane client's whole read; false when it is not all fast (nothing sent). */
   bool LaneSend(Endpoint* c, const uint8_t* buf, size_t len);

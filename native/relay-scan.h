@@ -163,6 +163,82 @@ inline bool WantsRewrite(uint8_t type, const uint8_t* buf, size_t offset, uint32
          std::strcmp(word, "discard") == 0;
 }
 
+/** Session parameters: whether buf[pos, end) holds a statement start (at pos when `atStart`, else after a ';') whose
+ *  first word is SET, RESET or DISCARD, or the name set_config anywhere. */
+inline bool ParamWords(const uint8_t* buf, size_t pos, size_t end, bool atStart) {
+  const size_t from = pos;
+  if (!atStart) {
+    const void* semi = std::memchr(buf + pos, ';', end - pos);
+    pos = semi ? static_cast<size_t>(static_cast<const uint8_t*>(semi) - buf) + 1 : end;
+  }
+  while (pos < end) {
+    while (pos < end && (buf[pos] == ' ' || buf[pos] == '\t' || buf[pos] == '\n' || buf[pos] == '\r' || buf[pos] == '(')) pos++;
+    char word[8];
+    size_t n = 0;
+    while (pos < end && n < sizeof(word) - 1) {
+      uint8_t ch = buf[pos];
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<uint8_t>(ch - 'A' + 'a');
+      if (ch < 'a' || ch > 'z') break;
+      word[n++] = static_cast<char>(ch);
+      pos++;
+    }
+    word[n] = 0;
+    const bool wordEnds = pos == end || !((buf[pos] | 0x20) >= 'a' && (buf[pos] | 0x20) <= 'z');
+    if (wordEnds && (std::strcmp(word, "set") == 0 || std::strcmp(word, "reset") == 0 || std::strcmp(word, "discard") == 0)) return true;
+    const void* semi = std::memchr(buf + pos, ';', end - pos);
+    if (!semi) break;
+    pos = static_cast<size_t>(static_cast<const uint8_t*>(semi) - buf) + 1;
+  }
+  for (size_t u = from; u + 7 <= end;) {
+    const void* us = std::memchr(buf + u, '_', end - u);
+    if (!us) break;
+    u = static_cast<size_t>(static_cast<const uint8_t*>(us) - buf);
+    if (u + 7 <= end && u >= from + 3) {
+      static const char kSet[] = "set", kConfig[] = "config";
+      bool match = true;
+      for (int k = 0; k < 3 && match; k++) match = (buf[u - 3 + k] | 0x20) == kSet[k];
+      for (int k = 0; k < 6 && match; k++) match = (buf[u + 1 + k] | 0x20) == kConfig[k];
+      if (match) return true;
+    }
+    u++;
+  }
+  return false;
+}
+
+/** Session parameters (src/pooler/session-state/): whether the text of a Query or Parse may change one (ParamWords;
+ *  a false hit costs a read-back, never a wrong answer). 0: no (for a message cut by the read, not in what is here:
+ *  *tailLeft gets how many of its bytes are still to come, for ParamWords on them as they come); 1: yes and
+ *  buf[textAt, textAt + textLen) holds the whole query text (no NUL); 2: yes, but the message is cut by the read. */
+inline int ParamStatement(uint8_t type, const uint8_t* buf, size_t offset, uint32_t len, size_t total, size_t* textAt, size_t* textLen, size_t* tailLeft) {
+  if (type != kQuery && type != kParse) return 0;
+  const size_t bodyEnd = offset + 1 + len;
+  const bool whole = bodyEnd <= total;
+  const size_t end = whole ? bodyEnd : total;
+  size_t pos = offset + 5;
+  if (type == kParse) {
+    const void* nul = std::memchr(buf + pos, 0, end > pos ? end - pos : 0);
+    if (!nul) {
+      // The statement name is not all here: its text will be (a name never holds ';', so ParamWords skips to one).
+      if (!whole) *tailLeft = bodyEnd - total;
+      return 0;
+    }
+    pos = static_cast<size_t>(static_cast<const uint8_t*>(nul) - buf) + 1;
+  }
+  const size_t start = pos;
+  const void* textNul = pos < end ? std::memchr(buf + pos, 0, end - pos) : nullptr;
+  const size_t textEnd = textNul ? static_cast<size_t>(static_cast<const uint8_t*>(textNul) - buf) : end;
+  const bool found = ParamWords(buf, start, textEnd, true);
+  if (!whole) {
+    if (found) return 2;
+    if (!textNul) *tailLeft = bodyEnd - total;
+    return 0;
+  }
+  if (!found || !textNul) return 0;
+  *textAt = start;
+  *textLen = textEnd - start;
+  return 1;
+}
+
 /** A CommandComplete whose tag says the server dropped every prepared statement. */
 inline bool DropsAllStatements(const uint8_t* m, uint32_t len, size_t available) {
   if (available < 1 + static_cast<size_t>(len)) return false;

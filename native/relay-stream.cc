@@ -37,6 +37,15 @@ void Relay::OnReadable(Endpoint* ep) {
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
   if (c->pinMask != 0) c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
+  if (c->paramTailLeft > 0) {
+    // The rest of a Query or Parse cut by the last read (no carried header: it is mid-message).
+    const size_t n = c->paramTailLeft < total ? c->paramTailLeft : total;
+    c->paramTailLeft -= n;
+    if (ParamWords(buf, 0, n, false)) {
+      c->paramTailLeft = 0;
+      NoteParams(c, 2, nullptr, 0);
+    }
+  }
   double now = 0;
   const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
@@ -52,6 +61,8 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
         }
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
+        size_t textAt = 0, textLen = 0;
+        if (const int k = ParamStatement(type, buf, offset, len, total, &textAt, &textLen, &c->paramTailLeft)) NoteParams(c, k, buf + textAt, textLen);
         if (c->divert && !c->intercept && divertAt == SIZE_MAX && WantsRewrite(type, buf, offset, len, total)) {
           divertAt = offset;
           syncsBefore = c->syncs;
@@ -148,6 +159,17 @@ bool Relay::PinAtEnd(Endpoint* c, Endpoint* s) {
   return true;
 }
 
+void Relay::NoteParams(Endpoint* c, int kind, const uint8_t* text, size_t len) {
+  Endpoint* target = c->peer ? c->peer : c;
+  if (kind == 1 && target->paramText.size() + len < kParamTextMax) {
+    target->paramText.append(reinterpret_cast<const char*>(text), len);
+    target->paramText.push_back('\0');
+    target->paramFlags |= 1;
+  } else {
+    target->paramFlags |= 2;
+  }
+}
+
 void Relay::ObserveHist(double* s, int off, double us) {
   double sec = us / 1e6;
   size_t nb = layout_.bounds.size();
@@ -187,6 +209,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   size_t handAt = SIZE_MAX;
   bool release = false;
   bool dropsAll = false;
+  bool captureReady = false;
   ChunkResult r = ScanServerChunk(
       *s, s->txStatus, c, buf, total,
       [&](uint8_t, bool ended) {
@@ -225,7 +248,8 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             const bool unpinned = c->pinMask != 0 && PinAtEnd(c, s);
             const bool jsOwes = c->intercept && !(c->lane.on && c->lane.groups.empty() && handAt == SIZE_MAX && c->interceptIn.empty() && !c->dataQueued);
             if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !jsOwes) {
-              if (!unpinned && c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1) c->parked = true;
+              // A transaction that may have changed a session parameter is not parked: JavaScript reads it back.
+              if (!unpinned && c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1 && s->paramFlags == 0) c->parked = true;
               else release = true;
             }
           }
@@ -233,6 +257,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
           s->wantReady = false;
           Emit(kServerReady, s->id, s->sawError ? 1 : 0, s->txStatus);
           s->sawError = false;
+          captureReady = true;
         }
       },
       [&] {
@@ -245,6 +270,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
         }
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
+        if (type == 'S' && c) s->paramFlags |= 4;
         if (type == 'C' && s->divert && DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;
         if (laneReplies && handAt == SIZE_MAX && !LaneReply(c, buf, offset, laneOut, copied)) {
           handAt = offset;
@@ -279,6 +305,11 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
       s->dataQueued = true;
       Emit(kServerData, s->id, c->id);
     }
+  }
+  if (!c && s->capture && r.cut > 0) {
+    // A query of the pooler's own (relayWatchReady with capture): its replies are JavaScript's.
+    s->interceptIn.append(reinterpret_cast<const char*>(buf), r.cut);
+    if (captureReady) s->capture = false;
   }
   if (dropsAll && !intercepted && !laneReplies) Emit(kServerDiscarded, s->id);
   if (!r.ok) {

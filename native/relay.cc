@@ -155,6 +155,15 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   c->peer = s;
   s->peer = c;
   s->wantReady = false;
+  s->capture = false;
+  if (c->paramFlags) {
+    // Statements read while unlinked run on this server.
+    if (s->paramText.size() + c->paramText.size() < relay::kParamTextMax) s->paramText += c->paramText;
+    else if (!c->paramText.empty()) s->paramFlags |= 2;
+    s->paramFlags |= c->paramFlags;
+    c->paramText.clear();
+    c->paramFlags = 0;
+  }
   c->transactionMode = info[2].ToBoolean().Value();
   c->needServerSent = false;
   c->xactStart = NowUs();
@@ -241,8 +250,26 @@ Napi::Value RelayWatchReady(const Napi::CallbackInfo& info) {
   if (s && s->server && !s->peer) {
     s->wantReady = true;
     s->sawError = false;
+    s->capture = info.Length() > 1 && info[1].ToBoolean().Value();
+    if (s->capture) s->interceptIn.clear();
   }
   return Napi::Boolean::New(info.Env(), s != nullptr);
+}
+
+/** relayParams(server) -> Uint8Array | undefined: undefined, or the flags byte of Endpoint::paramFlags followed by the
+ *  NUL-separated statement texts gathered since the last call (which clears them). */
+Napi::Value RelayParams(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = Get(info);
+  if (!r) return env.Undefined();
+  Endpoint* ep = r->Find(info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 0);
+  if (!ep || ep->paramFlags == 0) return env.Undefined();  // every release asks: no allocation when nothing
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, 1 + ep->paramText.size());
+  out.Data()[0] = ep->paramFlags;
+  if (!ep->paramText.empty()) std::memcpy(out.Data() + 1, ep->paramText.data(), ep->paramText.size());
+  ep->paramText.clear();
+  ep->paramFlags = 0;
+  return out;
 }
 
 /** relayReclaim(stats: Float64Array, out: Int32Array) -> n: splits every parked pair of the pool that
@@ -418,6 +445,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayReclaim", Napi::Function::New(env, RelayReclaim, "relayReclaim"));
   exports.Set("relayScan", Napi::Function::New(env, RelayScan, "relayScan"));
   exports.Set("relayTake", Napi::Function::New(env, RelayTake, "relayTake"));
+  exports.Set("relayParams", Napi::Function::New(env, RelayParams, "relayParams"));
   InitRelayLane(env, exports);
   InitRelayStateScan(env, exports);
   InitRelayTls(env, exports);

@@ -1,6 +1,7 @@
 // The pooler's TOML configuration: schema with defaults, load() -> frozen typed config.
 import { isIP } from 'node:net';
 import { parse as parseToml } from 'smol-toml';
+import { parseParamList } from '../protocol/param-names.js';
 import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
 
 export const POOL_MODES = ['transaction', 'session'] as const;
@@ -53,6 +54,7 @@ export const generalShape = {
   shutdown_timeout: t.duration(10_000, 'On SIGTERM or SHUTDOWN, time given to running transactions.'),
   max_concurrent_connects: t.int(4, 'Backend connects in progress at once per pool.', 1, 1000),
   server_reset_query: t.string('DISCARD ALL', 'Sent when a session-mode client leaves.'),
+  track_extra_parameters: t.string('IntervalStyle', 'Transaction mode: session parameters followed per client besides client_encoding, DateStyle, TimeZone, standard_conforming_strings, application_name and search_path (comma-separated; PgBouncer\'s name and default). Parameters a client SETs are followed too; RELOAD applies the list to transactions that start afterwards.'),
   prepared_statements: t.bool(true, 'Transaction mode: prepared statements (Parse and SQL PREPARE) follow each client from server to server, and unnamed Parses are cached per server. false: bytes pass as they are.'),
   prepared_statements_cache_size: t.int(8192, 'Query texts a pool keeps for reuse once no client and no server holds them.', 0, 10_000_000),
   server_prepared_statements_cache_size: t.int(256, 'Statements kept prepared on each server connection (LRU; an evicted one is closed before the next Sync).', 1, 1_000_000),
@@ -148,9 +150,16 @@ function semanticChecks(cfg: PoolerConfig, problems: Problem[]): void {
   });
   logsChecks(cfg.logs, problems);
   tlsChecks(cfg.general, problems);
+  paramChecks(cfg.general, problems);
 }
 
 /** The TLS keys that must come together; files themselves are read by pooler/tls/tls-settings.ts. */
+function paramChecks(g: PoolerConfig['general'], problems: Problem[]): void {
+  const bad: string[] = [];
+  parseParamList(g.track_extra_parameters, bad);
+  if (bad.length) problems.push({ path: 'general.track_extra_parameters', expected: 'a comma-separated list of parameter names ("IntervalStyle, myapp.tenant")', found: JSON.stringify(g.track_extra_parameters) });
+}
+
 function tlsChecks(g: PoolerConfig['general'], problems: Problem[]): void {
   if (g.client_tls_sslmode !== 'disable') {
     for (const key of ['client_tls_key_file', 'client_tls_cert_file'] as const) {

@@ -65,6 +65,8 @@ export interface LoginResult {
   user: string;
   database: string;
   applicationName: string;
+  /** The startup packet's parameters (user, database, application_name, options, GUCs...). */
+  startupParams: ReadonlyMap<string, string>;
   protocol32: boolean;
   admin: boolean;
   pool: Pool | null;
@@ -231,13 +233,13 @@ export class ClientLogin {
     const max = core.config.general.max_connections;
     if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
     const resolved = core.resolveLogin(database, user);
-    if (!(resolved instanceof Promise)) return this.withTarget(resolved, { user, database, applicationName, protocol32 });
+    if (!(resolved instanceof Promise)) return this.withTarget(resolved, { user, database, applicationName, protocol32, startupParams: p.params });
     this.phase = 'lookup';
     resolved.then(
       (t) => {
         if (this.phase !== 'lookup') return;
         this.phase = 'startup';
-        this.withTarget(t, { user, database, applicationName, protocol32 });
+        this.withTarget(t, { user, database, applicationName, protocol32, startupParams: p.params });
         // What the client sent while its secret was fetched (its password message, at most).
         if ((this.phase as string) === 'auth' && this.buf.length) this.feedAuth(this.takeRest());
       },
@@ -245,9 +247,9 @@ export class ClientLogin {
     );
   }
 
-  private withTarget(target: LoginTarget, who: { user: string; database: string; applicationName: string; protocol32: boolean }): void {
+  private withTarget(target: LoginTarget, who: { user: string; database: string; applicationName: string; protocol32: boolean; startupParams: ReadonlyMap<string, string> }): void {
     const { conn, core } = this;
-    const { user, database, applicationName, protocol32 } = who;
+    const { user, database, applicationName, protocol32, startupParams } = who;
     if ('error' in target) return this.fail(target.sqlstate, target.error);
     this.onAuth = target.onAuth ?? null;
     let secret = target.secret;
@@ -265,7 +267,7 @@ export class ClientLogin {
       } else if (m === 'trust') secret = '';
       else authType = m === 'password' ? 'plain' : m === 'md5' ? 'md5' : 'scram-sha-256';
     }
-    this.who = { user, database, applicationName, protocol32, admin: target.admin, pool: target.pool };
+    this.who = { user, database, applicationName, startupParams, protocol32, admin: target.admin, pool: target.pool };
     this.auth = new ClientAuth(secret, user, authType);
     this.phase = 'auth';
     this.frames = new FrameStream(MAX_AUTH_MESSAGE, ALL_TYPES, this.onAuthMessage);

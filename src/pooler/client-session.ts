@@ -16,6 +16,8 @@ import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
 import type { NativeTlsSocket } from './relay/native-tls.js';
+import { ClientParams, trackedParams } from './session-state/params.js';
+import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 
 let nextClientId = 1;
 
@@ -50,6 +52,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   /** Transaction mode with prepared_statements: this client's statement names and pipeline (prepared/). */
   private rewriter: StatementRewriter | null = null;
   private adminFrames: FrameStream | null = null;
+  /** Transaction mode: this client's session parameters (session-state/), or null (session mode, admin). */
+  private params: ParamSession | null = null;
   private closeReason = '';
   /** Between the 'S' (or a direct hello) and the end of the handshake. */
   private handshaking = false;
@@ -159,6 +163,11 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       }
     }
     if (this.socket.destroyed) return;
+    if (!this.isAdmin && this.pool!.settings.mode === 'transaction') {
+      const own = new ClientParams(params, r.startupParams, this.paramHost.tracked());
+      this.params = new ParamSession(own, this.paramHost);
+      params = own.greeting(params) ?? params;
+    }
     if (!this.isAdmin && this.pool!.settings.mode === 'session') {
       // The greeting waits for the server: its BackendKeyData carries that server's pid.
       this.greeting = params;
@@ -242,7 +251,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       if (this.state !== 'idle') return;
       this.state = 'waiting';
       this.waitingSince = Date.now();
-      this.pool!.acquire(this);
+      // Its next server is synced to values a read-back may still be learning.
+      if (!this.params || this.params.mayAcquire()) this.pool!.acquire(this);
     },
     onRelease: () => {
       const s = this.server;
@@ -250,8 +260,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       this.server = null;
       this.rewriter?.detach();
       if (this.state !== 'closed') this.state = 'idle';
-      if (this.pinnedKinds !== 0) return this.unpinned(s);
-      this.pool!.release(s, true);
+      if (this.pinnedKinds !== 0) {
+        this.params?.forget(s);
+        return this.unpinned(s);
+      }
+      if (this.params) this.params.checkIn(s, true);
+      else this.pool!.release(s, true);
     },
     onClose: (reason, clean) => {
       this.end = null;
@@ -300,6 +314,14 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   // ---- the pool ----
 
+  private readonly paramHost: ParamSessionHost = {
+    release: (s, reusable) => this.pool!.release(s, reusable),
+    tell: (data) => this.end?.write(data),
+    acquire: () => { if (this.state === 'waiting') this.pool!.acquire(this); },
+    tracked: () => trackedParams(this.core.config.general.track_extra_parameters),
+    warn: (fields, message) => this.core.log.warn({ ...fields, client_id: this.id }, message),
+  };
+
   /** PoolWaiter: a server is ours now. */
   onServer(s: ServerConnection): void {
     const params = this.greeting;
@@ -315,6 +337,24 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.server = s;
     s.owner = this;
     this.state = 'active';
+    // Before the client's first message of the transaction: the server takes the client's parameters if they differ.
+    if (this.params?.sync(s, () => this.synced(s))) return;
+    this.linkServer(s);
+  }
+
+  private synced(s: ServerConnection): void {
+    if (this.server !== s || this.state === 'closed') {
+      // The client left meanwhile: the server is between transactions.
+      if (this.server === s) this.server = null;
+      if (s.owner === this) s.owner = null;
+      this.pool!.release(s, true);
+      return;
+    }
+    this.linkServer(s);
+  }
+
+  private linkServer(s: ServerConnection): void {
+    const end = this.end!;
     if (this.rewriter && s.statements) this.rewriter.attach(s.statements);
     if (end.link(s.end, this.pool!.settings.mode === 'transaction')) return;
     this.rewriter?.detach();
@@ -337,6 +377,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean): void {
     this.server = null;
+    if (this.params) this.params.syncing = false;
     if (this.state === 'closed') return;
     this.core.events.add('backend_lost', `${this.database}/${this.user}`, `backend pid ${server.backendPid} (server ${server.id}) was lost while serving client ${this.id} (${this.addr}): ${reason}`);
     if (atBoundary) return this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
@@ -387,10 +428,16 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.handler = discardReads;
     if (wasWaiting) this.pool?.cancelWait(this);
     const s = this.server;
-    if (this.pinnedKinds !== 0) this.leavePinned(s, clean);
-    else if (s) {
+    if (this.pinnedKinds !== 0) {
+      if (s) this.params?.forget(s);
+      this.leavePinned(s, clean);
+    } else if (s && this.params?.syncing) {
+      // Its set_config is still running: synced() gives the server back at its ReadyForQuery.
+      this.server = null;
+    } else if (s) {
       this.server = null;
       if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
+      else if (clean && this.params) this.params.checkIn(s, false);
       else this.pool!.release(s, clean);
     }
     this.rewriter?.close();

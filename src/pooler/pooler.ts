@@ -181,7 +181,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     return {
       database, user: user.username, mode: effectivePoolMode(config, pool, user),
       target: {
-        host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? 'tidepool',
+        host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? '',
         tls: this.tls.server,
       },
       serverUser: user.server_username ?? user.username, serverPassword,

@@ -3,6 +3,7 @@ import { SqlState } from '../protocol/codes.js';
 import { serverLogin, ServerLoginError, type ServerCredential, type ServerLogin, type ServerTarget } from './server-login.js';
 import type { Relay, ServerEnd, ServerEvents } from './relay/relay.js';
 import type { ServerStatements } from './prepared/server-cache.js';
+import type { ParamValues } from './session-state/params.js';
 
 /** The session a server currently serves: told when the server goes away under it. */
 export interface ServerOwner {
@@ -47,6 +48,10 @@ export class ServerConnection {
   onClosed: ((server: ServerConnection) => void) | null = null;
   /** Statements prepared here under pooler names (transaction mode with prepared_statements), else null. */
   statements: ServerStatements | null = null;
+  /** Transaction mode: the session parameters it holds (session-state/param-sync.ts), from its first use. */
+  paramValues: ParamValues | null = null;
+  /** Names whose values it may hold but are not known (a pinned client's server): read back before its next sync. */
+  paramsUnknown: string[] | null = null;
   private closeReason = '';
 
   private constructor(login: ServerLogin, relay: Relay, rewrites: boolean) {

@@ -4,6 +4,10 @@ import { BackendMessage, TxStatus } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
 import { writeTerminate } from '../../protocol/writer.js';
 import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
+import type { ParamChanges } from '../session-state/params.js';
+
+/** Texts kept for takeParams at most (as the native relay's kParamTextMax): past it, flag 2 says some are missing. */
+const PARAM_TEXT_MAX = 64 * 1024;
 
 const SERVER_WHOLE = typeSet(BackendMessage.ReadyForQuery);
 /** With prepared statements, CommandComplete too: its tag tells when the server dropped every statement. */
@@ -45,6 +49,12 @@ export class JsServerEnd implements ServerEnd {
   private resetDone: ((sawError: boolean) => void) | null = null;
   /** An ErrorResponse arrived while no client was linked. */
   private sawError = false;
+  /** ask(): replies gathered until its ReadyForQuery. */
+  private captured: Buffer[] | null = null;
+  /** Session parameters: see ServerEnd.takeParams (js.ts notes the client's statements here). */
+  paramFlags = 0;
+  private paramTexts: string[] = [];
+  private paramBytes = 0;
 
   constructor(conn: RelaySocket, private readonly events: ServerEvents, private readonly rewrites = false) {
     this.socket = conn.socket;
@@ -65,6 +75,7 @@ export class JsServerEnd implements ServerEnd {
   private readonly onData = (chunk: Buffer): boolean => {
     this.received += chunk.length;
     const c = this.client;
+    if (c === null && this.captured) this.captured.push(Buffer.from(chunk));
     const retained = c !== null && c.fromServer(chunk, this);
     if (!this.frames.feed(chunk)) {
       this.reason = 'PostgreSQL sent a malformed message';
@@ -84,6 +95,7 @@ export class JsServerEnd implements ServerEnd {
         else if (this.resetDone) {
           const done = this.resetDone;
           this.resetDone = null;
+          // The read with this ReadyForQuery is in `captured` already (pushed before the scan).
           done(this.sawError);
         }
         break;
@@ -94,6 +106,9 @@ export class JsServerEnd implements ServerEnd {
       case BackendMessage.CommandComplete:
         // A client the rewriter does not see (yet) dropped the server's statements (DISCARD ALL inside a longer query).
         if (this.rewrites && (this.client === null || this.client.repliesThrough) && this.dropsAll(buf, start)) this.events.onStatementsDropped?.();
+        break;
+      case BackendMessage.ParameterStatus:
+        if (this.client) this.paramFlags |= 4;
         break;
       case BackendMessage.ErrorResponse:
         if (this.client) this.client.onServerError();
@@ -119,6 +134,33 @@ export class JsServerEnd implements ServerEnd {
     this.resetDone = done;
     this.sawError = false;
     this.write(query);
+  }
+
+  ask(query: Buffer, done: (replies: Buffer, sawError: boolean) => void): void {
+    const captured: Buffer[] = [];
+    this.captured = captured;
+    this.reset(query, (sawError) => {
+      if (this.captured === captured) this.captured = null;
+      done(Buffer.concat(captured), sawError);
+    });
+  }
+
+  /** A client statement that may change a parameter (js.ts): `text` null when it was not seen whole. */
+  noteParams(text: string | null): void {
+    if (text !== null && this.paramBytes + text.length < PARAM_TEXT_MAX) {
+      this.paramTexts.push(text);
+      this.paramBytes += text.length;
+      this.paramFlags |= 1;
+    } else this.paramFlags |= 2;
+  }
+
+  takeParams(): ParamChanges | null {
+    if (this.paramFlags === 0) return null;
+    const out = { flags: this.paramFlags, texts: this.paramTexts };
+    this.paramFlags = 0;
+    this.paramTexts = [];
+    this.paramBytes = 0;
+    return out;
   }
 
   close(): void {

@@ -10,6 +10,8 @@ import type {
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
 import { StateScan } from '../session-state/state-scan.js';
+import { paramStatement, paramWords } from '../session-state/param-scan.js';
+import type { MessageHandler } from '../../protocol/frame-stream.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
 const CLIENT_WHOLE = typeSet(FrontendMessage.Terminate);
@@ -84,7 +86,11 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.takeover = options.intercept ? new Takeover(this.tx) : null;
     this.pinMask = options.pinMask ?? 0;
     this.stateScan = this.pinMask !== 0 ? new StateScan() : null;
-    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, this.takeover ? this.takeover.onFrame : this.tx.onMessage);
+    const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
+    this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
+      if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.noteParams(type, buf, start, len, complete);
+      inner(type, buf, start, len, complete);
+    });
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
     this.socket.on('error', (err) => { this.reason ||= err.message; });
     this.socket.on('close', this.onSocketClose);
@@ -99,6 +105,32 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     return !this.closed && !this.socket.destroyed;
   }
 
+  /** Session parameters: statements that may change one, noted on the server they go to (or held until a link). */
+  private pendingParams: (string | null)[] = [];
+  private readonly paramText = { value: '' };
+  /** Bytes still to come of a Query or Parse cut by a read with nothing found yet. */
+  private readonly paramTail = { left: 0 };
+
+  private noteParams(type: number, buf: Buffer, start: number, len: number, complete: boolean): void {
+    const kind = paramStatement(type, buf, start, len, complete, this.paramText, this.paramTail);
+    if (kind !== 0) this.noteParamText(kind === 1 ? this.paramText.value : null);
+  }
+
+  private noteParamText(text: string | null): void {
+    if (this.server) this.server.noteParams(text);
+    else this.pendingParams.push(text);
+  }
+
+  /** The start of a read that continues a Query or Parse cut by the last one. */
+  private paramTailScan(chunk: Buffer): void {
+    const n = Math.min(this.paramTail.left, chunk.length);
+    this.paramTail.left -= n;
+    if (paramWords(chunk, 0, n, false)) {
+      this.paramTail.left = 0;
+      this.noteParamText(null);
+    }
+  }
+
   // ---- client -> server ----
 
   private readonly onData = (chunk: Buffer): boolean => {
@@ -108,6 +140,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
     this.stateScan?.feed(chunk);
+    if (this.paramTail.left > 0) this.paramTailScan(chunk);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.
@@ -365,6 +398,10 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.server = server;
     server.client = this;
     this.transactionMode = transactionMode;
+    if (this.pendingParams.length) {
+      for (const t of this.pendingParams) server.noteParams(t);
+      this.pendingParams = [];
+    }
     this.needServerSent = false;
     // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
     this.tx.restartClock(performance.now());

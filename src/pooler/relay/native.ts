@@ -6,6 +6,7 @@ import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { TxStatus } from '../../protocol/codes.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
+import type { ParamChanges } from '../session-state/params.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
@@ -21,7 +22,8 @@ interface RelayAddon extends TlsAddon {
   relayWrite(id: number, data: Uint8Array): boolean;
   relayClose(id: number): void;
   relayDestroy(id: number): void;
-  relayWatchReady(server: number): boolean;
+  relayWatchReady(server: number, capture?: boolean): boolean;
+  relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array): number;
 }
@@ -213,6 +215,19 @@ class NativeServerEnd implements ServerEnd {
     this.ready = done;
     if (!this.r.a.relayWatchReady(this.id)) return;
     this.write(query);
+  }
+
+  ask(query: Buffer, done: (replies: Buffer, sawError: boolean) => void): void {
+    this.ready = (sawError) => done(this.r.a.relayTake(this.id), sawError);
+    if (!this.r.a.relayWatchReady(this.id, true)) return;
+    this.write(query);
+  }
+
+  takeParams(): ParamChanges | null {
+    const b = this.r.a.relayParams(this.id);
+    if (b === undefined || b.length === 0) return null;
+    const texts = b.length > 1 ? b.toString('utf8', 1).split('\0').filter((t) => t.length > 0) : [];
+    return { flags: b[0]!, texts };
   }
 
   onReady(sawError: boolean): void {

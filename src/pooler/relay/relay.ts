@@ -3,6 +3,7 @@ import type net from 'node:net';
 import type { ChunkHandler } from '../read-buffer.js';
 import type { PoolStats } from '../stats.js';
 import type { NativeTlsSocket } from './native-tls.js';
+import type { ParamChanges } from '../session-state/params.js';
 import { NativeRelay } from './native.js';
 import { JsRelay } from './js.js';
 
@@ -123,6 +124,12 @@ export interface ServerEnd {
    * calls `done` at its ReadyForQuery (`sawError` when an ErrorResponse came first). If the server dies first,
    * `done` is never called and its close report says so. */
   reset(query: Buffer, done: (sawError: boolean) => void): void;
+  /** While unlinked: sends `query` (the pooler's own) and calls `done` with every reply up to and with its
+   * ReadyForQuery, none of which reaches a client. As `reset`, `done` is never called if the server dies first. */
+  ask(query: Buffer, done: (replies: Buffer, sawError: boolean) => void): void;
+  /** Session parameters (session-state/params.ts): what linked clients sent or were told since the last call that
+   * may have changed one (SET / RESET / DISCARD texts, ParameterStatus); null when nothing. */
+  takeParams(): ParamChanges | null;
   /** Terminate, then close (forced after a second). No report follows. */
   close(): void;
   /** Closes at once, without Terminate; after close() it lets that close run its course. No report follows. */
