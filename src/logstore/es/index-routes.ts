@@ -2,7 +2,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { esError } from '../http/es-routes.js';
 import type { HttpContext } from '../http/context.js';
-import { ES_HEADERS, sendEsJson } from './reply.js';
+import { sendJson } from '../http/errors.js';
+
+const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
 
 const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total', 'node.data', 'shards', 'pri', 'relo', 'init', 'unassign', 'unassign.pri', 'pending_tasks', 'max_task_wait_time', 'active_shards_percent'] as const;
 
@@ -11,7 +13,7 @@ const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total',
  * are local threads, all allocated). Text as Elasticsearch prints it, `?v` adds the header, `?h=a,b`
  * picks columns, `?format=json` answers a list of objects.
  */
-export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, params: URLSearchParams): number {
+export function catHealth(ctx: HttpContext, res: ServerResponse, params: URLSearchParams): number {
   const now = new Date();
   const shards = String(ctx.store.shardCount);
   const row: Record<(typeof HEALTH_COLUMNS)[number], string> = {
@@ -28,7 +30,7 @@ export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerRes
   }
   const picked = cols as (typeof HEALTH_COLUMNS)[number][];
   if (params.get('format') === 'json') {
-    sendEsJson(req, res, 200, [Object.fromEntries(picked.map((c) => [c, row[c]]))]);
+    sendJson(res, 200, [Object.fromEntries(picked.map((c) => [c, row[c]]))], ES_HEADERS);
     return 200;
   }
   const lines = [picked.map((c) => row[c])];
@@ -41,9 +43,9 @@ export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerRes
 }
 
 /** _refresh: documents are searchable once acknowledged, so there is nothing to do; acknowledged. */
-export function refresh(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): number {
+export function refresh(ctx: HttpContext, res: ServerResponse): number {
   const n = ctx.store.shardCount;
-  sendEsJson(req, res, 200, { _shards: { total: n, successful: n, failed: 0 } });
+  sendJson(res, 200, { _shards: { total: n, successful: n, failed: 0 } }, ES_HEADERS);
   return 200;
 }
 
@@ -69,7 +71,7 @@ export function putIndex(req: IncomingMessage, res: ServerResponse, index: strin
     esError(res, 400, 'invalid_index_name_exception', `Invalid index name [${index}], ${problem}`);
     return 400;
   }
-  sendEsJson(req, res, 200, { acknowledged: true, shards_acknowledged: true, index });
+  sendJson(res, 200, { acknowledged: true, shards_acknowledged: true, index }, ES_HEADERS);
   return 200;
 }
 

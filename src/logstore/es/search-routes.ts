@@ -9,11 +9,12 @@ import { readJsonBody } from '../http/body.js';
 import type { HttpContext } from '../http/context.js';
 import type { PartialInfo } from '../backend.js';
 import { esError } from '../http/es-routes.js';
-import { sendEsJson } from './reply.js';
+import { sendJson } from '../http/errors.js';
 import { DslError } from './query-nodes.js';
 import { translateQuery } from './query-dsl.js';
 import { translateQueryString } from './query-string.js';
 
+const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
 /** Request keys read, or accepted and ignored (scoring, versions: a log store has neither). */
 const KNOWN = new Set(['query', 'size', 'from', 'sort', '_source', 'track_total_hits', 'timeout', 'track_scores', 'version', 'seq_no_primary_term', 'post_filter']);
 const TIME = new Set<string>(TIME_FIELDS);
@@ -137,11 +138,11 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
       const { _id: clientId, ...source } = hit.data;
       return { _index: index, _id: typeof clientId === 'string' ? clientId : hit.id, _score: null, ...(noSource ? {} : { _source: source }), sort: [h.time] };
     });
-    sendEsJson(req, res, 200, {
+    sendJson(res, 200, {
       took: Date.now() - started, timed_out: false,
       _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
-    });
+    }, ES_HEADERS);
     return 200;
   } catch (err) {
     return badRequest(res, err);
@@ -155,7 +156,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
     const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendEsJson(req, res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) });
+    sendJson(res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) }, ES_HEADERS);
     return 200;
   } catch (err) {
     return badRequest(res, err);
