@@ -19,6 +19,11 @@ void InitRelayStateScan(Napi::Env env, Napi::Object exports);
 /** Registers relayTlsContext, relayAddTlsClient, relayAdopt, relayTlsInfo and relayTlsError (relay-tls.cc). */
 void InitRelayTls(Napi::Env env, Napi::Object exports);
 
+/** The relayed-client options relayAddClient and relayAdopt share, from info[1..6] (stats: Float64Array, maxMessage,
+ *  initial?, divert?, app?: Float64Array(8), pinMask?): false (nothing changed) when stats or maxMessage is missing. */
+bool ReadClientOptions(const Napi::CallbackInfo& info, double** stats);
+void ApplyClientOptions(const Napi::CallbackInfo& info, relay::Endpoint* c, double* stats);
+
 /** A non-blocking, close-on-exec duplicate of the descriptor JavaScript passed, or -1. */
 int DupFd(const Napi::Value& v);
 

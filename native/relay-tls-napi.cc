@@ -194,26 +194,14 @@ Napi::Value RelayAdopt(const Napi::CallbackInfo& info) {
   Relay* r = CurrentRelay(info);
   if (!r) return env.Undefined();
   double* stats = nullptr;
-  size_t nStats = 0;
-  if (info.Length() < 3 || !info[0].IsNumber() || !Typed(info[1], napi_float64_array, &stats, &nStats) || !info[2].IsNumber()) {
-    Napi::TypeError::New(env, "relayAdopt(id, Float64Array, maxMessage, initial?)").ThrowAsJavaScriptException();
+  if (!info[0].IsNumber() || !ReadClientOptions(info, &stats)) {
+    Napi::TypeError::New(env, "relayAdopt(id, Float64Array, maxMessage, initial?, divert?, app?, pinMask?)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
   if (!c || c->dead || c->server || !c->login || c->fd < 0) return Napi::Boolean::New(env, false);
   c->login = false;
-  c->maxMessage = static_cast<uint32_t>(info[2].As<Napi::Number>().Int64Value());
-  c->stats = stats;
-  napi_create_reference(env, info[1], 1, &c->statsRef);
-  double* app = nullptr;
-  size_t nApp = 0;
-  if (info.Length() > 5 && Typed(info[5], napi_float64_array, &app, &nApp) && nApp >= 8) {
-    c->app = app;
-    napi_create_reference(env, info[5], 1, &c->appRef);
-  }
-  c->xactStart = relay::NowUs();
-  c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
-  if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
+  ApplyClientOptions(info, c, stats);
   std::string first;
   uint8_t* data = nullptr;
   size_t len = 0;

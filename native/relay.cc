@@ -69,8 +69,7 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   Relay* r = Get(info);
   if (!r) return env.Undefined();
   double* stats = nullptr;
-  size_t nStats = 0;
-  if (info.Length() < 3 || !info[0].IsNumber() || !Typed(info[1], napi_float64_array, &stats, &nStats) || !info[2].IsNumber()) {
+  if (!info[0].IsNumber() || !ReadClientOptions(info, &stats)) {
     Napi::TypeError::New(env, "relayAddClient(fd, Float64Array, maxMessage, initial?, divert?, app?, pinMask?)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -80,18 +79,7 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   Endpoint* c = r->Add(fd, false);
-  c->maxMessage = static_cast<uint32_t>(info[2].As<Napi::Number>().Int64Value());
-  c->stats = stats;
-  napi_create_reference(env, info[1], 1, &c->statsRef);
-  double* app = nullptr;
-  size_t nApp = 0;
-  if (info.Length() > 5 && Typed(info[5], napi_float64_array, &app, &nApp) && nApp >= 8) {
-    c->app = app;
-    napi_create_reference(env, info[5], 1, &c->appRef);
-  }
-  c->xactStart = NowUs();
-  c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
-  if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
+  ApplyClientOptions(info, c, stats);
   if (info.Length() > 3 && info[3].IsTypedArray()) {
     uint8_t* data = nullptr;
     size_t len = 0;
@@ -415,6 +403,26 @@ Napi::Value RelayScan(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
+
+bool ReadClientOptions(const Napi::CallbackInfo& info, double** stats) {
+  size_t n = 0;
+  return info.Length() >= 3 && Typed(info[1], napi_float64_array, stats, &n) && info[2].IsNumber();
+}
+
+void ApplyClientOptions(const Napi::CallbackInfo& info, Endpoint* c, double* stats) {
+  c->maxMessage = static_cast<uint32_t>(info[2].As<Napi::Number>().Int64Value());
+  c->stats = stats;
+  napi_create_reference(info.Env(), info[1], 1, &c->statsRef);
+  double* app = nullptr;
+  size_t nApp = 0;
+  if (info.Length() > 5 && Typed(info[5], napi_float64_array, &app, &nApp) && nApp >= 8) {
+    c->app = app;
+    napi_create_reference(info.Env(), info[5], 1, &c->appRef);
+  }
+  c->xactStart = NowUs();
+  c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
+  if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
+}
 
 int DupFd(const Napi::Value& v) {
   int fd = v.As<Napi::Number>().Int32Value();
