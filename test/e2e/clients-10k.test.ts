@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import pg from 'pg';
 import { writeStartupMessage } from '../../src/protocol/writer.js';
-import { startChildPooler, type ChildPooler } from '../helpers/pooler.js';
+import { poolToml, startChildPooler, type ChildPooler } from '../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { launchChromium } from '../helpers/web-browser.js';
 import { DESKTOP } from './console-harness.js';
@@ -86,20 +86,7 @@ port = ${webPort}
 ui = true
 ui_anonymous = true
 
-[pools.app]
-server_host = "${db.host}"
-server_port = ${db.port}
-
-[[pools.app.users]]
-username = "trustuser"
-password = ""
-pool_size = 2
-
-[[pools.app.users]]
-username = "md5user"
-password = "md5pass"
-pool_size = 2
-`);
+${poolToml(db, 'app', '', [{ username: 'trustuser', password: '', extra: 'pool_size = 2' }, { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }])}`);
   pooler = await startChildPooler(configFile, port);
   base = `http://127.0.0.1:${webPort}`;
   const started = Date.now();

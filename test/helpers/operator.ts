@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildWebApp } from '../../src/pooler/web/app.js';
 import { ADMIN_PASSWORD, startTestPooler, type TestPooler } from './pooler.js';
-import type { TestPostgres } from './postgres.js';
+
+export { poolToml } from './pooler.js';
 
 export interface OperatorHarness {
   tp: TestPooler;
@@ -44,22 +45,6 @@ port = 0
 ui = true
 
 ${o.pools}
-`;
-}
-
-/** A [pools.<db>] section on the test PostgreSQL's database app with the given users (TOML of each user's table). */
-export function poolToml(db: TestPostgres, name: string, poolLines: string, users: { username: string; password: string; extra?: string }[]): string {
-  return `
-[pools.${name}]
-server_host = "${db.host}"
-server_port = ${db.port}
-server_database = "app"
-${poolLines}
-${users.map((u) => `
-[[pools.${name}.users]]
-username = "${u.username}"
-password = "${u.password}"
-${u.extra ?? ''}`).join('\n')}
 `;
 }
 

@@ -35,6 +35,22 @@ pool_size = ${poolSize}
 `;
 }
 
+/** A [pools.<db>] section on the test PostgreSQL's database app with the given users (TOML of each user's table). */
+export function poolToml(db: TestPostgres, name: string, poolLines: string, users: { username: string; password: string; extra?: string }[]): string {
+  return `
+[pools.${name}]
+server_host = "${db.host}"
+server_port = ${db.port}
+server_database = "app"
+${poolLines}
+${users.map((u) => `
+[[pools.${name}.users]]
+username = "${u.username}"
+password = "${u.password}"
+${u.extra ?? ''}`).join('\n')}
+`;
+}
+
 /** A config with pool app (md5user, scramuser) in transaction mode and appsession (md5user) in session mode. */
 export function poolerToml(pg: TestPostgres, opts: PoolerTomlOptions = {}): string {
   return `

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { poolerToml, poolToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { wireMessage } from '../../helpers/wire.js';
 
 let db: TestPostgres;
@@ -15,16 +15,7 @@ beforeAll(async () => {
   db = await startTestPostgres();
   db.sql('CREATE TABLE after_close (n int)', 'app');
   tp = await startTestPooler(poolerToml(db, {
-    pools: `
-[pools.app]
-server_host = "${db.host}"
-server_port = ${db.port}
-
-[[pools.app.users]]
-username = "trustuser"
-password = ""
-pool_size = 1
-`,
+    pools: poolToml(db, 'app', '', [{ username: 'trustuser', password: '', extra: 'pool_size = 1' }]),
   }));
 });
 

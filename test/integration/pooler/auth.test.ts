@@ -5,7 +5,7 @@ import postgres from 'postgres';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { ADMIN_PASSWORD, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { ADMIN_PASSWORD, poolerToml, poolToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
@@ -19,26 +19,8 @@ beforeAll(async () => {
   const scramSecret = scramSecretOf('scramuser');
   const md5Secret = db.sql(`select rolpassword from pg_authid where rolname = 'md5user'`);
   tp = await startTestPooler(poolerToml(db, {
-    extra: `
-[pools.secrets]
-server_host = "${db.host}"
-server_port = ${db.port}
-server_database = "app"
-[[pools.secrets.users]]
-username = "scramuser"
-password = "${scramSecret}"
-[[pools.secrets.users]]
-username = "md5user"
-password = "${md5Secret}"
-
-[pools.trusted]
-server_host = "${db.host}"
-server_port = ${db.port}
-server_database = "app"
-[[pools.trusted.users]]
-username = "trustuser"
-password = ""
-`,
+    extra: poolToml(db, 'secrets', '', [{ username: 'scramuser', password: scramSecret }, { username: 'md5user', password: md5Secret }])
+      + poolToml(db, 'trusted', '', [{ username: 'trustuser', password: '' }]),
   }));
 });
 

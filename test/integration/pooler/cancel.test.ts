@@ -3,24 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { poolerToml, poolToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { extra: `
-[pools.tx1]
-server_host = "${db.host}"
-server_port = ${db.port}
-server_database = "app"
-
-[[pools.tx1.users]]
-username = "md5user"
-password = "md5pass"
-pool_size = 1
-` }));
+  tp = await startTestPooler(poolerToml(db, { extra: poolToml(db, 'tx1', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]) }));
 });
 
 afterAll(async () => {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import net from 'node:net';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { poolerToml, poolToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { nativeLoaded } from '../../../src/native/index.js';
 
 let db: TestPostgres;
@@ -11,18 +11,9 @@ let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { extra: `
-[pools.appsession1]
-server_host = "${db.host}"
-server_port = ${db.port}
-server_database = "app"
-pool_mode = "session"
-
-[[pools.appsession1.users]]
-username = "md5user"
-password = "md5pass"
-pool_size = 1
-` }));
+  tp = await startTestPooler(poolerToml(db, {
+    extra: poolToml(db, 'appsession1', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+  }));
 });
 
 afterAll(async () => {

@@ -5,31 +5,20 @@ import postgres from 'postgres';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { poolerToml, poolToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 
 let db: TestPostgres;
 let tp: TestPooler;
 
 const SHOWN = ['search_path', 'TimeZone', 'DateStyle', 'application_name', 'IntervalStyle', 'myapp.tenant'] as const;
 
-function poolToml(name: string, size: number): string {
-  return `
-[pools.${name}]
-server_host = "${db.host}"
-server_port = ${db.port}
-server_database = "app"
-pool_mode = "transaction"
-
-[[pools.${name}.users]]
-username = "md5user"
-password = "md5pass"
-pool_size = ${size}
-`;
+function txPool(name: string, size: number): string {
+  return poolToml(db, name, 'pool_mode = "transaction"', [{ username: 'md5user', password: 'md5pass', extra: `pool_size = ${size}` }]);
 }
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { pools: poolToml('params1', 1) + poolToml('params2', 2) }));
+  tp = await startTestPooler(poolerToml(db, { pools: txPool('params1', 1) + txPool('params2', 2) }));
 });
 
 afterAll(async () => {

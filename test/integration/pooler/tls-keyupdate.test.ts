@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { poolerToml, poolToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { makeTestCerts, type TestCerts } from '../../helpers/tls-certs.js';
 import { writeStartupMessage } from '../../../src/protocol/writer.js';
 
@@ -18,16 +18,7 @@ beforeAll(async () => {
   // A user the pooler trusts (no password exchange to script through s_client); its server login uses md5pass.
   tp = await startTestPooler(poolerToml(db, {
     general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
-    pools: `[pools.app]
-server_host = "${db.host}"
-server_port = ${db.port}
-
-[[pools.app.users]]
-username = "md5user"
-password = ""
-server_password = "md5pass"
-pool_size = 2
-`,
+    pools: poolToml(db, 'app', '', [{ username: 'md5user', password: '', extra: 'server_password = "md5pass"\npool_size = 2' }]),
   }));
 });
 
