@@ -9,7 +9,7 @@ import { startTestPooler, type TestPooler } from '../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { expectScreenshot } from '../helpers/screenshots.js';
 import { WEB_ADMIN, webToml } from '../helpers/web.js';
-import { launchChromium } from '../helpers/web-browser.js';
+import { launchChromium, seedLocalStorage } from '../helpers/web-browser.js';
 import { makeKeyDir, makeRsaKey, signToken, type KeyDir, type TestKey } from '../helpers/web-sso.js';
 
 export const DESKTOP = { width: 1440, height: 900 };
@@ -78,11 +78,7 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
       const storage: Record<string, string> = {};
       if (role === 'admin') storage['pooler.admin-auth'] = Buffer.from(`${WEB_ADMIN.user}:${WEB_ADMIN.password}`).toString('base64');
       if (role === 'sso') storage['pooler.sso-token'] = await signToken(key, { aud: 'console', preferred_username: 'olga', groups: ['support'], expiresIn: 3600 });
-      await context.addInitScript((items: Record<string, string>) => {
-        if (sessionStorage.getItem('seeded')) return;
-        sessionStorage.setItem('seeded', '1');
-        for (const [k, v] of Object.entries(items)) localStorage.setItem(k, v);
-      }, storage);
+      await seedLocalStorage(context, storage);
       const page = await context.newPage();
       await page.goto(env.base + url);
       const label = role === 'admin' ? 'admin' : role === 'sso' ? 'sso: olga' : 'anonymous';

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { DEFAULT_STATIC_DIR } from '../../src/pooler/web/app.js';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { startWeb, WEB_ADMIN, webToml, type WebHarness } from '../helpers/web.js';
-import { launchChromium, startSsoProxy, type SsoProxy } from '../helpers/web-browser.js';
+import { launchChromium, seedLocalStorage, startSsoProxy, type SsoProxy } from '../helpers/web-browser.js';
 import { makeKeyDir, makeRsaKey, signToken } from '../helpers/web-sso.js';
 import { expectScreenshot } from '../helpers/screenshots.js';
 import { DESKTOP, hideLive, settled } from './console-harness.js';
@@ -228,11 +228,7 @@ describe('console', () => {
   /** Opens the console with localStorage prepared as a previous visit would have left it. */
   async function openWithStorage(url: string, storage: Record<string, string>): Promise<Page> {
     context = await browser.newContext({ viewport: DESKTOP });
-    await context.addInitScript((items: Record<string, string>) => {
-      if (sessionStorage.getItem('seeded')) return;
-      sessionStorage.setItem('seeded', '1');
-      for (const [k, v] of Object.entries(items)) localStorage.setItem(k, v);
-    }, storage);
+    await seedLocalStorage(context, storage);
     const page = await context.newPage();
     await page.goto(h.base + url);
     return page;

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { bulk, ndjson, ROOT, startLogstore, type LogstoreProcess } from '../helpers/logstore.js';
 import { startUi, type UiProcess } from '../helpers/logstore-ui.js';
 import { expectScreenshot } from '../helpers/screenshots.js';
-import { launchChromium } from '../helpers/web-browser.js';
+import { launchChromium, seedLocalStorage } from '../helpers/web-browser.js';
 import { DESKTOP, PHONE } from './console-harness.js';
 
 export { DESKTOP, PHONE };
@@ -77,11 +77,7 @@ export async function startExplorerEnv(opts: { uiLimits?: Record<string, unknown
       const context = await env.browser.newContext({ viewport, acceptDownloads: true });
       contexts.add(context);
       context.on('close', () => contexts.delete(context));
-      await context.addInitScript((items: Record<string, string>) => {
-        if (sessionStorage.getItem('seeded')) return;
-        sessionStorage.setItem('seeded', '1');
-        for (const [k, v] of Object.entries(items)) localStorage.setItem(k, v);
-      }, storage);
+      await seedLocalStorage(context, storage);
       const page = await context.newPage();
       await page.goto(env.ui.url + url);
       await idle(page);

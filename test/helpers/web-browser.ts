@@ -1,7 +1,7 @@
 // Test helper: Debian's Chromium through playwright-core, and a stand-in SSO proxy that signs tokens with a test key.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { signToken, type TestKey } from './web-sso.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
@@ -12,6 +12,15 @@ export async function launchChromium(): Promise<Browser> {
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
   });
+}
+
+/** Seeds localStorage with `items` once per browser tab, as a previous visit would have left it (reloads keep what the page wrote since). */
+export async function seedLocalStorage(context: BrowserContext, items: Record<string, string>): Promise<void> {
+  await context.addInitScript((seed: Record<string, string>) => {
+    if (sessionStorage.getItem('seeded')) return;
+    sessionStorage.setItem('seeded', '1');
+    for (const [k, v] of Object.entries(seed)) localStorage.setItem(k, v);
+  }, items);
 }
 
 export interface SsoProxy {
