@@ -28,13 +28,14 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
-/** One shard's thread: started again (it reopens its shard from disk) when it dies; its pending tasks fail. */
+/** One shard's thread: when it dies its pending tasks fail, and the next task starts it again (reopening its shard). */
 class ShardThread<T> {
   private worker!: Worker;
   private port!: MessagePort;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private closing = false;
+  private dead = false;
 
   constructor(private readonly file: string, private readonly data: T, private readonly wake: Int32Array, private readonly youngMb: number, private readonly log?: Logger) {
     this.start();
@@ -62,9 +63,10 @@ class ShardThread<T> {
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
       if (this.closing) return;
-      this.log?.error({ err }, 'shard thread died; starting it again');
+      this.log?.error({ err }, 'shard thread died; it is started again by the next task');
       port1.close();
-      this.start();
+      // Started again lazily: a shard that cannot open (its constructor throws) fails each task, not a busy loop.
+      this.dead = true;
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`shard thread exited with code ${code}`)));
@@ -72,6 +74,10 @@ class ShardThread<T> {
 
   /** Queues a task on the port; the caller wakes the thread (ShardThreads.wake). */
   post<R>(name: string, task: unknown, transfer: ArrayBuffer[] = []): Promise<R> {
+    if (this.dead) {
+      this.dead = false;
+      this.start();
+    }
     const id = this.nextId++;
     const answer = new Promise<R>((resolve, reject) => this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject }));
     if (this.pending.size === 1) this.port.ref();
