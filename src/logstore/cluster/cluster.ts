@@ -14,7 +14,7 @@ import type { BatchMeta } from '../ingest/bulk.js';
 import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
 import { Breaker } from './breaker.js';
-import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError } from './store-client.js';
+import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, offsBytes } from './store-client.js';
 
 interface ShardGroup {
   index: number;
@@ -100,7 +100,7 @@ export class Cluster implements LogBackend {
     if (!first) throw new Error('no shard configured');
     const ids = meta?.ids ?? null;
     const req: StoreBulkRequest = {
-      docs: buf, offs: Array.from(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
+      docs: buf, offs: [], offs_le: offsBytes(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
       client_ids: ids ? ids.map((x) => x ?? '') : [], has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
       create: meta?.create ?? new Uint8Array(0),
     };

@@ -1,5 +1,6 @@
 // A proxy's client of one store (store.proto): every call carries a deadline (cluster.request_timeout) and
 // the channel keeps itself alive with pings, so a dead or hung store fails its calls instead of holding them.
+import os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { keepaliveOptions, services } from '../grpc/proto.js';
 import type { PbAggPartial, PbAggQuery, PbDoc } from '../grpc/convert.js';
@@ -8,6 +9,8 @@ import type { ShardStatus } from '../storage/shard.js';
 export interface StoreBulkRequest {
   docs: Uint8Array;
   offs: number[] | Int32Array;
+  /** offs as little-endian int32 pairs (see offsBytes); offs is then empty. */
+  offs_le: Uint8Array;
   now: number;
   assign_ids: boolean;
   id_shard: number;
@@ -52,6 +55,14 @@ export interface StoreFetchRequest {
 export interface StoreStatusResponse {
   shards: ShardStatus[];
   inflight_bulks: number;
+}
+
+/** (start, length) pairs as the little-endian bytes of BulkRequest.offs_le (the array's own bytes on such a host). */
+export function offsBytes(offs: Int32Array): Uint8Array {
+  if (os.endianness() === 'LE') return new Uint8Array(offs.buffer, offs.byteOffset, offs.byteLength);
+  const out = Buffer.allocUnsafe(offs.byteLength);
+  offs.forEach((v, i) => out.writeInt32LE(v, 4 * i));
+  return out;
 }
 
 type Unary = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;

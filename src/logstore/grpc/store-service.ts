@@ -1,4 +1,5 @@
 // The store API (store.proto) served over a local Store: what proxies call, in store mode and in single mode.
+import os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { ErrorCode, HttpError } from '../http/errors.js';
@@ -14,7 +15,7 @@ import type { IngestResult } from '../storage/shard.js';
 import { type PbAggQuery, type PbDoc, aggFromPb, partialToPb } from './convert.js';
 
 interface BulkRequest {
-  docs: Buffer; offs: number[]; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
+  docs: Buffer; offs: number[]; offs_le: Buffer; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
   client_ids: string[]; has_client_id: Buffer; create: Buffer;
 }
 interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean }
@@ -48,20 +49,33 @@ function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.hand
   };
 }
 
+/** The (start, length) pairs of a batch: offs_le when set (little-endian int32s), else the repeated offs. */
+function offsOf(req: BulkRequest): Int32Array {
+  if (req.offs_le.length === 0) return Int32Array.from(req.offs);
+  if (req.offs_le.length % 8 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs_le must hold (start, length) pairs of 4-byte integers');
+  const out = new Int32Array(req.offs_le.length >>> 2);
+  if (os.endianness() === 'LE') new Uint8Array(out.buffer).set(req.offs_le);
+  else for (let i = 0; i < out.length; i++) out[i] = req.offs_le.readInt32LE(4 * i);
+  return out;
+}
+
 /**
  * Stores a proxy's batch. Documents with client ids go to the local shard of their id's hash (whose thread checks
  * for ids stored already), so a batch of them is split across this store's shards, each document keeping the
  * counter, and so the id, the proxy gave it; the answers are put back in the batch's order.
  */
-async function ingestBatch(store: Store, req: BulkRequest): Promise<IngestResult> {
-  const n = req.offs.length >>> 1;
+async function ingestBatch(store: Store, req: BulkRequest, pairs: Int32Array): Promise<IngestResult> {
+  const n = pairs.length >>> 1;
   const now = req.now > 0 ? req.now : Date.now();
   const assign = req.assign_ids ? { shard: req.id_shard, counter: req.id_counter } : undefined;
   const hasIds = req.has_client_id.length === n && req.has_client_id.includes(1);
+  // No client ids: the whole batch goes to one shard as it came (one copy of its bytes, which the shard thread
+  // is then given: the decoded buffer may share its memory with other messages).
+  if (!hasIds) return store.ingest(new Uint8Array(req.docs), pairs, now, assign);
   const idOf = (i: number) => (req.has_client_id[i] ? req.client_ids[i] ?? '' : null);
   const groups = new Map<number, number[]>();
   for (let i = 0; i < n; i++) {
-    const g = hasIds && idOf(i) !== null ? store.route(idOf(i)!) : -1;
+    const g = idOf(i) !== null ? store.route(idOf(i)!) : -1;
     const list = groups.get(g);
     if (list) list.push(i);
     else groups.set(g, [i]);
@@ -71,21 +85,19 @@ async function ingestBatch(store: Store, req: BulkRequest): Promise<IngestResult
   await Promise.all([...groups].map(async ([shard, members]) => {
     // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
     let size = 0;
-    for (const i of members) size += req.offs[2 * i + 1]!;
+    for (const i of members) size += pairs[2 * i + 1]!;
     const buf = new Uint8Array(size);
     const offs = new Int32Array(2 * members.length);
     let at = 0;
     members.forEach((i, k) => {
-      const start = req.offs[2 * i]!;
-      const len = req.offs[2 * i + 1]!;
+      const start = pairs[2 * i]!;
+      const len = pairs[2 * i + 1]!;
       buf.set(req.docs.subarray(start, start + len), at);
       offs[2 * k] = at;
       offs[2 * k + 1] = len;
       at += len;
     });
-    const meta: BatchMeta | undefined = hasIds
-      ? { shard, ids: members.map(idOf), create: Uint8Array.from(members, (i) => req.create[i] ?? 0) }
-      : undefined;
+    const meta: BatchMeta = { shard, ids: members.map(idOf), create: Uint8Array.from(members, (i) => req.create[i] ?? 0) };
     const sub = assign ? { ...assign, counters: members.map((i) => assign.counter + i) } : undefined;
     const r = await store.ingest(buf, offs, now, sub, meta);
     members.forEach((i, k) => ids.set(r.ids.subarray(24 * k, 24 * k + 24), 24 * i));
@@ -103,16 +115,17 @@ const RECENT_BATCHES = 4096;
 export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }): grpc.UntypedServiceImplementation {
   const recent = new Map<string, Promise<BulkResponse>>();
   const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
-    const n = req.offs.length >>> 1;
-    if (req.offs.length % 2 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs must hold (start, length) pairs');
+    const pairs = offsOf(req);
+    const n = pairs.length >>> 1;
+    if (pairs.length % 2 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs must hold (start, length) pairs');
     for (let i = 0; i < n; i++) {
-      const start = req.offs[2 * i]!;
-      const len = req.offs[2 * i + 1]!;
+      const start = pairs[2 * i]!;
+      const len = pairs[2 * i + 1]!;
       if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, ErrorCode.BadRequest, `document ${i} lies outside the docs bytes`);
     }
     inflight.bulks++;
     try {
-      const r = await ingestBatch(store, req);
+      const r = await ingestBatch(store, req, pairs);
       return {
         ids: Buffer.from(r.ids.buffer, r.ids.byteOffset, r.ids.byteLength),
         errors: r.errors.map(([index, type, reason, status]) => ({ index, type, reason, status: status ?? 400 })),
@@ -126,7 +139,7 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
     Bulk: unary(log, (req: BulkRequest) => {
       if (!req.assign_ids) return bulk(req);
       // A proxy that timed out resends the same batch (same ids): it is stored once and answered again.
-      const key = `${req.id_shard}/${req.id_counter}/${req.offs.length}/${req.now}/${req.docs.length}`;
+      const key = `${req.id_shard}/${req.id_counter}/${req.offs.length + req.offs_le.length / 4}/${req.now}/${req.docs.length}`;
       let p = recent.get(key);
       if (!p) {
         p = bulk(req);

@@ -4,7 +4,7 @@ import { idTime } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { Plan } from '../query/plan.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
-import type { FractionView } from '../storage/fraction-view.js';
+import type { FractionView, TimeOrder } from '../storage/fraction-view.js';
 import { type Universe, evaluate, universeSize } from './evaluate.js';
 import { applyPipes, hitJson } from './hit-json.js';
 import { HitWriter, type PackedHits, type ShardHit } from './packed-hits.js';
@@ -73,6 +73,29 @@ export function topByTime(view: FractionView, matches: Uint32Array, k: number, d
 }
 
 /**
+ * The `k` newest (or oldest) of `matches` through a fraction's time order, best first. Few matches: their
+ * positions in that order, sorted (a typed-array sort, no comparator). Many: the positions marked in a bitmap,
+ * read from the newest (oldest) end until `k` are found, which stops early as matches are dense.
+ */
+export function topByRank(t: TimeOrder, matches: Uint32Array, k: number, desc: boolean): Uint32Array {
+  const n = Math.min(k, matches.length);
+  const out = new Uint32Array(n);
+  if (matches.length < 4096) {
+    const pos = new Uint32Array(matches.length);
+    for (let i = 0; i < matches.length; i++) pos[i] = t.rank[matches[i]!]!;
+    pos.sort();
+    for (let i = 0; i < n; i++) out[i] = t.order[pos[desc ? pos.length - 1 - i : i]!]!;
+    return out;
+  }
+  const marked = new Uint8Array(t.order.length);
+  for (let i = 0; i < matches.length; i++) marked[t.rank[matches[i]!]!] = 1;
+  let o = 0;
+  if (desc) for (let p = t.order.length - 1; o < n; p--) { if (marked[p]) out[o++] = t.order[p]!; }
+  else for (let p = 0; o < n; p++) { if (marked[p]) out[o++] = t.order[p]!; }
+  return out;
+}
+
+/**
  * Runs a query over fractions (those that overlap [from, to]): matches, total, aggregation partials, histogram
  * and the best `limit` hits, packed. Single mode and store mode both reach it through a Shard.
  */
@@ -87,14 +110,14 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   type Cand = { time: number; id: string; view: FractionView; local: number };
   let cands: Cand[] = [];
   const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
-  const take = (view: FractionView, picked: ArrayLike<number>) => {
+  const take = (view: FractionView, picked: ArrayLike<number>, inOrder = view.timeOrdered) => {
     const fresh = cands.length === 0;
     for (let i = 0; i < picked.length; i++) {
       const local = picked[i]!;
       cands.push({ time: view.time(local), id: view.id(local), view, local });
     }
-    // Hits of one time-ordered fraction come in order already.
-    if (!fresh || !view.timeOrdered) cands.sort(better);
+    // Hits of one fraction come in order already (time-ordered ids, or picked through the fraction's time order).
+    if (!fresh || !inOrder) cands.sort(better);
     if (cands.length > q.limit) cands = cands.slice(0, q.limit);
   };
   const counting = q.withTotal !== false || !!q.aggs?.length || !!(q.histInterval && q.histInterval > 0);
@@ -118,6 +141,14 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
       }
       continue;
     }
+    const sorted = plain || !view.timeOrdered ? view.byTime?.(q.from, q.to) : null;
+    if (plain && sorted) {
+      const { order, lo, hi } = sorted;
+      total += hi - lo;
+      const k = Math.min(q.limit, hi - lo);
+      if (k > 0) take(view, desc ? order.slice(hi - k, hi).reverse() : order.subarray(lo, lo + k), true);
+      continue;
+    }
     const ids = view.timeRange(q.from, q.to);
     const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
     if (universeSize(universe) === 0) continue;
@@ -136,6 +167,9 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     if (view.timeOrdered) {
       const k = Math.min(q.limit, matches.length);
       picked = desc ? matches.slice(matches.length - k).reverse() : matches.subarray(0, k);
+    } else if (sorted) {
+      take(view, topByRank(sorted, matches, q.limit, desc), true);
+      continue;
     } else picked = topByTime(view, matches, q.limit, desc);
     take(view, picked);
   }

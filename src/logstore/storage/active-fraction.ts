@@ -3,7 +3,7 @@ import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
 import { formatIdTail, idCounter, idTail } from '../doc-time.js';
 import { ActiveIndex } from './active-index.js';
-import type { Column, DocRef, FractionView } from './fraction-view.js';
+import type { Column, DocRef, FractionView, TimeOrder } from './fraction-view.js';
 import { ClientIdTable, clientIdHash, docHasClientId } from './client-ids.js';
 
 export class ActiveFraction implements FractionView {
@@ -28,6 +28,10 @@ export class ActiveFraction implements FractionView {
   rawBytes = 0;
   private batchBytes = 0;
   private lastBuffer: ArrayBufferLike | null = null;
+  /** Read side, for an unordered fraction: local ids by (time, tail), their times, and each id's position. */
+  private sorted = new Uint32Array(0);
+  private sortedTimes = new Float64Array(0);
+  private ranks = new Uint32Array(0);
 
   constructor(readonly name: string, readonly mapping: MappingSpec, readonly shardHex: string) {
     this.index = new ActiveIndex(mapping);
@@ -40,10 +44,11 @@ export class ActiveFraction implements FractionView {
 
   /**
    * Bytes this fraction holds in memory: its document batches (whole buffers, as they arrived), 48 per
-   * document for times, counters and places, and its index (see ActiveIndex.memoryBytes).
+   * document for times, counters and places, its index (see ActiveIndex.memoryBytes) and, once searched out
+   * of time order, 16 per document for the time order (see byTime).
    */
   get memoryBytes(): number {
-    return this.batchBytes + 48 * this.times.length + this.index.memoryBytes;
+    return this.batchBytes + 48 * this.times.length + 16 * this.sorted.length + this.index.memoryBytes;
   }
 
   get timeOrdered(): boolean {
@@ -83,13 +88,54 @@ export class ActiveFraction implements FractionView {
     const n = this.times.length;
     if (from <= this.minTime && to >= this.maxTime) return P.rangeOfIds(0, n);
     if (this.ordered) return P.rangeOfIds(firstAtLeast(this.times, from, false), firstAtLeast(this.times, to, true));
-    const out = new Uint32Array(n);
-    let k = 0;
-    for (let i = 0; i < n; i++) {
-      const t = this.times[i]!;
-      if (t >= from && t <= to) out[k++] = i;
+    const { order, lo, hi } = this.byTime(from, to)!;
+    return order.slice(lo, hi).sort();
+  }
+
+  /**
+   * The documents sorted by (time, tail), built when a search first needs it and brought up to date by the next
+   * search after more documents arrive: the new ones are sorted (they come in long ordered runs, which the
+   * merge sort of Array.prototype.sort takes in near-linear time) and merged with the order kept.
+   */
+  byTime(from: number, to: number): TimeOrder | null {
+    if (this.ordered) return null;
+    const n = this.times.length;
+    const m = this.sorted.length;
+    if (m !== n) {
+      const times = this.times;
+      const fresh: number[] = [];
+      for (let i = m; i < n; i++) fresh.push(i);
+      fresh.sort((a, b) => times[a]! - times[b]! || this.tail(a) - this.tail(b));
+      const order = new Uint32Array(n);
+      const sortedTimes = new Float64Array(n);
+      const old = this.sorted;
+      const oldTimes = this.sortedTimes;
+      let i = 0;
+      let j = 0;
+      for (let k = 0; k < n; k++) {
+        const b = fresh[j];
+        let takeOld = i < m;
+        if (takeOld && b !== undefined) {
+          const a = old[i]!;
+          takeOld = oldTimes[i]! < times[b]! || (oldTimes[i] === times[b] && this.tail(a) < this.tail(b));
+        }
+        if (takeOld) {
+          sortedTimes[k] = oldTimes[i]!;
+          order[k] = old[i++]!;
+        } else {
+          sortedTimes[k] = times[b!]!;
+          order[k] = b!;
+          j++;
+        }
+      }
+      const ranks = new Uint32Array(n);
+      for (let k = 0; k < n; k++) ranks[order[k]!] = k;
+      this.sorted = order;
+      this.sortedTimes = sortedTimes;
+      this.ranks = ranks;
     }
-    return out.slice(0, k);
+    const lo = firstAtLeast(this.sortedTimes, from, false);
+    return { order: this.sorted, rank: this.ranks, lo, hi: Math.max(lo, firstAtLeast(this.sortedTimes, to, true)) };
   }
 
   postings(field: string, token: string): Uint32Array {
@@ -167,7 +213,7 @@ export class ActiveFraction implements FractionView {
 }
 
 /** First index whose time is >= t (or > t when `after`), in a non-decreasing array. */
-function firstAtLeast(times: readonly number[], t: number, after: boolean): number {
+function firstAtLeast(times: ArrayLike<number>, t: number, after: boolean): number {
   let lo = 0;
   let hi = times.length;
   while (lo < hi) {

@@ -16,6 +16,14 @@ export interface DocRef {
   end: number;
 }
 
+/** Local ids sorted by (time, id); `rank[local]` is a document's position in `order`. */
+export interface TimeOrder {
+  order: Uint32Array;
+  rank: Uint32Array;
+  lo: number;
+  hi: number;
+}
+
 export interface FractionView {
   readonly name: string;
   readonly docCount: number;
@@ -27,6 +35,11 @@ export interface FractionView {
   universe(from: number, to: number): Uint32Array;
   /** The same ids as [lo, hi) without materializing them, when ids are time-ordered; else null. */
   timeRange(from: number, to: number): [lo: number, hi: number] | null;
+  /**
+   * For a fraction whose ids are not time-ordered: its local ids sorted by (time, id), and the positions
+   * [lo, hi) of that order whose time is in [from, to]. Absent (or null) when ids are time-ordered.
+   */
+  byTime?(from: number, to: number): TimeOrder | null;
   /** Posting list of one token, ascending (empty when absent). */
   postings(field: string, token: string): Uint32Array;
   /** Posting lists of every token of `field` accepted by `accept`; `prefix` narrows the scan when given. */

@@ -1,0 +1,66 @@
+// The store API's Bulk over real gRPC: document places as little-endian int32 bytes (offs_le, what proxies
+// send) or as the older repeated offs, and bad places refused with INVALID_ARGUMENT while the store keeps serving.
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreClient, type StoreBulkRequest, offsBytes } from '../../../src/logstore/cluster/store-client.js';
+import { type LogstoreProcess, startLogstore } from '../../helpers/logstore.js';
+
+let store: LogstoreProcess;
+let client: StoreClient;
+
+beforeAll(async () => {
+  store = await startLogstore({ mode: 'store', storage: { shards: 2 } });
+  client = new StoreClient(store.grpcAddr, 10_000, { time: 10_000, timeout: 5_000 });
+});
+
+afterAll(async () => {
+  client?.close();
+  await store?.cleanup();
+});
+
+function batch(tag: string, count: number): { docs: Buffer; offs: Int32Array } {
+  const lines = Array.from({ length: count }, (_, n) => Buffer.from(JSON.stringify({ tag, n })));
+  const offs = new Int32Array(2 * count);
+  let at = 0;
+  lines.forEach((l, i) => { offs[2 * i] = at; offs[2 * i + 1] = l.length; at += l.length; });
+  return { docs: Buffer.concat(lines), offs };
+}
+
+function request(docs: Buffer, offs: Partial<Pick<StoreBulkRequest, 'offs' | 'offs_le'>>, counter: number): StoreBulkRequest {
+  return {
+    docs, offs: [], offs_le: new Uint8Array(0), ...offs, now: Date.now(), assign_ids: true, id_shard: 0, id_counter: counter,
+    client_ids: [], has_client_id: new Uint8Array(0), create: new Uint8Array(0),
+  };
+}
+
+async function found(tag: string): Promise<number[]> {
+  const r = await client.search({ query: `tag:${tag}`, from: -8.64e15, to: 8.64e15, limit: 1000, order: 'ASC', aggs: [], hist_interval: 0, with_total: true });
+  return r.docs.map((d) => (JSON.parse(Buffer.from(d.data).toString()) as { n: number }).n).sort((a, b) => a - b);
+}
+
+describe('store Bulk document places', () => {
+  it('stores every document of a batch sent with offs_le and of one sent with the repeated offs', async () => {
+    const a = batch('le', 300);
+    const ra = await client.bulk(StoreClient.encodeBulk(request(a.docs, { offs_le: offsBytes(a.offs) }, 1000)));
+    expect(ra.errors).toEqual([]);
+    expect(ra.ids.length).toBe(24 * 300);
+    const b = batch('old', 200);
+    const rb = await client.bulk(StoreClient.encodeBulk(request(b.docs, { offs: Array.from(b.offs) }, 5000)));
+    expect(rb.errors).toEqual([]);
+    expect(await found('le')).toEqual(Array.from({ length: 300 }, (_, n) => n));
+    expect(await found('old')).toEqual(Array.from({ length: 200 }, (_, n) => n));
+  });
+
+  it('refuses offs_le that is not whole pairs, and a document outside the docs bytes, and keeps serving', async () => {
+    const a = batch('bad', 3);
+    const odd = request(a.docs, { offs_le: offsBytes(a.offs).subarray(0, 12) }, 9000);
+    await expect(client.bulk(StoreClient.encodeBulk(odd))).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('pairs') });
+    const outside = Int32Array.from(a.offs);
+    outside[5] = a.docs.length;
+    await expect(client.bulk(StoreClient.encodeBulk(request(a.docs, { offs_le: offsBytes(outside) }, 9100)))).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('outside the docs bytes') });
+    expect(await found('bad')).toEqual([]);
+    const ok = await client.bulk(StoreClient.encodeBulk(request(a.docs, { offs_le: offsBytes(a.offs) }, 9200)));
+    expect(ok.errors).toEqual([]);
+    expect(await found('bad')).toEqual([0, 1, 2]);
+  });
+});
