@@ -47,40 +47,44 @@ uint64_t HashBytes(const char* p, size_t n, uint64_t seed) {
 // Open addressing: (tag, bytes) -> int32, the keys in one arena.
 class ByteTable {
  public:
-  explicit ByteTable(size_t slots = 16) : slots_(slots) {}
+  explicit ByteTable(uint32_t tag = 0, size_t slots = 16) : slots_(slots), tag_(tag) {}
 
   int32_t Find(uint32_t tag, const char* p, uint32_t n, uint64_t h) const {
+    (void)tag;
     size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       const Slot& s = slots_[i];
       if (s.value == kMissing) return kMissing;
-      if (s.hash == h && s.tag == tag && s.len == n && std::memcmp(arena_.data() + s.off, p, n) == 0) return s.value;
+      if (s.hash == static_cast<uint32_t>(h >> 32) && s.len == n && std::memcmp(arena_.data() + s.off, p, n) == 0) return s.value;
     }
   }
 
   void Insert(uint32_t tag, const char* p, uint32_t n, uint64_t h, int32_t value) {
+    (void)tag;
     if ((count_ + 1) * 4 > slots_.size() * 3) Grow();
-    Slot s{h, static_cast<uint32_t>(arena_.size()), n, tag, value};
+    Slot s{static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(arena_.size()), n, value};
     arena_.append(p, n);
-    Place(slots_, s);
+    Place(slots_, s, h);
     count_++;
   }
 
   size_t Bytes() const { return slots_.size() * sizeof(Slot) + arena_.capacity(); }
 
  private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t off = 0, len = 0, tag = 0;
+  struct Slot {  // 16 bytes: the big tables (client addresses) stay as small as they can in cache
+    uint32_t hash = 0;
+    uint32_t off = 0, len = 0;
     int32_t value = kMissing;
   };
   std::vector<Slot> slots_;
+  uint32_t tag_;  // the seed of every key's hash (the field), to rehash from the arena when growing
   std::string arena_;
   size_t count_ = 0;
 
-  static void Place(std::vector<Slot>& slots, const Slot& s) {
+  // The slot index comes from the hash's low half, the stored check from its high half.
+  static void Place(std::vector<Slot>& slots, const Slot& s, uint64_t h) {
     size_t mask = slots.size() - 1;
-    size_t i = s.hash & mask;
+    size_t i = h & mask;
     while (slots[i].value != kMissing) i = (i + 1) & mask;
     slots[i] = s;
   }
@@ -88,7 +92,7 @@ class ByteTable {
   void Grow() {
     std::vector<Slot> next(slots_.size() * 2);
     for (const Slot& s : slots_)
-      if (s.value != kMissing) Place(next, s);
+      if (s.value != kMissing) Place(next, s, HashBytes(arena_.data() + s.off, s.len, tag_));
     slots_.swap(next);
   }
 };
@@ -168,7 +172,7 @@ class DocIndexer {
   bool auto_;
   uint32_t maxTok_;
   std::vector<Field> fields_;
-  ByteTable paths_{64};  // path -> field number, kNotIndexed or kJsOnly
+  ByteTable paths_{0, 64};  // path -> field number, kNotIndexed or kJsOnly
   std::vector<ByteTable> tokens_;  // per field: token -> id (one table each keeps the small ones in cache)
   int32_t nextTok_ = 0;
   std::vector<uint32_t> lastDoc_;  // per token: the last document it was added for
@@ -188,7 +192,7 @@ class DocIndexer {
   int32_t NewField(const char* name, uint32_t n, const std::string* types) {
     int32_t f = static_cast<int32_t>(fields_.size());
     fields_.push_back({*types, *types == "k", -1, 0});
-    tokens_.emplace_back();
+    tokens_.emplace_back(static_cast<uint32_t>(f));
     uint64_t h = HashBytes(name, n, 0);
     if (paths_.Find(0, name, n, h) == kMissing) paths_.Insert(0, name, n, h, f);
     fields_[f].existsTok = Token(0, name, n);
@@ -229,7 +233,8 @@ class DocIndexer {
     const size_t n = doc_.leaves.size();
     leafField_.resize(n);
     leafHash_.resize(n);
-    for (size_t i = 0; i < n; i++) {
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
       const Leaf& l = doc_.leaves[i];
       const char* path = doc_.paths.data() + l.pathOff;
       uint64_t h = HashBytes(path, l.pathLen, 0);
@@ -243,14 +248,18 @@ class DocIndexer {
           f = kNotIndexed;
         } else f = kNewField;
       } else if (f >= 0) types = &fields_[f].types;
-      if (f == kJsOnly) return false;
+      if (f == kJsOnly) ok = false;
       leafField_[i] = f;
-      if (!types) continue;
-      bool tokens = types->find_first_of("ktp") != std::string::npos;
-      if (!tokens) continue;
-      if (l.kind == kLeafString && !l.ascii) return false;
-      if (l.kind == kLeafNumber && !l.canon) return false;
+      if (types && ok) ok = LeafOk(l, *types);
     }
+    return ok;
+  }
+
+  // Whether a leaf's value can be tokenized here (ASCII text, a number spelled as JavaScript spells it).
+  static bool LeafOk(const Leaf& l, const std::string& types) {
+    if (types.find_first_of("ktp") == std::string::npos) return true;
+    if (l.kind == kLeafString && !l.ascii) return false;
+    if (l.kind == kLeafNumber && !l.canon) return false;
     return true;
   }
 

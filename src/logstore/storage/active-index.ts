@@ -248,8 +248,12 @@ export class ActiveIndex {
     const to = b.ends[i]!;
     const e = this.entries;
     if (e.length + to - from > e.data.length) e.grow(e.length + to - from);
-    e.data.set(b.toks.subarray(from, to), e.length);
-    e.length += to - from;
+    // A loop, not set(subarray()): a view per document would be garbage per document.
+    const data = e.data;
+    const toks = b.toks;
+    let at = e.length;
+    for (let k = from; k < to; k++) data[at++] = toks[k]!;
+    e.length = at;
     for (let c = i === 0 ? 0 : b.colEnds[i - 1]!; c < b.colEnds[i]!; c++) this.setColumn(this.fieldList[b.cols[2 * c]!]!, b.cols[2 * c + 1]!);
     this.docEnd.push(e.length);
   }
