@@ -1,6 +1,7 @@
 // The tidepool native addon: exports only; each function lives in its own file.
 #include <napi.h>
 
+#include "doc-indexer.h"
 #include "framing.h"
 #include "postings.h"
 #include "relay.h"
@@ -16,6 +17,11 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("unionManyPostings", Napi::Function::New(env, tidepool::UnionManyPostings, "unionManyPostings"));
   exports.Set("countInRange", Napi::Function::New(env, tidepool::CountInRange, "countInRange"));
   exports.Set("rangeOfIds", Napi::Function::New(env, tidepool::RangeOfIds, "rangeOfIds"));
+  exports.Set("docIndexerNew", Napi::Function::New(env, tidepool::DocIndexerNew, "docIndexerNew"));
+  exports.Set("docIndexerIndex", Napi::Function::New(env, tidepool::DocIndexerIndex, "docIndexerIndex"));
+  exports.Set("docIndexerLearnField", Napi::Function::New(env, tidepool::DocIndexerLearnField, "docIndexerLearnField"));
+  exports.Set("docIndexerLearnToken", Napi::Function::New(env, tidepool::DocIndexerLearnToken, "docIndexerLearnToken"));
+  exports.Set("docIndexerBytes", Napi::Function::New(env, tidepool::DocIndexerBytes, "docIndexerBytes"));
   tidepool::InitRelay(env, exports);
   return exports;
 }

@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { packageRoot } from '../shared/package-root.js';
+import { docIndexerTs, nativeDocIndexer, type DocIndexerFactory } from './doc-indexer.js';
 import { scanFramesTs } from './framing.js';
 import { checkedNativePostings, postingsTs, type PostingsImpl } from './postings.js';
 
@@ -36,3 +37,8 @@ export const scanFrames: ScanFrames = addon ? addon.scanFrames : scanFramesTs;
 export const postings: PostingsImpl = addon && typeof addon.decodePostings === 'function'
   ? checkedNativePostings(addon as unknown as PostingsImpl)
   : postingsTs;
+
+/** The active fraction's document indexer: native when built, else the twin. */
+export const docIndexer: DocIndexerFactory = addon && typeof addon.docIndexerNew === 'function'
+  ? nativeDocIndexer(addon as unknown as Parameters<typeof nativeDocIndexer>[0])
+  : docIndexerTs;

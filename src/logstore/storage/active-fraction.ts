@@ -3,6 +3,7 @@ import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
 import { formatIdTail, idCounter, idTail } from '../doc-time.js';
 import { ActiveIndex } from './active-index.js';
+import type { DocBatch } from '../../native/doc-indexer.js';
 import type { Column, DocRef, FractionView, TimeOrder } from './fraction-view.js';
 import { ClientIdTable, clientIdHash, docHasClientId } from './client-ids.js';
 
@@ -55,14 +56,20 @@ export class ActiveFraction implements FractionView {
     return this.ordered;
   }
 
-  /** Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). */
-  add(doc: Record<string, unknown>, buf: Buffer, off: number, len: number, time: number, counter: number): void {
+  /**
+   * Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). `doc` is the parsed
+   * document, or null when the document is number `bi` of `batch` (ActiveIndex.indexBatch tokenized it).
+   */
+  add(doc: Record<string, unknown> | null, buf: Buffer, off: number, len: number, time: number, counter: number, batch?: DocBatch, bi = 0): void {
     const n = this.times.length;
     const tail = idTail(counter, this.shardNo);
     if (n > 0 && (time < this.times[n - 1]! || (time === this.times[n - 1]! && tail <= this.lastTail))) this.ordered = false;
     this.lastTail = tail;
-    this.index.addDoc(doc);
-    if (typeof doc._id === 'string') this.clientIds.add(clientIdHash(doc._id), n);
+    if (doc === null) this.index.addIndexed(batch!, bi);
+    else {
+      this.index.addDoc(doc);
+      if (typeof doc._id === 'string') this.clientIds.add(clientIdHash(doc._id), n);
+    }
     this.times.push(time);
     this.counters.push(counter);
     if (this.batches[this.batches.length - 1] !== buf) {

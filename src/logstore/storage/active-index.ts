@@ -4,6 +4,8 @@
 // on the heap, so a large fraction costs the garbage collector next to nothing.
 import { EXISTS_FIELD, type FieldType, type MappingSpec } from '../mapping.js';
 import { keywordToken, pathTokens, textTokens } from '../tokenize.js';
+import { docIndexer } from '../../native/index.js';
+import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
 import { type Column, MISSING } from './fraction-view.js';
 
 /** A growable Uint32Array. */
@@ -29,6 +31,8 @@ export class U32List {
 
 interface FieldState {
   name: string;
+  /** Its number in fieldList, as the document indexer numbers it. */
+  idx: number;
   types: readonly FieldType[];
   /** Only `keyword`: numbers are looked up by value, without making their token string. */
   keywordOnly: boolean;
@@ -70,8 +74,11 @@ export class ActiveIndex {
   private segments: Segment[] = [];
   private cur = 0;
   private readonly exists: FieldState;
+  /** Scans and tokenizes whole batches (see indexBatch); told of every field and token made here. */
+  private readonly indexer: DocIndexer;
 
   constructor(private readonly mapping: MappingSpec) {
+    this.indexer = docIndexer(mapping);
     this.exists = this.newField(EXISTS_FIELD, ['keyword'], false);
   }
 
@@ -92,18 +99,21 @@ export class ActiveIndex {
   get memoryBytes(): number {
     let cols = 0;
     for (const fs of this.fieldList) if (fs.colOrds) cols += 4 * fs.colOrds.length + 8 * fs.colTokens.length;
-    return 4 * (this.entries.length + this.docEnd.length) + (TOKEN_HEAP_BYTES + 4) * this.tokText.length + cols;
+    return 4 * (this.entries.length + this.docEnd.length) + (TOKEN_HEAP_BYTES + 4) * this.tokText.length + cols + this.indexer.bytes;
   }
 
-  private newField(name: string, types: readonly FieldType[], withExists = true): FieldState {
+  private newField(name: string, types: readonly FieldType[], withExists = true, fromIndexer = false): FieldState {
     const fs: FieldState = {
-      name, types, keywordOnly: types.length === 1 && types[0] === 'keyword', existsTok: -1,
+      name, idx: this.fieldList.length, types, keywordOnly: types.length === 1 && types[0] === 'keyword', existsTok: -1,
       toks: new Map(), nums: null, colTokens: [], colOrds: null, colView: null,
     };
     fs.nums = fs.keywordOnly ? new Map() : null;
     this.fieldStates.set(name, fs);
     this.fieldList.push(fs);
-    if (withExists) fs.existsTok = this.tokenOf(this.exists, name);
+    if (withExists && !fromIndexer) {
+      if (this.indexer.learnField(name) !== fs.idx) throw new Error(`document indexer out of step at field ${name}`);
+      fs.existsTok = this.tokenOf(this.exists, name);
+    }
     return fs;
   }
 
@@ -121,15 +131,21 @@ export class ActiveIndex {
   private tokenOf(fs: FieldState, token: string): number {
     let t = fs.toks.get(token);
     if (t === undefined) {
-      t = this.tokText.length;
-      fs.toks.set(token, t);
-      this.tokText.push(token);
-      this.tokOrd.push(-1);
-      if (t >= this.lastDoc.length) {
-        const next = new Int32Array(this.lastDoc.length * 2).fill(-1);
-        next.set(this.lastDoc);
-        this.lastDoc = next;
-      }
+      t = this.newToken(fs, token);
+      if (this.indexer.learnToken(fs.idx, token) !== t) throw new Error(`document indexer out of step at token ${t}`);
+    }
+    return t;
+  }
+
+  private newToken(fs: FieldState, token: string): number {
+    const t = this.tokText.length;
+    fs.toks.set(token, t);
+    this.tokText.push(token);
+    this.tokOrd.push(-1);
+    if (t >= this.lastDoc.length) {
+      const next = new Int32Array(this.lastDoc.length * 2).fill(-1);
+      next.set(this.lastDoc);
+      this.lastDoc = next;
     }
     return t;
   }
@@ -202,6 +218,44 @@ export class ActiveIndex {
           break;
       }
     }
+  }
+
+  /**
+   * Scans and tokenizes documents first .. first + count - 1 of a batch in one call (native/doc-indexer.cc) and
+   * takes in the fields and tokens it made; addIndexed then adds each document the batch did not leave to addDoc.
+   */
+  indexBatch(buf: Uint8Array, offs: Int32Array, first: number, count: number, now: number): DocBatch {
+    const b = this.indexer.index(buf, offs, first, count, now);
+    const made: FieldState[] = [];
+    for (const name of b.newFields) {
+      const types = this.mapping.fields[name] ?? AUTO_TYPES;
+      made.push(this.newField(name, types, true, true));
+    }
+    let pos = 0;
+    for (let k = 0; k < b.newTokFields.length; k++) {
+      const len = b.newTokLens[k]!;
+      this.newToken(this.fieldList[b.newTokFields[k]!]!, b.newText.slice(pos, pos + len));
+      pos += len;
+    }
+    for (const fs of made) fs.existsTok = this.exists.toks.get(fs.name)!;
+    return b;
+  }
+
+  /** Adds document i of an indexBatch answer (one whose time is not NaN). */
+  addIndexed(b: DocBatch, i: number): void {
+    this.cur = this.docEnd.length;
+    const from = i === 0 ? 0 : b.ends[i - 1]!;
+    const to = b.ends[i]!;
+    const e = this.entries;
+    if (e.length + to - from > e.data.length) e.grow(e.length + to - from);
+    // A loop, not set(subarray()): a view per document would be garbage per document.
+    const data = e.data;
+    const toks = b.toks;
+    let at = e.length;
+    for (let k = from; k < to; k++) data[at++] = toks[k]!;
+    e.length = at;
+    for (let c = i === 0 ? 0 : b.colEnds[i - 1]!; c < b.colEnds[i]!; c++) this.setColumn(this.fieldList[b.cols[2 * c]!]!, b.cols[2 * c + 1]!);
+    this.docEnd.push(e.length);
   }
 
   /** Indexes the next document: every field of the mapping (or every field, in auto mode), and `_exists_`. */

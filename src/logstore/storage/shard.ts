@@ -147,7 +147,8 @@ export class Shard {
     const n = offs.length >>> 1;
     const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
     const records: WalRecord[] = [];
-    const parsed: Record<string, unknown>[] = [];
+    // Each record's parsed document, or its number in `scanned`.
+    const parsed: (Record<string, unknown> | number)[] = [];
     const errors: IngestResult['errors'] = [];
     const kept: number[] = [];
     const ids = Buffer.alloc(24 * n, 0x20);
@@ -167,6 +168,9 @@ export class Shard {
       }
       side = Buffer.allocUnsafeSlow(bound);
     }
+    // Documents without a client id are scanned and tokenized in one native call (native/doc-indexer.cc); the ones
+    // it leaves (time NaN: not JSON, clamped times, shapes it does not reproduce exactly) are parsed below.
+    const scanned = valid && !clientIds && n > 0 ? this.active.index.indexBatch(data, offs, 0, n, now) : null;
     let stored = 0;
     const flush = () => {
       if (records.length === 0) return;
@@ -174,8 +178,10 @@ export class Shard {
       for (let i = 0; i < records.length; i++) {
         const r = records[i]!;
         const base = r.doc.buffer === data.buffer ? data : side !== null && r.doc.buffer === side.buffer ? side : null;
-        if (base) this.active.add(parsed[i]!, base, r.doc.byteOffset - base.byteOffset, r.doc.length, r.time, r.counter);
-        else this.active.add(parsed[i]!, Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.length), 0, r.doc.length, r.time, r.counter);
+        const p = parsed[i]!;
+        const doc = typeof p === 'number' ? null : p;
+        if (base) this.active.add(doc, base, r.doc.byteOffset - base.byteOffset, r.doc.length, r.time, r.counter, scanned ?? undefined, p as number);
+        else this.active.add(doc, Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.length), 0, r.doc.length, r.time, r.counter);
       }
       stored += records.length;
       records.length = 0;
@@ -185,6 +191,12 @@ export class Shard {
     for (let i = 0; i < n; i++) {
       const start = offs[2 * i]!;
       const len = offs[2 * i + 1]!;
+      if (scanned !== null && !Number.isNaN(scanned.times[i]!)) {
+        this.store(records, ids, i, scanned.times[i]!, data.subarray(start, start + len), assign);
+        parsed.push(i);
+        if (records.length === INGEST_CHUNK) flush();
+        continue;
+      }
       const text = data.toString('utf8', start, start + len);
       let doc: unknown;
       try {
@@ -225,16 +237,7 @@ export class Shard {
           sideUsed += w;
         }
       }
-      let counter: number;
-      if (assign) {
-        const c = (assign.counters ? assign.counters[i]! : assign.counter + i) % 2 ** 40;
-        counter = OWN_SHARD + (assign.shard & 0xff) * 2 ** 40 + c;
-        ids.write(formatIdTail(t.time, counter - OWN_SHARD), 24 * i, 'latin1');
-      } else {
-        this.ids.nextInto(t.time, ids, 24 * i);
-        counter = this.ids.current;
-      }
-      records.push({ time: t.time, counter, doc: bytes });
+      this.store(records, ids, i, t.time, bytes, assign);
       parsed.push(obj);
       if (records.length === INGEST_CHUNK) flush();
     }
@@ -247,6 +250,20 @@ export class Shard {
       if (this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) this.seal();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
+  }
+
+  /** Gives document i of a batch its id (written into `ids`) and queues its write-ahead record. */
+  private store(records: WalRecord[], ids: Buffer, i: number, time: number, bytes: Uint8Array, assign?: IdAssign): void {
+    let counter: number;
+    if (assign) {
+      const c = (assign.counters ? assign.counters[i]! : assign.counter + i) % 2 ** 40;
+      counter = OWN_SHARD + (assign.shard & 0xff) * 2 ** 40 + c;
+      ids.write(formatIdTail(time, counter - OWN_SHARD), 24 * i, 'latin1');
+    } else {
+      this.ids.nextInto(time, ids, 24 * i);
+      counter = this.ids.current;
+    }
+    records.push({ time, counter, doc: bytes });
   }
 
   /** Whether a document with client id `id` is stored in this shard (active or sealed, within retention). */

@@ -1,0 +1,15 @@
+// Document indexer: NDJSON document bytes to the active fraction's token ids in one call (see doc-indexer.cc).
+#pragma once
+#include <napi.h>
+
+namespace tidepool {
+// docIndexerNew(fieldNames, fieldTypes, auto, maxTokenSize) -> handle
+Napi::Value DocIndexerNew(const Napi::CallbackInfo& info);
+// docIndexerIndex(handle, buf, offs, first, count, now) -> DocBatch (see src/native/doc-indexer.ts)
+Napi::Value DocIndexerIndex(const Napi::CallbackInfo& info);
+// docIndexerLearnField(handle, name) -> field number; docIndexerLearnToken(handle, field, text) -> token id
+Napi::Value DocIndexerLearnField(const Napi::CallbackInfo& info);
+Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info);
+// docIndexerBytes(handle) -> bytes held
+Napi::Value DocIndexerBytes(const Napi::CallbackInfo& info);
+}  // namespace tidepool

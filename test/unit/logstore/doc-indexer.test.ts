@@ -1,0 +1,215 @@
+// The document indexer: native and TypeScript twin give the same answers, and an index built through it is the index
+// JSON.parse and ActiveIndex's walk build (same tokens, posting lists, columns, times) for every kind of document.
+import { describe, expect, it } from 'vitest';
+import { addon } from '../../../src/native/index.js';
+import { docIndexerTs, nativeDocIndexer, type DocBatch, type DocIndexerFactory } from '../../../src/native/doc-indexer.js';
+import { ActiveIndex } from '../../../src/logstore/storage/active-index.js';
+import { autoMapping, parseMapping, type MappingSpec } from '../../../src/logstore/mapping.js';
+import { docTime } from '../../../src/logstore/doc-time.js';
+import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
+import { mulberry32 } from '../../helpers/prng.js';
+
+const NOW = Date.parse('2026-11-24T12:00:00Z');
+const native: DocIndexerFactory | null = addon && typeof addon.docIndexerNew === 'function' ? nativeDocIndexer(addon as never) : null;
+
+const MAPPINGS: [string, MappingSpec][] = [
+  ['auto', autoMapping()],
+  ['explicit', parseMapping([
+    'max_token_size: 12',
+    'mapping-list:',
+    '  - {name: msg, types: [text, keyword]}',
+    '  - {name: level, type: keyword}',
+    '  - {name: path, types: [path, keyword]}',
+    '  - {name: n, type: keyword}',
+    '  - {name: flag, type: exists}',
+    '  - {name: ctx, type: object, mapping-list: [{name: user, type: keyword}, {name: tags, type: text}]}',
+    '  - {name: timestamp, type: keyword}',
+  ].join('\n'))],
+];
+
+/** Hand-picked documents: every branch of the scan, the time rules and the cases left to the JavaScript path. */
+const ODD = [
+  '{}', '  { "msg" : "Spaced Out" }\t', '{"msg":"Hello, World! foo_bar BAZ42 x"}', '{"level":"WARN","level2":"x"}',
+  '{"msg":"caf\u00e9 na\u00efve"}', '{"msg":"caf\\u00e9"}', '{"msg":"tab\\there \\"quoted\\" back\\\\slash \\/ \\u0041"}',
+  '{"caf\u00e9":"x"}', '{"k\\u00e9y":"x"}', '{"k\\u0065y":"x"}', '{"\u00fcber":{"a":1}}',
+  '{"n":1}', '{"n":-5}', '{"n":0}', '{"n":-0}', '{"n":1.5}', '{"n":1.50}', '{"n":1e3}', '{"n":1E-7}', '{"n":0.000001}',
+  '{"n":0.0000001}', '{"n":123456789012345}', '{"n":1234567890123456}', '{"n":12345678901234567890}', '{"n":-0.25}',
+  '{"n":[1,2,[3,[4]],{"x":5}]}', '{"n":true}', '{"n":false}', '{"n":null}', '{"n":[]}', '{"n":{}}', '{"n":"7"}',
+  '{"path":"/a/b/c"}', '{"path":"/A/B/"}', '{"path":"/"}', '{"path":""}', '{"path":"a/b"}', '{"path":"//x//"}', '{"path":"/very/long/segment/names/here"}',
+  '{"ctx":{"user":"Bob","tags":"one two","deep":{"x":[1,{"y":"z"}]}}}', '{"ctx":[{"user":"a"},{"user":"b"}]}', '{"":{"a":1}}', '{"":"empty key"}',
+  '{"a":{"":1}}', '{"flag":"anything at all \u00e9"}', '{"flag":1.50}', '{"unmapped":"\u00e9", "msg":"ok"}',
+  '{"a":1,"a":2}', '{"a":{"b":1,"b":2}}', '{"a":[{"b":1},{"b":2}]}', '{"1":"x"}', '{"a":{"2":"y"}}', '{"_id":"x"}', '{"a":{"_id":"x"}}',
+  '{"toString":"x"}', '{"constructor":{"a":1}}', '{"a":{"toString":"x"}}', '{"_exists_":"msg"}',
+  '[1,2]', '"str"', '42', 'null', '{', '{"a":}', '{"a":1,}', '{"a":01}', '{"a":1.}', '{"a":.5}', '{"a":-}', '{"a":tru}', '{"a":"x"} x',
+  '{"a":"ctl\u0001"}', '{"a":"\\x"}', '{"a":"\\u12"}', '{"a" "b"}', '{a:1}', '\ufeff{"a":1}', '{"a":[1 2]}', '{"a":[1,]}',
+  `{"a":${'['.repeat(70)}${']'.repeat(70)}}`, `{"a":${'{"b":'.repeat(70)}1${'}'.repeat(70)}}`,
+  '{"timestamp":"2026-11-20T10:00:00.123Z","msg":"x"}', '{"timestamp":"2026-11-20T10:00:00Z"}', '{"timestamp":"2026-11-20 10:00:00"}',
+  '{"timestamp":"2026-11-20t10:00:00.5+02:00"}', '{"timestamp":"2026-11-20T10:00:00.123456789-0530"}', '{"timestamp":"2026-11-20T10:00:00.1234567890Z"}',
+  '{"timestamp":"2026-02-29T10:00:00.000Z"}', '{"timestamp":"2024-02-29T10:00:00.000Z"}', '{"timestamp":"2026-13-01T10:00:00.000Z"}',
+  '{"timestamp":"2026-11-20T24:00:00.000Z"}', '{"timestamp":"2026-11-20T10:00:00.00xZ"}', '{"timestamp":"0050-01-01T00:00:00Z"}',
+  '{"timestamp":"2030-01-01T00:00:00Z"}', '{"timestamp":"1969-01-01T00:00:00Z"}', '{"timestamp":1795132801}', '{"timestamp":1795132801.5}',
+  '{"timestamp":1795132801000}', '{"timestamp":1795132801000000}', '{"timestamp":1795132801000000000}', '{"timestamp":0.25,"time":"1795132801"}',
+  '{"timestamp":"1795132801.123"}', '{"timestamp":"17951328010001"}', '{"timestamp":-1}', '{"timestamp":1e400}', '{"timestamp":true,"ts":1795132802}',
+  '{"timestamp":null,"@timestamp":"2026-11-20T10:00:00Z"}', '{"timestamp":{"a":1},"ts":"bad","time":"2026-11-21T00:00:00+00:00"}',
+  '{"timestamp":"caf\u00e9 2026-11-20T10:00:00Z"}', '{"timestamp":"\\u0032026-11-20T10:00:00.000Z"}', '{"timestamp":[1795132801]}',
+  '{"x":{"timestamp":"2030-01-01T00:00:00Z"}}', '{"time":"2026-11-20T10:00:00 "}', '{"ts":"2026-11-20T10:00:00+0"}',
+];
+
+const WORDS = ['Alpha', 'beta', 'GAMMA', 'delta_x', 'e9', 'Zeta', '/usr/lib', 'a-b.c', 'x'.repeat(20)];
+const KEYS = ['msg', 'level', 'path', 'n', 'flag', 'ctx', 'user', 'tags', 'other', 'x', 'Ünï', 'a.b'];
+
+function randomValue(r: () => number, depth: number): unknown {
+  const k = r();
+  if (depth < 3 && k < 0.12) {
+    const o: Record<string, unknown> = {};
+    for (let i = 0; i < 1 + r() * 3; i++) o[KEYS[(r() * KEYS.length) | 0]!] = randomValue(r, depth + 1);
+    return o;
+  }
+  if (depth < 3 && k < 0.2) return Array.from({ length: (r() * 4) | 0 }, () => randomValue(r, depth + 1));
+  if (k < 0.3) return Math.floor(r() * 1000) - 100;
+  if (k < 0.35) return Math.round(r() * 1e6) / 1000;
+  if (k < 0.38) return r() < 0.5;
+  if (k < 0.4) return null;
+  if (k < 0.43) return 'ünïcödé ' + WORDS[(r() * WORDS.length) | 0];
+  return Array.from({ length: 1 + ((r() * 4) | 0) }, () => WORDS[(r() * WORDS.length) | 0]).join(r() < 0.5 ? ' ' : '/');
+}
+
+function randomDoc(r: () => number, i: number): string {
+  const d: Record<string, unknown> = {};
+  if (r() < 0.8) d.timestamp = new Date(NOW - 86_400_000 + i * 1000).toISOString();
+  for (let f = 0; f < 1 + r() * 6; f++) d[KEYS[(r() * KEYS.length) | 0]!] = randomValue(r, 0);
+  let s = JSON.stringify(d);
+  // Spellings JSON.stringify never makes: escapes and spaces.
+  if (r() < 0.1) s = s.replace(/"beta"/g, '"b\\u0065ta"').replace(/,/g, ' , ');
+  return s;
+}
+
+function batchOf(docs: string[]): { buf: Buffer; offs: Int32Array } {
+  const parts: Buffer[] = [];
+  const offs: number[] = [];
+  let pos = 0;
+  for (const d of docs) {
+    const b = Buffer.from(d);
+    offs.push(pos, b.length);
+    parts.push(b, Buffer.from('\n{"index":{}}\n'));
+    pos += b.length + 14;
+  }
+  return { buf: Buffer.concat(parts), offs: Int32Array.from(offs) };
+}
+
+function plain(b: DocBatch) {
+  return { ...b, times: Array.from(b.times), ends: Array.from(b.ends), toks: Array.from(b.toks), colEnds: Array.from(b.colEnds), cols: Array.from(b.cols), newTokFields: Array.from(b.newTokFields), newTokLens: Array.from(b.newTokLens) };
+}
+
+/**
+ * What ActiveIndex answers: every field's tokens with their posting lists, every column (the value of each
+ * document), the fields seen. Token ids and column ordinals are not compared: when the JavaScript path takes some
+ * documents of a batch, the batch's other documents name their new tokens first (nothing reads that order: the seal
+ * sorts each field's dictionary, aggregations sort their buckets).
+ */
+function snapshot(idx: ActiveIndex) {
+  const fields = idx.fields().map((f) => {
+    const { tokens, lists } = idx.tokenLists(f.name);
+    const col = idx.column(f.name);
+    const byToken = tokens.map((t, i) => [t, Array.from(lists[i]!)] as const).sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    return { name: f.name, byToken, col: col && Array.from(col.ords, (o) => (o === MISSING ? null : col.tokens[o])) };
+  }).sort((a, b) => (a.name < b.name ? -1 : 1));
+  return { docs: idx.docCount, tokens: idx.tokenCount, fields, seen: idx.seenFields().sort() };
+}
+
+/** Indexes docs as the shard does: a batch through indexBatch, the documents it leaves through JSON.parse + addDoc. */
+let scannedDocs = 0;
+
+function viaIndexer(idx: ActiveIndex, docs: string[]): number[] {
+  const { buf, offs } = batchOf(docs);
+  const b = idx.indexBatch(buf, offs, 0, docs.length, NOW);
+  const times: number[] = [];
+  docs.forEach((d, i) => {
+    if (!Number.isNaN(b.times[i]!)) {
+      scannedDocs++;
+      idx.addIndexed(b, i);
+      times.push(b.times[i]!);
+      return;
+    }
+    const doc = parseOrNull(d);
+    if (doc) {
+      idx.addDoc(doc);
+      times.push(docTime(doc, NOW).time);
+    } else times.push(-1);
+  });
+  return times;
+}
+
+function parseOrNull(d: string): Record<string, unknown> | null {
+  try {
+    const doc = JSON.parse(d) as unknown;
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return null;
+    // The shard refuses `_id`; a top-level `toString` or `_exists_` breaks ActiveIndex's walk (left alone here).
+    return ['_id', 'toString', '_exists_'].some((k) => Object.hasOwn(doc, k)) ? null : (doc as Record<string, unknown>);
+  } catch {
+    return null;
+  }
+}
+
+function viaWalk(idx: ActiveIndex, docs: string[]): number[] {
+  return docs.map((d) => {
+    const doc = parseOrNull(d);
+    if (!doc) return -1;
+    idx.addDoc(doc);
+    return docTime(doc, NOW).time;
+  });
+}
+
+describe('document indexer', () => {
+  it('the native addon is built (the twin is compared against it)', () => {
+    expect(native).not.toBeNull();
+  });
+
+  it.each(MAPPINGS)('native and twin give the same answers, call after call (%s mapping)', (_name, mapping) => {
+    const a = native!(mapping);
+    const b = docIndexerTs(mapping);
+    const r = mulberry32(7);
+    const docs = [...ODD, ...Array.from({ length: 600 }, (_, i) => randomDoc(r, i))];
+    for (let start = 0; start < docs.length;) {
+      const n = Math.min(1 + ((r() * 90) | 0), docs.length - start);
+      const { buf, offs } = batchOf(docs.slice(start, start + n));
+      const first = (r() * Math.min(3, n)) | 0;
+      expect(plain(a.index(buf, offs, first, n - first, NOW))).toEqual(plain(b.index(buf, offs, first, n - first, NOW)));
+      // Fields and tokens the JavaScript path makes are numbered the same on both sides.
+      const name = `learned${start}`;
+      expect(a.learnField(name)).toBe(b.learnField(name));
+      expect(a.learnToken(1, `tok${start}`)).toBe(b.learnToken(1, `tok${start}`));
+      expect(a.learnToken(0, name)).toBe(b.learnToken(0, name));
+      start += n;
+    }
+    expect(a.bytes).toBeGreaterThan(0);
+  });
+
+  it('documents it cannot reproduce exactly are left to JSON.parse (time NaN)', () => {
+    const ix = docIndexerTs(autoMapping());
+    const left = ['{"a":1,"a":2}', '{"1":"x"}', '{"_id":"x"}', '{"toString":"x"}', '{"n":1.50}', '{"n":"caf\u00e9"}', '{"timestamp":"2030-01-01T00:00:00Z"}', '{bad', '[1]'];
+    const kept = ['{"a":[{"b":1},{"b":2}]}', '{"n":1.5}', '{"a":{"_id":"x"}}', '{"caf\u00e9":"x"}', '{"timestamp":"2026-11-20T10:00:00Z"}'];
+    for (const impl of native ? [ix, native(autoMapping())] : [ix]) {
+      const { buf, offs } = batchOf([...left, ...kept]);
+      const t = Array.from(impl.index(buf, offs, 0, left.length + kept.length, NOW).times);
+      expect(t.slice(0, left.length).every(Number.isNaN)).toBe(true);
+      expect(t.slice(left.length).some(Number.isNaN)).toBe(false);
+    }
+  });
+
+  it.each(MAPPINGS)('an index built through it equals the one JSON.parse and the walk build (%s mapping)', (_name, mapping) => {
+    const r = mulberry32(11);
+    const docs = [...ODD, ...Array.from({ length: 800 }, (_, i) => randomDoc(r, i))];
+    const walked = new ActiveIndex(mapping);
+    const wTimes = viaWalk(walked, docs);
+    const indexed = new ActiveIndex(mapping);
+    const iTimes: number[] = [];
+    scannedDocs = 0;
+    for (let start = 0; start < docs.length; start += 97) iTimes.push(...viaIndexer(indexed, docs.slice(start, start + 97)));
+    // Most documents go through the indexer, the rest through the walk: both paths and their mix are compared.
+    expect(scannedDocs).toBeGreaterThan(docs.length * 0.6);
+    expect(scannedDocs).toBeLessThan(docs.length * 0.95);
+    expect(iTimes).toEqual(wTimes);
+    expect(snapshot(indexed)).toEqual(snapshot(walked));
+  });
+});
