@@ -30,10 +30,18 @@ export function autoMapping(): MappingSpec {
   return { auto: true, fields: {}, maxTokenSize: DEFAULT_MAX_TOKEN_SIZE };
 }
 
+/**
+ * The types the mapping itself names for a field, or undefined. Only own entries count: a document field
+ * named `toString` or `__proto__` must not find Object.prototype's members.
+ */
+export function mappedTypes(m: MappingSpec, field: string): FieldType[] | undefined {
+  return Object.hasOwn(m.fields, field) ? m.fields[field] : undefined;
+}
+
 /** Types of a field under the mapping, or null when the field is not indexed. */
 export function fieldTypes(m: MappingSpec, field: string): readonly FieldType[] | null {
   if (field === EXISTS_FIELD) return ['keyword'];
-  const t = m.fields[field];
+  const t = mappedTypes(m, field);
   if (t) return t;
   return m.auto ? ['keyword'] : null;
 }
@@ -60,7 +68,7 @@ function walk(file: string, list: unknown, prefix: string, where: string, out: R
       if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
         throw new MappingError(file, `${at}.type`, `expected one of keyword, text, path, exists, object; found ${JSON.stringify(type)}`);
       }
-      const types = (out[full] ??= []);
+      const types = Object.hasOwn(out, full) ? out[full]! : (out[full] = []);
       if (!types.includes(type as FieldType)) types.push(type as FieldType);
     }
   });
@@ -85,7 +93,8 @@ export function parseMapping(text: string, file = '(mapping)'): MappingSpec {
       maxTokenSize = raw.max_token_size;
     }
   }
-  const fields: Record<string, FieldType[]> = {};
+  // No prototype: a mapped field named __proto__ is an entry like any other.
+  const fields: Record<string, FieldType[]> = Object.create(null) as Record<string, FieldType[]>;
   walk(file, list, '', 'mapping-list', fields);
   return { auto: false, fields, maxTokenSize };
 }

@@ -1,6 +1,6 @@
 // Document indexer (native/doc-indexer.cc, twin DocIndexerTs): a batch of NDJSON documents into the active
 // fraction's token ids in one call. It keeps the fraction's dictionary; ActiveIndex mirrors what it adds.
-import type { MappingSpec } from '../logstore/mapping.js';
+import { mappedTypes, type MappingSpec } from '../logstore/mapping.js';
 import { LEAF_NUMBER, LEAF_STRING, scanDoc, scannedDocTime, type Leaf } from './doc-scan.js';
 
 /** What one index() call found, for documents first .. first + count - 1 of the batch (numbered 0 .. count - 1). */
@@ -76,7 +76,7 @@ export class DocIndexerTs implements DocIndexer {
   }
 
   private typesOf(path: string): string | null {
-    const t = Object.hasOwn(this.mapping.fields, path) ? this.mapping.fields[path] : undefined;
+    const t = mappedTypes(this.mapping, path);
     if (t) return typeLetters(t);
     return this.mapping.auto ? 'k' : null;
   }

@@ -2,7 +2,7 @@
 // posting lists inverted from that stream on demand, and keyword columns for aggregations.
 // Appending a document costs one hash lookup per token and a typed-array write; no per-token array grows
 // on the heap, so a large fraction costs the garbage collector next to nothing.
-import { EXISTS_FIELD, type FieldType, type MappingSpec } from '../mapping.js';
+import { EXISTS_FIELD, mappedTypes, type FieldType, type MappingSpec } from '../mapping.js';
 import { keywordToken, pathTokens, textTokens } from '../tokenize.js';
 import { docIndexer } from '../../native/index.js';
 import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
@@ -119,8 +119,8 @@ export class ActiveIndex {
 
   private field(name: string): FieldState | null {
     const fs = this.fieldStates.get(name);
-    if (fs !== undefined) return fs;
-    const types = this.mapping.fields[name] ?? (this.mapping.auto ? AUTO_TYPES : null);
+    if (fs !== undefined) return fs === this.exists ? null : fs; // a document's own `_exists_` field is kept, not indexed
+    const types = mappedTypes(this.mapping, name) ?? (this.mapping.auto ? AUTO_TYPES : null);
     if (!types) {
       this.fieldStates.set(name, null);
       return null;
@@ -228,7 +228,7 @@ export class ActiveIndex {
     const b = this.indexer.index(buf, offs, first, count, now);
     const made: FieldState[] = [];
     for (const name of b.newFields) {
-      const types = this.mapping.fields[name] ?? AUTO_TYPES;
+      const types = mappedTypes(this.mapping, name) ?? AUTO_TYPES;
       made.push(this.newField(name, types, true, true));
     }
     let pos = 0;

@@ -1,7 +1,7 @@
 // The active fraction's index answers the same while documents keep arriving between queries (inverted tails).
 import { describe, expect, it } from 'vitest';
 import { ActiveIndex } from '../../../src/logstore/storage/active-index.js';
-import { parseMapping } from '../../../src/logstore/mapping.js';
+import { fieldTypes, mappedTypes, parseMapping } from '../../../src/logstore/mapping.js';
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
 
 const mapping = parseMapping('- {name: level, type: keyword}\n- {name: msg, types: [text, keyword]}\n- {name: n, type: keyword}\n');
@@ -42,5 +42,17 @@ describe('ActiveIndex', () => {
     }
     const all = idx.all();
     expect(all.data.length).toBe(all.start[all.start.length - 1]);
+  });
+});
+
+describe('mapping entries named like Object.prototype members', () => {
+  it('are own entries of the mapping, and unmapped ones never find a prototype member', () => {
+    const m = parseMapping('- {name: toString, type: keyword}\n- {name: __proto__, types: [text]}\n- {name: msg, type: keyword}\n');
+    expect(mappedTypes(m, 'toString')).toEqual(['keyword']);
+    expect(mappedTypes(m, '__proto__')).toEqual(['text']);
+    expect(mappedTypes(m, 'constructor')).toBeUndefined();
+    expect(fieldTypes(m, 'valueOf')).toBeNull();
+    expect(fieldTypes(m, 'hasOwnProperty')).toBeNull();
+    expect(fieldTypes(m, 'msg')).toEqual(['keyword']);
   });
 });
