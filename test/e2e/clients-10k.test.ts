@@ -78,6 +78,8 @@ admin_username = "admin"
 admin_password = "ten-thousand-pw"
 max_connections = ${CLIENTS + 1000}
 log_level = "info"
+# The busy clients must not be cut off when a loaded machine delays them past the default 5 s wait.
+query_wait_timeout = "0"
 
 [web]
 enabled = true
@@ -111,12 +113,14 @@ ${poolToml(db, 'app', '', [{ username: 'trustuser', password: '', extra: 'pool_s
 
 afterAll(async () => {
   running = false;
-  await Promise.all(loops);
-  await Promise.all(busy.map((c) => c.end().catch(() => undefined)));
+  // Settled, not all: a busy loop that failed must not keep the pooler and PostgreSQL running after the test.
+  const failed = (await Promise.allSettled(loops)).filter((r) => r.status === 'rejected');
+  await Promise.allSettled(busy.map((c) => c.end()));
   for (const s of sockets) s.destroy();
-  await browser?.close();
+  await browser?.close().catch(() => undefined);
   await pooler?.stop();
   await db?.cleanup();
+  if (failed.length) throw new Error(`${failed.length} busy client(s) failed: ${String((failed[0] as PromiseRejectedResult).reason)}`);
 });
 
 interface FrameStats {
