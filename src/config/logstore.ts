@@ -17,7 +17,7 @@ export const logstoreShape = {
     frac_size: t.size(128 * 1024 ** 2, 'Size at which a shard\'s active fraction is sealed into immutable files: its raw documents, or its memory (documents plus index), whichever comes first.'),
     total_size: t.size(0, 'Disk bytes kept across all shards; past it the oldest sealed fractions are dropped (0: no limit).'),
     retention: t.duration(0, 'Sealed fractions whose newest document is older than this are dropped (0: keep forever).'),
-    shards: t.int(os.availableParallelism(), 'Indexing shards, each a thread of its own owning its fractions (default: CPU count).', 1, 256),
+    shards: t.int(os.availableParallelism(), 'Indexing shards, each a single-thread piscina pool owning its fractions (default: CPU count).', 1, 256),
   }),
   mapping: t.section({
     path: t.string('auto', '"auto" indexes every field as keyword; otherwise a YAML mapping file (see README).'),

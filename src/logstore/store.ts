@@ -1,9 +1,10 @@
-// The store: one thread per shard (storage/shard-thread.ts); routes batches and fans queries out, then merges.
+// The store: one single-thread piscina pool per shard; routes batches and fans queries out, then merges.
 // Single mode puts it behind HTTP; store mode puts the same object behind gRPC.
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../shared/package-root.js';
+import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
@@ -12,7 +13,6 @@ import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
 import type { ShardHit, ShardQuery, ShardQueryResult } from './search/execute.js';
 import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
 import type { ShardWorkerData } from './storage/shard-worker.js';
-import { ShardThreads } from './storage/shard-thread.js';
 import type { BatchMeta } from './ingest/bulk.js';
 import { routeClientId } from './storage/client-ids.js';
 
@@ -43,41 +43,44 @@ export type StoreQueryResult = MergedQueryResult;
 const SHARD_YOUNG_GENERATION_MB = 12;
 
 export class Store {
-  private readonly threads: ShardThreads<ShardWorkerData>;
+  private readonly pools: Piscina[] = [];
   private readonly pending: number[] = [];
   private next = 0;
 
   constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
+    const filename = workerFile();
     const shards = Math.max(cfg.storage.shards, existingShards(cfg.storage.data_dir));
     if (shards > cfg.storage.shards) {
       log?.warn({ configured: cfg.storage.shards, opened: shards }, 'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden');
     }
-    const data: ShardWorkerData[] = [];
     for (let i = 0; i < shards; i++) {
-      data.push({
+      const workerData: ShardWorkerData = {
         dir: path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`), shard: i, mapping,
         fracSize: cfg.storage.frac_size, totalSize: cfg.storage.total_size > 0 ? Math.floor(cfg.storage.total_size / shards) : 0,
         retention: cfg.storage.retention, logLevel: cfg.log.level, logFormat: cfg.log.format,
-      });
+      };
+      // A small young generation: a shard's garbage is short-lived (parsed documents), and every megabyte of
+      // nursery is resident memory per shard.
+      this.pools.push(new Piscina({
+        filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData,
+        resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+      }));
       this.pending.push(0);
     }
-    // A small young generation: a shard's garbage is short-lived (parsed documents), and every megabyte of
-    // nursery is resident memory per shard.
-    this.threads = new ShardThreads(workerFile(), data, SHARD_YOUNG_GENERATION_MB, log);
   }
 
   get shardCount(): number {
-    return this.threads.length;
+    return this.pools.length;
   }
 
   /** Waits until every shard worker has opened its shard (replayed its write-ahead file). */
   async ready(): Promise<void> {
-    await this.threads.all('status', {});
+    await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })));
   }
 
   /** The shard that stores (and checks) every document with client id `id`. */
   route(id: string): number {
-    return routeClientId(id, this.threads.length);
+    return routeClientId(id, this.pools.length);
   }
 
   /**
@@ -89,18 +92,18 @@ export class Store {
     let shard = this.next;
     if (meta && meta.shard >= 0) shard = meta.shard;
     else {
-      for (let k = 0; k < this.threads.length; k++) {
-        const i = (this.next + k) % this.threads.length;
+      for (let k = 0; k < this.pools.length; k++) {
+        const i = (this.next + k) % this.pools.length;
         if (this.pending[i]! < this.pending[shard]!) shard = i;
       }
-      this.next = (shard + 1) % this.threads.length;
+      this.next = (shard + 1) % this.pools.length;
     }
     this.pending[shard]!++;
     try {
-      return await this.threads.run<IngestResult>(
-        shard, 'ingest', { buf, offs, now, assign, ...(meta ? { meta: { ids: meta.ids, create: meta.create } } : {}) },
-        buf.buffer === offs.buffer ? [buf.buffer as ArrayBuffer] : [buf.buffer as ArrayBuffer, offs.buffer as ArrayBuffer],
-      );
+      return (await this.pools[shard]!.run(
+        { buf, offs, now, assign, ...(meta ? { meta: { ids: meta.ids, create: meta.create } } : {}) },
+        { name: 'ingest', transferList: [buf.buffer as ArrayBuffer, offs.buffer as ArrayBuffer] },
+      )) as IngestResult;
     } finally {
       this.pending[shard]!--;
     }
@@ -112,29 +115,29 @@ export class Store {
 
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
-    return this.threads.all<ShardQueryResult>('query', q);
+    return (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
   }
 
   async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<ShardHit[]> {
-    return mergeFetched(ids, await this.threads.all<ShardHit[]>('fetch', { ids, pipes }));
+    return mergeFetched(ids, (await Promise.all(this.pools.map((p) => p.run({ ids, pipes }, { name: 'fetch' })))) as ShardHit[][]);
   }
 
   async status(): Promise<ShardStatus[]> {
-    return this.threads.all<ShardStatus>('status', {});
+    return (await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })))) as ShardStatus[];
   }
 
   /** Seals every shard's active fraction (used by tests and benchmarks to measure sealed storage). */
   async sealAll(): Promise<ShardStatus[]> {
-    return this.threads.all<ShardStatus>('seal', {});
+    return (await Promise.all(this.pools.map((p) => p.run({}, { name: 'seal' })))) as ShardStatus[];
   }
 
   async applyRetention(): Promise<string[]> {
-    return (await this.threads.all<string[]>('retention', {})).flat();
+    return ((await Promise.all(this.pools.map((p) => p.run({}, { name: 'retention' })))) as string[][]).flat();
   }
 
   async close(): Promise<void> {
-    await this.threads.allSettled('close', {});
-    await this.threads.terminate();
+    await Promise.allSettled(this.pools.map((p) => p.run({}, { name: 'close' })));
+    await Promise.allSettled(this.pools.map((p) => p.destroy()));
   }
 }
 

@@ -1,12 +1,12 @@
-// Entry point of one log-store shard's thread (see shard-thread.ts): the shard's memory stays in this thread.
+// Piscina entry point of one log-store shard (a single-thread pool, so the shard's memory stays here).
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { workerData } from 'node:worker_threads';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { LogHub } from '../../shared/logger.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardQuery } from '../search/execute.js';
 import { type IdAssign, type IngestIds, Shard, type ShardOptions } from './shard.js';
-import { Moved, type ThreadData, serveTasks } from './shard-thread.js';
 
 export interface ShardWorkerData extends ShardOptions {
   logLevel: string;
@@ -18,38 +18,42 @@ export interface ShardWorkerData extends ShardOptions {
 v8.setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;
 
-const { port, wake, data } = workerData as ThreadData<ShardWorkerData>;
+const data = workerData as ShardWorkerData;
 const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
 const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`));
 
-serveTasks(port, wake, {
-  ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign; meta?: IngestIds }) {
-    const seals = shard.seals;
-    const result = shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign, task.meta);
-    if (shard.seals !== seals) collect();
-    return result;
-  },
-  /** The hits' bytes are moved to the calling thread, not copied. */
-  query(task: ShardQuery) {
-    const result = shard.query(task);
-    return new Moved(result, [result.hits.json.buffer as ArrayBuffer]);
-  },
-  fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {
-    return shard.fetch(task.ids, task.pipes);
-  },
-  status() {
-    return shard.status();
-  },
-  seal() {
-    shard.seal();
-    collect();
-    return shard.status();
-  },
-  retention() {
-    return shard.applyRetention();
-  },
-  close() {
-    shard.close();
-    return true;
-  },
-});
+export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign; meta?: IngestIds }) {
+  const seals = shard.seals;
+  const result = shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign, task.meta);
+  if (shard.seals !== seals) collect();
+  return result;
+}
+
+/** The hits' bytes are moved to the HTTP thread, not copied. */
+export function query(task: ShardQuery) {
+  const result = shard.query(task);
+  return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
+}
+
+export function fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {
+  return shard.fetch(task.ids, task.pipes);
+}
+
+export function status() {
+  return shard.status();
+}
+
+export function seal() {
+  shard.seal();
+  collect();
+  return shard.status();
+}
+
+export function retention() {
+  return shard.applyRetention();
+}
+
+export function close() {
+  shard.close();
+  return true;
+}
