@@ -15,7 +15,7 @@ import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
-import type { NativeTlsSocket } from './relay/native-tls.js';
+import { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 
@@ -67,7 +67,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
    * terminates it). */
   socket: net.Socket | NativeTlsSocket;
 
-  constructor(accepted: net.Socket, readonly core: Pooler) {
+  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint). */
+  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler) {
     const socket = accepted;
     this.socket = socket;
     this.cancelPid = this.id;
@@ -83,6 +84,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
       startTls: (settings, initial) => this.startTls(settings, initial),
     }, core, (result) => void this.loginOk(result));
     this.handler = this.onStartupChunk;
+    if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);
   }
@@ -93,7 +95,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   handler: ChunkHandler;
 
   private readonly onStartupChunk = (chunk: Buffer): boolean => {
-    this.login.feed(Buffer.from(chunk));
+    // A chunk from a ReadBuffer is reused after this returns; the addon's (relayTake) are the login's own.
+    this.login.feed(this.socket instanceof NativeTlsSocket ? chunk : Buffer.from(chunk));
     return false;
   };
 
@@ -113,7 +116,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
    * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
     this.handshaking = true;
-    const raw = this.socket as net.Socket;
+    const raw = this.socket;
     const session = this;
     startClientTls({
       raw, native: this.core.nativeTls, askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
