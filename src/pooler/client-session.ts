@@ -81,8 +81,19 @@ export class ClientSession implements ServerOwner, PoolWaiter {
         this.fatal(sqlstate, message);
       },
       destroy: () => { this.socket.destroy(); },
+      cork: () => {
+        this.corks++;
+        this.socket.cork();
+      },
+      uncork: () => {
+        this.socket.uncork();
+        if (--this.corks > 0 || !this.afterUncork) return;
+        const next = this.afterUncork;
+        this.afterUncork = null;
+        next();
+      },
       startTls: (settings, initial) => this.startTls(settings, initial),
-    }, core, (result) => void this.loginOk(result));
+    }, core, (result) => this.loginOk(result));
     this.handler = this.onStartupChunk;
     if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
     socket.on('error', this.onSocketError);
@@ -145,8 +156,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private readonly login: ClientLogin;
   protocol32 = false;
 
-  /** The client proved who it is (client-login.ts): greet it, then relay. */
-  private async loginOk(r: LoginResult): Promise<void> {
+  /** The client proved who it is (client-login.ts): greet it, then relay. The greeting is written in the same call
+   * when the pool knows its server's parameters (the login's last reply and the greeting then share one send). */
+  private loginOk(r: LoginResult): void {
     this.state = 'idle';
     this.user = r.user;
     this.database = r.database;
@@ -155,19 +167,18 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.isAdmin = r.admin;
     this.pool = r.pool;
     if (r.clientKey && r.scramSecret && this.pool) this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
-    let params: ReadonlyMap<string, string>;
-    if (this.isAdmin) params = this.core.adminParams();
-    else {
-      try {
-        params = await this.pool!.params();
-      } catch (err) {
-        const e = err as { message: string; sqlstate?: string };
-        return this.fatal(e.sqlstate ?? SqlState.ConnectionFailure, e.message);
-      }
-    }
+    const known = this.isAdmin ? this.core.adminParams() : this.pool!.serverParams;
+    if (known) return this.greetLogin(known, r.startupParams);
+    this.pool!.params().then((params) => this.greetLogin(params, r.startupParams), (err: { message: string; sqlstate?: string }) => {
+      this.fatal(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
+    });
+  }
+
+  private greetLogin(pooled: ReadonlyMap<string, string>, startupParams: ReadonlyMap<string, string>): void {
+    let params = pooled;
     if (this.socket.destroyed) return;
     if (!this.isAdmin && this.pool!.settings.mode === 'transaction') {
-      const own = new ClientParams(params, r.startupParams, this.paramHost.tracked());
+      const own = new ClientParams(params, startupParams, this.paramHost.tracked());
       this.params = new ParamSession(own, this.paramHost);
       params = own.greeting(params) ?? params;
     }
@@ -182,9 +193,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     }
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.core.registerClient(this);
-    if (this.isAdmin) return this.serveAdmin();
-    this.handOff();
+    // The relay takes the connection once the greeting has left the socket's cork (see ClientLogin's cork).
+    const next = this.isAdmin ? () => this.serveAdmin() : () => this.handOff();
+    if (this.corks > 0) this.afterUncork = next;
+    else next();
   }
+
+  /** The login's cork depth, and what waits for it to end. */
+  private corks = 0;
+  private afterUncork: (() => void) | null = null;
 
   /** Session mode: the ParameterStatus set of a login waiting for its server before the greeting. */
   private greeting: ReadonlyMap<string, string> | null = null;

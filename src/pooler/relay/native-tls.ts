@@ -93,12 +93,37 @@ export class NativeTlsSocket extends EventEmitter {
 
   write(data: Buffer | string): boolean {
     if (this.destroyed) return false;
-    return this.a.relayWrite(this.id, typeof data === 'string' ? Buffer.from(data) : data);
+    const b = typeof data === 'string' ? Buffer.from(data) : data;
+    if (this.corked > 0) {
+      this.held.push(b);
+      return true;
+    }
+    return this.a.relayWrite(this.id, b);
   }
+
+  /** Writes wait until as many uncork() calls: a login's replies of one message go out in one send (net.Socket's
+   * cork, which the session uses the same way). */
+  cork(): void {
+    this.corked++;
+  }
+
+  uncork(): void {
+    if (this.corked === 0 || --this.corked > 0 || this.held.length === 0) return;
+    const held = this.held;
+    this.held = [];
+    if (!this.destroyed) this.a.relayWrite(this.id, held.length === 1 ? held[0]! : Buffer.concat(held));
+  }
+
+  private corked = 0;
+  private held: Buffer[] = [];
 
   /** Sends what is pending (and close_notify), then closes. */
   end(data?: Buffer | string): this {
     if (data !== undefined) this.write(data);
+    if (this.corked > 0) {
+      this.corked = 1;
+      this.uncork();
+    }
     if (!this.destroyed) {
       this.closer.close(this.id, 5000);
       this.markClosed();
