@@ -141,7 +141,7 @@ function report(revs: Record<Side, string>, runs: Run[], machine: string): strin
     '',
     ...(failed.length ? ['Failed runs:', '', ...failed, ''] : []),
     '```sh',
-    `npm run build && node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}${SIDES.map((side) => (GENERAL[side] ? ` --${side}-general '${GENERAL[side]}'` : '')).join('')}`,
+    `npm run build && ${BENCH_AUTH === 'md5' ? '' : `BENCH_AUTH=${BENCH_AUTH} `}node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}${RECONNECT ? ' --reconnect' : ''}${SIDES.map((side) => (GENERAL[side] ? ` --${side}-general '${GENERAL[side]}'` : '')).join('')}`,
     ...scenarios.map((s) => pgbenchCommand(s, DURATION)),
     '```',
     '',

@@ -111,6 +111,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     return this.nativePort || ((this.server?.address() as net.AddressInfo | null)?.port ?? 0);
   }
 
+  /** True when the native relay accepts this pooler's clients itself (see listen). */
+  get acceptsNatively(): boolean {
+    return this.nativeListener > 0;
+  }
+
   /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
   private nativePort = 0;
   private nativeListener = 0;
