@@ -217,7 +217,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.state = 'active';
     this.core.rekeyCancel(this, s.backendPid);
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
-    this.handOff();
+    // A server free at once is given inside the login's cork: the relay takes the connection after it.
+    if (this.corks > 0) this.afterUncork = () => this.handOff();
+    else this.handOff();
   }
 
   private serveAdmin(): void {
