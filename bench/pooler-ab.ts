@@ -1,5 +1,5 @@
 // A/B benchmark: pgbench -S through tidepool at two git revisions side by side, on each relay, alternated in one run.
-// Usage: npm run build && node dist/bench/pooler-ab.js --before <rev> [--after <rev>] [--duration 10 --repeats 5 --clients 10 --relays native,js --protocols simple]
+// Usage: npm run build && node dist/bench/pooler-ab.js --before <rev> [--after <rev>] [--duration 10 --repeats 5 --clients 10 --relays native,js --protocols simple --reconnect]
 // [--before-general 'prepared_statements = false'] [--after-general ...]: more [general] config lines for one side (one revision
 // against itself with a setting changed: --before HEAD --before-general ...).
 // Without --after, "after" is this checkout as built (dist/). Each revision is exported with `git archive` and
@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchResult, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { median } from './pooler-report.js';
 
@@ -49,7 +49,9 @@ type Side = (typeof SIDES)[number];
 interface Run extends PgbenchResult { relay: Relay; protocol: Scenario['protocol']; side: Side; repeat: number; poolerCpu: number; foreignCores: number }
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-const scenarios: Scenario[] = PROTOCOLS.map((protocol) => ({ key: `${protocol}-c${CLIENTS}`, protocol, clients: CLIENTS, reconnect: false }));
+/** --reconnect (BENCH_RECONNECT=1): pgbench -C, a new connection and login for every transaction. */
+const RECONNECT = process.argv.includes('--reconnect') || process.env.BENCH_RECONNECT === '1';
+const scenarios: Scenario[] = PROTOCOLS.map((protocol) => ({ key: `${protocol}-c${CLIENTS}`, protocol, clients: CLIENTS, reconnect: RECONNECT }));
 
 let pg: RunningPostgres | null = null;
 const poolers = new Map<string, RunningPeer>();
@@ -127,11 +129,11 @@ function report(revs: Record<Side, string>, runs: Run[], machine: string): strin
   }
   const failed = runs.filter((r) => !r.ok).map((r) => `- ${r.protocol} ${r.relay} ${r.side} run ${r.repeat + 1}: ${r.error}`);
   return [
-    `# tidepool A/B: ${revs.before} -> ${revs.after}, pgbench -S --protocol ${PROTOCOLS.join('/')}, ${CLIENTS} clients`,
+    `# tidepool A/B: ${revs.before} -> ${revs.after}, pgbench -S${RECONNECT ? ' -C' : ''} --protocol ${PROTOCOLS.join('/')}, ${CLIENTS} clients`,
     '',
     `Run on ${new Date().toISOString().slice(0, 10)}. ${machine}`,
     '',
-    `pgbench -S -n --protocol=${PROTOCOLS.join('|')} -c ${CLIENTS}, ${DURATION} s per run, ${REPEATS} runs per protocol, relay and revision, before and after alternated (order swapped every run), medians quoted, after a ${WARMUP} s warm-up each. One tidepool process per relay and revision (transaction mode, pool size ${POOL_SIZE}, md5 auth), all in front of one PostgreSQL (scale ${SCALE}); the js rows run with TIDEPOOL_NATIVE_RELAY=0. Pooler CPU: µs of the pooler process per transaction (/proc). Other load: cores used meanwhile by processes this benchmark did not start (it waits up to ${QUIET_WAIT} s for at most ${MAX_OTHER_LOAD} before each run). after/before: ratio of the medians, and in brackets the median of the ratios of each repeat's two runs (neighbours in time).`,
+    `pgbench -S -n${RECONNECT ? ' -C' : ''} --protocol=${PROTOCOLS.join('|')} -c ${CLIENTS}, ${DURATION} s per run, ${REPEATS} runs per protocol, relay and revision, before and after alternated (order swapped every run), medians quoted, after a ${WARMUP} s warm-up each. One tidepool process per relay and revision (transaction mode, pool size ${POOL_SIZE}, ${BENCH_AUTH} auth), all in front of one PostgreSQL (scale ${SCALE}); the js rows run with TIDEPOOL_NATIVE_RELAY=0. Pooler CPU: µs of the pooler process per transaction (/proc). Other load: cores used meanwhile by processes this benchmark did not start (it waits up to ${QUIET_WAIT} s for at most ${MAX_OTHER_LOAD} before each run). after/before: ratio of the medians, and in brackets the median of the ratios of each repeat's two runs (neighbours in time).`,
     '',
     '| protocol | relay | revision | tps (median) | tps of each run | after/before | p50 ms | pooler CPU µs/transaction | other load (cores) |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -139,7 +141,7 @@ function report(revs: Record<Side, string>, runs: Run[], machine: string): strin
     '',
     ...(failed.length ? ['Failed runs:', '', ...failed, ''] : []),
     '```sh',
-    `npm run build && node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}${SIDES.map((side) => (GENERAL[side] ? ` --${side}-general '${GENERAL[side]}'` : '')).join('')}`,
+    `npm run build && ${BENCH_AUTH === 'md5' ? '' : `BENCH_AUTH=${BENCH_AUTH} `}node dist/bench/pooler-ab.js --before ${revs.before}${AFTER ? ` --after ${revs.after}` : ''} --duration ${DURATION} --repeats ${REPEATS} --clients ${CLIENTS} --relays ${RELAYS.join(',')} --protocols ${PROTOCOLS.join(',')}${RECONNECT ? ' --reconnect' : ''}${SIDES.map((side) => (GENERAL[side] ? ` --${side}-general '${GENERAL[side]}'` : '')).join('')}`,
     ...scenarios.map((s) => pgbenchCommand(s, DURATION)),
     '```',
     '',
@@ -155,7 +157,7 @@ async function main(): Promise<void> {
   const roots: Record<Side, string> = { before: checkout(BEFORE, 'before'), after: AFTER ? checkout(AFTER, 'after') : ROOT };
   progress(`before ${revs.before}, after ${revs.after}; work dir ${workDir}`);
   pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 300, shared_buffers: '256MB' } });
-  pg.sql(`SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
+  pg.sql(BENCH_ROLE_SQL);
   pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
   writeHba(pg.dataDir);
   pg.sql('SELECT pg_reload_conf()');
@@ -167,7 +169,7 @@ async function main(): Promise<void> {
       // The child inherits the environment it is spawned with.
       if (relay === 'js') process.env.TIDEPOOL_NATIVE_RELAY = '0';
       else delete process.env.TIDEPOOL_NATIVE_RELAY;
-      const peer = await startTidepool({ dir: path.join(workDir, `tidepool-${relay}-${side}`), root: roots[side], serverHost: pg.host, serverPort: pg.port, poolSize: POOL_SIZE, generalToml: GENERAL[side] });
+      const peer = await startTidepool({ dir: path.join(workDir, `tidepool-${relay}-${side}`), root: roots[side], serverHost: pg.host, serverPort: pg.port, poolSize: POOL_SIZE, generalToml: GENERAL[side], secret: benchSecret((q) => pg!.sql(q)) });
       poolers.set(`${relay}-${side}`, peer);
       progress(`tidepool ${side} (${relay} relay) on ${peer.host}:${peer.port}, pid ${peer.pid}`);
     }

@@ -6,8 +6,17 @@ import net from 'node:net';
 import path from 'node:path';
 import { freePort } from '../src/launcher/embedded-postgres.js';
 
-/** The account the poolers and pgbench log in as; md5 everywhere so every target pays the same auth. */
+/** The account the poolers and pgbench log in as; one method everywhere (BENCH_AUTH: md5, the default, or
+ * scram-sha-256) so every target pays the same auth. */
 export const BENCH_USER = 'bench';
+export const BENCH_AUTH: 'md5' | 'scram-sha-256' = process.env.BENCH_AUTH === 'scram-sha-256' || process.env.BENCH_AUTH === 'scram' ? 'scram-sha-256' : 'md5';
+/** The secret both poolers are configured with: with scram-sha-256 the role's own (pg_authid), so neither derives a
+ * key per login; with md5 the plaintext password. `sql` runs a query as the superuser and returns its text. */
+export function benchSecret(sql: (q: string) => string): string {
+  return BENCH_AUTH === 'scram-sha-256' ? sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${BENCH_USER}'`).trim() : BENCH_PASSWORD;
+}
+/** The SQL that creates the bench role with a secret of BENCH_AUTH's kind (direct connections pay the same auth). */
+export const BENCH_ROLE_SQL = `SET password_encryption = '${BENCH_AUTH}'; CREATE ROLE ${'bench'} LOGIN PASSWORD 'bench-password'`;
 export const BENCH_PASSWORD = 'bench-password';
 export const BENCH_DB = 'bench';
 /** PgBouncer's session-mode alias of the bench database: PgBouncer 1.18 cannot keep pgbench's protocol-level
@@ -81,9 +90,12 @@ export interface PgBouncerOptions {
   progress: (msg: string) => void;
   /** More [pgbouncer] lines (e.g. client_tls_*). */
   extraIni?: string[];
+  /** The auth_file secret (default BENCH_PASSWORD in plaintext); with scram-sha-256, the role's SCRAM secret from
+   * pg_authid, so PgBouncer does not run PBKDF2 for every login (as with a plaintext password it must). */
+  secret?: string;
 }
 
-/** PgBouncer in transaction mode as user nobody, md5 auth from a plaintext auth_file, connection logging off; the
+/** PgBouncer in transaction mode as user nobody, BENCH_AUTH auth from a plaintext auth_file, connection logging off; the
  * same PostgreSQL database also as BENCH_SESSION_DB in session mode. */
 export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPeer> {
   const bin = ensurePgBouncer(opts.progress);
@@ -94,7 +106,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
   const authFile = path.join(opts.dir, 'userlist.txt');
   const configFile = path.join(opts.dir, 'pgbouncer.ini');
   const logFile = path.join(opts.dir, 'pgbouncer.log');
-  writeFileSync(authFile, `"${BENCH_USER}" "${BENCH_PASSWORD}"\n`);
+  writeFileSync(authFile, `"${BENCH_USER}" "${opts.secret ?? BENCH_PASSWORD}"\n`);
   writeFileSync(configFile, [
     '[databases]',
     `${BENCH_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB}`,
@@ -104,7 +116,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
     `listen_addr = ${host}`,
     `listen_port = ${port}`,
     'unix_socket_dir =',
-    'auth_type = md5',
+    `auth_type = ${BENCH_AUTH}`,
     `auth_file = ${authFile}`,
     'pool_mode = transaction',
     `default_pool_size = ${opts.poolSize}`,
@@ -145,9 +157,11 @@ export interface TidepoolOptions {
   nodeArgs?: string[];
   /** Environment of the child (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /** The user's configured password (default BENCH_PASSWORD); the role's SCRAM secret as PgBouncer gets it. */
+  secret?: string;
 }
 
-/** `tidepool pooler` in transaction mode, md5 client auth, log_level info unless told (it logs no line per client at info). */
+/** `tidepool pooler` in transaction mode, BENCH_AUTH client auth, log_level info unless told (it logs no line per client at info). */
 export async function startTidepool(opts: TidepoolOptions): Promise<RunningPeer & { configFile: string }> {
   mkdirSync(opts.dir, { recursive: true });
   const host = '127.0.0.1';
@@ -160,7 +174,7 @@ port = ${port}
 admin_username = "admin"
 admin_password = "bench-admin-password"
 pool_mode = "transaction"
-auth_type = "md5"
+auth_type = "${BENCH_AUTH}"
 log_level = "${opts.logLevel ?? 'info'}"
 ${opts.generalToml ?? ''}
 
@@ -170,7 +184,7 @@ server_port = ${opts.serverPort}
 
 [[pools.${BENCH_DB}.users]]
 username = "${BENCH_USER}"
-password = "${BENCH_PASSWORD}"
+password = "${opts.secret ?? BENCH_PASSWORD}"
 pool_size = ${opts.poolSize}
 ${opts.extraToml ?? ''}`);
   writeFileSync(logFile, '');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
-import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { PGBENCH, runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -117,7 +117,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
     process.env.PGSSLMODE = 'require';
   }
   pooler = await startTidepool({
-    dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env, generalToml,
+    dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env, generalToml, secret: benchSecret((q) => pg!.sql(q)),
     nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
   });
   const target = { host: pooler.host, port: pooler.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-profile-'));
   const ticks = clockTicks();
   pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 100, shared_buffers: '256MB' } });
-  pg.sql(`SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
+  pg.sql(BENCH_ROLE_SQL);
   pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
   writeHba(pg.dataDir);
   pg.sql('SELECT pg_reload_conf()');
@@ -175,7 +175,7 @@ async function main(): Promise<void> {
   pg.sql('VACUUM ANALYZE', BENCH_DB);
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
   const out = [`# tidepool profile at ${head} (${new Date().toISOString().slice(0, 16)}Z)`, '',
-    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through tidepool (transaction mode, pool size 20, md5) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
+    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through tidepool (transaction mode, pool size 20, ${BENCH_AUTH}) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
   for (const protocol of PROTOCOLS) out.push(...await profileOne(protocol, ticks));
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, out.join('\n'));

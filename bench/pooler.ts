@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -98,7 +98,7 @@ function versionOf(cmd: string, args: string[]): string {
 }
 
 async function startPeer(name: TargetName): Promise<RunningPeer> {
-  const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE };
+  const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE, secret: benchSecret((q) => pg!.sql(q)) };
   const peer = name === 'PgBouncer'
     ? await startPgBouncer({ ...common, sessionPoolSize: Math.max(1, ...PREPARED_CLIENTS), dir: path.join(workDir, 'pgbouncer'), progress })
     : await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
@@ -152,7 +152,7 @@ async function main(): Promise<void> {
   const maxConnections = Math.max(300, 2 * POOL_SIZE + Math.max(0, ...PREPARED_CLIENTS) + Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) + 20);
   pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: maxConnections, shared_buffers: '256MB' } });
   progress(`PostgreSQL on ${pg.host}:${pg.port} (pid ${pg.pid})`);
-  pg.sql(`SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
+  pg.sql(BENCH_ROLE_SQL);
   pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
   writeHba(pg.dataDir);
   pg.sql('SELECT pg_reload_conf()');
@@ -202,7 +202,7 @@ async function main(): Promise<void> {
     '# pooler.toml (node bin/tidepool.js pooler --config pooler.toml)',
     ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8').trim().split('\n'),
   ];
-  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". md5 client auth (the role's secret is md5 so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
+  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
   const write = () => {
     mkdirSync(path.dirname(OUT), { recursive: true });
     writeFileSync(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));

@@ -209,6 +209,15 @@ bool Relay::FlushOut(Endpoint* ep) {
   return true;
 }
 
+void Relay::LoginBytes(Endpoint* ep, const uint8_t* buf, size_t len) {
+  ep->interceptIn.append(reinterpret_cast<const char*>(buf), len);
+  if (!ep->dataQueued) {
+    ep->dataQueued = true;
+    Emit(kLoginData, ep->id);
+  }
+  if (ep->interceptIn.size() > kHighWater) UpdatePoll(ep);
+}
+
 void Relay::Unlink(Endpoint* c) {
   Endpoint* s = c->peer;
   c->parked = false;

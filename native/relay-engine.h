@@ -51,7 +51,9 @@ enum EventKind : int32_t {
   kServerDiscarded = 9,  // server: it answered DISCARD ALL or DEALLOCATE ALL (its prepared statements are gone)
   kPin = 10,           // client, server, kinds of session state it holds (relay-state-scan.h); 0: none left, it is split again at this end
   kTlsReady = 11,        // client: its TLS handshake is done (relayTlsInfo tells the outcome)
-  kLoginData = 12,       // client in login: decrypted bytes wait for relayTake
+  kLoginData = 12,       // client in login: its bytes (decrypted under TLS) wait for relayTake
+  kAccepted = 13,        // client in login accepted on one of the relay's listeners (relay-login.cc): port,
+                         // listener id << 1 | 1 for IPv4, IPv4 address (host order; relayPeer names an IPv6 one)
 };
 
 /** CloseClient reasons: 0 EOF (or close_notify), 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
@@ -71,6 +73,7 @@ enum Totals { kXact = 0, kQueries = 1, kRecv = 2, kSent = 3, kXactTime = 4, kQue
 
 
 class Relay;
+struct Listener;
 
 /** A socket on the relay: its framing (Framing::server tells the side) and, for a client, what it has in flight. */
 struct Endpoint : Framing, TxCount {
@@ -144,8 +147,9 @@ struct Endpoint : Framing, TxCount {
   bio_st* wbio = nullptr;  // owned by ssl
   bool tlsReady = false;   // handshake done
   std::string tlsPlainOut; // plaintext written before the handshake ended, or that SSL_write asked to retry
-  // Login: the client is not relayed yet; every decrypted byte goes to JavaScript (kLoginData, relayTake), which
-  // runs the startup and the password exchange, then turns the endpoint into a relayed client (relayAdopt).
+  // Login: the client is not relayed yet; every byte (decrypted under TLS) goes to JavaScript (kLoginData, relayTake),
+  // which runs the startup and the password exchange, then turns the endpoint into a relayed client (relayAdopt).
+  // A client accepted on the relay's own listener (relay-login.cc) starts here in plaintext; relayStartTls turns on TLS.
   bool login = false;
   // Session parameters (src/pooler/session-state/): texts of statements that may change one (ParamStatement),
   // NUL-separated, and flags (1 texts, 2 a statement not seen whole or texts past kParamTextMax, 4 a
@@ -198,6 +202,8 @@ class Relay {
   /** Writable: sends pending output; false when the endpoint is gone. */
   bool FlushOut(Endpoint* ep);
   void OnReadable(Endpoint* ep);
+  /** Bytes of a client in login (plaintext, or decrypted): kept for JavaScript's relayTake, one kLoginData per take. */
+  void LoginBytes(Endpoint* ep, const uint8_t* buf, size_t len);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
   void ObserveHist(double* s, int off, double us);
   /** One observation in the log histogram at `off` (src/pooler/log-histogram.ts computes the same bucket). */
@@ -250,6 +256,9 @@ class Relay {
   std::unordered_map<int32_t, std::string> tlsErrors_;
   std::string laneScratch_;   // LaneSend's output
   std::string laneReplyOut_;  // a server read with the pooler's ParseCompletes placed in it
+  // Listening sockets on which the relay accepts clients itself (relay-login.cc), by id (one per pooler).
+  std::unordered_map<int32_t, Listener*> listeners_;
+  int32_t nextListenerId_ = 1;
 };
 
 }  // namespace relay

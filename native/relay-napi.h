@@ -16,8 +16,11 @@ void InitRelayLane(Napi::Env env, Napi::Object exports);
 /** Registers relayStateScan (relay-state-bind.cc). */
 void InitRelayStateScan(Napi::Env env, Napi::Object exports);
 
-/** Registers relayTlsContext, relayAddTlsClient, relayAdopt, relayTlsInfo and relayTlsError (relay-tls.cc). */
+/** Registers relayTlsContext, relayAddTlsClient, relayStartTls, relayAdopt, relayTlsInfo and relayTlsError (relay-tls-napi.cc). */
 void InitRelayTls(Napi::Env env, Napi::Object exports);
+
+/** Registers relayListen, relayUnlisten and relayPeer (relay-login.cc). */
+void InitRelayLogin(Napi::Env env, Napi::Object exports);
 
 /** The relayed-client options relayAddClient and relayAdopt share, from info[1..6] (stats: Float64Array, maxMessage,
  *  initial?, divert?, app?: Float64Array(8), pinMask?): false (nothing changed) when stats or maxMessage is missing. */

@@ -30,6 +30,10 @@ void Relay::OnReadable(Endpoint* ep) {
   }
   if (ep->closing) return;  // discarding until EOF
   size_t total = carry + static_cast<size_t>(n);
+  if (ep->login) {
+    LoginBytes(ep, buf, total);
+    return;
+  }
   if (ep->server) OnServerBytes(ep, buf, total);
   else OnClientBytes(ep, buf, total);
 }

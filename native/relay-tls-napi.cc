@@ -140,6 +140,42 @@ Napi::Value RelayTlsContext(const Napi::CallbackInfo& info) {
   return Napi::External<SSL_CTX>::New(env, ctx, FreeContext);
 }
 
+/** An OpenSSL server session on memory BIOs for `c` under `ctx`; false (and nothing changed) when OpenSSL cannot
+ *  make one (`why` says why). */
+bool StartTlsSession(Endpoint* c, SSL_CTX* ctx, bool askCertificate, std::string* why) {
+  ERR_clear_error();
+  SSL* ssl = SSL_new(ctx);
+  BIO* rbio = BIO_new(BIO_s_mem());
+  BIO* wbio = BIO_new(BIO_s_mem());
+  if (!ssl || !rbio || !wbio) {
+    if (ssl) SSL_free(ssl);
+    if (rbio) BIO_free(rbio);
+    if (wbio) BIO_free(wbio);
+    *why = relay::TakeSslError("out of memory");
+    return false;
+  }
+  SSL_set_bio(ssl, rbio, wbio);
+  SSL_set_accept_state(ssl);
+  if (askCertificate) SSL_set_verify(ssl, SSL_VERIFY_PEER, AcceptAnyCertificate);
+  c->ssl = ssl;
+  c->rbio = rbio;
+  c->wbio = wbio;
+  c->login = true;
+  return true;
+}
+
+/** Ciphertext JavaScript read before the handoff (info[at], a Uint8Array), then what the relay held for it. */
+void IngestInitial(Relay* r, Endpoint* c, const Napi::CallbackInfo& info, size_t at) {
+  std::string first;
+  uint8_t* data = nullptr;
+  size_t len = 0;
+  if (info.Length() > at && Typed(info[at], napi_uint8_array, &data, &len) && len > 0) first.assign(reinterpret_cast<const char*>(data), len);
+  first.append(c->interceptIn);
+  c->interceptIn.clear();
+  c->dataQueued = false;
+  if (!first.empty()) r->TlsIngest(c, reinterpret_cast<const uint8_t*>(first.data()), first.size());
+}
+
 /** relayAddTlsClient(fd, context, askCertificate, initial?: Uint8Array) -> id: a client in login mode whose handshake
  *  the relay runs (initial: ciphertext JavaScript already read). The fd is duplicated. */
 Napi::Value RelayAddTlsClient(const Napi::CallbackInfo& info) {
@@ -156,34 +192,38 @@ Napi::Value RelayAddTlsClient(const Napi::CallbackInfo& info) {
     Napi::Error::New(env, std::string("dup: ") + strerror(errno)).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  ERR_clear_error();
-  SSL* ssl = SSL_new(ctx);
-  BIO* rbio = BIO_new(BIO_s_mem());
-  BIO* wbio = BIO_new(BIO_s_mem());
-  if (!ssl || !rbio || !wbio) {
-    if (ssl) SSL_free(ssl);
-    if (rbio) BIO_free(rbio);
-    if (wbio) BIO_free(wbio);
-    close(fd);
-    Napi::Error::New(env, "TLS session: " + relay::TakeSslError("out of memory")).ThrowAsJavaScriptException();
+  Endpoint* c = r->Add(fd, false);
+  std::string why;
+  if (!StartTlsSession(c, ctx, info[2].ToBoolean().Value(), &why)) {
+    r->Destroy(c);
+    Napi::Error::New(env, "TLS session: " + why).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  SSL_set_bio(ssl, rbio, wbio);
-  SSL_set_accept_state(ssl);
-  if (info[2].ToBoolean().Value()) SSL_set_verify(ssl, SSL_VERIFY_PEER, AcceptAnyCertificate);
-  Endpoint* c = r->Add(fd, false);
-  c->ssl = ssl;
-  c->rbio = rbio;
-  c->wbio = wbio;
-  c->login = true;
   const int32_t id = c->id;
-  uint8_t* data = nullptr;
-  size_t len = 0;
-  if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &data, &len) && len > 0) {
-    std::string copy(reinterpret_cast<const char*>(data), len);
-    r->TlsIngest(c, reinterpret_cast<const uint8_t*>(copy.data()), copy.size());
-  }
+  IngestInitial(r, c, info, 3);
   return Napi::Number::New(env, id);
+}
+
+/** relayStartTls(id, context, askCertificate, initial?: Uint8Array) -> false when gone: a plaintext client in login
+ *  (accepted on the relay's listener) starts its TLS handshake after the pooler's 'S', or at a direct TLS hello whose
+ *  first bytes JavaScript took (`initial`). Throws when OpenSSL cannot make a session. */
+Napi::Value RelayStartTls(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsExternal()) {
+    Napi::TypeError::New(env, "relayStartTls(id, context, askCertificate, initial?)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
+  if (!c || c->dead || c->server || !c->login || c->ssl || c->fd < 0) return Napi::Boolean::New(env, false);
+  std::string why;
+  if (!StartTlsSession(c, info[1].As<Napi::External<SSL_CTX>>().Data(), info[2].ToBoolean().Value(), &why)) {
+    Napi::Error::New(env, "TLS session: " + why).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  IngestInitial(r, c, info, 3);
+  return Napi::Boolean::New(env, true);
 }
 
 /** relayAdopt(id, stats: Float64Array, maxMessage, initial?: Uint8Array, divert?: boolean, app?: Float64Array(8), pinMask?) ->
@@ -318,6 +358,7 @@ Napi::Value RelayTlsError(const Napi::CallbackInfo& info) {
 void InitRelayTls(Napi::Env env, Napi::Object exports) {
   exports.Set("relayTlsContext", Napi::Function::New(env, RelayTlsContext, "relayTlsContext"));
   exports.Set("relayAddTlsClient", Napi::Function::New(env, RelayAddTlsClient, "relayAddTlsClient"));
+  exports.Set("relayStartTls", Napi::Function::New(env, RelayStartTls, "relayStartTls"));
   exports.Set("relayAdopt", Napi::Function::New(env, RelayAdopt, "relayAdopt"));
   exports.Set("relayTlsInfo", Napi::Function::New(env, RelayTlsInfo, "relayTlsInfo"));
   exports.Set("relayTlsError", Napi::Function::New(env, RelayTlsError, "relayTlsError"));

@@ -120,12 +120,7 @@ void Relay::TlsIngest(Endpoint* ep, const uint8_t* data, size_t len) {
     if (!TlsFlush(ep)) return;
     if (got > carry) {
       if (ep->login) {
-        ep->interceptIn.append(reinterpret_cast<const char*>(buf), got);
-        if (!ep->dataQueued) {
-          ep->dataQueued = true;
-          Emit(kLoginData, ep->id);
-        }
-        if (ep->interceptIn.size() > kHighWater) UpdatePoll(ep);
+        LoginBytes(ep, buf, got);
       } else if (ep->server) {
         OnServerBytes(ep, buf, got);
       } else {

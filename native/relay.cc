@@ -457,6 +457,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   InitRelayLane(env, exports);
   InitRelayStateScan(env, exports);
   InitRelayTls(env, exports);
+  InitRelayLogin(env, exports);
 }
 
 }  // namespace tidepool

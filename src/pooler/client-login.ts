@@ -55,6 +55,9 @@ export interface LoginConnection {
   fatal(sqlstate: string, message: string): void;
   /** Closes without a word (CancelRequest, Terminate). */
   destroy(): void;
+  /** Writes until the matching uncork() go out together (one send for a reply and the greeting after it). */
+  cork(): void;
+  uncork(): void;
   /** Starts the server side of a TLS handshake under `settings`; `initial` holds bytes of it already read (direct TLS).
    * The session calls tlsReady() once it is done, and feed() with the decrypted bytes after. */
   startTls(settings: ClientTls, initial: Buffer | null): void;
@@ -299,9 +302,19 @@ export class ClientLogin {
       return this.conn.destroy();
     }
     if (type !== FrontendMessage.Password) return this.fail(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
+    // The last reply of the exchange (SASLFinal) and the greeting that follows a success leave in one send.
+    this.conn.cork();
+    try {
+      this.onPassword(buf, start, len);
+    } finally {
+      this.conn.uncork();
+    }
+  };
+
+  private onPassword(buf: Buffer, start: number, len: number): void {
     let r: ReturnType<ClientAuth['step']>;
     try {
-      r = this.auth.step(buf.subarray(start + 5, start + 1 + len));
+      r = this.auth!.step(buf.subarray(start + 5, start + 1 + len));
     } catch (err) {
       return this.fail(SqlState.ProtocolViolation, `malformed authentication message: ${(err as Error).message}`);
     }
@@ -314,7 +327,7 @@ export class ClientLogin {
       return this.fail(r.result.sqlstate, r.result.message);
     }
     this.done(r.result.clientKey, r.result.scramSecret);
-  };
+  }
 
   private done(clientKey: Buffer | null, scramSecret: ScramSecret | null): void {
     this.auth = null;

@@ -15,7 +15,7 @@ import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
-import type { NativeTlsSocket } from './relay/native-tls.js';
+import { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 
@@ -67,7 +67,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
    * terminates it). */
   socket: net.Socket | NativeTlsSocket;
 
-  constructor(accepted: net.Socket, readonly core: Pooler) {
+  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint). */
+  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler) {
     const socket = accepted;
     this.socket = socket;
     this.cancelPid = this.id;
@@ -80,9 +81,21 @@ export class ClientSession implements ServerOwner, PoolWaiter {
         this.fatal(sqlstate, message);
       },
       destroy: () => { this.socket.destroy(); },
+      cork: () => {
+        this.corks++;
+        this.socket.cork();
+      },
+      uncork: () => {
+        this.socket.uncork();
+        if (--this.corks > 0 || !this.afterUncork) return;
+        const next = this.afterUncork;
+        this.afterUncork = null;
+        next();
+      },
       startTls: (settings, initial) => this.startTls(settings, initial),
-    }, core, (result) => void this.loginOk(result));
+    }, core, (result) => this.loginOk(result));
     this.handler = this.onStartupChunk;
+    if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);
   }
@@ -93,7 +106,8 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   handler: ChunkHandler;
 
   private readonly onStartupChunk = (chunk: Buffer): boolean => {
-    this.login.feed(Buffer.from(chunk));
+    // A chunk from a ReadBuffer is reused after this returns; the addon's (relayTake) are the login's own.
+    this.login.feed(this.socket instanceof NativeTlsSocket ? chunk : Buffer.from(chunk));
     return false;
   };
 
@@ -113,7 +127,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
    * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
     this.handshaking = true;
-    const raw = this.socket as net.Socket;
+    const raw = this.socket;
     const session = this;
     startClientTls({
       raw, native: this.core.nativeTls, askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
@@ -142,8 +156,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   private readonly login: ClientLogin;
   protocol32 = false;
 
-  /** The client proved who it is (client-login.ts): greet it, then relay. */
-  private async loginOk(r: LoginResult): Promise<void> {
+  /** The client proved who it is (client-login.ts): greet it, then relay. The greeting is written in the same call
+   * when the pool knows its server's parameters (the login's last reply and the greeting then share one send). */
+  private loginOk(r: LoginResult): void {
     this.state = 'idle';
     this.user = r.user;
     this.database = r.database;
@@ -152,19 +167,18 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.isAdmin = r.admin;
     this.pool = r.pool;
     if (r.clientKey && r.scramSecret && this.pool) this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
-    let params: ReadonlyMap<string, string>;
-    if (this.isAdmin) params = this.core.adminParams();
-    else {
-      try {
-        params = await this.pool!.params();
-      } catch (err) {
-        const e = err as { message: string; sqlstate?: string };
-        return this.fatal(e.sqlstate ?? SqlState.ConnectionFailure, e.message);
-      }
-    }
+    const known = this.isAdmin ? this.core.adminParams() : this.pool!.serverParams;
+    if (known) return this.greetLogin(known, r.startupParams);
+    this.pool!.params().then((params) => this.greetLogin(params, r.startupParams), (err: { message: string; sqlstate?: string }) => {
+      this.fatal(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
+    });
+  }
+
+  private greetLogin(pooled: ReadonlyMap<string, string>, startupParams: ReadonlyMap<string, string>): void {
+    let params = pooled;
     if (this.socket.destroyed) return;
     if (!this.isAdmin && this.pool!.settings.mode === 'transaction') {
-      const own = new ClientParams(params, r.startupParams, this.paramHost.tracked());
+      const own = new ClientParams(params, startupParams, this.paramHost.tracked());
       this.params = new ParamSession(own, this.paramHost);
       params = own.greeting(params) ?? params;
     }
@@ -179,9 +193,15 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     }
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
     this.core.registerClient(this);
-    if (this.isAdmin) return this.serveAdmin();
-    this.handOff();
+    // The relay takes the connection once the greeting has left the socket's cork (see ClientLogin's cork).
+    const next = this.isAdmin ? () => this.serveAdmin() : () => this.handOff();
+    if (this.corks > 0) this.afterUncork = next;
+    else next();
   }
+
+  /** The login's cork depth, and what waits for it to end. */
+  private corks = 0;
+  private afterUncork: (() => void) | null = null;
 
   /** Session mode: the ParameterStatus set of a login waiting for its server before the greeting. */
   private greeting: ReadonlyMap<string, string> | null = null;
@@ -197,7 +217,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.state = 'active';
     this.core.rekeyCancel(this, s.backendPid);
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
-    this.handOff();
+    // A server free at once is given inside the login's cork: the relay takes the connection after it.
+    if (this.corks > 0) this.afterUncork = () => this.handOff();
+    else this.handOff();
   }
 
   private serveAdmin(): void {

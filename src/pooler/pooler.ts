@@ -22,6 +22,7 @@ import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import type { NativeRelay } from './relay/native.js';
+import type { NativeTlsSocket } from './relay/native-tls.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -30,6 +31,8 @@ const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
   ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
   ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
 ]);
+/** TCP keepalive idle time of client connections. */
+const CLIENT_KEEPALIVE_MS = 60_000;
 /** Read buffer per client socket: clients send small messages, and there can be many of them. */
 const CLIENT_READ_BUFFER = 16 * 1024;
 
@@ -105,8 +108,17 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   }
 
   get port(): number {
-    return (this.server?.address() as net.AddressInfo | null)?.port ?? 0;
+    return this.nativePort || ((this.server?.address() as net.AddressInfo | null)?.port ?? 0);
   }
+
+  /** True when the native relay accepts this pooler's clients itself (see listen). */
+  get acceptsNatively(): boolean {
+    return this.nativeListener > 0;
+  }
+
+  /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
+  private nativePort = 0;
+  private nativeListener = 0;
 
   async listen(): Promise<void> {
     const { host, port, tcp_no_delay } = this.config.general;
@@ -119,10 +131,30 @@ export class Pooler implements PoolerControl, AuthQueryHost {
       });
     });
     this.server.on('error', (err) => this.log.error({ err: err.message }, 'listener error'));
+    // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
+    // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
+    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, this.acceptNative) ?? 0 : 0;
+    if (listener > 0) {
+      this.nativeListener = listener;
+      this.nativePort = (this.server.address() as net.AddressInfo).port;
+      this.server.close();
+      this.server = null;
+    }
     this.timer = setInterval(() => this.maintain(), 1000);
     this.timer.unref();
     this.log.info({ host, port: this.port }, 'pooler listening');
   }
+
+  /** A client the native relay accepted (NativeRelay.listen): its login runs on the addon's endpoint. */
+  private readonly acceptNative = (socket: NativeTlsSocket): void => {
+    this.counters.connections++;
+    if (this.shuttingDown) {
+      socket.destroy();
+      return;
+    }
+    this.loggingIn++;
+    new ClientSession(socket, this);
+  };
 
   private accept(accepted: net.Socket): void {
     this.counters.connections++;
@@ -134,10 +166,10 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.loggingIn++;
     const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler));
     if (socket) {
-      socket.setKeepAlive(true, 60_000);
+      socket.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
       session = new ClientSession(socket, this);
     } else {
-      accepted.setKeepAlive(true, 60_000);
+      accepted.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
       const s = new ClientSession(accepted, this);
       accepted.on('data', (chunk: Buffer) => s.handler(chunk));
       accepted.resume();
@@ -494,6 +526,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.events.add('shutdown', null, graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
     this.shutdownDone = (async () => {
       this.server?.close();
+      if (this.nativeListener) this.nativeTls?.unlisten(this.nativeListener);
       if (graceful) {
         const deadline = Date.now() + this.config.general.shutdown_timeout;
         for (const p of this.pools.values()) p.paused = true;

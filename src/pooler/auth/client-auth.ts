@@ -8,7 +8,7 @@ import {
   writeAuthenticationSASLContinue, writeAuthenticationSASLFinal,
 } from '../../protocol/writer.js';
 import { md5Inner, verifyMd5 } from './md5.js';
-import { ScramServer, clientKeyFrom, parseScramSecret, saltedPassword, secretFromPassword, type ScramSecret } from './scram.js';
+import { ScramServer, cachedScramSecret, clientKeyFrom, saltedPassword, secretFromPassword, type ScramSecret } from './scram.js';
 import { createHash } from 'node:crypto';
 
 export type AuthType = 'scram-sha-256' | 'md5' | 'plain' | 'trust';
@@ -18,6 +18,7 @@ export type AuthMethod = 'trust' | 'plain' | 'md5' | 'scram';
 export type AuthResult = { ok: true; clientKey: Buffer | null; scramSecret: ScramSecret | null } | { ok: false; message: string; sqlstate: string };
 
 const derivedSecrets = new Map<string, ScramSecret>();
+const NO_SALT = Buffer.alloc(0);
 
 /** SCRAM secret for a plaintext password, derived once per process (PBKDF2 is slow on purpose). */
 function scramSecretFor(password: string): ScramSecret {
@@ -47,13 +48,14 @@ function constantEqual(a: string, b: string): boolean {
 /** A password-phase state machine: first() gives the challenge, step() consumes each PasswordMessage. */
 export class ClientAuth {
   readonly method: AuthMethod;
-  private md5Salt = randomBytesPooled(4);
+  private readonly md5Salt: Buffer;
   private scram: ScramServer | null = null;
   private scramSecret: ScramSecret | null = null;
   private stage = 0;
 
   constructor(private readonly secret: string, private readonly username: string, authType: AuthType) {
     this.method = chooseMethod(secret, authType);
+    this.md5Salt = this.method === 'md5' ? randomBytesPooled(4) : NO_SALT;
   }
 
   private failed(): AuthResult {
@@ -85,7 +87,7 @@ export class ClientAuth {
   }
 
   private checkCleartext(password: string): AuthResult {
-    const scram = parseScramSecret(this.secret);
+    const scram = cachedScramSecret(this.secret);
     if (scram) {
       const clientKey = clientKeyFrom(saltedPassword(password, scram.salt, scram.iterations));
       const stored = createHash('sha256').update(clientKey).digest();
@@ -101,14 +103,14 @@ export class ClientAuth {
     if (this.stage === 0) {
       const { mechanism, data } = parseSASLInitialResponse(body);
       if (mechanism !== 'SCRAM-SHA-256') return { result: { ok: false, message: `unsupported SASL mechanism "${mechanism}"`, sqlstate: SqlState.InvalidAuthorization } };
-      this.scramSecret = parseScramSecret(this.secret) ?? scramSecretFor(this.secret);
+      this.scramSecret = cachedScramSecret(this.secret) ?? scramSecretFor(this.secret);
       this.scram = new ScramServer(this.scramSecret);
       this.stage = 1;
       return { reply: writeAuthenticationSASLContinue(this.scram.start(data)) };
     }
     try {
       const final = this.scram!.finish(body.toString('utf8'));
-      const configured = parseScramSecret(this.secret);
+      const configured = cachedScramSecret(this.secret);
       return { reply: writeAuthenticationSASLFinal(final), result: { ok: true, clientKey: this.scram!.clientKey, scramSecret: configured } };
     } catch (err) {
       return { result: this.failed() };

@@ -1,6 +1,7 @@
 // SCRAM-SHA-256 (RFC 5802/7677) as PostgreSQL uses it: the pooler as server toward clients and as
 // client toward PostgreSQL, including logging in with a ClientKey recovered from a client's proof.
 import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytesPooled } from '../random-pool.js';
 
 export interface ScramSecret {
   iterations: number;
@@ -30,6 +31,20 @@ export function secretFromPassword(password: string, salt: Buffer = randomBytes(
   return { iterations, salt, storedKey: sha256(clientKeyFrom(salted)), serverKey: hmac(salted, 'Server Key') };
 }
 
+const parsedSecrets = new Map<string, ScramSecret | null>();
+
+/** parseScramSecret, remembered per secret text (a login parses its user's secret; the same few secrets come again
+ * and again). Bounded: past 10 000 distinct texts (auth_query users) the memory starts over. */
+export function cachedScramSecret(s: string): ScramSecret | null {
+  let v = parsedSecrets.get(s);
+  if (v === undefined) {
+    if (parsedSecrets.size >= 10_000) parsedSecrets.clear();
+    v = parseScramSecret(s);
+    parsedSecrets.set(s, v);
+  }
+  return v;
+}
+
 /** Parses "SCRAM-SHA-256$<iter>:<salt>$<stored>:<server>" (the pg_authid format), or null. */
 export function parseScramSecret(s: string): ScramSecret | null {
   const m = /^SCRAM-SHA-256\$(\d+):([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+):([A-Za-z0-9+/=]+)$/.exec(s);
@@ -51,6 +66,18 @@ function attrs(msg: string): Map<string, string> {
 
 export class ScramError extends Error {}
 
+const saltTexts = new WeakMap<ScramSecret, string>();
+
+/** "s=<salt>,i=<iterations>" of a server-first-message, made once per secret. */
+function saltAndIterations(secret: ScramSecret): string {
+  let t = saltTexts.get(secret);
+  if (t === undefined) {
+    t = `s=${secret.salt.toString('base64')},i=${secret.iterations}`;
+    saltTexts.set(secret, t);
+  }
+  return t;
+}
+
 /** Server side of one SCRAM exchange with a client. */
 export class ScramServer {
   private clientFirstBare = '';
@@ -69,8 +96,8 @@ export class ScramServer {
     this.clientFirstBare = gs2[3]!;
     const cnonce = attrs(this.clientFirstBare).get('r');
     if (!cnonce) throw new ScramError('SCRAM client-first-message has no nonce');
-    this.nonce = cnonce + randomBytes(18).toString('base64');
-    this.serverFirst = `r=${this.nonce},s=${this.secret.salt.toString('base64')},i=${this.secret.iterations}`;
+    this.nonce = cnonce + randomBytesPooled(18).toString('base64');
+    this.serverFirst = `r=${this.nonce},${saltAndIterations(this.secret)}`;
     return this.serverFirst;
   }
 

@@ -21,6 +21,7 @@ export type NativeTlsContext = { readonly __sslCtx: unique symbol };
 export interface TlsAddon {
   relayTlsContext(o: { key: Uint8Array; cert: Uint8Array; ca?: Uint8Array; minVersion: number; maxVersion: number; cipherList: string; cipherSuites: string }): NativeTlsContext;
   relayAddTlsClient(fd: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): number;
+  relayStartTls(id: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): boolean;
   relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): boolean;
   relayTlsInfo(id: number): NativeTlsInfo | null;
   relayTlsError(id: number): string;
@@ -48,33 +49,81 @@ export interface NativeTlsHandlers {
   onData(chunk: Buffer): void;
 }
 
-/** A client between its TLS handshake and the relay taking it: the addon holds the descriptor and the TLS session,
- * JavaScript the login. It looks to the session as much like a socket as the login needs (write, end, destroy,
- * 'error' and 'close'); net.Socket's 'close' after end() or destroy() comes on the next tick here too. */
+/** A client in login held by the addon, until the relay adopts it: after a TLS handshake the addon runs (the TLS
+ * session is the addon's), or from its accept on the relay's own listener (plaintext until relayStartTls). JavaScript
+ * runs the login. It looks to the session as much like a socket as the login needs (write, end, destroy, 'error' and
+ * 'close', the peer's address); net.Socket's 'close' after end() or destroy() comes on the next tick here too. */
 export class NativeTlsSocket extends EventEmitter {
   readonly nativeTls = true;
   readonly writableLength = 0;
   destroyed = false;
   /** Set once the relay took the endpoint as a relayed client: no more events here. */
   private adopted = false;
+  /** The peer's address (set when the relay accepted the connection itself). */
+  remoteAddress: string | undefined;
+  remotePort: number | undefined;
+  /** The addon runs a TLS session for it (relayAddTlsClient, or relayStartTls on an accepted plaintext client). */
+  encryptedByAddon: boolean;
 
   constructor(
     private readonly a: TlsAddon,
     readonly id: number,
-    private readonly handlers: NativeTlsHandlers,
+    private handlers: NativeTlsHandlers,
     private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void; forget(id: number): void },
+    tls = true,
   ) {
     super();
+    this.encryptedByAddon = tls;
+  }
+
+  /** Where the login's reads and the handshake's end go. */
+  setHandlers(handlers: NativeTlsHandlers): void {
+    this.handlers = handlers;
+  }
+
+  /** A plaintext client (accepted by the relay) starts TLS under `context` (after the 'S', or at a direct hello whose
+   * bytes so far are `initial`); false when it is gone. Throws when OpenSSL cannot make a session. */
+  startTls(context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): boolean {
+    if (this.destroyed || this.adopted || this.encryptedByAddon) return false;
+    this.handlers = handlers;
+    if (!this.a.relayStartTls(this.id, context, askCertificate, initial?.length ? initial : undefined)) return false;
+    this.encryptedByAddon = true;
+    return true;
   }
 
   write(data: Buffer | string): boolean {
     if (this.destroyed) return false;
-    return this.a.relayWrite(this.id, typeof data === 'string' ? Buffer.from(data) : data);
+    const b = typeof data === 'string' ? Buffer.from(data) : data;
+    if (this.corked > 0) {
+      this.held.push(b);
+      return true;
+    }
+    return this.a.relayWrite(this.id, b);
   }
+
+  /** Writes wait until as many uncork() calls: a login's replies of one message go out in one send (net.Socket's
+   * cork, which the session uses the same way). */
+  cork(): void {
+    this.corked++;
+  }
+
+  uncork(): void {
+    if (this.corked === 0 || --this.corked > 0 || this.held.length === 0) return;
+    const held = this.held;
+    this.held = [];
+    if (!this.destroyed) this.a.relayWrite(this.id, held.length === 1 ? held[0]! : Buffer.concat(held));
+  }
+
+  private corked = 0;
+  private held: Buffer[] = [];
 
   /** Sends what is pending (and close_notify), then closes. */
   end(data?: Buffer | string): this {
     if (data !== undefined) this.write(data);
+    if (this.corked > 0) {
+      this.corked = 1;
+      this.uncork();
+    }
     if (!this.destroyed) {
       this.closer.close(this.id, 5000);
       this.markClosed();
@@ -124,8 +173,11 @@ export class NativeTlsSocket extends EventEmitter {
   }
 }
 
-/** Clients whose TLS the addon terminates, from the handoff after the 'S' to the end of their login: the addon's
- * reports about them (handshake done, decrypted bytes, close) go to their NativeTlsSocket. */
+const NO_HANDLERS: NativeTlsHandlers = { onSecure: () => undefined, onData: () => undefined };
+
+/** Clients in login held by the addon (TLS it terminates from the handoff after the 'S'; plaintext ones it accepted)
+ * until the relay adopts them: the addon's reports about them (handshake done, bytes, close) go to their
+ * NativeTlsSocket. */
 export class NativeTlsLogins {
   private readonly logins = new Map<number, NativeTlsSocket>();
 
@@ -137,6 +189,18 @@ export class NativeTlsLogins {
     const s = new NativeTlsSocket(this.a, id, handlers, {
       close: (i, graceMs) => this.closer.close(i, graceMs), destroy: (i) => this.closer.destroy(i), forget: (i) => void this.logins.delete(i),
     });
+    this.logins.set(id, s);
+    return s;
+  }
+
+  /** A client the relay accepted (kAccepted): plaintext until its login asks for TLS; reads go nowhere until the
+   * session sets its handlers. */
+  accepted(id: number, address: string, port: number): NativeTlsSocket {
+    const s = new NativeTlsSocket(this.a, id, NO_HANDLERS, {
+      close: (i, graceMs) => this.closer.close(i, graceMs), destroy: (i) => this.closer.destroy(i), forget: (i) => void this.logins.delete(i),
+    }, false);
+    s.remoteAddress = address;
+    s.remotePort = port;
     this.logins.set(id, s);
     return s;
   }

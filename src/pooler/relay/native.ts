@@ -26,6 +26,9 @@ interface RelayAddon extends TlsAddon {
   relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array): number;
+  relayListen(fd: number, noDelay: boolean, keepAliveSecs: number): number;
+  relayUnlisten(listener: number): void;
+  relayPeer(id: number): string;
 }
 
 const enum RelayEvent {
@@ -41,6 +44,7 @@ const enum RelayEvent {
   Pin = 10,
   TlsReady = 11,
   LoginData = 12,
+  Accepted = 13,
 }
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
@@ -302,6 +306,35 @@ export class NativeRelay implements Relay {
     return s;
   }
 
+  /** The relay accepts clients on the listening socket `server` from now on (relay-login.cc): each becomes a client in
+   * login, given to `onAccept` as a NativeTlsSocket (plaintext until its login asks for TLS), and no Node socket is
+   * made for it. The caller closes `server` afterwards (the relay keeps a duplicate of its descriptor). Returns the
+   * listener's id for unlisten, or 0 when the descriptor cannot be had. */
+  listen(server: net.Server, noDelay: boolean, keepAliveMs: number, onAccept: (socket: NativeTlsSocket) => void): number {
+    const fd = (server as net.Server & { _handle?: { fd?: number } | null })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) return 0;
+    const id = this.a.relayListen(fd, noDelay, Math.max(1, Math.round(keepAliveMs / 1000)));
+    this.acceptors.set(id, onAccept);
+    return id;
+  }
+
+  /** Stops accepting on `listener` (its connected clients stay). */
+  unlisten(listener: number): void {
+    if (!this.acceptors.delete(listener)) return;
+    this.a.relayUnlisten(listener);
+  }
+
+  /** Who gets the clients of each listener (one per pooler in this process). */
+  private readonly acceptors = new Map<number, (socket: NativeTlsSocket) => void>();
+
+  private accepted(id: number, port: number, listenerV4: number, v4: number): void {
+    const address = (listenerV4 & 1) === 1 ? `${v4 >>> 24}.${(v4 >>> 16) & 0xff}.${(v4 >>> 8) & 0xff}.${v4 & 0xff}` : this.a.relayPeer(id);
+    const socket = this.logins.accepted(id, address, port);
+    const onAccept = this.acceptors.get(listenerV4 >>> 1);
+    if (onAccept) onAccept(socket);
+    else socket.destroy();
+  }
+
   /** An OpenSSL context for startTls (see nativeTlsContext). */
   tlsContext(o: Parameters<typeof nativeTlsContext>[1]): NativeTlsContext {
     return nativeTlsContext(this.a, o);
@@ -428,6 +461,9 @@ export class NativeRelay implements Relay {
             break;
           case RelayEvent.LoginData:
             this.logins.data(id);
+            break;
+          case RelayEvent.Accepted:
+            this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!);
             break;
           case RelayEvent.BadLength:
             this.clients.get(id)?.events.onBadLength(batch[i + 2]!);

@@ -5,13 +5,13 @@ import { SqlState } from '../../protocol/codes.js';
 import type { ChunkHandler } from '../read-buffer.js';
 import type { ClientTlsResult } from '../client-login.js';
 import type { NativeRelay } from '../relay/native.js';
-import type { NativeTlsInfo, NativeTlsSocket } from '../relay/native-tls.js';
+import { NativeTlsSocket, type NativeTlsInfo } from '../relay/native-tls.js';
 import { tlsDescription, type ClientTls } from './tls-settings.js';
 
 /** What a handshake needs of its client session. */
 export interface HandshakeSession {
-  /** The accepted socket, which the 'S' has been written to. */
-  readonly raw: net.Socket;
+  /** The accepted socket, which the 'S' has been written to: Node's, or a plaintext client the native relay accepted. */
+  readonly raw: net.Socket | NativeTlsSocket;
   /** The relay terminating client TLS, or null (Node's tls). */
   readonly native: NativeRelay | null;
   /** auth_hba_file's cert lines need a certificate even when client_tls_sslmode does not ask for one. */
@@ -40,7 +40,8 @@ const discardReads: ChunkHandler = () => false;
 
 /** Starts the handshake under `settings`; `initial` holds bytes of it the login already read (direct TLS). */
 export function startClientTls(s: HandshakeSession, settings: ClientTls, initial: Buffer | null): void {
-  if (settings.native && s.native) return startNative(s, s.native, settings, initial);
+  if (s.raw instanceof NativeTlsSocket) return startOnAccepted(s, s.raw, settings, initial);
+  if (settings.native && s.native) return startNative(s, s.raw, s.native, settings, initial);
   const raw = s.raw;
   s.readInto(discardReads);
   if (initial) raw.unshift(initial);
@@ -67,8 +68,7 @@ export function startClientTls(s: HandshakeSession, settings: ClientTls, initial
 /** The native relay runs the handshake on the descriptor (relay-tls.cc) once the 'S' has left Node's socket; bytes Node
  * read meanwhile (the start of the hello) go with it. The login then goes on through a NativeTlsSocket, and the relay
  * keeps the same connection when the login hands it over. */
-function startNative(s: HandshakeSession, relay: NativeRelay, settings: ClientTls, initial: Buffer | null): void {
-  const raw = s.raw;
+function startNative(s: HandshakeSession, raw: net.Socket, relay: NativeRelay, settings: ClientTls, initial: Buffer | null): void {
   const early: Buffer[] = initial ? [initial] : [];
   s.readInto((chunk) => {
     early.push(Buffer.from(chunk));
@@ -87,6 +87,23 @@ function startNative(s: HandshakeSession, relay: NativeRelay, settings: ClientTl
     s.replaceSocket(secure);
   };
   handover();
+}
+
+/** A client the native relay accepted (no Node socket): the handshake starts on the same endpoint at once (the 'S'
+ * went out through the relay's own output queue, ahead of anything TLS writes). */
+function startOnAccepted(s: HandshakeSession, socket: NativeTlsSocket, settings: ClientTls, initial: Buffer | null): void {
+  // The native relay runs whenever it accepts clients, and then it terminates client TLS (tls-settings.ts).
+  if (!settings.native) return s.fatal(SqlState.ConnectionFailure, 'internal error: no native TLS context for a client the relay accepted');
+  let started: boolean;
+  try {
+    started = socket.startTls(settings.native, s.askCertificate, initial, {
+      onSecure: (info) => nativeSecured(s, info),
+      onData: (chunk) => s.deliver(chunk),
+    });
+  } catch (err) {
+    return s.fatal(SqlState.ConnectionFailure, `TLS could not be started: ${(err as Error).message}`);
+  }
+  if (!started) socket.destroy();
 }
 
 function nativeSecured(s: HandshakeSession, info: NativeTlsInfo | null): void {

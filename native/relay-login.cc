@@ -1,0 +1,178 @@
+// The pooler's listening socket run by the relay: clients are accepted here, start as endpoints in login mode (their
+// bytes go to JavaScript, which runs the startup and the password exchange and answers through relayWrite), and are
+// relayed on the same endpoint once JavaScript adopts them (relayAdopt). No Node socket is ever made for them.
+//
+// JavaScript opens the socket with net.Server (address resolution, port 0, errors), hands a duplicate of its
+// descriptor here (relayListen) and closes its own server; each accepted client is reported as kAccepted (port,
+// family, IPv4 address; relayPeer names an IPv6 one). relayUnlisten stops accepting (shutdown).
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "relay-engine.h"
+#include "relay-napi.h"
+
+namespace tidepool {
+namespace relay {
+
+/** The listening socket, its poll and the pause after a failed accept (no descriptors left, say). */
+struct Listener {
+  Relay* relay = nullptr;
+  int32_t id = 0;
+  int fd = -1;
+  uv_poll_t poll;
+  uv_timer_t retry;
+  bool noDelay = true;
+  int keepAliveSecs = 0;
+  bool closing = false;
+  int open = 2;  // handles not yet closed (poll, retry): the memory goes with the last
+};
+
+namespace {
+
+/** Clients accepted per readiness report: the rest wait for the next loop iteration, so the relayed clients are
+ *  served between bursts of connections. */
+constexpr int kAcceptBurst = 64;
+
+void OnListenPoll(uv_poll_t* h, int status, int events);
+
+void Resume(uv_timer_t* t) {
+  auto* l = static_cast<Listener*>(t->data);
+  if (!l->closing) uv_poll_start(&l->poll, UV_READABLE, OnListenPoll);
+}
+
+void ConfigureClient(const Listener* l, int fd) {
+  const int one = 1;
+  if (l->noDelay) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (l->keepAliveSecs > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &l->keepAliveSecs, sizeof l->keepAliveSecs);
+  }
+}
+
+void OnListenPoll(uv_poll_t* h, int status, int) {
+  auto* l = static_cast<Listener*>(h->data);
+  Relay* r = l->relay;
+  if (l->closing || status < 0) return;
+  for (int i = 0; i < kAcceptBurst; i++) {
+    sockaddr_storage addr;
+    socklen_t addrLen = sizeof addr;
+    const int fd = accept4(l->fd, reinterpret_cast<sockaddr*>(&addr), &addrLen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // EMFILE, ENFILE, ENOBUFS...: the pending connection stays queued; accepting resumes after a pause instead of
+      // spinning on a socket that stays readable.
+      uv_poll_stop(&l->poll);
+      uv_timer_start(&l->retry, Resume, 100, 0);
+      return;
+    }
+    ConfigureClient(l, fd);
+    Endpoint* c = r->Add(fd, false);
+    c->login = true;
+    int32_t port = 0, v4 = 0;
+    bool isV4 = false;
+    if (addr.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+      port = ntohs(a->sin_port);
+      isV4 = true;
+      v4 = static_cast<int32_t>(ntohl(a->sin_addr.s_addr));
+    } else if (addr.ss_family == AF_INET6) {
+      port = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+    }
+    r->Emit(kAccepted, c->id, port, (l->id << 1) | (isV4 ? 1 : 0), v4);
+    // The startup packet usually came with the connection: read it now rather than after another poll.
+    r->OnReadable(c);
+  }
+}
+
+void CloseListener(Listener* l) {
+  l->closing = true;
+  uv_timer_stop(&l->retry);
+  auto closed = [](uv_handle_t* h) {
+    auto* done = static_cast<Listener*>(h->data);
+    if (--done->open > 0) return;
+    close(done->fd);
+    delete done;
+  };
+  uv_close(reinterpret_cast<uv_handle_t*>(&l->retry), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&l->poll), closed);
+}
+
+/** relayListen(fd, noDelay: boolean, keepAliveSecs: number) -> listener id: the relay accepts clients on a duplicate of
+ *  the listening descriptor `fd` from now on (the caller closes its own); kAccepted names the listener. */
+Napi::Value RelayListen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  if (info.Length() < 3 || !info[0].IsNumber()) {
+    Napi::TypeError::New(env, "relayListen(fd, noDelay, keepAliveSecs)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int fd = DupFd(info[0]);
+  if (fd < 0) {
+    Napi::Error::New(env, std::string("dup: ") + strerror(errno)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* l = new Listener();
+  l->relay = r;
+  l->id = r->nextListenerId_++;
+  l->fd = fd;
+  l->noDelay = info[1].ToBoolean().Value();
+  l->keepAliveSecs = info[2].ToNumber().Int32Value();
+  uv_poll_init(r->loop_, &l->poll, fd);
+  l->poll.data = l;
+  uv_timer_init(r->loop_, &l->retry);
+  l->retry.data = l;
+  uv_unref(reinterpret_cast<uv_handle_t*>(&l->retry));
+  uv_poll_start(&l->poll, UV_READABLE, OnListenPoll);
+  r->listeners_[l->id] = l;
+  return Napi::Number::New(env, l->id);
+}
+
+/** relayUnlisten(listener id): stops accepting there and closes the listening descriptor (connected clients stay). */
+Napi::Value RelayUnlisten(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  auto it = info.Length() > 0 && info[0].IsNumber() ? r->listeners_.find(info[0].As<Napi::Number>().Int32Value()) : r->listeners_.end();
+  if (it != r->listeners_.end()) {
+    CloseListener(it->second);
+    r->listeners_.erase(it);
+  }
+  return env.Undefined();
+}
+
+/** relayPeer(id) -> the client's address as text ('' when unknown or gone): for IPv6 clients, which kAccepted does not
+ *  carry. */
+Napi::Value RelayPeer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  Endpoint* c = info.Length() > 0 && info[0].IsNumber() ? r->Find(info[0].As<Napi::Number>().Int32Value()) : nullptr;
+  if (!c || c->fd < 0) return Napi::String::New(env, "");
+  sockaddr_storage addr;
+  socklen_t len = sizeof addr;
+  if (getpeername(c->fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return Napi::String::New(env, "");
+  char text[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, text, sizeof text);
+  else if (addr.ss_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text, sizeof text);
+  return Napi::String::New(env, text);
+}
+
+}  // namespace
+}  // namespace relay
+
+void InitRelayLogin(Napi::Env env, Napi::Object exports) {
+  exports.Set("relayListen", Napi::Function::New(env, relay::RelayListen, "relayListen"));
+  exports.Set("relayUnlisten", Napi::Function::New(env, relay::RelayUnlisten, "relayUnlisten"));
+  exports.Set("relayPeer", Napi::Function::New(env, relay::RelayPeer, "relayPeer"));
+}
+
+}  // namespace tidepool
