@@ -2,7 +2,7 @@
 // id as 12 bytes, in typed pages; client ids, errors and kept items in sparse maps. No object per item.
 
 export type BulkOp = 'index' | 'create' | 'update' | 'delete';
-const OPS: readonly BulkOp[] = ['index', 'create', 'update', 'delete'];
+export const OPS: readonly BulkOp[] = ['index', 'create', 'update', 'delete'];
 const OP_CODE: Record<BulkOp, number> = { index: 0, create: 1, update: 2, delete: 3 };
 
 export interface ItemError {
@@ -92,6 +92,11 @@ export class BulkItems {
 
   op(i: number): BulkOp {
     return OPS[this.codes[i]! & 3]!;
+  }
+
+  /** The action of an item as its code (0 index, 1 create, 2 update, 3 delete). */
+  opCode(i: number): number {
+    return this.codes[i]! & 3;
   }
 
   /** The index slot of an item (items of one index share it); indexName() gives the name. */
