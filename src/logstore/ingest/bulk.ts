@@ -55,16 +55,15 @@ export function itemOutcome(out: BulkOutcome, i: number): { status: number; id: 
 
 /** Takes a shard's answer for a batch into the items: errors, kept ones, and the ids of the stored ones. */
 function applyResult(items: BulkItems, batchItems: readonly number[], res: IngestResult): void {
-  const failed = new Set<number>();
-  for (const [i, type, reason, status] of res.errors) {
-    items.errors.set(batchItems[i]!, { status: status ?? 400, type, reason });
-    failed.add(i);
-  }
-  const kept = new Set(res.kept ?? []);
-  for (const i of kept) items.kept.add(batchItems[i]!);
+  for (const [i, type, reason, status] of res.errors) items.errors.set(batchItems[i]!, { status: status ?? 400, type, reason });
+  if (res.kept) for (const i of res.kept) items.kept.add(batchItems[i]!);
+  // A failed or kept document's id is 24 spaces; a stored one's is hex digits.
+  const anyClientId = items.clientIds.size > 0;
+  const ids = res.ids;
   for (let j = 0; j < batchItems.length; j++) {
+    if (ids[24 * j] === 0x20) continue;
     const item = batchItems[j]!;
-    if (!failed.has(j) && !kept.has(j) && items.id(item) === null) items.setGenerated(item, res.ids, 24 * j);
+    if (!anyClientId || items.id(item) === null) items.setGenerated(item, ids, 24 * j);
   }
 }
 
