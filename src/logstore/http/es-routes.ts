@@ -8,21 +8,22 @@ import { parseFilterPath } from '../es/filter-path.js';
 import { WriteAdmission } from '../es/admission.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
+import { filtered, requestFilter, sendEsJson } from '../es/reply.js';
 
 export const ES_VERSION = '8.11.0';
 
-export function rootInfo(res: ServerResponse, head: boolean): void {
-  const body = JSON.stringify({
+export function rootInfo(req: IncomingMessage, res: ServerResponse, head: boolean): void {
+  const body = JSON.stringify(filtered({
     name: 'tidepool', cluster_name: 'tidepool', cluster_uuid: 'tidepool-logstore',
     version: { number: ES_VERSION, build_flavor: 'default', lucene_version: '9.8.0', minimum_wire_compatibility_version: '7.17.0', minimum_index_compatibility_version: '7.0.0' },
     tagline: 'You Know, for Search',
-  });
+  }, requestFilter(req)));
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-elastic-product': 'Elasticsearch' });
   res.end(head ? undefined : body);
 }
 
-export function license(res: ServerResponse): void {
-  sendJson(res, 200, { license: { status: 'active', uid: 'tidepool', type: 'basic', issue_date_in_millis: 0 } }, { 'x-elastic-product': 'Elasticsearch' });
+export function license(req: IncomingMessage, res: ServerResponse): void {
+  sendEsJson(req, res, 200, { license: { status: 'active', uid: 'tidepool', type: 'basic', issue_date_in_millis: 0 } });
 }
 
 /** /_ilm/*, /_index_template/*, /_ingest/*, /_nodes/* and similar: an empty answer is enough for shippers. */
@@ -33,7 +34,7 @@ export function probe(req: IncomingMessage, res: ServerResponse): void {
     res.end();
     return;
   }
-  sendJson(res, 200, req.method === 'GET' ? {} : { acknowledged: true }, { 'x-elastic-product': 'Elasticsearch' });
+  sendEsJson(req, res, 200, req.method === 'GET' ? {} : { acknowledged: true });
 }
 
 export function esError(res: ServerResponse, status: number, type: string, reason: string, close = false): void {
