@@ -1,7 +1,7 @@
 // Elasticsearch-compatible routes: the probes shippers call before sending, and the bulk API.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BulkFormatError } from '../ingest/bulk-parser.js';
-import { BulkBodyError, rejectBulk, runBulk } from '../ingest/bulk.js';
+import { BulkBodyError, BulkTooLargeError, rejectBulk, runBulk } from '../ingest/bulk.js';
 import { type ChunkSink, writeBulkResponse } from '../ingest/bulk-response.js';
 import { BulkBudget } from '../ingest/bulk-budget.js';
 import { parseFilterPath } from '../es/filter-path.js';
@@ -111,7 +111,7 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   try {
     const out = admitted
       ? await runBulk(req, ctx.store, { ...opts, maxOutstanding: Math.max(2, ctx.store.shardCount * 2), budget })
-      : await rejectBulk(req, opts, overloadReason(ctx));
+      : await rejectBulk(req, { ...opts, budget }, overloadReason(ctx));
     const failed = out.items.failed;
     if (admitted) ctx.metrics.docs.inc(out.items.count - failed - out.items.kept.size);
     if (failed) ctx.metrics.docErrors.inc(failed);
@@ -125,6 +125,11 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
     res.end();
     return 200;
   } catch (err) {
+    if (err instanceof BulkTooLargeError) {
+      ctx.metrics.rejectedBulks.inc();
+      esError(res, 413, 'es_rejected_execution_exception', err.message);
+      return 413;
+    }
     if (err instanceof BulkFormatError || err instanceof BulkBodyError) {
       esError(res, 400, 'illegal_argument_exception', `the body is not NDJSON bulk data: ${err.message}`, true);
       return 400;
