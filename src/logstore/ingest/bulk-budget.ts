@@ -1,7 +1,8 @@
 // The memory that bulks in flight may hold on the HTTP thread (limits.bulk_memory): batches sent to shards and
 // not yet stored, and the per-item state kept until each answer is written. Past it, documents are answered
-// 429 es_rejected_execution_exception (shippers retry those items) instead of being held; item state, which a
-// bulk must keep to answer even a rejected item, may go past it by at most an eighth before a bulk is cut.
+// 429 es_rejected_execution_exception (shippers retry those items) instead of being held. Item state, which a
+// bulk must keep to answer even a rejected item, is charged as it is read; over the budget a bulk reads on only
+// once its own batches are stored, and one that would still take it past an eighth over is cut.
 
 export class BulkBudget {
   private held = 0;

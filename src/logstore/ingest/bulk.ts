@@ -141,7 +141,14 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
       if (cut) continue;
       parser.push(chunk as Buffer);
       cut = state.charge();
+      // Cut only when the items are what fills the budget: this bulk's own batches are stored first.
+      if (cut && outstanding.size) {
+        await Promise.allSettled(outstanding);
+        if (budget!.used <= budget!.hardLimit) cut = null;
+      }
       while (outstanding.size >= opts.maxOutstanding) await Promise.race(outstanding);
+      // Over the budget, more of the body (more item state) waits until this bulk's batches in flight are stored.
+      while (budget && budget.used > budget.limit && outstanding.size) await Promise.race(outstanding);
     }
     if (cut) throw cut;
     parser.end();

@@ -88,7 +88,9 @@ describe('memory under large bulks', () => {
       }
     }
     resetPeak(pid);
-    const small = body(10);
+    // What senders at once add is their batches in flight (2 x shards of 1 MiB each) and item state: 5 MiB
+    // bodies (about 33 000 items, several batches each) load that as 10 MiB ones did, at half the ingest.
+    const small = body(5);
     const all = await Promise.all([0, 1, 2].map(() => sendBulk(ls.url, small.buf)));
     for (const statuses of all) expect(statuses.filter((s) => s === 201).length).toBe(small.docs);
     peaks.push(peakRss(pid));
@@ -100,8 +102,8 @@ describe('memory under large bulks', () => {
   });
 
   it('past limits.bulk_memory answers 429 per item, stores none of those, and loses no acknowledged one to kill -9', { timeout: 120_000 }, async () => {
-    // 4 MB: about 1 MB of it is the four bulks' item state (codes and id pages), charged like their batches.
-    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '4MB' } });
+    // 3 MB: up to about 1 MB of it is the four bulks' item state (codes and id pages), charged with their batches.
+    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '3MB' } });
     const bodies = [0, 1, 2, 3].map((k) => body(2, k * 1_000_000));
     const answers = await Promise.all(bodies.map((b) => sendBulk(ls.url, b.buf)));
     const acked: number[] = [];
