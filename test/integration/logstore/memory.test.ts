@@ -94,6 +94,7 @@ describe('memory under large bulks', () => {
     const all = await Promise.all([0, 1, 2].map(() => sendBulk(ls.url, small.buf)));
     for (const statuses of all) expect(statuses.filter((s) => s === 201).length).toBe(small.docs);
     peaks.push(peakRss(pid));
+    process.stderr.write(`memory.test peaks (VmHWM MiB): big bulk 1 ${peaks[0]! >> 20}, big bulk 2 ${peaks[1]! >> 20}, three senders ${peaks[2]! >> 20}\n`);
     for (const p of peaks) expect(p).toBeLessThan(600 * MiB);
     // No growth from one big bulk to the next beyond noise.
     expect(peaks[1]!).toBeLessThan(peaks[0]! * 1.3 + 50 * MiB);
