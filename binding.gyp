@@ -8,6 +8,13 @@
       "cflags_cc": ["-O3", "-std=c++17"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"]
+    },
+    {
+      "target_name": "tidepool_malloc",
+      "sources": ["native/malloc-tune.cc"],
+      "include_dirs": ["<!@(node -p \"require('node-addon-api').include\")"],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
+      "cflags_cc": ["-O2", "-std=c++17"]
     }
   ]
 }

@@ -4,7 +4,7 @@
 // Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg] [--no-cluster] [--out file.md]
 //   [--ids] (every action carries a client _id, as Fluent Bit's Generate_ID sends) [--ingest-only] (single mode:
 //   print the ingest figures as one JSON line and stop) [--tidepool DIR] (run the log store of another checkout, built)
-// BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
+// BENCH_WORK: scratch directory instead of bench/.work. BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -18,7 +18,8 @@ import { encodePostings, postingsTs } from '../src/native/postings.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const WORK = path.join(ROOT, 'bench', '.work');
+/** Scratch directory (emptied at the start): BENCH_WORK, so that two runs of one checkout do not share it. */
+const WORK = process.env.BENCH_WORK ? path.resolve(process.env.BENCH_WORK) : path.join(ROOT, 'bench', '.work');
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(`--${name}`);

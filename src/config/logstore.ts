@@ -27,7 +27,7 @@ export const logstoreShape = {
     inflight_bulks: t.int(32, 'Bulk (and single-document) writes processed at once; more wait in the bulk queue.', 1, 100_000),
     bulk_queue: t.int(1024, 'Writes that may wait (body unread) for one of inflight_bulks; past it a bulk\'s items are answered 429 at once.', 0, 1_000_000),
     bulk_queue_wait: t.duration(10_000, 'Longest wait in the bulk queue; then every item of the bulk is answered 429 es_rejected_execution_exception inside a 200 (a single-document write: 429).'),
-    bulk_memory: t.size(128 * 1024 ** 2, 'Memory the bulks in flight may hold on the HTTP thread (batches not yet stored, 16 bytes per item until its answer is written); past it documents are answered 429 per item.'),
+    bulk_memory: t.size(128 * 1024 ** 2, 'Memory the bulks in flight may hold on the HTTP thread (batches not yet stored, and every item\'s state until its answer is written, 429 ones included); past it documents are answered 429 per item, and a bulk whose items alone pass it by an eighth is refused whole (413).'),
     search_docs: t.int(100_000, 'Largest offset + size of one search, and largest id list of one fetch.', 1, 100_000_000),
   }),
   cluster: t.section({

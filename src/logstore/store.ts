@@ -15,6 +15,7 @@ import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './searc
 import type { ShardWorkerData } from './storage/shard-worker.js';
 import type { BatchMeta } from './ingest/bulk.js';
 import { routeClientId } from './storage/client-ids.js';
+import { fixMmapThreshold } from '../native/malloc-tune.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -49,6 +50,8 @@ export class Store {
 
   constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
     const filename = workerFile();
+    // Before the shard threads exist: their arenas then never raise the threshold (see malloc-tune.ts).
+    fixMmapThreshold();
     const shards = Math.max(cfg.storage.shards, existingShards(cfg.storage.data_dir));
     if (shards > cfg.storage.shards) {
       log?.warn({ configured: cfg.storage.shards, opened: shards }, 'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden');

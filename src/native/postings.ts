@@ -16,11 +16,11 @@ export function encodePostings(ids: ArrayLike<number>): Uint8Array {
 /**
  * Encodes ascending ids as delta varints into `out` at `pos` and returns the position after them; `out`
  * needs 5 bytes per id at most. The seal writes every list of a fraction into one buffer this way, with
- * no allocation per list.
+ * no allocation per list; `from` and `to` encode ids[from, to) (a list inside a larger array, without a view of it).
  */
-export function encodePostingsInto(ids: ArrayLike<number>, out: Uint8Array, pos: number): number {
+export function encodePostingsInto(ids: ArrayLike<number>, out: Uint8Array, pos: number, from = 0, to = ids.length): number {
   let prev = 0;
-  for (let i = 0; i < ids.length; i++) {
+  for (let i = from; i < to; i++) {
     const id = ids[i]!;
     let v = (id - prev) >>> 0;
     prev = id;

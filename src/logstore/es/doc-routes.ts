@@ -6,9 +6,7 @@ import { itemOutcome, runBulk } from '../ingest/bulk.js';
 import { MAX_ID_BYTES } from '../ingest/bulk-parser.js';
 import { admitWrite, esError, overloadReason, releaseWrite } from '../http/es-routes.js';
 import type { HttpContext } from '../http/context.js';
-import { sendJson } from '../http/errors.js';
-
-const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
+import { sendEsJson } from './reply.js';
 
 /** Reads the body up to `limit` bytes; null when it is longer. */
 async function readLimited(req: IncomingMessage, limit: number): Promise<Buffer | null> {
@@ -66,10 +64,10 @@ export async function writeDoc(ctx: HttpContext, req: IncomingMessage, res: Serv
       return item.error.status;
     }
     if (item.result === 'created') ctx.metrics.docs.inc();
-    sendJson(res, item.status, {
+    sendEsJson(req, res, item.status, {
       _index: index, _id: item.id, _version: 1, result: item.result,
       _shards: { total: 1, successful: item.result === 'created' ? 1 : 0, failed: 0 }, _seq_no: 0, _primary_term: 1,
-    }, { ...ES_HEADERS, ...(item.status === 201 ? { location: `/${encodeURIComponent(index)}/_doc/${encodeURIComponent(item.id ?? '')}` } : {}) });
+    }, { ...(item.status === 201 ? { location: `/${encodeURIComponent(index)}/_doc/${encodeURIComponent(item.id ?? '')}` } : {}) });
     return item.status;
   } finally {
     releaseWrite(ctx);

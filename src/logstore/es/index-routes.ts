@@ -2,9 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { esError } from '../http/es-routes.js';
 import type { HttpContext } from '../http/context.js';
-import { sendJson } from '../http/errors.js';
-
-const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
+import { ES_HEADERS, sendEsJson } from './reply.js';
 
 const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total', 'node.data', 'shards', 'pri', 'relo', 'init', 'unassign', 'unassign.pri', 'pending_tasks', 'max_task_wait_time', 'active_shards_percent'] as const;
 
@@ -13,7 +11,7 @@ const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total',
  * are local threads, all allocated). Text as Elasticsearch prints it, `?v` adds the header, `?h=a,b`
  * picks columns, `?format=json` answers a list of objects.
  */
-export function catHealth(ctx: HttpContext, res: ServerResponse, params: URLSearchParams): number {
+export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, params: URLSearchParams): number {
   const now = new Date();
   const shards = String(ctx.store.shardCount);
   const row: Record<(typeof HEALTH_COLUMNS)[number], string> = {
@@ -30,7 +28,7 @@ export function catHealth(ctx: HttpContext, res: ServerResponse, params: URLSear
   }
   const picked = cols as (typeof HEALTH_COLUMNS)[number][];
   if (params.get('format') === 'json') {
-    sendJson(res, 200, [Object.fromEntries(picked.map((c) => [c, row[c]]))], ES_HEADERS);
+    sendEsJson(req, res, 200, [Object.fromEntries(picked.map((c) => [c, row[c]]))]);
     return 200;
   }
   const lines = [picked.map((c) => row[c])];
@@ -43,9 +41,9 @@ export function catHealth(ctx: HttpContext, res: ServerResponse, params: URLSear
 }
 
 /** _refresh: documents are searchable once acknowledged, so there is nothing to do; acknowledged. */
-export function refresh(ctx: HttpContext, res: ServerResponse): number {
+export function refresh(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): number {
   const n = ctx.store.shardCount;
-  sendJson(res, 200, { _shards: { total: n, successful: n, failed: 0 } }, ES_HEADERS);
+  sendEsJson(req, res, 200, { _shards: { total: n, successful: n, failed: 0 } });
   return 200;
 }
 
@@ -71,7 +69,7 @@ export function putIndex(req: IncomingMessage, res: ServerResponse, index: strin
     esError(res, 400, 'invalid_index_name_exception', `Invalid index name [${index}], ${problem}`);
     return 400;
   }
-  sendJson(res, 200, { acknowledged: true, shards_acknowledged: true, index }, ES_HEADERS);
+  sendEsJson(req, res, 200, { acknowledged: true, shards_acknowledged: true, index });
   return 200;
 }
 

@@ -16,7 +16,7 @@ export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: Serve
   if (path === '/_cat/health') {
     methods(method, path, ['GET']);
     req.resume();
-    return ['/_cat/health', catHealth(ctx, res, params)];
+    return ['/_cat/health', catHealth(ctx, req, res, params)];
   }
   let parts: string[];
   try {
@@ -31,7 +31,7 @@ export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: Serve
   if (op === '_refresh') {
     methods(method, path, ['GET', 'POST']);
     req.resume();
-    return ['/_refresh', refresh(ctx, res)];
+    return ['/_refresh', refresh(ctx, req, res)];
   }
   if (op === '_count') {
     methods(method, path, ['GET', 'POST']);

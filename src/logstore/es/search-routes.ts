@@ -9,12 +9,11 @@ import { readJsonBody } from '../http/body.js';
 import type { HttpContext } from '../http/context.js';
 import type { PartialInfo } from '../backend.js';
 import { esError } from '../http/es-routes.js';
-import { sendJson } from '../http/errors.js';
+import { sendEsJson } from './reply.js';
 import { DslError } from './query-nodes.js';
 import { translateQuery } from './query-dsl.js';
 import { translateQueryString } from './query-string.js';
 
-const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' };
 /** Request keys read, or accepted and ignored (scoring, versions: a log store has neither). */
 const KNOWN = new Set(['query', 'size', 'from', 'sort', '_source', 'track_total_hits', 'timeout', 'track_scores', 'version', 'seq_no_primary_term', 'post_filter']);
 const TIME = new Set<string>(TIME_FIELDS);
@@ -138,11 +137,11 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
       const { _id: clientId, ...source } = hit.data;
       return { _index: index, _id: typeof clientId === 'string' ? clientId : hit.id, _score: null, ...(noSource ? {} : { _source: source }), sort: [h.time] };
     });
-    sendJson(res, 200, {
+    sendEsJson(req, res, 200, {
       took: Date.now() - started, timed_out: false,
       _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
-    }, ES_HEADERS);
+    });
     return 200;
   } catch (err) {
     return badRequest(res, err);
@@ -156,7 +155,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
     const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendJson(res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) }, ES_HEADERS);
+    sendEsJson(req, res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) });
     return 200;
   } catch (err) {
     return badRequest(res, err);

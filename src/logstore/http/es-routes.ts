@@ -1,28 +1,29 @@
 // Elasticsearch-compatible routes: the probes shippers call before sending, and the bulk API.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BulkFormatError } from '../ingest/bulk-parser.js';
-import { BulkBodyError, rejectBulk, runBulk } from '../ingest/bulk.js';
+import { BulkBodyError, BulkTooLargeError, rejectBulk, runBulk } from '../ingest/bulk.js';
 import { type ChunkSink, writeBulkResponse } from '../ingest/bulk-response.js';
 import { BulkBudget } from '../ingest/bulk-budget.js';
 import { parseFilterPath } from '../es/filter-path.js';
 import { WriteAdmission } from '../es/admission.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
+import { filtered, requestFilter, sendEsJson } from '../es/reply.js';
 
 export const ES_VERSION = '8.11.0';
 
-export function rootInfo(res: ServerResponse, head: boolean): void {
-  const body = JSON.stringify({
+export function rootInfo(req: IncomingMessage, res: ServerResponse, head: boolean): void {
+  const body = JSON.stringify(filtered({
     name: 'tidepool', cluster_name: 'tidepool', cluster_uuid: 'tidepool-logstore',
     version: { number: ES_VERSION, build_flavor: 'default', lucene_version: '9.8.0', minimum_wire_compatibility_version: '7.17.0', minimum_index_compatibility_version: '7.0.0' },
     tagline: 'You Know, for Search',
-  });
+  }, requestFilter(req)));
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-elastic-product': 'Elasticsearch' });
   res.end(head ? undefined : body);
 }
 
-export function license(res: ServerResponse): void {
-  sendJson(res, 200, { license: { status: 'active', uid: 'tidepool', type: 'basic', issue_date_in_millis: 0 } }, { 'x-elastic-product': 'Elasticsearch' });
+export function license(req: IncomingMessage, res: ServerResponse): void {
+  sendEsJson(req, res, 200, { license: { status: 'active', uid: 'tidepool', type: 'basic', issue_date_in_millis: 0 } });
 }
 
 /** /_ilm/*, /_index_template/*, /_ingest/*, /_nodes/* and similar: an empty answer is enough for shippers. */
@@ -33,7 +34,7 @@ export function probe(req: IncomingMessage, res: ServerResponse): void {
     res.end();
     return;
   }
-  sendJson(res, 200, req.method === 'GET' ? {} : { acknowledged: true }, { 'x-elastic-product': 'Elasticsearch' });
+  sendEsJson(req, res, 200, req.method === 'GET' ? {} : { acknowledged: true });
 }
 
 export function esError(res: ServerResponse, status: number, type: string, reason: string, close = false): void {
@@ -110,7 +111,7 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   try {
     const out = admitted
       ? await runBulk(req, ctx.store, { ...opts, maxOutstanding: Math.max(2, ctx.store.shardCount * 2), budget })
-      : await rejectBulk(req, opts, overloadReason(ctx));
+      : await rejectBulk(req, { ...opts, budget }, overloadReason(ctx));
     const failed = out.items.failed;
     if (admitted) ctx.metrics.docs.inc(out.items.count - failed - out.items.kept.size);
     if (failed) ctx.metrics.docErrors.inc(failed);
@@ -124,6 +125,11 @@ export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerRe
     res.end();
     return 200;
   } catch (err) {
+    if (err instanceof BulkTooLargeError) {
+      ctx.metrics.rejectedBulks.inc();
+      esError(res, 413, 'es_rejected_execution_exception', err.message);
+      return 413;
+    }
     if (err instanceof BulkFormatError || err instanceof BulkBodyError) {
       esError(res, 400, 'illegal_argument_exception', `the body is not NDJSON bulk data: ${err.message}`, true);
       return 400;

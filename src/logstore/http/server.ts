@@ -56,12 +56,12 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
   const method = req.method ?? 'GET';
   if (path === '/') {
     req.resume();
-    rootInfo(res, method === 'HEAD');
+    rootInfo(req, res, method === 'HEAD');
     return ['/', 200];
   }
   if (path === '/_license' || path === '/_xpack/license') {
     req.resume();
-    license(res);
+    license(req, res);
     return ['/_license', 200];
   }
   if (PROBE.test(path)) {

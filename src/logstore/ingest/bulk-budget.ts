@@ -1,7 +1,8 @@
 // The memory that bulks in flight may hold on the HTTP thread (limits.bulk_memory): batches sent to shards and
 // not yet stored, and the per-item state kept until each answer is written. Past it, documents are answered
-// 429 es_rejected_execution_exception (shippers retry those items) instead of being held.
-import { ITEM_STATE_BYTES } from './bulk-items.js';
+// 429 es_rejected_execution_exception (shippers retry those items) instead of being held. Item state, which a
+// bulk must keep to answer even a rejected item, is charged as it is read; over the budget a bulk reads on only
+// once its own batches are stored, and one that would still take it past an eighth over is cut.
 
 export class BulkBudget {
   private held = 0;
@@ -12,15 +13,25 @@ export class BulkBudget {
     return this.held;
   }
 
-  /** Takes room for a batch of `bytes` and `items` documents; false (nothing taken) when it does not fit. */
-  take(bytes: number, items: number): boolean {
-    const need = bytes + items * ITEM_STATE_BYTES;
-    if (this.held > 0 && this.held + need > this.limit) return false;
-    this.held += need;
+  /** Item state may take the budget up to this; a bulk that needs more is cut (BulkTooLargeError). */
+  get hardLimit(): number {
+    return this.limit + Math.floor(this.limit / 8);
+  }
+
+  /** Takes room for a batch of `bytes`; false (nothing taken) when it does not fit. */
+  take(bytes: number): boolean {
+    if (this.held > 0 && this.held + bytes > this.limit) return false;
+    this.held += bytes;
     return true;
   }
 
-  /** Gives back what take() took (the batch's bytes once stored; its items' state once the answer is written). */
+  /** Charges item state that already exists (it cannot be refused); false once the budget is past hardLimit. */
+  charge(bytes: number): boolean {
+    this.held += bytes;
+    return this.held <= this.hardLimit;
+  }
+
+  /** Gives back what take() or charge() took (a batch's bytes once stored; its items' state once answered). */
   give(bytes: number): void {
     this.held = Math.max(0, this.held - bytes);
   }

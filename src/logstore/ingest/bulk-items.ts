@@ -1,8 +1,9 @@
 // What a bulk keeps per item until its answer is written: 4 bytes (action, index, rejected) plus a generated
-// id as 12 bytes, in typed pages; client ids, errors and kept items in sparse maps. No object per item.
+// id as 12 bytes, in typed pages; client ids, errors and kept items in sparse maps. No object per item. All of
+// it is counted (stateBytes), so that limits.bulk_memory is charged for every item, rejected ones included.
 
 export type BulkOp = 'index' | 'create' | 'update' | 'delete';
-const OPS: readonly BulkOp[] = ['index', 'create', 'update', 'delete'];
+export const OPS: readonly BulkOp[] = ['index', 'create', 'update', 'delete'];
 const OP_CODE: Record<BulkOp, number> = { index: 0, create: 1, update: 2, delete: 3 };
 
 export interface ItemError {
@@ -13,10 +14,13 @@ export interface ItemError {
 
 /** Bit of an item's code: rejected for overload (answered with the bulk's one rejection error). */
 const REJECTED = 4;
-/** Items per page of generated ids (12 bytes each: 768 KiB a page). */
-const PAGE_ITEMS = 1 << 16;
-/** Bytes of state kept per item (code + generated id): the per-item term of the memory bound. */
-export const ITEM_STATE_BYTES = 4 + 12;
+/** Items per page of generated ids (12 bytes each: 48 KiB a page, allocated when an item of it is stored). */
+const PAGE_ITEMS = 1 << 12;
+const PAGE_SHIFT = 12;
+/** Bytes counted per client id (Map entry and string header) besides its characters (2 bytes each at most). */
+const CLIENT_ID_ENTRY_BYTES = 64;
+/** Bytes counted per item error entry (Map entry, the error object, its reason text: a line number and a cause). */
+export const ERROR_ENTRY_BYTES = 256;
 const HEX_DIGIT = Buffer.from('0123456789abcdef');
 const HEX_VALUE = new Uint8Array(256);
 for (let d = 0; d < 16; d++) {
@@ -39,6 +43,16 @@ export class BulkItems {
   private rejection: ItemError | null = null;
   private rejectedAll = false;
   private rejectedCount = 0;
+  private clientIdBytes = 0;
+  private pages = 0;
+
+  /**
+   * Bytes of state held for the items so far: the codes array as allocated, the generated-id pages, client ids
+   * and error entries (estimated per entry). Rejected items cost their code (and client id) like any other.
+   */
+  get stateBytes(): number {
+    return this.codes.byteLength + this.pages * PAGE_ITEMS * 12 + this.clientIdBytes + this.errors.size * ERROR_ENTRY_BYTES;
+  }
 
   /** Answers item i with `err` (a 429 for overload) without an entry of its own. */
   reject(i: number, err: ItemError): void {
@@ -86,12 +100,20 @@ export class BulkItems {
     }
     const i = this.n++;
     this.codes[i] = OP_CODE[op] + slot * 8;
-    if (id !== null) this.clientIds.set(i, id);
+    if (id !== null) {
+      this.clientIds.set(i, id);
+      this.clientIdBytes += CLIENT_ID_ENTRY_BYTES + 2 * id.length;
+    }
     return i;
   }
 
   op(i: number): BulkOp {
     return OPS[this.codes[i]! & 3]!;
+  }
+
+  /** The action of an item as its code (0 index, 1 create, 2 update, 3 delete). */
+  opCode(i: number): number {
+    return this.codes[i]! & 3;
   }
 
   /** The index slot of an item (items of one index share it); indexName() gives the name. */
@@ -114,14 +136,18 @@ export class BulkItems {
 
   /** Records the generated id of a stored item (24 lowercase hex digits at byte `at` of `src`) as 12 bytes. */
   setGenerated(i: number, src: Uint8Array, at: number): void {
-    const page = (this.idPages[i >>> 16] ??= Buffer.allocUnsafeSlow(PAGE_ITEMS * 12));
+    let page = this.idPages[i >>> PAGE_SHIFT];
+    if (page === undefined) {
+      page = this.idPages[i >>> PAGE_SHIFT] = Buffer.allocUnsafeSlow(PAGE_ITEMS * 12);
+      this.pages++;
+    }
     const o = (i & (PAGE_ITEMS - 1)) * 12;
     for (let k = 0; k < 12; k++) page[o + k] = (HEX_VALUE[src[at + 2 * k]!]! << 4) | HEX_VALUE[src[at + 2 * k + 1]!]!;
   }
 
   /** Writes the generated id of a stored item as its 24 hex digits into `dst` at `pos`. */
   writeGenerated(i: number, dst: Buffer, pos: number): void {
-    const page = this.idPages[i >>> 16]!;
+    const page = this.idPages[i >>> PAGE_SHIFT]!;
     const o = (i & (PAGE_ITEMS - 1)) * 12;
     for (let k = 0; k < 12; k++) {
       const b = page[o + k]!;

@@ -1,7 +1,7 @@
 // The Elasticsearch bulk answer, written as a stream of bounded chunks (never whole in memory) and shaped by
 // `filter_path` as Elasticsearch shapes it: `errors,items.*.error,items.*.status` (Logstash, Beats) and the like.
 import { type FilterPath, fieldVerdict, filterPart } from '../es/filter-path.js';
-import type { BulkItems, BulkOp } from './bulk-items.js';
+import { type BulkItems, type BulkOp, OPS } from './bulk-items.js';
 
 export interface BulkOutcome {
   items: BulkItems;
@@ -19,6 +19,7 @@ export interface ChunkSink {
 }
 
 const CHUNK = 64 * 1024;
+const COMMA = Buffer.from(',');
 /** Item fields in the order Elasticsearch writes them. */
 const FIELDS = ['_index', '_id', '_version', 'result', 'status', 'error'] as const;
 type Field = (typeof FIELDS)[number];
@@ -89,18 +90,16 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
   const errorsV = verdictOf(filter, ['errors'], true);
   if (errorsV) await put(top('errors', String(out.errors)));
 
-  const plans = new Map<BulkOp, ItemPlan>();
-  const planOf = (op: BulkOp) => {
-    let p = plans.get(op);
-    if (p === undefined) plans.set(op, (p = planFor(filter, op)));
-    return p;
-  };
-  // Constant bytes of an item around its id, per (action, index, kind): [before the id, after it].
-  const frames = new Map<string, [Buffer, Buffer | null]>();
-  const frameOf = (op: BulkOp, slot: number, kind: 'created' | 'noop', plan: NonNullable<ItemPlan>): [Buffer, Buffer | null] => {
-    const key = `${op}\0${slot}\0${kind}`;
-    let fr = frames.get(key);
+  const plans: (ItemPlan | undefined)[] = [];
+  const planOf = (code: number): ItemPlan => (plans[code] !== undefined ? plans[code]! : (plans[code] = planFor(filter, OPS[code]!)));
+  // Constant bytes of an item around its id, per (action, index, kind): [before the id, after it]; found by
+  // number (index slot, action code, noop bit), not by a string key: this runs once per item.
+  const frames: ([Buffer, Buffer | null] | undefined)[] = [];
+  const frameOf = (code: number, slot: number, kind: 'created' | 'noop', plan: NonNullable<ItemPlan>): [Buffer, Buffer | null] => {
+    const key = (slot * 4 + code) * 2 + (kind === 'noop' ? 1 : 0);
+    let fr = frames[key];
     if (fr) return fr;
+    const op = OPS[code]!;
     const parts: string[] = [];
     if (plan._index) parts.push(`"_index":${JSON.stringify(items.indexName(slot))}`);
     const withId = plan._id === true;
@@ -115,7 +114,7 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
       const all = [...parts, ...tail];
       fr = [Buffer.from(all.length ? `{"${op}":{${all.join(',')}}}` : ''), null];
     }
-    frames.set(key, fr);
+    frames[key] = fr;
     return fr;
   };
   const errorItem = (i: number, op: BulkOp, plan: NonNullable<ItemPlan>): string => {
@@ -135,42 +134,45 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
   let written = 0;
   if (itemsV) {
     const n = items.count;
+    // Most bulks have no failed, kept or client-id item: then no item needs a lookup in those maps.
+    const anyFailed = items.failed > 0;
+    const anyKept = items.kept.size > 0;
+    const anyClientId = items.clientIds.size > 0;
     for (let i = 0; i < n; i++) {
-      const op = items.op(i);
-      const plan = planOf(op);
+      const code = items.opCode(i);
+      const plan = planOf(code);
       if (!plan) continue;
-      const kind: Kind = items.error(i) ? 'error' : items.kept.has(i) ? 'noop' : 'created';
-      let text: Buffer | null = null;
-      let frame: [Buffer, Buffer | null] | null = null;
+      const kind: Kind = anyFailed && items.error(i) ? 'error' : anyKept && items.kept.has(i) ? 'noop' : 'created';
       if (kind === 'error') {
-        const s = errorItem(i, op, plan);
+        const s = errorItem(i, OPS[code]!, plan);
         if (!s) continue;
-        text = Buffer.from(s);
-      } else {
-        frame = frameOf(op, items.indexOf(i), kind, plan);
-        if (frame[0].length === 0) continue;
-      }
-      if (written++ === 0) await put(top('items', '['));
-      else {
-        if (pos === buf.length) await flush();
-        buf[pos++] = 0x2c;
-      }
-      if (text) {
-        await put(text);
+        if (written++ === 0) await put(top('items', '['));
+        else await put(COMMA);
+        await put(Buffer.from(s));
         continue;
       }
-      const cid = frame![1] ? items.id(i) : null;
+      const frame = frameOf(code, items.indexOf(i), kind, plan);
+      const head = frame[0];
+      if (head.length === 0) continue;
+      const tail = frame[1];
+      const cid = tail && anyClientId ? items.id(i) : null;
       const idText = cid === null ? null : plainText(cid) ? cid : JSON.stringify(cid).slice(1, -1);
       // An item is at most a few KiB (an id is at most 512 bytes, 3 KiB escaped): it always fits a fresh chunk.
-      if (pos + frame![0].length + (idText === null ? 24 : Buffer.byteLength(idText)) + (frame![1]?.length ?? 0) > buf.length) await flush();
-      pos += frame![0].copy(buf, pos);
-      if (!frame![1]) continue;
+      if (pos + 1 + head.length + (idText === null ? 24 : Buffer.byteLength(idText)) + (tail?.length ?? 0) > buf.length) await flush();
+      if (written++ === 0) {
+        await put(top('items', '['));
+        if (pos + head.length + (idText === null ? 24 : Buffer.byteLength(idText)) + (tail?.length ?? 0) > buf.length) await flush();
+      } else buf[pos++] = 0x2c;
+      buf.set(head, pos);
+      pos += head.length;
+      if (!tail) continue;
       if (idText !== null) pos += buf.write(idText, pos);
       else {
         items.writeGenerated(i, buf, pos);
         pos += 24;
       }
-      pos += frame![1].copy(buf, pos);
+      buf.set(tail, pos);
+      pos += tail.length;
     }
   }
   if (written) await put(Buffer.from(']'));

@@ -41,6 +41,8 @@ interface FieldState {
   /** Token text -> token id. */
   toks: Map<string, number>;
   nums: Map<number, number> | null;
+  /** Token id + 1 of small non-negative integer values (0 <= v < SMALL_INTS), by value: no hashing for them. */
+  smallNums: Int32Array | null;
   /** Keyword column: token text of each ordinal, and the ordinal of each document's first value. */
   colTokens: string[];
   colOrds: U32List | null;
@@ -57,6 +59,17 @@ interface Segment {
 }
 
 const AUTO_TYPES: readonly FieldType[] = ['keyword'];
+/** Integers below this (status codes, sizes, ports) find their token in a table per field (at most 256 KiB, counted). */
+const SMALL_INTS = 1 << 16;
+
+/** A table of token ids that covers `value` (sized by powers of two, from 256 entries). */
+function grownTable(old: Int32Array | null, value: number): Int32Array {
+  let size = old ? old.length : 256;
+  while (size <= value) size *= 2;
+  const next = new Int32Array(size);
+  if (old) next.set(old);
+  return next;
+}
 /** Heap bytes of one distinct token (string, Map entry, text and ordinal slots), as measured on http_logs. */
 export const TOKEN_HEAP_BYTES = 112;
 
@@ -98,14 +111,17 @@ export class ActiveIndex {
    */
   get memoryBytes(): number {
     let cols = 0;
-    for (const fs of this.fieldList) if (fs.colOrds) cols += 4 * fs.colOrds.length + 8 * fs.colTokens.length;
+    for (const fs of this.fieldList) {
+      if (fs.colOrds) cols += 4 * fs.colOrds.length + 8 * fs.colTokens.length;
+      if (fs.smallNums) cols += fs.smallNums.byteLength;
+    }
     return 4 * (this.entries.length + this.docEnd.length) + (TOKEN_HEAP_BYTES + 4) * this.tokText.length + cols + this.indexer.bytes;
   }
 
   private newField(name: string, types: readonly FieldType[], withExists = true, fromIndexer = false): FieldState {
     const fs: FieldState = {
       name, idx: this.fieldList.length, types, keywordOnly: types.length === 1 && types[0] === 'keyword', existsTok: -1,
-      toks: new Map(), nums: null, colTokens: [], colOrds: null, colView: null,
+      toks: new Map(), nums: null, smallNums: null, colTokens: [], colOrds: null, colView: null,
     };
     fs.nums = fs.keywordOnly ? new Map() : null;
     this.fieldStates.set(name, fs);
@@ -186,10 +202,21 @@ export class ActiveIndex {
     const max = this.mapping.maxTokenSize;
     if (typeof value === 'number' && fs.keywordOnly) {
       this.add(fs.existsTok);
-      let t = fs.nums!.get(value);
-      if (t === undefined) {
-        t = this.tokenOf(fs, keywordToken(String(value), max));
-        fs.nums!.set(value, t);
+      let t: number | undefined;
+      if (value >= 0 && value < SMALL_INTS && (value | 0) === value) {
+        let small = fs.smallNums;
+        if (small === null || value >= small.length) small = fs.smallNums = grownTable(small, value);
+        t = small[value]! - 1;
+        if (t < 0) {
+          t = this.tokenOf(fs, keywordToken(String(value), max));
+          small[value] = t + 1;
+        }
+      } else {
+        t = fs.nums!.get(value);
+        if (t === undefined) {
+          t = this.tokenOf(fs, keywordToken(String(value), max));
+          fs.nums!.set(value, t);
+        }
       }
       this.add(t);
       this.setColumn(fs, t);

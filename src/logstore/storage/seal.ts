@@ -10,6 +10,18 @@ import { sortedOrder } from './sort-tokens.js';
 import { encodeClientIds } from './client-ids.js';
 import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
+/** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
+function writeU48(out: Buffer, at: number, v: number): void {
+  const hi = Math.floor(v / 2 ** 24);
+  const lo = v - hi * 2 ** 24;
+  out[at] = hi >>> 16;
+  out[at + 1] = (hi >>> 8) & 0xff;
+  out[at + 2] = hi & 0xff;
+  out[at + 3] = lo >>> 16;
+  out[at + 4] = (lo >>> 8) & 0xff;
+  out[at + 5] = lo & 0xff;
+}
+
 /** Writes `frac` into `<dir>` (through `<dir>.tmp` and a rename) and returns its metadata and disk size. */
 export function sealFraction(frac: ActiveFraction, dir: string): { meta: FractionMeta; diskBytes: number } {
   const tmp = `${dir}.tmp`;
@@ -36,8 +48,8 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   for (let i = 0; i < n; i++) {
     const old = order[i]!;
     sortedTimes[i] = times[old]!;
-    idBytes.writeUIntBE(times[old]!, i * 12, 6);
-    idBytes.writeUIntBE(frac.tail(old), i * 12 + 6, 6);
+    writeU48(idBytes, i * 12, times[old]!);
+    writeU48(idBytes, i * 12 + 6, frac.tail(old));
   }
   put(FILES.times, compress(bytesOf(sortedTimes)));
   put(FILES.ids, compress(idBytes));
@@ -111,16 +123,15 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       rankOf[t] = r;
       const lo = inverted.start[t]!;
       const hi = inverted.start[t + 1]!;
-      let list = inverted.data.subarray(lo, hi);
-      if (!identity) {
-        if (scratch.length < list.length) scratch = new Uint32Array(Math.max(list.length, scratch.length * 2));
-        const mapped = scratch.subarray(0, list.length);
-        for (let i = 0; i < list.length; i++) mapped[i] = newOf[list[i]!]!;
-        list = mapped.sort();
-      }
       offs[k] = pOff;
       counts[k] = hi - lo;
-      pOff = encodePostingsInto(list, postings, pOff);
+      if (identity) pOff = encodePostingsInto(inverted.data, postings, pOff, lo, hi);
+      else {
+        if (scratch.length < hi - lo) scratch = new Uint32Array(Math.max(hi - lo, scratch.length * 2));
+        const mapped = scratch.subarray(0, hi - lo);
+        for (let i = lo; i < hi; i++) mapped[i - lo] = newOf[inverted.data[i]!]!;
+        pOff = encodePostingsInto(mapped.sort(), postings, pOff);
+      }
       k++;
     }
   }

@@ -3,6 +3,7 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { trimMalloc } from '../../native/malloc-tune.js';
 import { LogHub } from '../../shared/logger.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardQuery } from '../search/execute.js';
@@ -14,13 +15,22 @@ export interface ShardWorkerData extends ShardOptions {
 }
 
 // A sealed active fraction leaves its whole index (hundreds of MB) as garbage; V8 would let the heap grow to a
-// multiple of it before a full collection, so the worker collects right after each seal.
+// multiple of it before a full collection, so the worker collects right before each seal (the parsing garbage,
+// up to as much again as the fraction) and right after it (the fraction), and then gives the malloc pages
+// freed (the fraction's typed arrays) back to the kernel: glibc keeps them resident otherwise, and the
+// process grew by tens of MB from one seal to the next. V8 frees array buffers on a background thread after a
+// collection, so the trim is done once more a moment later.
 v8.setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
+const gc = runInNewContext('gc') as () => void;
+const collect = (): void => {
+  gc();
+  trimMalloc();
+  setTimeout(trimMalloc, 100).unref();
+};
 
 const data = workerData as ShardWorkerData;
 const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
-const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`));
+const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`), gc);
 
 export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign; meta?: IngestIds }) {
   const seals = shard.seals;

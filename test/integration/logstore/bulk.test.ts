@@ -34,6 +34,34 @@ describe('POST /_bulk', () => {
     expect(s.body.docs[0]!.time).toBe(new Date(base + 49_000).toISOString());
   });
 
+  it('one large bulk is spread over every shard, and the id of each item is its own document, in order', { timeout: 120_000 }, async () => {
+    const ls3 = await startLogstore({ storage: { shards: 3 } });
+    try {
+      // About 5 MiB: several 1 MiB batches, which go to the least busy shard each.
+      const n = 40_000;
+      const lines: string[] = [];
+      for (let i = 0; i < n; i++) lines.push('{"index":{}}', JSON.stringify({ timestamp: new Date(base + i).toISOString(), n: i, pad: 'x'.repeat(60) }));
+      const res = await fetch(`${ls3.url}/_bulk?filter_path=items.*._id,items.*.status`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: lines.join('\n') + '\n' });
+      const items = ((await res.json()) as { items: { index: { _id: string; status: number } }[] }).items;
+      expect(items).toHaveLength(n);
+      expect(items.every((it) => it.index.status === 201)).toBe(true);
+      const ids = items.map((it) => it.index._id);
+      // The id names the shard that stored the document (hex digits 12-13): every shard took part.
+      expect(new Set(ids.map((id) => id.slice(12, 14)))).toEqual(new Set(['00', '01', '02']));
+      const st = (await (await fetch(`${ls3.url}/status`)).json()) as { per_shard: { fractions: { docs: number }[] }[] };
+      const perShard = st.per_shard.map((sh) => sh.fractions.reduce((a, f) => a + f.docs, 0));
+      expect(perShard.reduce((a, b) => a + b, 0)).toBe(n);
+      for (const c of perShard) expect(c).toBeGreaterThan(0);
+      // Item i's id fetches document i (every 997th item and the last: a fetch looks each id up in every shard).
+      const sample = [...items.keys()].filter((i) => i % 997 === 0 || i === n - 1);
+      const got = await postJson<{ docs: { id: string; data: { n: number } }[] }>(`${ls3.url}/fetch`, { ids: sample.map((i) => ids[i]) });
+      expect(got.body.docs.map((d) => d.id)).toEqual(sample.map((i) => ids[i]));
+      expect(got.body.docs.map((d) => d.data.n)).toEqual(sample);
+    } finally {
+      await ls3.cleanup();
+    }
+  });
+
   it('fails a bad document alone: invalid JSON, not an object, too large', async () => {
     const body = [
       '{"index":{"_index":"mixed"}}', '{"tag":"mixed","k":1}',

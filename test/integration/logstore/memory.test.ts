@@ -88,10 +88,13 @@ describe('memory under large bulks', () => {
       }
     }
     resetPeak(pid);
-    const small = body(10);
+    // What senders at once add is their batches in flight (2 x shards of 1 MiB each) and item state: 5 MiB
+    // bodies (about 33 000 items, several batches each) load that as 10 MiB ones did, at half the ingest.
+    const small = body(5);
     const all = await Promise.all([0, 1, 2].map(() => sendBulk(ls.url, small.buf)));
     for (const statuses of all) expect(statuses.filter((s) => s === 201).length).toBe(small.docs);
     peaks.push(peakRss(pid));
+    process.stderr.write(`memory.test peaks (VmHWM MiB): big bulk 1 ${peaks[0]! >> 20}, big bulk 2 ${peaks[1]! >> 20}, three senders ${peaks[2]! >> 20}\n`);
     for (const p of peaks) expect(p).toBeLessThan(600 * MiB);
     // No growth from one big bulk to the next beyond noise.
     expect(peaks[1]!).toBeLessThan(peaks[0]! * 1.3 + 50 * MiB);
@@ -100,7 +103,8 @@ describe('memory under large bulks', () => {
   });
 
   it('past limits.bulk_memory answers 429 per item, stores none of those, and loses no acknowledged one to kill -9', { timeout: 120_000 }, async () => {
-    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '1MB' } });
+    // 3 MB: up to about 1 MB of it is the four bulks' item state (codes and id pages), charged with their batches.
+    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '3MB' } });
     const bodies = [0, 1, 2, 3].map((k) => body(2, k * 1_000_000));
     const answers = await Promise.all(bodies.map((b) => sendBulk(ls.url, b.buf)));
     const acked: number[] = [];
@@ -118,5 +122,20 @@ describe('memory under large bulks', () => {
     expect(acked.filter((s) => !seqs.has(s))).toEqual([]);
     expect(rejected.filter((s) => seqs.has(s))).toEqual([]);
     expect(seqs.size).toBe(acked.length);
+  });
+
+  it('a bulk whose items alone would pass limits.bulk_memory is refused whole (413) and the store serves on', { timeout: 60_000 }, async () => {
+    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '1MB' } });
+    // 400-character ids: about 860 bytes of state an item, so the 20 000 items need about 17 MB.
+    const lines: string[] = [];
+    for (let i = 0; i < 20_000; i++) lines.push(`{"index":{"_id":"${String(i).padStart(400, 'k')}"}}`, `{"seq":${i}}`);
+    const res = await fetch(`${ls.url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: lines.join('\n') + '\n' });
+    expect(res.status).toBe(413);
+    const err = (await res.json()) as { error: { type: string; reason: string }; status: number };
+    expect(err.status).toBe(413);
+    expect(err.error.reason).toMatch(/limits\.bulk_memory \(1048576 bytes\)/);
+    const small = body(0.1);
+    const statuses = await sendBulk(ls.url, small.buf);
+    expect(statuses.filter((s) => s === 201).length).toBe(small.docs);
   });
 });

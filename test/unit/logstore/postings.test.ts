@@ -88,6 +88,16 @@ describe('posting lists', () => {
       expectSameNumbers(out.subarray(start, pos), encodePostings(list));
       for (const p of native ? [postingsTs, native] : [postingsTs]) expectSameNumbers(p.decodePostings(out, start, pos - start, list.length), list);
     }
+    // The same lists as ranges of one concatenated array (as the seal encodes them) give the same bytes.
+    const all = new Uint32Array(total);
+    let at = 0;
+    for (const list of lists) { all.set(list, at); at += list.length; }
+    const ranged = new Uint8Array(total * 5);
+    let rpos = 0;
+    at = 0;
+    for (const list of lists) { rpos = encodePostingsInto(all, ranged, rpos, at, at + list.length); at += list.length; }
+    expect(rpos).toBe(pos);
+    expect(ranged.subarray(0, rpos)).toEqual(out.subarray(0, pos));
   });
 
   it('rejects bad arguments in TypeScript before they reach C++', () => {
