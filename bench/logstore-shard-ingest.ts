@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { mulberry32 } from '../test/helpers/prng.js';
+import { httpLogsDoc } from './http-logs.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const arg = (name: string, dflt: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : dflt);
@@ -16,25 +17,8 @@ const RUNS = Number(arg('runs', '7'));
 const BATCH_BYTES = 1024 * 1024;
 const MAPPING = '- {name: clientip, type: keyword}\n- {name: request, type: text}\n- {name: status, type: keyword}\n- {name: size, type: keyword}\n- {name: service, type: keyword}\n';
 
-const WORDS = ['images', 'english', 'french', 'spanish', 'news', 'teams', 'venues', 'tickets', 'history', 'players', 'home', 'logo', 'nav', 'hm', 'bg', 'info', 'splash', 'mascot', 'results', 'schedule'];
-const EXT = ['gif', 'html', 'jpg', 'htm', 'css', 'js'];
-const STATUSES: [number, number][] = [[200, 0.87], [304, 0.07], [404, 0.03], [206, 0.01], [500, 0.008], [400, 0.006], [403, 0.004], [302, 0.002]];
-const SERVICES = ['www', 'cdn', 'api', 'shop', 'media'];
-
 /** The document of bench/logstore.ts (the same generator). */
-function makeDoc(i: number, r: () => number): string {
-  const t = new Date(Date.parse('2026-11-20T00:00:00Z') + Math.floor((i / DOCS) * 86_400_000)).toISOString();
-  const ip = `${(r() * 223 + 1) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}`;
-  const depth = 1 + ((r() * 3) | 0);
-  let p = '';
-  for (let k = 0; k < depth; k++) p += `/${WORDS[(r() * r() * WORDS.length) | 0]}`;
-  p += `_${(r() * 300) | 0}.${EXT[(r() * EXT.length) | 0]}`;
-  let x = r();
-  let status = 200;
-  for (const [s, w] of STATUSES) { if (x < w) { status = s; break; } x -= w; }
-  const size = status === 304 ? 0 : ((r() * r() * 50_000) | 0);
-  return `{"timestamp":"${t}","clientip":"${ip}","request":"GET ${p} HTTP/1.0","status":${status},"size":${size},"service":"${SERVICES[(r() * r() * 5) | 0]}"}`;
-}
+const makeDoc = (i: number, r: () => number): string => httpLogsDoc(i, DOCS, r);
 
 /** Batches as the bulk parser makes them: documents with their action lines between them, 1 MiB each. */
 function batches(): { buf: Buffer; offs: Int32Array }[] {

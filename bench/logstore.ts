@@ -16,6 +16,7 @@ import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/e
 import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
 import { encodePostings, postingsTs } from '../src/native/postings.js';
 import { mulberry32 } from '../test/helpers/prng.js';
+import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Scratch directory (emptied at the start): BENCH_WORK, so that two runs of one checkout do not share it. */
@@ -38,27 +39,9 @@ const BULK_DOCS = 5000;
 
 const rng = mulberry32;
 
-const WORDS = ['images', 'english', 'french', 'spanish', 'news', 'teams', 'venues', 'tickets', 'history', 'players', 'home', 'logo', 'nav', 'hm', 'bg', 'info', 'splash', 'mascot', 'results', 'schedule'];
-const EXT = ['gif', 'html', 'jpg', 'htm', 'css', 'js'];
-const STATUSES: [number, number][] = [[200, 0.87], [304, 0.07], [404, 0.03], [206, 0.01], [500, 0.008], [400, 0.006], [403, 0.004], [302, 0.002]];
-const SERVICES = ['www', 'cdn', 'api', 'shop', 'media'];
-const START = Date.parse('2026-11-20T00:00:00Z');
-const SPAN_MS = 24 * 3_600_000;
-
-/** One http_logs-shaped document; time grows with i so the newest are the last. */
-function makeDoc(i: number, r: () => number): string {
-  const t = new Date(START + Math.floor((i / DOCS) * SPAN_MS)).toISOString();
-  const ip = `${(r() * 223 + 1) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}`;
-  const depth = 1 + ((r() * 3) | 0);
-  let p = '';
-  for (let k = 0; k < depth; k++) p += `/${WORDS[(r() * r() * WORDS.length) | 0]}`;
-  p += `_${(r() * 300) | 0}.${EXT[(r() * EXT.length) | 0]}`;
-  let x = r();
-  let status = 200;
-  for (const [s, w] of STATUSES) { if (x < w) { status = s; break; } x -= w; }
-  const size = status === 304 ? 0 : ((r() * r() * 50_000) | 0);
-  return `{"timestamp":"${t}","clientip":"${ip}","request":"GET ${p} HTTP/1.0","status":${status},"size":${size},"service":"${SERVICES[(r() * r() * 5) | 0]}"}`;
-}
+const START = HTTP_LOGS_START;
+const SPAN_MS = HTTP_LOGS_SPAN_MS;
+const makeDoc = (i: number, r: () => number): string => httpLogsDoc(i, DOCS, r);
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
