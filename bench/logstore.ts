@@ -1,7 +1,7 @@
 // Log-store benchmark: http_logs-shaped documents into tidepool (HTTP bulk, concurrent senders) and into
 // PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
 // The same ingest and searches run on a cluster too: a proxy over one store, and a proxy over two shards.
-// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--no-pg] [--no-cluster] [--out file.md]
+// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--warmups 2] [--no-pg] [--no-cluster] [--out file.md]
 //   [--ids] (every action carries a client _id, as Fluent Bit's Generate_ID sends) [--ingest-only] (single mode:
 //   print the ingest figures as one JSON line and stop) [--tidepool DIR] (run the log store of another checkout, built)
 // BENCH_WORK: scratch directory instead of bench/.work. BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the log-store process.
@@ -30,6 +30,8 @@ const DOCS = arg('docs', 1_000_000);
 const SENDERS = arg('senders', 4);
 const SHARDS = arg('shards', 2);
 const RUNS = arg('runs', 21);
+/** Untimed runs of every search on each target first, alternating (JIT and caches warm on both systems). */
+const WARMUPS = arg('warmups', 2);
 const WITH_PG = !process.argv.includes('--no-pg');
 const WITH_IDS = process.argv.includes('--ids');
 const INGEST_ONLY = process.argv.includes('--ingest-only');
@@ -196,9 +198,9 @@ function postingKernels(): { name: string; native: number; ts: number }[] {
   return kernels.map(([name, fn]) => ({ name, native: time(() => fn(nativePostings)), ts: time(() => fn(postingsTs)) }));
 }
 
-/** Medians of each target, run in turn run by run (after 2 warm-ups each) so that all meet the same load. */
+/** Medians of each target, run in turn run by run (after WARMUPS warm-ups each) so that all meet the same load. */
 async function timeAll(targets: (() => Promise<unknown>)[]): Promise<number[]> {
-  for (let i = 0; i < 2; i++) for (const t of targets) await t();
+  for (let i = 0; i < WARMUPS; i++) for (const t of targets) await t();
   const xs = targets.map(() => [] as number[]);
   for (let i = 0; i < RUNS; i++) {
     for (let k = 0; k < targets.length; k++) {
@@ -388,7 +390,7 @@ async function main(): Promise<void> {
     `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
     `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
     `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
-    `Latencies are medians of ${RUNS} runs after 2 warm-ups, the two systems alternating run by run, measured from the client until the whole response is received and decoded ` +
+    `Latencies are medians of ${RUNS} runs after ${WARMUPS} warm-ups, the two systems alternating run by run, measured from the client until the whole response is received and decoded ` +
     `(HTTP and JSON.parse of the body for tidepool; the pg driver, which parses each jsonb row, for PostgreSQL); the floor row is the round trip of a trivial request on each. ` +
     `Load average (1, 5, 15 min) at the start: ${loadAtStart.map((x) => x.toFixed(1)).join(', ')}, before the tidepool searches: ${loadAtSearch.map((x) => x.toFixed(1)).join(', ')} ` +
     `(the 2-CPU machine is shared with other work, so absolute numbers move with its load).`, '');
