@@ -202,6 +202,8 @@ class Relay {
   /** Writable: sends pending output; false when the endpoint is gone. */
   bool FlushOut(Endpoint* ep);
   void OnReadable(Endpoint* ep);
+  // One recv into `into` (EINTR retried): the byte count, 0 when nothing is there yet, -1 after Lost (error or EOF).
+  ssize_t Receive(Endpoint* ep, uint8_t* into, size_t size);
   /** Bytes of a client in login (plaintext, or decrypted): kept for JavaScript's relayTake, one kLoginData per take. */
   void LoginBytes(Endpoint* ep, const uint8_t* buf, size_t len);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);

@@ -17,6 +17,21 @@ namespace relay {
 
 constexpr size_t kCarryMax = 8;
 
+/** Reads the ASCII letters at buf[pos, end) lower-cased into word (at most cap - 1 of them, NUL-terminated) and
+ *  returns the position after the last one read. */
+inline size_t LowerWord(const uint8_t* buf, size_t pos, size_t end, char* word, size_t cap) {
+  size_t n = 0;
+  while (pos < end && n < cap - 1) {
+    uint8_t ch = buf[pos];
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<uint8_t>(ch - 'A' + 'a');
+    if (ch < 'a' || ch > 'z') break;
+    word[n++] = static_cast<char>(ch);
+    pos++;
+  }
+  word[n] = 0;
+  return pos;
+}
+
 // Frontend message types.
 constexpr uint8_t kQuery = 'Q', kSync = 'S', kFunctionCall = 'F', kExecute = 'E', kParse = 'P', kBind = 'B',
                   kDescribe = 'D', kClose = 'C', kFlush = 'H', kCopyData = 'd', kCopyDone = 'c', kCopyFail = 'f',
@@ -149,16 +164,8 @@ inline bool WantsRewrite(uint8_t type, const uint8_t* buf, size_t offset, uint32
   size_t pos = offset + 5;
   while (pos < end && (buf[pos] == ' ' || buf[pos] == '\t' || buf[pos] == '\n' || buf[pos] == '\r')) pos++;
   char word[12];
-  size_t n = 0;
-  while (pos < end && n < sizeof(word) - 1) {
-    uint8_t ch = buf[pos];
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<uint8_t>(ch - 'A' + 'a');
-    if (ch < 'a' || ch > 'z') break;
-    word[n++] = static_cast<char>(ch);
-    pos++;
-  }
+  pos = LowerWord(buf, pos, end, word, sizeof(word));
   if (pos == end && end < bodyEnd) return true;  // cut by the read
-  word[n] = 0;
   return std::strcmp(word, "prepare") == 0 || std::strcmp(word, "execute") == 0 || std::strcmp(word, "deallocate") == 0 ||
          std::strcmp(word, "discard") == 0;
 }
@@ -174,15 +181,7 @@ inline bool ParamWords(const uint8_t* buf, size_t pos, size_t end, bool atStart)
   while (pos < end) {
     while (pos < end && (buf[pos] == ' ' || buf[pos] == '\t' || buf[pos] == '\n' || buf[pos] == '\r' || buf[pos] == '(')) pos++;
     char word[8];
-    size_t n = 0;
-    while (pos < end && n < sizeof(word) - 1) {
-      uint8_t ch = buf[pos];
-      if (ch >= 'A' && ch <= 'Z') ch = static_cast<uint8_t>(ch - 'A' + 'a');
-      if (ch < 'a' || ch > 'z') break;
-      word[n++] = static_cast<char>(ch);
-      pos++;
-    }
-    word[n] = 0;
+    pos = LowerWord(buf, pos, end, word, sizeof(word));
     const bool wordEnds = pos == end || !((buf[pos] | 0x20) >= 'a' && (buf[pos] | 0x20) <= 'z');
     if (wordEnds && (std::strcmp(word, "set") == 0 || std::strcmp(word, "reset") == 0 || std::strcmp(word, "discard") == 0)) return true;
     const void* semi = std::memchr(buf + pos, ';', end - pos);

@@ -12,23 +12,28 @@
 namespace tidepool {
 namespace relay {
 
+ssize_t Relay::Receive(Endpoint* ep, uint8_t* into, size_t size) {
+  ssize_t n;
+  do n = recv(ep->fd, into, size, 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    Lost(ep, 1);
+    return -1;
+  }
+  if (n == 0) {
+    Lost(ep, 0);
+    return -1;
+  }
+  return n;
+}
+
 void Relay::OnReadable(Endpoint* ep) {
   uint8_t* buf = readBuf_.data();
   size_t carry = ep->carryLen;
   if (carry) std::memcpy(buf, ep->carry, carry);
-  ssize_t n;
-  do n = recv(ep->fd, buf + carry, kReadSize, 0);
-  while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-    Lost(ep, 1);
-    return;
-  }
-  if (n == 0) {
-    Lost(ep, 0);
-    return;
-  }
-  if (ep->closing) return;  // discarding until EOF
+  ssize_t n = Receive(ep, buf + carry, kReadSize);
+  if (n <= 0 || ep->closing) return;  // nothing yet, lost, or discarding until EOF
   size_t total = carry + static_cast<size_t>(n);
   if (ep->login) {
     LoginBytes(ep, buf, total);

@@ -44,19 +44,8 @@ std::string TakeSslError(const char* fallback) {
 }
 
 void Relay::OnTlsReadable(Endpoint* ep) {
-  ssize_t n;
-  do n = recv(ep->fd, tlsIn_.data(), tlsIn_.size(), 0);
-  while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-    Lost(ep, 1);
-    return;
-  }
-  if (n == 0) {
-    Lost(ep, 0);
-    return;
-  }
-  if (ep->closing || ep->stopped) return;  // discarding until EOF
+  ssize_t n = Receive(ep, tlsIn_.data(), tlsIn_.size());
+  if (n <= 0 || ep->closing || ep->stopped) return;  // nothing yet, lost, or discarding until EOF
   TlsIngest(ep, tlsIn_.data(), static_cast<size_t>(n));
 }
 
