@@ -16,6 +16,8 @@ import type { ShardWorkerData } from './storage/shard-worker.js';
 import type { BatchMeta } from './ingest/bulk.js';
 import { routeClientId } from './storage/client-ids.js';
 import { fixMmapThreshold } from '../native/malloc-tune.js';
+import { newShardState, ShardStateReader } from './storage/shard-state.js';
+import { SealedReader } from './storage/sealed-reader.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -46,6 +48,8 @@ const SHARD_YOUNG_GENERATION_MB = 12;
 export class Store {
   private readonly pools: Piscina[] = [];
   private readonly pending: number[] = [];
+  /** Per shard: the HTTP thread's reader of its sealed fractions (plain time-range searches skip the hop). */
+  readonly sealedReaders: SealedReader[] = [];
   private next = 0;
 
   constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
@@ -57,8 +61,11 @@ export class Store {
       log?.warn({ configured: cfg.storage.shards, opened: shards }, 'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden');
     }
     for (let i = 0; i < shards; i++) {
+      const dir = path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`);
+      const state = newShardState();
+      this.sealedReaders.push(new SealedReader(dir, new ShardStateReader(state)));
       const workerData: ShardWorkerData = {
-        dir: path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`), shard: i, mapping,
+        dir, shard: i, mapping, state,
         fracSize: cfg.storage.frac_size, totalSize: cfg.storage.total_size > 0 ? Math.floor(cfg.storage.total_size / shards) : 0,
         retention: cfg.storage.retention, logLevel: cfg.log.level, logFormat: cfg.log.format,
       };
@@ -118,7 +125,7 @@ export class Store {
 
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
-    return (await Promise.all(this.pools.map((p) => p.run(q, { name: 'query' })))) as ShardQueryResult[];
+    return (await Promise.all(this.pools.map((p, i) => this.sealedReaders[i]!.query(q) ?? p.run(q, { name: 'query' })))) as ShardQueryResult[];
   }
 
   async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<ShardHit[]> {
@@ -139,6 +146,7 @@ export class Store {
   }
 
   async close(): Promise<void> {
+    for (const r of this.sealedReaders) r.close();
     await Promise.allSettled(this.pools.map((p) => p.run({}, { name: 'close' })));
     await Promise.allSettled(this.pools.map((p) => p.destroy()));
   }

@@ -178,7 +178,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   for (const c of cands) {
     const r = c.view.docRef(c.local);
     if (pipes.length) w.addText(c.id, c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
-    else w.addRef(c.id, c.time, r.buf, r.start, r.end);
+    else w.addRef(c.id, c.time, r.buf, r.start, r.end, r.utf8 === true);
   }
   return { total, hits: w.finish(), aggs, hist: [...hist], fractionsRead: read };
 }

@@ -1,7 +1,7 @@
 // Search hits packed for the trip from a shard thread to the HTTP thread (bytes, moved not copied), and
 // their k-way merge there; the response is built from the stored document bytes, never parsed.
 import { isUtf8 } from 'node:buffer';
-import { isoTime } from './hit-json.js';
+import { ISO_TIME_BYTES, isoTime, writeIsoTime } from './hit-json.js';
 
 export interface ShardHit {
   id: string;
@@ -71,25 +71,34 @@ export class HitWriter {
     this.addRef(id, time, data, 0, data.length);
   }
 
-  /** As add(), the document being src[start .. end). */
-  addRef(id: string, time: number, src: Uint8Array, start: number, end: number): void {
+  /**
+   * As add(), the document being src[start .. end). `utf8`: the caller knows the bytes are valid UTF-8 (a sealed
+   * fraction checks each block once); otherwise they are checked here.
+   */
+  addRef(id: string, time: number, src: Uint8Array, start: number, end: number, utf8 = false): void {
+    const len = end - start;
+    const doc = new Uint8Array(src.buffer, src.byteOffset + start, len);
     // Documents are valid UTF-8 since ingest repairs them; one stored by an older version may not be.
-    if (!isUtf8(src.subarray(start, end))) {
-      this.addText(id, time, Buffer.from(src.buffer, src.byteOffset + start, end - start).toString('utf8'));
+    if (!utf8 && !isUtf8(doc)) {
+      this.addText(id, time, Buffer.from(src.buffer, src.byteOffset + start, len).toString('utf8'));
       return;
     }
-    const iso = isoTime(time);
-    this.reserve(8 + 24 + 10 + (end - start) + 9 + iso.length + 2);
+    this.reserve(7 + id.length + 9 + len + 9 + ISO_TIME_BYTES + 2 + 16);
     this.times.push(time);
     this.ids += id;
     this.offs.push(this.used);
     this.ascii('{"id":"');
     this.ascii(id);
     this.ascii('","data":');
-    this.buf.set(src.subarray(start, end), this.used);
-    this.used += end - start;
+    this.buf.set(doc, this.used);
+    this.used += len;
     this.ascii(',"time":"');
-    this.ascii(iso);
+    if (writeIsoTime(time, this.buf, this.used)) this.used += ISO_TIME_BYTES;
+    else {
+      const iso = isoTime(time);
+      this.reserve(iso.length + 2);
+      this.ascii(iso);
+    }
     this.ascii('"}');
   }
 
@@ -165,8 +174,9 @@ export class HitList {
       if (i > lo) out[pos++] = 0x2c;
       const p = this.parts[this.part[i]!]!;
       const k = this.index[i]!;
-      out.set(p.json.subarray(p.offs[k]!, p.offs[k + 1]!), pos);
-      pos += p.offs[k + 1]! - p.offs[k]!;
+      const len = p.offs[k + 1]! - p.offs[k]!;
+      out.set(new Uint8Array(p.json.buffer, p.json.byteOffset + p.offs[k]!, len), pos);
+      pos += len;
     }
     t.copy(out, pos);
     return out;

@@ -14,6 +14,8 @@ export interface DocRef {
   buf: Buffer;
   start: number;
   end: number;
+  /** True when the bytes are known to be valid UTF-8 (a sealed block checked once); else unknown. */
+  utf8?: boolean;
 }
 
 /** Local ids sorted by (time, id); `rank[local]` is a document's position in `order`. */

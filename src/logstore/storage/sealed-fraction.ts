@@ -1,10 +1,18 @@
 // Reader of a sealed fraction: loads the small parts lazily, reads posting lists and blocks on demand.
+import { isUtf8 } from 'node:buffer';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { postings as P } from '../../native/index.js';
 import { type Column, type DocRef, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
+
+/** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
+interface Block {
+  offsets: Uint32Array;
+  raw: Buffer;
+  utf8: boolean;
+}
 
 /** Decompressed blocks kept per fraction. */
 const BLOCK_CACHE = 16;
@@ -38,9 +46,9 @@ export class SealedFraction implements FractionView {
   private postingsFd = -1;
   private docsFd = -1;
   /** Recently decompressed document blocks, oldest first (a small LRU). */
-  private readonly blockCache = new Map<number, { offsets: Uint32Array; raw: Buffer }>();
+  private readonly blockCache = new Map<number, Block>();
   /** The block docRef() read last, and its first and end local ids: neighbours skip the search and the LRU. */
-  private last: { offsets: Uint32Array; raw: Buffer } | null = null;
+  private last: Block | null = null;
   private lastLo = 0;
   private lastHi = 0;
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
@@ -170,7 +178,7 @@ export class SealedFraction implements FractionView {
     return lo < this.docCount && ids.compare(key, 0, 12, lo * 12, lo * 12 + 12) === 0 ? lo : -1;
   }
 
-  private block(index: number): { offsets: Uint32Array; raw: Buffer } {
+  private block(index: number): Block {
     const hit = this.blockCache.get(index);
     if (hit) {
       this.blockCache.delete(index);
@@ -195,7 +203,7 @@ export class SealedFraction implements FractionView {
       p += raw.readUInt32LE(4 + 4 * i);
     }
     offsets[count] = p;
-    const block = { offsets, raw };
+    const block = { offsets, raw, utf8: isUtf8(raw.subarray(offsets[0]!, p)) };
     this.blockCache.set(index, block);
     if (this.blockCache.size > BLOCK_CACHE) this.blockCache.delete(this.blockCache.keys().next().value!);
     return block;
@@ -233,6 +241,7 @@ export class SealedFraction implements FractionView {
     this.ref.buf = b.raw;
     this.ref.start = b.offsets[i]!;
     this.ref.end = b.offsets[i + 1]!;
+    this.ref.utf8 = b.utf8;
     return this.ref;
   }
 

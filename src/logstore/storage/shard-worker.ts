@@ -8,10 +8,13 @@ import { LogHub } from '../../shared/logger.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardQuery } from '../search/execute.js';
 import { type IdAssign, type IngestIds, Shard, type ShardOptions } from './shard.js';
+import { ShardStateWriter } from './shard-state.js';
 
 export interface ShardWorkerData extends ShardOptions {
   logLevel: string;
   logFormat: 'logfmt' | 'json';
+  /** Shared with the HTTP thread (shard-state.ts): every task that changes the fractions runs inside begin/end. */
+  state?: SharedArrayBuffer;
 }
 
 // A sealed active fraction leaves its whole index (hundreds of MB) as garbage; V8 would let the heap grow to a
@@ -30,11 +33,24 @@ const collect = (): void => {
 
 const data = workerData as ShardWorkerData;
 const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
+const state = data.state ? new ShardStateWriter(data.state) : null;
+state?.begin();
 const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`), gc);
+state?.end(shard.activeBounds());
+
+/** Runs `fn`, which changes the shard's fractions, with the HTTP thread's reads of them held off. */
+function changing<T>(fn: () => T): T {
+  state?.begin();
+  try {
+    return fn();
+  } finally {
+    state?.end(shard.activeBounds());
+  }
+}
 
 export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; assign?: IdAssign; meta?: IngestIds }) {
   const seals = shard.seals;
-  const result = shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign, task.meta);
+  const result = changing(() => shard.ingest(task.buf, task.offs, task.now ?? Date.now(), task.assign, task.meta));
   if (shard.seals !== seals) collect();
   return result;
 }
@@ -54,16 +70,18 @@ export function status() {
 }
 
 export function seal() {
-  shard.seal();
+  changing(() => shard.seal());
   collect();
   return shard.status();
 }
 
 export function retention() {
-  return shard.applyRetention();
+  return changing(() => shard.applyRetention());
 }
 
 export function close() {
+  // Left odd: the HTTP thread reads nothing of a closed shard.
+  state?.begin();
   shard.close();
   return true;
 }

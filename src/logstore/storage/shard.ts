@@ -343,6 +343,11 @@ export class Shard {
     return fetchByIds(ids, pipes, (t) => this.views(t, t));
   }
 
+  /** The active fraction's size and time bounds (published to the HTTP thread, see shard-state.ts). */
+  activeBounds(): { docCount: number; minTime: number; maxTime: number } {
+    return { docCount: this.active.docCount, minTime: this.active.minTime, maxTime: this.active.maxTime };
+  }
+
   status(): ShardStatus {
     const fractions = [...this.sealed.values()].map((s) => s.row);
     fractions.push({

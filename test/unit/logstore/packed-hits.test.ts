@@ -1,7 +1,7 @@
 // Hits packed in a shard thread and merged in the HTTP thread keep (time, id) order and the limit.
 import { describe, expect, it } from 'vitest';
 import { HitWriter, mergeHitList, mergeHits, packHits, unpackHits, type ShardHit } from '../../../src/logstore/search/packed-hits.js';
-import { hitJson } from '../../../src/logstore/search/hit-json.js';
+import { ISO_TIME_BYTES, hitJson, isoTime, writeIsoTime } from '../../../src/logstore/search/hit-json.js';
 
 const hit = (time: number, n: number): ShardHit => {
   const id = time.toString(16).padStart(12, '0') + n.toString(16).padStart(12, '0');
@@ -54,5 +54,37 @@ describe('packed hits', () => {
     const list = mergeHitList([packed, packHits([])], 10, false);
     expect(JSON.parse(list.jsonBytes(1, 3, '{"docs":[', ']}').toString())).toEqual({ docs: want.slice(1).map((h) => JSON.parse(h.json)) });
     expect(list.jsonBytes(3, 3).length).toBe(0);
+  });
+
+  it('writes ISO times as bytes exactly as toISOString, and leaves years past 9999 or before 0 to the text form', () => {
+    const out = new Uint8Array(ISO_TIME_BYTES + 2);
+    const times = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2026, 10, 24, 7, 8, 9, 10), Date.UTC(2024, 1, 29, 23, 59, 59, 999), 253_402_300_799_999];
+    for (let i = 0; i < 2000; i++) times.push(Math.floor(((i * 2654435761) % 1_000_003) / 1_000_003 * 253_402_300_800_000));
+    for (const t of times) {
+      out.fill(0);
+      expect(writeIsoTime(t, out, 1)).toBe(true);
+      expect(Buffer.from(out.subarray(1, 1 + ISO_TIME_BYTES)).toString('latin1')).toBe(new Date(t).toISOString());
+      expect(out[0]).toBe(0);
+      expect(out[1 + ISO_TIME_BYTES]).toBe(0);
+    }
+    for (const t of [-1, -86_400_000 * 400, 253_402_300_800_000, 8.64e15, NaN]) {
+      out.fill(7);
+      expect(writeIsoTime(t, out, 0)).toBe(false);
+      expect([...out].every((b) => b === 7)).toBe(true);
+    }
+    // A hit at such a time still renders as hitJson does.
+    const w = new HitWriter(2);
+    const doc = Buffer.from('{"x":1}');
+    const far = [8.64e15, -62_198_755_200_000];
+    far.forEach((t, i) => w.addRef(`${'f'.repeat(23)}${i}`, t, doc, 0, doc.length));
+    expect(unpackHits(w.finish()).map((h) => h.json)).toEqual(far.map((t, i) => hitJson(`${'f'.repeat(23)}${i}`, t, '{"x":1}', [])));
+    expect(isoTime(far[1]!)).toBe(new Date(far[1]!).toISOString());
+  });
+
+  it('repairs stored bytes that are not UTF-8 unless the caller vouches for them', () => {
+    const bad = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]);
+    const w = new HitWriter(1);
+    w.addRef('0'.repeat(24), 0, bad, 0, bad.length);
+    expect(JSON.parse(unpackHits(w.finish())[0]!.json)).toEqual({ id: '0'.repeat(24), data: { a: '\ufffd' }, time: '1970-01-01T00:00:00.000Z' });
   });
 });

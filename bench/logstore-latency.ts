@@ -1,0 +1,197 @@
+// Search latency of two tidepool builds side by side: the same sealed data, single mode (or a proxy over one
+// store), the floor, newest-100 and range-fetch rows of bench/logstore.ts, requests alternating build by build.
+// Usage: node dist/bench/logstore-latency.js --a DIR --b DIR [--docs 200000] [--runs 1000] [--warmups 100] [--proxy] [--only TEXT] [--pg]
+//   --pg: PostgreSQL (jsonb + GIN + timestamp btree, the pg driver) as a third target, alternating too.
+//   --only: just the rows whose name contains TEXT.
+//   BENCH_STORE_NODE_ARGS: node flags for build b's store and proxy processes (profiling).
+//   DIR: a built checkout (bin/tidepool.js, dist/, build/). Prints a markdown table of medians (ms) and ratios.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import { mulberry32 } from '../test/helpers/prng.js';
+import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+const DOCS = Number(flag('docs') ?? 200_000);
+const RUNS = Number(flag('runs') ?? 1000);
+const WARMUPS = Number(flag('warmups') ?? 100);
+const PROXY = process.argv.includes('--proxy');
+/** PostgreSQL (jsonb, GIN and a btree on the timestamp, as bench/logstore.ts) as a third target in the same run. */
+const WITH_PG = process.argv.includes('--pg');
+const BUILDS = [flag('a'), flag('b')].map((d) => (d ? path.resolve(d) : undefined));
+if (!BUILDS[0] || !BUILDS[1]) throw new Error('usage: --a DIR --b DIR (two built tidepool checkouts)');
+/** BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags of build b's store (and proxy) processes. */
+const NODE_ARGS = (process.env.BENCH_STORE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const WORK = path.join(os.tmpdir(), `tidepool-latency-${process.pid}`);
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
+function request(port: number, method: string, p: string, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${p}: ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 200)}`))));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface Proc { child: ChildProcess; port: number; grpc: string }
+
+function config(dir: string, cluster = ''): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'mapping.yaml'), 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n');
+  const file = path.join(dir, 'logstore.yaml');
+  writeFileSync(file, `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: 2\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
+  return file;
+}
+
+function start(root: string, mode: string, cfg: string, extra: string[] = []): Promise<Proc> {
+  const child = spawn(process.execPath, [...extra, path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', cfg], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on http [\d.]+:(\d+), debug [\d.]+:\d+, grpc ([\d.]+:\d+)/.exec(out);
+      const st = /listening on grpc ([\d.]+:\d+)/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), grpc: m[2]! });
+      else if (st) resolve({ child, port: 0, grpc: st[1]! });
+    });
+    child.once('exit', (c) => reject(new Error(`log store (${mode}) exited ${c}`)));
+  });
+}
+
+async function stop(p: Proc): Promise<void> {
+  if (p.child.exitCode !== null) return;
+  const done = new Promise((r) => p.child.once('exit', r));
+  p.child.kill('SIGTERM');
+  await done;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+async function main(): Promise<void> {
+  const procs: Proc[] = [];
+  let pgsrv: RunningPostgres | null = null;
+  let client: pg.Client | null = null;
+  try {
+    rmSync(WORK, { recursive: true, force: true });
+    // Ingest once with build a, stop (the active fraction is sealed), then give each build its own copy.
+    const seedCfg = config(path.join(WORK, 'seed'));
+    const seed = await start(BUILDS[0]!, 'single', seedCfg);
+    procs.push(seed);
+    process.stderr.write(`ingesting ${DOCS} documents\n`);
+    const r = mulberry32(1);
+    const raw: string[] = [];
+    for (let i = 0; i < DOCS; i += 5000) {
+      const lines: string[] = [];
+      for (let k = i; k < Math.min(DOCS, i + 5000); k++) {
+        const d = httpLogsDoc(k, DOCS, r);
+        lines.push('{"index":{}}', d);
+        if (WITH_PG) raw.push(d);
+      }
+      await request(seed.port, 'POST', '/_bulk', lines.join('\n') + '\n');
+    }
+    await stop(seed);
+    const ports: number[] = [];
+    for (const [b, root] of BUILDS.entries()) {
+      const dir = path.join(WORK, `build-${b}`);
+      if (!PROXY) {
+        const cfg = config(dir);
+        cpSync(path.join(WORK, 'seed', 'data'), path.join(dir, 'data'), { recursive: true });
+        const p = await start(root!, 'single', cfg, b === 1 ? NODE_ARGS : []);
+        procs.push(p);
+        ports.push(p.port);
+        continue;
+      }
+      const scfg = config(path.join(dir, 'store'));
+      cpSync(path.join(WORK, 'seed', 'data'), path.join(dir, 'store', 'data'), { recursive: true });
+      const s = await start(root!, 'store', scfg, b === 1 ? NODE_ARGS : []);
+      procs.push(s);
+      const p = await start(root!, 'proxy', config(path.join(dir, 'proxy'), `cluster:\n  hot_stores: [${JSON.stringify(s.grpc)}]\n  hot_replicas: 1\n`), b === 1 ? NODE_ARGS : []);
+      procs.push(p);
+      ports.push(p.port);
+    }
+    if (WITH_PG) {
+      process.stderr.write('loading PostgreSQL\n');
+      pgsrv = await startPostgres({ dataDir: path.join(WORK, 'pg'), settings: { shared_buffers: '1GB', work_mem: '64MB', max_parallel_workers_per_gather: 2 } });
+      pgsrv.sql('CREATE TABLE logs (doc jsonb NOT NULL)');
+      const file = path.join(WORK, 'docs.ndjson');
+      writeFileSync(file, raw.join('\n') + '\n');
+      raw.length = 0;
+      const copy = spawnSync(findPsql(), ['-h', pgsrv.host, '-p', String(pgsrv.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c',
+        `\\copy logs(doc) FROM '${file}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`], { encoding: 'utf8' });
+      if (copy.status !== 0) throw new Error(`COPY failed: ${copy.stderr}`);
+      pgsrv.sql('CREATE INDEX logs_gin ON logs USING gin (doc)');
+      pgsrv.sql("CREATE INDEX logs_ts ON logs ((doc->>'timestamp'))");
+      pgsrv.sql('VACUUM ANALYZE logs');
+      client = new pg.Client({ host: pgsrv.host, port: pgsrv.port, user: 'postgres', database: 'postgres' });
+      await client.connect();
+    }
+    const iso = (t: number) => new Date(t).toISOString();
+    const mid = HTTP_LOGS_START + HTTP_LOGS_SPAN_MS / 2;
+    const hourFrom = iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000);
+    const pgSql: Record<string, string> = {
+      'floor: GET /': 'SELECT 1',
+      'newest 100 in the last hour': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
+      '5 000-document range fetch': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`,
+    };
+    const rows: [string, (port: number) => Promise<unknown>][] = [
+      ['floor: GET /', (port) => request(port, 'GET', '/', '').then((t) => JSON.parse(t))],
+      ['newest 100 in the last hour', (port) => request(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })).then((t) => JSON.parse(t))],
+      ['5 000-document range fetch', (port) => request(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })).then((t) => JSON.parse(t))],
+    ];
+    const only = flag('only');
+    if (only) rows.splice(0, rows.length, ...rows.filter(([n]) => n.includes(only)));
+    // Both builds must answer the same.
+    for (const [name, run] of rows) {
+      const [a, b] = await Promise.all(ports.map((p) => run(p)));
+      if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${name}: the two builds answer differently`);
+    }
+    const load0 = os.loadavg()[0]!;
+    const out = client
+      ? [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`, '|---|---:|---:|---:|---:|---:|']
+      : [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | a, ms | b, ms | b / a |`, '|---|---:|---:|---:|'];
+    for (const [name, run] of rows) {
+      process.stderr.write(`timing ${name}\n`);
+      const targets: (() => Promise<unknown>)[] = ports.map((p) => () => run(p));
+      if (client) targets.push(() => client!.query(pgSql[name]!));
+      const xs: number[][] = targets.map(() => []);
+      for (let i = 0; i < WARMUPS + RUNS; i++) {
+        // The order alternates too, so no target always runs right after the same other one.
+        const order = targets.map((_, k) => k);
+        if (i % 2) order.reverse();
+        for (const k of order) {
+          const t = process.hrtime.bigint();
+          await targets[k]!();
+          if (i >= WARMUPS) xs[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
+        }
+      }
+      const [a, b, c] = xs.map(median) as [number, number, number?];
+      out.push(`| ${name} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
+    }
+    out.push('', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, builds alternating; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
+    process.stdout.write(out.join('\n') + '\n');
+  } finally {
+    await client?.end();
+    await pgsrv?.stop();
+    for (const p of procs.reverse()) await stop(p);
+    agent.destroy();
+    rmSync(WORK, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`${err.stack ?? err.message}\n`);
+  process.exitCode = 1;
+});
