@@ -51,6 +51,13 @@ export class Store {
   /** Per shard: the HTTP thread's reader of its sealed fractions (plain time-range searches skip the hop). */
   readonly sealedReaders: SealedReader[] = [];
   private next = 0;
+  /**
+   * Per shard thread, which id shard bytes (byte 7 of an id) its documents carry: 1 at [b] when some id with
+   * byte b may be there, or null (not known: ask it for every id). Read from the threads once they opened their
+   * data, then marked before every batch goes out, so it never misses an id a thread holds (dropped fractions
+   * leave their bytes marked: a fetch then asks one thread too many, never one too few).
+   */
+  private readonly idBytes: (Uint8Array | null)[] = [];
 
   constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
     const filename = workerFile();
@@ -76,6 +83,7 @@ export class Store {
         resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
       }));
       this.pending.push(0);
+      this.idBytes.push(null);
     }
   }
 
@@ -85,7 +93,16 @@ export class Store {
 
   /** Waits until every shard worker has opened its shard (replayed its write-ahead file). */
   async ready(): Promise<void> {
-    await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })));
+    await Promise.all(this.pools.map(async (p, i) => {
+      const bytes = (await p.run({}, { name: 'idShards' })) as number[] | null;
+      if (bytes === null) return;
+      const marks = new Uint8Array(256);
+      for (const b of bytes) marks[b] = 1;
+      // Batches sent while the thread was still opening were marked in a table of their own: keep those marks.
+      const before = this.idBytes[i];
+      if (before) for (let b = 0; b < 256; b++) marks[b] ||= before[b]!;
+      this.idBytes[i] = marks;
+    }));
   }
 
   /** The shard that stores (and checks) every document with client id `id`. */
@@ -109,6 +126,7 @@ export class Store {
       this.next = (shard + 1) % this.pools.length;
     }
     this.pending[shard]!++;
+    (this.idBytes[shard] ??= new Uint8Array(256))[(assign ? assign.shard : shard) & 0xff] = 1;
     try {
       return (await this.pools[shard]!.run(
         { buf, offs, now, assign, ...(meta ? { meta: { ids: meta.ids, create: meta.create } } : {}) },
@@ -128,8 +146,22 @@ export class Store {
     return (await Promise.all(this.pools.map((p, i) => this.sealedReaders[i]!.query(q) ?? p.run(q, { name: 'query' })))) as ShardQueryResult[];
   }
 
+  /**
+   * Documents by id, in the order asked. Each id goes only to the shard threads whose documents carry its shard
+   * byte: in single mode the thread that made it (ids are made per thread), in store mode every thread that
+   * stored the proxy shard it names (a proxy's ids carry the cluster shard, not this store's thread).
+   */
   async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<ShardHit[]> {
-    return mergeFetched(ids, (await Promise.all(this.pools.map((p) => p.run({ ids, pipes }, { name: 'fetch' })))) as ShardHit[][]);
+    const lists = this.pools.map((): string[] => []);
+    for (const id of ids) {
+      const b = parseInt(id.slice(12, 14), 16);
+      for (let i = 0; i < lists.length; i++) {
+        const marks = this.idBytes[i];
+        if (!marks || !(b >= 0) || marks[b]) lists[i]!.push(id);
+      }
+    }
+    const parts = await Promise.all(this.pools.map((p, i) => (lists[i]!.length ? p.run({ ids: lists[i], pipes }, { name: 'fetch' }) : [])));
+    return mergeFetched(ids, parts as ShardHit[][]);
   }
 
   async status(): Promise<ShardStatus[]> {

@@ -194,49 +194,58 @@ export class Cluster implements LogBackend {
     return partial ? { ...merged, partial } : merged;
   }
 
+  /** The cluster shard an id names (its shard byte), or -1 when it names none of this cluster's shards. */
+  private homeOf(id: string): number {
+    const b = parseInt(id.slice(12, 14), 16);
+    return b >= 0 && b < this.shards.length ? b : -1;
+  }
+
   /**
-   * Each id goes to the shard its id names (fail-over among that shard's replicas); ids not found there (a batch
-   * that moved to another shard) are asked of every other shard.
+   * Each id goes only to the shard its id names (the proxy made it with that shard's number: fail-over among
+   * that shard's replicas). Ids that name no shard of this cluster (made under another layout, or by a single-mode
+   * process) are asked of every shard. An id its shard does not hold is then asked of the other shards: a batch
+   * whose write moved to another shard kept the ids of the first. Some shard failing gives what the others
+   * answered, marked partial; every shard asked failing is a 502.
    */
   async fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer> {
     const pipe = pipes[0];
-    const fetchFrom = (s: ShardGroup, list: string[]) => this.read(s, (c) => c.fetch({
-      ids: list, fields: pipe?.names ?? [], fields_except: pipe?.except ?? false, has_fields: !!pipe,
-    }));
-    const byShard = new Map<number, string[]>();
-    for (const id of ids) {
-      const s = parseInt(id.slice(12, 14), 16);
-      const home = s < this.shards.length ? s : -1;
-      byShard.set(home, [...(byShard.get(home) ?? []), id]);
-    }
-    const failed: string[] = [];
+    const req = { fields: pipe?.names ?? [], fields_except: pipe?.except ?? false, has_fields: !!pipe };
     const found: ShardHit[][] = [];
-    const toHits = (docs: Awaited<ReturnType<StoreClient['fetch']>>) => docs.map((d) => ({ id: d.id, time: d.time, json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []) }));
-    await Promise.all([...byShard].map(async ([home, list]) => {
-      const targets = home >= 0 ? [this.shards[home]!] : this.shards;
-      for (const s of targets) {
+    const failed = new Map<number, string>();
+    const asked = new Set<number>();
+    const ask = async (lists: string[][]) => {
+      await Promise.all(lists.map(async (list, i) => {
+        if (list.length === 0) return;
+        asked.add(i);
         try {
-          found.push(toHits(await fetchFrom(s, list)));
+          const docs = await this.read(this.shards[i]!, (c) => c.fetch({ ...req, ids: list }));
+          found.push(docs.map((d) => ({ id: d.id, time: d.time, json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []) })));
         } catch (err) {
           if (err instanceof HttpError) throw err;
-          failed.push(`shard ${s.index}: ${message(err)}`);
+          failed.set(i, message(err));
         }
-      }
-    }));
-    let hits = mergeFetched(ids, found);
-    const have = new Set(hits.map((h) => h.id));
-    const missing = ids.filter((id) => !have.has(id) && parseInt(id.slice(12, 14), 16) < this.shards.length);
-    if (missing.length) {
-      const extra = await Promise.allSettled(this.shards.map((s) => fetchFrom(s, missing.filter((id) => parseInt(id.slice(12, 14), 16) !== s.index))));
-      extra.forEach((r) => { if (r.status === 'fulfilled') found.push(toHits(r.value)); });
-      hits = mergeFetched(ids, found);
+      }));
+    };
+    const first = this.shards.map((): string[] => []);
+    for (const id of ids) {
+      const home = this.homeOf(id);
+      if (home >= 0) first[home]!.push(id);
+      else for (const list of first) list.push(id);
     }
-    if (failed.length && hits.length === 0 && ids.length > 0 && failed.length >= byShard.size) {
-      throw new HttpError(502, ErrorCode.Upstream, `every shard asked failed: ${failed.join('; ')}`);
+    await ask(first);
+    const have = new Set(found.flat().map((h) => h.id));
+    const again = this.shards.map((): string[] => []);
+    for (const id of ids) {
+      const home = this.homeOf(id);
+      if (home < 0 || have.has(id) || failed.has(home)) continue;
+      again.forEach((list, i) => { if (i !== home && !failed.has(i)) list.push(id); });
     }
-    return failed.length
-      ? { hits, partial: { failedShards: failed.length, shards: this.shards.length, message: `${failed.length} shard(s) did not answer: ${failed.join('; ')}` } }
-      : { hits };
+    await ask(again);
+    const hits = mergeFetched(ids, found);
+    if (failed.size === 0) return { hits };
+    const detail = [...failed].sort((x, y) => x[0] - y[0]).map(([i, m]) => `shard ${i}: ${m}`).join('; ');
+    if (failed.size === asked.size) throw new HttpError(502, ErrorCode.Upstream, `every shard asked failed: ${detail}`);
+    return { hits, partial: { failedShards: failed.size, shards: this.shards.length, message: `${failed.size} of ${this.shards.length} shards did not answer: ${detail}` } };
   }
 
   async status(): Promise<BackendStatus> {

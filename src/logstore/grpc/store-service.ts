@@ -60,6 +60,16 @@ function offsOf(req: BulkRequest): Int32Array {
 }
 
 /**
+ * A batch's bytes for a shard thread, which is given their ArrayBuffer. grpc-js assembles every received message
+ * in a buffer of its own (Buffer.concat of its frames) and the decoder's `docs` is a view into it, so a message
+ * past Buffer.poolSize (never from the shared pool) is handed over as it is, with no copy; its few other bytes
+ * (the message's other fields) stay with the batch. A smaller one may share a pool buffer: it is copied.
+ */
+function shardBytes(docs: Buffer): Uint8Array {
+  return docs.buffer.byteLength > Buffer.poolSize ? new Uint8Array(docs.buffer, docs.byteOffset, docs.length) : new Uint8Array(docs);
+}
+
+/**
  * Stores a proxy's batch. Documents with client ids go to the local shard of their id's hash (whose thread checks
  * for ids stored already), so a batch of them is split across this store's shards, each document keeping the
  * counter, and so the id, the proxy gave it; the answers are put back in the batch's order.
@@ -71,7 +81,7 @@ async function ingestBatch(store: Store, req: BulkRequest, pairs: Int32Array): P
   const hasIds = req.has_client_id.length === n && req.has_client_id.includes(1);
   // No client ids: the whole batch goes to one shard as it came (one copy of its bytes, which the shard thread
   // is then given: the decoded buffer may share its memory with other messages).
-  if (!hasIds) return store.ingest(new Uint8Array(req.docs), pairs, now, assign);
+  if (!hasIds) return store.ingest(shardBytes(req.docs), pairs, now, assign);
   const idOf = (i: number) => (req.has_client_id[i] ? req.client_ids[i] ?? '' : null);
   const groups = new Map<number, number[]>();
   for (let i = 0; i < n; i++) {

@@ -1,11 +1,13 @@
 // The active fraction: documents kept in memory (and in its write-ahead file) with an in-memory index.
 import type { MappingSpec } from '../mapping.js';
 import { postings as P } from '../../native/index.js';
-import { formatIdTail, idCounter, idTail } from '../doc-time.js';
+import { formatIdTail, idTail } from '../doc-time.js';
 import { ActiveIndex } from './active-index.js';
 import type { DocBatch } from '../../native/doc-indexer.js';
 import type { Column, DocRef, FractionView, TimeOrder } from './fraction-view.js';
 import { ClientIdTable, clientIdHash, docHasClientId } from './client-ids.js';
+
+const HEX24 = /^[0-9a-f]{24}$/;
 
 export class ActiveFraction implements FractionView {
   /** True while documents arrived in (time, id) order (the usual case): then local ids are time-ordered too. */
@@ -17,6 +19,10 @@ export class ActiveFraction implements FractionView {
    *  hold unboxed values, so a large fraction costs the garbage collector nothing per document. */
   readonly times: number[] = [];
   private readonly counters: number[] = [];
+  /** Runs of consecutive id tails: run r starts at local id runLocal[r] with tail runTail[r]. Ids made by one
+   *  counter form one run; a proxy's batches (its counter jumps between batches) one run each. */
+  private readonly runTail: number[] = [];
+  private readonly runLocal: number[] = [];
   private readonly docBatch: number[] = [];
   private readonly docOff: number[] = [];
   private readonly docLen: number[] = [];
@@ -64,6 +70,10 @@ export class ActiveFraction implements FractionView {
     const n = this.times.length;
     const tail = idTail(counter, this.shardNo);
     if (n > 0 && (time < this.times[n - 1]! || (time === this.times[n - 1]! && tail <= this.lastTail))) this.ordered = false;
+    if (n === 0 || tail !== this.lastTail + 1) {
+      this.runTail.push(tail);
+      this.runLocal.push(n);
+    }
     this.lastTail = tail;
     if (doc === null) this.index.addIndexed(batch!, bi);
     else {
@@ -175,11 +185,27 @@ export class ActiveFraction implements FractionView {
     return idTail(this.counters[local]!, this.shardNo);
   }
 
+  /** The shard bytes (byte 7 of a 12-byte id) of this fraction's ids: the local shard's own, or a proxy's. */
+  idShards(): number[] {
+    const out = new Set<number>();
+    for (let r = 0; r < this.runTail.length; r++) {
+      const last = (r + 1 < this.runTail.length ? this.runLocal[r + 1]! : this.times.length) - 1 - this.runLocal[r]! + this.runTail[r]!;
+      for (let b = Math.floor(this.runTail[r]! / 2 ** 40); b <= Math.floor(last / 2 ** 40); b++) out.add(b & 0xff);
+    }
+    return [...out];
+  }
+
+  /** The local id of `id`, or -1: the run that holds its tail, checked by time (runs of two counters may overlap). */
   find(id: string): number {
-    if (this.counters.length === 0 || id.length !== 24) return -1;
-    const local = (idCounter(id) - (this.counters[0]! % 2 ** 40) + 2 ** 40) % 2 ** 40;
-    if (local < this.counters.length && this.id(local) === id) return local;
-    for (let i = 0; i < this.counters.length; i++) if (this.id(i) === id) return i;
+    if (id.length !== 24 || !HEX24.test(id)) return -1;
+    const time = parseInt(id.slice(0, 12), 16);
+    const tail = parseInt(id.slice(12), 16);
+    const runs = this.runTail.length;
+    for (let r = runs - 1; r >= 0; r--) {
+      const local = this.runLocal[r]! + (tail - this.runTail[r]!);
+      const end = r + 1 < runs ? this.runLocal[r + 1]! : this.times.length;
+      if (local >= this.runLocal[r]! && local < end && this.times[local] === time) return local;
+    }
     return -1;
   }
 

@@ -21,6 +21,8 @@ export interface FractionMeta {
   seen?: string[];
   /** Documents with a client `_id` (client-ids.bin exists when > 0); absent from older fractions. */
   clientIds?: number;
+  /** The shard bytes its ids carry (see ActiveFraction.idShards); absent from older fractions (any byte). */
+  idShards?: number[];
 }
 
 export const FILES = {

@@ -173,7 +173,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     format: FRACTION_FORMAT, name: frac.name, docCount: n,
     minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
     rawBytes: frac.rawBytes, blocks, fields, columns, seen: dict.find(([f]) => f === EXISTS_FIELD)?.[1] ?? [],
-    clientIds: frac.clientIds.size,
+    clientIds: frac.clientIds.size, idShards: frac.idShards(),
   };
   const metaBytes = Buffer.from(JSON.stringify(meta));
   put(FILES.meta, metaBytes);

@@ -65,6 +65,10 @@ export function fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {
   return shard.fetch(task.ids, task.pipes);
 }
 
+export function idShards() {
+  return shard.idShards();
+}
+
 export function status() {
   return shard.status();
 }

@@ -348,6 +348,17 @@ export class Shard {
     return { docCount: this.active.docCount, minTime: this.active.minTime, maxTime: this.active.maxTime };
   }
 
+  /** The shard bytes of the ids this shard holds (sealed fractions and the active one), or null when a fraction
+   *  sealed before they were recorded may hold any. */
+  idShards(): number[] | null {
+    const out = new Set(this.active.idShards());
+    for (const { frac } of this.sealed.values()) {
+      if (!frac.meta.idShards) return null;
+      for (const b of frac.meta.idShards) out.add(b);
+    }
+    return [...out];
+  }
+
   status(): ShardStatus {
     const fractions = [...this.sealed.values()].map((s) => s.row);
     fractions.push({

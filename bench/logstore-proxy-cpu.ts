@@ -1,0 +1,161 @@
+// Ingest CPU through a proxy against single mode, in one run: the same http_logs-shaped bulks into single mode
+// and into a proxy over one store (and, with --baseline DIR, the same two on another built checkout), each
+// round starting every process fresh, the targets alternating round by round; CPU (user + system, every thread,
+// every process of the topology, from /proc) per document, medians. Writes bench/results/logstore-proxy-cpu.md.
+// Usage: node dist/bench/logstore-proxy-cpu.js [--docs 200000] [--rounds 5] [--senders 4] [--shards 2] [--baseline DIR]
+// PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the proxy process only, STORE_NODE_ARGS
+// to the store, SINGLE_NODE_ARGS to the single-mode process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { mulberry32 } from '../test/helpers/prng.js';
+import { httpLogsDoc } from './http-logs.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WORK = process.env.BENCH_WORK ? path.resolve(process.env.BENCH_WORK) : path.join(ROOT, 'bench', '.work-proxy-cpu');
+const arg = (name: string, dflt: number) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
+const DOCS = arg('docs', 200_000);
+const ROUNDS = arg('rounds', 5);
+const SENDERS = arg('senders', 4);
+const SHARDS = arg('shards', 2);
+const BASELINE = process.argv.includes('--baseline') ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!) : null;
+const BULK_DOCS = 5000;
+const MAPPING = 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
+
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function post(port: number, body: Buffer): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/_bulk', agent, headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface Proc { child: ChildProcess; port: number; grpc: string }
+
+function start(root: string, dir: string, mode: 'single' | 'store' | 'proxy', shards: number, cluster = ''): Promise<Proc> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'mapping.yaml'), MAPPING);
+  writeFileSync(path.join(dir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
+  const extra = (process.env[mode === 'proxy' ? 'PROXY_NODE_ARGS' : mode === 'store' ? 'STORE_NODE_ARGS' : 'SINGLE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...extra, path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on http [\d.]+:(\d+), debug [\d.]+:\d+, grpc ([\d.]+:\d+)/.exec(out);
+      const st = /listening on grpc ([\d.]+:\d+)/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), grpc: m[2]! });
+      else if (st) resolve({ child, port: 0, grpc: st[1]! });
+    });
+    child.once('exit', (c) => reject(new Error(`log store (${mode}) exited ${c}`)));
+  });
+}
+
+async function stop(p: Proc): Promise<void> {
+  const done = new Promise((r) => p.child.once('exit', r));
+  p.child.kill('SIGTERM');
+  await done;
+}
+
+interface Target { name: string; root: string; proxy: boolean }
+interface Round { cpu: number; proxyCpu: number; sec: number }
+
+async function round(t: Target, bodies: Buffer[], dir: string): Promise<Round> {
+  rmSync(dir, { recursive: true, force: true });
+  const procs: Proc[] = [];
+  let front: Proc;
+  if (t.proxy) {
+    const store = await start(t.root, path.join(dir, 'store'), 'store', SHARDS);
+    procs.push(store);
+    front = await start(t.root, path.join(dir, 'proxy'), 'proxy', 1, `cluster:\n  hot_stores: [${JSON.stringify(store.grpc)}]\n  hot_replicas: 1\n`);
+    procs.unshift(front);
+  } else {
+    front = await start(t.root, path.join(dir, 'single'), 'single', SHARDS);
+    procs.push(front);
+  }
+  try {
+    const cpu0 = procs.map((p) => cpuSeconds(p.child.pid!));
+    const t0 = process.hrtime.bigint();
+    let next = 0;
+    await Promise.all(Array.from({ length: SENDERS }, async () => {
+      while (next < bodies.length) {
+        const r = await post(front.port, bodies[next++]!);
+        if (r.status !== 200 || r.text.includes('"errors":true')) throw new Error(`bulk failed: ${r.status} ${r.text.slice(0, 300)}`);
+      }
+    }));
+    const sec = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpus = procs.map((p, i) => cpuSeconds(p.child.pid!) - cpu0[i]!);
+    return { cpu: cpus.reduce((a, b) => a + b, 0), proxyCpu: t.proxy ? cpus[0]! : 0, sec };
+  } finally {
+    for (const p of procs) await stop(p);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const r = mulberry32(1);
+  const bodies: Buffer[] = [];
+  for (let i = 0; i < DOCS; i += BULK_DOCS) {
+    const lines: string[] = [];
+    for (let k = i; k < Math.min(DOCS, i + BULK_DOCS); k++) lines.push('{"index":{}}', httpLogsDoc(k, DOCS, r));
+    bodies.push(Buffer.from(lines.join('\n') + '\n'));
+  }
+  const targets: Target[] = [{ name: 'single', root: ROOT, proxy: false }, { name: 'proxy + 1 store', root: ROOT, proxy: true }];
+  if (BASELINE) targets.push({ name: 'baseline single', root: BASELINE, proxy: false }, { name: 'baseline proxy + 1 store', root: BASELINE, proxy: true });
+  const loads: number[] = [];
+  const rounds = targets.map((): Round[] => []);
+  for (let k = 0; k < ROUNDS; k++) {
+    for (let i = 0; i < targets.length; i++) {
+      // Rotate the order each round so no target always follows the same one.
+      const ti = (i + k) % targets.length;
+      loads.push(os.loadavg()[0]!);
+      const x = await round(targets[ti]!, bodies, path.join(WORK, `t${ti}`));
+      rounds[ti]!.push(x);
+      process.stderr.write(`round ${k + 1}/${ROUNDS} ${targets[ti]!.name}: ${x.cpu.toFixed(2)} CPU-s (proxy ${x.proxyCpu.toFixed(2)}), ${x.sec.toFixed(1)} s\n`);
+    }
+  }
+  const us = (cpu: number) => (cpu * 1e6) / DOCS;
+  const rows = targets.map((t, i) => {
+    const xs = rounds[i]!;
+    const cpu = median(xs.map((x) => x.cpu));
+    return { t, cpu, proxy: median(xs.map((x) => x.proxyCpu)), all: xs.map((x) => us(x.cpu).toFixed(1)).join(', '), ratios: [] as number[] };
+  });
+  // Per round: the proxy topology's CPU over the single mode's of the same build in the same round.
+  const ratio = (proxyIdx: number, singleIdx: number) => median(rounds[proxyIdx]!.map((x, k) => x.cpu / rounds[singleIdx]![k]!.cpu));
+  const lines = [
+    `${DOCS.toLocaleString('en-US')} http_logs-shaped documents a round in ${BULK_DOCS}-document bulks, ${SENDERS} senders, ${SHARDS} shard threads in the single-mode process and in the store; ` +
+      `${ROUNDS} rounds, every process started fresh each round, targets rotating; load average (1 min) during the rounds ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)} on ${os.cpus().length} CPUs.`,
+    '',
+    '| Target | CPU per document, us (median) | of which the proxy, us | rounds, us per document |',
+    '|---|---:|---:|---|',
+    ...rows.map((x) => `| ${x.t.name} | ${us(x.cpu).toFixed(1)} | ${x.t.proxy ? us(x.proxy).toFixed(1) : '-'} | ${x.all} |`),
+    '',
+    `Proxy + 1 store over single mode, CPU per document (median of the per-round ratios): ${((ratio(1, 0) - 1) * 100).toFixed(0)}%` +
+      (BASELINE ? `; baseline build: ${((ratio(3, 2) - 1) * 100).toFixed(0)}%` : '') + '.',
+  ];
+  const text = lines.join('\n');
+  process.stdout.write(`${text}\n`);
+  writeFileSync(path.join(ROOT, 'bench', 'results', 'logstore-proxy-cpu.md'), `# Ingest CPU through a proxy against single mode (same run)\n\n${text}\n`);
+  rmSync(WORK, { recursive: true, force: true });
+}
+
+main().then(() => agent.destroy(), (err: Error) => {
+  process.stderr.write(`${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
