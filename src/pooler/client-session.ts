@@ -24,6 +24,7 @@ let nextClientId = 1;
 
 const discardReads: ChunkHandler = () => false;
 const EMPTY = Buffer.alloc(0);
+const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 
 export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
 
@@ -121,9 +122,12 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.database = pool.settings.database;
     this.applicationName = applicationName;
     this.pool = pool;
+    // The parameters the greeting was made from (a RELOAD that changed the server may have cleared them since).
+    const reported = pool.serverParams ?? NO_PARAMS;
     const startup = new Map([['user', this.user], ['database', this.database], ['application_name', applicationName]]);
-    if (login.clientEncoding) startup.set('client_encoding', pool.serverParams!.get('client_encoding')!);
-    this.params = new ParamSession(new ClientParams(pool.serverParams!, startup, this.paramHost.tracked()), this.paramHost);
+    const encoding = reported.get('client_encoding');
+    if (login.clientEncoding && encoding !== undefined) startup.set('client_encoding', encoding);
+    this.params = new ParamSession(new ClientParams(reported, startup, this.paramHost.tracked()), this.paramHost);
     this.core.registerClient(this, true);
     this.handOff();
   }

@@ -173,6 +173,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
       socket.destroy();
       return;
     }
+    if (login && !pool) {
+      // Greeted by the relay for a pool this pooler does not know: nothing can serve it.
+      socket.destroy();
+      return;
+    }
     this.loggingIn++;
     if (login && pool) new ClientSession(socket, this, { pool, login });
     else new ClientSession(socket, this);
