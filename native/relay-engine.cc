@@ -11,6 +11,8 @@
 
 #include <openssl/ssl.h>
 
+#include "relay-auth.h"
+
 namespace tidepool {
 namespace relay {
 
@@ -70,11 +72,27 @@ void Relay::Emit(int32_t kind, int32_t a, int32_t b, int32_t c, int32_t d) {
   uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
 }
 
+void Relay::EmitPair(const int32_t first[5], const int32_t second[5]) {
+  if (flushing_ || eventLen_ + 10 > eventCap_) {
+    deferred_.insert(deferred_.end(), first, first + 5);
+    deferred_.insert(deferred_.end(), second, second + 5);
+    if (!flushing_) uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
+    return;
+  }
+  std::memcpy(events_ + eventLen_, first, 5 * sizeof(int32_t));
+  std::memcpy(events_ + eventLen_ + 5, second, 5 * sizeof(int32_t));
+  eventLen_ += 10;
+  uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
+}
+
 void Relay::Flush() {
   if (flushing_ || !callback_) return;
   while (eventLen_ > 0 || !deferred_.empty()) {
     FlushOnce();
     size_t take = deferred_.size() < eventCap_ ? deferred_.size() : eventCap_ - eventCap_ % 5;
+    // A native login's kAccepted stays with the event after it (EmitPair).
+    if (take < deferred_.size() && take >= 5 && deferred_[take - 5] == kAccepted && (deferred_[take] == kLoginOk || deferred_[take] == kLoginFailed) &&
+        deferred_[take + 1] == deferred_[take - 4]) take -= 5;
     if (take) {
       std::memcpy(events_, deferred_.data(), take * sizeof(int32_t));
       deferred_.erase(deferred_.begin(), deferred_.begin() + take);
@@ -210,6 +228,10 @@ bool Relay::FlushOut(Endpoint* ep) {
 }
 
 void Relay::LoginBytes(Endpoint* ep, const uint8_t* buf, size_t len) {
+  if (ep->exchange) {
+    NativeLogin(ep, buf, len);
+    return;
+  }
   ep->interceptIn.append(reinterpret_cast<const char*>(buf), len);
   if (!ep->dataQueued) {
     ep->dataQueued = true;
@@ -272,6 +294,7 @@ void Relay::Lost(Endpoint* ep, int reason) {
 }
 
 void Relay::CloseClient(Endpoint* c, int reason) {
+  if (c->exchange && NativeLoginGone(c)) return;
   Endpoint* s = c->peer;
   bool clean = s ? Clean(c, s) : true;
   if (s) Unlink(c);
@@ -306,6 +329,7 @@ void Relay::Destroy(Endpoint* ep) {
     auto* e = static_cast<Endpoint*>(h->data);
     close(e->closedFd);
     if (e->ssl) SSL_free(e->ssl);  // its BIOs with it
+    if (e->exchange) DeleteExchange(e->exchange);
     if (e->statsRef) napi_delete_reference(e->relay->env_, e->statsRef);
     if (e->appRef) napi_delete_reference(e->relay->env_, e->appRef);
     delete e;

@@ -54,6 +54,10 @@ enum EventKind : int32_t {
   kLoginData = 12,       // client in login: its bytes (decrypted under TLS) wait for relayTake
   kAccepted = 13,        // client in login accepted on one of the relay's listeners (relay-login.cc): port,
                          // listener id << 1 | 1 for IPv4, IPv4 address (host order; relayPeer names an IPv6 one)
+  // A login the relay ran itself (relay-auth.cc) is reported as kAccepted immediately followed by one of these two:
+  kLoginOk = 14,         // client, pool entry, application_name id (relayAppName) << 1 | 1 when client_encoding was sent, BackendKeyData secret
+  kLoginFailed = 15,     // client, pool entry, SQLSTATE index (relayLoginError tells the message)
+  kLoginGone = 16,       // client, listener: it left (or sent Terminate) before its login was reported
 };
 
 /** CloseClient reasons: 0 EOF (or close_notify), 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
@@ -74,6 +78,7 @@ enum Totals { kXact = 0, kQueries = 1, kRecv = 2, kSent = 3, kXactTime = 4, kQue
 
 class Relay;
 struct Listener;
+struct LoginExchange;
 
 /** A socket on the relay: its framing (Framing::server tells the side) and, for a client, what it has in flight. */
 struct Endpoint : Framing, TxCount {
@@ -151,6 +156,8 @@ struct Endpoint : Framing, TxCount {
   // which runs the startup and the password exchange, then turns the endpoint into a relayed client (relayAdopt).
   // A client accepted on the relay's own listener (relay-login.cc) starts here in plaintext; relayStartTls turns on TLS.
   bool login = false;
+  // The relay runs this login's password exchange itself (relay-auth.cc), until it is reported or handed to JavaScript.
+  LoginExchange* exchange = nullptr;
   // Session parameters (src/pooler/session-state/): texts of statements that may change one (ParamStatement),
   // NUL-separated, and flags (1 texts, 2 a statement not seen whole or texts past kParamTextMax, 4 a
   // ParameterStatus reached the client). A client keeps them while unlinked and hands them to the server it links
@@ -206,6 +213,13 @@ class Relay {
   ssize_t Receive(Endpoint* ep, uint8_t* into, size_t size);
   /** Bytes of a client in login (plaintext, or decrypted): kept for JavaScript's relayTake, one kLoginData per take. */
   void LoginBytes(Endpoint* ep, const uint8_t* buf, size_t len);
+  // Native logins (relay-auth.cc).
+  /** Bytes of a login the relay runs: the startup packet, the password messages, then what waits for relayAdopt. */
+  void NativeLogin(Endpoint* ep, const uint8_t* buf, size_t len);
+  /** The client left during a native login: reported as kLoginGone (false when JavaScript already knows it). */
+  bool NativeLoginGone(Endpoint* ep);
+  /** kAccepted and a second event, never split between two batches. */
+  void EmitPair(const int32_t first[5], const int32_t second[5]);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
   void ObserveHist(double* s, int off, double us);
   /** One observation in the log histogram at `off` (src/pooler/log-histogram.ts computes the same bucket). */
@@ -261,6 +275,10 @@ class Relay {
   // Listening sockets on which the relay accepts clients itself (relay-login.cc), by id (one per pooler).
   std::unordered_map<int32_t, Listener*> listeners_;
   int32_t nextListenerId_ = 1;
+  // Native logins (relay-auth.cc): application_name ids, and failure messages (relayLoginError).
+  std::unordered_map<std::string, int32_t> appIds_;
+  std::vector<std::string> appNames_;
+  std::unordered_map<int32_t, std::string> loginErrors_;
 };
 
 }  // namespace relay

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "relay-auth.h"
 #include "relay-engine.h"
 #include "relay-napi.h"
 
@@ -32,7 +33,16 @@ struct Listener {
   int keepAliveSecs = 0;
   bool closing = false;
   int open = 2;  // handles not yet closed (poll, retry): the memory goes with the last
+  // The logins the relay runs itself (relay-auth.cc), null when JavaScript runs every login.
+  std::shared_ptr<const AuthTable> auth;
 };
+
+bool SetListenerAuth(Relay* r, int32_t listener, std::shared_ptr<const AuthTable> table) {
+  auto it = r->listeners_.find(listener);
+  if (it == r->listeners_.end()) return false;
+  it->second->auth = std::move(table);
+  return true;
+}
 
 namespace {
 
@@ -86,7 +96,19 @@ void OnListenPoll(uv_poll_t* h, int status, int) {
     } else if (addr.ss_family == AF_INET6) {
       port = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
     }
-    r->Emit(kAccepted, c->id, port, (l->id << 1) | (isV4 ? 1 : 0), v4);
+    if (l->auth) {
+      // The relay runs the login (relay-auth.cc): JavaScript hears of the client when it is in, refused, or handed on.
+      auto* x = new LoginExchange();
+      x->table = l->auth;
+      x->listener = l->id;
+      x->port = port;
+      x->isV4 = isV4;
+      x->v4 = v4;
+      c->exchange = x;
+      l->auth->slots[2]++;
+    } else {
+      r->Emit(kAccepted, c->id, port, (l->id << 1) | (isV4 ? 1 : 0), v4);
+    }
     // The startup packet usually came with the connection: read it now rather than after another poll.
     r->OnReadable(c);
   }

@@ -22,6 +22,9 @@ void InitRelayTls(Napi::Env env, Napi::Object exports);
 /** Registers relayListen, relayUnlisten and relayPeer (relay-login.cc). */
 void InitRelayLogin(Napi::Env env, Napi::Object exports);
 
+/** Registers relayAuthSet, relayAppName, relayLoginError and relayLoginKey (relay-auth.cc). */
+void InitRelayAuth(Napi::Env env, Napi::Object exports);
+
 /** The relayed-client options relayAddClient and relayAdopt share, from info[1..6] (stats: Float64Array, maxMessage,
  *  initial?, divert?, app?: Float64Array(8), pinMask?): false (nothing changed) when stats or maxMessage is missing. */
 bool ReadClientOptions(const Napi::CallbackInfo& info, double** stats);

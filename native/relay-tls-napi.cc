@@ -13,6 +13,7 @@
 #include <string>
 
 #include "relay-engine.h"
+#include "relay-auth.h"
 #include "relay-napi.h"
 #include "relay-tls.h"
 
@@ -241,6 +242,10 @@ Napi::Value RelayAdopt(const Napi::CallbackInfo& info) {
   Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
   if (!c || c->dead || c->server || !c->login || c->fd < 0) return Napi::Boolean::New(env, false);
   c->login = false;
+  if (c->exchange) {
+    relay::DeleteExchange(c->exchange);
+    c->exchange = nullptr;
+  }
   ApplyClientOptions(info, c, stats);
   std::string first;
   uint8_t* data = nullptr;

@@ -458,6 +458,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   InitRelayStateScan(env, exports);
   InitRelayTls(env, exports);
   InitRelayLogin(env, exports);
+  InitRelayAuth(env, exports);
 }
 
 }  // namespace tidepool

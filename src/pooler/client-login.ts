@@ -84,7 +84,7 @@ const loginPrefixes = new WeakMap<ReadonlyMap<string, string>, Buffer>();
 
 /** AuthenticationOk and the pool's ParameterStatus messages (but application_name, which is the
  * client's own), built once per parameter set: every login sends the same bytes. */
-function loginPrefix(params: ReadonlyMap<string, string>): Buffer {
+export function loginPrefix(params: ReadonlyMap<string, string>): Buffer {
   let b = loginPrefixes.get(params);
   if (!b) {
     const parts = [writeAuthenticationOk()];

@@ -6,6 +6,7 @@ import { FrameStream, ALL_TYPES, type MessageHandler } from '../protocol/frame-s
 import { writeErrorResponse } from '../protocol/writer.js';
 import type { Pooler } from './pooler.js';
 import type { Pool, PoolWaiter } from './pool.js';
+import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
 import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js';
 import type { ChunkHandler } from './read-buffer.js';
@@ -22,6 +23,8 @@ import { ParamSession, type ParamSessionHost } from './session-state/param-sessi
 let nextClientId = 1;
 
 const discardReads: ChunkHandler = () => false;
+const EMPTY = Buffer.alloc(0);
+const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 
 export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
 
@@ -32,7 +35,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
    * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
    * pooler's own either way: cancels come to the pooler, which forwards them with the server's key. */
   cancelPid: number;
-  readonly cancelSecret = randomBytesPooled(4);
+  readonly cancelSecret: Buffer;
   state: ClientState = 'startup';
   database = '';
   user = '';
@@ -67,12 +70,24 @@ export class ClientSession implements ServerOwner, PoolWaiter {
    * terminates it). */
   socket: net.Socket | NativeTlsSocket;
 
-  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint). */
-  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler) {
+  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
+   * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
+  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
     const socket = accepted;
     this.socket = socket;
-    this.cancelPid = this.id;
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
+    socket.on('error', this.onSocketError);
+    socket.on('close', this.onSocketClose);
+    if (native) {
+      this.cancelPid = native.login.cancelPid;
+      this.cancelSecret = native.login.cancelSecret;
+      this.login = null;
+      this.handler = discardReads;
+      this.nativeLoggedIn(native.pool, native.login);
+      return;
+    }
+    this.cancelPid = this.id;
+    this.cancelSecret = randomBytesPooled(4);
     this.login = new ClientLogin({
       id: this.id, addr: this.addr, ip: socket.remoteAddress ?? '',
       write: (data) => { this.socket.write(data); },
@@ -96,8 +111,25 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     }, core, (result) => this.loginOk(result));
     this.handler = this.onStartupChunk;
     if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
-    socket.on('error', this.onSocketError);
-    socket.on('close', this.onSocketClose);
+  }
+
+  /** The relay checked the password and sent the greeting (a transaction-mode pool, no startup parameter but user,
+   * database, application_name and the pool's client_encoding): what loginOk and greetLogin would have set, then the relay takes the client. */
+  private nativeLoggedIn(pool: Pool, login: NativeLoginOk): void {
+    const applicationName = login.applicationName;
+    this.state = 'idle';
+    this.user = pool.settings.user;
+    this.database = pool.settings.database;
+    this.applicationName = applicationName;
+    this.pool = pool;
+    // The parameters the greeting was made from (a RELOAD that changed the server may have cleared them since).
+    const reported = pool.serverParams ?? NO_PARAMS;
+    const startup = new Map([['user', this.user], ['database', this.database], ['application_name', applicationName]]);
+    const encoding = reported.get('client_encoding');
+    if (login.clientEncoding && encoding !== undefined) startup.set('client_encoding', encoding);
+    this.params = new ParamSession(new ClientParams(reported, startup, this.paramHost.tracked()), this.paramHost);
+    this.core.registerClient(this, true);
+    this.handOff();
   }
 
   // ---- startup and authentication ----
@@ -107,7 +139,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   private readonly onStartupChunk = (chunk: Buffer): boolean => {
     // A chunk from a ReadBuffer is reused after this returns; the addon's (relayTake) are the login's own.
-    this.login.feed(this.socket instanceof NativeTlsSocket ? chunk : Buffer.from(chunk));
+    this.login?.feed(this.socket instanceof NativeTlsSocket ? chunk : Buffer.from(chunk));
     return false;
   };
 
@@ -146,14 +178,14 @@ export class ClientSession implements ServerOwner, PoolWaiter {
         this.tls = description;
         this.core.counters.tls++;
         this.handler = this.onStartupChunk;
-        this.login.tlsReady(result);
+        this.login?.tlsReady(result);
       },
       fatal: (sqlstate, message) => this.fatal(sqlstate, message),
     }, settings, initial);
   }
 
-  /** Startup packets and the password exchange (client-login.ts). */
-  private readonly login: ClientLogin;
+  /** Startup packets and the password exchange (client-login.ts); null when the native relay ran the login. */
+  private readonly login: ClientLogin | null;
   protocol32 = false;
 
   /** The client proved who it is (client-login.ts): greet it, then relay. The greeting is written in the same call
@@ -223,7 +255,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   }
 
   private serveAdmin(): void {
-    const rest = this.login.takeRest();
+    const rest = this.login?.takeRest() ?? EMPTY;
     this.adminFrames = new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete));
     this.handler = this.onAdminData;
     if (rest.length) this.onAdminData(rest);
@@ -248,7 +280,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const conn = { socket: this.socket, read: (h: ChunkHandler) => { this.handler = h; } };
     const pool = this.pool!;
     const maxMessageSize = this.core.config.general.max_message_size;
-    const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login.takeRest() };
+    const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login?.takeRest() ?? EMPTY };
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (pool.interner && pool.settings.mode === 'transaction') {
       // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.

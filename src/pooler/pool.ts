@@ -35,6 +35,8 @@ export class Pool {
   private readonly serverCacheSize: number;
   /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
   serverParams: Map<string, string> | null = null;
+  /** Called when serverParams becomes known (the pooler gives the native relay the pool's greeting then). */
+  onParamsKnown: (() => void) | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */
   scramCredential: ScramCredential | null = null;
   private pauseWaiters: (() => void)[] = [];
@@ -355,6 +357,7 @@ export class Pool {
         if (!this.serverParams) {
           this.serverParams = new Map(s.params);
           for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
+          this.onParamsKnown?.();
         }
         this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'server connection ready');
         this.release(s, true);

@@ -21,7 +21,8 @@ import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
 import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
-import type { NativeRelay } from './relay/native.js';
+import type { NativeAcceptor, NativeLoginOk, NativeRelay } from './relay/native.js';
+import { NativeLogins } from './native-logins.js';
 import type { NativeTlsSocket } from './relay/native-tls.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
@@ -47,8 +48,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   private readonly byCancelPid = new Map<number, ClientSession[]>();
   readonly startedAt = new Date();
   readonly log: Logger;
-  /** connections: accepted; tls: of them, those that completed a TLS handshake. */
-  readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0 };
+  /** connections: accepted; tls: of them, those that completed a TLS handshake; nativeLogins / jsLogins: logins that
+   * succeeded, by who ran the password exchange (the native relay, or client-login.ts). */
+  readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0, nativeLogins: 0, jsLogins: 0 };
+  /** The logins the native relay runs itself (native-logins.ts). */
+  readonly nativeLogins = new NativeLogins(this);
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
   /** Users not in the config, checked against secrets fetched by auth_query, each with a pool of its own. */
@@ -133,28 +137,51 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.server.on('error', (err) => this.log.error({ err: err.message }, 'listener error'));
     // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
     // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
-    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, this.acceptNative) ?? 0 : 0;
+    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, this.acceptor) ?? 0 : 0;
     if (listener > 0) {
       this.nativeListener = listener;
       this.nativePort = (this.server.address() as net.AddressInfo).port;
       this.server.close();
       this.server = null;
+      this.nativeLogins.listening(listener);
     }
     this.timer = setInterval(() => this.maintain(), 1000);
     this.timer.unref();
     this.log.info({ host, port: this.port }, 'pooler listening');
   }
 
-  /** A client the native relay accepted (NativeRelay.listen): its login runs on the addon's endpoint. */
-  private readonly acceptNative = (socket: NativeTlsSocket): void => {
+  /** Clients the native relay accepted (NativeRelay.listen): their logins run on the addon's endpoint, in JavaScript
+   * or, for the users of nativeLogins, in the relay itself. */
+  private readonly acceptor: NativeAcceptor = {
+    accept: (socket, login) => this.acceptNative(socket, login),
+    loginFailed: (address, port, entry, sqlstate, message) => {
+      this.counters.connections++;
+      this.counters.errors++;
+      const pool = this.nativeLogins.pool(entry);
+      if (sqlstate !== SqlState.ProtocolViolation) {
+        this.log.info({ user: pool?.settings.user, database: pool?.settings.database, addr: `${address}:${port}` }, 'client authentication failed');
+      }
+      this.events.loginFailure(`client ${address}:${port}: ${message} (SQLSTATE ${sqlstate})`);
+    },
+    loginGone: () => { this.counters.connections++; },
+  };
+
+  private acceptNative(socket: NativeTlsSocket, login: NativeLoginOk | null): void {
     this.counters.connections++;
+    const pool = login ? this.nativeLogins.loggedIn(login, socket.id) : null;
     if (this.shuttingDown) {
       socket.destroy();
       return;
     }
+    if (login && !pool) {
+      // Greeted by the relay for a pool this pooler does not know: nothing can serve it.
+      socket.destroy();
+      return;
+    }
     this.loggingIn++;
-    new ClientSession(socket, this);
-  };
+    if (login && pool) new ClientSession(socket, this, { pool, login });
+    else new ClientSession(socket, this);
+  }
 
   private accept(accepted: net.Socket): void {
     this.counters.connections++;
@@ -275,6 +302,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
 
   private addPool(db: string, coordinator: Coordinator, settings: PoolSettings): Pool {
     const pool = new Pool(settings, this.logs.get('pooler::pool'));
+    pool.onParamsKnown = () => this.nativeLogins.queue();
     pool.coordinator = coordinator;
     coordinator.pools.add(pool);
     const label = `${db}/${settings.user}`;
@@ -345,9 +373,12 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     return this.clients.size + 1;
   }
 
-  registerClient(c: ClientSession): void {
+  registerClient(c: ClientSession, native = false): void {
     this.loggingIn--;
     this.clients.add(c);
+    this.nativeLogins.clients(this.clients.size);
+    if (native) this.counters.nativeLogins++;
+    else this.counters.jsLogins++;
     this.addCancelKey(c);
     if (c.isAdmin) attachAdminConsole(this, c);
     if (this.log.isLevelEnabled('debug')) this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
@@ -356,6 +387,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   unregisterClient(c: ClientSession): void {
     // A connection that closed before its login completed was never registered.
     if (!this.clients.delete(c)) this.loggingIn--;
+    this.nativeLogins.clients(this.clients.size);
     this.dropCancelKey(c);
   }
 
@@ -502,6 +534,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
     this.applyPools(next);
+    this.nativeLogins.push();
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
     let msg = restartNeeded.length ? `RELOAD done; needs a restart to apply: ${restartNeeded.join(', ')}` : 'RELOAD done';

@@ -118,7 +118,7 @@ export interface PoolerSnapshot {
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
   readonly apps: readonly AppSnapshot[];
-  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly loggingIn: number };
+  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly nativeLogins: number; readonly jsLogins: number; readonly loggingIn: number };
   readonly events: readonly PoolerEvent[];
 }
 
@@ -213,7 +213,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
 
   return {
     takenAt: now, pools, clients, servers, coordinators, apps,
-    counters: { ...p.counters, loggingIn: p.loggingIn }, events: p.events.list(),
+    counters: { ...p.counters, loggingIn: p.loggingIn + p.nativeLogins.underWay }, events: p.events.list(),
   };
 }
 

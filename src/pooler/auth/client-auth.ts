@@ -8,7 +8,7 @@ import {
   writeAuthenticationSASLContinue, writeAuthenticationSASLFinal,
 } from '../../protocol/writer.js';
 import { md5Inner, verifyMd5 } from './md5.js';
-import { ScramServer, cachedScramSecret, clientKeyFrom, saltedPassword, secretFromPassword, type ScramSecret } from './scram.js';
+import { ScramMalformed, ScramServer, cachedScramSecret, clientKeyFrom, saltedPassword, secretFromPassword, type ScramSecret } from './scram.js';
 import { createHash } from 'node:crypto';
 
 export type AuthType = 'scram-sha-256' | 'md5' | 'plain' | 'trust';
@@ -21,7 +21,7 @@ const derivedSecrets = new Map<string, ScramSecret>();
 const NO_SALT = Buffer.alloc(0);
 
 /** SCRAM secret for a plaintext password, derived once per process (PBKDF2 is slow on purpose). */
-function scramSecretFor(password: string): ScramSecret {
+export function scramSecretFor(password: string): ScramSecret {
   let s = derivedSecrets.get(password);
   if (!s) {
     s = secretFromPassword(password);
@@ -113,6 +113,8 @@ export class ClientAuth {
       const configured = cachedScramSecret(this.secret);
       return { reply: writeAuthenticationSASLFinal(final), result: { ok: true, clientKey: this.scram!.clientKey, scramSecret: configured } };
     } catch (err) {
+      // A message that does not parse is the caller's 08P01; a wrong proof is a wrong password.
+      if (err instanceof ScramMalformed) throw err;
       return { result: this.failed() };
     }
   }

@@ -65,6 +65,10 @@ function attrs(msg: string): Map<string, string> {
 }
 
 export class ScramError extends Error {}
+/** A client's SCRAM message that does not parse (08P01), as against a wrong proof (28P01). */
+export class ScramMalformed extends ScramError {}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 const saltTexts = new WeakMap<ScramSecret, string>();
 
@@ -91,11 +95,11 @@ export class ScramServer {
   /** client-first-message -> server-first-message. */
   start(clientFirst: string): string {
     const gs2 = /^([ny]|p=[^,]*),([^,]*),(.*)$/.exec(clientFirst);
-    if (!gs2) throw new ScramError('malformed SCRAM client-first-message');
-    if (gs2[1]!.startsWith('p')) throw new ScramError('SCRAM channel binding is not supported');
+    if (!gs2) throw new ScramMalformed('malformed SCRAM client-first-message');
+    if (gs2[1]!.startsWith('p')) throw new ScramMalformed('SCRAM channel binding is not supported');
     this.clientFirstBare = gs2[3]!;
     const cnonce = attrs(this.clientFirstBare).get('r');
-    if (!cnonce) throw new ScramError('SCRAM client-first-message has no nonce');
+    if (!cnonce) throw new ScramMalformed('SCRAM client-first-message has no nonce');
     this.nonce = cnonce + randomBytesPooled(18).toString('base64');
     this.serverFirst = `r=${this.nonce},${saltAndIterations(this.secret)}`;
     return this.serverFirst;
@@ -105,11 +109,12 @@ export class ScramServer {
   finish(clientFinal: string): string {
     const a = attrs(clientFinal);
     const proofB64 = a.get('p');
-    if (!proofB64 || a.get('r') !== this.nonce) throw new ScramError('malformed SCRAM client-final-message');
-    const withoutProof = clientFinal.slice(0, clientFinal.lastIndexOf(',p='));
-    const authMessage = `${this.clientFirstBare},${this.serverFirst},${withoutProof}`;
+    const cut = clientFinal.lastIndexOf(',p=');
+    // A proof that is not 32 bytes of standard base64 is a malformed message, as the nonce's echo missing is.
+    if (!proofB64 || a.get('r') !== this.nonce || cut < 0 || !BASE64.test(proofB64)) throw new ScramMalformed('malformed SCRAM client-final-message');
     const proof = Buffer.from(proofB64, 'base64');
-    if (proof.length !== 32) throw new ScramError('password authentication failed');
+    if (proof.length !== 32) throw new ScramMalformed('malformed SCRAM client-final-message');
+    const authMessage = `${this.clientFirstBare},${this.serverFirst},${clientFinal.slice(0, cut)}`;
     const clientKey = xor(proof, hmac(this.secret.storedKey, authMessage));
     if (!timingSafeEqual(sha256(clientKey), this.secret.storedKey)) throw new ScramError('password authentication failed');
     this.clientKey = clientKey;

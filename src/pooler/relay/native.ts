@@ -29,7 +29,39 @@ interface RelayAddon extends TlsAddon {
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number): number;
   relayUnlisten(listener: number): void;
   relayPeer(id: number): string;
+  relayAuthSet(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): boolean;
+  relayAppName(id: number): string;
+  relayLoginError(id: number): string;
+  relayLoginKey(id: number): Buffer | undefined;
 }
+
+/** A user whose login the relay runs itself (native/relay-auth.cc): one per (database, user) of a transaction-mode pool
+ * whose greeting is known. `entry` is the caller's index of the pool, reported back with each login. */
+export type NativeLoginUser = { entry: number; database: string; user: string; greeting: Uint8Array; clientEncoding?: string } & (
+  { md5: string } | { iterations: number; salt: Uint8Array; storedKey: Uint8Array; serverKey: Uint8Array });
+
+/** A login the relay ran: the pool entry, the client's application_name, its BackendKeyData (pid: the relay's id). */
+export interface NativeLoginOk {
+  entry: number;
+  applicationName: string;
+  /** The startup packet named client_encoding (with the pool's own value). */
+  clientEncoding: boolean;
+  cancelPid: number;
+  cancelSecret: Buffer;
+}
+
+/** Where the clients of one listener go (NativeRelay.listen). */
+export interface NativeAcceptor {
+  /** A client whose login JavaScript runs (`login` null), or one the relay logged in itself. */
+  accept(socket: NativeTlsSocket, login: NativeLoginOk | null): void;
+  /** The relay refused a login it ran (the FATAL error is sent, the connection closed). */
+  loginFailed(address: string, port: number, entry: number, sqlstate: string, message: string): void;
+  /** A client left during a login the relay ran. */
+  loginGone(): void;
+}
+
+/** kLoginFailed's SQLSTATE index (relay-auth.cc). */
+const LOGIN_SQLSTATES = ['28P01', '08P01', '28000'];
 
 const enum RelayEvent {
   NeedServer = 1,
@@ -45,6 +77,9 @@ const enum RelayEvent {
   TlsReady = 11,
   LoginData = 12,
   Accepted = 13,
+  LoginOk = 14,
+  LoginFailed = 15,
+  LoginGone = 16,
 }
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
@@ -310,12 +345,34 @@ export class NativeRelay implements Relay {
    * login, given to `onAccept` as a NativeTlsSocket (plaintext until its login asks for TLS), and no Node socket is
    * made for it. The caller closes `server` afterwards (the relay keeps a duplicate of its descriptor). Returns the
    * listener's id for unlisten, or 0 when the descriptor cannot be had. */
-  listen(server: net.Server, noDelay: boolean, keepAliveMs: number, onAccept: (socket: NativeTlsSocket) => void): number {
+  listen(server: net.Server, noDelay: boolean, keepAliveMs: number, acceptor: NativeAcceptor): number {
     const fd = (server as net.Server & { _handle?: { fd?: number } | null })._handle?.fd;
     if (typeof fd !== 'number' || fd < 0) return 0;
     const id = this.a.relayListen(fd, noDelay, Math.max(1, Math.round(keepAliveMs / 1000)));
-    this.acceptors.set(id, onAccept);
+    this.acceptors.set(id, acceptor);
     return id;
+  }
+
+  /** The logins the relay runs itself on `listener` from now on (null: JavaScript runs every login). `slots`: the
+   * caller's Int32Array(4) — [0] its client count and [1] the native logins it has counted, kept by the caller; [2]
+   * native logins under way and [3] native logins reported, kept by the relay. `sslRefused`: the relay answers an
+   * SSLRequest N itself (no client TLS). */
+  setLogins(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): void {
+    this.a.relayAuthSet(listener, maxConnections, slots, users, sslRefused);
+  }
+
+  /** The SCRAM ClientKey a natively logged-in client proved (until the relay adopts it), or null. */
+  loginKey(id: number): Buffer | null {
+    return this.a.relayLoginKey(id) ?? null;
+  }
+
+  /** application_name by the relay's id for it. */
+  private readonly appNames: string[] = [];
+
+  private appName(id: number): string {
+    let name = this.appNames[id];
+    if (name === undefined) this.appNames[id] = name = this.a.relayAppName(id);
+    return name;
   }
 
   /** Stops accepting on `listener` (its connected clients stay). */
@@ -325,14 +382,26 @@ export class NativeRelay implements Relay {
   }
 
   /** Who gets the clients of each listener (one per pooler in this process). */
-  private readonly acceptors = new Map<number, (socket: NativeTlsSocket) => void>();
+  private readonly acceptors = new Map<number, NativeAcceptor>();
 
-  private accepted(id: number, port: number, listenerV4: number, v4: number): void {
+  /** kAccepted, and with `login` the event that followed it (kLoginOk, kLoginFailed: relay-auth.cc). */
+  private accepted(id: number, port: number, listenerV4: number, v4: number, login?: { kind: number; entry: number; c: number; d: number }): void {
     const address = (listenerV4 & 1) === 1 ? `${v4 >>> 24}.${(v4 >>> 16) & 0xff}.${(v4 >>> 8) & 0xff}.${v4 & 0xff}` : this.a.relayPeer(id);
+    const acceptor = this.acceptors.get(listenerV4 >>> 1);
+    if (login?.kind === RelayEvent.LoginFailed) {
+      const message = this.a.relayLoginError(id);
+      acceptor?.loginFailed(address, port, login.entry, LOGIN_SQLSTATES[login.c] ?? '08P01', message);
+      return;
+    }
     const socket = this.logins.accepted(id, address, port);
-    const onAccept = this.acceptors.get(listenerV4 >>> 1);
-    if (onAccept) onAccept(socket);
-    else socket.destroy();
+    if (!acceptor) {
+      socket.destroy();
+      return;
+    }
+    if (!login) return acceptor.accept(socket, null);
+    const secret = Buffer.allocUnsafe(4);
+    secret.writeInt32BE(login.d, 0);
+    acceptor.accept(socket, { entry: login.entry, applicationName: this.appName(login.c >>> 1), clientEncoding: (login.c & 1) === 1, cancelPid: id, cancelSecret: secret });
   }
 
   /** An OpenSSL context for startTls (see nativeTlsContext). */
@@ -462,8 +531,19 @@ export class NativeRelay implements Relay {
           case RelayEvent.LoginData:
             this.logins.data(id);
             break;
-          case RelayEvent.Accepted:
-            this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!);
+          case RelayEvent.Accepted: {
+            // A login the relay ran comes as kAccepted and its outcome, always side by side (EmitPair).
+            const next = i + 5 < end ? batch[i + 5]! : 0;
+            if ((next === RelayEvent.LoginOk || next === RelayEvent.LoginFailed) && batch[i + 6] === id) {
+              this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!, { kind: next, entry: batch[i + 7]!, c: batch[i + 8]!, d: batch[i + 9]! });
+              i += 5;
+            } else {
+              this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!);
+            }
+            break;
+          }
+          case RelayEvent.LoginGone:
+            this.acceptors.get(batch[i + 2]!)?.loginGone();
             break;
           case RelayEvent.BadLength:
             this.clients.get(id)?.events.onBadLength(batch[i + 2]!);

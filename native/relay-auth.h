@@ -1,0 +1,69 @@
+// Logins run by the relay itself (relay-auth.cc): the md5 and SCRAM-SHA-256 exchanges for users whose secret
+// JavaScript pushed up front, with the pool's greeting bytes, so a login costs JavaScript one event.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <node_api.h>
+
+namespace tidepool {
+namespace relay {
+
+/** One user of one database whose login the relay may run (a transaction-mode pool whose greeting is known). */
+struct AuthUser {
+  int32_t entry = 0;       // JavaScript's index of the pool
+  std::string user;
+  bool scram = false;
+  std::string md5Inner;    // md5: the 32 hex digits of md5(password + user)
+  int32_t iterations = 0;  // SCRAM-SHA-256
+  std::string saltB64;
+  uint8_t storedKey[32];
+  uint8_t serverKey[32];
+  std::string greeting;    // AuthenticationOk and the pool's ParameterStatus messages but application_name
+  bool hasEncoding = false;
+  std::string clientEncoding;  // the pool's reported client_encoding: a startup packet may name it, and no other value
+};
+
+/** What a listener's logins are checked against, replaced whole by relayAuthSet (RELOAD, a pool's parameters). */
+struct AuthTable {
+  std::unordered_map<std::string, AuthUser> users;  // "database\0user"
+  int32_t maxConnections = 0;
+  bool sslRefused = false;  // client_tls_sslmode disable: an SSLRequest is answered N (else JavaScript runs TLS)
+  // The pooler's Int32Array(4): [0] its client count and [1] the native logins it has counted (written by JavaScript),
+  // [2] native logins under way and [3] native logins reported (written here); held by `slotsRef`.
+  int32_t* slots = nullptr;
+  napi_env env = nullptr;
+  napi_ref slotsRef = nullptr;
+  AuthTable() = default;
+  AuthTable(const AuthTable&) = delete;
+  AuthTable& operator=(const AuthTable&) = delete;
+  ~AuthTable() {
+    if (slotsRef) napi_delete_reference(env, slotsRef);
+  }
+};
+
+/** One client's login while the relay runs it. Bytes are kept until the exchange has sent its first reply, so that a
+ *  login the relay does not take (another startup packet, key or user) goes to JavaScript as if nothing happened. */
+struct LoginExchange {
+  std::shared_ptr<const AuthTable> table;
+  int32_t listener = 0, port = 0, v4 = 0;
+  bool isV4 = false;
+  enum Phase : uint8_t { kStartup, kMd5, kScramFirst, kScramFinal, kDone } phase = kStartup;
+  std::string in;
+  const AuthUser* user = nullptr;
+  std::string app;
+  uint8_t salt[4];
+  std::string clientFirstBare, serverFirst, nonce;
+  uint8_t clientKey[32];
+  bool hasClientKey = false;
+  bool sentEncoding = false;  // the startup packet named client_encoding
+};
+
+void DeleteExchange(LoginExchange* x);
+
+}  // namespace relay
+}  // namespace tidepool

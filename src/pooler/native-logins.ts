@@ -1,0 +1,129 @@
+// The logins the native relay runs itself (native/relay-auth.cc): which users it may take, their secrets and greetings.
+import type { PoolerConfig } from '../config/pooler.js';
+import { chooseMethod, scramSecretFor } from './auth/client-auth.js';
+import { md5Inner } from './auth/md5.js';
+import { cachedScramSecret, type ScramSecret } from './auth/scram.js';
+import { loginPrefix } from './client-login.js';
+import type { Pool } from './pool.js';
+import type { NativeLoginOk, NativeLoginUser, NativeRelay } from './relay/native.js';
+import type { TlsSettings } from './tls/tls-settings.js';
+
+/** What the table is made from: the pooler's configuration, pools and TLS settings. */
+export interface NativeLoginHost {
+  readonly config: PoolerConfig;
+  readonly tls: TlsSettings;
+  readonly hba: unknown;
+  readonly nativeTls: NativeRelay | null;
+  pool(database: string, user: string): Pool | null;
+}
+
+/** Admin console databases: their logins are always JavaScript's. */
+const ADMIN = new Set(['tidepool', 'pgbouncer']);
+
+/** Each user of a transaction-mode pool whose greeting is known (its first server told its parameters), with an md5 or
+ * SCRAM secret, while no auth_hba_file and no client TLS requirement apply, logs in inside the relay: JavaScript hears
+ * one event per login. Everything else (auth_query, hba rules, trust and plain, session mode, the admin console, TLS,
+ * other startup parameters, max_connections reached) stays with client-login.ts, chosen per login by the relay.
+ * TIDEPOOL_NATIVE_LOGIN=0 (read at start) turns it off. */
+export class NativeLogins {
+  /** Shared with the relay: [0] clients, [1] native logins counted here, [2] native logins under way, [3] native
+   * logins the relay reported (see NativeRelay.setLogins). */
+  private readonly slots = new Int32Array(4);
+  /** Pools by the entry number the relay reports logins with (stable for the pool's life), and the SCRAM secret of
+   * each entry whose user is configured with one (the pool logs in to PostgreSQL with the key a client proved). */
+  private readonly pools: Pool[] = [];
+  private readonly entries = new Map<Pool, number>();
+  private readonly scram: (ScramSecret | null)[] = [];
+  private listener = 0;
+  private queued = false;
+  private readonly on = process.env.TIDEPOOL_NATIVE_LOGIN !== '0';
+
+  constructor(private readonly host: NativeLoginHost) {}
+
+  /** Logins the relay has under way (SHOW LISTS login_clients counts them). */
+  get underWay(): number {
+    return this.slots[2]!;
+  }
+
+  /** The pooler's client count changed. */
+  clients(n: number): void {
+    this.slots[0] = n;
+  }
+
+  /** The relay accepts on `listener` from now on. */
+  listening(listener: number): void {
+    this.listener = listener;
+    this.push();
+  }
+
+  /** The table goes to the relay again after this turn (a pool learned its server's parameters). */
+  queue(): void {
+    if (this.queued || !this.listener) return;
+    this.queued = true;
+    queueMicrotask(() => this.push());
+  }
+
+  /** Gives the relay the table now (at listen, on RELOAD). */
+  push(): void {
+    this.queued = false;
+    const relay = this.host.nativeTls;
+    if (!this.listener || !relay) return;
+    relay.setLogins(this.listener, this.host.config.general.max_connections, this.slots, this.users(), this.host.tls.client.mode === 'disable');
+  }
+
+  pool(entry: number): Pool | null {
+    return this.pools[entry] ?? null;
+  }
+
+  /** A login the relay ran: its pool (null if unknown), which takes the client's SCRAM key when it logs in with it. */
+  loggedIn(login: NativeLoginOk, id: number): Pool | null {
+    this.slots[1]++;
+    const pool = this.pools[login.entry] ?? null;
+    const secret = this.scram[login.entry];
+    const current = pool?.scramCredential;
+    if (pool && secret && !(current && 'secret' in current && current.secret === secret)) {
+      const clientKey = this.host.nativeTls?.loginKey(id);
+      if (clientKey) pool.scramCredential = { clientKey, secret };
+    }
+    return pool;
+  }
+
+  private users(): NativeLoginUser[] | null {
+    const { config, tls, hba } = this.host;
+    const mode = tls.client.mode;
+    if (!this.on || hba || !(mode === 'disable' || mode === 'allow' || mode === 'prefer')) return null;
+    const authType = config.general.auth_type;
+    const users: NativeLoginUser[] = [];
+    for (const [database, pc] of Object.entries(config.pools)) {
+      if (ADMIN.has(database)) continue;
+      for (const u of pc.users) {
+        const pool = this.host.pool(database, u.username);
+        if (!pool || pool.retired || pool.settings.mode !== 'transaction' || !pool.serverParams) continue;
+        const method = chooseMethod(u.password, authType);
+        if (method !== 'md5' && method !== 'scram') continue;
+        const entry = this.entry(pool);
+        const base = { entry, database, user: u.username, greeting: loginPrefix(pool.serverParams), clientEncoding: pool.serverParams.get('client_encoding') };
+        if (method === 'md5') {
+          this.scram[entry] = null;
+          users.push({ ...base, md5: md5Inner(u.password, u.username) });
+          continue;
+        }
+        const configured = cachedScramSecret(u.password);
+        const s = configured ?? scramSecretFor(u.password);
+        this.scram[entry] = configured;
+        users.push({ ...base, iterations: s.iterations, salt: s.salt, storedKey: s.storedKey, serverKey: s.serverKey });
+      }
+    }
+    return users;
+  }
+
+  private entry(pool: Pool): number {
+    let entry = this.entries.get(pool);
+    if (entry === undefined) {
+      entry = this.pools.length;
+      this.pools.push(pool);
+      this.entries.set(pool, entry);
+    }
+    return entry;
+  }
+}
