@@ -106,7 +106,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     const sortedIds = new Uint32Array(strs.length);
     for (let j = 0; j < order.length; j++) sortedIds[j] = ids[order[j]!]!;
     if (f === EXISTS_FIELD) seen = Array.from(order, (j) => strs[j]!);
-    dict.push({ name: f, tokens, order });
+    dict.push({ name: f, tokens: strs, order });
     dictIds.push(sortedIds);
     tokenCount += order.length;
   }

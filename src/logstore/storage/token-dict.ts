@@ -1,7 +1,5 @@
-// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, written from
-// packed code units (no JSON.stringify of ~130 000 strings); readers still open the JSON form of older fractions.
-import type { PackedStrings } from './sort-tokens.js';
-
+// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, written with one
+// Buffer.write of their join (no JSON.stringify of ~130 000 strings); readers still open the JSON form of older fractions.
 /** First bytes of the binary form ("TPD" and a version); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
 const LATIN1 = 1;
@@ -9,57 +7,53 @@ const UTF16 = 2;
 
 export interface DictField {
   name: string;
-  tokens: PackedStrings;
+  tokens: readonly string[];
   /** Sorted order of `tokens` (indexes into it). */
   order: Uint32Array;
 }
 
+/** Any code unit above 0xff. */
+const WIDE = /[^\u0000-\u00ff]/;
+
 /**
  * Layout, little-endian: magic, u32 field count, then per field: u32 name length, name (UTF-8), u32 token count,
- * u8 encoding (1: every code unit < 256, one byte each; 2: UTF-16LE), u32 length in code units of each token,
- * then the tokens' code units in sorted order.
+ * u8 encoding (1: every code unit < 256, one byte each; 2: UTF-16LE, lone surrogates kept), u32 length in code
+ * units of each token, then the tokens' code units in sorted order. The tokens are joined once and written with
+ * one Buffer.write, so the cost does not depend on how warm the JIT is.
  */
 export function encodeDict(fields: readonly DictField[]): Buffer {
   let size = 8;
   const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
+  const texts: string[] = [];
   const wide: boolean[] = [];
   for (let fi = 0; fi < fields.length; fi++) {
-    const { units, starts } = fields[fi]!.tokens;
-    let max = 0;
-    for (let i = 0; i < units.length; i++) max |= units[i]!;
-    wide.push(max > 0xff);
-    const n = starts.length - 1;
-    size += 4 + names[fi]!.length + 4 + 1 + 4 * n + units.length * (max > 0xff ? 2 : 1);
+    const { tokens, order } = fields[fi]!;
+    const sorted = new Array<string>(order.length);
+    for (let r = 0; r < order.length; r++) sorted[r] = tokens[order[r]!]!;
+    const text = sorted.join('');
+    texts.push(text);
+    wide.push(WIDE.test(text));
+    size += 4 + names[fi]!.length + 4 + 1 + 4 * order.length + text.length * (wide[fi] ? 2 : 1);
   }
   const out = Buffer.allocUnsafe(size);
   out.set(MAGIC, 0);
   out.writeUInt32LE(fields.length, 4);
   let p = 8;
   for (let fi = 0; fi < fields.length; fi++) {
-    const { tokens: { units, starts }, order } = fields[fi]!;
+    const { tokens, order } = fields[fi]!;
     const n = order.length;
     p = out.writeUInt32LE(names[fi]!.length, p);
     p += names[fi]!.copy(out, p);
     p = out.writeUInt32LE(n, p);
     out[p++] = wide[fi] ? UTF16 : LATIN1;
     const lens = new Uint32Array(n);
-    for (let r = 0; r < n; r++) lens[r] = starts[order[r]! + 1]! - starts[order[r]!]!;
+    for (let r = 0; r < n; r++) lens[r] = tokens[order[r]!]!.length;
     out.set(new Uint8Array(lens.buffer, 0, n * 4), p);
     p += n * 4;
-    if (wide[fi]) {
-      const bytes = new Uint8Array(units.buffer, units.byteOffset, units.byteLength);
-      for (let r = 0; r < n; r++) {
-        const s = starts[order[r]!]!;
-        const e = starts[order[r]! + 1]!;
-        out.set(bytes.subarray(s * 2, e * 2), p);
-        p += (e - s) * 2;
-      }
-    } else {
-      for (let r = 0; r < n; r++) {
-        const e = starts[order[r]! + 1]!;
-        for (let s = starts[order[r]!]!; s < e; s++) out[p++] = units[s]!;
-      }
-    }
+    const text = texts[fi]!;
+    const bytes = text.length * (wide[fi] ? 2 : 1);
+    if (bytes > 0 && out.write(text, p, bytes, wide[fi] ? 'utf16le' : 'latin1') !== bytes) throw new Error(`dict.bin: short write of field ${fields[fi]!.name}`);
+    p += bytes;
   }
   return out;
 }
