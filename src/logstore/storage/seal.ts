@@ -6,7 +6,8 @@ import { encodePostingsInto } from '../../native/postings.js';
 import { EXISTS_FIELD } from '../mapping.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
-import { sortedOrder } from './sort-tokens.js';
+import { packStrings, sortedOrderPacked } from './sort-tokens.js';
+import { type DictField, encodeDict } from './token-dict.js';
 import { encodeClientIds } from './client-ids.js';
 import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
@@ -86,9 +87,10 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const inverted = frac.index.all();
   const byField = new Map(frac.index.fields().map((f) => [f.name, f.toks]));
   const fields = [...byField.keys()].sort();
-  const dict: [string, string[]][] = [];
+  const dict: DictField[] = [];
   // Token ids of each field's dictionary, in its sorted order.
   const dictIds: Uint32Array[] = [];
+  let seen: string[] = [];
   let tokenCount = 0;
   for (const f of fields) {
     const tokIds = byField.get(f)!;
@@ -99,16 +101,14 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       strs[i] = tok;
       ids[i++] = t;
     }
-    const order = sortedOrder(strs);
-    const toks: string[] = new Array<string>(strs.length);
+    const tokens = packStrings(strs);
+    const order = sortedOrderPacked(tokens);
     const sortedIds = new Uint32Array(strs.length);
-    for (let j = 0; j < order.length; j++) {
-      toks[j] = strs[order[j]!]!;
-      sortedIds[j] = ids[order[j]!]!;
-    }
-    dict.push([f, toks]);
+    for (let j = 0; j < order.length; j++) sortedIds[j] = ids[order[j]!]!;
+    if (f === EXISTS_FIELD) seen = Array.from(order, (j) => strs[j]!);
+    dict.push({ name: f, tokens: strs, order });
     dictIds.push(sortedIds);
-    tokenCount += toks.length;
+    tokenCount += order.length;
   }
   const offs = new Uint32Array(tokenCount + 1);
   const counts = new Uint32Array(tokenCount);
@@ -136,7 +136,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     }
   }
   offs[k] = pOff;
-  put(FILES.dict, compress(Buffer.from(JSON.stringify(dict))));
+  put(FILES.dict, compress(encodeDict(dict)));
   const offsAndCounts = new Uint32Array(offs.length + counts.length);
   offsAndCounts.set(offs, 0);
   offsAndCounts.set(counts, offs.length);
@@ -172,7 +172,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const meta: FractionMeta = {
     format: FRACTION_FORMAT, name: frac.name, docCount: n,
     minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
-    rawBytes: frac.rawBytes, blocks, fields, columns, seen: dict.find(([f]) => f === EXISTS_FIELD)?.[1] ?? [],
+    rawBytes: frac.rawBytes, blocks, fields, columns, seen,
     clientIds: frac.clientIds.size, idShards: frac.idShards(),
   };
   const metaBytes = Buffer.from(JSON.stringify(meta));

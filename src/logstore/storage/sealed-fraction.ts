@@ -6,6 +6,7 @@ import { postings as P } from '../../native/index.js';
 import { type Column, type DocRef, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
+import { decodeDict } from './token-dict.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
 interface Block {
@@ -84,7 +85,7 @@ export class SealedFraction implements FractionView {
 
   private loadDict(): Map<string, FieldDict> {
     if (this.dict) return this.dict;
-    const raw = JSON.parse(this.read(FILES.dict).toString('utf8')) as [string, string[]][];
+    const raw = decodeDict(this.read(FILES.dict));
     const dict = new Map<string, FieldDict>();
     let base = 0;
     for (const [f, tokens] of raw) {

@@ -9,6 +9,8 @@ import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
 import { sealFraction } from '../../../src/logstore/storage/seal.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
+import { compress, decompress } from '../../../src/logstore/storage/fraction-files.js';
+import { decodeDict } from '../../../src/logstore/storage/token-dict.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const rng = mulberry32;
@@ -96,5 +98,32 @@ describe('sealFraction', () => {
     sealFraction(active, frac);
     rmSync(path.join(frac, 'dict.bin'));
     expect(new SealedFraction(frac).fields()).toEqual(want);
+  });
+
+  it('reads a fraction whose dictionary is in the JSON form of fractions sealed before the binary one', () => {
+    const active = build(2000, false, 6);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-seal-'));
+    dirs.push(dir);
+    const frac = path.join(dir, 'frac');
+    sealFraction(active, frac);
+    const fields = ['ip', 'msg', 'code', 'tag', '_exists_'];
+    const read = () => {
+      const sealed = new SealedFraction(frac);
+      const out = fields.map((f) => {
+        const { tokens, lists } = sealed.tokenLists(f);
+        return { tokens, lists: lists.map((l) => Array.from(l)), first: tokens.length ? Array.from(sealed.postings(f, tokens[0]!)) : [] };
+      });
+      sealed.close();
+      return out;
+    };
+    const binary = readFileSync(path.join(frac, 'dict.bin'));
+    const dict = decodeDict(decompress(binary));
+    // Both encodings of the binary form are used: one byte per unit (ip) and UTF-16 (msg holds '😀').
+    expect(dict.map(([f]) => f)).toEqual(['_exists_', 'code', 'ip', 'msg', 'tag']);
+    const want = read();
+    expect(want[0]!.tokens).toEqual(sorted(active.tokenLists('ip').tokens));
+    writeFileSync(path.join(frac, 'dict.bin'), compress(Buffer.from(JSON.stringify(dict))));
+    expect(readFileSync(path.join(frac, 'dict.bin')).equals(binary)).toBe(false);
+    expect(read()).toEqual(want);
   });
 });

@@ -1,0 +1,98 @@
+// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, written with one
+// Buffer.write of their join (no JSON.stringify of ~130 000 strings); readers still open the JSON form of older fractions.
+/** First bytes of the binary form ("TPD" and a version); the JSON form starts with '['. */
+const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
+const LATIN1 = 1;
+const UTF16 = 2;
+
+export interface DictField {
+  name: string;
+  tokens: readonly string[];
+  /** Sorted order of `tokens` (indexes into it). */
+  order: Uint32Array;
+}
+
+/** Any code unit above 0xff. */
+const WIDE = /[^\u0000-\u00ff]/;
+
+/**
+ * Layout, little-endian: magic, u32 field count, then per field: u32 name length, name (UTF-8), u32 token count,
+ * u8 encoding (1: every code unit < 256, one byte each; 2: UTF-16LE, lone surrogates kept), u32 length in code
+ * units of each token, then the tokens' code units in sorted order. The tokens are joined once and written with
+ * one Buffer.write, so the cost does not depend on how warm the JIT is.
+ */
+export function encodeDict(fields: readonly DictField[]): Buffer {
+  let size = 8;
+  const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
+  const texts: string[] = [];
+  const wide: boolean[] = [];
+  for (let fi = 0; fi < fields.length; fi++) {
+    const { tokens, order } = fields[fi]!;
+    const sorted = new Array<string>(order.length);
+    for (let r = 0; r < order.length; r++) sorted[r] = tokens[order[r]!]!;
+    const text = sorted.join('');
+    texts.push(text);
+    wide.push(WIDE.test(text));
+    size += 4 + names[fi]!.length + 4 + 1 + 4 * order.length + text.length * (wide[fi] ? 2 : 1);
+  }
+  const out = Buffer.allocUnsafe(size);
+  out.set(MAGIC, 0);
+  out.writeUInt32LE(fields.length, 4);
+  let p = 8;
+  for (let fi = 0; fi < fields.length; fi++) {
+    const { tokens, order } = fields[fi]!;
+    const n = order.length;
+    p = out.writeUInt32LE(names[fi]!.length, p);
+    p += names[fi]!.copy(out, p);
+    p = out.writeUInt32LE(n, p);
+    out[p++] = wide[fi] ? UTF16 : LATIN1;
+    const lens = new Uint32Array(n);
+    for (let r = 0; r < n; r++) lens[r] = tokens[order[r]!]!.length;
+    out.set(new Uint8Array(lens.buffer, 0, n * 4), p);
+    p += n * 4;
+    const text = texts[fi]!;
+    const bytes = text.length * (wide[fi] ? 2 : 1);
+    if (bytes > 0 && out.write(text, p, bytes, wide[fi] ? 'utf16le' : 'latin1') !== bytes) throw new Error(`dict.bin: short write of field ${fields[fi]!.name}`);
+    p += bytes;
+  }
+  return out;
+}
+
+/** Fields and their sorted tokens, from either form of dict.bin. */
+export function decodeDict(buf: Buffer): [string, string[]][] {
+  if (buf.length === 0 || buf[0] === 0x5b) return JSON.parse(buf.toString('utf8')) as [string, string[]][];
+  for (let i = 0; i < MAGIC.length; i++) {
+    if (buf[i] !== MAGIC[i]) throw new Error(`dict.bin: unknown format (first byte ${buf[0]})`);
+  }
+  const out: [string, string[]][] = [];
+  const fieldCount = buf.readUInt32LE(4);
+  let p = 8;
+  for (let fi = 0; fi < fieldCount; fi++) {
+    const nameLen = buf.readUInt32LE(p);
+    p += 4;
+    const name = buf.toString('utf8', p, p + nameLen);
+    p += nameLen;
+    const n = buf.readUInt32LE(p);
+    const enc = buf[p + 4];
+    p += 5;
+    if (enc !== LATIN1 && enc !== UTF16) throw new Error(`dict.bin: unknown token encoding ${enc} in field ${name}`);
+    const lensAt = p;
+    let total = 0;
+    for (let r = 0; r < n; r++) total += buf.readUInt32LE(lensAt + 4 * r);
+    p += 4 * n;
+    const width = enc === UTF16 ? 2 : 1;
+    if (p + total * width > buf.length) throw new Error(`dict.bin: field ${name} runs past the end of the file`);
+    const text = buf.toString(enc === UTF16 ? 'utf16le' : 'latin1', p, p + total * width);
+    p += total * width;
+    const tokens = new Array<string>(n);
+    let at = 0;
+    for (let r = 0; r < n; r++) {
+      const len = buf.readUInt32LE(lensAt + 4 * r);
+      tokens[r] = text.slice(at, at + len);
+      at += len;
+    }
+    out.push([name, tokens]);
+  }
+  if (p !== buf.length) throw new Error(`dict.bin: ${buf.length - p} bytes after the last field`);
+  return out;
+}
