@@ -9,6 +9,7 @@ import type { ShardHit, ShardQueryResult } from '../search/execute.js';
 import { hitJson } from '../search/hit-json.js';
 import { mergeFetched, mergeQueryResults } from '../search/merge.js';
 import { HitWriter } from '../search/packed-hits.js';
+import { decodeHits } from '../search/packed-wire.js';
 import type { IngestResult, ShardStatus } from '../storage/shard.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import { routeClientId } from '../storage/client-ids.js';
@@ -188,7 +189,7 @@ export class Cluster implements LogBackend {
   async query(q: SearchTask): Promise<QueryAnswer> {
     const { parts, partial } = await this.fanOut((c) => c.search({
       query: q.text, from: q.from, to: q.to, limit: q.limit, order: q.order === 'asc' ? 'ASC' : 'DESC', aggs: (q.aggs ?? []).map(aggToPb),
-      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false,
+      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true,
     }));
     const merged = mergeQueryResults(parts.map(toShardResult), q);
     return partial ? { ...merged, partial } : merged;
@@ -279,10 +280,20 @@ export class Cluster implements LogBackend {
   }
 }
 
-function toShardResult(r: StoreSearchResponse): ShardQueryResult {
-  const w = new HitWriter(r.docs.length);
-  for (const d of r.docs) w.addRef(d.id, d.time, d.data, 0, d.data.length);
+/**
+ * A store's answer as a shard's result. The hits: the packed bytes as they came (the JSON is a view into the
+ * message, no hit decoded), or, from an older store that sends a message per document, written out here; the
+ * store wrote each document from its hit JSON, which it had made valid UTF-8, so it is not checked again.
+ */
+export function toShardResult(r: StoreSearchResponse): ShardQueryResult {
+  let hits;
+  if (r.hits.length > 0) hits = decodeHits(r.hits);
+  else {
+    const w = new HitWriter(r.docs.length);
+    for (const d of r.docs) w.addRef(d.id, d.time, d.data, 0, d.data.length, true);
+    hits = w.finish();
+  }
   return {
-    total: r.total, hits: w.finish(), aggs: r.aggs.map(partialFromPb), hist: r.hist.map((h) => [h.ts, h.count]), fractionsRead: r.fractions_read,
+    total: r.total, hits, aggs: r.aggs.map(partialFromPb), hist: r.hist.map((h) => [h.ts, h.count]), fractionsRead: r.fractions_read,
   };
 }

@@ -35,6 +35,8 @@ export interface StoreSearchRequest {
   aggs: PbAggQuery[];
   hist_interval: number;
   with_total: boolean;
+  /** Ask for the hits packed (StoreSearchResponse.hits). */
+  packed_hits?: boolean;
 }
 
 export interface StoreSearchResponse {
@@ -43,6 +45,8 @@ export interface StoreSearchResponse {
   aggs: PbAggPartial[];
   hist: { ts: number; count: number }[];
   fractions_read: number;
+  /** The packed hits (search/packed-wire.ts); empty from a store that predates them or when not asked for. */
+  hits: Uint8Array;
 }
 
 export interface StoreFetchRequest {

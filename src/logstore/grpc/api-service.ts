@@ -73,7 +73,18 @@ function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res> | Res): grp
   };
 }
 
-function streamed<Req>(log: Logger, fn: (req: Req, write: (d: PbDocument) => Promise<void>) => Promise<void>) {
+/** Trailing metadata of a Fetch that some shard failed to answer (api.proto): as HTTP /fetch's partial_response. */
+export function partialTrailer(p: PartialInfo): grpc.Metadata {
+  const m = new grpc.Metadata();
+  m.set('x-partial-response', 'true');
+  // A metadata value is printable ASCII that neither starts nor ends with a space (HTTP/2 drops it otherwise):
+  // anything else in the message (a store's error text, which grpc-js ends with a space) becomes '?' or goes.
+  m.set('x-partial-message', p.message.replace(/[^\x20-\x7e]/g, '?').trim());
+  return m;
+}
+
+/** A server stream of documents; `fn` may resolve to trailing metadata sent with the final status. */
+function streamed<Req>(log: Logger, fn: (req: Req, write: (d: PbDocument) => Promise<void>) => Promise<grpc.Metadata | void>) {
   return (call: grpc.ServerWritableStream<Req, PbDocument>) => {
     let cancelled = false;
     call.on('cancelled', () => { cancelled = true; });
@@ -82,7 +93,7 @@ function streamed<Req>(log: Logger, fn: (req: Req, write: (d: PbDocument) => Pro
       return call.write(d) ? Promise.resolve() : new Promise<void>((r) => call.once('drain', () => r()));
     };
     fn(call.request, write).then(
-      () => call.end(),
+      (trailer) => (trailer ? call.end(trailer) : call.end()),
       (err: unknown) => {
         if (cancelled) return;
         const st = grpcError(err);
@@ -116,8 +127,9 @@ export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, i
       return { total: r.total, hist: { buckets: histBuckets(r) }, ...errorOf(r.partial) };
     }),
     Fetch: streamed(log, async (req: { ids: string[]; fields: string[] }, write) => {
-      const { hits } = await runFetch(env, { ids: req.ids, fields: req.fields.length ? req.fields : undefined });
+      const { hits, partial } = await runFetch(env, { ids: req.ids, fields: req.fields.length ? req.fields : undefined });
       for (const h of hits) await write(docOf(h));
+      return partial ? partialTrailer(partial) : undefined;
     }),
     Mapping: unary(log, async () => {
       const m = await mappingOf(env);

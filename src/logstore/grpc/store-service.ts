@@ -9,6 +9,7 @@ import type { FieldsPipe } from '../query/ast.js';
 import { QuerySyntaxError, parseQuery } from '../query/parser.js';
 import { QueryFieldError, planQuery } from '../query/plan.js';
 import type { ShardQuery } from '../search/execute.js';
+import { encodeHits } from '../search/packed-wire.js';
 import type { Store } from '../store.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import type { IngestResult } from '../storage/shard.js';
@@ -18,7 +19,7 @@ interface BulkRequest {
   docs: Buffer; offs: number[]; offs_le: Buffer; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
   client_ids: string[]; has_client_id: Buffer; create: Buffer;
 }
-interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean }
+interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean; packed_hits: boolean }
 interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string; status: number }[]; kept: number[] }
 interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
 
@@ -168,9 +169,10 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       };
       const r = await store.query(q);
       const docs: PbDoc[] = [];
-      for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
+      // A proxy that asks for packed hits gets one byte string; an older one a message per document.
+      if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
       return {
-        total: r.total, docs, aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
+        total: r.total, docs, hits: req.packed_hits ? encodeHits(r.hits) : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
       };
     }),
 

@@ -136,6 +136,11 @@ export class HitList {
     return this.part.length;
   }
 
+  /** Where hit i lives: its shard's packed hits and its index there. */
+  locate(i: number): [PackedHits, number] {
+    return [this.parts[this.part[i]!]!, this.index[i]!];
+  }
+
   get(i: number): ShardHit {
     return unpackHit(this.parts[this.part[i]!]!, this.index[i]!);
   }

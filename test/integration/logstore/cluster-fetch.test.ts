@@ -1,7 +1,9 @@
 // Fetch by id through a proxy over 2 shards x 2 replicas (real processes): the same answers as single mode for
 // generated ids and for documents written with client _ids; each id is asked of the shard that holds it, so a
 // fetch of the live shard's ids stays whole while the other shard is down, and ids of a down shard are partial.
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { services } from '../../../src/logstore/grpc/proto.js';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
 let single: LogstoreProcess;
@@ -124,12 +126,41 @@ describe('fetch through a proxy over 2 shards x 2 replicas', () => {
     expect(part.body.error!.message).toMatch(/shard 1/);
     expect(part.body.docs.map((d) => d.id)).toEqual(live.map((x) => proxyIds.get(x)!));
     expect(part.body.not_found).toEqual(down.map((x) => proxyIds.get(x)!));
+    // The public gRPC Fetch says the same in its trailing metadata; a whole answer carries none.
+    const g = await grpcFetch(mixed);
+    expect(g.ids).toEqual(live.map((x) => proxyIds.get(x)!));
+    expect(g.trailer['x-partial-response']).toEqual(['true']);
+    expect(g.trailer['x-partial-message']![0]).toMatch(/^1 of 2 shards did not answer: shard 1: /);
+    const whole = await grpcFetch(live.map((x) => proxyIds.get(x)!));
+    expect(whole.ids).toEqual(live.map((x) => proxyIds.get(x)!));
+    expect(whole.trailer['x-partial-response']).toBeUndefined();
     const none = await postJson<{ error: { code: string; message: string } }>(`${proxy.url}/fetch`, { ids: down.map((x) => proxyIds.get(x)!) });
     expect(none.status).toBe(502);
     expect(none.body.error.code).toBe('upstream_failed');
     expect(none.body.error.message).toMatch(/shard 1/);
   });
 });
+
+/** The public gRPC Fetch of the proxy: the ids streamed back and the trailing metadata of the OK status. */
+async function grpcFetch(ids: string[]): Promise<{ ids: string[]; trailer: Record<string, unknown[]> }> {
+  const Ctor = services().api;
+  const c = new Ctor(proxy.grpcAddr, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
+  try {
+    return await new Promise((resolve, reject) => {
+      const got: string[] = [];
+      let trailer: Record<string, unknown[]> | null = null;
+      let ended = false;
+      const done = () => { if (ended && trailer) resolve({ ids: got, trailer }); };
+      const s = (c.Fetch as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<{ id: string }>).call(c, { ids, fields: [] }, { deadline: Date.now() + 20_000 });
+      s.on('data', (d: { id: string }) => got.push(d.id));
+      s.on('status', (st: grpc.StatusObject) => { trailer = st.metadata.toJSON() as Record<string, unknown[]>; done(); });
+      s.on('error', reject);
+      s.on('end', () => { ended = true; done(); });
+    });
+  } finally {
+    c.close();
+  }
+}
 
 function p0(r: { status: number; body: Fetched }): Doc {
   expect(r.status).toBe(200);

@@ -1,0 +1,73 @@
+// Packed hits as one byte string for the store API (StoreSearchResponse.hits): a store sends a search's hits in
+// the layout packed-hits.ts keeps them in, and the proxy merges from those bytes without a message per document.
+import os from 'node:os';
+import type { HitList, PackedHits } from './packed-hits.js';
+
+/*
+ * Layout, little-endian: u32 n, u32 0 (padding), f64 times[n], u32 offs[n + 1] (into the JSON, offs[0] = 0),
+ * the ids (24 ASCII bytes each), then the hits' JSON ({"id","data","time"} each, pipes applied) back to back.
+ */
+const HEAD = 8;
+const LE = os.endianness() === 'LE';
+
+/** The hits of `list` (all of them, in order) as the bytes of StoreSearchResponse.hits. */
+export function encodeHits(list: HitList): Buffer {
+  const n = list.length;
+  let jsonSize = 0;
+  for (let i = 0; i < n; i++) {
+    const [p, k] = list.locate(i);
+    jsonSize += p.offs[k + 1]! - p.offs[k]!;
+  }
+  const timesAt = HEAD;
+  const offsAt = timesAt + 8 * n;
+  const idsAt = offsAt + 4 * (n + 1);
+  const jsonAt = idsAt + 24 * n;
+  const out = Buffer.allocUnsafe(jsonAt + jsonSize);
+  out.writeUInt32LE(n, 0);
+  out.writeUInt32LE(0, 4);
+  let pos = 0;
+  for (let i = 0; i < n; i++) {
+    const [p, k] = list.locate(i);
+    out.writeDoubleLE(p.times[k]!, timesAt + 8 * i);
+    out.writeUInt32LE(pos, offsAt + 4 * i);
+    out.write(p.ids.slice(k * 24, k * 24 + 24), idsAt + 24 * i, 'latin1');
+    const start = p.offs[k]!;
+    const len = p.offs[k + 1]! - start;
+    out.set(p.json.subarray(start, start + len), jsonAt + pos);
+    pos += len;
+  }
+  out.writeUInt32LE(pos, offsAt + 4 * n);
+  return out;
+}
+
+/** An error in the bytes a store sent (the search counts as that store failing). */
+function bad(what: string): Error {
+  return new Error(`the store's packed hits are malformed: ${what}`);
+}
+
+/**
+ * The hits of StoreSearchResponse.hits. The JSON stays a view into `buf` (no copy); times and offsets are
+ * copied (aligned arrays). Lengths and offsets are checked, so that bad bytes fail here, not in a merge.
+ */
+export function decodeHits(buf: Uint8Array): PackedHits {
+  if (buf.length < HEAD) throw bad(`${buf.length} bytes`);
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const n = b.readUInt32LE(0);
+  const offsAt = HEAD + 8 * n;
+  const idsAt = offsAt + 4 * (n + 1);
+  const jsonAt = idsAt + 24 * n;
+  if (jsonAt > b.length) throw bad(`${n} hits in ${b.length} bytes`);
+  const times = new Float64Array(n);
+  const offs = new Uint32Array(n + 1);
+  if (LE) {
+    new Uint8Array(times.buffer).set(b.subarray(HEAD, offsAt));
+    new Uint8Array(offs.buffer).set(b.subarray(offsAt, idsAt));
+  } else {
+    for (let i = 0; i < n; i++) times[i] = b.readDoubleLE(HEAD + 8 * i);
+    for (let i = 0; i <= n; i++) offs[i] = b.readUInt32LE(offsAt + 4 * i);
+  }
+  const json = b.subarray(jsonAt);
+  if (offs[0] !== 0 || offs[n] !== json.length) throw bad('the offsets do not span the JSON');
+  for (let i = 0; i < n; i++) if (offs[i]! > offs[i + 1]!) throw bad(`hit ${i} ends before it starts`);
+  return { times, ids: b.toString('latin1', idsAt, jsonAt), json, offs };
+}
