@@ -7,14 +7,13 @@
 // with no parameter but user, database, application_name and the pool's own client_encoding, while max_connections has room. Anything else (TLS,
 // cancel requests, other parameters, unknown users, auth_query) goes to JavaScript's login untouched, before the relay
 // has said a word. Failures send the SQLSTATE and message client-auth.ts sends.
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <cstring>
 #include <string>
 
 #include "relay-auth.h"
+#include "relay-auth-crypto.h"
 #include "relay-engine.h"
 #include "relay-napi.h"
 
@@ -35,84 +34,6 @@ constexpr size_t kMaxAppNames = 4096;
 const char* const kSqlStates[] = {"28P01", "08P01", "28000"};
 enum FailCode : int32_t { kInvalidPassword = 0, kProtocolViolation = 1, kInvalidAuthorization = 2 };
 
-const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string Base64(const uint8_t* p, size_t n) {
-  std::string out;
-  out.reserve((n + 2) / 3 * 4);
-  for (size_t i = 0; i < n; i += 3) {
-    const uint32_t v = (p[i] << 16) | (i + 1 < n ? p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += i + 1 < n ? kB64[(v >> 6) & 63] : '=';
-    out += i + 2 < n ? kB64[v & 63] : '=';
-  }
-  return out;
-}
-
-int B64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-/** Standard base64 with its padding; false for anything else. */
-bool Unbase64(const std::string& s, std::string* out) {
-  if (s.size() % 4 != 0) return false;
-  out->clear();
-  for (size_t i = 0; i < s.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; k++) {
-      const char c = s[i + k];
-      if (c == '=' && i + 4 == s.size() && k >= 2) {
-        pad++;
-        v[k] = 0;
-        continue;
-      }
-      if (pad) return false;
-      v[k] = B64Value(c);
-      if (v[k] < 0) return false;
-    }
-    const uint32_t x = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out->push_back(static_cast<char>(x >> 16));
-    if (pad < 2) out->push_back(static_cast<char>((x >> 8) & 0xff));
-    if (pad < 1) out->push_back(static_cast<char>(x & 0xff));
-  }
-  return true;
-}
-
-void Hmac(const uint8_t key[32], const std::string& data, uint8_t out[32]) {
-  unsigned int len = 32;
-  HMAC(EVP_sha256(), key, 32, reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
-}
-
-void Sha256(const uint8_t* data, size_t n, uint8_t out[32]) {
-  unsigned int len = 32;
-  EVP_Digest(data, n, out, &len, EVP_sha256(), nullptr);
-}
-
-std::string Md5Hex(const std::string& data) {
-  uint8_t d[16];
-  unsigned int len = 16;
-  EVP_Digest(data.data(), data.size(), d, &len, EVP_md5(), nullptr);
-  static const char hex[] = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int i = 0; i < 16; i++) {
-    out[2 * i] = hex[d[i] >> 4];
-    out[2 * i + 1] = hex[d[i] & 15];
-  }
-  return out;
-}
-
-bool ConstantEqual(const uint8_t* a, const uint8_t* b, size_t n) {
-  uint8_t diff = 0;
-  for (size_t i = 0; i < n; i++) diff |= a[i] ^ b[i];
-  return diff == 0;
-}
 
 void PutInt32(std::string& s, uint32_t v) {
   const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
@@ -151,12 +72,7 @@ bool Attr(const std::string& msg, char key, std::string* value) {
   return found;
 }
 
-}  // namespace
 
-/** Sets the listener's table (relay-login.cc); false when there is no such listener. */
-bool SetListenerAuth(Relay* r, int32_t listener, std::shared_ptr<const AuthTable> table);
-
-namespace {
 
 void Progress(const LoginExchange* x, int delta) {
   x->table->slots[2] += delta;
@@ -470,117 +386,5 @@ bool Relay::NativeLoginGone(Endpoint* ep) {
   return true;
 }
 
-namespace {
-
-bool Key32(const Napi::Value& v, uint8_t out[32]) {
-  uint8_t* d = nullptr;
-  size_t n = 0;
-  if (!Typed(v, napi_uint8_array, &d, &n) || n != 32) return false;
-  std::memcpy(out, d, 32);
-  return true;
-}
-
-/** relayAuthSet(listener, maxConnections, slots: Int32Array(4), users: Array | null, sslRefused: boolean): the logins
- *  the relay runs on
- *  `listener` from now on (null: none). Each user: { entry, database, user, greeting: Uint8Array, clientEncoding?: string
- *  (the pool's reported value, the only one a startup packet may name), md5?: string (32 hex
- *  digits of md5(password + user)) } or with scram: { iterations, salt: Uint8Array, storedKey, serverKey (32 bytes) }.
- *  `sslRefused`: an SSLRequest is answered N here (the pooler has no client TLS). Logins under way keep the table they
- *  started with. */
-Napi::Value RelayAuthSet(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Relay* r = CurrentRelay(info);
-  if (!r) return env.Undefined();
-  int32_t* slots = nullptr;
-  size_t nSlots = 0;
-  if (info.Length() < 4 || !info[0].IsNumber() || !info[1].IsNumber() || !Typed(info[2], napi_int32_array, &slots, &nSlots) || nSlots < 4) {
-    Napi::TypeError::New(env, "relayAuthSet(listener, maxConnections, Int32Array(4), users | null)").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  const int32_t listener = info[0].As<Napi::Number>().Int32Value();
-  if (!info[3].IsArray()) return Napi::Boolean::New(env, SetListenerAuth(r, listener, nullptr));
-  auto table = std::make_shared<AuthTable>();
-  table->slots = slots;
-  table->env = env;
-  napi_create_reference(env, info[2], 1, &table->slotsRef);
-  table->maxConnections = info[1].As<Napi::Number>().Int32Value();
-  table->sslRefused = info.Length() > 4 && info[4].ToBoolean().Value();
-  Napi::Array users = info[3].As<Napi::Array>();
-  for (uint32_t i = 0; i < users.Length(); i++) {
-    Napi::Value v = users.Get(i);
-    if (!v.IsObject()) continue;
-    Napi::Object o = v.As<Napi::Object>();
-    AuthUser u;
-    u.entry = o.Get("entry").ToNumber().Int32Value();
-    u.user = o.Get("user").ToString().Utf8Value();
-    const std::string database = o.Get("database").ToString().Utf8Value();
-    uint8_t* g = nullptr;
-    size_t gLen = 0;
-    if (!Typed(o.Get("greeting"), napi_uint8_array, &g, &gLen)) continue;
-    u.greeting.assign(reinterpret_cast<const char*>(g), gLen);
-    Napi::Value encoding = o.Get("clientEncoding");
-    if (encoding.IsString()) {
-      u.hasEncoding = true;
-      u.clientEncoding = encoding.As<Napi::String>().Utf8Value();
-    }
-    Napi::Value md5 = o.Get("md5");
-    if (md5.IsString()) {
-      u.md5Inner = md5.As<Napi::String>().Utf8Value();
-      if (u.md5Inner.size() != 32) continue;
-    } else {
-      uint8_t* salt = nullptr;
-      size_t saltLen = 0;
-      if (!Typed(o.Get("salt"), napi_uint8_array, &salt, &saltLen) || !Key32(o.Get("storedKey"), u.storedKey) || !Key32(o.Get("serverKey"), u.serverKey)) continue;
-      u.scram = true;
-      u.iterations = o.Get("iterations").ToNumber().Int32Value();
-      u.saltB64 = Base64(salt, saltLen);
-    }
-    table->users[database + '\0' + u.user] = std::move(u);
-  }
-  return Napi::Boolean::New(env, SetListenerAuth(r, listener, table));
-}
-
-/** relayAppName(id) -> the application_name of kLoginOk's id. */
-Napi::Value RelayAppName(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Relay* r = CurrentRelay(info);
-  if (!r) return env.Undefined();
-  const int32_t id = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : -1;
-  if (id < 0 || static_cast<size_t>(id) >= r->appNames_.size()) return Napi::String::New(env, "");
-  return Napi::String::New(env, r->appNames_[id]);
-}
-
-/** relayLoginError(id) -> the message kLoginFailed sent to the client, once ('' when unknown). */
-Napi::Value RelayLoginError(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Relay* r = CurrentRelay(info);
-  if (!r) return env.Undefined();
-  auto it = info.Length() > 0 && info[0].IsNumber() ? r->loginErrors_.find(info[0].As<Napi::Number>().Int32Value()) : r->loginErrors_.end();
-  if (it == r->loginErrors_.end()) return Napi::String::New(env, "");
-  Napi::String s = Napi::String::New(env, it->second);
-  r->loginErrors_.erase(it);
-  return s;
-}
-
-/** relayLoginKey(id) -> the SCRAM ClientKey the client proved (32 bytes), or undefined: for logging in to PostgreSQL
- *  with the client's key when the pooler has only the user's SCRAM secret. Until relayAdopt. */
-Napi::Value RelayLoginKey(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Relay* r = CurrentRelay(info);
-  if (!r) return env.Undefined();
-  Endpoint* ep = info.Length() > 0 && info[0].IsNumber() ? r->Find(info[0].As<Napi::Number>().Int32Value()) : nullptr;
-  if (!ep || !ep->exchange || !ep->exchange->hasClientKey) return env.Undefined();
-  return Napi::Buffer<uint8_t>::Copy(env, ep->exchange->clientKey, 32);
-}
-
-}  // namespace
 }  // namespace relay
-
-void InitRelayAuth(Napi::Env env, Napi::Object exports) {
-  exports.Set("relayAuthSet", Napi::Function::New(env, relay::RelayAuthSet, "relayAuthSet"));
-  exports.Set("relayAppName", Napi::Function::New(env, relay::RelayAppName, "relayAppName"));
-  exports.Set("relayLoginError", Napi::Function::New(env, relay::RelayLoginError, "relayLoginError"));
-  exports.Set("relayLoginKey", Napi::Function::New(env, relay::RelayLoginKey, "relayLoginKey"));
-}
-
 }  // namespace tidepool

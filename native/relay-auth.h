@@ -65,5 +65,9 @@ struct LoginExchange {
 
 void DeleteExchange(LoginExchange* x);
 
+class Relay;
+/** Sets the listener's table (relay-login.cc); false when there is no such listener. */
+bool SetListenerAuth(Relay* r, int32_t listener, std::shared_ptr<const AuthTable> table);
+
 }  // namespace relay
 }  // namespace tidepool

@@ -1,0 +1,24 @@
+// Digests, random-free encodings and comparisons the relay's logins need (relay-auth.cc), over OpenSSL's EVP.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tidepool {
+namespace relay {
+
+/** Standard base64 with padding. */
+std::string Base64(const uint8_t* p, size_t n);
+/** Standard base64 with its padding; false for anything else. */
+bool Unbase64(const std::string& s, std::string* out);
+/** HMAC-SHA-256 of `data` under a 32-byte key. */
+void Hmac(const uint8_t key[32], const std::string& data, uint8_t out[32]);
+void Sha256(const uint8_t* data, size_t n, uint8_t out[32]);
+/** The 32 lower-case hex digits of md5(data). */
+std::string Md5Hex(const std::string& data);
+/** Equality in time that does not depend on where the bytes differ. */
+bool ConstantEqual(const uint8_t* a, const uint8_t* b, size_t n);
+
+}  // namespace relay
+}  // namespace tidepool
