@@ -5,8 +5,8 @@
 //   --only: just the rows whose name contains TEXT.
 //   BENCH_STORE_NODE_ARGS: node flags for build b's store and proxy processes (profiling).
 //   DIR: a built checkout (bin/tidepool.js, dist/, build/). Prints a markdown table of medians (ms) and ratios.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import pg from 'pg';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
+import { logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -46,37 +47,10 @@ function request(port: number, method: string, p: string, body: string): Promise
   });
 }
 
-interface Proc { child: ChildProcess; port: number; grpc: string }
-
-function config(dir: string, cluster = ''): string {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'mapping.yaml'), 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n');
-  const file = path.join(dir, 'logstore.yaml');
-  writeFileSync(file, `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: 2\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
-  return file;
-}
-
-function start(root: string, mode: string, cfg: string, extra: string[] = []): Promise<Proc> {
-  const child = spawn(process.execPath, [...extra, path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', cfg], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on http [\d.]+:(\d+), debug [\d.]+:\d+, grpc ([\d.]+:\d+)/.exec(out);
-      const st = /listening on grpc ([\d.]+:\d+)/.exec(out);
-      if (m) resolve({ child, port: Number(m[1]), grpc: m[2]! });
-      else if (st) resolve({ child, port: 0, grpc: st[1]! });
-    });
-    child.once('exit', (c) => reject(new Error(`log store (${mode}) exited ${c}`)));
-  });
-}
-
-async function stop(p: Proc): Promise<void> {
-  if (p.child.exitCode !== null) return;
-  const done = new Promise((r) => p.child.once('exit', r));
-  p.child.kill('SIGTERM');
-  await done;
-}
+type Proc = LogstoreProc;
+const config = (dir: string, cluster = ''): string => logstoreConfig(dir, 2, cluster);
+const start = startLogstore;
+const stop = stopLogstore;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 

@@ -5,14 +5,14 @@
 // Usage: node dist/bench/logstore-proxy-cpu.js [--docs 200000] [--rounds 5] [--senders 4] [--shards 2] [--baseline DIR]
 // PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the proxy process only, STORE_NODE_ARGS
 // to the store, SINGLE_NODE_ARGS to the single-mode process.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { httpLogsDoc } from './http-logs.js';
+import { logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = process.env.BENCH_WORK ? path.resolve(process.env.BENCH_WORK) : path.join(ROOT, 'bench', '.work-proxy-cpu');
@@ -23,7 +23,6 @@ const SENDERS = arg('senders', 4);
 const SHARDS = arg('shards', 2);
 const BASELINE = process.argv.includes('--baseline') ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!) : null;
 const BULK_DOCS = 5000;
-const MAPPING = 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
 
 function cpuSeconds(pid: number): number {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -46,32 +45,14 @@ function post(port: number, body: Buffer): Promise<{ status: number; text: strin
   });
 }
 
-interface Proc { child: ChildProcess; port: number; grpc: string }
+type Proc = LogstoreProc;
 
 function start(root: string, dir: string, mode: 'single' | 'store' | 'proxy', shards: number, cluster = ''): Promise<Proc> {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'mapping.yaml'), MAPPING);
-  writeFileSync(path.join(dir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
   const extra = (process.env[mode === 'proxy' ? 'PROXY_NODE_ARGS' : mode === 'store' ? 'STORE_NODE_ARGS' : 'SINGLE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on http [\d.]+:(\d+), debug [\d.]+:\d+, grpc ([\d.]+:\d+)/.exec(out);
-      const st = /listening on grpc ([\d.]+:\d+)/.exec(out);
-      if (m) resolve({ child, port: Number(m[1]), grpc: m[2]! });
-      else if (st) resolve({ child, port: 0, grpc: st[1]! });
-    });
-    child.once('exit', (c) => reject(new Error(`log store (${mode}) exited ${c}`)));
-  });
+  return startLogstore(root, mode, logstoreConfig(dir, shards, cluster), extra);
 }
 
-async function stop(p: Proc): Promise<void> {
-  const done = new Promise((r) => p.child.once('exit', r));
-  p.child.kill('SIGTERM');
-  await done;
-}
+const stop = stopLogstore;
 
 interface Target { name: string; root: string; proxy: boolean }
 interface Round { cpu: number; proxyCpu: number; sec: number }
