@@ -64,8 +64,13 @@ export function describeDataPages(s: Shared): void {
       await expect.poll(() => searchOf(page).get('sort'), { timeout: 10_000 }).toBe('query_count');
       expect(searchOf(page).get('order')).toBe('desc');
       expect(await page.getByTestId('clients-table').locator('th[aria-sort=descending]').textContent()).toContain('queries');
-      const counts = (await column(page, 'clients-table', 'queries')).map((t) => Number(t.replace(/,/g, '')));
-      expect(counts).toEqual([...counts].sort((a, b) => b - a));
+      // The URL changes before the next poll brings the rows in the new order: wait for that poll.
+      await expect
+        .poll(async () => {
+          const counts = (await column(page, 'clients-table', 'queries')).map((t) => Number(t.replace(/,/g, '')));
+          return counts.length === 6 && counts.every((c, i) => i === 0 || counts[i - 1] >= c);
+        }, { timeout: 10_000 })
+        .toBe(true);
       const api = await apiGet<unknown[]>(s.env.base, '/api/clients?application_name=web&limit=1');
       expect(api.body).toHaveLength(1);
       expect(api.headers.get('x-total-count')).toBe('3');
