@@ -1,4 +1,4 @@
-// What a RELOAD changed, by key name (never by value: some values are secrets), for the reload event.
+// What a RELOAD changed, by key name (never by value: some values are secrets), and what of it needs a restart.
 import type { PoolerConfig } from '../config/pooler.js';
 
 function flat(prefix: string, v: unknown, out: Map<string, string>): void {
@@ -33,5 +33,17 @@ export function configChanges(before: PoolerConfig, after: PoolerConfig): string
       if (JSON.stringify(a.users) !== JSON.stringify(b.users)) out.push(`pools.${db}.users`);
     }
   }
+  return out;
+}
+
+/** Changed keys a RELOAD cannot apply to a running pooler (listeners, the prepared-statement caches' shape). */
+export function restartNeeded(before: PoolerConfig, after: PoolerConfig): string[] {
+  const out: string[] = [];
+  const g = before.general;
+  const n = after.general;
+  if (n.host !== g.host || n.port !== g.port) out.push('general.host/port');
+  if (after.web.host !== before.web.host || after.web.port !== before.web.port || after.web.enabled !== before.web.enabled) out.push('web.host/port/enabled');
+  if (n.prepared_statements !== g.prepared_statements || n.prepared_statements_cache_size !== g.prepared_statements_cache_size
+    || n.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) out.push('general.prepared_statements*');
   return out;
 }

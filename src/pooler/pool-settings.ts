@@ -1,6 +1,8 @@
 // What a pool is configured with (from [pools.<database>] and its user), and the counters of SHOW POOL_SCALING.
-import type { PoolMode } from '../config/pooler.js';
+import { effectivePoolMode, type PoolConfig, type PoolerConfig, type PoolMode, type UserConfig } from '../config/pooler.js';
+import type { CoordinatorSettings } from './coordinator.js';
 import type { ServerTarget } from './server-login.js';
+import type { ServerTls } from './tls/tls-settings.js';
 
 export interface PoolSettings {
   database: string;
@@ -36,4 +38,46 @@ export interface ScalingCounters {
   anticTimeout: number;
   createFallback: number;
   replenishDef: number;
+}
+
+/** The key of a pool in Pooler.pools. */
+export function poolKey(database: string, user: string): string {
+  return `${database}\0${user}`;
+}
+
+/** A pool's settings from the config: `tls` is the server TLS in force, `tlsRelay` whether pools run on the JS relay. */
+export function poolSettings(config: PoolerConfig, database: string, pool: PoolConfig, user: UserConfig, tls: ServerTls, tlsRelay: boolean): PoolSettings {
+  const g = config.general;
+  const serverPassword = user.server_password ?? (user.password.startsWith('SCRAM-SHA-256$') ? null : user.password);
+  const mode = effectivePoolMode(config, pool, user);
+  return {
+    database, user: user.username, mode,
+    target: {
+      host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? '',
+      tls,
+    },
+    serverUser: user.server_username ?? user.username, serverPassword,
+    poolSize: user.pool_size, minPoolSize: user.min_pool_size,
+    connectTimeoutMs: g.connect_timeout, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
+    queryWaitTimeoutMs: g.query_wait_timeout, maxConcurrentConnects: g.max_concurrent_connects, noDelay: g.tcp_no_delay,
+    resetQuery: g.server_reset_query,
+    prepared: mode === 'transaction' && g.prepared_statements
+      ? { cacheSize: g.prepared_statements_cache_size, serverCacheSize: g.server_prepared_statements_cache_size }
+      : null,
+    tls: tlsRelay,
+  };
+}
+
+/** A database's coordinator settings (max_db_connections, reserve, eviction) from its [pools.<database>]. */
+export function coordinatorSettings(pc: PoolConfig): CoordinatorSettings {
+  return {
+    maxDbConnections: pc.max_db_connections, reserveSize: pc.reserve_pool_size, reserveTimeoutMs: pc.reserve_pool_timeout,
+    minGuaranteed: pc.min_guaranteed_pool_size, minConnectionLifetimeMs: pc.min_connection_lifetime,
+  };
+}
+
+/** True when new settings point a pool at another server or login: its server connections must be replaced. */
+export function serverChanged(old: PoolSettings, next: PoolSettings): boolean {
+  return old.target.host !== next.target.host || old.target.port !== next.target.port || old.target.database !== next.target.database
+    || old.target.tls.mode !== next.target.tls.mode || old.serverUser !== next.serverUser || old.serverPassword !== next.serverPassword;
 }
