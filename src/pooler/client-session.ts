@@ -15,7 +15,7 @@ import { PreparedPipe } from './prepared/pipe.js';
 import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
-import { checkIn, pinMaskFor, stateKindNames } from './session-state/pins.js';
+import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
 import { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
@@ -499,42 +499,18 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.core.unregisterClient(this);
   }
 
-  /** The client's texts cleared every kind of state it was pinned for (UNLISTEN *, DISCARD ALL...) and the relay split
-   * the pair: the server is cleaned all the same (a clean-up that rolled back leaves state behind) and pooled. */
+  /** The client's texts cleared what pinned it and the relay split the pair (session-state/pins.ts). */
   private unpinned(s: ServerConnection): void {
-    const kinds = stateKindNames(this.pinnedKinds);
-    const verdict = checkIn(this.pinnedKinds);
+    const pinned = { id: this.id, addr: this.addr, pinnedKinds: this.pinnedKinds };
     this.pinnedKinds = 0;
-    this.pool!.unpin(s);
-    if (verdict.action === 'clean') this.pool!.resetAndRelease(s, verdict.query);
-    else this.pool!.retire(s, verdict.reason);
-    this.core.events.add('client_unpinned', `${this.database}/${this.user}`,
-      `client ${this.id} (${this.addr}) cleared its session state (${kinds}): server ${s.id} (backend pid ${s.backendPid}) ${verdict.action === 'clean' ? `cleaned with "${verdict.query}"` : `closed, ${verdict.reason}`}`);
+    const message = releaseUnpinned(pinned, this.pool!, s);
+    this.core.events.add('client_unpinned', `${this.database}/${this.user}`, message);
   }
 
-  /** The client of a pinned server left (session-state/pins.ts): the server is cleaned and pooled, or closed. */
+  /** The client of a pinned server left (session-state/pins.ts). */
   private leavePinned(s: ServerConnection | null, clean: boolean): void {
-    const pool = this.pool!;
-    const where = `${this.database}/${this.user}`;
-    const kinds = stateKindNames(this.pinnedKinds);
     this.server = null;
-    if (!s) {
-      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left after losing its pinned server (${kinds})`);
-      return;
-    }
-    const verdict = checkIn(this.pinnedKinds);
-    if (!clean) {
-      pool.unpin(s);
-      pool.release(s, false);
-      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left mid-transaction: server ${s.id} (backend pid ${s.backendPid}) closed (${kinds})`);
-    } else if (verdict.action === 'close') {
-      pool.retire(s, verdict.reason);
-      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left: server ${s.id} (backend pid ${s.backendPid}) closed, ${verdict.reason} (${kinds})`);
-    } else {
-      pool.unpin(s);
-      pool.resetAndRelease(s, verdict.query);
-      this.core.events.add('client_unpinned', where, `client ${this.id} (${this.addr}) left: server ${s.id} (backend pid ${s.backendPid}) cleaned with "${verdict.query}" (${kinds})`);
-    }
+    this.core.events.add('client_unpinned', `${this.database}/${this.user}`, releaseLeftPinned(this, this.pool!, s, clean));
   }
 
   /** Admin KILL, shutdown: closes the connection with an error. */

@@ -1,0 +1,192 @@
+// The two ends of a pair the native relay forwards (NativeRelay.adoptClient/adoptServer): what the pool asks of them, done through the addon.
+import { writeTerminate } from '../../protocol/writer.js';
+import { TxStatus } from '../../protocol/codes.js';
+import type { ParamChanges } from '../session-state/params.js';
+import type { NativeRelay } from './native.js';
+import type { ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, RelayCounts, ServerEnd, ServerEvents } from './relay.js';
+
+export class NativeClientEnd implements ClientEnd {
+  readonly kind = 'native';
+  /** Prepared statements: from the client's first message a rewriter must see, the addon hands its bytes and its
+   * server's replies here (ClientData, ServerData) and this end writes what the interceptor makes of them. */
+  readonly interceptor: MessageInterceptor | null;
+  private server = 0;
+  /** False when linked in session mode, or while pinned (RelayEvent.Pin). */
+  transactionMode = true;
+  /** Intercepted bytes that came while no server was linked. */
+  private waiting: Buffer[] = [];
+  /** The last link gave the addon a lane table whose counts JavaScript has not taken yet. */
+  private laneOpen = false;
+
+  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
+    this.interceptor = intercept ? intercept({
+      toServer: (bufs) => void (this.server && r.a.relayWrite(this.server, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs))),
+      toClient: (bufs) => void r.a.relayWrite(id, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)),
+    }) : null;
+  }
+
+  get alive(): boolean {
+    return this.r.info(this.id) !== null;
+  }
+
+  link(server: ServerEnd, transactionMode: boolean): boolean {
+    if (!(server instanceof NativeServerEnd)) return false;
+    // The rewriter's table for this server: the addon answers its cache hits itself until something else comes.
+    // Not while bytes the rewriter must handle wait here: the lane runs only when JavaScript has nothing to send.
+    const lane = transactionMode && this.waiting.length === 0 ? this.interceptor?.laneTable?.() ?? null : null;
+    if (!this.r.a.relayLink(this.id, server.id, transactionMode, lane ?? undefined)) return false;
+    this.laneOpen = lane !== null;
+    this.server = server.id;
+    this.transactionMode = transactionMode;
+    if (this.waiting.length) {
+      const data = Buffer.concat(this.waiting);
+      this.waiting = [];
+      this.interceptor!.clientBytes(data);
+    }
+    return true;
+  }
+
+  unlink(): boolean {
+    this.server = 0;
+    return this.r.a.relayUnlink(this.id) === 1 && this.settled;
+  }
+
+  /** The addon split the pair (a transaction's end, or a parked pair taken back). */
+  released(): void {
+    this.takeLane();
+    this.server = 0;
+    this.events.onRelease();
+  }
+
+  /** Nothing the interceptor owes the client, or no interceptor. */
+  get settled(): boolean {
+    return !this.interceptor || this.interceptor.atBoundary;
+  }
+
+  /** The lane's counts go to the rewriter (while it still has the server they were counted on). */
+  takeLane(): void {
+    if (!this.laneOpen) return;
+    this.laneOpen = false;
+    const out = this.r.laneCounts;
+    const n = this.r.a.relayLaneTake(this.id, out);
+    let used = out[0]!;
+    for (let k = 0; k < n; k++) used += out[1 + 3 * k]!;
+    this.r.laneAnswered += used;
+    this.interceptor?.laneUsed?.(out, n);
+  }
+
+  /** ClientData: `earlier` sync points were in flight before the first intercepted message (-1 after it); the
+   * first `sent` bytes are the lane's unanswered groups, already on the server; `lane`: status | delivered << 8. */
+  onClientData(earlier: number, sent: number, lane: number): void {
+    let data = this.r.a.relayTake(this.id);
+    const i = this.interceptor;
+    if (!i) return;
+    if (earlier > 0) i.expectEarlierReplies(earlier);
+    if (sent > 0 || lane !== 0) {
+      this.takeLane();
+      i.adoptSent?.(data.subarray(0, sent), lane >>> 8, lane & 0xff);
+      data = data.subarray(sent);
+    }
+    if (data.length === 0) return;
+    if (this.server) i.clientBytes(data);
+    else this.waiting.push(data);
+  }
+
+  /** ServerData: the linked server's replies; the pair splits once a transaction ended and nothing is owed. */
+  onServerData(serverId: number): void {
+    const data = this.r.a.relayTake(serverId);
+    const i = this.interceptor;
+    if (!i || serverId !== this.server) return;
+    i.serverBytes(data);
+    if (!this.transactionMode || !i.atBoundary) return;
+    const c = this.r.info(this.id);
+    const s = this.r.info(serverId);
+    if (!c || !s || c.syncs !== 0 || c.unsynced || s.txStatus !== TxStatus.Idle) return;
+    // The rewriter owes nothing: the client's next bytes may wait for the next link's lane table.
+    this.r.a.relayUnlink(this.id, true);
+    this.released();
+  }
+
+  write(data: Buffer): void {
+    this.r.a.relayWrite(this.id, data);
+  }
+
+  close(): void {
+    this.r.close(this.id, 5000);
+  }
+
+  destroy(): void {
+    this.r.destroy(this.id);
+  }
+
+  counts(): RelayCounts | null {
+    return this.r.info(this.id);
+  }
+}
+
+export class NativeServerEnd implements ServerEnd {
+  readonly kind = 'native';
+  /** The pooler's own bytes (reset queries), which the addon does not count. */
+  private controlSent = 0;
+  private closing = false;
+  private ready: ((sawError: boolean) => void) | null = null;
+
+  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ServerEvents) {}
+
+  get alive(): boolean {
+    return this.r.info(this.id) !== null;
+  }
+
+  write(data: Buffer): boolean {
+    this.controlSent += data.length;
+    return this.r.a.relayWrite(this.id, data);
+  }
+
+  reset(query: Buffer, done: (sawError: boolean) => void): void {
+    this.ready = done;
+    if (!this.r.a.relayWatchReady(this.id)) return;
+    this.write(query);
+  }
+
+  ask(query: Buffer, done: (replies: Buffer, sawError: boolean) => void): void {
+    this.ready = (sawError) => done(this.r.a.relayTake(this.id), sawError);
+    if (!this.r.a.relayWatchReady(this.id, true)) return;
+    this.write(query);
+  }
+
+  takeParams(): ParamChanges | null {
+    const b = this.r.a.relayParams(this.id);
+    if (b === undefined || b.length === 0) return null;
+    const texts = b.length > 1 ? b.toString('utf8', 1).split('\0').filter((t) => t.length > 0) : [];
+    return { flags: b[0]!, texts };
+  }
+
+  onReady(sawError: boolean): void {
+    const done = this.ready;
+    this.ready = null;
+    done?.(sawError);
+  }
+
+  close(): void {
+    this.closing = true;
+    this.r.a.relayWrite(this.id, writeTerminate());
+    this.r.close(this.id, 1000);
+  }
+
+  /** The addon keeps a closing socket (and answers relayInfo for it) until its descriptor is closed. */
+  get gone(): boolean {
+    return this.r.info(this.id) === null;
+  }
+
+  /** After close() the graceful close runs its course (forced after its second). */
+  destroy(): void {
+    if (!this.closing) this.r.destroy(this.id);
+  }
+
+  counts(): RelayCounts | null {
+    const c = this.r.info(this.id);
+    if (c) c.bytesSent += this.controlSent;
+    return c;
+  }
+}
+
