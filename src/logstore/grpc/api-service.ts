@@ -10,6 +10,7 @@ import { isoTime } from '../search/hit-json.js';
 import type { HitList } from '../search/packed-hits.js';
 import { hitData } from '../api/operations.js';
 import { grpcError } from './store-service.js';
+import { failStream } from './stream-status.js';
 
 interface PbQuery { query: string; from: string; to: string; explain: boolean }
 interface PbAgg { field: string; group_by: string; func: string; quantiles: number[]; interval: string }
@@ -98,7 +99,7 @@ function streamed<Req>(log: Logger, fn: (req: Req, write: (d: PbDocument) => Pro
         if (cancelled) return;
         const st = grpcError(err);
         if (st.code === grpc.status.INTERNAL) log.error({ err, method: call.getPath() }, 'api stream failed');
-        call.destroy(Object.assign(new Error(st.details), st));
+        failStream(call, st);
       },
     );
   };

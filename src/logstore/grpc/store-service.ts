@@ -14,6 +14,7 @@ import type { Store } from '../store.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import type { IngestResult } from '../storage/shard.js';
 import { type PbAggQuery, type PbDoc, aggFromPb, partialToPb } from './convert.js';
+import { failStream } from './stream-status.js';
 
 interface BulkRequest {
   docs: Buffer; offs: number[]; offs_le: Buffer; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
@@ -184,7 +185,7 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
           for (const h of hits) call.write({ id: h.id, data: Buffer.from(hitData(h)), time: h.time });
           call.end();
         },
-        (err: unknown) => call.destroy(Object.assign(new Error((err as Error).message), grpcError(err))),
+        (err: unknown) => failStream(call, grpcError(err)),
       );
     },
 

@@ -10,6 +10,7 @@ import { upstreamError } from './logstore-client.js';
 import * as ops from './operations.js';
 import { queryText, rfc3339 } from './requests.js';
 import { Tail, tailLimitError } from './tail.js';
+import { failStream } from '../grpc/stream-status.js';
 
 let cached: grpc.ServiceClientConstructor | null = null;
 
@@ -111,7 +112,7 @@ export function uiGrpcHandlers(env: UiGrpcEnv): grpc.UntypedServiceImplementatio
         if (cancelled) return;
         const e = err instanceof UiError ? err : typeof (err as { code?: unknown }).code === 'number' ? upstreamError(err, 'the log store', env.client.timeoutMs) : asUiError(err);
         counted('Export', e.code);
-        call.destroy(Object.assign(new Error(e.message), uiGrpcStatus(e)));
+        failStream(call, uiGrpcStatus(e));
       };
       let plan;
       try {
@@ -140,7 +141,7 @@ export function uiGrpcHandlers(env: UiGrpcEnv): grpc.UntypedServiceImplementatio
         }, (err) => env.log.warn({ error: err.message }, 'tail: the log store failed; still polling'), env.log);
       } catch (err) {
         const e = asUiError(err);
-        call.destroy(Object.assign(new Error(e.message), uiGrpcStatus(e)));
+        failStream(call, uiGrpcStatus(e));
         return;
       }
       env.tail.open++;

@@ -169,14 +169,20 @@ export class LogstoreClient {
     return this.unary('Status', {});
   }
 
-  /** Documents by id (a stream, collected; small by construction). */
-  fetch(ids: string[]): Promise<PbDocument[]> {
-    return this.withRetries('Fetch', true, (client, deadline) => new Promise<PbDocument[]>((resolve, reject) => {
-      const out: PbDocument[] = [];
+  /** Documents by id (a stream, collected; small by construction). `partial`: the log store said some shard it asked
+   * did not answer (trailing metadata x-partial-response, x-partial-message), so a missing id may exist; else null. */
+  fetch(ids: string[]): Promise<{ docs: PbDocument[]; partial: string | null }> {
+    return this.withRetries('Fetch', true, (client, deadline) => new Promise((resolve, reject) => {
+      const docs: PbDocument[] = [];
+      let partial: string | null = null;
       const stream = (client.Fetch as ServerStream).call(client, { ids, fields: [] }, new grpc.Metadata(), { deadline });
-      stream.on('data', (d: PbDocument) => out.push(d));
+      stream.on('data', (d: PbDocument) => docs.push(d));
+      // grpc-js emits 'status' (with the trailers) before 'end'.
+      stream.on('status', (st: grpc.StatusObject) => {
+        if (st.metadata.get('x-partial-response')[0] === 'true') partial = String(st.metadata.get('x-partial-message')[0] ?? 'some shards did not answer');
+      });
       stream.on('error', reject);
-      stream.on('end', () => resolve(out));
+      stream.on('end', () => resolve({ docs, partial }));
     }));
   }
 

@@ -61,7 +61,9 @@ const ID = /^[0-9a-f]{24}$/i;
 
 export async function event(env: UiEnv, id: string): Promise<{ event: UiEvent }> {
   if (!ID.test(id)) throw badRequest(`an event id is 24 hex digits; found ${JSON.stringify(id)}`, { field: 'id' });
-  const docs = await env.client.fetch([id]);
+  const { docs, partial } = await env.client.fetch([id]);
+  // A shard that did not answer may hold it: not a 404.
+  if (!docs[0] && partial) throw new UiError('logstore_unavailable', `event ${id} not found, but the log store's answer is partial: ${partial}`);
   if (!docs[0]) throw new UiError('not_found', `no event ${id}`);
   return { event: eventOf(docs[0]) };
 }

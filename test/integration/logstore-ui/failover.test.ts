@@ -83,6 +83,26 @@ describe('a proxy with two stores', () => {
     // Half of the requests start on the dead address.
     expect(await retriesOf(overProxy) - before).toBeGreaterThanOrEqual(3);
   });
+
+  it('an event on a dead shard is a 502, not a 404; one the dead shard may hold is a 502 naming the partial answer', async () => {
+    const ids = (await api(overProxy, 'POST', '/search', { query: '*', from: FROM, to: TO, limit: N })).body.events.map((e: { id: string }) => e.id) as string[];
+    // An id's shard byte (hex digits 12-13) names the proxy shard that holds it; stores[1] is shard 1.
+    const onLive = ids.find((id) => id.slice(12, 14) === '00')!;
+    const onDead = ids.find((id) => id.slice(12, 14) === '01')!;
+    expect(onLive && onDead).toBeTruthy();
+    await stores[1]!.kill9();
+    expect((await api(overProxy, 'GET', `/events/${onLive}`)).status).toBe(200);
+    // The proxy's gRPC Fetch ends with UNAVAILABLE at once (it used to leave the stream open until the UI's deadline: a 504).
+    const dead = await api(overProxy, 'GET', `/events/${onDead}`);
+    expect(dead.status).toBe(502);
+    expect(dead.body.error.code).toBe('logstore_unavailable');
+    // An id naming no shard of the proxy is asked of both: shard 0 does not have it, shard 1 did not answer.
+    const nowhere = `${'0'.repeat(12)}ff${'0'.repeat(10)}`;
+    const partial = await api(overProxy, 'GET', `/events/${nowhere}`);
+    expect(partial.status).toBe(502);
+    expect(partial.body.error).toMatchObject({ code: 'logstore_unavailable' });
+    expect(partial.body.error.message).toContain('partial');
+  });
 });
 
 describe('a log store that stops or dies', () => {
