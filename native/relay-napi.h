@@ -13,6 +13,9 @@ relay::Relay* CurrentRelay(const Napi::CallbackInfo& info);
 /** Registers relayLaneTake (relay-lane.cc). */
 void InitRelayLane(Napi::Env env, Napi::Object exports);
 
+/** Registers relayScan (relay-scan-napi.cc). */
+void InitRelayScan(Napi::Env env, Napi::Object exports);
+
 /** Registers relayStateScan (relay-state-bind.cc). */
 void InitRelayStateScan(Napi::Env env, Napi::Object exports);
 
