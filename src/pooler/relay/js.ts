@@ -10,7 +10,7 @@ import type {
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
 import { StateScan } from '../session-state/state-scan.js';
-import { paramStatement, paramWords } from '../session-state/param-scan.js';
+import { ClientParamNotes } from './js-params.js';
 import type { MessageHandler } from '../../protocol/frame-stream.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
@@ -78,6 +78,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private readonly stateScan: StateScan | null;
   private readonly pinMask: number;
   private pinned = 0;
+  /** Session parameters: statements that may change one, noted on the server they go to (or held until a link). */
+  private readonly params = new ClientParamNotes(() => this.server);
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
@@ -88,7 +90,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.stateScan = this.pinMask !== 0 ? new StateScan() : null;
     const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
-      if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.noteParams(type, buf, start, len, complete);
+      if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.params.onMessage(type, buf, start, len, complete);
       inner(type, buf, start, len, complete);
     });
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
@@ -105,32 +107,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     return !this.closed && !this.socket.destroyed;
   }
 
-  /** Session parameters: statements that may change one, noted on the server they go to (or held until a link). */
-  private pendingParams: (string | null)[] = [];
-  private readonly paramText = { value: '' };
-  /** Bytes still to come of a Query or Parse cut by a read with nothing found yet. */
-  private readonly paramTail = { left: 0 };
-
-  private noteParams(type: number, buf: Buffer, start: number, len: number, complete: boolean): void {
-    const kind = paramStatement(type, buf, start, len, complete, this.paramText, this.paramTail);
-    if (kind !== 0) this.noteParamText(kind === 1 ? this.paramText.value : null);
-  }
-
-  private noteParamText(text: string | null): void {
-    if (this.server) this.server.noteParams(text);
-    else this.pendingParams.push(text);
-  }
-
-  /** The start of a read that continues a Query or Parse cut by the last one. */
-  private paramTailScan(chunk: Buffer): void {
-    const n = Math.min(this.paramTail.left, chunk.length);
-    this.paramTail.left -= n;
-    if (paramWords(chunk, 0, n, false)) {
-      this.paramTail.left = 0;
-      this.noteParamText(null);
-    }
-  }
-
   // ---- client -> server ----
 
   private readonly onData = (chunk: Buffer): boolean => {
@@ -140,7 +116,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
     this.stateScan?.feed(chunk);
-    if (this.paramTail.left > 0) this.paramTailScan(chunk);
+    this.params.onChunk(chunk);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.
@@ -398,10 +374,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.server = server;
     server.client = this;
     this.transactionMode = transactionMode;
-    if (this.pendingParams.length) {
-      for (const t of this.pendingParams) server.noteParams(t);
-      this.pendingParams = [];
-    }
+    this.params.linked(server);
     this.needServerSent = false;
     // Query and transaction times are the server's: the time spent waiting for it counts as wait time.
     this.tx.restartClock(performance.now());
