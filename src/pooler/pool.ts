@@ -1,8 +1,8 @@
 // One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
-import net from 'node:net';
 import type { Logger } from 'pino';
 import { SqlState } from '../protocol/codes.js';
-import { writeCancelRequest, writeQuery } from '../protocol/writer.js';
+import { writeQuery } from '../protocol/writer.js';
+import { sendCancelRequest } from './cancel-forward.js';
 import { ServerConnection } from './server-connection.js';
 import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
@@ -202,12 +202,7 @@ export class Pool {
     s.cancelsInFlight++;
     this.cancelling++;
     this.updateParkable();
-    const t = this.settings.target;
-    const sock = net.connect({ host: t.host, port: t.port }, () => sock.end(writeCancelRequest(s.backendPid, s.backendSecret)));
-    // PostgreSQL closes the connection as soon as it has read the request; one that hangs is given up.
-    sock.setTimeout(Math.max(this.settings.connectTimeoutMs, 1000), () => sock.destroy(new Error('timed out')));
-    sock.on('error', (err) => onError(err.message));
-    sock.once('close', () => {
+    sendCancelRequest(this.settings.target, s.backendPid, s.backendSecret, Math.max(this.settings.connectTimeoutMs, 1000), onError, () => {
       s.cancelsInFlight--;
       this.cancelling--;
       this.updateParkable();
