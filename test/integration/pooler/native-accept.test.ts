@@ -281,7 +281,9 @@ describe('logins on connections the relay accepted', () => {
     const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
     await c.connect();
     const slow = c.query('select pg_sleep(30)').then(() => 'finished', (e: { code?: string }) => e.code);
-    await until('the sleep runs', async () => (await show('CLIENTS')).some((r) => r['state'] === 'active'));
+    // On PostgreSQL itself: a client is active in SHOW CLIENTS from its checkout, before a session-parameter sync
+    // query ahead of its own (the pooler forwards a cancel only while the client's query is in flight).
+    await until('the sleep runs', async () => db.sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`).trim() === '1');
     const canceller = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
     // node-postgres sends a CancelRequest on a new connection with the key from BackendKeyData.
     (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(c, (c as unknown as { activeQuery: unknown }).activeQuery);
