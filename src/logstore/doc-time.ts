@@ -123,6 +123,12 @@ export function formatIdTail(time: number, tail: number): string {
   return time.toString(16).padStart(12, '0') + tail.toString(16).padStart(12, '0');
 }
 
+/** As formatIdTail, writing the id as 24 ASCII bytes at out[pos] instead of making a string. */
+export function formatIdTailInto(time: number, tail: number, out: Uint8Array, pos: number): void {
+  hexInto(time, out, pos, 12);
+  hexInto(tail, out, pos + 12, 12);
+}
+
 /** The counter part of an id. */
 export function idCounter(id: string): number {
   return parseInt(id.slice(14), 16);

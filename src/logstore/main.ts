@@ -6,7 +6,7 @@ import { AsyncSearches } from './api/async-search.js';
 import { LocalBackend, type LogBackend } from './backend.js';
 import { Cluster } from './cluster/cluster.js';
 import { apiHandlers } from './grpc/api-service.js';
-import { services } from './grpc/proto.js';
+import { FLOW_WINDOW, services } from './grpc/proto.js';
 import { startGrpc } from './grpc/server.js';
 import { storeHandlers } from './grpc/store-service.js';
 import type { HttpContext } from './http/context.js';
@@ -107,6 +107,7 @@ export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<R
   const inflight = { bulks: 0 };
   const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
   const grpcListener = await startGrpc(config.server.grpc_addr, [[services().store.service, storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight)]], keepalive);
+  if (!grpcListener.windows) log.warn({ window: FLOW_WINDOW }, 'the gRPC receive window could not be widened (this @grpc/grpc-js has no hook for it): proxies send batches in 64 KiB windows');
   const metrics = new LogstoreMetrics();
   const debug = createDebugServer({ metrics, inflight } as HttpContext);
   const debugAddr = await listen(debug, config.server.debug_addr);

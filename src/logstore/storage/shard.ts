@@ -4,7 +4,7 @@ import { isUtf8 } from 'node:buffer';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { IdMaker, OWN_SHARD, docTime, formatIdTail } from '../doc-time.js';
+import { IdMaker, OWN_SHARD, docTime, formatIdTailInto } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery, fetchByIds } from '../search/execute.js';
@@ -263,7 +263,7 @@ export class Shard {
     if (assign) {
       const c = (assign.counters ? assign.counters[i]! : assign.counter + i) % 2 ** 40;
       counter = OWN_SHARD + (assign.shard & 0xff) * 2 ** 40 + c;
-      ids.write(formatIdTail(time, counter - OWN_SHARD), 24 * i, 'latin1');
+      formatIdTailInto(time, counter - OWN_SHARD, ids, 24 * i);
     } else {
       this.ids.nextInto(time, ids, 24 * i);
       counter = this.ids.current;

@@ -64,3 +64,24 @@ describe('store Bulk document places', () => {
     expect(await found('bad')).toEqual([0, 1, 2]);
   });
 });
+
+describe('store gRPC flow control', () => {
+  it('grants a connection and its streams an 8 MiB receive window, so a proxy batch is not sent 64 KiB at a time', async () => {
+    const http2 = await import('node:http2');
+    const { FLOW_WINDOW } = await import('../../../src/logstore/grpc/proto.js');
+    const session = http2.connect(`http://${store.grpcAddr}`);
+    try {
+      const settings = await new Promise<import('node:http2').Settings>((resolve, reject) => {
+        session.once('remoteSettings', resolve);
+        session.once('error', reject);
+      });
+      expect(settings.initialWindowSize).toBe(FLOW_WINDOW);
+      // The connection window comes as a WINDOW_UPDATE right after the settings.
+      const deadline = Date.now() + 10_000;
+      while (session.state.remoteWindowSize !== FLOW_WINDOW && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(session.state.remoteWindowSize).toBe(FLOW_WINDOW);
+    } finally {
+      session.destroy();
+    }
+  });
+});

@@ -1,7 +1,7 @@
 // Document time formats and clamping, time-sorted ids, config defaults and errors, text tokenization.
 import { describe, expect, it } from 'vitest';
 import { parseLogstoreConfig, parseAddr } from '../../../src/config/logstore.js';
-import { IdMaker, docTime, idTime, parseDocTime } from '../../../src/logstore/doc-time.js';
+import { IdMaker, docTime, formatIdTail, formatIdTailInto, idTime, parseDocTime } from '../../../src/logstore/doc-time.js';
 
 describe('document time', () => {
   it.each([
@@ -71,6 +71,20 @@ describe('document time', () => {
       const t = t0 + Math.floor(i / 3) * 17;
       bytes.nextInto(t, out, 0);
       expect(Buffer.from(out).toString('latin1')).toBe(strings.next(t));
+    }
+  });
+
+  it('a proxy-made id (time and shard+counter tail) written as bytes equals its string', () => {
+    const out = Buffer.alloc(30, 0x20);
+    const tails = [0, 1, 15, 16, 2 ** 24 - 1, 2 ** 24, 2 ** 40 - 1, 0xab * 2 ** 40 + 12345, 2 ** 48 - 1];
+    const times = [0, Date.UTC(2026, 0, 1), 2 ** 24 + 5, 2 ** 48 - 1];
+    for (const time of times) {
+      for (const tail of tails) {
+        formatIdTailInto(time, tail, out, 3);
+        expect(out.toString('latin1', 3, 27)).toBe(formatIdTail(time, tail));
+        expect(out[2]).toBe(0x20);
+        expect(out[27]).toBe(0x20);
+      }
     }
   });
 });
