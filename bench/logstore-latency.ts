@@ -1,5 +1,6 @@
 // Search latency of two tidepool builds side by side: the same sealed data, single mode (or a proxy over one
-// store), the floor, newest-100 and range-fetch rows of bench/logstore.ts, requests alternating build by build.
+// store), the floor, newest-100 and range-fetch rows of bench/logstore.ts, requests interleaved (a fresh random order
+// of all targets every round).
 // Usage: node dist/bench/logstore-latency.js --a DIR --b DIR [--docs 200000] [--runs 1000] [--warmups 100] [--proxy] [--only TEXT] [--pg]
 //     [--client http|undici|both]
 //   --pg: PostgreSQL (jsonb + GIN + timestamp btree, the pg driver) as a third target, alternating too.
@@ -168,10 +169,16 @@ async function main(): Promise<void> {
       const targets: (() => Promise<unknown>)[] = CLIENTS.flatMap((c) => ports.map((p) => () => run(p, send(c))));
       if (client) targets.push(() => client!.query(pgSql[name]!));
       const xs: number[][] = targets.map(() => []);
+      // Each round runs every target once in a fresh random order (seeded), so every target follows every other
+      // (and itself, across rounds) equally often. A fixed order reversed every other round made some targets
+      // always follow a request to the same process (warm) and others always follow one to another process.
+      const shuffle = mulberry32(7);
       for (let i = 0; i < WARMUPS + RUNS; i++) {
-        // The order alternates too, so no target always runs right after the same other one.
         const order = targets.map((_, k) => k);
-        if (i % 2) order.reverse();
+        for (let j = order.length - 1; j > 0; j--) {
+          const r = Math.floor(shuffle() * (j + 1));
+          [order[j], order[r]] = [order[r]!, order[j]!];
+        }
         for (const k of order) {
           const t = process.hrtime.bigint();
           await targets[k]!();
@@ -186,7 +193,7 @@ async function main(): Promise<void> {
         out.push(`| ${name} | ${cname} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
       }
     }
-    out.push('', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, builds alternating; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
+    out.push('', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     await client?.end();
