@@ -1,7 +1,12 @@
 // Search latency of two tidepool builds side by side: the same sealed data, single mode (or a proxy over one
-// store), the floor, newest-100 and range-fetch rows of bench/logstore.ts, requests alternating build by build.
+// store), the floor, newest-100 and range-fetch rows of bench/logstore.ts, requests interleaved (a fresh random order
+// of all targets every round).
 // Usage: node dist/bench/logstore-latency.js --a DIR --b DIR [--docs 200000] [--runs 1000] [--warmups 100] [--proxy] [--only TEXT] [--pg]
+//     [--client http|undici|both]
 //   --pg: PostgreSQL (jsonb + GIN + timestamp btree, the pg driver) as a third target, alternating too.
+//   --client: the HTTP client of the tidepool targets (default both, each build timed with each, all alternating):
+//     node's http.request with a keep-alive agent, and undici's Pool (one kept connection per build, as the pg
+//     driver keeps one connection). Each client gets its own table row.
 //   --only: just the rows whose name contains TEXT.
 //   BENCH_STORE_NODE_ARGS: node flags for build b's store and proxy processes (profiling).
 //   DIR: a built checkout (bin/tidepool.js, dist/, build/). Prints a markdown table of medians (ms) and ratios.
@@ -11,6 +16,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { Pool } from 'undici';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
@@ -46,6 +52,24 @@ function request(port: number, method: string, p: string, body: string): Promise
     req.end(body);
   });
 }
+
+const pools = new Map<number, Pool>();
+
+/** The same exchange through undici: one kept-alive connection per port, the body read whole as text. */
+async function requestUndici(port: number, method: string, p: string, body: string): Promise<string> {
+  let pool = pools.get(port);
+  if (!pool) pools.set(port, (pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, pipelining: 1 })));
+  const res = await pool.request({ method: method as 'GET' | 'POST', path: p, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`${p}: ${res.statusCode} ${text.slice(0, 200)}`);
+  return text;
+}
+
+type Client = 'http.request' | 'undici';
+const CLIENT = flag('client') ?? 'both';
+if (!['http', 'undici', 'both'].includes(CLIENT)) throw new Error('--client must be http, undici or both');
+const CLIENTS: Client[] = CLIENT === 'both' ? ['http.request', 'undici'] : CLIENT === 'http' ? ['http.request'] : ['undici'];
+const send = (c: Client) => (c === 'undici' ? requestUndici : request);
 
 type Proc = LogstoreProc;
 const config = (dir: string, cluster = ''): string => logstoreConfig(dir, 2, cluster);
@@ -120,47 +144,63 @@ async function main(): Promise<void> {
       'newest 100 in the last hour': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
       '5 000-document range fetch': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`,
     };
-    const rows: [string, (port: number) => Promise<unknown>][] = [
-      ['floor: GET /', (port) => request(port, 'GET', '/', '').then((t) => JSON.parse(t))],
-      ['newest 100 in the last hour', (port) => request(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })).then((t) => JSON.parse(t))],
-      ['5 000-document range fetch', (port) => request(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })).then((t) => JSON.parse(t))],
+    type Send = typeof request;
+    const rows: [string, (port: number, req: Send) => Promise<unknown>][] = [
+      ['floor: GET /', (port, req) => req(port, 'GET', '/', '').then((t) => JSON.parse(t))],
+      ['newest 100 in the last hour', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })).then((t) => JSON.parse(t))],
+      ['5 000-document range fetch', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })).then((t) => JSON.parse(t))],
     ];
     const only = flag('only');
     if (only) rows.splice(0, rows.length, ...rows.filter(([n]) => n.includes(only)));
     // Both builds must answer the same.
     for (const [name, run] of rows) {
-      const [a, b] = await Promise.all(ports.map((p) => run(p)));
-      if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${name}: the two builds answer differently`);
+      for (const c of CLIENTS) {
+        const [a, b] = await Promise.all(ports.map((p) => run(p, send(c))));
+        if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`${name}: the two builds answer differently`);
+      }
     }
     const load0 = os.loadavg()[0]!;
     const out = client
-      ? [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`, '|---|---:|---:|---:|---:|---:|']
-      : [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | a, ms | b, ms | b / a |`, '|---|---:|---:|---:|'];
+      ? [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`, '|---|---|---:|---:|---:|---:|---:|']
+      : [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a |`, '|---|---|---:|---:|---:|'];
     for (const [name, run] of rows) {
       process.stderr.write(`timing ${name}\n`);
-      const targets: (() => Promise<unknown>)[] = ports.map((p) => () => run(p));
+      // Every (client, build) pair is a target, then PostgreSQL: all alternate request by request.
+      const targets: (() => Promise<unknown>)[] = CLIENTS.flatMap((c) => ports.map((p) => () => run(p, send(c))));
       if (client) targets.push(() => client!.query(pgSql[name]!));
       const xs: number[][] = targets.map(() => []);
+      // Each round runs every target once in a fresh random order (seeded), so every target follows every other
+      // (and itself, across rounds) equally often. A fixed order reversed every other round made some targets
+      // always follow a request to the same process (warm) and others always follow one to another process.
+      const shuffle = mulberry32(7);
       for (let i = 0; i < WARMUPS + RUNS; i++) {
-        // The order alternates too, so no target always runs right after the same other one.
         const order = targets.map((_, k) => k);
-        if (i % 2) order.reverse();
+        for (let j = order.length - 1; j > 0; j--) {
+          const r = Math.floor(shuffle() * (j + 1));
+          [order[j], order[r]] = [order[r]!, order[j]!];
+        }
         for (const k of order) {
           const t = process.hrtime.bigint();
           await targets[k]!();
           if (i >= WARMUPS) xs[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
         }
       }
-      const [a, b, c] = xs.map(median) as [number, number, number?];
-      out.push(`| ${name} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
+      const meds = xs.map(median);
+      const c = client ? meds[meds.length - 1] : undefined;
+      for (const [ci, cname] of CLIENTS.entries()) {
+        const a = meds[ci * 2]!;
+        const b = meds[ci * 2 + 1]!;
+        out.push(`| ${name} | ${cname} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
+      }
     }
-    out.push('', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, builds alternating; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
+    out.push('', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     await client?.end();
     await pgsrv?.stop();
     for (const p of procs.reverse()) await stop(p);
     agent.destroy();
+    for (const p of pools.values()) await p.close();
     rmSync(WORK, { recursive: true, force: true });
   }
 }

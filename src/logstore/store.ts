@@ -10,7 +10,7 @@ import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
 import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
-import type { ShardHit, ShardQuery, ShardQueryResult } from './search/execute.js';
+import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery } from './search/execute.js';
 import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
 import type { ShardWorkerData } from './storage/shard-worker.js';
 import type { BatchMeta } from './ingest/bulk.js';
@@ -18,6 +18,7 @@ import { routeClientId } from './storage/client-ids.js';
 import { fixMmapThreshold } from '../native/malloc-tune.js';
 import { newShardState, ShardStateReader } from './storage/shard-state.js';
 import { SealedReader } from './storage/sealed-reader.js';
+import type { SealedFraction } from './storage/sealed-fraction.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -138,7 +139,33 @@ export class Store {
   }
 
   async query(q: ShardQuery): Promise<StoreQueryResult> {
-    return mergeQueryResults(await this.queryShards(q), q);
+    return mergeQueryResults([this.querySealed(q) ?? (await this.queryShards(q))].flat(), q);
+  }
+
+  /**
+   * A plain time-range query every shard can answer from its sealed fractions, run once over all the shards'
+   * fractions together on this thread: one pass picks the best `limit` hits of all, so only those are written
+   * (one run per shard wrote `limit` hits each, and the merge dropped all but `limit` of them). Null when a shard
+   * cannot (its thread answers, queryShards) or one changed during the read.
+   */
+  private querySealed(q: ShardQuery): ShardQueryResult | null {
+    if (this.sealedReaders.length < 2) return null;
+    const reads: { gen: number; views: SealedFraction[] }[] = [];
+    for (const r of this.sealedReaders) {
+      const read = r.begin(q);
+      if (!read) return null;
+      reads.push(read);
+    }
+    let result: ShardQueryResult;
+    try {
+      result = executeQuery(reads.flatMap((r) => r.views), q);
+    } catch {
+      for (const r of this.sealedReaders) r.failed();
+      return null;
+    }
+    let settled = true;
+    for (const [i, r] of this.sealedReaders.entries()) settled = r.settle(reads[i]!.gen) && settled;
+    return settled ? result : null;
   }
 
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */

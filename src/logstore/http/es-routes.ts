@@ -12,12 +12,17 @@ import { filtered, requestFilter, sendEsJson } from '../es/reply.js';
 
 export const ES_VERSION = '8.11.0';
 
+const ROOT_INFO = {
+  name: 'tidepool', cluster_name: 'tidepool', cluster_uuid: 'tidepool-logstore',
+  version: { number: ES_VERSION, build_flavor: 'default', lucene_version: '9.8.0', minimum_wire_compatibility_version: '7.17.0', minimum_index_compatibility_version: '7.0.0' },
+  tagline: 'You Know, for Search',
+};
+/** The root answer without `filter_path`, rendered once (shippers and health checks ask for it often). */
+const ROOT_BODY = JSON.stringify(ROOT_INFO);
+
 export function rootInfo(req: IncomingMessage, res: ServerResponse, head: boolean): void {
-  const body = JSON.stringify(filtered({
-    name: 'tidepool', cluster_name: 'tidepool', cluster_uuid: 'tidepool-logstore',
-    version: { number: ES_VERSION, build_flavor: 'default', lucene_version: '9.8.0', minimum_wire_compatibility_version: '7.17.0', minimum_index_compatibility_version: '7.0.0' },
-    tagline: 'You Know, for Search',
-  }, requestFilter(req)));
+  const filter = requestFilter(req);
+  const body = filter ? JSON.stringify(filtered(ROOT_INFO, filter)) : ROOT_BODY;
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-elastic-product': 'Elasticsearch' });
   res.end(head ? undefined : body);
 }

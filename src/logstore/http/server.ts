@@ -52,7 +52,8 @@ async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   return 200;
 }
 
-async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<[string, number]> {
+/** `query`: the URL's text after `?` (parsed only by the Elasticsearch routes that read parameters). */
+async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<[string, number]> {
   const method = req.method ?? 'GET';
   if (path === '/') {
     req.resume();
@@ -85,7 +86,7 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
     req.resume();
     return [path, await get(ctx, req, res)];
   }
-  const es = await esRoute(ctx, req, res, path, params);
+  const es = await esRoute(ctx, req, res, path, new URLSearchParams(query));
   if (es) return es;
   throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);
 }
@@ -93,8 +94,10 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
 export function createApiServer(ctx: HttpContext): http.Server {
   return http.createServer((req, res) => {
     const started = process.hrtime.bigint();
-    const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
-    dispatch(ctx, req, res, path, new URLSearchParams(query ?? '')).then(
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    dispatch(ctx, req, res, path, q < 0 ? '' : url.slice(q + 1)).then(
       ([route, status]) => {
         ctx.metrics.requests.inc({ route, status: String(status) });
         ctx.metrics.duration.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -104,7 +107,8 @@ export function createApiServer(ctx: HttpContext): http.Server {
         if (!(err instanceof HttpError)) ctx.log.error({ err, path }, 'request failed');
         ctx.metrics.requests.inc({ route: 'error', status: String(e.status) });
         req.resume();
-        if (!res.headersSent) sendError(res, e);
+        // A body past its limit is left unread: the connection closes after the answer.
+        if (!res.headersSent) sendError(res, e, e.status === 413 ? { connection: 'close' } : {});
         else res.destroy();
       },
     );

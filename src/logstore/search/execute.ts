@@ -107,14 +107,21 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   const hist = new Map<number, number>();
   let total = 0;
   let read = 0;
-  type Cand = { time: number; id: string; view: FractionView; local: number };
+  // A candidate's id (a hex string) is made only when a tie on time needs it or the hit is written.
+  type Cand = { time: number; id: string | null; view: FractionView; local: number };
   let cands: Cand[] = [];
-  const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || (b.id > a.id ? 1 : b.id < a.id ? -1 : 0) : a.time - b.time || (a.id > b.id ? 1 : a.id < b.id ? -1 : 0));
+  const idOf = (c: Cand) => (c.id ??= c.view.id(c.local));
+  const byId = (a: Cand, b: Cand) => {
+    const x = idOf(a);
+    const y = idOf(b);
+    return x > y ? 1 : x < y ? -1 : 0;
+  };
+  const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || byId(b, a) : a.time - b.time || byId(a, b));
   const take = (view: FractionView, picked: ArrayLike<number>, inOrder = view.timeOrdered) => {
     const fresh = cands.length === 0;
     for (let i = 0; i < picked.length; i++) {
       const local = picked[i]!;
-      cands.push({ time: view.time(local), id: view.id(local), view, local });
+      cands.push({ time: view.time(local), id: null, view, local });
     }
     // Hits of one fraction come in order already (time-ordered ids, or picked through the fraction's time order).
     if (!fresh || !inOrder) cands.sort(better);
@@ -177,8 +184,8 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   const w = new HitWriter(cands.length);
   for (const c of cands) {
     const r = c.view.docRef(c.local);
-    if (pipes.length) w.addText(c.id, c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
-    else w.addRef(c.id, c.time, r.buf, r.start, r.end, r.utf8 === true);
+    if (pipes.length) w.addText(idOf(c), c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
+    else w.addRef(idOf(c), c.time, r.buf, r.start, r.end, r.utf8 === true);
   }
   return { total, hits: w.finish(), aggs, hist: [...hist], fractionsRead: read };
 }

@@ -48,13 +48,14 @@ export class HitWriter {
   private ids = '';
   private readonly offs: number[] = [];
 
+  // Uninitialized (no zero fill): only bytes [0, used) are ever read, each through a view bounded by offs.
   constructor(expected: number) {
-    this.buf = new Uint8Array(Math.max(256, expected * 256));
+    this.buf = Buffer.allocUnsafeSlow(Math.max(256, expected * 256));
   }
 
   private reserve(n: number): void {
     if (this.used + n <= this.buf.length) return;
-    const next = new Uint8Array(Math.max(this.buf.length * 2, this.used + n));
+    const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.used + n));
     next.set(this.buf.subarray(0, this.used));
     this.buf = next;
   }

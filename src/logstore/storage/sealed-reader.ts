@@ -35,27 +35,51 @@ export class SealedReader {
 
   /** The shard's answer from its sealed fractions, or null when the shard thread must answer it. */
   query(q: ShardQuery): ShardQueryResult | null {
+    const read = this.begin(q);
+    if (!read) return null;
+    let result: ShardQueryResult;
+    try {
+      result = executeQuery(read.views, q);
+    } catch {
+      this.failed();
+      return null;
+    }
+    return this.settle(read.gen) ? result : null;
+  }
+
+  /**
+   * The sealed fractions `q` reads in this shard and the generation they were listed at; null when the shard
+   * thread must answer (not a plain time range, the active fraction overlaps it, the shard is changing, or the
+   * catalog could not be read). After reading them, call settle(gen), or failed() when the read threw.
+   */
+  begin(q: ShardQuery): { gen: number; views: SealedFraction[] } | null {
     if (!readsOnlyTimeRange(q)) return null;
     const gen = this.state.generation();
     if ((gen & 1) === 1 || this.state.activeOverlaps(q.from, q.to)) return null;
-    let result: ShardQueryResult;
     try {
       if (gen !== this.rowsGen) this.reload(gen);
-      const views = this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name));
-      result = executeQuery(views, q);
-      this.trim();
+      return { gen, views: this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name)) };
     } catch {
-      // A fraction dropped by retention under us, or the catalog busy: the shard thread answers instead.
-      this.fallbacks++;
-      this.forget();
+      this.failed();
       return null;
     }
+  }
+
+  /** After a read begun at `gen`: true when the shard did not change meanwhile (the answer stands). */
+  settle(gen: number): boolean {
+    this.trim();
     if (this.state.generation() !== gen) {
       this.rowsGen = -1;
-      return null;
+      return false;
     }
     this.answered++;
-    return result;
+    return true;
+  }
+
+  /** A read that threw (a fraction dropped by retention under us, the catalog busy): the shard thread answers. */
+  failed(): void {
+    this.fallbacks++;
+    this.forget();
   }
 
   /** Reads the sealed fractions from the shard's catalog, in name order (the shard's own order). */

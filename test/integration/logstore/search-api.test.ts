@@ -147,6 +147,16 @@ describe('bad requests are 400s with JSON bodies that point at the problem', () 
     expect(r.body.error.expected).toMatch(/a term/);
   });
 
+  it('a search body past 16 MiB is a 413 with a JSON body, and the store serves on', async () => {
+    const big = JSON.stringify({ query: { query: '*' }, pad: 'x'.repeat(17 * 1024 * 1024) });
+    const res = await fetch(`${ls.url}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'body_too_large', message: expect.stringMatching(/larger than 16777216 bytes/) as unknown });
+    const after = await postJson<SearchBody>(`${ls.url}/search`, { query: { query: 'level:error' }, size: 1 });
+    expect(after.status).toBe(200);
+    expect(after.body.total).toBe(100);
+  });
+
   it('wrong method is a 405 with a JSON body', async () => {
     const res = await fetch(`${ls.url}/search`);
     expect(res.status).toBe(405);
