@@ -1,7 +1,7 @@
 // Document indexer: a batch of NDJSON documents (the bulk's source lines) into the active fraction's token ids in
-// one call: no JSON.parse, no object walk, no JavaScript string per token. It keeps the fraction's dictionary
-// ((field, token) -> id, path -> field); src/logstore/storage/active-index.ts mirrors every field and token it
-// adds and tells it the ones it adds itself (documents left to the JavaScript path). Twin: src/native/doc-indexer-ts.ts.
+// one call: no JSON.parse, no object walk, no JavaScript string per token. It keeps the fraction's only dictionary
+// ((field, token) -> id, path -> field): src/logstore/storage/active-index.ts numbers the fields and tokens it
+// adds, tells it the ones the JavaScript path makes, and reads tokens back from it. Twin: src/native/doc-indexer.ts.
 #include "doc-indexer.h"
 
 #include <cmath>
@@ -13,6 +13,7 @@
 
 #include "byte-table.h"
 #include "doc-scan.h"
+#include "wtf8.h"
 
 namespace tidepool {
 
@@ -46,9 +47,8 @@ class DocIndexer {
 
   // Output of one Index call.
   std::vector<double> times;
-  std::vector<uint32_t> ends, toks, colEnds, cols, newTokFields, newTokLens;
+  std::vector<uint32_t> ends, toks, colEnds, cols, newTokFields;
   std::vector<std::string> newFields;
-  std::string newText;
 
   void Index(const uint8_t* buf, const int32_t* offs, uint32_t count, double now) {
     times.assign(count, NAN);
@@ -57,9 +57,7 @@ class DocIndexer {
     toks.clear();
     cols.clear();
     newTokFields.clear();
-    newTokLens.clear();
     newFields.clear();
-    newText.clear();
     for (uint32_t i = 0; i < count; i++) {
       if (ScanDoc(buf + offs[2 * i], static_cast<size_t>(offs[2 * i + 1]), &doc_) && Check(now, &times[i])) Commit();
       else times[i] = NAN;
@@ -86,6 +84,16 @@ class DocIndexer {
     lastDoc_.push_back(0);
     return t;
   }
+
+  // The id of (field, WTF-8 bytes), or -1.
+  int32_t Find(uint32_t field, const std::string& key) const {
+    if (field >= tokens_.size()) return -1;
+    const uint32_t n = static_cast<uint32_t>(key.size());
+    int32_t t = tokens_[field].Find(field, key.data(), n, HashBytes(key.data(), n, field));
+    return t == kMissing ? -1 : t;
+  }
+
+  const ByteTable* Tokens(uint32_t field) const { return field < tokens_.size() ? &tokens_[field] : nullptr; }
 
   size_t Bytes() const {
     size_t toks = 0;
@@ -135,13 +143,6 @@ class DocIndexer {
     table.Insert(field, p, n, h, t);
     lastDoc_.push_back(0);
     newTokFields.push_back(field);
-    uint32_t units = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      uint8_t c = static_cast<uint8_t>(p[i]);
-      if ((c & 0xc0) != 0x80) units += c >= 0xf0 ? 2 : 1;
-    }
-    newTokLens.push_back(units);
-    newText.append(p, n);
     return t;
   }
 
@@ -340,8 +341,6 @@ Napi::Value DocIndexerIndex(const Napi::CallbackInfo& info) {
   for (size_t i = 0; i < ix->newFields.size(); i++) fields.Set(static_cast<uint32_t>(i), Napi::String::New(env, ix->newFields[i]));
   out.Set("newFields", fields);
   out.Set("newTokFields", Typed(env, ix->newTokFields));
-  out.Set("newTokLens", Typed(env, ix->newTokLens));
-  out.Set("newText", Napi::String::New(env, ix->newText));
   return out;
 }
 
@@ -352,7 +351,7 @@ Napi::Value DocIndexerLearnField(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "docIndexerLearnField(handle, name)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  return Napi::Number::New(env, ix->LearnField(info[1].As<Napi::String>().Utf8Value()));
+  return Napi::Number::New(env, ix->LearnField(Wtf8FromUtf16(info[1].As<Napi::String>().Utf16Value())));
 }
 
 Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info) {
@@ -363,9 +362,63 @@ Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   const int64_t before = static_cast<int64_t>(ix->Bytes());
-  int32_t t = ix->LearnToken(info[1].As<Napi::Number>().Uint32Value(), info[2].As<Napi::String>().Utf8Value());
+  int32_t t = ix->LearnToken(info[1].As<Napi::Number>().Uint32Value(), Wtf8FromUtf16(info[2].As<Napi::String>().Utf16Value()));
   Napi::MemoryManagement::AdjustExternalMemory(env, ReportedBytes(ix, before));
   return Napi::Number::New(env, t);
+}
+
+Napi::Value DocIndexerFind(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DocIndexer* ix = info.Length() >= 3 ? Unwrap(info[0]) : nullptr;
+  if (!ix || !info[1].IsNumber() || !info[2].IsString()) {
+    Napi::TypeError::New(env, "docIndexerFind(handle, field, text)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  return Napi::Number::New(env, ix->Find(info[1].As<Napi::Number>().Uint32Value(), Wtf8FromUtf16(info[2].As<Napi::String>().Utf16Value())));
+}
+
+Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DocIndexer* ix = info.Length() >= 2 ? Unwrap(info[0]) : nullptr;
+  if (!ix || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "docIndexerFieldTokens(handle, field)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const ByteTable* table = ix->Tokens(info[1].As<Napi::Number>().Uint32Value());
+  std::vector<uint32_t> lens, ids;
+  std::string bytes;
+  bool ascii = true;
+  if (table) {
+    lens.reserve(table->Count());
+    ids.reserve(table->Count());
+    table->ForEach([&](const char* p, uint32_t n, int32_t v) {
+      for (uint32_t i = 0; i < n && ascii; i++) ascii = static_cast<uint8_t>(p[i]) < 0x80;
+      bytes.append(p, n);
+      lens.push_back(n);
+      ids.push_back(static_cast<uint32_t>(v));
+    });
+  }
+  Napi::Object out = Napi::Object::New(env);
+  if (ascii) {
+    napi_value s;
+    napi_create_string_latin1(env, bytes.data(), bytes.size(), &s);
+    out.Set("text", Napi::Value(env, s));
+  } else {
+    std::u16string units;
+    size_t at = 0;
+    for (uint32_t& n : lens) {
+      const uint32_t b = n;
+      n = AppendUtf16(&units, bytes.data() + at, b);
+      at += b;
+    }
+    // As code units: napi_create_string_utf16 turns a lone surrogate into U+FFFD (Node 20); the caller decodes them.
+    Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, units.size() * 2);
+    if (!units.empty()) std::memcpy(ab.Data(), units.data(), units.size() * 2);
+    out.Set("units", Napi::Uint16Array::New(env, units.size(), ab, 0));
+  }
+  out.Set("lens", Typed(env, lens));
+  out.Set("ids", Typed(env, ids));
+  return out;
 }
 
 Napi::Value DocIndexerBytes(const Napi::CallbackInfo& info) {

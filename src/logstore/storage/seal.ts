@@ -6,7 +6,7 @@ import { encodePostingsInto } from '../../native/postings.js';
 import { EXISTS_FIELD } from '../mapping.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
-import { packStrings, sortedOrderPacked } from './sort-tokens.js';
+import { packText, sortedOrderPacked } from './sort-tokens.js';
 import { type DictField, encodeDict } from './token-dict.js';
 import { encodeClientIds } from './client-ids.js';
 import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
@@ -85,28 +85,21 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   // Dictionary, offsets, postings. Every list is encoded into one buffer (5 bytes per id at most), and each
   // token's rank in its field's sorted dictionary is kept by token id for the keyword columns below.
   const inverted = frac.index.all();
-  const byField = new Map(frac.index.fields().map((f) => [f.name, f.toks]));
-  const fields = [...byField.keys()].sort();
+  const fields = frac.index.fields().map((f) => f.name).sort();
   const dict: DictField[] = [];
   // Token ids of each field's dictionary, in its sorted order.
   const dictIds: Uint32Array[] = [];
   let seen: string[] = [];
   let tokenCount = 0;
   for (const f of fields) {
-    const tokIds = byField.get(f)!;
-    const strs: string[] = new Array<string>(tokIds.size);
-    const ids = new Uint32Array(tokIds.size);
-    let i = 0;
-    for (const [tok, t] of tokIds) {
-      strs[i] = tok;
-      ids[i++] = t;
-    }
-    const tokens = packStrings(strs);
+    // The document indexer's dictionary of the field: its tokens joined, their lengths and ids.
+    const { text, lens, ids } = frac.index.dictionary(f);
+    const tokens = packText(text, lens);
     const order = sortedOrderPacked(tokens);
-    const sortedIds = new Uint32Array(strs.length);
+    const sortedIds = new Uint32Array(order.length);
     for (let j = 0; j < order.length; j++) sortedIds[j] = ids[order[j]!]!;
-    if (f === EXISTS_FIELD) seen = Array.from(order, (j) => strs[j]!);
-    dict.push({ name: f, tokens: strs, order });
+    if (f === EXISTS_FIELD) seen = Array.from(order, (j) => text.slice(tokens.starts[j]!, tokens.starts[j + 1]!));
+    dict.push({ name: f, tokens, order });
     dictIds.push(sortedIds);
     tokenCount += order.length;
   }
@@ -147,9 +140,9 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const columns: string[] = [];
   for (let fi = 0; fi < fields.length; fi++) {
     const f = fields[fi]!;
-    const col = frac.column(f);
+    const col = frac.index.columnOrds(f);
     if (!col) continue;
-    const ordMap = new Uint32Array(col.tokens.length).fill(MISSING);
+    const ordMap = new Uint32Array(col.count).fill(MISSING);
     for (const t of dictIds[fi]!) {
       const o = frac.index.columnOrdinal(t);
       if (o >= 0) ordMap[o] = rankOf[t]!;

@@ -34,6 +34,22 @@ export function packStrings(strs: readonly string[]): PackedStrings {
   return { units, starts };
 }
 
+/** Packs strings already joined: token i is the next lens[i] code units of `text` (one UTF-16 copy). */
+export function packText(text: string, lens: Uint32Array): PackedStrings {
+  const n = lens.length;
+  const starts = new Uint32Array(n + 1);
+  let p = 0;
+  for (let i = 0; i < n; i++) {
+    starts[i] = p;
+    p += lens[i]!;
+  }
+  starts[n] = p;
+  if (p !== text.length) throw new Error(`packText: ${text.length} code units for tokens of ${p}`);
+  const units = new Uint16Array(p);
+  if (p > 0) Buffer.from(units.buffer, 0, p * 2).write(text, 0, p * 2, 'utf16le');
+  return { units, starts };
+}
+
 /** Compares packed strings a and b from code unit `depth` on (their first `depth` units are equal). */
 function compareFrom(p: PackedStrings, a: number, b: number, depth: number): number {
   const { units, starts } = p;

@@ -1,5 +1,6 @@
-// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, written with one
-// Buffer.write of their join (no JSON.stringify of ~130 000 strings); readers still open the JSON form of older fractions.
+// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, copied from their
+// packed code units (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
+import type { PackedStrings } from './sort-tokens.js';
 /** First bytes of the binary form ("TPD" and a version); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
 const LATIN1 = 1;
@@ -7,33 +8,30 @@ const UTF16 = 2;
 
 export interface DictField {
   name: string;
-  tokens: readonly string[];
+  tokens: PackedStrings;
   /** Sorted order of `tokens` (indexes into it). */
   order: Uint32Array;
 }
 
-/** Any code unit above 0xff. */
-const WIDE = /[^\u0000-\u00ff]/;
+/** Whether any code unit is above 0xff. */
+function isWide(units: Uint16Array): boolean {
+  for (let i = 0; i < units.length; i++) if (units[i]! > 0xff) return true;
+  return false;
+}
 
 /**
  * Layout, little-endian: magic, u32 field count, then per field: u32 name length, name (UTF-8), u32 token count,
  * u8 encoding (1: every code unit < 256, one byte each; 2: UTF-16LE, lone surrogates kept), u32 length in code
- * units of each token, then the tokens' code units in sorted order. The tokens are joined once and written with
- * one Buffer.write, so the cost does not depend on how warm the JIT is.
+ * units of each token, then the tokens' code units in sorted order.
  */
 export function encodeDict(fields: readonly DictField[]): Buffer {
   let size = 8;
   const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
-  const texts: string[] = [];
   const wide: boolean[] = [];
   for (let fi = 0; fi < fields.length; fi++) {
     const { tokens, order } = fields[fi]!;
-    const sorted = new Array<string>(order.length);
-    for (let r = 0; r < order.length; r++) sorted[r] = tokens[order[r]!]!;
-    const text = sorted.join('');
-    texts.push(text);
-    wide.push(WIDE.test(text));
-    size += 4 + names[fi]!.length + 4 + 1 + 4 * order.length + text.length * (wide[fi] ? 2 : 1);
+    wide.push(isWide(tokens.units));
+    size += 4 + names[fi]!.length + 4 + 1 + 4 * order.length + tokens.units.length * (wide[fi] ? 2 : 1);
   }
   const out = Buffer.allocUnsafe(size);
   out.set(MAGIC, 0);
@@ -46,15 +44,24 @@ export function encodeDict(fields: readonly DictField[]): Buffer {
     p += names[fi]!.copy(out, p);
     p = out.writeUInt32LE(n, p);
     out[p++] = wide[fi] ? UTF16 : LATIN1;
+    const { units, starts } = tokens;
     const lens = new Uint32Array(n);
-    for (let r = 0; r < n; r++) lens[r] = tokens[order[r]!]!.length;
+    for (let r = 0; r < n; r++) lens[r] = starts[order[r]! + 1]! - starts[order[r]!]!;
     out.set(new Uint8Array(lens.buffer, 0, n * 4), p);
     p += n * 4;
-    const text = texts[fi]!;
-    const bytes = text.length * (wide[fi] ? 2 : 1);
-    if (bytes > 0 && out.write(text, p, bytes, wide[fi] ? 'utf16le' : 'latin1') !== bytes) throw new Error(`dict.bin: short write of field ${fields[fi]!.name}`);
-    p += bytes;
+    if (wide[fi]) {
+      for (let r = 0; r < n; r++) {
+        for (let k = starts[order[r]!]!, end = starts[order[r]! + 1]!; k < end; k++) {
+          const u = units[k]!;
+          out[p++] = u & 0xff;
+          out[p++] = u >>> 8;
+        }
+      }
+    } else {
+      for (let r = 0; r < n; r++) for (let k = starts[order[r]!]!, end = starts[order[r]! + 1]!; k < end; k++) out[p++] = units[k]!;
+    }
   }
+  if (p !== size) throw new Error(`dict.bin: wrote ${p} bytes of ${size}`);
   return out;
 }
 

@@ -98,7 +98,7 @@ function batchOf(docs: string[]): { buf: Buffer; offs: Int32Array } {
 }
 
 function plain(b: DocBatch) {
-  return { ...b, times: Array.from(b.times), ends: Array.from(b.ends), toks: Array.from(b.toks), colEnds: Array.from(b.colEnds), cols: Array.from(b.cols), newTokFields: Array.from(b.newTokFields), newTokLens: Array.from(b.newTokLens) };
+  return { ...b, times: Array.from(b.times), ends: Array.from(b.ends), toks: Array.from(b.toks), colEnds: Array.from(b.colEnds), cols: Array.from(b.cols), newTokFields: Array.from(b.newTokFields) };
 }
 
 /**
@@ -183,6 +183,38 @@ describe('document indexer', () => {
       start += n;
     }
     expect(a.bytes).toBeGreaterThan(0);
+  });
+
+  it.each([['native', native], ['twin', docIndexerTs]] as const)('is the only dictionary: find and fieldTokens give every token back exactly, lone surrogates too (%s)', (_n, make) => {
+    const ix = make!(autoMapping());
+    const words = ['plain', 'caf\u00e9', '\u4e2d\u6587', '\ud83d\ude00', 'lone\ud800', '\udfffx', '\ufffd', ''];
+    const field = ix.learnField('k');
+    const ids = words.map((w) => ix.learnToken(field, w));
+    expect(new Set(ids).size).toBe(words.length);
+    words.forEach((w, i) => expect(ix.find(field, w)).toBe(ids[i]));
+    expect(ix.find(field, 'lone\ufffd')).toBe(-1);
+    expect(ix.find(field + 1, 'plain')).toBe(-1);
+    const { text, lens, ids: got } = ix.fieldTokens(field);
+    const back = new Map<number, string>();
+    let at = 0;
+    lens.forEach((l, i) => {
+      back.set(got[i]!, text.slice(at, at + l));
+      at += l;
+    });
+    expect(at).toBe(text.length);
+    expect(back).toEqual(new Map(ids.map((t, i) => [t, words[i]!])));
+    // Through ActiveIndex (documents the JavaScript path takes): queries, columns and the field list read the same tokens.
+    const idx = new ActiveIndex(autoMapping());
+    const docs = ['{"k":"lone\\ud800"}', '{"k":"\\ud83d\\ude00","n":7}', '{"k":"plain","n":7}', '{"k":"caf\u00e9"}'];
+    viaIndexer(idx, docs);
+    expect(Array.from(idx.postings('k', 'lone\ud800'))).toEqual([0]);
+    expect(Array.from(idx.postings('k', '\ud83d\ude00'))).toEqual([1]);
+    expect(Array.from(idx.postings('n', '7'))).toEqual([1, 2]);
+    expect(idx.postings('k', 'lone\ufffd').length).toBe(0);
+    const col = idx.column('k')!;
+    expect(Array.from(col.ords, (o) => col.tokens[o])).toEqual(['lone\ud800', '\ud83d\ude00', 'plain', 'caf\u00e9']);
+    expect(idx.seenFields().sort()).toEqual(['k', 'n']);
+    expect(idx.tokenLists('k').tokens.sort()).toEqual(['caf\u00e9', 'lone\ud800', 'plain', '\ud83d\ude00']);
   });
 
   it('documents it cannot reproduce exactly are left to JSON.parse (time NaN)', () => {

@@ -9,7 +9,8 @@ const byJs = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function roundTrip(fields: [string, string[]][]): [string, string[]][] {
   const enc = encodeDict(fields.map(([name, strs]) => {
-    return { name, tokens: strs, order: sortedOrderPacked(packStrings(strs)) };
+    const tokens = packStrings(strs);
+    return { name, tokens, order: sortedOrderPacked(tokens) };
   }));
   return decodeDict(enc);
 }
@@ -31,7 +32,7 @@ describe('token dictionary file', () => {
   it('reads the JSON form and refuses unknown or truncated files', () => {
     const json: [string, string[]][] = [['f', ['a', 'b\ud800']]];
     expect(decodeDict(Buffer.from(JSON.stringify(json)))).toEqual(json);
-    const bin = encodeDict([{ name: 'f', tokens: ['bb', 'a'], order: Uint32Array.of(1, 0) }]);
+    const bin = encodeDict([{ name: 'f', tokens: packStrings(['bb', 'a']), order: Uint32Array.of(1, 0) }]);
     expect(decodeDict(bin)).toEqual([['f', ['a', 'bb']]]);
     expect(() => decodeDict(Buffer.from('XYZ\u0001'))).toThrow(/unknown format/);
     expect(() => decodeDict(bin.subarray(0, bin.length - 1))).toThrow(/past the end/);
