@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "byte-table.h"
+#include "dict-sort.h"
 #include "doc-scan.h"
 #include "wtf8.h"
 
@@ -418,6 +419,24 @@ Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info) {
   }
   out.Set("lens", Typed(env, lens));
   out.Set("ids", Typed(env, ids));
+  return out;
+}
+
+Napi::Value DocIndexerSortedField(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DocIndexer* ix = info.Length() >= 2 ? Unwrap(info[0]) : nullptr;
+  if (!ix || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "docIndexerSortedField(handle, field)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  SortedDict d;
+  const ByteTable* table = ix->Tokens(info[1].As<Napi::Number>().Uint32Value());
+  if (table) SortDict(*table, &d);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ids", Typed(env, d.ids));
+  out.Set("lens", Typed(env, d.lens));
+  out.Set("bytes", Napi::Buffer<char>::Copy(env, d.bytes.data(), d.bytes.size()));
+  out.Set("wide", Napi::Boolean::New(env, d.wide));
   return out;
 }
 

@@ -14,6 +14,8 @@ Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info);
 // docIndexerFieldTokens(handle, field) -> {text (all ASCII) or units (UTF-16 code units), lens, ids}
 Napi::Value DocIndexerFind(const Napi::CallbackInfo& info);
 Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info);
+// docIndexerSortedField(handle, field) -> {ids, lens, bytes, wide}: the field's tokens sorted (see dict-sort.h)
+Napi::Value DocIndexerSortedField(const Napi::CallbackInfo& info);
 // docIndexerBytes(handle) -> bytes held
 Napi::Value DocIndexerBytes(const Napi::CallbackInfo& info);
 }  // namespace tidepool

@@ -1,6 +1,7 @@
 // Document indexer (native/doc-indexer.cc, twin DocIndexerTs): a batch of NDJSON documents into the active
 // fraction's token ids in one call. It keeps the fraction's only dictionary; ActiveIndex numbers what it adds and reads it back.
 import { mappedTypes, type MappingSpec } from '../logstore/mapping.js';
+import { type SortedField, sortField } from '../logstore/storage/sort-tokens.js';
 import { LEAF_NUMBER, LEAF_STRING, scanDoc, scannedDocTime, type Leaf } from './doc-scan.js';
 
 /** What one index() call found, for documents first .. first + count - 1 of the batch (numbered 0 .. count - 1). */
@@ -36,6 +37,8 @@ export interface DocIndexer {
   find(field: number, text: string): number;
   /** Every token of a field with its id. */
   fieldTokens(field: number): FieldTokens;
+  /** A field's tokens sorted as JavaScript sorts strings, for the seal. */
+  sortedField(field: number): SortedField;
   /** Bytes it holds. */
   readonly bytes: number;
 }
@@ -96,6 +99,10 @@ export class DocIndexerTs implements DocIndexer {
       ids[i++] = t;
     }
     return { text: [...m.keys()].join(''), lens, ids };
+  }
+
+  sortedField(field: number): SortedField {
+    return sortField(this.fieldTokens(field));
   }
 
   private typesOf(path: string): string | null {
@@ -254,6 +261,7 @@ interface NativeDocIndexerFns {
   docIndexerLearnToken(h: unknown, field: number, text: string): number;
   docIndexerFind(h: unknown, field: number, text: string): number;
   docIndexerFieldTokens(h: unknown, field: number): { text?: string; units?: Uint16Array; lens: Uint32Array; ids: Uint32Array };
+  docIndexerSortedField(h: unknown, field: number): SortedField;
   docIndexerBytes(h: unknown): number;
 }
 
@@ -272,6 +280,7 @@ export function nativeDocIndexer(addon: NativeDocIndexerFns): DocIndexerFactory 
         // Code units (not all ASCII) are decoded here: Buffer's UTF-16LE keeps lone surrogates.
         return { text: text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le'), lens, ids };
       },
+      sortedField: (field) => addon.docIndexerSortedField(h, field),
       get bytes() {
         return addon.docIndexerBytes(h);
       },

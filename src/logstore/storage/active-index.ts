@@ -5,7 +5,8 @@
 import { EXISTS_FIELD, mappedTypes, type FieldType, type MappingSpec } from '../mapping.js';
 import { keywordToken, pathTokens, textTokens } from '../tokenize.js';
 import { docIndexer } from '../../native/index.js';
-import type { DocBatch, DocIndexer, FieldTokens } from '../../native/doc-indexer.js';
+import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
+import type { SortedField } from './sort-tokens.js';
 import { type Column, MISSING } from './fraction-view.js';
 
 /** A growable Uint32Array. */
@@ -378,10 +379,10 @@ export class ActiveIndex {
     return { tokens, ids };
   }
 
-  /** A field's dictionary as the document indexer holds it (for the seal). */
-  dictionary(field: string): FieldTokens {
+  /** A field's dictionary sorted (for the seal). */
+  sortedDictionary(field: string): SortedField {
     const fs = this.fieldStates.get(field);
-    return fs ? this.indexer.fieldTokens(fs.idx) : { text: '', lens: new Uint32Array(0), ids: new Uint32Array(0) };
+    return fs ? this.indexer.sortedField(fs.idx) : { ids: new Uint32Array(0), lens: new Uint32Array(0), bytes: new Uint8Array(0), wide: false };
   }
 
   /** Indexed field names (with `_exists_`) that have tokens. */

@@ -6,10 +6,9 @@ import { encodePostingsInto } from '../../native/postings.js';
 import { EXISTS_FIELD } from '../mapping.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
-import { packText, sortedOrderPacked } from './sort-tokens.js';
-import { type DictField, encodeDict } from './token-dict.js';
+import { type DictField, encodeDict, sortedTokens } from './token-dict.js';
 import { encodeClientIds } from './client-ids.js';
-import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+import { BLOCK_BYTES, COLUMN_QUALITY, DOC_QUALITY, FILES, OFFSETS_QUALITY, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
 /** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
 function writeU48(out: Buffer, at: number, v: number): void {
@@ -92,16 +91,12 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   let seen: string[] = [];
   let tokenCount = 0;
   for (const f of fields) {
-    // The document indexer's dictionary of the field: its tokens joined, their lengths and ids.
-    const { text, lens, ids } = frac.index.dictionary(f);
-    const tokens = packText(text, lens);
-    const order = sortedOrderPacked(tokens);
-    const sortedIds = new Uint32Array(order.length);
-    for (let j = 0; j < order.length; j++) sortedIds[j] = ids[order[j]!]!;
-    if (f === EXISTS_FIELD) seen = Array.from(order, (j) => text.slice(tokens.starts[j]!, tokens.starts[j + 1]!));
-    dict.push({ name: f, tokens, order });
-    dictIds.push(sortedIds);
-    tokenCount += order.length;
+    // Sorted by the document indexer (native/dict-sort.cc): ids, lengths and code units in sorted order.
+    const sorted = frac.index.sortedDictionary(f);
+    if (f === EXISTS_FIELD) seen = sortedTokens(sorted);
+    dict.push({ name: f, ...sorted });
+    dictIds.push(sorted.ids);
+    tokenCount += sorted.ids.length;
   }
   const offs = new Uint32Array(tokenCount + 1);
   const counts = new Uint32Array(tokenCount);
@@ -133,7 +128,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const offsAndCounts = new Uint32Array(offs.length + counts.length);
   offsAndCounts.set(offs, 0);
   offsAndCounts.set(counts, offs.length);
-  put(FILES.offsets, compress(bytesOf(offsAndCounts)));
+  put(FILES.offsets, compress(bytesOf(offsAndCounts), OFFSETS_QUALITY));
   put(FILES.postings, postings.subarray(0, pOff));
 
   // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
@@ -152,7 +147,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       const o = col.ords[identity ? i : order[i]!]!;
       ords[i] = o === MISSING ? MISSING : ordMap[o]!;
     }
-    put(FILES.column(columns.length), compress(bytesOf(ords)));
+    put(FILES.column(columns.length), compress(bytesOf(ords), COLUMN_QUALITY));
     columns.push(f);
   }
 

@@ -1,22 +1,13 @@
-// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, copied from their
-// packed code units (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
-import type { PackedStrings } from './sort-tokens.js';
+// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, as the seal's sort
+// wrote them (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
+import type { SortedField } from './sort-tokens.js';
 /** First bytes of the binary form ("TPD" and a version); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
 const LATIN1 = 1;
 const UTF16 = 2;
 
-export interface DictField {
+export interface DictField extends SortedField {
   name: string;
-  tokens: PackedStrings;
-  /** Sorted order of `tokens` (indexes into it). */
-  order: Uint32Array;
-}
-
-/** Whether any code unit is above 0xff. */
-function isWide(units: Uint16Array): boolean {
-  for (let i = 0; i < units.length; i++) if (units[i]! > 0xff) return true;
-  return false;
 }
 
 /**
@@ -27,41 +18,36 @@ function isWide(units: Uint16Array): boolean {
 export function encodeDict(fields: readonly DictField[]): Buffer {
   let size = 8;
   const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
-  const wide: boolean[] = [];
-  for (let fi = 0; fi < fields.length; fi++) {
-    const { tokens, order } = fields[fi]!;
-    wide.push(isWide(tokens.units));
-    size += 4 + names[fi]!.length + 4 + 1 + 4 * order.length + tokens.units.length * (wide[fi] ? 2 : 1);
-  }
+  for (let fi = 0; fi < fields.length; fi++) size += 4 + names[fi]!.length + 4 + 1 + 4 * fields[fi]!.lens.length + fields[fi]!.bytes.length;
   const out = Buffer.allocUnsafe(size);
   out.set(MAGIC, 0);
   out.writeUInt32LE(fields.length, 4);
   let p = 8;
   for (let fi = 0; fi < fields.length; fi++) {
-    const { tokens, order } = fields[fi]!;
-    const n = order.length;
+    const { lens, bytes, wide } = fields[fi]!;
+    const n = lens.length;
     p = out.writeUInt32LE(names[fi]!.length, p);
     p += names[fi]!.copy(out, p);
     p = out.writeUInt32LE(n, p);
-    out[p++] = wide[fi] ? UTF16 : LATIN1;
-    const { units, starts } = tokens;
-    const lens = new Uint32Array(n);
-    for (let r = 0; r < n; r++) lens[r] = starts[order[r]! + 1]! - starts[order[r]!]!;
-    out.set(new Uint8Array(lens.buffer, 0, n * 4), p);
+    out[p++] = wide ? UTF16 : LATIN1;
+    out.set(new Uint8Array(lens.buffer, lens.byteOffset, n * 4), p);
     p += n * 4;
-    if (wide[fi]) {
-      for (let r = 0; r < n; r++) {
-        for (let k = starts[order[r]!]!, end = starts[order[r]! + 1]!; k < end; k++) {
-          const u = units[k]!;
-          out[p++] = u & 0xff;
-          out[p++] = u >>> 8;
-        }
-      }
-    } else {
-      for (let r = 0; r < n; r++) for (let k = starts[order[r]!]!, end = starts[order[r]! + 1]!; k < end; k++) out[p++] = units[k]!;
-    }
+    out.set(bytes, p);
+    p += bytes.length;
   }
   if (p !== size) throw new Error(`dict.bin: wrote ${p} bytes of ${size}`);
+  return out;
+}
+
+/** The tokens of a sorted field as strings (small fields: `_exists_`). */
+export function sortedTokens(f: SortedField): string[] {
+  const text = Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString(f.wide ? 'utf16le' : 'latin1');
+  const out = new Array<string>(f.lens.length);
+  let at = 0;
+  for (let r = 0; r < f.lens.length; r++) {
+    out[r] = text.slice(at, at + f.lens[r]!);
+    at += f.lens[r]!;
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@ import { ActiveIndex } from '../../../src/logstore/storage/active-index.js';
 import { autoMapping, parseMapping, type MappingSpec } from '../../../src/logstore/mapping.js';
 import { docTime } from '../../../src/logstore/doc-time.js';
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
+import { sortedTokens } from '../../../src/logstore/storage/token-dict.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
@@ -203,6 +204,19 @@ describe('document indexer', () => {
     });
     expect(at).toBe(text.length);
     expect(back).toEqual(new Map(ids.map((t, i) => [t, words[i]!])));
+    // Sorted for the seal as JavaScript sorts strings (UTF-16 code units: U+1F600 before U+FFFD), ASCII fields too.
+    const byJs = [...words].sort();
+    const sorted = ix.sortedField(field);
+    expect(sortedTokens(sorted)).toEqual(byJs);
+    expect(Array.from(sorted.ids)).toEqual(byJs.map((w) => ids[words.indexOf(w)]));
+    expect(sorted.wide).toBe(true);
+    const ascii = ix.learnField('a');
+    const plainWords = ['b', 'ab', 'a', '', 'B', 'a~', 'a0', 'zz'];
+    const plainIds = plainWords.map((w) => ix.learnToken(ascii, w));
+    const sa = ix.sortedField(ascii);
+    expect(sortedTokens(sa)).toEqual([...plainWords].sort());
+    expect(Array.from(sa.ids)).toEqual([...plainWords].sort().map((w) => plainIds[plainWords.indexOf(w)]));
+    expect(sa.wide).toBe(false);
     // Through ActiveIndex (documents the JavaScript path takes): queries, columns and the field list read the same tokens.
     const idx = new ActiveIndex(autoMapping());
     const docs = ['{"k":"lone\\ud800"}', '{"k":"\\ud83d\\ude00","n":7}', '{"k":"plain","n":7}', '{"k":"caf\u00e9"}'];
