@@ -8,27 +8,7 @@ import { docIndexer } from '../../native/index.js';
 import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
 import type { SortedField } from './sort-tokens.js';
 import { type Column, MISSING } from './fraction-view.js';
-
-/** A growable Uint32Array. */
-export class U32List {
-  data: Uint32Array;
-  length = 0;
-  constructor(capacity = 16) {
-    this.data = new Uint32Array(capacity);
-  }
-  push(v: number): void {
-    if (this.length === this.data.length) this.grow(this.length + 1);
-    this.data[this.length++] = v;
-  }
-  grow(min: number): void {
-    const next = new Uint32Array(Math.max(min, this.data.length * 2));
-    next.set(this.data.subarray(0, this.length));
-    this.data = next;
-  }
-  view(): Uint32Array {
-    return this.data.subarray(0, this.length);
-  }
-}
+import { U32List, grownFilled, grownTable } from './growable.js';
 
 interface FieldState {
   name: string;
@@ -63,22 +43,6 @@ interface Segment {
 const AUTO_TYPES: readonly FieldType[] = ['keyword'];
 /** Integers below this (status codes, sizes, ports) find their token in a table per field (at most 256 KiB, counted). */
 const SMALL_INTS = 1 << 16;
-
-/** Twice the table, the new half filled with -1. */
-function grownFilled(old: Int32Array): Int32Array<ArrayBuffer> {
-  const next = new Int32Array(old.length * 2).fill(-1);
-  next.set(old);
-  return next;
-}
-
-/** A table of token ids that covers `value` (sized by powers of two, from 256 entries). */
-function grownTable(old: Int32Array | null, value: number): Int32Array {
-  let size = old ? old.length : 256;
-  while (size <= value) size *= 2;
-  const next = new Int32Array(size);
-  if (old) next.set(old);
-  return next;
-}
 
 export class ActiveIndex {
   private readonly fieldStates = new Map<string, FieldState | null>();
