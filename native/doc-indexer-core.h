@@ -89,6 +89,25 @@ class DocIndexer {
 
   const ByteTable* Tokens(uint32_t field) const { return field < tokens_.size() ? &tokens_[field] : nullptr; }
 
+  // Frees the dictionary and the scratch of a sealed fraction now: the External's finalizer runs only after a
+  // collection and a turn of the event loop, which a busy shard thread may not take for many seals.
+  void Release() {
+    std::vector<Field>().swap(fields_);
+    paths_ = ByteTable(0, 16);
+    std::vector<ByteTable>().swap(tokens_);
+    std::vector<uint32_t>().swap(lastDoc_);
+    std::vector<double>().swap(times);
+    for (std::vector<uint32_t>* v : {&ends, &toks, &colEnds, &cols, &newTokFields}) std::vector<uint32_t>().swap(*v);
+    std::vector<std::string>().swap(newFields);
+    doc_ = ScannedDoc();
+    std::vector<int32_t>().swap(leafField_);
+    std::vector<uint64_t>().swap(leafHash_);
+    std::string().swap(tok_);
+    released_ = true;
+  }
+
+  bool Released() const { return released_; }
+
   size_t Bytes() const {
     size_t toks = 0;
     for (const ByteTable& t : tokens_) toks += t.Bytes();
@@ -104,6 +123,7 @@ class DocIndexer {
   std::vector<ByteTable> tokens_;  // per field: token -> id (one table each keeps the small ones in cache)
   int32_t nextTok_ = 0;
   std::vector<uint32_t> lastDoc_;  // per token: the last document it was added for
+  bool released_ = false;
   uint32_t stamp_ = 0;
   ScannedDoc doc_;
   std::vector<int32_t> leafField_;

@@ -25,6 +25,12 @@ DocIndexer* Unwrap(const Napi::Value& v) {
   return v.As<Napi::External<DocIndexer>>().Data();
 }
 
+// An indexer that still has its dictionary (calls on a released one throw instead of reading freed tables).
+DocIndexer* UnwrapLive(const Napi::Value& v) {
+  DocIndexer* ix = Unwrap(v);
+  return ix && !ix->Released() ? ix : nullptr;
+}
+
 template <typename T>
 Napi::Value Typed(Napi::Env env, const std::vector<T>& v) {
   Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, v.size() * sizeof(T));
@@ -62,7 +68,7 @@ Napi::Value DocIndexerNew(const Napi::CallbackInfo& info) {
 
 Napi::Value DocIndexerIndex(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DocIndexer* ix = info.Length() >= 6 ? Unwrap(info[0]) : nullptr;
+  DocIndexer* ix = info.Length() >= 6 ? UnwrapLive(info[0]) : nullptr;
   if (!ix || !info[1].IsTypedArray() || !info[2].IsTypedArray() ||
       info[2].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
     Napi::TypeError::New(env, "docIndexerIndex(handle, buf, offs, first, count, now)").ThrowAsJavaScriptException();
@@ -102,7 +108,7 @@ Napi::Value DocIndexerIndex(const Napi::CallbackInfo& info) {
 
 Napi::Value DocIndexerLearnField(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DocIndexer* ix = info.Length() >= 2 ? Unwrap(info[0]) : nullptr;
+  DocIndexer* ix = info.Length() >= 2 ? UnwrapLive(info[0]) : nullptr;
   if (!ix || !info[1].IsString()) {
     Napi::TypeError::New(env, "docIndexerLearnField(handle, name)").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -112,7 +118,7 @@ Napi::Value DocIndexerLearnField(const Napi::CallbackInfo& info) {
 
 Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DocIndexer* ix = info.Length() >= 3 ? Unwrap(info[0]) : nullptr;
+  DocIndexer* ix = info.Length() >= 3 ? UnwrapLive(info[0]) : nullptr;
   if (!ix || !info[1].IsNumber() || !info[2].IsString()) {
     Napi::TypeError::New(env, "docIndexerLearnToken(handle, field, text)").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -125,7 +131,7 @@ Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info) {
 
 Napi::Value DocIndexerFind(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DocIndexer* ix = info.Length() >= 3 ? Unwrap(info[0]) : nullptr;
+  DocIndexer* ix = info.Length() >= 3 ? UnwrapLive(info[0]) : nullptr;
   if (!ix || !info[1].IsNumber() || !info[2].IsString()) {
     Napi::TypeError::New(env, "docIndexerFind(handle, field, text)").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -135,7 +141,7 @@ Napi::Value DocIndexerFind(const Napi::CallbackInfo& info) {
 
 Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DocIndexer* ix = info.Length() >= 2 ? Unwrap(info[0]) : nullptr;
+  DocIndexer* ix = info.Length() >= 2 ? UnwrapLive(info[0]) : nullptr;
   if (!ix || !info[1].IsNumber()) {
     Napi::TypeError::New(env, "docIndexerFieldTokens(handle, field)").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -179,7 +185,7 @@ Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info) {
 
 Napi::Value DocIndexerSortedField(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DocIndexer* ix = info.Length() >= 2 ? Unwrap(info[0]) : nullptr;
+  DocIndexer* ix = info.Length() >= 2 ? UnwrapLive(info[0]) : nullptr;
   if (!ix || !info[1].IsNumber()) {
     Napi::TypeError::New(env, "docIndexerSortedField(handle, field)").ThrowAsJavaScriptException();
     return env.Undefined();
@@ -193,6 +199,19 @@ Napi::Value DocIndexerSortedField(const Napi::CallbackInfo& info) {
   out.Set("bytes", Napi::Buffer<char>::Copy(env, d.bytes.data(), d.bytes.size()));
   out.Set("wide", Napi::Boolean::New(env, d.wide));
   return out;
+}
+
+Napi::Value DocIndexerRelease(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DocIndexer* ix = info.Length() >= 1 ? Unwrap(info[0]) : nullptr;
+  if (!ix) {
+    Napi::TypeError::New(env, "docIndexerRelease(handle)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int64_t before = static_cast<int64_t>(ix->Bytes());
+  ix->Release();
+  Napi::MemoryManagement::AdjustExternalMemory(env, ReportedBytes(ix, before));
+  return env.Undefined();
 }
 
 Napi::Value DocIndexerBytes(const Napi::CallbackInfo& info) {

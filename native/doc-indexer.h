@@ -16,6 +16,8 @@ Napi::Value DocIndexerFind(const Napi::CallbackInfo& info);
 Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info);
 // docIndexerSortedField(handle, field) -> {ids, lens, bytes, wide}: the field's tokens sorted (see dict-sort.h)
 Napi::Value DocIndexerSortedField(const Napi::CallbackInfo& info);
+// docIndexerRelease(handle): frees its dictionary now (the fraction is sealed); no call but Bytes may follow
+Napi::Value DocIndexerRelease(const Napi::CallbackInfo& info);
 // docIndexerBytes(handle) -> bytes held
 Napi::Value DocIndexerBytes(const Napi::CallbackInfo& info);
 }  // namespace tidepool

@@ -39,6 +39,8 @@ export interface DocIndexer {
   fieldTokens(field: number): FieldTokens;
   /** A field's tokens sorted as JavaScript sorts strings, for the seal. */
   sortedField(field: number): SortedField;
+  /** Frees the dictionary now (its fraction is sealed); only `bytes` may be read after. */
+  release(): void;
   /** Bytes it holds. */
   readonly bytes: number;
 }
@@ -86,10 +88,12 @@ export class DocIndexerTs implements DocIndexer {
   }
 
   find(field: number, text: string): number {
+    this.live();
     return this.tokens[field]?.get(text) ?? -1;
   }
 
   fieldTokens(field: number): FieldTokens {
+    this.live();
     const m = this.tokens[field] ?? new Map<string, number>();
     const lens = new Uint32Array(m.size);
     const ids = new Uint32Array(m.size);
@@ -103,6 +107,21 @@ export class DocIndexerTs implements DocIndexer {
 
   sortedField(field: number): SortedField {
     return sortField(this.fieldTokens(field));
+  }
+
+  private released = false;
+
+  /** Throws once released (as the native indexer does). */
+  private live(): void {
+    if (this.released) throw new Error('document indexer released: its fraction is sealed');
+  }
+
+  release(): void {
+    this.released = true;
+    this.tokens.length = 0;
+    this.paths.clear();
+    this.nextTok = 0;
+    this.lastDoc = new Uint32Array(0);
   }
 
   private typesOf(path: string): string | null {
@@ -121,10 +140,12 @@ export class DocIndexerTs implements DocIndexer {
   }
 
   learnField(name: string): number {
+    this.live();
     return this.newField(name, this.typesOf(name) ?? '');
   }
 
   learnToken(field: number, text: string): number {
+    this.live();
     const m = this.tokens[field]!;
     const t = m.get(text);
     if (t !== undefined) return t;
@@ -224,6 +245,7 @@ export class DocIndexerTs implements DocIndexer {
   }
 
   index(buf: Uint8Array, offs: Int32Array, first: number, count: number, now: number): DocBatch {
+    this.live();
     if (first < 0 || count < 0 || 2 * (first + count) > offs.length) throw new RangeError('docIndexerIndex: bad range');
     this.toks = [];
     this.cols = [];
@@ -262,6 +284,7 @@ interface NativeDocIndexerFns {
   docIndexerFind(h: unknown, field: number, text: string): number;
   docIndexerFieldTokens(h: unknown, field: number): { text?: string; units?: Uint16Array; lens: Uint32Array; ids: Uint32Array };
   docIndexerSortedField(h: unknown, field: number): SortedField;
+  docIndexerRelease(h: unknown): void;
   docIndexerBytes(h: unknown): number;
 }
 
@@ -281,6 +304,7 @@ export function nativeDocIndexer(addon: NativeDocIndexerFns): DocIndexerFactory 
         return { text: text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le'), lens, ids };
       },
       sortedField: (field) => addon.docIndexerSortedField(h, field),
+      release: () => addon.docIndexerRelease(h),
       get bytes() {
         return addon.docIndexerBytes(h);
       },

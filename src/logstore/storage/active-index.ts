@@ -9,6 +9,7 @@ import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
 import type { SortedField } from './sort-tokens.js';
 import { type Column, MISSING } from './fraction-view.js';
 import { U32List, grownFilled, grownTable } from './growable.js';
+import { type Segment, invertInOrder, invertRange } from './invert.js';
 
 interface FieldState {
   name: string;
@@ -29,15 +30,6 @@ interface FieldState {
   colToks: U32List;
   colOrds: U32List | null;
   colView: { docs: number; col: Column } | null;
-}
-
-/** Posting lists of documents [docLo, docHi): token t's ids are data[start[t] .. start[t + 1]). */
-interface Segment {
-  docLo: number;
-  docHi: number;
-  tokens: number;
-  start: Uint32Array;
-  data: Uint32Array;
 }
 
 const AUTO_TYPES: readonly FieldType[] = ['keyword'];
@@ -258,22 +250,7 @@ export class ActiveIndex {
 
   /** Inverts documents [lo, hi) of the forward stream into posting lists. */
   private invert(lo: number, hi: number): Segment {
-    const tokens = this.tokCount;
-    const ents = this.entries.data;
-    const ends = this.docEnd.data;
-    const e0 = lo === 0 ? 0 : ends[lo - 1]!;
-    const e1 = hi === 0 ? 0 : ends[hi - 1]!;
-    const start = new Uint32Array(tokens + 1);
-    for (let i = e0; i < e1; i++) start[ents[i]! + 1]++;
-    for (let t = 0; t < tokens; t++) start[t + 1] += start[t]!;
-    const pos = start.slice(0, tokens);
-    const data = new Uint32Array(e1 - e0);
-    let i = e0;
-    for (let d = lo; d < hi; d++) {
-      const end = ends[d]!;
-      for (; i < end; i++) data[pos[ents[i]!]!++] = d;
-    }
-    return { docLo: lo, docHi: hi, tokens, start, data };
+    return invertRange(this.entries.data, this.docEnd.data, this.tokCount, lo, hi);
   }
 
   /** Brings the posting lists up to the last document: inverts the new tail, or everything when the tail is large. */
@@ -291,6 +268,15 @@ export class ActiveIndex {
     const segs = this.refresh();
     if (segs.length !== 1) this.segments = [this.invert(0, this.docEnd.length)];
     return this.segments[0] ?? { start: new Uint32Array(this.tokCount + 1), data: new Uint32Array(0) };
+  }
+
+  /**
+   * Posting lists of every token over the documents renumbered by `order` (new id i is document order[i]), for the
+   * seal of a fraction whose documents arrived out of time order: each list comes out sorted in the new ids.
+   */
+  allInOrder(order: Uint32Array): { start: Uint32Array; data: Uint32Array } {
+    if (order.length !== this.docEnd.length) throw new Error(`allInOrder: ${order.length} documents in the order, ${this.docEnd.length} indexed`);
+    return invertInOrder(this.entries.data, this.docEnd.data, this.tokCount, order);
   }
 
   private listOf(t: number): Uint32Array {
@@ -341,6 +327,15 @@ export class ActiveIndex {
       at += lens[i]!;
     }
     return { tokens, ids };
+  }
+
+  /**
+   * Frees the document indexer's dictionary once the fraction is sealed and dropped (nothing is read after): its
+   * memory is native, and the finalizer that would free it waits for a collection and an event-loop turn that a
+   * busy shard thread does not take; without this, the dictionaries of sealed fractions piled up bulk after bulk.
+   */
+  release(): void {
+    this.indexer.release();
   }
 
   /** A field's dictionary sorted (for the seal). */

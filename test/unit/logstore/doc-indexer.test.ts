@@ -231,6 +231,18 @@ describe('document indexer', () => {
     expect(idx.tokenLists('k').tokens.sort()).toEqual(['caf\u00e9', 'lone\ud800', 'plain', '\ud83d\ude00']);
   });
 
+  it.each([['native', native], ['twin', docIndexerTs]] as const)('release frees the dictionary at once, and a released indexer refuses further calls (%s)', (_n, make) => {
+    const ix = make!(autoMapping());
+    const f = ix.learnField('k');
+    for (let i = 0; i < 20_000; i++) ix.learnToken(f, `token-${i}`);
+    const before = ix.bytes;
+    expect(before).toBeGreaterThan(20_000 * 16);
+    ix.release();
+    expect(ix.bytes).toBeLessThan(before / 10);
+    expect(() => ix.find(f, 'token-1')).toThrow();
+    expect(() => ix.learnToken(f, 'token-1')).toThrow();
+  });
+
   it('documents it cannot reproduce exactly are left to JSON.parse (time NaN)', () => {
     const ix = docIndexerTs(autoMapping());
     const left = ['{"a":1,"a":2}', '{"1":"x"}', '{"_id":"x"}', '{"toString":"x"}', '{"n":1.50}', '{"n":"caf\u00e9"}', '{"timestamp":"2030-01-01T00:00:00Z"}', '{bad', '[1]'];
