@@ -83,7 +83,9 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
 
   // Dictionary, offsets, postings. Every list is encoded into one buffer (5 bytes per id at most), and each
   // token's rank in its field's sorted dictionary is kept by token id for the keyword columns below.
-  const inverted = frac.index.all();
+  // Lists in the sealed ids: inverted straight in (time, id) order when documents arrived out of it (concurrent
+  // senders), so every list comes out sorted, with no remapping and sort of each list.
+  const inverted = identity ? frac.index.all() : frac.index.allInOrder(order);
   const fields = frac.index.fields().map((f) => f.name).sort();
   const dict: DictField[] = [];
   // Token ids of each field's dictionary, in its sorted order.
@@ -102,7 +104,6 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const counts = new Uint32Array(tokenCount);
   const rankOf = new Uint32Array(inverted.start.length);
   const postings = Buffer.allocUnsafe(inverted.data.length * 5);
-  let scratch = new Uint32Array(identity ? 0 : 1024);
   let k = 0;
   let pOff = 0;
   for (const sortedIds of dictIds) {
@@ -113,13 +114,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       const hi = inverted.start[t + 1]!;
       offs[k] = pOff;
       counts[k] = hi - lo;
-      if (identity) pOff = encodePostingsInto(inverted.data, postings, pOff, lo, hi);
-      else {
-        if (scratch.length < hi - lo) scratch = new Uint32Array(Math.max(hi - lo, scratch.length * 2));
-        const mapped = scratch.subarray(0, hi - lo);
-        for (let i = lo; i < hi; i++) mapped[i - lo] = newOf[inverted.data[i]!]!;
-        pOff = encodePostingsInto(mapped.sort(), postings, pOff);
-      }
+      pOff = encodePostingsInto(inverted.data, postings, pOff, lo, hi);
       k++;
     }
   }
