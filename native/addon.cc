@@ -21,6 +21,10 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("docIndexerIndex", Napi::Function::New(env, tidepool::DocIndexerIndex, "docIndexerIndex"));
   exports.Set("docIndexerLearnField", Napi::Function::New(env, tidepool::DocIndexerLearnField, "docIndexerLearnField"));
   exports.Set("docIndexerLearnToken", Napi::Function::New(env, tidepool::DocIndexerLearnToken, "docIndexerLearnToken"));
+  exports.Set("docIndexerFind", Napi::Function::New(env, tidepool::DocIndexerFind, "docIndexerFind"));
+  exports.Set("docIndexerFieldTokens", Napi::Function::New(env, tidepool::DocIndexerFieldTokens, "docIndexerFieldTokens"));
+  exports.Set("docIndexerSortedField", Napi::Function::New(env, tidepool::DocIndexerSortedField, "docIndexerSortedField"));
+  exports.Set("docIndexerRelease", Napi::Function::New(env, tidepool::DocIndexerRelease, "docIndexerRelease"));
   exports.Set("docIndexerBytes", Napi::Function::New(env, tidepool::DocIndexerBytes, "docIndexerBytes"));
   tidepool::InitRelay(env, exports);
   return exports;

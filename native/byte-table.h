@@ -58,6 +58,15 @@ class ByteTable {
     count_++;
   }
 
+  // Calls f(bytes, length, value) for every key, in slot order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.value != kMissing) f(arena_.data() + s.off, s.len, s.value);
+  }
+
+  size_t Count() const { return count_; }
+
   size_t Bytes() const { return slots_.size() * sizeof(Slot) + arena_.capacity(); }
 
  private:

@@ -10,6 +10,14 @@ Napi::Value DocIndexerIndex(const Napi::CallbackInfo& info);
 // docIndexerLearnField(handle, name) -> field number; docIndexerLearnToken(handle, field, text) -> token id
 Napi::Value DocIndexerLearnField(const Napi::CallbackInfo& info);
 Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info);
+// docIndexerFind(handle, field, text) -> token id or -1;
+// docIndexerFieldTokens(handle, field) -> {text (all ASCII) or units (UTF-16 code units), lens, ids}
+Napi::Value DocIndexerFind(const Napi::CallbackInfo& info);
+Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info);
+// docIndexerSortedField(handle, field) -> {ids, lens, bytes, wide}: the field's tokens sorted (see dict-sort.h)
+Napi::Value DocIndexerSortedField(const Napi::CallbackInfo& info);
+// docIndexerRelease(handle): frees its dictionary now (the fraction is sealed); no call but Bytes may follow
+Napi::Value DocIndexerRelease(const Napi::CallbackInfo& info);
 // docIndexerBytes(handle) -> bytes held
 Napi::Value DocIndexerBytes(const Napi::CallbackInfo& info);
 }  // namespace tidepool

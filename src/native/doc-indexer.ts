@@ -1,6 +1,7 @@
 // Document indexer (native/doc-indexer.cc, twin DocIndexerTs): a batch of NDJSON documents into the active
-// fraction's token ids in one call. It keeps the fraction's dictionary; ActiveIndex mirrors what it adds.
+// fraction's token ids in one call. It keeps the fraction's only dictionary; ActiveIndex numbers what it adds and reads it back.
 import { mappedTypes, type MappingSpec } from '../logstore/mapping.js';
+import { type SortedField, sortField } from '../logstore/storage/sort-tokens.js';
 import { LEAF_NUMBER, LEAF_STRING, scanDoc, scannedDocTime, type Leaf } from './doc-scan.js';
 
 /** What one index() call found, for documents first .. first + count - 1 of the batch (numbered 0 .. count - 1). */
@@ -15,18 +16,31 @@ export interface DocBatch {
   cols: Uint32Array;
   /** Fields made by this call, numbered on from the ones before (0 is `_exists_`). */
   newFields: string[];
-  /** Tokens made by this call, numbered on: field, length in UTF-16 units, text (concatenated). */
+  /** The field of each token made by this call (numbered on from the ones before). */
   newTokFields: Uint32Array;
-  newTokLens: Uint32Array;
-  newText: string;
+}
+
+/** Tokens of one field: token i is text[start_i, start_i + lens[i]) (starts by summing lens), its id ids[i]; in no set order. */
+export interface FieldTokens {
+  text: string;
+  lens: Uint32Array;
+  ids: Uint32Array;
 }
 
 export interface DocIndexer {
   index(buf: Uint8Array, offs: Int32Array, first: number, count: number, now: number): DocBatch;
   /** A field the JavaScript path made (with its `_exists_` token); returns its number. */
   learnField(name: string): number;
-  /** A token the JavaScript path made; returns its id. */
+  /** A token the JavaScript path made (or an existing one); returns its id. */
   learnToken(field: number, text: string): number;
+  /** The id of a token, or -1. */
+  find(field: number, text: string): number;
+  /** Every token of a field with its id. */
+  fieldTokens(field: number): FieldTokens;
+  /** A field's tokens sorted as JavaScript sorts strings, for the seal. */
+  sortedField(field: number): SortedField;
+  /** Frees the dictionary now (its fraction is sealed); only `bytes` may be read after. */
+  release(): void;
   /** Bytes it holds. */
   readonly bytes: number;
 }
@@ -63,16 +77,51 @@ export class DocIndexerTs implements DocIndexer {
   private cols: number[] = [];
   private newFields: string[] = [];
   private newTokFields: number[] = [];
-  private newTokLens: number[] = [];
-  private newText = '';
 
   constructor(private readonly mapping: MappingSpec) {
     this.maxTok = Math.max(1, mapping.maxTokenSize);
   }
 
-  /** Its Maps live on the JavaScript heap: estimated as ActiveIndex's dictionary is, per token. */
+  /** Its Maps and strings live on the JavaScript heap: 112 bytes a token (measured with V8's heap statistics). */
   get bytes(): number {
-    return 64 * this.nextTok;
+    return 112 * this.nextTok;
+  }
+
+  find(field: number, text: string): number {
+    this.live();
+    return this.tokens[field]?.get(text) ?? -1;
+  }
+
+  fieldTokens(field: number): FieldTokens {
+    this.live();
+    const m = this.tokens[field] ?? new Map<string, number>();
+    const lens = new Uint32Array(m.size);
+    const ids = new Uint32Array(m.size);
+    let i = 0;
+    for (const [tok, t] of m) {
+      lens[i] = tok.length;
+      ids[i++] = t;
+    }
+    return { text: [...m.keys()].join(''), lens, ids };
+  }
+
+  sortedField(field: number): SortedField {
+    return sortField(this.fieldTokens(field));
+  }
+
+  private released = false;
+
+  /** Throws once released (as the native indexer does). */
+  private live(): void {
+    if (this.released) throw new Error('document indexer released: its fraction is sealed');
+  }
+
+  release(): void {
+    this.released = true;
+    this.tokens.length = 0;
+    this.paths.clear();
+    this.nextTok = 0;
+    this.lastDoc = new Uint32Array(0);
   }
 
   private typesOf(path: string): string | null {
@@ -91,10 +140,12 @@ export class DocIndexerTs implements DocIndexer {
   }
 
   learnField(name: string): number {
+    this.live();
     return this.newField(name, this.typesOf(name) ?? '');
   }
 
   learnToken(field: number, text: string): number {
+    this.live();
     const m = this.tokens[field]!;
     const t = m.get(text);
     if (t !== undefined) return t;
@@ -117,8 +168,6 @@ export class DocIndexerTs implements DocIndexer {
     const t = m.get(text);
     if (t !== undefined) return t;
     this.newTokFields.push(field);
-    this.newTokLens.push(text.length);
-    this.newText += text;
     return this.make(m, text);
   }
 
@@ -196,13 +245,12 @@ export class DocIndexerTs implements DocIndexer {
   }
 
   index(buf: Uint8Array, offs: Int32Array, first: number, count: number, now: number): DocBatch {
+    this.live();
     if (first < 0 || count < 0 || 2 * (first + count) > offs.length) throw new RangeError('docIndexerIndex: bad range');
     this.toks = [];
     this.cols = [];
     this.newFields = [];
     this.newTokFields = [];
-    this.newTokLens = [];
-    this.newText = '';
     const times = new Float64Array(count);
     const ends = new Uint32Array(count);
     const colEnds = new Uint32Array(count);
@@ -223,7 +271,7 @@ export class DocIndexerTs implements DocIndexer {
     }
     return {
       times, ends, toks: Uint32Array.from(this.toks), colEnds, cols: Uint32Array.from(this.cols), newFields: this.newFields,
-      newTokFields: Uint32Array.from(this.newTokFields), newTokLens: Uint32Array.from(this.newTokLens), newText: this.newText,
+      newTokFields: Uint32Array.from(this.newTokFields),
     };
   }
 }
@@ -233,6 +281,10 @@ interface NativeDocIndexerFns {
   docIndexerIndex(h: unknown, buf: Uint8Array, offs: Int32Array, first: number, count: number, now: number): DocBatch;
   docIndexerLearnField(h: unknown, name: string): number;
   docIndexerLearnToken(h: unknown, field: number, text: string): number;
+  docIndexerFind(h: unknown, field: number, text: string): number;
+  docIndexerFieldTokens(h: unknown, field: number): { text?: string; units?: Uint16Array; lens: Uint32Array; ids: Uint32Array };
+  docIndexerSortedField(h: unknown, field: number): SortedField;
+  docIndexerRelease(h: unknown): void;
   docIndexerBytes(h: unknown): number;
 }
 
@@ -245,6 +297,14 @@ export function nativeDocIndexer(addon: NativeDocIndexerFns): DocIndexerFactory 
       index: (buf, offs, first, count, now) => addon.docIndexerIndex(h, buf, offs, first, count, now),
       learnField: (name) => addon.docIndexerLearnField(h, name),
       learnToken: (field, text) => addon.docIndexerLearnToken(h, field, text),
+      find: (field, text) => addon.docIndexerFind(h, field, text),
+      fieldTokens: (field) => {
+        const { text, units, lens, ids } = addon.docIndexerFieldTokens(h, field);
+        // Code units (not all ASCII) are decoded here: Buffer's UTF-16LE keeps lone surrogates.
+        return { text: text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le'), lens, ids };
+      },
+      sortedField: (field) => addon.docIndexerSortedField(h, field),
+      release: () => addon.docIndexerRelease(h),
       get bytes() {
         return addon.docIndexerBytes(h);
       },

@@ -1,33 +1,15 @@
-// In-memory index of the active fraction: token dictionary, a forward stream of token ids per document,
-// posting lists inverted from that stream on demand, and keyword columns for aggregations.
-// Appending a document costs one hash lookup per token and a typed-array write; no per-token array grows
-// on the heap, so a large fraction costs the garbage collector next to nothing.
+// In-memory index of the active fraction: a forward stream of token ids per document, posting lists inverted
+// from that stream on demand, and keyword columns for aggregations. The token dictionary is the document
+// indexer's (native/doc-indexer.cc), the only one: no JavaScript string or Map entry per distinct token, so a
+// large fraction costs the garbage collector next to nothing and its memory is counted once.
 import { EXISTS_FIELD, mappedTypes, type FieldType, type MappingSpec } from '../mapping.js';
 import { keywordToken, pathTokens, textTokens } from '../tokenize.js';
 import { docIndexer } from '../../native/index.js';
 import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
+import type { SortedField } from './sort-tokens.js';
 import { type Column, MISSING } from './fraction-view.js';
-
-/** A growable Uint32Array. */
-export class U32List {
-  data: Uint32Array;
-  length = 0;
-  constructor(capacity = 16) {
-    this.data = new Uint32Array(capacity);
-  }
-  push(v: number): void {
-    if (this.length === this.data.length) this.grow(this.length + 1);
-    this.data[this.length++] = v;
-  }
-  grow(min: number): void {
-    const next = new Uint32Array(Math.max(min, this.data.length * 2));
-    next.set(this.data.subarray(0, this.length));
-    this.data = next;
-  }
-  view(): Uint32Array {
-    return this.data.subarray(0, this.length);
-  }
-}
+import { U32List, grownFilled, grownTable } from './growable.js';
+import { type Segment, invertInOrder, invertRange } from './invert.js';
 
 interface FieldState {
   name: string;
@@ -38,48 +20,29 @@ interface FieldState {
   keywordOnly: boolean;
   /** Token id of (_exists_, name). */
   existsTok: number;
-  /** Token text -> token id. */
-  toks: Map<string, number>;
+  /** Its distinct tokens (their text and ids are in the document indexer's dictionary). */
+  tokCount: number;
+  /** JavaScript path only: token id of a number value, without making its token string. */
   nums: Map<number, number> | null;
   /** Token id + 1 of small non-negative integer values (0 <= v < SMALL_INTS), by value: no hashing for them. */
   smallNums: Int32Array | null;
-  /** Keyword column: token text of each ordinal, and the ordinal of each document's first value. */
-  colTokens: string[];
+  /** Keyword column: token id of each ordinal, and the ordinal of each document's first value. */
+  colToks: U32List;
   colOrds: U32List | null;
   colView: { docs: number; col: Column } | null;
-}
-
-/** Posting lists of documents [docLo, docHi): token t's ids are data[start[t] .. start[t + 1]). */
-interface Segment {
-  docLo: number;
-  docHi: number;
-  tokens: number;
-  start: Uint32Array;
-  data: Uint32Array;
 }
 
 const AUTO_TYPES: readonly FieldType[] = ['keyword'];
 /** Integers below this (status codes, sizes, ports) find their token in a table per field (at most 256 KiB, counted). */
 const SMALL_INTS = 1 << 16;
 
-/** A table of token ids that covers `value` (sized by powers of two, from 256 entries). */
-function grownTable(old: Int32Array | null, value: number): Int32Array {
-  let size = old ? old.length : 256;
-  while (size <= value) size *= 2;
-  const next = new Int32Array(size);
-  if (old) next.set(old);
-  return next;
-}
-/** Heap bytes of one distinct token (string, Map entry, text and ordinal slots), as measured on http_logs. */
-export const TOKEN_HEAP_BYTES = 112;
-
 export class ActiveIndex {
   private readonly fieldStates = new Map<string, FieldState | null>();
   private readonly fieldList: FieldState[] = [];
-  /** Per token id: its text and its column ordinal (-1 until used as a keyword value). */
-  private readonly tokText: string[] = [];
-  private readonly tokOrd: number[] = [];
-  /** Last document each token was added for: a token counts once per document. */
+  private tokCount = 0;
+  /** Per token id: its column ordinal (-1 until used as a keyword value). */
+  private tokOrd = new Int32Array(1024).fill(-1);
+  /** Last document each token was added for (JavaScript path): a token counts once per document. */
   private lastDoc = new Int32Array(1024).fill(-1);
   /** Token ids of every document, in document order; docEnd[d] is where document d's ids end. */
   private readonly entries = new U32List(1 << 16);
@@ -100,28 +63,29 @@ export class ActiveIndex {
   }
 
   get tokenCount(): number {
-    return this.tokText.length;
+    return this.tokCount;
   }
 
   /**
-   * Bytes this index holds, estimated from its counts: its typed arrays as filled (they grow by doubling, so up
-   * to twice that is allocated), and TOKEN_HEAP_BYTES per
-   * distinct token (the string, its dictionary entry and its slots; measured with V8's heap statistics).
-   * Posting lists inverted for queries are not counted: they are rebuilt on demand and dropped at the seal.
+   * Bytes this index holds: the forward stream and columns as filled (they grow by doubling, so up to twice
+   * that is allocated), the per-token slots as allocated, and the dictionary as the document indexer reports it
+   * (its hash tables and key bytes; counted once, nothing mirrors it). Posting lists inverted for queries are not
+   * counted: they are rebuilt on demand and dropped at the seal.
    */
   get memoryBytes(): number {
     let cols = 0;
     for (const fs of this.fieldList) {
-      if (fs.colOrds) cols += 4 * fs.colOrds.length + 8 * fs.colTokens.length;
+      if (fs.colOrds) cols += 4 * fs.colOrds.length + 4 * fs.colToks.length;
       if (fs.smallNums) cols += fs.smallNums.byteLength;
+      if (fs.nums) cols += 64 * fs.nums.size;
     }
-    return 4 * (this.entries.length + this.docEnd.length) + (TOKEN_HEAP_BYTES + 4) * this.tokText.length + cols + this.indexer.bytes;
+    return 4 * (this.entries.length + this.docEnd.length) + this.tokOrd.byteLength + this.lastDoc.byteLength + cols + this.indexer.bytes;
   }
 
   private newField(name: string, types: readonly FieldType[], withExists = true, fromIndexer = false): FieldState {
     const fs: FieldState = {
       name, idx: this.fieldList.length, types, keywordOnly: types.length === 1 && types[0] === 'keyword', existsTok: -1,
-      toks: new Map(), nums: null, smallNums: null, colTokens: [], colOrds: null, colView: null,
+      tokCount: 0, nums: null, smallNums: null, colToks: new U32List(16), colOrds: null, colView: null,
     };
     fs.nums = fs.keywordOnly ? new Map() : null;
     this.fieldStates.set(name, fs);
@@ -144,26 +108,22 @@ export class ActiveIndex {
     return this.newField(name, types);
   }
 
+  /** The id of a token the JavaScript path made (the document indexer looks it up, or adds it). */
   private tokenOf(fs: FieldState, token: string): number {
-    let t = fs.toks.get(token);
-    if (t === undefined) {
-      t = this.newToken(fs, token);
-      if (this.indexer.learnToken(fs.idx, token) !== t) throw new Error(`document indexer out of step at token ${t}`);
-    }
+    const t = this.indexer.learnToken(fs.idx, token);
+    if (t === this.tokCount) this.newToken(fs);
+    else if (t > this.tokCount || t < 0) throw new Error(`document indexer out of step at token ${t}`);
     return t;
   }
 
-  private newToken(fs: FieldState, token: string): number {
-    const t = this.tokText.length;
-    fs.toks.set(token, t);
-    this.tokText.push(token);
-    this.tokOrd.push(-1);
+  /** Counts the next token id, made in field `fs`. */
+  private newToken(fs: FieldState): void {
+    const t = this.tokCount++;
+    fs.tokCount++;
     if (t >= this.lastDoc.length) {
-      const next = new Int32Array(this.lastDoc.length * 2).fill(-1);
-      next.set(this.lastDoc);
-      this.lastDoc = next;
+      this.lastDoc = grownFilled(this.lastDoc);
+      this.tokOrd = grownFilled(this.tokOrd);
     }
-    return t;
   }
 
   private add(t: number): void {
@@ -180,9 +140,9 @@ export class ActiveIndex {
     while (ords.length < this.cur) ords.push(MISSING);
     let o = this.tokOrd[t]!;
     if (o < 0) {
-      o = fs.colTokens.length;
+      o = fs.colToks.length;
       this.tokOrd[t] = o;
-      fs.colTokens.push(this.tokText[t]!);
+      fs.colToks.push(t);
     }
     ords.push(o);
   }
@@ -258,13 +218,9 @@ export class ActiveIndex {
       const types = mappedTypes(this.mapping, name) ?? AUTO_TYPES;
       made.push(this.newField(name, types, true, true));
     }
-    let pos = 0;
-    for (let k = 0; k < b.newTokFields.length; k++) {
-      const len = b.newTokLens[k]!;
-      this.newToken(this.fieldList[b.newTokFields[k]!]!, b.newText.slice(pos, pos + len));
-      pos += len;
-    }
-    for (const fs of made) fs.existsTok = this.exists.toks.get(fs.name)!;
+    const nf = b.newTokFields;
+    for (let k = 0; k < nf.length; k++) this.newToken(this.fieldList[nf[k]!]!);
+    for (const fs of made) fs.existsTok = this.indexer.find(this.exists.idx, fs.name);
     return b;
   }
 
@@ -294,22 +250,7 @@ export class ActiveIndex {
 
   /** Inverts documents [lo, hi) of the forward stream into posting lists. */
   private invert(lo: number, hi: number): Segment {
-    const tokens = this.tokText.length;
-    const ents = this.entries.data;
-    const ends = this.docEnd.data;
-    const e0 = lo === 0 ? 0 : ends[lo - 1]!;
-    const e1 = hi === 0 ? 0 : ends[hi - 1]!;
-    const start = new Uint32Array(tokens + 1);
-    for (let i = e0; i < e1; i++) start[ents[i]! + 1]++;
-    for (let t = 0; t < tokens; t++) start[t + 1] += start[t]!;
-    const pos = start.slice(0, tokens);
-    const data = new Uint32Array(e1 - e0);
-    let i = e0;
-    for (let d = lo; d < hi; d++) {
-      const end = ends[d]!;
-      for (; i < end; i++) data[pos[ents[i]!]!++] = d;
-    }
-    return { docLo: lo, docHi: hi, tokens, start, data };
+    return invertRange(this.entries.data, this.docEnd.data, this.tokCount, lo, hi);
   }
 
   /** Brings the posting lists up to the last document: inverts the new tail, or everything when the tail is large. */
@@ -326,7 +267,16 @@ export class ActiveIndex {
   all(): { start: Uint32Array; data: Uint32Array } {
     const segs = this.refresh();
     if (segs.length !== 1) this.segments = [this.invert(0, this.docEnd.length)];
-    return this.segments[0] ?? { start: new Uint32Array(this.tokText.length + 1), data: new Uint32Array(0) };
+    return this.segments[0] ?? { start: new Uint32Array(this.tokCount + 1), data: new Uint32Array(0) };
+  }
+
+  /**
+   * Posting lists of every token over the documents renumbered by `order` (new id i is document order[i]), for the
+   * seal of a fraction whose documents arrived out of time order: each list comes out sorted in the new ids.
+   */
+  allInOrder(order: Uint32Array): { start: Uint32Array; data: Uint32Array } {
+    if (order.length !== this.docEnd.length) throw new Error(`allInOrder: ${order.length} documents in the order, ${this.docEnd.length} indexed`);
+    return invertInOrder(this.entries.data, this.docEnd.data, this.tokCount, order);
   }
 
   private listOf(t: number): Uint32Array {
@@ -348,31 +298,55 @@ export class ActiveIndex {
   }
 
   postings(field: string, token: string): Uint32Array {
-    const t = this.fieldStates.get(field)?.toks.get(token);
-    return t === undefined ? new Uint32Array(0) : this.listOf(t);
+    const fs = this.fieldStates.get(field);
+    const t = fs ? this.indexer.find(fs.idx, token) : -1;
+    return t < 0 ? new Uint32Array(0) : this.listOf(t);
   }
 
   postingsWhere(field: string, accept: (token: string) => boolean): Uint32Array[] {
     const out: Uint32Array[] = [];
-    const fs = this.fieldStates.get(field);
-    if (!fs) return out;
-    for (const [tok, t] of fs.toks) if (accept(tok)) out.push(this.listOf(t));
+    const { tokens, ids } = this.tokenTexts(field);
+    for (let i = 0; i < tokens.length; i++) if (accept(tokens[i]!)) out.push(this.listOf(ids[i]!));
     return out;
   }
 
   tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] } {
-    const tokens: string[] = [];
-    const lists: Uint32Array[] = [];
-    for (const [tok, t] of this.fieldStates.get(field)?.toks ?? []) {
-      tokens.push(tok);
-      lists.push(this.listOf(t));
-    }
-    return { tokens, lists };
+    const { tokens, ids } = this.tokenTexts(field);
+    return { tokens, lists: Array.from(ids, (t) => this.listOf(t)) };
   }
 
-  /** Indexed field names (with `_exists_`), and each one's tokens with their ids. */
-  fields(): { name: string; toks: ReadonlyMap<string, number> }[] {
-    return this.fieldList.filter((f) => f.toks.size > 0);
+  /** A field's tokens as strings, with their ids (in no set order). */
+  private tokenTexts(field: string): { tokens: string[]; ids: Uint32Array } {
+    const fs = this.fieldStates.get(field);
+    if (!fs || fs.tokCount === 0) return { tokens: [], ids: new Uint32Array(0) };
+    const { text, lens, ids } = this.indexer.fieldTokens(fs.idx);
+    const tokens = new Array<string>(lens.length);
+    let at = 0;
+    for (let i = 0; i < lens.length; i++) {
+      tokens[i] = text.slice(at, at + lens[i]!);
+      at += lens[i]!;
+    }
+    return { tokens, ids };
+  }
+
+  /**
+   * Frees the document indexer's dictionary once the fraction is sealed and dropped (nothing is read after): its
+   * memory is native, and the finalizer that would free it waits for a collection and an event-loop turn that a
+   * busy shard thread does not take; without this, the dictionaries of sealed fractions piled up bulk after bulk.
+   */
+  release(): void {
+    this.indexer.release();
+  }
+
+  /** A field's dictionary sorted (for the seal). */
+  sortedDictionary(field: string): SortedField {
+    const fs = this.fieldStates.get(field);
+    return fs ? this.indexer.sortedField(fs.idx) : { ids: new Uint32Array(0), lens: new Uint32Array(0), bytes: new Uint8Array(0), wide: false };
+  }
+
+  /** Indexed field names (with `_exists_`) that have tokens. */
+  fields(): { name: string }[] {
+    return this.fieldList.filter((f) => f.tokCount > 0);
   }
 
   /** Column ordinal of token id `t` in its field's keyword column, or -1 if no document has it as a column value. */
@@ -382,18 +356,34 @@ export class ActiveIndex {
 
   column(field: string): Column | null {
     const fs = this.fieldStates.get(field);
-    const ords = fs?.colOrds;
-    if (!fs || !ords) return null;
+    const c = this.columnOrds(field);
+    if (!fs || !c) return null;
     const n = this.docEnd.length;
     if (fs.colView && fs.colView.docs === n) return fs.colView.col;
-    while (ords.length < n) ords.push(MISSING);
-    const col: Column = { tokens: fs.colTokens.slice(), ords: ords.data.subarray(0, n) };
+    const { tokens: texts, ids } = this.tokenTexts(field);
+    const at = new Int32Array(this.tokCount);
+    for (let i = 0; i < ids.length; i++) at[ids[i]!] = i;
+    const colToks = fs.colToks.view();
+    const tokens = Array.from(colToks, (t) => texts[at[t]!]!);
+    const col: Column = { tokens, ords: c.ords };
     fs.colView = { docs: n, col };
     return col;
   }
 
-  /** Names of the fields documents had (the tokens of `_exists_`). */
+  /** A keyword column's ordinals, one per document, and how many distinct values (no token strings made). */
+  columnOrds(field: string): { ords: Uint32Array; count: number } | null {
+    const fs = this.fieldStates.get(field);
+    const ords = fs?.colOrds;
+    if (!fs || !ords) return null;
+    const n = this.docEnd.length;
+    while (ords.length < n) ords.push(MISSING);
+    return { ords: ords.data.subarray(0, n), count: fs.colToks.length };
+  }
+
+  /** Names of the fields documents had (the tokens of `_exists_`: every field but `_exists_` has one). */
   seenFields(): string[] {
-    return [...this.exists.toks.keys()];
+    const out: string[] = [];
+    for (const fs of this.fieldList) if (fs !== this.exists) out.push(fs.name);
+    return out;
   }
 }

@@ -6,10 +6,9 @@ import { encodePostingsInto } from '../../native/postings.js';
 import { EXISTS_FIELD } from '../mapping.js';
 import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
-import { packStrings, sortedOrderPacked } from './sort-tokens.js';
-import { type DictField, encodeDict } from './token-dict.js';
+import { type DictField, encodeDict, sortedTokens } from './token-dict.js';
 import { encodeClientIds } from './client-ids.js';
-import { BLOCK_BYTES, DOC_QUALITY, FILES, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+import { BLOCK_BYTES, COLUMN_QUALITY, DOC_QUALITY, FILES, OFFSETS_QUALITY, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
 
 /** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
 function writeU48(out: Buffer, at: number, v: number): void {
@@ -84,37 +83,27 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
 
   // Dictionary, offsets, postings. Every list is encoded into one buffer (5 bytes per id at most), and each
   // token's rank in its field's sorted dictionary is kept by token id for the keyword columns below.
-  const inverted = frac.index.all();
-  const byField = new Map(frac.index.fields().map((f) => [f.name, f.toks]));
-  const fields = [...byField.keys()].sort();
+  // Lists in the sealed ids: inverted straight in (time, id) order when documents arrived out of it (concurrent
+  // senders), so every list comes out sorted, with no remapping and sort of each list.
+  const inverted = identity ? frac.index.all() : frac.index.allInOrder(order);
+  const fields = frac.index.fields().map((f) => f.name).sort();
   const dict: DictField[] = [];
   // Token ids of each field's dictionary, in its sorted order.
   const dictIds: Uint32Array[] = [];
   let seen: string[] = [];
   let tokenCount = 0;
   for (const f of fields) {
-    const tokIds = byField.get(f)!;
-    const strs: string[] = new Array<string>(tokIds.size);
-    const ids = new Uint32Array(tokIds.size);
-    let i = 0;
-    for (const [tok, t] of tokIds) {
-      strs[i] = tok;
-      ids[i++] = t;
-    }
-    const tokens = packStrings(strs);
-    const order = sortedOrderPacked(tokens);
-    const sortedIds = new Uint32Array(strs.length);
-    for (let j = 0; j < order.length; j++) sortedIds[j] = ids[order[j]!]!;
-    if (f === EXISTS_FIELD) seen = Array.from(order, (j) => strs[j]!);
-    dict.push({ name: f, tokens: strs, order });
-    dictIds.push(sortedIds);
-    tokenCount += order.length;
+    // Sorted by the document indexer (native/dict-sort.cc): ids, lengths and code units in sorted order.
+    const sorted = frac.index.sortedDictionary(f);
+    if (f === EXISTS_FIELD) seen = sortedTokens(sorted);
+    dict.push({ name: f, ...sorted });
+    dictIds.push(sorted.ids);
+    tokenCount += sorted.ids.length;
   }
   const offs = new Uint32Array(tokenCount + 1);
   const counts = new Uint32Array(tokenCount);
   const rankOf = new Uint32Array(inverted.start.length);
   const postings = Buffer.allocUnsafe(inverted.data.length * 5);
-  let scratch = new Uint32Array(identity ? 0 : 1024);
   let k = 0;
   let pOff = 0;
   for (const sortedIds of dictIds) {
@@ -125,13 +114,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       const hi = inverted.start[t + 1]!;
       offs[k] = pOff;
       counts[k] = hi - lo;
-      if (identity) pOff = encodePostingsInto(inverted.data, postings, pOff, lo, hi);
-      else {
-        if (scratch.length < hi - lo) scratch = new Uint32Array(Math.max(hi - lo, scratch.length * 2));
-        const mapped = scratch.subarray(0, hi - lo);
-        for (let i = lo; i < hi; i++) mapped[i - lo] = newOf[inverted.data[i]!]!;
-        pOff = encodePostingsInto(mapped.sort(), postings, pOff);
-      }
+      pOff = encodePostingsInto(inverted.data, postings, pOff, lo, hi);
       k++;
     }
   }
@@ -140,16 +123,16 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const offsAndCounts = new Uint32Array(offs.length + counts.length);
   offsAndCounts.set(offs, 0);
   offsAndCounts.set(counts, offs.length);
-  put(FILES.offsets, compress(bytesOf(offsAndCounts)));
+  put(FILES.offsets, compress(bytesOf(offsAndCounts), OFFSETS_QUALITY));
   put(FILES.postings, postings.subarray(0, pOff));
 
   // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
   const columns: string[] = [];
   for (let fi = 0; fi < fields.length; fi++) {
     const f = fields[fi]!;
-    const col = frac.column(f);
+    const col = frac.index.columnOrds(f);
     if (!col) continue;
-    const ordMap = new Uint32Array(col.tokens.length).fill(MISSING);
+    const ordMap = new Uint32Array(col.count).fill(MISSING);
     for (const t of dictIds[fi]!) {
       const o = frac.index.columnOrdinal(t);
       if (o >= 0) ordMap[o] = rankOf[t]!;
@@ -159,7 +142,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
       const o = col.ords[identity ? i : order[i]!]!;
       ords[i] = o === MISSING ? MISSING : ordMap[o]!;
     }
-    put(FILES.column(columns.length), compress(bytesOf(ords)));
+    put(FILES.column(columns.length), compress(bytesOf(ords), COLUMN_QUALITY));
     columns.push(f);
   }
 

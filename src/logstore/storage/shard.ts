@@ -298,6 +298,7 @@ export class Shard {
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
     this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
+    frac.index.release();
     this.idFractions = null;
     this.seals++;
     this.log.info({ fraction: frac.name, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes, ms: Date.now() - started }, 'fraction sealed');

@@ -1,5 +1,19 @@
 // Sorting a fraction's token dictionary at seal time: an MSD radix sort on UTF-16 code units packed in one typed
-// array (JavaScript's `<` order on strings, which sealed readers binary-search with).
+// array (JavaScript's `<` order on strings, which sealed readers binary-search with). The seal sorts in the
+// native addon (native/dict-sort.cc); sortField here is its twin, and the sort of tests and the JSON-era tools.
+import type { FieldTokens } from '../../native/doc-indexer.js';
+
+/** A field's tokens in sorted order, as dict.bin stores them (see token-dict.ts). */
+export interface SortedField {
+  /** Token ids in sorted order. */
+  ids: Uint32Array;
+  /** Length of each token in UTF-16 code units, in sorted order. */
+  lens: Uint32Array;
+  /** Their code units in sorted order: one byte each, or UTF-16LE when `wide`. */
+  bytes: Uint8Array;
+  /** Some code unit is above 0xff. */
+  wide: boolean;
+}
 
 /** Buckets below this size are finished by insertion sort. */
 const SMALL = 32;
@@ -31,6 +45,46 @@ export function packStrings(strs: readonly string[]): PackedStrings {
     // utf16le keeps every code unit as it is, lone surrogates included.
     Buffer.from(units.buffer, 0, p * 2).write(strs.join(''), 0, p * 2, 'utf16le');
   }
+  return { units, starts };
+}
+
+/** Sorts a field's tokens (the twin of native/dict-sort.cc). */
+export function sortField(ft: FieldTokens): SortedField {
+  const p = packText(ft.text, ft.lens);
+  const order = sortedOrderPacked(p);
+  const { units, starts } = p;
+  const n = order.length;
+  let wide = false;
+  for (let i = 0; i < units.length && !wide; i++) wide = units[i]! > 0xff;
+  const ids = new Uint32Array(n);
+  const lens = new Uint32Array(n);
+  const bytes = new Uint8Array(units.length * (wide ? 2 : 1));
+  let at = 0;
+  for (let r = 0; r < n; r++) {
+    const j = order[r]!;
+    ids[r] = ft.ids[j]!;
+    lens[r] = starts[j + 1]! - starts[j]!;
+    for (let k = starts[j]!; k < starts[j + 1]!; k++) {
+      bytes[at++] = units[k]! & 0xff;
+      if (wide) bytes[at++] = units[k]! >>> 8;
+    }
+  }
+  return { ids, lens, bytes, wide };
+}
+
+/** Packs strings already joined: token i is the next lens[i] code units of `text` (one UTF-16 copy). */
+export function packText(text: string, lens: Uint32Array): PackedStrings {
+  const n = lens.length;
+  const starts = new Uint32Array(n + 1);
+  let p = 0;
+  for (let i = 0; i < n; i++) {
+    starts[i] = p;
+    p += lens[i]!;
+  }
+  starts[n] = p;
+  if (p !== text.length) throw new Error(`packText: ${text.length} code units for tokens of ${p}`);
+  const units = new Uint16Array(p);
+  if (p > 0) Buffer.from(units.buffer, 0, p * 2).write(text, 0, p * 2, 'utf16le');
   return { units, starts };
 }
 

@@ -1,59 +1,52 @@
-// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, written with one
-// Buffer.write of their join (no JSON.stringify of ~130 000 strings); readers still open the JSON form of older fractions.
+// The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, as the seal's sort
+// wrote them (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
+import type { SortedField } from './sort-tokens.js';
 /** First bytes of the binary form ("TPD" and a version); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
 const LATIN1 = 1;
 const UTF16 = 2;
 
-export interface DictField {
+export interface DictField extends SortedField {
   name: string;
-  tokens: readonly string[];
-  /** Sorted order of `tokens` (indexes into it). */
-  order: Uint32Array;
 }
-
-/** Any code unit above 0xff. */
-const WIDE = /[^\u0000-\u00ff]/;
 
 /**
  * Layout, little-endian: magic, u32 field count, then per field: u32 name length, name (UTF-8), u32 token count,
  * u8 encoding (1: every code unit < 256, one byte each; 2: UTF-16LE, lone surrogates kept), u32 length in code
- * units of each token, then the tokens' code units in sorted order. The tokens are joined once and written with
- * one Buffer.write, so the cost does not depend on how warm the JIT is.
+ * units of each token, then the tokens' code units in sorted order.
  */
 export function encodeDict(fields: readonly DictField[]): Buffer {
   let size = 8;
   const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
-  const texts: string[] = [];
-  const wide: boolean[] = [];
-  for (let fi = 0; fi < fields.length; fi++) {
-    const { tokens, order } = fields[fi]!;
-    const sorted = new Array<string>(order.length);
-    for (let r = 0; r < order.length; r++) sorted[r] = tokens[order[r]!]!;
-    const text = sorted.join('');
-    texts.push(text);
-    wide.push(WIDE.test(text));
-    size += 4 + names[fi]!.length + 4 + 1 + 4 * order.length + text.length * (wide[fi] ? 2 : 1);
-  }
+  for (let fi = 0; fi < fields.length; fi++) size += 4 + names[fi]!.length + 4 + 1 + 4 * fields[fi]!.lens.length + fields[fi]!.bytes.length;
   const out = Buffer.allocUnsafe(size);
   out.set(MAGIC, 0);
   out.writeUInt32LE(fields.length, 4);
   let p = 8;
   for (let fi = 0; fi < fields.length; fi++) {
-    const { tokens, order } = fields[fi]!;
-    const n = order.length;
+    const { lens, bytes, wide } = fields[fi]!;
+    const n = lens.length;
     p = out.writeUInt32LE(names[fi]!.length, p);
     p += names[fi]!.copy(out, p);
     p = out.writeUInt32LE(n, p);
-    out[p++] = wide[fi] ? UTF16 : LATIN1;
-    const lens = new Uint32Array(n);
-    for (let r = 0; r < n; r++) lens[r] = tokens[order[r]!]!.length;
-    out.set(new Uint8Array(lens.buffer, 0, n * 4), p);
+    out[p++] = wide ? UTF16 : LATIN1;
+    out.set(new Uint8Array(lens.buffer, lens.byteOffset, n * 4), p);
     p += n * 4;
-    const text = texts[fi]!;
-    const bytes = text.length * (wide[fi] ? 2 : 1);
-    if (bytes > 0 && out.write(text, p, bytes, wide[fi] ? 'utf16le' : 'latin1') !== bytes) throw new Error(`dict.bin: short write of field ${fields[fi]!.name}`);
-    p += bytes;
+    out.set(bytes, p);
+    p += bytes.length;
+  }
+  if (p !== size) throw new Error(`dict.bin: wrote ${p} bytes of ${size}`);
+  return out;
+}
+
+/** The tokens of a sorted field as strings (small fields: `_exists_`). */
+export function sortedTokens(f: SortedField): string[] {
+  const text = Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString(f.wide ? 'utf16le' : 'latin1');
+  const out = new Array<string>(f.lens.length);
+  let at = 0;
+  for (let r = 0; r < f.lens.length; r++) {
+    out[r] = text.slice(at, at + f.lens[r]!);
+    at += f.lens[r]!;
   }
   return out;
 }

@@ -7,6 +7,7 @@ import { ActiveIndex } from '../../../src/logstore/storage/active-index.js';
 import { autoMapping, parseMapping, type MappingSpec } from '../../../src/logstore/mapping.js';
 import { docTime } from '../../../src/logstore/doc-time.js';
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
+import { sortedTokens } from '../../../src/logstore/storage/token-dict.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
@@ -98,7 +99,7 @@ function batchOf(docs: string[]): { buf: Buffer; offs: Int32Array } {
 }
 
 function plain(b: DocBatch) {
-  return { ...b, times: Array.from(b.times), ends: Array.from(b.ends), toks: Array.from(b.toks), colEnds: Array.from(b.colEnds), cols: Array.from(b.cols), newTokFields: Array.from(b.newTokFields), newTokLens: Array.from(b.newTokLens) };
+  return { ...b, times: Array.from(b.times), ends: Array.from(b.ends), toks: Array.from(b.toks), colEnds: Array.from(b.colEnds), cols: Array.from(b.cols), newTokFields: Array.from(b.newTokFields) };
 }
 
 /**
@@ -183,6 +184,63 @@ describe('document indexer', () => {
       start += n;
     }
     expect(a.bytes).toBeGreaterThan(0);
+  });
+
+  it.each([['native', native], ['twin', docIndexerTs]] as const)('is the only dictionary: find and fieldTokens give every token back exactly, lone surrogates too (%s)', (_n, make) => {
+    const ix = make!(autoMapping());
+    const words = ['plain', 'caf\u00e9', '\u4e2d\u6587', '\ud83d\ude00', 'lone\ud800', '\udfffx', '\ufffd', ''];
+    const field = ix.learnField('k');
+    const ids = words.map((w) => ix.learnToken(field, w));
+    expect(new Set(ids).size).toBe(words.length);
+    words.forEach((w, i) => expect(ix.find(field, w)).toBe(ids[i]));
+    expect(ix.find(field, 'lone\ufffd')).toBe(-1);
+    expect(ix.find(field + 1, 'plain')).toBe(-1);
+    const { text, lens, ids: got } = ix.fieldTokens(field);
+    const back = new Map<number, string>();
+    let at = 0;
+    lens.forEach((l, i) => {
+      back.set(got[i]!, text.slice(at, at + l));
+      at += l;
+    });
+    expect(at).toBe(text.length);
+    expect(back).toEqual(new Map(ids.map((t, i) => [t, words[i]!])));
+    // Sorted for the seal as JavaScript sorts strings (UTF-16 code units: U+1F600 before U+FFFD), ASCII fields too.
+    const byJs = [...words].sort();
+    const sorted = ix.sortedField(field);
+    expect(sortedTokens(sorted)).toEqual(byJs);
+    expect(Array.from(sorted.ids)).toEqual(byJs.map((w) => ids[words.indexOf(w)]));
+    expect(sorted.wide).toBe(true);
+    const ascii = ix.learnField('a');
+    const plainWords = ['b', 'ab', 'a', '', 'B', 'a~', 'a0', 'zz'];
+    const plainIds = plainWords.map((w) => ix.learnToken(ascii, w));
+    const sa = ix.sortedField(ascii);
+    expect(sortedTokens(sa)).toEqual([...plainWords].sort());
+    expect(Array.from(sa.ids)).toEqual([...plainWords].sort().map((w) => plainIds[plainWords.indexOf(w)]));
+    expect(sa.wide).toBe(false);
+    // Through ActiveIndex (documents the JavaScript path takes): queries, columns and the field list read the same tokens.
+    const idx = new ActiveIndex(autoMapping());
+    const docs = ['{"k":"lone\\ud800"}', '{"k":"\\ud83d\\ude00","n":7}', '{"k":"plain","n":7}', '{"k":"caf\u00e9"}'];
+    viaIndexer(idx, docs);
+    expect(Array.from(idx.postings('k', 'lone\ud800'))).toEqual([0]);
+    expect(Array.from(idx.postings('k', '\ud83d\ude00'))).toEqual([1]);
+    expect(Array.from(idx.postings('n', '7'))).toEqual([1, 2]);
+    expect(idx.postings('k', 'lone\ufffd').length).toBe(0);
+    const col = idx.column('k')!;
+    expect(Array.from(col.ords, (o) => col.tokens[o])).toEqual(['lone\ud800', '\ud83d\ude00', 'plain', 'caf\u00e9']);
+    expect(idx.seenFields().sort()).toEqual(['k', 'n']);
+    expect(idx.tokenLists('k').tokens.sort()).toEqual(['caf\u00e9', 'lone\ud800', 'plain', '\ud83d\ude00']);
+  });
+
+  it.each([['native', native], ['twin', docIndexerTs]] as const)('release frees the dictionary at once, and a released indexer refuses further calls (%s)', (_n, make) => {
+    const ix = make!(autoMapping());
+    const f = ix.learnField('k');
+    for (let i = 0; i < 20_000; i++) ix.learnToken(f, `token-${i}`);
+    const before = ix.bytes;
+    expect(before).toBeGreaterThan(20_000 * 16);
+    ix.release();
+    expect(ix.bytes).toBeLessThan(before / 10);
+    expect(() => ix.find(f, 'token-1')).toThrow();
+    expect(() => ix.learnToken(f, 'token-1')).toThrow();
   });
 
   it('documents it cannot reproduce exactly are left to JSON.parse (time NaN)', () => {

@@ -1,7 +1,7 @@
 // The sealed dictionary's binary form: every field's tokens come back in order, whatever their code units; the JSON
 // form of older fractions still reads; damaged files are refused.
 import { describe, expect, it } from 'vitest';
-import { packStrings, sortedOrderPacked } from '../../../src/logstore/storage/sort-tokens.js';
+import { sortField } from '../../../src/logstore/storage/sort-tokens.js';
 import { decodeDict, encodeDict } from '../../../src/logstore/storage/token-dict.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
@@ -9,7 +9,7 @@ const byJs = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function roundTrip(fields: [string, string[]][]): [string, string[]][] {
   const enc = encodeDict(fields.map(([name, strs]) => {
-    return { name, tokens: strs, order: sortedOrderPacked(packStrings(strs)) };
+    return { name, ...sortField({ text: strs.join(''), lens: Uint32Array.from(strs, (s) => s.length), ids: Uint32Array.from(strs, (_, i) => i) }) };
   }));
   return decodeDict(enc);
 }
@@ -31,7 +31,7 @@ describe('token dictionary file', () => {
   it('reads the JSON form and refuses unknown or truncated files', () => {
     const json: [string, string[]][] = [['f', ['a', 'b\ud800']]];
     expect(decodeDict(Buffer.from(JSON.stringify(json)))).toEqual(json);
-    const bin = encodeDict([{ name: 'f', tokens: ['bb', 'a'], order: Uint32Array.of(1, 0) }]);
+    const bin = encodeDict([{ name: 'f', ids: Uint32Array.of(1, 0), lens: Uint32Array.of(1, 2), bytes: Buffer.from('abb'), wide: false }]);
     expect(decodeDict(bin)).toEqual([['f', ['a', 'bb']]]);
     expect(() => decodeDict(Buffer.from('XYZ\u0001'))).toThrow(/unknown format/);
     expect(() => decodeDict(bin.subarray(0, bin.length - 1))).toThrow(/past the end/);

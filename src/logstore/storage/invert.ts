@@ -1,0 +1,50 @@
+// Inverting the active index's forward stream (token ids of each document, in document order) into posting lists.
+
+/** Posting lists of documents [docLo, docHi): token t's ids are data[start[t] .. start[t + 1]). */
+export interface Segment {
+  docLo: number;
+  docHi: number;
+  tokens: number;
+  start: Uint32Array;
+  data: Uint32Array;
+}
+
+/**
+ * Documents [lo, hi) of the stream: `ends[d]` is where document d's token ids end in `ents`; `tokens` ids exist.
+ * Each list comes out sorted (documents are visited in order).
+ */
+export function invertRange(ents: Uint32Array, ends: Uint32Array, tokens: number, lo: number, hi: number): Segment {
+  const e0 = lo === 0 ? 0 : ends[lo - 1]!;
+  const e1 = hi === 0 ? 0 : ends[hi - 1]!;
+  const start = new Uint32Array(tokens + 1);
+  for (let i = e0; i < e1; i++) start[ents[i]! + 1]++;
+  for (let t = 0; t < tokens; t++) start[t + 1] += start[t]!;
+  const pos = start.slice(0, tokens);
+  const data = new Uint32Array(e1 - e0);
+  let i = e0;
+  for (let d = lo; d < hi; d++) {
+    const end = ends[d]!;
+    for (; i < end; i++) data[pos[ents[i]!]!++] = d;
+  }
+  return { docLo: lo, docHi: hi, tokens, start, data };
+}
+
+/**
+ * Every document of the stream (order.length of them), renumbered: new id d is document order[d]. Documents are
+ * visited in the new order, so each list comes out sorted in the new ids.
+ */
+export function invertInOrder(ents: Uint32Array, ends: Uint32Array, tokens: number, order: Uint32Array): { start: Uint32Array; data: Uint32Array } {
+  const n = order.length;
+  const total = n === 0 ? 0 : ends[n - 1]!;
+  const start = new Uint32Array(tokens + 1);
+  for (let i = 0; i < total; i++) start[ents[i]! + 1]++;
+  for (let t = 0; t < tokens; t++) start[t + 1] += start[t]!;
+  const pos = start.slice(0, tokens);
+  const data = new Uint32Array(total);
+  for (let d = 0; d < n; d++) {
+    const old = order[d]!;
+    const e1 = ends[old]!;
+    for (let i = old === 0 ? 0 : ends[old - 1]!; i < e1; i++) data[pos[ents[i]!]!++] = d;
+  }
+  return { start, data };
+}
