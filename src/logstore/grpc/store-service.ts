@@ -9,13 +9,14 @@ import type { FieldsPipe } from '../query/ast.js';
 import { parseQuery } from '../query/parser.js';
 import { planQuery } from '../query/plan.js';
 import type { ShardQuery } from '../search/execute.js';
+import { HitList } from '../search/packed-hits.js';
 import { encodeHits } from '../search/packed-wire.js';
 import type { Store } from '../store.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import type { IngestResult } from '../storage/shard.js';
 import { type PbDoc, aggFromPb, partialToPb } from './convert.js';
 import { grpcError } from './grpc-status.js';
-import { type FetchRequest, type StoreOps, storeSession } from './store-session.js';
+import { type FetchRequest, type SearchRequest, type StoreOps, storeSession } from './store-session.js';
 import { failStream } from './stream-status.js';
 
 interface BulkRequest {
@@ -122,7 +123,7 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
       // A proxy that asks for packed hits gets one byte string; an older one a message per document.
       if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
       return {
-        total: r.total, docs, hits: req.packed_hits ? encodeHits(r.hits) : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
+        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
       };
     },
     async fetch(req) {
@@ -178,7 +179,11 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       return p;
     }),
 
-    Search: unary(log, ops.search),
+    // The unary answer's hits are encoded here; a Session's reply encoder writes them into the message itself.
+    Search: unary(log, async (req: SearchRequest) => {
+      const r = await ops.search(req);
+      return r.hits instanceof HitList ? { ...r, hits: encodeHits(r.hits) } : r;
+    }),
 
     Fetch: (call: grpc.ServerWritableStream<FetchRequest, PbDoc>) => {
       ops.fetch(call.request).then(
