@@ -39,6 +39,11 @@ export function writeHits(list: HitList, out: Buffer, at: number): void {
   const ids = list.parts.map((p) => Buffer.from(p.ids, 'latin1'));
   const bytes = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
   let pos = 0;
+  // The JSON of hits that follow each other in one part is contiguous there: copied as one run.
+  let runPart = -1;
+  let runStart = 0;
+  let runEnd = 0;
+  let runAt = 0;
   for (let i = 0; i < n; i++) {
     const part = list.part[i]!;
     const p = list.parts[part]!;
@@ -47,12 +52,20 @@ export function writeHits(list: HitList, out: Buffer, at: number): void {
     else out.writeDoubleLE(p.times[k]!, timesAt + 8 * i);
     if (offsView) offsView[i] = pos;
     else out.writeUInt32LE(pos, offsAt + 4 * i);
-    bytes.set(ids[part]!.subarray(k * 24, k * 24 + 24), idsAt + 24 * i);
+    const id = ids[part]!;
+    for (let b = 0, from = k * 24, to = idsAt + 24 * i; b < 24; b++) bytes[to + b] = id[from + b]!;
     const start = p.offs[k]!;
-    const len = p.offs[k + 1]! - start;
-    bytes.set(p.json.subarray(start, start + len), jsonAt + pos);
-    pos += len;
+    const end = p.offs[k + 1]!;
+    if (part !== runPart || start !== runEnd) {
+      if (runPart >= 0) bytes.set(list.parts[runPart]!.json.subarray(runStart, runEnd), runAt);
+      runPart = part;
+      runStart = start;
+      runAt = jsonAt + pos;
+    }
+    runEnd = end;
+    pos += end - start;
   }
+  if (runPart >= 0) bytes.set(list.parts[runPart]!.json.subarray(runStart, runEnd), runAt);
   out.writeUInt32LE(pos, offsAt + 4 * n);
 }
 

@@ -44,6 +44,20 @@ describe('StoreReply with hits written in place', () => {
     expect(ours(bytes)).toEqual(library(bytes));
   });
 
+  it('hits in long runs of one part, and runs broken by a dropped duplicate, are written whole and in order', () => {
+    const a = Array.from({ length: 40 }, (_, i) => hit(1000 - i, i, i));
+    const b = Array.from({ length: 40 }, (_, i) => hit(500 - i, 100 + i, 3));
+    // The same document (same id and time) in both parts: the merge keeps one copy, skipping an index of one part.
+    const twin = hit(497.5, 999, 7);
+    a.push(twin);
+    b.splice(3, 0, twin);
+    const list = mergeHitList([packHits(b), packHits(a)], 75, true);
+    expect(list.dropped).toBe(1);
+    const back = unpackHits(decodeHits(encodeHits(list)));
+    expect(back).toEqual(list.slice(0, list.length));
+    expect(back.map((h) => h.time)).toEqual([...back.map((h) => h.time)].sort((x, y) => y - x));
+  });
+
   it('writeHits at an unaligned offset writes what encodeHits does', () => {
     const list = mergeHitList([packHits([hit(9, 1), hit(4, 2)]), packHits([hit(7, 3)])], 10, true);
     const out = Buffer.alloc(hitsWireSize(list) + 3);
