@@ -9,9 +9,10 @@
 //     driver keeps one connection). Each client gets its own table row.
 //   --only: just the rows whose name contains TEXT.
 //   BENCH_STORE_NODE_ARGS: node flags for build b's store and proxy processes (profiling).
+//   Below the table: each build's CPU per request (user + system, from /proc), per process, row by row.
 //   DIR: a built checkout (bin/tidepool.js, dist/, build/). Prints a markdown table of medians (ms) and ratios.
 import { spawnSync } from 'node:child_process';
-import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -76,6 +77,13 @@ const config = (dir: string, cluster = ''): string => logstoreConfig(dir, 2, clu
 const start = startLogstore;
 const stop = stopLogstore;
 
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 async function main(): Promise<void> {
@@ -102,6 +110,8 @@ async function main(): Promise<void> {
     }
     await stop(seed);
     const ports: number[] = [];
+    /** Per build, its processes (the store first, then the proxy; or the one single-mode process). */
+    const measured: { role: string; pid: number }[][] = [[], []];
     for (const [b, root] of BUILDS.entries()) {
       const dir = path.join(WORK, `build-${b}`);
       if (!PROXY) {
@@ -110,15 +120,18 @@ async function main(): Promise<void> {
         const p = await start(root!, 'single', cfg, b === 1 ? NODE_ARGS : []);
         procs.push(p);
         ports.push(p.port);
+        measured[b]!.push({ role: 'single', pid: p.child.pid! });
         continue;
       }
       const scfg = config(path.join(dir, 'store'));
       cpSync(path.join(WORK, 'seed', 'data'), path.join(dir, 'store', 'data'), { recursive: true });
       const s = await start(root!, 'store', scfg, b === 1 ? NODE_ARGS : []);
       procs.push(s);
+      measured[b]!.push({ role: 'store', pid: s.child.pid! });
       const p = await start(root!, 'proxy', config(path.join(dir, 'proxy'), `cluster:\n  hot_stores: [${JSON.stringify(s.grpc)}]\n  hot_replicas: 1\n`), b === 1 ? NODE_ARGS : []);
       procs.push(p);
       ports.push(p.port);
+      measured[b]!.push({ role: 'proxy', pid: p.child.pid! });
     }
     if (WITH_PG) {
       process.stderr.write('loading PostgreSQL\n');
@@ -160,6 +173,7 @@ async function main(): Promise<void> {
       }
     }
     const load0 = os.loadavg()[0]!;
+    const cpuNotes: string[] = [];
     const out = client
       ? [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`, '|---|---|---:|---:|---:|---:|---:|']
       : [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a |`, '|---|---|---:|---:|---:|'];
@@ -173,12 +187,14 @@ async function main(): Promise<void> {
       // (and itself, across rounds) equally often. A fixed order reversed every other round made some targets
       // always follow a request to the same process (warm) and others always follow one to another process.
       const shuffle = mulberry32(7);
+      let cpu0: number[][] = [];
       for (let i = 0; i < WARMUPS + RUNS; i++) {
         const order = targets.map((_, k) => k);
         for (let j = order.length - 1; j > 0; j--) {
           const r = Math.floor(shuffle() * (j + 1));
           [order[j], order[r]] = [order[r]!, order[j]!];
         }
+        if (i === WARMUPS) cpu0 = measured.map((ps) => ps.map((x) => cpuSeconds(x.pid)));
         for (const k of order) {
           const t = process.hrtime.bigint();
           await targets[k]!();
@@ -186,6 +202,9 @@ async function main(): Promise<void> {
         }
       }
       const meds = xs.map(median);
+      // Each build's processes served RUNS requests of every client.
+      const cpu = measured.map((ps, b) => ps.map((x, j) => `${x.role} ${((1000 * (cpuSeconds(x.pid) - cpu0[b]![j]!)) / (RUNS * CLIENTS.length)).toFixed(3)}`).join(', '));
+      cpuNotes.push(`- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}`);
       const c = client ? meds[meds.length - 1] : undefined;
       for (const [ci, cname] of CLIENTS.entries()) {
         const a = meds[ci * 2]!;
@@ -193,7 +212,7 @@ async function main(): Promise<void> {
         out.push(`| ${name} | ${cname} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
       }
     }
-    out.push('', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
+    out.push('', ...cpuNotes, '', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     await client?.end();

@@ -9,6 +9,7 @@ import { apiHandlers } from './grpc/api-service.js';
 import { FLOW_WINDOW, services } from './grpc/proto.js';
 import { startGrpc } from './grpc/server.js';
 import { storeHandlers } from './grpc/store-service.js';
+import { storeServiceDefinition } from './grpc/store-reply.js';
 import type { HttpContext } from './http/context.js';
 import { LOGSTORE_MODES, LogstoreConfigError, loadLogstoreConfig, parseAddr, type LogstoreConfig } from '../config/logstore.js';
 import { LogHub } from '../shared/logger.js';
@@ -85,7 +86,7 @@ export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<
   const store = new Store(config, mapping, log);
   await store.ready();
   const storeInflight = { bulks: 0 };
-  const front = await startFront(config, hub, new LocalBackend(store), [[services().store.service, storeHandlers(store, mapping, hub.get('logstore::grpc'), storeInflight)]]);
+  const front = await startFront(config, hub, new LocalBackend(store), [[storeServiceDefinition(), storeHandlers(store, mapping, hub.get('logstore::grpc'), storeInflight)]]);
   const retention = retentionTimer(store, log);
   log.info({ http: front.httpAddr, grpc: front.grpcAddr, debug: front.debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir, mapping: config.mapping.path }, 'log store listening (single mode)');
   return {
@@ -106,7 +107,7 @@ export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<R
   await store.ready();
   const inflight = { bulks: 0 };
   const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
-  const grpcListener = await startGrpc(config.server.grpc_addr, [[services().store.service, storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight)]], keepalive);
+  const grpcListener = await startGrpc(config.server.grpc_addr, [[storeServiceDefinition(), storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight)]], keepalive);
   if (!grpcListener.windows) log.warn({ window: FLOW_WINDOW }, 'the gRPC receive window could not be widened (this @grpc/grpc-js has no hook for it): proxies send batches in 64 KiB windows');
   const metrics = new LogstoreMetrics();
   const debug = createDebugServer({ metrics, inflight } as HttpContext);

@@ -1,8 +1,10 @@
-// A proxy's client of one store (store.proto): every call carries a deadline (cluster.request_timeout) and
-// the channel keeps itself alive with pings, so a dead or hung store fails its calls instead of holding them.
+// A proxy's client of one store (store.proto): every request carries a deadline (cluster.request_timeout) and
+// the channel keeps itself alive with pings, so a dead or hung store fails its requests instead of holding them.
+// Searches, fetches and status go over one Session call (session-client.ts); bulks are unary calls.
 import os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { keepaliveOptions, services } from '../grpc/proto.js';
+import { type SessionKind, SessionClient } from './session-client.js';
 import type { PbAggPartial, PbAggQuery, PbDoc } from '../grpc/convert.js';
 import type { ShardStatus } from '../storage/shard.js';
 
@@ -73,10 +75,24 @@ type Unary = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (er
 
 export class StoreClient {
   private readonly client: grpc.Client & Record<string, unknown>;
+  readonly session: SessionClient;
 
   constructor(readonly addr: string, private readonly timeoutMs: number, keepalive: { time: number; timeout: number }) {
     const Ctor = services().store;
     this.client = new Ctor(addr, grpc.credentials.createInsecure(), keepaliveOptions(keepalive.time, keepalive.timeout)) as grpc.Client & Record<string, unknown>;
+    this.session = new SessionClient(this.client, timeoutMs);
+  }
+
+  /** A request over the session; over the unary call `unary` when the store has no Session method. */
+  private async viaSession<T>(kind: SessionKind, body: unknown, unary: () => Promise<T>): Promise<T> {
+    if (!this.session.unsupported) {
+      try {
+        return await this.session.request<T>(kind, body);
+      } catch (err) {
+        if ((err as grpc.ServiceError).code !== grpc.status.UNIMPLEMENTED) throw err;
+      }
+    }
+    return unary();
   }
 
   private call<T>(method: string, req: unknown): Promise<T> {
@@ -100,14 +116,19 @@ export class StoreClient {
   }
 
   search(req: StoreSearchRequest): Promise<StoreSearchResponse> {
-    return this.call('Search', req);
+    return this.viaSession('search', req, () => this.call('Search', req));
   }
 
   status(): Promise<StoreStatusResponse> {
-    return this.call('Status', {});
+    return this.viaSession('status', {}, () => this.call('Status', {}));
   }
 
-  fetch(req: StoreFetchRequest): Promise<PbDoc[]> {
+  async fetch(req: StoreFetchRequest): Promise<PbDoc[]> {
+    return (await this.viaSession<{ docs: PbDoc[] }>('fetch', req, async () => ({ docs: await this.fetchStream(req) }))).docs;
+  }
+
+  /** Fetch as its own server-streaming call (stores without sessions). */
+  private fetchStream(req: StoreFetchRequest): Promise<PbDoc[]> {
     return new Promise((resolve, reject) => {
       const out: PbDoc[] = [];
       const stream = (this.client.Fetch as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions) => grpc.ClientReadableStream<PbDoc>)
@@ -119,6 +140,7 @@ export class StoreClient {
   }
 
   close(): void {
+    this.session.close();
     this.client.close();
   }
 }

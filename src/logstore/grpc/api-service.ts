@@ -9,7 +9,7 @@ import type { ShardHit } from '../search/execute.js';
 import { isoTime } from '../search/hit-json.js';
 import type { HitList } from '../search/packed-hits.js';
 import { hitData } from '../api/operations.js';
-import { grpcError } from './store-service.js';
+import { grpcError } from './grpc-status.js';
 import { failStream } from './stream-status.js';
 
 interface PbQuery { query: string; from: string; to: string; explain: boolean }

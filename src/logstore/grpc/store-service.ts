@@ -6,36 +6,24 @@ import { ErrorCode, HttpError } from '../http/errors.js';
 import { hitData } from '../api/operations.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
-import { QuerySyntaxError, parseQuery } from '../query/parser.js';
-import { QueryFieldError, planQuery } from '../query/plan.js';
+import { parseQuery } from '../query/parser.js';
+import { planQuery } from '../query/plan.js';
 import type { ShardQuery } from '../search/execute.js';
+import { HitList } from '../search/packed-hits.js';
 import { encodeHits } from '../search/packed-wire.js';
 import type { Store } from '../store.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import type { IngestResult } from '../storage/shard.js';
-import { type PbAggQuery, type PbDoc, aggFromPb, partialToPb } from './convert.js';
+import { type PbDoc, aggFromPb, partialToPb } from './convert.js';
+import { grpcError } from './grpc-status.js';
+import { type FetchRequest, type SearchRequest, type StoreOps, storeSession } from './store-session.js';
 import { failStream } from './stream-status.js';
 
 interface BulkRequest {
   docs: Buffer; offs: number[]; offs_le: Buffer; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
   client_ids: string[]; has_client_id: Buffer; create: Buffer;
 }
-interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean; packed_hits: boolean }
 interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string; status: number }[]; kept: number[] }
-interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
-
-/** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; anything else INTERNAL. */
-export function grpcError(err: unknown): Partial<grpc.StatusObject> {
-  if (err instanceof QuerySyntaxError || err instanceof QueryFieldError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
-  if (err instanceof HttpError) {
-    const code = err.status === 400 || err.status === 413 ? grpc.status.INVALID_ARGUMENT
-      : err.status === 404 ? grpc.status.NOT_FOUND
-        : err.status === 429 ? grpc.status.RESOURCE_EXHAUSTED
-          : err.status === 502 ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
-    return { code, details: err.message };
-  }
-  return { code: grpc.status.INTERNAL, details: (err as Error).message };
-}
 
 /** Resolves a unary call from a promise: the value, or the error as a gRPC status. */
 function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
@@ -121,6 +109,34 @@ async function ingestBatch(store: Store, req: BulkRequest, pairs: Int32Array): P
   return out;
 }
 
+/** Search, Fetch and Status over the local store: what the unary calls and a Session's requests run. */
+export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: number }): StoreOps {
+  return {
+    async search(req) {
+      const parsed = parseQuery(req.query);
+      const q: ShardQuery = {
+        plan: planQuery(parsed, mapping), from: req.from, to: req.to, limit: req.limit, order: req.order === 'ASC' ? 'asc' : 'desc',
+        aggs: req.aggs.map(aggFromPb), histInterval: req.hist_interval, pipes: parsed.pipes, withTotal: req.with_total,
+      };
+      const r = await store.query(q);
+      const docs: PbDoc[] = [];
+      // A proxy that asks for packed hits gets one byte string; an older one a message per document.
+      if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
+      return {
+        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
+      };
+    },
+    async fetch(req) {
+      const pipes: FieldsPipe[] = req.has_fields ? [{ kind: 'fields', except: req.fields_except, names: req.fields }] : [];
+      const hits = await store.fetch(req.ids, pipes);
+      return hits.map((h) => ({ id: h.id, data: Buffer.from(hitData(h)), time: h.time }));
+    },
+    async status() {
+      return { shards: await store.status(), inflight_bulks: inflight.bulks };
+    },
+  };
+}
+
 /** Batches remembered per store so that a proxy's retry of one (same ids) is not stored twice. */
 const RECENT_BATCHES = 4096;
 
@@ -147,6 +163,7 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       inflight.bulks--;
     }
   };
+  const ops = storeOps(store, mapping, inflight);
   return {
     Bulk: unary(log, (req: BulkRequest) => {
       if (!req.assign_ids) return bulk(req);
@@ -162,36 +179,24 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       return p;
     }),
 
+    // The unary answer's hits are encoded here; a Session's reply encoder writes them into the message itself.
     Search: unary(log, async (req: SearchRequest) => {
-      const parsed = parseQuery(req.query);
-      const q: ShardQuery = {
-        plan: planQuery(parsed, mapping), from: req.from, to: req.to, limit: req.limit, order: req.order === 'ASC' ? 'asc' : 'desc',
-        aggs: req.aggs.map(aggFromPb), histInterval: req.hist_interval, pipes: parsed.pipes, withTotal: req.with_total,
-      };
-      const r = await store.query(q);
-      const docs: PbDoc[] = [];
-      // A proxy that asks for packed hits gets one byte string; an older one a message per document.
-      if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
-      return {
-        total: r.total, docs, hits: req.packed_hits ? encodeHits(r.hits) : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
-      };
+      const r = await ops.search(req);
+      return r.hits instanceof HitList ? { ...r, hits: encodeHits(r.hits) } : r;
     }),
 
     Fetch: (call: grpc.ServerWritableStream<FetchRequest, PbDoc>) => {
-      const req = call.request;
-      const pipes: FieldsPipe[] = req.has_fields ? [{ kind: 'fields', except: req.fields_except, names: req.fields }] : [];
-      store.fetch(req.ids, pipes).then(
-        (hits) => {
-          for (const h of hits) call.write({ id: h.id, data: Buffer.from(hitData(h)), time: h.time });
+      ops.fetch(call.request).then(
+        (docs) => {
+          for (const d of docs) call.write(d);
           call.end();
         },
         (err: unknown) => failStream(call, grpcError(err)),
       );
     },
 
-    Status: unary(log, async () => {
-      const shards = await store.status();
-      return { shards, inflight_bulks: inflight.bulks };
-    }),
+    Status: unary(log, ops.status),
+
+    Session: storeSession(ops, log),
   };
 }

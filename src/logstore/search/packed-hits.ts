@@ -131,13 +131,13 @@ export class HitWriter {
 /** The hits of a search across shards, in order: references into each shard's packed hits. */
 export class HitList {
   /** `dropped`: copies of an id already listed that the merge left out (replicas, a batch retried elsewhere). */
-  constructor(readonly parts: PackedHits[], private readonly part: Uint16Array, private readonly index: Uint32Array, readonly dropped = 0) {}
+  constructor(readonly parts: PackedHits[], readonly part: Uint16Array, readonly index: Uint32Array, readonly dropped = 0) {}
 
   get length(): number {
     return this.part.length;
   }
 
-  /** Where hit i lives: its shard's packed hits and its index there. */
+  /** Where hit i lives: its shard's packed hits and its index there (part[i] and index[i] without the pair). */
   locate(i: number): [PackedHits, number] {
     return [this.parts[this.part[i]!]!, this.index[i]!];
   }

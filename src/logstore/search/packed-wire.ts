@@ -10,33 +10,69 @@ import type { HitList, PackedHits } from './packed-hits.js';
 const HEAD = 8;
 const LE = os.endianness() === 'LE';
 
-/** The hits of `list` (all of them, in order) as the bytes of StoreSearchResponse.hits. */
-export function encodeHits(list: HitList): Buffer {
+/** The size of encodeHits(list). */
+export function hitsWireSize(list: HitList): number {
   const n = list.length;
   let jsonSize = 0;
   for (let i = 0; i < n; i++) {
-    const [p, k] = list.locate(i);
-    jsonSize += p.offs[k + 1]! - p.offs[k]!;
+    const offs = list.parts[list.part[i]!]!.offs;
+    const k = list.index[i]!;
+    jsonSize += offs[k + 1]! - offs[k]!;
   }
-  const timesAt = HEAD;
+  return HEAD + 8 * n + 4 * (n + 1) + 24 * n + jsonSize;
+}
+
+/**
+ * Writes the hits of `list` (all of them, in order) at out[at ..] in the layout above (hitsWireSize(list) bytes):
+ * times and offsets through typed-array views when aligned, ids copied from each part's id string once.
+ */
+export function writeHits(list: HitList, out: Buffer, at: number): void {
+  const n = list.length;
+  const timesAt = at + HEAD;
   const offsAt = timesAt + 8 * n;
   const idsAt = offsAt + 4 * (n + 1);
   const jsonAt = idsAt + 24 * n;
-  const out = Buffer.allocUnsafe(jsonAt + jsonSize);
-  out.writeUInt32LE(n, 0);
-  out.writeUInt32LE(0, 4);
+  out.writeUInt32LE(n, at);
+  out.writeUInt32LE(0, at + 4);
+  const times = LE && (out.byteOffset + timesAt) % 8 === 0 ? new Float64Array(out.buffer, out.byteOffset + timesAt, n) : null;
+  const offsView = LE && (out.byteOffset + offsAt) % 4 === 0 ? new Uint32Array(out.buffer, out.byteOffset + offsAt, n + 1) : null;
+  const ids = list.parts.map((p) => Buffer.from(p.ids, 'latin1'));
+  const bytes = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
   let pos = 0;
+  // The JSON of hits that follow each other in one part is contiguous there: copied as one run.
+  let runPart = -1;
+  let runStart = 0;
+  let runEnd = 0;
+  let runAt = 0;
   for (let i = 0; i < n; i++) {
-    const [p, k] = list.locate(i);
-    out.writeDoubleLE(p.times[k]!, timesAt + 8 * i);
-    out.writeUInt32LE(pos, offsAt + 4 * i);
-    out.write(p.ids.slice(k * 24, k * 24 + 24), idsAt + 24 * i, 'latin1');
+    const part = list.part[i]!;
+    const p = list.parts[part]!;
+    const k = list.index[i]!;
+    if (times) times[i] = p.times[k]!;
+    else out.writeDoubleLE(p.times[k]!, timesAt + 8 * i);
+    if (offsView) offsView[i] = pos;
+    else out.writeUInt32LE(pos, offsAt + 4 * i);
+    const id = ids[part]!;
+    for (let b = 0, from = k * 24, to = idsAt + 24 * i; b < 24; b++) bytes[to + b] = id[from + b]!;
     const start = p.offs[k]!;
-    const len = p.offs[k + 1]! - start;
-    out.set(p.json.subarray(start, start + len), jsonAt + pos);
-    pos += len;
+    const end = p.offs[k + 1]!;
+    if (part !== runPart || start !== runEnd) {
+      if (runPart >= 0) bytes.set(list.parts[runPart]!.json.subarray(runStart, runEnd), runAt);
+      runPart = part;
+      runStart = start;
+      runAt = jsonAt + pos;
+    }
+    runEnd = end;
+    pos += end - start;
   }
+  if (runPart >= 0) bytes.set(list.parts[runPart]!.json.subarray(runStart, runEnd), runAt);
   out.writeUInt32LE(pos, offsAt + 4 * n);
+}
+
+/** The hits of `list` (all of them, in order) as the bytes of StoreSearchResponse.hits. */
+export function encodeHits(list: HitList): Buffer {
+  const out = Buffer.allocUnsafe(hitsWireSize(list));
+  writeHits(list, out, 0);
   return out;
 }
 

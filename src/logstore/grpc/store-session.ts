@@ -1,0 +1,68 @@
+// A store's end of a Session (store.proto): one long-lived call from a proxy carrying Search, Fetch and Status
+// requests tagged with ids; each answer (or error) goes back with its request's id as soon as it is ready.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import type { HitList } from '../search/packed-hits.js';
+import type { ShardStatus } from '../storage/shard.js';
+import type { PbAggPartial, PbAggQuery, PbDoc } from './convert.js';
+import { grpcError } from './grpc-status.js';
+
+export interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean; packed_hits: boolean }
+export interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
+/** hits: the packed bytes, or (for a Session, whose reply encoder writes them in place) the merged list itself. */
+export interface SearchResponse { total: number; docs: PbDoc[]; hits: Buffer | HitList; aggs: PbAggPartial[]; hist: { ts: number; count: number }[]; fractions_read: number }
+export interface StatusResponse { shards: ShardStatus[]; inflight_bulks: number }
+
+/** What a store answers, whichever way it is asked (unary calls or a Session). */
+export interface StoreOps {
+  search(req: SearchRequest): Promise<SearchResponse>;
+  fetch(req: FetchRequest): Promise<PbDoc[]>;
+  status(): Promise<StatusResponse>;
+}
+
+interface StoreCall { id: number; request?: 'search' | 'fetch' | 'status'; search: SearchRequest | null; fetch: FetchRequest | null }
+type StoreReply = { id: number } & ({ search: SearchResponse } | { fetch: { docs: PbDoc[] } } | { status: StatusResponse } | { error: { code: number; message: string } });
+
+function answer(ops: StoreOps, c: StoreCall): Promise<Omit<StoreReply, 'id'>> {
+  switch (c.request) {
+    case 'search': return ops.search(c.search!).then((search) => ({ search }));
+    case 'fetch': return ops.fetch(c.fetch!).then((docs) => ({ fetch: { docs } }));
+    case 'status': return ops.status().then((status) => ({ status }));
+    default: return Promise.resolve({ error: { code: grpc.status.INVALID_ARGUMENT, message: 'a StoreCall must hold one of search, fetch or status' } });
+  }
+}
+
+/**
+ * The Session handler. Requests run concurrently and are answered in the order they finish. When the proxy
+ * closes its side, the call ends once the requests in flight are answered; a cancelled call (the proxy went away)
+ * drops the answers still to come.
+ */
+export function storeSession(ops: StoreOps, log: Logger): grpc.handleBidiStreamingCall<StoreCall, StoreReply> {
+  return (call) => {
+    let inflight = 0;
+    let ended = false;
+    const done = () => {
+      if (--inflight === 0 && ended && !call.cancelled) call.end();
+    };
+    call.on('data', (c: StoreCall) => {
+      inflight++;
+      answer(ops, c).then(
+        (r) => {
+          if (!call.cancelled) call.write({ id: c.id, ...r } as StoreReply);
+          done();
+        },
+        (err: unknown) => {
+          const st = grpcError(err);
+          if (st.code === grpc.status.INTERNAL) log.error({ err, request: c.request }, 'store session request failed');
+          if (!call.cancelled) call.write({ id: c.id, error: { code: st.code ?? grpc.status.INTERNAL, message: st.details ?? '' } });
+          done();
+        },
+      );
+    });
+    call.on('end', () => {
+      ended = true;
+      if (inflight === 0 && !call.cancelled) call.end();
+    });
+    call.on('error', (err) => log.debug({ err }, 'store session closed by an error'));
+  };
+}
