@@ -33,7 +33,7 @@ export const logstoreShape = {
   cluster: t.section({
     hot_stores: t.stringList([], 'Proxy mode: gRPC addresses ("<host>:<port>") of the stores, grouped into shards of hot_replicas consecutive hosts.'),
     hot_replicas: t.int(1, 'Proxy mode: stores per shard; every replica of a shard holds every document written to it.', 1, 64),
-    request_timeout: t.duration(10_000, 'Proxy mode: deadline of one call to a store; a store that does not answer in time counts as failed.'),
+    request_timeout: t.duration(10_000, 'Proxy mode: deadline of one request to a store (a call, or a request on its gRPC Session); a store that does not answer in time counts as failed.'),
     write_retries: t.int(3, 'Proxy mode: tries of one batch (the shard\'s missing replicas first, then another shard) before its items fail.', 1, 20),
     breaker_failures: t.int(3, 'Proxy mode: consecutive failed writes after which a shard is skipped for writes.', 1, 1000),
     breaker_cooldown: t.duration(5_000, 'Proxy mode: how long a tripped shard is skipped before one write probes it again.'),
