@@ -1,7 +1,7 @@
 // Starts a private PostgreSQL (embedded npm package, else Debian's binaries) in a directory of its own,
 // as an unprivileged user when we are root. Used by `tidepool start` (npm start), the tests and the benchmarks.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
@@ -89,7 +89,7 @@ function waitForPort(host: string, port: number, child: ChildProcess, timeoutMs:
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
     const attempt = () => {
-      if (child.exitCode !== null) return reject(new Error(`postgres exited with ${child.exitCode}; see ${logFile}`));
+      if (child.exitCode !== null) return reject(new PostgresExited(`postgres exited with ${child.exitCode}; see ${logFile}`));
       const s = net.connect(port, host);
       s.once('connect', () => { s.destroy(); resolve(); });
       s.once('error', () => {
@@ -105,7 +105,7 @@ function waitForPort(host: string, port: number, child: ChildProcess, timeoutMs:
 export async function startPostgres(opts: PostgresOptions): Promise<RunningPostgres> {
   const binDir = findPostgresBin();
   const host = opts.host ?? '127.0.0.1';
-  const port = opts.port ?? (await freePort(host));
+  let port = opts.port ?? (await freePort(host));
   const ids = runAs();
   const dataDir = opts.dataDir;
   const parent = path.dirname(dataDir);
@@ -123,32 +123,60 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
   }
   writeFileSync(logFile, '');
   if (ids) chownSync(logFile, ids.uid, ids.gid);
-  const settings: Record<string, string | number> = { listen_addresses: host, port, unix_socket_directories: '', max_connections: 300, ...opts.settings };
-  const args = ['-D', dataDir];
-  for (const [k, v] of Object.entries(settings)) args.push('-c', `${k}=${v}`);
+  const args = (): string[] => {
+    const settings: Record<string, string | number> = { listen_addresses: host, port, unix_socket_directories: '', max_connections: 300, ...opts.settings };
+    const out = ['-D', dataDir];
+    for (const [k, v] of Object.entries(settings)) out.push('-c', `${k}=${v}`);
+    return out;
+  };
 
   let child: ChildProcess;
-  const launch = async () => {
-    const { openSync } = await import('node:fs');
+  const launchOnce = async () => {
+    const { openSync, closeSync } = await import('node:fs');
     const fd = openSync(logFile, 'a');
-    child = spawn(path.join(binDir, 'postgres'), args, { ...spawnOpts, stdio: ['ignore', fd, fd], detached: false });
+    child = spawn(path.join(binDir, 'postgres'), args(), { ...spawnOpts, stdio: ['ignore', fd, fd], detached: false });
+    closeSync(fd);
+    const exited = () => child.exitCode !== null || child.signalCode !== null;
     await waitForPort(host, port, child, 30_000, logFile);
-    // The port opens before recovery ends; wait until a login succeeds.
+    // The port opens before recovery ends; wait until a login succeeds. A listener that answered the port probe
+    // may be another process's (the port was free when chosen, then taken): postgres then exits on its bind error,
+    // which is checked on every round here rather than waiting out the deadline.
     const deadline = Date.now() + 30_000;
     for (;;) {
+      if (exited()) throw new PostgresExited(`postgres exited with ${child.exitCode ?? child.signalCode} before it was ready; see ${logFile}`);
       try {
         await superuserQuery(host, port, 'postgres', 'select 1');
         break;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`postgres not ready: ${(err as Error).message}; see ${logFile}`);
+        if (Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`postgres not ready in 30 s: ${(err as Error).message}; see ${logFile}`);
+        }
       }
       await new Promise((res) => setTimeout(res, 50));
     }
   };
-  await launch();
+  // A port chosen by freePort() can be taken by another process before postgres binds it (tests run side by side
+  // and every one of them takes ports): when postgres exits on "Address already in use", try again on a new port.
+  const launch = async (mayMove: boolean) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await launchOnce();
+        return;
+      } catch (err) {
+        const log = readFileSync(logFile, 'utf8');
+        const bindFailed = /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(log.slice(-4096));
+        if (!(err instanceof PostgresExited) || !bindFailed || !mayMove || attempt >= 5) throw err;
+        port = await freePort(host);
+        appendFileSync(logFile, `\n-- tidepool: port taken by another process; trying port ${port}\n`);
+      }
+    }
+  };
+  await launch(opts.port === undefined);
 
   const pg: RunningPostgres = {
-    host, port, dataDir, binDir, superuser: 'postgres',
+    host, dataDir, binDir, superuser: 'postgres',
+    get port() { return port; },
     get pid() { return child.pid ?? -1; },
     sql(sql: string, database = 'postgres') {
       const r = spawnSync(findPsql(), ['-h', host, '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-Atqc', sql], { encoding: 'utf8' });
@@ -166,11 +194,13 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
     },
     async restart() {
       await pg.stop();
-      await launch();
+      await launch(false);
     },
   };
   return pg;
 }
+
+class PostgresExited extends Error {}
 
 async function superuserQuery(host: string, port: number, database: string, sql: string): Promise<Record<string, unknown>[]> {
   const client = new pg.Client({ host, port, database, user: 'postgres' });
