@@ -35,6 +35,9 @@ export class Pool {
   private readonly serverCacheSize: number;
   /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
   serverParams: Map<string, string> | null = null;
+  /** The last server connect failed and none has logged in since (SHOW POOLS `fallback_active`): clients are being
+   * refused or kept waiting while the pool retries. */
+  connectFailing = false;
   /** Called when serverParams becomes known (the pooler gives the native relay the pool's greeting then). */
   onParamsKnown: (() => void) | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */
@@ -337,6 +340,7 @@ export class Pool {
     ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay, this.interner !== null).then(
       (s) => {
         this.connecting--;
+        this.connectFailing = false;
         if (reserve) {
           this.connectingReserve--;
           s.reserve = true;
@@ -361,6 +365,7 @@ export class Pool {
         this.connecting--;
         if (reserve) this.connectingReserve--;
         this.scaling.createFallback++;
+        this.connectFailing = true;
         this.onEvent('connect_failure', `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`);
         this.log.warn({ pool: this.name, err: err.message, sqlstate: err.sqlstate }, 'server login failed');
         for (const p of this.paramWaiters.splice(0)) p.reject(err);

@@ -21,6 +21,8 @@ export interface PoolSnapshot {
   readonly user: string;
   readonly mode: PoolMode;
   readonly paused: boolean;
+  /** The last server connect failed and none has logged in since (SHOW POOLS `fallback_active`). */
+  readonly fallbackActive: boolean;
   readonly poolSize: number;
   /** pinned: transaction-mode clients kept on their server by session state that cannot move (counted in active too). */
   readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number; readonly pinned: number };
@@ -187,7 +189,7 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
     const st = pool.stats;
     const windows = { query: st.queryTimes.window(), transaction: st.xactTimes.window(), wait: st.waitTimes.window() };
     pools.push({
-      database: pool.settings.database, user: pool.settings.user, mode: pool.settings.mode, paused: pool.paused, poolSize: pool.settings.poolSize,
+      database: pool.settings.database, user: pool.settings.user, mode: pool.settings.mode, paused: pool.paused, fallbackActive: pool.connectFailing, poolSize: pool.settings.poolSize,
       clients: perPool.get(pool) ?? { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0 }, servers: sv,
       maxWaitMs: pool.maxWaitMs(now), oldestActiveMs,
       totals: st.totals.snapshot(), averages: st.averages(),

@@ -10,7 +10,7 @@ export function showPools(s: PoolerSnapshot): ShowTable {
     s.pools.map((p) => [
       p.database, p.user, p.mode, p.clients.idle, p.clients.active, p.clients.waiting, p.clients.cancelReq,
       p.servers.active, p.servers.idle, p.servers.used, p.servers.login, p.poolSize, Math.floor(p.maxWaitMs / 1000), (p.maxWaitMs % 1000) * 1000,
-      p.averages.xactTime, p.paused, false, p.oldestActiveMs, p.clients.pinned,
+      p.averages.xactTime, p.paused, p.fallbackActive, p.oldestActiveMs, p.clients.pinned,
     ]),
   );
 }
@@ -97,15 +97,17 @@ export function showEvents(s: PoolerSnapshot): ShowTable {
   return table(['time', 'kind', 'pool', 'message'], s.events.map((e) => [new Date(e.time).toISOString(), e.kind, e.pool, e.message]));
 }
 
-/** Load per application_name: totals since start, rates over the last stats period. */
+/** Load per application_name: totals since start; rates over the last stats period (tps, qps, and bytes and errors per
+ * second as STATS `avg_recv`, `avg_sent`, `avg_errors`). */
 export function showApps(s: PoolerSnapshot): ShowTable {
   return table(
-    ['application_name', 'clients', 'cl_active', 'cl_waiting', 'xact_count', 'query_count', 'error_count', 'bytes_received', 'bytes_sent', 'xact_time_us', 'query_time_us', 'tps', 'qps', 'errors_per_1000'],
+    ['application_name', 'clients', 'cl_active', 'cl_waiting', 'xact_count', 'query_count', 'error_count', 'bytes_received', 'bytes_sent', 'xact_time_us', 'query_time_us', 'tps', 'qps', 'errors_per_1000', 'avg_recv', 'avg_sent', 'avg_errors'],
     [...s.apps].sort((a, b) => b.totals.queryCount - a.totals.queryCount || b.clients - a.clients).map((a) => {
       const t = a.totals;
       return [
         a.applicationName, a.clients, a.active, a.waiting, t.xactCount, t.queryCount, t.errors, t.received, t.sent, Math.round(t.xactTimeUs), Math.round(t.queryTimeUs),
         a.averages.xactCount, a.averages.queryCount, t.queryCount > 0 ? Math.round((t.errors * 1000 * 100) / t.queryCount) / 100 : 0,
+        a.averages.recv, a.averages.sent, a.averages.errors,
       ];
     }),
   );

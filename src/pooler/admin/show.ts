@@ -13,15 +13,16 @@ import {
 
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
 
-function databases(p: Pooler): ShowTable {
+/** `current_connections`: the database's connections as its coordinator counts them (POOL_COORDINATOR `current`: open,
+ * connecting and being evicted), from the same snapshot. */
+function databases(s: PoolerSnapshot, p: Pooler): ShowTable {
+  const current = new Map(s.coordinators.map((c) => [c.database, c.current]));
   const rows: Cell[][] = [];
   for (const [name, pc] of Object.entries(p.config.pools)) {
-    let current = 0;
-    for (const pool of p.pools.values()) if (pool.settings.database === name) current += pool.servers.size;
     const size = pc.users.reduce((n, u) => n + u.pool_size, 0);
     const min = pc.users.reduce((n, u) => n + u.min_pool_size, 0);
     const mode = pc.pool_mode ?? p.config.general.pool_mode;
-    rows.push([name, pc.server_host, pc.server_port, pc.server_database ?? name, pc.users.length === 1 ? pc.users[0]!.server_username ?? null : null, size, min, pc.reserve_pool_size, mode, pc.max_db_connections || size, current]);
+    rows.push([name, pc.server_host, pc.server_port, pc.server_database ?? name, pc.users.length === 1 ? pc.users[0]!.server_username ?? null : null, size, min, pc.reserve_pool_size, mode, pc.max_db_connections || size, current.get(name) ?? 0]);
   }
   return table(['name', 'host', 'port', 'database', 'force_user', 'pool_size', 'min_pool_size', 'reserve_pool', 'pool_mode', 'max_connections', 'current_connections'], rows);
 }
@@ -109,6 +110,7 @@ export const HELP_LINES = [
 /** SHOW names answered from the pooler's snapshot (one snapshot per call: every number counted once). */
 const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: Pooler) => ShowTable> = {
   POOLS: showPools,
+  DATABASES: databases,
   POOLS_EXTENDED: showPoolsExtended,
   STATS: showStats,
   CLIENTS: showClients,
@@ -126,7 +128,6 @@ export function showTable(p: Pooler, name: string, snapshot?: PoolerSnapshot): S
   const fromSnapshot = SNAPSHOT_SHOWS[name];
   if (fromSnapshot) return fromSnapshot(snapshot ?? takeSnapshot(p), p);
   switch (name) {
-    case 'DATABASES': return databases(p);
     case 'USERS': return users(p);
     case 'CONFIG': return config(p);
     case 'VERSION': return table(['version'], [[`tidepool ${packageVersion}`]]);

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { operatorToml, poolToml, startOperator, type OperatorHarness } from '../../helpers/operator.js';
+import { operatorToml, poolToml, startOperator, until, type OperatorHarness } from '../../helpers/operator.js';
 
 let db: TestPostgres;
 let h: OperatorHarness;
@@ -67,6 +67,43 @@ describe('/api/apps', () => {
     await delta.end();
     await new Promise((r) => setTimeout(r, 50));
     expect((await rows('/api/apps')).find((a) => a['application_name'] === 'app-delta')).toMatchObject({ clients: 0, xact_count: 2, query_count: 2 });
+  });
+});
+
+describe('/api/apps rates over stats_period', () => {
+  it('avg_recv, avg_sent and avg_errors per second over the last period, back to 0 after a quiet period', async () => {
+    const x = await startOperator(operatorToml({
+      general: 'stats_period = "1s"',
+      pools: poolToml(db, 'rates', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+    }));
+    const c = x.client('rates', 'md5user', 'md5pass', 'app-rate');
+    const app = async () => ((await x.api('/api/apps')).body as Row[]).find((a) => a['application_name'] === 'app-rate')!;
+    try {
+      await c.connect();
+      // 50 kB answers and one error each round until a complete period holds both.
+      let seen: Row | undefined;
+      await until('a stats period with app-rate\'s bytes and errors', async () => {
+        await c.query(`SELECT repeat('x', 50000)`);
+        await c.query('SELECT 1/0').catch(() => undefined);
+        seen = await app();
+        return Number(seen['avg_sent']) > 0 && Number(seen['avg_errors']) > 0;
+      }, 30_000);
+      // Per second over a 1 s period: at least one round's bytes, never more than all of them.
+      expect(Number(seen!['avg_sent'])).toBeGreaterThanOrEqual(50_000);
+      expect(Number(seen!['avg_sent'])).toBeLessThanOrEqual(Number(seen!['bytes_sent']));
+      expect(Number(seen!['avg_recv'])).toBeGreaterThan(0);
+      expect(Number(seen!['avg_recv'])).toBeLessThanOrEqual(Number(seen!['bytes_received']));
+      expect(Number(seen!['avg_errors'])).toBeLessThanOrEqual(Number(seen!['error_count']));
+      // SHOW APPS has the same columns.
+      const shown = (await x.show('APPS')).find((r) => r['application_name'] === 'app-rate')!;
+      for (const f of ['avg_recv', 'avg_sent', 'avg_errors']) expect(shown, f).toHaveProperty(f);
+      // A period with no traffic: the rates fall to 0 while the totals stay.
+      await until('a quiet stats period', async () => Number((await app())['avg_sent']) === 0, 10_000);
+      expect(await app()).toMatchObject({ avg_recv: 0, avg_sent: 0, avg_errors: 0, bytes_sent: seen!['bytes_sent'] });
+    } finally {
+      await c.end().catch(() => undefined);
+      await x.stop();
+    }
   });
 });
 

@@ -144,6 +144,45 @@ describe('eviction', () => {
     }
   });
 
+  it('min_connection_lifetime: an idle connection younger than it is not evicted, an older one is', async () => {
+    const x = await start('max_db_connections = 2\nmin_connection_lifetime = "3s"', 'pool_size = 2', 'query_wait_timeout = "1s"');
+    const a1 = x.client('capped', 'md5user', 'md5pass');
+    const a2 = x.client('capped', 'md5user', 'md5pass');
+    const b1 = x.client('capped', 'scramuser', 'scrampass');
+    const b2 = x.client('capped', 'scramuser', 'scrampass');
+    try {
+      await a1.connect();
+      await a2.connect();
+      await a1.query('BEGIN');
+      const old = await pidOf(a1);
+      await a1.query('COMMIT');
+      // The first connection grows older than min_connection_lifetime; then a second, young one opens beside it.
+      await new Promise((r) => setTimeout(r, 3100));
+      await a1.query('BEGIN');
+      await a2.query('BEGIN');
+      const young = [await pidOf(a1), await pidOf(a2)].find((pid) => pid !== old)!;
+      expect([await pidOf(a1), await pidOf(a2)]).toContain(old);
+      await a1.query('COMMIT');
+      await a2.query('COMMIT');
+      // scramuser needs a connection at the cap: only the old one may go.
+      await b1.connect();
+      await b1.query('BEGIN');
+      const left = (await backends()).map((r) => r.pid);
+      expect(left).toContain(young);
+      expect(left).not.toContain(old);
+      expect(await coordinator(x)).toMatchObject({ current: '2', evictions: '1' });
+      // Another scramuser connection would need the young one: it stays, and the client times out instead.
+      await b2.connect().catch(() => undefined);
+      const err = await b2.query('SELECT 1').then(() => null, (e: Error & { code?: string }) => e);
+      expect(err).toMatchObject({ code: '57014' });
+      expect((await backends()).map((r) => r.pid)).toContain(young);
+      expect(await coordinator(x)).toMatchObject({ evictions: '1' });
+      await b1.query('COMMIT');
+    } finally {
+      await Promise.all([a1.end(), a2.end(), b1.end(), b2.end().catch(() => undefined)]);
+    }
+  });
+
   it('between users with the same surplus, the one with the higher p95 transaction time gives up its connection', async () => {
     h = await startOperator(operatorToml({
       pools: poolToml(db, 'capped', 'max_db_connections = 2\nmin_connection_lifetime = "0"', [
@@ -186,7 +225,11 @@ describe('eviction', () => {
       await a2.query('COMMIT');
       await b1.query('BEGIN');
       expect((await backends()).length).toBe(3);
-      const err = await b2.query('SELECT 1').then(() => null, (e: Error & { code?: string }) => e);
+      const failing = b2.query('SELECT 1').then(() => null, (e: Error & { code?: string }) => e);
+      // While it waits, SHOW CLIENTS says the database's cap holds it.
+      await until('b2 waiting on the cap', async () => (await x.show('CLIENTS')).some((r) => r['user'] === 'scramuser' && r['state'] === 'waiting'), 900);
+      expect((await x.show('CLIENTS')).find((r) => r['user'] === 'scramuser' && r['state'] === 'waiting')).toMatchObject({ wait_reason: 'max_db_connections 3' });
+      const err = await failing;
       expect(err).toMatchObject({ code: '57014', message: expect.stringContaining('query_wait_timeout') });
       const left = (await backends()).map((r) => r.pid);
       for (const pid of guarded) expect(left).toContain(pid);

@@ -28,6 +28,7 @@ function toml(queryWait: string): string {
 [pools.dead]
 server_host = "127.0.0.1"
 server_port = ${deadPort}
+server_database = "postgres"
 
 [[pools.dead.users]]
 username = "md5user"
@@ -96,6 +97,39 @@ describe('events', () => {
     const wrong = h.client('ev', 'md5user', 'not-the-password');
     await expect(wrong.connect()).rejects.toMatchObject({ code: '28P01' });
     expect(await newest('login_failure')).toMatchObject({ pool: null, message: expect.stringContaining('28P01') });
+  });
+
+  it('fallback_active: set while a pool\'s server connects fail, cleared by the next that succeeds', async () => {
+    const fallback = async () => ({
+      show: (await h.show('POOLS')).find((r) => r['database'] === 'dead')?.['fallback_active'],
+      api: ((await h.api('/api/pools')).body as Record<string, unknown>[]).find((r) => r['database'] === 'dead')?.['fallback_active'],
+      metric: /pooler_pool_fallback_active\{database="dead",user="md5user"\} (\d)/.exec(await h.metrics())?.[1],
+    });
+    // The test before left the pool's last connect failed.
+    expect(await fallback()).toEqual({ show: '1', api: true, metric: '1' });
+    // PostgreSQL appears on the dead port (a forwarder): the next client's connect succeeds.
+    const sockets = new Set<net.Socket>();
+    const forwarder = net.createServer((sock) => {
+      const up = net.connect(db.port, db.host);
+      for (const x of [sock, up]) {
+        sockets.add(x);
+        x.on('error', () => undefined);
+        x.on('close', () => { sock.destroy(); up.destroy(); });
+      }
+      sock.pipe(up);
+      up.pipe(sock);
+    });
+    await new Promise<void>((r) => forwarder.listen(deadPort, '127.0.0.1', r));
+    try {
+      const c = h.client('dead', 'md5user', 'md5pass');
+      await c.connect();
+      expect((await c.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      await c.end();
+      expect(await fallback()).toEqual({ show: '0', api: false, metric: '0' });
+    } finally {
+      for (const x of sockets) x.destroy();
+      await new Promise<void>((r) => forwarder.close(() => r()));
+    }
   });
 
   it('pool exhaustion: a client waited past query_wait_timeout', async () => {

@@ -8,19 +8,42 @@ import { operatorToml, poolToml, startOperator, until, type OperatorHarness } fr
 
 let db: TestPostgres;
 let h: OperatorHarness;
+/** A forwarder to PostgreSQL that holds each new connection 1.5 s first: the pool `slow` connects through it. */
+let slow: net.Server;
+const slowSockets = new Set<net.Socket>();
 
 beforeAll(async () => {
   db = await startTestPostgres();
+  slow = net.createServer((sock) => {
+    slowSockets.add(sock);
+    sock.on('error', () => undefined);
+    sock.pause();
+    setTimeout(() => {
+      const up = net.connect(db.port, db.host);
+      slowSockets.add(up);
+      up.on('error', () => sock.destroy());
+      sock.on('close', () => up.destroy());
+      up.on('close', () => sock.destroy());
+      sock.pipe(up);
+      up.pipe(sock);
+      sock.resume();
+    }, 1500);
+  });
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+  const slowPort = (slow.address() as net.AddressInfo).port;
   h = await startOperator(operatorToml({
     general: 'server_reset_query = "SELECT pg_sleep(0.3)"',
     pools: poolToml(db, 'one', 'max_db_connections = 4\nreserve_pool_size = 1', [
       { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
       { username: 'scramuser', password: 'scrampass', extra: 'pool_size = 2' },
-    ]) + poolToml(db, 'sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+    ]) + poolToml(db, 'sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
+      + poolToml({ ...db, port: slowPort }, 'slow', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
   }));
 });
 afterAll(async () => {
   await h?.stop();
+  for (const x of slowSockets) x.destroy();
+  await new Promise<void>((r) => (slow ? slow.close(() => r()) : r()));
   await db?.cleanup();
 });
 
@@ -83,6 +106,8 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
       expect(sample(text, 'pooler_db_max_connections', 'database="one"')).toBe(4);
       expect(sample(text, 'pooler_db_evictions_total', 'database="one"')).toBe(Number(sc['evictions']));
       expect(sc).toMatchObject({ max_db_conn: '4', current: '2', reserve_size: '1' });
+      // SHOW DATABASES counts the database's connections as its coordinator does.
+      expect((await h.show('DATABASES')).find((r) => r['name'] === 'one')).toMatchObject({ current_connections: sc['current'] });
       // The overview adds up the pools (the sess pool has nobody).
       const sum = (col: string) => showPools.reduce((n, r) => n + Number(r[col]), 0);
       expect(overview).toMatchObject({ cl_waiting: sum('cl_waiting'), sv_active: sum('sv_active'), sv_idle: sum('sv_idle'), sv_used: sum('sv_used'), sv_login: sum('sv_login') });
@@ -169,6 +194,33 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
       await h.admin('RESUME one');
       await holder.end();
       for (const w of waiters) await w.end();
+    }
+  });
+
+  it('SHOW CLIENTS wait_reason: all servers busy while the pool is full, connecting while its server logs in', async () => {
+    const holders = [h.client('one', 'md5user', 'md5pass'), h.client('one', 'md5user', 'md5pass')];
+    const waiter = h.client('one', 'md5user', 'md5pass', 'busy-waiter');
+    const slowClient = h.client('slow', 'md5user', 'md5pass', 'slow-waiter');
+    const reason = async (app: string) => (await h.show('CLIENTS')).find((r) => r['application_name'] === app && r['state'] === 'waiting')?.['wait_reason'];
+    for (const c of [...holders, waiter]) await c.connect();
+    try {
+      for (const c of holders) await c.query('BEGIN');
+      const pending = waiter.query('SELECT 1');
+      await until('the waiter waits', async () => (await reason('busy-waiter')) !== undefined);
+      expect(await reason('busy-waiter')).toBe('all servers busy');
+      for (const c of holders) await c.query('COMMIT');
+      await pending;
+      // The slow pool's first server connects while this client logs in (the login waits for the server's greeting).
+      await slowClient.connect();
+      await slowClient.query('SELECT 1');
+      // RECONNECT closes that server: the next query waits 1.5 s for a new one to connect.
+      await h.admin('RECONNECT slow');
+      const again = slowClient.query('SELECT 2 AS two');
+      await until('the slow client waits for a connect', async () => (await reason('slow-waiter')) !== undefined, 1400);
+      expect(await reason('slow-waiter')).toBe('connecting');
+      expect((await again).rows).toEqual([{ two: 2 }]);
+    } finally {
+      for (const c of [...holders, waiter, slowClient]) await c.end().catch(() => undefined);
     }
   });
 });

@@ -101,7 +101,9 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     if (!key) return sendError(reply, 'bad_request', `by must be one of ${Object.keys(TOP_CLIENT_KEYS).join(', ')}`);
     const limit = parseLimit(req.query.limit);
     if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
-    const rows = showRows(ctx, 'CLIENTS').filter((r) => r['database'] !== 'tidepool' && r['database'] !== 'pgbouncer');
+    // One snapshot: SHOW CLIENTS rows are its clients in order, so the admin console's sessions drop by their flag.
+    const snap = ctx.control.snapshot();
+    const rows = toRows(ctx.control.show('CLIENTS', snap)).filter((_, i) => !snap.clients[i]!.admin);
     return rows.map((r) => ({ ...r, by, value: key(r) })).sort((a, b) => b.value - a.value).slice(0, limit);
   });
   app.get('/api/interner/top', personal, async () => showRows(ctx, 'INTERNER_TOP'));
