@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { operatorToml, poolToml, startOperator, until, type OperatorHarness } from '../../helpers/operator.js';
+import { startForwarder } from '../../helpers/forwarder.js';
 
 let db: TestPostgres;
 let monitor: pg.Client;
@@ -261,6 +262,48 @@ describe('SHOW POOL_SCALING', () => {
       await a.query('COMMIT');
     } finally {
       await Promise.all([a.end(), b.end().catch(() => undefined)]);
+    }
+  });
+
+  it('gate_waits, antic_notify, antic_timeout and replenish_def: connects that take 2 s behind a gate of one', async () => {
+    // query_wait_timeout (500 ms, checked every second) ends a wait before such a connect arrives (and the connect
+    // stays within the default 3 s server connect timeout).
+    const slow = await startForwarder(db, { delayMs: 2000 });
+    const x = h = await startOperator(operatorToml({
+      general: 'max_concurrent_connects = 1\nquery_wait_timeout = "500ms"',
+      pools: poolToml({ ...db, port: slow.port }, 'slow', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 3' }])
+        + poolToml({ ...db, port: slow.port }, 'topup', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 3\nmin_pool_size = 3' }]),
+    }));
+    const [c1, c2, c3] = [1, 2, 3].map(() => x.client('slow', 'md5user', 'md5pass'));
+    const scaling = async (db: string) => (await x.show('POOL_SCALING')).find((r) => r['database'] === db)!;
+    try {
+      for (const c of [c1!, c2!, c3!]) await c.connect();
+      await c1!.query('BEGIN');
+      // c2 starts a connect (2 s); c3 finds the gate of one connect taken.
+      // Each holds the server it gets 2.5 s, so the other one's wait outlasts query_wait_timeout.
+      const r2 = c2!.query('SELECT 2 AS v, pg_sleep(2.5)').then((r) => r.rows[0].v as number, (e: Error & { code?: string }) => e.code);
+      const r3 = c3!.query('SELECT 2 AS v, pg_sleep(2.5)').then((r) => r.rows[0].v as number, (e: Error & { code?: string }) => e.code);
+      await until('a connect in flight and a gate wait', async () => Number((await scaling('slow'))['inflight']) === 1 && Number((await scaling('slow'))['gate_waits']) >= 1, 900);
+      // c1's server comes back while that connect is still on its way: the first waiter takes it (antic_notify);
+      // the other waits past query_wait_timeout with the connect still in flight (antic_timeout).
+      await c1!.query('COMMIT');
+      const results = (await Promise.all([r2, r3])).sort();
+      expect(results).toEqual([2, '57014'].sort());
+      const row = await scaling('slow');
+      expect(Number(row['antic_notify'])).toBeGreaterThanOrEqual(1);
+      expect(Number(row['antic_timeout'])).toBeGreaterThanOrEqual(1);
+      expect(Number(row['gate_waits'])).toBeGreaterThanOrEqual(1);
+      // min_pool_size 3 behind the same gate: the top-ups that cannot start yet are deferred, then all three open.
+      await until('topup deferred', async () => Number((await scaling('topup'))['replenish_def']) >= 1, 10_000);
+      await until('topup at min_pool_size', async () => Number((await scaling('topup'))['creates']) >= 3, 20_000);
+      // The same counters on /api/pool_scaling.
+      const api = ((await x.api('/api/pool_scaling')).body as Record<string, unknown>[]).find((r) => r['database'] === 'slow')!;
+      expect(api['antic_timeout']).toBe(Number((await scaling('slow'))['antic_timeout']));
+    } finally {
+      await Promise.all([c1!, c2!, c3!].map((c) => c.end().catch(() => undefined)));
+      await x.stop();
+      h = null;
+      await slow.stop();
     }
   });
 });

@@ -3,6 +3,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { startForwarder } from '../../helpers/forwarder.js';
 import { operatorToml, poolToml, startOperator, until, type OperatorHarness } from '../../helpers/operator.js';
 
 let db: TestPostgres;
@@ -108,18 +109,7 @@ describe('events', () => {
     // The test before left the pool's last connect failed.
     expect(await fallback()).toEqual({ show: '1', api: true, metric: '1' });
     // PostgreSQL appears on the dead port (a forwarder): the next client's connect succeeds.
-    const sockets = new Set<net.Socket>();
-    const forwarder = net.createServer((sock) => {
-      const up = net.connect(db.port, db.host);
-      for (const x of [sock, up]) {
-        sockets.add(x);
-        x.on('error', () => undefined);
-        x.on('close', () => { sock.destroy(); up.destroy(); });
-      }
-      sock.pipe(up);
-      up.pipe(sock);
-    });
-    await new Promise<void>((r) => forwarder.listen(deadPort, '127.0.0.1', r));
+    const forwarder = await startForwarder(db, { port: deadPort });
     try {
       const c = h.client('dead', 'md5user', 'md5pass');
       await c.connect();
@@ -127,8 +117,7 @@ describe('events', () => {
       await c.end();
       expect(await fallback()).toEqual({ show: '0', api: false, metric: '0' });
     } finally {
-      for (const x of sockets) x.destroy();
-      await new Promise<void>((r) => forwarder.close(() => r()));
+      await forwarder.stop();
     }
   });
 

@@ -4,46 +4,29 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { promtoolCheckMetrics } from '../../helpers/promtool.js';
+import { startForwarder, type Forwarder } from '../../helpers/forwarder.js';
 import { operatorToml, poolToml, startOperator, until, type OperatorHarness } from '../../helpers/operator.js';
 
 let db: TestPostgres;
 let h: OperatorHarness;
 /** A forwarder to PostgreSQL that holds each new connection 1.5 s first: the pool `slow` connects through it. */
-let slow: net.Server;
-const slowSockets = new Set<net.Socket>();
+let slow: Forwarder;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  slow = net.createServer((sock) => {
-    slowSockets.add(sock);
-    sock.on('error', () => undefined);
-    sock.pause();
-    setTimeout(() => {
-      const up = net.connect(db.port, db.host);
-      slowSockets.add(up);
-      up.on('error', () => sock.destroy());
-      sock.on('close', () => up.destroy());
-      up.on('close', () => sock.destroy());
-      sock.pipe(up);
-      up.pipe(sock);
-      sock.resume();
-    }, 1500);
-  });
-  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
-  const slowPort = (slow.address() as net.AddressInfo).port;
+  slow = await startForwarder(db, { delayMs: 1500 });
   h = await startOperator(operatorToml({
     general: 'server_reset_query = "SELECT pg_sleep(0.3)"',
     pools: poolToml(db, 'one', 'max_db_connections = 4\nreserve_pool_size = 1', [
       { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
       { username: 'scramuser', password: 'scrampass', extra: 'pool_size = 2' },
     ]) + poolToml(db, 'sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
-      + poolToml({ ...db, port: slowPort }, 'slow', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+      + poolToml({ ...db, port: slow.port }, 'slow', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
   }));
 });
 afterAll(async () => {
   await h?.stop();
-  for (const x of slowSockets) x.destroy();
-  await new Promise<void>((r) => (slow ? slow.close(() => r()) : r()));
+  await slow?.stop();
   await db?.cleanup();
 });
 
