@@ -1,4 +1,4 @@
-// The fingerprint of a simple-protocol Query text: literals replaced by ?, comments dropped, whitespace collapsed, and FNV-1a 64 over the result, in one pass that reads may cut anywhere; the native relay's twin is native/query-stats.h.
+// The fingerprint of a simple-protocol Query text: literals replaced by ?, comments dropped, whitespace collapsed, and FNV-1a 64 over the result, in one pass that reads may cut anywhere; the native relay's twin is native/query-fingerprint.h.
 
 /** Bytes of normalized text kept (the hash covers all of it). */
 export const QUERY_TEXT_MAX = 2048;
@@ -26,7 +26,7 @@ function isPrefix(c: number): boolean {
 }
 
 /**
- * Normalizes a query text fed in pieces (see native/query-stats.h for the rules, which README "Top queries" states).
+ * Normalizes a query text fed in pieces (see native/query-fingerprint.h for the rules, which README "Top queries" states).
  * One per client: its fields are reused from one Query to the next, so a Query costs no allocation.
  */
 export class QueryFingerprint {

@@ -1,4 +1,4 @@
-// The simple-protocol query fingerprint (query-stats/fingerprint.ts) and its native twin (native/query-stats.h via queryFingerprint): the same hash and normalized text for the same texts, whatever pieces the reads cut them into; and the JavaScript table's bound.
+// The simple-protocol query fingerprint (query-stats/fingerprint.ts) and its native twin (native/query-fingerprint.h via queryFingerprint): the same hash and normalized text for the same texts, whatever pieces the reads cut them into; and the JavaScript table's bound.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { fingerprintOf, QueryFingerprint, QUERY_TEXT_MAX } from '../../../src/pooler/query-stats/fingerprint.js';
