@@ -118,5 +118,13 @@ describe('/api/top/queries', () => {
     // The full text stays server-side, behind the personal-data route.
     const full = await h.api(`/api/prepared/text/${byCount[0]!.hash}`);
     expect(full.body).toMatchObject({ query: long });
+    // The simple-protocol queries of the same pool (which rewrites prepared statements) are listed beside them, sorted together.
+    const all = (await rows('/api/top/queries?by=time&limit=1000')) as { preview: string; count: number; total_time_us: number; kind: string; pool: string }[];
+    expect(all[0]).toMatchObject({ kind: 'simple', preview: 'SELECT pg_sleep(?), repeat(?, ?)', count: 1, pool: 'md5user@apps' });
+    expect(all[0]!.total_time_us).toBeGreaterThanOrEqual(190_000);
+    expect(all[1]).toMatchObject({ kind: 'protocol', preview: 'SELECT pg_sleep($1)' });
+    const simple = all.filter((r) => r.kind === 'simple');
+    expect(simple.find((r) => r.preview === 'SELECT ?')).toMatchObject({ count: 11 });
+    expect(simple.find((r) => r.preview === 'SELECT ?/?')).toMatchObject({ count: 1 });
   });
 });

@@ -43,6 +43,8 @@ describe('/api/top/queries: simple-protocol queries', () => {
   it('groups literal variants, counts completed queries and their time, and keeps literals out', async () => {
     const c = await client();
     for (let i = 0; i < 3; i++) await c.query('SELECT pg_sleep(0.05)');
+    // A prepared statement hands the client to the rewriter (prepared_statements): its simple queries still count.
+    await c.query({ name: 'p1', text: 'SELECT $1::int AS v', values: [1] });
     await c.query('SELECT 1');
     await c.query('SELECT 2');
     await c.query("SELECT 'a'");
@@ -59,6 +61,8 @@ describe('/api/top/queries: simple-protocol queries', () => {
     expect(byPreview(rows, 'SELECT ? AS c')).toMatchObject({ count: 1 });
     expect(byPreview(rows, 'SELECT ?; SELECT ?, ?')).toMatchObject({ count: 1 });
     expect(byPreview(rows, 'SELECT ?/? AS "qqq"')).toMatchObject({ count: 1 });
+    expect(byPreview(rows, 'SELECT $?::int AS v')).toBeUndefined();
+    expect((await h.api('/api/top/queries?limit=1000')).body).toContainEqual(expect.objectContaining({ kind: 'protocol', preview: 'SELECT $1::int AS v', count: 1 }));
     // By count: the most counted first.
     expect(rows[0]).toMatchObject({ preview: 'SELECT ?', count: 4 });
     for (let i = 1; i < rows.length; i++) expect(rows[i - 1]!.count).toBeGreaterThanOrEqual(rows[i]!.count);
