@@ -180,3 +180,50 @@ describe('query statistics table (JavaScript)', () => {
     expect(t.rows()).toHaveLength(0);
   });
 });
+
+describe('query recorder (JavaScript relay)', () => {
+  const message = (type: string, body: Buffer | string) => {
+    const b = typeof body === 'string' ? Buffer.from(body) : body;
+    const head = Buffer.alloc(5);
+    head[0] = type.charCodeAt(0);
+    head.writeUInt32BE(b.length + 4, 1);
+    return Buffer.concat([head, b]);
+  };
+  const q = (sql: string) => message('Q', `${sql}\0`);
+
+  it('times each Query at its ReadyForQuery, whatever the reads cut, and skips Syncs and COPY IN', async () => {
+    const { QueryRecorder } = await import('../../../src/pooler/query-stats/recorder.js');
+    const table = new QueryStatsTable();
+    table.resize(10);
+    const r = new QueryRecorder(3, table);
+    // One Query cut at every byte.
+    const one = q("SELECT 'a' AS x");
+    for (let i = 0; i < one.length; i++) r.onChunk(one.subarray(i, i + 1), false);
+    r.onReady(100, 0);
+    // A pipeline in one read: Query, an extended group ending in Sync, Query; three ReadyForQuery.
+    r.onChunk(Buffer.concat([q('SELECT 1 AS x'), message('P', '\0SELECT 1\0\0\0'), message('S', ''), q('SELECT 2 AS y')]), false);
+    r.onReady(10, 2);
+    r.onReady(1000, 1);
+    r.onReady(20, 0);
+    // During COPY IN a Sync is no sync point; CopyDone ends the copy, and the Query after it is timed.
+    r.onChunk(Buffer.concat([message('d', 'row\n'), message('S', ''), message('c', ''), q('SELECT 3 AS x')]), true);
+    r.onReady(5, 0);
+    const rows = table.rows().map((x) => [x.text, x.count, x.timeUs, x.pool]);
+    expect(rows).toEqual([['SELECT ? AS x', 3, 115, 3], ['SELECT ? AS y', 1, 20, 3]]);
+  });
+
+  it('a pipeline longer than its ring is counted but not misattributed; nothing in flight clears the ring', async () => {
+    const { QueryRecorder } = await import('../../../src/pooler/query-stats/recorder.js');
+    const table = new QueryStatsTable();
+    table.resize(20);
+    const r = new QueryRecorder(1, table);
+    r.onChunk(Buffer.concat(Array.from({ length: 12 }, (_, i) => q(`SELECT ${i} AS n${i}`))), false);
+    for (let left = 11; left >= 0; left--) r.onReady(1, left);
+    expect(table.rows().map((x) => x.text)).toEqual(Array.from({ length: 8 }, (_, i) => `SELECT ? AS n${i}`));
+    // A ReadyForQuery with nothing recorded in flight (the pooler's own query) is ignored.
+    r.onReady(1, 0);
+    r.onChunk(q('SELECT 1 AS n0'), false);
+    r.onReady(7, 0);
+    expect(table.rows()[0]).toMatchObject({ text: 'SELECT ? AS n0', count: 2, timeUs: 8 });
+  });
+});
