@@ -26,6 +26,7 @@
 #include "relay-lane.h"
 #include "relay-scan.h"
 #include "relay-state-scan.h"
+#include "query-stats.h"
 
 struct ssl_st;
 struct bio_st;
@@ -166,6 +167,12 @@ struct Endpoint : Framing, TxCount {
   uint8_t paramFlags = 0;
   // Client: bytes still to come of a Query or Parse cut by a read with nothing found yet (ParamStatement).
   size_t paramTailLeft = 0;
+  // Simple-protocol query statistics (query-stats.h): the pool's id in the relay's table (0: not recorded), the
+  // fingerprint of the Query being read, its bytes still to come (cut by a read), and the sync points in flight.
+  int32_t queryPool = 0;
+  uint32_t queryTailLeft = 0;
+  QueryFingerprint queryPrint;
+  QueryRing queryRing;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -229,6 +236,11 @@ class Relay {
   /** At the end of a transaction of `c` on `s`: pins it when its texts named state it must keep, reports the kinds
    *  of a pinned client that changed (kPin, 0 when none is left), and returns true when it has just been unpinned. */
   bool PinAtEnd(Endpoint* c, Endpoint* s);
+  /** A client sync point (Query, Sync outside COPY IN, FunctionCall) while query statistics are on: its ring slot, and
+   *  a Query's text fingerprinted as far as this read holds it. */
+  void NoteSyncPoint(Endpoint* c, uint8_t type, const uint8_t* buf, size_t offset, uint32_t len, size_t total);
+  /** A Query's text is all read: its table entry goes to its ring slot. */
+  void QueryTextEnd(Endpoint* c);
   /** A client message that may change a session parameter: its text goes with the server it reaches. */
   void NoteParams(Endpoint* c, int kind, const uint8_t* text, size_t len);
   // The native lane (relay-lane.cc).
@@ -279,6 +291,8 @@ class Relay {
   std::unordered_map<std::string, int32_t> appIds_;
   std::vector<std::string> appNames_;
   std::unordered_map<int32_t, std::string> loginErrors_;
+  // Simple-protocol queries by fingerprint (relayQueryStats, relayQueryStatsSize).
+  QueryStatsTable queryStats_;
 };
 
 }  // namespace relay

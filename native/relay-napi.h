@@ -19,6 +19,9 @@ void InitRelayScan(Napi::Env env, Napi::Object exports);
 /** Registers relayStateScan (relay-state-bind.cc). */
 void InitRelayStateScan(Napi::Env env, Napi::Object exports);
 
+/** Registers relayQueryStatsSize, relayQueryStats and queryFingerprint (query-stats-napi.cc). */
+void InitQueryStats(Napi::Env env, Napi::Object exports);
+
 /** Registers relayTlsContext, relayAddTlsClient, relayStartTls, relayAdopt, relayTlsInfo and relayTlsError (relay-tls-napi.cc). */
 void InitRelayTls(Napi::Env env, Napi::Object exports);
 

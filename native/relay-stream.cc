@@ -55,6 +55,13 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
       NoteParams(c, 2, nullptr, 0);
     }
   }
+  if (c->queryTailLeft > 0) {
+    // The rest of a Query cut by the last read.
+    const size_t n = c->queryTailLeft < total ? c->queryTailLeft : total;
+    c->queryPrint.Feed(buf, n);
+    c->queryTailLeft -= static_cast<uint32_t>(n);
+    if (c->queryTailLeft == 0) QueryTextEnd(c);
+  }
   double now = 0;
   const bool startMid = c->remaining > 0;
   size_t divertAt = SIZE_MAX;
@@ -72,6 +79,7 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
       [&](uint8_t type, size_t offset, uint32_t len) {
         size_t textAt = 0, textLen = 0;
         if (const int k = ParamStatement(type, buf, offset, len, total, &textAt, &textLen, &c->paramTailLeft)) NoteParams(c, k, buf + textAt, textLen);
+        if (c->queryPool != 0 && queryStats_.on() && (type == kQuery || type == kSync || type == kFunctionCall)) NoteSyncPoint(c, type, buf, offset, len, total);
         if (c->divert && !c->intercept && divertAt == SIZE_MAX && WantsRewrite(type, buf, offset, len, total)) {
           divertAt = offset;
           syncsBefore = c->syncs;
@@ -179,6 +187,25 @@ void Relay::NoteParams(Endpoint* c, int kind, const uint8_t* text, size_t len) {
   }
 }
 
+void Relay::NoteSyncPoint(Endpoint* c, uint8_t type, const uint8_t* buf, size_t offset, uint32_t len, size_t total) {
+  if (type == kSync && c->copyIn) return;
+  c->queryRing.Push();
+  if (type != kQuery) return;
+  c->queryPrint.Start();
+  const size_t bodyEnd = offset + 1 + static_cast<size_t>(len);
+  const size_t from = offset + 5;
+  const size_t end = bodyEnd < total ? bodyEnd : total;
+  if (end > from) c->queryPrint.Feed(buf + from, end - from);
+  if (bodyEnd <= total) QueryTextEnd(c);
+  else c->queryTailLeft = static_cast<uint32_t>(bodyEnd - total);
+}
+
+void Relay::QueryTextEnd(Endpoint* c) {
+  c->queryPrint.Finish();
+  uint32_t slot, gen;
+  if (queryStats_.Find(c->queryPrint, c->queryPool, &slot, &gen)) c->queryRing.SetLast(slot, gen);
+}
+
 void Relay::ObserveHist(double* s, int off, double us) {
   double sec = us / 1e6;
   size_t nb = layout_.bounds.size();
@@ -233,6 +260,12 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             ObserveHist(c->stats, layout_.qHist, us);
           }
           if (c->app) c->app[kQueryTime] += us;
+          if (!c->queryRing.Empty()) {
+            uint32_t slot, gen;
+            if (c->queryRing.Pop(&slot, &gen) && slot != kNoEntry) queryStats_.Observe(slot, gen, us);
+            // Nothing in flight: whatever the ring still holds belongs to no query.
+            if (c->syncs == 0) c->queryRing.Clear();
+          }
           if (ended) {
             double xus = now - c->xactStart;
             double queries = c->queryCount - c->countedQueries;

@@ -328,6 +328,7 @@ void ApplyClientOptions(const Napi::CallbackInfo& info, Endpoint* c, double* sta
   c->xactStart = NowUs();
   c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
   if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
+  if (info.Length() > 7 && info[7].IsNumber()) c->queryPool = info[7].As<Napi::Number>().Int32Value();
 }
 
 int DupFd(const Napi::Value& v) {
@@ -362,6 +363,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   InitRelayLane(env, exports);
   InitRelayScan(env, exports);
   InitRelayStateScan(env, exports);
+  InitQueryStats(env, exports);
   InitRelayTls(env, exports);
   InitRelayLogin(env, exports);
   InitRelayAuth(env, exports);

@@ -59,6 +59,7 @@ export const generalShape = {
   prepared_statements_cache_size: t.int(8192, 'Query texts a pool keeps for reuse once no client and no server holds them.', 0, 10_000_000),
   server_prepared_statements_cache_size: t.int(256, 'Statements kept prepared on each server connection (LRU; an evicted one is closed before the next Sync).', 1, 1_000_000),
   stats_period: t.duration(15_000, 'Period of avg_* values in SHOW STATS.'),
+  query_stats_size: t.int(1000, 'Simple-protocol (Query message) fingerprints kept for /api/top/queries, literals replaced by ?; when full, a new one replaces the least counted. 0: not recorded. RELOAD applies a new size (the table starts afresh).', 0, 1_000_000),
   tcp_no_delay: t.bool(true, 'TCP_NODELAY on client and server sockets.'),
   auth_user: t.string('', 'User that runs auth_query for clients whose user is not listed in the pool; empty: auth_query off.'),
   auth_password: t.string('', 'Password of auth_user (plaintext or md5 secret, as PostgreSQL asks).'),

@@ -15,6 +15,7 @@ import { PreparedPipe } from './prepared/pipe.js';
 import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
+import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
 import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
 import { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
@@ -282,6 +283,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     const maxMessageSize = this.core.config.general.max_message_size;
     const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login?.takeRest() ?? EMPTY };
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
+    if (queryStatsOn()) options.queryPool = poolQueryId(pool.name);
     if (pool.interner && pool.settings.mode === 'transaction') {
       // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
       const rewriter = new StatementRewriter(pool.interner, '');

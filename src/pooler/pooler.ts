@@ -19,6 +19,7 @@ import { overviewOf } from './overview.js';
 import { configChanges, restartNeeded } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { acceptSocket, nativeAcceptor, CLIENT_KEEPALIVE_MS } from './client-accept.js';
+import { setQueryStatsSize } from './query-stats/stats.js';
 import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
@@ -87,6 +88,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.hba = config.general.auth_hba_file ? HbaRules.load(config.general.auth_hba_file) : null;
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.poolSet.apply(config);
+    setQueryStatsSize(config.general.query_stats_size);
   }
 
   /** Loads `configFile` and listens; resolves with the bound address. */
@@ -325,6 +327,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
     this.poolSet.apply(next);
+    setQueryStatsSize(next.general.query_stats_size);
     this.nativeLogins.push();
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);

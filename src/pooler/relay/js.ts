@@ -11,6 +11,7 @@ import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
 import { StateScan } from '../session-state/state-scan.js';
 import { ClientParamNotes } from './js-params.js';
+import { QueryRecorder } from '../query-stats/recorder.js';
 import type { MessageHandler } from '../../protocol/frame-stream.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
@@ -80,6 +81,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private pinned = 0;
   /** Session parameters: statements that may change one, noted on the server they go to (or held until a link). */
   private readonly params = new ClientParamNotes(() => this.server);
+  /** Simple-protocol query statistics (query-stats/recorder.ts), when the pool records them. */
+  private readonly queries: QueryRecorder | null;
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
@@ -88,6 +91,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.takeover = options.intercept ? new Takeover(this.tx) : null;
     this.pinMask = options.pinMask ?? 0;
     this.stateScan = this.pinMask !== 0 ? new StateScan() : null;
+    this.queries = options.queryPool ? new QueryRecorder(options.queryPool) : null;
     const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
       if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.params.onMessage(type, buf, start, len, complete);
@@ -115,6 +119,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.terminateAt = -1;
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
+    const copyIn = tx.copyIn;
     this.stateScan?.feed(chunk);
     this.params.onChunk(chunk);
     if (!this.frames.feed(chunk)) {
@@ -125,6 +130,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
       this.events.onBadLength(this.frames.badLength);
       return false;
     }
+    this.queries?.onChunk(chunk, copyIn);
     this.takeover?.afterScan(chunk, this.frames.carried);
     if (tx.terminateAt >= 0) {
       const kept = tx.terminateAt > 0 && this.toServer(chunk.subarray(0, tx.terminateAt));
@@ -293,6 +299,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     const queryUs = this.tx.readyForQuery(now) * 1000;
     this.takeover?.readyPassed();
     stats.observeQuery(queryUs);
+    this.queries?.onReady(queryUs, this.tx.syncs);
     if (app) app[Total.QueryTime]! += queryUs;
     if (!this.tx.between(status)) return;
     const xactUs = this.tx.endTransaction(now) * 1000;

@@ -22,7 +22,7 @@ export interface TlsAddon {
   relayTlsContext(o: { key: Uint8Array; cert: Uint8Array; ca?: Uint8Array; minVersion: number; maxVersion: number; cipherList: string; cipherSuites: string }): NativeTlsContext;
   relayAddTlsClient(fd: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): number;
   relayStartTls(id: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): boolean;
-  relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): boolean;
+  relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number, queryPool?: number): boolean;
   relayTlsInfo(id: number): NativeTlsInfo | null;
   relayTlsError(id: number): string;
   relayTake(id: number): Buffer;

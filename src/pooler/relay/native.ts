@@ -3,6 +3,7 @@ import type net from 'node:net';
 import { addon } from '../../native/index.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
+import type { QueryStatsRow } from '../query-stats/table.js';
 import { NativeClientEnd, NativeServerEnd } from './native-ends.js';
 import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
 import type {
@@ -11,7 +12,9 @@ import type {
 
 export interface RelayAddon extends TlsAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
-  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number): number;
+  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number, queryPool?: number): number;
+  relayQueryStatsSize(n: number): void;
+  relayQueryStats(): { pools: number[]; hashes: string[]; texts: string[]; counts: number[]; times: number[] };
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
   relayTake(id: number): Buffer;
   relayLink(client: number, server: number, transactionMode: boolean, lane?: Uint8Array): boolean;
@@ -134,6 +137,17 @@ export class NativeRelay implements Relay {
     this.logins = new NativeTlsLogins(a, this);
   }
 
+  /** Simple-protocol query statistics (native/query-stats.h): at most `n` fingerprints, 0 off; a new size empties the table. */
+  queryStatsSize(n: number): void {
+    this.a.relayQueryStatsSize(n);
+  }
+
+  /** The table's entries with at least one completed query (read only when /api/top/queries asks). */
+  queryStats(): QueryStatsRow[] {
+    const t = this.a.relayQueryStats();
+    return t.pools.map((pool, i) => ({ pool, hash: t.hashes[i]!, text: t.texts[i]!, count: t.counts[i]!, timeUs: t.times[i]! }));
+  }
+
   /** The process's native relay, or null when the addon is missing or the relay is turned off. */
   static get(): NativeRelay | null {
     if (NativeRelay.instance !== undefined) return NativeRelay.instance;
@@ -227,7 +241,7 @@ export class NativeRelay implements Relay {
   adoptClient(conn: ClientRelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
     if (conn.socket instanceof NativeTlsSocket) {
       const s = conn.socket;
-      if (!this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0)) return null;
+      if (!this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0, options.queryPool ?? 0)) return null;
       s.adopt();
       const end = new NativeClientEnd(this, s.id, events, options.intercept);
       this.clients.set(s.id, end);
@@ -237,7 +251,7 @@ export class NativeRelay implements Relay {
     if (fd < 0 || isTls(conn.socket) || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
     // The end exists before the addon may report on the initial bytes (they are scanned inside relayAddClient).
-    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app, options.pinMask ?? 0);
+    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app, options.pinMask ?? 0, options.queryPool ?? 0);
     const end = new NativeClientEnd(this, id, events, options.intercept);
     this.clients.set(id, end);
     dropNodeSocket(conn.socket);

@@ -88,6 +88,9 @@ export interface ClientOptions {
   /** Transaction mode: the kinds of session state (session-state/state-scan.ts StateKind) that pin the client to its
    * server (see ClientEvents.onPin); 0 or absent: none. */
   pinMask?: number;
+  /** The pool's id in the relay's table of simple-protocol queries (query-stats/stats.ts poolQueryId); 0 or absent:
+   * the client's queries are not recorded. */
+  queryPool?: number;
 }
 
 /** Which relay carries a socket. */

@@ -141,10 +141,12 @@ describe('/api/top/queries', () => {
     } finally {
       await c.end();
     }
-    const byCount = (await rows('/api/top/queries?by=count')) as { preview: string; count: number; total_time_us: number; avg_time_us: number; hash: string }[];
+    // The prepared statements' rows (the simple-protocol ones of the other clients are top-queries-simple.test.ts's).
+    const prepared = async (by: string) => (await rows(`/api/top/queries?by=${by}`)).filter((r) => r['kind'] !== 'simple');
+    const byCount = (await prepared('count')) as { preview: string; count: number; total_time_us: number; avg_time_us: number; hash: string }[];
     expect(byCount[0]).toMatchObject({ count: 5, preview: `${long.slice(0, 120)}…` });
     expect(byCount[0]!.preview.length).toBe(121);
-    const byTime = (await rows('/api/top/queries?by=time')) as typeof byCount;
+    const byTime = (await prepared('time')) as typeof byCount;
     expect(byTime[0]).toMatchObject({ count: 3, preview: 'SELECT pg_sleep($1)' });
     expect(byTime[0]!.total_time_us).toBeGreaterThanOrEqual(3 * 50_000);
     expect(byTime[0]!.avg_time_us).toBe(Math.round(byTime[0]!.total_time_us / 3));
@@ -153,5 +155,13 @@ describe('/api/top/queries', () => {
     // The full text stays server-side, behind the personal-data route.
     const full = await h.api(`/api/prepared/text/${byCount[0]!.hash}`);
     expect(full.body).toMatchObject({ query: long });
+    // The simple-protocol queries of the same pool (which rewrites prepared statements) are listed beside them, sorted together.
+    const all = (await rows('/api/top/queries?by=time&limit=1000')) as { preview: string; count: number; total_time_us: number; kind: string; pool: string }[];
+    expect(all[0]).toMatchObject({ kind: 'simple', preview: 'SELECT pg_sleep(?), repeat(?, ?)', count: 1, pool: 'md5user@apps' });
+    expect(all[0]!.total_time_us).toBeGreaterThanOrEqual(190_000);
+    expect(all[1]).toMatchObject({ kind: 'protocol', preview: 'SELECT pg_sleep($1)' });
+    const simple = all.filter((r) => r.kind === 'simple');
+    expect(simple.find((r) => r.preview === 'SELECT ?')).toMatchObject({ count: 11 });
+    expect(simple.find((r) => r.preview === 'SELECT ?/?')).toMatchObject({ count: 1 });
   });
 });

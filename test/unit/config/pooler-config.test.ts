@@ -72,6 +72,15 @@ server_prepared_statements_cache_size = 0
     expect(byPath['general.server_prepared_statements_cache_size']!.expected).toContain('1');
   });
 
+  it('query_stats_size: 1000 by default, 0 (off) allowed, negative refused', () => {
+    expect(parsePoolerConfig(good).config.general.query_stats_size).toBe(1000);
+    const off = parsePoolerConfig(good.replace('port = 6432\n', 'port = 6432\nquery_stats_size = 0\n'));
+    expect(off.problems).toEqual([]);
+    expect(off.config.general.query_stats_size).toBe(0);
+    const bad = parsePoolerConfig(good.replace('port = 6432\n', 'port = 6432\nquery_stats_size = -1\n'));
+    expect(bad.problems.map((p) => p.path)).toEqual(['general.query_stats_size']);
+  });
+
   it('reports every problem with its path, expectation and a did-you-mean', () => {
     const { problems } = parsePoolerConfig(`
 [general]

@@ -6,6 +6,7 @@ import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { ClientRates } from '../client-rates.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
+import { simpleQueryRows } from '../../query-stats/stats.js';
 
 /** API path -> SHOW name, for the endpoints that return a SHOW table as it is. */
 const SHOW_ENDPOINTS: Record<string, string> = {
@@ -107,8 +108,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     return rows.map((r) => ({ ...r, by, value: key(r) })).sort((a, b) => b.value - a.value).slice(0, limit);
   });
   app.get('/api/interner/top', personal, async () => showRows(ctx, 'INTERNER_TOP'));
-  // Statements whose text the pooler keeps (prepared_statements in transaction mode), by completed executions or by
-  // their total time. Simple-protocol queries pass through the relay unparsed and are not listed.
+  // Statements whose text the pooler keeps (prepared_statements in transaction mode) and simple-protocol queries by
+  // fingerprint (kind 'simple': literals replaced by ?, query-stats/), by completed executions or by their total time.
   app.get<{ Querystring: { by?: string; limit?: string } }>('/api/top/queries', personal, async (req, reply) => {
     const by = req.query.by ?? 'count';
     if (by !== 'count' && by !== 'time') return sendError(reply, 'bad_request', 'by must be count or time');
@@ -122,12 +123,23 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
         pool: r['pool'], kind: r['kind'], count_used: numberOf(r['count_used']),
       };
     });
+    for (const q of simpleQueryRows()) {
+      rows.push({
+        hash: q.hash, preview: preview(q.text), count: q.count, total_time_us: q.timeUs, avg_time_us: Math.round(q.timeUs / q.count),
+        pool: q.pool, kind: 'simple', count_used: q.count,
+      });
+    }
     const key = by === 'count' ? (r: { count: number }) => r.count : (r: { total_time_us: number }) => r.total_time_us;
     return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used).slice(0, limit);
   });
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
     const row = showRows(ctx, 'PREPARED_STATEMENTS').find((r) => String(r['hash']) === req.params.hash);
-    if (!row) return sendError(reply, 'not_found', `no prepared statement with hash ${req.params.hash}`);
+    if (!row) {
+      // A simple-protocol fingerprint of /api/top/queries: its normalized text (never the literals).
+      const simple = simpleQueryRows().find((q) => q.hash === req.params.hash);
+      if (simple) return { hash: simple.hash, query: simple.text };
+      return sendError(reply, 'not_found', `no prepared statement with hash ${req.params.hash}`);
+    }
     return { hash: row['hash'], query: row['query'] ?? null };
   });
 }

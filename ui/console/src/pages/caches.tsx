@@ -75,6 +75,8 @@ function CachesContent() {
           <DataTable caption="Most used queries" testId="top-queries-table" rows={topQueries.data!}
             columns={[
               { key: 'hash', label: 'statement', render: showText },
+              // protocol or sql: a prepared statement; simple: simple-protocol queries by fingerprint (literals shown as ?).
+              { key: 'kind' },
               { key: 'preview', label: 'SQL (first 120 characters)', render: (r) => <code className="sql-preview">{String(r['preview'] ?? r['query'] ?? '')}</code> },
               { key: 'count', label: 'uses', num: true, live: true, render: (r) => count(r['count'] ?? r['count_used']) },
               ...('total_time_us' in (topQueries.data![0] ?? {}) ? [
