@@ -99,7 +99,9 @@ describe('/api/apps rates over stats_period', () => {
       for (const f of ['avg_recv', 'avg_sent', 'avg_errors']) expect(shown, f).toHaveProperty(f);
       // A period with no traffic: the rates fall to 0 while the totals stay.
       await until('a quiet stats period', async () => Number((await app())['avg_sent']) === 0, 10_000);
-      expect(await app()).toMatchObject({ avg_recv: 0, avg_sent: 0, avg_errors: 0, bytes_sent: seen!['bytes_sent'] });
+      const quiet = await app();
+      expect(quiet).toMatchObject({ avg_recv: 0, avg_sent: 0, avg_errors: 0 });
+      expect(Number(quiet['bytes_sent'])).toBeGreaterThanOrEqual(Number(seen!['bytes_sent']));
     } finally {
       await c.end().catch(() => undefined);
       await x.stop();
@@ -160,7 +162,8 @@ describe('/api/top/queries', () => {
     expect(all[0]).toMatchObject({ kind: 'simple', preview: 'SELECT pg_sleep(?), repeat(?, ?)', count: 1, pool: 'md5user@apps' });
     expect(all[0]!.total_time_us).toBeGreaterThanOrEqual(190_000);
     expect(all[1]).toMatchObject({ kind: 'protocol', preview: 'SELECT pg_sleep($1)' });
-    const simple = all.filter((r) => r.kind === 'simple');
+    // This pool's rows only: the other tests' poolers in this process share the relay's table.
+    const simple = all.filter((r) => r.kind === 'simple' && r.pool === 'md5user@apps');
     expect(simple.find((r) => r.preview === 'SELECT ?')).toMatchObject({ count: 11 });
     expect(simple.find((r) => r.preview === 'SELECT ?/?')).toMatchObject({ count: 1 });
   });
