@@ -75,6 +75,8 @@ function CachesContent() {
           <DataTable caption="Most used queries" testId="top-queries-table" rows={topQueries.data!}
             columns={[
               { key: 'hash', label: 'statement', render: showText },
+              // The same text in two pools is two rows: the pool tells them apart.
+              { key: 'pool' },
               // protocol or sql: a prepared statement; simple: simple-protocol queries by fingerprint (literals shown as ?).
               { key: 'kind' },
               { key: 'preview', label: 'SQL (first 120 characters)', render: (r) => <code className="sql-preview">{String(r['preview'] ?? r['query'] ?? '')}</code> },
