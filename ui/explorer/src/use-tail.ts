@@ -12,7 +12,12 @@ export function useTail(query: string, enabled: boolean): TailState {
   useEffect(() => {
     if (!enabled) return undefined;
     setState({ events: [], status: 'connecting', error: null, dropped: 0 });
-    const src = new EventSource(`/api/v1/tail?query=${encodeURIComponent(query)}`);
+    // From the moment live was turned on, not from whenever the stream reaches the server (a slow connect would
+    // otherwise miss what arrived meanwhile); a reconnect asks from the same moment, and what it sends again is
+    // recognised by id.
+    const since = new Date().toISOString();
+    const src = new EventSource(`/api/v1/tail?query=${encodeURIComponent(query)}&since=${encodeURIComponent(since)}`);
+    const seen = new Set<string>();
     let pending: UiEvent[] = [];
     let frame = 0;
     // Events arriving together are appended in one render.
@@ -25,6 +30,7 @@ export function useTail(query: string, enabled: boolean): TailState {
         let dropped = s.dropped;
         if (events.length > MAX_TAIL) {
           dropped += events.length - MAX_TAIL;
+          for (const e of events.slice(0, events.length - MAX_TAIL)) seen.delete(e.id);
           events = events.slice(events.length - MAX_TAIL);
         }
         return { ...s, events, dropped, status: 'open', error: null };
@@ -32,7 +38,10 @@ export function useTail(query: string, enabled: boolean): TailState {
     };
     src.addEventListener('open', () => setState((s) => ({ ...s, status: 'open', error: null })));
     src.addEventListener('event', (m) => {
-      pending.push(JSON.parse((m as MessageEvent<string>).data) as UiEvent);
+      const e = JSON.parse((m as MessageEvent<string>).data) as UiEvent;
+      if (seen.has(e.id)) return;
+      seen.add(e.id);
+      pending.push(e);
       if (!frame) frame = requestAnimationFrame(flush);
     });
     src.addEventListener('error', (m) => {
