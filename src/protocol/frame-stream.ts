@@ -104,9 +104,12 @@ export class FrameStream {
     const total = 1 + len;
     if (!this.whole[type]) {
       this.carry = null;
-      this.onMessage(type, c, 0, len, c.length >= total);
+      // The header with as much of the body as this chunk holds, as for a message whose header is not cut: a consumer
+      // that reads the body (a Query's text) sees it here, and what is not here comes in the next chunks.
       const rest = total - c.length;
       const n = Math.min(rest, end - pos);
+      const seen = n > 0 ? Buffer.concat([c, chunk.subarray(pos, pos + n)]) : c;
+      this.onMessage(type, seen, 0, len, seen.length >= total);
       this.skip = rest - n;
       return pos + n;
     }

@@ -232,3 +232,29 @@ describe.each(['params1', 'params2'] as const)('session parameters through %s', 
     }
   });
 });
+
+describe('a SET whose Query arrives in pieces', () => {
+  it('is followed when the Query\'s header is cut across two reads: the next client of the server does not get it', async () => {
+    const c = await connect('params1');
+    const stream = (c as unknown as { connection: { stream: import('node:net').Socket } }).connection.stream;
+    stream.setNoDelay(true);
+    const write = stream.write.bind(stream) as (b: Buffer) => boolean;
+    // The Query of the SET leaves in two writes 50 ms apart, cut inside its 5-byte header: the pooler reads them apart.
+    (stream as unknown as { write: (b: Buffer) => boolean }).write = (b: Buffer) => {
+      if (Buffer.isBuffer(b) && b[0] === 0x51 && b.includes('cut_header')) {
+        write(b.subarray(0, 3));
+        setTimeout(() => write(b.subarray(3)), 50);
+        return true;
+      }
+      return write(b);
+    };
+    try {
+      await c.query('SET search_path = cut_header, public');
+      expect((await shown(c))['search_path']).toBe('cut_header, public');
+    } finally {
+      await c.end();
+    }
+    // params1 has one server: the next client gets the same one, with its own (default) search_path.
+    expect((await after('params1', []))['search_path']).toBe((await after('direct', []))['search_path']);
+  });
+});

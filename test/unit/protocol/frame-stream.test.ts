@@ -54,6 +54,28 @@ describe('FrameStream', () => {
     }
   });
 
+  it('a message not asked for whole comes with the body bytes its chunk holds, also when its header was cut', () => {
+    // What a consumer can read of each 'D' at delivery: the body bytes in the delivered buffer.
+    const body = (chunks: Buffer[]): string => {
+      let got = '';
+      const fs = new FrameStream(1 << 20, typeSet(Z), (type, buf, start, len, complete) => {
+        if (type !== 'Q'.charCodeAt(0)) return;
+        const end = complete ? start + 1 + len : Math.min(start + 1 + len, buf.length);
+        got += buf.toString('latin1', start + 5, end) + '|';
+      });
+      for (const c of chunks) expect(fs.feed(c)).toBe(true);
+      return got;
+    };
+    const q = Buffer.concat([msg('Q', 'SET search_path = a\0'), msg('Z', 'I')]);
+    for (let cut = 1; cut < q.length; cut++) {
+      const got = body([q.subarray(0, cut), q.subarray(cut)]);
+      // Cut inside the header (cut < 5): the whole text comes with the header, from the second chunk.
+      if (cut < 5) expect(got, `cut ${cut}`).toBe('SET search_path = a\0|');
+      // Cut inside the body: what the first chunk holds (the rest is bytes the consumer sees as they come).
+      else expect(got, `cut ${cut}`).toBe(`${'SET search_path = a\0'.slice(0, Math.min(cut - 5, 20))}|`);
+    }
+  });
+
   it('hands a chunk of many messages from the TypeScript scan to the native one without losing any', () => {
     const many = Buffer.concat(Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? msg('Z', 'I') : msg('D', 'r'.repeat(i % 7)))));
     const want = Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? 'Z:I' : 'D'));
