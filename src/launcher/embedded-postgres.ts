@@ -64,6 +64,19 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** `count` distinct free ports: all are held open until each is chosen (one freePort() after another can give the
+ * same port twice, since each is free again as soon as it is closed). */
+export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => resolve(srv));
+  })));
+  const ports = servers.map((srv) => (srv.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((srv) => new Promise<void>((r) => srv.close(() => r()))));
+  return ports;
+}
+
 /** uid/gid to run postgres as: ours when not root, else `nobody`. */
 function runAs(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;

@@ -12,15 +12,19 @@ interface Credentials {
   adminPassword: string;
 }
 
-/** A port number from the environment, or `preferred` when it is free, else any free port. */
-async function portFor(envName: string, preferred: number): Promise<number> {
+/** A port number from the environment, or `preferred` when it is free, else any free port; never one of `taken` (the
+ * ports chosen for the other services: a free port is free again once chosen, so it could be handed out twice). */
+async function portFor(envName: string, preferred: number, taken: Set<number>): Promise<number> {
   const fromEnv = process.env[envName];
   if (fromEnv !== undefined && fromEnv !== '') return Number(fromEnv);
-  return new Promise((resolve) => {
+  let port = await new Promise<number>((resolve) => {
     const s = net.createServer();
-    s.once('error', () => resolve(freePort()));
+    s.once('error', () => resolve(0));
     s.listen(preferred, '127.0.0.1', () => s.close(() => resolve(preferred)));
   });
+  while (port === 0 || taken.has(port)) port = await freePort();
+  taken.add(port);
+  return port;
 }
 
 function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs = 60_000): Promise<void> {
@@ -170,15 +174,16 @@ export async function runStart(): Promise<number> {
     process.stdout.write(`tidepool start: PostgreSQL in ${path.join(home, 'pg')}\n`);
     pg = await startPostgres({ dataDir: path.join(home, 'pg', 'data') });
     await ensureAppRole(pg, cred);
+    const taken = new Set<number>([pg.port]);
     const ports: Ports = {
-      pooler: await portFor('TIDEPOOL_PORT', 6432),
-      web: await portFor('TIDEPOOL_WEB_PORT', 9127),
-      logstore: await portFor('TIDEPOOL_LOGSTORE_PORT', 9002),
-      logstoreGrpc: await portFor('TIDEPOOL_LOGSTORE_GRPC_PORT', 9004),
-      logstoreDebug: await portFor('TIDEPOOL_LOGSTORE_DEBUG_PORT', 9200),
-      ui: await portFor('TIDEPOOL_UI_PORT', 5555),
-      uiGrpc: await portFor('TIDEPOOL_UI_GRPC_PORT', 5556),
-      uiDebug: await portFor('TIDEPOOL_UI_DEBUG_PORT', 5557),
+      pooler: await portFor('TIDEPOOL_PORT', 6432, taken),
+      web: await portFor('TIDEPOOL_WEB_PORT', 9127, taken),
+      logstore: await portFor('TIDEPOOL_LOGSTORE_PORT', 9002, taken),
+      logstoreGrpc: await portFor('TIDEPOOL_LOGSTORE_GRPC_PORT', 9004, taken),
+      logstoreDebug: await portFor('TIDEPOOL_LOGSTORE_DEBUG_PORT', 9200, taken),
+      ui: await portFor('TIDEPOOL_UI_PORT', 5555, taken),
+      uiGrpc: await portFor('TIDEPOOL_UI_GRPC_PORT', 5556, taken),
+      uiDebug: await portFor('TIDEPOOL_UI_DEBUG_PORT', 5557, taken),
     };
     const poolerFile = path.join(home, 'pooler.toml');
     const logstoreFile = path.join(home, 'logstore.yaml');

@@ -12,6 +12,7 @@ import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { launchChromium } from '../helpers/web-browser.js';
 import { DESKTOP } from './console-harness.js';
 import { column, rowsOf, searchOf } from './pages-api.js';
+import { freePorts } from '../../src/launcher/embedded-postgres.js';
 
 const CLIENTS = 10_000;
 const APPS = 20;
@@ -27,14 +28,6 @@ const sockets: net.Socket[] = [];
 const busy: pg.Client[] = [];
 let running = true;
 let loops: Promise<void>[] = [];
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 /** One client login over TCP (trust): StartupMessage, then read until ReadyForQuery; the socket stays open, idle. */
 function login(port: number, i: number): Promise<net.Socket> {
@@ -67,7 +60,7 @@ function login(port: number, i: number): Promise<net.Socket> {
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  const [port, webPort] = [await freePort(), await freePort()];
+  const [port, webPort] = (await freePorts(2)) as [number, number];
   dir = db.tmp;
   const configFile = path.join(dir, 'pooler-10k.toml');
   writeFileSync(configFile, `

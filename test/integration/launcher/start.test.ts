@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../src/launcher/embedded-postgres.js';
+import { freePorts } from '../../../src/launcher/embedded-postgres.js';
 
 const BIN = path.resolve('bin/tidepool.js');
 let home: string;
@@ -18,16 +18,11 @@ interface Launch {
 }
 
 async function launch(): Promise<Launch> {
-  const ports = {
-    TIDEPOOL_PORT: await freePort(),
-    TIDEPOOL_WEB_PORT: await freePort(),
-    TIDEPOOL_LOGSTORE_PORT: await freePort(),
-    TIDEPOOL_LOGSTORE_GRPC_PORT: await freePort(),
-    TIDEPOOL_LOGSTORE_DEBUG_PORT: await freePort(),
-    TIDEPOOL_UI_PORT: await freePort(),
-    TIDEPOOL_UI_GRPC_PORT: await freePort(),
-    TIDEPOOL_UI_DEBUG_PORT: await freePort(),
-  };
+  // Eight distinct ports (freePort() one after another can give the same one twice).
+  const names = ['TIDEPOOL_PORT', 'TIDEPOOL_WEB_PORT', 'TIDEPOOL_LOGSTORE_PORT', 'TIDEPOOL_LOGSTORE_GRPC_PORT', 'TIDEPOOL_LOGSTORE_DEBUG_PORT',
+    'TIDEPOOL_UI_PORT', 'TIDEPOOL_UI_GRPC_PORT', 'TIDEPOOL_UI_DEBUG_PORT'] as const;
+  const free = await freePorts(names.length);
+  const ports = Object.fromEntries(names.map((n, i) => [n, free[i]!])) as Record<(typeof names)[number], number>;
   const env = { ...process.env, TIDEPOOL_HOME: home, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])) };
   // detached: its own process group, as a terminal gives a foreground job, so a Ctrl-C can be sent to the whole group.
   const child = spawn(process.execPath, [BIN, 'start'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

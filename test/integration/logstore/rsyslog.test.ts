@@ -2,29 +2,18 @@
 // the log store: every line once, through a period of overload, a kill -9 of the store, and invalid UTF-8.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, ndjson, startLogstore, tempDir } from '../../helpers/logstore.js';
 import { omelasticsearchModule } from '../../setup/tools.js';
+import { freePort } from '../../../src/launcher/embedded-postgres.js';
 
 let ls: LogstoreProcess;
 let rsyslog: ChildProcess | null = null;
 let rsOut = '';
 let dir = '';
 let input = '';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   if (omelasticsearchModule() === null) throw new Error('rsyslog-elasticsearch is not installed (test/setup/tools.ts installs it: apt-get install rsyslog rsyslog-elasticsearch)');
