@@ -78,6 +78,8 @@ export function describeOverviewAndShots(s: Shared): void {
       await go('Caches', table('prepared-table'));
       // Sorted by pool: the default order (uses) depends on the traffic's timing.
       await page.getByTestId('prepared-table').getByRole('button', { name: 'pool' }).click();
+      // Top queries too: by uses, which pool's row of a text comes first changes from run to run.
+      await page.getByTestId('top-queries-table').getByRole('button', { name: 'pool' }).click();
       await shootBoth(page, 'caches', table('prepared-table'));
       await go('Logs', () => page.getByTestId('log-line').first().waitFor());
       await page.getByRole('button', { name: 'Pause' }).click();

@@ -130,7 +130,9 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
       });
     }
     const key = by === 'count' ? (r: { count: number }) => r.count : (r: { total_time_us: number }) => r.total_time_us;
-    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used).slice(0, limit);
+    // Ties in a stable order (pool, then hash), so a page that polls does not shuffle equal rows.
+    const text = (v: unknown) => String(v ?? '');
+    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used || text(a.pool).localeCompare(text(b.pool)) || text(a.hash).localeCompare(text(b.hash))).slice(0, limit);
   });
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
     const row = showRows(ctx, 'PREPARED_STATEMENTS').find((r) => String(r['hash']) === req.params.hash);
