@@ -125,10 +125,9 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.pool = pool;
     // The parameters the greeting was made from (a RELOAD that changed the server may have cleared them since).
     const reported = pool.serverParams ?? NO_PARAMS;
-    const startup = new Map([['user', this.user], ['database', this.database], ['application_name', applicationName]]);
-    const encoding = reported.get('client_encoding');
-    if (login.clientEncoding && encoding !== undefined) startup.set('client_encoding', encoding);
-    this.params = new ParamSession(new ClientParams(reported, startup, this.paramHost.tracked()), this.paramHost);
+    const encoding = login.clientEncoding ? reported.get('client_encoding') : undefined;
+    const params = ClientParams.ofNativeLogin(reported, this.paramHost.tracked(), this.user, this.database, applicationName, encoding);
+    this.params = new ParamSession(params, this.paramHost);
     this.core.registerClient(this, true);
     this.handOff();
   }

@@ -7,6 +7,8 @@ import { addParamEffects, emptyEffects, type ParamEffects } from './set-statemen
  * only from version 18; tidepool reads it back instead). Lower case, as every name here. */
 export const BUILTIN_PARAMS = ['client_encoding', 'datestyle', 'timezone', 'standard_conforming_strings', 'application_name', 'search_path'] as const;
 
+const NO_STARTUP: ReadonlyMap<string, string> = new Map();
+
 /** Startup-packet keys that are not parameters of the session. */
 const NOT_PARAMS = new Set(['user', 'database', 'replication', 'options']);
 
@@ -107,13 +109,26 @@ export function optionParams(options: string): Map<string, string> {
   return out;
 }
 
+/** The parameters of the logins the native relay ran, by the pool's reported values: such logins differ only in
+ * application_name and whether they named client_encoding, so each kind is worked out once and copied after. */
+const nativeLoginParams = new WeakMap<ReadonlyMap<string, string>, { tracked: readonly string[]; byKind: Map<string, ClientParams> }>();
+/** Kinds kept per pool (application names past it are worked out each time). */
+const NATIVE_KINDS_MAX = 256;
+
 /** One client's parameters: its wishes (`values`) and what it asked for at startup (RESET returns there). */
 export class ClientParams {
   readonly values: ParamValues;
   readonly startup = new Map<string, string>();
 
-  /** `reported`: the pool's login ParameterStatus values (what a client that asks for nothing gets). */
-  constructor(reported: ReadonlyMap<string, string>, startupPacket: ReadonlyMap<string, string>, tracked: readonly string[]) {
+  /** `reported`: the pool's login ParameterStatus values (what a client that asks for nothing gets). With `copyOf`,
+   * that client's parameters are copied instead (the other arguments are not read). */
+  constructor(reported: ReadonlyMap<string, string>, startupPacket: ReadonlyMap<string, string>, tracked: readonly string[], copyOf?: ClientParams) {
+    if (copyOf) {
+      this.values = new ParamValues();
+      this.values.copyFrom(copyOf.values);
+      for (const [k, v] of copyOf.startup) this.startup.set(k, v);
+      return;
+    }
     this.values = ParamValues.fromReported(reported, tracked);
     for (const [k, v] of startupPacket) {
       const n = k.toLowerCase();
@@ -126,6 +141,23 @@ export class ClientParams {
     for (const [n, v] of this.startup) this.values.set(n, v);
     // What RESET returns application_name to when the client sent none (servers may log in with the pool's).
     if (!this.startup.has('application_name')) this.startup.set('application_name', '');
+  }
+
+  /** A login the native relay ran (user, database, application_name and, when it named one, the pool's
+   * client_encoding): a copy of the first such login's parameters, the comparison key included. */
+  static ofNativeLogin(reported: ReadonlyMap<string, string>, tracked: readonly string[], user: string, database: string, applicationName: string, clientEncoding: string | undefined): ClientParams {
+    let cache = nativeLoginParams.get(reported);
+    if (!cache || cache.tracked !== tracked) nativeLoginParams.set(reported, cache = { tracked, byKind: new Map() });
+    const kind = `${clientEncoding ?? ''}\0${applicationName}`;
+    let first = cache.byKind.get(kind);
+    if (!first) {
+      const startup = new Map([['user', user], ['database', database], ['application_name', applicationName]]);
+      if (clientEncoding !== undefined) startup.set('client_encoding', clientEncoding);
+      first = new ClientParams(reported, startup, tracked);
+      if (cache.byKind.size >= NATIVE_KINDS_MAX) cache.byKind.clear();
+      cache.byKind.set(kind, first);
+    }
+    return new ClientParams(reported, NO_STARTUP, tracked, first);
   }
 
   /** The values the client is told at login: the pool's, with its own startup values in their place. */

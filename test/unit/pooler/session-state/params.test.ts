@@ -77,6 +77,25 @@ describe('parameter values', () => {
     expect(c.greeting(reported)?.get('TimeZone')).toBe('Asia/Tokyo');
   });
 
+  it('a native login\'s parameters equal those worked out from its startup packet, and no client\'s SET reaches the next', () => {
+    const reported = new Map([['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'], ['TimeZone', 'UTC'], ['application_name', ''], ['server_version', '17.0']]);
+    const tracked = trackedParams('IntervalStyle');
+    for (const [app, encoding] of [['', undefined], ['billing', undefined], ['billing', 'UTF8'], ['', 'UTF8']] as const) {
+      const startup = new Map([['user', 'u'], ['database', 'd'], ['application_name', app]]);
+      if (encoding !== undefined) startup.set('client_encoding', encoding);
+      const want = new ClientParams(reported, startup, tracked);
+      for (let n = 0; n < 2; n++) {
+        const got = ClientParams.ofNativeLogin(reported, tracked, 'u', 'd', app, encoding);
+        expect(Object.fromEntries(got.values.values)).toEqual(Object.fromEntries(want.values.values));
+        expect(Object.fromEntries(got.startup)).toEqual(Object.fromEntries(want.startup));
+        expect(got.values.key).toBe(want.values.key);
+        // What one client SETs stays its own.
+        got.values.set('search_path', `mine_${n}`);
+        got.startup.set('datestyle', 'German');
+      }
+    }
+  });
+
   it('syncs only what differs, with one set_config statement (NULL resets)', () => {
     const a = new ParamValues();
     const b = new ParamValues();
