@@ -95,6 +95,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
       if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.params.onMessage(type, buf, start, len, complete);
+      this.queries?.onMessage(type, buf, start, len, complete);
       inner(type, buf, start, len, complete);
     });
     this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
@@ -119,9 +120,9 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.terminateAt = -1;
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
-    const copyIn = tx.copyIn;
     this.stateScan?.feed(chunk);
     this.params.onChunk(chunk);
+    this.queries?.onChunk(chunk, tx.copyIn);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.
@@ -130,7 +131,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
       this.events.onBadLength(this.frames.badLength);
       return false;
     }
-    this.queries?.onChunk(chunk, copyIn);
     this.takeover?.afterScan(chunk, this.frames.carried);
     if (tx.terminateAt >= 0) {
       const kept = tx.terminateAt > 0 && this.toServer(chunk.subarray(0, tx.terminateAt));

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { fingerprintOf, QueryFingerprint, QUERY_TEXT_MAX } from '../../../src/pooler/query-stats/fingerprint.js';
 import { QueryStatsTable } from '../../../src/pooler/query-stats/table.js';
+import { FrameStream, typeSet, type MessageHandler } from '../../../src/protocol/frame-stream.js';
 import { requireAddon } from '../../helpers/native.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
@@ -190,23 +191,32 @@ describe('query recorder (JavaScript relay)', () => {
     return Buffer.concat([head, b]);
   };
   const q = (sql: string) => message('Q', `${sql}\0`);
+  /** Reads as the JavaScript relay hands them over: the recorder first, then the relay's framing with its messages. */
+  const reads = (r: { onChunk(c: Buffer, copyIn: boolean): void; onMessage: MessageHandler }) => {
+    const frames = new FrameStream(1 << 20, typeSet(), r.onMessage.bind(r));
+    return (chunk: Buffer, copyIn = false) => {
+      r.onChunk(chunk, copyIn);
+      expect(frames.feed(chunk)).toBe(true);
+    };
+  };
 
   it('times each Query at its ReadyForQuery, whatever the reads cut, and skips Syncs and COPY IN', async () => {
     const { QueryRecorder } = await import('../../../src/pooler/query-stats/recorder.js');
     const table = new QueryStatsTable();
     table.resize(10);
     const r = new QueryRecorder(3, table);
+    const read = reads(r);
     // One Query cut at every byte.
     const one = q("SELECT 'a' AS x");
-    for (let i = 0; i < one.length; i++) r.onChunk(one.subarray(i, i + 1), false);
+    for (let i = 0; i < one.length; i++) read(one.subarray(i, i + 1));
     r.onReady(100, 0);
     // A pipeline in one read: Query, an extended group ending in Sync, Query; three ReadyForQuery.
-    r.onChunk(Buffer.concat([q('SELECT 1 AS x'), message('P', '\0SELECT 1\0\0\0'), message('S', ''), q('SELECT 2 AS y')]), false);
+    read(Buffer.concat([q('SELECT 1 AS x'), message('P', '\0SELECT 1\0\0\0'), message('S', ''), q('SELECT 2 AS y')]));
     r.onReady(10, 2);
     r.onReady(1000, 1);
     r.onReady(20, 0);
     // During COPY IN a Sync is no sync point; CopyDone ends the copy, and the Query after it is timed.
-    r.onChunk(Buffer.concat([message('d', 'row\n'), message('S', ''), message('c', ''), q('SELECT 3 AS x')]), true);
+    read(Buffer.concat([message('d', 'row\n'), message('S', ''), message('c', ''), q('SELECT 3 AS x')]), true);
     r.onReady(5, 0);
     const rows = table.rows().map((x) => [x.text, x.count, x.timeUs, x.pool]);
     expect(rows).toEqual([['SELECT ? AS x', 3, 115, 3], ['SELECT ? AS y', 1, 20, 3]]);
@@ -217,12 +227,13 @@ describe('query recorder (JavaScript relay)', () => {
     const table = new QueryStatsTable();
     table.resize(20);
     const r = new QueryRecorder(1, table);
-    r.onChunk(Buffer.concat(Array.from({ length: 12 }, (_, i) => q(`SELECT ${i} AS n${i}`))), false);
+    const read = reads(r);
+    read(Buffer.concat(Array.from({ length: 12 }, (_, i) => q(`SELECT ${i} AS n${i}`))));
     for (let left = 11; left >= 0; left--) r.onReady(1, left);
     expect(table.rows().map((x) => x.text)).toEqual(Array.from({ length: 8 }, (_, i) => `SELECT ? AS n${i}`));
     // A ReadyForQuery with nothing recorded in flight (the pooler's own query) is ignored.
     r.onReady(1, 0);
-    r.onChunk(q('SELECT 1 AS n0'), false);
+    read(q('SELECT 1 AS n0'));
     r.onReady(7, 0);
     expect(table.rows()[0]).toMatchObject({ text: 'SELECT ? AS n0', count: 2, timeUs: 8 });
   });
