@@ -2,7 +2,7 @@
 import type { PoolerConfig } from '../config/pooler.js';
 import type { LogHub } from '../shared/logger.js';
 import type { LogShipStats } from './log-ship/log-shipper.js';
-import type { DurationBuckets, PoolerSnapshot } from './snapshot.js';
+import type { DurationBuckets, PoolerSnapshot, SnapshotParts } from './snapshot.js';
 
 export type { DurationBuckets } from './snapshot.js';
 
@@ -69,8 +69,8 @@ export interface PoolerControl {
   /** SHOW tables (admin/show.ts lists the names; throws UnknownShowError for others, NotConfiguredError for
    * AUTH_QUERY). With `snapshot`, that snapshot is formatted instead of a new one. */
   show(name: string, snapshot?: PoolerSnapshot): ShowTable;
-  /** The operator state, counted once: SHOW, /api/* and /metrics format it. */
-  snapshot(): PoolerSnapshot;
+  /** The operator state, counted once: SHOW, /api/* and /metrics format it. `parts`: the costlier parts to include. */
+  snapshot(parts?: SnapshotParts): PoolerSnapshot;
   overview(snapshot?: PoolerSnapshot): Overview;
   /** PAUSE: no new checkouts; resolves when running transactions of the selected pools have finished.
    * `user` undefined selects every pool of the database; `database` undefined selects all pools. */

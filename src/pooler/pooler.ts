@@ -14,7 +14,7 @@ import type { DurationHistogram, Overview, PoolerControl, ShowTable } from './co
 import { showTable } from './admin/show.js';
 import { EventRing } from './events.js';
 import { AppRegistry } from './apps.js';
-import { takeSnapshot, type PoolerSnapshot } from './snapshot.js';
+import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from './snapshot.js';
 import { overviewOf } from './overview.js';
 import { configChanges, restartNeeded } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
@@ -273,8 +273,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     return showTable(this, name.toUpperCase(), snapshot);
   }
 
-  snapshot(): PoolerSnapshot {
-    return takeSnapshot(this);
+  snapshot(parts?: SnapshotParts): PoolerSnapshot {
+    return takeSnapshot(this, parts);
   }
 
   durationHistograms(): DurationHistogram[] {

@@ -6,6 +6,8 @@ import type { ScalingCounters } from './pool.js';
 import type { Pooler } from './pooler.js';
 import type { ClientState } from './client-session.js';
 import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
+import { isSql } from './prepared/sql-commands.js';
+import { simpleQueryRows } from './query-stats/stats.js';
 
 /** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
 export interface DurationBuckets {
@@ -112,6 +114,44 @@ export interface AppSnapshot {
   readonly averages: Averages;
 }
 
+/** One statement of a pool's prepared-statement cache (prepared/interner.ts). */
+export interface StatementSnapshot {
+  readonly pool: string;
+  readonly hash: string;
+  /** The pooler's name for it on servers. */
+  readonly name: string;
+  readonly query: string;
+  readonly kind: 'protocol' | 'sql';
+  /** Bytes of text and parameter types the interner keeps. */
+  readonly bytes: number;
+  /** Parse and Bind uses. */
+  readonly countUsed: number;
+  /** Completed executions and their total time (us). */
+  readonly executions: number;
+  readonly execTimeUs: number;
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+  /** Milliseconds since its last use (0: never used). */
+  readonly idleMs: number;
+}
+
+/** One simple-protocol query fingerprint (query-stats/): literals replaced by `?`, completed queries and their time. */
+export interface SimpleQuerySnapshot {
+  readonly pool: string;
+  readonly hash: string;
+  readonly text: string;
+  readonly count: number;
+  readonly timeUs: number;
+}
+
+/** Parts of the snapshot only some readers need (they cost a pass over every statement or fingerprint). */
+export interface SnapshotParts {
+  /** Every pool's prepared statements (SHOW PREPARED_STATEMENTS, INTERNER, /api/prepared, /api/top/*). */
+  readonly statements?: boolean;
+  /** Simple-protocol query fingerprints (/api/top/queries). */
+  readonly queries?: boolean;
+}
+
 export interface PoolerSnapshot {
   readonly takenAt: number;
   readonly pools: readonly PoolSnapshot[];
@@ -122,13 +162,31 @@ export interface PoolerSnapshot {
   readonly apps: readonly AppSnapshot[];
   readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly nativeLogins: number; readonly jsLogins: number; readonly loggingIn: number };
   readonly events: readonly PoolerEvent[];
+  /** Null unless asked for (SnapshotParts). */
+  readonly statements: readonly StatementSnapshot[] | null;
+  readonly queries: readonly SimpleQuerySnapshot[] | null;
 }
 
 function buckets(h: { snapshot(): DurationBuckets }): DurationBuckets {
   return h.snapshot();
 }
 
-export function takeSnapshot(p: Pooler): PoolerSnapshot {
+function statementsOf(p: Pooler, now: number): StatementSnapshot[] {
+  const out: StatementSnapshot[] = [];
+  for (const pool of p.pools.values()) {
+    if (!pool.interner) continue;
+    for (const s of pool.interner.statements()) {
+      out.push({
+        pool: pool.name, hash: s.hash, name: s.name, query: s.query.toString('utf8'), kind: isSql(s) ? 'sql' : 'protocol',
+        bytes: s.query.length + s.types.length, countUsed: s.countUsed, executions: s.executions, execTimeUs: Math.round(s.execTimeUs),
+        cacheHits: s.cacheHits, cacheMisses: s.cacheMisses, idleMs: s.lastUsed ? now - s.lastUsed : 0,
+      });
+    }
+  }
+  return out;
+}
+
+export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapshot {
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
@@ -216,6 +274,9 @@ export function takeSnapshot(p: Pooler): PoolerSnapshot {
   return {
     takenAt: now, pools, clients, servers, coordinators, apps,
     counters: { ...p.counters, loggingIn: p.loggingIn + p.nativeLogins.underWay }, events: p.events.list(),
+    // After settle() above: the uses the native relay's lane answered are counted into the statements.
+    statements: parts.statements ? statementsOf(p, now) : null,
+    queries: parts.queries ? simpleQueryRows() : null,
   };
 }
 

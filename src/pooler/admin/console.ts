@@ -65,7 +65,7 @@ export async function runAdminCommand(p: Pooler, sql: string): Promise<Buffer> {
       if (name === 'INTERNER' && words[2] !== undefined) {
         const n = Number(words[2]);
         if (!Number.isInteger(n) || n < 1) throw new AdminError(SqlState.SyntaxError, 'SHOW INTERNER <n> takes a whole number above 0');
-        return encodeTable(interner(p.pools.values(), n));
+        return encodeTable(interner(p.snapshot({ statements: true }), n));
       }
       if (name === 'HELP') {
         const t = p.show('HELP');

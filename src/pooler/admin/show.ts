@@ -6,7 +6,7 @@ import { packageVersion } from '../../shared/package-root.js';
 import type { Cell, ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
 import { interner, preparedStatements } from './show-prepared.js';
-import { takeSnapshot, type PoolerSnapshot } from '../snapshot.js';
+import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from '../snapshot.js';
 import {
   showApps, showClients, showEvents, showLists, showPoolCoordinator, showPools, showPoolScaling, showPoolsExtended, showServers, showStats,
 } from './show-state.js';
@@ -120,22 +120,27 @@ const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: Pooler) => ShowTable
   POOL_SCALING: showPoolScaling,
   EVENTS: showEvents,
   APPS: showApps,
+  PREPARED_STATEMENTS: preparedStatements,
+  INTERNER: (s) => interner(s),
+  INTERNER_TOP: (s) => interner(s, 20),
   CONNECTIONS: (s) => table(['total', 'errors', 'tls', 'plain', 'cancel'], [[s.counters.connections, s.counters.errors, s.counters.tls, s.counters.connections - s.counters.tls, s.counters.cancel]]),
 };
 
-/** `snapshot`: format this one instead of taking a new one. */
+/** What a SHOW needs in its snapshot beyond the pools, clients and servers. */
+export function snapshotPartsOf(name: string): SnapshotParts {
+  return name === 'PREPARED_STATEMENTS' || name === 'INTERNER' || name === 'INTERNER_TOP' ? { statements: true } : {};
+}
+
+/** `snapshot`: format this one instead of taking a new one (taken with snapshotPartsOf(name)). */
 export function showTable(p: Pooler, name: string, snapshot?: PoolerSnapshot): ShowTable {
   const fromSnapshot = SNAPSHOT_SHOWS[name];
-  if (fromSnapshot) return fromSnapshot(snapshot ?? takeSnapshot(p), p);
+  if (fromSnapshot) return fromSnapshot(snapshot ?? takeSnapshot(p, snapshotPartsOf(name)), p);
   switch (name) {
     case 'USERS': return users(p);
     case 'CONFIG': return config(p);
     case 'VERSION': return table(['version'], [[`tidepool ${packageVersion}`]]);
     case 'LOG_LEVEL': return table(['log_level'], [[p.logs.level]]);
     case 'SOCKETS': return sockets();
-    case 'PREPARED_STATEMENTS': return preparedStatements(p.pools.values());
-    case 'INTERNER': return interner(p.pools.values());
-    case 'INTERNER_TOP': return interner(p.pools.values(), 20);
     case 'HELP': return table(['command'], HELP_LINES.map((l) => [l]));
     case 'AUTH_QUERY':
       if (p.authQuery.configured) return p.authQuery.show();

@@ -104,6 +104,42 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     }
   });
 
+  it('prepared statements: SHOW PREPARED_STATEMENTS, /api/prepared, /api/top/prepared, /api/top/queries and the text agree', async () => {
+    const c = h.client('one', 'md5user', 'md5pass', 'snap-prepared');
+    await c.connect();
+    try {
+      for (let i = 0; i < 5; i++) await c.query({ name: 'snap_q', text: 'SELECT $1::int + 40 AS snap_answer', values: [i] });
+      for (let i = 0; i < 2; i++) await c.query({ name: 'snap_r', text: 'SELECT $1::text AS snap_echo', values: ['x'] });
+      const mine = <T extends Record<string, unknown>>(rows: T[]) => rows.filter((r) => /snap_(answer|echo)/.test(String(r['query'] ?? r['preview'] ?? '')));
+      const shown = mine(await h.show('PREPARED_STATEMENTS'));
+      // count_used: the first call's Parse and each call's Bind.
+      expect(shown.map((r) => [r['query'], r['count_used'], r['executions'], r['kind']]).sort()).toEqual([
+        ['SELECT $1::int + 40 AS snap_answer', '6', '5', 'protocol'], ['SELECT $1::text AS snap_echo', '3', '2', 'protocol'],
+      ]);
+      const hashes = new Map(shown.map((r) => [r['hash'], r]));
+      // /api/prepared: the same rows without the text (personal data).
+      const listed = ((await h.api('/api/prepared')).body as Record<string, unknown>[]).filter((r) => hashes.has(String(r['hash'])));
+      expect(listed).toHaveLength(2);
+      for (const r of listed) {
+        const s = hashes.get(String(r['hash']))!;
+        expect(r).not.toHaveProperty('query');
+        for (const col of ['count_used', 'executions', 'total_time_us', 'cache_hits', 'cache_misses']) expect(r[col], col).toBe(Number(s[col]));
+      }
+      const topPrepared = ((await h.api('/api/top/prepared')).body as Record<string, unknown>[]).filter((r) => hashes.has(String(r['hash'])));
+      expect(topPrepared.map((r) => r['count_used'])).toEqual([6, 3]);
+      const topQueries = ((await h.api('/api/top/queries?limit=1000')).body as Record<string, unknown>[]).filter((r) => hashes.has(String(r['hash'])));
+      expect(topQueries.map((r) => [r['count'], r['count_used'], r['pool'], r['kind']])).toEqual([[5, 6, 'md5user@one', 'protocol'], [2, 3, 'md5user@one', 'protocol']]);
+      for (const r of topQueries) expect(r['total_time_us']).toBe(Number(hashes.get(String(r['hash']))!['total_time_us']));
+      const text = await h.api(`/api/prepared/text/${String(topQueries[0]!['hash'])}`);
+      expect(text.body).toEqual({ hash: topQueries[0]!['hash'], query: 'SELECT $1::int + 40 AS snap_answer' });
+      // INTERNER counts the same statements' bytes.
+      const protocol = (await h.show('INTERNER')).find((r) => r['kind'] === 'protocol')!;
+      expect(Number(protocol['entries'])).toBeGreaterThanOrEqual(2);
+    } finally {
+      await c.end();
+    }
+  });
+
   it('sv_used: a session-mode server runs server_reset_query after its client left, then is idle again', async () => {
     const c = h.client('sess', 'md5user', 'md5pass');
     await c.connect();

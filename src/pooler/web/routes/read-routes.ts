@@ -6,7 +6,8 @@ import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { ClientRates } from '../client-rates.js';
 import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
-import { simpleQueryRows } from '../../query-stats/stats.js';
+import { statementTable } from '../../admin/show-prepared.js';
+import type { StatementSnapshot } from '../../snapshot.js';
 
 /** API path -> SHOW name, for the endpoints that return a SHOW table as it is. */
 const SHOW_ENDPOINTS: Record<string, string> = {
@@ -60,8 +61,8 @@ function withoutQuery(rows: Row[]): Row[] {
   return rows.map(({ query: _query, ...rest }) => rest);
 }
 
-function byDesc(rows: Row[], col: string): Row[] {
-  return [...rows].sort((a, b) => numberOf(b[col]) - numberOf(a[col]));
+function statementsOf(ctx: WebContext): readonly StatementSnapshot[] {
+  return ctx.control.snapshot({ statements: true }).statements!;
 }
 
 function preview(q: string): string {
@@ -95,7 +96,10 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
   // SQL text is personal data: the public list leaves out `query`; /api/prepared/text/{hash} serves it to Sso.
   app.get('/api/prepared', pub, async () => withoutQuery(showRows(ctx, 'PREPARED_STATEMENTS')));
-  app.get('/api/top/prepared', pub, async () => withoutQuery(byDesc(showRows(ctx, 'PREPARED_STATEMENTS'), 'count_used')).slice(0, TOP_LIMIT));
+  app.get('/api/top/prepared', pub, async () => {
+    const top = [...statementsOf(ctx)].sort((a, b) => b.countUsed - a.countUsed).slice(0, TOP_LIMIT);
+    return withoutQuery(toRows(statementTable(top)));
+  });
   app.get<{ Querystring: { by?: string; limit?: string } }>('/api/top/clients', pub, async (req, reply) => {
     const by = req.query.by ?? 'transactions';
     const key = Object.hasOwn(TOP_CLIENT_KEYS, by) ? TOP_CLIENT_KEYS[by]! : null;
@@ -115,15 +119,13 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     if (by !== 'count' && by !== 'time') return sendError(reply, 'bad_request', 'by must be count or time');
     const limit = parseLimit(req.query.limit);
     if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
-    const rows = showRows(ctx, 'PREPARED_STATEMENTS').map((r) => {
-      const count = numberOf(r['executions']);
-      const total = numberOf(r['total_time_us']);
-      return {
-        hash: r['hash'], preview: preview(String(r['query'] ?? '')), count, total_time_us: total, avg_time_us: count ? Math.round(total / count) : 0,
-        pool: r['pool'], kind: r['kind'], count_used: numberOf(r['count_used']),
-      };
-    });
-    for (const q of simpleQueryRows()) {
+    // One snapshot: the prepared statements and the simple-protocol fingerprints counted at the same moment.
+    const snap = ctx.control.snapshot({ statements: true, queries: true });
+    const rows = snap.statements!.map((s) => ({
+      hash: s.hash, preview: preview(s.query), count: s.executions, total_time_us: s.execTimeUs,
+      avg_time_us: s.executions ? Math.round(s.execTimeUs / s.executions) : 0, pool: s.pool, kind: s.kind as string, count_used: s.countUsed,
+    }));
+    for (const q of snap.queries!) {
       rows.push({
         hash: q.hash, preview: preview(q.text), count: q.count, total_time_us: q.timeUs, avg_time_us: Math.round(q.timeUs / q.count),
         pool: q.pool, kind: 'simple', count_used: q.count,
@@ -131,17 +133,16 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     }
     const key = by === 'count' ? (r: { count: number }) => r.count : (r: { total_time_us: number }) => r.total_time_us;
     // Ties in a stable order (pool, then hash), so a page that polls does not shuffle equal rows.
-    const text = (v: unknown) => String(v ?? '');
-    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used || text(a.pool).localeCompare(text(b.pool)) || text(a.hash).localeCompare(text(b.hash))).slice(0, limit);
+    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used || a.pool.localeCompare(b.pool) || a.hash.localeCompare(b.hash)).slice(0, limit);
   });
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
-    const row = showRows(ctx, 'PREPARED_STATEMENTS').find((r) => String(r['hash']) === req.params.hash);
-    if (!row) {
-      // A simple-protocol fingerprint of /api/top/queries: its normalized text (never the literals).
-      const simple = simpleQueryRows().find((q) => q.hash === req.params.hash);
-      if (simple) return { hash: simple.hash, query: simple.text };
-      return sendError(reply, 'not_found', `no prepared statement with hash ${req.params.hash}`);
-    }
-    return { hash: row['hash'], query: row['query'] ?? null };
+    const hash = req.params.hash;
+    const snap = ctx.control.snapshot({ statements: true, queries: true });
+    const statement = snap.statements!.find((s) => s.hash === hash);
+    if (statement) return { hash, query: statement.query };
+    // A simple-protocol fingerprint of /api/top/queries: its normalized text (never the literals).
+    const simple = snap.queries!.find((q) => q.hash === hash);
+    if (simple) return { hash, query: simple.text };
+    return sendError(reply, 'not_found', `no prepared statement with hash ${hash}`);
   });
 }
