@@ -188,6 +188,10 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     if (!this.needServerSent) {
       this.needServerSent = true;
       this.events.onNeedServer();
+      // A free server is usually linked inside that call, and link() wrote the queue: `data` is still referenced
+      // only if the write is pending (the read buffer is then replaced, a 16 KiB allocation per transaction).
+      const s = this.server;
+      if (this.queue.length === 0 && s) return s.socket.writableLength > 0;
     }
     return true;
   }
