@@ -122,6 +122,24 @@ export class ScramServer {
   }
 }
 
+/** ClientKey and ServerKey derived from a plaintext password under PostgreSQL's salt and iteration count, remembered:
+ * a role's salt stays the same until its password is set again, so only the first server login of a pool (and the
+ * first after ALTER ROLE ... PASSWORD, which brings a new salt) runs PBKDF2, a few milliseconds of the event loop
+ * each. Bounded: past 1 000 entries the memory starts over. */
+const derivedKeys = new Map<string, { clientKey: Buffer; serverKey: Buffer }>();
+
+export function keysFromPassword(password: string, salt: Buffer, iterations: number): { clientKey: Buffer; serverKey: Buffer } {
+  const key = `${iterations}:${salt.toString('base64')}:${password}`;
+  let keys = derivedKeys.get(key);
+  if (!keys) {
+    const salted = saltedPassword(password, salt, iterations);
+    keys = { clientKey: clientKeyFrom(salted), serverKey: hmac(salted, 'Server Key') };
+    if (derivedKeys.size >= 1000) derivedKeys.clear();
+    derivedKeys.set(key, keys);
+  }
+  return keys;
+}
+
 /** What a client of PostgreSQL can prove with: a plaintext password, or a ClientKey plus the secret it matches. */
 export type ScramCredential = { password: string } | { clientKey: Buffer; secret: ScramSecret };
 
@@ -150,9 +168,7 @@ export class ScramClient {
     let clientKey: Buffer;
     let serverKey: Buffer;
     if ('password' in this.cred) {
-      const salted = saltedPassword(this.cred.password, salt, iterations);
-      clientKey = clientKeyFrom(salted);
-      serverKey = hmac(salted, 'Server Key');
+      ({ clientKey, serverKey } = keysFromPassword(this.cred.password, salt, iterations));
     } else {
       if (!salt.equals(this.cred.secret.salt) || iterations !== this.cred.secret.iterations) {
         throw new ScramError('the SCRAM secret configured for this user does not match the one in PostgreSQL (salt or iterations differ)');
