@@ -10,6 +10,7 @@ import { FLOW_WINDOW, services } from './grpc/proto.js';
 import { startGrpc } from './grpc/server.js';
 import { storeHandlers } from './grpc/store-service.js';
 import { storeServiceDefinition } from './grpc/store-reply.js';
+import { BulkBudget } from './ingest/bulk-budget.js';
 import type { HttpContext } from './http/context.js';
 import { LOGSTORE_MODES, LogstoreConfigError, loadLogstoreConfig, parseAddr, type LogstoreConfig } from '../config/logstore.js';
 import { LogHub } from '../shared/logger.js';
@@ -42,12 +43,12 @@ export interface RunningLogstore {
 }
 
 /** The HTTP API, the debug listener and the gRPC listener of single and proxy mode, over one backend. */
-async function startFront(config: LogstoreConfig, hub: LogHub, backend: LogBackend, grpcExtra: GrpcPart[]) {
+async function startFront(config: LogstoreConfig, hub: LogHub, backend: LogBackend, grpcExtra: GrpcPart[], bulkBudget?: BulkBudget) {
   const mapping = loadMapping(config.mapping.path);
   const log = hub.get('logstore::http');
   const env = { store: backend, mapping, config };
   const asyncSearches = new AsyncSearches(env, config.async_search, hub.get('logstore::async'));
-  const ctx: HttpContext = { store: backend, mapping, config, log, metrics: new LogstoreMetrics(), inflight: { bulks: 0 }, asyncSearches };
+  const ctx: HttpContext = { store: backend, mapping, config, log, metrics: new LogstoreMetrics(), inflight: { bulks: 0 }, asyncSearches, ...(bulkBudget ? { bulkBudget } : {}) };
   const api = createApiServer(ctx);
   api.keepAliveTimeout = 65_000;
   api.requestTimeout = 0;
@@ -86,7 +87,10 @@ export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<
   const store = new Store(config, mapping, log);
   await store.ready();
   const storeInflight = { bulks: 0 };
-  const front = await startFront(config, hub, new LocalBackend(store), [[storeServiceDefinition(), storeHandlers(store, mapping, hub.get('logstore::grpc'), storeInflight)]]);
+  // One limits.bulk_memory for the HTTP API's bulks and the store API's batches.
+  const budget = new BulkBudget(config.limits.bulk_memory);
+  const handlers = storeHandlers(store, mapping, hub.get('logstore::grpc'), storeInflight, budget);
+  const front = await startFront(config, hub, new LocalBackend(store), [[storeServiceDefinition(), handlers]], budget);
   const retention = retentionTimer(store, log);
   log.info({ http: front.httpAddr, grpc: front.grpcAddr, debug: front.debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir, mapping: config.mapping.path }, 'log store listening (single mode)');
   return {
@@ -107,7 +111,8 @@ export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<R
   await store.ready();
   const inflight = { bulks: 0 };
   const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
-  const grpcListener = await startGrpc(config.server.grpc_addr, [[storeServiceDefinition(), storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight)]], keepalive);
+  const handlers = storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight, new BulkBudget(config.limits.bulk_memory));
+  const grpcListener = await startGrpc(config.server.grpc_addr, [[storeServiceDefinition(), handlers]], keepalive);
   if (!grpcListener.windows) log.warn({ window: FLOW_WINDOW }, 'the gRPC receive window could not be widened (this @grpc/grpc-js has no hook for it): proxies send batches in 64 KiB windows');
   const metrics = new LogstoreMetrics();
   const debug = createDebugServer({ metrics, inflight } as HttpContext);

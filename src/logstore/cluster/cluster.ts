@@ -15,7 +15,7 @@ import type { BatchMeta } from '../ingest/bulk.js';
 import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
 import { Breaker } from './breaker.js';
-import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, offsBytes } from './store-client.js';
+import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, isOverloaded, offsBytes } from './store-client.js';
 
 interface ShardGroup {
   index: number;
@@ -112,6 +112,9 @@ export class Cluster implements LogBackend {
     let acked = new Set<number>();
     let answer: IngestResult | null = null;
     const errors: string[] = [];
+    // Every failure so far was a store refusing the batch for its limits.bulk_memory (RESOURCE_EXHAUSTED): the
+    // stores are busy, not broken, so their breakers stay closed and the items are answered 429 (retry later).
+    let overloadOnly = true;
     for (let attempt = 0; attempt < this.retries && shard; attempt++) {
       if (attempt > 0) await sleep(Math.min(1000, 50 * 2 ** attempt));
       const s: ShardGroup = shard;
@@ -129,6 +132,7 @@ export class Cluster implements LogBackend {
         } else {
           errors.push(`${s.replicas[missing[k]!]!.addr}: ${message(r.reason)}`);
           if (isCallerError(r.reason)) throw new HttpError(400, ErrorCode.BadRequest, message(r.reason));
+          if (!isOverloaded(r.reason)) overloadOnly = false;
         }
       });
       if (acked.size === s.replicas.length) {
@@ -137,7 +141,7 @@ export class Cluster implements LogBackend {
       }
       // The same shard's missing replicas once more; after that, another shard (all of its replicas).
       if (!routed && (attempt >= 1 || acked.size === 0)) {
-        s.breaker.failure();
+        if (!overloadOnly) s.breaker.failure();
         tried.add(s.index);
         shard = this.pickShard(tried);
         acked = new Set();
@@ -145,7 +149,10 @@ export class Cluster implements LogBackend {
       }
     }
     // The loop ended on a shard it had not given up on yet (retries spent on its missing replicas).
-    if (shard && !tried.has(shard.index)) shard.breaker.failure();
+    if (shard && !tried.has(shard.index) && !overloadOnly) shard.breaker.failure();
+    if (overloadOnly && errors.length > 0) {
+      throw new HttpError(429, ErrorCode.TooManyBulks, `rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`);
+    }
     this.log.warn({ errors }, 'a batch could not be written to every replica of any shard');
     throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
   }

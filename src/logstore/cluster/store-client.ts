@@ -149,3 +149,8 @@ export class StoreClient {
 export function isCallerError(err: unknown): boolean {
   return (err as grpc.ServiceError)?.code === grpc.status.INVALID_ARGUMENT;
 }
+
+/** True when a store refused a batch for its limits.bulk_memory: it is busy, and the batch may be sent again later. */
+export function isOverloaded(err: unknown): boolean {
+  return (err as grpc.ServiceError)?.code === grpc.status.RESOURCE_EXHAUSTED;
+}

@@ -13,6 +13,7 @@ import { HitList } from '../search/packed-hits.js';
 import { encodeHits } from '../search/packed-wire.js';
 import type { Store } from '../store.js';
 import type { BatchMeta } from '../ingest/bulk.js';
+import type { BulkBudget } from '../ingest/bulk-budget.js';
 import type { IngestResult } from '../storage/shard.js';
 import { type PbDoc, aggFromPb, partialToPb } from './convert.js';
 import { grpcError } from './grpc-status.js';
@@ -137,11 +138,53 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
   };
 }
 
-/** Batches remembered per store so that a proxy's retry of one (same ids) is not stored twice. */
+/** Batches remembered per store so that a proxy's retry of one (same ids) is not stored twice: at most this many,
+ * and at most RECENT_BYTES of their answers (24 bytes of id a document: ~1.4 M documents, several seconds of a
+ * proxy's retries at full speed). */
 const RECENT_BATCHES = 4096;
+export const RECENT_BYTES = 32 * 1024 * 1024;
 
-export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }): grpc.UntypedServiceImplementation {
-  const recent = new Map<string, Promise<BulkResponse>>();
+/** The answers a store remembers, oldest first, within RECENT_BATCHES and RECENT_BYTES. */
+class RecentBatches {
+  private readonly entries = new Map<string, { answer: Promise<BulkResponse>; bytes: number }>();
+  private bytes = 0;
+
+  get(key: string): Promise<BulkResponse> | undefined {
+    return this.entries.get(key)?.answer;
+  }
+
+  add(key: string, answer: Promise<BulkResponse>): void {
+    const entry = { answer, bytes: 0 };
+    this.entries.set(key, entry);
+    answer.then((r) => {
+      if (this.entries.get(key) !== entry) return;
+      entry.bytes = r.ids.length;
+      this.bytes += entry.bytes;
+      this.trim();
+    }, () => {
+      if (this.entries.get(key) === entry) this.delete(key);
+    });
+    this.trim();
+  }
+
+  private delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.bytes -= e.bytes;
+  }
+
+  private trim(): void {
+    while (this.entries.size > RECENT_BATCHES || this.bytes > RECENT_BYTES) this.delete(this.entries.keys().next().value!);
+  }
+}
+
+/**
+ * `budget`: limits.bulk_memory, shared with the HTTP API in single mode. A batch that does not fit is refused with
+ * RESOURCE_EXHAUSTED before anything of it is stored (the proxy answers its items 429, which shippers retry).
+ */
+export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }, budget: BulkBudget): grpc.UntypedServiceImplementation {
+  const recent = new RecentBatches();
   const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
     const pairs = offsOf(req);
     const n = pairs.length >>> 1;
@@ -150,6 +193,10 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       const start = pairs[2 * i]!;
       const len = pairs[2 * i + 1]!;
       if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, ErrorCode.BadRequest, `document ${i} lies outside the docs bytes`);
+    }
+    const bytes = req.docs.length;
+    if (!budget.take(bytes)) {
+      throw new HttpError(429, ErrorCode.TooManyBulks, `rejected execution: batches in flight hold limits.bulk_memory (${budget.limit} bytes) of this store; retry later`);
     }
     inflight.bulks++;
     try {
@@ -161,6 +208,7 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       };
     } finally {
       inflight.bulks--;
+      budget.give(bytes);
     }
   };
   const ops = storeOps(store, mapping, inflight);
@@ -172,9 +220,8 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       let p = recent.get(key);
       if (!p) {
         p = bulk(req);
-        recent.set(key, p);
-        p.catch(() => recent.delete(key));
-        if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
+        // A refused or failed batch is forgotten: its retry is stored.
+        recent.add(key, p);
       }
       return p;
     }),

@@ -5,6 +5,7 @@ import type { IngestResult } from '../storage/shard.js';
 import { BulkParser, type BulkItems, type ItemError } from './bulk-parser.js';
 import type { BulkOutcome } from './bulk-response.js';
 import type { BulkBudget } from './bulk-budget.js';
+import { HttpError } from '../http/errors.js';
 
 export type { BulkOutcome } from './bulk-response.js';
 
@@ -121,7 +122,11 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
       const p: Promise<void> = target.ingest(batch.buf, batch.offs, meta).then(
         (res) => applyResult(itemsRef, batch.items, res),
         (err: Error) => {
-          for (const item of batch.items) itemsRef.errors.set(item, { status: 500, type: 'storage_exception', reason: `the shard failed to store the batch: ${err.message}` });
+          // Stores over their own limits.bulk_memory (a proxy's cluster): retry later, as for this process's own.
+          const e: ItemError = err instanceof HttpError && err.status === 429
+            ? { status: 429, type: 'es_rejected_execution_exception', reason: err.message }
+            : { status: 500, type: 'storage_exception', reason: `the shard failed to store the batch: ${err.message}` };
+          for (const item of batch.items) itemsRef.errors.set(item, e);
         },
       ).finally(() => {
         budget?.give(bytes);
