@@ -3,6 +3,7 @@
 
 #include "doc-indexer.h"
 #include "framing.h"
+#include "hit-writer.h"
 #include "postings.h"
 #include "relay.h"
 
@@ -10,6 +11,12 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   napi_value scan;
   napi_create_function(env, "scanFrames", NAPI_AUTO_LENGTH, tidepool::ScanFrames, nullptr, &scan);
   exports.Set("scanFrames", Napi::Value(env, scan));
+  napi_value writeHits;
+  napi_create_function(env, "writeHits", NAPI_AUTO_LENGTH, tidepool::WriteHits, nullptr, &writeHits);
+  exports.Set("writeHits", Napi::Value(env, writeHits));
+  napi_value joinHits;
+  napi_create_function(env, "joinHits", NAPI_AUTO_LENGTH, tidepool::JoinHits, nullptr, &joinHits);
+  exports.Set("joinHits", Napi::Value(env, joinHits));
   exports.Set("decodePostings", Napi::Function::New(env, tidepool::DecodePostings, "decodePostings"));
   exports.Set("intersectPostings", Napi::Function::New(env, tidepool::IntersectPostings, "intersectPostings"));
   exports.Set("unionPostings", Napi::Function::New(env, tidepool::UnionPostings, "unionPostings"));

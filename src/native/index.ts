@@ -4,6 +4,7 @@ import path from 'node:path';
 import { packageRoot } from '../shared/package-root.js';
 import { docIndexerTs, nativeDocIndexer, type DocIndexerFactory } from './doc-indexer.js';
 import { scanFramesTs } from './framing.js';
+import { joinHitsTs, writeHitsTs, type JoinHits, type WriteHits } from './hit-writer.js';
 import { checkedNativePostings, postingsTs, type PostingsImpl } from './postings.js';
 
 export type ScanFrames = (buf: Uint8Array, offset: number, end: number, out: Int32Array, maxMessageSize: number) => number;
@@ -42,3 +43,8 @@ export const postings: PostingsImpl = addon && typeof addon.decodePostings === '
 export const docIndexer: DocIndexerFactory = addon && typeof addon.docIndexerNew === 'function'
   ? nativeDocIndexer(addon as unknown as Parameters<typeof nativeDocIndexer>[0])
   : docIndexerTs;
+
+/** Search hits written from stored bytes, and joined into an answer: native when built, else the twins. */
+export const hitWriting: { writeHits: WriteHits; joinHits: JoinHits } = addon && typeof addon.writeHits === 'function'
+  ? { writeHits: addon.writeHits as WriteHits, joinHits: addon.joinHits as JoinHits }
+  : { writeHits: writeHitsTs, joinHits: joinHitsTs };

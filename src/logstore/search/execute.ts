@@ -4,7 +4,8 @@ import { idTime } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { Plan } from '../query/plan.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
-import type { FractionView, TimeOrder } from '../storage/fraction-view.js';
+import type { DocRun, FractionView, TimeOrder } from '../storage/fraction-view.js';
+import { HIT_BYTES } from '../../native/hit-writer.js';
 import { type Universe, evaluate, universeSize } from './evaluate.js';
 import { applyPipes, hitJson } from './hit-json.js';
 import { HitWriter, type PackedHits, type ShardHit } from './packed-hits.js';
@@ -30,6 +31,16 @@ export interface ShardQuery {
   withTotal?: boolean;
 }
 
+
+/** One of the best hits so far. Its id (a hex string) is made only when a tie on time needs it or the hit is written. */
+interface Cand {
+  time: number;
+  id: string | null;
+  view: FractionView;
+  local: number;
+}
+
+const idOf = (c: Cand) => (c.id ??= c.view.id(c.local));
 
 export interface ShardQueryResult {
   total: number;
@@ -107,10 +118,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   const hist = new Map<number, number>();
   let total = 0;
   let read = 0;
-  // A candidate's id (a hex string) is made only when a tie on time needs it or the hit is written.
-  type Cand = { time: number; id: string | null; view: FractionView; local: number };
   let cands: Cand[] = [];
-  const idOf = (c: Cand) => (c.id ??= c.view.id(c.local));
   const byId = (a: Cand, b: Cand) => {
     const x = idOf(a);
     const y = idOf(b);
@@ -180,14 +188,69 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     } else picked = topByTime(view, matches, q.limit, desc);
     take(view, picked);
   }
-  const pipes = q.pipes ?? [];
-  const w = new HitWriter(cands.length);
-  for (const c of cands) {
-    const r = c.view.docRef(c.local);
-    if (pipes.length) w.addText(idOf(c), c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
-    else w.addRef(idOf(c), c.time, r.buf, r.start, r.end, r.utf8 === true);
+  return { total, hits: writeCands(cands, q.pipes ?? []), aggs, hist: [...hist], fractionsRead: read };
+}
+
+/** A run of best hits that are neighbours in one sealed block: cands[at .. at + count), locals stepping by `step`. */
+interface HitRun {
+  at: number;
+  count: number;
+  step: 1 | -1;
+  run: DocRun;
+}
+
+/**
+ * The best hits, packed. Without pipes, hits that are neighbours in one sealed block (a time range reads whole
+ * stretches of them) are written per run by one native call, into a buffer sized for them up front.
+ */
+function writeCands(cands: Cand[], pipes: FieldsPipe[]): PackedHits {
+  const runs: HitRun[] = [];
+  let bytes = 0;
+  let alone = 0;
+  for (let i = 0; i < cands.length && pipes.length === 0;) {
+    const c = cands[i]!;
+    const r = c.view.docRun?.(c.local);
+    if (!r || !r.utf8) {
+      alone++;
+      i++;
+      continue;
+    }
+    const next = cands[i + 1];
+    const step: 1 | -1 = next && next.view === c.view && next.local === c.local - 1 ? -1 : 1;
+    let n = 1;
+    for (; i + n < cands.length; n++) {
+      const d = cands[i + n]!;
+      const l = c.local + n * step;
+      if (d.view !== c.view || d.local !== l || l < r.first || l >= r.end) break;
+    }
+    const b = c.local - r.first;
+    const e = b + (n - 1) * step;
+    bytes += r.offsets[Math.max(b, e) + 1]! - r.offsets[Math.min(b, e)]! + HIT_BYTES * n;
+    // The object is reused by the view's next call: keep a copy.
+    runs.push({ at: i, count: n, step, run: { ...r } });
+    i += n;
   }
-  return { total, hits: w.finish(), aggs, hist: [...hist], fractionsRead: read };
+  if (pipes.length) alone = cands.length;
+  const w = new HitWriter(cands.length, bytes + alone * 512);
+  let k = 0;
+  for (let i = 0; i < cands.length;) {
+    const run = runs[k];
+    if (run && run.at === i) {
+      k++;
+      if (w.addRun(run.run, cands[i]!.local, run.count, run.step)) {
+        i += run.count;
+        continue;
+      }
+    }
+    const end = run && run.at === i ? i + run.count : i + 1;
+    for (; i < end; i++) {
+      const c = cands[i]!;
+      const r = c.view.docRef(c.local);
+      if (pipes.length) w.addText(idOf(c), c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
+      else w.addRef(idOf(c), c.time, r.buf, r.start, r.end, r.utf8 === true);
+    }
+  }
+  return w.finish();
 }
 
 /** Documents by id, in the order asked; absent ids are left out. `viewsAt(t)` lists the fractions holding time t. */

@@ -1,6 +1,9 @@
 // Search hits packed for the trip from a shard thread to the HTTP thread (bytes, moved not copied), and
 // their k-way merge there; the response is built from the stored document bytes, never parsed.
 import { isUtf8 } from 'node:buffer';
+import { hitWriting } from '../../native/index.js';
+import { HIT_BYTES } from '../../native/hit-writer.js';
+import type { DocRun } from '../storage/fraction-view.js';
 import { ISO_TIME_BYTES, isoTime, writeIsoTime } from './hit-json.js';
 
 export interface ShardHit {
@@ -42,15 +45,22 @@ export function unpackHits(p: PackedHits): ShardHit[] {
 
 /** Builds the packed hits of one shard: {"id":"<id>","data":<document bytes>,"time":"<ISO time>"} each. */
 export class HitWriter {
-  private buf: Uint8Array;
+  private buf: Buffer;
   private used = 0;
-  private readonly times: number[] = [];
-  private ids = '';
-  private readonly offs: number[] = [];
+  private n = 0;
+  private times: Float64Array;
+  /** Hit i's start in buf; one more slot for the end. */
+  private offs: Uint32Array;
+  /** The ids, 24 ASCII bytes each (made into one string at the end). */
+  private hex: Buffer;
 
   // Uninitialized (no zero fill): only bytes [0, used) are ever read, each through a view bounded by offs.
-  constructor(expected: number) {
-    this.buf = Buffer.allocUnsafeSlow(Math.max(256, expected * 256));
+  // `bytes`: the hits' size when the caller knows it (else 256 a hit, grown as needed).
+  constructor(expected: number, bytes = expected * 256) {
+    this.buf = Buffer.allocUnsafeSlow(Math.max(256, bytes));
+    this.times = new Float64Array(Math.max(1, expected));
+    this.offs = new Uint32Array(Math.max(1, expected) + 1);
+    this.hex = Buffer.allocUnsafeSlow(24 * Math.max(1, expected));
   }
 
   private reserve(n: number): void {
@@ -60,11 +70,36 @@ export class HitWriter {
     this.buf = next;
   }
 
+  /** Room for `k` more hits in times, offs and the ids. */
+  private room(k: number): void {
+    if (this.n + k <= this.times.length) return;
+    const size = Math.max(this.times.length * 2, this.n + k);
+    const times = new Float64Array(size);
+    times.set(this.times.subarray(0, this.n));
+    this.times = times;
+    const offs = new Uint32Array(size + 1);
+    offs.set(this.offs.subarray(0, this.n));
+    this.offs = offs;
+    const hex = Buffer.allocUnsafeSlow(24 * size);
+    this.hex.copy(hex, 0, 0, 24 * this.n);
+    this.hex = hex;
+  }
+
   private ascii(s: string): void {
     const b = this.buf;
     let p = this.used;
     for (let i = 0; i < s.length; i++) b[p++] = s.charCodeAt(i);
     this.used = p;
+  }
+
+  /** Starts hit n: its time, offset and id. */
+  private begin(id: string, time: number): void {
+    this.room(1);
+    this.times[this.n] = time;
+    this.offs[this.n] = this.used;
+    const h = this.hex;
+    for (let i = 0, at = 24 * this.n; i < 24; i++) h[at + i] = id.charCodeAt(i);
+    this.n++;
   }
 
   /** A hit whose document is `data` (stored JSON bytes, written as they are). */
@@ -85,9 +120,7 @@ export class HitWriter {
       return;
     }
     this.reserve(7 + id.length + 9 + len + 9 + ISO_TIME_BYTES + 2 + 16);
-    this.times.push(time);
-    this.ids += id;
-    this.offs.push(this.used);
+    this.begin(id, time);
     this.ascii('{"id":"');
     this.ascii(id);
     this.ascii('","data":');
@@ -103,12 +136,30 @@ export class HitWriter {
     this.ascii('"}');
   }
 
+  /**
+   * `count` neighbouring documents of one sealed block, from local `local` on, `step` 1 (ascending) or -1: one
+   * native call writes them all. False, writing nothing, when the block is not known to be UTF-8 or a time is
+   * before 1970 or past 9999 (the caller then adds them one by one).
+   */
+  addRun(run: DocRun, local: number, count: number, step: 1 | -1): boolean {
+    if (!run.utf8) return false;
+    const b = local - run.first;
+    const last = b + (count - 1) * step;
+    const lo = step > 0 ? b : last;
+    const hi = step > 0 ? last : b;
+    this.reserve(run.offsets[hi + 1]! - run.offsets[lo]! + HIT_BYTES * count);
+    this.room(count);
+    const end = hitWriting.writeHits(this.buf, this.used, run.raw, run.offsets, b, count, step, run.ids, run.times, run.first, this.hex, this.offs, this.times, this.n);
+    if (end < 0) return false;
+    this.used = end;
+    this.n += count;
+    return true;
+  }
+
   /** A hit already rendered as JSON bytes. */
   addJson(id: string, time: number, json: Uint8Array): void {
     this.reserve(json.length);
-    this.times.push(time);
-    this.ids += id;
-    this.offs.push(this.used);
+    this.begin(id, time);
     this.buf.set(json, this.used);
     this.used += json.length;
   }
@@ -119,12 +170,16 @@ export class HitWriter {
   }
 
   finish(): PackedHits {
-    const offs = new Uint32Array(this.offs.length + 1);
-    offs.set(this.offs);
-    offs[this.offs.length] = this.used;
+    const n = this.n;
+    this.offs[n] = this.used;
     // The buffer has an ArrayBuffer of its own: it is moved to the HTTP thread whole, not copied.
     const json = this.buf.subarray(0, this.used);
-    return { times: Float64Array.from(this.times), ids: this.ids, json, offs };
+    return {
+      times: n === this.times.length ? this.times : this.times.slice(0, n),
+      ids: this.hex.toString('latin1', 0, 24 * n),
+      json,
+      offs: n + 1 === this.offs.length ? this.offs : this.offs.slice(0, n + 1),
+    };
   }
 }
 
@@ -162,31 +217,42 @@ export class HitList {
     return out;
   }
 
-  /** `head`, hits [from, to) comma-separated (copied from the shards' bytes), then `tail`: one buffer. */
+  /**
+   * `head`, hits [from, to) comma-separated (copied from the shards' bytes), then `tail`: one buffer. Hits that
+   * follow each other in one part (all of them, when one pass over sealed fractions answered) are copied by one
+   * joinHits call.
+   */
   jsonBytes(from: number, to: number, head = '', tail = ''): Buffer {
     const lo = Math.max(0, from);
     const hi = Math.min(to, this.length);
-    const h = Buffer.from(head);
-    const t = Buffer.from(tail);
-    let size = h.length + t.length + Math.max(0, hi - lo - 1);
+    const headLen = Buffer.byteLength(head);
+    let size = headLen + Buffer.byteLength(tail) + Math.max(0, hi - lo - 1);
     for (let i = lo; i < hi; i++) {
       const p = this.parts[this.part[i]!]!;
       const k = this.index[i]!;
       size += p.offs[k + 1]! - p.offs[k]!;
     }
     const out = Buffer.allocUnsafe(size);
-    let pos = h.copy(out, 0);
-    for (let i = lo; i < hi; i++) {
-      if (i > lo) out[pos++] = 0x2c;
-      const p = this.parts[this.part[i]!]!;
+    let pos = headLen === head.length ? writeAscii(out, head, 0) : out.write(head, 0);
+    for (let i = lo; i < hi;) {
+      const part = this.part[i]!;
       const k = this.index[i]!;
-      const len = p.offs[k + 1]! - p.offs[k]!;
-      out.set(new Uint8Array(p.json.buffer, p.json.byteOffset + p.offs[k]!, len), pos);
-      pos += len;
+      let n = 1;
+      while (i + n < hi && this.part[i + n] === part && this.index[i + n] === k + n) n++;
+      if (i > lo) out[pos++] = 0x2c;
+      const p = this.parts[part]!;
+      pos = hitWriting.joinHits(out, pos, p.json, p.offs, k, k + n);
+      i += n;
     }
-    t.copy(out, pos);
+    out.write(tail, pos);
     return out;
   }
+}
+
+/** An ASCII string's bytes at out[at ..] (short heads: cheaper than a Buffer.write call); the end. */
+function writeAscii(out: Uint8Array, s: string, at: number): number {
+  for (let i = 0; i < s.length; i++) out[at + i] = s.charCodeAt(i);
+  return at + s.length;
 }
 
 /**

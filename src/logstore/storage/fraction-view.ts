@@ -18,6 +18,22 @@ export interface DocRef {
   utf8?: boolean;
 }
 
+/**
+ * The decompressed block holding a document, for writing a run of its neighbours at once: document local `l`
+ * (first <= l < end) is raw[offsets[l - first] .. offsets[l - first + 1]); every document's time is times[l]
+ * and its binary id ids[12 * l .. 12 * l + 12].
+ */
+export interface DocRun {
+  raw: Uint8Array;
+  offsets: Uint32Array;
+  first: number;
+  end: number;
+  /** True when the block's documents are known to be valid UTF-8. */
+  utf8: boolean;
+  ids: Uint8Array;
+  times: Float64Array;
+}
+
 /** Local ids sorted by (time, id); `rank[local]` is a document's position in `order`. */
 export interface TimeOrder {
   order: Uint32Array;
@@ -54,6 +70,8 @@ export interface FractionView {
   data(locals: readonly number[]): Uint8Array[];
   /** Where one document's bytes are, without a copy or a view; the object is reused by the next call. */
   docRef(local: number): DocRef;
+  /** The block holding document `local` (a sealed fraction's; absent elsewhere); the object is reused by the next call. */
+  docRun?(local: number): DocRun;
   /** Keyword values by doc, for aggregations; null when the field has no keyword values here. */
   column(field: string): Column | null;
   /** Every token of a field with its posting list (text and path fields aggregate by token). */

@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { postings as P } from '../../native/index.js';
-import { type Column, type DocRef, type FractionView } from './fraction-view.js';
+import { type Column, type DocRef, type DocRun, type FractionView } from './fraction-view.js';
 import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
@@ -53,6 +53,7 @@ export class SealedFraction implements FractionView {
   private lastLo = 0;
   private lastHi = 0;
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+  private readonly run: DocRun = { raw: Buffer.alloc(0), offsets: new Uint32Array(1), first: 0, end: 0, utf8: false, ids: Buffer.alloc(0), times: new Float64Array(0) };
   private readonly clientIds: SealedClientIds | null;
 
   constructor(readonly dir: string) {
@@ -229,7 +230,8 @@ export class SealedFraction implements FractionView {
     });
   }
 
-  docRef(local: number): DocRef {
+  /** Makes the block holding `local` the last one read. */
+  private seek(local: number): Block {
     if (!this.last || local < this.lastLo || local >= this.lastHi) {
       const k = this.blockOf(local);
       const blocks = this.meta.blocks;
@@ -237,7 +239,24 @@ export class SealedFraction implements FractionView {
       this.lastLo = blocks[k]![2];
       this.lastHi = k + 1 < blocks.length ? blocks[k + 1]![2] : this.meta.docCount;
     }
-    const b = this.last;
+    return this.last;
+  }
+
+  docRun(local: number): DocRun {
+    const b = this.seek(local);
+    const r = this.run;
+    r.raw = b.raw;
+    r.offsets = b.offsets;
+    r.first = this.lastLo;
+    r.end = this.lastHi;
+    r.utf8 = b.utf8;
+    r.ids = this.ids();
+    r.times = this.times();
+    return r;
+  }
+
+  docRef(local: number): DocRef {
+    const b = this.seek(local);
     const i = local - this.lastLo;
     this.ref.buf = b.raw;
     this.ref.start = b.offsets[i]!;
