@@ -6,6 +6,7 @@ import { aggResults, histBuckets, mappingOf, parseSearchBody, partialError, runA
 import { readJsonBody } from './body.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
+import { giveBack } from '../search/scratch.js';
 
 /** `,"error":{...},"partial_response":true` when some shards failed; nothing otherwise. */
 function partialTail(p: PartialInfo | undefined): string {
@@ -21,7 +22,10 @@ async function searchLike(ctx: HttpContext, req: IncomingMessage, res: ServerRes
     if (hist) tail += `,"hist":${JSON.stringify({ buckets: histBuckets(r) })}`;
   }
   tail += partialTail(r.partial);
-  sendJson(res, 200, r.hits.jsonBytes(spec.offset, spec.offset + spec.size, `{"total":${r.total},"docs":[`, `${tail}}`));
+  const answer = r.hits.jsonBytes(spec.offset, spec.offset + spec.size, `{"total":${r.total},"docs":[`, `${tail}}`);
+  // The hits' bytes are copied into the answer: nothing reads them any more.
+  for (const p of r.hits.parts) giveBack(p.json);
+  sendJson(res, 200, answer);
   return 200;
 }
 

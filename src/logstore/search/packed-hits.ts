@@ -5,6 +5,7 @@ import { hitWriting } from '../../native/index.js';
 import { HIT_BYTES } from '../../native/hit-writer.js';
 import type { DocRun } from '../storage/fraction-view.js';
 import { ISO_TIME_BYTES, isoTime, writeIsoTime } from './hit-json.js';
+import { giveBack, takeScratch } from './scratch.js';
 
 export interface ShardHit {
   id: string;
@@ -55,18 +56,20 @@ export class HitWriter {
   private hex: Buffer;
 
   // Uninitialized (no zero fill): only bytes [0, used) are ever read, each through a view bounded by offs.
-  // `bytes`: the hits' size when the caller knows it (else 256 a hit, grown as needed).
+  // `bytes`: the hits' size when the caller knows it (else 256 a hit, grown as needed). The buffers are scratch
+  // (search/scratch.ts): the JSON's is given back by whoever last reads the hits, when it knows.
   constructor(expected: number, bytes = expected * 256) {
-    this.buf = Buffer.allocUnsafeSlow(Math.max(256, bytes));
+    this.buf = takeScratch(Math.max(256, bytes));
     this.times = new Float64Array(Math.max(1, expected));
     this.offs = new Uint32Array(Math.max(1, expected) + 1);
-    this.hex = Buffer.allocUnsafeSlow(24 * Math.max(1, expected));
+    this.hex = takeScratch(24 * Math.max(1, expected));
   }
 
   private reserve(n: number): void {
     if (this.used + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.used + n));
+    const next = takeScratch(Math.max(this.buf.length * 2, this.used + n));
     next.set(this.buf.subarray(0, this.used));
+    giveBack(this.buf);
     this.buf = next;
   }
 
@@ -80,8 +83,9 @@ export class HitWriter {
     const offs = new Uint32Array(size + 1);
     offs.set(this.offs.subarray(0, this.n));
     this.offs = offs;
-    const hex = Buffer.allocUnsafeSlow(24 * size);
+    const hex = takeScratch(24 * size);
     this.hex.copy(hex, 0, 0, 24 * this.n);
+    giveBack(this.hex);
     this.hex = hex;
   }
 
@@ -174,9 +178,11 @@ export class HitWriter {
     this.offs[n] = this.used;
     // The buffer has an ArrayBuffer of its own: it is moved to the HTTP thread whole, not copied.
     const json = this.buf.subarray(0, this.used);
+    const ids = this.hex.toString('latin1', 0, 24 * n);
+    giveBack(this.hex);
     return {
       times: n === this.times.length ? this.times : this.times.slice(0, n),
-      ids: this.hex.toString('latin1', 0, 24 * n),
+      ids,
       json,
       offs: n + 1 === this.offs.length ? this.offs : this.offs.slice(0, n + 1),
     };
@@ -232,7 +238,8 @@ export class HitList {
       const k = this.index[i]!;
       size += p.offs[k + 1]! - p.offs[k]!;
     }
-    const out = Buffer.allocUnsafe(size);
+    // Scratch: the caller may give it back once the answer is written (search/scratch.ts).
+    const out = takeScratch(size);
     let pos = headLen === head.length ? writeAscii(out, head, 0) : out.write(head, 0);
     for (let i = lo; i < hi;) {
       const part = this.part[i]!;

@@ -1,0 +1,43 @@
+// Scratch buffers of a search: reused once given back, never handed out twice at once, and only those handed out.
+import { describe, expect, it } from 'vitest';
+import { giveBack, takeScratch } from '../../../src/logstore/search/scratch.js';
+
+describe('search scratch buffers', () => {
+  it('hands out distinct buffers while in use, and reuses one given back for a request that fits', () => {
+    const a = takeScratch(1000);
+    const b = takeScratch(1000);
+    expect(a.length).toBe(1000);
+    expect(a.buffer).not.toBe(b.buffer);
+    a.fill(1);
+    b.fill(2);
+    expect(a.every((x) => x === 1)).toBe(true);
+    giveBack(a.subarray(10, 20));
+    const c = takeScratch(5000);
+    expect(c.buffer).toBe(a.buffer);
+    // Taken again: not free until given back again.
+    expect(takeScratch(5000).buffer).not.toBe(c.buffer);
+    giveBack(c);
+    giveBack(b);
+  });
+
+  it('ignores buffers it did not hand out and a second give-back; keeps none past 8 MB', () => {
+    const mine = takeScratch(100);
+    giveBack(mine);
+    giveBack(mine);
+    const x = takeScratch(100);
+    const y = takeScratch(100);
+    expect(x.buffer).not.toBe(y.buffer);
+    const foreign = Buffer.allocUnsafeSlow(1 << 16);
+    giveBack(foreign);
+    for (let i = 0; i < 8; i++) expect(takeScratch(1 << 16).buffer).not.toBe(foreign.buffer);
+    const big = takeScratch(9 << 20);
+    expect(big.buffer.byteLength).toBeGreaterThanOrEqual(9 << 20);
+    giveBack(big);
+    expect(takeScratch(9 << 20).buffer).not.toBe(big.buffer);
+  });
+
+  it('grows in powers of two from 64 KB', () => {
+    expect(takeScratch(1).buffer.byteLength).toBe(64 * 1024);
+    expect(takeScratch(100_000).buffer.byteLength).toBe(131_072);
+  });
+});
