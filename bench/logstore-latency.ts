@@ -9,7 +9,8 @@
 //     driver keeps one connection). Each client gets its own table row.
 //   --only: just the rows whose name contains TEXT.
 //   BENCH_STORE_NODE_ARGS: node flags for build b's store and proxy processes (profiling).
-//   Below the table: each build's CPU per request (user + system, from /proc), per process, row by row.
+//   Below the table: each build's CPU per request (user + system, from /proc), per process, row by row, and this
+//   process's CPU per request of each target (the client's work: sending, receiving and decoding the answer).
 //   DIR: a built checkout (bin/tidepool.js, dist/, build/). Prints a markdown table of medians (ms) and ratios.
 import { spawnSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -183,6 +184,8 @@ async function main(): Promise<void> {
       const targets: (() => Promise<unknown>)[] = CLIENTS.flatMap((c) => ports.map((p) => () => run(p, send(c))));
       if (client) targets.push(() => client!.query(pgSql[name]!));
       const xs: number[][] = targets.map(() => []);
+      /** This process's CPU (us) while each target's requests were in flight: the client's side of the exchange. */
+      const clientCpu = targets.map(() => 0);
       // Each round runs every target once in a fresh random order (seeded), so every target follows every other
       // (and itself, across rounds) equally often. A fixed order reversed every other round made some targets
       // always follow a request to the same process (warm) and others always follow one to another process.
@@ -196,15 +199,21 @@ async function main(): Promise<void> {
         }
         if (i === WARMUPS) cpu0 = measured.map((ps) => ps.map((x) => cpuSeconds(x.pid)));
         for (const k of order) {
+          const u = process.cpuUsage();
           const t = process.hrtime.bigint();
           await targets[k]!();
-          if (i >= WARMUPS) xs[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
+          if (i >= WARMUPS) {
+            xs[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
+            const d = process.cpuUsage(u);
+            clientCpu[k]! += d.user + d.system;
+          }
         }
       }
       const meds = xs.map(median);
       // Each build's processes served RUNS requests of every client.
       const cpu = measured.map((ps, b) => ps.map((x, j) => `${x.role} ${((1000 * (cpuSeconds(x.pid) - cpu0[b]![j]!)) / (RUNS * CLIENTS.length)).toFixed(3)}`).join(', '));
-      cpuNotes.push(`- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}`);
+      const clientMs = clientCpu.map((us) => (us / 1000 / RUNS).toFixed(3));
+      cpuNotes.push(`- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}; the client's (this process) per target: ${targets.map((_, k) => `${k === targets.length - 1 && WITH_PG ? 'PostgreSQL' : `${CLIENTS[Math.floor(k / 2)]} ${k % 2 ? 'b' : 'a'}`} ${clientMs[k]}`).join(', ')}`);
       const c = client ? meds[meds.length - 1] : undefined;
       for (const [ci, cname] of CLIENTS.entries()) {
         const a = meds[ci * 2]!;

@@ -48,6 +48,8 @@ export interface LogBackend extends BulkTarget {
   /** Batches of one bulk worth sending at once (local shards, or cluster shards). */
   readonly shardCount: number;
   query(q: SearchTask): Promise<QueryAnswer>;
+  /** The answer when it is at hand without waiting (single mode, sealed data), else null (use query). */
+  querySync?(q: SearchTask): QueryAnswer | null;
   fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer>;
   status(): Promise<BackendStatus>;
 }
@@ -72,6 +74,10 @@ export class LocalBackend implements LogBackend {
 
   query(q: SearchTask): Promise<QueryAnswer> {
     return this.store.query(q);
+  }
+
+  querySync(q: SearchTask): QueryAnswer | null {
+    return this.store.querySync(q);
   }
 
   async fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer> {

@@ -139,7 +139,13 @@ export class Store {
   }
 
   async query(q: ShardQuery): Promise<StoreQueryResult> {
-    return mergeQueryResults([this.querySealed(q) ?? (await this.queryShards(q))].flat(), q);
+    return this.querySync(q) ?? mergeQueryResults(await this.queryShards(q), q);
+  }
+
+  /** The answer when this thread can give it at once (querySealed), else null: query() then asks the shard threads. */
+  querySync(q: ShardQuery): StoreQueryResult | null {
+    const sealed = this.querySealed(q);
+    return sealed ? mergeQueryResults([sealed], q) : null;
   }
 
   /**

@@ -71,7 +71,8 @@ export function parseSearchSpec(body: Record<string, unknown>, mapping: MappingS
   if (size + offset > maxDocs) bad(`offset + size must be at most limits.search_docs (${maxDocs}); found ${size + offset}`);
   const order = body.order ?? 'desc';
   if (order !== 'desc' && order !== 'asc') bad(`order must be "desc" or "asc"; found ${JSON.stringify(order)}`);
-  return { ...spec, size, offset, order, withTotal: body.with_total !== false };
+  // A literal, not a spread: the spread took most of this function's time.
+  return { text: spec.text, plan: spec.plan, pipes: spec.pipes, from: spec.from, to: spec.to, size, offset, order, withTotal: body.with_total !== false };
 }
 
 export function parseInterval(v: unknown, name: string): number {

@@ -2,7 +2,7 @@
 // Validation and execution are api/operations.ts (shared with gRPC); this file renders JSON.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PartialInfo } from '../backend.js';
-import { aggResults, histBuckets, mappingOf, parseSearchBody, partialError, runAggregate, runExport, runFetch, runHistogram, runSearch, statusOf } from '../api/operations.js';
+import { type SearchOutcome, aggResults, histBuckets, mappingOf, parseSearchBody, partialError, runAggregate, runExport, runFetch, runHistogram, runSearch, runSearchSync, statusOf } from '../api/operations.js';
 import { readJsonBody } from './body.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
@@ -13,9 +13,17 @@ function partialTail(p: PartialInfo | undefined): string {
   return p ? `,"error":${JSON.stringify(partialError(p))},"partial_response":true` : '';
 }
 
-async function searchLike(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, complex: boolean): Promise<number> {
-  const body = await readJsonBody(req);
-  const { spec, aggs, hist, r } = await runSearch(ctx, parseSearchBody(ctx, body, complex));
+/**
+ * The answer of /search (complex false) or /complex-search to a parsed body: at once when the backend has it at
+ * hand (single mode over sealed data), else a promise.
+ */
+export function searchAnswer(ctx: HttpContext, body: Record<string, unknown>, complex: boolean): Buffer | Promise<Buffer> {
+  const req = parseSearchBody(ctx, body, complex);
+  const now = runSearchSync(ctx, req);
+  return now ? searchBytes(now, complex) : runSearch(ctx, req).then((o) => searchBytes(o, complex));
+}
+
+function searchBytes({ spec, aggs, hist, r }: SearchOutcome, complex: boolean): Buffer {
   let tail = ']';
   if (complex) {
     tail += `,"aggs":${JSON.stringify(aggResults(aggs, r))}`;
@@ -25,30 +33,44 @@ async function searchLike(ctx: HttpContext, req: IncomingMessage, res: ServerRes
   const answer = r.hits.jsonBytes(spec.offset, spec.offset + spec.size, `{"total":${r.total},"docs":[`, `${tail}}`);
   // The hits' bytes are copied into the answer: nothing reads them any more.
   for (const p of r.hits.parts) giveBack(p.json);
-  sendJson(res, 200, answer);
-  return 200;
+  return answer;
 }
 
-export const search = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => searchLike(ctx, req, res, false);
-export const complexSearch = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => searchLike(ctx, req, res, true);
-
-export async function aggregate(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {
-  const { aggs, r } = await runAggregate(ctx, await readJsonBody(req));
-  sendJson(res, 200, `{"total":${r.total},"aggs":${JSON.stringify(aggResults(aggs, r))}${partialTail(r.partial)}}`);
-  return 200;
+export async function aggregateAnswer(ctx: HttpContext, body: Record<string, unknown>): Promise<string> {
+  const { aggs, r } = await runAggregate(ctx, body);
+  return `{"total":${r.total},"aggs":${JSON.stringify(aggResults(aggs, r))}${partialTail(r.partial)}}`;
 }
 
-export async function histogram(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {
-  const r = await runHistogram(ctx, await readJsonBody(req));
-  sendJson(res, 200, `{"total":${r.total},"hist":${JSON.stringify({ buckets: histBuckets(r) })}${partialTail(r.partial)}}`);
-  return 200;
+export async function histogramAnswer(ctx: HttpContext, body: Record<string, unknown>): Promise<string> {
+  const r = await runHistogram(ctx, body);
+  return `{"total":${r.total},"hist":${JSON.stringify({ buckets: histBuckets(r) })}${partialTail(r.partial)}}`;
 }
 
-export async function fetchDocs(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {
-  const { hits, notFound, partial } = await runFetch(ctx, await readJsonBody(req));
-  sendJson(res, 200, `{"docs":[${hits.map((h) => h.json).join(',')}],"not_found":${JSON.stringify(notFound)}${partialTail(partial)}}`);
-  return 200;
+export async function fetchAnswer(ctx: HttpContext, body: Record<string, unknown>): Promise<string> {
+  const { hits, notFound, partial } = await runFetch(ctx, body);
+  return `{"docs":[${hits.map((h) => h.json).join(',')}],"not_found":${JSON.stringify(notFound)}${partialTail(partial)}}`;
 }
+
+/** The routes whose answer is one JSON body made from the request's JSON body: the answer, or a promise of it (a
+ * search answered at once from sealed data needs none). */
+export const JSON_ROUTES: Record<string, (ctx: HttpContext, body: Record<string, unknown>) => Buffer | string | Promise<Buffer | string>> = {
+  '/search': (ctx, body) => searchAnswer(ctx, body, false),
+  '/complex-search': (ctx, body) => searchAnswer(ctx, body, true),
+  '/aggregate': aggregateAnswer,
+  '/histogram': histogramAnswer,
+  '/fetch': fetchAnswer,
+};
+
+const jsonRoute = (path: string) => async (ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> => {
+  sendJson(res, 200, await JSON_ROUTES[path]!(ctx, await readJsonBody(req)));
+  return 200;
+};
+
+export const search = jsonRoute('/search');
+export const complexSearch = jsonRoute('/complex-search');
+export const aggregate = jsonRoute('/aggregate');
+export const histogram = jsonRoute('/histogram');
+export const fetchDocs = jsonRoute('/fetch');
 
 /** Streams every match as NDJSON, newest first, paging by a time cursor so memory stays bounded. */
 export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {

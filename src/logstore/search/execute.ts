@@ -126,6 +126,29 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   };
   const better = (a: Cand, b: Cand) => (desc ? b.time - a.time || byId(b, a) : a.time - b.time || byId(a, b));
   const take = (view: FractionView, picked: ArrayLike<number>, inOrder = view.timeOrdered) => {
+    if (inOrder) {
+      // Both lists are in order: a merge keeps the best `limit`, making a candidate only of a pick that stays
+      // (the same order as the stable sort below: on a full tie the earlier candidate first).
+      const old = cands;
+      const out: Cand[] = [];
+      let i = 0;
+      let j = 0;
+      let pick: Cand | null = null;
+      while (out.length < q.limit) {
+        if (!pick && j < picked.length) {
+          const local = picked[j]!;
+          pick = { time: view.time(local), id: null, view, local };
+        }
+        if (i < old.length && (!pick || better(old[i]!, pick) <= 0)) out.push(old[i++]!);
+        else if (pick) {
+          out.push(pick);
+          pick = null;
+          j++;
+        } else break;
+      }
+      cands = out;
+      return;
+    }
     const fresh = cands.length === 0;
     for (let i = 0; i < picked.length; i++) {
       const local = picked[i]!;
@@ -227,7 +250,7 @@ function writeCands(cands: Cand[], pipes: FieldsPipe[]): PackedHits {
     const e = b + (n - 1) * step;
     bytes += r.offsets[Math.max(b, e) + 1]! - r.offsets[Math.min(b, e)]! + HIT_BYTES * n;
     // The object is reused by the view's next call: keep a copy.
-    runs.push({ at: i, count: n, step, run: { ...r } });
+    runs.push({ at: i, count: n, step, run: { raw: r.raw, offsets: r.offsets, first: r.first, end: r.end, utf8: r.utf8, ids: r.ids, times: r.times } });
     i += n;
   }
   if (pipes.length) alone = cands.length;

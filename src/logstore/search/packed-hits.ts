@@ -267,6 +267,13 @@ function writeAscii(out: Uint8Array, s: string, at: number): number {
  * the one before it (the same document from two replicas or a retried write) is dropped.
  */
 export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean): HitList {
+  if (parts.length === 1) {
+    // One part (one pass over sealed fractions, or one shard): its hits in order, nothing to compare.
+    const n = Math.max(0, Math.min(limit, parts[0]!.times.length));
+    const index = new Uint32Array(n);
+    for (let i = 0; i < n; i++) index[i] = i;
+    return new HitList(parts, new Uint16Array(n), index);
+  }
   const at = parts.map(() => 0);
   let avail = 0;
   for (const p of parts) avail += p.times.length;
