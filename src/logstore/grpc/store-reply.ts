@@ -3,6 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { HitList } from '../search/packed-hits.js';
 import { hitsWireSize, writeHits } from '../search/packed-wire.js';
+import { giveBack } from '../search/scratch.js';
 import { services } from './proto.js';
 
 type Serialize = (value: unknown) => Buffer;
@@ -57,6 +58,8 @@ export function storeReplySerializer(): Serialize {
     out[at++] = SEARCH_HITS_TAG;
     at = writeVarint(out, at, hitsSize);
     writeHits(hits, out, at);
+    // Copied into the message (serialized once): the hits' bytes are free for the next search (search/scratch.ts).
+    for (const p of hits.parts) giveBack(p.json);
     return out;
   };
 }

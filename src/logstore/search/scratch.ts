@@ -4,7 +4,6 @@
 // answers (every ~20 for 5 000 hits).
 const MAX_KEPT_BYTES = 8 << 20;
 const MAX_KEPT = 4;
-const MIN_BYTES = 64 * 1024;
 
 /** Buffers handed out by takeScratch and not given back (their ArrayBuffers). */
 const out = new WeakSet<ArrayBufferLike>();
@@ -12,8 +11,17 @@ const out = new WeakSet<ArrayBufferLike>();
 const free: Buffer[] = [];
 
 /**
- * `size` bytes, uninitialized: a subarray of a free kept buffer when one is large enough, else of a new one
- * (at least 64 KB, a power of two, so it can serve the next request of a similar size).
+ * A new buffer's size for `size` bytes: a quarter more, in 4 KB pages, so that it serves the next search of a
+ * similar size; no more than that, as a buffer its taker never gives back (store mode's hits, export, async
+ * search) costs what a buffer of its own did.
+ */
+function roomy(size: number): number {
+  return Math.ceil((size + (size >> 2)) / 4096) * 4096 || 4096;
+}
+
+/**
+ * `size` bytes, uninitialized: a subarray of the smallest free kept buffer that is large enough, else of a new
+ * one a little larger than asked.
  */
 export function takeScratch(size: number): Buffer {
   let best = -1;
@@ -26,7 +34,7 @@ export function takeScratch(size: number): Buffer {
     whole = free[best]!;
     free[best] = free[free.length - 1]!;
     free.pop();
-  } else whole = Buffer.allocUnsafeSlow(size <= MIN_BYTES ? MIN_BYTES : 2 ** Math.ceil(Math.log2(size)));
+  } else whole = Buffer.allocUnsafeSlow(roomy(size));
   out.add(whole.buffer);
   return whole.subarray(0, size);
 }
