@@ -62,7 +62,11 @@ export const JSON_ROUTES: Record<string, (ctx: HttpContext, body: Record<string,
 };
 
 const jsonRoute = (path: string) => async (ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> => {
-  sendJson(res, 200, await JSON_ROUTES[path]!(ctx, await readJsonBody(req)));
+  const answer = await JSON_ROUTES[path]!(ctx, await readJsonBody(req));
+  sendJson(res, 200, answer);
+  // A scratch answer (search/scratch.ts) is free again once node:http has handed its last byte to the socket
+  // ('finish'); a response cut short never finishes, and its buffer is left to the GC.
+  if (Buffer.isBuffer(answer)) res.once('finish', () => giveBack(answer));
   return 200;
 };
 
