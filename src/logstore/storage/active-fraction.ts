@@ -221,6 +221,11 @@ export class ActiveFraction implements FractionView {
     return this.ref;
   }
 
+  /** Bytes of document `local`. */
+  docLength(local: number): number {
+    return this.docLen[local]!;
+  }
+
   doc(local: number): Uint8Array {
     const off = this.docOff[local]!;
     return this.batches[this.docBatch[local]!]!.subarray(off, off + this.docLen[local]!);

@@ -15,6 +15,7 @@ import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
 import { Wal, encodeWalRecords, type WalRecord } from './wal.js';
 import { clientIdHash, withClientIdBound, withClientIdInto } from './client-ids.js';
+import type { DocBatch } from '../../native/doc-indexer.js';
 
 export interface ShardOptions {
   dir: string;
@@ -177,29 +178,13 @@ export class Shard {
     // it leaves (time NaN: not JSON, clamped times, shapes it does not reproduce exactly) are parsed below.
     const scanned = valid && !clientIds && n > 0 ? this.active.index.indexBatch(data, offs, 0, n, now) : null;
     let stored = 0;
-    const flush = () => {
-      if (records.length === 0) return;
-      this.wal.write(encodeWalRecords(records));
-      for (let i = 0; i < records.length; i++) {
-        const r = records[i]!;
-        const base = r.doc.buffer === data.buffer ? data : side !== null && r.doc.buffer === side.buffer ? side : null;
-        const p = parsed[i]!;
-        const doc = typeof p === 'number' ? null : p;
-        if (base) this.active.add(doc, base, r.doc.byteOffset - base.byteOffset, r.doc.length, r.time, r.counter, scanned ?? undefined, p as number);
-        else this.active.add(doc, Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.length), 0, r.doc.length, r.time, r.counter);
-      }
-      stored += records.length;
-      records.length = 0;
-      parsed.length = 0;
-      pending.clear();
-    };
     for (let i = 0; i < n; i++) {
       const start = offs[2 * i]!;
       const len = offs[2 * i + 1]!;
       if (scanned !== null && !Number.isNaN(scanned.times[i]!)) {
         this.store(records, ids, i, scanned.times[i]!, data.subarray(start, start + len), assign);
         parsed.push(i);
-        if (records.length === INGEST_CHUNK) flush();
+        if (records.length === INGEST_CHUNK) stored += this.flush(records, parsed, data, side, scanned, pending);
         continue;
       }
       const text = data.toString('utf8', start, start + len);
@@ -244,9 +229,9 @@ export class Shard {
       }
       this.store(records, ids, i, t.time, bytes, assign);
       parsed.push(obj);
-      if (records.length === INGEST_CHUNK) flush();
+      if (records.length === INGEST_CHUNK) stored += this.flush(records, parsed, data, side, scanned, pending);
     }
-    flush();
+    stored += this.flush(records, parsed, data, side, scanned, pending);
     if (stored) {
       this.wal.sync();
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
@@ -255,6 +240,31 @@ export class Shard {
       if (this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) this.seal();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
+  }
+
+  /**
+   * Writes the queued records to the write-ahead file (no fsync) and adds them to the active fraction; returns how
+   * many. `parsed[i]` is record i's parsed document, or its number in `scanned`; `pending` (client ids of the batch
+   * not yet added) is cleared. A method, not a closure of ingest: a closure made per call was compiled again per
+   * call (54 compiles in a profile of 1 M documents).
+   */
+  private flush(records: WalRecord[], parsed: (Record<string, unknown> | number)[], data: Buffer, side: Buffer | null, scanned: DocBatch | null, pending: Set<string>): number {
+    const count = records.length;
+    if (count === 0) return 0;
+    this.wal.write(encodeWalRecords(records));
+    const active = this.active;
+    for (let i = 0; i < count; i++) {
+      const r = records[i]!;
+      const base = r.doc.buffer === data.buffer ? data : side !== null && r.doc.buffer === side.buffer ? side : null;
+      const p = parsed[i]!;
+      const doc = typeof p === 'number' ? null : p;
+      if (base) active.add(doc, base, r.doc.byteOffset - base.byteOffset, r.doc.length, r.time, r.counter, scanned ?? undefined, p as number);
+      else active.add(doc, Buffer.from(r.doc.buffer, r.doc.byteOffset, r.doc.length), 0, r.doc.length, r.time, r.counter);
+    }
+    records.length = 0;
+    parsed.length = 0;
+    pending.clear();
+    return count;
   }
 
   /** Gives document i of a batch its id (written into `ids`) and queues its write-ahead record. */
