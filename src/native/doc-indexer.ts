@@ -331,11 +331,21 @@ class NativeDocIndexer implements DocIndexer {
   }
 }
 
+/**
+ * One empty batch answer, kept for the life of the thread. The addon builds each answer as a plain object, property
+ * by property, so its shape (V8 map) is reached by transitions that V8 holds weakly: between two seals a shard's
+ * full collection found no answer alive, dropped the shapes, and threw away the optimized code of every function
+ * that read an answer (the ingest path, at every seal), which was then compiled again.
+ */
+let shapeKeeper: DocBatch | null = null;
+
 /** The native indexer behind the DocIndexer interface. */
 export function nativeDocIndexer(addon: NativeDocIndexerFns): DocIndexerFactory {
   return (mapping) => {
     const names = Object.keys(mapping.fields);
-    return new NativeDocIndexer(addon, addon.docIndexerNew(names, names.map((n) => typeLetters(mapping.fields[n]!)), mapping.auto, mapping.maxTokenSize));
+    const h = addon.docIndexerNew(names, names.map((n) => typeLetters(mapping.fields[n]!)), mapping.auto, mapping.maxTokenSize);
+    shapeKeeper ??= addon.docIndexerIndex(h, new Uint8Array(0), new Int32Array(0), 0, 0, 0);
+    return new NativeDocIndexer(addon, h);
   };
 }
 
