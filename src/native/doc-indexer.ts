@@ -288,27 +288,64 @@ interface NativeDocIndexerFns {
   docIndexerBytes(h: unknown): number;
 }
 
+/**
+ * The native indexer behind the DocIndexer interface: a class, not an object of closures made per indexer. A
+ * fraction's indexer lives until its seal, and optimized code that called one indexer's closures held them as
+ * constants: at every seal it was thrown away and compiled again for the next indexer's closures.
+ */
+class NativeDocIndexer implements DocIndexer {
+  constructor(private readonly addon: NativeDocIndexerFns, private readonly h: unknown) {}
+
+  index(buf: Uint8Array, offs: Int32Array, first: number, count: number, now: number): DocBatch {
+    return this.addon.docIndexerIndex(this.h, buf, offs, first, count, now);
+  }
+
+  learnField(name: string): number {
+    return this.addon.docIndexerLearnField(this.h, name);
+  }
+
+  learnToken(field: number, text: string): number {
+    return this.addon.docIndexerLearnToken(this.h, field, text);
+  }
+
+  find(field: number, text: string): number {
+    return this.addon.docIndexerFind(this.h, field, text);
+  }
+
+  fieldTokens(field: number): FieldTokens {
+    const { text, units, lens, ids } = this.addon.docIndexerFieldTokens(this.h, field);
+    // Code units (not all ASCII) are decoded here: Buffer's UTF-16LE keeps lone surrogates.
+    return { text: text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le'), lens, ids };
+  }
+
+  sortedField(field: number): SortedField {
+    return this.addon.docIndexerSortedField(this.h, field);
+  }
+
+  release(): void {
+    this.addon.docIndexerRelease(this.h);
+  }
+
+  get bytes(): number {
+    return this.addon.docIndexerBytes(this.h);
+  }
+}
+
+/**
+ * One empty batch answer, kept for the life of the thread. The addon builds each answer as a plain object, property
+ * by property, so its shape (V8 map) is reached by transitions that V8 holds weakly: between two seals a shard's
+ * full collection found no answer alive, dropped the shapes, and threw away the optimized code of every function
+ * that read an answer (the ingest path, at every seal), which was then compiled again.
+ */
+let shapeKeeper: DocBatch | null = null;
+
 /** The native indexer behind the DocIndexer interface. */
 export function nativeDocIndexer(addon: NativeDocIndexerFns): DocIndexerFactory {
   return (mapping) => {
     const names = Object.keys(mapping.fields);
     const h = addon.docIndexerNew(names, names.map((n) => typeLetters(mapping.fields[n]!)), mapping.auto, mapping.maxTokenSize);
-    return {
-      index: (buf, offs, first, count, now) => addon.docIndexerIndex(h, buf, offs, first, count, now),
-      learnField: (name) => addon.docIndexerLearnField(h, name),
-      learnToken: (field, text) => addon.docIndexerLearnToken(h, field, text),
-      find: (field, text) => addon.docIndexerFind(h, field, text),
-      fieldTokens: (field) => {
-        const { text, units, lens, ids } = addon.docIndexerFieldTokens(h, field);
-        // Code units (not all ASCII) are decoded here: Buffer's UTF-16LE keeps lone surrogates.
-        return { text: text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le'), lens, ids };
-      },
-      sortedField: (field) => addon.docIndexerSortedField(h, field),
-      release: () => addon.docIndexerRelease(h),
-      get bytes() {
-        return addon.docIndexerBytes(h);
-      },
-    };
+    shapeKeeper ??= addon.docIndexerIndex(h, new Uint8Array(0), new Int32Array(0), 0, 0, 0);
+    return new NativeDocIndexer(addon, h);
   };
 }
 

@@ -8,6 +8,16 @@ import type { Column, DocRef, FractionView, TimeOrder } from './fraction-view.js
 import { ClientIdTable, clientIdHash, docHasClientId } from './client-ids.js';
 
 const HEX24 = /^[0-9a-f]{24}$/;
+/** Room for documents an active fraction starts with (it doubles from there). */
+const INITIAL_DOCS = 1024;
+/** Bytes a document costs in an active fraction's per-document arrays: time, counter, batch, offset, length. */
+const PER_DOC_BYTES = 8 + 8 + 4 + 4 + 4;
+
+/** `next` with the values of `old` at its start. */
+function grownTo<T extends Float64Array | Uint32Array>(old: T, next: T): T {
+  next.set(old);
+  return next;
+}
 
 export class ActiveFraction implements FractionView {
   /** True while documents arrived in (time, id) order (the usual case): then local ids are time-ordered too. */
@@ -15,17 +25,22 @@ export class ActiveFraction implements FractionView {
   private lastTail = -1;
   private readonly shardNo: number;
   readonly index: ActiveIndex;
-  /** Per document: time, id counter, and where its bytes are (batch, offset, length). Plain number arrays
-   *  hold unboxed values, so a large fraction costs the garbage collector nothing per document. */
-  readonly times: number[] = [];
-  private readonly counters: number[] = [];
+  /** Documents held. */
+  private n = 0;
+  /**
+   * Per document: time, id counter, and where its bytes are (batch, offset, length), in typed arrays grown by
+   * doubling: 28 bytes a document, outside the V8 heap (JavaScript number arrays took 48, and each of their
+   * growths was a large old-space allocation that brought the shard's next full collection nearer).
+   */
+  private tm = new Float64Array(INITIAL_DOCS);
+  private ctr = new Float64Array(INITIAL_DOCS);
+  private docBatch = new Uint32Array(INITIAL_DOCS);
+  private docOff = new Uint32Array(INITIAL_DOCS);
+  private docLen = new Uint32Array(INITIAL_DOCS);
   /** Runs of consecutive id tails: run r starts at local id runLocal[r] with tail runTail[r]. Ids made by one
    *  counter form one run; a proxy's batches (its counter jumps between batches) one run each. */
   private readonly runTail: number[] = [];
   private readonly runLocal: number[] = [];
-  private readonly docBatch: number[] = [];
-  private readonly docOff: number[] = [];
-  private readonly docLen: number[] = [];
   private readonly batches: Buffer[] = [];
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
   /** Client `_id` of the documents that carry one (kept in the document as its field `_id`), by hash. */
@@ -46,16 +61,32 @@ export class ActiveFraction implements FractionView {
   }
 
   get docCount(): number {
-    return this.times.length;
+    return this.n;
+  }
+
+  /** Each document's time, by local id (a view: valid until the next document is added). */
+  get times(): Float64Array {
+    return this.tm.subarray(0, this.n);
+  }
+
+  /** Room for one more document. */
+  private grow(): void {
+    const cap = 2 * this.tm.length;
+    this.tm = grownTo(this.tm, new Float64Array(cap));
+    this.ctr = grownTo(this.ctr, new Float64Array(cap));
+    this.docBatch = grownTo(this.docBatch, new Uint32Array(cap));
+    this.docOff = grownTo(this.docOff, new Uint32Array(cap));
+    this.docLen = grownTo(this.docLen, new Uint32Array(cap));
   }
 
   /**
-   * Bytes this fraction holds in memory: its document batches (whole buffers, as they arrived), 48 per
-   * document for times, counters and places, its index (see ActiveIndex.memoryBytes) and, once searched out
-   * of time order, 16 per document for the time order (see byTime).
+   * Bytes this fraction holds in memory: its document batches (whole buffers, as they arrived), 28 per
+   * document for times, counters and places (room the arrays have not used yet is not resident: they grow by
+   * doubling, the large ones in fresh zeroed pages), its index (see ActiveIndex.memoryBytes) and, once searched
+   * out of time order, 16 per document for the time order (see byTime).
    */
   get memoryBytes(): number {
-    return this.batchBytes + 48 * this.times.length + 16 * this.sorted.length + this.index.memoryBytes;
+    return this.batchBytes + PER_DOC_BYTES * this.n + 16 * this.sorted.length + this.index.memoryBytes;
   }
 
   get timeOrdered(): boolean {
@@ -67,9 +98,9 @@ export class ActiveFraction implements FractionView {
    * document, or null when the document is number `bi` of `batch` (ActiveIndex.indexBatch tokenized it).
    */
   add(doc: Record<string, unknown> | null, buf: Buffer, off: number, len: number, time: number, counter: number, batch?: DocBatch, bi = 0): void {
-    const n = this.times.length;
+    const n = this.n;
     const tail = idTail(counter, this.shardNo);
-    if (n > 0 && (time < this.times[n - 1]! || (time === this.times[n - 1]! && tail <= this.lastTail))) this.ordered = false;
+    if (n > 0 && (time < this.tm[n - 1]! || (time === this.tm[n - 1]! && tail <= this.lastTail))) this.ordered = false;
     if (n === 0 || tail !== this.lastTail + 1) {
       this.runTail.push(tail);
       this.runLocal.push(n);
@@ -80,16 +111,18 @@ export class ActiveFraction implements FractionView {
       this.index.addDoc(doc);
       if (typeof doc._id === 'string') this.clientIds.add(clientIdHash(doc._id), n);
     }
-    this.times.push(time);
-    this.counters.push(counter);
+    if (n === this.tm.length) this.grow();
+    this.tm[n] = time;
+    this.ctr[n] = counter;
     if (this.batches[this.batches.length - 1] !== buf) {
       this.batches.push(buf);
       if (buf.buffer !== this.lastBuffer) this.batchBytes += buf.buffer.byteLength;
       this.lastBuffer = buf.buffer;
     }
-    this.docBatch.push(this.batches.length - 1);
-    this.docOff.push(off);
-    this.docLen.push(len);
+    this.docBatch[n] = this.batches.length - 1;
+    this.docOff[n] = off;
+    this.docLen[n] = len;
+    this.n = n + 1;
     this.rawBytes += len;
     if (time < this.minTime) this.minTime = time;
     if (time > this.maxTime) this.maxTime = time;
@@ -97,12 +130,13 @@ export class ActiveFraction implements FractionView {
 
   timeRange(from: number, to: number): [number, number] | null {
     if (!this.ordered) return null;
-    const lo = firstAtLeast(this.times, from, false);
-    return [lo, Math.max(lo, firstAtLeast(this.times, to, true))];
+    const times = this.times;
+    const lo = firstAtLeast(times, from, false);
+    return [lo, Math.max(lo, firstAtLeast(times, to, true))];
   }
 
   universe(from: number, to: number): Uint32Array {
-    const n = this.times.length;
+    const n = this.n;
     if (from <= this.minTime && to >= this.maxTime) return P.rangeOfIds(0, n);
     if (this.ordered) return P.rangeOfIds(firstAtLeast(this.times, from, false), firstAtLeast(this.times, to, true));
     const { order, lo, hi } = this.byTime(from, to)!;
@@ -116,7 +150,7 @@ export class ActiveFraction implements FractionView {
    */
   byTime(from: number, to: number): TimeOrder | null {
     if (this.ordered) return null;
-    const n = this.times.length;
+    const n = this.n;
     const m = this.sorted.length;
     if (m !== n) {
       const times = this.times;
@@ -168,28 +202,28 @@ export class ActiveFraction implements FractionView {
   }
 
   time(local: number): number {
-    return this.times[local]!;
+    return this.tm[local]!;
   }
 
   id(local: number): string {
-    return formatIdTail(this.times[local]!, this.tail(local));
+    return formatIdTail(this.tm[local]!, this.tail(local));
   }
 
   /** The id counter of a document as stored (see OWN_SHARD): ids of one fraction mostly come from one counter. */
   counter(local: number): number {
-    return this.counters[local]!;
+    return this.ctr[local]!;
   }
 
   /** The id's shard and counter as one number: ids order by (time, tail). */
   tail(local: number): number {
-    return idTail(this.counters[local]!, this.shardNo);
+    return idTail(this.ctr[local]!, this.shardNo);
   }
 
   /** The shard bytes (byte 7 of a 12-byte id) of this fraction's ids: the local shard's own, or a proxy's. */
   idShards(): number[] {
     const out = new Set<number>();
     for (let r = 0; r < this.runTail.length; r++) {
-      const last = (r + 1 < this.runTail.length ? this.runLocal[r + 1]! : this.times.length) - 1 - this.runLocal[r]! + this.runTail[r]!;
+      const last = (r + 1 < this.runTail.length ? this.runLocal[r + 1]! : this.n) - 1 - this.runLocal[r]! + this.runTail[r]!;
       for (let b = Math.floor(this.runTail[r]! / 2 ** 40); b <= Math.floor(last / 2 ** 40); b++) out.add(b & 0xff);
     }
     return [...out];
@@ -203,8 +237,8 @@ export class ActiveFraction implements FractionView {
     const runs = this.runTail.length;
     for (let r = runs - 1; r >= 0; r--) {
       const local = this.runLocal[r]! + (tail - this.runTail[r]!);
-      const end = r + 1 < runs ? this.runLocal[r + 1]! : this.times.length;
-      if (local >= this.runLocal[r]! && local < end && this.times[local] === time) return local;
+      const end = r + 1 < runs ? this.runLocal[r + 1]! : this.n;
+      if (local >= this.runLocal[r]! && local < end && this.tm[local] === time) return local;
     }
     return -1;
   }
@@ -219,6 +253,11 @@ export class ActiveFraction implements FractionView {
     this.ref.start = off;
     this.ref.end = off + this.docLen[local]!;
     return this.ref;
+  }
+
+  /** Bytes of document `local`. */
+  docLength(local: number): number {
+    return this.docLen[local]!;
   }
 
   doc(local: number): Uint8Array {

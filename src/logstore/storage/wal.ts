@@ -3,6 +3,8 @@
 // counter (the id is time + shard + counter), document bytes. A torn tail is cut on replay.
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 const HEADER = 4 + 8 + 8;
+/** Bytes of a record before its document. */
+export const WAL_HEADER = HEADER;
 
 /** First bytes of every write-ahead file: name and format version, so another format is never misread. */
 export const WAL_MAGIC = Buffer.from('TPWAL\0\0\x02', 'latin1');
@@ -34,6 +36,20 @@ export function encodeWalRecords(records: WalRecord[]): Buffer {
     pos += HEADER + r.doc.length;
   }
   return out;
+}
+
+/**
+ * Encodes one record (`len` document bytes at `start` of `doc`) into `out` at `pos`, as encodeWalRecords does, and
+ * returns the position after it; `out` must have room for WAL_HEADER + len bytes.
+ */
+export function encodeWalInto(out: Buffer, pos: number, time: number, counter: number, doc: Uint8Array, start: number, len: number): number {
+  out.writeUInt32LE(16 + len, pos);
+  out.writeDoubleLE(time, pos + 4);
+  out.writeDoubleLE(counter, pos + 12);
+  pos += HEADER;
+  if (len > 64) out.set(new Uint8Array(doc.buffer, doc.byteOffset + start, len), pos);
+  else for (let k = 0; k < len; k++) out[pos + k] = doc[start + k]!;
+  return pos + len;
 }
 
 export class Wal {

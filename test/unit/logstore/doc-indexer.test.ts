@@ -231,6 +231,21 @@ describe('document indexer', () => {
     expect(idx.tokenLists('k').tokens.sort()).toEqual(['caf\u00e9', 'lone\ud800', 'plain', '\ud83d\ude00']);
   });
 
+  it.each([['native', native], ['twin', docIndexerTs]] as const)('sorts keys that share long prefixes (client addresses, paths, NUL bytes) as JavaScript sorts strings (%s)', (_n, make) => {
+    const ix = make!(autoMapping());
+    const f = ix.learnField('ip');
+    const r = mulberry32(23);
+    const words = new Set<string>(['', 'a', 'a\u0000', 'a\u0000b', '0123456789abcdef', '0123456789abcdef0', '0123456789abcde', '0123456789abcdeg']);
+    // Few first octets, so many keys tie on their first 8 and first 16 bytes.
+    while (words.size < 3000) words.add(`${100 + ((r() * 3) | 0)}.${10 + ((r() * 4) | 0)}.${(r() * 255) | 0}.${(r() * 255) | 0}${r() < 0.1 ? `.${(r() * 9) | 0}` : ''}`);
+    const list = [...words];
+    const ids = list.map((w) => ix.learnToken(f, w));
+    const sorted = ix.sortedField(f);
+    const byJs = [...list].sort();
+    expect(sortedTokens(sorted)).toEqual(byJs);
+    expect(Array.from(sorted.ids)).toEqual(byJs.map((w) => ids[list.indexOf(w)]));
+  });
+
   it.each([['native', native], ['twin', docIndexerTs]] as const)('release frees the dictionary at once, and a released indexer refuses further calls (%s)', (_n, make) => {
     const ix = make!(autoMapping());
     const f = ix.learnField('k');

@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Wal, WalFormatError, encodeWalRecords, type WalRecord } from '../../../src/logstore/storage/wal.js';
+import { WAL_HEADER, Wal, WalFormatError, encodeWalInto, encodeWalRecords, type WalRecord } from '../../../src/logstore/storage/wal.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-wal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -40,6 +40,26 @@ describe('Wal', () => {
       w2.close();
       expect(replayAll(f).at(-1)).toEqual(want[2]);
     }
+  });
+
+  it('encodeWalInto writes the bytes encodeWalRecords writes, for short and long documents inside larger buffers', () => {
+    const batch = Buffer.from(`xx{"a":1}yy${JSON.stringify({ msg: 'z'.repeat(300) })}zz`);
+    const short = { start: 2, len: 7 };
+    const long = { start: 11, len: batch.length - 13 };
+    const recs: WalRecord[] = [
+      { time: 1_700_000_000_123, counter: 2 ** 41 + 5, doc: batch.subarray(short.start, short.start + short.len) },
+      { time: 1_700_000_000_124.5, counter: 7, doc: batch.subarray(long.start, long.start + long.len) },
+      { time: 0, counter: 0, doc: batch.subarray(0, 0) },
+    ];
+    const want = encodeWalRecords(recs);
+    const out = Buffer.alloc(want.length + 3, 0xee);
+    let pos = 3;
+    pos = encodeWalInto(out, pos, recs[0]!.time, recs[0]!.counter, batch, short.start, short.len);
+    pos = encodeWalInto(out, pos, recs[1]!.time, recs[1]!.counter, batch, long.start, long.len);
+    pos = encodeWalInto(out, pos, 0, 0, batch, 0, 0);
+    expect(pos).toBe(out.length);
+    expect(out.subarray(3)).toEqual(want);
+    expect(want.length).toBe(3 * WAL_HEADER + short.len + long.len);
   });
 
   it('refuses a file of another format instead of misreading it', () => {
