@@ -34,6 +34,8 @@ export interface StoreState {
   ok: boolean;
   error: string;
   docs: number;
+  /** The write circuit breaker of the store's shard: open while the shard is skipped for writes (proxy mode). */
+  breaker?: 'closed' | 'open';
 }
 
 export interface BackendStatus {

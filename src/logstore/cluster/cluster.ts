@@ -262,11 +262,12 @@ export class Cluster implements LogBackend {
     let inflight = 0;
     await Promise.all(this.shards.map(async (s) => {
       let counted = false;
+      const breaker = s.breaker.open ? 'open' as const : 'closed' as const;
       await Promise.all(s.replicas.map(async (c) => {
         try {
           const st = await c.status();
           const docs = st.shards.reduce((a, x) => a + x.fractions.reduce((b, f) => b + f.docs, 0), 0);
-          stores.push({ addr: c.addr, shard: s.index, ok: true, error: '', docs });
+          stores.push({ addr: c.addr, shard: s.index, ok: true, error: '', docs, breaker });
           inflight += st.inflight_bulks;
           // Replicas hold the same documents: one replica per shard is counted.
           if (!counted) {
@@ -274,7 +275,7 @@ export class Cluster implements LogBackend {
             for (const x of st.shards) shards.push({ ...x, shard: s.index });
           }
         } catch (err) {
-          stores.push({ addr: c.addr, shard: s.index, ok: false, error: message(err), docs: 0 });
+          stores.push({ addr: c.addr, shard: s.index, ok: false, error: message(err), docs: 0, breaker });
         }
       }));
     }));

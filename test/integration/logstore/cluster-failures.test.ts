@@ -184,4 +184,51 @@ describe('cluster through failures', () => {
     expect(back.body.partial_response).toBeUndefined();
     expect(back.body.total).toBe(whole.body.total);
   });
+
+  it('writes past a hung replica: retried, moved to the other shard, the shard skipped (breaker open) then probed again; every store hung: items 500 after write_retries', async () => {
+    // A second proxy over the same stores, with a short deadline and a breaker that trips at the first failure.
+    const p2 = await startLogstore({
+      mode: 'proxy',
+      cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '1s', write_retries: 3, breaker_failures: 1, breaker_cooldown: '2s' },
+    });
+    type Status = { stores: { shard: number; ok: boolean; breaker: string }[] };
+    const breakers = async () => {
+      const st = (await (await fetch(`${p2.url}/status`)).json()) as Status;
+      return [0, 1].map((shard) => st.stores.filter((x) => x.shard === shard && x.ok).map((x) => x.breaker));
+    };
+    const acked = new Set<number>();
+    let next = 0;
+    const send = async (count: number) => {
+      const docs = Array.from({ length: count }, () => ({ run: 'hung-write', n: next++ }));
+      const r = await bulk(p2.url, ndjson(docs));
+      expect(r.status).toBe(200);
+      r.body.items.forEach((it, i) => { if (it['index']!.status === 201) acked.add(docs[i]!.n); });
+      return r.body.items.map((it) => it['index']!);
+    };
+    try {
+      expect(await breakers()).toEqual([['closed', 'closed'], ['closed', 'closed']]);
+      stores[2]!.child.kill('SIGSTOP');
+      // Batches that land on shard 1 wait for the hung replica twice, then move to shard 0 (the third try): every
+      // item is stored.
+      for (let k = 0; k < 4; k++) for (const item of await send(50)) expect(item.status).toBe(201);
+      const st = (await (await fetch(`${p2.url}/status`)).json()) as Status;
+      expect(st.stores.filter((x) => x.shard === 1 && x.ok).map((x) => x.breaker)).toEqual(['open']);
+      expect(st.stores.filter((x) => x.shard === 0).map((x) => x.breaker)).toEqual(['closed', 'closed']);
+      // Every store hung: each try fails at the deadline; after write_retries the items fail with 500.
+      for (const s of stores) s.child.kill('SIGSTOP');
+      for (const item of await send(20)) expect(item).toMatchObject({ status: 500, error: { type: 'storage_exception' } });
+      for (const s of stores) s.child.kill('SIGCONT');
+      await waitWhole();
+      // Past the cooldown a write probes shard 1 again; once one succeeds there its breaker closes.
+      await new Promise((r) => setTimeout(r, 2100));
+      for (let k = 0; k < 10 && (await breakers()).flat().includes('open'); k++) for (const item of await send(50)) expect(item.status).toBe(201);
+      expect(await breakers()).toEqual([['closed', 'closed'], ['closed', 'closed']]);
+      // Nothing acknowledged is missing (what the hung stores took after their deadline may be there too).
+      const found = await foundNs('run:hung-write');
+      expect([...acked].filter((n) => !found.has(n))).toEqual([]);
+    } finally {
+      for (const s of stores) s.child.kill('SIGCONT');
+      await p2.cleanup();
+    }
+  });
 });
