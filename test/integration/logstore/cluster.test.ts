@@ -7,11 +7,13 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, ROOT, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
-const MAPPING = 'mapping-list:\n  - {name: level, type: keyword}\n  - {name: msg, type: text}\n  - {name: path, type: path}\n  - {name: size, type: keyword}\n  - {name: i, type: keyword}\n  - {name: svc, type: keyword}\n  - {name: extra, type: keyword}\n';
+const MAPPING = 'mapping-list:\n  - {name: level, type: keyword}\n  - {name: msg, type: text}\n  - {name: path, type: path}\n  - {name: size, type: keyword}\n  - {name: i, type: keyword}\n  - {name: svc, type: keyword}\n  - {name: extra, type: keyword}\n  - {name: ctx, type: object, mapping-list: [{name: user, type: keyword}, {name: tags, type: text}]}\n';
 const base = Date.parse('2026-06-01T00:00:00Z');
 const docs = Array.from({ length: 400 }, (_, i) => ({
   timestamp: new Date(base + i * 45_000).toISOString(), i, level: ['info', 'warn', 'error', 'debug'][i % 4], msg: `handled request ${i} in ${i % 7} ms`,
   path: `/api/v${i % 3 + 1}/items/${i % 5}`, size: (i * 37) % 1000, svc: `svc-${i % 6}`, ...(i % 9 === 0 ? {} : { extra: 'x' }),
+  // An object field (every 4th document has none), a keyword holding a literal '*', a text with one.
+  ...(i % 4 === 1 ? {} : { ctx: { user: i % 10 === 0 ? 'a*b' : `u-${i % 5}`, tags: i % 3 === 0 ? 'alpha beta*gamma' : 'alpha delta' } }),
 }));
 
 let single: LogstoreProcess;
@@ -66,7 +68,26 @@ describe('proxy over 2 shards x 2 replicas', () => {
     'size:[100, 300]', 'size:(100, 300]', 'size:[* to 50]', 'i:in(1, 2, 3, 300)', '_exists_:extra', 'not _exists_:extra', 'svc:svc-* and not level:debug',
     '(level:info or level:debug) and path:/api/v1/items/3', '* | fields i, level', 'level:warn | fields except msg, path',
     "msg:`request`", "level:'error' # a comment", 'svc:in(svc-1, "svc-2", svc-5*)', 'level:e*r', 'svc:[svc-1, svc-3]', 'size:[100 to *]', 'level:INFO AND NOT svc:svc-0',
+    'ctx.user:u-3', '_exists_:ctx.user', 'not _exists_:ctx.user', 'ctx.user:"a\\*b"', 'ctx.user:a*', 'ctx.tags:delta and level:warn', 'ctx.user:u-* | fields ctx, i',
   ];
+  it('the object-field and escaped-wildcard queries match what the documents hold, on both', async () => {
+    const has = (i: number) => i % 4 !== 1;
+    const expected: [string, (i: number) => boolean][] = [
+      ['ctx.user:u-3', (i) => has(i) && i % 10 !== 0 && i % 5 === 3],
+      ['ctx.user:"a\\*b"', (i) => has(i) && i % 10 === 0],
+      ['_exists_:ctx.user', has],
+      ['ctx.tags:delta', (i) => has(i) && i % 3 !== 0],
+    ];
+    for (const [query, match] of expected) {
+      const want = docs.filter((d) => match(d.i)).length;
+      expect(want, query).toBeGreaterThan(0);
+      for (const url of [single.url, proxy.url]) {
+        const r = await postJson<Answer>(`${url}/search`, { query: { query }, size: 0 });
+        expect(r.body.total, `${query} on ${url}`).toBe(want);
+      }
+    }
+  });
+
   for (const query of queries) {
     it(`search ${JSON.stringify(query)}: the same answer as single mode (desc, asc, offset)`, async () => {
       for (const body of [
