@@ -185,6 +185,33 @@ describe('cluster through failures', () => {
     expect(back.body.total).toBe(whole.body.total);
   });
 
+  it('async search through the proxy shows progress between 0 and 1 while a hung shard holds each slice to the deadline, then cancels', async () => {
+    stores[2]!.child.kill('SIGSTOP');
+    stores[3]!.child.kill('SIGSTOP');
+    try {
+      const started = await postJson<{ search_id: string }>(`${proxy.url}/async-search`, { query: { query: 'run:helper' }, size: 5 });
+      expect(started.status).toBe(200);
+      const id = started.body.search_id;
+      type Info = { status: string; progress: number; response: { total: number } };
+      let got: Info | undefined;
+      // Each slice waits for shard 1 until request_timeout (5 s): the first slice ends, the search goes on.
+      for (let i = 0; i < 150; i++) {
+        got = (await (await fetch(`${proxy.url}/async-search/${id}`)).json()) as Info;
+        if (got.progress > 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(got!.status).toBe('in_progress');
+      expect(got!.progress).toBeGreaterThan(0);
+      expect(got!.progress).toBeLessThan(1);
+      const cancel = await fetch(`${proxy.url}/async-search/${id}/cancel`, { method: 'POST' });
+      expect(cancel.status).toBe(200);
+      expect((await fetch(`${proxy.url}/async-search/${id}`, { method: 'DELETE' })).status).toBe(200);
+    } finally {
+      for (const s of stores) s.child.kill('SIGCONT');
+    }
+    await waitWhole();
+  });
+
   it('writes past a hung replica: retried, moved to the other shard, the shard skipped (breaker open) then probed again; every store hung: items 500 after write_retries', async () => {
     // A second proxy over the same stores, with a short deadline and a breaker that trips at the first failure.
     const p2 = await startLogstore({
