@@ -5,22 +5,20 @@ import { NO_ENTRY, QueryRing, QueryStatsTable } from './table.js';
 /** The JavaScript relay's table (the native relay keeps its own, native/query-stats.h). */
 export const jsQueryStats = new QueryStatsTable();
 
-const Q = 0x51, S = 0x53, F = 0x46, COPY_DONE = 0x63, COPY_FAIL = 0x66;
+const Q = 0x51, S = 0x53, F = 0x46;
 
 export class QueryRecorder {
   private print: QueryFingerprint | null = null;
   private readonly ring = new QueryRing();
   /** Bytes of the current Query's text still to come in the next reads (the framing skips them). */
   private left = 0;
-  private copyIn = false;
 
-  /** `pool`: the pool's id in the table (stats.ts poolQueryId). */
-  constructor(private readonly pool: number, private readonly table: QueryStatsTable = jsQueryStats) {}
+  /** `pool`: the pool's id in the table (stats.ts poolQueryId). `tx`: the client's transaction tracker, whose COPY IN
+   * state says whether a Sync is a sync point (it has seen every message before the one given to onMessage). */
+  constructor(private readonly pool: number, private readonly tx: { readonly copyIn: boolean }, private readonly table: QueryStatsTable = jsQueryStats) {}
 
-  /** Every client read, before it is framed: the rest of a Query cut by the last read. `copyIn`: the server began
-   * COPY IN and the client has not ended it (its Syncs are then no sync points). */
-  onChunk(chunk: Buffer, copyIn: boolean): void {
-    this.copyIn = copyIn;
+  /** Every client read, before it is framed: the rest of a Query cut by the last read. */
+  onChunk(chunk: Buffer): void {
     if (this.left === 0) return;
     const n = Math.min(this.left, chunk.length);
     this.print!.feed(chunk, 0, n);
@@ -31,7 +29,6 @@ export class QueryRecorder {
   /** A message of the relay's framing (FrameStream): buf[start ..] holds its header and as much of its body as the
    * read did. */
   onMessage(type: number, buf: Buffer, start: number, len: number, complete: boolean): void {
-    if (type === COPY_DONE || type === COPY_FAIL) this.copyIn = false;
     if (!this.table.on) return;
     if (type === Q) {
       this.ring.push();
@@ -42,7 +39,7 @@ export class QueryRecorder {
       if (end > start + 5) this.print.feed(buf, start + 5, end);
       this.left = bodyEnd - end;
       if (this.left === 0) this.textEnd();
-    } else if (type === F || (type === S && !this.copyIn)) {
+    } else if (type === F || (type === S && !this.tx.copyIn)) {
       this.ring.push();
     }
   }

@@ -91,7 +91,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     this.takeover = options.intercept ? new Takeover(this.tx) : null;
     this.pinMask = options.pinMask ?? 0;
     this.stateScan = this.pinMask !== 0 ? new StateScan() : null;
-    this.queries = options.queryPool ? new QueryRecorder(options.queryPool) : null;
+    this.queries = options.queryPool ? new QueryRecorder(options.queryPool, this.tx) : null;
     const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
       if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.params.onMessage(type, buf, start, len, complete);
@@ -122,7 +122,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     const midMessage = !this.frames.atBoundary;
     this.stateScan?.feed(chunk);
     this.params.onChunk(chunk);
-    this.queries?.onChunk(chunk, tx.copyIn);
+    this.queries?.onChunk(chunk);
     if (!this.frames.feed(chunk)) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.

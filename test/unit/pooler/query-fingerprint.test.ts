@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { fingerprintOf, QueryFingerprint, QUERY_TEXT_MAX } from '../../../src/pooler/query-stats/fingerprint.js';
 import { QueryStatsTable } from '../../../src/pooler/query-stats/table.js';
+import { TransactionTracker } from '../../../src/pooler/transaction-tracker.js';
 import { FrameStream, typeSet, type MessageHandler } from '../../../src/protocol/frame-stream.js';
 import { requireAddon } from '../../helpers/native.js';
 import { mulberry32 } from '../../helpers/prng.js';
@@ -191,11 +192,17 @@ describe('query recorder (JavaScript relay)', () => {
     return Buffer.concat([head, b]);
   };
   const q = (sql: string) => message('Q', `${sql}\0`);
-  /** Reads as the JavaScript relay hands them over: the recorder first, then the relay's framing with its messages. */
-  const reads = (r: { onChunk(c: Buffer, copyIn: boolean): void; onMessage: MessageHandler }) => {
-    const frames = new FrameStream(1 << 20, typeSet(), r.onMessage.bind(r));
+  /** Reads as the JavaScript relay hands them over: the recorder first, then the relay's framing, each message to the
+   * recorder and then to the client's transaction tracker. `copyIn`: the server answered CopyInResponse before it. */
+  const reads = (r: { onChunk(c: Buffer): void; onMessage: MessageHandler }, tx: TransactionTracker) => {
+    const frames = new FrameStream(1 << 20, typeSet(), (type, buf, start, len, complete) => {
+      r.onMessage(type, buf, start, len, complete);
+      tx.onMessage(type, buf, start);
+    });
     return (chunk: Buffer, copyIn = false) => {
-      r.onChunk(chunk, copyIn);
+      if (copyIn) tx.copyIn = true;
+      tx.chunk = chunk;
+      r.onChunk(chunk);
       expect(frames.feed(chunk)).toBe(true);
     };
   };
@@ -204,8 +211,9 @@ describe('query recorder (JavaScript relay)', () => {
     const { QueryRecorder } = await import('../../../src/pooler/query-stats/recorder.js');
     const table = new QueryStatsTable();
     table.resize(10);
-    const r = new QueryRecorder(3, table);
-    const read = reads(r);
+    const tx = new TransactionTracker();
+    const r = new QueryRecorder(3, tx, table);
+    const read = reads(r, tx);
     // One Query cut at every byte.
     const one = q("SELECT 'a' AS x");
     for (let i = 0; i < one.length; i++) read(one.subarray(i, i + 1));
@@ -226,8 +234,9 @@ describe('query recorder (JavaScript relay)', () => {
     const { QueryRecorder } = await import('../../../src/pooler/query-stats/recorder.js');
     const table = new QueryStatsTable();
     table.resize(20);
-    const r = new QueryRecorder(1, table);
-    const read = reads(r);
+    const tx = new TransactionTracker();
+    const r = new QueryRecorder(1, tx, table);
+    const read = reads(r, tx);
     read(Buffer.concat(Array.from({ length: 12 }, (_, i) => q(`SELECT ${i} AS n${i}`))));
     for (let left = 11; left >= 0; left--) r.onReady(1, left);
     expect(table.rows().map((x) => x.text)).toEqual(Array.from({ length: 8 }, (_, i) => `SELECT ? AS n${i}`));
