@@ -13,7 +13,8 @@ import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
-import { WAL_HEADER, Wal, encodeWalInto } from './wal.js';
+import { Wal, encodeWalInto } from './wal.js';
+import { ChunkQueue, INGEST_CHUNK } from './chunk-queue.js';
 import { clientIdHash, withClientIdBound, withClientIdInto } from './client-ids.js';
 import type { DocBatch } from '../../native/doc-indexer.js';
 
@@ -59,50 +60,6 @@ export interface ShardStatus {
   fields: string[];
 }
 
-/** Documents parsed, written and indexed at a time within a batch. */
-const INGEST_CHUNK = 256;
-
-/**
- * The documents of one chunk waiting for the write-ahead file and the active fraction, in typed arrays: no object,
- * view or boxed number per document (those were most of a shard thread's young garbage, and with its small young
- * generation they were copied by scavenges before their flush).
- */
-class ChunkQueue {
-  count = 0;
-  /** Bytes of the write-ahead records queued (header and document). */
-  walBytes = 0;
-  readonly time = new Float64Array(INGEST_CHUNK);
-  readonly counter = new Float64Array(INGEST_CHUNK);
-  /** Where the document's bytes are: buffer, offset in it, length. */
-  readonly buf: Buffer[] = [];
-  readonly start = new Int32Array(INGEST_CHUNK);
-  readonly len = new Int32Array(INGEST_CHUNK);
-  /** The parsed document, or null when it is number `scan[i]` of the batch the native indexer scanned. */
-  readonly doc: (Record<string, unknown> | null)[] = [];
-  readonly scan = new Int32Array(INGEST_CHUNK);
-
-  push(time: number, counter: number, buf: Buffer, start: number, len: number, doc: Record<string, unknown> | null, scan: number): void {
-    const k = this.count++;
-    this.time[k] = time;
-    this.counter[k] = counter;
-    this.buf[k] = buf;
-    this.start[k] = start;
-    this.len[k] = len;
-    this.doc[k] = doc;
-    this.scan[k] = scan;
-    this.walBytes += WAL_HEADER + len;
-  }
-
-  /** Drops the queued documents (and the references to their buffers and parsed objects). */
-  clear(): void {
-    this.buf.fill(EMPTY, 0, this.count);
-    this.doc.fill(null, 0, this.count);
-    this.count = 0;
-    this.walBytes = 0;
-  }
-}
-
-const EMPTY = Buffer.alloc(0);
 /** Largest write-ahead scratch buffer a shard keeps between chunks. */
 const WAL_SCRATCH_MAX = 1 << 20;
 
