@@ -7,7 +7,7 @@ import type { Pooler } from './pooler.js';
 import type { ClientState } from './client-session.js';
 import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
 import { isSql } from './prepared/sql-commands.js';
-import { simpleQueryRows } from './query-stats/stats.js';
+import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
 
 /** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
 export interface DurationBuckets {
@@ -135,14 +135,6 @@ export interface StatementSnapshot {
   readonly idleMs: number;
 }
 
-/** One simple-protocol query fingerprint (query-stats/): literals replaced by `?`, completed queries and their time. */
-export interface SimpleQuerySnapshot {
-  readonly pool: string;
-  readonly hash: string;
-  readonly text: string;
-  readonly count: number;
-  readonly timeUs: number;
-}
 
 /** Parts of the snapshot only some readers need (they cost a pass over every statement or fingerprint). */
 export interface SnapshotParts {
@@ -164,7 +156,7 @@ export interface PoolerSnapshot {
   readonly events: readonly PoolerEvent[];
   /** Null unless asked for (SnapshotParts). */
   readonly statements: readonly StatementSnapshot[] | null;
-  readonly queries: readonly SimpleQuerySnapshot[] | null;
+  readonly queries: readonly SimpleQueryRow[] | null;
 }
 
 function buckets(h: { snapshot(): DurationBuckets }): DurationBuckets {

@@ -4,10 +4,10 @@ import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
 import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { ClientRates } from '../client-rates.js';
-import { maskConfigRows, numberOf, toRows, type Row } from '../show-rows.js';
+import { maskConfigRows, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 import { statementTable } from '../../admin/show-prepared.js';
-import type { StatementSnapshot } from '../../snapshot.js';
+import type { ClientSnapshot, StatementSnapshot } from '../../snapshot.js';
 
 /** API path -> SHOW name, for the endpoints that return a SHOW table as it is. */
 const SHOW_ENDPOINTS: Record<string, string> = {
@@ -48,13 +48,13 @@ const TOP_LIMIT_MAX = 1000;
 /** Length of SQL previews on /api/top/queries (spec: about 120 characters). */
 export const SQL_PREVIEW_CHARS = 120;
 
-/** /api/top/clients?by=: the sort key's column. */
-const TOP_CLIENT_KEYS: Record<string, (r: Row) => number> = {
-  transactions: (r) => numberOf(r['transaction_count']),
-  queries: (r) => numberOf(r['query_count']),
-  time: (r) => numberOf(r['xact_time_us']),
-  bytes: (r) => numberOf(r['bytes_received']) + numberOf(r['bytes_sent']),
-  errors: (r) => numberOf(r['error_count']),
+/** /api/top/clients?by=: the sort key, from the snapshot's client. */
+const TOP_CLIENT_KEYS: Record<string, (c: ClientSnapshot) => number> = {
+  transactions: (c) => c.transactions,
+  queries: (c) => c.queries,
+  time: (c) => c.xactTimeUs,
+  bytes: (c) => c.bytesReceived + c.bytesSent,
+  errors: (c) => c.errors,
 };
 
 function withoutQuery(rows: Row[]): Row[] {
@@ -106,10 +106,10 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     if (!key) return sendError(reply, 'bad_request', `by must be one of ${Object.keys(TOP_CLIENT_KEYS).join(', ')}`);
     const limit = parseLimit(req.query.limit);
     if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
-    // One snapshot: SHOW CLIENTS rows are its clients in order, so the admin console's sessions drop by their flag.
+    // One snapshot: SHOW CLIENTS rows are its clients in order; the key and the admin flag are read from the client.
     const snap = ctx.control.snapshot();
-    const rows = toRows(ctx.control.show('CLIENTS', snap)).filter((_, i) => !snap.clients[i]!.admin);
-    return rows.map((r) => ({ ...r, by, value: key(r) })).sort((a, b) => b.value - a.value).slice(0, limit);
+    const rows = toRows(ctx.control.show('CLIENTS', snap));
+    return snap.clients.flatMap((c, i) => (c.admin ? [] : [{ ...rows[i]!, by, value: key(c) }])).sort((a, b) => b.value - a.value).slice(0, limit);
   });
   app.get('/api/interner/top', personal, async () => showRows(ctx, 'INTERNER_TOP'));
   // Statements whose text the pooler keeps (prepared_statements in transaction mode) and simple-protocol queries by
