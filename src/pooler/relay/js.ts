@@ -1,15 +1,15 @@
 // The JavaScript relay (client side; js-server.ts has the server side), the fallback when the native relay is off.
 import net from 'node:net';
-import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
+import { FrontendMessage } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
-import { Total, type PoolStats } from '../stats.js';
 import { TransactionTracker } from '../transaction-tracker.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, MessageInterceptor, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
-import { StateScan } from '../session-state/state-scan.js';
+import { PinWatch } from './js-pins.js';
+import { ClientCounts } from './js-counts.js';
 import { ClientParamNotes } from './js-params.js';
 import { QueryRecorder } from '../query-stats/recorder.js';
 import type { MessageHandler } from '../../protocol/frame-stream.js';
@@ -41,17 +41,14 @@ export class JsRelay implements Relay {
 class JsClientEnd implements ClientEnd, LinkedClient {
   readonly kind = 'js';
   private readonly socket: net.Socket;
-  private readonly stats: PoolStats;
-  /** Totals of the client's application_name, or null. */
-  private readonly app: Float64Array | null;
-  private bytesIn = 0;
-  private bytesOut = 0;
-  private xactTimeUs = 0;
   /** Sync points, unsynced messages, COPY IN and Terminate seen in the client's stream. */
   private readonly tx = new TransactionTracker();
+  /** Bytes, queries, transactions, errors and times, for RelayCounts and the pool's and application's totals. */
+  private readonly count: ClientCounts;
   private readonly frames: FrameStream;
   private server: JsServerEnd | null = null;
-  private transactionMode = true;
+  /** The pair splits at a transaction's end (read and set by the pins, js-pins.ts). */
+  transactionMode = true;
   /** Bytes that arrived while no server was linked. */
   private queue: Buffer[] = [];
   private queuedBytes = 0;
@@ -63,9 +60,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   /** After a Terminate or a bad length, or once closed: PostgreSQL would never read what follows. */
   private discarding = false;
   private reason = '';
-  private countedQueries = 0;
-  private transactions = 0;
-  private errors = 0;
   /** Set at the ReadyForQuery that ends a transaction; the pair splits once that server read is scanned. */
   releaseDue = false;
   /** Prepared statements in transaction mode: client bytes and server replies pass through it (see relay.ts), from
@@ -74,11 +68,8 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   private readonly interceptor: MessageInterceptor | null;
   /** With an interceptor: when it takes the client over (js-takeover.ts). */
   private readonly takeover: Takeover | null;
-  /** Session state that cannot move (ClientOptions.pinMask): the words the client's texts named, and the kinds
-   * reported with onPin (the pair stays linked once one is). */
-  private readonly stateScan: StateScan | null;
-  private readonly pinMask: number;
-  private pinned = 0;
+  /** Session state that cannot move (ClientOptions.pinMask), or null when no kind is watched. */
+  private readonly pins: PinWatch | null;
   /** Session parameters: statements that may change one, noted on the server they go to (or held until a link). */
   private readonly params = new ClientParamNotes(() => this.server);
   /** Simple-protocol query statistics (query-stats/recorder.ts), when the pool records them. */
@@ -86,11 +77,10 @@ class JsClientEnd implements ClientEnd, LinkedClient {
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
-    this.stats = options.stats;
-    this.app = options.app ?? null;
+    this.count = new ClientCounts(options.stats, options.app ?? null, this.tx);
     this.takeover = options.intercept ? new Takeover(this.tx) : null;
-    this.pinMask = options.pinMask ?? 0;
-    this.stateScan = this.pinMask !== 0 ? new StateScan() : null;
+    const pinMask = options.pinMask ?? 0;
+    this.pins = pinMask !== 0 ? new PinWatch(pinMask, (kinds) => this.events.onPin(kinds)) : null;
     this.queries = options.queryPool ? new QueryRecorder(options.queryPool, this.tx) : null;
     const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
@@ -120,7 +110,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
     tx.terminateAt = -1;
     tx.chunk = chunk;
     const midMessage = !this.frames.atBoundary;
-    this.stateScan?.feed(chunk);
+    this.pins?.feed(chunk);
     this.params.onChunk(chunk);
     this.queries?.onChunk(chunk);
     if (!this.frames.feed(chunk)) {
@@ -148,9 +138,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
    * referenced afterwards. The one path from a client to a server: MessageInterceptor.clientBytes plugs in here. */
   private toServer(data: Buffer): boolean {
     if (data.length === 0) return false;
-    this.stats.block[Total.Recv]! += data.length;
-    this.bytesIn += data.length;
-    if (this.app) this.app[Total.Recv]! += data.length;
+    this.count.received(data.length);
     const t = this.takeover;
     if (t && !t.switched) {
       if (t.passthrough) {
@@ -273,9 +261,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   /** Server bytes toward the client; true when `chunk` is still referenced afterwards. The one path from a server
    * to a client: MessageInterceptor.serverBytes plugs in here. */
   fromServer(chunk: Buffer, s: JsServerEnd): boolean {
-    this.stats.block[Total.Sent]! += chunk.length;
-    this.bytesOut += chunk.length;
-    if (this.app) this.app[Total.Sent]! += chunk.length;
+    this.count.sent(chunk.length);
     const socket = this.socket;
     if (socket.destroyed) return false;
     if (this.takeover?.switched) {
@@ -298,57 +284,19 @@ class JsClientEnd implements ClientEnd, LinkedClient {
 
   onReadyForQuery(s: JsServerEnd, status: number): void {
     const now = performance.now();
-    const stats = this.stats;
-    const app = this.app;
     const queryUs = this.tx.readyForQuery(now) * 1000;
     this.takeover?.readyPassed();
-    stats.observeQuery(queryUs);
+    this.count.query(queryUs);
     this.queries?.onReady(queryUs, this.tx.syncs);
-    if (app) app[Total.QueryTime]! += queryUs;
     if (!this.tx.between(status)) return;
-    const xactUs = this.tx.endTransaction(now) * 1000;
-    stats.observeTransaction(xactUs);
-    const queries = this.tx.queryCount - this.countedQueries;
-    stats.block[Total.Queries]! += queries;
-    this.xactTimeUs += xactUs;
-    if (app) {
-      app[Total.Xact]!++;
-      app[Total.XactTime]! += xactUs;
-      app[Total.Queries]! += queries;
-    }
-    this.countedQueries = this.tx.queryCount;
-    this.transactions++;
+    const queries = this.count.transaction(this.tx.endTransaction(now) * 1000);
     s.transactions++;
     s.queries += queries;
-    if (this.stateScan && this.pinAtEnd(this.stateScan)) return;
+    if (this.pins && this.pins.atEnd(this)) return;
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
     if (this.transactionMode && this.queue.length === 0 && !this.holding && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
-  }
-
-  /** At a transaction's end (as PinAtEnd in native/relay-stream.cc): true while the pair stays linked for session
-   * state the client holds; a client whose texts cleared every kind it held is split again from here. */
-  private pinAtEnd(scan: StateScan): boolean {
-    const both = scan.take();
-    const named = both & this.pinMask;
-    const cleared = (both >>> 8) & this.pinMask;
-    if (this.pinned === 0) {
-      if (!this.transactionMode || named === 0) return !this.transactionMode;
-      // Session state that must stay with this server: the pair is kept, as in session mode.
-      this.transactionMode = false;
-      this.pinned = named;
-      this.events.onPin(named);
-      return true;
-    }
-    const remaining = (this.pinned & ~cleared) | named;
-    if (remaining !== this.pinned) {
-      this.pinned = remaining;
-      this.events.onPin(remaining);
-    }
-    if (remaining !== 0) return true;
-    this.transactionMode = true;
-    return false;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this
@@ -365,9 +313,7 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   }
 
   onServerError(): void {
-    this.errors++;
-    this.stats.block[Total.Errors]!++;
-    if (this.app) this.app[Total.Errors]!++;
+    this.count.error();
   }
 
   /** The linked server's socket is gone (its connection reports it). */
@@ -457,11 +403,6 @@ class JsClientEnd implements ClientEnd, LinkedClient {
   };
 
   counts(): RelayCounts {
-    const tx = this.tx;
-    return {
-      transactions: this.transactions, queries: tx.queryCount, errors: this.errors, bytesSent: this.bytesOut, bytesReceived: this.bytesIn,
-      txStatus: TxStatus.Idle, syncs: tx.syncs, unsynced: tx.unsynced, xactTimeUs: this.xactTimeUs,
-      queryAgeUs: tx.syncs > 0 ? (performance.now() - tx.syncStartedAt) * 1000 : 0,
-    };
+    return this.count.relayCounts();
   }
 }
