@@ -1,161 +1,24 @@
 // One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
-import type { Logger } from 'pino';
 import { SqlState } from '../protocol/codes.js';
 import { writeQuery } from '../protocol/writer.js';
 import { sendCancelRequest } from './cancel-forward.js';
 import { ServerConnection } from './server-connection.js';
 import { ServerLoginError, type ServerCredential } from './server-login.js';
-import { PoolStats, STATS_LAYOUT } from './stats.js';
-import type { ScramCredential } from './auth/scram.js';
-import { relayFor, type Relay } from './relay/relay.js';
-import { Interner } from './prepared/interner.js';
 import { ServerStatements } from './prepared/server-cache.js';
-import type { Coordinator } from './coordinator.js';
-import type { PoolerEventKind } from './events.js';
-import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
-import type { PoolSettings, ScalingCounters } from './pool-settings.js';
+import type { PoolWaiter } from './waiter-queue.js';
+import { PoolState } from './pool-state.js';
 
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
-export class Pool {
-  readonly servers = new Set<ServerConnection>();
-  private idle: ServerConnection[] = [];
-  private readonly waiters = new WaiterQueue();
-  connecting = 0;
-  private isPaused = false;
-  private isRetired = false;
-  /** RECONNECT is waiting for active servers to come back: none may stay parked. */
-  private draining = false;
-  readonly stats = new PoolStats();
-  /** Carries this pool's clients and servers; the JavaScript relay when their statements are rewritten. */
-  readonly relay: Relay;
-  /** The pool's query texts (prepared_statements in transaction mode), else null. Fixed at start, as is the relay. */
-  readonly interner: Interner | null;
-  private readonly serverCacheSize: number;
-  /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
-  serverParams: Map<string, string> | null = null;
-  /** The last server connect failed and none has logged in since (SHOW POOLS `fallback_active`): clients are being
-   * refused or kept waiting while the pool retries. */
-  connectFailing = false;
-  /** Called when serverParams becomes known (the pooler gives the native relay the pool's greeting then). */
-  onParamsKnown: (() => void) | null = null;
-  /** A SCRAM credential recovered from a client's proof (pass-through). */
-  scramCredential: ScramCredential | null = null;
-  private pauseWaiters: (() => void)[] = [];
-  private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
-  private paramWaitSince = 0;
-  /** The database's coordinator (max_db_connections, reserve, eviction); set by the pooler. */
-  coordinator: Coordinator | null = null;
-  /** Connects in flight that were granted from the reserve. */
-  private connectingReserve = 0;
-  readonly scaling: ScalingCounters = { creates: 0, gateWaits: 0, gateBudgetEx: 0, anticNotify: 0, anticTimeout: 0, createFallback: 0, replenishDef: 0 };
-  /** Servers pinned to their client (session state that cannot move, session-state/): outside pool_size, as a
-   * session-mode server is its client's, until the client leaves. */
-  pinned = 0;
-  /** Forwarded CancelRequests not finished yet: no pair is parked meanwhile (a parked client's next query would go to
-   * the server the cancel is on its way to). */
-  private cancelling = 0;
-  /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
-  onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
-
-  constructor(public settings: PoolSettings, private readonly log: Logger) {
-    const prepared = settings.prepared;
-    this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize }) : null;
-    this.serverCacheSize = prepared?.serverCacheSize ?? 0;
-    this.relay = relayFor(prepared !== null, settings.tls);
-    this.updateParkable();
-  }
-
-  get paused(): boolean {
-    return this.isPaused;
-  }
-  set paused(v: boolean) {
-    this.isPaused = v;
-    this.updateParkable();
-  }
-
-  /** Set when the pool left the config on RELOAD: it drains and is then dropped. */
-  get retired(): boolean {
-    return this.isRetired;
-  }
-  set retired(v: boolean) {
-    this.isRetired = v;
-    this.updateParkable();
-  }
-
-  /** The native relay may keep a finished transaction's server with its client only while nobody else
-   * could want that server. */
-  private updateParkable(): void {
-    this.stats.block[STATS_LAYOUT.parkable] = !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0 ? 1 : 0;
-  }
-
-  /** Returns parked servers to the pool, so what follows sees (and SHOW reports) its real state. */
-  settle(): void {
-    this.relay.reclaim(this.stats);
-  }
-
-  get name(): string {
-    return `${this.settings.user}@${this.settings.database}`;
-  }
-
-  get waiting(): number {
-    return this.waiters.length;
-  }
-
-  get idleCount(): number {
-    return this.idle.length;
-  }
-
-  get activeCount(): number {
-    let n = 0;
-    for (const s of this.servers) if (s.state === 'active') n++;
-    return n;
-  }
-
-  /** Servers released by a client and not yet back in the pool (session mode: server_reset_query running). */
-  get usedCount(): number {
-    let n = 0;
-    for (const s of this.servers) if (s.state === 'used') n++;
-    return n;
-  }
-
-  /** Connections taken from the database's reserve, open or connecting. */
-  reserveHeld(): number {
-    let n = this.connectingReserve;
-    for (const s of this.servers) if (s.reserve) n++;
-    return n;
-  }
-
-  /** The least recently used idle server created at or before `createdBefore`, or null (coordinator eviction). */
-  evictable(createdBefore: number): ServerConnection | null {
-    let pick: ServerConnection | null = null;
-    for (const s of this.idle) {
-      if (s.state !== 'idle' || s.createdAt > createdBefore) continue;
-      if (!pick || s.lastUsed < pick.lastUsed) pick = s;
-    }
-    return pick;
-  }
-
-  /** Creation time of the oldest idle server, or null when none is idle. */
-  oldestIdleCreatedAt(): number | null {
-    let t: number | null = null;
-    for (const s of this.idle) if (s.state === 'idle' && (t === null || s.createdAt < t)) t = s.createdAt;
-    return t;
-  }
-
+/** What a pool does with its bookkeeping (pool-state.ts): lends and takes back servers, connects, ticks, pauses. */
+export class Pool extends PoolState {
   /** Closes an idle server for another user of the database (coordinator.ts). */
   evict(s: ServerConnection, reason: string): void {
     this.forget(s);
     s.close(reason);
     this.log.info({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, reason);
     this.onEvent('eviction', `idle server ${s.id} (backend pid ${s.backendPid}) closed: ${reason}`);
-  }
-
-  /** Age in ms of the longest-waiting client. */
-  maxWaitMs(now = Date.now()): number {
-    const w = this.waiters.peek();
-    return w ? now - w.waitingSince : 0;
   }
 
   private credential(): ServerCredential {
@@ -176,25 +39,6 @@ export class Pool {
     this.waiters.push(w);
     this.updateParkable();
     this.growForWaiters();
-  }
-
-  /** Removes a waiter that gave up (timeout, disconnect). */
-  cancelWait(w: PoolWaiter): void {
-    this.waiters.remove(w);
-    this.updateParkable();
-  }
-
-  private give(s: ServerConnection, w: PoolWaiter): void {
-    s.state = 'active';
-    s.lastUsed = Date.now();
-    this.stats.observeWait((s.lastUsed - w.waitingSince) * 1000);
-    w.onServer(s);
-  }
-
-  private nextWaiter(): PoolWaiter | undefined {
-    const w = this.waiters.shift();
-    if (this.waiters.length === 0) this.updateParkable();
-    return w;
   }
 
   /** Sends PostgreSQL a CancelRequest for `s` (whose client has a query in flight) on a new connection. Until
@@ -294,17 +138,6 @@ export class Pool {
     const i = this.idle.indexOf(s);
     if (i >= 0) this.idle.splice(i, 1);
     if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
-  }
-
-  /** Clients (and logins waiting for the first server's parameters) that need a server. */
-  private get demand(): number {
-    return this.waiting + (this.paramWaiters.length > 0 && this.servers.size === 0 ? 1 : 0);
-  }
-
-  /** How long the oldest client that needs a server has waited (ms). */
-  private demandWaitMs(now: number): number {
-    if (this.waiting > 0) return this.maxWaitMs(now);
-    return this.paramWaiters.length ? now - this.paramWaitSince : 0;
   }
 
   /** Starts backend connects for waiting clients, bounded by pool_size, max_concurrent_connects and the database's
@@ -447,10 +280,6 @@ export class Pool {
       }
     }
     this.growForWaiters();
-  }
-
-  private scramOrPasswordKnown(): boolean {
-    return this.settings.serverPassword !== null || this.scramCredential !== null;
   }
 
   /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
