@@ -96,23 +96,6 @@ export abstract class PoolState {
     return this.waiters.length;
   }
 
-  get idleCount(): number {
-    return this.idle.length;
-  }
-
-  get activeCount(): number {
-    let n = 0;
-    for (const s of this.servers) if (s.state === 'active') n++;
-    return n;
-  }
-
-  /** Servers released by a client and not yet back in the pool (session mode: server_reset_query running). */
-  get usedCount(): number {
-    let n = 0;
-    for (const s of this.servers) if (s.state === 'used') n++;
-    return n;
-  }
-
   /** Connections taken from the database's reserve, open or connecting. */
   reserveHeld(): number {
     let n = this.connectingReserve;
