@@ -5,7 +5,7 @@
 // Usage: node dist/bench/logstore-proxy-cpu.js [--docs 200000] [--rounds 5] [--senders 4] [--shards 2] [--baseline DIR]
 // PROXY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the proxy process only, STORE_NODE_ARGS
 // to the store, SINGLE_NODE_ARGS to the single-mode process.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { httpLogsDoc } from './http-logs.js';
 import { logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
+import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WORK = process.env.BENCH_WORK ? path.resolve(process.env.BENCH_WORK) : path.join(ROOT, 'bench', '.work-proxy-cpu');
@@ -132,7 +133,8 @@ async function main(): Promise<void> {
   ];
   const text = lines.join('\n');
   process.stdout.write(`${text}\n`);
-  writeFileSync(path.join(ROOT, 'bench', 'results', 'logstore-proxy-cpu.md'), `# Ingest CPU through a proxy against single mode (same run)\n\n${text}\n`);
+  // The results file keeps its dated sections (results-file.ts).
+  writeResults(path.join(ROOT, 'bench', 'results', 'logstore-proxy-cpu.md'), `# Ingest CPU through a proxy against single mode (same run)\n\n${text}\n`);
   rmSync(WORK, { recursive: true, force: true });
 }
 

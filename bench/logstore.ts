@@ -18,6 +18,7 @@ import { nativeLoaded, postings as nativePostings } from '../src/native/index.js
 import { encodePostings, postingsTs } from '../src/native/postings.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
+import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Scratch directory (emptied at the start): BENCH_WORK, so that two runs of one checkout do not share it. */
@@ -446,9 +447,10 @@ async function main(): Promise<void> {
   for (const k of kernels) lines.push(`| ${k.name} | ${fmt(k.native, 2)} | ${fmt(k.ts, 2)} | ${fmt(k.ts / k.native, 1)}x |`);
   lines.push('', `Run: \`npm run bench:logstore -- --docs ${DOCS}\` (${new Date().toISOString().slice(0, 10)}).`, '');
   const out = lines.join('\n');
-  mkdirSync(path.join(ROOT, 'bench', 'results'), { recursive: true });
   const outIdx = process.argv.indexOf('--out');
-  writeFileSync(outIdx >= 0 ? path.resolve(process.argv[outIdx + 1]!) : path.join(ROOT, 'bench', 'results', 'logstore.md'), out);
+  // --out FILE is written whole; the results file keeps its dated sections (results-file.ts).
+  if (outIdx >= 0) writeFileSync(path.resolve(process.argv[outIdx + 1]!), out);
+  else writeResults(path.join(ROOT, 'bench', 'results', 'logstore.md'), out);
   process.stdout.write(out);
   agent.destroy();
   rmSync(WORK, { recursive: true, force: true });

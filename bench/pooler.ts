@@ -5,7 +5,7 @@
 // BENCH_PROTOCOLS, BENCH_POOL_SIZE, BENCH_SCALE, BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each
 // also a --flag of the same name in kebab case).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPg
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
 import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
+import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
@@ -204,8 +205,8 @@ async function main(): Promise<void> {
   ];
   const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
   const write = () => {
-    mkdirSync(path.dirname(OUT), { recursive: true });
-    writeFileSync(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));
+    // The results file keeps its other sections (TLS, logins, dated runs: results-file.ts).
+    writeResults(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));
   };
 
   for (const [si, s] of list.entries()) {
