@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { expectScreenshot } from '../helpers/screenshots.js';
 import { hideLive, settled, shootBoth, WALL } from './console-harness.js';
-import { apiGet, chartMax, column, rowsOf } from './pages-api.js';
+import { chartMax, column, rowsOf } from './pages-api.js';
 import type { Shared } from './pages.test.js';
 
 export function describeOverviewAndShots(s: Shared): void {

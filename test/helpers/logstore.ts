@@ -185,6 +185,6 @@ export function ndjson(docs: unknown[]): string {
 }
 
 export async function bulk(url: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; body: { errors: boolean; items: Record<string, { status: number; _id: string | null; error?: { type: string; reason: string } }>[] } & Record<string, unknown> }> {
-  const res = await fetch(`${url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body });
+  const res = await fetch(`${url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body: body as BodyInit });
   return { status: res.status, body: JSON.parse(await res.text()) };
 }

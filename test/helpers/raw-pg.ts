@@ -14,7 +14,7 @@ const md5 = (s: string | Buffer) => createHash('md5').update(s).digest('hex');
 
 /** A connection that reads whole messages in order. */
 export class RawConnection {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private waiting: (() => void) | null = null;
   private closed = false;
   /** Backend pid from BackendKeyData. */

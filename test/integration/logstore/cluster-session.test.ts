@@ -138,7 +138,7 @@ describe('proxy sessions with stores', () => {
     const ident = (b: Buffer) => b;
     const up = new grpc.Client(stores[0]!.grpcAddr, grpc.credentials.createInsecure());
     const relayed: Record<string, number> = {};
-    const relayDef: grpc.ServiceDefinition = {};
+    const relayDef: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
     const impl: grpc.UntypedServiceImplementation = {};
     for (const name of ['Bulk', 'Search', 'Status', 'Fetch']) {
       const m = def[name]!;

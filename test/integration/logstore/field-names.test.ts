@@ -9,7 +9,7 @@ afterEach(async () => {
   running = [];
 });
 
-const DOCS = [
+const DOCS: Record<string, unknown>[] = [
   { seq: 1, toString: 'ts', message: 'one' },
   { seq: 2, constructor: 7, hasOwnProperty: 'x', message: 'two' },
   { seq: 3, valueOf: { inner: 'v' }, message: 'three' },

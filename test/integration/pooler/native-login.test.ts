@@ -89,7 +89,7 @@ describe('logins run by the native relay', () => {
 
   it('SHOW CLIENTS lists a natively logged-in client, a cancel reaches its query, and the admin console is JavaScript\'s', async () => {
     const c = client('md5user', { application_name: 'cancel-me' });
-    const got = await logins(() => c.connect());
+    const got = await logins(async () => { await c.connect(); });
     expectPath(got, 1);
     const local = (c as unknown as { connection: { stream: net.Socket } }).connection.stream.localPort;
     const row = (await show('CLIENTS')).find((r) => r['addr'] === `127.0.0.1:${local}`);
