@@ -14,6 +14,7 @@ import type { IngestResult, ShardStatus } from '../storage/shard.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
+import { ScratchPool } from '../search/scratch.js';
 import { Breaker } from './breaker.js';
 import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, isOverloaded, offsBytes } from './store-client.js';
 
@@ -49,6 +50,11 @@ export class Cluster implements LogBackend {
   /** Id counters handed out per batch; random start so two proxies rarely overlap. */
   private counter = Math.floor(Math.random() * 2 ** 39);
   private readonly retries: number;
+  /**
+   * Batch buffers and the gRPC messages made of them, reused: fresh ones (about 4 MB a 5 000-document bulk)
+   * pushed V8 into a full GC every ~15 bulks. At most 16 of up to 2 MiB are kept (32 MiB).
+   */
+  readonly batchPool = new ScratchPool(16, 2 << 20);
 
   constructor(cfg: LogstoreConfig, private readonly log: Logger) {
     const c = cfg.cluster;
@@ -100,13 +106,29 @@ export class Cluster implements LogBackend {
     const first = routed ? this.shards[meta.shard]! : this.pickShard(new Set());
     if (!first) throw new Error('no shard configured');
     const ids = meta?.ids ?? null;
-    const req: StoreBulkRequest = {
-      docs: buf, offs: [], offs_le: offsBytes(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
-      client_ids: ids ? ids.map((x) => x ?? '') : [], has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
-      create: meta?.create ?? new Uint8Array(0),
-    };
-    this.counter = (this.counter + n + 1) % 2 ** 40;
-    const encoded = StoreClient.encodeBulk(req);
+    let encoded: Buffer;
+    try {
+      const req: StoreBulkRequest = {
+        docs: buf, offs: [], offs_le: offsBytes(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
+        client_ids: ids ? ids.map((x) => x ?? '') : [], has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
+        create: meta?.create ?? new Uint8Array(0),
+      };
+      this.counter = (this.counter + n + 1) % 2 ** 40;
+      encoded = StoreClient.encodeBulk(req, this.batchPool);
+    } finally {
+      // The batch is in the message now (or never will be).
+      this.batchPool.give(buf);
+    }
+    try {
+      return await this.sendBatch(first, encoded, routed);
+    } finally {
+      // Every call that sent it has ended (grpc-js framed its own copy of it for each).
+      this.batchPool.give(encoded);
+    }
+  }
+
+  /** ingest()'s attempts: the shard's replicas, their missing ones again, then other shards, up to write_retries. */
+  private async sendBatch(first: ShardGroup, encoded: Buffer, routed: boolean): Promise<IngestResult> {
     const tried = new Set<number>();
     let shard: ShardGroup | null = first;
     let acked = new Set<number>();

@@ -1,6 +1,7 @@
 // A proxy's client of one store (store.proto): every request carries a deadline (cluster.request_timeout) and
 // the channel keeps itself alive with pings, so a dead or hung store fails its requests instead of holding them.
 // Searches, fetches and status go over one Session call (session-client.ts); bulks are unary calls.
+import type { ScratchPool } from '../search/scratch.js';
 import os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { keepaliveOptions, services } from '../grpc/proto.js';
@@ -101,9 +102,27 @@ export class StoreClient {
     });
   }
 
-  /** Serializes a bulk once (the library's own serializer), so that every replica is sent the same bytes. */
-  static encodeBulk(req: StoreBulkRequest): Buffer {
-    return (services().store.service.Bulk!.requestSerialize as (r: StoreBulkRequest) => Buffer)(req);
+  /**
+   * Serializes a bulk once, so that every replica is sent the same bytes. With a pool, into one of its buffers
+   * (give it back once every call that sends it has ended): the library's serializer writes every field but the
+   * documents, which follow as field 1 (a protobuf field may come in any order), copied once.
+   */
+  static encodeBulk(req: StoreBulkRequest, pool?: ScratchPool): Buffer {
+    const serialize = services().store.service.Bulk!.requestSerialize as (r: Partial<StoreBulkRequest>) => Buffer;
+    if (!pool) return serialize(req);
+    const { docs, ...rest } = req;
+    const head = serialize(rest);
+    let n = docs.length;
+    let lenBytes = 1;
+    for (let v = n; v >= 0x80; v >>>= 7) lenBytes++;
+    const out = pool.take(head.length + 1 + lenBytes + n);
+    head.copy(out, 0);
+    let p = head.length;
+    out[p++] = (1 << 3) | 2; // field 1 (docs), length-delimited
+    for (; n >= 0x80; n >>>= 7) out[p++] = (n & 0x7f) | 0x80;
+    out[p++] = n;
+    out.set(docs, p);
+    return out;
   }
 
   /** Sends a bulk serialized by encodeBulk(). */

@@ -3,6 +3,7 @@
 
 import { isPlainIndex, readPlainAction } from './action-line.js';
 import { BulkItems, type BulkOp } from './bulk-items.js';
+import type { ScratchPool } from '../search/scratch.js';
 
 export { BulkItems, type BulkOp, type ItemError } from './bulk-items.js';
 
@@ -42,6 +43,11 @@ export interface BulkParserOptions {
   route?: (id: string) => number;
   /** Read the items only: documents are checked for size but not copied into batches (a rejected bulk). */
   discard?: boolean;
+  /**
+   * Batch buffers come from this pool (a proxy's, which copies each batch into its gRPC message and gives the
+   * buffer back): a batch is then handed over as a view of its buffer, never copied to its size.
+   */
+  pool?: ScratchPool;
 }
 
 interface OpenBatch {
@@ -273,8 +279,10 @@ export class BulkParser {
   }
 
   private newBatch(len: number): OpenBatch {
+    const size = Math.max(this.opts.batchBytes, len);
     // An unpooled buffer of its own, so its ArrayBuffer can be moved to a worker.
-    return { buf: Buffer.allocUnsafeSlow(Math.max(this.opts.batchBytes, len)), used: 0, offs: [], items: [], ids: null, create: null };
+    const buf = this.opts.pool ? this.opts.pool.take(size) : Buffer.allocUnsafeSlow(size);
+    return { buf, used: 0, offs: [], items: [], ids: null, create: null };
   }
 
   /** Records the item, and its id and action when it has an id, of the document just placed in `b`. */
@@ -310,7 +318,8 @@ export class BulkParser {
     if (b.items.length === 0) return;
     // The shard keeps the batch's buffer as long as its active fraction: a small bulk's batch is copied to its
     // size, or 50 documents from a shipper would hold a whole batch buffer each.
-    const buf = b.used >= b.buf.length >>> 1 ? new Uint8Array(b.buf.buffer, 0, b.used) : new Uint8Array(b.buf.subarray(0, b.used));
+    // A pooled buffer goes back to its pool once its taker has copied it, so its view is enough.
+    const buf = this.opts.pool || b.used >= b.buf.length >>> 1 ? new Uint8Array(b.buf.buffer, 0, b.used) : new Uint8Array(b.buf.subarray(0, b.used));
     this.opts.onBatch({
       buf, offs: Int32Array.from(b.offs), items: b.items, shard,
       ids: b.ids, create: b.create ? Uint8Array.from(b.create) : null,

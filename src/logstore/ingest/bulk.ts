@@ -5,6 +5,7 @@ import type { IngestResult } from '../storage/shard.js';
 import { BulkParser, type BulkItems, type ItemError } from './bulk-parser.js';
 import type { BulkOutcome } from './bulk-response.js';
 import type { BulkBudget } from './bulk-budget.js';
+import type { ScratchPool } from '../search/scratch.js';
 import { HttpError } from '../http/errors.js';
 
 export type { BulkOutcome } from './bulk-response.js';
@@ -21,6 +22,8 @@ export interface BulkTarget {
   ingest(buf: Uint8Array, offs: Int32Array, meta?: BatchMeta): Promise<IngestResult>;
   /** The shard of a client id (absent: documents with ids are not routed). */
   route?(id: string): number;
+  /** Where batch buffers come from (absent: each its own); ingest() gives each batch's buffer back to it. */
+  readonly batchPool?: ScratchPool;
 }
 
 export interface BulkOptions {
@@ -111,11 +114,13 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
     defaultIndex: opts.defaultIndex,
     batchBytes: opts.batchBytes ?? 1024 * 1024,
     ...(target.route ? { route: (id: string) => target.route!(id) } : {}),
+    ...(target.batchPool ? { pool: target.batchPool } : {}),
     onBatch(batch) {
       const itemsRef = parser.items;
       const bytes = batch.buf.byteLength;
       if (budget && !budget.take(bytes)) {
         for (const item of batch.items) itemsRef.reject(item, overMemory!);
+        target.batchPool?.give(batch.buf);
         return;
       }
       const meta: BatchMeta | undefined = batch.shard >= 0 || batch.ids ? { shard: batch.shard, ids: batch.ids, create: batch.create } : undefined;

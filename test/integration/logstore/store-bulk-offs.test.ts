@@ -3,6 +3,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreClient, type StoreBulkRequest, offsBytes } from '../../../src/logstore/cluster/store-client.js';
+import { services } from '../../../src/logstore/grpc/proto.js';
+import { ScratchPool } from '../../../src/logstore/search/scratch.js';
 import { type LogstoreProcess, startLogstore } from '../../helpers/logstore.js';
 
 let store: LogstoreProcess;
@@ -49,6 +51,30 @@ describe('store Bulk document places', () => {
     expect(rb.errors).toEqual([]);
     expect(await found('le')).toEqual(Array.from({ length: 300 }, (_, n) => n));
     expect(await found('old')).toEqual(Array.from({ length: 200 }, (_, n) => n));
+  });
+
+  it('reads a batch encoded into a pooled buffer (the documents appended as field 1) as the library encodes it', async () => {
+    const pool = new ScratchPool(4, 2 << 20);
+    const decode = services().store.service.Bulk!.requestDeserialize as (b: Buffer) => StoreBulkRequest;
+    // Document bytes whose length takes one, two and three bytes of varint.
+    for (const [tag, count] of [['pool1', 1], ['pool300', 300], ['pool9000', 9000]] as const) {
+      const a = batch(tag, count);
+      const req = request(a.docs, { offs_le: offsBytes(a.offs) }, 20_000 + count);
+      const pooled = StoreClient.encodeBulk(req, pool);
+      const plain = decode(StoreClient.encodeBulk(req));
+      const mine = decode(pooled);
+      expect(Buffer.from(mine.docs).equals(a.docs)).toBe(true);
+      expect({ ...mine, docs: null }).toEqual({ ...plain, docs: null });
+      const r = await client.bulk(pooled);
+      pool.give(pooled);
+      expect(r.errors).toEqual([]);
+      const all = await client.search({ query: `tag:${tag}`, from: -8.64e15, to: 8.64e15, limit: 0, order: 'ASC', aggs: [], hist_interval: 0, with_total: true });
+      expect(all.total).toBe(count);
+    }
+    // Given back and taken again: the same buffer.
+    const again = StoreClient.encodeBulk(request(batch('x', 1).docs, {}, 1), pool);
+    expect(pool.keptBytes).toBeGreaterThan(0);
+    pool.give(again);
   });
 
   it('refuses offs_le that is not whole pairs, and a document outside the docs bytes, and keeps serving', async () => {

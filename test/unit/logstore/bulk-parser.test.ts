@@ -2,6 +2,7 @@
 // chunk, one byte at a time; the batches and items must not depend on where the chunks were cut.
 import { describe, expect, it } from 'vitest';
 import { type Batch, BulkFormatError, BulkParser } from '../../../src/logstore/ingest/bulk-parser.js';
+import { ScratchPool } from '../../../src/logstore/search/scratch.js';
 
 function parse(chunks: Buffer[], maxDocSize = 1000, batchBytes = 64) {
   const batches: { docs: string[]; items: number[] }[] = [];
@@ -123,5 +124,27 @@ describe('BulkParser', () => {
       };
       expect(run(fast!), fast).toEqual(run(slow!));
     }
+  });
+
+  it('takes batch buffers from a pool and hands each batch over as a view of its buffer, never copied', () => {
+    const pool = new ScratchPool(8, 1 << 20);
+    const bufs: Uint8Array[] = [];
+    const docs: string[] = [];
+    const p = new BulkParser({
+      maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 64, pool,
+      onBatch(b: Batch) {
+        bufs.push(b.buf);
+        for (let i = 0; i < b.offs.length; i += 2) docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
+      },
+    });
+    p.push(body);
+    p.end();
+    expect(docs).toEqual(want.docs);
+    for (const b of bufs) {
+      expect(b.byteOffset).toBe(0);
+      pool.give(b);
+    }
+    // Every batch buffer was the pool's: each came back (the small last one is not a copy of its own).
+    expect(pool.keptBytes).toBe(bufs.reduce((n, b) => n + b.buffer.byteLength, 0));
   });
 });

@@ -1,6 +1,6 @@
 // Scratch buffers of a search: reused once given back, never handed out twice at once, and only those handed out.
 import { describe, expect, it } from 'vitest';
-import { giveBack, takeScratch } from '../../../src/logstore/search/scratch.js';
+import { ScratchPool, giveBack, takeScratch } from '../../../src/logstore/search/scratch.js';
 
 describe('search scratch buffers', () => {
   it('hands out distinct buffers while in use, and reuses one given back for a request that fits', () => {
@@ -39,5 +39,19 @@ describe('search scratch buffers', () => {
   it('makes a new buffer a quarter larger than asked, in 4 KB pages', () => {
     expect(takeScratch(1).buffer.byteLength).toBe(4096);
     expect(takeScratch(100_000).buffer.byteLength).toBe(126_976);
+  });
+});
+
+describe('ScratchPool', () => {
+  it('keeps at most maxKept buffers of at most maxKeptBytes, the larger ones first', () => {
+    const pool = new ScratchPool(2, 1 << 20);
+    const [a, b, c] = [pool.take(10_000), pool.take(50_000), pool.take(100_000)];
+    const big = pool.take(2 << 20);
+    for (const x of [a, b, c, big]) pool.give(x);
+    // a went first, then b; c replaced a (smaller); big is past maxKeptBytes.
+    expect(pool.keptBytes).toBe(b.buffer.byteLength + c.buffer.byteLength);
+    expect(pool.take(70_000).buffer).toBe(c.buffer);
+    expect(pool.take(40_000).buffer).toBe(b.buffer);
+    expect(pool.take(1000).buffer).not.toBe(a.buffer);
   });
 });
