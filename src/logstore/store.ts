@@ -19,6 +19,7 @@ import { fixMmapThreshold } from '../native/malloc-tune.js';
 import { newShardState, ShardStateReader } from './storage/shard-state.js';
 import { SealedReader } from './storage/sealed-reader.js';
 import type { SealedFraction } from './storage/sealed-fraction.js';
+import { ForgottenIds } from './storage/forgotten.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -59,9 +60,12 @@ export class Store {
    * leave their bytes marked: a fetch then asks one thread too many, never one too few).
    */
   private readonly idBytes: (Uint8Array | null)[] = [];
+  /** Documents left out of every search: copies of proxy batches that another shard stored (Forget). */
+  private readonly forgotten: ForgottenIds;
 
   constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
     const filename = workerFile();
+    this.forgotten = new ForgottenIds(path.join(path.resolve(cfg.storage.data_dir), 'forgotten.ids'));
     // Before the shard threads exist: their arenas then never raise the threshold (see malloc-tune.ts).
     fixMmapThreshold();
     const shards = Math.max(cfg.storage.shards, existingShards(cfg.storage.data_dir));
@@ -138,12 +142,29 @@ export class Store {
     }
   }
 
+  /**
+   * Leaves the documents of `ids` out of every search from now on (a proxy stored their batch on another shard
+   * after a replica of this one failed); resolves once that is on disk.
+   */
+  forget(ids: readonly string[]): Promise<number> {
+    return this.forgotten.add(ids);
+  }
+
+  /** `q` with the forgotten ids of its time range, when there are any. */
+  private withForgotten(q: ShardQuery): ShardQuery {
+    if (q.forgotten || this.forgotten.size === 0) return q;
+    const ids = this.forgotten.within(q.from, q.to);
+    return ids ? { ...q, forgotten: ids } : q;
+  }
+
   async query(q: ShardQuery): Promise<StoreQueryResult> {
+    q = this.withForgotten(q);
     return this.querySync(q) ?? mergeQueryResults(await this.queryShards(q), q);
   }
 
   /** The answer when this thread can give it at once (querySealed), else null: query() then asks the shard threads. */
   querySync(q: ShardQuery): StoreQueryResult | null {
+    q = this.withForgotten(q);
     const sealed = this.querySealed(q);
     return sealed ? mergeQueryResults([sealed], q) : null;
   }
@@ -176,6 +197,7 @@ export class Store {
 
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
+    q = this.withForgotten(q);
     return (await Promise.all(this.pools.map((p, i) => this.sealedReaders[i]!.query(q) ?? p.run(q, { name: 'query' })))) as ShardQueryResult[];
   }
 

@@ -134,6 +134,11 @@ export class StoreClient {
     });
   }
 
+  /** Forget (store.proto): `ids` as in BulkResponse.ids (24 bytes an id, spaces for none). */
+  async forget(ids: Uint8Array): Promise<number> {
+    return (await this.call<{ forgotten: number }>('Forget', { ids })).forgotten;
+  }
+
   search(req: StoreSearchRequest): Promise<StoreSearchResponse> {
     return this.viaSession('search', req, () => this.call('Search', req));
   }

@@ -245,5 +245,20 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
     Status: unary(log, ops.status),
 
     Session: storeSession(ops, log),
+
+    Forget: unary(log, async (req: { ids: Buffer }) => ({ forgotten: await store.forget(forgetIds(req.ids)) })),
   };
+}
+
+/** The ids of a ForgetRequest: 24 ASCII bytes each, 24 spaces skipped. */
+function forgetIds(bytes: Buffer): string[] {
+  if (bytes.length % 24 !== 0) throw new HttpError(400, ErrorCode.BadRequest, `ids must be 24 bytes each; got ${bytes.length} bytes`);
+  const out: string[] = [];
+  for (let at = 0; at < bytes.length; at += 24) {
+    if (bytes[at] === 0x20) continue;
+    const id = bytes.toString('latin1', at, at + 24);
+    if (!/^[0-9a-f]{24}$/.test(id)) throw new HttpError(400, ErrorCode.BadRequest, `not a document id (24 lowercase hex digits): ${JSON.stringify(id)}`);
+    out.push(id);
+  }
+  return out;
 }

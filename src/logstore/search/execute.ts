@@ -29,6 +29,11 @@ export interface ShardQuery {
   pipes?: FieldsPipe[];
   /** false: the total may count only the fractions read; fractions that cannot hold a better hit are skipped. */
   withTotal?: boolean;
+  /**
+   * Ids of documents to leave out (storage/forgotten.ts: a proxy's batch stored here and then by another
+   * shard), those whose time is in [from, to]; absent when none.
+   */
+  forgotten?: string[];
 }
 
 
@@ -159,6 +164,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     if (cands.length > q.limit) cands = cands.slice(0, q.limit);
   };
   const counting = q.withTotal !== false || !!q.aggs?.length || !!(q.histInterval && q.histInterval > 0);
+  const forgotten = q.forgotten?.length ? q.forgotten : null;
   // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
   const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
   for (const view of views) {
@@ -167,7 +173,9 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
       if (q.limit === 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time))) continue;
     }
     read++;
-    const range = plain ? view.timeRange(q.from, q.to) : null;
+    // A fraction holding forgotten documents takes the general path, which leaves them out of the matches.
+    const gone = forgotten ? forgottenLocals(view, forgotten) : null;
+    const range = plain && !gone ? view.timeRange(q.from, q.to) : null;
     if (range) {
       const [lo, hi] = range;
       total += hi - lo;
@@ -180,7 +188,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
       continue;
     }
     const sorted = plain || !view.timeOrdered ? view.byTime?.(q.from, q.to) : null;
-    if (plain && sorted) {
+    if (plain && sorted && !gone) {
       const { order, lo, hi } = sorted;
       total += hi - lo;
       const k = Math.min(q.limit, hi - lo);
@@ -190,7 +198,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     const ids = view.timeRange(q.from, q.to);
     const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
     if (universeSize(universe) === 0) continue;
-    const matches = evaluate(q.plan, view, universe);
+    const matches = gone ? without(evaluate(q.plan, view, universe), gone) : evaluate(q.plan, view, universe);
     total += matches.length;
     q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
     if (q.histInterval && q.histInterval > 0) {
@@ -212,6 +220,32 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     take(view, picked);
   }
   return { total, hits: writeCands(cands, q.pipes ?? []), aggs, hist: [...hist], fractionsRead: read };
+}
+
+/** The local ids of the forgotten documents a fraction holds, ascending, or null when it holds none. */
+function forgottenLocals(view: FractionView, ids: readonly string[]): Uint32Array | null {
+  const out: number[] = [];
+  for (const id of ids) {
+    const t = idTime(id);
+    if (t === null || t < view.minTime || t > view.maxTime) continue;
+    const local = view.find(id);
+    if (local >= 0) out.push(local);
+  }
+  return out.length ? Uint32Array.from(out).sort() : null;
+}
+
+/** `matches` (ascending) without the ascending `gone`. */
+function without(matches: Uint32Array, gone: Uint32Array): Uint32Array {
+  const out = new Uint32Array(matches.length);
+  let n = 0;
+  let j = 0;
+  for (let i = 0; i < matches.length; i++) {
+    const m = matches[i]!;
+    while (j < gone.length && gone[j]! < m) j++;
+    if (j < gone.length && gone[j] === m) continue;
+    out[n++] = m;
+  }
+  return n === matches.length ? matches : out.subarray(0, n);
 }
 
 /** A run of best hits that are neighbours in one sealed block: cands[at .. at + count), locals stepping by `step`. */
