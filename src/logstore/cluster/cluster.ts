@@ -16,6 +16,7 @@ import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
 import { ScratchPool } from '../search/scratch.js';
 import { Breaker } from './breaker.js';
+import { ForgetOutbox, type Leftover } from './forget-outbox.js';
 import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, isOverloaded, offsBytes } from './store-client.js';
 
 interface ShardGroup {
@@ -38,17 +39,6 @@ export function shardsOf(stores: readonly string[], replicas: number): string[][
   return out;
 }
 
-/** A shard a batch was sent to and then left (it moved on, or failed): its replicas in `acked` stored it. */
-interface Leftover {
-  shard: ShardGroup;
-  acked: Set<number>;
-  /** Replicas that refused it for their limits.bulk_memory (RESOURCE_EXHAUSTED): they stored none of it. */
-  refused: Set<number>;
-}
-
-/** Forgets kept for stores that have not answered them (each up to ~120 KB of ids). */
-const MAX_OUTBOX = 4096;
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function message(err: unknown): string {
@@ -66,13 +56,13 @@ export class Cluster implements LogBackend {
    * pushed V8 into a full GC every ~15 bulks. At most 16 of up to 2 MiB are kept (32 MiB).
    */
   readonly batchPool = new ScratchPool(16, 2 << 20);
-  private readonly outboxDelay: number;
-  private closed = false;
+  /** Copies a batch left on shards it moved away from, forgotten there (forget-outbox.ts). */
+  private readonly forgets: ForgetOutbox;
 
   constructor(cfg: LogstoreConfig, private readonly log: Logger) {
     const c = cfg.cluster;
     this.retries = c.write_retries;
-    this.outboxDelay = c.breaker_cooldown;
+    this.forgets = new ForgetOutbox(c.breaker_cooldown, log);
     this.shards = shardsOf(c.hot_stores, c.hot_replicas).map((addrs, index) => ({
       index, pending: 0, nextRead: 0, breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
       replicas: addrs.map((a) => new StoreClient(a, c.request_timeout, { time: c.keepalive_time, timeout: c.keepalive_timeout })),
@@ -184,7 +174,7 @@ export class Cluster implements LogBackend {
       if (acked.size === s.replicas.length) {
         s.breaker.success();
         // (`answer` is set in the forEach callback above, which the compiler does not follow.)
-        await this.forgetLeftovers(leftovers, answer!.ids);
+        await this.forgets.forget(leftovers, answer!.ids);
         return answer!;
       }
       // The same shard's missing replicas once more; after that, another shard (all of its replicas).
@@ -207,61 +197,13 @@ export class Cluster implements LogBackend {
       known ??= (answer as IngestResult | null)?.ids ?? null;
       if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused });
       // No replica answered anywhere: the ids (they hold the documents' times) are not known here.
-      if (known) await this.forgetLeftovers(leftovers, known);
+      if (known) await this.forgets.forget(leftovers, known);
     }
     if (overloadOnly && errors.length > 0) {
       throw new HttpError(429, ErrorCode.TooManyBulks, `rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`);
     }
     this.log.warn({ errors }, 'a batch could not be written to every replica of any shard');
     throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
-  }
-
-  /**
-   * Forgets each leftover copy on every replica of its shard: the replicas that took the batch are waited for
-   * (they just answered); the others (down, hung, or that stored it after their deadline) get it through the
-   * outbox, and so does a replica that does not answer the forget.
-   */
-  private async forgetLeftovers(leftovers: Leftover[], ids: Uint8Array): Promise<void> {
-    if (leftovers.length === 0) return;
-    await Promise.all(leftovers.flatMap((l) => l.shard.replicas.map(async (c, i) => {
-      if (l.refused.has(i) && !l.acked.has(i)) return;
-      if (!l.acked.has(i)) {
-        this.queueForget(c, ids);
-        return;
-      }
-      try {
-        await c.forget(ids);
-      } catch (err) {
-        this.log.warn({ store: c.addr, err: message(err) }, 'a moved batch\'s copy could not be forgotten yet; retrying');
-        this.queueForget(c, ids);
-      }
-    })));
-  }
-
-  /** Forgets not answered yet, retried every breaker_cooldown until their store answers. */
-  private readonly outbox: { client: StoreClient; ids: Uint8Array }[] = [];
-  private outboxTimer: NodeJS.Timeout | null = null;
-
-  private queueForget(client: StoreClient, ids: Uint8Array): void {
-    this.outbox.push({ client, ids });
-    if (this.outbox.length > MAX_OUTBOX) {
-      const lost = this.outbox.shift()!;
-      this.log.error({ store: lost.client.addr, docs: lost.ids.length / 24 }, 'forget outbox full: a moved batch\'s copy stays counted on that store');
-    }
-    this.outboxTimer ??= setTimeout(() => void this.drainOutbox(), this.outboxDelay).unref();
-  }
-
-  private async drainOutbox(): Promise<void> {
-    const due = this.outbox.splice(0);
-    await Promise.all(due.map(async (f) => {
-      try {
-        await f.client.forget(f.ids);
-      } catch {
-        this.outbox.push(f);
-      }
-    }));
-    this.outboxTimer = null;
-    if (this.outbox.length > 0 && !this.closed) this.outboxTimer = setTimeout(() => void this.drainOutbox(), this.outboxDelay).unref();
   }
 
   /** Asks the replicas of one shard in turn until one answers; throws the last error. */
@@ -391,8 +333,7 @@ export class Cluster implements LogBackend {
   }
 
   close(): void {
-    this.closed = true;
-    if (this.outboxTimer) clearTimeout(this.outboxTimer);
+    this.forgets.close();
     for (const s of this.shards) for (const c of s.replicas) c.close();
   }
 }

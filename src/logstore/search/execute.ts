@@ -1,6 +1,7 @@
 // Query execution over fractions, shared by single mode and store mode: evaluate the plan per fraction, count,
 // aggregate, bucket by time and keep the best hits (packed as bytes for the trip out of the shard's thread).
 import { idTime } from '../doc-time.js';
+import { postings as P } from '../../native/index.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { Plan } from '../query/plan.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
@@ -198,7 +199,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     const ids = view.timeRange(q.from, q.to);
     const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
     if (universeSize(universe) === 0) continue;
-    const matches = gone ? without(evaluate(q.plan, view, universe), gone) : evaluate(q.plan, view, universe);
+    const matches = gone ? P.differencePostings(evaluate(q.plan, view, universe), gone) : evaluate(q.plan, view, universe);
     total += matches.length;
     q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
     if (q.histInterval && q.histInterval > 0) {
@@ -232,20 +233,6 @@ function forgottenLocals(view: FractionView, ids: readonly string[]): Uint32Arra
     if (local >= 0) out.push(local);
   }
   return out.length ? Uint32Array.from(out).sort() : null;
-}
-
-/** `matches` (ascending) without the ascending `gone`. */
-function without(matches: Uint32Array, gone: Uint32Array): Uint32Array {
-  const out = new Uint32Array(matches.length);
-  let n = 0;
-  let j = 0;
-  for (let i = 0; i < matches.length; i++) {
-    const m = matches[i]!;
-    while (j < gone.length && gone[j]! < m) j++;
-    if (j < gone.length && gone[j] === m) continue;
-    out[n++] = m;
-  }
-  return n === matches.length ? matches : out.subarray(0, n);
 }
 
 /** A run of best hits that are neighbours in one sealed block: cands[at .. at + count), locals stepping by `step`. */
