@@ -1,7 +1,7 @@
 // Log-store processes for the benches: a config directory (http_logs mapping, ports on 0), a start that reads the
 // listening line for the HTTP port and gRPC address, and a stop by pid that waits for the exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface LogstoreProc { child: ChildProcess; port: number; grpc: string }
@@ -25,6 +25,8 @@ export function startLogstore(root: string, mode: string, cfg: string, extra: st
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
+      // BENCH_TEE=FILE: the processes' standard output appended there too (node's --trace-gc writes to it).
+      if (process.env.BENCH_TEE) appendFileSync(process.env.BENCH_TEE, d);
       const m = /listening on http [\d.]+:(\d+), debug [\d.]+:\d+, grpc ([\d.]+:\d+)/.exec(out);
       const st = /listening on grpc ([\d.]+:\d+)/.exec(out);
       if (m) resolve({ child, port: Number(m[1]), grpc: m[2]! });
