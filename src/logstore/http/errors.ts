@@ -24,11 +24,16 @@ export class HttpError extends Error {
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+/** `finished`: called once node:http has handed the whole answer to the socket ('finish'). */
+export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders?: Record<string, string>, finished?: () => void): void {
   const text = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...extraHeaders });
-  res.end(text);
+  const length = Buffer.byteLength(text);
+  res.writeHead(status, extraHeaders ? { 'content-type': JSON_TYPE, 'content-length': length, ...extraHeaders } : { 'content-type': JSON_TYPE, 'content-length': length });
+  if (finished) res.end(text, finished);
+  else res.end(text);
 }
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Search-API error body: {error: {code, message, ...}} (seq-db shape, plus type/reason like Elasticsearch). */
 export function sendError(res: ServerResponse, err: HttpError, extraHeaders: Record<string, string> = {}): void {

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PartialInfo } from '../backend.js';
 import { type SearchOutcome, aggResults, histBuckets, mappingOf, parseSearchBody, partialError, runAggregate, runExport, runFetch, runHistogram, runSearch, runSearchSync, statusOf } from '../api/operations.js';
-import { readJsonBody } from './body.js';
+import { MAX_JSON_BODY, readJsonBody, readJsonBodyThen } from './body.js';
 import type { HttpContext } from './context.js';
 import { sendJson } from './errors.js';
 import { giveBack } from '../search/scratch.js';
@@ -53,7 +53,9 @@ export async function fetchAnswer(ctx: HttpContext, body: Record<string, unknown
 
 /** The routes whose answer is one JSON body made from the request's JSON body: the answer, or a promise of it (a
  * search answered at once from sealed data needs none). */
-export const JSON_ROUTES: Record<string, (ctx: HttpContext, body: Record<string, unknown>) => Buffer | string | Promise<Buffer | string>> = {
+export type JsonRoute = (ctx: HttpContext, body: Record<string, unknown>) => Buffer | string | Promise<Buffer | string>;
+
+export const JSON_ROUTES: Record<string, JsonRoute> = {
   '/search': (ctx, body) => searchAnswer(ctx, body, false),
   '/complex-search': (ctx, body) => searchAnswer(ctx, body, true),
   '/aggregate': aggregateAnswer,
@@ -61,20 +63,29 @@ export const JSON_ROUTES: Record<string, (ctx: HttpContext, body: Record<string,
   '/fetch': fetchAnswer,
 };
 
-const jsonRoute = (path: string) => async (ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> => {
-  const answer = await JSON_ROUTES[path]!(ctx, await readJsonBody(req));
-  sendJson(res, 200, answer);
-  // A scratch answer (search/scratch.ts) is free again once node:http has handed its last byte to the socket
-  // ('finish'); a response cut short never finishes, and its buffer is left to the GC.
-  if (Buffer.isBuffer(answer)) res.once('finish', () => giveBack(answer));
-  return 200;
-};
-
-export const search = jsonRoute('/search');
-export const complexSearch = jsonRoute('/complex-search');
-export const aggregate = jsonRoute('/aggregate');
-export const histogram = jsonRoute('/histogram');
-export const fetchDocs = jsonRoute('/fetch');
+/**
+ * Serves a JSON route: reads the body, answers, then calls `ok` (or `fail` with what went wrong). A search answered
+ * at once (sealed data in single mode) goes from body to answer with no promise in between.
+ */
+export function serveJsonRoute(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, route: JsonRoute, ok: () => void, fail: (err: unknown) => void): void {
+  const send = (answer: Buffer | string) => {
+    // A scratch answer (search/scratch.ts) is free again once node:http has handed its last byte to the socket
+    // ('finish'); a response cut short never finishes, and its buffer is left to the GC.
+    sendJson(res, 200, answer, undefined, Buffer.isBuffer(answer) ? () => giveBack(answer) : undefined);
+    ok();
+  };
+  readJsonBodyThen(req, MAX_JSON_BODY, (err, body) => {
+    if (err) return fail(err);
+    let answer: Buffer | string | Promise<Buffer | string>;
+    try {
+      answer = route(ctx, body!);
+    } catch (e) {
+      return fail(e);
+    }
+    if (answer instanceof Promise) answer.then(send, fail);
+    else send(answer);
+  });
+}
 
 /** Streams every match as NDJSON, newest first, paging by a time cursor so memory stays bounded. */
 export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {

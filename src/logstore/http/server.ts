@@ -9,12 +9,8 @@ import { esRoute } from '../es/router.js';
 
 type Handler = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => Promise<number>;
 
+/** POST routes besides api.JSON_ROUTES (/search, /complex-search, /aggregate, /histogram, /fetch). */
 const POST_ROUTES: Record<string, Handler> = {
-  '/search': api.search,
-  '/complex-search': api.complexSearch,
-  '/aggregate': api.aggregate,
-  '/histogram': api.histogram,
-  '/fetch': api.fetchDocs,
   '/export': api.exportDocs,
 };
 const GET_ROUTES: Record<string, Handler> = { '/mappings': api.mappings, '/status': api.status };
@@ -52,6 +48,9 @@ async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   return 200;
 }
 
+/** A JSON route asked with another method than POST (dispatch answers 405 before calling it). */
+const jsonNotPost: Handler = () => Promise.reject(new Error('unreachable'));
+
 /** `query`: the URL's text after `?` (parsed only by the Elasticsearch routes that read parameters). */
 async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<[string, number]> {
   const method = req.method ?? 'GET';
@@ -75,7 +74,7 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
     return ['/_bulk', await bulk(ctx, req, res, indexBulk ? decodeURIComponent(indexBulk[1]!) : 'logs')];
   }
   if (path === '/async-search' || ASYNC_ONE.test(path)) return ['/async-search', await asyncSearch(ctx, req, res, path, method)];
-  const post = POST_ROUTES[path];
+  const post = POST_ROUTES[path] ?? (api.JSON_ROUTES[path] ? jsonNotPost : undefined);
   if (post) {
     if (method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
     return [path, await post(ctx, req, res)];
@@ -91,26 +90,47 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
   throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);
 }
 
+/** The request counter and duration histogram of one route, their label sets looked up once. */
+interface RouteMetrics {
+  ok: { inc(): void };
+  duration: { observe(v: number): void };
+}
+
 export function createApiServer(ctx: HttpContext): http.Server {
+  const byRoute = new Map<string, RouteMetrics>();
+  const metricsOf = (route: string): RouteMetrics => {
+    let m = byRoute.get(route);
+    if (!m) byRoute.set(route, (m = { ok: ctx.metrics.requests.labels(route, '200'), duration: ctx.metrics.duration.labels(route) }));
+    return m;
+  };
+  const served = (route: string, status: number, started: number) => {
+    if (status === 200) metricsOf(route).ok.inc();
+    else ctx.metrics.requests.inc({ route, status: String(status) });
+    metricsOf(route).duration.observe((performance.now() - started) / 1e3);
+  };
+  const failed = (req: IncomingMessage, res: ServerResponse, path: string, err: unknown) => {
+    const e = err instanceof HttpError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
+    if (!(err instanceof HttpError)) ctx.log.error({ err, path }, 'request failed');
+    ctx.metrics.requests.inc({ route: 'error', status: String(e.status) });
+    req.resume();
+    // A body past its limit is left unread: the connection closes after the answer.
+    if (!res.headersSent) sendError(res, e, e.status === 413 ? { connection: 'close' } : {});
+    else res.destroy();
+  };
   return http.createServer((req, res) => {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
+    // The search API's JSON routes: body, answer, metrics, with no promise when the answer is at hand.
+    const json = req.method === 'POST' ? api.JSON_ROUTES[path] : undefined;
+    if (json) {
+      api.serveJsonRoute(ctx, req, res, json, () => served(path, 200, started), (err) => failed(req, res, path, err));
+      return;
+    }
     dispatch(ctx, req, res, path, q < 0 ? '' : url.slice(q + 1)).then(
-      ([route, status]) => {
-        ctx.metrics.requests.inc({ route, status: String(status) });
-        ctx.metrics.duration.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);
-      },
-      (err: unknown) => {
-        const e = err instanceof HttpError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
-        if (!(err instanceof HttpError)) ctx.log.error({ err, path }, 'request failed');
-        ctx.metrics.requests.inc({ route: 'error', status: String(e.status) });
-        req.resume();
-        // A body past its limit is left unread: the connection closes after the answer.
-        if (!res.headersSent) sendError(res, e, e.status === 413 ? { connection: 'close' } : {});
-        else res.destroy();
-      },
+      ([route, status]) => served(route, status, started),
+      (err: unknown) => failed(req, res, path, err),
     );
   });
 }

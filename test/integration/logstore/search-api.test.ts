@@ -113,8 +113,16 @@ describe('search API', () => {
     expect(st.docs).toBe(300);
     expect(st.shards).toBe(2);
     expect(st.fractions.sealed).toBeGreaterThan(0);
+    // Two searches and a bad one: counted by route and status, and timed.
+    for (let i = 0; i < 2; i++) expect((await postJson(`${ls.url}/search`, { query: { query: '*' }, size: 1 })).status).toBe(200);
+    expect((await fetch(`${ls.url}/search`, { method: 'POST', body: '{"query":' })).status).toBe(400);
     const metrics = await (await fetch(`${ls.debugUrl}/metrics`)).text();
     expect(metrics).toMatch(/^tidepool_logstore_ingested_docs_total 300$/m);
+    const counted = (re: RegExp) => Number(re.exec(metrics)?.[1] ?? -1);
+    expect(counted(/^tidepool_logstore_http_requests_total\{route="\/search",status="200"\} (\d+)$/m)).toBeGreaterThanOrEqual(2);
+    expect(counted(/^tidepool_logstore_http_requests_total\{route="error",status="400"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+    expect(counted(/^tidepool_logstore_http_request_duration_seconds_count\{route="\/search"\} (\d+)$/m)).toBe(
+      counted(/^tidepool_logstore_http_requests_total\{route="\/search",status="200"\} (\d+)$/m));
     expect(await (await fetch(`${ls.debugUrl}/health`)).json()).toMatchObject({ status: 'ok' });
   });
 });
