@@ -14,6 +14,7 @@ import type { IngestResult, ShardStatus } from '../storage/shard.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
+import type { BatchKey } from '../grpc/store-service.js';
 import { ScratchPool } from '../search/scratch.js';
 import { Breaker } from './breaker.js';
 import { ForgetOutbox, type Leftover } from './forget-outbox.js';
@@ -110,10 +111,12 @@ export class Cluster implements LogBackend {
     const first = routed ? this.shards[meta.shard]! : this.pickShard(new Set());
     if (!first) throw new Error('no shard configured');
     const ids = meta?.ids ?? null;
+    const now = Date.now();
+    const idCounter = this.counter;
     let encoded: Buffer;
     try {
       const req: StoreBulkRequest = {
-        docs: buf, offs: [], offs_le: offsBytes(offs), now: Date.now(), assign_ids: true, id_shard: first.index, id_counter: this.counter,
+        docs: buf, offs: [], offs_le: offsBytes(offs), now, assign_ids: true, id_shard: first.index, id_counter: idCounter,
         client_ids: ids ? ids.map((x) => x ?? '') : [], has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
         create: meta?.create ?? new Uint8Array(0),
       };
@@ -123,8 +126,10 @@ export class Cluster implements LogBackend {
       // The batch is in the message now (or never will be).
       this.batchPool.give(buf);
     }
+    // The batch as a store remembers it (store.proto BatchKey), for a forget of a copy whose ids never came back.
+    const key: BatchKey = { id_shard: first.index, id_counter: idCounter, offs_count: offs.length, now, docs_bytes: buf.length };
     try {
-      return await this.sendBatch(first, encoded, routed);
+      return await this.sendBatch(first, encoded, routed, key);
     } finally {
       // Every call that sent it has ended (grpc-js framed its own copy of it for each).
       this.batchPool.give(encoded);
@@ -132,7 +137,7 @@ export class Cluster implements LogBackend {
   }
 
   /** ingest()'s attempts: the shard's replicas, their missing ones again, then other shards, up to write_retries. */
-  private async sendBatch(first: ShardGroup, encoded: Buffer, routed: boolean): Promise<IngestResult> {
+  private async sendBatch(first: ShardGroup, encoded: Buffer, routed: boolean, key: BatchKey): Promise<IngestResult> {
     const tried = new Set<number>();
     // Shards the batch left (it moved on, or failed): a copy there (on the replicas that took it, or on one that
     // stored it after its deadline) is forgotten, by the ids any replica answered (every replica makes the same).
@@ -174,7 +179,7 @@ export class Cluster implements LogBackend {
       if (acked.size === s.replicas.length) {
         s.breaker.success();
         // (`answer` is set in the forEach callback above, which the compiler does not follow.)
-        await this.forgets.forget(leftovers, answer!.ids);
+        await this.forgets.forget(leftovers, answer!.ids, key);
         return answer!;
       }
       // The same shard's missing replicas once more; after that, another shard (all of its replicas).
@@ -196,8 +201,9 @@ export class Cluster implements LogBackend {
     if (!routed) {
       known ??= (answer as IngestResult | null)?.ids ?? null;
       if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused });
-      // No replica answered anywhere: the ids (they hold the documents' times) are not known here.
-      if (known) await this.forgets.forget(leftovers, known);
+      // No replica answered anywhere: the ids (they hold the documents' times) are not known here, so the stores
+      // forget the batch by its key (a hung one that stores it after its deadline, or refuses it if it comes later).
+      await this.forgets.forget(leftovers, known, key);
     }
     if (overloadOnly && errors.length > 0) {
       throw new HttpError(429, ErrorCode.TooManyBulks, `rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`);

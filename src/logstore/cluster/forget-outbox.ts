@@ -1,8 +1,11 @@
 // Forgetting the copy a batch left on a shard it moved away from (or whose items failed): store API `Forget` on
 // every replica of that shard, so that totals, histograms and aggregations count each document once. The
 // replicas that took the batch are waited for (they just answered); the others (down, hung, or one that stored
-// it after its deadline) are asked again every breaker_cooldown until they answer.
+// it after its deadline) are asked again every breaker_cooldown until they answer. Each forget names the batch
+// too (store.proto BatchKey): a store that took it forgets its ids once stored, one it has not reached yet refuses
+// it, so a copy is forgotten even when no replica answered in time and the proxy never learned its ids.
 import type { Logger } from 'pino';
+import type { BatchKey } from '../grpc/store-service.js';
 import type { StoreClient } from './store-client.js';
 
 /** The replicas of one shard, as the proxy's shard groups list them. */
@@ -25,28 +28,39 @@ function message(err: unknown): string {
   return (err as Error)?.message ?? String(err);
 }
 
+interface Forget {
+  client: StoreClient;
+  /** As in BulkResponse.ids; empty when no replica answered. */
+  ids: Uint8Array;
+  batch: BatchKey;
+}
+
 export class ForgetOutbox {
   /** Forgets not answered yet, retried every `delay` ms until their store answers. */
-  private readonly outbox: { client: StoreClient; ids: Uint8Array }[] = [];
+  private readonly outbox: Forget[] = [];
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
   constructor(private readonly delay: number, private readonly log: Logger) {}
 
-  /** Forgets `ids` (as in BulkResponse.ids) on every replica of each leftover shard that may hold them. */
-  async forget(leftovers: Leftover[], ids: Uint8Array): Promise<void> {
+  /**
+   * Forgets the batch `batch` (its `ids` as in BulkResponse.ids, or empty when no replica answered) on every
+   * replica of each leftover shard that may hold it.
+   */
+  async forget(leftovers: Leftover[], ids: Uint8Array | null, batch: BatchKey): Promise<void> {
     if (leftovers.length === 0) return;
+    const f = (client: StoreClient): Forget => ({ client, ids: ids ?? new Uint8Array(0), batch });
     await Promise.all(leftovers.flatMap((l) => l.shard.replicas.map(async (c, i) => {
       if (l.refused.has(i) && !l.acked.has(i)) return;
       if (!l.acked.has(i)) {
-        this.queue(c, ids);
+        this.queue(f(c));
         return;
       }
       try {
-        await c.forget(ids);
+        await c.forget(f(c).ids, [batch]);
       } catch (err) {
         this.log.warn({ store: c.addr, err: message(err) }, 'a moved batch\'s copy could not be forgotten yet; retrying');
-        this.queue(c, ids);
+        this.queue(f(c));
       }
     })));
   }
@@ -56,11 +70,11 @@ export class ForgetOutbox {
     if (this.timer) clearTimeout(this.timer);
   }
 
-  private queue(client: StoreClient, ids: Uint8Array): void {
-    this.outbox.push({ client, ids });
+  private queue(f: Forget): void {
+    this.outbox.push(f);
     if (this.outbox.length > MAX_OUTBOX) {
       const lost = this.outbox.shift()!;
-      this.log.error({ store: lost.client.addr, docs: lost.ids.length / 24 }, 'forget outbox full: a moved batch\'s copy stays counted on that store');
+      this.log.error({ store: lost.client.addr, docs: lost.batch.offs_count / 2 }, 'forget outbox full: a moved batch\'s copy stays counted on that store');
     }
     if (!this.closed) this.timer ??= setTimeout(() => void this.drain(), this.delay).unref();
   }
@@ -69,7 +83,7 @@ export class ForgetOutbox {
     const due = this.outbox.splice(0);
     await Promise.all(due.map(async (f) => {
       try {
-        await f.client.forget(f.ids);
+        await f.client.forget(f.ids, [f.batch]);
       } catch {
         this.outbox.push(f);
       }

@@ -8,6 +8,7 @@ import { keepaliveOptions, services } from '../grpc/proto.js';
 import { type SessionKind, SessionClient } from './session-client.js';
 import type { PbAggPartial, PbAggQuery, PbDoc } from '../grpc/convert.js';
 import type { ShardStatus } from '../storage/shard.js';
+import type { BatchKey } from '../grpc/store-service.js';
 
 export interface StoreBulkRequest {
   docs: Uint8Array;
@@ -134,9 +135,9 @@ export class StoreClient {
     });
   }
 
-  /** Forget (store.proto): `ids` as in BulkResponse.ids (24 bytes an id, spaces for none). */
-  async forget(ids: Uint8Array): Promise<number> {
-    return (await this.call<{ forgotten: number }>('Forget', { ids })).forgotten;
+  /** Forget (store.proto): `ids` as in BulkResponse.ids (24 bytes an id, spaces for none), and batches by key. */
+  async forget(ids: Uint8Array, batches: BatchKey[] = []): Promise<number> {
+    return (await this.call<{ forgotten: number }>('Forget', { ids, batches })).forgotten;
   }
 
   search(req: StoreSearchRequest): Promise<StoreSearchResponse> {

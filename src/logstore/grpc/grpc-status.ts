@@ -4,13 +4,14 @@ import { HttpError } from '../http/errors.js';
 import { QuerySyntaxError } from '../query/parser.js';
 import { QueryFieldError } from '../query/plan.js';
 
-/** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; anything else INTERNAL. */
+/** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; a conflict ABORTED; anything else INTERNAL. */
 export function grpcError(err: unknown): Partial<grpc.StatusObject> {
   if (err instanceof QuerySyntaxError || err instanceof QueryFieldError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
   if (err instanceof HttpError) {
     const code = err.status === 400 || err.status === 413 ? grpc.status.INVALID_ARGUMENT
       : err.status === 404 ? grpc.status.NOT_FOUND
         : err.status === 429 ? grpc.status.RESOURCE_EXHAUSTED
+          : err.status === 409 ? grpc.status.ABORTED
           : err.status === 502 ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
     return { code, details: err.message };
   }

@@ -144,6 +144,28 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
 const RECENT_BATCHES = 4096;
 export const RECENT_BYTES = 32 * 1024 * 1024;
 
+/** ForgetRequest.batches: a proxy's batch named by what its BulkRequest carried. */
+export interface BatchKey { id_shard: number; id_counter: number; offs_count: number; now: number; docs_bytes: number }
+
+/** The key a batch is remembered by: the same for a BulkRequest and for the BatchKey a proxy names it with. */
+function batchKey(k: BatchKey): string {
+  return `${k.id_shard}/${k.id_counter}/${k.offs_count}/${k.now}/${k.docs_bytes}`;
+}
+
+/** Keys of batches forgotten before they arrived (a proxy gave up on them): refused if they do, the last 4 096. */
+class RefusedBatches {
+  private readonly keys = new Set<string>();
+
+  add(key: string): void {
+    this.keys.add(key);
+    if (this.keys.size > RECENT_BATCHES) this.keys.delete(this.keys.values().next().value!);
+  }
+
+  has(key: string): boolean {
+    return this.keys.has(key);
+  }
+}
+
 /** The answers a store remembers, oldest first, within RECENT_BATCHES and RECENT_BYTES. */
 class RecentBatches {
   private readonly entries = new Map<string, { answer: Promise<BulkResponse>; bytes: number }>();
@@ -185,6 +207,7 @@ class RecentBatches {
  */
 export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }, budget: BulkBudget): grpc.UntypedServiceImplementation {
   const recent = new RecentBatches();
+  const refused = new RefusedBatches();
   const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
     const pairs = offsOf(req);
     const n = pairs.length >>> 1;
@@ -216,7 +239,9 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
     Bulk: unary(log, (req: BulkRequest) => {
       if (!req.assign_ids) return bulk(req);
       // A proxy that timed out resends the same batch (same ids): it is stored once and answered again.
-      const key = `${req.id_shard}/${req.id_counter}/${req.offs.length + req.offs_le.length / 4}/${req.now}/${req.docs.length}`;
+      const key = batchKey({ id_shard: req.id_shard, id_counter: req.id_counter, offs_count: req.offs.length + req.offs_le.length / 4, now: req.now, docs_bytes: req.docs.length });
+      // The proxy gave up on this batch before it got here (its items failed, or it moved): not stored.
+      if (refused.has(key)) return Promise.reject(new HttpError(409, ErrorCode.BatchForgotten, 'this batch was forgotten before it arrived (the proxy gave up on it); not stored'));
       let p = recent.get(key);
       if (!p) {
         p = bulk(req);
@@ -246,7 +271,21 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
 
     Session: storeSession(ops, log),
 
-    Forget: unary(log, async (req: { ids: Buffer }) => ({ forgotten: await store.forget(forgetIds(req.ids)) })),
+    Forget: unary(log, async (req: { ids: Buffer; batches: BatchKey[] }) => {
+      const ids = forgetIds(req.ids);
+      for (const b of req.batches ?? []) {
+        const key = batchKey(b);
+        const answer = recent.get(key);
+        if (!answer) {
+          refused.add(key);
+          continue;
+        }
+        // Taken (perhaps still being stored): its ids once it is stored; a batch that failed stored nothing.
+        const r = await answer.catch(() => null);
+        if (r) ids.push(...forgetIds(r.ids));
+      }
+      return { forgotten: await store.forget(ids) };
+    }),
   };
 }
 

@@ -13,6 +13,8 @@ export const ErrorCode = {
   /** Every shard of the cluster failed (502), or a store refused the call. */
   Upstream: 'upstream_failed',
   TooManyAsyncSearches: 'too_many_async_searches',
+  /** A proxy's batch that arrived at a store after the proxy had given up on it (store API, gRPC ABORTED). */
+  BatchForgotten: 'batch_forgotten',
   Internal: 'internal',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -3,7 +3,8 @@
 // are sealed), and bad ids are refused while the store keeps serving.
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StoreClient } from '../../../src/logstore/cluster/store-client.js';
+import { StoreClient, offsBytes } from '../../../src/logstore/cluster/store-client.js';
+import type { BatchKey } from '../../../src/logstore/grpc/store-service.js';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
 let ls: LogstoreProcess;
@@ -54,6 +55,43 @@ describe('store Forget', () => {
     // A forget for a sealed document, now through the HTTP thread's sealed reads too.
     expect(await client.forget(Buffer.from(ids[299]!, 'latin1'))).toBe(1);
     expect(await counts('run:fg')).toEqual({ ...want, ns: want.ns.slice(0, -1), total: 199, all: 199, agg: 199, hist: 199 });
+  });
+
+  it('forgets a proxy batch by its key: once stored when it was taken, refused when it comes after the forget', async () => {
+    // Batches as a proxy sends them: ids assigned from (id_shard, id_counter), the key naming them in a forget.
+    const batch = (run: string, counter: number) => {
+      const lines = Array.from({ length: 10 }, (_, n) => Buffer.from(JSON.stringify({ run, n })));
+      const offs = new Int32Array(20);
+      let at = 0;
+      lines.forEach((l, i) => { offs[2 * i] = at; offs[2 * i + 1] = l.length; at += l.length; });
+      const docs = Buffer.concat(lines);
+      const now = Date.now();
+      const encoded = StoreClient.encodeBulk({
+        docs, offs: [], offs_le: offsBytes(offs), now, assign_ids: true, id_shard: 7, id_counter: counter,
+        client_ids: [], has_client_id: new Uint8Array(0), create: new Uint8Array(0),
+      });
+      const key: BatchKey = { id_shard: 7, id_counter: counter, offs_count: 20, now, docs_bytes: docs.length };
+      return { encoded, key };
+    };
+    const empty = new Uint8Array(0);
+    // Taken, then forgotten by its key (the proxy never learned its ids): its 10 documents leave every answer.
+    const a = batch('kb-a', 1_000_000);
+    expect((await client.bulk(a.encoded)).ids.toString('latin1')).toMatch(/^([0-9a-f]{24}){10}$/);
+    expect((await counts('run:kb-a')).total).toBe(10);
+    expect(await client.forget(empty, [a.key])).toBe(10);
+    expect(await counts('run:kb-a')).toMatchObject({ ns: [], total: 0, agg: 0, hist: 0 });
+    // The proxy's resend of it (same key) is answered from memory and stays forgotten.
+    await client.bulk(a.encoded);
+    expect((await counts('run:kb-a')).total).toBe(0);
+    // Forgotten before it arrives (a hung store): refused when it comes, nothing stored.
+    const b = batch('kb-b', 2_000_000);
+    expect(await client.forget(empty, [b.key])).toBe(0);
+    await expect(client.bulk(b.encoded)).rejects.toMatchObject({ code: grpc.status.ABORTED, details: expect.stringContaining('forgotten before it arrived') });
+    expect((await counts('run:kb-b')).total).toBe(0);
+    // Another batch is stored as ever.
+    const c = batch('kb-c', 3_000_000);
+    await client.bulk(c.encoded);
+    expect((await counts('run:kb-c')).ns).toEqual(Array.from({ length: 10 }, (_, n) => n));
   });
 
   it('refuses ids that are not 24 bytes each or not hex, and keeps serving', async () => {
