@@ -1,117 +1,43 @@
-// One client connection: login (client-login.ts), then the relay (relay/relay.ts) and a server per transaction or session.
+// One client connection: login (client-startup.ts, client-login.ts), then the relay (relay/relay.ts) and a server per
+// transaction or session.
 import type net from 'node:net';
-import { randomBytesPooled } from './random-pool.js';
 import { SqlState, TxStatus } from '../protocol/codes.js';
-import { FrameStream, ALL_TYPES, type MessageHandler } from '../protocol/frame-stream.js';
 import { writeErrorResponse } from '../protocol/writer.js';
 import type { Pooler } from './pooler.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
-import { ClientLogin, loginGreeting, type LoginResult } from './client-login.js';
+import { loginGreeting } from './client-login.js';
 import type { ChunkHandler } from './read-buffer.js';
 import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
 import { PreparedPipe } from './prepared/pipe.js';
-import type { ClientTls } from './tls/tls-settings.js';
-import { startClientTls } from './tls/client-handshake.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
 import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
-import { NativeTlsSocket } from './relay/native-tls.js';
+import type { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
+import { ClientStartup, EMPTY, discardReads } from './client-startup.js';
 
-let nextClientId = 1;
+export type { ClientState } from './client-startup.js';
 
-const discardReads: ChunkHandler = () => false;
-const EMPTY = Buffer.alloc(0);
 const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 
-export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
-
-export class ClientSession implements ServerOwner, PoolWaiter {
-  readonly id = nextClientId++;
-  readonly connectedAt = Date.now();
-  /** The pid of the client's BackendKeyData: the pooler's client id in transaction mode; in session mode, the pid of
-   * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
-   * pooler's own either way: cancels come to the pooler, which forwards them with the server's key. */
-  cancelPid: number;
-  readonly cancelSecret: Buffer;
-  state: ClientState = 'startup';
-  database = '';
-  user = '';
-  applicationName = '';
-  isAdmin = false;
-  pool: Pool | null = null;
-  server: ServerConnection | null = null;
-  waitingSince = 0;
+export class ClientSession extends ClientStartup implements ServerOwner, PoolWaiter {
   cancelRequested = 0;
   /** Transaction mode: the kinds of session state (session-state/state-scan.ts) that keep this client on its server;
    * 0 while it is not pinned. */
   pinnedKinds = 0;
-  /** Peer address, kept: the native relay drops the socket object when it takes the descriptor. */
-  readonly addr: string;
   /** The relay's side of this client after login; null before, for admin sessions, and once closed. */
   private end: ClientEnd | null = null;
   /** Transaction mode with prepared_statements: this client's statement names and pipeline (prepared/). */
   private rewriter: StatementRewriter | null = null;
-  private adminFrames: FrameStream | null = null;
-  /** Transaction mode: this client's session parameters (session-state/), or null (session mode, admin). */
-  private params: ParamSession | null = null;
-  private closeReason = '';
-  /** Between the 'S' (or a direct hello) and the end of the handshake. */
-  private handshaking = false;
-  /** Admin console sessions get every whole message here (see admin/console.ts). */
-  onAdminMessage: MessageHandler = () => undefined;
-
-  /** TLS protocol and cipher as SHOW CLIENTS shows them ("TLSv1.3/TLS_AES_256_GCM_SHA384"), '' for plaintext. */
-  tls = '';
-
-  /** The accepted socket, replaced by its TLS socket once a handshake is done (a NativeTlsSocket when the native relay
-   * terminates it). */
-  socket: net.Socket | NativeTlsSocket;
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
-  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
-    const socket = accepted;
-    this.socket = socket;
-    this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
-    socket.on('error', this.onSocketError);
-    socket.on('close', this.onSocketClose);
-    if (native) {
-      this.cancelPid = native.login.cancelPid;
-      this.cancelSecret = native.login.cancelSecret;
-      this.login = null;
-      this.handler = discardReads;
-      this.nativeLoggedIn(native.pool, native.login);
-      return;
-    }
-    this.cancelPid = this.id;
-    this.cancelSecret = randomBytesPooled(4);
-    this.login = new ClientLogin({
-      id: this.id, addr: this.addr, ip: socket.remoteAddress ?? '',
-      write: (data) => { this.socket.write(data); },
-      fatal: (sqlstate, message) => {
-        if (this.state === 'startup') core.events.loginFailure(`client ${this.addr}: ${message} (SQLSTATE ${sqlstate})`);
-        this.fatal(sqlstate, message);
-      },
-      destroy: () => { this.socket.destroy(); },
-      cork: () => {
-        this.corks++;
-        this.socket.cork();
-      },
-      uncork: () => {
-        this.socket.uncork();
-        if (--this.corks > 0 || !this.afterUncork) return;
-        const next = this.afterUncork;
-        this.afterUncork = null;
-        next();
-      },
-      startTls: (settings, initial) => this.startTls(settings, initial),
-    }, core, (result) => this.loginOk(result));
-    this.handler = this.onStartupChunk;
-    if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
+  constructor(accepted: net.Socket | NativeTlsSocket, core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
+    super(accepted, core, native?.login);
+    if (native) this.nativeLoggedIn(native.pool, native.login);
   }
 
   /** The relay checked the password and sent the greeting (a transaction-mode pool, no startup parameter but user,
@@ -132,111 +58,20 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     this.handOff();
   }
 
-  // ---- startup and authentication ----
-
-  /** The socket's reads go here (see read-buffer.ts); true when the chunk is kept after the call. */
-  handler: ChunkHandler;
-
-  private readonly onStartupChunk = (chunk: Buffer): boolean => {
-    // A chunk from a ReadBuffer is reused after this returns; the addon's (relayTake) are the login's own.
-    this.login?.feed(this.socket instanceof NativeTlsSocket ? chunk : Buffer.from(chunk));
-    return false;
-  };
-
-  /** Until the relay takes the socket (and for admin sessions, always). */
-  private readonly onSocketError = (err: Error): void => {
-    this.closeReason ||= err.message;
-    // A TLS handshake that failed (garbage instead of a hello, no shared protocol) is a failed login worth seeing.
-    if (this.state === 'startup' && this.handshaking) {
-      this.handshaking = false;
-      this.core.events.loginFailure(`client ${this.addr}: TLS handshake failed: ${err.message}`);
-    }
-  };
-
-  private readonly onSocketClose = (): void => this.onClientClosed(true);
-
-  /** SSLRequest answered S, or a direct TLS hello: the handshake runs in the native relay when it terminates client TLS,
-   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
-  private startTls(settings: ClientTls, initial: Buffer | null): void {
-    this.handshaking = true;
-    const raw = this.socket;
-    const session = this;
-    startClientTls({
-      raw, native: this.core.nativeTls, askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
-      readInto: (h) => { this.handler = h; },
-      deliver: (chunk) => void this.handler(chunk),
-      replaceSocket: (secure) => {
-        this.socket.off('error', this.onSocketError);
-        this.socket.off('close', this.onSocketClose);
-        this.socket = secure;
-        secure.on('error', this.onSocketError);
-        secure.on('close', this.onSocketClose);
-      },
-      get current() { return session.state !== 'closed' && session.socket === raw; },
-      secured: (description, result) => {
-        this.handshaking = false;
-        this.tls = description;
-        this.core.counters.tls++;
-        this.handler = this.onStartupChunk;
-        this.login?.tlsReady(result);
-      },
-      fatal: (sqlstate, message) => this.fatal(sqlstate, message),
-    }, settings, initial);
-  }
-
-  /** Startup packets and the password exchange (client-login.ts); null when the native relay ran the login. */
-  private readonly login: ClientLogin | null;
-  protocol32 = false;
-
-  /** The client proved who it is (client-login.ts): greet it, then relay. The greeting is written in the same call
-   * when the pool knows its server's parameters (the login's last reply and the greeting then share one send). */
-  private loginOk(r: LoginResult): void {
-    this.state = 'idle';
-    this.user = r.user;
-    this.database = r.database;
-    this.applicationName = r.applicationName;
-    this.protocol32 = r.protocol32;
-    this.isAdmin = r.admin;
-    this.pool = r.pool;
-    if (r.clientKey && r.scramSecret && this.pool) this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
-    const known = this.isAdmin ? this.core.adminParams() : this.pool!.serverParams;
-    if (known) return this.greetLogin(known, r.startupParams);
-    this.pool!.params().then((params) => this.greetLogin(params, r.startupParams), (err: { message: string; sqlstate?: string }) => {
-      this.fatal(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
-    });
-  }
-
-  private greetLogin(pooled: ReadonlyMap<string, string>, startupParams: ReadonlyMap<string, string>): void {
-    let params = pooled;
-    if (this.socket.destroyed) return;
-    if (!this.isAdmin && this.pool!.settings.mode === 'transaction') {
-      const own = new ClientParams(params, startupParams, this.paramHost.tracked());
-      this.params = new ParamSession(own, this.paramHost);
-      params = own.greeting(params) ?? params;
-    }
-    if (!this.isAdmin && this.pool!.settings.mode === 'session') {
-      // The greeting waits for the server: its BackendKeyData carries that server's pid.
-      this.greeting = params;
-      this.core.registerClient(this);
-      this.state = 'waiting';
-      this.waitingSince = Date.now();
-      this.pool!.acquire(this);
-      return;
-    }
-    this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
+  protected register(): void {
     this.core.registerClient(this);
-    // The relay takes the connection once the greeting has left the socket's cork (see ClientLogin's cork).
-    const next = this.isAdmin ? () => this.serveAdmin() : () => this.handOff();
-    if (this.corks > 0) this.afterUncork = next;
-    else next();
   }
-
-  /** The login's cork depth, and what waits for it to end. */
-  private corks = 0;
-  private afterUncork: (() => void) | null = null;
 
   /** Session mode: the ParameterStatus set of a login waiting for its server before the greeting. */
   private greeting: ReadonlyMap<string, string> | null = null;
+
+  protected awaitServerToGreet(params: ReadonlyMap<string, string>): void {
+    this.greeting = params;
+    this.core.registerClient(this);
+    this.state = 'waiting';
+    this.waitingSince = Date.now();
+    this.pool!.acquire(this);
+  }
 
   /** Session mode: the server for a login that waited for it; the greeting goes out with its pid, then the relay takes over. */
   private greet(s: ServerConnection, params: ReadonlyMap<string, string>): void {
@@ -254,22 +89,10 @@ export class ClientSession implements ServerOwner, PoolWaiter {
     else this.handOff();
   }
 
-  private serveAdmin(): void {
-    const rest = this.login?.takeRest() ?? EMPTY;
-    this.adminFrames = new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete));
-    this.handler = this.onAdminData;
-    if (rest.length) this.onAdminData(rest);
-  }
-
-  private readonly onAdminData = (chunk: Buffer): boolean => {
-    if (!this.adminFrames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.adminFrames!.badLength}`);
-    return false;
-  };
-
   /** Hands the socket to the relay once the greeting has left Node's plaintext socket (the native relay takes the
    * descriptor, and bytes still queued in Node would be lost); bytes that arrive meanwhile stay with the login
    * and go along. Servers are on the same relay, so a client the relay cannot take is closed. */
-  private handOff(): void {
+  protected handOff(): void {
     if (this.state === 'closed' || this.socket.destroyed) return;
     // A TLS socket goes to the JavaScript relay, which writes through the same socket: nothing to wait for (and its
     // queued bytes may never raise 'drain', which comes only after a write that returned false).
@@ -369,7 +192,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
 
   // ---- the pool ----
 
-  private readonly paramHost: ParamSessionHost = {
+  protected readonly paramHost: ParamSessionHost = {
     release: (s, reusable) => this.pool!.release(s, reusable),
     tell: (data) => this.end?.write(data),
     acquire: () => { if (this.state === 'waiting') this.pool!.acquire(this); },
@@ -475,7 +298,7 @@ export class ClientSession implements ServerOwner, PoolWaiter {
   }
 
   /** `clean`: the relay's verdict on the server it unlinked (between transactions and whole messages). */
-  private onClientClosed(clean: boolean): void {
+  protected onClientClosed(clean: boolean): void {
     if (this.state === 'closed') return;
     const wasWaiting = this.state === 'waiting';
     this.state = 'closed';
