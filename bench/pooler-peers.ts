@@ -190,7 +190,9 @@ ${opts.extraToml ?? ''}`);
   writeFileSync(logFile, '');
   const fd = openSync(logFile, 'a');
   const bin = path.join(opts.root, 'bin', 'tidepool.js');
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), bin, 'pooler', '--config', configFile], { cwd: opts.root, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
+  // TIDEPOOL_NODE_ARGS (e.g. "--require ./alloc-profile.cjs"): node flags for every tidepool a bench starts.
+  const envArgs = (process.env.TIDEPOOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...envArgs, ...(opts.nodeArgs ?? []), bin, 'pooler', '--config', configFile], { cwd: opts.root, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
   await waitListening(host, port, child, logFile, 'tidepool', /pooler listening/);
   const pkg = JSON.parse(readFileSync(path.join(opts.root, 'package.json'), 'utf8')) as { version: string };
   return { name: 'tidepool', host, port, child, pid: child.pid ?? -1, logFile, configFile, version: pkg.version, stop: () => stopChild(child, 'SIGINT') };
