@@ -107,10 +107,18 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (queryStatsOn()) options.queryPool = poolQueryId(pool.name);
     if (pool.interner && pool.settings.mode === 'transaction') {
-      // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
-      const rewriter = new StatementRewriter(pool.interner, '');
-      this.rewriter = rewriter;
-      options.intercept = (sink) => new PreparedPipe(rewriter, maxMessageSize, sink);
+      const interner = pool.interner;
+      // Made when the relay first needs it: the native relay forwards a client itself until its first message the
+      // rewriter handles (a simple-protocol client may never send one); the JavaScript relay asks at once.
+      options.intercept = (sink) => {
+        // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
+        const rewriter = new StatementRewriter(interner, '');
+        if (this.state === 'closed') rewriter.close();
+        else this.rewriter = rewriter;
+        // Made while this client holds a server: the rewriter works on that server's statements from here on.
+        if (this.server?.statements && this.state !== 'closed') rewriter.attach(this.server.statements);
+        return new PreparedPipe(rewriter, maxMessageSize, sink);
+      };
     }
     this.handler = discardReads;
     const end = pool.relay.adoptClient(conn, options, this.relayEvents);

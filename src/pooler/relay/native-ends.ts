@@ -8,8 +8,10 @@ import type { ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, RelayC
 export class NativeClientEnd implements ClientEnd {
   readonly kind = 'native';
   /** Prepared statements: from the client's first message a rewriter must see, the addon hands its bytes and its
-   * server's replies here (ClientData, ServerData) and this end writes what the interceptor makes of them. */
-  readonly interceptor: MessageInterceptor | null;
+   * server's replies here (ClientData, ServerData) and this end writes what the interceptor makes of them. Made at
+   * that first message (`made`); until then the client owes nothing and has no statements to look up. */
+  private made: MessageInterceptor | null = null;
+  private readonly makeInterceptor: ClientOptions['intercept'] | undefined;
   private server = 0;
   /** False when linked in session mode, or while pinned (RelayEvent.Pin). */
   transactionMode = true;
@@ -19,10 +21,18 @@ export class NativeClientEnd implements ClientEnd {
   private laneOpen = false;
 
   constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
-    this.interceptor = intercept ? intercept({
+    this.makeInterceptor = intercept;
+  }
+
+  /** The interceptor, made now if this client has one and it was not made yet. */
+  private interceptor(): MessageInterceptor | null {
+    if (this.made || !this.makeInterceptor) return this.made;
+    const r = this.r;
+    this.made = this.makeInterceptor({
       toServer: (bufs) => void (this.server && r.a.relayWrite(this.server, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs))),
-      toClient: (bufs) => void r.a.relayWrite(id, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)),
-    }) : null;
+      toClient: (bufs) => void r.a.relayWrite(this.id, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)),
+    });
+    return this.made;
   }
 
   get alive(): boolean {
@@ -33,7 +43,7 @@ export class NativeClientEnd implements ClientEnd {
     if (!(server instanceof NativeServerEnd)) return false;
     // The rewriter's table for this server: the addon answers its cache hits itself until something else comes.
     // Not while bytes the rewriter must handle wait here: the lane runs only when JavaScript has nothing to send.
-    const lane = transactionMode && this.waiting.length === 0 ? this.interceptor?.laneTable?.() ?? null : null;
+    const lane = transactionMode && this.waiting.length === 0 ? this.made?.laneTable?.() ?? null : null;
     if (!this.r.a.relayLink(this.id, server.id, transactionMode, lane ?? undefined)) return false;
     this.laneOpen = lane !== null;
     this.server = server.id;
@@ -41,7 +51,7 @@ export class NativeClientEnd implements ClientEnd {
     if (this.waiting.length) {
       const data = Buffer.concat(this.waiting);
       this.waiting = [];
-      this.interceptor!.clientBytes(data);
+      this.made!.clientBytes(data);
     }
     return true;
   }
@@ -60,7 +70,7 @@ export class NativeClientEnd implements ClientEnd {
 
   /** Nothing the interceptor owes the client, or no interceptor. */
   get settled(): boolean {
-    return !this.interceptor || this.interceptor.atBoundary;
+    return !this.made || this.made.atBoundary;
   }
 
   /** The lane's counts go to the rewriter (while it still has the server they were counted on). */
@@ -72,14 +82,14 @@ export class NativeClientEnd implements ClientEnd {
     let used = out[0]!;
     for (let k = 0; k < n; k++) used += out[1 + 3 * k]!;
     this.r.laneAnswered += used;
-    this.interceptor?.laneUsed?.(out, n);
+    this.made?.laneUsed?.(out, n);
   }
 
   /** ClientData: `earlier` sync points were in flight before the first intercepted message (-1 after it); the
    * first `sent` bytes are the lane's unanswered groups, already on the server; `lane`: status | delivered << 8. */
   onClientData(earlier: number, sent: number, lane: number): void {
     let data = this.r.a.relayTake(this.id);
-    const i = this.interceptor;
+    const i = this.interceptor();
     if (!i) return;
     if (earlier > 0) i.expectEarlierReplies(earlier);
     if (sent > 0 || lane !== 0) {
@@ -95,7 +105,8 @@ export class NativeClientEnd implements ClientEnd {
   /** ServerData: the linked server's replies; the pair splits once a transaction ended and nothing is owed. */
   onServerData(serverId: number): void {
     const data = this.r.a.relayTake(serverId);
-    const i = this.interceptor;
+    // (Only a client that handed over a message diverts its server's replies: its interceptor is made.)
+    const i = this.made;
     if (!i || serverId !== this.server) return;
     i.serverBytes(data);
     if (!this.transactionMode || !i.atBoundary) return;
