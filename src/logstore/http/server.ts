@@ -48,9 +48,6 @@ async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerRe
   return 200;
 }
 
-/** A JSON route asked with another method than POST (dispatch answers 405 before calling it). */
-const jsonNotPost: Handler = () => Promise.reject(new Error('unreachable'));
-
 /** `query`: the URL's text after `?` (parsed only by the Elasticsearch routes that read parameters). */
 async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<[string, number]> {
   const method = req.method ?? 'GET';
@@ -74,7 +71,9 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
     return ['/_bulk', await bulk(ctx, req, res, indexBulk ? decodeURIComponent(indexBulk[1]!) : 'logs')];
   }
   if (path === '/async-search' || ASYNC_ONE.test(path)) return ['/async-search', await asyncSearch(ctx, req, res, path, method)];
-  const post = POST_ROUTES[path] ?? (api.JSON_ROUTES[path] ? jsonNotPost : undefined);
+  // POST to a JSON route is served before dispatch (createApiServer); any other method is this 405.
+  if (api.JSON_ROUTES[path]) throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
+  const post = POST_ROUTES[path];
   if (post) {
     if (method !== 'POST') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
     return [path, await post(ctx, req, res)];
@@ -104,9 +103,10 @@ export function createApiServer(ctx: HttpContext): http.Server {
     return m;
   };
   const served = (route: string, status: number, started: number) => {
-    if (status === 200) metricsOf(route).ok.inc();
+    const m = metricsOf(route);
+    if (status === 200) m.ok.inc();
     else ctx.metrics.requests.inc({ route, status: String(status) });
-    metricsOf(route).duration.observe((performance.now() - started) / 1e3);
+    m.duration.observe((performance.now() - started) / 1e3);
   };
   const failed = (req: IncomingMessage, res: ServerResponse, path: string, err: unknown) => {
     const e = err instanceof HttpError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
