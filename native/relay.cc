@@ -130,8 +130,10 @@ Napi::Value RelayTake(const Napi::CallbackInfo& info) {
   return out;
 }
 
-/** relayLink(client, server, transactionMode, lane?: Uint8Array) -> false when either is gone. `lane`: the
- *  rewriter's table for this server (relay-lane.h); a client whose rewriter waits idle has its bytes sent through it. */
+/** relayLink(client, server, transactionMode, lane?: Uint8Array, park?: boolean) -> false when either is gone. `lane`:
+ *  the rewriter's table for this server (relay-lane.h); a client whose rewriter waits idle has its bytes sent through
+ *  it. `park`: a client with nothing sent yet is linked parked, as between transactions (JavaScript reclaims the
+ *  server whenever it needs it), so its first transaction goes to the server with no trip into JavaScript. */
 Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -159,6 +161,7 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   uint8_t* table = nullptr;
   size_t tableLen = 0;
   if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &table, &tableLen)) c->lane.on = relay::LaneParseTable(table, tableLen, &c->lane.entries);
+  const bool nothingSent = c->pendingIn.empty() && c->pendingRaw == 0 && c->syncs == 0 && !c->xactOpen && !c->intercept;
   if (c->pendingRaw > 0) {
     // Bytes from before the rewriter's first message: the server gets them first (JavaScript writes its own after).
     s->bytesSent += c->pendingRaw;
@@ -177,6 +180,7 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
     r->Write(s, reinterpret_cast<const uint8_t*>(c->pendingIn.data()), c->pendingIn.size());
     c->pendingIn.clear();
   }
+  if (info.Length() > 4 && info[4].ToBoolean().Value() && c->transactionMode && nothingSent) c->parked = true;
   if (c->fd >= 0) r->UpdatePoll(c);
   if (s->fd >= 0) r->UpdatePoll(s);
   return Napi::Boolean::New(env, true);

@@ -128,6 +128,20 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.socket.off('close', this.onSocketClose);
     // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
     if (this.server) end.link(this.server.end, false);
+    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle') this.prelink(pool);
+  }
+
+  /** Set while a server lent at login (prelink) is on its way to the link, which then parks the pair. */
+  private parkOnLink = false;
+
+  /** A transaction-mode client that just logged in takes an idle server parked with it when the pool could spare one
+   * (Pool.lendParked): its first transaction then goes to PostgreSQL with no trip into JavaScript, which matters to
+   * clients that connect per transaction. The pool takes the server back whenever it needs it, as after any
+   * transaction of a parked pair. */
+  private prelink(pool: Pool): void {
+    this.waitingSince = Date.now();
+    this.parkOnLink = true;
+    if (!pool.lendParked(this)) this.parkOnLink = false;
   }
 
   // ---- relay reports ----
@@ -241,8 +255,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   private linkServer(s: ServerConnection): void {
     const end = this.end!;
+    const park = this.parkOnLink;
+    this.parkOnLink = false;
     if (this.rewriter && s.statements) this.rewriter.attach(s.statements);
-    if (end.link(s.end, this.pool!.settings.mode === 'transaction')) return;
+    if (end.link(s.end, this.pool!.settings.mode === 'transaction', park)) return;
     this.rewriter?.detach();
     // One side is gone and its close report is on the way: a live server goes back, a live client waits again.
     this.server = null;

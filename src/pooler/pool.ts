@@ -7,6 +7,7 @@ import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { ServerStatements } from './prepared/server-cache.js';
 import type { PoolWaiter } from './waiter-queue.js';
 import { PoolState } from './pool-state.js';
+import { STATS_LAYOUT } from './stats.js';
 
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
@@ -39,6 +40,21 @@ export class Pool extends PoolState {
     this.waiters.push(w);
     this.updateParkable();
     this.growForWaiters();
+  }
+
+  /** A client that just logged in may take an idle server parked with it (ClientSession.prelink): only while the pool
+   * could park a finished transaction's server anyway (nobody waiting, not paused, retired or draining, no cancel in
+   * flight) and no other user of the database waits for an idle server to be evicted. False when none is idle: the
+   * client asks at its first query, as before. */
+  lendParked(w: PoolWaiter): boolean {
+    if (this.stats.block[STATS_LAYOUT.parkable] !== 1 || (this.coordinator && this.coordinator.blocked.size > 0)) return false;
+    while (this.idle.length) {
+      const s = this.idle.pop()!;
+      if (s.state !== 'idle') continue;
+      this.give(s, w);
+      return true;
+    }
+    return false;
   }
 
   /** Sends PostgreSQL a CancelRequest for `s` (whose client has a query in flight) on a new connection. Until

@@ -306,6 +306,9 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
 
   // ---- ClientEnd ----
 
+  /** This relay splits every pair at its transaction's end: nothing is parked. */
+  readonly parks = false;
+
   link(server: ServerEnd, transactionMode: boolean): boolean {
     if (!(server instanceof JsServerEnd) || this.closed || !server.alive || server.client) return false;
     this.server = server;

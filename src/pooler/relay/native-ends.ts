@@ -39,12 +39,14 @@ export class NativeClientEnd implements ClientEnd {
     return this.r.info(this.id) !== null;
   }
 
-  link(server: ServerEnd, transactionMode: boolean): boolean {
+  readonly parks = true;
+
+  link(server: ServerEnd, transactionMode: boolean, park = false): boolean {
     if (!(server instanceof NativeServerEnd)) return false;
     // The rewriter's table for this server: the addon answers its cache hits itself until something else comes.
     // Not while bytes the rewriter must handle wait here: the lane runs only when JavaScript has nothing to send.
     const lane = transactionMode && this.waiting.length === 0 ? this.made?.laneTable?.() ?? null : null;
-    if (!this.r.a.relayLink(this.id, server.id, transactionMode, lane ?? undefined)) return false;
+    if (!this.r.a.relayLink(this.id, server.id, transactionMode, lane ?? undefined, park)) return false;
     this.laneOpen = lane !== null;
     this.server = server.id;
     this.transactionMode = transactionMode;

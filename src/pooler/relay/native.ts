@@ -17,7 +17,7 @@ export interface RelayAddon extends TlsAddon {
   relayQueryStats(): { pools: number[]; hashes: string[]; texts: string[]; counts: number[]; times: number[] };
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
   relayTake(id: number): Buffer;
-  relayLink(client: number, server: number, transactionMode: boolean, lane?: Uint8Array): boolean;
+  relayLink(client: number, server: number, transactionMode: boolean, lane?: Uint8Array, park?: boolean): boolean;
   relayUnlink(client: number, laneIdle?: boolean): number;
   relayLaneTake(client: number, out: Float64Array): number;
   relayWrite(id: number, data: Uint8Array): boolean;
@@ -128,6 +128,8 @@ export class NativeRelay implements Relay {
   private readonly reclaimOut = new Int32Array(4096);
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered = 0;
+  /** NeedServer reports heard: a client's transaction that found no server linked or parked (tests read it). */
+  needServers = 0;
   /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
   readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
 
@@ -312,6 +314,7 @@ export class NativeRelay implements Relay {
       try {
         switch (kind) {
           case RelayEvent.NeedServer:
+            this.needServers++;
             this.clients.get(id)?.events.onNeedServer();
             break;
           case RelayEvent.Release:

@@ -103,7 +103,10 @@ export interface ClientEnd {
   readonly alive: boolean;
   /** Links a server: bytes waiting go to it, its bytes to the client. False when either end is gone (its close
    * report is on the way). In transaction mode the relay splits the pair itself at a transaction's end. */
-  link(server: ServerEnd, transactionMode: boolean): boolean;
+  link(server: ServerEnd, transactionMode: boolean, park?: boolean): boolean;
+  /** `link` may park (the native relay): a client that sent nothing yet is linked as between transactions, so its
+   * first transaction needs no report, and the pool takes the server back (Relay.reclaim) whenever it needs it. */
+  readonly parks: boolean;
   /** Splits the pair now: true when the server was linked and may be pooled (between transactions and whole
    * messages on both streams). */
   unlink(): boolean;
