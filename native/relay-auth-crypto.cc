@@ -3,6 +3,9 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cstring>
 
 namespace tidepool {
 namespace relay {
@@ -21,6 +24,27 @@ int B64Value(char c) {
 }
 
 }  // namespace
+
+bool RandomBytes(uint8_t* out, size_t n) {
+  // Per thread, and never shared with a forked child: the relay runs on the main thread of a process that does not fork.
+  thread_local uint8_t pool[4096];
+  thread_local size_t left = 0;
+  while (n > 0) {
+    if (left == 0) {
+      if (RAND_bytes(pool, sizeof pool) != 1) return false;
+      left = sizeof pool;
+    }
+    const size_t take = n < left ? n : left;
+    uint8_t* from = pool + sizeof pool - left;
+    std::memcpy(out, from, take);
+    // Handed-out bytes are not kept.
+    std::memset(from, 0, take);
+    left -= take;
+    out += take;
+    n -= take;
+  }
+  return true;
+}
 
 std::string Base64(const uint8_t* p, size_t n) {
   std::string out;

@@ -17,6 +17,9 @@ void Hmac(const uint8_t key[32], const std::string& data, uint8_t out[32]);
 void Sha256(const uint8_t* data, size_t n, uint8_t out[32]);
 /** The 32 lower-case hex digits of md5(data). */
 std::string Md5Hex(const std::string& data);
+/** Bytes from OpenSSL's CSPRNG, drawn 4 KiB at a time: RAND_bytes asks getpid() at every call (its fork check),
+ *  two system calls a login for a salt and a cancel key. False when OpenSSL could not give any. */
+bool RandomBytes(uint8_t* out, size_t n);
 /** Equality in time that does not depend on where the bytes differ. */
 bool ConstantEqual(const uint8_t* a, const uint8_t* b, size_t n);
 

@@ -7,7 +7,6 @@
 // with no parameter but user, database, application_name and the pool's own client_encoding, while max_connections has room. Anything else (TLS,
 // cancel requests, other parameters, unknown users, auth_query) goes to JavaScript's login untouched, before the relay
 // has said a word. Failures send the SQLSTATE and message client-auth.ts sends.
-#include <openssl/rand.h>
 
 #include <cstring>
 #include <string>
@@ -149,7 +148,7 @@ void Succeed(Relay* r, Endpoint* ep, std::string reply) {
     r->appIds_.emplace(x->app, appId);
   }
   int32_t secret = 0;
-  RAND_bytes(reinterpret_cast<unsigned char*>(&secret), sizeof secret);
+  RandomBytes(reinterpret_cast<uint8_t*>(&secret), sizeof secret);
   reply += u->greeting;
   reply += 'S';
   PutInt32(reply, static_cast<uint32_t>(4 + sizeof "application_name" + x->app.size() + 1));
@@ -226,7 +225,7 @@ bool Startup(Relay* r, Endpoint* ep, const uint8_t* p, uint32_t len) {
     PutAuth(out, 10, kMechanisms);
     x->phase = LoginExchange::kScramFirst;
   } else {
-    RAND_bytes(x->salt, 4);
+    RandomBytes(x->salt, 4);
     PutAuth(out, 5, std::string(reinterpret_cast<const char*>(x->salt), 4));
     x->phase = LoginExchange::kMd5;
   }
@@ -287,7 +286,7 @@ void ScramFirst(Relay* r, Endpoint* ep, const uint8_t* body, size_t n) {
     return Fail(r, ep, kProtocolViolation, std::string(kMalformed) + "SCRAM client-first-message has no nonce");
   }
   uint8_t rnd[18];
-  RAND_bytes(rnd, sizeof rnd);
+  RandomBytes(rnd, sizeof rnd);
   x->nonce = cnonce + Base64(rnd, sizeof rnd);
   x->serverFirst = "r=" + x->nonce + ",s=" + x->user->saltB64 + ",i=" + std::to_string(x->user->iterations);
   std::string out;

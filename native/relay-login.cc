@@ -31,6 +31,9 @@ struct Listener {
   uv_timer_t retry;
   bool noDelay = true;
   int keepAliveSecs = 0;
+  // Linux gives an accepted socket the listening socket's TCP_NODELAY and keepalive settings: set there once (see
+  // RelayListen), they cost no system call per client. -1 until the first client shows whether they came along.
+  int inherited = -1;
   bool closing = false;
   int open = 2;  // handles not yet closed (poll, retry): the memory goes with the last
   // The logins the relay runs itself (relay-auth.cc), null when JavaScript runs every login.
@@ -57,13 +60,30 @@ void Resume(uv_timer_t* t) {
   if (!l->closing) uv_poll_start(&l->poll, UV_READABLE, OnListenPoll);
 }
 
-void ConfigureClient(const Listener* l, int fd) {
+void SetSocketOptions(const Listener* l, int fd) {
   const int one = 1;
   if (l->noDelay) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (l->keepAliveSecs > 0) {
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &l->keepAliveSecs, sizeof l->keepAliveSecs);
   }
+}
+
+bool HasOption(int fd, int level, int name, int want) {
+  int v = 0;
+  socklen_t len = sizeof v;
+  return getsockopt(fd, level, name, &v, &len) == 0 && (want ? v == want : v == 0);
+}
+
+void ConfigureClient(Listener* l, int fd) {
+  if (l->inherited == 1) return;
+  if (l->inherited == -1) {
+    bool same = HasOption(fd, IPPROTO_TCP, TCP_NODELAY, l->noDelay ? 1 : 0);
+    if (l->keepAliveSecs > 0) same = same && HasOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1) && HasOption(fd, IPPROTO_TCP, TCP_KEEPIDLE, l->keepAliveSecs);
+    l->inherited = same ? 1 : 0;
+    if (same) return;
+  }
+  SetSocketOptions(l, fd);
 }
 
 void OnListenPoll(uv_poll_t* h, int status, int) {
@@ -148,6 +168,7 @@ Napi::Value RelayListen(const Napi::CallbackInfo& info) {
   l->fd = fd;
   l->noDelay = info[1].ToBoolean().Value();
   l->keepAliveSecs = info[2].ToNumber().Int32Value();
+  SetSocketOptions(l, fd);
   uv_poll_init(r->loop_, &l->poll, fd);
   l->poll.data = l;
   uv_timer_init(r->loop_, &l->retry);

@@ -102,6 +102,22 @@ describe('logins on connections the relay accepted', () => {
     expect(tp.pooler.acceptsNatively).toBe(nativeRelay);
   });
 
+  it('every accepted client has TCP keepalive on (the relay sets it once, on the listening socket, where Linux lets it)', async () => {
+    const sockets = await Promise.all([0, 1, 2].map(() => new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect(tp.port, '127.0.0.1', () => resolve(s)).once('error', reject);
+    })));
+    try {
+      // The pooler's side of each connection: its keepalive timer shows in ss's -o column.
+      await until('three accepted sockets', async () => {
+        const { stdout } = await run('ss', ['-tno', 'state', 'established', `( sport = :${tp.port} )`]);
+        const lines = stdout.split('\n').filter((l) => l.includes(`:${tp.port} `));
+        return lines.length === 3 && lines.every((l) => l.includes('timer:(keepalive,'));
+      });
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+
   it('pgbench -C: 1 000 SCRAM logins from 10 clients, every transaction, no error line, nobody left in login', async () => {
     const script = path.join(mkdtempSync(path.join(os.tmpdir(), 'tidepool-accept-')), 'select.sql');
     writeFileSync(script, 'select 1;\n');
