@@ -1,5 +1,6 @@
 // Logged-in clients by the key of their BackendKeyData, for CancelRequests (several clients can share a pid).
 import { timingSafeEqual } from 'node:crypto';
+import { IdTable } from './id-table.js';
 
 /** What the registry needs of a client: the pid and secret it was given at login. */
 export interface CancelKeyed {
@@ -9,7 +10,7 @@ export interface CancelKeyed {
 
 export class CancelKeys<C extends CancelKeyed> {
   /** A session-mode client's pid is its server's, which may equal another client's id: a list per pid. */
-  private readonly byPid = new Map<number, C[]>();
+  private readonly byPid = new IdTable<C[]>();
 
   add(c: C): void {
     const list = this.byPid.get(c.cancelPid);

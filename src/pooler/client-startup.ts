@@ -27,6 +27,8 @@ export type ClientState = 'startup' | 'idle' | 'waiting' | 'active' | 'closed';
 
 export abstract class ClientStartup {
   readonly id = nextClientId++;
+  /** Its place in the pooler's registry (Pooler.clients, a SlotSet), -1 outside it. */
+  slot = -1;
   readonly connectedAt = Date.now();
   /** The pid of the client's BackendKeyData: the pooler's client id in transaction mode; in session mode, the pid of
    * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the

@@ -8,7 +8,7 @@ import type { Pool } from './pool.js';
 /** What the verbs act on: the pooler's pools, its logged-in clients, and its event ring. */
 export interface VerbTarget {
   readonly pools: ReadonlyMap<string, Pool>;
-  readonly clients: ReadonlySet<ClientSession>;
+  readonly clients: Iterable<ClientSession>;
   readonly events: EventRing;
 }
 

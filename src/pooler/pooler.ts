@@ -6,6 +6,7 @@ import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
 import type { ClientSession } from './client-session.js';
 import { CancelKeys } from './cancel-keys.js';
+import { SlotSet } from './id-table.js';
 import { killDatabase, pausePools, reconnectPools, resumePools } from './pool-verbs.js';
 import type { LoginTarget } from './client-login.js';
 import type { Pool } from './pool.js';
@@ -38,7 +39,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   /** Pools and coordinators, kept to match the config (pool-set.ts). */
   readonly poolSet = new PoolSet(this);
   readonly pools = this.poolSet.pools;
-  readonly clients = new Set<ClientSession>();
+  readonly clients = new SlotSet<ClientSession>();
   /** Logged-in clients by the key of their BackendKeyData. */
   private readonly cancelKeys = new CancelKeys<ClientSession>();
   readonly startedAt = new Date();

@@ -2,6 +2,7 @@
 import { EventEmitter } from 'node:events';
 import tls from 'node:tls';
 import type { TlsVersion } from '../../config/pooler.js';
+import { IdTable } from '../id-table.js';
 
 /** What relayTlsInfo reports once the handshake is done. */
 export interface NativeTlsInfo {
@@ -179,7 +180,7 @@ const NO_HANDLERS: NativeTlsHandlers = { onSecure: () => undefined, onData: () =
  * until the relay adopts them: the addon's reports about them (handshake done, bytes, close) go to their
  * NativeTlsSocket. */
 export class NativeTlsLogins {
-  private readonly logins = new Map<number, NativeTlsSocket>();
+  private readonly logins = new IdTable<NativeTlsSocket>();
 
   constructor(private readonly a: TlsAddon, private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void }) {}
 

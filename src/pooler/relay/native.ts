@@ -5,6 +5,7 @@ import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type { QueryStatsRow } from '../query-stats/table.js';
 import { NativeClientEnd, NativeServerEnd } from './native-ends.js';
+import { IdTable } from '../id-table.js';
 import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
@@ -119,10 +120,10 @@ const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed m
  * per event). TIDEPOOL_NATIVE=0 (no addon) or TIDEPOOL_NATIVE_RELAY=0 leaves every socket to js.ts. */
 export class NativeRelay implements Relay {
   private static instance: NativeRelay | null | undefined;
-  private readonly clients = new Map<number, NativeClientEnd>();
+  private readonly clients = new IdTable<NativeClientEnd>();
   /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */
   private readonly logins: NativeTlsLogins;
-  private readonly servers = new Map<number, NativeServerEnd>();
+  private readonly servers = new IdTable<NativeServerEnd>();
   private readonly events = new Int32Array(5 * 2048);
   private readonly infoOut = new Float64Array(12);
   private readonly reclaimOut = new Int32Array(4096);
