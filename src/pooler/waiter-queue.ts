@@ -9,7 +9,8 @@ export interface PoolWaiter {
 }
 
 export class WaiterQueue {
-  private items: PoolWaiter[] = [];
+  /** Taken slots before `head` are emptied at once: a client that got its server is not kept alive by the queue. */
+  private items: (PoolWaiter | undefined)[] = [];
   private head = 0;
 
   get length(): number {
@@ -28,7 +29,8 @@ export class WaiterQueue {
   /** Takes the longest-waiting client. */
   shift(): PoolWaiter | undefined {
     if (this.head >= this.items.length) return undefined;
-    const w = this.items[this.head++]!;
+    const w = this.items[this.head]!;
+    this.items[this.head++] = undefined;
     if (this.head > 1024 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);
       this.head = 0;
