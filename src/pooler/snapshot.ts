@@ -213,6 +213,8 @@ export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapsh
     cl.cancelReq += c.cancelRequested;
     if (c.pinnedKinds !== 0) cl.pinned++;
   }
+  // In login order, as before the registry became a SlotSet (whose order changes as clients leave).
+  clients.sort((a, b) => a.id - b.id);
 
   const pools: PoolSnapshot[] = [];
   const servers: ServerSnapshot[] = [];

@@ -34,6 +34,22 @@ describe('a client logged in by the native relay starts with an idle server park
     }
   });
 
+  it('SHOW CLIENTS lists clients in login order, also after some left', async () => {
+    const cs = Array.from({ length: 5 }, () => client('md5user'));
+    for (const c of cs) await c.connect();
+    await cs[1]!.end();
+    await cs[3]!.end();
+    const late = client('scramuser');
+    await late.connect();
+    try {
+      await until('two clients gone', async () => (await show('CLIENTS')).length === 4);
+      const ids = (await show('CLIENTS')).map((r) => Number(r['client_id']));
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    } finally {
+      await Promise.all([cs[0]!.end(), cs[2]!.end(), cs[4]!.end(), late.end()]);
+    }
+  });
+
   it('the client\'s application_name is on the server before its first query', async () => {
     const c = client('md5user', { application_name: 'parked-at-login' });
     await c.connect();
