@@ -161,7 +161,7 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   uint8_t* table = nullptr;
   size_t tableLen = 0;
   if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &table, &tableLen)) c->lane.on = relay::LaneParseTable(table, tableLen, &c->lane.entries);
-  const bool nothingSent = c->pendingIn.empty() && c->pendingRaw == 0 && c->syncs == 0 && !c->xactOpen && !c->intercept;
+  const bool nothingSent = c->pendingIn.empty() && c->syncs == 0 && !c->xactOpen && !c->intercept;
   if (c->pendingRaw > 0) {
     // Bytes from before the rewriter's first message: the server gets them first (JavaScript writes its own after).
     s->bytesSent += c->pendingRaw;

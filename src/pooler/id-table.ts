@@ -44,10 +44,6 @@ export class IdTable<V> {
     return this.keys[i] === key ? this.vals[i] : undefined;
   }
 
-  has(key: number): boolean {
-    return key > 0 && this.keys[this.find(key)] === key;
-  }
-
   set(key: number, value: V): void {
     if (!(key > 0 && key <= 0x7fffffff && Number.isInteger(key))) throw new RangeError(`IdTable key must be a positive int32, got ${key}`);
     let i = this.find(key);
@@ -87,13 +83,6 @@ export class IdTable<V> {
     vals[i] = undefined;
     this.count--;
     return true;
-  }
-
-  /** The values, in no particular order (a copy: the caller may change the table meanwhile). */
-  values(): V[] {
-    const out: V[] = [];
-    for (let i = 0; i < this.keys.length; i++) if (this.keys[i] !== 0) out.push(this.vals[i] as V);
-    return out;
   }
 
   private grow(): void {

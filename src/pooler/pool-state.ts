@@ -80,7 +80,12 @@ export abstract class PoolState {
   /** The native relay may keep a finished transaction's server with its client only while nobody else
    * could want that server. */
   protected updateParkable(): void {
-    this.stats.block[STATS_LAYOUT.parkable] = !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0 ? 1 : 0;
+    this.stats.block[STATS_LAYOUT.parkable] = this.mayPark ? 1 : 0;
+  }
+
+  /** Nobody else could want a server of this pool now: not paused, retired or draining, nobody waiting, no cancel in flight. */
+  protected get mayPark(): boolean {
+    return !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0;
   }
 
   /** Returns parked servers to the pool, so what follows sees (and SHOW reports) its real state. */

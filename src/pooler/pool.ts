@@ -7,7 +7,6 @@ import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { ServerStatements } from './prepared/server-cache.js';
 import type { PoolWaiter } from './waiter-queue.js';
 import { PoolState } from './pool-state.js';
-import { STATS_LAYOUT } from './stats.js';
 
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
@@ -30,12 +29,7 @@ export class Pool extends PoolState {
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
       if (this.idle.length === 0) this.relay.reclaim(this.stats);
-      while (this.idle.length) {
-        const s = this.idle.pop()!;
-        if (s.state !== 'idle') continue;
-        this.give(s, w);
-        return;
-      }
+      if (this.giveIdle(w)) return;
     }
     this.waiters.push(w);
     this.updateParkable();
@@ -47,7 +41,12 @@ export class Pool extends PoolState {
    * flight) and no other user of the database waits for an idle server to be evicted. False when none is idle: the
    * client asks at its first query, as before. */
   lendParked(w: PoolWaiter): boolean {
-    if (this.stats.block[STATS_LAYOUT.parkable] !== 1 || (this.coordinator && this.coordinator.blocked.size > 0)) return false;
+    if (!this.mayPark || (this.coordinator && this.coordinator.blocked.size > 0)) return false;
+    return this.giveIdle(w);
+  }
+
+  /** The most recently used idle server to `w`; false when none is idle. */
+  private giveIdle(w: PoolWaiter): boolean {
     while (this.idle.length) {
       const s = this.idle.pop()!;
       if (s.state !== 'idle') continue;
