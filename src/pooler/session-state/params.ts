@@ -37,8 +37,23 @@ export interface ParamChanges {
 /** Parameter values by name; a missing name holds its session default (what RESET gives on a pool's server). The
  * key is compared at every link, so a client and a server that agree cost one string comparison. */
 export class ParamValues {
-  readonly values = new Map<string, string>();
+  private map = new Map<string, string>();
+  /** The map is another ParamValues' too (copyFrom): it is copied before this one changes. */
+  private shared = false;
   private cached: string | null = '';
+
+  /** Name -> value, read only: changes go through set, clear and copyFrom. */
+  get values(): ReadonlyMap<string, string> {
+    return this.map;
+  }
+
+  private own(): Map<string, string> {
+    if (this.shared) {
+      this.map = new Map(this.map);
+      this.shared = false;
+    }
+    return this.map;
+  }
 
   get key(): string {
     if (this.cached === null) {
@@ -49,32 +64,35 @@ export class ParamValues {
   }
 
   set(name: string, value: string | undefined): void {
-    if (value === undefined ? !this.values.has(name) : this.values.get(name) === value) return;
-    if (value === undefined) this.values.delete(name);
-    else this.values.set(name, value);
+    if (value === undefined ? !this.map.has(name) : this.map.get(name) === value) return;
+    if (value === undefined) this.own().delete(name);
+    else this.own().set(name, value);
     this.cached = null;
   }
 
   clear(): void {
-    this.values.clear();
+    this.map = new Map();
+    this.shared = false;
     this.cached = null;
   }
 
+  /** This one holds `other`'s values from now on (one map shared until either changes). */
   copyFrom(other: ParamValues): void {
-    this.values.clear();
-    for (const [k, v] of other.values) this.values.set(k, v);
-    this.cached = other.key;
+    const key = other.key;
+    this.map = other.map;
+    this.shared = other.shared = true;
+    this.cached = key;
   }
 
   /** The tracked ones of a login's ParameterStatus values (PostgreSQL's spelling of names folded), with what servers
    * log in with (server-login.ts) where a server did not report it. */
   static fromReported(reported: ReadonlyMap<string, string>, tracked: readonly string[], applicationName = ''): ParamValues {
     const p = new ParamValues();
-    p.values.set('client_encoding', 'UTF8');
-    p.values.set('application_name', applicationName);
+    p.map.set('client_encoding', 'UTF8');
+    p.map.set('application_name', applicationName);
     for (const [k, v] of reported) {
       const n = k.toLowerCase();
-      if (tracked.includes(n)) p.values.set(n, v);
+      if (tracked.includes(n)) p.map.set(n, v);
     }
     p.cached = null;
     return p;
@@ -118,7 +136,8 @@ const NATIVE_KINDS_MAX = 256;
 /** One client's parameters: its wishes (`values`) and what it asked for at startup (RESET returns there). */
 export class ClientParams {
   readonly values: ParamValues;
-  readonly startup = new Map<string, string>();
+  /** Never changed after the constructor: a copy shares it. */
+  readonly startup: ReadonlyMap<string, string>;
 
   /** `reported`: the pool's login ParameterStatus values (what a client that asks for nothing gets). With `copyOf`,
    * that client's parameters are copied instead (the other arguments are not read). */
@@ -126,21 +145,23 @@ export class ClientParams {
     if (copyOf) {
       this.values = new ParamValues();
       this.values.copyFrom(copyOf.values);
-      for (const [k, v] of copyOf.startup) this.startup.set(k, v);
+      this.startup = copyOf.startup;
       return;
     }
     this.values = ParamValues.fromReported(reported, tracked);
+    const startup = new Map<string, string>();
     for (const [k, v] of startupPacket) {
       const n = k.toLowerCase();
       if (NOT_PARAMS.has(n) || n.startsWith('_pq_.') || !PARAM_NAME.test(n)) continue;
       // Other startup keys PostgreSQL would take as parameters; only tracked and custom ones are followed.
-      if (tracked.includes(n) || n.includes('.')) this.startup.set(n, v);
+      if (tracked.includes(n) || n.includes('.')) startup.set(n, v);
     }
     const options = startupPacket.get('options');
-    if (options) for (const [n, v] of optionParams(options)) this.startup.set(n, v);
-    for (const [n, v] of this.startup) this.values.set(n, v);
+    if (options) for (const [n, v] of optionParams(options)) startup.set(n, v);
+    for (const [n, v] of startup) this.values.set(n, v);
     // What RESET returns application_name to when the client sent none (servers may log in with the pool's).
-    if (!this.startup.has('application_name')) this.startup.set('application_name', '');
+    if (!startup.has('application_name')) startup.set('application_name', '');
+    this.startup = startup;
   }
 
   /** A login the native relay ran (user, database, application_name and, when it named one, the pool's

@@ -89,11 +89,29 @@ describe('parameter values', () => {
         expect(Object.fromEntries(got.values.values)).toEqual(Object.fromEntries(want.values.values));
         expect(Object.fromEntries(got.startup)).toEqual(Object.fromEntries(want.startup));
         expect(got.values.key).toBe(want.values.key);
-        // What one client SETs stays its own.
+        // What one client SETs stays its own (the next login's copy is checked against `want` above).
         got.values.set('search_path', `mine_${n}`);
-        got.startup.set('datestyle', 'German');
       }
     }
+  });
+
+  it('copies share one map until either side changes', () => {
+    const a = new ParamValues();
+    a.set('search_path', 'one');
+    const b = new ParamValues();
+    b.copyFrom(a);
+    const c = new ParamValues();
+    c.copyFrom(b);
+    expect(b.key).toBe(a.key);
+    b.set('search_path', 'two');
+    expect(a.values.get('search_path')).toBe('one');
+    expect(c.values.get('search_path')).toBe('one');
+    a.set('datestyle', 'ISO');
+    expect([...c.values.keys()]).toEqual(['search_path']);
+    expect(c.key).not.toBe(a.key);
+    c.clear();
+    expect(a.values.get('search_path')).toBe('one');
+    expect(b.values.get('search_path')).toBe('two');
   });
 
   it('syncs only what differs, with one set_config statement (NULL resets)', () => {
