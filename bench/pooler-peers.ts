@@ -18,6 +18,15 @@ export function benchSecret(sql: (q: string) => string): string {
 /** The SQL that creates the bench role with a secret of BENCH_AUTH's kind (direct connections pay the same auth). */
 export const BENCH_ROLE_SQL = `SET password_encryption = '${BENCH_AUTH}'; CREATE ROLE ${'bench'} LOGIN PASSWORD 'bench-password'`;
 export const BENCH_PASSWORD = 'bench-password';
+/** A second role with a SCRAM-SHA-256 secret and the same password, for `-C` rows that pay SCRAM whatever
+ * BENCH_AUTH is (issue 10's login target is SCRAM): both poolers take a user's SCRAM secret as SCRAM even under
+ * auth_type md5 (PgBouncer: "if md5 is configured and a user has a SCRAM secret, then SCRAM authentication is used
+ * automatically instead"; PostgreSQL's md5 hba method does the same). `sql` runs a query as the superuser. */
+export function createScramRole(sql: (q: string, db?: string) => string, user: string): { name: string; secret: string } {
+  sql(`SET password_encryption = 'scram-sha-256'; CREATE ROLE ${user} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
+  sql(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${user}`, BENCH_DB);
+  return { name: user, secret: sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${user}'`).trim() };
+}
 export const BENCH_DB = 'bench';
 /** PgBouncer's session-mode alias of the bench database: PgBouncer 1.18 cannot keep pgbench's protocol-level
  * prepared statements (`--protocol prepared`) in transaction mode, so that scenario runs it in session mode. */
@@ -93,6 +102,8 @@ export interface PgBouncerOptions {
   /** The auth_file secret (default BENCH_PASSWORD in plaintext); with scram-sha-256, the role's SCRAM secret from
    * pg_authid, so PgBouncer does not run PBKDF2 for every login (as with a plaintext password it must). */
   secret?: string;
+  /** More auth_file users (createScramRole). */
+  extraUsers?: { name: string; secret: string }[];
 }
 
 /** PgBouncer in transaction mode as user nobody, BENCH_AUTH auth from a plaintext auth_file, connection logging off; the
@@ -106,7 +117,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
   const authFile = path.join(opts.dir, 'userlist.txt');
   const configFile = path.join(opts.dir, 'pgbouncer.ini');
   const logFile = path.join(opts.dir, 'pgbouncer.log');
-  writeFileSync(authFile, `"${BENCH_USER}" "${opts.secret ?? BENCH_PASSWORD}"\n`);
+  writeFileSync(authFile, [{ name: BENCH_USER, secret: opts.secret ?? BENCH_PASSWORD }, ...(opts.extraUsers ?? [])].map((u) => `"${u.name}" "${u.secret}"\n`).join(''));
   writeFileSync(configFile, [
     '[databases]',
     `${BENCH_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB}`,
@@ -159,6 +170,8 @@ export interface TidepoolOptions {
   env?: NodeJS.ProcessEnv;
   /** The user's configured password (default BENCH_PASSWORD); the role's SCRAM secret as PgBouncer gets it. */
   secret?: string;
+  /** More users of the bench pool (createScramRole), each with its own pool of poolSize. */
+  extraUsers?: { name: string; secret: string }[];
 }
 
 /** `tidepool pooler` in transaction mode, BENCH_AUTH client auth, log_level info unless told (it logs no line per client at info). */
@@ -186,7 +199,12 @@ server_port = ${opts.serverPort}
 username = "${BENCH_USER}"
 password = "${opts.secret ?? BENCH_PASSWORD}"
 pool_size = ${opts.poolSize}
-${opts.extraToml ?? ''}`);
+${(opts.extraUsers ?? []).map((u) => `
+[[pools.${BENCH_DB}.users]]
+username = "${u.name}"
+password = "${u.secret}"
+pool_size = ${opts.poolSize}
+`).join('')}${opts.extraToml ?? ''}`);
   writeFileSync(logFile, '');
   const fd = openSync(logFile, 'a');
   const bin = path.join(opts.root, 'bin', 'tidepool.js');

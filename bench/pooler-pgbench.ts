@@ -6,6 +6,9 @@ import path from 'node:path';
 
 export const PGBENCH = '/usr/bin/pgbench';
 
+/** The role of the SCRAM-SHA-256 `-C` rows (pooler-peers.ts creates it). */
+export const SCRAM_USER = 'bench_scram';
+
 export interface Scenario {
   /** Short key, e.g. `simple-c50` or `simple-C-c50`. */
   key: string;
@@ -13,6 +16,8 @@ export interface Scenario {
   clients: number;
   /** -C: a new connection for every transaction. */
   reconnect: boolean;
+  /** Logs in as SCRAM_USER (a role with a SCRAM-SHA-256 secret) whatever the run's BENCH_AUTH. */
+  scram?: boolean;
 }
 
 export interface PgbenchTarget {
@@ -45,7 +50,7 @@ export function pgbenchArgs(s: Scenario, t: PgbenchTarget, seconds: number, logP
 
 /** The exact command line, with the port shown as $PORT. */
 export function pgbenchCommand(s: Scenario, seconds: number): string {
-  const t = { host: '127.0.0.1', port: 0, user: 'bench', password: '', database: 'bench' };
+  const t = { host: '127.0.0.1', port: 0, user: s.scram ? SCRAM_USER : 'bench', password: '', database: 'bench' };
   return `pgbench ${pgbenchArgs(s, t, seconds, '<dir>/run').join(' ').replace('-p 0', '-p $PORT')}`;
 }
 

@@ -80,7 +80,7 @@ export function targetMode(target: TargetName, s: Scenario): 'direct' | 'transac
 const targetLabel = (target: TargetName, s: Scenario) => (targetMode(target, s) === 'session' ? `${target} (session mode)` : target);
 
 export function scenarioTitle(s: Scenario): string {
-  return `${s.protocol}${s.reconnect ? ', -C (reconnect per transaction)' : ''}, ${s.clients} client${s.clients === 1 ? '' : 's'}`;
+  return `${s.protocol}${s.reconnect ? ', -C (reconnect per transaction)' : ''}, ${s.clients} client${s.clients === 1 ? '' : 's'}${s.scram ? ', SCRAM-SHA-256' : ''}`;
 }
 
 export function renderReport(ctx: ReportContext, scenarios: Scenario[], records: RunRecord[]): string {

@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import { PGBENCH, SCRAM_USER, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
 import { writeResults } from './results-file.js';
 
@@ -90,6 +90,10 @@ function scenarios(): Scenario[] {
     for (const clients of protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
   }
   if (PROTOCOLS.includes('simple')) for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+  // Issue 10's login target is SCRAM: under md5 the -C rows run once more as a role with a SCRAM secret.
+  if (PROTOCOLS.includes('simple') && BENCH_AUTH === 'md5') {
+    for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}-scram`, protocol: 'simple', clients, reconnect: true, scram: true });
+  }
   return list;
 }
 
@@ -98,8 +102,11 @@ function versionOf(cmd: string, args: string[]): string {
   return (r.stdout || r.stderr || '?').split('\n')[0]!.trim();
 }
 
+/** The SCRAM role of the `-C, SCRAM` rows, when the run has them. */
+let scramUser: { name: string; secret: string } | null = null;
+
 async function startPeer(name: TargetName): Promise<RunningPeer> {
-  const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE, secret: benchSecret((q) => pg!.sql(q)) };
+  const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE, secret: benchSecret((q) => pg!.sql(q)), extraUsers: scramUser ? [scramUser] : [] };
   const peer = name === 'PgBouncer'
     ? await startPgBouncer({ ...common, sessionPoolSize: Math.max(1, ...PREPARED_CLIENTS), dir: path.join(workDir, 'pgbouncer'), progress })
     : await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
@@ -112,7 +119,7 @@ async function startPeer(name: TargetName): Promise<RunningPeer> {
 function targetOf(name: TargetName, s?: Scenario): PgbenchTarget {
   const p = name === 'direct' ? { host: pg!.host, port: pg!.port } : peers.get(name)!;
   const database = s && targetMode(name, s) === 'session' ? BENCH_SESSION_DB : BENCH_DB;
-  return { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database };
+  return { host: p.host, port: p.port, user: s?.scram ? SCRAM_USER : BENCH_USER, password: BENCH_PASSWORD, database };
 }
 
 /** Waits (up to QUIET_WAIT seconds) until other work on the machine takes at most MAX_OTHER_LOAD cores. */
@@ -163,6 +170,7 @@ async function main(): Promise<void> {
   const init = spawnSync(PGBENCH, initArgs, { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
   if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
   pg.sql('VACUUM ANALYZE', BENCH_DB);
+  if (scenarios().some((x) => x.scram)) scramUser = createScramRole((q, db) => pg!.sql(q, db), SCRAM_USER);
 
   await startPeer('PgBouncer');
   await startPeer('tidepool');
@@ -203,7 +211,7 @@ async function main(): Promise<void> {
     '# pooler.toml (node bin/tidepool.js pooler --config pooler.toml)',
     ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8').trim().split('\n'),
   ];
-  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
+  const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same${BENCH_AUTH === 'md5' ? `; the rows marked SCRAM-SHA-256 log in as ${SCRAM_USER}, a role with a SCRAM secret, which both poolers and PostgreSQL then authenticate with SCRAM` : ''}), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
   const write = () => {
     // The results file keeps its other sections (TLS, logins, dated runs: results-file.ts).
     writeResults(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));
