@@ -25,7 +25,11 @@ double NowUs() {
 Relay::Relay(napi_env env, uv_loop_t* loop) : env_(env), loop_(loop) {
   uv_check_init(loop_, &check_);
   check_.data = this;
-  uv_check_start(&check_, [](uv_check_t* h) { static_cast<Relay*>(h->data)->Flush(); });
+  uv_check_start(&check_, [](uv_check_t* h) {
+    Relay* r = static_cast<Relay*>(h->data);
+    r->Flush();
+    r->Bury();
+  });
   uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
   readBuf_.resize(kCarryMax + kReadSize);
   tlsIn_.resize(kReadSize);
@@ -43,8 +47,16 @@ Endpoint* Relay::Add(int fd, bool server) {
   if (nextId_ >= 0x7fffffff) nextId_ = 1;
   ep->fd = fd;
   ep->server = server;
-  uv_poll_init(loop_, &ep->poll, fd);
-  ep->poll.data = ep;
+  // A stopped handle left by the descriptor's last holder (Destroy) saves uv_poll_init's check of the descriptor
+  // (an epoll add and delete) and its ioctl: a connection per transaction pays for neither.
+  uv_poll_t* h = nullptr;
+  if (static_cast<size_t>(fd) < spare_.size()) std::swap(h, spare_[fd]);
+  if (!h) {
+    h = new uv_poll_t;
+    uv_poll_init(loop_, h, fd);
+  }
+  h->data = ep;
+  ep->poll = h;
   byId_[ep->id] = ep;
   UpdatePoll(ep);
   return ep;
@@ -144,18 +156,18 @@ void Relay::UpdatePoll(Endpoint* ep) {
   if (want == ep->events && (want != 0) == ep->pollActive) return;
   ep->events = want;
   if (want == 0) {
-    uv_poll_stop(&ep->poll);
+    uv_poll_stop(ep->poll);
     ep->pollActive = false;
   } else {
-    uv_poll_start(&ep->poll, want, OnPoll);
+    uv_poll_start(ep->poll, want, OnPoll);
     ep->pollActive = true;
   }
 }
 
 void Relay::OnPoll(uv_poll_t* h, int status, int events) {
   auto* ep = static_cast<Endpoint*>(h->data);
+  if (!ep || ep->fd < 0) return;
   Relay* r = ep->relay;
-  if (ep->fd < 0) return;
   if (status < 0) {
     r->Lost(ep, 1);
     return;
@@ -308,7 +320,8 @@ void Relay::CloseClient(Endpoint* c, int reason) {
   Destroy(c);
 }
 
-/** Stops polling and closes the descriptor; the memory goes when libuv is done with the handle. */
+/** Stops polling and closes the descriptor; the memory goes at the end of this loop iteration (Bury), as callers
+ *  up the stack may still look at the endpoint. */
 void Relay::Destroy(Endpoint* ep) {
   if (ep->fd < 0) return;
   if (ep->peer) {
@@ -325,15 +338,34 @@ void Relay::Destroy(Endpoint* ep) {
   ep->outOff = 0;
   ep->pendingIn.clear();
   ep->pendingRaw = 0;
-  uv_close(reinterpret_cast<uv_handle_t*>(&ep->poll), [](uv_handle_t* h) {
-    auto* e = static_cast<Endpoint*>(h->data);
-    close(e->closedFd);
+  // Stopped before the descriptor closes: libuv drops its events still pending in this iteration, and the handle
+  // waits, stopped, for the next socket that gets the same descriptor number (Add).
+  uv_poll_t* h = ep->poll;
+  ep->poll = nullptr;
+  h->data = nullptr;
+  if (ep->pollActive) uv_poll_stop(h);
+  ep->pollActive = false;
+  ep->events = 0;
+  close(ep->closedFd);
+  const size_t fd = static_cast<size_t>(ep->closedFd);
+  if (fd < kSpareHandles) {
+    if (spare_.size() <= fd) spare_.resize(fd + 1, nullptr);
+    spare_[fd] = h;
+  } else {
+    uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* closed) { delete reinterpret_cast<uv_poll_t*>(closed); });
+  }
+  graveyard_.push_back(ep);
+}
+
+void Relay::Bury() {
+  for (Endpoint* e : graveyard_) {
     if (e->ssl) SSL_free(e->ssl);  // its BIOs with it
     if (e->exchange) DeleteExchange(e->exchange);
-    if (e->statsRef) napi_delete_reference(e->relay->env_, e->statsRef);
-    if (e->appRef) napi_delete_reference(e->relay->env_, e->appRef);
+    if (e->statsRef) napi_delete_reference(env_, e->statsRef);
+    if (e->appRef) napi_delete_reference(env_, e->appRef);
     delete e;
-  });
+  }
+  graveyard_.clear();
 }
 
 /** JavaScript closes: pending output is sent, writes are shut down, reads discarded until EOF. */

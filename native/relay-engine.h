@@ -38,6 +38,8 @@ constexpr size_t kReadSize = 64 * 1024;
 /** A peer with this much unsent output stops its source from being read. */
 constexpr size_t kHighWater = 1024 * 1024;
 constexpr size_t kLowWater = 128 * 1024;
+/** Descriptor numbers below this keep their stopped poll handle for reuse; above it a handle is closed. */
+constexpr size_t kSpareHandles = 1 << 16;
 
 enum EventKind : int32_t {
   kNeedServer = 1,     // client
@@ -86,7 +88,8 @@ struct Endpoint : Framing, TxCount {
   Relay* relay = nullptr;
   int32_t id = 0;
   int fd = -1;
-  uv_poll_t poll;
+  // The descriptor's poll handle (Relay::Add); kept by the relay for the descriptor number after Destroy.
+  uv_poll_t* poll = nullptr;
   int events = 0;
   bool pollActive = false;
   Endpoint* peer = nullptr;
@@ -256,8 +259,10 @@ class Relay {
   /** A socket failed or reached EOF (reason 0 eof, 1 error, 2 malformed from a server). */
   void Lost(Endpoint* ep, int reason);
   void CloseClient(Endpoint* c, int reason);
-  /** Stops polling and closes the descriptor; the memory goes when libuv is done with the handle. */
+  /** Stops polling and closes the descriptor; the memory goes at the end of the loop iteration (Bury). */
   void Destroy(Endpoint* ep);
+  /** Frees the endpoints destroyed since the last call (the check phase, after Flush). */
+  void Bury();
   /** JavaScript closes: pending output is sent, writes are shut down, reads discarded until EOF. */
   void CloseGracefully(Endpoint* ep);
 
@@ -271,6 +276,10 @@ class Relay {
   size_t eventLen_ = 0;
   StatsLayout layout_;
   std::unordered_map<int32_t, Endpoint*> byId_;
+  // Stopped poll handles by descriptor number, for the next endpoint on that number (Add, Destroy), and the
+  // endpoints destroyed in this loop iteration (Bury).
+  std::vector<uv_poll_t*> spare_;
+  std::vector<Endpoint*> graveyard_;
   int32_t nextId_ = 1;
   std::vector<uint8_t> readBuf_;
   std::vector<int32_t> deferred_;
