@@ -54,6 +54,7 @@ Endpoint* Relay::Add(int fd, bool server) {
   if (!h) {
     h = new uv_poll_t;
     uv_poll_init(loop_, h, fd);
+    pollHandlesMade_++;
   }
   h->data = ep;
   ep->poll = h;
@@ -331,7 +332,7 @@ void Relay::Destroy(Endpoint* ep) {
   }
   byId_.erase(ep->id);
   ep->dead = true;
-  ep->closedFd = ep->fd;
+  const int fd = ep->fd;
   ep->fd = -1;
   ep->carryLen = 0;
   ep->out.clear();
@@ -346,11 +347,11 @@ void Relay::Destroy(Endpoint* ep) {
   if (ep->pollActive) uv_poll_stop(h);
   ep->pollActive = false;
   ep->events = 0;
-  close(ep->closedFd);
-  const size_t fd = static_cast<size_t>(ep->closedFd);
-  if (fd < kSpareHandles) {
-    if (spare_.size() <= fd) spare_.resize(fd + 1, nullptr);
-    spare_[fd] = h;
+  close(fd);
+  const size_t n = static_cast<size_t>(fd);
+  if (n < kSpareHandles) {
+    if (spare_.size() <= n) spare_.resize(n + 1, nullptr);
+    spare_[n] = h;
   } else {
     uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* closed) { delete reinterpret_cast<uv_poll_t*>(closed); });
   }

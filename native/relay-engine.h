@@ -101,7 +101,6 @@ struct Endpoint : Framing, TxCount {
   bool closing = false;    // flush, shut down writes, discard reads until EOF
   bool shutDown = false;
   bool stopped = false;    // reads stopped for good (bad length)
-  int closedFd = -1;
   // Client side.
   std::string pendingIn;   // bytes read while no server is linked
   // The first bytes of pendingIn when the rewriter took the client over while it had no server: read before the
@@ -280,6 +279,8 @@ class Relay {
   // endpoints destroyed in this loop iteration (Bury).
   std::vector<uv_poll_t*> spare_;
   std::vector<Endpoint*> graveyard_;
+  // Poll handles made by uv_poll_init so far (relayPollHandles): stays near the most descriptors open at once.
+  double pollHandlesMade_ = 0;
   int32_t nextId_ = 1;
   std::vector<uint8_t> readBuf_;
   std::vector<int32_t> deferred_;

@@ -350,7 +350,15 @@ relay::Relay* CurrentRelay(const Napi::CallbackInfo& info) {
   return r;
 }
 
+/** relayPollHandles() -> poll handles made so far (a closed descriptor's handle serves the next socket on its number). */
+Napi::Value RelayPollHandles(const Napi::CallbackInfo& info) {
+  Relay* r = Get(info);
+  if (!r) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), r->pollHandlesMade_);
+}
+
 void InitRelay(Napi::Env env, Napi::Object exports) {
+  exports.Set("relayPollHandles", Napi::Function::New(env, RelayPollHandles, "relayPollHandles"));
   exports.Set("relayInit", Napi::Function::New(env, RelayInit, "relayInit"));
   exports.Set("relayAddClient", Napi::Function::New(env, RelayAddClient, "relayAddClient"));
   exports.Set("relayAddServer", Napi::Function::New(env, RelayAddServer, "relayAddServer"));

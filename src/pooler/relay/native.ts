@@ -28,6 +28,7 @@ export interface RelayAddon extends TlsAddon {
   relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array): number;
+  relayPollHandles(): number;
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number): number;
   relayUnlisten(listener: number): void;
   relayPeer(id: number): string;
@@ -293,6 +294,11 @@ export class NativeRelay implements Relay {
       for (const id of ids) this.clients.get(id)?.released();
       if (n < this.reclaimOut.length) return;
     }
+  }
+
+  /** Poll handles the addon has made: a closed descriptor's handle serves the next socket on its number (tests). */
+  get pollHandles(): number {
+    return this.a.relayPollHandles();
   }
 
   /** The addon's numbers for an endpoint it still knows, else null. */
