@@ -97,7 +97,9 @@ describe('logins run by the native relay', () => {
     expect(row?.['database']).toBe('app');
     expect(row?.['application_name']).toBe('cancel-me');
     const slow = c.query('select pg_sleep(30)').then(() => 'finished', (e: { code?: string }) => e.code);
-    await until('the sleep runs', async () => (await show('CLIENTS')).some((r) => r['state'] === 'active'));
+    // On PostgreSQL itself: SHOW CLIENTS says active from the checkout, before the backend has read the query, and a
+    // cancel that reaches a backend still reading its command is ignored by PostgreSQL.
+    await until('the sleep runs', async () => env.db.sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`).trim() === '1');
     const canceller = client('md5user');
     (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(c, (c as unknown as { activeQuery: unknown }).activeQuery);
     expect(await slow).toBe('57014');
