@@ -18,6 +18,8 @@ export interface Scenario {
   reconnect: boolean;
   /** Logs in as SCRAM_USER (a role with a SCRAM-SHA-256 secret) whatever the run's BENCH_AUTH. */
   scram?: boolean;
+  /** pgbench -j (default min(2, clients)). */
+  threads?: number;
 }
 
 export interface PgbenchTarget {
@@ -41,7 +43,7 @@ export interface PgbenchResult {
 
 export function pgbenchArgs(s: Scenario, t: PgbenchTarget, seconds: number, logPrefix?: string): string[] {
   const args = ['-h', t.host, '-p', String(t.port), '-U', t.user, '-n', '-S', `--protocol=${s.protocol}`,
-    '-c', String(s.clients), '-j', String(Math.min(2, s.clients)), '-T', String(seconds)];
+    '-c', String(s.clients), '-j', String(s.threads ?? Math.min(2, s.clients)), '-T', String(seconds)];
   if (s.reconnect) args.push('-C');
   if (logPrefix) args.push('--log', `--log-prefix=${logPrefix}`);
   args.push(t.database);

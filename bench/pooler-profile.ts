@@ -1,7 +1,10 @@
 // Pooler profile: tidepool under pgbench -S for each protocol, with node --cpu-prof (self time by function and by
 // file), perf (kernel / addon / JavaScript split, top symbols) and strace -c (syscalls per transaction), as chosen.
 // Usage: npm run build && node dist/bench/pooler-profile.js [--protocols simple,extended,prepared --clients 10
-//   --duration 10 --relay native|js --tls --reconnect --tools cpu-prof,perf,strace --top 25 --out bench/.work/pooler-profile.md]
+//   --duration 10 --relay native|js --tls --reconnect --tools cpu-prof,perf,strace --top 25 --out bench/.work/pooler-profile.md
+//   --peer tidepool|pgbouncer --perf-limit 0.7]
+// --peer pgbouncer runs the same load through PgBouncer (no TLS, no cpu-prof) with perf or strace, for the same split
+// of its CPU and system calls. --perf-limit: the smallest share (percent) of a symbol perf's report lists.
 // The tools disturb each other (the profiler's signals show up in strace, strace slows every syscall): for counts,
 // run strace alone; without tools, only tps and the pooler's CPU per transaction are reported.
 import { spawn, spawnSync } from 'node:child_process';
@@ -11,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
-import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { PGBENCH, runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -26,6 +29,7 @@ const PROTOCOLS = opt('protocols', 'simple,extended,prepared').split(',')
 const CLIENTS = Number(opt('clients', '10'));
 const DURATION = Number(opt('duration', '10'));
 const RELAY = opt('relay', 'native');
+const PEER = opt('peer', 'tidepool') === 'pgbouncer' ? 'PgBouncer' : 'tidepool';
 /** -C: a new connection (and login) for every transaction. */
 const RECONNECT = process.argv.includes('--reconnect');
 /** --tls: clients over TLS (client_tls_sslmode = require, PGSSLMODE=require), a self-signed certificate. */
@@ -97,7 +101,7 @@ function perfSummary(data: string): string[] {
     const r = spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit], { encoding: 'utf8', maxBuffer: 64 << 20 });
     return (r.stdout || r.stderr).split('\n').filter((l) => /^\s+\d/.test(l)).slice(0, TOP);
   };
-  return ['```', ...report('dso', '0.5'), '', ...report('dso,sym', '0.7'), '```', ''];
+  return ['```', ...report('dso', '0.5'), '', ...report('dso,sym', opt('perf-limit', '0.7')), '```', ''];
 }
 
 async function profileOne(protocol: Scenario['protocol'], ticks: number): Promise<string[]> {
@@ -116,10 +120,12 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
     generalToml = `client_tls_sslmode = "require"\nclient_tls_key_file = "${key}"\nclient_tls_cert_file = "${cert}"`;
     process.env.PGSSLMODE = 'require';
   }
-  pooler = await startTidepool({
-    dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env, generalToml, secret: benchSecret((q) => pg!.sql(q)),
-    nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
-  });
+  pooler = PEER === 'PgBouncer'
+    ? await startPgBouncer({ dir, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, sessionPoolSize: CLIENTS, progress, secret: benchSecret((q) => pg!.sql(q)) })
+    : await startTidepool({
+      dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env, generalToml, secret: benchSecret((q) => pg!.sql(q)),
+      nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
+    });
   const target = { host: pooler.host, port: pooler.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
   const scenario: Scenario = { key: protocol, protocol, clients: CLIENTS, reconnect: RECONNECT };
   pgbench = runPgbench(scenario, target, 2, dir, 'warmup');
@@ -146,7 +152,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   await pooler.stop();
   pooler = null;
   const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-  const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${RELAY} relay${TLS ? ', clients over TLS' : ''}`, ''];
+  const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${PEER === 'PgBouncer' ? 'PgBouncer' : `${RELAY} relay`}${TLS ? ', clients over TLS' : ''}`, ''];
   out.push(`pgbench: ${r.ok ? `${Math.round(r.tps)} tps, p50 ${r.p50Ms.toFixed(3)} ms, p99 ${r.p99Ms.toFixed(3)} ms` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`, '');
   if (!CPU_PROF) out.push('');
   else if (prof) out.push(...summarize(JSON.parse(readFileSync(path.join(profDir, prof), 'utf8')) as CpuProfile));
@@ -163,6 +169,7 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
 }
 
 async function main(): Promise<void> {
+  if (PEER === 'PgBouncer' && (TLS || CPU_PROF)) throw new Error('--peer pgbouncer takes --tools perf, strace or none, without --tls');
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-profile-'));
   const ticks = clockTicks();
   pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 100, shared_buffers: '256MB' } });
@@ -175,7 +182,7 @@ async function main(): Promise<void> {
   pg.sql('VACUUM ANALYZE', BENCH_DB);
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
   const out = [`# tidepool profile at ${head} (${new Date().toISOString().slice(0, 16)}Z)`, '',
-    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through tidepool (transaction mode, pool size 20, ${BENCH_AUTH}) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
+    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through ${PEER} (transaction mode, pool size 20, ${BENCH_AUTH}) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
   for (const protocol of PROTOCOLS) out.push(...await profileOne(protocol, ticks));
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, out.join('\n'));
