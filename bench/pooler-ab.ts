@@ -12,10 +12,10 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { PGBENCH, pgbenchCommand, runPgbench, type PgbenchResult, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { pgbenchCommand, runPgbench, type PgbenchResult, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { median } from './pooler-report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -156,14 +156,7 @@ async function main(): Promise<void> {
   const revs: Record<Side, string> = { before: git('rev-parse', '--short', BEFORE), after: AFTER ? git('rev-parse', '--short', AFTER) : `${git('rev-parse', '--short', 'HEAD')} as built` };
   const roots: Record<Side, string> = { before: checkout(BEFORE, 'before'), after: AFTER ? checkout(AFTER, 'after') : ROOT };
   progress(`before ${revs.before}, after ${revs.after}; work dir ${workDir}`);
-  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 300, shared_buffers: '256MB' } });
-  pg.sql(BENCH_ROLE_SQL);
-  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
-  writeHba(pg.dataDir);
-  pg.sql('SELECT pg_reload_conf()');
-  const init = spawnSync(PGBENCH, ['-i', '-s', String(SCALE), '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB], { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
-  pg.sql('VACUUM ANALYZE', BENCH_DB);
+  pg = await startBenchPostgres(workDir, { maxConnections: 300, scale: SCALE });
   for (const relay of RELAYS) {
     for (const side of SIDES) {
       // The child inherits the environment it is spawned with.

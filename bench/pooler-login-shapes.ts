@@ -10,10 +10,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
-import { BENCH_AUTH, BENCH_DB, BENCH_PASSWORD, BENCH_ROLE_SQL, BENCH_USER, benchSecret, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { PGBENCH, runPgbench, type RunningPgbench } from './pooler-pgbench.js';
+import { BENCH_AUTH, BENCH_DB, BENCH_PASSWORD, BENCH_USER, benchSecret, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { runPgbench, type RunningPgbench } from './pooler-pgbench.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -71,13 +71,7 @@ async function main(): Promise<void> {
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-login-shapes-'));
   const ticks = clockTicks();
   const load0 = os.loadavg();
-  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 100, shared_buffers: '256MB' } });
-  pg.sql(BENCH_ROLE_SQL);
-  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
-  writeHba(pg.dataDir);
-  pg.sql('SELECT pg_reload_conf()');
-  const init = spawnSync(PGBENCH, ['-i', '-s', '10', '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB], { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
+  pg = await startBenchPostgres(workDir, { maxConnections: 100, scale: 10 });
   const common = { serverHost: pg.host, serverPort: pg.port, poolSize: 20, secret: benchSecret((q) => pg!.sql(q)) };
   peers.push(await startPgBouncer({ ...common, sessionPoolSize: CLIENTS, dir: path.join(workDir, 'pgbouncer'), progress }));
   peers.push(await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }));

@@ -4,7 +4,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { freePort } from '../src/launcher/embedded-postgres.js';
+import { freePort, startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import { PGBENCH } from './pooler-pgbench.js';
 
 /** The account the poolers and pgbench log in as; one method everywhere (BENCH_AUTH: md5, the default, or
  * scram-sha-256) so every target pays the same auth. */
@@ -28,6 +29,26 @@ export function createScramRole(sql: (q: string, db?: string) => string, user: s
   return { name: user, secret: sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${user}'`).trim() };
 }
 export const BENCH_DB = 'bench';
+
+/** PostgreSQL for a pooler benchmark in `dir`/pgdata (shared_buffers 256MB): the bench role (`roleSql`, default
+ * BENCH_ROLE_SQL) and BENCH_DB, loaded by `pgbench -i` at `scale` and analyzed, the hba rules of writeHba. */
+export async function startBenchPostgres(dir: string, opts: { maxConnections: number; scale: number; roleSql?: string; progress?: (msg: string) => void }): Promise<RunningPostgres> {
+  const pg = await startPostgres({ dataDir: path.join(dir, 'pgdata'), settings: { max_connections: opts.maxConnections, shared_buffers: '256MB' } });
+  opts.progress?.(`PostgreSQL on ${pg.host}:${pg.port} (pid ${pg.pid})`);
+  pg.sql(opts.roleSql ?? BENCH_ROLE_SQL);
+  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
+  writeHba(pg.dataDir);
+  pg.sql('SELECT pg_reload_conf()');
+  const initArgs = ['-i', '-s', String(opts.scale), '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB];
+  opts.progress?.(`pgbench ${initArgs.join(' ')}`);
+  const init = spawnSync(PGBENCH, initArgs, { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
+  if (init.status !== 0) {
+    await pg.stop().catch(() => undefined);
+    throw new Error(`pgbench -i failed: ${init.stderr}`);
+  }
+  pg.sql('VACUUM ANALYZE', BENCH_DB);
+  return pg;
+}
 /** PgBouncer's session-mode alias of the bench database: PgBouncer 1.18 cannot keep pgbench's protocol-level
  * prepared statements (`--protocol prepared`) in transaction mode, so that scenario runs it in session mode. */
 export const BENCH_SESSION_DB = 'bench_session';

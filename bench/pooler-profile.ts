@@ -12,10 +12,10 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
-import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { PGBENCH, runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -172,14 +172,7 @@ async function main(): Promise<void> {
   if (PEER === 'PgBouncer' && (TLS || CPU_PROF)) throw new Error('--peer pgbouncer takes --tools perf, strace or none, without --tls');
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-profile-'));
   const ticks = clockTicks();
-  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 100, shared_buffers: '256MB' } });
-  pg.sql(BENCH_ROLE_SQL);
-  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
-  writeHba(pg.dataDir);
-  pg.sql('SELECT pg_reload_conf()');
-  const init = spawnSync(PGBENCH, ['-i', '-s', '10', '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB], { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
-  pg.sql('VACUUM ANALYZE', BENCH_DB);
+  pg = await startBenchPostgres(workDir, { maxConnections: 100, scale: 10 });
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
   const out = [`# tidepool profile at ${head} (${new Date().toISOString().slice(0, 16)}Z)`, '',
     `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through ${PEER} (transaction mode, pool size 20, ${BENCH_AUTH}) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];

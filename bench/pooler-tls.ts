@@ -8,10 +8,10 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { PGBENCH, runPgbench, type Scenario } from './pooler-pgbench.js';
+import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import { runPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks } from './pooler-cpu.js';
-import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 function opt(name: string, dflt: string): string {
@@ -61,14 +61,7 @@ async function main(): Promise<void> {
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-tls-'));
   const ticks = clockTicks();
   const load0 = os.loadavg();
-  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: 300, shared_buffers: '256MB' } });
-  pg.sql(`SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
-  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
-  writeHba(pg.dataDir);
-  pg.sql('SELECT pg_reload_conf()');
-  const init = spawnSync(PGBENCH, ['-i', '-s', '10', '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB], { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
-  pg.sql('VACUUM ANALYZE', BENCH_DB);
+  pg = await startBenchPostgres(workDir, { maxConnections: 300, scale: 10, roleSql: `SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'` });
   const { cert, key } = makeCert(path.join(workDir, 'certs'));
   const common = { serverHost: pg.host, serverPort: pg.port, poolSize: POOL_SIZE };
   peers.set('PgBouncer', await startPgBouncer({

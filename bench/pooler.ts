@@ -9,10 +9,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { PGBENCH, SCRAM_USER, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, BENCH_ROLE_SQL, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
 import { writeResults } from './results-file.js';
 
@@ -158,18 +158,8 @@ async function main(): Promise<void> {
 
   // Room for every pool at once: PgBouncer's two, tidepool's, and the direct run's clients.
   const maxConnections = Math.max(300, 2 * POOL_SIZE + Math.max(0, ...PREPARED_CLIENTS) + Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) + 20);
-  pg = await startPostgres({ dataDir: path.join(workDir, 'pgdata'), settings: { max_connections: maxConnections, shared_buffers: '256MB' } });
-  progress(`PostgreSQL on ${pg.host}:${pg.port} (pid ${pg.pid})`);
-  pg.sql(BENCH_ROLE_SQL);
-  pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
-  writeHba(pg.dataDir);
-  pg.sql('SELECT pg_reload_conf()');
+  pg = await startBenchPostgres(workDir, { maxConnections, scale: SCALE, progress });
   const pgVersion = pg.sql('SHOW server_version');
-  const initArgs = ['-i', '-s', String(SCALE), '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB];
-  progress(`pgbench ${initArgs.join(' ')}`);
-  const init = spawnSync(PGBENCH, initArgs, { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
-  if (init.status !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
-  pg.sql('VACUUM ANALYZE', BENCH_DB);
   if (scenarios().some((x) => x.scram)) scramUser = createScramRole((q, db) => pg!.sql(q, db), SCRAM_USER);
 
   await startPeer('PgBouncer');
@@ -201,7 +191,7 @@ async function main(): Promise<void> {
   let retried = 0;
   const commands = [
     `npm run build && ${QUICK ? 'npm run bench:pooler -- --quick' : 'npm run bench:pooler'}   # BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
-    `pgbench ${initArgs.join(' ').replace(`-p ${pg.port}`, '-p $PG_PORT')}`,
+    `pgbench -i -s ${SCALE} -q -h ${pg.host} -p $PG_PORT -U ${BENCH_USER} ${BENCH_DB}`,
     ...list.map((s) => pgbenchCommand(s, DURATION)),
     `# $PORT: PostgreSQL, PgBouncer or tidepool; PGPASSWORD set; -j is min(2, clients)`,
     '',
