@@ -4,7 +4,8 @@
 // the key (4096 PBKDF2 rounds) through OpenSSL 3, whose threads of one process contend on shared locks; separate
 // processes share none. Per run: the tps of all processes, each pooler's CPU per login and the CPU pgbench took.
 // Usage: npm run build && BENCH_AUTH=scram-sha-256 node dist/bench/pooler-login-shapes.js [--clients 10 --rounds 5
-//   --duration 10 --shapes 1x2,1x1,2x1 --out bench/results/pooler-login-shapes.md]
+//   --duration 10 --shapes 1x2,1x1,2x1 --out bench/results/pooler-login-shapes.md --b-node-args "<node flags>"]
+// --b-node-args adds a third target, "tidepool B": the same build started with those node flags, in the rotation.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -32,12 +33,16 @@ const SHAPES = opt('shapes', '1x2,1x1,2x1').split(',').map((s) => {
   return { key: s, procs, threads };
 });
 const OUT = path.resolve(opt('out', path.join(ROOT, 'bench', 'results', 'pooler-login-shapes.md')));
-const PEERS = ['PgBouncer', 'tidepool'] as const;
+/** Node flags of a second tidepool ("tidepool B") in the rotation, when given. */
+const B_NODE_ARGS = opt('b-node-args', '').split(' ').filter(Boolean);
+const B = 'tidepool B';
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 let pg: RunningPostgres | null = null;
 const peers: RunningPeer[] = [];
+/** The targets by label (tidepool B is a second tidepool process). */
+const targets: { label: string; peer: RunningPeer }[] = [];
 let running: RunningPgbench[] = [];
 let workDir = '';
 
@@ -74,29 +79,36 @@ async function main(): Promise<void> {
   pg = await startBenchPostgres(workDir, { maxConnections: 100, scale: 10 });
   const common = { serverHost: pg.host, serverPort: pg.port, poolSize: 20, secret: benchSecret((q) => pg!.sql(q)) };
   peers.push(await startPgBouncer({ ...common, sessionPoolSize: CLIENTS, dir: path.join(workDir, 'pgbouncer'), progress }));
+  targets.push({ label: 'PgBouncer', peer: peers.at(-1)! });
   peers.push(await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }));
+  targets.push({ label: 'tidepool', peer: peers.at(-1)! });
+  if (B_NODE_ARGS.length) {
+    peers.push(await startTidepool({ ...common, dir: path.join(workDir, 'tidepool-b'), root: ROOT, nodeArgs: B_NODE_ARGS }));
+    targets.push({ label: B, peer: peers.at(-1)! });
+  }
   const logDir = path.join(workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
-  for (const peer of peers) {
-    progress(`warm-up ${peer.name}: 3 s`);
-    const w = runPgbench({ key: 'warmup', protocol: 'simple', clients: CLIENTS, reconnect: true }, { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, 3, logDir, `warmup-${peer.name}`);
+  for (const { label, peer } of targets) {
+    progress(`warm-up ${label}: 3 s`);
+    const w = runPgbench({ key: 'warmup', protocol: 'simple', clients: CLIENTS, reconnect: true }, { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, 3, logDir, `warmup-${peer.pid}`);
     running = [w];
     const r = await w.done;
     running = [];
-    if (!r.ok) throw new Error(`warm-up through ${peer.name} failed: ${r.error}`);
+    if (!r.ok) throw new Error(`warm-up through ${label} failed: ${r.error}`);
   }
   const runs: Run[] = [];
   const failures: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     for (const shape of SHAPES) {
-      const order = round % 2 ? [...PEERS].reverse() : [...PEERS];
-      for (const name of order) {
-        const peer = peers.find((p) => p.name === name)!;
+      // Each target first, last and between in turn.
+      const order = targets.map((_, k) => targets[(k + round) % targets.length]!);
+      if (round % 2) order.reverse();
+      for (const { label: name, peer } of order) {
         const cpu0 = cpuSeconds(peer.pid, ticks);
         const kids0 = reapedChildrenCpu(ticks);
         const t0 = performance.now();
         const target = { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
-        running = Array.from({ length: shape.procs }, (_, k) => runPgbench({ key: 'login', protocol: 'simple', clients: CLIENTS / shape.procs, threads: shape.threads, reconnect: true }, target, DURATION, logDir, `r${round}-${shape.key}-${name}-${k}`));
+        running = Array.from({ length: shape.procs }, (_, k) => runPgbench({ key: 'login', protocol: 'simple', clients: CLIENTS / shape.procs, threads: shape.threads, reconnect: true }, target, DURATION, logDir, `r${round}-${shape.key}-${peer.pid}-${k}`));
         const results = await Promise.all(running.map((r) => r.done));
         running = [];
         const wall = (performance.now() - t0) / 1000;
@@ -119,9 +131,9 @@ async function main(): Promise<void> {
   const out = [
     '# Logins by client shape',
     '',
-    `pgbench -S -C, ${CLIENTS} clients split over the shape's processes, ${DURATION} s a run, ${ROUNDS} rounds (the two poolers alternating, the order reversed every round), medians quoted. ${BENCH_AUTH} client auth (both poolers hold the role's ${BENCH_AUTH === 'scram-sha-256' ? 'SCRAM secret' : 'password'}), transaction mode, pool size 20, PostgreSQL 15 on one ${os.cpus().length}-CPU machine (${os.cpus()[0]?.model ?? '?'}) with the poolers and pgbench. tidepool at ${head}. Load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}. Written by \`node dist/bench/pooler-login-shapes.js\` (${new Date().toISOString().slice(0, 16)}Z).`,
+    `pgbench -S -C, ${CLIENTS} clients split over the shape's processes, ${DURATION} s a run, ${ROUNDS} rounds (the targets in a rotating order, reversed every other round), medians quoted. ${BENCH_AUTH} client auth (both poolers hold the role's ${BENCH_AUTH === 'scram-sha-256' ? 'SCRAM secret' : 'password'}), transaction mode, pool size 20, PostgreSQL 15 on one ${os.cpus().length}-CPU machine (${os.cpus()[0]?.model ?? '?'}) with the poolers and pgbench. tidepool at ${head}. Load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}. Written by \`node dist/bench/pooler-login-shapes.js\` (${new Date().toISOString().slice(0, 16)}Z).`,
     '',
-    'Each pooler had a 3 s warm-up of the same load first.',
+    `Each pooler had a 3 s warm-up of the same load first.${B_NODE_ARGS.length ? ` tidepool B: the same build started with \`node ${B_NODE_ARGS.join(' ')}\`.` : ''}`,
     '',
     'Shape: pgbench processes x threads (-j) each. Pooler and pgbench CPU: user + system time per login (pgbench: all its processes, from the reaped children\'s times).',
     '',
@@ -135,6 +147,15 @@ async function main(): Promise<void> {
     if (!b.length || !t.length) continue;
     const pairs = t.map((x, i) => (b[i] ? (x.tps / b[i]!.tps).toFixed(2) : '-')).join(', ');
     out.push(`| ${shape.procs} x -j ${shape.threads} | ${median(b.map((r) => r.tps)).toFixed(0)} | ${median(t.map((r) => r.tps)).toFixed(0)} | **${(median(t.map((r) => r.tps)) / median(b.map((r) => r.tps))).toFixed(2)}x** | ${pairs} | ${median(b.map((r) => r.poolerUs)).toFixed(0)} | ${median(t.map((r) => r.poolerUs)).toFixed(0)} | ${median(b.map((r) => r.pgbenchUs)).toFixed(0)}, ${median(t.map((r) => r.pgbenchUs)).toFixed(0)} |`);
+  }
+  if (B_NODE_ARGS.length) {
+    out.push('', `| Shape | tidepool tps | tidepool B tps | B / tidepool | tidepool CPU, us a login | tidepool B CPU, us a login |`, '|---|---:|---:|---:|---:|---:|');
+    for (const shape of SHAPES) {
+      const a = runs.filter((r) => r.shape === shape.key && r.peer === 'tidepool');
+      const b = runs.filter((r) => r.shape === shape.key && r.peer === B);
+      if (!a.length || !b.length) continue;
+      out.push(`| ${shape.procs} x -j ${shape.threads} | ${median(a.map((r) => r.tps)).toFixed(0)} | ${median(b.map((r) => r.tps)).toFixed(0)} | **${(median(b.map((r) => r.tps)) / median(a.map((r) => r.tps))).toFixed(3)}x** | ${median(a.map((r) => r.poolerUs)).toFixed(0)} | ${median(b.map((r) => r.poolerUs)).toFixed(0)} |`);
+    }
   }
   if (failures.length) out.push('', 'Failed runs (left out of the medians):', '', ...failures.map((f) => `- ${f}`));
   mkdirSync(path.dirname(OUT), { recursive: true });
