@@ -17,6 +17,7 @@ import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
 import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { pgbenchCommand, runPgbench, type PgbenchResult, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { median } from './pooler-report.js';
+import { stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -66,9 +67,7 @@ async function cleanup(): Promise<void> {
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
 
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => { progress(`${sig}: stopping what this benchmark started`); void cleanup().finally(() => process.exit(130)); });
-}
+const stop = stopOnExit(cleanup, () => [pgbench?.pid, ...[...poolers.values()].map((p) => p.pid), pg?.pid], () => workDir, progress);
 
 function git(...args: string[]): string {
   const r = spawnSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' });
@@ -191,8 +190,8 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT}`);
 }
 
-main().then(cleanup, async (err: unknown) => {
+main().then(stop, async (err: unknown) => {
   progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await cleanup();
+  await stop();
   process.exitCode = 1;
 });

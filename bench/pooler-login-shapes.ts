@@ -15,6 +15,7 @@ import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
 import { BENCH_AUTH, BENCH_DB, BENCH_PASSWORD, BENCH_USER, benchSecret, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { runPgbench, type RunningPgbench } from './pooler-pgbench.js';
+import { stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -53,9 +54,7 @@ async function cleanup(): Promise<void> {
   pg = null;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => { progress(`${sig}: stopping what this benchmark started`); void cleanup().finally(() => process.exit(130)); });
-}
+const stop = stopOnExit(cleanup, () => [...running.map((r) => r.pid), ...peers.map((p) => p.pid), pg?.pid], () => workDir, progress);
 
 /** CPU seconds of this process's reaped children (pgbench runs, once they have exited). */
 function reapedChildrenCpu(ticks: number): number {
@@ -163,8 +162,8 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT}`);
 }
 
-main().then(cleanup, async (err: unknown) => {
+main().then(stop, async (err: unknown) => {
   progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await cleanup();
+  await stop();
   process.exitCode = 1;
 });

@@ -16,6 +16,7 @@ import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
 import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import { stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -56,9 +57,7 @@ async function cleanup(): Promise<void> {
   pg = null;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => { progress(`${sig}: stopping what this profile started`); void cleanup().finally(() => process.exit(130)); });
-}
+const stop = stopOnExit(cleanup, () => [pgbench?.pid, pooler?.pid, pg?.pid], () => workDir, progress);
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
 interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
@@ -182,8 +181,8 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT}`);
 }
 
-main().then(cleanup, async (err: unknown) => {
+main().then(stop, async (err: unknown) => {
   progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await cleanup();
+  await stop();
   process.exitCode = 1;
 });

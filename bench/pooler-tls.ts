@@ -12,6 +12,7 @@ import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { runPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks } from './pooler-cpu.js';
 import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 function opt(name: string, dflt: string): string {
@@ -39,9 +40,12 @@ let workDir = '';
 
 async function cleanup(): Promise<void> {
   for (const p of peers.values()) await p.stop().catch((err: Error) => progress(`stopping ${p.name}: ${err.message}`));
+  peers.clear();
   if (pg) await pg.stop().catch((err: Error) => progress(`stopping PostgreSQL: ${err.message}`));
+  pg = null;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
+const stop = stopOnExit(cleanup, () => [...[...peers.values()].map((p) => p.pid), pg?.pid], () => workDir, progress);
 
 /** A self-signed certificate for 127.0.0.1 both poolers present (PgBouncer runs as nobody: it must read them). */
 function makeCert(dir: string): { cert: string; key: string } {
@@ -121,8 +125,8 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT} and the TLS block of ${SUMMARY}`);
 }
 
-main().then(cleanup, async (err: unknown) => {
+main().then(stop, async (err: unknown) => {
   progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
-  await cleanup();
+  await stop();
   process.exitCode = 1;
 });
