@@ -1,6 +1,6 @@
 // The bulk queue over limits.inflight_bulks and per-item 429 past it, a large streamed bulk, and the command line's config errors.
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, bulk, ndjson, postJson, runCli, startLogstore, tempDir, ensureBuilt } from '../../helpers/logstore.js';
@@ -107,6 +107,7 @@ describe('limits', () => {
 describe('tidepool logstore command line', () => {
   beforeAll(() => ensureBuilt());
   const dir = tempDir('tidepool-cli-');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const file = (name: string, text: string) => {
     const p = path.join(dir, name);
     writeFileSync(p, text);

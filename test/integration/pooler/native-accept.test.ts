@@ -34,6 +34,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await tp?.stop();
   await db?.cleanup();
+  certs?.cleanup();
 });
 
 const admin = () => new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
