@@ -26,6 +26,12 @@ export function cpuSeconds(pid: number, ticksPerSecond: number): number {
   return f ? (Number(f[11]) + Number(f[12])) / ticksPerSecond : Number.NaN;
 }
 
+/** cutime + cstime of this process in seconds: the CPU of its children that have exited and been waited for. */
+export function reapedChildrenSeconds(ticksPerSecond: number): number {
+  const f = statFields('self')!;
+  return (Number(f[13]) + Number(f[14])) / ticksPerSecond;
+}
+
 /** VmRSS of a process in bytes, or NaN when it is gone. */
 export function rssBytes(pid: number): number {
   try {

@@ -7,12 +7,13 @@
 //   --duration 10 --shapes 1x2,1x1,2x1 --out bench/results/pooler-login-shapes.md --b-node-args "<node flags>"]
 // --b-node-args adds a third target, "tidepool B": the same build started with those node flags, in the rotation.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { clockTicks, cpuSeconds } from './pooler-cpu.js';
+import { clockTicks, cpuSeconds, reapedChildrenSeconds } from './pooler-cpu.js';
+import { median } from './pooler-report.js';
 import { BENCH_AUTH, BENCH_DB, BENCH_PASSWORD, BENCH_USER, benchSecret, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { runPgbench, type RunningPgbench } from './pooler-pgbench.js';
 import { stopOnExit } from './bench-exit.js';
@@ -41,34 +42,21 @@ const B = 'tidepool B';
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 let pg: RunningPostgres | null = null;
-const peers: RunningPeer[] = [];
-/** The targets by label (tidepool B is a second tidepool process). */
+/** The poolers by label (tidepool B is a second tidepool process). */
 const targets: { label: string; peer: RunningPeer }[] = [];
 let running: RunningPgbench[] = [];
 let workDir = '';
 
 async function cleanup(): Promise<void> {
   for (const r of running) r.kill();
-  for (const p of peers.splice(0)) await p.stop().catch((err: Error) => progress(`stopping ${p.name}: ${err.message}`));
+  for (const { label, peer } of targets.splice(0)) await peer.stop().catch((err: Error) => progress(`stopping ${label}: ${err.message}`));
   if (pg) await pg.stop().catch((err: Error) => progress(`stopping PostgreSQL: ${err.message}`));
   pg = null;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
-const stop = stopOnExit(cleanup, () => [...running.map((r) => r.pid), ...peers.map((p) => p.pid), pg?.pid], () => workDir, progress);
-
-/** CPU seconds of this process's reaped children (pgbench runs, once they have exited). */
-function reapedChildrenCpu(ticks: number): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[13]) + Number(f[14])) / ticks;
-}
+const stop = stopOnExit(cleanup, () => [...running.map((r) => r.pid), ...targets.map((t) => t.peer.pid), pg?.pid], () => workDir, progress);
 
 interface Run { shape: string; peer: string; tps: number; poolerUs: number; pgbenchUs: number }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 async function main(): Promise<void> {
   if (process.platform !== 'linux') throw new Error('reads /proc: Linux only');
@@ -77,14 +65,9 @@ async function main(): Promise<void> {
   const load0 = os.loadavg();
   pg = await startBenchPostgres(workDir, { maxConnections: 100, scale: 10 });
   const common = { serverHost: pg.host, serverPort: pg.port, poolSize: 20, secret: benchSecret((q) => pg!.sql(q)) };
-  peers.push(await startPgBouncer({ ...common, sessionPoolSize: CLIENTS, dir: path.join(workDir, 'pgbouncer'), progress }));
-  targets.push({ label: 'PgBouncer', peer: peers.at(-1)! });
-  peers.push(await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }));
-  targets.push({ label: 'tidepool', peer: peers.at(-1)! });
-  if (B_NODE_ARGS.length) {
-    peers.push(await startTidepool({ ...common, dir: path.join(workDir, 'tidepool-b'), root: ROOT, nodeArgs: B_NODE_ARGS }));
-    targets.push({ label: B, peer: peers.at(-1)! });
-  }
+  targets.push({ label: 'PgBouncer', peer: await startPgBouncer({ ...common, sessionPoolSize: CLIENTS, dir: path.join(workDir, 'pgbouncer'), progress }) });
+  targets.push({ label: 'tidepool', peer: await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }) });
+  if (B_NODE_ARGS.length) targets.push({ label: B, peer: await startTidepool({ ...common, dir: path.join(workDir, 'tidepool-b'), root: ROOT, nodeArgs: B_NODE_ARGS }) });
   const logDir = path.join(workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   for (const { label, peer } of targets) {
@@ -104,7 +87,7 @@ async function main(): Promise<void> {
       if (round % 2) order.reverse();
       for (const { label: name, peer } of order) {
         const cpu0 = cpuSeconds(peer.pid, ticks);
-        const kids0 = reapedChildrenCpu(ticks);
+        const kids0 = reapedChildrenSeconds(ticks);
         const t0 = performance.now();
         const target = { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
         running = Array.from({ length: shape.procs }, (_, k) => runPgbench({ key: 'login', protocol: 'simple', clients: CLIENTS / shape.procs, threads: shape.threads, reconnect: true }, target, DURATION, logDir, `r${round}-${shape.key}-${peer.pid}-${k}`));
@@ -112,7 +95,7 @@ async function main(): Promise<void> {
         running = [];
         const wall = (performance.now() - t0) / 1000;
         const cpu = cpuSeconds(peer.pid, ticks) - cpu0;
-        const kids = reapedChildrenCpu(ticks) - kids0;
+        const kids = reapedChildrenSeconds(ticks) - kids0;
         const bad = results.find((r) => !r.ok || r.error);
         if (bad) {
           failures.push(`round ${round + 1}, ${shape.key}, ${name}: ${bad.error}`);

@@ -30,6 +30,11 @@ export function createScramRole(sql: (q: string, db?: string) => string, user: s
 }
 export const BENCH_DB = 'bench';
 
+/** `pgbench -i` for the bench database at `scale` on `host`:`port`. */
+export function pgbenchInitArgs(host: string, port: number | string, scale: number): string[] {
+  return ['-i', '-s', String(scale), '-q', '-h', host, '-p', String(port), '-U', BENCH_USER, BENCH_DB];
+}
+
 /** PostgreSQL for a pooler benchmark in `dir`/pgdata (shared_buffers 256MB): the bench role (`roleSql`, default
  * BENCH_ROLE_SQL) and BENCH_DB, loaded by `pgbench -i` at `scale` and analyzed, the hba rules of writeHba. */
 export async function startBenchPostgres(dir: string, opts: { maxConnections: number; scale: number; roleSql?: string; progress?: (msg: string) => void }): Promise<RunningPostgres> {
@@ -39,7 +44,7 @@ export async function startBenchPostgres(dir: string, opts: { maxConnections: nu
   pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
   writeHba(pg.dataDir);
   pg.sql('SELECT pg_reload_conf()');
-  const initArgs = ['-i', '-s', String(opts.scale), '-q', '-h', pg.host, '-p', String(pg.port), '-U', BENCH_USER, BENCH_DB];
+  const initArgs = pgbenchInitArgs(pg.host, pg.port, opts.scale);
   opts.progress?.(`pgbench ${initArgs.join(' ')}`);
   const init = spawnSync(PGBENCH, initArgs, { env: { ...process.env, PGPASSWORD: BENCH_PASSWORD }, encoding: 'utf8' });
   if (init.status !== 0) {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { PGBENCH, SCRAM_USER, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, pgbenchInitArgs, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
 import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
 import { writeResults } from './results-file.js';
 
@@ -191,7 +191,7 @@ async function main(): Promise<void> {
   let retried = 0;
   const commands = [
     `npm run build && ${QUICK ? 'npm run bench:pooler -- --quick' : 'npm run bench:pooler'}   # BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
-    `pgbench -i -s ${SCALE} -q -h ${pg.host} -p $PG_PORT -U ${BENCH_USER} ${BENCH_DB}`,
+    `pgbench ${pgbenchInitArgs(pg.host, '$PG_PORT', SCALE).join(' ')}`,
     ...list.map((s) => pgbenchCommand(s, DURATION)),
     `# $PORT: PostgreSQL, PgBouncer or tidepool; PGPASSWORD set; -j is min(2, clients)`,
     '',
