@@ -1,5 +1,5 @@
 // Search latency of two tidepool builds side by side: the same sealed data, single mode (or a proxy over one
-// store), the floor, newest-100 and range-fetch rows of bench/logstore.ts, requests interleaved (a fresh random order
+// store), the floor, an empty-range search (a search route's floor), newest-100 and range-fetch rows of bench/logstore.ts, requests interleaved (a fresh random order
 // of all targets every round).
 // Usage: node dist/bench/logstore-latency.js --a DIR --b DIR [--docs 200000] [--runs 1000] [--warmups 100] [--proxy] [--only TEXT] [--pg]
 //     [--client http|undici|both]
@@ -152,15 +152,21 @@ async function main(): Promise<void> {
     }
     const iso = (t: number) => new Date(t).toISOString();
     const mid = HTTP_LOGS_START + HTTP_LOGS_SPAN_MS / 2;
+    // An hour before the first document: a search that finds nothing, the floor of a search route (through a proxy,
+    // its gRPC hop to the store included).
+    const emptyFrom = iso(HTTP_LOGS_START - 7_200_000);
+    const emptyTo = iso(HTTP_LOGS_START - 3_600_000);
     const hourFrom = iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000);
     const pgSql: Record<string, string> = {
       'floor: GET /': 'SELECT 1',
+      'empty range: newest 100 of none': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${emptyFrom}' AND doc->>'timestamp' < '${emptyTo}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
       'newest 100 in the last hour': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
       '5 000-document range fetch': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`,
     };
     type Send = typeof request;
     const rows: [string, (port: number, req: Send) => Promise<unknown>][] = [
       ['floor: GET /', (port, req) => req(port, 'GET', '/', '').then((t) => JSON.parse(t))],
+      ['empty range: newest 100 of none', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: emptyFrom, to: emptyTo }, size: 100 })).then((t) => JSON.parse(t))],
       ['newest 100 in the last hour', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })).then((t) => JSON.parse(t))],
       ['5 000-document range fetch', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })).then((t) => JSON.parse(t))],
     ];
