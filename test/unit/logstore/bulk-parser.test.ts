@@ -11,7 +11,7 @@ function parse(chunks: Buffer[], maxDocSize = 1000, batchBytes = 64) {
     onBatch(b: Batch) {
       const docs: string[] = [];
       for (let i = 0; i < b.offs.length; i += 2) docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
-      batches.push({ docs, items: b.items });
+      batches.push({ docs, items: [...b.items] });
     },
   });
   for (const c of chunks) p.push(c);
@@ -70,6 +70,27 @@ describe('BulkParser', () => {
     expect(r.errors.map(([i, e]) => [i, e.type])).toEqual([[1, 'action_request_validation_exception']]);
   });
 
+  it('batches of thousands of documents, one after another, each hold their own offsets and items', () => {
+    // The offsets and item arrays grow past their first size and are reused for the next batch: a batch handed over
+    // must keep its values while the parser fills the next one.
+    const docs = Array.from({ length: 7000 }, (_, i) => `{"i":${i}}`);
+    const buf = Buffer.from(docs.map((d) => `{"index":{}}\n${d}\n`).join(''));
+    const seen: Batch[] = [];
+    const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 3000 * 12, onBatch: (b) => seen.push(b) });
+    for (let at = 0; at < buf.length; at += 4096) p.push(buf.subarray(at, at + 4096));
+    p.end();
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    const got: string[] = [];
+    const items: number[] = [];
+    for (const b of seen) {
+      expect(b.offs.length).toBe(2 * b.items.length);
+      for (let i = 0; i < b.offs.length; i += 2) got.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
+      items.push(...b.items);
+    }
+    expect(got).toEqual(docs);
+    expect(items).toEqual(docs.map((_, i) => i));
+  });
+
   it('routes documents with a client _id to the batch of their shard, with their ids and create flags', () => {
     const text = [
       '{"index":{}}', '{"n":0}',
@@ -84,7 +105,7 @@ describe('BulkParser', () => {
     const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, route: (id) => (id === 'a' ? 0 : 1), onBatch: (b) => seen.push(b) });
     p.push(Buffer.from(text));
     p.end();
-    const view = (b: Batch) => ({ shard: b.shard, items: b.items, ids: b.ids, create: b.create && [...b.create] });
+    const view = (b: Batch) => ({ shard: b.shard, items: [...b.items], ids: b.ids, create: b.create && [...b.create] });
     expect(seen.map(view)).toEqual([
       { shard: -1, items: [0, 5], ids: null, create: null },
       { shard: 1, items: [1], ids: ['b'], create: [1] },
