@@ -43,6 +43,7 @@ Napi::Value RelayAuthSet(const Napi::CallbackInfo& info) {
   if (!info[3].IsArray()) return Napi::Boolean::New(env, SetListenerAuth(r, listener, nullptr));
   auto table = std::make_shared<AuthTable>();
   table->slots = slots;
+  table->lending = nSlots >= 6;
   table->env = env;
   napi_create_reference(env, info[2], 1, &table->slotsRef);
   table->maxConnections = info[1].As<Napi::Number>().Int32Value();

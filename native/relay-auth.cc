@@ -164,12 +164,23 @@ void Succeed(Relay* r, Endpoint* ep, std::string reply) {
   reply += 'I';
   x->phase = LoginExchange::kDone;
   Progress(x, -1);
-  x->table->slots[3]++;
   uint32_t secretBe = GetInt32(reinterpret_cast<const uint8_t*>(&secret));
-  int32_t accepted[5], ok[5] = {kLoginOk, ep->id, u->entry, (appId << 1) | (x->sentEncoding ? 1 : 0), static_cast<int32_t>(secretBe)};
+  const int32_t kind = (appId << 1) | (x->sentEncoding ? 1 : 0);
+  int32_t accepted[5], ok[5] = {kLoginOk, ep->id, u->entry, (appId << 2) | (x->sentEncoding ? 1 : 0), static_cast<int32_t>(secretBe)};
   AcceptedEvent(ep, accepted);
+  std::string rest;
+  rest.swap(x->in);
+  // A lent server of the pool for this kind of login: the client is relay-only from here (relay-lend.cc), the exchange
+  // is gone, and what it sent past its login goes to that server.
+  if (r->Lend(ep, u->entry, kind, accepted, ok, x->table)) {
+    if (!r->Write(ep, reinterpret_cast<const uint8_t*>(reply.data()), reply.size()) || ep->fd < 0) return;
+    if (!rest.empty()) r->OnClientBytes(ep, reinterpret_cast<const uint8_t*>(rest.data()), rest.size());
+    return;
+  }
+  x->table->slots[3]++;
   r->EmitPair(accepted, ok);
   if (!r->Write(ep, reinterpret_cast<const uint8_t*>(reply.data()), reply.size()) || ep->fd < 0) return;
+  x->in.swap(rest);
   // What the client sent past its login waits for relayAdopt (no kLoginData: JavaScript has nothing to read).
   if (!x->in.empty()) {
     ep->interceptIn.append(x->in);
@@ -216,7 +227,7 @@ bool Startup(Relay* r, Endpoint* ep, const uint8_t* p, uint32_t len) {
   if (r->appIds_.find(app) == r->appIds_.end() && r->appNames_.size() >= kMaxAppNames) return false;
   // max_connections: JavaScript's clients and the logins reported that it has not counted yet.
   const int32_t* slots = x->table->slots;
-  if (slots[0] + (slots[3] - slots[1]) >= x->table->maxConnections) return false;
+  if (slots[0] + (slots[3] - slots[1]) + (x->table->lending ? slots[4] : 0) >= x->table->maxConnections) return false;
   x->user = &it->second;
   x->app = std::move(app);
   std::string out;

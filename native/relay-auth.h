@@ -33,9 +33,12 @@ struct AuthTable {
   std::unordered_map<std::string, AuthUser> users;  // "database\0user"
   int32_t maxConnections = 0;
   bool sslRefused = false;  // client_tls_sslmode disable: an SSLRequest is answered N (else JavaScript runs TLS)
-  // The pooler's Int32Array(4): [0] its client count and [1] the native logins it has counted (written by JavaScript),
+  // The pooler's Int32Array(4 or 6): [0] its client count and [1] the native logins it has counted (written by JavaScript),
   // [2] native logins under way and [3] native logins reported (written here); held by `slotsRef`.
   int32_t* slots = nullptr;
+  // The slots go on: [4] relay-only clients now, [5] relay-only logins that left unreported (relay-lend.cc, written
+  // here); only then may a login take a lent server.
+  bool lending = false;
   napi_env env = nullptr;
   napi_ref slotsRef = nullptr;
   AuthTable() = default;

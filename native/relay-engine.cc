@@ -64,13 +64,15 @@ Endpoint* Relay::Add(int fd, bool server) {
 }
 
 void Relay::Emit(int32_t kind, int32_t a, int32_t b, int32_t c, int32_t d) {
+  if (relayOnly_ > 0) MaterializeFor(kind, a, b);
   if (flushing_) {
     // JavaScript is reading the shared buffer: later events wait here and go in the next round.
     deferred_.insert(deferred_.end(), {kind, a, b, c, d});
     return;
   }
-  if (eventLen_ + 5 > eventCap_) {
-    // Full: never call into JavaScript from here (this may run inside a call from JavaScript).
+  if (eventLen_ + 5 > eventCap_ || !deferred_.empty()) {
+    // Full (or events wait already, which go first): never call into JavaScript from here (this may run inside a
+    // call from JavaScript).
     deferred_.insert(deferred_.end(), {kind, a, b, c, d});
     uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
     return;
@@ -86,15 +88,20 @@ void Relay::Emit(int32_t kind, int32_t a, int32_t b, int32_t c, int32_t d) {
 }
 
 void Relay::EmitPair(const int32_t first[5], const int32_t second[5]) {
-  if (flushing_ || eventLen_ + 10 > eventCap_) {
-    deferred_.insert(deferred_.end(), first, first + 5);
-    deferred_.insert(deferred_.end(), second, second + 5);
+  int32_t both[10];
+  std::memcpy(both, first, 5 * sizeof(int32_t));
+  std::memcpy(both + 5, second, 5 * sizeof(int32_t));
+  EmitGroup(both, 2);
+}
+
+void Relay::EmitGroup(const int32_t* events, size_t n) {
+  if (flushing_ || eventLen_ + 5 * n > eventCap_ || !deferred_.empty()) {
+    deferred_.insert(deferred_.end(), events, events + 5 * n);
     if (!flushing_) uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
     return;
   }
-  std::memcpy(events_ + eventLen_, first, 5 * sizeof(int32_t));
-  std::memcpy(events_ + eventLen_ + 5, second, 5 * sizeof(int32_t));
-  eventLen_ += 10;
+  std::memcpy(events_ + eventLen_, events, 5 * n * sizeof(int32_t));
+  eventLen_ += 5 * n;
   uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
 }
 
@@ -103,9 +110,9 @@ void Relay::Flush() {
   while (eventLen_ > 0 || !deferred_.empty()) {
     FlushOnce();
     size_t take = deferred_.size() < eventCap_ ? deferred_.size() : eventCap_ - eventCap_ % 5;
-    // A native login's kAccepted stays with the event after it (EmitPair).
-    if (take < deferred_.size() && take >= 5 && deferred_[take - 5] == kAccepted && (deferred_[take] == kLoginOk || deferred_[take] == kLoginFailed) &&
-        deferred_[take + 1] == deferred_[take - 4]) take -= 5;
+    // A native login's kAccepted stays with the events after it (EmitPair, EmitGroup: kLoginOk or kLoginFailed, kLent).
+    while (take < deferred_.size() && take >= 5 && (deferred_[take] == kLoginOk || deferred_[take] == kLoginFailed || deferred_[take] == kLent) &&
+           deferred_[take + 1] == deferred_[take - 4]) take -= 5;
     if (take) {
       std::memcpy(events_, deferred_.data(), take * sizeof(int32_t));
       deferred_.erase(deferred_.begin(), deferred_.begin() + take);
@@ -308,6 +315,7 @@ void Relay::Lost(Endpoint* ep, int reason) {
 
 void Relay::CloseClient(Endpoint* c, int reason) {
   if (c->exchange && NativeLoginGone(c)) return;
+  if (c->relayOnly && CloseLent(c)) return;
   Endpoint* s = c->peer;
   bool clean = s ? Clean(c, s) : true;
   if (s) Unlink(c);
@@ -325,6 +333,12 @@ void Relay::CloseClient(Endpoint* c, int reason) {
  *  up the stack may still look at the endpoint. */
 void Relay::Destroy(Endpoint* ep) {
   if (ep->fd < 0) return;
+  if (ep->lend) DropLend(ep);
+  if (ep->relayOnly) {
+    // Not through CloseClient: JavaScript hears of the client, and of its close, all the same.
+    Materialize(ep);
+    Emit(kClientClosed, ep->id, 2, 0, 0);
+  }
   if (ep->peer) {
     ep->peer->peer = nullptr;
     UpdatePoll(ep->peer);

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,9 +59,12 @@ enum EventKind : int32_t {
   kAccepted = 13,        // client in login accepted on one of the relay's listeners (relay-login.cc): port,
                          // listener id << 1 | 1 for IPv4, IPv4 address (host order; relayPeer names an IPv6 one)
   // A login the relay ran itself (relay-auth.cc) is reported as kAccepted immediately followed by one of these two:
-  kLoginOk = 14,         // client, pool entry, application_name id (relayAppName) << 1 | 1 when client_encoding was sent, BackendKeyData secret
+  kLoginOk = 14,         // client, pool entry, application_name id (relayAppName) << 2 | 2 when lent (kLent follows) | 1 when client_encoding was sent, BackendKeyData secret
   kLoginFailed = 15,     // client, pool entry, SQLSTATE index (relayLoginError tells the message)
   kLoginGone = 16,       // client, listener: it left (or sent Terminate) before its login was reported
+  // A relay-only client (relay-lend.cc) is reported as kAccepted, kLoginOk (its application_name field flagged lent)
+  // and this, side by side:
+  kLent = 17,            // client, server it is linked to, parked (0: that server is gone)
 };
 
 /** CloseClient reasons: 0 EOF (or close_notify), 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
@@ -82,6 +86,28 @@ enum Totals { kXact = 0, kQueries = 1, kRecv = 2, kSent = 3, kXactTime = 4, kQue
 class Relay;
 struct Listener;
 struct LoginExchange;
+struct AuthTable;
+struct Endpoint;
+
+/** An idle server JavaScript lent the relay (relayLend): a native login of its pool whose session parameters match
+ *  (`kind`: the relay's application_name id << 1 | client_encoding named) takes it parked, with these client options,
+ *  and JavaScript hears of that client only when something needs it (Relay::Materialize). */
+struct LendInfo {
+  // The pooler that lent it (its slots: AuthTable::slots), whose pool `entry` is.
+  const int32_t* owner = nullptr;
+  int32_t entry = 0;
+  int32_t kind = 0;
+  double* stats = nullptr;
+  napi_ref statsRef = nullptr;
+  double* app = nullptr;
+  napi_ref appRef = nullptr;
+  uint32_t pinMask = 0;
+  int32_t queryPool = 0;
+  bool divert = false;
+  uint32_t maxMessage = 0;
+  // The relay-only client using it, or null while it waits in Relay::lendable_.
+  Endpoint* client = nullptr;
+};
 
 /** A socket on the relay: its framing (Framing::server tells the side) and, for a client, what it has in flight. */
 struct Endpoint : Framing, TxCount {
@@ -161,6 +187,14 @@ struct Endpoint : Framing, TxCount {
   bool login = false;
   // The relay runs this login's password exchange itself (relay-auth.cc), until it is reported or handed to JavaScript.
   LoginExchange* exchange = nullptr;
+  // A relay-only client (relay-auth.cc, Lend): logged in natively and linked parked to a server JavaScript lent, with
+  // its kAccepted and kLoginOk held here until Materialize reports them; `lentTable` holds the slots it is counted in.
+  bool relayOnly = false;
+  int32_t held[10] = {};
+  Endpoint* lentServer = nullptr;
+  std::shared_ptr<const AuthTable> lentTable;
+  // Server: lent to the relay (relayLend), or null.
+  LendInfo* lend = nullptr;
   // Session parameters (src/pooler/session-state/): texts of statements that may change one (ParamStatement),
   // NUL-separated, and flags (1 texts, 2 a statement not seen whole or texts past kParamTextMax, 4 a
   // ParameterStatus reached the client). A client keeps them while unlinked and hands them to the server it links
@@ -194,6 +228,21 @@ class Relay {
   Endpoint* Find(int32_t id);
   Endpoint* Add(int fd, bool server);
   void Emit(int32_t kind, int32_t a, int32_t b = 0, int32_t c = 0, int32_t d = 0);
+  // Lending (relay-lend.cc).
+  /** A native login that just succeeded takes a lent server of its pool and kind, parked: true when it did (its
+   *  events are then held, not emitted). */
+  bool Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table);
+  /** Reports a relay-only client to JavaScript: its held kAccepted and kLoginOk (flagged lent), emitted, or written to
+   *  `out` (10 ints) when given. */
+  void Materialize(Endpoint* c, int32_t* out = nullptr);
+  /** Before an event about `a` (and `b`, for the kinds that name a second endpoint): a relay-only client it concerns is
+   *  materialized first, so JavaScript knows the client before it hears of it. */
+  void MaterializeFor(int32_t kind, int32_t a, int32_t b);
+  /** A relay-only client closing: false when it must be reported (not clean, or its server must go through
+   *  JavaScript); true when its server went back to the lent list and the client is gone. */
+  bool CloseLent(Endpoint* c);
+  /** A server being destroyed: out of the lent list, its lend info freed. */
+  void DropLend(Endpoint* s);
   void Flush();
   void FlushOnce();
   bool WantRead(Endpoint* ep) const;
@@ -229,6 +278,8 @@ class Relay {
   bool NativeLoginGone(Endpoint* ep);
   /** kAccepted and a second event, never split between two batches. */
   void EmitPair(const int32_t first[5], const int32_t second[5]);
+  /** `n` events (5 ints each) that go to JavaScript side by side. */
+  void EmitGroup(const int32_t* events, size_t n);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
   void ObserveHist(double* s, int off, double us);
   /** One observation in the log histogram at `off` (src/pooler/log-histogram.ts computes the same bucket). */
@@ -303,6 +354,10 @@ class Relay {
   std::unordered_map<int32_t, std::string> loginErrors_;
   // Simple-protocol queries by fingerprint (relayQueryStats, relayQueryStatsSize).
   QueryStatsTable queryStats_;
+  // Lent servers no client uses now (relayLend), in lending order.
+  std::vector<Endpoint*> lendable_;
+  // Relay-only clients now (Lend .. Materialize or CloseLent): Emit looks for them only while there are some.
+  int32_t relayOnly_ = 0;
 };
 
 }  // namespace relay

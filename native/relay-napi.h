@@ -28,6 +28,9 @@ void InitRelayTls(Napi::Env env, Napi::Object exports);
 /** Registers relayListen, relayUnlisten and relayPeer (relay-login.cc). */
 void InitRelayLogin(Napi::Env env, Napi::Object exports);
 
+/** Registers relayLend, relayUnlend and relayMaterialize (relay-lend.cc). */
+void InitRelayLend(Napi::Env env, Napi::Object exports);
+
 /** Registers relayAuthSet, relayAppName, relayLoginError and relayLoginKey (relay-auth.cc). */
 void InitRelayAuth(Napi::Env env, Napi::Object exports);
 

@@ -379,6 +379,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   InitRelayTls(env, exports);
   InitRelayLogin(env, exports);
   InitRelayAuth(env, exports);
+  InitRelayLend(env, exports);
 }
 
 }  // namespace tidepool

@@ -35,9 +35,18 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
+  /** A native login's kind (NativeLoginOk.kind: the servers it leaves clean may be lent to logins like it), else -1. */
+  private nativeKind = -1;
+  /** A relay-only login reported with its lent server (NativeLoginOk.lent): kLent follows, instead of a prelink. */
+  private lentLogin = false;
+
   constructor(accepted: net.Socket | NativeTlsSocket, core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
     super(accepted, core, native?.login);
-    if (native) this.nativeLoggedIn(native.pool, native.login);
+    if (native) {
+      this.nativeKind = native.login.kind;
+      this.lentLogin = native.login.lent;
+      this.nativeLoggedIn(native.pool, native.login);
+    }
   }
 
   /** The relay checked the password and sent the greeting (a transaction-mode pool, no startup parameter but user,
@@ -128,7 +137,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.socket.off('close', this.onSocketClose);
     // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
     if (this.server) end.link(this.server.end, false);
-    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle') this.prelink(pool);
+    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin) this.prelink(pool);
   }
 
   /** Set while a server lent at login (prelink) is on its way to the link, which then parks the pair. */
@@ -164,8 +173,18 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
         this.params?.forget(s);
         return this.unpinned(s);
       }
-      if (this.params) this.params.checkIn(s, true);
-      else this.pool!.release(s, true);
+      s.lendKind = this.nativeKind;
+      // Once the client's own values may differ from its login's, the servers it leaves suit no kind of login.
+      if (this.params) {
+        if (this.params.checkIn(s, true)) this.nativeKind = -1;
+      } else this.pool!.release(s, true);
+    },
+    onLent: (serverEndId) => {
+      const s = this.pool!.takeLent(serverEndId);
+      if (!s) return;
+      this.server = s;
+      s.owner = this;
+      if (this.state !== 'closed') this.state = 'active';
     },
     onClose: (reason, clean) => {
       this.end = null;
@@ -176,6 +195,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       const s = this.server;
       // 0: the client cleared what it held; the split that follows unpins it (onRelease).
       if (!s || this.state === 'closed' || kinds === 0) return;
+      this.nativeKind = -1;
       const was = this.pinnedKinds;
       this.pinnedKinds = kinds;
       if (was === kinds) return;
@@ -339,7 +359,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     } else if (s) {
       this.server = null;
       if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
-      else if (clean && this.params) this.params.checkIn(s, false);
+      else if (clean && this.params) {
+        s.lendKind = this.nativeKind;
+        this.params.checkIn(s, false);
+      }
       else this.pool!.release(s, clean);
     }
     this.rewriter?.close();

@@ -7,6 +7,9 @@ import { loginPrefix } from './client-login.js';
 import type { Pool } from './pool.js';
 import type { NativeLoginOk, NativeLoginUser, NativeRelay } from './relay/native.js';
 import type { TlsSettings } from './tls/tls-settings.js';
+import type { ServerConnection } from './server-connection.js';
+import { pinMaskFor } from './session-state/pins.js';
+import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
 
 /** What the table is made from: the pooler's configuration, pools and TLS settings. */
 export interface NativeLoginHost {
@@ -15,6 +18,10 @@ export interface NativeLoginHost {
   readonly hba: unknown;
   readonly nativeTls: NativeRelay | null;
   pool(database: string, user: string): Pool | null;
+  /** The totals block of an application_name (apps.ts). */
+  appBlock(name: string): Float64Array;
+  /** Whether 'client logged in' is logged for each client (relay-only logins would skip it). */
+  logsEachLogin(): boolean;
 }
 
 /** Admin console databases: their logins are always JavaScript's. */
@@ -27,8 +34,9 @@ const ADMIN = new Set(['tidepool', 'pgbouncer']);
  * TIDEPOOL_NATIVE_LOGIN=0 (read at start) turns it off. */
 export class NativeLogins {
   /** Shared with the relay: [0] clients, [1] native logins counted here, [2] native logins under way, [3] native
-   * logins the relay reported (see NativeRelay.setLogins). */
-  private readonly slots = new Int32Array(4);
+   * logins the relay reported (see NativeRelay.setLogins), [4] relay-only clients now and [5] relay-only logins that
+   * left unreported (native/relay-lend.cc). */
+  private readonly slots = new Int32Array(6);
   /** Pools by the entry number the relay reports logins with (stable for the pool's life), and the SCRAM secret of
    * each entry whose user is configured with one (the pool logs in to PostgreSQL with the key a client proved). */
   private readonly pools: Pool[] = [];
@@ -37,12 +45,25 @@ export class NativeLogins {
   private listener = 0;
   private queued = false;
   private readonly on = process.env.TIDEPOOL_NATIVE_LOGIN !== '0';
+  /** Idle servers of the pools whose logins the relay runs are lent to it, so that a login that runs its transactions
+   * and leaves costs JavaScript nothing (native/relay-lend.cc). TIDEPOOL_NATIVE_LEND=0 (read at start) turns it off. */
+  private readonly lending = process.env.TIDEPOOL_NATIVE_LEND !== '0';
 
   constructor(private readonly host: NativeLoginHost) {}
 
   /** Logins the relay has under way (SHOW LISTS login_clients counts them). */
   get underWay(): number {
     return this.slots[2]!;
+  }
+
+  /** Relay-only clients connected now (counted against max_client_conn with the pooler's own). */
+  get relayOnly(): number {
+    return this.slots[4]!;
+  }
+
+  /** Relay-only logins that left without JavaScript hearing of them (counted as connections and native logins). */
+  get unreported(): number {
+    return this.slots[5]!;
   }
 
   /** The pooler's client count changed. */
@@ -91,9 +112,13 @@ export class NativeLogins {
   private users(): NativeLoginUser[] | null {
     const { config, tls, hba } = this.host;
     const mode = tls.client.mode;
-    if (!this.on || hba || !(mode === 'disable' || mode === 'allow' || mode === 'prefer')) return null;
+    if (!this.on || hba || !(mode === 'disable' || mode === 'allow' || mode === 'prefer')) {
+      this.setLenders(new Set());
+      return null;
+    }
     const authType = config.general.auth_type;
     const users: NativeLoginUser[] = [];
+    const lending = new Set<Pool>();
     for (const [database, pc] of Object.entries(config.pools)) {
       if (ADMIN.has(database)) continue;
       for (const u of pc.users) {
@@ -102,6 +127,7 @@ export class NativeLogins {
         const method = chooseMethod(u.password, authType);
         if (method !== 'md5' && method !== 'scram') continue;
         const entry = this.entry(pool);
+        lending.add(pool);
         const base = { entry, database, user: u.username, greeting: loginPrefix(pool.serverParams), clientEncoding: pool.serverParams.get('client_encoding') };
         if (method === 'md5') {
           this.scram[entry] = null;
@@ -114,7 +140,29 @@ export class NativeLogins {
         users.push({ ...base, iterations: s.iterations, salt: s.salt, storedKey: s.storedKey, serverKey: s.serverKey });
       }
     }
+    this.setLenders(lending);
     return users;
+  }
+
+  /** Each pool whose logins the relay runs lends it idle servers; the others (and all when lending is off) do not. */
+  private setLenders(pools: Set<Pool>): void {
+    const relay = this.host.nativeTls;
+    const on = this.lending && relay !== null && !this.host.logsEachLogin();
+    for (const pool of this.pools) {
+      const lend = on && pools.has(pool) && !pool.retired;
+      if (!lend) {
+        pool.lender = null;
+        continue;
+      }
+      if (pool.lender) continue;
+      const entry = this.entries.get(pool)!;
+      pool.lender = (s: ServerConnection) => relay!.lend(s.end, {
+        entry, kind: s.lendKind, stats: pool.stats.block, app: this.host.appBlock(relay!.appNameOf(s.lendKind >>> 1)),
+        pinMask: pool.settings.mode === 'transaction' ? pinMaskFor(pool.interner !== null) : 0,
+        queryPool: queryStatsOn() ? poolQueryId(pool.name) : 0, divert: pool.interner !== null,
+        maxMessage: this.host.config.general.max_message_size, slots: this.slots,
+      });
+    }
   }
 
   private entry(pool: Pool): number {

@@ -49,6 +49,9 @@ export abstract class PoolState {
   /** Forwarded CancelRequests not finished yet: no pair is parked meanwhile (a parked client's next query would go to
    * the server the cancel is on its way to). */
   protected cancelling = 0;
+  /** Lends an idle server to the native relay for relay-only logins (the pooler's, for pools whose logins the relay
+   * runs); false when it cannot. Null: this pool lends nothing. */
+  lender: ((s: ServerConnection) => boolean) | null = null;
   /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
   onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
 
@@ -88,9 +91,69 @@ export abstract class PoolState {
     return !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0;
   }
 
-  /** Returns parked servers to the pool, so what follows sees (and SHOW reports) its real state. */
+  /** Returns parked and lent servers to the pool, so what follows sees (and SHOW reports) its real state. */
   settle(): void {
+    this.settleRelay();
+  }
+
+  /** Relay-only clients reported (each a session holding its lent server, parked), parked pairs split, and the lent
+   * servers no client uses back in the idle stack. */
+  protected settleRelay(): void {
     this.relay.reclaim(this.stats);
+    if (this.lentCount === 0) return;
+    for (const id of this.relay.unlend?.(this.stats) ?? []) {
+      for (const s of this.servers) {
+        if (!s.lent || (s.end as { id?: number }).id !== id) continue;
+        s.lent = false;
+        this.lentCount--;
+        if (s.state === 'idle') this.idle.push(s);
+        break;
+      }
+    }
+  }
+
+  /** Servers lent to the relay now. */
+  protected lentCount = 0;
+
+  /** A relay-only client was reported holding the lent server whose end is `endId`: it is that client's now. */
+  takeLent(endId: number): ServerConnection | null {
+    if (this.lentCount === 0) return null;
+    for (const s of this.servers) {
+      if (!s.lent || (s.end as { id?: number }).id !== endId) continue;
+      s.lent = false;
+      this.lentCount--;
+      s.state = 'active';
+      s.lastUsed = Date.now();
+      return s;
+    }
+    return null;
+  }
+
+  private lendQueued = false;
+
+  /** Idle servers go to the relay after this turn (not at once: whoever released them may want one back now). */
+  protected queueLend(): void {
+    if (!this.lender || this.lendQueued) return;
+    this.lendQueued = true;
+    queueMicrotask(() => {
+      this.lendQueued = false;
+      this.lendIdle();
+    });
+  }
+
+  /** Lends the relay the idle servers that hold a native login kind's parameters, while nobody else could want them. */
+  protected lendIdle(): void {
+    const lender = this.lender;
+    if (!lender || !this.mayPark || (this.coordinator && this.coordinator.blocked.size > 0) || this.idle.length === 0) return;
+    const now = Date.now();
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const s = this.idle[i]!;
+      if (s.state !== 'idle' || s.lendKind < 0 || s.closeOnRelease || now >= s.expiresAt || s.paramsUnknown || s.pinned || s.cancelsInFlight > 0) continue;
+      if (!lender(s)) continue;
+      this.idle.splice(i, 1);
+      s.lent = true;
+      this.lentCount++;
+    }
   }
 
   get name(): string {
@@ -138,6 +201,7 @@ export abstract class PoolState {
   }
 
   protected give(s: ServerConnection, w: PoolWaiter): void {
+    s.lendKind = -1;
     s.state = 'active';
     s.lastUsed = Date.now();
     this.stats.observeWait((s.lastUsed - w.waitingSince) * 1000);

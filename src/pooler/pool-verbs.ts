@@ -63,6 +63,8 @@ export function reconnectPools(t: VerbTarget, database?: string, user?: string):
 /** KILL: drops every client and server of the database; its pools stay paused until RESUME. */
 export function killDatabase(t: VerbTarget, database: string): string {
   const pools = selectPools(t, database);
+  // Relay-only clients become sessions first, so they are counted and killed with the others.
+  for (const p of pools) p.settle();
   let killed = 0;
   for (const c of t.clients) if (c.pool && pools.includes(c.pool)) killed++;
   t.events.add('kill', null, `KILL ${database}: ${killed} clients and every server of ${pools.length} pools closed; the pools stay paused until RESUME`);

@@ -28,7 +28,7 @@ export class Pool extends PoolState {
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
-      if (this.idle.length === 0) this.relay.reclaim(this.stats);
+      if (this.idle.length === 0) this.settleRelay();
       if (this.giveIdle(w)) return;
     }
     this.waiters.push(w);
@@ -97,6 +97,7 @@ export class Pool extends PoolState {
       s.state = 'idle';
       s.lastUsed = now;
       this.idle.push(s);
+      this.queueLend();
       // Another user of the database may be waiting for this one to be evicted.
       if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
     }
@@ -150,6 +151,10 @@ export class Pool extends PoolState {
   private forget(s: ServerConnection): void {
     this.unpin(s);
     this.servers.delete(s);
+    if (s.lent) {
+      s.lent = false;
+      this.lentCount--;
+    }
     const i = this.idle.indexOf(s);
     if (i >= 0) this.idle.splice(i, 1);
     if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
@@ -243,8 +248,8 @@ export class Pool extends PoolState {
   /** Periodic work: idle_timeout, server_lifetime, min_pool_size, query_wait_timeout. */
   maintain(now: number): void {
     const { idleTimeoutMs, minPoolSize, queryWaitTimeoutMs } = this.settings;
-    // Parked servers come back once a tick, so idle_timeout, server_lifetime and RECONNECT see them.
-    this.relay.reclaim(this.stats);
+    // Parked and lent servers come back once a tick, so idle_timeout, server_lifetime and RECONNECT see them.
+    this.settleRelay();
     if (this.draining) {
       let pending = false;
       for (const s of this.servers) if (s.closeOnRelease) pending = true;
@@ -295,12 +300,13 @@ export class Pool extends PoolState {
       }
     }
     this.growForWaiters();
+    this.queueLend();
   }
 
   /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
   pause(): Promise<void> {
     this.paused = true;
-    this.relay.reclaim(this.stats);
+    this.settleRelay();
     return new Promise((resolve) => {
       this.pauseWaiters.push(resolve);
       this.checkPaused();
@@ -327,7 +333,7 @@ export class Pool extends PoolState {
     for (const s of this.servers) s.closeOnRelease = true;
     this.draining = true;
     this.updateParkable();
-    this.relay.reclaim(this.stats);
+    this.settleRelay();
     for (const s of this.idle.splice(0)) {
       this.servers.delete(s);
       s.close('reconnect');
@@ -336,6 +342,7 @@ export class Pool extends PoolState {
 
   /** Every server closed at once (KILL, shutdown). */
   closeAll(reason: string): void {
+    this.settleRelay();
     for (const s of [...this.servers]) {
       s.close(reason);
       s.destroy();

@@ -221,7 +221,15 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   }
 
   clientCount(): number {
-    return this.clients.size + 1;
+    return this.clients.size + this.nativeLogins.relayOnly + 1;
+  }
+
+  appBlock(name: string): Float64Array {
+    return this.apps.get(name).block;
+  }
+
+  logsEachLogin(): boolean {
+    return this.log.isLevelEnabled('debug');
   }
 
   registerClient(c: ClientSession, native = false): void {
@@ -252,7 +260,12 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   /** CancelRequest with the pooler's key: forwarded to the server now serving that client. */
   cancel(pid: number, secret: Buffer): void {
     this.counters.cancel++;
-    const c = this.cancelKeys.find(pid, secret);
+    let c = this.cancelKeys.find(pid, secret);
+    if (!c && this.nativeLogins.relayOnly > 0) {
+      // A relay-only client (native/relay-lend.cc) is reported now, with its key.
+      this.nativeTls?.materialize(null, pid);
+      c = this.cancelKeys.find(pid, secret);
+    }
     if (!c) {
       this.log.debug({ pid }, 'cancel request for an unknown key');
       return;
@@ -324,6 +337,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
       this.log.warn({ err: (err as Error).message }, 'RELOAD: auth_hba_file not loaded, the previous rules stay');
       notes.push(`auth_hba_file not loaded, the previous rules stay: ${(err as Error).message}`);
     }
+    // Relay-only clients become sessions and lent servers come back before the pools change.
+    for (const p of this.pools.values()) p.settle();
     this.config = next;
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
@@ -355,6 +370,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.shutdownDone = (async () => {
       this.server?.close();
       if (this.nativeListener) this.nativeTls?.unlisten(this.nativeListener);
+      for (const p of this.pools.values()) p.settle();
       if (graceful) {
         const deadline = Date.now() + this.config.general.shutdown_timeout;
         for (const p of this.pools.values()) p.paused = true;

@@ -267,7 +267,12 @@ export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapsh
 
   return {
     takenAt: now, pools, clients, servers, coordinators, apps,
-    counters: { ...p.counters, loggingIn: p.loggingIn + p.nativeLogins.underWay }, events: p.events.list(),
+    counters: {
+      ...p.counters, loggingIn: p.loggingIn + p.nativeLogins.underWay,
+      // Relay-only logins that left unreported (native/relay-lend.cc) were connections and native logins all the same.
+      connections: p.counters.connections + p.nativeLogins.unreported, nativeLogins: p.counters.nativeLogins + p.nativeLogins.unreported,
+    },
+    events: p.events.list(),
     // After settle() above: the uses the native relay's lane answered are counted into the statements.
     statements: parts.statements ? statementsOf(p, now) : null,
     queries: parts.queries ? simpleQueryRows() : null,

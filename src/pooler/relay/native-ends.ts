@@ -58,6 +58,14 @@ export class NativeClientEnd implements ClientEnd {
     return true;
   }
 
+  /** A relay-only login (NativeLoginOk.lent) came linked, parked, to the lent server `serverId` (0: that server is gone). */
+  lent(serverId: number): void {
+    if (serverId === 0) return;
+    this.server = serverId;
+    this.transactionMode = true;
+    this.events.onLent?.(serverId);
+  }
+
   unlink(): boolean {
     this.server = 0;
     return this.r.a.relayUnlink(this.id) === 1 && this.settled;

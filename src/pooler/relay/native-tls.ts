@@ -60,6 +60,8 @@ export class NativeTlsSocket extends EventEmitter {
   destroyed = false;
   /** Set once the relay took the endpoint as a relayed client: no more events here. */
   private adopted = false;
+  /** A relay-only login (native/relay-lend.cc): the relay adopted it itself. */
+  lent = false;
   /** The peer's address (set when the relay accepted the connection itself). */
   remoteAddress: string | undefined;
   remotePort: number | undefined;

@@ -36,6 +36,24 @@ export interface RelayAddon extends TlsAddon {
   relayAppName(id: number): string;
   relayLoginError(id: number): string;
   relayLoginKey(id: number): Buffer | undefined;
+  relayLend(server: number, entry: number, kind: number, stats: Float64Array, app: Float64Array | null, pinMask: number, queryPool: number, divert: boolean, maxMessage: number, slots: Int32Array): boolean;
+  relayUnlend(stats: Float64Array | null, out: Int32Array): number;
+  relayMaterialize(stats: Float64Array | null, id: number, out: Int32Array): number;
+}
+
+/** What a server is lent with (NativeRelay.lend): the options the pool's clients get, and the kind of login it suits. */
+export interface LendOptions {
+  entry: number;
+  /** The relay's application_name id << 1 | 1 when client_encoding was named (NativeLoginOk.kind). */
+  kind: number;
+  stats: Float64Array;
+  app: Float64Array | null;
+  pinMask: number;
+  queryPool: number;
+  divert: boolean;
+  maxMessage: number;
+  /** The lending pooler's slots (setLogins): only its logins take the server. */
+  slots: Int32Array;
 }
 
 /** A user whose login the relay runs itself (native/relay-auth.cc): one per (database, user) of a transaction-mode pool
@@ -51,6 +69,10 @@ export interface NativeLoginOk {
   clientEncoding: boolean;
   cancelPid: number;
   cancelSecret: Buffer;
+  /** Its session parameters' kind: the relay's application_name id << 1 | clientEncoding (lent servers suit one kind). */
+  kind: number;
+  /** The relay ran it relay-only on a lent server (native/relay-lend.cc): its kLent follows, and it is adopted already. */
+  lent: boolean;
 }
 
 /** Where the clients of one listener go (NativeRelay.listen). */
@@ -83,6 +105,7 @@ const enum RelayEvent {
   LoginOk = 14,
   LoginFailed = 15,
   LoginGone = 16,
+  Lent = 17,
 }
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
@@ -200,6 +223,11 @@ export class NativeRelay implements Relay {
   /** application_name by the relay's id for it. */
   private readonly appNames: string[] = [];
 
+  /** The application_name of the relay's id for it (NativeLoginOk.kind >>> 1). */
+  appNameOf(id: number): string {
+    return this.appName(id);
+  }
+
   private appName(id: number): string {
     let name = this.appNames[id];
     if (name === undefined) this.appNames[id] = name = this.a.relayAppName(id);
@@ -232,7 +260,10 @@ export class NativeRelay implements Relay {
     if (!login) return acceptor.accept(socket, null);
     const secret = Buffer.allocUnsafe(4);
     secret.writeInt32BE(login.d, 0);
-    acceptor.accept(socket, { entry: login.entry, applicationName: this.appName(login.c >>> 1), clientEncoding: (login.c & 1) === 1, cancelPid: id, cancelSecret: secret });
+    const appId = login.c >>> 2;
+    const lent = (login.c & 2) === 2;
+    if (lent) socket.lent = true;
+    acceptor.accept(socket, { entry: login.entry, applicationName: this.appName(appId), clientEncoding: (login.c & 1) === 1, cancelPid: id, cancelSecret: secret, kind: (appId << 1) | (login.c & 1), lent });
   }
 
   /** An OpenSSL context for startTls (see nativeTlsContext). */
@@ -245,7 +276,8 @@ export class NativeRelay implements Relay {
   adoptClient(conn: ClientRelaySocket, options: ClientOptions, events: ClientEvents): ClientEnd | null {
     if (conn.socket instanceof NativeTlsSocket) {
       const s = conn.socket;
-      if (!this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0, options.queryPool ?? 0)) return null;
+      // A relay-only login was adopted by the relay itself, with the same options (NativeRelay.lend).
+      if (!s.lent && !this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0, options.queryPool ?? 0)) return null;
       s.adopt();
       const end = new NativeClientEnd(this, s.id, events, options.intercept);
       this.clients.set(s.id, end);
@@ -286,7 +318,41 @@ export class NativeRelay implements Relay {
     this.a.relayDestroy(id);
   }
 
+  /** Lends the relay an idle server for relay-only logins of its pool (native/relay-lend.cc); false when it cannot. */
+  lend(server: ServerEnd, o: LendOptions): boolean {
+    if (!(server instanceof NativeServerEnd)) return false;
+    return this.a.relayLend(server.id, o.entry, o.kind, o.stats, o.app, o.pinMask, o.queryPool, o.divert, o.maxMessage, o.slots);
+  }
+
+  private readonly unlendOut = new Int32Array(1024);
+
+  /** Takes back the lent servers no client uses (of the pool counting into `stats`, or all): their ends' ids. */
+  unlend(stats: PoolStats | null): number[] {
+    const ids: number[] = [];
+    for (;;) {
+      const n = this.a.relayUnlend(stats ? stats.block : null, this.unlendOut);
+      for (let k = 0; k < n; k++) ids.push(this.unlendOut[k]!);
+      if (n < this.unlendOut.length) return ids;
+    }
+  }
+
+  private readonly materializeOut = new Int32Array(15 * 256);
+
+  /** Reports relay-only clients now (of the pool counting into `stats`, all with null, or only client `id`): each
+   * becomes a session here, holding its lent server parked, before this returns. */
+  materialize(stats: PoolStats | null, id = 0): void {
+    for (;;) {
+      const n = this.a.relayMaterialize(stats ? stats.block : null, id, this.materializeOut);
+      if (n === 0) return;
+      // Copied: the sessions made here may call back into the addon, which reuses the buffer.
+      this.dispatch(this.materializeOut.slice(0, n), n);
+      if (id > 0 || n + 15 <= this.materializeOut.length) return;
+    }
+  }
+
   reclaim(stats: PoolStats): void {
+    // Relay-only clients are reported first: their pairs are parked, and come back with the others.
+    this.materialize(stats);
     for (;;) {
       const n = this.a.relayReclaim(stats.block, this.reclaimOut);
       if (n === 0) return;
@@ -313,8 +379,10 @@ export class NativeRelay implements Relay {
 
   private readonly onEvents = (count: number): void => {
     // Read in place: events raised while this runs wait in the addon for the next call.
-    const batch = this.events;
-    const end = count * 5;
+    this.dispatch(this.events, count * 5);
+  };
+
+  private dispatch(batch: Int32Array, end: number): void {
     for (let i = 0; i < end; i += 5) {
       const kind = batch[i]!;
       const id = batch[i + 1]!;
@@ -382,6 +450,9 @@ export class NativeRelay implements Relay {
           case RelayEvent.LoginGone:
             this.acceptors.get(batch[i + 2]!)?.loginGone();
             break;
+          case RelayEvent.Lent:
+            this.clients.get(id)?.lent(batch[i + 2]!);
+            break;
           case RelayEvent.BadLength:
             this.clients.get(id)?.events.onBadLength(batch[i + 2]!);
             break;
@@ -393,5 +464,5 @@ export class NativeRelay implements Relay {
         process.emitWarning(`native relay event ${kind} for ${id}: ${(err as Error).stack ?? String(err)}`);
       }
     }
-  };
+  }
 }

@@ -61,6 +61,8 @@ export interface ClientEvents {
    * session-state/state-scan.ts) the client holds, whenever they change. While they are not 0 the relay keeps the pair
    * linked, as in session mode; 0 (its texts dropped them all) is followed by the split of this transaction's end. */
   onPin(kinds: number): void;
+  /** A relay-only login (native/relay-lend.cc) is reported linked, parked, to the lent server whose end has this id. */
+  onLent?(serverEndId: number): void;
 }
 
 /** What a server end reports to its connection. */
@@ -155,6 +157,8 @@ export interface Relay {
   /** Splits the pairs a relay kept linked between transactions in the pool counting into `stats` (native.ts:
    * parking); each client is told `onRelease`, as at the transaction's end. */
   reclaim(stats: PoolStats): void;
+  /** Takes back the servers lent for relay-only logins (native.ts) of that pool that no client uses: their ends' ids. */
+  unlend?(stats: PoolStats): number[];
 }
 
 /** Where a MessageInterceptor writes: in order, what one chunk produced (a server reply can release client

@@ -33,10 +33,15 @@ export class ParamSession {
   }
 
   /** A server back from this client (`stays`: the client lives on; false: it left) goes to the pool, after a read-back
-   * of its parameters when its last transaction may have changed one. */
-  checkIn(s: ServerConnection, stays: boolean): void {
+   * of its parameters when its last transaction may have changed one (then true). */
+  checkIn(s: ServerConnection, stays: boolean): boolean {
     const changes = s.end.takeParams();
-    if (!changes) return this.host.release(s, true);
+    if (!changes) {
+      this.host.release(s, true);
+      return false;
+    }
+    // Its values are read back below and may differ from any native login's: it is not lent (Pool.lendIdle).
+    s.lendKind = -1;
     const client = stays ? this.client : null;
     if (client) this.busy = true;
     readBack(s, changes, client, this.host.tracked(), (reusable, tell) => {
@@ -50,6 +55,7 @@ export class ParamSession {
         this.host.acquire();
       }
     });
+    return true;
   }
 
   /** A pinned client's server goes its own way (cleaned, or closed: session-state/pins.ts): what it holds is not

@@ -1,0 +1,308 @@
+// Lent servers and relay-only clients. JavaScript lends the relay idle servers of a transaction-mode pool
+// (relayLend) together with the options it would give a client of that pool. A native login of that pool whose
+// session parameters match a lent server's (`kind`: application_name and whether client_encoding was named) takes
+// the server parked, as JavaScript's prelink would, and is not reported: it is relay-only. Its transactions go to
+// the server with no JavaScript at all, and when it leaves between transactions (Terminate or EOF, nothing owed, no
+// statement that may change a parameter, nothing pinned or diverted) the server goes back to the lent list and the
+// login is only counted (the pooler's slots [4] and [5]).
+//
+// Anything else about such a client reports it first (Materialize): kAccepted, kLoginOk flagged lent and kLent,
+// side by side, then the event. JavaScript materializes them itself (relayMaterialize) before it needs its pools'
+// real state, and takes its lent servers back (relayUnlend).
+
+#include <cstring>
+
+#include "relay-auth.h"
+#include "relay-engine.h"
+#include "relay-napi.h"
+
+namespace tidepool {
+namespace relay {
+
+namespace {
+
+/** A new reference to what `from` refers to (a handle scope of its own: this may run outside any call from JavaScript). */
+napi_ref CopyRef(napi_env env, napi_ref from) {
+  if (!from) return nullptr;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
+  napi_value v = nullptr;
+  napi_ref out = nullptr;
+  if (napi_get_reference_value(env, from, &v) == napi_ok && v) napi_create_reference(env, v, 1, &out);
+  napi_close_handle_scope(env, scope);
+  return out;
+}
+
+}  // namespace
+
+bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table) {
+  if (lendable_.empty() || !table || !table->lending) return false;
+  Endpoint* s = nullptr;
+  for (size_t i = 0; i < lendable_.size(); i++) {
+    Endpoint* e = lendable_[i];
+    if (e->lend->owner != table->slots || e->lend->entry != entry || e->lend->kind != kind || e->dead || e->fd < 0 || e->peer) continue;
+    s = e;
+    lendable_.erase(lendable_.begin() + static_cast<std::ptrdiff_t>(i));
+    break;
+  }
+  if (!s) return false;
+  LendInfo* l = s->lend;
+  l->client = c;
+  // What relayAdopt does with the pool's options.
+  c->login = false;
+  if (c->exchange) {
+    DeleteExchange(c->exchange);
+    c->exchange = nullptr;
+  }
+  c->maxMessage = l->maxMessage;
+  c->stats = l->stats;
+  c->statsRef = CopyRef(env_, l->statsRef);
+  c->app = l->app;
+  c->appRef = CopyRef(env_, l->appRef);
+  c->xactStart = NowUs();
+  c->divert = l->divert;
+  c->pinMask = l->pinMask;
+  c->queryPool = l->queryPool;
+  c->interceptIn.clear();
+  c->dataQueued = false;
+  // What relayLink does for a prelinked client: parked, as between transactions.
+  c->peer = s;
+  s->peer = c;
+  s->wantReady = false;
+  s->capture = false;
+  c->transactionMode = true;
+  c->needServerSent = false;
+  c->parked = true;
+  c->relayOnly = true;
+  std::memcpy(c->held, accepted, 5 * sizeof(int32_t));
+  std::memcpy(c->held + 5, ok, 5 * sizeof(int32_t));
+  c->held[8] |= 2;
+  c->lentServer = s;
+  c->lentTable = std::move(table);
+  c->lentTable->slots[4]++;
+  relayOnly_++;
+  UpdatePoll(c);
+  UpdatePoll(s);
+  return true;
+}
+
+void Relay::Materialize(Endpoint* c, int32_t* out) {
+  if (!c->relayOnly) return;
+  c->relayOnly = false;
+  relayOnly_--;
+  int32_t* slots = c->lentTable->slots;
+  slots[4]--;
+  slots[3]++;  // reported: JavaScript counts it in [1]
+  c->lentTable.reset();
+  Endpoint* s = c->lentServer;
+  c->lentServer = nullptr;
+  const int32_t server = s && s->lend && s->lend->client == c ? s->id : 0;
+  // The server is JavaScript's again, as its client's.
+  if (s && s->lend && s->lend->client == c) {
+    s->lend->client = nullptr;
+    DropLend(s);
+  }
+  int32_t group[15];
+  std::memcpy(group, c->held, 10 * sizeof(int32_t));
+  group[10] = kLent;
+  group[11] = c->id;
+  group[12] = server;
+  group[13] = 0;
+  group[14] = 0;
+  if (out) std::memcpy(out, group, sizeof group);
+  else EmitGroup(group, 3);
+}
+
+void Relay::MaterializeFor(int32_t kind, int32_t a, int32_t b) {
+  int32_t id = 0;
+  switch (kind) {
+    case kNeedServer:
+    case kRelease:
+    case kClientClosed:
+    case kBadLength:
+    case kClientData:
+    case kPin:
+      id = a;
+      break;
+    case kServerClosed:
+    case kServerData:
+      id = b;
+      break;
+    case kServerReady:
+    case kServerDiscarded: {
+      Endpoint* s = Find(a);
+      if (s && s->peer) id = s->peer->id;
+      break;
+    }
+    default:
+      return;
+  }
+  if (id == 0) return;
+  Endpoint* c = Find(id);
+  if (c && c->relayOnly) Materialize(c);
+}
+
+bool Relay::CloseLent(Endpoint* c) {
+  Endpoint* s = c->peer;
+  if (!s || s != c->lentServer || !s->lend || s->lend->client != c || s->dead || s->fd < 0) return false;
+  if (!Clean(c, s) || s->paramFlags != 0 || !s->paramText.empty() || c->paramFlags != 0 || c->pinned != 0 || c->intercept ||
+      c->switchPending || c->lane.held || !c->interceptIn.empty() || !c->pendingIn.empty() || s->pendingOut() > 0) {
+    return false;
+  }
+  c->peer = nullptr;
+  s->peer = nullptr;
+  c->parked = false;
+  c->relayOnly = false;
+  relayOnly_--;
+  int32_t* slots = c->lentTable->slots;
+  slots[4]--;
+  slots[5]++;
+  c->lentTable.reset();
+  c->lentServer = nullptr;
+  s->lend->client = nullptr;
+  lendable_.push_back(s);
+  UpdatePoll(s);
+  Destroy(c);
+  return true;
+}
+
+void Relay::DropLend(Endpoint* s) {
+  LendInfo* l = s->lend;
+  if (!l) return;
+  if (l->client && l->client->relayOnly) {
+    // A server going away under a relay-only client: JavaScript learns the client (with its server) first.
+    Materialize(l->client);
+    l = s->lend;
+    if (!l) return;
+  }
+  s->lend = nullptr;
+  for (size_t i = 0; i < lendable_.size(); i++) {
+    if (lendable_[i] == s) {
+      lendable_.erase(lendable_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  if (l->statsRef) napi_delete_reference(env_, l->statsRef);
+  if (l->appRef) napi_delete_reference(env_, l->appRef);
+  delete l;
+}
+
+}  // namespace relay
+
+using relay::Endpoint;
+using relay::Relay;
+
+namespace {
+
+/** relayLend(server, entry, kind, stats: Float64Array, app: Float64Array(8) | null, pinMask, queryPool, divert,
+ *  maxMessage, slots: Int32Array) -> false when the server cannot be lent (gone, linked, mid-transaction, parameters
+ *  not taken). `slots`: the lending pooler's (relayAuthSet), whose logins of pool `entry` may take it. */
+Napi::Value RelayLend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  double* stats = nullptr;
+  size_t n = 0;
+  int32_t* owner = nullptr;
+  size_t nOwner = 0;
+  if (info.Length() < 10 || !info[0].IsNumber() || !Typed(info[3], napi_float64_array, &stats, &n) || !Typed(info[9], napi_int32_array, &owner, &nOwner)) {
+    Napi::TypeError::New(env, "relayLend(server, entry, kind, Float64Array, app, pinMask, queryPool, divert, maxMessage, Int32Array)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Endpoint* s = r->Find(info[0].As<Napi::Number>().Int32Value());
+  if (!s || !s->server || s->dead || s->fd < 0 || s->peer || s->lend || s->wantReady || !s->between() || s->pendingOut() > 0 ||
+      s->paramFlags != 0 || !s->paramText.empty() || !s->interceptIn.empty()) {
+    return Napi::Boolean::New(env, false);
+  }
+  auto* l = new relay::LendInfo();
+  l->owner = owner;
+  l->entry = info[1].As<Napi::Number>().Int32Value();
+  l->kind = info[2].As<Napi::Number>().Int32Value();
+  l->stats = stats;
+  napi_create_reference(env, info[3], 1, &l->statsRef);
+  double* app = nullptr;
+  size_t nApp = 0;
+  if (Typed(info[4], napi_float64_array, &app, &nApp) && nApp >= 8) {
+    l->app = app;
+    napi_create_reference(env, info[4], 1, &l->appRef);
+  }
+  l->pinMask = info[5].As<Napi::Number>().Uint32Value();
+  l->queryPool = info[6].As<Napi::Number>().Int32Value();
+  l->divert = info[7].ToBoolean().Value();
+  l->maxMessage = static_cast<uint32_t>(info[8].As<Napi::Number>().Int64Value());
+  s->lend = l;
+  r->lendable_.push_back(s);
+  return Napi::Boolean::New(env, true);
+}
+
+/** relayUnlend(stats: Float64Array | null, out: Int32Array) -> n: takes back the lent servers no client uses (of the
+ *  pool that counts into `stats`, or all) and writes their ids to `out` (at most its length). */
+Napi::Value RelayUnlend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  double* stats = nullptr;
+  int32_t* out = nullptr;
+  size_t nStats = 0, nOut = 0;
+  const bool all = info.Length() > 0 && info[0].IsNull();
+  if ((!all && !Typed(info[0], napi_float64_array, &stats, &nStats)) || !Typed(info[1], napi_int32_array, &out, &nOut)) {
+    Napi::TypeError::New(env, "relayUnlend(Float64Array | null, Int32Array)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < r->lendable_.size() && n < nOut;) {
+    Endpoint* s = r->lendable_[i];
+    if (!all && s->lend->stats != stats) {
+      i++;
+      continue;
+    }
+    out[n++] = s->id;
+    r->DropLend(s);  // removes it from lendable_
+  }
+  return Napi::Number::New(env, static_cast<double>(n));
+}
+
+/** relayMaterialize(stats: Float64Array | null, id, out: Int32Array) -> ints written: reports relay-only clients (of the
+ *  pool that counts into `stats`, or all; with id > 0 only that client) into `out`, 15 ints each (kAccepted,
+ *  kLoginOk flagged lent, kLent), as many as fit. */
+Napi::Value RelayMaterialize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  double* stats = nullptr;
+  int32_t* out = nullptr;
+  size_t nStats = 0, nOut = 0;
+  const bool all = info.Length() > 0 && info[0].IsNull();
+  if ((!all && !Typed(info[0], napi_float64_array, &stats, &nStats)) || !info[1].IsNumber() || !Typed(info[2], napi_int32_array, &out, &nOut)) {
+    Napi::TypeError::New(env, "relayMaterialize(Float64Array | null, id, Int32Array)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int32_t id = info[1].As<Napi::Number>().Int32Value();
+  size_t n = 0;
+  if (r->relayOnly_ == 0) return Napi::Number::New(env, 0);
+  if (id > 0) {
+    Endpoint* c = r->Find(id);
+    if (c && c->relayOnly && nOut >= 15) {
+      r->Materialize(c, out);
+      n = 15;
+    }
+    return Napi::Number::New(env, static_cast<double>(n));
+  }
+  for (auto& [cid, c] : r->byId_) {
+    if (n + 15 > nOut) break;
+    if (!c->relayOnly || (!all && c->stats != stats)) continue;
+    r->Materialize(c, out + n);
+    n += 15;
+  }
+  return Napi::Number::New(env, static_cast<double>(n));
+}
+
+}  // namespace
+
+void InitRelayLend(Napi::Env env, Napi::Object exports) {
+  exports.Set("relayLend", Napi::Function::New(env, RelayLend, "relayLend"));
+  exports.Set("relayUnlend", Napi::Function::New(env, RelayUnlend, "relayUnlend"));
+  exports.Set("relayMaterialize", Napi::Function::New(env, RelayMaterialize, "relayMaterialize"));
+}
+
+}  // namespace tidepool
