@@ -38,9 +38,12 @@ napi_ref CopyRef(napi_env env, napi_ref from) {
 bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table) {
   if (lendable_.empty() || !table || !table->lending) return false;
   Endpoint* s = nullptr;
-  for (size_t i = 0; i < lendable_.size(); i++) {
+  // The most recently lent first (the end of the list), as the pool's idle stack gives its most recently used.
+  for (size_t i = lendable_.size(); i-- > 0;) {
     Endpoint* e = lendable_[i];
     if (e->lend->owner != table->slots || e->lend->entry != entry || e->lend->kind != kind || e->dead || e->fd < 0 || e->peer) continue;
+    // Not while its pool could not park (someone waits, PAUSE, RECONNECT...): JavaScript wants its servers back.
+    if (layout_.parkable >= 0 && e->lend->stats[layout_.parkable] != 1) continue;
     s = e;
     lendable_.erase(lendable_.begin() + static_cast<std::ptrdiff_t>(i));
     break;
@@ -145,6 +148,8 @@ void Relay::MaterializeFor(int32_t kind, int32_t a, int32_t b) {
 bool Relay::CloseLent(Endpoint* c) {
   Endpoint* s = c->peer;
   if (!s || s != c->lentServer || !s->lend || s->lend->client != c || s->dead || s->fd < 0) return false;
+  // Someone waits for a server of the pool (or it is paused, draining...): JavaScript takes this one, through the report.
+  if (layout_.parkable >= 0 && c->stats && c->stats[layout_.parkable] != 1) return false;
   if (!Clean(c, s) || s->paramFlags != 0 || !s->paramText.empty() || c->paramFlags != 0 || c->pinned != 0 || c->intercept ||
       c->switchPending || c->lane.held || !c->interceptIn.empty() || !c->pendingIn.empty() || s->pendingOut() > 0) {
     return false;
@@ -250,14 +255,12 @@ Napi::Value RelayUnlend(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   size_t n = 0;
-  for (size_t i = 0; i < r->lendable_.size() && n < nOut;) {
+  // The most recently lent first: with a short `out`, the one the pool would have given last.
+  for (size_t i = r->lendable_.size(); i-- > 0 && n < nOut;) {
     Endpoint* s = r->lendable_[i];
-    if (!all && s->lend->stats != stats) {
-      i++;
-      continue;
-    }
+    if (!all && s->lend->stats != stats) continue;
     out[n++] = s->id;
-    r->DropLend(s);  // removes it from lendable_
+    r->DropLend(s);  // removes it from lendable_ (at i: the ones before it stay where they are)
   }
   return Napi::Number::New(env, static_cast<double>(n));
 }

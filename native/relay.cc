@@ -263,8 +263,9 @@ Napi::Value RelayParams(const Napi::CallbackInfo& info) {
   return out;
 }
 
-/** relayReclaim(stats: Float64Array, out: Int32Array) -> n: splits every parked pair of the pool that
- *  counts into `stats` and writes the clients' ids to `out` (at most its length). */
+/** relayReclaim(stats: Float64Array, out: Int32Array, skipRelayOnly?: boolean) -> n: splits every parked pair of the
+ *  pool that counts into `stats` (but relay-only clients' with skipRelayOnly) and writes the clients' ids to `out` (at
+ *  most its length). */
 Napi::Value RelayReclaim(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -276,10 +277,11 @@ Napi::Value RelayReclaim(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "relayReclaim(Float64Array, Int32Array)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  const bool skipRelayOnly = info.Length() > 2 && info[2].ToBoolean().Value();
   size_t n = 0;
   for (auto& [id, ep] : r->byId_) {
     if (n >= nOut) break;
-    if (ep->server || !ep->parked || ep->stats != stats || ep->dead) continue;
+    if (ep->server || !ep->parked || ep->stats != stats || ep->dead || (skipRelayOnly && ep->relayOnly)) continue;
     r->Unlink(ep);
     out[n++] = id;
   }

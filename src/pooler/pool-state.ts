@@ -99,9 +99,32 @@ export abstract class PoolState {
   /** Relay-only clients reported (each a session holding its lent server, parked), parked pairs split, and the lent
    * servers no client uses back in the idle stack. */
   protected settleRelay(): void {
+    // Free lent servers first: the parked ones then land on top of the idle stack, as the most recently used.
+    this.takeBackLent();
     this.relay.reclaim(this.stats);
+    // What could still be lent goes back to the relay after this turn.
+    this.queueLend();
+  }
+
+  /** A server for a waiter, cheapest first: lent servers no client uses, then parked pairs of clients JavaScript knows,
+   * then relay-only clients' (each reported first). Stops as soon as one is idle. */
+  protected findIdle(): void {
+    this.takeBackLent(true);
+    if (this.idle.length > 0) return;
+    this.relay.reclaim(this.stats, true);
+    if (this.idle.length > 0) return;
+    // Relay-only clients hold their lent servers only until they leave (one that leaves while someone waits hands its
+    // server over): while the pool may still grow, the waiter gets a new server or the first one back, and the
+    // relay-only clients stay unreported.
+    // (No free lent server came back above: every lent one is a relay-only client's.)
+    if (this.lentCount > 0 && this.servers.size - this.pinned + this.connecting < this.settings.poolSize) return;
+    this.relay.reclaim(this.stats);
+  }
+
+  /** The lent servers no client uses (one with `one`), back in the idle stack. */
+  protected takeBackLent(one = false): void {
     if (this.lentCount === 0) return;
-    for (const id of this.relay.unlend?.(this.stats) ?? []) {
+    for (const id of this.relay.unlend?.(this.stats, one) ?? []) {
       for (const s of this.servers) {
         if (!s.lent || (s.end as { id?: number }).id !== id) continue;
         s.lent = false;
@@ -146,14 +169,17 @@ export abstract class PoolState {
     const lender = this.lender;
     if (!lender || !this.mayPark || (this.coordinator && this.coordinator.blocked.size > 0) || this.idle.length === 0) return;
     const now = Date.now();
-    for (let i = this.idle.length - 1; i >= 0; i--) {
-      const s = this.idle[i]!;
-      if (s.state !== 'idle' || s.lendKind < 0 || s.closeOnRelease || now >= s.expiresAt || s.paramsUnknown || s.pinned || s.cancelsInFlight > 0) continue;
-      if (!lender(s)) continue;
-      this.idle.splice(i, 1);
+    // Bottom of the stack first: the most recently used is lent last, and the relay gives it first.
+    const kept: ServerConnection[] = [];
+    for (const s of this.idle) {
+      if (s.state !== 'idle' || s.lendKind < 0 || s.closeOnRelease || now >= s.expiresAt || s.paramsUnknown || s.pinned || s.cancelsInFlight > 0 || !lender(s)) {
+        kept.push(s);
+        continue;
+      }
       s.lent = true;
       this.lentCount++;
     }
+    this.idle = kept;
   }
 
   get name(): string {

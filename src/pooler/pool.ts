@@ -28,7 +28,7 @@ export class Pool extends PoolState {
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
-      if (this.idle.length === 0) this.settleRelay();
+      if (this.idle.length === 0) this.findIdle();
       if (this.giveIdle(w)) return;
     }
     this.waiters.push(w);

@@ -27,7 +27,7 @@ export interface RelayAddon extends TlsAddon {
   relayWatchReady(server: number, capture?: boolean): boolean;
   relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;
-  relayReclaim(stats: Float64Array, out: Int32Array): number;
+  relayReclaim(stats: Float64Array, out: Int32Array, skipRelayOnly?: boolean): number;
   relayPollHandles(): number;
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number): number;
   relayUnlisten(listener: number): void;
@@ -326,8 +326,12 @@ export class NativeRelay implements Relay {
 
   private readonly unlendOut = new Int32Array(1024);
 
-  /** Takes back the lent servers no client uses (of the pool counting into `stats`, or all): their ends' ids. */
-  unlend(stats: PoolStats | null): number[] {
+  private readonly unlendOne = new Int32Array(1);
+
+  /** Takes back the lent servers no client uses (of the pool counting into `stats`, or all; at most one with `one`):
+   * their ends' ids. */
+  unlend(stats: PoolStats | null, one = false): number[] {
+    if (one) return this.a.relayUnlend(stats ? stats.block : null, this.unlendOne) === 1 ? [this.unlendOne[0]!] : [];
     const ids: number[] = [];
     for (;;) {
       const n = this.a.relayUnlend(stats ? stats.block : null, this.unlendOut);
@@ -350,11 +354,11 @@ export class NativeRelay implements Relay {
     }
   }
 
-  reclaim(stats: PoolStats): void {
+  reclaim(stats: PoolStats, keepRelayOnly = false): void {
     // Relay-only clients are reported first: their pairs are parked, and come back with the others.
-    this.materialize(stats);
+    if (!keepRelayOnly) this.materialize(stats);
     for (;;) {
-      const n = this.a.relayReclaim(stats.block, this.reclaimOut);
+      const n = this.a.relayReclaim(stats.block, this.reclaimOut, keepRelayOnly);
       if (n === 0) return;
       const ids = this.reclaimOut.slice(0, n);
       for (const id of ids) this.clients.get(id)?.released();

@@ -156,9 +156,9 @@ export interface Relay {
   adoptServer(conn: RelaySocket, events: ServerEvents, rewrites?: boolean): ServerEnd | null;
   /** Splits the pairs a relay kept linked between transactions in the pool counting into `stats` (native.ts:
    * parking); each client is told `onRelease`, as at the transaction's end. */
-  reclaim(stats: PoolStats): void;
+  reclaim(stats: PoolStats, keepRelayOnly?: boolean): void;
   /** Takes back the servers lent for relay-only logins (native.ts) of that pool that no client uses: their ends' ids. */
-  unlend?(stats: PoolStats): number[];
+  unlend?(stats: PoolStats, one?: boolean): number[];
 }
 
 /** Where a MessageInterceptor writes: in order, what one chunk produced (a server reply can release client
