@@ -199,6 +199,21 @@ using relay::Relay;
 
 namespace {
 
+/** A pool's stats block (or null: every pool) as info[0], and an Int32Array to write to as info[outAt]. */
+struct PoolAndOut {
+  bool all = false;
+  double* stats = nullptr;
+  int32_t* out = nullptr;
+  size_t nOut = 0;
+};
+
+bool ReadPoolAndOut(const Napi::CallbackInfo& info, size_t outAt, PoolAndOut* a) {
+  size_t nStats = 0;
+  a->all = info.Length() > 0 && info[0].IsNull();
+  if (!a->all && !Typed(info[0], napi_float64_array, &a->stats, &nStats)) return false;
+  return info.Length() > outAt && Typed(info[outAt], napi_int32_array, &a->out, &a->nOut);
+}
+
 /** relayLend(server, entry, kind, stats: Float64Array, app: Float64Array(8) | null, pinMask, queryPool, divert,
  *  maxMessage, slots: Int32Array) -> false when the server cannot be lent (gone, linked, mid-transaction, parameters
  *  not taken). `slots`: the lending pooler's (relayAuthSet), whose logins of pool `entry` may take it. */
@@ -246,14 +261,15 @@ Napi::Value RelayUnlend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = CurrentRelay(info);
   if (!r) return env.Undefined();
-  double* stats = nullptr;
-  int32_t* out = nullptr;
-  size_t nStats = 0, nOut = 0;
-  const bool all = info.Length() > 0 && info[0].IsNull();
-  if ((!all && !Typed(info[0], napi_float64_array, &stats, &nStats)) || !Typed(info[1], napi_int32_array, &out, &nOut)) {
+  PoolAndOut a;
+  if (!ReadPoolAndOut(info, 1, &a)) {
     Napi::TypeError::New(env, "relayUnlend(Float64Array | null, Int32Array)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  const bool all = a.all;
+  const double* stats = a.stats;
+  int32_t* out = a.out;
+  const size_t nOut = a.nOut;
   size_t n = 0;
   // The most recently lent first: with a short `out`, the one the pool would have given last.
   for (size_t i = r->lendable_.size(); i-- > 0 && n < nOut;) {
@@ -272,14 +288,15 @@ Napi::Value RelayMaterialize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = CurrentRelay(info);
   if (!r) return env.Undefined();
-  double* stats = nullptr;
-  int32_t* out = nullptr;
-  size_t nStats = 0, nOut = 0;
-  const bool all = info.Length() > 0 && info[0].IsNull();
-  if ((!all && !Typed(info[0], napi_float64_array, &stats, &nStats)) || !info[1].IsNumber() || !Typed(info[2], napi_int32_array, &out, &nOut)) {
+  PoolAndOut a;
+  if (!info[1].IsNumber() || !ReadPoolAndOut(info, 2, &a)) {
     Napi::TypeError::New(env, "relayMaterialize(Float64Array | null, id, Int32Array)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  const bool all = a.all;
+  const double* stats = a.stats;
+  int32_t* out = a.out;
+  const size_t nOut = a.nOut;
   const int32_t id = info[1].As<Napi::Number>().Int32Value();
   size_t n = 0;
   if (r->relayOnly_ == 0) return Napi::Number::New(env, 0);
