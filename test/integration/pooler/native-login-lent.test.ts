@@ -5,7 +5,7 @@
 import net from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { ADMIN_PASSWORD, appPoolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { client, nativeRelay, show, toml, until, useNativeLoginPooler } from './native-login-harness.js';
 
 const env = useNativeLoginPooler();
@@ -139,6 +139,65 @@ if (lending) describe('relay-only logins on lent servers', () => {
       expect(await once('md5user', 'lent-max', tp)).toBeGreaterThan(0);
     } finally {
       await Promise.all(cs.map((c) => c.end()));
+      await tp.stop();
+    }
+  });
+
+  it('RELOAD reports relay-only clients first; they go on, and later logins are relay-only again', async () => {
+    await warm('scramuser', 'lent-reload');
+    const c = client('scramuser', { application_name: 'lent-reload' });
+    await c.connect();
+    await c.query('select 1');
+    expect(relayOnly()).toBe(1);
+    const admin = new pg.Client({ host: '127.0.0.1', port: env.tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    await admin.connect();
+    try {
+      await admin.query('RELOAD');
+    } finally {
+      await admin.end();
+    }
+    expect(relayOnly()).toBe(0);
+    expect((await c.query('select 2 as two')).rows[0]).toEqual({ two: 2 });
+    await c.end();
+    await warm('scramuser', 'lent-reload');
+  });
+
+  it('pool_size 1: a relay-only client holding the only server idle gives it up to another client\'s query', async () => {
+    const tp = await startTestPooler(poolerToml(env.db, { pools: appPoolToml(env.db, 1) }));
+    const a = client('md5user', { application_name: 'lent-one' }, tp);
+    const b = client('md5user', { application_name: 'lent-one' }, tp);
+    try {
+      await once('md5user', 'lent-one', tp);
+      await warm('md5user', 'lent-one', tp);
+      await a.connect();
+      const pidA = (await a.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+      expect(tp.pooler.nativeLogins.relayOnly).toBe(1);
+      await b.connect();
+      // b has no server: its query takes a's (the pool cannot grow), reporting a first.
+      expect((await b.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid).toBe(pidA);
+      expect(tp.pooler.nativeLogins.relayOnly).toBe(0);
+      expect((await a.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid).toBe(pidA);
+    } finally {
+      await Promise.all([a.end(), b.end()]);
+      await tp.stop();
+    }
+  });
+
+  it('TIDEPOOL_NATIVE_LEND=0: no login is relay-only', async () => {
+    const was = process.env.TIDEPOOL_NATIVE_LEND;
+    process.env.TIDEPOOL_NATIVE_LEND = '0';
+    let tp: TestPooler;
+    try {
+      tp = await startTestPooler(toml());
+    } finally {
+      if (was === undefined) delete process.env.TIDEPOOL_NATIVE_LEND;
+      else process.env.TIDEPOOL_NATIVE_LEND = was;
+    }
+    try {
+      for (let i = 0; i < 10; i++) await once('md5user', 'lent-off', tp);
+      expect(tp.pooler.nativeLogins.unreported).toBe(0);
+      expect(tp.pooler.counters.nativeLogins).toBeGreaterThanOrEqual(8);
+    } finally {
       await tp.stop();
     }
   });
