@@ -117,7 +117,8 @@ export abstract class PoolState {
     // server over): while the pool may still grow, the waiter gets a new server or the first one back, and the
     // relay-only clients stay unreported.
     // (No free lent server came back above: every lent one is a relay-only client's.)
-    if (this.lentCount > 0 && this.servers.size - this.pinned + this.connecting < this.settings.poolSize) return;
+    // At max_db_connections a new server may be long in coming: the relay-only clients' parked servers come back now.
+    if (this.lentCount > 0 && this.servers.size - this.pinned + this.connecting < this.settings.poolSize && !this.coordinator?.atCap()) return;
     this.relay.reclaim(this.stats);
   }
 
