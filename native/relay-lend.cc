@@ -266,16 +266,12 @@ Napi::Value RelayUnlend(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "relayUnlend(Float64Array | null, Int32Array)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  const bool all = a.all;
-  const double* stats = a.stats;
-  int32_t* out = a.out;
-  const size_t nOut = a.nOut;
   size_t n = 0;
   // The most recently lent first: with a short `out`, the one the pool would have given last.
-  for (size_t i = r->lendable_.size(); i-- > 0 && n < nOut;) {
+  for (size_t i = r->lendable_.size(); i-- > 0 && n < a.nOut;) {
     Endpoint* s = r->lendable_[i];
-    if (!all && s->lend->stats != stats) continue;
-    out[n++] = s->id;
+    if (!a.all && s->lend->stats != a.stats) continue;
+    a.out[n++] = s->id;
     r->DropLend(s);  // removes it from lendable_ (at i: the ones before it stay where they are)
   }
   return Napi::Number::New(env, static_cast<double>(n));
@@ -293,25 +289,21 @@ Napi::Value RelayMaterialize(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "relayMaterialize(Float64Array | null, id, Int32Array)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  const bool all = a.all;
-  const double* stats = a.stats;
-  int32_t* out = a.out;
-  const size_t nOut = a.nOut;
   const int32_t id = info[1].As<Napi::Number>().Int32Value();
   size_t n = 0;
   if (r->relayOnly_ == 0) return Napi::Number::New(env, 0);
   if (id > 0) {
     Endpoint* c = r->Find(id);
-    if (c && c->relayOnly && nOut >= 15) {
-      r->Materialize(c, out);
+    if (c && c->relayOnly && a.nOut >= 15) {
+      r->Materialize(c, a.out);
       n = 15;
     }
     return Napi::Number::New(env, static_cast<double>(n));
   }
   for (auto& [cid, c] : r->byId_) {
-    if (n + 15 > nOut) break;
-    if (!c->relayOnly || (!all && c->stats != stats)) continue;
-    r->Materialize(c, out + n);
+    if (n + 15 > a.nOut) break;
+    if (!c->relayOnly || (!a.all && c->stats != a.stats)) continue;
+    r->Materialize(c, a.out + n);
     n += 15;
   }
   return Napi::Number::New(env, static_cast<double>(n));

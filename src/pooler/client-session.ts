@@ -173,11 +173,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
         this.params?.forget(s);
         return this.unpinned(s);
       }
-      s.lendKind = this.nativeKind;
-      // Once the client's own values may differ from its login's, the servers it leaves suit no kind of login.
-      if (this.params) {
-        if (this.params.checkIn(s, true)) this.nativeKind = -1;
-      } else this.pool!.release(s, true);
+      if (this.params) this.checkIn(s, true);
+      else this.pool!.release(s, true);
     },
     onLent: (serverEndId) => {
       const s = this.pool!.takeLent(serverEndId);
@@ -359,10 +356,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     } else if (s) {
       this.server = null;
       if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
-      else if (clean && this.params) {
-        s.lendKind = this.nativeKind;
-        this.params.checkIn(s, false);
-      }
+      else if (clean && this.params) this.checkIn(s, false);
       else this.pool!.release(s, clean);
     }
     this.rewriter?.close();
@@ -376,6 +370,16 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.pinnedKinds = 0;
     const message = releaseUnpinned(pinned, this.pool!, s);
     this.core.events.add('client_unpinned', `${this.database}/${this.user}`, message);
+  }
+
+  /** A server back from this client, through its parameters' check-in (`stays`: the client lives on). It holds this
+   * native login's kind of values (Pool.lendIdle may lend it) unless they are read back: then neither it nor any later
+   * server of this client does, the client's own values may differ from its login's from now on. */
+  private checkIn(s: ServerConnection, stays: boolean): void {
+    s.lendKind = this.nativeKind;
+    if (!this.params!.checkIn(s, stays)) return;
+    s.lendKind = -1;
+    this.nativeKind = -1;
   }
 
   /** The client of a pinned server left (session-state/pins.ts). */

@@ -91,14 +91,10 @@ export abstract class PoolState {
     return !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0;
   }
 
-  /** Returns parked and lent servers to the pool, so what follows sees (and SHOW reports) its real state. */
+  /** Returns parked and lent servers to the pool, so what follows sees (and SHOW reports) its real state: relay-only
+   * clients are reported (each a session holding its lent server, parked), parked pairs split, and the lent servers no
+   * client uses come back to the idle stack. */
   settle(): void {
-    this.settleRelay();
-  }
-
-  /** Relay-only clients reported (each a session holding its lent server, parked), parked pairs split, and the lent
-   * servers no client uses back in the idle stack. */
-  protected settleRelay(): void {
     // Free lent servers first: the parked ones then land on top of the idle stack, as the most recently used.
     this.takeBackLent();
     this.relay.reclaim(this.stats);
@@ -106,51 +102,56 @@ export abstract class PoolState {
     this.queueLend();
   }
 
-  /** A server for a waiter, cheapest first: lent servers no client uses, then parked pairs of clients JavaScript knows,
-   * then relay-only clients' (each reported first). Stops as soon as one is idle. */
+  /** A server for a waiter, cheapest first: a lent server no client uses, then parked pairs of clients JavaScript
+   * knows, then relay-only clients' (each reported first). Stops as soon as one is idle. */
   protected findIdle(): void {
     this.takeBackLent(true);
     if (this.idle.length > 0) return;
     this.relay.reclaim(this.stats, true);
     if (this.idle.length > 0) return;
-    // Relay-only clients hold their lent servers only until they leave (one that leaves while someone waits hands its
-    // server over): while the pool may still grow, the waiter gets a new server or the first one back, and the
-    // relay-only clients stay unreported.
-    // (No free lent server came back above: every lent one is a relay-only client's.)
-    // At max_db_connections a new server may be long in coming: the relay-only clients' parked servers come back now.
+    // Every lent server is now a relay-only client's, held until it leaves (one that leaves while someone waits is
+    // reported, and its server goes to the waiter). While the pool may grow, the waiter gets a new server or that one
+    // first; at max_db_connections a new server may be long in coming, so theirs come back now.
     if (this.lentCount > 0 && this.servers.size - this.pinned + this.connecting < this.settings.poolSize && !this.coordinator?.atCap()) return;
     this.relay.reclaim(this.stats);
-  }
-
-  /** The lent servers no client uses (one with `one`), back in the idle stack. */
-  protected takeBackLent(one = false): void {
-    if (this.lentCount === 0) return;
-    for (const id of this.relay.unlend?.(this.stats, one) ?? []) {
-      for (const s of this.servers) {
-        if (!s.lent || (s.end as { id?: number }).id !== id) continue;
-        s.lent = false;
-        this.lentCount--;
-        if (s.state === 'idle') this.idle.push(s);
-        break;
-      }
-    }
   }
 
   /** Servers lent to the relay now. */
   protected lentCount = 0;
 
+  /** The lent servers no client uses (one with `one`), back in the idle stack. */
+  protected takeBackLent(one = false): void {
+    if (this.lentCount === 0) return;
+    for (const id of this.relay.unlend?.(this.stats, one) ?? []) {
+      const s = this.unlent(id);
+      if (s?.state === 'idle') this.idle.push(s);
+    }
+  }
+
   /** A relay-only client was reported holding the lent server whose end is `endId`: it is that client's now. */
   takeLent(endId: number): ServerConnection | null {
+    const s = this.unlent(endId);
+    if (!s) return null;
+    s.state = 'active';
+    s.lastUsed = Date.now();
+    return s;
+  }
+
+  /** The lent server whose relay end is `endId`, no longer marked lent; null when none is. */
+  private unlent(endId: number): ServerConnection | null {
     if (this.lentCount === 0) return null;
     for (const s of this.servers) {
       if (!s.lent || (s.end as { id?: number }).id !== endId) continue;
-      s.lent = false;
-      this.lentCount--;
-      s.state = 'active';
-      s.lastUsed = Date.now();
+      this.markLent(s, false);
       return s;
     }
     return null;
+  }
+
+  protected markLent(s: ServerConnection, lent: boolean): void {
+    if (s.lent === lent) return;
+    s.lent = lent;
+    this.lentCount += lent ? 1 : -1;
   }
 
   private lendQueued = false;
@@ -177,8 +178,7 @@ export abstract class PoolState {
         kept.push(s);
         continue;
       }
-      s.lent = true;
-      this.lentCount++;
+      this.markLent(s, true);
     }
     this.idle = kept;
   }

@@ -151,10 +151,7 @@ export class Pool extends PoolState {
   private forget(s: ServerConnection): void {
     this.unpin(s);
     this.servers.delete(s);
-    if (s.lent) {
-      s.lent = false;
-      this.lentCount--;
-    }
+    this.markLent(s, false);
     const i = this.idle.indexOf(s);
     if (i >= 0) this.idle.splice(i, 1);
     if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
@@ -249,7 +246,7 @@ export class Pool extends PoolState {
   maintain(now: number): void {
     const { idleTimeoutMs, minPoolSize, queryWaitTimeoutMs } = this.settings;
     // Parked and lent servers come back once a tick, so idle_timeout, server_lifetime and RECONNECT see them.
-    this.settleRelay();
+    this.settle();
     if (this.draining) {
       let pending = false;
       for (const s of this.servers) if (s.closeOnRelease) pending = true;
@@ -300,13 +297,12 @@ export class Pool extends PoolState {
       }
     }
     this.growForWaiters();
-    this.queueLend();
   }
 
   /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
   pause(): Promise<void> {
     this.paused = true;
-    this.settleRelay();
+    this.settle();
     return new Promise((resolve) => {
       this.pauseWaiters.push(resolve);
       this.checkPaused();
@@ -333,7 +329,7 @@ export class Pool extends PoolState {
     for (const s of this.servers) s.closeOnRelease = true;
     this.draining = true;
     this.updateParkable();
-    this.settleRelay();
+    this.settle();
     for (const s of this.idle.splice(0)) {
       this.servers.delete(s);
       s.close('reconnect');
@@ -342,7 +338,7 @@ export class Pool extends PoolState {
 
   /** Every server closed at once (KILL, shutdown). */
   closeAll(reason: string): void {
-    this.settleRelay();
+    this.settle();
     for (const s of [...this.servers]) {
       s.close(reason);
       s.destroy();

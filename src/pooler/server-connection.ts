@@ -53,7 +53,7 @@ export class ServerConnection {
   /** Names whose values it may hold but are not known (a pinned client's server): read back before its next sync. */
   paramsUnknown: string[] | null = null;
   /** Lent to the native relay for relay-only logins (Pool.lendIdle): out of the idle stack, state 'idle', until the
-   * pool takes it back (Pool.settleRelay) or a relay-only client that used it is reported with it (Pool.takeLent). */
+   * pool takes it back (Pool.settle) or a relay-only client that used it is reported with it (Pool.takeLent). */
   lent = false;
   /** The kind of native login (NativeLoginOk.kind) whose session parameters this server holds as it came back, or -1:
    * only such a server is lent, and only to logins of that kind. */

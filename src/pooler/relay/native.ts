@@ -6,107 +6,14 @@ import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type { QueryStatsRow } from '../query-stats/table.js';
 import { NativeClientEnd, NativeServerEnd } from './native-ends.js';
 import { IdTable } from '../id-table.js';
-import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers, type TlsAddon } from './native-tls.js';
+import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers } from './native-tls.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
 } from './relay.js';
+import { LOGIN_SQLSTATES, RelayEvent, type LendOptions, type NativeAcceptor, type NativeLoginUser, type RelayAddon } from './native-addon.js';
 
-export interface RelayAddon extends TlsAddon {
-  relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
-  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number, queryPool?: number): number;
-  relayQueryStatsSize(n: number): void;
-  relayQueryStats(): { pools: number[]; hashes: string[]; texts: string[]; counts: number[]; times: number[] };
-  relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
-  relayTake(id: number): Buffer;
-  relayLink(client: number, server: number, transactionMode: boolean, lane?: Uint8Array, park?: boolean): boolean;
-  relayUnlink(client: number, laneIdle?: boolean): number;
-  relayLaneTake(client: number, out: Float64Array): number;
-  relayWrite(id: number, data: Uint8Array): boolean;
-  relayClose(id: number): void;
-  relayDestroy(id: number): void;
-  relayWatchReady(server: number, capture?: boolean): boolean;
-  relayParams(server: number): Buffer | undefined;
-  relayInfo(id: number, out: Float64Array): boolean;
-  relayReclaim(stats: Float64Array, out: Int32Array, skipRelayOnly?: boolean): number;
-  relayPollHandles(): number;
-  relayListen(fd: number, noDelay: boolean, keepAliveSecs: number): number;
-  relayUnlisten(listener: number): void;
-  relayPeer(id: number): string;
-  relayAuthSet(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): boolean;
-  relayAppName(id: number): string;
-  relayLoginError(id: number): string;
-  relayLoginKey(id: number): Buffer | undefined;
-  relayLend(server: number, entry: number, kind: number, stats: Float64Array, app: Float64Array | null, pinMask: number, queryPool: number, divert: boolean, maxMessage: number, slots: Int32Array): boolean;
-  relayUnlend(stats: Float64Array | null, out: Int32Array): number;
-  relayMaterialize(stats: Float64Array | null, id: number, out: Int32Array): number;
-}
+export type { LendOptions, NativeAcceptor, NativeLoginOk, NativeLoginUser, RelayAddon } from './native-addon.js';
 
-/** What a server is lent with (NativeRelay.lend): the options the pool's clients get, and the kind of login it suits. */
-export interface LendOptions {
-  entry: number;
-  /** The relay's application_name id << 1 | 1 when client_encoding was named (NativeLoginOk.kind). */
-  kind: number;
-  stats: Float64Array;
-  app: Float64Array | null;
-  pinMask: number;
-  queryPool: number;
-  divert: boolean;
-  maxMessage: number;
-  /** The lending pooler's slots (setLogins): only its logins take the server. */
-  slots: Int32Array;
-}
-
-/** A user whose login the relay runs itself (native/relay-auth.cc): one per (database, user) of a transaction-mode pool
- * whose greeting is known. `entry` is the caller's index of the pool, reported back with each login. */
-export type NativeLoginUser = { entry: number; database: string; user: string; greeting: Uint8Array; clientEncoding?: string } & (
-  { md5: string } | { iterations: number; salt: Uint8Array; storedKey: Uint8Array; serverKey: Uint8Array });
-
-/** A login the relay ran: the pool entry, the client's application_name, its BackendKeyData (pid: the relay's id). */
-export interface NativeLoginOk {
-  entry: number;
-  applicationName: string;
-  /** The startup packet named client_encoding (with the pool's own value). */
-  clientEncoding: boolean;
-  cancelPid: number;
-  cancelSecret: Buffer;
-  /** Its session parameters' kind: the relay's application_name id << 1 | clientEncoding (lent servers suit one kind). */
-  kind: number;
-  /** The relay ran it relay-only on a lent server (native/relay-lend.cc): its kLent follows, and it is adopted already. */
-  lent: boolean;
-}
-
-/** Where the clients of one listener go (NativeRelay.listen). */
-export interface NativeAcceptor {
-  /** A client whose login JavaScript runs (`login` null), or one the relay logged in itself. */
-  accept(socket: NativeTlsSocket, login: NativeLoginOk | null): void;
-  /** The relay refused a login it ran (the FATAL error is sent, the connection closed). */
-  loginFailed(address: string, port: number, entry: number, sqlstate: string, message: string): void;
-  /** A client left during a login the relay ran. */
-  loginGone(): void;
-}
-
-/** kLoginFailed's SQLSTATE index (relay-auth.cc). */
-const LOGIN_SQLSTATES = ['28P01', '08P01', '28000'];
-
-const enum RelayEvent {
-  NeedServer = 1,
-  Release = 2,
-  ClientClosed = 3,
-  ServerClosed = 4,
-  ServerReady = 5,
-  BadLength = 6,
-  ClientData = 7,
-  ServerData = 8,
-  ServerDiscarded = 9,
-  Pin = 10,
-  TlsReady = 11,
-  LoginData = 12,
-  Accepted = 13,
-  LoginOk = 14,
-  LoginFailed = 15,
-  LoginGone = 16,
-  Lent = 17,
-}
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
  * relay keeps a pair linked after its transaction instead of splitting it, so a client that comes back

@@ -40,8 +40,6 @@ export class ParamSession {
       this.host.release(s, true);
       return false;
     }
-    // Its values are read back below and may differ from any native login's: it is not lent (Pool.lendIdle).
-    s.lendKind = -1;
     const client = stays ? this.client : null;
     if (client) this.busy = true;
     readBack(s, changes, client, this.host.tracked(), (reusable, tell) => {

@@ -35,6 +35,26 @@ async function warm(user: string, app: string, p = env.tp): Promise<void> {
   }
 }
 
+/** A client of kind `app` logged in relay-only (its login took a lent server, JavaScript has not heard of it). */
+async function relayOnlyClient(user: string, app: string): Promise<pg.Client> {
+  await warm(user, app);
+  const c = client(user, { application_name: app });
+  await c.connect();
+  expect(relayOnly()).toBe(1);
+  return c;
+}
+
+/** Runs `body` with a connection to the admin console, closed after. */
+async function asAdmin(body: (admin: pg.Client) => Promise<void>): Promise<void> {
+  const admin = new pg.Client({ host: '127.0.0.1', port: env.tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+  await admin.connect();
+  try {
+    await body(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
 // The JavaScript relay project (TIDEPOOL_NATIVE_RELAY=0) has no relay-only logins: it checks that none happen.
 if (lending) describe('relay-only logins on lent servers', () => {
   it('connect, one query, leave: relay-only for md5 and SCRAM, counted as connections, logins and transactions', async () => {
@@ -58,9 +78,7 @@ if (lending) describe('relay-only logins on lent servers', () => {
   });
 
   it('SHOW CLIENTS reports a relay-only client, which then goes on as a session', async () => {
-    await warm('md5user', 'lent-show');
-    const c = client('md5user', { application_name: 'lent-show' });
-    await c.connect();
+    const c = await relayOnlyClient('md5user', 'lent-show');
     const pid = (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
     expect(relayOnly()).toBe(1);
     const local = (c as unknown as { connection: { stream: net.Socket } }).connection.stream.localPort;
@@ -74,10 +92,7 @@ if (lending) describe('relay-only logins on lent servers', () => {
   });
 
   it('a cancel reaches the query of a relay-only client', async () => {
-    await warm('md5user', 'lent-cancel');
-    const c = client('md5user', { application_name: 'lent-cancel' });
-    await c.connect();
-    expect(relayOnly()).toBe(1);
+    const c = await relayOnlyClient('md5user', 'lent-cancel');
     const slow = c.query('select pg_sleep(30)').then(() => 'finished', (e: { code?: string }) => e.code);
     await until('the sleep runs', async () => env.db.sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`).trim() === '1');
     const canceller = client('md5user');
@@ -88,9 +103,7 @@ if (lending) describe('relay-only logins on lent servers', () => {
   });
 
   it('its server dies between transactions: the client goes on with another', async () => {
-    await warm('scramuser', 'lent-death');
-    const c = client('scramuser', { application_name: 'lent-death' });
-    await c.connect();
+    const c = await relayOnlyClient('scramuser', 'lent-death');
     const pid = (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
     expect(relayOnly()).toBe(1);
     env.db.sql(`select pg_terminate_backend(${pid})`);
@@ -101,10 +114,7 @@ if (lending) describe('relay-only logins on lent servers', () => {
   });
 
   it('a statement that may change a parameter: the next client of that kind gets its own value back', async () => {
-    await warm('md5user', 'lent-set');
-    const c = client('md5user', { application_name: 'lent-set' });
-    await c.connect();
-    expect(relayOnly()).toBe(1);
+    const c = await relayOnlyClient('md5user', 'lent-set');
     await c.query(`set application_name = 'changed-by-client'`);
     await c.query(`set datestyle = 'SQL, DMY'`);
     await c.end();
@@ -144,18 +154,10 @@ if (lending) describe('relay-only logins on lent servers', () => {
   });
 
   it('RELOAD reports relay-only clients first; they go on, and later logins are relay-only again', async () => {
-    await warm('scramuser', 'lent-reload');
-    const c = client('scramuser', { application_name: 'lent-reload' });
-    await c.connect();
+    const c = await relayOnlyClient('scramuser', 'lent-reload');
     await c.query('select 1');
     expect(relayOnly()).toBe(1);
-    const admin = new pg.Client({ host: '127.0.0.1', port: env.tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
-    await admin.connect();
-    try {
-      await admin.query('RELOAD');
-    } finally {
-      await admin.end();
-    }
+    await asAdmin(async (admin) => { await admin.query('RELOAD'); });
     expect(relayOnly()).toBe(0);
     expect((await c.query('select 2 as two')).rows[0]).toEqual({ two: 2 });
     await c.end();
@@ -203,15 +205,11 @@ if (lending) describe('relay-only logins on lent servers', () => {
   });
 
   it('KILL and PAUSE see relay-only clients', async () => {
-    await warm('md5user', 'lent-kill');
-    const c = client('md5user', { application_name: 'lent-kill' });
+    const c = await relayOnlyClient('md5user', 'lent-kill');
     c.on('error', () => undefined);
-    await c.connect();
     await c.query('select 1');
     expect(relayOnly()).toBe(1);
-    const admin = new pg.Client({ host: '127.0.0.1', port: env.tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
-    await admin.connect();
-    try {
+    await asAdmin(async (admin) => {
       await admin.query('PAUSE app');
       expect(relayOnly()).toBe(0);
       await admin.query('RESUME app');
@@ -219,9 +217,7 @@ if (lending) describe('relay-only logins on lent servers', () => {
       const after = await c.query('select 1').then(() => 'answered', (e: Error) => e.message);
       expect(after).not.toBe('answered');
       await admin.query('RESUME app');
-    } finally {
-      await admin.end();
-    }
+    });
     await c.end().catch(() => undefined);
     // The pool serves again, relay-only or not.
     expect(await once('md5user', 'lent-kill')).toBeGreaterThan(0);
