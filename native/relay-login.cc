@@ -147,8 +147,11 @@ void CloseListener(Listener* l) {
   uv_close(reinterpret_cast<uv_handle_t*>(&l->poll), closed);
 }
 
-/** relayListen(fd, noDelay: boolean, keepAliveSecs: number) -> listener id: the relay accepts clients on a duplicate of
- *  the listening descriptor `fd` from now on (the caller closes its own); kAccepted names the listener. */
+/** relayListen(fd, noDelay: boolean, keepAliveSecs: number, deferAcceptSecs?: number) -> listener id: the relay accepts
+ *  clients on a duplicate of the listening descriptor `fd` from now on (the caller closes its own); kAccepted names the
+ *  listener. deferAcceptSecs > 0 sets TCP_DEFER_ACCEPT on the listening socket (PgBouncer's tcp_defer_accept): the
+ *  kernel wakes the relay for a client once its first bytes arrived (or after that many seconds), so the accept and
+ *  the read of the startup packet take one wake-up instead of two. */
 Napi::Value RelayListen(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = CurrentRelay(info);
@@ -169,6 +172,9 @@ Napi::Value RelayListen(const Napi::CallbackInfo& info) {
   l->noDelay = info[1].ToBoolean().Value();
   l->keepAliveSecs = info[2].ToNumber().Int32Value();
   SetSocketOptions(l, fd);
+  const int deferSecs = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().Int32Value() : 0;
+  // Only ever set, never cleared: the socket is new, and a failure (not Linux) leaves the ordinary accept.
+  if (deferSecs > 0) setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &deferSecs, sizeof deferSecs);
   uv_poll_init(r->loop_, &l->poll, fd);
   l->poll.data = l;
   uv_timer_init(r->loop_, &l->retry);

@@ -61,6 +61,7 @@ export const generalShape = {
   stats_period: t.duration(15_000, 'Period of avg_* values in SHOW STATS.'),
   query_stats_size: t.int(1000, 'Simple-protocol (Query message) fingerprints kept for /api/top/queries, literals replaced by ?; when full, a new one replaces the least counted. 0: not recorded. RELOAD applies a new size (the table starts afresh).', 0, 1_000_000),
   tcp_no_delay: t.bool(true, 'TCP_NODELAY on client and server sockets.'),
+  tcp_defer_accept: t.bool(true, 'TCP_DEFER_ACCEPT (45 s, as PgBouncer) on the listening socket when the native relay accepts clients (Linux): a client is accepted once its first bytes arrive. Needs a restart.'),
   auth_user: t.string('', 'User that runs auth_query for clients whose user is not listed in the pool; empty: auth_query off.'),
   auth_password: t.string('', 'Password of auth_user (plaintext or md5 secret, as PostgreSQL asks).'),
   auth_query: t.string('SELECT usename, passwd FROM pg_shadow WHERE usename=$1', 'Query returning (user name, secret) for $1; PgBouncer recommends a SECURITY DEFINER function.'),

@@ -30,6 +30,9 @@ import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-s
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
+/** TCP_DEFER_ACCEPT's time with tcp_defer_accept on: PgBouncer's fixed 45 s. */
+const DEFER_ACCEPT_SECS = 45;
+
 const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
   ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
   ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
@@ -121,7 +124,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   private nativeListener = 0;
 
   async listen(): Promise<void> {
-    const { host, port, tcp_no_delay } = this.config.general;
+    const { host, port, tcp_no_delay, tcp_defer_accept } = this.config.general;
     this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => acceptSocket(this, socket));
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
@@ -133,7 +136,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.server.on('error', (err) => this.log.error({ err: err.message }, 'listener error'));
     // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
     // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
-    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this)) ?? 0 : 0;
+    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
     if (listener > 0) {
       this.nativeListener = listener;
       this.nativePort = (this.server.address() as net.AddressInfo).port;

@@ -20,7 +20,7 @@ export interface RelayAddon extends TlsAddon {
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array, skipRelayOnly?: boolean): number;
   relayPollHandles(): number;
-  relayListen(fd: number, noDelay: boolean, keepAliveSecs: number): number;
+  relayListen(fd: number, noDelay: boolean, keepAliveSecs: number, deferAcceptSecs?: number): number;
   relayUnlisten(listener: number): void;
   relayPeer(id: number): string;
   relayAuthSet(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): boolean;

@@ -105,11 +105,12 @@ export class NativeRelay implements Relay {
   /** The relay accepts clients on the listening socket `server` from now on (relay-login.cc): each becomes a client in
    * login, given to `onAccept` as a NativeTlsSocket (plaintext until its login asks for TLS), and no Node socket is
    * made for it. The caller closes `server` afterwards (the relay keeps a duplicate of its descriptor). Returns the
-   * listener's id for unlisten, or 0 when the descriptor cannot be had. */
-  listen(server: net.Server, noDelay: boolean, keepAliveMs: number, acceptor: NativeAcceptor): number {
+   * listener's id for unlisten, or 0 when the descriptor cannot be had. `deferAcceptSecs` > 0: TCP_DEFER_ACCEPT on
+   * the listening socket (a client is accepted once its first bytes arrived). */
+  listen(server: net.Server, noDelay: boolean, keepAliveMs: number, acceptor: NativeAcceptor, deferAcceptSecs = 0): number {
     const fd = (server as net.Server & { _handle?: { fd?: number } | null })._handle?.fd;
     if (typeof fd !== 'number' || fd < 0) return 0;
-    const id = this.a.relayListen(fd, noDelay, Math.max(1, Math.round(keepAliveMs / 1000)));
+    const id = this.a.relayListen(fd, noDelay, Math.max(1, Math.round(keepAliveMs / 1000)), deferAcceptSecs);
     this.acceptors.set(id, acceptor);
     return id;
   }

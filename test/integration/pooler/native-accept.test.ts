@@ -108,6 +108,9 @@ describe('logins on connections the relay accepted', () => {
     const sockets = await Promise.all([0, 1, 2].map(() => new Promise<net.Socket>((resolve, reject) => {
       const s = net.connect(tp.port, '127.0.0.1', () => resolve(s)).once('error', reject);
     })));
+    // The first bytes of a startup packet: tcp_defer_accept (the default) keeps a client that has said nothing in the
+    // kernel, unaccepted.
+    for (const s of sockets) s.write(Buffer.from([0, 0, 0, 8]));
     try {
       // The pooler's side of each connection: its keepalive timer shows in ss's -o column.
       await until('three accepted sockets', async () => {

@@ -12,6 +12,7 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestPooler } from '../../helpers/pooler.js';
 import { type Message } from '../../helpers/raw-pg.js';
+import { writeStartupMessage } from '../../../src/protocol/writer.js';
 import {
   client, expectPath, loginClients, logins, nativeRelay, PASSWORDS, rawMd5Login, run, show, toml, until, useNativeLoginPooler,
 } from './native-login-harness.js';
@@ -121,5 +122,36 @@ describe('logins run by the native relay', () => {
       await o.end();
     });
     expect(other).toEqual({ native: 0, js: 2 });
+  });
+
+  it('tcp_defer_accept: a client that connects and says nothing is not accepted until its first bytes; off, it is at once', async () => {
+    const connect = async (port: number) => {
+      const s = net.connect(port, '127.0.0.1');
+      await new Promise<void>((resolve, reject) => s.once('connect', resolve).once('error', reject));
+      return s;
+    };
+    // The kernel keeps the connection until the startup packet arrives (only the native relay's accept sets the option:
+    // on the JavaScript relay net.Server accepts, and the silent client is in login at once).
+    const silent = await connect(env.tp.port);
+    try {
+      if (env.tp.pooler.acceptsNatively) {
+        await new Promise((r) => setTimeout(r, 300));
+        expect(await loginClients()).toBe(0);
+      }
+      silent.write(writeStartupMessage({ user: 'md5user', database: 'app' }));
+      await until('its login under way', async () => (await loginClients()) === 1);
+    } finally {
+      silent.destroy();
+    }
+    await until('nobody in login', async () => (await loginClients()) === 0);
+    const off = await startTestPooler(toml('tcp_defer_accept = false'));
+    try {
+      const s = await connect(off.port);
+      await until('the silent client accepted', async () => (await loginClients(off)) === 1);
+      s.destroy();
+      await until('nobody in login there', async () => (await loginClients(off)) === 0);
+    } finally {
+      await off.stop();
+    }
   });
 });
