@@ -2,12 +2,15 @@
 // store), the floor, an empty-range search (a search route's floor), newest-100 and range-fetch rows of bench/logstore.ts, requests interleaved (a fresh random order
 // of all targets every round).
 // Usage: node dist/bench/logstore-latency.js --a DIR --b DIR [--docs 200000] [--runs 1000] [--warmups 100] [--proxy] [--only TEXT] [--pg]
-//     [--client http|undici|both]
+//     [--client http|undici|both] [--stack-floor]
 //   --pg: PostgreSQL (jsonb + GIN + timestamp btree, the pg driver) as a third target, alternating too.
 //   --client: the HTTP client of the tidepool targets (default both, each build timed with each, all alternating):
 //     node's http.request with a keep-alive agent, and undici's Pool (one kept connection per build, as the pg
 //     driver keeps one connection). Each client gets its own table row.
 //   --only: just the rows whose name contains TEXT.
+//   --stack-floor: two more targets that do no search work (bench/stack-floor.ts), answering each row with build b's
+//     answer bytes: node:http alone ("bare HTTP"), and node:http asking a second process for the bytes over a
+//     grpc-js stream first ("bare HTTP + gRPC hop"), the least a search through a proxy can cost on this stack.
 //   BENCH_STORE_NODE_ARGS: node flags for build b's store and proxy processes (profiling).
 //   Below the table: each build's CPU per request (user + system, from /proc), per process, row by row, and this
 //   process's CPU per request of each target (the client's work: sending, receiving and decoding the answer).
@@ -23,6 +26,7 @@ import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/e
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
 import { logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
+import { startStackFloor, type StackFloor } from './stack-floor.js';
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -34,6 +38,7 @@ const WARMUPS = Number(flag('warmups') ?? 100);
 const PROXY = process.argv.includes('--proxy');
 /** PostgreSQL (jsonb, GIN and a btree on the timestamp, as bench/logstore.ts) as a third target in the same run. */
 const WITH_PG = process.argv.includes('--pg');
+const STACK_FLOOR = process.argv.includes('--stack-floor');
 const BUILDS = [flag('a'), flag('b')].map((d) => (d ? path.resolve(d) : undefined));
 if (!BUILDS[0] || !BUILDS[1]) throw new Error('usage: --a DIR --b DIR (two built tidepool checkouts)');
 /** BENCH_STORE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags of build b's store (and proxy) processes. */
@@ -91,6 +96,7 @@ async function main(): Promise<void> {
   const procs: Proc[] = [];
   let pgsrv: RunningPostgres | null = null;
   let client: pg.Client | null = null;
+  let floor: StackFloor | null = null;
   try {
     rmSync(WORK, { recursive: true, force: true });
     // Ingest once with build a, stop (the active fraction is sealed), then give each build its own copy.
@@ -164,14 +170,21 @@ async function main(): Promise<void> {
       '5 000-document range fetch': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`,
     };
     type Send = typeof request;
-    const rows: [string, (port: number, req: Send) => Promise<unknown>][] = [
-      ['floor: GET /', (port, req) => req(port, 'GET', '/', '').then((t) => JSON.parse(t))],
-      ['empty range: newest 100 of none', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: emptyFrom, to: emptyTo }, size: 100 })).then((t) => JSON.parse(t))],
-      ['newest 100 in the last hour', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })).then((t) => JSON.parse(t))],
-      ['5 000-document range fetch', (port, req) => req(port, 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })).then((t) => JSON.parse(t))],
+    /** name, method, path, body */
+    const rowRequests: [string, string, string, string][] = [
+      ['floor: GET /', 'GET', '/', ''],
+      ['empty range: newest 100 of none', 'POST', '/search', JSON.stringify({ query: { query: '*', from: emptyFrom, to: emptyTo }, size: 100 })],
+      ['newest 100 in the last hour', 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })],
+      ['5 000-document range fetch', 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })],
     ];
     const only = flag('only');
-    if (only) rows.splice(0, rows.length, ...rows.filter(([n]) => n.includes(only)));
+    if (only) rowRequests.splice(0, rowRequests.length, ...rowRequests.filter(([n]) => n.includes(only)));
+    const rows: [string, (port: number, req: Send) => Promise<unknown>][] = rowRequests.map(([name, method, p, body]) => [name, (port, req) => req(port, method, p, body).then((t) => JSON.parse(t))]);
+    if (STACK_FLOOR) {
+      floor = await startStackFloor();
+      measured.push(floor.pids.map((pid, i) => ({ role: i === 0 ? 'grpc-js server' : 'node:http', pid })));
+      for (const [ri, [, method, p, body]] of rowRequests.entries()) await floor.setAnswer(ri, Buffer.from(await requestUndici(ports[1]!, method, p, body)));
+    }
     // Both builds must answer the same.
     for (const [name, run] of rows) {
       for (const c of CLIENTS) {
@@ -184,11 +197,17 @@ async function main(): Promise<void> {
     const out = client
       ? [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`, '|---|---|---:|---:|---:|---:|---:|']
       : [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a |`, '|---|---|---:|---:|---:|'];
-    for (const [name, run] of rows) {
+    const floorOut = ['| Row | bare HTTP, ms | bare HTTP + gRPC hop, ms | the hop, ms | b (undici), ms | PostgreSQL, ms |', '|---|---:|---:|---:|---:|---:|'];
+    for (const [ri, [name, run]] of rows.entries()) {
       process.stderr.write(`timing ${name}\n`);
       // Every (client, build) pair is a target, then PostgreSQL: all alternate request by request.
       const targets: (() => Promise<unknown>)[] = CLIENTS.flatMap((c) => ports.map((p) => () => run(p, send(c))));
+      const pgAt = targets.length;
       if (client) targets.push(() => client!.query(pgSql[name]!));
+      const floorAt = targets.length;
+      const [, , , body] = rowRequests[ri]!;
+      if (floor) targets.push(() => requestUndici(floor!.port, 'POST', `/bare/${ri}`, body), () => requestUndici(floor!.port, 'POST', `/hop/${ri}`, body));
+      const label = (k: number) => (k === pgAt && client ? 'PostgreSQL' : k >= floorAt ? (k === floorAt ? 'bare HTTP' : 'bare hop') : `${CLIENTS[Math.floor(k / 2)]} ${k % 2 ? 'b' : 'a'}`);
       const xs: number[][] = targets.map(() => []);
       /** This process's CPU (us) while each target's requests were in flight: the client's side of the exchange. */
       const clientCpu = targets.map(() => 0);
@@ -217,21 +236,29 @@ async function main(): Promise<void> {
       }
       const meds = xs.map(median);
       // Each build's processes served RUNS requests of every client.
-      const cpu = measured.map((ps, b) => ps.map((x, j) => `${x.role} ${((1000 * (cpuSeconds(x.pid) - cpu0[b]![j]!)) / (RUNS * CLIENTS.length)).toFixed(3)}`).join(', '));
+      // Each build's processes served RUNS requests of every client; the stack floor's grpc-js server RUNS hops, its
+      // node:http process RUNS requests of each of its two targets.
+      const cpu = measured.map((ps, b) => ps.map((x, j) => `${x.role} ${((1000 * (cpuSeconds(x.pid) - cpu0[b]![j]!)) / (RUNS * (b < 2 ? CLIENTS.length : j === 0 ? 1 : 2))).toFixed(3)}`).join(', '));
       const clientMs = clientCpu.map((us) => (us / 1000 / RUNS).toFixed(3));
-      cpuNotes.push(`- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}; the client's (this process) per target: ${targets.map((_, k) => `${k === targets.length - 1 && WITH_PG ? 'PostgreSQL' : `${CLIENTS[Math.floor(k / 2)]} ${k % 2 ? 'b' : 'a'}`} ${clientMs[k]}`).join(', ')}`);
-      const c = client ? meds[meds.length - 1] : undefined;
+      cpuNotes.push(`- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}${floor ? `; the stack floor (grpc-js server per hop, node:http per request): ${cpu[2]}` : ''}; the client's (this process) per target: ${targets.map((_, k) => `${label(k)} ${clientMs[k]}`).join(', ')}`);
+      const c = client ? meds[pgAt] : undefined;
+      if (floor) {
+        const bUndici = meds[CLIENTS.indexOf('undici') * 2 + 1];
+        floorOut.push(`| ${name} | ${meds[floorAt]!.toFixed(3)} | ${meds[floorAt + 1]!.toFixed(3)} | ${(meds[floorAt + 1]! - meds[floorAt]!).toFixed(3)} | ${bUndici !== undefined && CLIENTS.includes('undici') ? bUndici.toFixed(3) : '-'} | ${c !== undefined ? c.toFixed(3) : '-'} |`);
+      }
       for (const [ci, cname] of CLIENTS.entries()) {
         const a = meds[ci * 2]!;
         const b = meds[ci * 2 + 1]!;
         out.push(`| ${name} | ${cname} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
       }
     }
+    if (floor) out.push('', `Stack floor (${PROXY ? 'beside a proxy + 1 store' : 'beside single mode'}): the same answers from processes that do no search work.`, '', ...floorOut);
     out.push('', ...cpuNotes, '', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     await client?.end();
     await pgsrv?.stop();
+    await floor?.stop();
     for (const p of procs.reverse()) await stop(p);
     agent.destroy();
     for (const p of pools.values()) await p.close();
