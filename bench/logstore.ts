@@ -1,7 +1,10 @@
 // Log-store benchmark: http_logs-shaped documents into tidepool (HTTP bulk, concurrent senders) and into
 // PostgreSQL (jsonb + GIN, COPY), then the same searches on both; medians to bench/results/logstore.md.
 // The same ingest and searches run on a cluster too: a proxy over one store, and a proxy over two shards.
-// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 11] [--warmups 2] [--no-pg] [--no-cluster] [--out file.md]
+// Usage: node dist/bench/logstore.js [--docs 1000000] [--senders 4] [--shards 2] [--runs 21] [--quick-runs 501] [--warmups 2] [--no-pg] [--no-cluster] [--out file.md]
+//   Searches: undici with one kept connection per tidepool target (as the pg driver keeps one), every round a fresh
+//   seeded random order of all targets; a row whose warm-ups took under 5 ms on every target gets --quick-runs rounds
+//   (a median of 21 sub-millisecond requests on a shared 2-CPU machine moves by 10% from run to run).
 //   [--ids] (every action carries a client _id, as Fluent Bit's Generate_ID sends) [--ingest-only] (single mode:
 //   print the ingest figures as one JSON line and stop) [--tidepool DIR] (run the log store of another checkout, built)
 //   [--frac-size BYTES] (storage.frac_size of the stores; default: the store's own default)
@@ -13,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { Pool } from 'undici';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
 import { encodePostings, postingsTs } from '../src/native/postings.js';
@@ -32,6 +36,9 @@ const DOCS = arg('docs', 1_000_000);
 const SENDERS = arg('senders', 4);
 const SHARDS = arg('shards', 2);
 const RUNS = arg('runs', 21);
+/** Rounds of a row whose every target took under QUICK_MS in the warm-ups. */
+const QUICK_RUNS = arg('quick-runs', 501);
+const QUICK_MS = 5;
 /** Untimed runs of every search on each target first, alternating (JIT and caches warm on both systems). */
 const WARMUPS = arg('warmups', 2);
 const WITH_PG = !process.argv.includes('--no-pg');
@@ -95,6 +102,17 @@ function request(port: number, method: string, p: string, body: Buffer | string)
     req.on('error', reject);
     req.end(body);
   });
+}
+
+const searchPools = new Map<number, Pool>();
+
+/** A search or a GET through undici: one kept connection per port, as the pg driver keeps one (the ingest senders use
+ * `request`). */
+async function searchRequest(port: number, method: 'GET' | 'POST', p: string, body: string): Promise<{ status: number; text: string }> {
+  let pool = searchPools.get(port);
+  if (!pool) searchPools.set(port, (pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, pipelining: 1 })));
+  const res = await pool.request({ method, path: p, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+  return { status: res.statusCode, text: await res.body.text() };
 }
 
 interface Proc { child: ChildProcess; port: number; grpc: string }
@@ -211,18 +229,33 @@ function postingKernels(): { name: string; native: number; ts: number }[] {
   return kernels.map(([name, fn]) => ({ name, native: time(() => fn(nativePostings)), ts: time(() => fn(postingsTs)) }));
 }
 
-/** Medians of each target, run in turn run by run (after WARMUPS warm-ups each) so that all meet the same load. */
-async function timeAll(targets: (() => Promise<unknown>)[]): Promise<number[]> {
-  for (let i = 0; i < WARMUPS; i++) for (const t of targets) await t();
-  const xs = targets.map(() => [] as number[]);
-  for (let i = 0; i < RUNS; i++) {
-    for (let k = 0; k < targets.length; k++) {
-      const t = process.hrtime.bigint();
-      await targets[k]!();
-      xs[k]!.push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
+const roundOrder = mulberry32(7);
+
+/** Every target once, in a fresh random order (so each follows every other, and itself, equally often); per target, ms. */
+async function round(targets: (() => Promise<unknown>)[]): Promise<number[]> {
+  const order = targets.map((_, k) => k);
+  for (let j = order.length - 1; j > 0; j--) {
+    const r = Math.floor(roundOrder() * (j + 1));
+    [order[j], order[r]] = [order[r]!, order[j]!];
   }
-  return xs.map(median);
+  const ms = targets.map(() => 0);
+  for (const k of order) {
+    const t = process.hrtime.bigint();
+    await targets[k]!();
+    ms[k] = Number(process.hrtime.bigint() - t) / 1e6;
+  }
+  return ms;
+}
+
+/** Medians of each target over RUNS rounds (QUICK_RUNS when every target's warm-ups took under QUICK_MS), after WARMUPS
+ * warm-up rounds, so that all meet the same load. Also the number of rounds timed. */
+async function timeAll(targets: (() => Promise<unknown>)[]): Promise<{ ms: number[]; runs: number }> {
+  const warm = targets.map(() => [] as number[]);
+  for (let i = 0; i < WARMUPS; i++) (await round(targets)).forEach((m, k) => warm[k]!.push(m));
+  const runs = WARMUPS > 0 && warm.every((w) => median(w) < QUICK_MS) ? Math.max(RUNS, QUICK_RUNS) : RUNS;
+  const xs = targets.map(() => [] as number[]);
+  for (let i = 0; i < runs; i++) (await round(targets)).forEach((m, k) => xs[k]!.push(m));
+  return { ms: xs.map(median), runs };
 }
 
 interface SearchCase { name: string; store: (port: number) => Promise<unknown>; pg: string[] }
@@ -300,7 +333,7 @@ async function main(): Promise<void> {
   const sealedCpu = cpuToExit - cpuBefore;
   // Like the pg driver, which parses every jsonb row it receives, the client decodes the whole response.
   const post = async (port: number, p: string, body: unknown, check?: (j: Record<string, unknown>) => void) => {
-    const res = await request(port, 'POST', p, JSON.stringify(body));
+    const res = await searchRequest(port, 'POST', p, JSON.stringify(body));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${res.text.slice(0, 300)}`);
     const j = JSON.parse(res.text) as Record<string, unknown>;
     if (check) check(j);
@@ -313,7 +346,7 @@ async function main(): Promise<void> {
   const cases: SearchCase[] = [
     {
       name: 'floor: a trivial request (tidepool GET /, PostgreSQL SELECT 1)',
-      store: async (port) => JSON.parse((await request(port, 'GET', '/', '')).text) as unknown,
+      store: async (port) => JSON.parse((await searchRequest(port, 'GET', '/', '')).text) as unknown,
       pg: ['SELECT 1'],
     },
     {
@@ -362,6 +395,8 @@ async function main(): Promise<void> {
   /** Per case, per topology (single first). */
   const topoMs: number[][] = [];
   let loadAtSearch = os.loadavg();
+  /** Rounds timed per case. */
+  const rowRuns: number[] = [];
   let pgsrv: RunningPostgres | null = null;
   let client: pg.Client | null = null;
   try {
@@ -388,7 +423,8 @@ async function main(): Promise<void> {
     for (const c of cases) {
       process.stderr.write(`searching: ${c.name}\n`);
       const pgRun = client ? async () => { for (const q of c.pg) await client!.query(q); } : null;
-      const got = await timeAll([...topologies.map((t) => () => c.store(t.port)), ...(pgRun ? [pgRun] : [])]);
+      const { ms: got, runs } = await timeAll([...topologies.map((t) => () => c.store(t.port)), ...(pgRun ? [pgRun] : [])]);
+      rowRuns.push(runs);
       storeMs.push(got[0]!);
       topoMs.push(got.slice(0, topologies.length));
       ms.push(pgRun ? got[got.length - 1]! : NaN);
@@ -397,6 +433,7 @@ async function main(): Promise<void> {
   } finally {
     await client?.end();
     await pgsrv?.stop();
+    for (const p of searchPools.values()) await p.close();
     for (const t of topologies) await t.stop();
   }
 
@@ -409,8 +446,8 @@ async function main(): Promise<void> {
     `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
     `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
     `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
-    `Latencies are medians of ${RUNS} runs after ${WARMUPS} warm-ups, the two systems alternating run by run, measured from the client until the whole response is received and decoded ` +
-    `(HTTP and JSON.parse of the body for tidepool; the pg driver, which parses each jsonb row, for PostgreSQL); the floor row is the round trip of a trivial request on each. ` +
+    `Latencies are medians of ${RUNS} runs (${Math.max(RUNS, QUICK_RUNS)} for the rows under ${QUICK_MS} ms: ${cases.filter((_, i) => rowRuns[i]! > RUNS).map((c) => `"${c.name}"`).join(', ') || 'none'}) after ${WARMUPS} warm-ups, every target once a round in a fresh random order, measured from the client until the whole response is received and decoded ` +
+    `(undici with one kept connection and JSON.parse of the body for tidepool; the pg driver, one kept connection, which parses each jsonb row, for PostgreSQL); the floor row is the round trip of a trivial request on each. ` +
     `Load average (1, 5, 15 min) at the start: ${loadAtStart.map((x) => x.toFixed(1)).join(', ')}, before the tidepool searches: ${loadAtSearch.map((x) => x.toFixed(1)).join(', ')} ` +
     `(the 2-CPU machine is shared with other work, so absolute numbers move with its load).`, '');
   lines.push('| Measure | tidepool | PostgreSQL jsonb + GIN | Target | Met |', '|---|---:|---:|---|---|');
@@ -430,7 +467,7 @@ async function main(): Promise<void> {
   if (topologies.length > 1) {
     lines.push('', `Cluster: the same ${DOCS.toLocaleString('en-US')} documents and searches through a proxy (HTTP in, gRPC to the stores) over one store ` +
       `(${SHARDS} local shards, as single mode) and over two stores of one shard each (hot_replicas 1), all processes on this machine; ` +
-      'the searches of all topologies and PostgreSQL alternate run by run. CPU is every process of the topology (proxy included).', '');
+      'the searches of all topologies and PostgreSQL run once a round each, in a fresh random order. CPU is every process of the topology (proxy included).', '');
     lines.push(`| Measure | ${topologies.map((t) => t.name).join(' | ')} | PostgreSQL |`, `|---|${topologies.map(() => '---:|').join('')}---:|`);
     lines.push(`| Ingest, docs/s | ${ingest.map((x) => fmt(DOCS / x.sec, 0)).join(' | ')} | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) : '-'} |`);
     lines.push(`| Ingest CPU, CPU-s (docs per CPU-second) | ${ingest.map((x) => `${fmt(x.cpu, 1)} (${fmt(DOCS / x.cpu, 0)})`).join(' | ')} | |`);
@@ -445,7 +482,7 @@ async function main(): Promise<void> {
   lines.push('', `Posting-list kernels (${nativeLoaded ? 'native addon' : 'addon not built: both columns are the TypeScript twin'} vs TypeScript twin), medians of 7 runs:`, '');
   lines.push('| Kernel | native, ms | TypeScript, ms | Speed-up |', '|---|---:|---:|---:|');
   for (const k of kernels) lines.push(`| ${k.name} | ${fmt(k.native, 2)} | ${fmt(k.ts, 2)} | ${fmt(k.ts / k.native, 1)}x |`);
-  lines.push('', `Run: \`npm run bench:logstore -- --docs ${DOCS}\` (${new Date().toISOString().slice(0, 10)}).`, '');
+  lines.push('', `Run: \`npm run bench:logstore -- ${['--docs', String(DOCS), ...process.argv.slice(2).filter((a, i, all) => a !== '--docs' && all[i - 1] !== '--docs')].join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`, '');
   const out = lines.join('\n');
   const outIdx = process.argv.indexOf('--out');
   // --out FILE is written whole; the results file keeps its dated sections (results-file.ts).
