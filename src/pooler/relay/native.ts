@@ -55,7 +55,10 @@ export class NativeRelay implements Relay {
   /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */
   private readonly logins: NativeTlsLogins;
   private readonly servers = new IdTable<NativeServerEnd>();
-  private readonly events = new Int32Array(5 * 2048);
+  /** The shared event buffer: TIDEPOOL_RELAY_EVENTS events (default 2048; at least 3, the longest group of events that
+   * must reach JavaScript in one round), read once. What does not fit in one round waits in order in the relay
+   * (native/relay-events.cc); a small value makes tests go through that path. */
+  private readonly events = new Int32Array(5 * Math.min(65_536, Math.max(3, Math.floor(Number(process.env.TIDEPOOL_RELAY_EVENTS ?? 2048)) || 2048)));
   private readonly infoOut = new Float64Array(12);
   private readonly reclaimOut = new Int32Array(4096);
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
