@@ -63,6 +63,18 @@ Endpoint* Relay::Add(int fd, bool server) {
   return ep;
 }
 
+void Relay::Configure(Endpoint* c, const ClientOptions& o) {
+  c->maxMessage = o.maxMessage;
+  c->stats = o.stats;
+  c->statsRef = o.statsRef;
+  c->app = o.app;
+  c->appRef = o.appRef;
+  c->divert = o.divert;
+  c->pinMask = o.pinMask;
+  c->queryPool = o.queryPool;
+  c->xactStart = NowUs();
+}
+
 bool Relay::WantRead(Endpoint* ep) const {
   if (ep->dead && !ep->closing) return false;
   if (ep->stopped) return false;

@@ -89,22 +89,28 @@ struct LoginExchange;
 struct AuthTable;
 struct Endpoint;
 
+/** What JavaScript gives a relayed client of its pool: relayAddClient and relayAdopt for one client, relayLend for the
+ *  relay-only clients that take the lent server. Whoever holds it owns the two references (they keep the arrays alive). */
+struct ClientOptions {
+  uint32_t maxMessage = 0;
+  double* stats = nullptr;
+  napi_ref statsRef = nullptr;
+  double* app = nullptr;  // Float64Array(8), or null
+  napi_ref appRef = nullptr;
+  bool divert = false;
+  uint32_t pinMask = 0;
+  int32_t queryPool = 0;
+};
+
 /** An idle server JavaScript lent the relay (relayLend): a native login of its pool whose session parameters match
- *  (`kind`: the relay's application_name id << 1 | client_encoding named) takes it parked, with these client options,
- *  and JavaScript hears of that client only when something needs it (Relay::Materialize). */
+ *  (`kind`: the relay's application_name id << 1 | client_encoding named) takes it parked, with the pool's client
+ *  options, and JavaScript hears of that client only when something needs it (Relay::Materialize). */
 struct LendInfo {
   // The pooler that lent it (its slots: AuthTable::slots), whose pool `entry` is.
   const int32_t* owner = nullptr;
   int32_t entry = 0;
   int32_t kind = 0;
-  double* stats = nullptr;
-  napi_ref statsRef = nullptr;
-  double* app = nullptr;
-  napi_ref appRef = nullptr;
-  uint32_t pinMask = 0;
-  int32_t queryPool = 0;
-  bool divert = false;
-  uint32_t maxMessage = 0;
+  ClientOptions opts;
   // The relay-only client using it, or null while it waits in Relay::lendable_.
   Endpoint* client = nullptr;
 };
@@ -227,6 +233,8 @@ class Relay {
   Relay(napi_env env, uv_loop_t* loop);
   Endpoint* Find(int32_t id);
   Endpoint* Add(int fd, bool server);
+  /** A client of a pool from now on, with its options (the references in `o` become the client's). */
+  void Configure(Endpoint* c, const ClientOptions& o);
   void Emit(int32_t kind, int32_t a, int32_t b = 0, int32_t c = 0, int32_t d = 0);
   // Lending (relay-lend.cc).
   /** A native login that just succeeded takes a lent server of its pool and kind, parked: true when it did (its

@@ -43,7 +43,7 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
     Endpoint* e = lendable_[i];
     if (e->lend->owner != table->slots || e->lend->entry != entry || e->lend->kind != kind || e->dead || e->fd < 0 || e->peer) continue;
     // Not while its pool could not park (someone waits, PAUSE, RECONNECT...): JavaScript wants its servers back.
-    if (layout_.parkable >= 0 && e->lend->stats[layout_.parkable] != 1) continue;
+    if (layout_.parkable >= 0 && e->lend->opts.stats[layout_.parkable] != 1) continue;
     s = e;
     lendable_.erase(lendable_.begin() + static_cast<std::ptrdiff_t>(i));
     break;
@@ -51,21 +51,16 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
   if (!s) return false;
   LendInfo* l = s->lend;
   l->client = c;
-  // What relayAdopt does with the pool's options.
+  // What relayAdopt does, with the pool's options.
   c->login = false;
   if (c->exchange) {
     DeleteExchange(c->exchange);
     c->exchange = nullptr;
   }
-  c->maxMessage = l->maxMessage;
-  c->stats = l->stats;
-  c->statsRef = CopyRef(env_, l->statsRef);
-  c->app = l->app;
-  c->appRef = CopyRef(env_, l->appRef);
-  c->xactStart = NowUs();
-  c->divert = l->divert;
-  c->pinMask = l->pinMask;
-  c->queryPool = l->queryPool;
+  ClientOptions o = l->opts;
+  o.statsRef = CopyRef(env_, l->opts.statsRef);
+  o.appRef = CopyRef(env_, l->opts.appRef);
+  Configure(c, o);
   c->interceptIn.clear();
   c->dataQueued = false;
   // What relayLink does for a prelinked client: parked, as between transactions.
@@ -99,9 +94,10 @@ void Relay::Materialize(Endpoint* c, int32_t* out) {
   c->lentTable.reset();
   Endpoint* s = c->lentServer;
   c->lentServer = nullptr;
-  const int32_t server = s && s->lend && s->lend->client == c ? s->id : 0;
-  // The server is JavaScript's again, as its client's.
+  int32_t server = 0;
   if (s && s->lend && s->lend->client == c) {
+    // The server is JavaScript's again, as its client's.
+    server = s->id;
     s->lend->client = nullptr;
     DropLend(s);
   }
@@ -187,8 +183,8 @@ void Relay::DropLend(Endpoint* s) {
       break;
     }
   }
-  if (l->statsRef) napi_delete_reference(env_, l->statsRef);
-  if (l->appRef) napi_delete_reference(env_, l->appRef);
+  if (l->opts.statsRef) napi_delete_reference(env_, l->opts.statsRef);
+  if (l->opts.appRef) napi_delete_reference(env_, l->opts.appRef);
   delete l;
 }
 
@@ -238,18 +234,19 @@ Napi::Value RelayLend(const Napi::CallbackInfo& info) {
   l->owner = owner;
   l->entry = info[1].As<Napi::Number>().Int32Value();
   l->kind = info[2].As<Napi::Number>().Int32Value();
-  l->stats = stats;
-  napi_create_reference(env, info[3], 1, &l->statsRef);
+  relay::ClientOptions& o = l->opts;
+  o.stats = stats;
+  napi_create_reference(env, info[3], 1, &o.statsRef);
   double* app = nullptr;
   size_t nApp = 0;
   if (Typed(info[4], napi_float64_array, &app, &nApp) && nApp >= 8) {
-    l->app = app;
-    napi_create_reference(env, info[4], 1, &l->appRef);
+    o.app = app;
+    napi_create_reference(env, info[4], 1, &o.appRef);
   }
-  l->pinMask = info[5].As<Napi::Number>().Uint32Value();
-  l->queryPool = info[6].As<Napi::Number>().Int32Value();
-  l->divert = info[7].ToBoolean().Value();
-  l->maxMessage = static_cast<uint32_t>(info[8].As<Napi::Number>().Int64Value());
+  o.pinMask = info[5].As<Napi::Number>().Uint32Value();
+  o.queryPool = info[6].As<Napi::Number>().Int32Value();
+  o.divert = info[7].ToBoolean().Value();
+  o.maxMessage = static_cast<uint32_t>(info[8].As<Napi::Number>().Int64Value());
   s->lend = l;
   r->lendable_.push_back(s);
   return Napi::Boolean::New(env, true);
@@ -270,7 +267,7 @@ Napi::Value RelayUnlend(const Napi::CallbackInfo& info) {
   // The most recently lent first: with a short `out`, the one the pool would have given last.
   for (size_t i = r->lendable_.size(); i-- > 0 && n < a.nOut;) {
     Endpoint* s = r->lendable_[i];
-    if (!a.all && s->lend->stats != a.stats) continue;
+    if (!a.all && s->lend->opts.stats != a.stats) continue;
     a.out[n++] = s->id;
     r->DropLend(s);  // removes it from lendable_ (at i: the ones before it stay where they are)
   }

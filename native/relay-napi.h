@@ -34,10 +34,11 @@ void InitRelayLend(Napi::Env env, Napi::Object exports);
 /** Registers relayAuthSet, relayAppName, relayLoginError and relayLoginKey (relay-auth.cc). */
 void InitRelayAuth(Napi::Env env, Napi::Object exports);
 
-/** The relayed-client options relayAddClient and relayAdopt share, from info[1..6] (stats: Float64Array, maxMessage,
- *  initial?, divert?, app?: Float64Array(8), pinMask?): false (nothing changed) when stats or maxMessage is missing. */
-bool ReadClientOptions(const Napi::CallbackInfo& info, double** stats);
-void ApplyClientOptions(const Napi::CallbackInfo& info, relay::Endpoint* c, double* stats);
+/** The relayed-client options relayAddClient and relayAdopt share, from info[1..7] (stats: Float64Array, maxMessage,
+ *  initial?, divert?, app?: Float64Array(8), pinMask?, queryPool?): false when stats or maxMessage is missing. */
+bool ReadClientOptions(const Napi::CallbackInfo& info, relay::ClientOptions* o);
+/** Gives `c` the options read by ReadClientOptions, with references of its own to the arrays. */
+void ApplyClientOptions(const Napi::CallbackInfo& info, relay::Relay* r, relay::Endpoint* c, relay::ClientOptions o);
 
 /** A non-blocking, close-on-exec duplicate of the descriptor JavaScript passed, or -1. */
 int DupFd(const Napi::Value& v);

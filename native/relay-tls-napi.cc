@@ -234,8 +234,8 @@ Napi::Value RelayAdopt(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = CurrentRelay(info);
   if (!r) return env.Undefined();
-  double* stats = nullptr;
-  if (!info[0].IsNumber() || !ReadClientOptions(info, &stats)) {
+  relay::ClientOptions opts;
+  if (!info[0].IsNumber() || !ReadClientOptions(info, &opts)) {
     Napi::TypeError::New(env, "relayAdopt(id, Float64Array, maxMessage, initial?, divert?, app?, pinMask?)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -246,7 +246,7 @@ Napi::Value RelayAdopt(const Napi::CallbackInfo& info) {
     relay::DeleteExchange(c->exchange);
     c->exchange = nullptr;
   }
-  ApplyClientOptions(info, c, stats);
+  ApplyClientOptions(info, r, c, opts);
   std::string first;
   uint8_t* data = nullptr;
   size_t len = 0;

@@ -67,8 +67,8 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
   if (!r) return env.Undefined();
-  double* stats = nullptr;
-  if (!info[0].IsNumber() || !ReadClientOptions(info, &stats)) {
+  relay::ClientOptions opts;
+  if (!info[0].IsNumber() || !ReadClientOptions(info, &opts)) {
     Napi::TypeError::New(env, "relayAddClient(fd, Float64Array, maxMessage, initial?, divert?, app?, pinMask?)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
@@ -78,7 +78,7 @@ Napi::Value RelayAddClient(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   Endpoint* c = r->Add(fd, false);
-  ApplyClientOptions(info, c, stats);
+  ApplyClientOptions(info, r, c, opts);
   if (info.Length() > 3 && info[3].IsTypedArray()) {
     uint8_t* data = nullptr;
     size_t len = 0;
@@ -316,25 +316,22 @@ Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-bool ReadClientOptions(const Napi::CallbackInfo& info, double** stats) {
+bool ReadClientOptions(const Napi::CallbackInfo& info, relay::ClientOptions* o) {
   size_t n = 0;
-  return info.Length() >= 3 && Typed(info[1], napi_float64_array, stats, &n) && info[2].IsNumber();
+  if (info.Length() < 3 || !Typed(info[1], napi_float64_array, &o->stats, &n) || !info[2].IsNumber()) return false;
+  o->maxMessage = static_cast<uint32_t>(info[2].As<Napi::Number>().Int64Value());
+  o->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
+  size_t nApp = 0;
+  if (!(info.Length() > 5 && Typed(info[5], napi_float64_array, &o->app, &nApp) && nApp >= 8)) o->app = nullptr;
+  if (info.Length() > 6 && info[6].IsNumber()) o->pinMask = info[6].As<Napi::Number>().Uint32Value();
+  if (info.Length() > 7 && info[7].IsNumber()) o->queryPool = info[7].As<Napi::Number>().Int32Value();
+  return true;
 }
 
-void ApplyClientOptions(const Napi::CallbackInfo& info, Endpoint* c, double* stats) {
-  c->maxMessage = static_cast<uint32_t>(info[2].As<Napi::Number>().Int64Value());
-  c->stats = stats;
-  napi_create_reference(info.Env(), info[1], 1, &c->statsRef);
-  double* app = nullptr;
-  size_t nApp = 0;
-  if (info.Length() > 5 && Typed(info[5], napi_float64_array, &app, &nApp) && nApp >= 8) {
-    c->app = app;
-    napi_create_reference(info.Env(), info[5], 1, &c->appRef);
-  }
-  c->xactStart = NowUs();
-  c->divert = info.Length() > 4 && info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
-  if (info.Length() > 6 && info[6].IsNumber()) c->pinMask = info[6].As<Napi::Number>().Uint32Value();
-  if (info.Length() > 7 && info[7].IsNumber()) c->queryPool = info[7].As<Napi::Number>().Int32Value();
+void ApplyClientOptions(const Napi::CallbackInfo& info, Relay* r, Endpoint* c, relay::ClientOptions o) {
+  napi_create_reference(info.Env(), info[1], 1, &o.statsRef);
+  if (o.app) napi_create_reference(info.Env(), info[5], 1, &o.appRef);
+  r->Configure(c, o);
 }
 
 int DupFd(const Napi::Value& v) {

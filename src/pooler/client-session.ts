@@ -33,26 +33,24 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   /** Transaction mode with prepared_statements: this client's statement names and pipeline (prepared/). */
   private rewriter: StatementRewriter | null = null;
 
-  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
-   * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
   /** A native login's kind (NativeLoginOk.kind: the servers it leaves clean may be lent to logins like it), else -1. */
   private nativeKind = -1;
   /** A relay-only login reported with its lent server (NativeLoginOk.lent): kLent follows, instead of a prelink. */
   private lentLogin = false;
 
+  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
+   * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
   constructor(accepted: net.Socket | NativeTlsSocket, core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
     super(accepted, core, native?.login);
-    if (native) {
-      this.nativeKind = native.login.kind;
-      this.lentLogin = native.login.lent;
-      this.nativeLoggedIn(native.pool, native.login);
-    }
+    if (native) this.nativeLoggedIn(native.pool, native.login);
   }
 
   /** The relay checked the password and sent the greeting (a transaction-mode pool, no startup parameter but user,
    * database, application_name and the pool's client_encoding): what loginOk and greetLogin would have set, then the relay takes the client. */
   private nativeLoggedIn(pool: Pool, login: NativeLoginOk): void {
     const applicationName = login.applicationName;
+    this.nativeKind = login.kind;
+    this.lentLogin = login.lent;
     this.state = 'idle';
     this.user = pool.settings.user;
     this.database = pool.settings.database;
@@ -210,13 +208,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     return this.end ? this.end.kind : null;
   }
 
-  private counts(): RelayCounts | null {
-    return this.end ? this.end.counts() : null;
-  }
-
   /** The relay's numbers for this client; null before the handoff, for admin sessions and once closed. */
   relayCounts(): RelayCounts | null {
-    return this.counts();
+    return this.end ? this.end.counts() : null;
   }
 
   /** Why this client waits for a server (SHOW CLIENTS `wait_reason`), or '' when it is not waiting. */
@@ -396,7 +390,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   /** True when the client holds no server mid-transaction (graceful shutdown waits for this). */
   get quiescent(): boolean {
     if (this.server === null) return true;
-    const c = this.counts();
+    const c = this.relayCounts();
     const s = this.server.end.counts();
     return !c || !s || (c.syncs === 0 && s.txStatus === TxStatus.Idle);
   }
