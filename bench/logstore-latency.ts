@@ -21,11 +21,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { Pool } from 'undici';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
-import { logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
+import { closeKept, keptRequest, logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
 import { startStackFloor, type StackFloor } from './stack-floor.js';
 
 function flag(name: string): string | undefined {
@@ -60,15 +59,10 @@ function request(port: number, method: string, p: string, body: string): Promise
   });
 }
 
-const pools = new Map<number, Pool>();
-
 /** The same exchange through undici: one kept-alive connection per port, the body read whole as text. */
 async function requestUndici(port: number, method: string, p: string, body: string): Promise<string> {
-  let pool = pools.get(port);
-  if (!pool) pools.set(port, (pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, pipelining: 1 })));
-  const res = await pool.request({ method: method as 'GET' | 'POST', path: p, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
-  const text = await res.body.text();
-  if (res.statusCode !== 200) throw new Error(`${p}: ${res.statusCode} ${text.slice(0, 200)}`);
+  const { status, text } = await keptRequest(port, method, p, body);
+  if (status !== 200) throw new Error(`${p}: ${status} ${text.slice(0, 200)}`);
   return text;
 }
 
@@ -261,7 +255,7 @@ async function main(): Promise<void> {
     await floor?.stop();
     for (const p of procs.reverse()) await stop(p);
     agent.destroy();
-    for (const p of pools.values()) await p.close();
+    await closeKept();
     rmSync(WORK, { recursive: true, force: true });
   }
 }

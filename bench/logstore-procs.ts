@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Pool } from 'undici';
 
 export interface LogstoreProc { child: ChildProcess; port: number; grpc: string }
 
@@ -42,4 +43,20 @@ export async function stopLogstore(p: LogstoreProc): Promise<void> {
   const done = new Promise((r) => p.child.once('exit', r));
   p.child.kill('SIGTERM');
   await done;
+}
+
+const kept = new Map<number, Pool>();
+
+/** A request through undici with one kept connection per port (as the pg driver keeps one), the body read whole as text. */
+export async function keptRequest(port: number, method: string, p: string, body: string): Promise<{ status: number; text: string }> {
+  let pool = kept.get(port);
+  if (!pool) kept.set(port, (pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, pipelining: 1 })));
+  const res = await pool.request({ method: method as 'GET' | 'POST', path: p, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+/** Closes keptRequest's connections. */
+export async function closeKept(): Promise<void> {
+  for (const pool of kept.values()) await pool.close();
+  kept.clear();
 }

@@ -16,12 +16,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { Pool } from 'undici';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { nativeLoaded, postings as nativePostings } from '../src/native/index.js';
 import { encodePostings, postingsTs } from '../src/native/postings.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
+import { closeKept, keptRequest } from './logstore-procs.js';
 import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -102,17 +102,6 @@ function request(port: number, method: string, p: string, body: Buffer | string)
     req.on('error', reject);
     req.end(body);
   });
-}
-
-const searchPools = new Map<number, Pool>();
-
-/** A search or a GET through undici: one kept connection per port, as the pg driver keeps one (the ingest senders use
- * `request`). */
-async function searchRequest(port: number, method: 'GET' | 'POST', p: string, body: string): Promise<{ status: number; text: string }> {
-  let pool = searchPools.get(port);
-  if (!pool) searchPools.set(port, (pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, pipelining: 1 })));
-  const res = await pool.request({ method, path: p, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
-  return { status: res.statusCode, text: await res.body.text() };
 }
 
 interface Proc { child: ChildProcess; port: number; grpc: string }
@@ -333,7 +322,7 @@ async function main(): Promise<void> {
   const sealedCpu = cpuToExit - cpuBefore;
   // Like the pg driver, which parses every jsonb row it receives, the client decodes the whole response.
   const post = async (port: number, p: string, body: unknown, check?: (j: Record<string, unknown>) => void) => {
-    const res = await searchRequest(port, 'POST', p, JSON.stringify(body));
+    const res = await keptRequest(port, 'POST', p, JSON.stringify(body));
     if (res.status !== 200) throw new Error(`${p}: ${res.status} ${res.text.slice(0, 300)}`);
     const j = JSON.parse(res.text) as Record<string, unknown>;
     if (check) check(j);
@@ -346,7 +335,7 @@ async function main(): Promise<void> {
   const cases: SearchCase[] = [
     {
       name: 'floor: a trivial request (tidepool GET /, PostgreSQL SELECT 1)',
-      store: async (port) => JSON.parse((await searchRequest(port, 'GET', '/', '')).text) as unknown,
+      store: async (port) => JSON.parse((await keptRequest(port, 'GET', '/', '')).text) as unknown,
       pg: ['SELECT 1'],
     },
     {
@@ -433,7 +422,7 @@ async function main(): Promise<void> {
   } finally {
     await client?.end();
     await pgsrv?.stop();
-    for (const p of searchPools.values()) await p.close();
+    await closeKept();
     for (const t of topologies) await t.stop();
   }
 
