@@ -83,6 +83,10 @@ struct StatsLayout {
 enum Totals { kXact = 0, kQueries = 1, kRecv = 2, kSent = 3, kXactTime = 4, kQueryTime = 5, kWait = 6, kErrors = 7 };
 
 
+/** The most events EmitGroup sends side by side (a relay-only login reported: kAccepted, kLoginOk, kLent); the shared
+ *  buffer holds at least that many (relayInit). */
+constexpr size_t kLongestEventGroup = 3;
+
 class Relay;
 struct Listener;
 struct LoginExchange;
@@ -286,7 +290,7 @@ class Relay {
   bool NativeLoginGone(Endpoint* ep);
   /** kAccepted and a second event, never split between two batches. */
   void EmitPair(const int32_t first[5], const int32_t second[5]);
-  /** `n` events (5 ints each) that go to JavaScript side by side. */
+  /** `n` events (5 ints each, n <= kLongestEventGroup) that go to JavaScript side by side. */
   void EmitGroup(const int32_t* events, size_t n);
   void OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total);
   void ObserveHist(double* s, int off, double us);

@@ -59,9 +59,6 @@ void Relay::Flush() {
     // A native login's kAccepted stays with the events after it (EmitPair, EmitGroup: kLoginOk or kLoginFailed, kLent).
     while (take < deferred_.size() && take >= 5 && (deferred_[take] == kLoginOk || deferred_[take] == kLoginFailed || deferred_[take] == kLent) &&
            deferred_[take + 1] == deferred_[take - 4]) take -= 5;
-    // A group longer than the whole buffer (a buffer of fewer than three events, which JavaScript does not make) goes
-    // in pieces rather than never.
-    if (take == 0) take = deferred_.size() < eventCap_ ? deferred_.size() : eventCap_ - eventCap_ % 5;
     if (take) {
       std::memcpy(events_, deferred_.data(), take * sizeof(int32_t));
       deferred_.erase(deferred_.begin(), deferred_.begin() + take);

@@ -101,7 +101,7 @@ void Relay::Materialize(Endpoint* c, int32_t* out) {
     s->lend->client = nullptr;
     DropLend(s);
   }
-  int32_t group[15];
+  int32_t group[5 * kLongestEventGroup];
   std::memcpy(group, c->held, 10 * sizeof(int32_t));
   group[10] = kLent;
   group[11] = c->id;
@@ -109,7 +109,7 @@ void Relay::Materialize(Endpoint* c, int32_t* out) {
   group[13] = 0;
   group[14] = 0;
   if (out) std::memcpy(out, group, sizeof group);
-  else EmitGroup(group, 3);
+  else EmitGroup(group, kLongestEventGroup);
 }
 
 void Relay::MaterializeFor(int32_t kind, int32_t a, int32_t b) {

@@ -41,6 +41,12 @@ Napi::Value RelayInit(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(env, "relayInit(onEvents, Int32Array, Int32Array(5), Float64Array)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  // A login's group of events (kAccepted, kLoginOk, kLent) reaches JavaScript in one round (relay-events.cc): the
+  // buffer must hold the longest group, or the flush could never hand it over.
+  if (nEvents < 5 * relay::kLongestEventGroup) {
+    Napi::RangeError::New(env, "relayInit: the events buffer must hold at least 3 events (15 Int32 slots)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   auto* r = new Relay(env, loop);
