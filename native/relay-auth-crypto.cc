@@ -1,8 +1,10 @@
 // The login digests and encodings of relay-auth-crypto.h: base64, HMAC-SHA-256, SHA-256, md5 over OpenSSL's EVP.
 #include "relay-auth-crypto.h"
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include <cstring>
@@ -86,20 +88,78 @@ bool Unbase64(const std::string& s, std::string* out) {
   return true;
 }
 
+namespace {
+
+/** SHA-256, MD5 and HMAC-SHA-256 fetched once per thread. OpenSSL 3 looks an algorithm up by name (under locks, in
+ *  hash tables) at every call of HMAC() and of EVP_Digest with EVP_sha256()/EVP_md5(), and made a new context for
+ *  each: under pgbench -C those lookups were a tenth of the relay's own CPU a login. A null member (the algorithm
+ *  not available from the default provider) falls back to those calls. */
+struct Digests {
+  EVP_MD* sha256 = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
+  EVP_MD* md5 = EVP_MD_fetch(nullptr, "MD5", nullptr);
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  /** HMAC with its digest set; each use gives it the key (EVP_MAC_init starts afresh). */
+  EVP_MAC_CTX* hmac = nullptr;
+
+  Digests() {
+    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (!mac) return;
+    hmac = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);
+    char digest[] = "SHA2-256";
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
+    if (hmac && EVP_MAC_CTX_set_params(hmac, params) != 1) {
+      EVP_MAC_CTX_free(hmac);
+      hmac = nullptr;
+    }
+  }
+  ~Digests() {
+    EVP_MAC_CTX_free(hmac);
+    EVP_MD_CTX_free(md);
+    EVP_MD_free(md5);
+    EVP_MD_free(sha256);
+  }
+  Digests(const Digests&) = delete;
+  Digests& operator=(const Digests&) = delete;
+};
+
+Digests& ThreadDigests() {
+  thread_local Digests d;
+  return d;
+}
+
+/** One digest of `data` with a fetched `md` on the thread's context; false to fall back. */
+bool Digest(EVP_MD* md, const void* data, size_t n, uint8_t* out) {
+  EVP_MD_CTX* ctx = ThreadDigests().md;
+  return md && ctx && EVP_DigestInit_ex2(ctx, md, nullptr) == 1 && EVP_DigestUpdate(ctx, data, n) == 1 &&
+         EVP_DigestFinal_ex(ctx, out, nullptr) == 1;
+}
+
+}  // namespace
+
 void Hmac(const uint8_t key[32], const std::string& data, uint8_t out[32]) {
-  unsigned int len = 32;
-  HMAC(EVP_sha256(), key, 32, reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+  EVP_MAC_CTX* ctx = ThreadDigests().hmac;
+  size_t len = 0;
+  if (ctx && EVP_MAC_init(ctx, key, 32, nullptr) == 1 && EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1 &&
+      EVP_MAC_final(ctx, out, &len, 32) == 1 && len == 32) {
+    return;
+  }
+  unsigned int n = 32;
+  HMAC(EVP_sha256(), key, 32, reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &n);
 }
 
 void Sha256(const uint8_t* data, size_t n, uint8_t out[32]) {
+  if (Digest(ThreadDigests().sha256, data, n, out)) return;
   unsigned int len = 32;
   EVP_Digest(data, n, out, &len, EVP_sha256(), nullptr);
 }
 
 std::string Md5Hex(const std::string& data) {
   uint8_t d[16];
-  unsigned int len = 16;
-  EVP_Digest(data.data(), data.size(), d, &len, EVP_md5(), nullptr);
+  if (!Digest(ThreadDigests().md5, data.data(), data.size(), d)) {
+    unsigned int len = 16;
+    EVP_Digest(data.data(), data.size(), d, &len, EVP_md5(), nullptr);
+  }
   static const char hex[] = "0123456789abcdef";
   std::string out(32, '0');
   for (int i = 0; i < 16; i++) {
