@@ -2,6 +2,7 @@
 #include "relay-auth-crypto.h"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/params.h>
@@ -146,6 +147,31 @@ void Hmac(const uint8_t key[32], const std::string& data, uint8_t out[32]) {
   }
   unsigned int n = 32;
   HMAC(EVP_sha256(), key, 32, reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &n);
+}
+
+HmacKey::HmacKey(const uint8_t key[32]) {
+  std::memcpy(key_, key, 32);
+  EVP_MAC_CTX* unkeyed = ThreadDigests().hmac;
+  ctx_ = unkeyed ? EVP_MAC_CTX_dup(unkeyed) : nullptr;
+  if (ctx_ && EVP_MAC_init(ctx_, key_, 32, nullptr) != 1) {
+    EVP_MAC_CTX_free(ctx_);
+    ctx_ = nullptr;
+  }
+}
+
+HmacKey::~HmacKey() {
+  EVP_MAC_CTX_free(ctx_);
+  OPENSSL_cleanse(key_, sizeof key_);
+}
+
+void HmacKey::Sign(const std::string& data, uint8_t out[32]) const {
+  size_t len = 0;
+  // A null key restarts HMAC from the key it has (hmac_init: HMAC_Init_ex with no key).
+  if (ctx_ && EVP_MAC_init(ctx_, nullptr, 0, nullptr) == 1 && EVP_MAC_update(ctx_, reinterpret_cast<const unsigned char*>(data.data()), data.size()) == 1 &&
+      EVP_MAC_final(ctx_, out, &len, 32) == 1 && len == 32) {
+    return;
+  }
+  Hmac(key_, data, out);
 }
 
 void Sha256(const uint8_t* data, size_t n, uint8_t out[32]) {

@@ -318,14 +318,14 @@ void ScramFinal(Relay* r, Endpoint* ep, const uint8_t* body, size_t n) {
   const std::string authMessage = x->clientFirstBare + "," + x->serverFirst + "," + final.substr(0, cut);
   const AuthUser* u = x->user;
   uint8_t signature[32], clientKey[32], stored[32];
-  Hmac(u->storedKey, authMessage, signature);
+  u->storedHmac->Sign(authMessage, signature);
   for (int i = 0; i < 32; i++) clientKey[i] = static_cast<uint8_t>(proof[i]) ^ signature[i];
   Sha256(clientKey, 32, stored);
   if (!ConstantEqual(stored, u->storedKey, 32)) return Fail(r, ep, kInvalidPassword, "password authentication failed for user \"" + u->user + "\"");
   std::memcpy(x->clientKey, clientKey, 32);
   x->hasClientKey = true;
   uint8_t serverSignature[32];
-  Hmac(u->serverKey, authMessage, serverSignature);
+  u->serverHmac->Sign(authMessage, serverSignature);
   std::string reply;
   PutAuth(reply, 12, "v=" + Base64(serverSignature, 32));
   Succeed(r, ep, std::move(reply));

@@ -10,6 +10,8 @@
 
 #include <node_api.h>
 
+#include "relay-auth-crypto.h"
+
 namespace tidepool {
 namespace relay {
 
@@ -23,6 +25,8 @@ struct AuthUser {
   std::string saltB64;
   uint8_t storedKey[32];
   uint8_t serverKey[32];
+  // HMAC under each key, keyed once for all of this user's logins.
+  std::unique_ptr<HmacKey> storedHmac, serverHmac;
   std::string greeting;    // AuthenticationOk and the pool's ParameterStatus messages but application_name
   bool hasEncoding = false;
   std::string clientEncoding;  // the pool's reported client_encoding: a startup packet may name it, and no other value
