@@ -66,9 +66,9 @@ Endpoint* Relay::Add(int fd, bool server) {
 void Relay::Configure(Endpoint* c, const ClientOptions& o) {
   c->maxMessage = o.maxMessage;
   c->stats = o.stats;
-  c->statsRef = o.statsRef;
+  c->statsHold = o.statsHold;
   c->app = o.app;
-  c->appRef = o.appRef;
+  c->appHold = o.appHold;
   c->divert = o.divert;
   c->pinMask = o.pinMask;
   c->queryPool = o.queryPool;
@@ -303,9 +303,7 @@ void Relay::Bury() {
   for (Endpoint* e : graveyard_) {
     if (e->ssl) SSL_free(e->ssl);  // its BIOs with it
     if (e->exchange) DeleteExchange(e->exchange);
-    if (e->statsRef) napi_delete_reference(env_, e->statsRef);
-    if (e->appRef) napi_delete_reference(env_, e->appRef);
-    delete e;
+    delete e;  // its holds on the stats arrays with it
   }
   graveyard_.clear();
 }

@@ -93,14 +93,32 @@ struct LoginExchange;
 struct AuthTable;
 struct Endpoint;
 
+/** A reference that keeps a JavaScript array (a stats block) alive while native code writes to its memory. Shared:
+ *  a lent server's options and every relay-only client that takes the server hold the same one, and the reference
+ *  goes with its last holder (on the main thread: Relay::Bury, Relay::DropLend). */
+class ArrayRef {
+ public:
+  ArrayRef(napi_env env, napi_value array) : env_(env) { napi_create_reference(env, array, 1, &ref_); }
+  ~ArrayRef() {
+    if (ref_) napi_delete_reference(env_, ref_);
+  }
+  ArrayRef(const ArrayRef&) = delete;
+  ArrayRef& operator=(const ArrayRef&) = delete;
+
+ private:
+  napi_env env_;
+  napi_ref ref_ = nullptr;
+};
+using ArrayHold = std::shared_ptr<const ArrayRef>;
+
 /** What JavaScript gives a relayed client of its pool: relayAddClient and relayAdopt for one client, relayLend for the
- *  relay-only clients that take the lent server. Whoever holds it owns the two references (they keep the arrays alive). */
+ *  relay-only clients that take the lent server. The holds keep `stats` and `app` alive. */
 struct ClientOptions {
   uint32_t maxMessage = 0;
   double* stats = nullptr;
-  napi_ref statsRef = nullptr;
+  ArrayHold statsHold;
   double* app = nullptr;  // Float64Array(8), or null
-  napi_ref appRef = nullptr;
+  ArrayHold appHold;
   bool divert = false;
   uint32_t pinMask = 0;
   int32_t queryPool = 0;
@@ -155,10 +173,10 @@ struct Endpoint : Framing, TxCount {
   bool xactOpen = false;
   double xacts = 0, errors = 0, queries = 0;
   double* stats = nullptr;
-  napi_ref statsRef = nullptr;
+  ArrayHold statsHold;
   // The totals of the client's application_name (the first eight slots of a stats block), or null.
   double* app = nullptr;
-  napi_ref appRef = nullptr;
+  ArrayHold appHold;
   double xactTimeUs = 0;
   // Prepared statements (transaction mode): from the first message a rewriter must see (`divert`: Parse, Bind,
   // Describe, Close, or a Query that may be PREPARE, EXECUTE, DEALLOCATE or DISCARD), the client's bytes and its

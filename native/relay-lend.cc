@@ -19,22 +19,6 @@
 namespace tidepool {
 namespace relay {
 
-namespace {
-
-/** A new reference to what `from` refers to (a handle scope of its own: this may run outside any call from JavaScript). */
-napi_ref CopyRef(napi_env env, napi_ref from) {
-  if (!from) return nullptr;
-  napi_handle_scope scope;
-  napi_open_handle_scope(env, &scope);
-  napi_value v = nullptr;
-  napi_ref out = nullptr;
-  if (napi_get_reference_value(env, from, &v) == napi_ok && v) napi_create_reference(env, v, 1, &out);
-  napi_close_handle_scope(env, scope);
-  return out;
-}
-
-}  // namespace
-
 bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table) {
   if (lendable_.empty() || !table || !table->lending) return false;
   Endpoint* s = nullptr;
@@ -57,10 +41,7 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
     DeleteExchange(c->exchange);
     c->exchange = nullptr;
   }
-  ClientOptions o = l->opts;
-  o.statsRef = CopyRef(env_, l->opts.statsRef);
-  o.appRef = CopyRef(env_, l->opts.appRef);
-  Configure(c, o);
+  Configure(c, l->opts);  // the client shares the lent server's holds on the stats arrays
   c->interceptIn.clear();
   c->dataQueued = false;
   // What relayLink does for a prelinked client: parked, as between transactions.
@@ -183,9 +164,7 @@ void Relay::DropLend(Endpoint* s) {
       break;
     }
   }
-  if (l->opts.statsRef) napi_delete_reference(env_, l->opts.statsRef);
-  if (l->opts.appRef) napi_delete_reference(env_, l->opts.appRef);
-  delete l;
+  delete l;  // the arrays stay held while a client that took this server still uses them
 }
 
 }  // namespace relay
@@ -236,12 +215,12 @@ Napi::Value RelayLend(const Napi::CallbackInfo& info) {
   l->kind = info[2].As<Napi::Number>().Int32Value();
   relay::ClientOptions& o = l->opts;
   o.stats = stats;
-  napi_create_reference(env, info[3], 1, &o.statsRef);
+  o.statsHold = std::make_shared<const relay::ArrayRef>(env, info[3]);
   double* app = nullptr;
   size_t nApp = 0;
   if (Typed(info[4], napi_float64_array, &app, &nApp) && nApp >= 8) {
     o.app = app;
-    napi_create_reference(env, info[4], 1, &o.appRef);
+    o.appHold = std::make_shared<const relay::ArrayRef>(env, info[4]);
   }
   o.pinMask = info[5].As<Napi::Number>().Uint32Value();
   o.queryPool = info[6].As<Napi::Number>().Int32Value();

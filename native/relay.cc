@@ -335,8 +335,8 @@ bool ReadClientOptions(const Napi::CallbackInfo& info, relay::ClientOptions* o) 
 }
 
 void ApplyClientOptions(const Napi::CallbackInfo& info, Relay* r, Endpoint* c, relay::ClientOptions o) {
-  napi_create_reference(info.Env(), info[1], 1, &o.statsRef);
-  if (o.app) napi_create_reference(info.Env(), info[5], 1, &o.appRef);
+  o.statsHold = std::make_shared<const relay::ArrayRef>(info.Env(), info[1]);
+  if (o.app) o.appHold = std::make_shared<const relay::ArrayRef>(info.Env(), info[5]);
   r->Configure(c, o);
 }
 
