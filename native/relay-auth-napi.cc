@@ -73,10 +73,11 @@ Napi::Value RelayAuthSet(const Napi::CallbackInfo& info) {
     } else {
       uint8_t* salt = nullptr;
       size_t saltLen = 0;
-      if (!Typed(o.Get("salt"), napi_uint8_array, &salt, &saltLen) || !Key32(o.Get("storedKey"), u.storedKey) || !Key32(o.Get("serverKey"), u.serverKey)) continue;
+      uint8_t serverKey[32];
+      if (!Typed(o.Get("salt"), napi_uint8_array, &salt, &saltLen) || !Key32(o.Get("storedKey"), u.storedKey) || !Key32(o.Get("serverKey"), serverKey)) continue;
       u.scram = true;
       u.storedHmac = std::make_unique<HmacKey>(u.storedKey);
-      u.serverHmac = std::make_unique<HmacKey>(u.serverKey);
+      u.serverHmac = std::make_unique<HmacKey>(serverKey);
       u.iterations = o.Get("iterations").ToNumber().Int32Value();
       u.saltB64 = Base64(salt, saltLen);
     }

@@ -24,8 +24,7 @@ struct AuthUser {
   int32_t iterations = 0;  // SCRAM-SHA-256
   std::string saltB64;
   uint8_t storedKey[32];
-  uint8_t serverKey[32];
-  // HMAC under each key, keyed once for all of this user's logins.
+  // HMAC under StoredKey and ServerKey, keyed once for all of this user's logins.
   std::unique_ptr<HmacKey> storedHmac, serverHmac;
   std::string greeting;    // AuthenticationOk and the pool's ParameterStatus messages but application_name
   bool hasEncoding = false;

@@ -1,5 +1,6 @@
 // The native relay addon's surface (native/relay*.cc) as TypeScript sees it: its functions, and what the relay's own
 // logins and lent servers carry (native/relay-auth.cc, native/relay-lend.cc). NativeRelay (native.ts) binds it.
+import { SqlState } from '../../protocol/codes.js';
 import type { NativeTlsSocket, TlsAddon } from './native-tls.js';
 
 export interface RelayAddon extends TlsAddon {
@@ -77,7 +78,7 @@ export interface NativeAcceptor {
 }
 
 /** kLoginFailed's SQLSTATE index (relay-auth.cc). */
-export const LOGIN_SQLSTATES = ['28P01', '08P01', '28000'];
+export const LOGIN_SQLSTATES = [SqlState.InvalidPassword, SqlState.ProtocolViolation, SqlState.InvalidAuthorization];
 
 /** The events the relay reports (native/relay-engine.h EventKind), five Int32 slots each. */
 export const enum RelayEvent {
