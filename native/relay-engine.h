@@ -65,6 +65,8 @@ enum EventKind : int32_t {
   // A relay-only client (relay-lend.cc) is reported as kAccepted, kLoginOk (its application_name field flagged lent)
   // and this, side by side:
   kLent = 17,            // client, server it is linked to, parked (0: that server is gone)
+  kServerSchema = 18,    // server: a CommandComplete tag of a schema change (CREATE, ALTER, DROP, DO...): statements
+                         // cached under the old schema must be parsed anew (prepared/schema-epoch.ts)
 };
 
 /** CloseClient reasons: 0 EOF (or close_notify), 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
@@ -258,6 +260,8 @@ class Relay {
   /** A client of a pool from now on, with its options (the references in `o` become the client's). */
   void Configure(Endpoint* c, const ClientOptions& o);
   void Emit(int32_t kind, int32_t a, int32_t b = 0, int32_t c = 0, int32_t d = 0);
+  /** Schema-change tags seen so far (kServerSchema): a lane table remembers it (see Lane::schemaGen). */
+  uint64_t SchemaGen() const { return schemaGen_; }
   // Lending (relay-lend.cc).
   /** A native login that just succeeded takes a lent server of its pool and kind, parked: true when it did (its
    *  events are then held, not emitted). */
@@ -374,6 +378,7 @@ class Relay {
   // Why OpenSSL refused a client (relayTlsError reads each once; bounded).
   std::unordered_map<int32_t, std::string> tlsErrors_;
   std::string laneScratch_;   // LaneSend's output
+  uint64_t schemaGen_ = 0;    // schema-change tags seen: a lane made before the last one answers no Parse itself
   std::string laneReplyOut_;  // a server read with the pooler's ParseCompletes placed in it
   // Listening sockets on which the relay accepts clients itself (relay-login.cc), by id (one per pooler).
   std::unordered_map<int32_t, Listener*> listeners_;

@@ -13,6 +13,11 @@ const char kParseComplete[5] = {'1', 0, 0, 0, 4};
 bool Relay::LaneSend(Endpoint* c, const uint8_t* buf, size_t len) {
   Endpoint* s = c->peer;
   if (!s || !c->lane.on) return false;
+  if (c->lane.schemaGen != schemaGen_) {
+    // The schema changed since the table was made: a Parse must reach JavaScript, which parses it anew.
+    for (LaneEntry& e : c->lane.entries) e.parse.clear();
+    c->lane.schemaGen = schemaGen_;
+  }
   laneScratch_.clear();
   const size_t before = c->lane.groups.size();
   if (!LaneRewrite(c->lane.entries, buf, len, &laneScratch_, &c->lane.groups, s->txStatus)) return false;

@@ -49,6 +49,7 @@ struct Lane {
   std::deque<LaneGroup> groups;  // fast groups sent and not answered yet, oldest first
   double parseHits = 0;          // of answered fast groups
   bool held = false;             // client bytes for JavaScript wait until `groups` are answered
+  uint64_t schemaGen = 0;        // Relay::schemaGen_ when the table was given: a schema change since voids its Parse body
 };
 
 inline uint32_t ReadU32(const uint8_t* p) {

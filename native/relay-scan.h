@@ -245,6 +245,16 @@ inline bool DropsAllStatements(const uint8_t* m, uint32_t len, size_t available)
   return (len == 16 && std::memcmp(tag, "DISCARD ALL", 12) == 0) || (len == 19 && std::memcmp(tag, "DEALLOCATE ALL", 15) == 0);
 }
 
+/** A CommandComplete whose tag says the schema may have changed: a Parse of a cached text may now infer other types. */
+inline bool ChangesSchema(const uint8_t* m, uint32_t len, size_t available) {
+  if (available < 1 + static_cast<size_t>(len) || len < 7) return false;
+  const char* tag = reinterpret_cast<const char*>(m + 5);
+  const size_t n = len - 5;  // the tag without its NUL
+  auto starts = [&](const char* word, size_t wlen) { return n >= wlen && std::memcmp(tag, word, wlen) == 0; };
+  return starts("CREATE ", 7) || starts("ALTER ", 6) || starts("DROP ", 5) || (n == 2 && std::memcmp(tag, "DO", 2) == 0) ||
+         starts("IMPORT FOREIGN SCHEMA", 21);
+}
+
 struct ChunkResult {
   bool ok = true;           // false: a bad length at `cut`
   bool terminate = false;   // a Terminate at `cut`

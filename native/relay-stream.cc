@@ -245,6 +245,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   size_t handAt = SIZE_MAX;
   bool release = false;
   bool dropsAll = false;
+  bool schema = false;
   bool captureReady = false;
   ChunkResult r = ScanServerChunk(
       *s, s->txStatus, c, buf, total,
@@ -313,7 +314,10 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
         if (type == 'S' && c) s->paramFlags |= 4;
-        if (type == 'C' && s->divert && DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;
+        if (type == 'C' && s->divert) {
+          if (DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;
+          else if (ChangesSchema(buf + offset, len, total - offset)) schema = true;
+        }
         if (laneReplies && handAt == SIZE_MAX && !LaneReply(c, buf, offset, laneOut, copied)) {
           handAt = offset;
           LaneHandOver(c, s->txStatus);
@@ -354,6 +358,11 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
     if (captureReady) s->capture = false;
   }
   if (dropsAll && !intercepted && !laneReplies) Emit(kServerDiscarded, s->id);
+  if (schema) {
+    // Every client's lane stops answering Parses itself; JavaScript moves the pool's statements to a new epoch.
+    schemaGen_++;
+    Emit(kServerSchema, s->id);
+  }
   if (!r.ok) {
     if (c && outLen > 0 && !intercepted) Write(c, out, outLen);
     Lost(s, 2);

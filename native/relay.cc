@@ -166,7 +166,10 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
   if (c->syncs > 0) c->syncStart = c->xactStart;
   uint8_t* table = nullptr;
   size_t tableLen = 0;
-  if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &table, &tableLen)) c->lane.on = relay::LaneParseTable(table, tableLen, &c->lane.entries);
+  if (info.Length() > 3 && Typed(info[3], napi_uint8_array, &table, &tableLen)) {
+    c->lane.on = relay::LaneParseTable(table, tableLen, &c->lane.entries);
+    c->lane.schemaGen = r->SchemaGen();
+  }
   const bool nothingSent = c->pendingIn.empty() && c->syncs == 0 && !c->xactOpen && !c->intercept;
   if (c->pendingRaw > 0) {
     // Bytes from before the rewriter's first message: the server gets them first (JavaScript writes its own after).

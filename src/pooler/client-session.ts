@@ -118,8 +118,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       // Made when the relay first needs it: the native relay forwards a client itself until its first message the
       // rewriter handles (a simple-protocol client may never send one); the JavaScript relay asks at once.
       options.intercept = (sink) => {
-        // Servers are opened with the pooler's own startup parameters, so every client plans under the same settings.
-        const rewriter = new StatementRewriter(interner, '');
+        // Servers are opened with the pooler's own startup parameters and synced to the client's: of those, the
+        // search_path decides what a text names (and so what a Parse infers), and is part of a statement's identity.
+        const rewriter = new StatementRewriter(interner, () => this.params?.client.values.values.get('search_path') ?? '');
         if (this.state === 'closed') rewriter.close();
         else this.rewriter = rewriter;
         // Made while this client holds a server: the rewriter works on that server's statements from here on.

@@ -6,6 +6,7 @@ import { PoolStats, STATS_LAYOUT } from './stats.js';
 import type { ScramCredential } from './auth/scram.js';
 import { relayFor, type Relay } from './relay/relay.js';
 import { Interner } from './prepared/interner.js';
+import { schemaEpochFor } from './prepared/schema-epoch.js';
 import type { Coordinator } from './coordinator.js';
 import type { PoolerEventKind } from './events.js';
 import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
@@ -57,7 +58,9 @@ export abstract class PoolState {
 
   constructor(public settings: PoolSettings, protected readonly log: Logger) {
     const prepared = settings.prepared;
-    this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize }) : null;
+    const t = settings.target;
+    // Pools of one database share its schema epoch: DDL seen through any of them re-parses every pool's texts.
+    this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize, schema: schemaEpochFor(`${t.host}:${t.port}/${t.database}`) }) : null;
     this.serverCacheSize = prepared?.serverCacheSize ?? 0;
     this.relay = relayFor(prepared !== null, settings.tls);
     this.updateParkable();

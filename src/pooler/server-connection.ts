@@ -70,6 +70,7 @@ export class ServerConnection {
     const events: ServerEvents = {
       onClose: (reason, atBoundary, parked) => this.lost(reason, atBoundary, parked),
       onStatementsDropped: () => this.statements?.clearUpTo(Infinity),
+      onSchemaChanged: () => this.statements?.schemaChanged(),
     };
     const end = relay.adoptServer(login.conn, events, rewrites);
     if (!end) throw new ServerLoginError('internal error: the server connection could not be handed to the relay', SqlState.ConnectionFailure);

@@ -1,4 +1,5 @@
-// Query texts interned pool-wide: one copy of each (text, parameter types, planner settings), found by a 64-bit hash and compared in full, freed when unused.
+// Query texts interned pool-wide: one copy of each (text, parameter types, planner settings, schema epoch), found by a 64-bit hash and compared in full, freed when unused.
+import { SchemaEpoch } from './schema-epoch.js';
 
 /** One distinct statement: what a Parse carried, and the name it has on every server that prepared it. */
 export interface Statement {
@@ -8,7 +9,8 @@ export interface Statement {
   readonly name: string;
   readonly query: Buffer;
   readonly types: Buffer;
-  /** Digest of the planner settings the client had (search_path ...): the same text under other settings is another statement. */
+  /** The planner settings the client had (its search_path) and the schema epoch (Interner.key): the same text under
+   * other settings, or after a schema change, is another statement. */
   readonly settings: string;
   /** Client maps and server caches holding it; at 0 it waits in the idle list until it is used again or pushed out. */
   refs: number;
@@ -46,17 +48,29 @@ function lanes(buf: Buffer, a: number, b: number): [number, number] {
   return [a, b];
 }
 
+/** `lanes` over a string's UTF-16 code units (settings are short: no Buffer made per Parse). */
+function textLanes(text: string, a: number, b: number): [number, number] {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995) ^ (b >>> 15);
+  }
+  return [a, b];
+}
+
 /** Two independent 32-bit lanes (FNV-1a and a multiply-xorshift) over text, types and settings, each finished with murmur3's fmix. */
 export const hashStatement: StatementHash = (query, types, settings) => {
   let [a, b] = lanes(query, 0x811c9dc5, 0x9747b28c ^ query.length);
   [a, b] = lanes(types, a ^ 0xff, b ^ 0xff);
-  if (settings) [a, b] = lanes(Buffer.from(settings), a ^ 0xfe, b ^ 0xfe);
+  if (settings) [a, b] = textLanes(settings, a ^ 0xfe, b ^ 0xfe);
   return fmix(a).toString(16).padStart(8, '0') + fmix(b ^ a).toString(16).padStart(8, '0');
 };
 
 export interface InternerOptions {
   /** Unreferenced statements kept for reuse (prepared_statements_cache_size). */
   idleCapacity: number;
+  /** The database's schema changes (schema-epoch.ts); a new one of its own when absent. */
+  schema?: SchemaEpoch;
   /** Test hook: a hash function that collides on purpose. */
   hash?: StatementHash;
 }
@@ -71,12 +85,29 @@ export class Interner {
   bytes = 0;
   count = 0;
 
+  private readonly schema: SchemaEpoch;
+
   constructor(private readonly opts: InternerOptions) {
     this.hash = opts.hash ?? hashStatement;
+    this.schema = opts.schema ?? new SchemaEpoch();
+  }
+
+  /** A statement's `settings` as interned now: the client's planner settings and the schema epoch (a statement
+   * interned before a schema change is another one than the same text after it). */
+  key(settings: string): string {
+    const epoch = this.schema.value;
+    return epoch === 0 ? settings : `${settings}\0${epoch}`;
+  }
+
+  /** A schema change was seen on the database: from now on every text is a new statement (parsed anew on each
+   * server); what clients already named keeps its statement, as their names keep theirs on a direct connection. */
+  schemaChanged(): void {
+    this.schema.bump();
   }
 
   /** The statement for these bytes (copied when new); a new or idle one has refs 0 until `ref`. */
-  intern(query: Buffer, types: Buffer, settings: string): Statement {
+  intern(query: Buffer, types: Buffer, clientSettings: string): Statement {
+    const settings = this.key(clientSettings);
     const hash = this.hash(query, types, settings);
     const chain = this.byHash.get(hash);
     if (chain) {

@@ -47,11 +47,28 @@ export abstract class RewriterState {
   /** Handling messages the native lane already sent: nothing goes to the server. */
   protected shadow = false;
 
+  /** The group of the last Parse or Query that may change the schema (schema-epoch.ts); -1 for none. When it is
+   * answered, the pool's texts move to a new epoch before anything held after it is handled. */
+  protected schemaGroup = -1;
+  private readonly settingsOf: () => string;
+
   constructor(
     protected readonly interner: Interner,
-    /** Digest of the client's planner settings: part of every statement's identity. */
-    protected readonly settings: string,
-  ) {}
+    /** The client's planner settings (its search_path), read at each Parse: part of every statement's identity. */
+    settings: string | (() => string),
+  ) {
+    this.settingsOf = typeof settings === 'string' ? () => settings : settings;
+  }
+
+  protected get settings(): string {
+    return this.settingsOf();
+  }
+
+  /** The message being handled (a Parse or a Query, in the current group) may change the schema: what follows waits
+   * for its answer, and then parses under the new schema epoch. */
+  protected schemaMayChange(): void {
+    this.barrier = this.schemaGroup = this.groupsSent;
+  }
 
   /** The client got a server (transaction mode: at each transaction's first message). */
   attach(server: ServerStatements): void {
@@ -224,6 +241,11 @@ export abstract class RewriterState {
 
   protected groupDone(out: RewriteSink): void {
     if (++this.groupsDone === this.groupsSent) this.changedIn.clear();
+    if (this.schemaGroup >= 0 && this.groupsDone > this.schemaGroup) {
+      // Whether it succeeded or not (a failed DDL changed nothing, and one more epoch costs only Parses).
+      this.schemaGroup = -1;
+      this.interner.schemaChanged();
+    }
     if (this.replay) {
       // The plan behind a cached statement changed (0A000): close it, then send the group again from the message
       // that failed; the Bind or Describe prepares it afresh. The client saw none of the first attempt.
@@ -251,8 +273,12 @@ export abstract class RewriterState {
     const server = this.server;
     this.lane = [];
     if (!server || !this.settled || this.replay || this.groupsDone !== this.groupsSent || server.toClose.length > 0) return null;
+    // The unnamed statement is answered by the lane only while a Parse of its text would find it now: under the
+    // client's current settings and the schema epoch it was parsed in.
+    const key = this.interner.key(this.settings);
     for (const [name, statement] of this.named) {
       if (server.peek(statement)?.state !== 'ready' || server.isStale(statement) || server.isClosing(statement)) continue;
+      if (name === '' && statement.settings !== key) continue;
       this.lane.push({ name, statement });
     }
     if (this.lane.length === 0) return null;

@@ -7,6 +7,7 @@ import type { Statement } from './interner.js';
 import { BOUND, CLOSED, DESCRIBED, EXECUTED, OWN, PARSED, READY, type RewriteSink, type Slot } from './reply-queue.js';
 import { RewriterState, STATEMENT } from './rewriter-state.js';
 import { isSql, sqlPrepare, parseSqlCommand, type SqlCommand } from './sql-commands.js';
+import { maySchemaChange, maySchemaChangeBytes } from './schema-epoch.js';
 
 export { REWRITER_WHOLE_TYPES, type RewriteSink } from './reply-queue.js';
 
@@ -110,6 +111,7 @@ export class StatementRewriter extends RewriterState {
 
   private onParse(msg: Buffer, out: RewriteSink): void {
     const p = parseParse(msg);
+    if (maySchemaChangeBytes(p.query)) this.schemaMayChange();
     const server = this.server!;
     const existing = p.name === '' ? undefined : this.named.get(p.name);
     if (existing) {
@@ -247,7 +249,9 @@ export class StatementRewriter extends RewriterState {
     const server = this.server!;
     const serverSeq = server.seq;
     const parses = this.parses;
-    if (DROPS_ALL.test(msg.toString('latin1', 5, msg.length - 1))) this.barrier = this.groupsSent;
+    const text = msg.toString('latin1', 5, msg.length - 1);
+    if (DROPS_ALL.test(text)) this.barrier = this.groupsSent;
+    if (maySchemaChange(text)) this.schemaMayChange();
     this.nextGroup();
     this.forward(msg, out, {
       ends: READY,

@@ -58,6 +58,11 @@ export class ServerStatements {
     return this.prepared.get(s);
   }
 
+  /** The server answered a schema change (DDL): the pool's texts are parsed anew from now on (see Interner.key). */
+  schemaChanged(): void {
+    this.interner.schemaChanged();
+  }
+
   /** Records a Parse sent under the statement's name (the server lacks it: `use` said so); evictions queue in `toClose`. */
   add(s: Statement): void {
     // An evicted copy that DISCARD ALL already removed needs no Close, and one must not follow this Parse.

@@ -99,4 +99,5 @@ export const enum RelayEvent {
   LoginFailed = 15,
   LoginGone = 16,
   Lent = 17,
+  ServerSchema = 18,
 }

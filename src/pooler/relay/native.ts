@@ -336,6 +336,9 @@ export class NativeRelay implements Relay {
           case RelayEvent.ServerDiscarded:
             this.servers.get(id)?.events.onStatementsDropped?.();
             break;
+          case RelayEvent.ServerSchema:
+            this.servers.get(id)?.events.onSchemaChanged?.();
+            break;
           case RelayEvent.ServerClosed: {
             const s = this.servers.get(id);
             this.servers.delete(id);

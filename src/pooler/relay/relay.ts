@@ -74,6 +74,9 @@ export interface ServerEvents {
   /** It answered DISCARD ALL or DEALLOCATE ALL for a client the rewriter does not see (native relay): its
    * prepared statements are gone. */
   onStatementsDropped?(): void;
+  /** It answered a command whose tag may change the schema (CREATE, ALTER, DROP, DO...: prepared/schema-epoch.ts),
+   * for any client, intercepted or not (pools that rewrite prepared statements only). */
+  onSchemaChanged?(): void;
 }
 
 export interface ClientOptions {
