@@ -17,6 +17,8 @@ import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from '
 import type { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
+import { serverValues } from './session-state/param-sync.js';
+import { applyStartup } from './session-state/startup-params.js';
 import { ClientStartup, EMPTY, discardReads } from './client-startup.js';
 
 export type { ClientState } from './client-startup.js';
@@ -69,31 +71,105 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.core.registerClient(this);
   }
 
-  /** Session mode: the ParameterStatus set of a login waiting for its server before the greeting. */
-  private greeting: ReadonlyMap<string, string> | null = null;
+  /** A login waiting for a server before its greeting: the pool's ParameterStatus set and the client's startup
+   * parameters (session-state/startup-params.ts). */
+  private greeting: { params: ReadonlyMap<string, string>; wishes: ReadonlyMap<string, string> } | null = null;
+  /** Session mode: startup parameters were applied to the server, which its reset must undo (see onClientClosed). */
+  private appliedStartup = false;
 
-  protected awaitServerToGreet(params: ReadonlyMap<string, string>): void {
-    this.greeting = params;
+  protected awaitServerToGreet(params: ReadonlyMap<string, string>, wishes: ReadonlyMap<string, string>): void {
+    this.greeting = { params, wishes };
     this.core.registerClient(this);
     this.state = 'waiting';
     this.waitingSince = Date.now();
     this.pool!.acquire(this);
   }
 
-  /** Session mode: the server for a login that waited for it; the greeting goes out with its pid, then the relay takes over. */
-  private greet(s: ServerConnection, params: ReadonlyMap<string, string>): void {
+  /** The server for a login that waited for it: the client's startup parameters are applied to it first (a refusal
+   * is the client's FATAL, as at a direct connection's startup), then the greeting goes out. Session mode keeps the
+   * server (the greeting carries its pid) and the relay takes over; transaction mode gives it back, holding the
+   * client's values, for the client's first transaction. */
+  private greet(s: ServerConnection, pooled: ReadonlyMap<string, string>, wishes: ReadonlyMap<string, string>): void {
     if (this.state === 'closed' || this.socket.destroyed) {
       this.pool!.release(s, true);
       return;
     }
+    // Ours while it checks: if it dies, onServerClosed ends the login.
     this.server = s;
     s.owner = this;
     this.state = 'active';
+    // What the server holds already needs no round trip: in session mode its login's values (a reset server is back
+    // to them), in transaction mode what the pool knows it holds (another client's values, maybe).
+    let held: ReadonlyMap<string, string>;
+    if (this.params) held = serverValues(s, this.paramHost.tracked()).values;
+    else {
+      const reported = new Map([...s.params].map(([k, v]) => [k.toLowerCase(), v]));
+      reported.set('application_name', s.applicationName);
+      held = reported;
+    }
+    const apply = new Map([...wishes].filter(([n, v]) => held.get(n) !== v));
+    if (apply.size === 0) return this.greetWith(s, pooled, wishes);
+    applyStartup(s, apply, (r) => {
+      if (this.server !== s || this.state === 'closed') {
+        if (s.owner === this) s.owner = null;
+        if (this.server === s) this.server = null;
+        this.releaseChecked(s);
+        return;
+      }
+      if (!r.ok) {
+        this.server = null;
+        s.owner = null;
+        this.releaseChecked(s);
+        this.core.events.loginFailure(`client ${this.addr}: startup parameter refused by PostgreSQL: ${r.message} (SQLSTATE ${r.sqlstate})`);
+        return this.fatal(r.sqlstate, r.message, r.detail);
+      }
+      this.appliedStartup = true;
+      this.greetWith(s, pooled, new Map([...wishes, ...r.values]));
+    });
+  }
+
+  /** A server that checked a login's startup parameters goes back: a session-mode one through its reset (which
+   * undoes them), a transaction-mode one as it is (its values are known: see greetWith). */
+  private releaseChecked(s: ServerConnection): void {
+    if (this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s, this.resetQuery(true));
+    else this.pool!.release(s, true);
+  }
+
+  /** The greeting, with PostgreSQL's values of what the client asked for (`values`) in place of the pool's. */
+  private greetWith(s: ServerConnection, pooled: ReadonlyMap<string, string>, values: ReadonlyMap<string, string>): void {
+    const app = values.get('application_name');
+    if (app !== undefined) this.applicationName = app;
+    if (this.pool!.settings.mode === 'transaction' && this.params) {
+      // The server holds the client's values now: its first transaction may start there with no sync.
+      this.params.client.settle(values);
+      const held = serverValues(s, this.paramHost.tracked());
+      for (const [n, v] of values) held.set(n, v);
+      this.server = null;
+      s.owner = null;
+      this.state = 'idle';
+      this.pool!.release(s, true);
+      this.greetNow(this.params.client.greeting(pooled) ?? pooled, true);
+      return;
+    }
     this.core.rekeyCancel(this, s.backendPid);
-    this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
+    // The server's own login values (its ParameterStatus), with what the client asked for in their place.
+    const greeting = new Map(s.params);
+    for (const k of greeting.keys()) {
+      const v = values.get(k.toLowerCase());
+      if (v !== undefined) greeting.set(k, v);
+    }
+    this.socket.write(loginGreeting(greeting, this.applicationName, this.cancelPid, this.cancelSecret));
     // A server free at once is given inside the login's cork: the relay takes the connection after it.
     if (this.corks > 0) this.afterUncork = () => this.handOff();
     else this.handOff();
+  }
+
+  /** Session mode: the query that cleans a server after its client. Startup parameters applied to it are undone by
+   * RESET ALL, which server_reset_query's default (DISCARD ALL) runs; a reset query that runs neither gets one added. */
+  private resetQuery(applied = this.appliedStartup): string {
+    const q = this.pool!.settings.resetQuery;
+    if (!applied || /\b(?:discard|reset)\s+all\b/i.test(q)) return q;
+    return q ? `${q}; RESET ALL` : 'RESET ALL';
   }
 
   /** Hands the socket to the relay once the greeting has left Node's plaintext socket (the native relay takes the
@@ -236,10 +312,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   /** PoolWaiter: a server is ours now. */
   onServer(s: ServerConnection): void {
-    const params = this.greeting;
-    if (params) {
+    const greeting = this.greeting;
+    if (greeting) {
       this.greeting = null;
-      return this.greet(s, params);
+      return this.greet(s, greeting.params, greeting.wishes);
     }
     const end = this.end;
     if (this.state === 'closed' || !end) {
@@ -312,9 +388,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   // ---- teardown ----
 
   /** Sends a FATAL error and closes the connection. */
-  fatal(sqlstate: string, message: string): void {
+  fatal(sqlstate: string, message: string, detail?: string): void {
     if (this.state === 'closed') return;
-    const error = writeErrorResponse({ severity: 'FATAL', code: sqlstate, message });
+    const error = writeErrorResponse({ severity: 'FATAL', code: sqlstate, message, ...(detail ? { detail } : {}) });
     const end = this.end;
     if (end) {
       this.end = null;
@@ -350,7 +426,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       this.server = null;
     } else if (s) {
       this.server = null;
-      if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s);
+      if (clean && this.pool!.settings.mode === 'session') this.pool!.resetAndRelease(s, this.resetQuery());
       else if (clean && this.params) this.checkIn(s, false);
       else this.pool!.release(s, clean);
     }

@@ -15,6 +15,7 @@ import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams } from './session-state/params.js';
+import { needsCheck, refusedStartupKey, startupWishes } from './session-state/startup-params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 
 let nextClientId = 1;
@@ -109,8 +110,10 @@ export abstract class ClientStartup {
   protected abstract readonly paramHost: ParamSessionHost;
   /** Hands the connection to the relay (after the greeting). */
   protected abstract handOff(): void;
-  /** Session mode: waits for the server whose pid the greeting names, then greets with `params`. */
-  protected abstract awaitServerToGreet(params: ReadonlyMap<string, string>): void;
+  /** Waits for a server, applies the client's startup `wishes` to it (PostgreSQL checks them), then greets with the
+   * pool's `params` and PostgreSQL's values of the wishes. Session mode keeps that server (its pid is the greeting's);
+   * transaction mode gives it back. */
+  protected abstract awaitServerToGreet(params: ReadonlyMap<string, string>, wishes: ReadonlyMap<string, string>): void;
   /** The pooler counts the client (pooler.ts registerClient). */
   protected abstract register(): void;
   /** Sends a FATAL error and closes the connection. */
@@ -195,15 +198,27 @@ export abstract class ClientStartup {
   private greetLogin(pooled: ReadonlyMap<string, string>, startupParams: ReadonlyMap<string, string>): void {
     let params = pooled;
     if (this.socket.destroyed) return;
-    if (!this.isAdmin && this.pool!.settings.mode === 'transaction') {
-      const own = new ClientParams(params, startupParams, this.paramHost.tracked());
-      this.params = new ParamSession(own, this.paramHost);
-      params = own.greeting(params) ?? params;
-    }
-    // The greeting waits for the server: its BackendKeyData carries that server's pid.
-    if (!this.isAdmin && this.pool!.settings.mode === 'session') return this.awaitServerToGreet(params);
+    if (this.isAdmin) return this.greetNow(params);
+    const refused = refusedStartupKey(startupParams);
+    if (refused) return this.fatal(SqlState.FeatureNotSupported, refused);
+    const wishes = startupWishes(startupParams);
+    // The greeting waits for the server: its BackendKeyData carries that server's pid, and the client's startup
+    // parameters are applied to it (and checked by PostgreSQL) first.
+    if (this.pool!.settings.mode === 'session') return this.awaitServerToGreet(pooled, wishes);
+    const own = new ClientParams(params, startupParams, this.paramHost.tracked());
+    this.params = new ParamSession(own, this.paramHost);
+    // Parameters PostgreSQL may refuse or spell otherwise are checked on a server before the greeting, as a direct
+    // connection refuses them at startup.
+    if (needsCheck(wishes, pooled)) return this.awaitServerToGreet(pooled, wishes);
+    params = own.greeting(params) ?? params;
+    this.greetNow(params);
+  }
+
+  /** Greets with `params` and hands the connection on (to the relay, or the admin console); `registered`: the pooler
+   * counts the client already (it waited for a server to check its startup parameters). */
+  protected greetNow(params: ReadonlyMap<string, string>, registered = false): void {
     this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
-    this.register();
+    if (!registered) this.register();
     // The relay takes the connection once the greeting has left the socket's cork (see ClientLogin's cork).
     const next = this.isAdmin ? () => this.serveAdmin() : () => this.handOff();
     if (this.corks > 0) this.afterUncork = next;

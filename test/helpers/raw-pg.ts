@@ -19,6 +19,8 @@ export class RawConnection {
   private closed = false;
   /** Backend pid from BackendKeyData. */
   pid = 0;
+  /** ParameterStatus values told at login. */
+  readonly told = new Map<string, string>();
 
   private constructor(readonly socket: net.Socket) {
     socket.on('data', (d: Buffer) => {
@@ -32,7 +34,7 @@ export class RawConnection {
     socket.on('error', () => undefined);
   }
 
-  static async connect(opts: { host: string; port: number; user: string; database: string; password?: string }): Promise<RawConnection> {
+  static async connect(opts: { host: string; port: number; user: string; database: string; password?: string; params?: Record<string, string> }): Promise<RawConnection> {
     const socket = net.connect(opts.port, opts.host);
     socket.setNoDelay(true);
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
@@ -40,9 +42,9 @@ export class RawConnection {
   }
 
   /** Logs in over a socket already connected (a TLS socket, for direct TLS). */
-  static async login(socket: net.Socket, opts: { user: string; database: string; password?: string }): Promise<RawConnection> {
+  static async login(socket: net.Socket, opts: { user: string; database: string; password?: string; params?: Record<string, string> }): Promise<RawConnection> {
     const c = new RawConnection(socket);
-    socket.write(writeStartupMessage({ user: opts.user, database: opts.database }));
+    socket.write(writeStartupMessage({ user: opts.user, database: opts.database, ...opts.params }));
     for (;;) {
       const m = await c.read();
       if (m.type === 'R') {
@@ -53,6 +55,10 @@ export class RawConnection {
           socket.write(Buffer.concat([Buffer.from('p'), int32(hash.length + 5), Buffer.from(hash + '\0')]));
         } else if (code !== 0) throw new Error(`authentication method ${code} not supported by the raw test client`);
       } else if (m.type === 'K') c.pid = m.raw.readInt32BE(5);
+      else if (m.type === 'S') {
+        const nameEnd = m.raw.indexOf(0, 5);
+        c.told.set(m.raw.toString('utf8', 5, nameEnd), m.raw.toString('utf8', nameEnd + 1, m.raw.length - 1));
+      }
       else if (m.type === 'E') throw new Error(`login failed: ${errorText(m)}`);
       else if (m.type === 'Z') return c;
     }

@@ -12,6 +12,20 @@ const NO_STARTUP: ReadonlyMap<string, string> = new Map();
 /** Startup-packet keys that are not parameters of the session. */
 const NOT_PARAMS = new Set(['user', 'database', 'replication', 'options']);
 
+/** Every parameter the client asked for at startup, by lower-case name, as PostgreSQL applies them: `options`
+ * (`-c name=value`, `--name=value`) first, then the packet's own keys, which win over them. */
+export function startupWishes(startupPacket: ReadonlyMap<string, string>): Map<string, string> {
+  const options = startupPacket.get('options');
+  const out = options ? optionParams(options) : new Map<string, string>();
+  for (const [k, v] of startupPacket) {
+    const n = k.toLowerCase();
+    if (NOT_PARAMS.has(n) || n.startsWith('_pq_.') || !PARAM_NAME.test(n)) continue;
+    out.delete(n);
+    out.set(n, v);
+  }
+  return out;
+}
+
 let trackedFor = '';
 let trackedList: readonly string[] = BUILTIN_PARAMS;
 
@@ -136,8 +150,8 @@ const NATIVE_KINDS_MAX = 256;
 /** One client's parameters: its wishes (`values`) and what it asked for at startup (RESET returns there). */
 export class ClientParams {
   readonly values: ParamValues;
-  /** Never changed after the constructor: a copy shares it. */
-  readonly startup: ReadonlyMap<string, string>;
+  /** Replaced, never changed in place (a copy shares it): by `settle` only, before the greeting. */
+  startup: ReadonlyMap<string, string>;
 
   /** `reported`: the pool's login ParameterStatus values (what a client that asks for nothing gets). With `copyOf`,
    * that client's parameters are copied instead (the other arguments are not read). */
@@ -149,15 +163,8 @@ export class ClientParams {
       return;
     }
     this.values = ParamValues.fromReported(reported, tracked);
-    const startup = new Map<string, string>();
-    for (const [k, v] of startupPacket) {
-      const n = k.toLowerCase();
-      if (NOT_PARAMS.has(n) || n.startsWith('_pq_.') || !PARAM_NAME.test(n)) continue;
-      // Other startup keys PostgreSQL would take as parameters; only tracked and custom ones are followed.
-      if (tracked.includes(n) || n.includes('.')) startup.set(n, v);
-    }
-    const options = startupPacket.get('options');
-    if (options) for (const [n, v] of optionParams(options)) startup.set(n, v);
+    // Every parameter PostgreSQL would take from the packet is the client's, followed from server to server.
+    const startup = startupWishes(startupPacket);
     for (const [n, v] of startup) this.values.set(n, v);
     // What RESET returns application_name to when the client sent none (servers may log in with the pool's).
     if (!startup.has('application_name')) startup.set('application_name', '');
@@ -179,6 +186,17 @@ export class ClientParams {
       cache.byKind.set(kind, first);
     }
     return new ClientParams(reported, NO_STARTUP, tracked, first);
+  }
+
+  /** PostgreSQL checked the startup values on a server (startup-params.ts): its spelling of each replaces the
+   * client's (`UTF8` for `utf8`), so the greeting, RESET and every later comparison use what servers report. */
+  settle(values: ReadonlyMap<string, string>): void {
+    const startup = new Map(this.startup);
+    for (const [n, v] of values) {
+      startup.set(n, v);
+      this.values.set(n, v);
+    }
+    this.startup = startup;
   }
 
   /** The values the client is told at login: the pool's, with its own startup values in their place. */
