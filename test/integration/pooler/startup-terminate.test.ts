@@ -39,10 +39,12 @@ function sendAndCollect(port: number, parts: Buffer[]): Promise<Buffer> {
 }
 
 describe('Terminate as the first message', () => {
-  it('closes the connection without sending a byte, as PostgreSQL does (whole, or cut in two reads)', async () => {
+  it('closes the connection without sending a byte, as PostgreSQL does (whole, or cut across reads)', async () => {
     for (const port of [db.port, tp.port]) {
       expect((await sendAndCollect(port, [TERMINATE])).length).toBe(0);
       expect((await sendAndCollect(port, [TERMINATE.subarray(0, 2), TERMINATE.subarray(2)])).length).toBe(0);
+      // Four bytes already read as a (too long) length: the native relay's login hands them to JavaScript's.
+      expect((await sendAndCollect(port, [TERMINATE.subarray(0, 4), TERMINATE.subarray(4)])).length).toBe(0);
       // Terminate after an SSLRequest answered N (libpq's sslmode=prefer against a server without TLS).
       const ssl = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
       expect((await sendAndCollect(port, [ssl, TERMINATE])).toString()).toBe('N');
