@@ -339,7 +339,9 @@ export class NativeRelay implements Relay {
           case RelayEvent.ServerClosed: {
             const s = this.servers.get(id);
             this.servers.delete(id);
-            s?.events.onClose(SERVER_CLOSE_REASONS[batch[i + 4]!] ?? '', batch[i + 3] === 1, batch[i + 3] === 2);
+            // 0 mid-message, 1 at a boundary, 2 parked, 3 at a boundary after PostgreSQL's FATAL reached the client.
+            const how = batch[i + 3]!;
+            s?.events.onClose(SERVER_CLOSE_REASONS[batch[i + 4]!] ?? '', how === 1 || how === 3, how === 2, how === 3);
             break;
           }
           case RelayEvent.ServerReady:
