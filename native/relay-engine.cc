@@ -230,8 +230,10 @@ void Relay::Lost(Endpoint* ep, int reason) {
     bool boundary = ep->atBoundary();
     bool parked = c && c->parked;
     if (c) Unlink(c);
-    // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on).
-    Emit(kServerClosed, ep->id, c ? c->id : 0, parked ? 2 : boundary ? 1 : 0, reason);
+    // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on); 3 when PostgreSQL's
+    // own FATAL was the last thing the client got (it says why the connection ends).
+    const int how = parked ? 2 : !boundary ? 0 : c && ep->toldClient ? 3 : 1;
+    Emit(kServerClosed, ep->id, c ? c->id : 0, how, reason);
     if (!ep->interceptIn.empty()) orphans_[ep->id].swap(ep->interceptIn);
   } else {
     CloseClient(ep, reason == 0 ? 0 : reason == kCloseTls ? kCloseTls : 2);

@@ -46,7 +46,8 @@ enum EventKind : int32_t {
   kNeedServer = 1,     // client
   kRelease = 2,        // client, server
   kClientClosed = 3,   // client, reason (0 eof, 1 terminate, 2 error), server or 0, clean
-  kServerClosed = 4,   // server, client or 0, at boundary, reason (0 eof, 1 error, 2 malformed)
+  kServerClosed = 4,   // server, client or 0, how (0 mid-message, 1 at a boundary, 2 parked, 3 at a boundary after
+                       // PostgreSQL's FATAL reached the client), reason (0 eof, 1 error, 2 malformed)
   kServerReady = 5,    // server, saw error, status
   kBadLength = 6,      // client, length
   kClientData = 7,     // client, in-flight sync points before its first intercepted message (or -1), bytes JavaScript
@@ -243,6 +244,9 @@ struct Endpoint : Framing, TxCount {
   // With wantReady: the replies go to interceptIn for JavaScript (relayTake) instead of being dropped.
   bool capture = false;
   bool sawError = false;
+  // The last message was PostgreSQL's FATAL (or PANIC) and went to the linked client: if the server closes now, the
+  // client was told why, and JavaScript adds no error of its own (kServerClosed's 3).
+  bool toldClient = false;
   // Server: bytes to and from PostgreSQL. Client: bytes to and from the client.
   double bytesSent = 0, bytesReceived = 0;
 
