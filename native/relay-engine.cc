@@ -43,8 +43,12 @@ Endpoint* Relay::Find(int32_t id) {
 Endpoint* Relay::Add(int fd, bool server) {
   auto* ep = new Endpoint();
   ep->relay = this;
-  ep->id = nextId_++;
-  if (nextId_ >= 0x7fffffff) nextId_ = 1;
+  // Past the last id the count starts over, skipping ids still in use: an endpoint that outlived a billion others
+  // keeps its id to itself.
+  do {
+    ep->id = nextId_++;
+    if (nextId_ >= kCancelPidBit) nextId_ = 1;
+  } while (byId_.count(ep->id) != 0);
   ep->fd = fd;
   ep->server = server;
   // A stopped handle left by the descriptor's last holder (Destroy) saves uv_poll_init's check of the descriptor

@@ -39,6 +39,9 @@ constexpr size_t kReadSize = 64 * 1024;
 /** A peer with this much unsent output stops its source from being read. */
 constexpr size_t kHighWater = 1024 * 1024;
 constexpr size_t kLowWater = 128 * 1024;
+/** Endpoint ids stay below this: a login the relay runs gets its id with this bit as its BackendKeyData pid
+ *  (relay-auth.cc), above any backend's pid and apart from JavaScript's own (src/pooler/cancel-keys.ts). */
+constexpr int32_t kCancelPidBit = 0x40000000;
 /** Descriptor numbers below this keep their stopped poll handle for reuse; above it a handle is closed. */
 constexpr size_t kSpareHandles = 1 << 16;
 
