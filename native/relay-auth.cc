@@ -157,7 +157,7 @@ void Succeed(Relay* r, Endpoint* ep, std::string reply) {
   reply += '\0';
   reply += 'K';
   PutInt32(reply, 12);
-  PutInt32(reply, static_cast<uint32_t>(ep->id));
+  PutInt32(reply, static_cast<uint32_t>(ep->id | kCancelPidBit));  // never a backend's pid (kCancelPidBit)
   reply.append(reinterpret_cast<const char*>(&secret), 4);
   reply += 'Z';
   PutInt32(reply, 5);

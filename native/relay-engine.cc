@@ -43,8 +43,12 @@ Endpoint* Relay::Find(int32_t id) {
 Endpoint* Relay::Add(int fd, bool server) {
   auto* ep = new Endpoint();
   ep->relay = this;
-  ep->id = nextId_++;
-  if (nextId_ >= 0x7fffffff) nextId_ = 1;
+  // Past the last id the count starts over, skipping ids still in use: an endpoint that outlived a billion others
+  // keeps its id to itself.
+  do {
+    ep->id = nextId_++;
+    if (nextId_ >= kCancelPidBit) nextId_ = 1;
+  } while (byId_.count(ep->id) != 0);
   ep->fd = fd;
   ep->server = server;
   // A stopped handle left by the descriptor's last holder (Destroy) saves uv_poll_init's check of the descriptor
@@ -230,8 +234,10 @@ void Relay::Lost(Endpoint* ep, int reason) {
     bool boundary = ep->atBoundary();
     bool parked = c && c->parked;
     if (c) Unlink(c);
-    // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on).
-    Emit(kServerClosed, ep->id, c ? c->id : 0, parked ? 2 : boundary ? 1 : 0, reason);
+    // at boundary: 1; 2 when the pair was parked (the client is between transactions and lives on); 3 when PostgreSQL's
+    // own FATAL was the last thing the client got (it says why the connection ends).
+    const int how = parked ? 2 : !boundary ? 0 : c && ep->toldClient ? 3 : 1;
+    Emit(kServerClosed, ep->id, c ? c->id : 0, how, reason);
     if (!ep->interceptIn.empty()) orphans_[ep->id].swap(ep->interceptIn);
   } else {
     CloseClient(ep, reason == 0 ? 0 : reason == kCloseTls ? kCloseTls : 2);

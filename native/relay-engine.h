@@ -39,6 +39,9 @@ constexpr size_t kReadSize = 64 * 1024;
 /** A peer with this much unsent output stops its source from being read. */
 constexpr size_t kHighWater = 1024 * 1024;
 constexpr size_t kLowWater = 128 * 1024;
+/** Endpoint ids stay below this: a login the relay runs gets its id with this bit as its BackendKeyData pid
+ *  (relay-auth.cc), above any backend's pid and apart from JavaScript's own (src/pooler/cancel-keys.ts). */
+constexpr int32_t kCancelPidBit = 0x40000000;
 /** Descriptor numbers below this keep their stopped poll handle for reuse; above it a handle is closed. */
 constexpr size_t kSpareHandles = 1 << 16;
 
@@ -46,7 +49,8 @@ enum EventKind : int32_t {
   kNeedServer = 1,     // client
   kRelease = 2,        // client, server
   kClientClosed = 3,   // client, reason (0 eof, 1 terminate, 2 error), server or 0, clean
-  kServerClosed = 4,   // server, client or 0, at boundary, reason (0 eof, 1 error, 2 malformed)
+  kServerClosed = 4,   // server, client or 0, how (0 mid-message, 1 at a boundary, 2 parked, 3 at a boundary after
+                       // PostgreSQL's FATAL reached the client), reason (0 eof, 1 error, 2 malformed)
   kServerReady = 5,    // server, saw error, status
   kBadLength = 6,      // client, length
   kClientData = 7,     // client, in-flight sync points before its first intercepted message (or -1), bytes JavaScript
@@ -245,6 +249,9 @@ struct Endpoint : Framing, TxCount {
   // With wantReady: the replies go to interceptIn for JavaScript (relayTake) instead of being dropped.
   bool capture = false;
   bool sawError = false;
+  // The last message was PostgreSQL's FATAL (or PANIC) and went to the linked client: if the server closes now, the
+  // client was told why, and JavaScript adds no error of its own (kServerClosed's 3).
+  bool toldClient = false;
   // Server: bytes to and from PostgreSQL. Client: bytes to and from the client.
   double bytesSent = 0, bytesReceived = 0;
 

@@ -255,6 +255,31 @@ inline bool ChangesSchema(const uint8_t* m, uint32_t len, size_t available) {
          starts("IMPORT FOREIGN SCHEMA", 21);
 }
 
+/** Whether the ErrorResponse at m (header included, `len` its length field, `available` bytes of it here) ends the
+ *  session: severity FATAL or PANIC, after which PostgreSQL closes the connection. Reads V, which lc_messages does not
+ *  translate, else S; as src/protocol/reader.ts endsSession. An error whose severity is not all in this read counts as
+ *  one: the answer matters only when the server closes right after it, which it does after FATAL alone. */
+inline bool EndsSession(const uint8_t* m, uint32_t len, size_t available) {
+  const size_t whole = 1 + static_cast<size_t>(len);
+  const size_t end = available < whole ? available : whole;
+  const uint8_t* severity = nullptr;
+  size_t severityLen = 0;
+  bool v = false;
+  for (size_t pos = 5; pos < end && m[pos] != 0 && !v;) {
+    const void* nul = pos + 1 < end ? std::memchr(m + pos + 1, 0, end - pos - 1) : nullptr;
+    if (!nul) break;
+    const size_t nulAt = static_cast<size_t>(static_cast<const uint8_t*>(nul) - m);
+    if (m[pos] == 'V' || m[pos] == 'S') {
+      v = m[pos] == 'V';
+      severity = m + pos + 1;
+      severityLen = nulAt - pos - 1;
+    }
+    pos = nulAt + 1;
+  }
+  if (!v && end < whole) return true;
+  return severityLen == 5 && (std::memcmp(severity, "FATAL", 5) == 0 || std::memcmp(severity, "PANIC", 5) == 0);
+}
+
 struct ChunkResult {
   bool ok = true;           // false: a bad length at `cut`
   bool terminate = false;   // a Terminate at `cut`

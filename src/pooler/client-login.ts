@@ -103,6 +103,9 @@ export function loginGreeting(params: ReadonlyMap<string, string>, applicationNa
   ]);
 }
 
+/** A Terminate message: type X, length 4. */
+const TERMINATE = Buffer.from([FrontendMessage.Terminate, 0, 0, 0, 4]);
+
 /** TLS record type of a handshake: the first byte of a direct TLS connection (a startup packet's is a length's 0). */
 const TLS_HANDSHAKE = 0x16;
 
@@ -137,6 +140,7 @@ export class ClientLogin {
     if (this.phase === 'startup' && !this.tls && this.buf.length === 0 && chunk[0] === TLS_HANDSHAKE) return this.directTls(chunk);
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     while (this.phase === 'startup' && this.buf.length >= 4) {
+      if (this.buf[0] === FrontendMessage.Terminate && this.terminateFirst()) return;
       const len = this.buf.readInt32BE(0);
       if (len < 8 || len > MAX_STARTUP_PACKET) return this.fail(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
       if (this.buf.length < len) return;
@@ -155,6 +159,19 @@ export class ClientLogin {
       this.buf = Buffer.alloc(0);
       this.feedAuth(rest);
     }
+  }
+
+  /** A Terminate where a startup packet should be (node-postgres's connect() then end() at once sends it first):
+   * PostgreSQL reads its type byte as part of a length, finds it invalid and closes without a word (it only logs),
+   * so this closes too, and is no failed login. True when the bytes so far are such a Terminate, or its start. */
+  private terminateFirst(): boolean {
+    const n = Math.min(this.buf.length, TERMINATE.length);
+    if (this.buf.compare(TERMINATE, 0, n, 0, n) !== 0) return false;
+    if (n < TERMINATE.length) return true;
+    this.phase = 'done';
+    this.core.log.debug({ client_id: this.conn.id, addr: this.conn.addr }, 'client sent Terminate before its startup packet');
+    this.conn.destroy();
+    return true;
   }
 
   /** What arrived after the login (a pipelined first query), handed over once. */

@@ -365,17 +365,21 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   // ---- ServerOwner ----
 
-  onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean): void {
+  onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean, toldClient: boolean): void {
     this.server = null;
     if (this.params) this.params.syncing = false;
     if (this.state === 'closed') return;
     this.core.events.add('backend_lost', `${this.database}/${this.user}`, `backend pid ${server.backendPid} (server ${server.id}) was lost while serving client ${this.id} (${this.addr}): ${reason}`);
-    if (atBoundary) return this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
-    // The client got part of a message: nothing it could parse can follow, so it is cut off.
+    // The pooler's own error only when PostgreSQL said nothing: after its FATAL (pg_terminate_backend, a shutdown) a
+    // driver expects the close, as on a direct connection, and takes a second error for a new failure.
+    if (atBoundary && !toldClient) return this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
     const end = this.end;
     this.end = null;
-    end?.destroy();
     this.closeReason ||= `server connection lost: ${reason}`;
+    // What the client was sent goes out first; a client that got part of a message is cut off (nothing it could
+    // parse can follow).
+    if (toldClient) end?.close();
+    else end?.destroy();
     this.onClientClosed(true);
   }
 

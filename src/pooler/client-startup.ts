@@ -31,7 +31,8 @@ export abstract class ClientStartup {
   /** Its place in the pooler's registry (Pooler.clients, a SlotSet), -1 outside it. */
   slot = -1;
   readonly connectedAt = Date.now();
-  /** The pid of the client's BackendKeyData: the pooler's client id in transaction mode; in session mode, the pid of
+  /** The pid of the client's BackendKeyData: in transaction mode and on the admin console, one of the pooler's own
+   * (cancel-keys.ts: no backend has it, and it is not the client id SHOW CLIENTS shows); in session mode, the pid of
    * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
    * pooler's own either way: cancels come to the pooler, which forwards them with the server's key. */
   cancelPid: number;
@@ -77,7 +78,7 @@ export abstract class ClientStartup {
       this.handler = discardReads;
       return;
     }
-    this.cancelPid = this.id;
+    this.cancelPid = core.newCancelPid();
     this.cancelSecret = randomBytesPooled(4);
     this.login = new ClientLogin({
       id: this.id, addr: this.addr, ip: socket.remoteAddress ?? '',

@@ -5,7 +5,7 @@ import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig }
 import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
 import type { ClientSession } from './client-session.js';
-import { CancelKeys } from './cancel-keys.js';
+import { CancelKeys, NATIVE_LOGIN_PID_BIT } from './cancel-keys.js';
 import { SlotSet } from './id-table.js';
 import { killDatabase, pausePools, reconnectPools, resumePools } from './pool-verbs.js';
 import type { LoginTarget } from './client-login.js';
@@ -253,6 +253,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.cancelKeys.drop(c);
   }
 
+  /** The pid of a new client's BackendKeyData (cancel-keys.ts): never a backend's. */
+  newCancelPid(): number {
+    return this.cancelKeys.newPid();
+  }
+
   /** Session mode: the client's BackendKeyData names its server's pid from now on. */
   rekeyCancel(c: ClientSession, pid: number): void {
     this.cancelKeys.drop(c);
@@ -264,9 +269,9 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   cancel(pid: number, secret: Buffer): void {
     this.counters.cancel++;
     let c = this.cancelKeys.find(pid, secret);
-    if (!c && this.nativeLogins.relayOnly > 0) {
-      // A relay-only client (native/relay-lend.cc) is reported now, with its key.
-      this.nativeTls?.materialize(null, pid);
+    if (!c && this.nativeLogins.relayOnly > 0 && (pid & NATIVE_LOGIN_PID_BIT) !== 0) {
+      // A relay-only client (native/relay-lend.cc) is reported now, with its key: its pid names its relay id.
+      this.nativeTls?.materialize(null, pid & ~NATIVE_LOGIN_PID_BIT);
       c = this.cancelKeys.find(pid, secret);
     }
     if (!c) {

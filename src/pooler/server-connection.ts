@@ -7,7 +7,8 @@ import type { ParamValues } from './session-state/params.js';
 
 /** The session a server currently serves: told when the server goes away under it. */
 export interface ServerOwner {
-  onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean): void;
+  /** `toldClient`: the client got PostgreSQL's own FATAL last (ServerEvents.onClose), which says all there is to say. */
+  onServerClosed(server: ServerConnection, reason: string, atBoundary: boolean, toldClient: boolean): void;
   /** The server died while parked with this owner between transactions (native relay). */
   onServerLostBetween?(server: ServerConnection): void;
 }
@@ -68,7 +69,7 @@ export class ServerConnection {
     this.applicationName = login.applicationName;
     this.tls = login.tls;
     const events: ServerEvents = {
-      onClose: (reason, atBoundary, parked) => this.lost(reason, atBoundary, parked),
+      onClose: (reason, atBoundary, parked, toldClient) => this.lost(reason, atBoundary, parked, toldClient),
       onStatementsDropped: () => this.statements?.clearUpTo(Infinity),
       onSchemaChanged: () => this.statements?.schemaChanged(),
     };
@@ -83,7 +84,7 @@ export class ServerConnection {
   }
 
   /** The socket closed by itself (EOF, error, a malformed message). */
-  private lost(reason: string, atBoundary: boolean, parked: boolean): void {
+  private lost(reason: string, atBoundary: boolean, parked: boolean, toldClient: boolean): void {
     if (this.state === 'closed') return;
     this.closeReason ||= reason;
     const wasOwner = this.owner;
@@ -93,7 +94,7 @@ export class ServerConnection {
     this.onClosed?.(this);
     // A parked server dies as an idle one would: its client was between transactions and carries on.
     if (wasOwner && parked) wasOwner.onServerLostBetween?.(this);
-    else if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary);
+    else if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary, toldClient);
   }
 
   /** Closes at once, without Terminate (KILL, shutdown). */

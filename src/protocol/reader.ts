@@ -91,6 +91,28 @@ export function parseErrorFields(body: Buffer): Map<string, string> {
   return fields;
 }
 
+const FIELD_SEVERITY = 0x53; // S: localized
+const FIELD_SEVERITY_V = 0x56; // V: never localized (PostgreSQL 9.6+)
+
+/** Whether the ErrorResponse at buf[start] (header included, `len` its length field) ends the session: severity FATAL
+ * or PANIC, after which PostgreSQL closes the connection. Reads V, which lc_messages does not translate, else S. */
+export function endsSession(buf: Buffer, start: number, len: number): boolean {
+  const end = Math.min(buf.length, start + 1 + len);
+  let severity = '';
+  for (let pos = start + 5; pos < end && buf[pos] !== 0;) {
+    const code = buf[pos]!;
+    const nul = buf.indexOf(0, pos + 1);
+    if (nul < 0 || nul >= end) break;
+    if (code === FIELD_SEVERITY_V) {
+      severity = buf.toString('latin1', pos + 1, nul);
+      break;
+    }
+    if (code === FIELD_SEVERITY) severity = buf.toString('latin1', pos + 1, nul);
+    pos = nul + 1;
+  }
+  return severity === 'FATAL' || severity === 'PANIC';
+}
+
 /** Query message body -> SQL text. */
 export function parseQuery(body: Buffer): string {
   return new BodyReader(body).cstring();

@@ -103,6 +103,21 @@ export class RawConnection {
     return out;
   }
 
+  /** Every message until the peer closes the connection, and how many bytes came after the last whole one (0 when
+   * nothing but whole messages came). */
+  async rest(timeoutMs = 10_000): Promise<{ messages: Message[]; trailing: number }> {
+    const messages: Message[] = [];
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        messages.push(await this.read(Math.max(1, deadline - Date.now())));
+      } catch (err) {
+        if (!this.closed) throw err;
+        return { messages, trailing: this.buf.length };
+      }
+    }
+  }
+
   close(): void {
     this.socket.destroy();
   }

@@ -2,6 +2,7 @@
 import type net from 'node:net';
 import { BackendMessage, TxStatus } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
+import { endsSession } from '../../protocol/reader.js';
 import { writeTerminate } from '../../protocol/writer.js';
 import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
 import type { ParamChanges } from '../session-state/params.js';
@@ -10,9 +11,10 @@ import { isSchemaTag, mayBeSchemaTag } from '../prepared/schema-epoch.js';
 /** Texts kept for takeParams at most (as the native relay's kParamTextMax): past it, flag 2 says some are missing. */
 const PARAM_TEXT_MAX = 64 * 1024;
 
-const SERVER_WHOLE = typeSet(BackendMessage.ReadyForQuery);
+/** ErrorResponse whole for its severity: a FATAL the client got is the last word of its session (see `toldClient`). */
+const SERVER_WHOLE = typeSet(BackendMessage.ReadyForQuery, BackendMessage.ErrorResponse);
 /** With prepared statements, CommandComplete too: its tag tells when the server dropped every statement. */
-const SERVER_WHOLE_REWRITES = typeSet(BackendMessage.ReadyForQuery, BackendMessage.CommandComplete);
+const SERVER_WHOLE_REWRITES = typeSet(BackendMessage.ReadyForQuery, BackendMessage.ErrorResponse, BackendMessage.CommandComplete);
 const DISCARD_ALL = Buffer.from('DISCARD ALL\0');
 const DEALLOCATE_ALL = Buffer.from('DEALLOCATE ALL\0');
 
@@ -50,6 +52,9 @@ export class JsServerEnd implements ServerEnd {
   private resetDone: ((sawError: boolean) => void) | null = null;
   /** An ErrorResponse arrived while no client was linked. */
   private sawError = false;
+  /** The last message was PostgreSQL's FATAL (or PANIC) and went to the linked client: if the connection ends now,
+   * that client was told why, as on a direct connection (ServerEvents.onClose). */
+  private toldClient = false;
   /** ask(): replies gathered until its ReadyForQuery. */
   private captured: Buffer[] | null = null;
   /** Session parameters: see ServerEnd.takeParams (js.ts notes the client's statements here). */
@@ -88,7 +93,8 @@ export class JsServerEnd implements ServerEnd {
     return retained;
   };
 
-  private readonly onMessage = (type: number, buf: Buffer, start: number): void => {
+  private readonly onMessage = (type: number, buf: Buffer, start: number, len: number): void => {
+    this.toldClient = false;
     switch (type) {
       case BackendMessage.ReadyForQuery: {
         this.txStatus = buf[start + 5]!;
@@ -113,8 +119,10 @@ export class JsServerEnd implements ServerEnd {
         if (this.client) this.paramFlags |= 4;
         break;
       case BackendMessage.ErrorResponse:
-        if (this.client) this.client.onServerError();
-        else this.sawError = true;
+        if (this.client) {
+          this.client.onServerError();
+          this.toldClient = endsSession(buf, start, len);
+        } else this.sawError = true;
         break;
       default:
         break;
@@ -196,7 +204,7 @@ export class JsServerEnd implements ServerEnd {
     this.dropClient();
     if (this.closed) return;
     this.closed = true;
-    this.events.onClose(this.reason, this.frames.atBoundary, false);
+    this.events.onClose(this.reason, this.frames.atBoundary, false, this.toldClient && this.frames.atBoundary);
   };
 
   counts(): RelayCounts {

@@ -53,7 +53,8 @@ export interface LendOptions {
 export type NativeLoginUser = { entry: number; database: string; user: string; greeting: Uint8Array; clientEncoding?: string } & (
   { md5: string } | { iterations: number; salt: Uint8Array; storedKey: Uint8Array; serverKey: Uint8Array });
 
-/** A login the relay ran: the pool entry, the client's application_name, its BackendKeyData (pid: the relay's id). */
+/** A login the relay ran: the pool entry, the client's application_name, its BackendKeyData (pid: the relay's id with
+ * NATIVE_LOGIN_PID_BIT, cancel-keys.ts). */
 export interface NativeLoginOk {
   entry: number;
   applicationName: string;

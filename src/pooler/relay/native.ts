@@ -6,6 +6,7 @@ import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type { QueryStatsRow } from '../query-stats/table.js';
 import { NativeClientEnd, NativeServerEnd } from './native-ends.js';
 import { IdTable } from '../id-table.js';
+import { NATIVE_LOGIN_PID_BIT } from '../cancel-keys.js';
 import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers } from './native-tls.js';
 import type {
   ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
@@ -174,7 +175,7 @@ export class NativeRelay implements Relay {
     const appId = login.c >>> 2;
     const lent = (login.c & 2) === 2;
     if (lent) socket.lent = true;
-    acceptor.accept(socket, { entry: login.entry, applicationName: this.appName(appId), clientEncoding: (login.c & 1) === 1, cancelPid: id, cancelSecret: secret, kind: (appId << 1) | (login.c & 1), lent });
+    acceptor.accept(socket, { entry: login.entry, applicationName: this.appName(appId), clientEncoding: (login.c & 1) === 1, cancelPid: id | NATIVE_LOGIN_PID_BIT, cancelSecret: secret, kind: (appId << 1) | (login.c & 1), lent });
   }
 
   /** An OpenSSL context for startTls (see nativeTlsContext). */
@@ -342,7 +343,9 @@ export class NativeRelay implements Relay {
           case RelayEvent.ServerClosed: {
             const s = this.servers.get(id);
             this.servers.delete(id);
-            s?.events.onClose(SERVER_CLOSE_REASONS[batch[i + 4]!] ?? '', batch[i + 3] === 1, batch[i + 3] === 2);
+            // 0 mid-message, 1 at a boundary, 2 parked, 3 at a boundary after PostgreSQL's FATAL reached the client.
+            const how = batch[i + 3]!;
+            s?.events.onClose(SERVER_CLOSE_REASONS[batch[i + 4]!] ?? '', how === 1 || how === 3, how === 2, how === 3);
             break;
           }
           case RelayEvent.ServerReady:

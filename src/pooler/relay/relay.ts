@@ -69,8 +69,9 @@ export interface ClientEvents {
 export interface ServerEvents {
   /** The socket is gone (EOF, an error, a malformed message); nothing is reported after this. `atBoundary`: the
    * linked client got whole messages only. `parked`: its client was between transactions (see native.ts) and
-   * carries on as if the server had died idle. */
-  onClose(reason: string, atBoundary: boolean, parked: boolean): void;
+   * carries on as if the server had died idle. `toldClient`: the last message the linked client got was PostgreSQL's
+   * own FATAL (or PANIC), which says why the connection ends (pg_terminate_backend, a shutdown). */
+  onClose(reason: string, atBoundary: boolean, parked: boolean, toldClient: boolean): void;
   /** It answered DISCARD ALL or DEALLOCATE ALL for a client the rewriter does not see (native relay): its
    * prepared statements are gone. */
   onStatementsDropped?(): void;
