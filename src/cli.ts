@@ -8,8 +8,8 @@ Usage:
       Start the connection pooler.
       --config, -c <file>   TOML configuration (see README.md for every key)
       -t, --test            Validate the configuration, print every problem, exit 0 or 1
-  tidepool logstore --mode single|proxy|store --config <file.yaml>
-      Start the log store (--config=<path> also accepted). Only --mode single in this build:
+  tidepool logstore [--mode single|proxy|store] --config <file.yaml>
+      Start the log store (--config=<path> also accepted); --mode defaults to single:
       HTTP :9002 (Elasticsearch-style /_bulk, /search, /aggregate, ...), debug :9200 (/metrics, /health).
       SIGTERM or SIGINT stops it; kill -9 loses no acknowledged document.
   tidepool logstore-ui --config <ui.yaml>

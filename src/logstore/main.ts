@@ -145,7 +145,8 @@ export async function startProxy(config: LogstoreConfig, hub: LogHub): Promise<R
 }
 
 export async function runLogstore(flags: Map<string, string | true>): Promise<number> {
-  const mode = flags.get('mode');
+  // Without --mode, single mode: the one a newcomer means (one process, its own data).
+  const mode = flags.get('mode') ?? 'single';
   if (typeof mode !== 'string' || !(LOGSTORE_MODES as readonly string[]).includes(mode)) {
     process.stderr.write(`tidepool logstore: --mode must be one of ${LOGSTORE_MODES.join(', ')}; found ${mode === undefined ? 'nothing' : JSON.stringify(mode === true ? '' : mode)}\n`);
     return 1;

@@ -40,6 +40,23 @@ export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerRes
   return 200;
 }
 
+/**
+ * GET /_cluster/health[/<index>] (Elasticsearch clients and shippers check it before writing): the health object,
+ * green on the same grounds as _cat/health. `?level`, `?wait_for_status` and `?timeout` are accepted; waiting is
+ * never needed (it is green or the process does not answer).
+ */
+export function clusterHealth(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): number {
+  req.resume();
+  const shards = ctx.store.shardCount;
+  sendEsJson(req, res, 200, {
+    cluster_name: 'tidepool', status: 'green', timed_out: false, number_of_nodes: 1, number_of_data_nodes: 1,
+    active_primary_shards: shards, active_shards: shards, relocating_shards: 0, initializing_shards: 0, unassigned_shards: 0,
+    unassigned_primary_shards: 0, delayed_unassigned_shards: 0, number_of_pending_tasks: 0, number_of_in_flight_fetch: 0,
+    task_max_waiting_in_queue_millis: 0, active_shards_percent_as_number: 100.0,
+  });
+  return 200;
+}
+
 /** _refresh: documents are searchable once acknowledged, so there is nothing to do; acknowledged. */
 export function refresh(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): number {
   const n = ctx.store.shardCount;

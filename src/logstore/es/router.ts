@@ -1,11 +1,11 @@
-// Routes of the Elasticsearch surface beyond _bulk and the probes: _cat/health, _refresh, _count, _search,
+// Routes of the Elasticsearch surface beyond _bulk and the probes: _cat/health, _cluster/health, _refresh, _count, _search,
 // single-document writes, PUT and HEAD /<index>. Answers null when the path is not one of them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpContext } from '../http/context.js';
 import { ErrorCode, HttpError } from '../http/errors.js';
 import { writeDoc } from './doc-routes.js';
-import { catHealth, headIndex, putIndex, refresh } from './index-routes.js';
-import { count, search } from './search-routes.js';
+import { catHealth, clusterHealth, headIndex, putIndex, refresh } from './index-routes.js';
+import { count, getDoc, search } from './search-routes.js';
 
 function methods(method: string, path: string, allowed: string[]): void {
   if (!allowed.includes(method)) throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use ${allowed.join(' or ')}`);
@@ -13,6 +13,10 @@ function methods(method: string, path: string, allowed: string[]): void {
 
 export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<[string, number] | null> {
   const method = req.method ?? 'GET';
+  if (path === '/_cluster/health' || path.startsWith('/_cluster/health/')) {
+    methods(method, path, ['GET']);
+    return ['/_cluster/health', clusterHealth(ctx, req, res)];
+  }
   if (path === '/_cat/health') {
     methods(method, path, ['GET']);
     req.resume();
@@ -51,8 +55,11 @@ export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: Serve
     methods(method, path, ['POST']);
     return ['/<index>/_doc', await writeDoc(ctx, req, res, first, null, params.get('op_type') === 'create' ? 'create' : 'index')];
   }
+  if (second === '_doc' && parts.length === 3 && third !== undefined && (method === 'GET' || method === 'HEAD')) {
+    return ['/<index>/_doc/<id>', await getDoc(ctx, req, res, first, third)];
+  }
   if ((second === '_doc' || second === '_create') && parts.length === 3 && third !== undefined) {
-    methods(method, path, ['PUT', 'POST']);
+    methods(method, path, ['GET', 'PUT', 'POST']);
     const create = second === '_create' || params.get('op_type') === 'create';
     return [`/<index>/${second}/<id>`, await writeDoc(ctx, req, res, first, third, create ? 'create' : 'index')];
   }

@@ -1,7 +1,7 @@
 // Elasticsearch _search and _count over the store: the query DSL (or ?q=) translated to seq-ql, hits in
 // Elasticsearch's shape ({hits: {total, hits: [{_index, _id, _source, sort}]}}).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { TIME_FIELDS } from '../doc-time.js';
+import { TIME_FIELDS, idTime } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
 import { UnprintableFieldError, queryText } from '../query/print.js';
@@ -160,4 +160,39 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
   } catch (err) {
     return badRequest(res, err);
   }
+}
+
+/**
+ * GET /<index>/_doc/<id>: Elasticsearch's get. The id is a document's client `_id` (found by a term query on `_id`,
+ * which the mapping must index, as `auto` does) or the store's own id; found: 200 with `_source`, else 404
+ * `found: false`. The store keeps one copy per `_id` (a repeated `index` is a noop), so `_version` is always 1.
+ */
+export async function getDoc(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string, id: string): Promise<number> {
+  req.resume();
+  let found: { id: string; data: Record<string, unknown> } | null = null;
+  if (idTime(id) !== null) {
+    const [h] = await ctx.store.fetch([id], []).then((a) => a.hits);
+    if (h) found = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
+  }
+  if (!found) {
+    let q: Parsed | null = null;
+    try {
+      q = parseQuery(ctx, { query: { term: { _id: id } } }, new URLSearchParams());
+    } catch (err) {
+      // `_id` is not indexed: nothing can be found by it.
+      if (!(err instanceof BadSearch)) throw err;
+    }
+    if (q) {
+      const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 1, order: 'desc', pipes: q.pipes, withTotal: false });
+      const h = r.hits.length > 0 ? r.hits.get(0) : null;
+      if (h) found = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
+    }
+  }
+  if (!found) {
+    sendEsJson(req, res, 404, { _index: index, _id: id, found: false });
+    return 404;
+  }
+  const { _id: clientId, ...source } = found.data;
+  sendEsJson(req, res, 200, { _index: index, _id: typeof clientId === 'string' ? clientId : found.id, _version: 1, _seq_no: 0, _primary_term: 1, found: true, _source: source });
+  return 200;
 }

@@ -61,7 +61,8 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
     license(req, res);
     return ['/_license', 200];
   }
-  if (PROBE.test(path)) {
+  // /_cluster/health is answered (es/router.ts); the rest of /_cluster/* stays a probe.
+  if (PROBE.test(path) && !path.startsWith('/_cluster/health')) {
     probe(req, res);
     return ['probe', 200];
   }

@@ -80,6 +80,27 @@ describe('Elasticsearch endpoints', () => {
     expect((await es.count({ index: 'app-logs', q: 'tag:single' })).count).toBe(4);
   });
 
+  it('GET /<index>/_doc/<id>: by client _id and by generated id, 404 found:false otherwise', async () => {
+    const put = await es.index({ index: 'app-logs', id: 'get-me', document: { tag: 'get', n: 7 } });
+    const got = await es.get({ index: 'app-logs', id: 'get-me' });
+    expect(got).toMatchObject({ _index: 'app-logs', _id: 'get-me', found: true, _source: { tag: 'get', n: 7 } });
+    expect(put._id).toBe('get-me');
+    const gen = await es.index({ index: 'app-logs', document: { tag: 'get', n: 8 } });
+    expect(await es.get({ index: 'app-logs', id: gen._id })).toMatchObject({ _id: gen._id, found: true, _source: { tag: 'get', n: 8 } });
+    const missing = await raw('GET', '/app-logs/_doc/no-such-doc');
+    expect(missing.status).toBe(404);
+    expect(missing.json()).toEqual({ _index: 'app-logs', _id: 'no-such-doc', found: false });
+    expect(await es.exists({ index: 'app-logs', id: 'get-me' })).toBe(true);
+    expect(await es.exists({ index: 'app-logs', id: 'no-such-doc' })).toBe(false);
+  });
+
+  it('GET /_cluster/health: the health object Elasticsearch clients read (not an empty probe answer)', async () => {
+    const h = await es.cluster.health();
+    expect(h).toMatchObject({ cluster_name: 'tidepool', status: 'green', timed_out: false, number_of_nodes: 1, active_primary_shards: 2, unassigned_shards: 0 });
+    expect((await raw('GET', '/_cluster/health/app-logs?wait_for_status=yellow&timeout=1s')).json()).toMatchObject({ status: 'green' });
+    expect((await raw('GET', '/_cluster/settings')).status).toBe(200);
+  });
+
   it('_refresh (GET, POST, /_all, /<index>) is acknowledged', async () => {
     for (const [m, p] of [['POST', '/_refresh'], ['GET', '/_all/_refresh'], ['POST', '/app-logs/_refresh']] as const) {
       const r = await raw(m, p);

@@ -1,5 +1,6 @@
 // The bulk queue over limits.inflight_bulks and per-item 429 past it, a large streamed bulk, and the command line's config errors.
 import http from 'node:http';
+import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,11 +115,30 @@ describe('tidepool logstore command line', () => {
     return p;
   };
 
-  it('rejects an unknown or missing mode', () => {
+  it('rejects an unknown mode, and starts single mode without --mode', async () => {
     const r = runCli(['logstore', '--mode', 'cluster', '--config', 'x.yaml']);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/--mode must be one of single, proxy, store, ingestor; found "cluster"/);
-    expect(runCli(['logstore', '--config', 'x.yaml']).stderr).toMatch(/--mode must be one of/);
+    expect(runCli(['logstore', '--mode', '--config', 'x.yaml']).stderr).toMatch(/--mode must be one of/);
+    const cfg = file('nomode.yaml', `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'nomode-data')}\n  shards: 1\nlog:\n  level: warn\n`);
+    const child = spawn(process.execPath, [path.resolve('bin/tidepool.js'), 'logstore', `--config=${cfg}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!/\(single mode\)/.test(out)) {
+        if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
+        if (Date.now() > deadline) throw new Error(`did not start: ${out}`);
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((res) => child.once('exit', res));
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
   });
 
   it('requires --config and a readable file', () => {
