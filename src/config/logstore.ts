@@ -34,6 +34,8 @@ export const logstoreShape = {
     hot_stores: t.stringList([], 'Proxy mode: gRPC addresses ("<host>:<port>") of the stores, grouped into shards of hot_replicas consecutive hosts.'),
     hot_replicas: t.int(1, 'Proxy mode: stores per shard; every replica of a shard holds every document written to it.', 1, 64),
     request_timeout: t.duration(10_000, 'Proxy mode: deadline of one request to a store (a call, or a request on its gRPC Session); a store that does not answer in time counts as failed.'),
+    write_quorum: t.int(1, 'Proxy mode: replicas of a shard that must store a batch for it to be acknowledged when the shard\'s other replicas do not answer and no other shard stored it whole (the missing replicas get it later, in order: cluster.catchup_memory). A batch that every replica of some shard stores is acknowledged as before; at hot_replicas, writes stop while a replica is down.', 1, 64),
+    catchup_memory: t.size(256 * 1024 ** 2, 'Proxy mode: batches kept in memory for replicas that missed them (write_quorum), all replicas together; past it a batch that not every replica stored fails as before (its items 500).'),
     write_retries: t.int(3, 'Proxy mode: tries of one batch (the shard\'s missing replicas first, then another shard) before its items fail.', 1, 20),
     breaker_failures: t.int(3, 'Proxy mode: consecutive failed writes after which a shard is skipped for writes.', 1, 1000),
     breaker_cooldown: t.duration(5_000, 'Proxy mode: how long a tripped shard is skipped before one write probes it again.'),

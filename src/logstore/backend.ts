@@ -36,6 +36,8 @@ export interface StoreState {
   docs: number;
   /** The write circuit breaker of the store's shard: open while the shard is skipped for writes (proxy mode). */
   breaker?: 'closed' | 'open';
+  /** Batches the proxy holds for this replica, which missed them (cluster.write_quorum): 0 when up to date. */
+  behind?: number;
 }
 
 export interface BackendStatus {

@@ -137,7 +137,7 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
   const all = shards.flatMap((s) => s.fractions);
   const withDocs = all.filter((f) => f.docs > 0);
   return {
-    status: st.stores.some((s) => !s.ok) ? 'degraded' : 'ok', mode: env.store.mode, shards: env.store.shardCount,
+    status: st.stores.some((s) => !s.ok || (s.behind ?? 0) > 0) ? 'degraded' : 'ok', mode: env.store.mode, shards: env.store.shardCount,
     docs: all.reduce((s, f) => s + f.docs, 0),
     raw_bytes: all.reduce((s, f) => s + f.raw_bytes, 0),
     disk_bytes: all.reduce((s, f) => s + f.disk_bytes, 0),

@@ -18,6 +18,7 @@ import type { BatchKey } from '../grpc/store-service.js';
 import { ScratchPool } from '../search/scratch.js';
 import { Breaker } from './breaker.js';
 import { ForgetOutbox, type Leftover } from './forget-outbox.js';
+import { CatchUp } from './catch-up.js';
 import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, isOverloaded, offsBytes } from './store-client.js';
 
 interface ShardGroup {
@@ -60,9 +61,16 @@ export class Cluster implements LogBackend {
   /** Copies a batch left on shards it moved away from, forgotten there (forget-outbox.ts). */
   private readonly forgets: ForgetOutbox;
 
+  /** Batches replicas missed (write_quorum), sent to them when they answer again. */
+  private readonly catchup: CatchUp;
+  /** Replicas of a shard that must store a batch when not all of them can (cluster.write_quorum). */
+  private readonly quorum: number;
+
   constructor(cfg: LogstoreConfig, private readonly log: Logger) {
     const c = cfg.cluster;
     this.retries = c.write_retries;
+    this.quorum = Math.min(c.write_quorum, c.hot_replicas);
+    this.catchup = new CatchUp(c.catchup_memory, c.breaker_cooldown, log);
     this.forgets = new ForgetOutbox(c.breaker_cooldown, log);
     this.shards = shardsOf(c.hot_stores, c.hot_replicas).map((addrs, index) => ({
       index, pending: 0, nextRead: 0, breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
@@ -83,7 +91,9 @@ export class Cluster implements LogBackend {
   private pickShard(exclude: Set<number>): ShardGroup | null {
     const open = this.shards.filter((s) => !exclude.has(s.index));
     const allowed = open.filter((s) => s.breaker.available());
-    const pool = allowed.length ? allowed : open;
+    // Shards whose every replica is up to date first: a batch there is stored whole at once.
+    const whole = allowed.filter((s) => s.replicas.every((c) => this.catchup.behind(c) === 0));
+    const pool = whole.length ? whole : allowed.length ? allowed : open;
     if (pool.length === 0) return null;
     const least = Math.min(...pool.map((s) => s.pending));
     const best = pool.filter((s) => s.pending === least);
@@ -141,7 +151,7 @@ export class Cluster implements LogBackend {
     const tried = new Set<number>();
     // Shards the batch left (it moved on, or failed): a copy there (on the replicas that took it, or on one that
     // stored it after its deadline) is forgotten, by the ids any replica answered (every replica makes the same).
-    const leftovers: Leftover[] = [];
+    const leftovers: (Leftover & { answer: IngestResult | null })[] = [];
     let known: Uint8Array | null = null;
     let shard: ShardGroup | null = first;
     let acked = new Set<number>();
@@ -154,7 +164,12 @@ export class Cluster implements LogBackend {
     for (let attempt = 0; attempt < this.retries && shard; attempt++) {
       if (attempt > 0) await sleep(Math.min(1000, 50 * 2 ** attempt));
       const s: ShardGroup = shard;
-      const missing = s.replicas.map((_, i) => i).filter((i) => !acked.has(i));
+      // A replica that is behind (catch-up.ts) gets the batch after the ones it missed, unless the others alone
+      // cannot make the quorum.
+      let missing = s.replicas.map((_, i) => i).filter((i) => !acked.has(i));
+      const current = missing.filter((i) => this.catchup.behind(s.replicas[i]!) === 0);
+      if (acked.size + current.length >= this.quorum) missing = current;
+      const deferred = s.replicas.map((_, i) => i).filter((i) => !acked.has(i) && !missing.includes(i));
       s.pending++;
       const results = await Promise.allSettled(missing.map((i) => s.replicas[i]!.bulk(encoded)));
       s.pending--;
@@ -176,8 +191,9 @@ export class Cluster implements LogBackend {
           }
         }
       });
-      if (acked.size === s.replicas.length) {
+      if (acked.size === s.replicas.length || (acked.size + deferred.length === s.replicas.length && acked.size > 0 && this.catchup.fits(encoded, deferred.length))) {
         s.breaker.success();
+        this.catchup.add(deferred.map((i) => s.replicas[i]!), encoded);
         // (`answer` is set in the forEach callback above, which the compiler does not follow.)
         await this.forgets.forget(leftovers, answer!.ids, key);
         return answer!;
@@ -186,7 +202,7 @@ export class Cluster implements LogBackend {
       if (!routed && (attempt >= 1 || acked.size === 0)) {
         if (!overloadOnly) s.breaker.failure();
         known ??= (answer as IngestResult | null)?.ids ?? null;
-        leftovers.push({ shard: s, acked, refused });
+        leftovers.push({ shard: s, acked, refused, answer });
         tried.add(s.index);
         shard = this.pickShard(tried);
         acked = new Set();
@@ -194,13 +210,23 @@ export class Cluster implements LogBackend {
         answer = null;
       }
     }
+    if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused, answer });
+    // No shard stored it whole: the one whose replicas that answered make the quorum acknowledges it, and its
+    // missing replicas are caught up later (catch-up.ts); its copies elsewhere are forgotten as usual.
+    const quorate = leftovers.filter((l) => l.answer && l.acked.size >= this.quorum).sort((a, b) => b.acked.size - a.acked.size)[0];
+    const lacking = quorate ? quorate.shard.replicas.length - quorate.acked.size : 0;
+    if (quorate && this.catchup.fits(encoded, lacking)) {
+      const g = quorate.shard as ShardGroup;
+      this.catchup.add(g.replicas.filter((_, i) => !quorate.acked.has(i)), encoded);
+      await this.forgets.forget(leftovers.filter((l) => l !== quorate), quorate.answer!.ids, key);
+      return quorate.answer!;
+    }
     // The loop ended on a shard it had not given up on yet (retries spent on its missing replicas).
     if (shard && !tried.has(shard.index) && !overloadOnly) shard.breaker.failure();
     // The items fail and the client sends them again (new ids): every copy made so far is forgotten. A batch of
     // client ids keeps its copies: the client's resend finds them there (200 noop) and the rest stores it.
     if (!routed) {
       known ??= (answer as IngestResult | null)?.ids ?? null;
-      if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused });
       // No replica answered anywhere: the ids (they hold the documents' times) are not known here, so the stores
       // forget the batch by its key (a hung one that stores it after its deadline, or refuses it if it comes later).
       await this.forgets.forget(leftovers, known, key);
@@ -212,13 +238,15 @@ export class Cluster implements LogBackend {
     throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
   }
 
-  /** Asks the replicas of one shard in turn until one answers; throws the last error. */
+  /** Asks the replicas of one shard in turn until one answers; throws the last error. Replicas that are behind
+   * (they lack batches they missed: catch-up.ts) are asked last. */
   private async read<T>(s: ShardGroup, call: (c: StoreClient) => Promise<T>): Promise<T> {
     const start = s.nextRead;
     s.nextRead = (s.nextRead + 1) % s.replicas.length;
     let last: unknown;
-    for (let k = 0; k < s.replicas.length; k++) {
-      const c = s.replicas[(start + k) % s.replicas.length]!;
+    const order = s.replicas.map((_, k) => s.replicas[(start + k) % s.replicas.length]!);
+    const current = order.filter((c) => this.catchup.behind(c) === 0);
+    for (const c of current.length === order.length ? order : [...current, ...order.filter((c) => !current.includes(c))]) {
       try {
         return await call(c);
       } catch (err) {
@@ -322,7 +350,7 @@ export class Cluster implements LogBackend {
         try {
           const st = await c.status();
           const docs = st.shards.reduce((a, x) => a + x.fractions.reduce((b, f) => b + f.docs, 0), 0);
-          stores.push({ addr: c.addr, shard: s.index, ok: true, error: '', docs, breaker });
+          stores.push({ addr: c.addr, shard: s.index, ok: true, error: '', docs, breaker, behind: this.catchup.behind(c) });
           inflight += st.inflight_bulks;
           // Replicas hold the same documents: one replica per shard is counted.
           if (!counted) {
@@ -330,7 +358,7 @@ export class Cluster implements LogBackend {
             for (const x of st.shards) shards.push({ ...x, shard: s.index });
           }
         } catch (err) {
-          stores.push({ addr: c.addr, shard: s.index, ok: false, error: message(err), docs: 0, breaker });
+          stores.push({ addr: c.addr, shard: s.index, ok: false, error: message(err), docs: 0, breaker, behind: this.catchup.behind(c) });
         }
       }));
     }));
@@ -340,6 +368,7 @@ export class Cluster implements LogBackend {
 
   close(): void {
     this.forgets.close();
+    this.catchup.close();
     for (const s of this.shards) for (const c of s.replicas) c.close();
   }
 }
