@@ -231,7 +231,7 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       };
     } finally {
       inflight.bulks--;
-      budget.give(bytes);
+      budget.giveBatch(bytes);
     }
   };
   const ops = storeOps(store, mapping, inflight);

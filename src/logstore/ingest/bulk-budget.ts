@@ -6,6 +6,8 @@
 
 export class BulkBudget {
   private held = 0;
+  /** Of `held`, the batches taken and not given back (takeBatch / giveBatch). */
+  private batches = 0;
 
   constructor(readonly limit: number) {}
 
@@ -18,11 +20,25 @@ export class BulkBudget {
     return this.limit + Math.floor(this.limit / 8);
   }
 
-  /** Takes room for a batch of `bytes`; false (nothing taken) when it does not fit. */
+  /** Takes room for a batch of `bytes`; false (nothing taken) when it does not fit. A batch always fits while no
+   * other batch is held, whatever item state holds and however large it is: otherwise a bulk whose batches are each
+   * larger than the budget would be answered 429 on every item, every time it is sent again. */
   take(bytes: number): boolean {
-    if (this.held > 0 && this.held + bytes > this.limit) return false;
+    if (this.batches > 0 && this.held + bytes > this.limit) return false;
     this.held += bytes;
+    this.batches += bytes;
     return true;
+  }
+
+  /** Gives back a batch's room once it is stored (or failed). */
+  giveBatch(bytes: number): void {
+    this.batches = Math.max(0, this.batches - bytes);
+    this.give(bytes);
+  }
+
+  /** The batch size that keeps a bulk's batches within the budget: a quarter of it, between 64 KiB and `max`. */
+  batchSize(max: number): number {
+    return Math.min(max, Math.max(64 * 1024, Math.floor(this.limit / 4)));
   }
 
   /** Charges item state that already exists (it cannot be refused); false once the budget is past hardLimit. */

@@ -112,7 +112,7 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
   const parser = new BulkParser({
     maxDocSize: opts.maxDocSize,
     defaultIndex: opts.defaultIndex,
-    batchBytes: opts.batchBytes ?? 1024 * 1024,
+    batchBytes: opts.batchBytes ?? budget?.batchSize(1024 * 1024) ?? 1024 * 1024,
     ...(target.route ? { route: (id: string) => target.route!(id) } : {}),
     ...(target.batchPool ? { pool: target.batchPool } : {}),
     onBatch(batch) {
@@ -134,7 +134,7 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
           for (const item of batch.items) itemsRef.errors.set(item, e);
         },
       ).finally(() => {
-        budget?.give(bytes);
+        budget?.giveBatch(bytes);
         outstanding.delete(p);
       });
       outstanding.add(p);

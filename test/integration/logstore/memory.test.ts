@@ -122,6 +122,23 @@ describe('memory under large bulks', () => {
     expect(seqs.size).toBe(acked.length);
   });
 
+  it('a bulk of large documents, each batch of it larger than a small limits.bulk_memory, is stored (not 429 on every item forever)', { timeout: 60_000 }, async () => {
+    const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '256KB' } });
+    // 100 documents of ~19 KB: 1.9 MB, seven times the budget; few items, so little item state.
+    const pad = 'p'.repeat(19_000);
+    const lines: string[] = [];
+    for (let i = 0; i < 100; i++) lines.push('{"index":{}}', `{"seq":${i},"pad":"${pad}"}`);
+    const text = lines.join('\n') + '\n';
+    for (let round = 0; round < 3; round++) {
+      const res = await fetch(`${ls.url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: text });
+      expect(res.status).toBe(200);
+      const j = (await res.json()) as { items: { index: { status: number } }[] };
+      expect(j.items.map((x) => x.index.status).filter((s) => s !== 201), `round ${round}`).toEqual([]);
+    }
+    const total = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: '*' }, size: 0 });
+    expect(total.body.total).toBe(300);
+  });
+
   it('a bulk whose items alone would pass limits.bulk_memory is refused whole (413) and the store serves on', { timeout: 60_000 }, async () => {
     const ls = await start({ storage: { shards: 1 }, limits: { bulk_memory: '1MB' } });
     // 400-character ids: about 860 bytes of state an item, so the 20 000 items need about 17 MB.
