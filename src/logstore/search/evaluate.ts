@@ -2,7 +2,7 @@
 import { postings as P } from '../../native/index.js';
 import { lowerBound } from '../../native/postings.js';
 import type { Plan } from '../query/plan.js';
-import { patternRegExp } from '../query/ast.js';
+import { compileGlob, globMatches } from '../query/glob.js';
 import type { FractionView } from '../storage/fraction-view.js';
 
 function union(lists: Uint32Array[], universe: number): Uint32Array {
@@ -58,9 +58,9 @@ export function evaluate(plan: Plan, view: FractionView, universe: Universe): Ui
     case 'none': return new Uint32Array(0);
     case 'token': return within(view.postings(plan.field, plan.token), universe, view);
     case 'pattern': {
-      const re = patternRegExp({ segments: plan.segments });
+      const glob = compileGlob(plan.segments);
       const prefix = plan.segments[0] || undefined;
-      const lists = view.postingsWhere(plan.field, (t) => re.test(t), prefix);
+      const lists = view.postingsWhere(plan.field, (t) => globMatches(glob, t), prefix);
       return within(union(lists, view.docCount), universe, view);
     }
     case 'range': {
