@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TIME_FIELDS } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
+import { QueryLimitError } from '../query/limits.js';
 import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
 import { UnprintableFieldError, queryText } from '../query/print.js';
 import { readJsonBody } from '../http/body.js';
@@ -27,7 +28,11 @@ interface Parsed {
   pipes: FieldsPipe[];
 }
 
-class BadSearch extends Error {}
+class BadSearch extends Error {
+  constructor(message: string, readonly type = 'parsing_exception') {
+    super(message);
+  }
+}
 
 function bad(message: string): never {
   throw new BadSearch(message);
@@ -51,6 +56,9 @@ function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URL
     if (err instanceof DslError) bad(err.message);
     if (err instanceof UnprintableFieldError) bad(err.message);
     if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
+    // Elasticsearch answers too_many_clauses past indices.query.bool.max_clause_count; past the depth, an
+    // illegal argument naming indices.query.bool.max_nested_depth. Ours name the log store's limits.
+    if (err instanceof QueryLimitError) throw new BadSearch(err.message, err.limit === 'max_clauses' ? 'too_many_clauses' : 'illegal_argument_exception');
     throw err;
   }
 }
@@ -112,7 +120,7 @@ function shardsOf(ctx: HttpContext, partial: PartialInfo | undefined) {
 
 function badRequest(res: ServerResponse, err: unknown): number {
   if (err instanceof BadSearch) {
-    esError(res, 400, 'parsing_exception', err.message);
+    esError(res, 400, err.type, err.message);
     return 400;
   }
   throw err;

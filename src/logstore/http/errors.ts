@@ -6,6 +6,8 @@ export const ErrorCode = {
   BadJson: 'bad_json',
   QuerySyntax: 'query_syntax',
   FieldNotIndexed: 'field_not_indexed',
+  /** A query past a limit of query/limits.ts (nesting depth, clause count); the body names it. */
+  QueryTooComplex: 'query_too_complex',
   TooManyBulks: 'too_many_bulks',
   BodyTooLarge: 'body_too_large',
   NotFound: 'not_found',
