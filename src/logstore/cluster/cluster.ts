@@ -63,6 +63,10 @@ export class Cluster implements LogBackend {
   constructor(cfg: LogstoreConfig, private readonly log: Logger) {
     const c = cfg.cluster;
     this.retries = c.write_retries;
+    // A store stops searching a little before the proxy stops waiting for it (its answer still has to travel),
+    // so a slow search comes back partial, timed_out, rather than as a failed shard.
+    const storeTimeout = Math.max(1, c.request_timeout - Math.min(1000, Math.floor(c.request_timeout / 10)));
+    this.storeSearchTimeout = cfg.search.timeout > 0 ? Math.min(cfg.search.timeout, storeTimeout) : storeTimeout;
     this.forgets = new ForgetOutbox(c.breaker_cooldown, log);
     this.shards = shardsOf(c.hot_stores, c.hot_replicas).map((addrs, index) => ({
       index, pending: 0, nextRead: 0, breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
@@ -70,6 +74,9 @@ export class Cluster implements LogBackend {
     }));
     if (this.shards.length > 256) throw new Error('at most 256 shards: a document id holds its shard in one byte');
   }
+
+  /** StoreSearchRequest.timeout_ms: search.timeout, within what cluster.request_timeout leaves a store. */
+  private readonly storeSearchTimeout: number;
 
   /** Ties between equally loaded shards go to the first at or after this index (then it moves past). */
   private nextTie = 0;
@@ -251,7 +258,7 @@ export class Cluster implements LogBackend {
   async query(q: SearchTask): Promise<QueryAnswer> {
     const { parts, partial } = await this.fanOut((c) => c.search({
       query: q.text, from: q.from, to: q.to, limit: q.limit, order: q.order === 'asc' ? 'ASC' : 'DESC', aggs: (q.aggs ?? []).map(aggToPb),
-      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true,
+      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true, timeout_ms: this.storeSearchTimeout,
     }));
     const merged = mergeQueryResults(parts.map(toShardResult), q);
     return partial ? { ...merged, partial } : merged;
@@ -359,5 +366,6 @@ export function toShardResult(r: StoreSearchResponse): ShardQueryResult {
   }
   return {
     total: r.total, hits, aggs: r.aggs.map(partialFromPb), hist: r.hist.map((h) => [h.ts, h.count]), fractionsRead: r.fractions_read,
+    ...(r.timed_out ? { timedOut: true } : {}),
   };
 }

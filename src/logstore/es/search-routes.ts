@@ -146,7 +146,8 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
       return { _index: index, _id: typeof clientId === 'string' ? clientId : hit.id, _score: null, ...(noSource ? {} : { _source: source }), sort: [h.time] };
     });
     sendEsJson(req, res, 200, {
-      took: Date.now() - started, timed_out: false,
+      // A search stopped at search.timeout answers what it found, as Elasticsearch does past a timeout.
+      took: Date.now() - started, timed_out: r.timedOut === true,
       _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
     });
@@ -163,7 +164,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
     const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendEsJson(req, res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) });
+    sendEsJson(req, res, 200, { count: r.total, ...(r.timedOut ? { timed_out: true } : {}), _shards: shardsOf(ctx, r.partial) });
     return 200;
   } catch (err) {
     return badRequest(res, err);

@@ -13,7 +13,8 @@ export function grpcError(err: unknown): Partial<grpc.StatusObject> {
       : err.status === 404 ? grpc.status.NOT_FOUND
         : err.status === 429 ? grpc.status.RESOURCE_EXHAUSTED
           : err.status === 409 ? grpc.status.ABORTED
-          : err.status === 502 ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+          : err.status === 502 ? grpc.status.UNAVAILABLE
+          : err.status === 504 ? grpc.status.DEADLINE_EXCEEDED : grpc.status.INTERNAL;
     return { code, details: err.message };
   }
   return { code: grpc.status.INTERNAL, details: (err as Error).message };

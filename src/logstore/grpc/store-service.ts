@@ -121,13 +121,15 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
       const q: ShardQuery = {
         plan: planQuery(parsed, mapping), from: req.from, to: req.to, limit: req.limit, order: req.order === 'ASC' ? 'asc' : 'desc',
         aggs: req.aggs.map(aggFromPb), histInterval: req.hist_interval, pipes: parsed.pipes, withTotal: req.with_total,
+        // The proxy's deadline; the store's own search.timeout applies too (Store takes the sooner).
+        ...(req.timeout_ms ? { deadline: Date.now() + req.timeout_ms } : {}),
       };
       const r = await store.query(q);
       const docs: PbDoc[] = [];
       // A proxy that asks for packed hits gets one byte string; an older one a message per document.
       if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
       return {
-        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
+        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead, timed_out: r.timedOut === true,
       };
     },
     async fetch(req) {

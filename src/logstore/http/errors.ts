@@ -15,6 +15,8 @@ export const ErrorCode = {
   /** Every shard of the cluster failed (502), or a store refused the call. */
   Upstream: 'upstream_failed',
   TooManyAsyncSearches: 'too_many_async_searches',
+  /** A search stopped at search.timeout (504; gRPC DEADLINE_EXCEEDED). */
+  SearchTimeout: 'search_timeout',
   /** A proxy's batch that arrived at a store after the proxy had given up on it (store API, gRPC ABORTED). */
   BatchForgotten: 'batch_forgotten',
   Internal: 'internal',
