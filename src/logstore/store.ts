@@ -20,6 +20,7 @@ import { newShardState, ShardStateReader } from './storage/shard-state.js';
 import { SealedReader } from './storage/sealed-reader.js';
 import type { SealedFraction } from './storage/sealed-fraction.js';
 import { ForgottenIds } from './storage/forgotten.js';
+import { ShardTaskQueue } from './storage/shard-queue.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -97,6 +98,8 @@ export class Store {
       // nursery is resident memory per shard.
       this.pools.push(new Piscina({
         filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData,
+        // Writes before waiting searches: a thread runs one task at a time, and a search may take search.timeout.
+        taskQueue: new ShardTaskQueue(),
         resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
       }));
       this.pending.push(0);

@@ -87,6 +87,45 @@ describe('search.timeout', () => {
   });
 });
 
+describe('writes and /status while searches hold the shard thread', () => {
+  let ls: LogstoreProcess;
+  const docs = heavy(20_000).docs;
+  // 4 000 wildcard clauses over 20 000 tokens: far more than 2 s of work, so each search runs to its deadline.
+  const query = Array.from({ length: 4000 }, (_, i) => `k:*${i}*${i + 1}*q*`).join(' or ');
+  beforeAll(async () => {
+    ls = await startLogstore({ storage: { shards: 1 }, search: { timeout: '2s' } });
+    expect((await bulk(ls.url, ndjson(docs))).body.errors).toBe(false);
+  });
+  afterAll(async () => {
+    await ls?.cleanup();
+  });
+
+  it('a bulk waits for the running search at most, not for the searches queued before it; /status does not wait', async () => {
+    const settled: string[] = [];
+    const searches = [1, 2, 3].map((i) => postJson<SearchBody>(`${ls.url}/search`, { query: { query } }).then((r) => {
+      settled.push(`search${i}`);
+      return r;
+    }));
+    const written = bulk(ls.url, ndjson([{ k: 'during' }])).then((r) => {
+      settled.push('bulk');
+      return r;
+    });
+    const st = status(ls.url).then((r) => {
+      settled.push('status');
+      return r;
+    });
+    const [b, t, ...s] = await Promise.all([written, st, ...searches]);
+    expect(s.map((r) => r.status)).toEqual([504, 504, 504]);
+    expect(b.body.errors).toBe(false);
+    expect(t.status).toBe(200);
+    // One search at most ran before the bulk (the one holding the thread when it came); the others waited.
+    // (A queued search's deadline runs from its request: those behind the first end soon after it.)
+    const before = (what: string) => settled.slice(0, settled.indexOf(what)).filter((x) => x.startsWith('search')).length;
+    expect(before('bulk')).toBeLessThanOrEqual(1);
+    expect(before('status')).toBe(0);
+  });
+});
+
 describe('search.timeout across a proxy', () => {
   let store: LogstoreProcess;
   let proxy: LogstoreProcess;
