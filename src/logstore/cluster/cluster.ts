@@ -258,7 +258,9 @@ export class Cluster implements LogBackend {
   async query(q: SearchTask): Promise<QueryAnswer> {
     const { parts, partial } = await this.fanOut((c) => c.search({
       query: q.text, from: q.from, to: q.to, limit: q.limit, order: q.order === 'asc' ? 'ASC' : 'DESC', aggs: (q.aggs ?? []).map(aggToPb),
-      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true, timeout_ms: this.storeSearchTimeout,
+      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true,
+      // A request's own deadline (Elasticsearch's `timeout`) when it is sooner; at least 1 ms (0 means none).
+      timeout_ms: q.deadline === undefined ? this.storeSearchTimeout : Math.max(1, Math.min(this.storeSearchTimeout, Math.round(q.deadline - Date.now()))),
     }));
     const merged = mergeQueryResults(parts.map(toShardResult), q);
     return partial ? { ...merged, partial } : merged;

@@ -1,6 +1,7 @@
 // Elasticsearch _search and _count over the store: the query DSL (or ?q=) translated to seq-ql, hits in
 // Elasticsearch's shape ({hits: {total, hits: [{_index, _id, _source, sort}]}}).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseDuration } from '../../config/units.js';
 import { TIME_FIELDS } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { QueryLimitError } from '../query/limits.js';
@@ -91,6 +92,17 @@ function intParam(v: unknown, name: string, dflt: number, max: number): number {
   return n;
 }
 
+/**
+ * Elasticsearch's per-request `timeout` (body or ?timeout=) as a deadline; search.timeout still applies when it
+ * is sooner (Store and Cluster take the sooner). Absent or -1: none of its own.
+ */
+function deadlineOf(v: unknown, started: number): number | undefined {
+  if (v === undefined || v === null || v === -1 || v === '-1') return undefined;
+  const ms = parseDuration(v);
+  if (ms === null || ms <= 0) bad(`timeout must be a duration such as "500ms", "10s" or "1m"; found ${JSON.stringify(v)}`);
+  return started + ms;
+}
+
 /** Newest first unless a sort on a time field says asc; other sorts are refused (no scores, no field sorts). */
 function order(sort: unknown): 'desc' | 'asc' {
   if (sort === undefined) return 'desc';
@@ -138,7 +150,10 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     const from = intParam(b.from ?? params.get('from'), 'from', 0, max);
     if (size + from > max) bad(`from + size must be at most limits.search_docs (${max}); found ${size + from}`);
     const dir = order(b.sort ?? params.get('sort') ?? undefined);
-    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
+    const deadline = deadlineOf(b.timeout ?? params.get('timeout'), started);
+    const r = await ctx.store.query({
+      text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true, ...(deadline === undefined ? {} : { deadline }),
+    });
     const noSource = b._source === false || params.get('_source') === 'false';
     const hits = r.hits.slice(from, from + size).map((h) => {
       const hit = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };

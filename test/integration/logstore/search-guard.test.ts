@@ -124,6 +124,18 @@ describe('writes and /status while searches hold the shard thread', () => {
     expect(before('bulk')).toBeLessThanOrEqual(1);
     expect(before('status')).toBe(0);
   });
+
+  it('Elasticsearch\'s own timeout (body or ?timeout=) stops a _search sooner than search.timeout', async () => {
+    const qs = { query_string: { query: query.replace(/ or /g, ' OR ') } };
+    const inBody = await postJson<EsBody & { took: number }>(`${ls.url}/logs/_search`, { query: qs, timeout: '20ms' });
+    const inUrl = await postJson<EsBody & { took: number }>(`${ls.url}/logs/_search?timeout=20ms`, { query: qs });
+    for (const r of [inBody, inUrl]) {
+      expect([r.status, r.body.timed_out]).toEqual([200, true]);
+      // Far under search.timeout (2 s): the request's 20 ms applied (a bound 100 times the deadline).
+      expect(r.body.took).toBeLessThan(2000);
+    }
+    expect((await postJson(`${ls.url}/logs/_search`, { query: qs, timeout: 'soon' })).status).toBe(400);
+  });
 });
 
 describe('search.timeout across a proxy', () => {
