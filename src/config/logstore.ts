@@ -42,6 +42,9 @@ export const logstoreShape = {
     keepalive_time: t.duration(10_000, 'gRPC keepalive ping interval toward stores and from the servers.'),
     keepalive_timeout: t.duration(5_000, 'gRPC keepalive: a peer that does not answer a ping in this time is cut off.'),
   }),
+  search: t.section({
+    timeout: t.duration(30_000, 'Longest run of one search (query, aggregations, histogram) over the stored data; then it stops where it stands. Elasticsearch _search answers what was found by then with "timed_out": true; the search API answers 504 search_timeout. In proxy mode it also bounds each store\'s part, within cluster.request_timeout (0: no limit).'),
+  }),
   async_search: t.section({
     max_searches: t.int(64, 'Async searches kept at once (running or finished); one more is refused with 429.', 1, 100_000),
     keep: t.duration(3_600_000, 'How long a finished async search stays fetchable.'),

@@ -20,6 +20,7 @@ import { newShardState, ShardStateReader } from './storage/shard-state.js';
 import { SealedReader } from './storage/sealed-reader.js';
 import type { SealedFraction } from './storage/sealed-fraction.js';
 import { ForgottenIds } from './storage/forgotten.js';
+import { ShardTaskQueue } from './storage/shard-queue.js';
 
 /** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
 function workerFile(): string {
@@ -44,12 +45,21 @@ function existingShards(dataDir: string): number {
 
 export type StoreQueryResult = MergedQueryResult;
 
+/**
+ * How long status() waits for a shard thread before it answers that shard's last figures: a thread holds one
+ * task at a time, and a search may hold it up to search.timeout.
+ */
+const STATUS_WAIT_MS = 250;
+
 /** Young generation of a shard worker's heap (V8's default is 3 x 16 MiB semi-spaces on 64-bit). */
 const SHARD_YOUNG_GENERATION_MB = 12;
 
 export class Store {
   private readonly pools: Piscina[] = [];
+  /** Per shard: writes and searches sent to its thread and not answered yet (a write goes to the least busy). */
   private readonly pending: number[] = [];
+  /** Per shard: its last status, answered while its thread is busy. */
+  private readonly lastStatus: (ShardStatus | null)[] = [];
   /** Per shard: the HTTP thread's reader of its sealed fractions (plain time-range searches skip the hop). */
   readonly sealedReaders: SealedReader[] = [];
   private next = 0;
@@ -62,9 +72,12 @@ export class Store {
   private readonly idBytes: (Uint8Array | null)[] = [];
   /** Documents left out of every search: copies of proxy batches that another shard stored (Forget). */
   private readonly forgotten: ForgottenIds;
+  /** search.timeout in ms (0: none). */
+  private readonly searchTimeout: number;
 
   constructor(cfg: LogstoreConfig, mapping: MappingSpec, log?: Logger) {
     const filename = workerFile();
+    this.searchTimeout = cfg.search.timeout;
     this.forgotten = new ForgottenIds(path.join(path.resolve(cfg.storage.data_dir), 'forgotten.ids'));
     // Before the shard threads exist: their arenas then never raise the threshold (see malloc-tune.ts).
     fixMmapThreshold();
@@ -85,9 +98,12 @@ export class Store {
       // nursery is resident memory per shard.
       this.pools.push(new Piscina({
         filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData,
+        // Writes before waiting searches: a thread runs one task at a time, and a search may take search.timeout.
+        taskQueue: new ShardTaskQueue(),
         resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
       }));
       this.pending.push(0);
+      this.lastStatus.push(null);
       this.idBytes.push(null);
     }
   }
@@ -108,6 +124,8 @@ export class Store {
       if (before) for (let b = 0; b < 256; b++) marks[b] ||= before[b]!;
       this.idBytes[i] = marks;
     }));
+    // A first status now: from here on, status() always has figures to show for a busy shard.
+    await this.status();
   }
 
   /** The shard that stores (and checks) every document with client id `id`. */
@@ -150,21 +168,26 @@ export class Store {
     return this.forgotten.add(ids);
   }
 
-  /** `q` with the forgotten ids of its time range, when there are any. */
-  private withForgotten(q: ShardQuery): ShardQuery {
+  /**
+   * `q` with its deadline (search.timeout from now, or the caller's when that is sooner: a proxy's, from
+   * gRPC) and the forgotten ids of its time range, when there are any.
+   */
+  private prepared(q: ShardQuery): ShardQuery {
+    const mine = this.searchTimeout > 0 ? Date.now() + this.searchTimeout : undefined;
+    if (mine !== undefined && !(q.deadline !== undefined && q.deadline <= mine)) q = { ...q, deadline: mine };
     if (q.forgotten || this.forgotten.size === 0) return q;
     const ids = this.forgotten.within(q.from, q.to);
     return ids ? { ...q, forgotten: ids } : q;
   }
 
   async query(q: ShardQuery): Promise<StoreQueryResult> {
-    q = this.withForgotten(q);
+    q = this.prepared(q);
     return this.querySync(q) ?? mergeQueryResults(await this.queryShards(q), q);
   }
 
   /** The answer when this thread can give it at once (querySealed), else null: query() then asks the shard threads. */
   querySync(q: ShardQuery): StoreQueryResult | null {
-    q = this.withForgotten(q);
+    q = this.prepared(q);
     const sealed = this.querySealed(q);
     return sealed ? mergeQueryResults([sealed], q) : null;
   }
@@ -197,8 +220,18 @@ export class Store {
 
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
-    q = this.withForgotten(q);
-    return (await Promise.all(this.pools.map((p, i) => this.sealedReaders[i]!.query(q) ?? p.run(q, { name: 'query' })))) as ShardQueryResult[];
+    q = this.prepared(q);
+    return Promise.all(this.pools.map(async (p, i) => {
+      const here = this.sealedReaders[i]!.query(q);
+      if (here) return here;
+      // Counted as pending so that writes without a routed shard go to a thread that is not searching.
+      this.pending[i]!++;
+      try {
+        return (await p.run(q, { name: 'query' })) as ShardQueryResult;
+      } finally {
+        this.pending[i]!--;
+      }
+    }));
   }
 
   /**
@@ -219,8 +252,25 @@ export class Store {
     return mergeFetched(ids, parts as ShardHit[][]);
   }
 
+  /**
+   * Every shard's status. A shard thread that does not answer within STATUS_WAIT_MS (busy with a search) is
+   * shown with its last figures, marked stale, so that /status never waits for a search.
+   */
   async status(): Promise<ShardStatus[]> {
-    return (await Promise.all(this.pools.map((p) => p.run({}, { name: 'status' })))) as ShardStatus[];
+    return Promise.all(this.pools.map(async (p, i) => {
+      const asked = (p.run({}, { name: 'status' }) as Promise<ShardStatus>).then((s) => (this.lastStatus[i] = s));
+      const last = this.lastStatus[i];
+      if (!last) return asked;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<ShardStatus>((resolve) => {
+        timer = setTimeout(() => resolve({ ...last, stale: true }), STATUS_WAIT_MS);
+      });
+      try {
+        return await Promise.race([asked, late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    }));
   }
 
   /** Seals every shard's active fraction (used by tests and benchmarks to measure sealed storage). */

@@ -79,6 +79,8 @@ export interface LogstoreOptions {
   server?: Record<string, unknown>;
   storage?: Record<string, unknown>;
   limits?: Record<string, unknown>;
+  /** search.* keys (timeout). */
+  search?: Record<string, unknown>;
   /** Mapping YAML text; absent: auto. */
   mapping?: string;
 }
@@ -111,6 +113,7 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
     storage: { data_dir: dataDir, shards: 2, ...opts.storage },
     mapping,
     limits: { ...opts.limits },
+    search: { ...opts.search },
     cluster: { ...opts.cluster },
     log: { level: 'warn' },
   }));

@@ -7,7 +7,7 @@ import type { PartialInfo, QueryAnswer } from '../backend.js';
 import { ErrorCode, HttpError } from '../http/errors.js';
 import type { ShardHit } from '../search/execute.js';
 import { HitWriter, mergeHitList } from '../search/packed-hits.js';
-import { type ApiEnv, type SearchOutcome, aggResults, histBuckets, parseSearchBody, partialError } from './operations.js';
+import { type ApiEnv, type SearchOutcome, aggResults, histBuckets, parseSearchBody, partialError, whole } from './operations.js';
 
 /** Slices of the time range searched one after another: the progress moves by 1/SLICES. */
 const SLICES = 8;
@@ -124,10 +124,11 @@ export class AsyncSearches {
     for (let i = 0; i < bounds.length; i++) {
       if (entry.canceled) return;
       const [a, b] = bounds[i]!;
-      const r = await this.env.store.query({
+      // Each slice has its own search.timeout; one that runs past it ends the search in error.
+      const r = whole(await this.env.store.query({
         text: spec.text, plan: spec.plan, from: a, to: b, limit: spec.offset + spec.size, order: spec.order, aggs,
         histInterval: hist, pipes: spec.pipes, withTotal: spec.withTotal,
-      });
+      }));
       entry.so = accumulate(entry.so, r, entry.req);
       entry.info.progress = (i + 1) / bounds.length;
     }

@@ -33,6 +33,18 @@ export function parseSearchBody(env: ApiEnv, body: Record<string, unknown>, comp
   return { spec, aggs, hist };
 }
 
+/**
+ * The answer, unless the search stopped at search.timeout: the search API then answers 504 rather than counts
+ * and hits of the part it read, which would pass for the whole (Elasticsearch's _search, whose clients read
+ * timed_out, answers that part instead).
+ */
+export function whole(r: QueryAnswer): QueryAnswer {
+  if (r.timedOut) {
+    throw new HttpError(504, ErrorCode.SearchTimeout, 'the search ran past search.timeout and was stopped; narrow the time range or the query (or raise search.timeout)', { timed_out: true });
+  }
+  return r;
+}
+
 function searchTask(req: Omit<SearchOutcome, 'r'>): SearchTask {
   const { spec, aggs, hist } = req;
   return {
@@ -42,27 +54,27 @@ function searchTask(req: Omit<SearchOutcome, 'r'>): SearchTask {
 }
 
 export async function runSearch(env: ApiEnv, req: Omit<SearchOutcome, 'r'>): Promise<SearchOutcome> {
-  return { spec: req.spec, aggs: req.aggs, hist: req.hist, r: await env.store.query(searchTask(req)) };
+  return { spec: req.spec, aggs: req.aggs, hist: req.hist, r: whole(await env.store.query(searchTask(req))) };
 }
 
 /** runSearch's outcome when the backend has the answer at hand (no await: no promise, no microtask), else null. */
 export function runSearchSync(env: ApiEnv, req: Omit<SearchOutcome, 'r'>): SearchOutcome | null {
   const r = env.store.querySync?.(searchTask(req));
-  return r ? { spec: req.spec, aggs: req.aggs, hist: req.hist, r } : null;
+  return r ? { spec: req.spec, aggs: req.aggs, hist: req.hist, r: whole(r) } : null;
 }
 
 export async function runAggregate(env: ApiEnv, body: Record<string, unknown>): Promise<{ aggs: AggSpec[]; r: QueryAnswer }> {
   const spec = parseQuerySpec(body, env.mapping);
   const aggs = parseAggs(body.aggs ?? body.agg, env.mapping);
   if (aggs.length === 0) throw new HttpError(400, ErrorCode.BadRequest, 'aggs must list at least one aggregation {field, func, group_by, quantiles, interval}');
-  const r = await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', aggs });
+  const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', aggs }));
   return { aggs, r };
 }
 
 export async function runHistogram(env: ApiEnv, body: Record<string, unknown>): Promise<QueryAnswer> {
   const spec = parseQuerySpec(body, env.mapping);
   const interval = parseInterval(body.interval ?? (body.hist as Record<string, unknown> | undefined)?.interval, 'interval');
-  return env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', histInterval: interval });
+  return whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', histInterval: interval }));
 }
 
 export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Promise<FetchAnswer & { notFound: string[] }> {
@@ -92,7 +104,7 @@ export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPa
   let boundary = new Set<string>();
   while (sent < max) {
     const limit = page + boundary.size;
-    const r = await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false });
+    const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false }));
     if (r.partial) throw new HttpError(502, ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
     const hits = r.hits.slice(0, r.hits.length);
     const fresh = hits.filter((h) => !boundary.has(h.id));
@@ -145,7 +157,7 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
     oldest_time: withDocs.length ? new Date(Math.min(...withDocs.map((f) => f.min_time))).toISOString() : null,
     newest_time: withDocs.length ? new Date(Math.max(...withDocs.map((f) => f.max_time))).toISOString() : null,
     inflight_bulks: inflightBulks,
-    per_shard: shards.map((s) => ({ shard: s.shard, fractions: s.fractions })),
+    per_shard: shards.map((s) => ({ shard: s.shard, fractions: s.fractions, ...(s.stale ? { stale: true } : {}) })),
     ...(env.store.mode === 'proxy' ? { stores: st.stores } : {}),
   };
 }

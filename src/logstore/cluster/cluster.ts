@@ -71,6 +71,10 @@ export class Cluster implements LogBackend {
     this.retries = c.write_retries;
     this.quorum = Math.min(c.write_quorum, c.hot_replicas);
     this.catchup = new CatchUp(c.catchup_memory, c.breaker_cooldown, log);
+    // A store stops searching a little before the proxy stops waiting for it (its answer still has to travel),
+    // so a slow search comes back partial, timed_out, rather than as a failed shard.
+    const storeTimeout = Math.max(1, c.request_timeout - Math.min(1000, Math.floor(c.request_timeout / 10)));
+    this.storeSearchTimeout = cfg.search.timeout > 0 ? Math.min(cfg.search.timeout, storeTimeout) : storeTimeout;
     this.forgets = new ForgetOutbox(c.breaker_cooldown, log);
     this.shards = shardsOf(c.hot_stores, c.hot_replicas).map((addrs, index) => ({
       index, pending: 0, nextRead: 0, breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
@@ -78,6 +82,9 @@ export class Cluster implements LogBackend {
     }));
     if (this.shards.length > 256) throw new Error('at most 256 shards: a document id holds its shard in one byte');
   }
+
+  /** StoreSearchRequest.timeout_ms: search.timeout, within what cluster.request_timeout leaves a store. */
+  private readonly storeSearchTimeout: number;
 
   /** Ties between equally loaded shards go to the first at or after this index (then it moves past). */
   private nextTie = 0;
@@ -280,6 +287,8 @@ export class Cluster implements LogBackend {
     const { parts, partial } = await this.fanOut((c) => c.search({
       query: q.text, from: q.from, to: q.to, limit: q.limit, order: q.order === 'asc' ? 'ASC' : 'DESC', aggs: (q.aggs ?? []).map(aggToPb),
       hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true,
+      // A request's own deadline (Elasticsearch's `timeout`) when it is sooner; at least 1 ms (0 means none).
+      timeout_ms: q.deadline === undefined ? this.storeSearchTimeout : Math.max(1, Math.min(this.storeSearchTimeout, Math.round(q.deadline - Date.now()))),
     }));
     const merged = mergeQueryResults(parts.map(toShardResult), q);
     return partial ? { ...merged, partial } : merged;
@@ -388,5 +397,6 @@ export function toShardResult(r: StoreSearchResponse): ShardQueryResult {
   }
   return {
     total: r.total, hits, aggs: r.aggs.map(partialFromPb), hist: r.hist.map((h) => [h.ts, h.count]), fractionsRead: r.fractions_read,
+    ...(r.timed_out ? { timedOut: true } : {}),
   };
 }

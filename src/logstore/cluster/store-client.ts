@@ -41,6 +41,8 @@ export interface StoreSearchRequest {
   with_total: boolean;
   /** Ask for the hits packed (StoreSearchResponse.hits). */
   packed_hits?: boolean;
+  /** How long the store may search (0: its own search.timeout alone). */
+  timeout_ms?: number;
 }
 
 export interface StoreSearchResponse {
@@ -51,6 +53,8 @@ export interface StoreSearchResponse {
   fractions_read: number;
   /** The packed hits (search/packed-wire.ts); empty from a store that predates them or when not asked for. */
   hits: Uint8Array;
+  /** The store's search passed its deadline: what it answers is partial. */
+  timed_out?: boolean;
 }
 
 export interface StoreFetchRequest {

@@ -3,6 +3,7 @@
 import { TIME_FIELDS, parseDocTime } from '../doc-time.js';
 import { fieldTypes, type MappingSpec } from '../mapping.js';
 import type { QueryNode } from '../query/ast.js';
+import { QueryBudget } from '../query/limits.js';
 import { DslError, allOf, anyOf, exact, negate, rangeNode } from './query-nodes.js';
 import { translateQueryString } from './query-string.js';
 
@@ -83,7 +84,7 @@ class Translator {
   from = -FAR;
   to = FAR;
 
-  constructor(private readonly mapping: MappingSpec, private readonly now: number) {}
+  constructor(private readonly mapping: MappingSpec, private readonly now: number, private readonly budget: QueryBudget) {}
 
   private isText(field: string): boolean {
     return fieldTypes(this.mapping, field)?.includes('text') ?? false;
@@ -103,6 +104,7 @@ class Translator {
         return { kind: 'not', inner: { kind: 'all' } };
       case 'term': {
         const [field, v] = fieldAndValue(body, kind, 'value');
+        this.budget.clause();
         return exact(field, scalar(v, `[term] on [${field}]`));
       }
       case 'terms': {
@@ -110,42 +112,55 @@ class Translator {
         const entries = Object.entries(body).filter(([k]) => k !== 'boost' && k !== '_name');
         if (entries.length !== 1 || !Array.isArray(entries[0]![1])) throw new DslError('[terms] query takes one field with a list of values');
         const [field, list] = entries[0]! as [string, unknown[]];
+        this.budget.clause(0, list.length);
         return anyOf(list.map((v) => exact(field, scalar(v, `[terms] on [${field}]`))));
       }
       case 'ids': {
         if (!isObj(body) || !Array.isArray(body.values)) throw new DslError('[ids] query takes {values: [...]}');
+        this.budget.clause(0, body.values.length);
         return anyOf(body.values.map((v) => exact('_id', scalar(v, '[ids]'))));
       }
       case 'match':
       case 'match_phrase': {
         const [field, v, opts] = fieldAndValue(body, kind, 'query');
         const text = scalar(v, `[${kind}] on [${field}]`);
+        this.budget.clause();
         // A keyword field matches the whole value (as Elasticsearch's match on a keyword field); a text
         // field matches words: every word (operator "and", and match_phrase), any of them by default.
         if (kind === 'match' && this.isText(field) && String(opts.operator ?? 'or').toLowerCase() === 'or') {
           const words = text.split(/[^\p{L}\p{N}_]+/u).filter(Boolean);
+          if (words.length > 1) this.budget.clause(0, words.length - 1);
           if (words.length > 1) return anyOf(words.map((w) => exact(field, w)));
         }
         return exact(field, text);
       }
       case 'prefix': {
         const [field, v] = fieldAndValue(body, kind, 'value');
+        this.budget.clause();
         return { kind: 'term', field, value: { segments: [scalar(v, `[prefix] on [${field}]`), ''] }, pos: 0 };
       }
       case 'wildcard': {
         const [field, v, opts] = fieldAndValue(body, kind, 'value');
         const text = scalar(v ?? opts.wildcard, `[wildcard] on [${field}]`);
         if (text.includes('?')) throw new DslError(`[wildcard] on [${field}]: "?" is not supported (only "*")`);
+        this.budget.clause();
         return { kind: 'term', field, value: { segments: text.split('*') }, pos: 0 };
       }
       case 'exists': {
         if (!isObj(body) || typeof body.field !== 'string') throw new DslError('[exists] query takes {field: name}');
+        this.budget.clause();
         return { kind: 'exists', field: body.field, pos: 0 };
       }
       case 'range':
+        this.budget.clause();
         return this.range(body, conjunctive);
-      case 'bool':
-        return this.bool(body, conjunctive);
+      case 'bool': {
+        // Counted before the clauses are read: a bool nested 10 000 deep stops here, not at the stack's end.
+        this.budget.enter();
+        const node = this.bool(body, conjunctive);
+        this.budget.leave();
+        return node;
+      }
       case 'query_string': {
         if (!isObj(body) || typeof body.query !== 'string') throw new DslError('[query_string] takes {query: "..."}');
         const fields = Array.isArray(body.fields) ? body.fields : null;
@@ -153,7 +168,7 @@ class Translator {
         const df = typeof body.default_field === 'string' ? body.default_field : typeof fields?.[0] === 'string' ? (fields[0] as string) : null;
         const op = String(body.default_operator ?? 'or').toLowerCase();
         if (op !== 'or' && op !== 'and') throw new DslError('[query_string] default_operator is OR or AND');
-        return translateQueryString(body.query, { defaultField: df, defaultOperator: op });
+        return translateQueryString(body.query, { defaultField: df, defaultOperator: op }, this.budget);
       }
       default:
         throw new DslError(`unknown query [${kind}]; the log store translates ${SUPPORTED_QUERIES.join(', ')} (see README), or use POST /search with seq-ql`);
@@ -200,9 +215,9 @@ class Translator {
   }
 }
 
-/** Translates an Elasticsearch query (absent: match_all). */
-export function translateQuery(q: unknown, mapping: MappingSpec, now = Date.now()): Translated {
-  const t = new Translator(mapping, now);
+/** Translates an Elasticsearch query (absent: match_all); past a limit of query/limits.ts, QueryLimitError. */
+export function translateQuery(q: unknown, mapping: MappingSpec, now = Date.now(), budget = new QueryBudget()): Translated {
+  const t = new Translator(mapping, now, budget);
   const root = q === undefined || q === null ? ({ kind: 'all' } as QueryNode) : t.node(q, true);
   return { root, from: t.from, to: t.to };
 }

@@ -1,6 +1,7 @@
 // Elasticsearch `query_string` (Lucene classic syntax), the common subset, translated to a seq-ql tree:
 // field:value, "phrases", * wildcards, [a TO b] / {a TO b} / >=x ranges, _exists_:f, AND OR NOT && || !, + -, ( ).
 import type { Pattern, QueryNode } from '../query/ast.js';
+import { QueryBudget } from '../query/limits.js';
 import { DslError, allOf, anyOf, negate, rangeNode } from './query-nodes.js';
 
 type Occur = 'must' | 'should' | 'must_not';
@@ -120,7 +121,7 @@ function tokenize(src: string): Tok[] {
 
 class Parser {
   private p = 0;
-  constructor(private readonly toks: Tok[], private readonly opts: QueryStringOptions) {}
+  constructor(private readonly toks: Tok[], private readonly opts: QueryStringOptions, private readonly budget: QueryBudget) {}
 
   parse(): QueryNode {
     const node = this.group();
@@ -169,11 +170,14 @@ class Parser {
     const tk = this.toks[this.p++];
     if (!tk) throw new DslError('query_string: a term is missing at the end');
     if (tk.t === 'open') {
+      this.budget.enter();
       const inner = this.group();
       if (this.toks[this.p]?.t !== 'close') throw new DslError('query_string: a "(" is not closed');
       this.p++;
+      this.budget.leave();
       return inner;
     }
+    this.budget.clause();
     if (tk.t === 'term') {
       if (tk.field === null && !tk.quoted && tk.value.segments.length === 2 && tk.value.segments.every((s) => s === '')) return { kind: 'all' };
       if (tk.field === '*' && tk.value.segments.every((s) => s === '')) return { kind: 'all' };
@@ -191,8 +195,8 @@ class Parser {
   }
 }
 
-/** The seq-ql tree of a Lucene query string. */
-export function translateQueryString(src: string, opts: QueryStringOptions): QueryNode {
+/** The seq-ql tree of a Lucene query string; past a limit of query/limits.ts, QueryLimitError. */
+export function translateQueryString(src: string, opts: QueryStringOptions, budget = new QueryBudget()): QueryNode {
   if (src.trim() === '') return { kind: 'all' };
-  return new Parser(tokenize(src), opts).parse();
+  return new Parser(tokenize(src), opts, budget).parse();
 }

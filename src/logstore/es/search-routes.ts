@@ -1,8 +1,10 @@
 // Elasticsearch _search and _count over the store: the query DSL (or ?q=) translated to seq-ql, hits in
 // Elasticsearch's shape ({hits: {total, hits: [{_index, _id, _source, sort}]}}).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseDuration } from '../../config/units.js';
 import { TIME_FIELDS, idTime } from '../doc-time.js';
 import type { FieldsPipe } from '../query/ast.js';
+import { QueryLimitError } from '../query/limits.js';
 import { QueryFieldError, planQuery, type Plan } from '../query/plan.js';
 import { UnprintableFieldError, queryText } from '../query/print.js';
 import { readJsonBody } from '../http/body.js';
@@ -27,7 +29,11 @@ interface Parsed {
   pipes: FieldsPipe[];
 }
 
-class BadSearch extends Error {}
+class BadSearch extends Error {
+  constructor(message: string, readonly type = 'parsing_exception') {
+    super(message);
+  }
+}
 
 function bad(message: string): never {
   throw new BadSearch(message);
@@ -51,6 +57,9 @@ function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URL
     if (err instanceof DslError) bad(err.message);
     if (err instanceof UnprintableFieldError) bad(err.message);
     if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
+    // Elasticsearch answers too_many_clauses past indices.query.bool.max_clause_count; past the depth, an
+    // illegal argument naming indices.query.bool.max_nested_depth. Ours name the log store's limits.
+    if (err instanceof QueryLimitError) throw new BadSearch(err.message, err.limit === 'max_clauses' ? 'too_many_clauses' : 'illegal_argument_exception');
     throw err;
   }
 }
@@ -83,6 +92,17 @@ function intParam(v: unknown, name: string, dflt: number, max: number): number {
   return n;
 }
 
+/**
+ * Elasticsearch's per-request `timeout` (body or ?timeout=) as a deadline; search.timeout still applies when it
+ * is sooner (Store and Cluster take the sooner). Absent or -1: none of its own.
+ */
+function deadlineOf(v: unknown, started: number): number | undefined {
+  if (v === undefined || v === null || v === -1 || v === '-1') return undefined;
+  const ms = parseDuration(v);
+  if (ms === null || ms <= 0) bad(`timeout must be a duration such as "500ms", "10s" or "1m"; found ${JSON.stringify(v)}`);
+  return started + ms;
+}
+
 /** Newest first unless a sort on a time field says asc; other sorts are refused (no scores, no field sorts). */
 function order(sort: unknown): 'desc' | 'asc' {
   if (sort === undefined) return 'desc';
@@ -112,7 +132,7 @@ function shardsOf(ctx: HttpContext, partial: PartialInfo | undefined) {
 
 function badRequest(res: ServerResponse, err: unknown): number {
   if (err instanceof BadSearch) {
-    esError(res, 400, 'parsing_exception', err.message);
+    esError(res, 400, err.type, err.message);
     return 400;
   }
   throw err;
@@ -130,7 +150,10 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     const from = intParam(b.from ?? params.get('from'), 'from', 0, max);
     if (size + from > max) bad(`from + size must be at most limits.search_docs (${max}); found ${size + from}`);
     const dir = order(b.sort ?? params.get('sort') ?? undefined);
-    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true });
+    const deadline = deadlineOf(b.timeout ?? params.get('timeout'), started);
+    const r = await ctx.store.query({
+      text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true, ...(deadline === undefined ? {} : { deadline }),
+    });
     const noSource = b._source === false || params.get('_source') === 'false';
     const hits = r.hits.slice(from, from + size).map((h) => {
       const hit = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
@@ -138,7 +161,8 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
       return { _index: index, _id: typeof clientId === 'string' ? clientId : hit.id, _score: null, ...(noSource ? {} : { _source: source }), sort: [h.time] };
     });
     sendEsJson(req, res, 200, {
-      took: Date.now() - started, timed_out: false,
+      // A search stopped at search.timeout answers what it found, as Elasticsearch does past a timeout.
+      took: Date.now() - started, timed_out: r.timedOut === true,
       _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
     });
@@ -155,7 +179,7 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
     const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendEsJson(req, res, 200, { count: r.total, _shards: shardsOf(ctx, r.partial) });
+    sendEsJson(req, res, 200, { count: r.total, ...(r.timedOut ? { timed_out: true } : {}), _shards: shardsOf(ctx, r.partial) });
     return 200;
   } catch (err) {
     return badRequest(res, err);

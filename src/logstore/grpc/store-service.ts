@@ -6,6 +6,7 @@ import { ErrorCode, HttpError } from '../http/errors.js';
 import { hitData } from '../api/operations.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
+import { MAX_QUERY_DEPTH, QueryBudget } from '../query/limits.js';
 import { parseQuery } from '../query/parser.js';
 import { planQuery } from '../query/plan.js';
 import type { ShardQuery } from '../search/execute.js';
@@ -114,17 +115,21 @@ async function ingestBatch(store: Store, req: BulkRequest, pairs: Int32Array): P
 export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: number }): StoreOps {
   return {
     async search(req) {
-      const parsed = parseQuery(req.query);
+      // A proxy prints an Elasticsearch query it accepted as seq-ql, where one bool level may take up to three
+      // levels (parentheses around and / or, a not): room for that, and still a limit.
+      const parsed = parseQuery(req.query, new QueryBudget(4 * MAX_QUERY_DEPTH));
       const q: ShardQuery = {
         plan: planQuery(parsed, mapping), from: req.from, to: req.to, limit: req.limit, order: req.order === 'ASC' ? 'asc' : 'desc',
         aggs: req.aggs.map(aggFromPb), histInterval: req.hist_interval, pipes: parsed.pipes, withTotal: req.with_total,
+        // The proxy's deadline; the store's own search.timeout applies too (Store takes the sooner).
+        ...(req.timeout_ms ? { deadline: Date.now() + req.timeout_ms } : {}),
       };
       const r = await store.query(q);
       const docs: PbDoc[] = [];
       // A proxy that asks for packed hits gets one byte string; an older one a message per document.
       if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
       return {
-        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead,
+        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead, timed_out: r.timedOut === true,
       };
     },
     async fetch(req) {

@@ -6,6 +6,8 @@ export const ErrorCode = {
   BadJson: 'bad_json',
   QuerySyntax: 'query_syntax',
   FieldNotIndexed: 'field_not_indexed',
+  /** A query past a limit of query/limits.ts (nesting depth, clause count); the body names it. */
+  QueryTooComplex: 'query_too_complex',
   TooManyBulks: 'too_many_bulks',
   BodyTooLarge: 'body_too_large',
   NotFound: 'not_found',
@@ -13,6 +15,8 @@ export const ErrorCode = {
   /** Every shard of the cluster failed (502), or a store refused the call. */
   Upstream: 'upstream_failed',
   TooManyAsyncSearches: 'too_many_async_searches',
+  /** A search stopped at search.timeout (504; gRPC DEADLINE_EXCEEDED). */
+  SearchTimeout: 'search_timeout',
   /** A proxy's batch that arrived at a store after the proxy had given up on it (store API, gRPC ABORTED). */
   BatchForgotten: 'batch_forgotten',
   Internal: 'internal',

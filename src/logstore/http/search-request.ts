@@ -3,6 +3,7 @@ import { parseDuration } from '../../config/units.js';
 import { type AggSpec, AGG_FUNCS, type AggFunc } from '../aggregate/aggregate.js';
 import { fieldTypes, type MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
+import { QueryLimitError } from '../query/limits.js';
 import { QuerySyntaxError, parseQuery } from '../query/parser.js';
 import { type Plan, QueryFieldError, planQuery } from '../query/plan.js';
 import { ErrorCode, HttpError } from './errors.js';
@@ -60,6 +61,7 @@ export function parseQuerySpec(body: Record<string, unknown>, mapping: MappingSp
       throw new HttpError(400, ErrorCode.QuerySyntax, err.message, { position: err.position, expected: err.expected, found: err.found });
     }
     if (err instanceof QueryFieldError) throw new HttpError(400, ErrorCode.FieldNotIndexed, err.message, { position: err.position, field: err.field });
+    if (err instanceof QueryLimitError) throw new HttpError(400, ErrorCode.QueryTooComplex, err.message, { position: err.position, limit: err.limit, max: err.max });
     throw err;
   }
 }

@@ -34,12 +34,6 @@ export function isExact(p: Pattern): boolean {
   return p.segments.length === 1;
 }
 
-/** A pattern as a RegExp over whole tokens. */
-export function patternRegExp(p: Pattern): RegExp {
-  const esc = p.segments.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${esc.join('.*')}$`, 's');
-}
-
 /** Literal prefix before the first wildcard (lets sorted dictionaries narrow the scan). */
 export function patternPrefix(p: Pattern): string {
   return p.segments[0] ?? '';

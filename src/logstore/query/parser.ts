@@ -1,5 +1,6 @@
 // seq-ql parser: field:value terms, quoting, wildcards, and/or/not, ranges, in(), _exists_, comments, pipes.
 import type { Bound, FieldsPipe, ParsedQuery, Pattern, QueryNode } from './ast.js';
+import { QueryBudget } from './limits.js';
 
 export class QuerySyntaxError extends Error {
   constructor(readonly position: number, readonly expected: string, readonly found: string) {
@@ -13,7 +14,7 @@ const WORD_STOP = new Set([' ', '\t', '\n', '\r', '(', ')', '|', '"', "'", '`'])
 
 class Parser {
   pos = 0;
-  constructor(readonly src: string) {}
+  constructor(readonly src: string, readonly budget: QueryBudget) {}
 
   fail(expected: string): never {
     const found = this.pos >= this.src.length ? 'the end of the query' : JSON.stringify(this.src.slice(this.pos, this.pos + 12));
@@ -94,10 +95,12 @@ class Parser {
     const c = this.peek();
     if (c === undefined) this.fail('a term (field:value), "not", "(" or "*"');
     if (c === '(') {
+      this.budget.enter(this.pos);
       this.pos++;
       const inner = this.parseOr();
       if (this.peek() !== ')') this.fail('")"');
       this.pos++;
+      this.budget.leave();
       return inner;
     }
     if (c === '*') {
@@ -109,7 +112,12 @@ class Parser {
     }
     const save = this.pos;
     if (this.keyword('not')) {
-      if (this.peek() !== ':') return { kind: 'not', inner: this.parseUnary() };
+      if (this.peek() !== ':') {
+        this.budget.enter(save);
+        const inner = this.parseUnary();
+        this.budget.leave();
+        return { kind: 'not', inner };
+      }
       this.pos = save;
     }
     return this.parseTerm();
@@ -121,13 +129,14 @@ class Parser {
     const field = this.fieldName();
     if (this.src[this.pos] !== ':') this.fail('":" after the field name');
     this.pos++;
-    if (field === '_exists_') return { kind: 'exists', field: this.fieldName(), pos };
     const c = this.src[this.pos];
-    if (c === '[' || c === '(') return this.parseRange(field, pos);
-    if (this.src.slice(this.pos, this.pos + 3).toLowerCase() === 'in(') {
+    if (field !== '_exists_' && this.src.slice(this.pos, this.pos + 3).toLowerCase() === 'in(') {
       this.pos += 3;
       return this.parseIn(field, pos);
     }
+    this.budget.clause(pos);
+    if (field === '_exists_') return { kind: 'exists', field: this.fieldName(), pos };
+    if (c === '[' || c === '(') return this.parseRange(field, pos);
     if (c === undefined || /\s/.test(c) || c === ')' || c === '|') this.fail('a value after ":"');
     return { kind: 'term', field, value: this.parseValue(false), pos };
   }
@@ -136,6 +145,7 @@ class Parser {
     let node: QueryNode | null = null;
     for (;;) {
       if (this.peek() === undefined) this.fail('a value or ")"');
+      this.budget.clause(this.pos);
       const value = this.parseValue(true);
       const term: QueryNode = { kind: 'term', field, value, pos };
       node = node ? { kind: 'or', left: node, right: term } : term;
@@ -219,26 +229,32 @@ class Parser {
   }
 }
 
-/** Parses a seq-ql query; an empty query (or only comments) matches everything. */
-export function parseQuery(src: string): ParsedQuery {
-  return new Parser(src).parseQuery();
+/**
+ * Parses a seq-ql query; an empty query (or only comments) matches everything. Past the budget's depth or
+ * clause limit it throws QueryLimitError (limits.ts).
+ */
+export function parseQuery(src: string, budget = new QueryBudget()): ParsedQuery {
+  return new Parser(src, budget).parseQuery();
 }
 
 /** Every field the query reads, with the position of its first use (for "field is not indexed"). */
-export function queryFields(node: QueryNode, out = new Map<string, number>()): Map<string, number> {
-  switch (node.kind) {
-    case 'term': case 'range': case 'exists':
-      if (!out.has(node.field)) out.set(node.field, node.pos);
-      break;
-    case 'and': case 'or':
-      queryFields(node.left, out);
-      queryFields(node.right, out);
-      break;
-    case 'not':
-      queryFields(node.inner, out);
-      break;
-    case 'all':
-      break;
+export function queryFields(root: QueryNode, out = new Map<string, number>()): Map<string, number> {
+  // A stack, not recursion: a chain of `or` is as deep as it is long. Right before left keeps source order.
+  const todo: QueryNode[] = [root];
+  for (let node = todo.pop(); node; node = todo.pop()) {
+    switch (node.kind) {
+      case 'term': case 'range': case 'exists':
+        if (!out.has(node.field)) out.set(node.field, node.pos);
+        break;
+      case 'and': case 'or':
+        todo.push(node.right, node.left);
+        break;
+      case 'not':
+        todo.push(node.inner);
+        break;
+      case 'all':
+        break;
+    }
   }
   return out;
 }

@@ -85,8 +85,18 @@ function lower(node: QueryNode, m: MappingSpec): Plan {
         loIncl: node.lo?.inclusive ?? true, hiIncl: node.hi?.inclusive ?? true,
       };
     }
-    case 'and': return flatten('and', [lower(node.left, m), lower(node.right, m)]);
-    case 'or': return flatten('or', [lower(node.left, m), lower(node.right, m)]);
+    case 'and': case 'or': {
+      // Down the left spine without recursion: `a or b or c ...` parses to a chain as deep as it is long.
+      const rights: QueryNode[] = [];
+      let n: QueryNode = node;
+      while (n.kind === node.kind) {
+        rights.push(n.right);
+        n = n.left;
+      }
+      const items = [lower(n, m)];
+      for (let i = rights.length - 1; i >= 0; i--) items.push(lower(rights[i]!, m));
+      return flatten(node.kind, items);
+    }
     case 'not': return { op: 'not', inner: lower(node.inner, m) };
   }
 }

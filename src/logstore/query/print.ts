@@ -34,8 +34,17 @@ function node(n: QueryNode): string {
     case 'exists': return `_exists_:${field(n.field)}`;
     case 'range':
       return `${field(n.field)}:${n.lo?.inclusive ? '[' : '('}${n.lo ? quoted([n.lo.value]) : '*'}, ${n.hi ? quoted([n.hi.value]) : '*'}${n.hi?.inclusive ? ']' : ')'}`;
-    case 'and': return `(${node(n.left)} and ${node(n.right)})`;
-    case 'or': return `(${node(n.left)} or ${node(n.right)})`;
+    case 'and': case 'or': {
+      // A left chain of one operator is written without inner parentheses (`(a or b or c)` parses back to the
+      // same left-deep tree): no recursion down a chain as deep as it is long, and no nesting the parser counts.
+      const rights: string[] = [];
+      let l: QueryNode = n;
+      while (l.kind === n.kind) {
+        rights.push(node(l.right));
+        l = l.left;
+      }
+      return `(${node(l)} ${n.kind} ${rights.reverse().join(` ${n.kind} `)})`;
+    }
     case 'not': return `not ${node(n.inner)}`;
   }
 }

@@ -2,8 +2,9 @@
 import { postings as P } from '../../native/index.js';
 import { lowerBound } from '../../native/postings.js';
 import type { Plan } from '../query/plan.js';
-import { patternRegExp } from '../query/ast.js';
+import { compileGlob, globMatches } from '../query/glob.js';
 import type { FractionView } from '../storage/fraction-view.js';
+import { type Deadline, NO_DEADLINE } from './deadline.js';
 
 function union(lists: Uint32Array[], universe: number): Uint32Array {
   if (lists.length === 0) return new Uint32Array(0);
@@ -51,20 +52,25 @@ function within(ids: Uint32Array, universe: Universe, view: FractionView): Uint3
   return ids.subarray(lowerBound(ids, universe.lo), lowerBound(ids, universe.hi));
 }
 
-/** Matching local ids of `plan`, ascending; `universe` (the ids in the time range) bounds "all" and "not". */
-export function evaluate(plan: Plan, view: FractionView, universe: Universe): Uint32Array {
+/**
+ * Matching local ids of `plan`, ascending; `universe` (the ids in the time range) bounds "all" and "not".
+ * Dictionary scans and every step through the plan tick `deadline` (SearchTimedOut once it has passed).
+ */
+export function evaluate(plan: Plan, view: FractionView, universe: Universe, deadline: Deadline = NO_DEADLINE): Uint32Array {
+  deadline.tick();
   switch (plan.op) {
     case 'all': return materialize(universe);
     case 'none': return new Uint32Array(0);
     case 'token': return within(view.postings(plan.field, plan.token), universe, view);
     case 'pattern': {
-      const re = patternRegExp({ segments: plan.segments });
+      const glob = compileGlob(plan.segments);
       const prefix = plan.segments[0] || undefined;
-      const lists = view.postingsWhere(plan.field, (t) => re.test(t), prefix);
+      const lists = view.postingsWhere(plan.field, (t) => (deadline.tick(), globMatches(glob, t)), prefix);
       return within(union(lists, view.docCount), universe, view);
     }
     case 'range': {
-      const accept = rangeAccept(plan);
+      const inRange = rangeAccept(plan);
+      const accept = (t: string) => (deadline.tick(), inRange(t));
       const lists = plan.numeric || plan.lo === null
         ? view.postingsWhere(plan.field, accept)
         : view.postingsWhere(plan.field, accept, plan.lo, plan.hi ?? '\uffff');
@@ -76,12 +82,12 @@ export function evaluate(plan: Plan, view: FractionView, universe: Universe): Ui
       let acc: Universe = universe;
       for (const it of items) {
         if (universeSize(acc) === 0) break;
-        acc = it.op === 'not' ? P.differencePostings(materialize(acc), evaluate(it.inner, view, acc)) : evaluate(it, view, acc);
+        acc = it.op === 'not' ? P.differencePostings(materialize(acc), evaluate(it.inner, view, acc, deadline)) : evaluate(it, view, acc, deadline);
       }
       return materialize(acc);
     }
-    case 'or': return union(plan.items.map((it) => evaluate(it, view, universe)), view.docCount);
-    case 'not': return P.differencePostings(materialize(universe), evaluate(plan.inner, view, universe));
+    case 'or': return union(plan.items.map((it) => evaluate(it, view, universe, deadline)), view.docCount);
+    case 'not': return P.differencePostings(materialize(universe), evaluate(plan.inner, view, universe, deadline));
   }
 }
 

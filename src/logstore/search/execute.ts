@@ -7,6 +7,7 @@ import type { Plan } from '../query/plan.js';
 import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
 import type { DocRun, FractionView, TimeOrder } from '../storage/fraction-view.js';
 import { HIT_BYTES } from '../../native/hit-writer.js';
+import { Deadline, NO_DEADLINE, SearchTimedOut } from './deadline.js';
 import { type Universe, evaluate, universeSize } from './evaluate.js';
 import { applyPipes, hitJson } from './hit-json.js';
 import { HitWriter, type PackedHits, type ShardHit } from './packed-hits.js';
@@ -35,6 +36,11 @@ export interface ShardQuery {
    * shard), those whose time is in [from, to]; absent when none.
    */
   forgotten?: string[];
+  /**
+   * Epoch milliseconds after which the search stops where it stands and answers what it found, timedOut
+   * (search.timeout); absent: no deadline.
+   */
+  deadline?: number;
 }
 
 
@@ -54,6 +60,8 @@ export interface ShardQueryResult {
   aggs: AggPartial[];
   hist: [ts: number, count: number][];
   fractionsRead: number;
+  /** The deadline passed: fractions were left unread, so total, aggregations and hits are partial. */
+  timedOut?: boolean;
 }
 
 /** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */
@@ -168,7 +176,18 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
   const forgotten = q.forgotten?.length ? q.forgotten : null;
   // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
   const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
+  const deadline = q.deadline === undefined ? NO_DEADLINE : new Deadline(q.deadline);
+  let timedOut = false;
   for (const view of views) {
+    // A fraction's matches are counted only once it is evaluated whole: a deadline passing inside
+    // evaluate() leaves nothing of that fraction behind.
+    try {
+      deadline.check();
+    } catch (err) {
+      if (!(err instanceof SearchTimedOut)) throw err;
+      timedOut = true;
+      break;
+    }
     if (!counting && cands.length >= q.limit) {
       const worst = cands[cands.length - 1];
       if (q.limit === 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time))) continue;
@@ -199,7 +218,15 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     const ids = view.timeRange(q.from, q.to);
     const universe: Universe = ids ? { lo: ids[0], hi: ids[1] } : view.universe(q.from, q.to);
     if (universeSize(universe) === 0) continue;
-    const matches = gone ? P.differencePostings(evaluate(q.plan, view, universe), gone) : evaluate(q.plan, view, universe);
+    let evaluated: Uint32Array;
+    try {
+      evaluated = evaluate(q.plan, view, universe, deadline);
+    } catch (err) {
+      if (!(err instanceof SearchTimedOut)) throw err;
+      timedOut = true;
+      break;
+    }
+    const matches = gone ? P.differencePostings(evaluated, gone) : evaluated;
     total += matches.length;
     q.aggs?.forEach((spec, i) => aggregateFraction(view, matches, spec, aggs[i]!));
     if (q.histInterval && q.histInterval > 0) {
@@ -220,7 +247,9 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     } else picked = topByTime(view, matches, q.limit, desc);
     take(view, picked);
   }
-  return { total, hits: writeCands(cands, q.pipes ?? []), aggs, hist: [...hist], fractionsRead: read };
+  const result: ShardQueryResult = { total, hits: writeCands(cands, q.pipes ?? []), aggs, hist: [...hist], fractionsRead: read };
+  if (timedOut) result.timedOut = true;
+  return result;
 }
 
 /** The local ids of the forgotten documents a fraction holds, ascending, or null when it holds none. */

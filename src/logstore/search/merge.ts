@@ -10,6 +10,8 @@ export interface MergedQueryResult {
   aggs: AggPartial[];
   hist: Map<number, number>;
   fractionsRead: number;
+  /** Some part passed the search deadline (search.timeout): the answer holds what was found before it. */
+  timedOut?: boolean;
 }
 
 export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number; order: 'desc' | 'asc'; aggs?: AggSpec[] }): MergedQueryResult {
@@ -24,7 +26,9 @@ export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number;
     fractionsRead += p.fractionsRead;
   }
   // Copies of one document the merge saw are counted once (copies past the returned window cannot be seen).
-  return { total: Math.max(0, total - hits.dropped), hits, aggs, hist, fractionsRead };
+  const merged: MergedQueryResult = { total: Math.max(0, total - hits.dropped), hits, aggs, hist, fractionsRead };
+  if (parts.some((p) => p.timedOut)) merged.timedOut = true;
+  return merged;
 }
 
 /** Hits found by several shards, in the order of `ids` (absent ones left out); replicas' copies count once. */

@@ -58,6 +58,8 @@ export interface ShardStatus {
   shard: number;
   fractions: FractionRow[];
   fields: string[];
+  /** The shard thread was busy (a search): these are its figures from the last time it answered (Store.status). */
+  stale?: boolean;
 }
 
 /** Largest write-ahead scratch buffer a shard keeps between chunks. */

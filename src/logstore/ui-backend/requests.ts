@@ -2,6 +2,7 @@
 import type { UiLimits } from '../../config/logstore-ui.js';
 import { parseDuration } from '../../config/units.js';
 import { AGG_FUNCS } from '../aggregate/aggregate.js';
+import { QueryLimitError } from '../query/limits.js';
 import { QuerySyntaxError, parseQuery } from '../query/parser.js';
 import { UiError, badRequest, limitExceeded } from './errors.js';
 import type { PbAggQuery, PbQuery } from './logstore-client.js';
@@ -42,6 +43,7 @@ export function queryText(v: unknown, name = 'query'): string {
     parseQuery(v);
   } catch (err) {
     if (err instanceof QuerySyntaxError) throw new UiError('query_syntax', err.message, { position: err.position, expected: err.expected, found: err.found });
+    if (err instanceof QueryLimitError) throw new UiError('query_syntax', err.message, { position: err.position, limit: err.limit, max: err.max });
     throw err;
   }
   return v;
