@@ -124,7 +124,7 @@ export class Shard {
       // A directory under the active name is a seal that did not reach the catalog: it is redone later.
       rmSync(this.fracDir(activeRow.name), { recursive: true, force: true });
       this.openActive(activeRow.name);
-      const n = this.wal.replay((r, buf, docOffset) => {
+      const { records: n } = this.wal.replay((r, buf, docOffset) => {
         const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
         this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.counter);
       });
