@@ -54,6 +54,8 @@ export interface ShardQueryResult {
   aggs: AggPartial[];
   hist: [ts: number, count: number][];
   fractionsRead: number;
+  /** Sealed fractions left out because they were found damaged (and quarantined) while this query read them. */
+  damaged?: string[];
 }
 
 /** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */

@@ -10,6 +10,8 @@ export interface MergedQueryResult {
   aggs: AggPartial[];
   hist: Map<number, number>;
   fractionsRead: number;
+  /** Fractions the parts left out as damaged (see ShardQueryResult.damaged). */
+  damaged?: string[];
 }
 
 export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number; order: 'desc' | 'asc'; aggs?: AggSpec[] }): MergedQueryResult {
@@ -24,7 +26,8 @@ export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number;
     fractionsRead += p.fractionsRead;
   }
   // Copies of one document the merge saw are counted once (copies past the returned window cannot be seen).
-  return { total: Math.max(0, total - hits.dropped), hits, aggs, hist, fractionsRead };
+  const damaged = parts.flatMap((p) => p.damaged ?? []);
+  return { total: Math.max(0, total - hits.dropped), hits, aggs, hist, fractionsRead, ...(damaged.length ? { damaged } : {}) };
 }
 
 /** Hits found by several shards, in the order of `ids` (absent ones left out); replicas' copies count once. */

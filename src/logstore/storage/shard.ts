@@ -1,7 +1,7 @@
 // A shard: one directory of fractions (one active, many sealed) with its catalog; owned by one thread.
 // The same class serves single mode and store mode: callers hand it batches and query plans.
 import { isUtf8 } from 'node:buffer';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { IdMaker, OWN_SHARD, docTime, formatIdTailInto } from '../doc-time.js';
@@ -13,7 +13,9 @@ import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
-import { Wal, encodeWalInto } from './wal.js';
+import { QUARANTINE_DIR, Wal, encodeWalInto } from './wal.js';
+import { readReason, writeReason } from './quarantine.js';
+import { FractionDamagedError, fsyncDir } from './fraction-files.js';
 import { ChunkQueue, INGEST_CHUNK } from './chunk-queue.js';
 import { clientIdHash, withClientIdBound, withClientIdInto } from './client-ids.js';
 import type { DocBatch } from '../../native/doc-indexer.js';
@@ -54,10 +56,26 @@ export interface IngestIds {
   create: Uint8Array | null;
 }
 
+/** Data this shard lost or set aside since it was opened, or finds set aside by an earlier run (quarantine/). */
+export interface StorageProblem {
+  kind: 'wal_tail_dropped' | 'fraction_quarantined' | 'quarantine_not_empty';
+  /** The fraction (or, for quarantine_not_empty, the entry of quarantine/) concerned. */
+  name: string;
+  detail: string;
+  /** ISO time it was found. */
+  at: string;
+  /** Documents set aside (a quarantined fraction) or records dropped (a write-ahead tail). */
+  docs?: number;
+  bytes?: number;
+  /** Where the damaged fraction or the dropped bytes were moved or copied. */
+  saved_to?: string | null;
+}
+
 export interface ShardStatus {
   shard: number;
   fractions: FractionRow[];
   fields: string[];
+  problems: StorageProblem[];
 }
 
 /** Largest write-ahead scratch buffer a shard keeps between chunks. */
@@ -73,6 +91,11 @@ export class Shard {
   private readonly fieldsSeen = new Set<string>();
   /** Fractions sealed by this object (the worker collects garbage after each: a sealed index is all garbage). */
   seals = 0;
+  /** Fractions quarantined by this object (the worker tells the HTTP thread's reader when it changes). */
+  quarantines = 0;
+  private readonly problems: StorageProblem[] = [];
+  /** Time ranges of the fractions in quarantine/ (this run's and earlier ones'): a search over them is partial. */
+  private readonly setAside: { name: string; min_time: number; max_time: number }[] = [];
 
   /**
    * `beforeSeal` runs right before a seal (the shard thread collects its garbage there): the seal's own
@@ -96,6 +119,7 @@ export class Shard {
 
   /** Opens sealed fractions, replays the active write-ahead file, removes leftovers of an interrupted seal. */
   private recover(): void {
+    this.noteQuarantine();
     const rows = this.catalog.list();
     let activeRow: FractionRow | undefined;
     for (const row of rows) {
@@ -106,7 +130,14 @@ export class Shard {
           this.catalog.remove(row.name);
           continue;
         }
-        const frac = new SealedFraction(this.fracDir(row.name));
+        let frac: SealedFraction;
+        try {
+          frac = new SealedFraction(this.fracDir(row.name));
+        } catch (err) {
+          if (!(err instanceof FractionDamagedError)) throw err;
+          this.quarantine(row, err);
+          continue;
+        }
         this.sealed.set(row.name, { frac, row });
         for (const f of frac.fields()) this.fieldsSeen.add(f);
         rmSync(this.walFile(row.name), { force: true });
@@ -124,14 +155,85 @@ export class Shard {
       // A directory under the active name is a seal that did not reach the catalog: it is redone later.
       rmSync(this.fracDir(activeRow.name), { recursive: true, force: true });
       this.openActive(activeRow.name);
-      const { records: n } = this.wal.replay((r, buf, docOffset) => {
+      const { records: n, loss } = this.wal.replay((r, buf, docOffset) => {
         const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
         this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.counter);
       });
       for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (n > 0) this.ids.continueAfter(this.active.id(n - 1));
+      if (loss) {
+        // A crash in the middle of a write leaves a cut record that was never acknowledged; anything more (a file
+        // cut short, changed bytes) loses acknowledged documents. Replay cannot tell the two apart, so both are errors.
+        const detail = `write-ahead file ${loss.reason === 'cut' ? 'cut short' : loss.reason === 'checksum' ? 'failed a record checksum' : 'has a record of impossible length'} at byte ${loss.offset}: ${loss.bytes} bytes dropped, about ${loss.records} records`;
+        this.log.error({ fraction: activeRow.name, offset: loss.offset, dropped_bytes: loss.bytes, dropped_records: loss.records, reason: loss.reason, kept_records: n, saved_to: loss.savedTo }, 'write-ahead file damaged: replayed up to the last valid record, the rest is dropped');
+        this.problems.push({ kind: 'wal_tail_dropped', name: activeRow.name, detail, at: new Date().toISOString(), docs: loss.records, bytes: loss.bytes, saved_to: loss.savedTo });
+      }
       this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');
     } else this.newActive();
+  }
+
+  /** Entries an earlier run left in quarantine/: reported until the operator removes them. */
+  private noteQuarantine(): void {
+    const dir = path.join(this.opts.dir, QUARANTINE_DIR);
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir).sort()) {
+      const why = readReason(path.join(dir, entry));
+      if (why) this.setAside.push(why.row);
+      const detail = `set aside by an earlier run${why ? ` (${why.detail})` : ''}; remove it from ${dir} once inspected`;
+      this.problems.push({ kind: 'quarantine_not_empty', name: entry, detail, at: new Date().toISOString(), ...(why ? { docs: why.row.docs } : {}), saved_to: path.join(dir, entry) });
+    }
+  }
+
+  /**
+   * Sets a damaged sealed fraction aside: closed, moved into quarantine/ (kept for inspection, never read again),
+   * then removed from the catalog. When the move fails the catalog keeps it, so the next start finds it again
+   * instead of deleting it as a leftover.
+   */
+  private quarantine(row: FractionRow, err: FractionDamagedError): void {
+    const open = this.sealed.get(row.name);
+    open?.frac.close();
+    this.sealed.delete(row.name);
+    this.idFractions = null;
+    this.quarantines++;
+    const qdir = path.join(this.opts.dir, QUARANTINE_DIR);
+    let savedTo: string | null = path.join(qdir, `${row.name}.${Date.now()}`);
+    try {
+      mkdirSync(qdir, { recursive: true });
+      renameSync(this.fracDir(row.name), savedTo);
+      fsyncDir(this.opts.dir);
+      this.catalog.remove(row.name);
+    } catch (moveErr) {
+      this.log.error({ fraction: row.name, err: (moveErr as Error).message }, 'could not move a damaged fraction into quarantine; it stays in the catalog and is skipped');
+      savedTo = null;
+    }
+    if (savedTo) {
+      try {
+        writeReason(savedTo, { row, detail: `${err.file}: ${err.detail}` });
+      } catch (writeErr) {
+        this.log.warn({ fraction: row.name, err: (writeErr as Error).message }, 'could not note why a fraction was quarantined; the next start reports it without its time range');
+      }
+    }
+    this.setAside.push(row);
+    this.log.error({ fraction: row.name, file: err.file, detail: err.detail, docs: row.docs, saved_to: savedTo }, 'sealed fraction damaged: quarantined, searches answer from the other fractions');
+    this.problems.push({ kind: 'fraction_quarantined', name: row.name, detail: `${err.file}: ${err.detail}`, at: new Date().toISOString(), docs: row.docs, saved_to: savedTo });
+  }
+
+  /**
+   * Runs `read` over the fractions, and again without a sealed fraction each time one turns out damaged (it is
+   * quarantined): the answer covers every healthy fraction; `skipped` names the ones left out.
+   */
+  private readAround<T>(read: () => T): { value: T; skipped: string[] } {
+    const skipped: string[] = [];
+    for (;;) {
+      try {
+        return { value: read(), skipped };
+      } catch (err) {
+        const s = err instanceof FractionDamagedError ? this.sealed.get(err.fraction) : undefined;
+        if (!s) throw err;
+        this.quarantine(s.row, err as FractionDamagedError);
+        skipped.push(s.row.name);
+      }
+    }
   }
 
   private openActive(name: string): void {
@@ -290,8 +392,7 @@ export class Shard {
   hasClientId(id: string): boolean {
     const h = clientIdHash(id);
     if (this.active.hasClientId(id, h)) return true;
-    for (const frac of this.withClientIds()) if (frac.hasClientId(id, h)) return true;
-    return false;
+    return this.readAround(() => this.withClientIds().some((frac) => frac.hasClientId(id, h))).value;
   }
 
   /** Sealed fractions that hold documents with client ids (rebuilt when fractions are sealed or dropped). */
@@ -350,13 +451,16 @@ export class Shard {
   }
 
   /** Runs a query over the fractions that overlap its time range (search/execute.ts does the work). */
+  /** The answer over every healthy fraction; `damaged` names the quarantined ones in the range (found now or before). */
   query(q: ShardQuery): ShardQueryResult {
-    return executeQuery(this.views(q.from, q.to), q);
+    const { value } = this.readAround(() => executeQuery(this.views(q.from, q.to), q));
+    const missing = this.setAside.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => `shard-${this.opts.shard}/${r.name}`);
+    return missing.length ? { ...value, damaged: [...new Set(missing)] } : value;
   }
 
-  /** Documents by id, in the order asked; absent ids are left out. */
+  /** Documents by id, in the order asked; absent ids are left out (and those of a fraction found damaged). */
   fetch(ids: string[], pipes: FieldsPipe[] = []): ShardHit[] {
-    return fetchByIds(ids, pipes, (t) => this.views(t, t));
+    return this.readAround(() => fetchByIds(ids, pipes, (t) => this.views(t, t))).value;
   }
 
   /** The active fraction's size and time bounds (published to the HTTP thread, see shard-state.ts). */
@@ -381,7 +485,7 @@ export class Shard {
       name: this.active.name, state: 'active', docs: this.active.docCount, raw_bytes: this.active.rawBytes, disk_bytes: this.wal.bytes,
       min_time: this.active.docCount ? this.active.minTime : 0, max_time: this.active.docCount ? this.active.maxTime : 0,
     });
-    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort() };
+    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort(), problems: this.problems };
   }
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */
