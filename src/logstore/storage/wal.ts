@@ -21,6 +21,12 @@ export const WAL_MAGIC_V2 = Buffer.from('TPWAL\0\0\x02', 'latin1');
 /** Where damaged fractions and cut write-ahead tails are set aside, beside a shard's fractions. */
 export const QUARANTINE_DIR = 'quarantine';
 
+/** Whether `err` says the disk (or the process's file size limit, or a quota) has no room for a write. */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOSPC' || code === 'EFBIG' || code === 'EDQUOT';
+}
+
 export class WalFormatError extends Error {
   constructor(readonly file: string) {
     super(`${file}: not a tidepool write-ahead file of format 2 or 3 (bad header); move it away to start, its documents are not replayed`);
@@ -176,10 +182,19 @@ export class Wal {
     this.sync();
   }
 
-  /** Appends without fsync: the bytes are durable after the next sync(). */
+  /**
+   * Appends without fsync: the bytes are durable after the next sync(). A write that fails (a full disk) is cut off
+   * again, so no part of a record is left for the next append to follow: replay would stop there and drop every
+   * record after it.
+   */
   write(bytes: Uint8Array): void {
     let off = 0;
-    while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off);
+    try {
+      while (off < bytes.length) off += writeSync(this.fd, bytes, off, bytes.length - off);
+    } catch (err) {
+      if (off > 0) ftruncateSync(this.fd, this.size);
+      throw err;
+    }
     this.size += bytes.length;
   }
 
