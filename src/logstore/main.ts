@@ -173,6 +173,13 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
     throw err;
   }
   const hub = new LogHub({ level: config.log.level, format: config.log.format });
+  // A write past the process's file size limit (ulimit -f) raises SIGXFSZ, which would kill the process with its
+  // unsynced state; handled, the write fails with EFBIG instead and is treated like a full disk (storage/shard.ts).
+  let sawXfsz = false;
+  process.on('SIGXFSZ', () => {
+    if (!sawXfsz) hub.get('logstore::storage').warn('a write went past the file size limit (ulimit -f); such writes fail as on a full disk');
+    sawXfsz = true;
+  });
   const running = mode === 'store' ? await startStore(config, hub) : mode === 'single' ? await startSingle(config, hub) : await startProxy(config, hub);
   process.stdout.write(running.mode === 'store'
     ? `tidepool logstore (store mode) listening on grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`

@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { StorageProblem } from '../storage/shard.js';
 
 /** The kinds of StorageProblem, each reported (0 when none) so alerts can test `> 0` without `absent()`. */
-const PROBLEM_KINDS: StorageProblem['kind'][] = ['wal_tail_dropped', 'fraction_quarantined', 'quarantine_not_empty'];
+const PROBLEM_KINDS: StorageProblem['kind'][] = ['wal_tail_dropped', 'fraction_quarantined', 'quarantine_not_empty', 'disk_full'];
 
 export class LogstoreMetrics {
   readonly registry = new Registry();

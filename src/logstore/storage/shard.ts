@@ -13,7 +13,7 @@ import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
-import { QUARANTINE_DIR, Wal, encodeWalInto } from './wal.js';
+import { QUARANTINE_DIR, Wal, encodeWalInto, isDiskFull } from './wal.js';
 import { readReason, writeReason } from './quarantine.js';
 import { FractionDamagedError, fsyncDir } from './fraction-files.js';
 import { ChunkQueue, INGEST_CHUNK } from './chunk-queue.js';
@@ -58,7 +58,7 @@ export interface IngestIds {
 
 /** Data this shard lost or set aside since it was opened, or finds set aside by an earlier run (quarantine/). */
 export interface StorageProblem {
-  kind: 'wal_tail_dropped' | 'fraction_quarantined' | 'quarantine_not_empty';
+  kind: 'wal_tail_dropped' | 'fraction_quarantined' | 'quarantine_not_empty' | 'disk_full';
   /** The fraction (or, for quarantine_not_empty, the entry of quarantine/) concerned. */
   name: string;
   detail: string;
@@ -78,6 +78,9 @@ export interface ShardStatus {
   problems: StorageProblem[];
 }
 
+/** Wait before a seal that failed for a full disk is tried again (each try writes most of a fraction). */
+const SEAL_RETRY_MS = 10_000;
+
 /** Largest write-ahead scratch buffer a shard keeps between chunks. */
 const WAL_SCRATCH_MAX = 1 << 20;
 
@@ -94,6 +97,10 @@ export class Shard {
   /** Fractions quarantined by this object (the worker tells the HTTP thread's reader when it changes). */
   quarantines = 0;
   private readonly problems: StorageProblem[] = [];
+  /** The current full-disk episode, or null. */
+  private diskFull: StorageProblem | null = null;
+  /** When a seal that failed for a full disk may be tried again (0: none failed). */
+  private sealRetryAt = 0;
   /** Time ranges of the fractions in quarantine/ (this run's and earlier ones'): a search over them is partial. */
   private readonly setAside: { name: string; min_time: number; max_time: number }[] = [];
 
@@ -280,66 +287,89 @@ export class Shard {
     // it leaves (time NaN: not JSON, clamped times, shapes it does not reproduce exactly) are parsed below.
     const scanned = valid && !clientIds && n > 0 ? this.active.index.indexBatch(data, offs, 0, n, now) : null;
     let stored = 0;
-    for (let i = 0; i < n; i++) {
-      const start = offs[2 * i]!;
-      const len = offs[2 * i + 1]!;
-      if (scanned !== null && !Number.isNaN(scanned.times[i]!)) {
-        this.store(queue, ids, i, scanned.times[i]!, data, start, len, null, i, assign);
-        if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
-        continue;
-      }
-      const text = data.toString('utf8', start, start + len);
-      let doc: unknown;
-      try {
-        doc = JSON.parse(text);
-      } catch (err) {
-        errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
-        continue;
-      }
-      if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-        errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
-        continue;
-      }
-      const obj = doc as Record<string, unknown>;
-      if (obj._id !== undefined) {
-        errors.push([i, 'mapper_parsing_exception', 'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.']);
-        continue;
-      }
-      const cid = clientIds?.[i] ?? null;
-      if (cid !== null) {
-        if (pending.has(cid) || this.hasClientId(cid)) {
-          if (meta!.create?.[i]) errors.push([i, 'version_conflict_engine_exception', `[${cid}]: version conflict, document already exists (current version [1])`, 409]);
-          else kept.push(i);
+    // The first document of the chunk being queued: when its write fails, it and every one after it are not stored.
+    let chunkFirst = 0;
+    let full = false;
+    try {
+      for (let i = 0; i < n; i++) {
+        const start = offs[2 * i]!;
+        const len = offs[2 * i + 1]!;
+        if (scanned !== null && !Number.isNaN(scanned.times[i]!)) {
+          if (queue.count === 0) chunkFirst = i;
+          this.store(queue, ids, i, scanned.times[i]!, data, start, len, null, i, assign);
+          if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
           continue;
         }
-        pending.add(cid);
-        obj._id = cid;
-      }
-      const t = docTime(obj, now);
-      let bytes: Uint8Array = data.subarray(start, start + len);
-      if (t.clampedFrom !== undefined) {
-        obj.original_timestamp = t.clampedFrom;
-        bytes = Buffer.from(JSON.stringify(cid === null ? obj : { _id: cid, ...obj }));
-      } else {
-        if (!valid && !isUtf8(bytes)) bytes = Buffer.from(text);
-        if (cid !== null) {
-          const w = withClientIdInto(side!, sideUsed, bytes, cid);
-          bytes = side!.subarray(sideUsed, sideUsed + w);
-          sideUsed += w;
+        const text = data.toString('utf8', start, start + len);
+        let doc: unknown;
+        try {
+          doc = JSON.parse(text);
+        } catch (err) {
+          errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
+          continue;
         }
+        if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+          errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
+          continue;
+        }
+        const obj = doc as Record<string, unknown>;
+        if (obj._id !== undefined) {
+          errors.push([i, 'mapper_parsing_exception', 'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.']);
+          continue;
+        }
+        const cid = clientIds?.[i] ?? null;
+        if (cid !== null) {
+          if (pending.has(cid) || this.hasClientId(cid)) {
+            if (meta!.create?.[i]) errors.push([i, 'version_conflict_engine_exception', `[${cid}]: version conflict, document already exists (current version [1])`, 409]);
+            else kept.push(i);
+            continue;
+          }
+          pending.add(cid);
+          obj._id = cid;
+        }
+        const t = docTime(obj, now);
+        let bytes: Uint8Array = data.subarray(start, start + len);
+        if (t.clampedFrom !== undefined) {
+          obj.original_timestamp = t.clampedFrom;
+          bytes = Buffer.from(JSON.stringify(cid === null ? obj : { _id: cid, ...obj }));
+        } else {
+          if (!valid && !isUtf8(bytes)) bytes = Buffer.from(text);
+          if (cid !== null) {
+            const w = withClientIdInto(side!, sideUsed, bytes, cid);
+            bytes = side!.subarray(sideUsed, sideUsed + w);
+            sideUsed += w;
+          }
+        }
+        // The buffer the bytes are in: the batch, the side buffer, or their own.
+        const base = bytes.buffer === data.buffer ? data : side !== null && bytes.buffer === side.buffer ? side : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+        if (queue.count === 0) chunkFirst = i;
+        this.store(queue, ids, i, t.time, base, bytes.byteOffset - base.byteOffset, bytes.length, obj, -1, assign);
+        if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
       }
-      // The buffer the bytes are in: the batch, the side buffer, or their own.
-      const base = bytes.buffer === data.buffer ? data : side !== null && bytes.buffer === side.buffer ? side : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-      this.store(queue, ids, i, t.time, base, bytes.byteOffset - base.byteOffset, bytes.length, obj, -1, assign);
-      if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
+      stored += this.flush(queue, scanned, pending);
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      full = true;
+      // Nothing of the failed chunk reached the index, and the write-ahead file is cut back to the chunks before it:
+      // those are answered stored (after the sync below), this one and the rest of the batch not stored.
+      this.noteDiskFull(err, 'write-ahead append');
+      const answered = new Set<number>([...errors.map((e) => e[0]), ...kept]);
+      const reason = `not stored: no room to write it (${(err as NodeJS.ErrnoException).code})`;
+      for (let j = chunkFirst; j < n; j++) {
+        if (answered.has(j)) continue;
+        errors.push([j, 'disk_full_exception', reason, 507]);
+        ids.fill(0x20, 24 * j, 24 * j + 24);
+      }
+      queue.clear();
+      pending.clear();
     }
-    stored += this.flush(queue, scanned, pending);
     if (stored) {
       this.wal.sync();
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
       // Sealed at frac_size of raw documents, or at half of it in memory: writing the sealed files takes about as
       // much again for a moment, so a shard stays near frac_size of memory whatever its documents' cardinality.
-      if (this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) this.seal();
+      if ((this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) && Date.now() >= this.sealRetryAt) this.trySeal();
+      else if (this.sealRetryAt === 0 && !full) this.noteWritten();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
   }
@@ -400,6 +430,37 @@ export class Shard {
 
   private withClientIds(): SealedFraction[] {
     return (this.idFractions ??= [...this.sealed.values()].filter((s) => (s.frac.meta.clientIds ?? 0) > 0).map((s) => s.frac));
+  }
+
+  /**
+   * Seals after a batch that is already durable: a full disk must not turn that batch into an error (its documents
+   * are stored), so the active fraction keeps growing on its write-ahead file and the seal is tried again later.
+   */
+  private trySeal(): void {
+    try {
+      this.seal();
+      this.sealRetryAt = 0;
+      this.noteWritten();
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      rmSync(`${this.fracDir(this.active.name)}.tmp`, { recursive: true, force: true });
+      this.sealRetryAt = Date.now() + SEAL_RETRY_MS;
+      this.noteDiskFull(err, 'seal');
+    }
+  }
+
+  /** A full disk: logged at error once per episode, reported in the status until writes succeed again. */
+  private noteDiskFull(err: unknown, during: string): void {
+    if (this.diskFull) return;
+    const code = (err as NodeJS.ErrnoException).code;
+    this.log.error({ during, code, err: (err as Error).message }, 'disk full: writes fail (documents answered not stored) until there is room again');
+    this.diskFull = { kind: 'disk_full', name: this.active.name, detail: `${during} failed: ${code}`, at: new Date().toISOString() };
+  }
+
+  private noteWritten(): void {
+    if (!this.diskFull) return;
+    this.log.warn({ since: this.diskFull.at }, 'disk full episode over: writes succeed again');
+    this.diskFull = null;
   }
 
   /** Seals the active fraction (when it holds documents) and applies retention. */
@@ -485,7 +546,7 @@ export class Shard {
       name: this.active.name, state: 'active', docs: this.active.docCount, raw_bytes: this.active.rawBytes, disk_bytes: this.wal.bytes,
       min_time: this.active.docCount ? this.active.minTime : 0, max_time: this.active.docCount ? this.active.maxTime : 0,
     });
-    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort(), problems: this.problems };
+    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort(), problems: this.diskFull ? [...this.problems, this.diskFull] : this.problems };
   }
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */
