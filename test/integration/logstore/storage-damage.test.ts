@@ -159,4 +159,36 @@ describe('damaged storage', () => {
     expect(again.body.partial_response).toBe(true);
     expect(new Set(again.body.docs.map((d) => d.data.i))).toEqual(healthy);
   });
+
+  it('through a proxy: a store that quarantined a fraction answers partial, and the proxy says so', async () => {
+    const store = await startLogstore({ mode: 'store', storage: { frac_size: '32KB', shards: 1 } });
+    running.push(store);
+    const proxy = await startLogstore({ mode: 'proxy', cluster: { hot_stores: [store.grpcAddr], request_timeout: '5s' } });
+    running.push(proxy);
+    const N = 1500;
+    for (let k = 0; k < N; k += 250) expect((await bulk(proxy.url, ndjson(Array.from({ length: 250 }, (_, j) => docOf(k + j))))).body.errors).toBe(false);
+    await store.stop();
+    const shardDir = path.join(store.dataDir, 'shard-0');
+    const fracs = readdirSync(shardDir).filter((e) => e.startsWith('frac-') && statSync(path.join(shardDir, e)).isDirectory()).sort();
+    expect(fracs.length).toBeGreaterThanOrEqual(2);
+    const meta = JSON.parse(readFileSync(path.join(shardDir, fracs[0]!, 'meta.json'), 'utf8')) as { minTime: number; maxTime: number };
+    const inA = new Set(Array.from({ length: N }, (_, i) => i).filter((i) => timeOf(i) >= meta.minTime && timeOf(i) <= meta.maxTime));
+    flip64(path.join(shardDir, fracs[0]!, 'docs.bin'));
+    await store.restart();
+
+    // Until the proxy reaches the restarted store, its answers are partial for another reason (no answer at all).
+    let r: { status: number; body: SearchBody } | null = null;
+    for (let i = 0; i < 150; i++) {
+      r = await postJson<SearchBody>(`${proxy.url}/search`, { query: { query: '*', ...RANGE }, size: 10_000 });
+      if (r.status === 200 && r.body.error?.message.includes('damaged')) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    expect(r!.status).toBe(200);
+    expect(r!.body.partial_response).toBe(true);
+    expect(r!.body.error?.message).toContain(`shard-0/${fracs[0]}`);
+    const want = Array.from({ length: N }, (_, i) => i).filter((i) => !inA.has(i));
+    expect(r!.body.docs.map((d) => d.data.i).sort((a, b) => a - b)).toEqual(want);
+    const metrics = await (await fetch(`${store.debugUrl}/metrics`)).text();
+    expect(metrics).toMatch(/tidepool_logstore_storage_problems\{kind="fraction_quarantined"\} 1/);
+  });
 });
