@@ -354,10 +354,12 @@ export class Shard {
       // those are answered stored (after the sync below), this one and the rest of the batch not stored.
       this.noteDiskFull(err, 'write-ahead append');
       const answered = new Set<number>([...errors.map((e) => e[0]), ...kept]);
-      const reason = `not stored: no room to write it (${(err as NodeJS.ErrnoException).code})`;
+      // Elasticsearch's answer past its flood-stage watermark: 429 cluster_block_exception, which shippers (Beats,
+      // Logstash, the clients' bulk helpers) retry; a 5xx item they may drop.
+      const reason = `blocked by: [TOO_MANY_REQUESTS/12/disk full: not stored, no room to write it (${(err as NodeJS.ErrnoException).code})]`;
       for (let j = chunkFirst; j < n; j++) {
         if (answered.has(j)) continue;
-        errors.push([j, 'disk_full_exception', reason, 507]);
+        errors.push([j, 'cluster_block_exception', reason, 429]);
         ids.fill(0x20, 24 * j, 24 * j + 24);
       }
       queue.clear();

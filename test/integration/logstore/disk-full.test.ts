@@ -1,8 +1,12 @@
 // A full disk, made with a file size limit on the real log store process (ulimit -f: writes past it fail with
 // EFBIG): logged at error once, /status degraded, and every bulk item answered either stored (found, also after a
 // crash) or not stored (never found): no acknowledged document is lost and no refused one appears.
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
+import { Wal } from '../../../src/logstore/storage/wal.js';
+import { type LogstoreProcess, ROOT, bulk, ndjson, postJson, startLogstore, tempDir } from '../../helpers/logstore.js';
 
 let running: LogstoreProcess[] = [];
 afterEach(async () => {
@@ -35,8 +39,10 @@ describe('disk full', () => {
         const it = item.index!;
         if (it.status === 201) acked.add(seqs[k]!);
         else {
-          expect(it.status).toBe(507);
-          expect(it.error!.type).toBe('disk_full_exception');
+          // As Elasticsearch past its flood-stage watermark: shippers retry these items.
+          expect(it.status).toBe(429);
+          expect(it.error!.type).toBe('cluster_block_exception');
+          expect(it.error!.reason).toMatch(/disk full: not stored/);
           expect(it._id).toBeNull();
           refused.add(seqs[k]!);
         }
@@ -67,5 +73,53 @@ describe('disk full', () => {
     const r = await bulk(ls.url, ndjson([{ seq: -1, msg: 'after' }]));
     expect(r.body.errors).toBe(false);
     for (const s of refused) expect(acked.has(s)).toBe(false);
+  });
+
+  it('a batch whose write fails half-way: the chunks written before are stored and answered so, the rest refused', () => {
+    // A shard in a child process under a file size limit (the built code: the limit is the process's), fed one
+    // batch of 2000 documents, several chunks of INGEST_CHUNK: the write-ahead file fills inside the batch.
+    const dir = tempDir('tidepool-full-');
+    try {
+      const script = path.join(dir, 'fill.mjs');
+      const dist = (f: string) => JSON.stringify(path.join(ROOT, 'dist', 'src', f));
+      writeFileSync(script, `
+        import { Shard } from ${dist('logstore/storage/shard.js')};
+        import { autoMapping } from ${dist('logstore/mapping.js')};
+        import { LogHub } from ${dist('shared/logger.js')};
+        process.on('SIGXFSZ', () => {}); // the write fails with EFBIG instead of the signal killing the process
+        const shard = new Shard({ dir: process.argv[2], shard: 0, mapping: autoMapping(), fracSize: 1 << 30, totalSize: 0, retention: 0 }, new LogHub({ level: 'silent' }).get('test'));
+        const docs = Array.from({ length: 2000 }, (_, n) => Buffer.from(JSON.stringify({ n, msg: 'x'.repeat(200) })));
+        const buf = Buffer.concat(docs);
+        const offs = new Int32Array(2 * docs.length);
+        for (let i = 0, at = 0; i < docs.length; at += docs[i].length, i++) { offs[2 * i] = at; offs[2 * i + 1] = docs[i].length; }
+        const r = shard.ingest(buf, offs);
+        const ids = Buffer.from(r.ids).toString('latin1');
+        const stored = [];
+        for (let i = 0; i < docs.length; i++) if (ids.slice(24 * i, 24 * i + 24).trim()) stored.push(i);
+        process.stdout.write(JSON.stringify({ stored, errors: r.errors, status: shard.status().problems }));
+      `);
+      // 400 blocks of 512 bytes: about 200 KB of write-ahead file, some 900 of the 2000 documents.
+      const shardDir = path.join(dir, 'shard');
+      const run = spawnSync('/bin/sh', ['-c', 'ulimit -f 400 && exec "$0" "$@"', process.execPath, script, shardDir], { encoding: 'utf8', timeout: 60_000 });
+      expect(run.status, run.stderr).toBe(0);
+      const out = JSON.parse(run.stdout) as { stored: number[]; errors: [number, string, string, number][]; status: { kind: string }[] };
+      expect(out.stored.length).toBeGreaterThan(256);
+      expect(out.stored.length).toBeLessThan(2000);
+      // Whole chunks: the stored ones are a prefix, every other one is refused with a retryable 429.
+      expect(out.stored).toEqual(Array.from({ length: out.stored.length }, (_, i) => i));
+      expect(out.stored.length % 256).toBe(0);
+      expect(out.errors.map((e) => e[0]).sort((a, b) => a - b)).toEqual(Array.from({ length: 2000 - out.stored.length }, (_, i) => out.stored.length + i));
+      expect(new Set(out.errors.map((e) => `${e[1]} ${e[3]}`))).toEqual(new Set(['cluster_block_exception 429']));
+      expect(out.status.map((p) => p.kind)).toEqual(['disk_full']);
+      // The write-ahead file holds exactly the stored documents, whole: no torn record after them.
+      const wal = new Wal(path.join(shardDir, 'frac-0000000001.wal'));
+      const replayed: number[] = [];
+      const { loss } = wal.replay((r) => replayed.push((JSON.parse(Buffer.from(r.doc).toString()) as { n: number }).n));
+      wal.close();
+      expect(loss).toBeNull();
+      expect(replayed).toEqual(out.stored);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
