@@ -171,8 +171,10 @@ export class Shard {
       if (loss) {
         // A crash in the middle of a write leaves a cut record that was never acknowledged; anything more (a file
         // cut short, changed bytes) loses acknowledged documents. Replay cannot tell the two apart, so both are errors.
-        const detail = `write-ahead file ${loss.reason === 'cut' ? 'cut short' : loss.reason === 'checksum' ? 'failed a record checksum' : 'has a record of impossible length'} at byte ${loss.offset}: ${loss.bytes} bytes dropped, about ${loss.records} records`;
-        this.log.error({ fraction: activeRow.name, offset: loss.offset, dropped_bytes: loss.bytes, dropped_records: loss.records, reason: loss.reason, kept_records: n, saved_to: loss.savedTo }, 'write-ahead file damaged: replayed up to the last valid record, the rest is dropped');
+        // Records of a file cut short are gone with its end: only the bytes left after the last whole record count.
+        const what = loss.reason === 'cut' ? 'ends inside a record (cut short: records past its end, if any, cannot be counted)' : loss.reason === 'checksum' ? 'has a record that fails its checksum' : 'has a record of impossible length';
+        const detail = `write-ahead file ${what} at byte ${loss.offset}: ${loss.bytes} bytes dropped, at least ${loss.records} records; ${n} records replayed`;
+        this.log.error({ fraction: activeRow.name, offset: loss.offset, dropped_bytes: loss.bytes, dropped_records_at_least: loss.records, reason: loss.reason, kept_records: n, saved_to: loss.savedTo }, 'write-ahead file damaged: replayed up to the last valid record, the rest is dropped');
         this.problems.push({ kind: 'wal_tail_dropped', name: activeRow.name, detail, at: new Date().toISOString(), docs: loss.records, bytes: loss.bytes, saved_to: loss.savedTo });
       }
       this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');

@@ -46,7 +46,8 @@ export interface WalLoss {
   bytes: number;
   /** 'cut': the last record runs past the end of the file; 'checksum': a record's bytes changed; 'length': a length no record can have. */
   reason: 'cut' | 'checksum' | 'length';
-  /** Records lost: the bad one and the whole, valid records found after it (an estimate when a length is wrong). */
+  /** Records lost, at least: the bad one and the whole, valid records found after it (none can be counted past
+   *  the end of a file that was cut short). */
   records: number;
   /** The file the dropped bytes were copied to, or null when copying failed. */
   savedTo: string | null;
