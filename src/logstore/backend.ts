@@ -11,6 +11,15 @@ export interface PartialInfo {
   failedShards: number;
   shards: number;
   message: string;
+  /** Damaged fractions left out (`shard-<n>/<fraction>`, quarantined); the shards holding them count as failed. */
+  skippedFractions?: string[];
+}
+
+/** An answer that left damaged fractions out, marked partial (the seq-db PARTIAL_RESPONSE shape at the edge). */
+export function markDamaged<T extends MergedQueryResult>(r: T, shards: number): T & { partial?: PartialInfo } {
+  if (!r.damaged?.length) return r;
+  const failedShards = new Set(r.damaged.map((d) => d.split('/')[0])).size;
+  return { ...r, partial: { failedShards, shards, message: `damaged fractions left out (quarantined): ${r.damaged.join(', ')}`, skippedFractions: r.damaged } };
 }
 
 export interface QueryAnswer extends MergedQueryResult {
@@ -76,12 +85,13 @@ export class LocalBackend implements LogBackend {
     return this.store.route(id);
   }
 
-  query(q: SearchTask): Promise<QueryAnswer> {
-    return this.store.query(q);
+  async query(q: SearchTask): Promise<QueryAnswer> {
+    return markDamaged(await this.store.query(q), this.store.shardCount);
   }
 
   querySync(q: SearchTask): QueryAnswer | null {
-    return this.store.querySync(q);
+    const r = this.store.querySync(q);
+    return r && markDamaged(r, this.store.shardCount);
   }
 
   async fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer> {

@@ -49,6 +49,7 @@ async function startFront(config: LogstoreConfig, hub: LogHub, backend: LogBacke
   const env = { store: backend, mapping, config };
   const asyncSearches = new AsyncSearches(env, config.async_search, hub.get('logstore::async'));
   const ctx: HttpContext = { store: backend, mapping, config, log, metrics: new LogstoreMetrics(), inflight: { bulks: 0 }, asyncSearches, ...(bulkBudget ? { bulkBudget } : {}) };
+  ctx.metrics.watchStorage(async () => (await backend.status()).shards.flatMap((s) => s.problems ?? []));
   const api = createApiServer(ctx);
   api.keepAliveTimeout = 65_000;
   api.requestTimeout = 0;
@@ -115,6 +116,7 @@ export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<R
   const grpcListener = await startGrpc(config.server.grpc_addr, [[storeServiceDefinition(), handlers]], keepalive);
   if (!grpcListener.windows) log.warn({ window: FLOW_WINDOW }, 'the gRPC receive window could not be widened (this @grpc/grpc-js has no hook for it): proxies send batches in 64 KiB windows');
   const metrics = new LogstoreMetrics();
+  metrics.watchStorage(async () => (await store.status()).flatMap((s) => s.problems));
   const debug = createDebugServer({ metrics, inflight } as HttpContext);
   const debugAddr = await listen(debug, config.server.debug_addr);
   const retention = retentionTimer(store, log);
@@ -172,6 +174,13 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
     throw err;
   }
   const hub = new LogHub({ level: config.log.level, format: config.log.format });
+  // A write past the process's file size limit (ulimit -f) raises SIGXFSZ, which would kill the process with its
+  // unsynced state; handled, the write fails with EFBIG instead and is treated like a full disk (storage/shard.ts).
+  let sawXfsz = false;
+  process.on('SIGXFSZ', () => {
+    if (!sawXfsz) hub.get('logstore::storage').warn('a write went past the file size limit (ulimit -f); such writes fail as on a full disk');
+    sawXfsz = true;
+  });
   const running = mode === 'store' ? await startStore(config, hub) : mode === 'single' ? await startSingle(config, hub) : await startProxy(config, hub);
   process.stdout.write(running.mode === 'store'
     ? `tidepool logstore (store mode) listening on grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`

@@ -62,6 +62,8 @@ export interface LogstoreProcess {
   kill9(): Promise<void>;
   /** Starts the same config again (after stop or kill9). */
   restart(): Promise<void>;
+  /** The `ulimit -f` the next start runs under (undefined: none). */
+  fileBlocks?: number;
   /** Stops the process (if running) and removes the temporary directory. */
   cleanup(): Promise<void>;
 }
@@ -83,6 +85,8 @@ export interface LogstoreOptions {
   search?: Record<string, unknown>;
   /** Mapping YAML text; absent: auto. */
   mapping?: string;
+  /** `ulimit -f` of the process, in 512-byte blocks (sh's unit): a write past it fails with EFBIG, as on a full disk. */
+  fileBlocks?: number;
 }
 
 function yamlOf(obj: Record<string, Record<string, unknown>>): string {
@@ -120,7 +124,10 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
   let out = '';
   let child!: ChildProcess;
   const launch = () => new Promise<void>((resolve, reject) => {
-    child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, `--config=${configFile}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const argv = [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, `--config=${configFile}`];
+    child = proc.fileBlocks === undefined
+      ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', `ulimit -f ${proc.fileBlocks} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+), grpc ([\d.]+:\d+)/.exec(out.slice(start));
@@ -147,7 +154,7 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
   });
   const mode = opts.mode ?? 'single';
   const proc: LogstoreProcess = {
-    mode, url: '', grpcAddr: '', debugUrl: '', dir, dataDir, configFile,
+    mode, url: '', grpcAddr: '', debugUrl: '', dir, dataDir, configFile, fileBlocks: opts.fileBlocks,
     get child() { return child; },
     output: () => out,
     async stop() {

@@ -94,7 +94,7 @@ export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Prom
  * Every match of a query, newest first, page by page (a time cursor keeps memory bounded); `onPage` may wait
  * (back-pressure). Ends after `size` documents when the body gives one.
  */
-export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPage: (hits: ShardHit[]) => Promise<void> | void): Promise<void> {
+export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPage: (hits: ShardHit[]) => Promise<void> | void): Promise<{ skippedFractions: string[] }> {
   const spec = parseQuerySpec(body, env.mapping);
   const max = body.size === undefined ? Infinity : Number(body.size);
   if (!(max >= 0)) throw new HttpError(400, ErrorCode.BadRequest, 'size must be a number >= 0');
@@ -102,10 +102,13 @@ export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPa
   let to = spec.to;
   let sent = 0;
   let boundary = new Set<string>();
+  // Damaged fractions are left out (and quarantined) by the page that finds them; the export goes on without them.
+  const skipped = new Set<string>();
   while (sent < max) {
     const limit = page + boundary.size;
     const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false }));
-    if (r.partial) throw new HttpError(502, ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
+    if (r.partial?.skippedFractions) for (const f of r.partial.skippedFractions) skipped.add(f);
+    else if (r.partial) throw new HttpError(502, ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
     const hits = r.hits.slice(0, r.hits.length);
     const fresh = hits.filter((h) => !boundary.has(h.id));
     if (fresh.length === 0) break;
@@ -119,6 +122,7 @@ export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPa
     to = last;
     if (r.hits.length < limit) break;
   }
+  return { skippedFractions: [...skipped] };
 }
 
 export function aggResults(specs: AggSpec[], r: QueryAnswer): AggResult[] {
@@ -148,8 +152,18 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
   const shards = st.shards;
   const all = shards.flatMap((s) => s.fractions);
   const withDocs = all.filter((f) => f.docs > 0);
+  // Lost or set-aside data (a write-ahead tail dropped, a fraction quarantined) keeps the status degraded until
+  // a restart finds nothing to report (quarantine/ emptied by the operator).
+  const problems = shards.flatMap((s) => (s.problems ?? []).map((p) => ({ shard: s.shard, ...p })));
+  const degraded = [
+    ...st.stores.filter((s) => !s.ok).map((s) => `store ${s.addr} is down: ${s.error}`),
+    ...st.stores.filter((s) => s.ok && (s.behind ?? 0) > 0).map((s) => `store ${s.addr} is behind: ${s.behind} batches it missed are being sent to it`),
+    ...problems.map((p) => `shard ${p.shard}: ${p.kind} ${p.name}: ${p.detail}`),
+  ];
   return {
-    status: st.stores.some((s) => !s.ok || (s.behind ?? 0) > 0) ? 'degraded' : 'ok', mode: env.store.mode, shards: env.store.shardCount,
+    status: degraded.length ? 'degraded' : 'ok', mode: env.store.mode, shards: env.store.shardCount,
+    ...(degraded.length ? { degraded } : {}),
+    ...(problems.length ? { storage_problems: problems } : {}),
     docs: all.reduce((s, f) => s + f.docs, 0),
     raw_bytes: all.reduce((s, f) => s + f.raw_bytes, 0),
     disk_bytes: all.reduce((s, f) => s + f.disk_bytes, 0),

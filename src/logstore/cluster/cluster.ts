@@ -291,7 +291,13 @@ export class Cluster implements LogBackend {
       timeout_ms: q.deadline === undefined ? this.storeSearchTimeout : Math.max(1, Math.min(this.storeSearchTimeout, Math.round(q.deadline - Date.now()))),
     }));
     const merged = mergeQueryResults(parts.map(toShardResult), q);
-    return partial ? { ...merged, partial } : merged;
+    const damaged = parts.filter((p) => p.damaged_fractions?.length);
+    if (damaged.length === 0) return partial ? { ...merged, partial } : merged;
+    // Stores that left damaged fractions out answered partially; with shards that did not answer at all, the answer
+    // stays the plain partial one (an export stops on it), else it names the fractions (an export goes on).
+    const names = damaged.map((p) => p.damaged_fractions!.join(', ')).join('; ');
+    if (partial) return { ...merged, partial: { ...partial, message: `${partial.message}; damaged fractions left out: ${names}` } };
+    return { ...merged, partial: { failedShards: damaged.length, shards: this.shards.length, message: `damaged fractions left out (quarantined): ${names}`, skippedFractions: damaged.flatMap((p) => p.damaged_fractions!) } };
   }
 
   /** The cluster shard an id names (its shard byte), or -1 when it names none of this cluster's shards. */

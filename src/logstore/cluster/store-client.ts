@@ -51,6 +51,8 @@ export interface StoreSearchResponse {
   aggs: PbAggPartial[];
   hist: { ts: number; count: number }[];
   fractions_read: number;
+  /** Damaged fractions the store left out; absent or empty from a store that predates them. */
+  damaged_fractions?: string[];
   /** The packed hits (search/packed-wire.ts); empty from a store that predates them or when not asked for. */
   hits: Uint8Array;
   /** The store's search passed its deadline: what it answers is partial. */

@@ -130,6 +130,7 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
       if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
       return {
         total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead, timed_out: r.timedOut === true,
+        damaged_fractions: r.damaged ?? [],
       };
     },
     async fetch(req) {

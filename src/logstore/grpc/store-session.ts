@@ -10,7 +10,7 @@ import { grpcError } from './grpc-status.js';
 export interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean; packed_hits: boolean; timeout_ms?: number }
 export interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
 /** hits: the packed bytes, or (for a Session, whose reply encoder writes them in place) the merged list itself. */
-export interface SearchResponse { total: number; docs: PbDoc[]; hits: Buffer | HitList; aggs: PbAggPartial[]; hist: { ts: number; count: number }[]; fractions_read: number; timed_out?: boolean }
+export interface SearchResponse { total: number; docs: PbDoc[]; hits: Buffer | HitList; aggs: PbAggPartial[]; hist: { ts: number; count: number }[]; fractions_read: number; timed_out?: boolean; damaged_fractions?: string[] }
 export interface StatusResponse { shards: ShardStatus[]; inflight_bulks: number }
 
 /** What a store answers, whichever way it is asked (unary calls or a Session). */

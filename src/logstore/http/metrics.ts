@@ -1,5 +1,9 @@
 // Prometheus metrics of the log store, served on the debug address.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { StorageProblem } from '../storage/shard.js';
+
+/** The kinds of StorageProblem, each reported (0 when none) so alerts can test `> 0` without `absent()`. */
+const PROBLEM_KINDS: StorageProblem['kind'][] = ['wal_tail_dropped', 'fraction_quarantined', 'quarantine_not_empty', 'disk_full'];
 
 export class LogstoreMetrics {
   readonly registry = new Registry();
@@ -13,4 +17,20 @@ export class LogstoreMetrics {
   readonly rejectedBulks = new Counter({ name: 'tidepool_logstore_rejected_bulks_total', help: 'Writes rejected for overload (a bulk: its items answered 429 inside a 200; a single document: 429).', registers: [this.registry] });
   readonly queued = new Gauge({ name: 'tidepool_logstore_queued_bulks', help: 'Writes waiting for a slot (limits.bulk_queue).', registers: [this.registry] });
   readonly inflight = new Gauge({ name: 'tidepool_logstore_inflight_bulks', help: 'Bulk requests being processed.', registers: [this.registry] });
+  /** Where storage problems are read at each scrape (the shards' status); none until watchStorage(). */
+  private problemSource: (() => Promise<StorageProblem[]>) | null = null;
+  readonly storageProblems = new Gauge({
+    name: 'tidepool_logstore_storage_problems', help: 'Data lost or set aside since start (write-ahead tails dropped, sealed fractions quarantined) or left in quarantine/ by an earlier run, by kind.',
+    labelNames: ['kind'], registers: [this.registry],
+    collect: async () => {
+      if (!this.problemSource) return;
+      const problems = await this.problemSource();
+      for (const kind of PROBLEM_KINDS) this.storageProblems.set({ kind }, problems.filter((p) => p.kind === kind).length);
+    },
+  });
+
+  /** Reports the problems `source` lists on /metrics (single and store modes: the local shards). */
+  watchStorage(source: () => Promise<StorageProblem[]>): void {
+    this.problemSource = source;
+  }
 }

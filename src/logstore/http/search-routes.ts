@@ -88,20 +88,33 @@ export function serveJsonRoute(ctx: HttpContext, req: IncomingMessage, res: Serv
 }
 
 /** Streams every match as NDJSON, newest first, paging by a time cursor so memory stays bounded. */
+/**
+ * NDJSON of every match. Damaged fractions are left out, never the whole export: a header counts the fractions
+ * quarantined before it started, and a trailer (sent after the last line, so declared up front) names the ones
+ * this export found damaged on the way.
+ */
 export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {
   const body = await readJsonBody(req);
+  const quarantined = (await ctx.store.status()).shards.reduce((n, s) => n + (s.problems ?? []).filter((p) => p.kind !== 'wal_tail_dropped').length, 0);
+  const head = { 'content-type': 'application/x-ndjson; charset=utf-8', trailer: SKIPPED_TRAILER, ...(quarantined ? { [QUARANTINED_HEADER]: String(quarantined) } : {}) };
   let started = false;
-  await runExport(ctx, body, async (hits) => {
+  const { skippedFractions } = await runExport(ctx, body, async (hits) => {
     if (!started) {
-      res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+      res.writeHead(200, head);
       started = true;
     }
     if (!res.write(hits.map((h) => h.json).join('\n') + '\n')) await new Promise((resolve) => res.once('drain', resolve));
   });
-  if (!started) res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8' });
+  if (!started) res.writeHead(200, head);
+  if (skippedFractions.length) res.addTrailers({ [SKIPPED_TRAILER]: skippedFractions.join(',') });
   res.end();
   return 200;
 }
+
+/** Header of /export: sealed fractions (or other entries) in quarantine when it started, left out of it. */
+export const QUARANTINED_HEADER = 'x-tidepool-quarantined';
+/** Trailer of /export: the fractions it found damaged and left out (`shard-<n>/<fraction>`, comma-separated). */
+export const SKIPPED_TRAILER = 'x-tidepool-skipped-fractions';
 
 export async function mappings(ctx: HttpContext, _req: IncomingMessage, res: ServerResponse): Promise<number> {
   sendJson(res, 200, await mappingOf(ctx));

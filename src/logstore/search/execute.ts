@@ -62,6 +62,8 @@ export interface ShardQueryResult {
   fractionsRead: number;
   /** The deadline passed: fractions were left unread, so total, aggregations and hits are partial. */
   timedOut?: boolean;
+  /** Sealed fractions left out because they were found damaged (and quarantined) while this query read them. */
+  damaged?: string[];
 }
 
 /** The `k` newest (or oldest) of `matches` in a fraction whose ids are not time-ordered: a bounded heap. */

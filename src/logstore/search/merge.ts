@@ -12,6 +12,8 @@ export interface MergedQueryResult {
   fractionsRead: number;
   /** Some part passed the search deadline (search.timeout): the answer holds what was found before it. */
   timedOut?: boolean;
+  /** Fractions the parts left out as damaged (see ShardQueryResult.damaged). */
+  damaged?: string[];
 }
 
 export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number; order: 'desc' | 'asc'; aggs?: AggSpec[] }): MergedQueryResult {
@@ -28,6 +30,8 @@ export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number;
   // Copies of one document the merge saw are counted once (copies past the returned window cannot be seen).
   const merged: MergedQueryResult = { total: Math.max(0, total - hits.dropped), hits, aggs, hist, fractionsRead };
   if (parts.some((p) => p.timedOut)) merged.timedOut = true;
+  const damaged = parts.flatMap((p) => p.damaged ?? []);
+  if (damaged.length) merged.damaged = damaged;
   return merged;
 }
 

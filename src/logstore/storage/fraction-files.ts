@@ -1,8 +1,35 @@
 // File names and small helpers shared by the sealed-fraction writer and reader.
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
 
-export const FRACTION_FORMAT = 1;
+/**
+ * 2: checksums (CRC-32C) in meta.json: of meta.json itself (`check`), of every file read whole (`files`), of each
+ * document block (the 4th number of `blocks`) and of each POSTINGS_CHUNK bytes of postings.bin. Format 1 fractions
+ * (no checksums) are still read; their damage shows only as a decompression error.
+ */
+export const FRACTION_FORMAT = 2;
+
+/** Bytes of postings.bin per checksum: a posting list read verifies the chunks it touches, once per open fraction. */
+export const POSTINGS_CHUNK = 64 * 1024;
+
+/** Length and CRC-32C of a file of a sealed fraction. */
+export interface FileCheck {
+  bytes: number;
+  crc: number;
+}
+
+/** A sealed fraction whose files are missing, cut or changed: it is quarantined, never read again. */
+export class FractionDamagedError extends Error {
+  constructor(readonly dir: string, readonly file: string, readonly detail: string) {
+    super(`sealed fraction ${path.basename(dir)} is damaged: ${file}: ${detail}`);
+    this.name = 'FractionDamagedError';
+  }
+
+  get fraction(): string {
+    return path.basename(this.dir);
+  }
+}
 
 export interface FractionMeta {
   format: number;
@@ -11,8 +38,8 @@ export interface FractionMeta {
   minTime: number;
   maxTime: number;
   rawBytes: number;
-  /** [file offset, compressed length, first local id] of each document block. */
-  blocks: [number, number, number][];
+  /** [file offset, compressed length, first local id, CRC-32C of the compressed bytes (format 2)] of each document block. */
+  blocks: [number, number, number, number?][];
   /** Fields of dict.bin, in order; columns lists those that carry a keyword column. */
   fields: string[];
   columns: string[];
@@ -23,6 +50,12 @@ export interface FractionMeta {
   clientIds?: number;
   /** The shard bytes its ids carry (see ActiveFraction.idShards); absent from older fractions (any byte). */
   idShards?: number[];
+  /** Format 2: each file read whole (times, ids, dict, offsets, columns, client ids), and postings.bin and docs.bin. */
+  files?: Record<string, FileCheck>;
+  /** Format 2: CRC-32C of each POSTINGS_CHUNK bytes of postings.bin. */
+  postingsChunks?: number[];
+  /** Format 2: CRC-32C of meta.json written without this field (JSON.stringify of the rest, in its order). */
+  check?: number;
 }
 
 export const FILES = {

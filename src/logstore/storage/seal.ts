@@ -8,7 +8,8 @@ import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
 import { type DictField, encodeDict, sortedTokens } from './token-dict.js';
 import { encodeClientIds } from './client-ids.js';
-import { BLOCK_BYTES, COLUMN_QUALITY, DOC_QUALITY, FILES, OFFSETS_QUALITY, FRACTION_FORMAT, type FractionMeta, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+import { BLOCK_BYTES, COLUMN_QUALITY, DOC_QUALITY, FILES, OFFSETS_QUALITY, FRACTION_FORMAT, type FileCheck, type FractionMeta, POSTINGS_CHUNK, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+import { crc32c } from './crc32c.js';
 
 /** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
 function writeU48(out: Buffer, at: number, v: number): void {
@@ -163,8 +164,11 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   const identity = frac.timeOrdered;
   const order = timeOrder(frac, n, identity);
   let disk = 0;
+  // Every file's length and checksum, checked when the fraction is opened (lengths) and read (checksums).
+  const files: Record<string, FileCheck> = {};
   const put = (name: string, data: Uint8Array) => {
     writeFileDurable(path.join(tmp, name), data);
+    files[name] = { bytes: data.length, crc: crc32c(data) };
     disk += data.length;
   };
 
@@ -173,13 +177,13 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   put(FILES.ids, compress(idBytes));
 
   // Document blocks: u32 count, u32 length of each document, then the documents.
-  const blocks: [number, number, number][] = [];
+  const blocks: [number, number, number, number][] = [];
   const parts: Buffer[] = [];
   let fileOff = 0;
   for (let start = 0; start < n;) {
     const end = blockEnd(frac, order, start);
     const c = compress(rawBlock(frac, order, start, end), DOC_QUALITY);
-    blocks.push([fileOff, c.length, start]);
+    blocks.push([fileOff, c.length, start, crc32c(c)]);
     parts.push(c);
     fileOff += c.length;
     start = end;
@@ -212,6 +216,8 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   offsAndCounts.set(counts, offs.length);
   put(FILES.offsets, compress(bytesOf(offsAndCounts), OFFSETS_QUALITY));
   put(FILES.postings, postings);
+  const postingsChunks: number[] = [];
+  for (let at = 0; at < postings.length; at += POSTINGS_CHUNK) postingsChunks.push(crc32c(postings, at, Math.min(postings.length, at + POSTINGS_CHUNK)));
 
   // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
   const columns: string[] = [];
@@ -234,10 +240,12 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     format: FRACTION_FORMAT, name: frac.name, docCount: n,
     minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
     rawBytes: frac.rawBytes, blocks, fields, columns, seen,
-    clientIds: frac.clientIds.size, idShards: frac.idShards(),
+    clientIds: frac.clientIds.size, idShards: frac.idShards(), files, postingsChunks,
   };
+  meta.check = crc32c(Buffer.from(JSON.stringify(meta)));
   const metaBytes = Buffer.from(JSON.stringify(meta));
-  put(FILES.meta, metaBytes);
+  writeFileDurable(path.join(tmp, FILES.meta), metaBytes);
+  disk += metaBytes.length;
   fsyncDir(tmp);
   rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);

@@ -1,10 +1,12 @@
-// Reader of a sealed fraction: loads the small parts lazily, reads posting lists and blocks on demand.
+// Reader of a sealed fraction: loads the small parts lazily, reads posting lists and blocks on demand, and checks
+// every byte it reads against the checksums of meta.json (format 2), throwing FractionDamagedError on a mismatch.
 import { isUtf8 } from 'node:buffer';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { postings as P } from '../../native/index.js';
 import { type Column, type DocRef, type DocRun, type FractionView } from './fraction-view.js';
-import { FILES, type FractionMeta, decompress, f64Of, u32Of } from './fraction-files.js';
+import { FILES, FractionDamagedError, type FractionMeta, POSTINGS_CHUNK, decompress, f64Of, u32Of } from './fraction-files.js';
+import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
 
@@ -56,9 +58,54 @@ export class SealedFraction implements FractionView {
   private readonly run: DocRun = { raw: Buffer.alloc(0), offsets: new Uint32Array(1), first: 0, end: 0, utf8: false, ids: Buffer.alloc(0), times: new Float64Array(0) };
   private readonly clientIds: SealedClientIds | null;
 
+  /** 1 at [k] once chunk k of postings.bin matched its checksum (the files never change while open). */
+  private readonly chunkOk: Uint8Array;
+
+  /** Opens the fraction: reads meta.json and checks it and the length of every file (a few stat calls). */
   constructor(readonly dir: string) {
-    this.meta = JSON.parse(readFileSync(path.join(dir, FILES.meta), 'utf8')) as FractionMeta;
+    this.meta = readMeta(dir);
+    this.chunkOk = new Uint8Array(this.meta.postingsChunks?.length ?? 0);
     this.clientIds = this.meta.clientIds ? new SealedClientIds(path.join(dir, FILES.clientIds)) : null;
+  }
+
+  private damaged(file: string, detail: string): FractionDamagedError {
+    return new FractionDamagedError(this.dir, file, detail);
+  }
+
+  /** `len` bytes of an open file at `off`; a short read is damage (the file was cut). */
+  private readAt(fd: number, file: string, off: number, len: number): Buffer {
+    const buf = Buffer.allocUnsafe(len);
+    let got = 0;
+    while (got < len) {
+      const r = readSync(fd, buf, got, len - got, off + got);
+      if (r === 0) throw this.damaged(file, `${len} bytes expected at offset ${off}, the file ends after ${got}`);
+      got += r;
+    }
+    return buf;
+  }
+
+  /** Decompresses bytes of `file`; a format-1 fraction (no checksums) shows damage only here. */
+  private inflate(file: string, buf: Uint8Array): Buffer {
+    try {
+      return decompress(buf);
+    } catch (err) {
+      throw this.damaged(file, `decompression failed (${(err as Error).message})`);
+    }
+  }
+
+  /** Checks the chunks of postings.bin that [off, off + len) touches, each once. */
+  private checkPostings(off: number, len: number): void {
+    const crcs = this.meta.postingsChunks;
+    if (!crcs || len === 0) return;
+    const size = this.meta.files?.[FILES.postings]?.bytes ?? 0;
+    for (let k = Math.floor(off / POSTINGS_CHUNK); k * POSTINGS_CHUNK < off + len; k++) {
+      if (this.chunkOk[k]) continue;
+      if (k >= crcs.length) throw this.damaged(FILES.postings, `offset ${off + len} is past the last checksummed chunk`);
+      const start = k * POSTINGS_CHUNK;
+      const chunk = this.readAt(this.postingsFd, FILES.postings, start, Math.min(POSTINGS_CHUNK, size - start));
+      if (crc32c(chunk) !== crcs[k]) throw this.damaged(FILES.postings, `checksum mismatch in bytes ${start}..${start + chunk.length}`);
+      this.chunkOk[k] = 1;
+    }
   }
 
   /** Whether a document stored here carries client id `id` (`h` = clientIdHash(id)). */
@@ -76,8 +123,17 @@ export class SealedFraction implements FractionView {
   get minTime(): number { return this.meta.minTime; }
   get maxTime(): number { return this.meta.maxTime; }
 
+  /** A whole compressed file, checked against its checksum (format 2) and decompressed. */
   private read(file: string): Buffer {
-    return decompress(readFileSync(path.join(this.dir, file)));
+    let buf: Buffer;
+    try {
+      buf = readFileSync(path.join(this.dir, file));
+    } catch (err) {
+      throw this.damaged(file, (err as Error).message);
+    }
+    const want = this.meta.files?.[file];
+    if (want && (buf.length !== want.bytes || crc32c(buf) !== want.crc)) throw this.damaged(file, buf.length !== want.bytes ? `${buf.length} bytes, ${want.bytes} written` : 'checksum mismatch');
+    return this.inflate(file, buf);
   }
 
   private times(): Float64Array {
@@ -104,14 +160,13 @@ export class SealedFraction implements FractionView {
   private list(k: number): Uint32Array {
     const off = this.offs![k]!;
     const len = this.offs![k + 1]! - off;
-    const buf = Buffer.allocUnsafe(len);
-    let got = 0;
-    while (got < len) {
-      const r = readSync(this.postingsFd, buf, got, len - got, off + got);
-      if (r === 0) break;
-      got += r;
+    this.checkPostings(off, len);
+    const buf = this.readAt(this.postingsFd, FILES.postings, off, len);
+    try {
+      return P.decodePostings(buf, 0, len, this.counts![k]!);
+    } catch (err) {
+      throw this.damaged(FILES.postings, `posting list ${k} does not decode (${(err as Error).message})`);
     }
-    return P.decodePostings(buf, 0, got, this.counts![k]!);
   }
 
   universe(from: number, to: number): Uint32Array {
@@ -188,15 +243,10 @@ export class SealedFraction implements FractionView {
       return hit;
     }
     if (this.docsFd < 0) this.docsFd = openSync(path.join(this.dir, FILES.docs), 'r');
-    const [off, len] = this.meta.blocks[index]!;
-    const buf = Buffer.allocUnsafe(len);
-    let got = 0;
-    while (got < len) {
-      const r = readSync(this.docsFd, buf, got, len - got, off + got);
-      if (r === 0) break;
-      got += r;
-    }
-    const raw = decompress(buf);
+    const [off, len, , crc] = this.meta.blocks[index]!;
+    const buf = this.readAt(this.docsFd, FILES.docs, off, len);
+    if (crc !== undefined && crc32c(buf) !== crc) throw this.damaged(FILES.docs, `checksum mismatch in block ${index} (bytes ${off}..${off + len})`);
+    const raw = this.inflate(FILES.docs, buf);
     const count = raw.readUInt32LE(0);
     const offsets = new Uint32Array(count + 1);
     let p = 4 + 4 * count;
@@ -287,6 +337,34 @@ export class SealedFraction implements FractionView {
     this.postingsFd = -1;
     this.docsFd = -1;
   }
+}
+
+/** meta.json of the fraction in `dir`, checked (format 2: its own checksum and every file's length). */
+function readMeta(dir: string): FractionMeta {
+  let text: string;
+  let meta: FractionMeta;
+  try {
+    text = readFileSync(path.join(dir, FILES.meta), 'utf8');
+    meta = JSON.parse(text) as FractionMeta;
+  } catch (err) {
+    throw new FractionDamagedError(dir, FILES.meta, (err as Error).message);
+  }
+  if (typeof meta !== 'object' || meta === null || !Array.isArray(meta.blocks) || typeof meta.docCount !== 'number') {
+    throw new FractionDamagedError(dir, FILES.meta, 'not the metadata of a fraction');
+  }
+  if (meta.format < 2) return meta;
+  const { check, ...rest } = meta;
+  if (check !== crc32c(Buffer.from(JSON.stringify(rest)))) throw new FractionDamagedError(dir, FILES.meta, 'checksum mismatch');
+  for (const [file, want] of Object.entries(meta.files ?? {})) {
+    let size: number;
+    try {
+      size = statSync(path.join(dir, file)).size;
+    } catch (err) {
+      throw new FractionDamagedError(dir, file, (err as Error).message);
+    }
+    if (size !== want.bytes) throw new FractionDamagedError(dir, file, `${size} bytes, ${want.bytes} written`);
+  }
+  return meta;
 }
 
 /** First index with t[i] >= x (or > x when `after`). */

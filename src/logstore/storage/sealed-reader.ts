@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { type ShardQuery, type ShardQueryResult, executeQuery } from '../search/execute.js';
 import { SealedFraction } from './sealed-fraction.js';
 import type { ShardStateReader } from './shard-state.js';
+import { quarantinedRows } from './quarantine.js';
 
 /** Sealed fractions kept open per shard on the HTTP thread (each holds its times, ids and a few blocks). */
 const OPEN_FRACTIONS = 8;
@@ -26,6 +27,8 @@ export class SealedReader {
   private rows: SealedRow[] = [];
   /** The generation `rows` were read at (-1: to be read). */
   private rowsGen = -1;
+  /** Time ranges of quarantined fractions: a search over one is answered by the shard thread, which marks it partial. */
+  private setAside: SealedRow[] = [];
   private readonly open = new Map<string, SealedFraction>();
   /** Queries answered here, and reads that failed and went to the shard thread (for tests). */
   answered = 0;
@@ -58,6 +61,7 @@ export class SealedReader {
     if ((gen & 1) === 1 || this.state.activeOverlaps(q.from, q.to)) return null;
     try {
       if (gen !== this.rowsGen) this.reload(gen);
+      if (this.setAside.some((r) => r.max_time >= q.from && r.min_time <= q.to)) return null;
       return { gen, views: this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name)) };
     } catch {
       this.failed();
@@ -86,6 +90,7 @@ export class SealedReader {
   private reload(gen: number): void {
     this.db ??= new Database(path.join(this.dir, 'catalog.db'), { readonly: true, fileMustExist: true });
     this.rows = this.db.prepare("SELECT name, min_time, max_time FROM fractions WHERE state = 'sealed' ORDER BY name").all() as SealedRow[];
+    this.setAside = quarantinedRows(this.dir);
     const names = new Set(this.rows.map((r) => r.name));
     for (const [name, frac] of this.open) {
       if (names.has(name)) continue;

@@ -55,14 +55,30 @@ export function ingest(task: { buf: Uint8Array; offs: Int32Array; now?: number; 
   return result;
 }
 
+/**
+ * Runs a read, which quarantines a sealed fraction it finds damaged: the generation then moves on, so the HTTP
+ * thread's reader lists the fractions again (and discards a read it made meanwhile).
+ */
+function reading<T>(fn: () => T): T {
+  const before = shard.quarantines;
+  try {
+    return fn();
+  } finally {
+    if (shard.quarantines !== before) {
+      state?.begin();
+      state?.end(shard.activeBounds());
+    }
+  }
+}
+
 /** The hits' bytes are moved to the HTTP thread, not copied. */
 export function query(task: ShardQuery) {
-  const result = shard.query(task);
+  const result = reading(() => shard.query(task));
   return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
 }
 
 export function fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {
-  return shard.fetch(task.ids, task.pipes);
+  return reading(() => shard.fetch(task.ids, task.pipes));
 }
 
 export function idShards() {

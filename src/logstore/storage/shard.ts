@@ -1,7 +1,7 @@
 // A shard: one directory of fractions (one active, many sealed) with its catalog; owned by one thread.
 // The same class serves single mode and store mode: callers hand it batches and query plans.
 import { isUtf8 } from 'node:buffer';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { IdMaker, OWN_SHARD, docTime, formatIdTailInto } from '../doc-time.js';
@@ -13,7 +13,9 @@ import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
-import { Wal, encodeWalInto } from './wal.js';
+import { QUARANTINE_DIR, Wal, encodeWalInto, isDiskFull } from './wal.js';
+import { readReason, writeReason } from './quarantine.js';
+import { FractionDamagedError, fsyncDir } from './fraction-files.js';
 import { ChunkQueue, INGEST_CHUNK } from './chunk-queue.js';
 import { clientIdHash, withClientIdBound, withClientIdInto } from './client-ids.js';
 import type { DocBatch } from '../../native/doc-indexer.js';
@@ -54,13 +56,32 @@ export interface IngestIds {
   create: Uint8Array | null;
 }
 
+/** Data this shard lost or set aside since it was opened, or finds set aside by an earlier run (quarantine/). */
+export interface StorageProblem {
+  kind: 'wal_tail_dropped' | 'fraction_quarantined' | 'quarantine_not_empty' | 'disk_full';
+  /** The fraction (or, for quarantine_not_empty, the entry of quarantine/) concerned. */
+  name: string;
+  detail: string;
+  /** ISO time it was found. */
+  at: string;
+  /** Documents set aside (a quarantined fraction) or records dropped (a write-ahead tail). */
+  docs?: number;
+  bytes?: number;
+  /** Where the damaged fraction or the dropped bytes were moved or copied. */
+  saved_to?: string | null;
+}
+
 export interface ShardStatus {
   shard: number;
   fractions: FractionRow[];
   fields: string[];
   /** The shard thread was busy (a search): these are its figures from the last time it answered (Store.status). */
   stale?: boolean;
+  problems: StorageProblem[];
 }
+
+/** Wait before a seal that failed for a full disk is tried again (each try writes most of a fraction). */
+const SEAL_RETRY_MS = 10_000;
 
 /** Largest write-ahead scratch buffer a shard keeps between chunks. */
 const WAL_SCRATCH_MAX = 1 << 20;
@@ -75,6 +96,15 @@ export class Shard {
   private readonly fieldsSeen = new Set<string>();
   /** Fractions sealed by this object (the worker collects garbage after each: a sealed index is all garbage). */
   seals = 0;
+  /** Fractions quarantined by this object (the worker tells the HTTP thread's reader when it changes). */
+  quarantines = 0;
+  private readonly problems: StorageProblem[] = [];
+  /** The current full-disk episode, or null. */
+  private diskFull: StorageProblem | null = null;
+  /** When a seal that failed for a full disk may be tried again (0: none failed). */
+  private sealRetryAt = 0;
+  /** Time ranges of the fractions in quarantine/ (this run's and earlier ones'): a search over them is partial. */
+  private readonly setAside: { name: string; min_time: number; max_time: number }[] = [];
 
   /**
    * `beforeSeal` runs right before a seal (the shard thread collects its garbage there): the seal's own
@@ -98,6 +128,7 @@ export class Shard {
 
   /** Opens sealed fractions, replays the active write-ahead file, removes leftovers of an interrupted seal. */
   private recover(): void {
+    this.noteQuarantine();
     const rows = this.catalog.list();
     let activeRow: FractionRow | undefined;
     for (const row of rows) {
@@ -108,7 +139,14 @@ export class Shard {
           this.catalog.remove(row.name);
           continue;
         }
-        const frac = new SealedFraction(this.fracDir(row.name));
+        let frac: SealedFraction;
+        try {
+          frac = new SealedFraction(this.fracDir(row.name));
+        } catch (err) {
+          if (!(err instanceof FractionDamagedError)) throw err;
+          this.quarantine(row, err);
+          continue;
+        }
         this.sealed.set(row.name, { frac, row });
         for (const f of frac.fields()) this.fieldsSeen.add(f);
         rmSync(this.walFile(row.name), { force: true });
@@ -126,14 +164,87 @@ export class Shard {
       // A directory under the active name is a seal that did not reach the catalog: it is redone later.
       rmSync(this.fracDir(activeRow.name), { recursive: true, force: true });
       this.openActive(activeRow.name);
-      const n = this.wal.replay((r, buf, docOffset) => {
+      const { records: n, loss } = this.wal.replay((r, buf, docOffset) => {
         const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
         this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.counter);
       });
       for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (n > 0) this.ids.continueAfter(this.active.id(n - 1));
+      if (loss) {
+        // A crash in the middle of a write leaves a cut record that was never acknowledged; anything more (a file
+        // cut short, changed bytes) loses acknowledged documents. Replay cannot tell the two apart, so both are errors.
+        // Records of a file cut short are gone with its end: only the bytes left after the last whole record count.
+        const what = loss.reason === 'cut' ? 'ends inside a record (cut short: records past its end, if any, cannot be counted)' : loss.reason === 'checksum' ? 'has a record that fails its checksum' : 'has a record of impossible length';
+        const detail = `write-ahead file ${what} at byte ${loss.offset}: ${loss.bytes} bytes dropped, at least ${loss.records} records; ${n} records replayed`;
+        this.log.error({ fraction: activeRow.name, offset: loss.offset, dropped_bytes: loss.bytes, dropped_records_at_least: loss.records, reason: loss.reason, kept_records: n, saved_to: loss.savedTo }, 'write-ahead file damaged: replayed up to the last valid record, the rest is dropped');
+        this.problems.push({ kind: 'wal_tail_dropped', name: activeRow.name, detail, at: new Date().toISOString(), docs: loss.records, bytes: loss.bytes, saved_to: loss.savedTo });
+      }
       this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');
     } else this.newActive();
+  }
+
+  /** Entries an earlier run left in quarantine/: reported until the operator removes them. */
+  private noteQuarantine(): void {
+    const dir = path.join(this.opts.dir, QUARANTINE_DIR);
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir).sort()) {
+      const why = readReason(path.join(dir, entry));
+      if (why) this.setAside.push(why.row);
+      const detail = `set aside by an earlier run${why ? ` (${why.detail})` : ''}; remove it from ${dir} once inspected`;
+      this.problems.push({ kind: 'quarantine_not_empty', name: entry, detail, at: new Date().toISOString(), ...(why ? { docs: why.row.docs } : {}), saved_to: path.join(dir, entry) });
+    }
+  }
+
+  /**
+   * Sets a damaged sealed fraction aside: closed, moved into quarantine/ (kept for inspection, never read again),
+   * then removed from the catalog. When the move fails the catalog keeps it, so the next start finds it again
+   * instead of deleting it as a leftover.
+   */
+  private quarantine(row: FractionRow, err: FractionDamagedError): void {
+    const open = this.sealed.get(row.name);
+    open?.frac.close();
+    this.sealed.delete(row.name);
+    this.idFractions = null;
+    this.quarantines++;
+    const qdir = path.join(this.opts.dir, QUARANTINE_DIR);
+    let savedTo: string | null = path.join(qdir, `${row.name}.${Date.now()}`);
+    try {
+      mkdirSync(qdir, { recursive: true });
+      renameSync(this.fracDir(row.name), savedTo);
+      fsyncDir(this.opts.dir);
+      this.catalog.remove(row.name);
+    } catch (moveErr) {
+      this.log.error({ fraction: row.name, err: (moveErr as Error).message }, 'could not move a damaged fraction into quarantine; it stays in the catalog and is skipped');
+      savedTo = null;
+    }
+    if (savedTo) {
+      try {
+        writeReason(savedTo, { row, detail: `${err.file}: ${err.detail}` });
+      } catch (writeErr) {
+        this.log.warn({ fraction: row.name, err: (writeErr as Error).message }, 'could not note why a fraction was quarantined; the next start reports it without its time range');
+      }
+    }
+    this.setAside.push(row);
+    this.log.error({ fraction: row.name, file: err.file, detail: err.detail, docs: row.docs, saved_to: savedTo }, 'sealed fraction damaged: quarantined, searches answer from the other fractions');
+    this.problems.push({ kind: 'fraction_quarantined', name: row.name, detail: `${err.file}: ${err.detail}`, at: new Date().toISOString(), docs: row.docs, saved_to: savedTo });
+  }
+
+  /**
+   * Runs `read` over the fractions, and again without a sealed fraction each time one turns out damaged (it is
+   * quarantined): the answer covers every healthy fraction; `skipped` names the ones left out.
+   */
+  private readAround<T>(read: () => T): { value: T; skipped: string[] } {
+    const skipped: string[] = [];
+    for (;;) {
+      try {
+        return { value: read(), skipped };
+      } catch (err) {
+        const s = err instanceof FractionDamagedError ? this.sealed.get(err.fraction) : undefined;
+        if (!s) throw err;
+        this.quarantine(s.row, err as FractionDamagedError);
+        skipped.push(s.row.name);
+      }
+    }
   }
 
   private openActive(name: string): void {
@@ -180,66 +291,91 @@ export class Shard {
     // it leaves (time NaN: not JSON, clamped times, shapes it does not reproduce exactly) are parsed below.
     const scanned = valid && !clientIds && n > 0 ? this.active.index.indexBatch(data, offs, 0, n, now) : null;
     let stored = 0;
-    for (let i = 0; i < n; i++) {
-      const start = offs[2 * i]!;
-      const len = offs[2 * i + 1]!;
-      if (scanned !== null && !Number.isNaN(scanned.times[i]!)) {
-        this.store(queue, ids, i, scanned.times[i]!, data, start, len, null, i, assign);
-        if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
-        continue;
-      }
-      const text = data.toString('utf8', start, start + len);
-      let doc: unknown;
-      try {
-        doc = JSON.parse(text);
-      } catch (err) {
-        errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
-        continue;
-      }
-      if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-        errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
-        continue;
-      }
-      const obj = doc as Record<string, unknown>;
-      if (obj._id !== undefined) {
-        errors.push([i, 'mapper_parsing_exception', 'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.']);
-        continue;
-      }
-      const cid = clientIds?.[i] ?? null;
-      if (cid !== null) {
-        if (pending.has(cid) || this.hasClientId(cid)) {
-          if (meta!.create?.[i]) errors.push([i, 'version_conflict_engine_exception', `[${cid}]: version conflict, document already exists (current version [1])`, 409]);
-          else kept.push(i);
+    // The first document of the chunk being queued: when its write fails, it and every one after it are not stored.
+    let chunkFirst = 0;
+    let full = false;
+    try {
+      for (let i = 0; i < n; i++) {
+        const start = offs[2 * i]!;
+        const len = offs[2 * i + 1]!;
+        if (scanned !== null && !Number.isNaN(scanned.times[i]!)) {
+          if (queue.count === 0) chunkFirst = i;
+          this.store(queue, ids, i, scanned.times[i]!, data, start, len, null, i, assign);
+          if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
           continue;
         }
-        pending.add(cid);
-        obj._id = cid;
-      }
-      const t = docTime(obj, now);
-      let bytes: Uint8Array = data.subarray(start, start + len);
-      if (t.clampedFrom !== undefined) {
-        obj.original_timestamp = t.clampedFrom;
-        bytes = Buffer.from(JSON.stringify(cid === null ? obj : { _id: cid, ...obj }));
-      } else {
-        if (!valid && !isUtf8(bytes)) bytes = Buffer.from(text);
-        if (cid !== null) {
-          const w = withClientIdInto(side!, sideUsed, bytes, cid);
-          bytes = side!.subarray(sideUsed, sideUsed + w);
-          sideUsed += w;
+        const text = data.toString('utf8', start, start + len);
+        let doc: unknown;
+        try {
+          doc = JSON.parse(text);
+        } catch (err) {
+          errors.push([i, 'mapper_parsing_exception', `failed to parse the document: ${(err as Error).message}`]);
+          continue;
         }
+        if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+          errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
+          continue;
+        }
+        const obj = doc as Record<string, unknown>;
+        if (obj._id !== undefined) {
+          errors.push([i, 'mapper_parsing_exception', 'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.']);
+          continue;
+        }
+        const cid = clientIds?.[i] ?? null;
+        if (cid !== null) {
+          if (pending.has(cid) || this.hasClientId(cid)) {
+            if (meta!.create?.[i]) errors.push([i, 'version_conflict_engine_exception', `[${cid}]: version conflict, document already exists (current version [1])`, 409]);
+            else kept.push(i);
+            continue;
+          }
+          pending.add(cid);
+          obj._id = cid;
+        }
+        const t = docTime(obj, now);
+        let bytes: Uint8Array = data.subarray(start, start + len);
+        if (t.clampedFrom !== undefined) {
+          obj.original_timestamp = t.clampedFrom;
+          bytes = Buffer.from(JSON.stringify(cid === null ? obj : { _id: cid, ...obj }));
+        } else {
+          if (!valid && !isUtf8(bytes)) bytes = Buffer.from(text);
+          if (cid !== null) {
+            const w = withClientIdInto(side!, sideUsed, bytes, cid);
+            bytes = side!.subarray(sideUsed, sideUsed + w);
+            sideUsed += w;
+          }
+        }
+        // The buffer the bytes are in: the batch, the side buffer, or their own.
+        const base = bytes.buffer === data.buffer ? data : side !== null && bytes.buffer === side.buffer ? side : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+        if (queue.count === 0) chunkFirst = i;
+        this.store(queue, ids, i, t.time, base, bytes.byteOffset - base.byteOffset, bytes.length, obj, -1, assign);
+        if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
       }
-      // The buffer the bytes are in: the batch, the side buffer, or their own.
-      const base = bytes.buffer === data.buffer ? data : side !== null && bytes.buffer === side.buffer ? side : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-      this.store(queue, ids, i, t.time, base, bytes.byteOffset - base.byteOffset, bytes.length, obj, -1, assign);
-      if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
+      stored += this.flush(queue, scanned, pending);
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      full = true;
+      // Nothing of the failed chunk reached the index, and the write-ahead file is cut back to the chunks before it:
+      // those are answered stored (after the sync below), this one and the rest of the batch not stored.
+      this.noteDiskFull(err, 'write-ahead append');
+      const answered = new Set<number>([...errors.map((e) => e[0]), ...kept]);
+      // Elasticsearch's answer past its flood-stage watermark: 429 cluster_block_exception, which shippers (Beats,
+      // Logstash, the clients' bulk helpers) retry; a 5xx item they may drop.
+      const reason = `blocked by: [TOO_MANY_REQUESTS/12/disk full: not stored, no room to write it (${(err as NodeJS.ErrnoException).code})]`;
+      for (let j = chunkFirst; j < n; j++) {
+        if (answered.has(j)) continue;
+        errors.push([j, 'cluster_block_exception', reason, 429]);
+        ids.fill(0x20, 24 * j, 24 * j + 24);
+      }
+      queue.clear();
+      pending.clear();
     }
-    stored += this.flush(queue, scanned, pending);
     if (stored) {
       this.wal.sync();
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
       // Sealed at frac_size of raw documents, or at half of it in memory: writing the sealed files takes about as
       // much again for a moment, so a shard stays near frac_size of memory whatever its documents' cardinality.
-      if (this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) this.seal();
+      if ((this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) && Date.now() >= this.sealRetryAt) this.trySeal();
+      else if (this.sealRetryAt === 0 && !full) this.noteWritten();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
   }
@@ -292,8 +428,7 @@ export class Shard {
   hasClientId(id: string): boolean {
     const h = clientIdHash(id);
     if (this.active.hasClientId(id, h)) return true;
-    for (const frac of this.withClientIds()) if (frac.hasClientId(id, h)) return true;
-    return false;
+    return this.readAround(() => this.withClientIds().some((frac) => frac.hasClientId(id, h))).value;
   }
 
   /** Sealed fractions that hold documents with client ids (rebuilt when fractions are sealed or dropped). */
@@ -301,6 +436,37 @@ export class Shard {
 
   private withClientIds(): SealedFraction[] {
     return (this.idFractions ??= [...this.sealed.values()].filter((s) => (s.frac.meta.clientIds ?? 0) > 0).map((s) => s.frac));
+  }
+
+  /**
+   * Seals after a batch that is already durable: a full disk must not turn that batch into an error (its documents
+   * are stored), so the active fraction keeps growing on its write-ahead file and the seal is tried again later.
+   */
+  private trySeal(): void {
+    try {
+      this.seal();
+      this.sealRetryAt = 0;
+      this.noteWritten();
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      rmSync(`${this.fracDir(this.active.name)}.tmp`, { recursive: true, force: true });
+      this.sealRetryAt = Date.now() + SEAL_RETRY_MS;
+      this.noteDiskFull(err, 'seal');
+    }
+  }
+
+  /** A full disk: logged at error once per episode, reported in the status until writes succeed again. */
+  private noteDiskFull(err: unknown, during: string): void {
+    if (this.diskFull) return;
+    const code = (err as NodeJS.ErrnoException).code;
+    this.log.error({ during, code, err: (err as Error).message }, 'disk full: writes fail (documents answered not stored) until there is room again');
+    this.diskFull = { kind: 'disk_full', name: this.active.name, detail: `${during} failed: ${code}`, at: new Date().toISOString() };
+  }
+
+  private noteWritten(): void {
+    if (!this.diskFull) return;
+    this.log.warn({ since: this.diskFull.at }, 'disk full episode over: writes succeed again');
+    this.diskFull = null;
   }
 
   /** Seals the active fraction (when it holds documents) and applies retention. */
@@ -352,13 +518,16 @@ export class Shard {
   }
 
   /** Runs a query over the fractions that overlap its time range (search/execute.ts does the work). */
+  /** The answer over every healthy fraction; `damaged` names the quarantined ones in the range (found now or before). */
   query(q: ShardQuery): ShardQueryResult {
-    return executeQuery(this.views(q.from, q.to), q);
+    const { value } = this.readAround(() => executeQuery(this.views(q.from, q.to), q));
+    const missing = this.setAside.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => `shard-${this.opts.shard}/${r.name}`);
+    return missing.length ? { ...value, damaged: [...new Set(missing)] } : value;
   }
 
-  /** Documents by id, in the order asked; absent ids are left out. */
+  /** Documents by id, in the order asked; absent ids are left out (and those of a fraction found damaged). */
   fetch(ids: string[], pipes: FieldsPipe[] = []): ShardHit[] {
-    return fetchByIds(ids, pipes, (t) => this.views(t, t));
+    return this.readAround(() => fetchByIds(ids, pipes, (t) => this.views(t, t))).value;
   }
 
   /** The active fraction's size and time bounds (published to the HTTP thread, see shard-state.ts). */
@@ -383,7 +552,7 @@ export class Shard {
       name: this.active.name, state: 'active', docs: this.active.docCount, raw_bytes: this.active.rawBytes, disk_bytes: this.wal.bytes,
       min_time: this.active.docCount ? this.active.minTime : 0, max_time: this.active.docCount ? this.active.maxTime : 0,
     });
-    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort() };
+    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort(), problems: this.diskFull ? [...this.problems, this.diskFull] : this.problems };
   }
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */

@@ -1,6 +1,6 @@
 // Sealing: a sealed fraction answers every read exactly as the active fraction it was sealed from did,
 // with its dictionary in JavaScript string order (the order its readers binary-search in).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
 import { sealFraction } from '../../../src/logstore/storage/seal.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
-import { compress, decompress } from '../../../src/logstore/storage/fraction-files.js';
+import { FractionDamagedError, compress, decompress } from '../../../src/logstore/storage/fraction-files.js';
 import { decodeDict } from '../../../src/logstore/storage/token-dict.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
@@ -45,6 +45,18 @@ function build(n: number, ordered: boolean, seed: number): ActiveFraction {
 
 function sorted(xs: string[]): string[] {
   return [...xs].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** Rewrites a fraction's meta.json as format 1 wrote it (no checksums), after `edit`: old files then read as such. */
+function asFormat1(frac: string, edit: (meta: Record<string, unknown>) => void = () => {}): void {
+  const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as Record<string, unknown>;
+  meta['format'] = 1;
+  delete meta['check'];
+  delete meta['files'];
+  delete meta['postingsChunks'];
+  meta['blocks'] = (meta['blocks'] as number[][]).map((b) => b.slice(0, 3));
+  edit(meta);
+  writeFileSync(path.join(frac, 'meta.json'), JSON.stringify(meta));
 }
 
 describe('sealFraction', () => {
@@ -89,13 +101,12 @@ describe('sealFraction', () => {
     sealFraction(active, frac);
     const want = sorted(active.fields());
     expect(new SealedFraction(frac).fields()).toEqual(want);
-    // A fraction sealed before meta.json listed its fields: they come from the dictionary.
-    const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as Record<string, unknown>;
-    delete meta['seen'];
-    writeFileSync(path.join(frac, 'meta.json'), JSON.stringify(meta));
+    // A fraction sealed before meta.json listed its fields (and before checksums): they come from the dictionary.
+    asFormat1(frac, (meta) => delete meta['seen']);
     expect(new SealedFraction(frac).fields()).toEqual(want);
-    // With the field list in meta.json, a fraction whose dictionary cannot be read still opens.
+    // With the field list in meta.json, a (format 1) fraction whose dictionary cannot be read still opens.
     sealFraction(active, frac);
+    asFormat1(frac);
     rmSync(path.join(frac, 'dict.bin'));
     expect(new SealedFraction(frac).fields()).toEqual(want);
   });
@@ -123,7 +134,94 @@ describe('sealFraction', () => {
     const want = read();
     expect(want[0]!.tokens).toEqual(sorted(active.tokenLists('ip').tokens));
     writeFileSync(path.join(frac, 'dict.bin'), compress(Buffer.from(JSON.stringify(dict))));
+    asFormat1(frac);
     expect(readFileSync(path.join(frac, 'dict.bin')).equals(binary)).toBe(false);
     expect(read()).toEqual(want);
+  });
+
+  describe('checksums', () => {
+    /** A fresh fraction of 3000 documents (several document blocks), sealed into a directory of its own. */
+    const sealedCopy = (): string => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-seal-'));
+      dirs.push(dir);
+      const frac = path.join(dir, 'frac');
+      sealFraction(build(3000, true, 11), frac);
+      return frac;
+    };
+    const flip = (file: string, at: number) => {
+      const b = readFileSync(file);
+      for (let i = 0; i < 64 && at + i < b.length; i++) b[at + i]! ^= 0x5a;
+      writeFileSync(file, b);
+    };
+    /** Every read a search makes: each field's lists, each document. */
+    const readAll = (frac: string) => {
+      const sealed = new SealedFraction(frac);
+      try {
+        for (const f of ['ip', 'msg', 'code', 'tag']) sealed.tokenLists(f);
+        for (let i = 0; i < sealed.docCount; i++) sealed.docRef(i);
+      } finally {
+        sealed.close();
+      }
+    };
+    const damage = (fn: () => void, what = ''): FractionDamagedError => {
+      try {
+        fn();
+      } catch (err) {
+        expect(err).toBeInstanceOf(FractionDamagedError);
+        return err as FractionDamagedError;
+      }
+      throw new Error(`no damage found ${what}`);
+    };
+
+    it('reads an intact fraction, and finds 64 changed bytes in the middle of each file kind when it reads them', () => {
+      const frac = sealedCopy();
+      const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as { format: number; blocks: number[][]; postingsChunks: number[] };
+      expect(meta.format).toBe(2);
+      expect(meta.blocks.length).toBeGreaterThan(1);
+      expect(meta.blocks.every((b) => b.length === 4)).toBe(true);
+      readAll(frac);
+      for (const file of ['docs.bin', 'postings.bin', 'dict.bin', 'offsets.bin', 'times.bin', 'ids.bin', 'col-0.bin']) {
+        const f = sealedCopy();
+        flip(path.join(f, file), Math.floor(statSync(path.join(f, file)).size / 2));
+        // Opening checks lengths only: changed bytes are found by the read of them.
+        const err = damage(() => {
+          readAll(f);
+          const sealed = new SealedFraction(f);
+          sealed.id(0);
+          sealed.time(0);
+          for (const c of sealed.meta.columns) sealed.column(c);
+        }, file);
+        expect(err.file).toBe(file);
+        expect(err.fraction).toBe('frac');
+      }
+    });
+
+    it('finds a changed or cut file when it opens the fraction', () => {
+      let f = sealedCopy();
+      flip(path.join(f, 'meta.json'), 40);
+      expect(damage(() => new SealedFraction(f)).file).toBe('meta.json');
+      f = sealedCopy();
+      // A number changed inside meta.json still parses: its checksum finds it.
+      const text = readFileSync(path.join(f, 'meta.json'), 'utf8');
+      writeFileSync(path.join(f, 'meta.json'), text.replace('"docCount":3000', '"docCount":3001'));
+      expect(damage(() => new SealedFraction(f)).detail).toMatch(/checksum/);
+      f = sealedCopy();
+      const docs = readFileSync(path.join(f, 'docs.bin'));
+      writeFileSync(path.join(f, 'docs.bin'), docs.subarray(0, docs.length >> 1));
+      expect(damage(() => new SealedFraction(f)).file).toBe('docs.bin');
+      f = sealedCopy();
+      rmSync(path.join(f, 'postings.bin'));
+      expect(damage(() => new SealedFraction(f)).file).toBe('postings.bin');
+    });
+
+    it('reads a format 1 fraction (no checksums), whose damage shows as a block that does not decompress', () => {
+      const f = sealedCopy();
+      asFormat1(f);
+      readAll(f);
+      flip(path.join(f, 'docs.bin'), 100);
+      const err = damage(() => readAll(f));
+      expect(err.file).toBe('docs.bin');
+      expect(err.detail).toMatch(/decompress/);
+    });
   });
 });

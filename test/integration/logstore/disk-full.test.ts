@@ -1,0 +1,125 @@
+// A full disk, made with a file size limit on the real log store process (ulimit -f: writes past it fail with
+// EFBIG): logged at error once, /status degraded, and every bulk item answered either stored (found, also after a
+// crash) or not stored (never found): no acknowledged document is lost and no refused one appears.
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Wal } from '../../../src/logstore/storage/wal.js';
+import { type LogstoreProcess, ROOT, bulk, ndjson, postJson, startLogstore, tempDir } from '../../helpers/logstore.js';
+
+let running: LogstoreProcess[] = [];
+afterEach(async () => {
+  for (const ls of running) await ls.cleanup();
+  running = [];
+});
+
+const RANGE = { from: '2000-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' };
+
+async function storedSeqs(url: string): Promise<Set<number>> {
+  const r = await postJson<{ total: number; docs: { data: { seq: number } }[] }>(`${url}/search`, { query: { query: '*', ...RANGE }, size: 100_000 });
+  expect(r.status).toBe(200);
+  return new Set(r.body.docs.map((d) => d.data.seq));
+}
+
+describe('disk full', () => {
+  it('answers each bulk item stored or not stored, truthfully, and says so once per episode', async () => {
+    // 2048 blocks of 512 bytes: the write-ahead file fills after about 1 MiB (no seal: frac_size is large).
+    const ls = await startLogstore({ storage: { frac_size: '64MB', shards: 1 }, fileBlocks: 2048 });
+    running.push(ls);
+    const acked = new Set<number>();
+    const refused = new Set<number>();
+    let seq = 0;
+    let fullBulks = 0;
+    for (let b = 0; b < 400 && fullBulks < 5; b++) {
+      const seqs = Array.from({ length: 100 }, () => seq++);
+      const r = await bulk(ls.url, ndjson(seqs.map((s) => ({ seq: s, msg: `event ${s} ${'m'.repeat(150)}` }))));
+      expect(r.status).toBe(200);
+      r.body.items.forEach((item, k) => {
+        const it = item.index!;
+        if (it.status === 201) acked.add(seqs[k]!);
+        else {
+          // As Elasticsearch past its flood-stage watermark: shippers retry these items.
+          expect(it.status).toBe(429);
+          expect(it.error!.type).toBe('cluster_block_exception');
+          expect(it.error!.reason).toMatch(/disk full: not stored/);
+          expect(it._id).toBeNull();
+          refused.add(seqs[k]!);
+        }
+      });
+      if (r.body.errors) fullBulks++;
+    }
+    expect(fullBulks).toBe(5);
+    expect(acked.size).toBeGreaterThan(1000);
+
+    // One error line for the episode, however many writes failed.
+    expect(ls.output().match(/level=error[^\n]*disk full/g)).toHaveLength(1);
+    const st = (await (await fetch(`${ls.url}/status`)).json()) as { status: string; storage_problems: { kind: string; detail: string }[] };
+    expect(st.status).toBe('degraded');
+    expect(st.storage_problems.map((p) => p.kind)).toEqual(['disk_full']);
+    expect(st.storage_problems[0]!.detail).toMatch(/EFBIG/);
+    const metrics = await (await fetch(`${ls.debugUrl}/metrics`)).text();
+    expect(metrics).toMatch(/tidepool_logstore_storage_problems\{kind="disk_full"\} 1/);
+
+    expect(await storedSeqs(ls.url)).toEqual(acked);
+
+    // A crash, then room again: the write-ahead file holds exactly the acknowledged documents, no torn record.
+    await ls.kill9();
+    ls.fileBlocks = undefined;
+    await ls.restart();
+    expect(await storedSeqs(ls.url)).toEqual(acked);
+    const st2 = (await (await fetch(`${ls.url}/status`)).json()) as { status: string };
+    expect(st2.status).toBe('ok');
+    const r = await bulk(ls.url, ndjson([{ seq: -1, msg: 'after' }]));
+    expect(r.body.errors).toBe(false);
+    for (const s of refused) expect(acked.has(s)).toBe(false);
+  });
+
+  it('a batch whose write fails half-way: the chunks written before are stored and answered so, the rest refused', () => {
+    // A shard in a child process under a file size limit (the built code: the limit is the process's), fed one
+    // batch of 2000 documents, several chunks of INGEST_CHUNK: the write-ahead file fills inside the batch.
+    const dir = tempDir('tidepool-full-');
+    try {
+      const script = path.join(dir, 'fill.mjs');
+      const dist = (f: string) => JSON.stringify(path.join(ROOT, 'dist', 'src', f));
+      writeFileSync(script, `
+        import { Shard } from ${dist('logstore/storage/shard.js')};
+        import { autoMapping } from ${dist('logstore/mapping.js')};
+        import { LogHub } from ${dist('shared/logger.js')};
+        process.on('SIGXFSZ', () => {}); // the write fails with EFBIG instead of the signal killing the process
+        const shard = new Shard({ dir: process.argv[2], shard: 0, mapping: autoMapping(), fracSize: 1 << 30, totalSize: 0, retention: 0 }, new LogHub({ level: 'silent' }).get('test'));
+        const docs = Array.from({ length: 2000 }, (_, n) => Buffer.from(JSON.stringify({ n, msg: 'x'.repeat(200) })));
+        const buf = Buffer.concat(docs);
+        const offs = new Int32Array(2 * docs.length);
+        for (let i = 0, at = 0; i < docs.length; at += docs[i].length, i++) { offs[2 * i] = at; offs[2 * i + 1] = docs[i].length; }
+        const r = shard.ingest(buf, offs);
+        const ids = Buffer.from(r.ids).toString('latin1');
+        const stored = [];
+        for (let i = 0; i < docs.length; i++) if (ids.slice(24 * i, 24 * i + 24).trim()) stored.push(i);
+        process.stdout.write(JSON.stringify({ stored, errors: r.errors, status: shard.status().problems }));
+      `);
+      // 400 blocks of 512 bytes: about 200 KB of write-ahead file, some 900 of the 2000 documents.
+      const shardDir = path.join(dir, 'shard');
+      const run = spawnSync('/bin/sh', ['-c', 'ulimit -f 400 && exec "$0" "$@"', process.execPath, script, shardDir], { encoding: 'utf8', timeout: 60_000 });
+      expect(run.status, run.stderr).toBe(0);
+      const out = JSON.parse(run.stdout) as { stored: number[]; errors: [number, string, string, number][]; status: { kind: string }[] };
+      expect(out.stored.length).toBeGreaterThan(256);
+      expect(out.stored.length).toBeLessThan(2000);
+      // Whole chunks: the stored ones are a prefix, every other one is refused with a retryable 429.
+      expect(out.stored).toEqual(Array.from({ length: out.stored.length }, (_, i) => i));
+      expect(out.stored.length % 256).toBe(0);
+      expect(out.errors.map((e) => e[0]).sort((a, b) => a - b)).toEqual(Array.from({ length: 2000 - out.stored.length }, (_, i) => out.stored.length + i));
+      expect(new Set(out.errors.map((e) => `${e[1]} ${e[3]}`))).toEqual(new Set(['cluster_block_exception 429']));
+      expect(out.status.map((p) => p.kind)).toEqual(['disk_full']);
+      // The write-ahead file holds exactly the stored documents, whole: no torn record after them.
+      const wal = new Wal(path.join(shardDir, 'frac-0000000001.wal'));
+      const replayed: number[] = [];
+      const { loss } = wal.replay((r) => replayed.push((JSON.parse(Buffer.from(r.doc).toString()) as { n: number }).n));
+      wal.close();
+      expect(loss).toBeNull();
+      expect(replayed).toEqual(out.stored);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
