@@ -60,6 +60,8 @@ export class Store {
   private readonly pending: number[] = [];
   /** Per shard: its last status, answered while its thread is busy. */
   private readonly lastStatus: (ShardStatus | null)[] = [];
+  /** When the oldest status request a shard thread has not answered yet was made (0: none waiting). */
+  private readonly statusAsked: number[] = [];
   /** Per shard: the HTTP thread's reader of its sealed fractions (plain time-range searches skip the hop). */
   readonly sealedReaders: SealedReader[] = [];
   private next = 0;
@@ -258,12 +260,16 @@ export class Store {
    */
   async status(): Promise<ShardStatus[]> {
     return Promise.all(this.pools.map(async (p, i) => {
-      const asked = (p.run({}, { name: 'status' }) as Promise<ShardStatus>).then((s) => (this.lastStatus[i] = s));
+      const since = this.statusAsked[i] || (this.statusAsked[i] = Date.now());
+      const asked = (p.run({}, { name: 'status' }) as Promise<ShardStatus>).then((s) => {
+        this.statusAsked[i] = 0;
+        return (this.lastStatus[i] = s);
+      });
       const last = this.lastStatus[i];
       if (!last) return asked;
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<ShardStatus>((resolve) => {
-        timer = setTimeout(() => resolve({ ...last, stale: true }), STATUS_WAIT_MS);
+        timer = setTimeout(() => resolve({ ...last, stale: true, busy_ms: Date.now() - since }), STATUS_WAIT_MS);
       });
       try {
         return await Promise.race([asked, late]);

@@ -136,6 +136,35 @@ export function createApiServer(ctx: HttpContext): http.Server {
   });
 }
 
+/** Extra time a shard thread may stay busy past search.timeout before /health calls it stuck (a search stops at its
+ * deadline only at its next check). */
+const STUCK_GRACE_MS = 5000;
+/** /health answers within this even when a store (proxy mode) hangs. */
+const HEALTH_WAIT_MS = 2000;
+
+/**
+ * The debug /health: `ok`, or `degraded` with one reason a line (always HTTP 200: the process answers; the body says
+ * how well): a shard thread busy past search.timeout, storage problems (a write-ahead tail dropped, a fraction
+ * quarantined, a full disk), a store down or behind (proxy mode).
+ */
+export async function healthOf(ctx: Pick<HttpContext, 'store' | 'config'>): Promise<{ status: 'ok' | 'degraded'; degraded?: string[] }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), HEALTH_WAIT_MS); });
+  const st = await Promise.race([ctx.store.status(), late]).finally(() => clearTimeout(timer));
+  if (!st) return { status: 'degraded', degraded: [`the store's status did not answer within ${HEALTH_WAIT_MS} ms`] };
+  const limit = (ctx.config.search.timeout || 0) + STUCK_GRACE_MS;
+  const reasons: string[] = [];
+  for (const s of st.shards) {
+    if (s.stale && (s.busy_ms ?? 0) > limit) reasons.push(`shard ${s.shard} thread busy for ${s.busy_ms} ms, past search.timeout`);
+    for (const p of s.problems ?? []) reasons.push(`shard ${s.shard}: ${p.kind} ${p.name}`);
+  }
+  for (const s of st.stores) {
+    if (!s.ok) reasons.push(`store ${s.addr} is down: ${s.error}`);
+    else if ((s.behind ?? 0) > 0) reasons.push(`store ${s.addr} is behind by ${s.behind} batches`);
+  }
+  return reasons.length ? { status: 'degraded', degraded: reasons } : { status: 'ok' };
+}
+
 export function createDebugServer(ctx: HttpContext): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -151,7 +180,10 @@ export function createDebugServer(ctx: HttpContext): http.Server {
       return;
     }
     if (path === '/health') {
-      sendJson(res, 200, { status: 'ok', inflight_bulks: ctx.inflight.bulks });
+      healthOf(ctx).then(
+        (h) => sendJson(res, 200, { ...h, inflight_bulks: ctx.inflight.bulks }),
+        (err: Error) => sendJson(res, 200, { status: 'degraded', degraded: [`status unavailable: ${err.message}`], inflight_bulks: ctx.inflight.bulks }),
+      );
       return;
     }
     sendError(res, new HttpError(404, ErrorCode.NotFound, `no route ${req.method} ${path}; try /metrics or /health`));

@@ -77,6 +77,8 @@ export interface ShardStatus {
   fields: string[];
   /** The shard thread was busy (a search): these are its figures from the last time it answered (Store.status). */
   stale?: boolean;
+  /** With `stale`: how long the shard thread has left a status request unanswered. */
+  busy_ms?: number;
   problems: StorageProblem[];
 }
 

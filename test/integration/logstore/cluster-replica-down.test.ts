@@ -68,6 +68,9 @@ describe('a replica down under hot_replicas: 2 with one shard', () => {
     expect(st.status).toBe('degraded');
     expect(st.stores.find((s) => s.addr === stores[1]!.grpcAddr)).toMatchObject({ ok: false });
     expect(st.stores.find((s) => s.addr === stores[1]!.grpcAddr)!.behind).toBeGreaterThan(0);
+    const health = (await (await fetch(`${proxy.debugUrl}/health`)).json()) as { status: string; degraded: string[] };
+    expect(health.status).toBe('degraded');
+    expect(health.degraded.join('\n')).toContain(`store ${stores[1]!.grpcAddr} is down`);
     // Reads go to the up-to-date replica: every acknowledged document is there.
     const before = await found('run:down');
     expect([...acked].filter((x) => !before.ns.includes(x))).toEqual([]);
@@ -77,6 +80,7 @@ describe('a replica down under hot_replicas: 2 with one shard', () => {
       const s = await status();
       return s.status === 'ok' && s.stores.every((x) => x.ok && (x.behind ?? 0) === 0);
     });
+    expect(((await (await fetch(`${proxy.debugUrl}/health`)).json()) as { status: string }).status).toBe('ok');
     // With the other replica gone, the caught-up one alone answers: every acknowledged document, each once.
     await stores[0]!.kill9();
     await until('reads from the caught-up replica', async () => (await status()).stores.some((x) => x.addr === stores[1]!.grpcAddr && x.ok));

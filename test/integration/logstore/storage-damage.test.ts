@@ -148,6 +148,11 @@ describe('damaged storage', () => {
     const metrics = await (await fetch(`${ls.debugUrl}/metrics`)).text();
     expect(metrics).toMatch(/tidepool_logstore_storage_problems\{kind="fraction_quarantined"\} 3/);
     expect(metrics).toMatch(/tidepool_logstore_storage_problems\{kind="wal_tail_dropped"\} 1/);
+    // The debug /health says so too (it answered "ok" whatever happened).
+    const health = (await (await fetch(`${ls.debugUrl}/health`)).json()) as { status: string; degraded: string[] };
+    expect(health.status).toBe('degraded');
+    expect(health.degraded.filter((d) => /fraction_quarantined/.test(d))).toHaveLength(3);
+    expect(health.degraded.filter((d) => /wal_tail_dropped/.test(d))).toHaveLength(1);
 
     // After a restart the quarantine is still reported (until the operator empties it), and searches still partial.
     await ls.stop();
