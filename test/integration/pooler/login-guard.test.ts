@@ -1,0 +1,182 @@
+// Clients that never finish their login cannot stop the pooler: client_login_timeout closes half-open startups,
+// answered SSLRequests, slow senders and stalled password exchanges; max_connections counts logins in progress.
+// Runs on the native relay (its own accepts and logins) and, in the js-relay project, on net.Server's accepts.
+import net from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { errorText, type Message } from '../../helpers/raw-pg.js';
+import { writeStartupMessage } from '../../../src/protocol/writer.js';
+
+let db: TestPostgres;
+const started: TestPooler[] = [];
+
+beforeAll(async () => {
+  db = await startTestPostgres();
+});
+
+afterAll(async () => {
+  for (const tp of started) await tp.stop();
+  await db?.cleanup();
+});
+
+async function pooler(general: string): Promise<TestPooler> {
+  const tp = await startTestPooler(poolerToml(db, { general }));
+  started.push(tp);
+  return tp;
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A raw client socket: what it received, and whether the pooler closed it. */
+interface Raw {
+  socket: net.Socket;
+  received: () => Buffer;
+  closed: () => boolean;
+}
+
+async function rawConnect(port: number): Promise<Raw> {
+  const socket = net.connect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  let closed = false;
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  socket.on('close', () => { closed = true; });
+  socket.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return { socket, received: () => Buffer.concat(chunks), closed: () => closed };
+}
+
+/** The first whole message of `b`, as an ErrorResponse reader wants it. */
+function firstMessage(b: Buffer): Message | null {
+  if (b.length < 5) return null;
+  const len = b.readInt32BE(1);
+  return b.length >= 1 + len ? { type: String.fromCharCode(b[0]!), raw: b.subarray(0, 1 + len) } : null;
+}
+
+const client = (tp: TestPooler) => new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+
+async function selectOne(tp: TestPooler): Promise<void> {
+  const c = client(tp);
+  await c.connect();
+  try {
+    expect((await c.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A startup packet's first four bytes: a length, and nothing after it. */
+const HALF_STARTUP = writeStartupMessage({ user: 'md5user', database: 'app' }).subarray(0, 4);
+const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
+
+describe('client_login_timeout', () => {
+  it('thousands of half-open startups: counted, harmless to a real login, closed at the timeout, logged in one line', async () => {
+    const tp = await pooler('client_login_timeout = "2s"\nmax_connections = 3000');
+    const n = 2000;
+    const raws: Raw[] = [];
+    for (let i = 0; i < n; i += 200) {
+      const batch = await Promise.all(Array.from({ length: Math.min(200, n - i) }, () => rawConnect(tp.port)));
+      for (const r of batch) r.socket.write(HALF_STARTUP);
+      raws.push(...batch);
+    }
+    // Every one is a login in progress (SHOW LISTS login_clients) until the timeout: counted, not forgotten.
+    const loggingIn = () => tp.pooler.snapshot().counters.loggingIn;
+    await until('the half-open logins to be counted', () => loggingIn() >= n || raws.some((r) => r.closed()));
+    expect(tp.pooler.connectionCount()).toBeGreaterThanOrEqual(Math.min(n, loggingIn()));
+    await selectOne(tp);
+    await until('every half-open socket to be closed', () => raws.every((r) => r.closed()));
+    // Closed without a word: the client had not spoken the protocol yet (PostgreSQL does the same).
+    expect(raws.every((r) => r.received().length === 0)).toBe(true);
+    expect(tp.pooler.snapshot().counters.loginTimeouts).toBeGreaterThanOrEqual(n);
+    await until('no login left', () => loggingIn() === 0);
+    const lines = tp.logText().split('\n').filter((l) => l.includes('client_login_timeout'));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.length).toBeLessThan(10);
+    expect(lines[0]).toContain('level=warn');
+    await selectOne(tp);
+  }, 60_000);
+
+  it('a partial SSLRequest, an SSLRequest answered N then silence, and a 1-byte-per-200ms sender are all closed', async () => {
+    const tp = await pooler('client_login_timeout = "1s"');
+    const partial = await rawConnect(tp.port);
+    partial.socket.write(SSL_REQUEST.subarray(0, 5));
+    const answered = await rawConnect(tp.port);
+    answered.socket.write(SSL_REQUEST);
+    await until('the SSLRequest answer', () => answered.received().length > 0);
+    expect(answered.received().toString()).toBe('N');
+    answered.socket.write(SSL_REQUEST);
+    await until('the second SSLRequest answer', () => answered.received().length > 1 || answered.closed());
+    const dribbler = await rawConnect(tp.port);
+    // A startup packet far longer than the timeout lets it send at this pace: total time counts, not idle time.
+    const packet = writeStartupMessage({ user: 'md5user', database: 'app', application_name: 'x'.repeat(200) });
+    let at = 0;
+    const drip = setInterval(() => {
+      if (!dribbler.closed() && at < packet.length) dribbler.socket.write(packet.subarray(at, ++at));
+    }, 200);
+    try {
+      await until('all three to be closed', () => partial.closed() && answered.closed() && dribbler.closed());
+    } finally {
+      clearInterval(drip);
+    }
+    expect(at).toBeLessThan(packet.length);
+    expect(tp.pooler.snapshot().counters.loginTimeouts).toBeGreaterThanOrEqual(3);
+    await selectOne(tp);
+  }, 30_000);
+
+  it('a stalled password exchange gets FATAL 08P01 and is closed', async () => {
+    const tp = await pooler('client_login_timeout = "1s"');
+    for (const user of ['md5user', 'scramuser']) {
+      const raw = await rawConnect(tp.port);
+      raw.socket.write(writeStartupMessage({ user, database: 'app' }));
+      await until('the closed connection', () => raw.closed());
+      const b = raw.received();
+      // The authentication request, then the error.
+      expect(b[0]).toBe('R'.charCodeAt(0));
+      const m = firstMessage(b.subarray(1 + b.readInt32BE(1)));
+      expect(m && errorText(m)).toBe('08P01 canceling authentication due to timeout');
+    }
+  }, 30_000);
+
+  it('0 turns it off', async () => {
+    const tp = await pooler('client_login_timeout = 0');
+    const raw = await rawConnect(tp.port);
+    raw.socket.write(HALF_STARTUP);
+    await until('the login to be counted', () => tp.pooler.snapshot().counters.loggingIn === 1);
+    expect(tp.pooler.expireLogins(Date.now() + 3_600_000)).toBe(0);
+    expect(raw.closed()).toBe(false);
+    raw.socket.destroy();
+  });
+});
+
+describe('max_connections counts logins in progress', () => {
+  it('the client past it gets 53300 at once; a place freed by the timeout is taken again', async () => {
+    const tp = await pooler('client_login_timeout = "1500ms"\nmax_connections = 5');
+    const raws = await Promise.all(Array.from({ length: 5 }, () => rawConnect(tp.port)));
+    for (const r of raws) r.socket.write(HALF_STARTUP);
+    await until('five logins in progress', () => tp.pooler.connectionCount() === 5);
+    const extra = await rawConnect(tp.port);
+    // A byte first: with tcp_defer_accept the kernel hands over a silent connection only after 45 s.
+    extra.socket.write(HALF_STARTUP);
+    await until('the refusal', () => extra.closed());
+    const m = firstMessage(extra.received());
+    expect(m && errorText(m)).toBe('53300 sorry, too many clients already (max_connections = 5)');
+    await expect(selectOne(tp)).rejects.toMatchObject({ code: '53300' });
+    const text = await fetchMetrics(tp);
+    expect(text).toMatch(/pooler_clients_refused_total\{reason="max_connections"\} [1-9]/);
+    await until('the half-open logins to time out', () => raws.every((r) => r.closed()));
+    await selectOne(tp);
+  }, 30_000);
+});
+
+/** /metrics as the web listener renders it (the same function, on the same snapshot). */
+async function fetchMetrics(tp: TestPooler): Promise<string> {
+  const { renderPoolerMetrics } = await import('../../../src/pooler/web/pooler-metrics.js');
+  return renderPoolerMetrics(tp.pooler);
+}
