@@ -103,6 +103,10 @@ export const webShape = {
   sso_admin_groups: t.stringList([], 'Groups that promote an SSO user to Admin.'),
   sso_require_https: t.bool(false, 'Reject SSO credentials sent over plain HTTP.'),
   trusted_proxies: t.stringList([], 'CIDR ranges trusted to set X-Forwarded-For, Forwarded, X-Forwarded-Proto.'),
+  headers_timeout: t.duration(10_000, 'A request\'s headers must arrive within this, else the connection is closed (slowloris; Node\'s headersTimeout). Needs a restart.'),
+  request_timeout: t.duration(30_000, 'A whole request (headers and body) must arrive within this, else 408 and a close (at least headers_timeout). Needs a restart.'),
+  keep_alive_timeout: t.duration(5_000, 'An idle keep-alive connection is closed after this. Needs a restart.'),
+  idle_timeout: t.duration(300_000, 'A connection with no traffic either way for this long is closed (fastify\'s connectionTimeout; 0: never). Needs a restart.'),
 };
 
 export const logsShape = {

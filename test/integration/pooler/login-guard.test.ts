@@ -8,15 +8,18 @@ import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pool
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { errorText, type Message } from '../../helpers/raw-pg.js';
 import { writeStartupMessage } from '../../../src/protocol/writer.js';
+import { startWebListener, type WebListener } from '../../../src/pooler/web/server.js';
 
 let db: TestPostgres;
 const started: TestPooler[] = [];
+const webs: WebListener[] = [];
 
 beforeAll(async () => {
   db = await startTestPostgres();
 });
 
 afterAll(async () => {
+  for (const w of webs) await w.close();
   for (const tp of started) await tp.stop();
   await db?.cleanup();
 });
@@ -79,6 +82,8 @@ const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 describe('client_login_timeout', () => {
   it('thousands of half-open startups: counted, harmless to a real login, closed at the timeout, logged in one line', async () => {
     const tp = await pooler('client_login_timeout = "2s"\nmax_connections = 3000');
+    const web = await startWebListener(tp.pooler, { host: '127.0.0.1', port: 0 });
+    webs.push(web);
     const n = 2000;
     const raws: Raw[] = [];
     for (let i = 0; i < n; i += 200) {
@@ -91,6 +96,9 @@ describe('client_login_timeout', () => {
     await until('the half-open logins to be counted', () => loggingIn() >= n || raws.some((r) => r.closed()));
     expect(tp.pooler.connectionCount()).toBeGreaterThanOrEqual(Math.min(n, loggingIn()));
     await selectOne(tp);
+    const res = await fetch(`http://127.0.0.1:${web.port}/metrics`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(/pooler_clients_logging_in \d+/);
     await until('every half-open socket to be closed', () => raws.every((r) => r.closed()));
     // Closed without a word: the client had not spoken the protocol yet (PostgreSQL does the same).
     expect(raws.every((r) => r.received().length === 0)).toBe(true);
@@ -172,6 +180,33 @@ describe('max_connections counts logins in progress', () => {
     expect(text).toMatch(/pooler_clients_refused_total\{reason="max_connections"\} [1-9]/);
     await until('the half-open logins to time out', () => raws.every((r) => r.closed()));
     await selectOne(tp);
+  }, 30_000);
+});
+
+describe('web listener timeouts', () => {
+  it('a slowloris client (a header line every 200 ms, never done) is closed at headers_timeout; others are served', async () => {
+    const tp = await pooler('');
+    tp.writeConfig(poolerToml(db, { extra: '[web]\nheaders_timeout = "1s"\nrequest_timeout = "2s"' }));
+    await tp.pooler.reload();
+    const web = await startWebListener(tp.pooler, { host: '127.0.0.1', port: 0 });
+    webs.push(web);
+    const slow = net.connect(web.port, '127.0.0.1');
+    let closed = false;
+    slow.on('close', () => { closed = true; });
+    slow.on('error', () => undefined);
+    await new Promise<void>((resolve) => slow.once('connect', resolve));
+    slow.write('GET /metrics HTTP/1.1\r\nHost: x\r\n');
+    let lines = 0;
+    const drip = setInterval(() => { if (!closed) slow.write(`X-Slow-${lines++}: y\r\n`); }, 200);
+    try {
+      expect((await fetch(`http://127.0.0.1:${web.port}/metrics`)).status).toBe(200);
+      await until('the slow client to be closed', () => closed);
+    } finally {
+      clearInterval(drip);
+      slow.destroy();
+    }
+    // Closed by the timeout, not by the end of the headers: it was still sending.
+    expect(lines).toBeGreaterThan(0);
   }, 30_000);
 });
 
