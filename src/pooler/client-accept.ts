@@ -38,6 +38,12 @@ export function acceptSocket(p: Pooler, accepted: net.Socket): void {
     accepted.destroy();
     return;
   }
+  if (p.clientSocketCap > 0 && p.connectionCount() >= p.clientSocketCap) {
+    p.counters.refusedDescriptors++;
+    p.limitedLogs.descriptors.add(1, { client_sockets: p.clientSocketCap });
+    accepted.destroy();
+    return;
+  }
   if (refuseIfFull(p, accepted)) return;
   let session: ClientSession | null = null;
   p.loginCountChanged(1);

@@ -27,6 +27,7 @@ import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import type { NativeRelay } from './relay/native.js';
 import { NativeLogins } from './native-logins.js';
 import { LogLimiter } from './log-limiter.js';
+import { clientSocketCap, openFileLimit } from './fd-limit.js';
 import type { ClientStartup } from './client-startup.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
@@ -140,6 +141,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
   private nativePort = 0;
   private nativeListener = 0;
+  /** Client sockets net.Server's accepts may hold (fd-limit.ts), 0: no cap. */
+  clientSocketCap = 0;
 
   async listen(): Promise<void> {
     const { host, port, tcp_no_delay, tcp_defer_accept } = this.config.general;
@@ -161,6 +164,10 @@ export class Pooler implements PoolerControl, AuthQueryHost {
       }
       this.log.error({ err: err.message }, 'listener error');
     });
+    // libuv answers EMFILE by closing the waiting clients without a word to Node: acceptSocket refuses clients past a
+    // cap below the descriptor limit itself, where they can be counted and logged (net.Server's maxConnections
+    // cannot: sockets read through a ReadBuffer leave its count).
+    this.clientSocketCap = clientSocketCap(openFileLimit());
     // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
     // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
     const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;

@@ -1,10 +1,14 @@
 // Clients that never finish their login cannot stop the pooler: client_login_timeout closes half-open startups,
 // answered SSLRequests, slow senders and stalled password exchanges; max_connections counts logins in progress.
 // Runs on the native relay (its own accepts and logins) and, in the js-relay project, on net.Server's accepts.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { poolerToml, startChildPooler, startTestPooler, type ChildPooler, type TestPooler } from '../../helpers/pooler.js';
+import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { errorText, type Message } from '../../helpers/raw-pg.js';
 import { writeStartupMessage } from '../../../src/protocol/writer.js';
@@ -52,7 +56,8 @@ async function rawConnect(port: number): Promise<Raw> {
   socket.on('data', (d: Buffer) => chunks.push(d));
   socket.on('close', () => { closed = true; });
   socket.on('error', () => undefined);
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  // A socket the pooler refuses may be reset before its 'connect' is heard: it counts as closed, not as a failure.
+  await new Promise<void>((resolve) => socket.once('connect', resolve).once('close', () => resolve()));
   return { socket, received: () => Buffer.concat(chunks), closed: () => closed };
 }
 
@@ -215,3 +220,42 @@ async function fetchMetrics(tp: TestPooler): Promise<string> {
   const { renderPoolerMetrics } = await import('../../../src/pooler/web/pooler-metrics.js');
   return renderPoolerMetrics(tp.pooler);
 }
+
+describe('descriptors run out (EMFILE)', () => {
+  it('the pooler refuses what it cannot hold, logs and counts it, and serves again once descriptors free up', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-emfile-'));
+    const [port, webPort] = [await freePort(), await freePort()];
+    const configFile = path.join(dir, 'pooler.toml');
+    writeFileSync(configFile, poolerToml(db, {
+      general: 'client_login_timeout = "2s"',
+      extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}`,
+    }).replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"'));
+    let child: ChildPooler | null = null;
+    const raws: Raw[] = [];
+    try {
+      child = await startChildPooler(configFile, port, {}, { maxFds: 256 });
+      await until('the web listener', () => child!.output().includes('web listener started'));
+      for (let i = 0; i < 400; i += 50) {
+        const batch = await Promise.all(Array.from({ length: 50 }, () => rawConnect(port)));
+        for (const r of batch) r.socket.write(HALF_STARTUP);
+        raws.push(...batch);
+      }
+      await until('the descriptors log line', () => child!.output().includes('no file descriptors left')).catch((err: Error) => {
+        throw new Error(`${err.message}; closed ${raws.filter((r) => r.closed()).length} of ${raws.length}; output:\n${child!.output().slice(-3000)}`);
+      });
+      // The flood times out, the descriptors come back, and the pooler serves a real login and the web listener.
+      await until('every flooding socket to be closed', () => raws.every((r) => r.closed()));
+      const c = new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app' });
+      await c.connect();
+      expect((await c.query('SELECT 1 AS one')).rows[0].one).toBe(1);
+      await c.end();
+      const metrics = await (await fetch(`http://127.0.0.1:${webPort}/metrics`)).text();
+      expect(metrics).toMatch(/pooler_clients_refused_total\{reason="descriptors"\} [1-9]/);
+      expect(child.child.exitCode).toBe(null);
+    } finally {
+      for (const r of raws) r.socket.destroy();
+      await child?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
