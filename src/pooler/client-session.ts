@@ -276,6 +276,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
         `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}): ${stateKindNames(kinds)}`);
     },
     onBadLength: (length) => {
+      // PostgreSQL's words for a type it does not take; the server never saw it and stays in the pool.
+      if (length < 0) return this.fatal(SqlState.ProtocolViolation, `invalid frontend message type ${-1 - length}`);
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
     },
   };

@@ -10,8 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { poolerToml, startChildPooler, startTestPooler, type ChildPooler, type TestPooler } from '../../helpers/pooler.js';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { errorText, type Message } from '../../helpers/raw-pg.js';
-import { writeStartupMessage } from '../../../src/protocol/writer.js';
+import { errorText, RawConnection, type Message } from '../../helpers/raw-pg.js';
+import { toRows } from '../../../src/pooler/web/show-rows.js';
+import { writeQuery as wireQuery, writeStartupMessage } from '../../../src/protocol/writer.js';
 import { startWebListener, type WebListener } from '../../../src/pooler/web/server.js';
 
 let db: TestPostgres;
@@ -258,4 +259,31 @@ describe('descriptors run out (EMFILE)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('message types no server takes', () => {
+  it('type 0x00 gets FATAL 08P01 from the pooler and never reaches the server, which stays in the pool', async () => {
+    const tp = await pooler('auth_type = "md5"');
+    const c = await RawConnection.connect({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    c.send(wireQuery('SELECT pg_backend_pid()'));
+    const rows = await c.readUntilReady();
+    const data = rows.find((m) => m.type === 'D')!;
+    const pid = Number(data.raw.toString('utf8', 11, 11 + data.raw.readInt32BE(7)));
+    expect(pid).toBeGreaterThan(0);
+    c.send(Buffer.from([0, 0, 0, 0, 4]));
+    const { messages } = await c.rest();
+    expect(messages.map((m) => (m.type === 'E' ? errorText(m) : m.type))).toEqual(['08P01 invalid frontend message type 0']);
+    // The backend that served the client lives on, still the pool's.
+    const servers = () => toRows(tp.pooler.show('SERVERS')).map((r) => Number(r['server_process_id']));
+    await until('the server back in the pool', () => servers().includes(pid));
+    const direct = new pg.Client({ host: db.host, port: db.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    await direct.connect();
+    try {
+      const alive = await direct.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid]);
+      expect(alive.rows[0].n).toBe(1);
+    } finally {
+      await direct.end();
+    }
+    await selectOne(tp);
+  }, 30_000);
 });
