@@ -233,6 +233,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   private readonly relayEvents: ClientEvents = {
     onNeedServer: () => {
       if (this.state !== 'idle') return;
+      // A graceful shutdown lets running transactions finish; a new one would only wait, silent, for
+      // shutdown_timeout: the client hears at once, in PostgreSQL's words for a backend told to stop.
+      if (this.core.shuttingDown) return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
       this.state = 'waiting';
       this.waitingSince = Date.now();
       // Its next server is synced to values a read-back may still be learning.

@@ -287,3 +287,40 @@ describe('message types no server takes', () => {
     await selectOne(tp);
   }, 30_000);
 });
+
+describe('graceful shutdown', () => {
+  it('after SIGTERM, an idle client that starts a new query gets 57P01 at once while a running transaction finishes', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-sigterm-'));
+    const port = await freePort();
+    const configFile = path.join(dir, 'pooler.toml');
+    writeFileSync(configFile, poolerToml(db, { general: 'shutdown_timeout = "120s"' })
+      .replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"'));
+    let child: ChildPooler | null = null;
+    const busy = new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const idle = new pg.Client({ host: '127.0.0.1', port, user: 'scramuser', password: 'scrampass', database: 'app' });
+    busy.on('error', () => undefined);
+    idle.on('error', () => undefined);
+    try {
+      child = await startChildPooler(configFile, port);
+      await busy.connect();
+      await idle.connect();
+      await idle.query('SELECT 1');
+      await busy.query('BEGIN');
+      await busy.query('SELECT 1');
+      child.child.kill('SIGTERM');
+      await until('the shutdown to begin', () => child!.output().includes('SIGTERM: graceful shutdown'));
+      // The vitest timeout (30 s) is far below shutdown_timeout (120 s): an answer only at the deadline fails.
+      await expect(idle.query('SELECT 2')).rejects.toMatchObject({ code: '57P01', message: 'terminating connection due to administrator command' });
+      // The running transaction is not cut short.
+      expect((await busy.query('SELECT 3 AS three')).rows[0].three).toBe(3);
+      await busy.query('COMMIT');
+      const code = await new Promise<number | null>((r) => (child!.child.exitCode !== null ? r(child!.child.exitCode) : child!.child.once('exit', (c) => r(c))));
+      expect(code).toBe(0);
+    } finally {
+      await busy.end().catch(() => undefined);
+      await idle.end().catch(() => undefined);
+      await child?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
