@@ -12,6 +12,7 @@ import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { errorText, RawConnection, type Message } from '../../helpers/raw-pg.js';
 import { toRows } from '../../../src/pooler/web/show-rows.js';
+import { makeTestCerts } from '../../helpers/tls-certs.js';
 import { writeQuery as wireQuery, writeStartupMessage } from '../../../src/protocol/writer.js';
 import { startWebListener, type WebListener } from '../../../src/pooler/web/server.js';
 
@@ -142,6 +143,28 @@ describe('client_login_timeout', () => {
     expect(at).toBeLessThan(packet.length);
     expect(tp.pooler.snapshot().counters.loginTimeouts).toBeGreaterThanOrEqual(3);
     await selectOne(tp);
+  }, 30_000);
+
+  it('a TLS handshake that stalls after the S (and one that stalls half-way) is closed', async () => {
+    const certs = makeTestCerts();
+    try {
+      const tp = await pooler(`client_login_timeout = "1s"\nclient_tls_sslmode = "prefer"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`);
+      const stalled = await rawConnect(tp.port);
+      stalled.socket.write(SSL_REQUEST);
+      await until('the S', () => stalled.received().length > 0);
+      expect(stalled.received().toString()).toBe('S');
+      // The first bytes of a ClientHello record (type 22, TLS 1.0 record version, a length) and nothing more.
+      const halfHello = await rawConnect(tp.port);
+      halfHello.socket.write(SSL_REQUEST);
+      await until('the second S', () => halfHello.received().length > 0);
+      halfHello.socket.write(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+      await until('both to be closed', () => stalled.closed() && halfHello.closed());
+      // Nothing in plaintext after the S: the client expects TLS records there.
+      expect(stalled.received().toString()).toBe('S');
+      expect(tp.pooler.snapshot().counters.loginTimeouts).toBeGreaterThanOrEqual(2);
+    } finally {
+      certs.cleanup();
+    }
   }, 30_000);
 
   it('a stalled password exchange gets FATAL 08P01 and is closed', async () => {
