@@ -124,6 +124,7 @@ void OnListenPoll(uv_poll_t* h, int status, int) {
     ConfigureClient(l, fd);
     Endpoint* c = r->Add(fd, false);
     c->login = true;
+    c->acceptedAt = uv_now(r->loop_);
     int32_t port = 0, v4 = 0;
     bool isV4 = false;
     if (addr.ss_family == AF_INET) {
@@ -142,7 +143,7 @@ void OnListenPoll(uv_poll_t* h, int status, int) {
       x->port = port;
       x->isV4 = isV4;
       x->v4 = v4;
-      x->acceptedAt = uv_now(r->loop_);
+      x->acceptedAt = c->acceptedAt;
       c->exchange = x;
       l->auth->slots[2]++;
       if (RefuseIfFull(r, c)) continue;
@@ -252,6 +253,16 @@ Napi::Value RelayExpireLogins(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ExpireLogins(r, info[0].As<Napi::Number>().Int32Value(), static_cast<uint64_t>(ms)));
 }
 
+/** relayAcceptedAge(id) -> milliseconds since the relay's listener accepted the client (-1: not one of its clients). */
+Napi::Value RelayAcceptedAge(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  Endpoint* c = info.Length() > 0 && info[0].IsNumber() ? r->Find(info[0].As<Napi::Number>().Int32Value()) : nullptr;
+  if (!c || c->acceptedAt == 0) return Napi::Number::New(env, -1);
+  return Napi::Number::New(env, static_cast<double>(uv_now(r->loop_) - c->acceptedAt));
+}
+
 /** relayAcceptRefused(listener id) -> clients accepted and closed at once for want of descriptors since the last call. */
 Napi::Value RelayAcceptRefused(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -272,6 +283,7 @@ void InitRelayLogin(Napi::Env env, Napi::Object exports) {
   exports.Set("relayUnlisten", Napi::Function::New(env, relay::RelayUnlisten, "relayUnlisten"));
   exports.Set("relayPeer", Napi::Function::New(env, relay::RelayPeer, "relayPeer"));
   exports.Set("relayExpireLogins", Napi::Function::New(env, relay::RelayExpireLogins, "relayExpireLogins"));
+  exports.Set("relayAcceptedAge", Napi::Function::New(env, relay::RelayAcceptedAge, "relayAcceptedAge"));
   exports.Set("relayAcceptRefused", Napi::Function::New(env, relay::RelayAcceptRefused, "relayAcceptRefused"));
 }
 

@@ -30,7 +30,8 @@ export abstract class ClientStartup {
   readonly id = nextClientId++;
   /** Its place in the pooler's registry (Pooler.clients, a SlotSet), -1 outside it. */
   slot = -1;
-  readonly connectedAt = Date.now();
+  /** When the connection was accepted (a login the native relay began keeps the relay's time). */
+  readonly connectedAt: number;
   /** The pid of the client's BackendKeyData: in transaction mode and on the admin console, one of the pooler's own
    * (cancel-keys.ts: no backend has it, and it is not the client id SHOW CLIENTS shows); in session mode, the pid of
    * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
@@ -68,6 +69,7 @@ export abstract class ClientStartup {
   constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler, native?: NativeLoginOk) {
     const socket = accepted;
     this.socket = socket;
+    this.connectedAt = socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now();
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);

@@ -181,6 +181,30 @@ describe('client_login_timeout', () => {
     }
   }, 30_000);
 
+  it('a login the native relay began and handed on keeps its accept time', async () => {
+    const tp = await pooler('client_login_timeout = "3s"');
+    const raw = await rawConnect(tp.port);
+    // search_path: a startup parameter the relay's own logins do not take, so JavaScript gets this one.
+    const packet = writeStartupMessage({ user: 'md5user', database: 'app', search_path: 'public' });
+    const steps = 8;
+    const size = Math.ceil(packet.length / steps);
+    let lastByteAt = 0;
+    for (let i = 0; i < steps; i++) {
+      if (i === steps - 1) lastByteAt = Date.now();
+      raw.socket.write(packet.subarray(i * size, (i + 1) * size));
+      if (i < steps - 1) await new Promise((r) => setTimeout(r, 100));
+    }
+    await until('the authentication request', () => raw.received().length > 0 || raw.closed());
+    const session = [...tp.pooler.logins][0];
+    expect(session).toBeDefined();
+    // Accepted when the first bytes came, 700 ms before the last: not when the startup packet was complete.
+    expect(session!.connectedAt).toBeLessThan(lastByteAt - 300);
+    await until('the timeout', () => raw.closed());
+    const b = raw.received();
+    const m = firstMessage(b.subarray(1 + b.readInt32BE(1)));
+    expect(m && errorText(m)).toBe('08P01 canceling authentication due to timeout');
+  }, 30_000);
+
   it('0 turns it off', async () => {
     const tp = await pooler('client_login_timeout = 0');
     const raw = await rawConnect(tp.port);
