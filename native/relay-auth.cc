@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "relay-auth.h"
 #include "relay-auth-crypto.h"
@@ -30,8 +31,8 @@ constexpr uint32_t kMaxStartup = 10000;
 constexpr uint32_t kMaxAuthMessage = 64 * 1024;
 constexpr size_t kMaxAppNames = 4096;
 /** kLoginFailed's SQLSTATE index. */
-const char* const kSqlStates[] = {"28P01", "08P01", "28000"};
-enum FailCode : int32_t { kInvalidPassword = 0, kProtocolViolation = 1, kInvalidAuthorization = 2 };
+const char* const kSqlStates[] = {"28P01", "08P01", "28000", "53300"};
+enum FailCode : int32_t { kInvalidPassword = 0, kProtocolViolation = 1, kInvalidAuthorization = 2, kTooManyConnections = 3 };
 
 
 void PutInt32(std::string& s, uint32_t v) {
@@ -332,6 +333,36 @@ void ScramFinal(Relay* r, Endpoint* ep, const uint8_t* body, size_t n) {
 }
 
 }  // namespace
+
+bool RefuseIfFull(Relay* r, Endpoint* ep) {
+  LoginExchange* x = ep->exchange;
+  const int32_t* slots = x->table->slots;
+  // JavaScript's clients and logins ([0]), native logins it has not counted yet, the relay's logins under way ([2],
+  // this one included) and relay-only clients: PgBouncer's max_client_conn counts every accepted socket.
+  const int32_t total = slots[0] + (slots[3] - slots[1]) + slots[2] + (x->table->lending ? slots[4] : 0);
+  if (total <= x->table->maxConnections) return false;
+  Fail(r, ep, kTooManyConnections, "sorry, too many clients already (max_connections = " + std::to_string(x->table->maxConnections) + ")");
+  return true;
+}
+
+int32_t ExpireLogins(Relay* r, int32_t listener, uint64_t timeoutMs) {
+  const uint64_t now = uv_now(r->loop_);
+  // One pass over the endpoints, a few nanoseconds each: a periodic sweep costs less than a timer per login, and
+  // closing changes byId_, so the expired are collected first.
+  std::vector<int32_t> expired;
+  for (const auto& [id, ep] : r->byId_) {
+    const LoginExchange* x = ep->exchange;
+    if (x && x->phase != LoginExchange::kDone && x->listener == listener && ep->fd >= 0 && now - x->acceptedAt >= timeoutMs) expired.push_back(id);
+  }
+  for (const int32_t id : expired) {
+    Endpoint* ep = r->Find(id);
+    if (!ep || !ep->exchange || ep->fd < 0) continue;
+    // Before a startup packet the client has not spoken the protocol: PostgreSQL closes without a word there too.
+    if (ep->exchange->phase == LoginExchange::kStartup) r->NativeLoginGone(ep);
+    else Fail(r, ep, kProtocolViolation, "canceling authentication due to timeout");
+  }
+  return static_cast<int32_t>(expired.size());
+}
 
 void Relay::NativeLogin(Endpoint* ep, const uint8_t* buf, size_t len) {
   LoginExchange* x = ep->exchange;

@@ -67,11 +67,19 @@ struct LoginExchange {
   uint8_t clientKey[32];
   bool hasClientKey = false;
   bool sentEncoding = false;  // the startup packet named client_encoding
+  uint64_t acceptedAt = 0;    // uv_now when accepted: client_login_timeout counts from here (ExpireLogins)
 };
 
 void DeleteExchange(LoginExchange* x);
 
 class Relay;
+struct Endpoint;
+/** max_connections at accept, logins in progress included: true when the client got 53300 and is gone (its exchange
+ *  reported as a failed login). */
+bool RefuseIfFull(Relay* r, Endpoint* ep);
+/** client_login_timeout for the logins the relay runs on `listener`: those accepted `timeoutMs` or more ago are closed
+ *  (silently before a startup packet was taken, with FATAL 08P01 during the password exchange). Returns how many. */
+int32_t ExpireLogins(Relay* r, int32_t listener, uint64_t timeoutMs);
 /** Sets the listener's table (relay-login.cc); false when there is no such listener. */
 bool SetListenerAuth(Relay* r, int32_t listener, std::shared_ptr<const AuthTable> table);
 

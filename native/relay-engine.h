@@ -219,6 +219,9 @@ struct Endpoint : Framing, TxCount {
   // which runs the startup and the password exchange, then turns the endpoint into a relayed client (relayAdopt).
   // A client accepted on the relay's own listener (relay-login.cc) starts here in plaintext; relayStartTls turns on TLS.
   bool login = false;
+  // uv_now when the relay's listener accepted it (0 otherwise): client_login_timeout counts from here, across a
+  // login the relay hands to JavaScript (relayAcceptedAge).
+  uint64_t acceptedAt = 0;
   // The relay runs this login's password exchange itself (relay-auth.cc), until it is reported or handed to JavaScript.
   LoginExchange* exchange = nullptr;
   // A relay-only client (relay-auth.cc, Lend): logged in natively and linked parked to a server JavaScript lent, with

@@ -7,6 +7,7 @@
 // family, IPv4 address; relayPeer names an IPv6 one). relayUnlisten stops accepting (shutdown).
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -38,6 +39,12 @@ struct Listener {
   int open = 2;  // handles not yet closed (poll, retry): the memory goes with the last
   // The logins the relay runs itself (relay-auth.cc), null when JavaScript runs every login.
   std::shared_ptr<const AuthTable> auth;
+  // A descriptor held in reserve (/dev/null): with none left (EMFILE), it is closed to accept the waiting client and
+  // close it at once, so the queue drains instead of filling up while every new client hangs (libuv does the same
+  // for net.Server). -1 when it could not be opened again yet.
+  int spare = -1;
+  // Clients accepted and closed that way, taken by relayAcceptRefused.
+  double refused = 0;
 };
 
 bool SetListenerAuth(Relay* r, int32_t listener, std::shared_ptr<const AuthTable> table) {
@@ -97,6 +104,17 @@ void OnListenPoll(uv_poll_t* h, int status, int) {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if ((errno == EMFILE || errno == ENFILE) && l->spare >= 0) {
+        close(l->spare);
+        l->spare = -1;
+        const int victim = accept4(l->fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (victim >= 0) {
+          close(victim);
+          l->refused++;
+        }
+        l->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (victim >= 0) continue;
+      }
       // EMFILE, ENFILE, ENOBUFS...: the pending connection stays queued; accepting resumes after a pause instead of
       // spinning on a socket that stays readable.
       uv_poll_stop(&l->poll);
@@ -106,6 +124,7 @@ void OnListenPoll(uv_poll_t* h, int status, int) {
     ConfigureClient(l, fd);
     Endpoint* c = r->Add(fd, false);
     c->login = true;
+    c->acceptedAt = uv_now(r->loop_);
     int32_t port = 0, v4 = 0;
     bool isV4 = false;
     if (addr.ss_family == AF_INET) {
@@ -124,8 +143,10 @@ void OnListenPoll(uv_poll_t* h, int status, int) {
       x->port = port;
       x->isV4 = isV4;
       x->v4 = v4;
+      x->acceptedAt = c->acceptedAt;
       c->exchange = x;
       l->auth->slots[2]++;
+      if (RefuseIfFull(r, c)) continue;
     } else {
       r->Emit(kAccepted, c->id, port, (l->id << 1) | (isV4 ? 1 : 0), v4);
     }
@@ -141,6 +162,7 @@ void CloseListener(Listener* l) {
     auto* done = static_cast<Listener*>(h->data);
     if (--done->open > 0) return;
     close(done->fd);
+    if (done->spare >= 0) close(done->spare);
     delete done;
   };
   uv_close(reinterpret_cast<uv_handle_t*>(&l->retry), closed);
@@ -171,6 +193,7 @@ Napi::Value RelayListen(const Napi::CallbackInfo& info) {
   l->fd = fd;
   l->noDelay = info[1].ToBoolean().Value();
   l->keepAliveSecs = info[2].ToNumber().Int32Value();
+  l->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
   SetSocketOptions(l, fd);
   const int deferSecs = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().Int32Value() : 0;
   // Only ever set, never cleared: the socket is new, and a failure (not Linux) leaves the ordinary accept.
@@ -215,6 +238,43 @@ Napi::Value RelayPeer(const Napi::CallbackInfo& info) {
   return Napi::String::New(env, text);
 }
 
+/** relayExpireLogins(listener id, timeoutMs) -> how many of the logins the relay runs there were closed for
+ *  client_login_timeout (relay-auth.cc ExpireLogins). */
+Napi::Value RelayExpireLogins(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) {
+    Napi::TypeError::New(env, "relayExpireLogins(listener, timeoutMs)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const double ms = info[1].As<Napi::Number>().DoubleValue();
+  if (!(ms > 0)) return Napi::Number::New(env, 0);
+  return Napi::Number::New(env, ExpireLogins(r, info[0].As<Napi::Number>().Int32Value(), static_cast<uint64_t>(ms)));
+}
+
+/** relayAcceptedAge(id) -> milliseconds since the relay's listener accepted the client (-1: not one of its clients). */
+Napi::Value RelayAcceptedAge(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  Endpoint* c = info.Length() > 0 && info[0].IsNumber() ? r->Find(info[0].As<Napi::Number>().Int32Value()) : nullptr;
+  if (!c || c->acceptedAt == 0) return Napi::Number::New(env, -1);
+  return Napi::Number::New(env, static_cast<double>(uv_now(r->loop_) - c->acceptedAt));
+}
+
+/** relayAcceptRefused(listener id) -> clients accepted and closed at once for want of descriptors since the last call. */
+Napi::Value RelayAcceptRefused(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  auto it = info.Length() > 0 && info[0].IsNumber() ? r->listeners_.find(info[0].As<Napi::Number>().Int32Value()) : r->listeners_.end();
+  if (it == r->listeners_.end()) return Napi::Number::New(env, 0);
+  const double n = it->second->refused;
+  it->second->refused = 0;
+  return Napi::Number::New(env, n);
+}
+
 }  // namespace
 }  // namespace relay
 
@@ -222,6 +282,9 @@ void InitRelayLogin(Napi::Env env, Napi::Object exports) {
   exports.Set("relayListen", Napi::Function::New(env, relay::RelayListen, "relayListen"));
   exports.Set("relayUnlisten", Napi::Function::New(env, relay::RelayUnlisten, "relayUnlisten"));
   exports.Set("relayPeer", Napi::Function::New(env, relay::RelayPeer, "relayPeer"));
+  exports.Set("relayExpireLogins", Napi::Function::New(env, relay::RelayExpireLogins, "relayExpireLogins"));
+  exports.Set("relayAcceptedAge", Napi::Function::New(env, relay::RelayAcceptedAge, "relayAcceptedAge"));
+  exports.Set("relayAcceptRefused", Napi::Function::New(env, relay::RelayAcceptRefused, "relayAcceptRefused"));
 }
 
 }  // namespace tidepool

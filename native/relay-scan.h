@@ -64,6 +64,20 @@ struct TxCount {
   double queryCount = 0;
 };
 
+/** Message types PostgreSQL takes from a frontend after login (postgres.c SocketBackend); any other ends the
+ *  backend's connection with "invalid frontend message type", so a client's one must never reach a server. */
+inline bool FrontendType(uint8_t t) {
+  switch (t) {
+    case 'B': case 'C': case 'D': case 'E': case 'F': case 'H': case 'P': case 'Q': case 'S': case 'X': case 'c': case 'd': case 'f':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** A client's message type no server takes, as *badLength reports it: -1 - type as an int32 (kBadLength). */
+inline uint32_t BadTypeLength(uint8_t t) { return 0xFFFFFFFFu - t; }
+
 /** Scans whole headers of buf[0, total) (which starts with the carried partial header, if any), calling
  *  onMessage(type, message, offset) for each; a partial header at the end is carried. Returns false on a bad
  *  length (*badLength, *cut at its header); true otherwise, with *cut where the handler stopped (it returned
@@ -84,6 +98,11 @@ bool Scan(Framing& f, const uint8_t* buf, size_t total, size_t* cut, uint32_t* b
     uint32_t len = (uint32_t(buf[pos + 1]) << 24) | (uint32_t(buf[pos + 2]) << 16) | (uint32_t(buf[pos + 3]) << 8) | buf[pos + 4];
     if (len < 4 || len > f.maxMessage || (need == 6 && len < 5)) {
       *badLength = len;
+      *cut = pos;
+      return false;
+    }
+    if (!f.server && !FrontendType(buf[pos])) {
+      *badLength = BadTypeLength(buf[pos]);
       *cut = pos;
       return false;
     }

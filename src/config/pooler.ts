@@ -45,7 +45,8 @@ export const generalShape = {
   admin_password: t.string('', 'Password of the admin user. Empty: admin console refused.'),
   pool_mode: t.oneOf(POOL_MODES, 'transaction', 'Default pool mode.'),
   auth_type: t.oneOf(['scram-sha-256', 'md5', 'plain', 'trust'] as const, 'scram-sha-256', 'How clients prove a plaintext password; md5 and SCRAM secrets always use their own method, an empty password means trust.'),
-  max_connections: t.int(10_000, 'Client connections accepted at once; beyond: SQLSTATE 53300.', 1, 1_000_000),
+  max_connections: t.int(10_000, 'Client connections accepted at once, logins in progress included (PgBouncer: max_client_conn); the next one gets SQLSTATE 53300 at once.', 1, 1_000_000),
+  client_login_timeout: t.duration(60_000, 'A client not logged in this long after its connection was accepted is closed (PgBouncer\'s name and default; PostgreSQL: authentication_timeout): partial startup packets, answered SSLRequests, TLS handshakes, password exchanges, slow senders. Total time, not idle time. 0: off.'),
   max_message_size: t.size(256 * 1024 * 1024, 'Largest protocol message accepted from a client; beyond: 08P01.'),
   connect_timeout: t.duration(3000, 'Time to connect and log in to PostgreSQL.'),
   query_wait_timeout: t.duration(5000, 'A client waiting this long for a server gets an error (0: forever).'),
@@ -102,6 +103,10 @@ export const webShape = {
   sso_admin_groups: t.stringList([], 'Groups that promote an SSO user to Admin.'),
   sso_require_https: t.bool(false, 'Reject SSO credentials sent over plain HTTP.'),
   trusted_proxies: t.stringList([], 'CIDR ranges trusted to set X-Forwarded-For, Forwarded, X-Forwarded-Proto.'),
+  headers_timeout: t.duration(10_000, 'A request\'s headers must arrive within this, else the connection is closed (slowloris; Node\'s headersTimeout). Needs a restart.'),
+  request_timeout: t.duration(30_000, 'A whole request (headers and body) must arrive within this, else 408 and a close (at least headers_timeout). Needs a restart.'),
+  keep_alive_timeout: t.duration(5_000, 'An idle keep-alive connection is closed after this. Needs a restart.'),
+  idle_timeout: t.duration(300_000, 'A connection with no traffic either way for this long is closed (fastify\'s connectionTimeout; 0: never). Needs a restart.'),
 };
 
 export const logsShape = {

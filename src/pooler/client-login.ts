@@ -190,6 +190,11 @@ export class ClientLogin {
     if (this.direct && result.alpn !== 'postgresql') return this.fail(SqlState.ProtocolViolation, 'received direct SSL connection request without ALPN protocol negotiation extension');
   }
 
+  /** A startup packet was taken (the client speaks the protocol: an ErrorResponse means something to it). */
+  get startupTaken(): boolean {
+    return this.who !== null || this.phase === 'lookup' || this.phase === 'auth';
+  }
+
   /** True once the connection is encrypted. */
   get encrypted(): boolean {
     return this.tls !== null;
@@ -340,7 +345,8 @@ export class ClientLogin {
     this.onAuth?.(r.result.ok);
     if (!r.result.ok) {
       const who = this.who!;
-      this.core.log.info({ client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr }, 'client authentication failed');
+      // A warning, as PostgreSQL and PgBouncer log it: security monitoring watches failed logins.
+      this.core.log.warn({ client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr }, 'client authentication failed');
       return this.fail(r.result.sqlstate, r.result.message);
     }
     this.done(r.result.clientKey, r.result.scramSecret);

@@ -233,6 +233,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   private readonly relayEvents: ClientEvents = {
     onNeedServer: () => {
       if (this.state !== 'idle') return;
+      // A graceful shutdown lets running transactions finish; a new one would only wait, silent, for
+      // shutdown_timeout: the client hears at once, in PostgreSQL's words for a backend told to stop.
+      if (this.core.shuttingDown) return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
       this.state = 'waiting';
       this.waitingSince = Date.now();
       // Its next server is synced to values a read-back may still be learning.
@@ -276,6 +279,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
         `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}): ${stateKindNames(kinds)}`);
     },
     onBadLength: (length) => {
+      // PostgreSQL's words for a type it does not take; the server never saw it and stays in the pool.
+      if (length < 0) return this.fatal(SqlState.ProtocolViolation, `invalid frontend message type ${-1 - length}`);
       this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
     },
   };

@@ -30,7 +30,8 @@ export abstract class ClientStartup {
   readonly id = nextClientId++;
   /** Its place in the pooler's registry (Pooler.clients, a SlotSet), -1 outside it. */
   slot = -1;
-  readonly connectedAt = Date.now();
+  /** When the connection was accepted (a login the native relay began keeps the relay's time). */
+  readonly connectedAt: number;
   /** The pid of the client's BackendKeyData: in transaction mode and on the admin console, one of the pooler's own
    * (cancel-keys.ts: no backend has it, and it is not the client id SHOW CLIENTS shows); in session mode, the pid of
    * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
@@ -68,6 +69,7 @@ export abstract class ClientStartup {
   constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler, native?: NativeLoginOk) {
     const socket = accepted;
     this.socket = socket;
+    this.connectedAt = socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now();
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);
@@ -102,6 +104,7 @@ export abstract class ClientStartup {
       startTls: (settings, initial) => this.startTls(settings, initial),
     }, core, (result) => this.loginOk(result));
     this.handler = this.onStartupChunk;
+    core.logins.add(this);
     if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
   }
 
@@ -123,6 +126,23 @@ export abstract class ClientStartup {
   protected abstract onClientClosed(clean: boolean): void;
 
   // ---- startup and authentication ----
+
+  /** client_login_timeout passed (pooler.ts expireLogins). Before a startup packet, or mid-handshake, the client has
+   * not spoken the protocol (or is reading TLS records): closed without a word, as PostgreSQL closes it. Past it
+   * (password exchange, a server awaited for the greeting) it gets FATAL 08P01 as PgBouncer sends one, with
+   * PostgreSQL's text. Either way the descriptor goes once the bytes are out, whether the client reads or not. */
+  loginTimedOut(): void {
+    if (this.state === 'closed' || this.socket.destroyed) return;
+    this.closeReason ||= 'client_login_timeout';
+    const s = this.socket;
+    if (this.login?.startupTaken && !this.handshaking) {
+      // fatal() ends the socket and unregisters; the end below makes sure the descriptor does not wait for the client.
+      this.fatal(SqlState.ProtocolViolation, 'canceling authentication due to timeout');
+      if (!(s instanceof NativeTlsSocket)) s.destroySoon();
+      return;
+    }
+    s.destroy();
+  }
 
   /** The socket's reads go here (see read-buffer.ts); true when the chunk is kept after the call. */
   handler: ChunkHandler;

@@ -26,6 +26,9 @@ import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js'
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import type { NativeRelay } from './relay/native.js';
 import { NativeLogins } from './native-logins.js';
+import { LogLimiter } from './log-limiter.js';
+import { clientSocketCap, openFileLimit } from './fd-limit.js';
+import type { ClientStartup } from './client-startup.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -49,7 +52,16 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   readonly log: Logger;
   /** connections: accepted; tls: of them, those that completed a TLS handshake; nativeLogins / jsLogins: logins that
    * succeeded, by who ran the password exchange (the native relay, or client-login.ts). */
-  readonly counters = { connections: 0, errors: 0, cancel: 0, tls: 0, nativeLogins: 0, jsLogins: 0 };
+  readonly counters = {
+    connections: 0, errors: 0, cancel: 0, tls: 0, nativeLogins: 0, jsLogins: 0,
+    /** Logins closed by client_login_timeout; clients refused at accept for max_connections, and for want of
+     * descriptors (EMFILE, ENFILE). */
+    loginTimeouts: 0, refusedMaxConnections: 0, refusedDescriptors: 0,
+  };
+  /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
+  readonly limitedLogs: { readonly loginTimeouts: LogLimiter; readonly maxConnections: LogLimiter; readonly descriptors: LogLimiter };
+  /** JavaScript logins in progress, in accept order (client_login_timeout: the oldest are first). */
+  readonly logins = new Set<ClientStartup>();
   /** The logins the native relay runs itself (native-logins.ts). */
   readonly nativeLogins = new NativeLogins(this);
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
@@ -72,6 +84,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   readonly apps = new AppRegistry();
   private server: net.Server | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private loginTimer: NodeJS.Timeout | null = null;
+  private loginSweepMs = 0;
   private lastRoll = Date.now();
   private reloadListeners: ((c: PoolerConfig) => void)[] = [];
   /** Ships log records to [logs] ship_to; null when shipping is off. */
@@ -84,6 +98,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
 
   constructor(public config: PoolerConfig, readonly configFile: string | null, readonly logs: LogHub) {
     this.log = logs.get('pooler');
+    this.limitedLogs = {
+      loginTimeouts: new LogLimiter(this.log, 'client logins closed by client_login_timeout'),
+      maxConnections: new LogLimiter(this.log, 'clients refused: max_connections reached (SQLSTATE 53300)'),
+      descriptors: new LogLimiter(this.log, 'clients refused: no file descriptors left (EMFILE/ENFILE); raise the limit (ulimit -n) or lower max_connections'),
+    };
     this.stopped = new Promise((r) => { this.resolveStopped = r; });
     // Before listen(): the "pooler listening" line is shipped too.
     this.tlsRelay = tlsNeedsJsRelay(config);
@@ -122,6 +141,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
   private nativePort = 0;
   private nativeListener = 0;
+  /** Client sockets net.Server's accepts may hold (fd-limit.ts), 0: no cap. */
+  clientSocketCap = 0;
 
   async listen(): Promise<void> {
     const { host, port, tcp_no_delay, tcp_defer_accept } = this.config.general;
@@ -133,7 +154,20 @@ export class Pooler implements PoolerControl, AuthQueryHost {
         resolve();
       });
     });
-    this.server.on('error', (err) => this.log.error({ err: err.message }, 'listener error'));
+    this.server.on('error', (err: NodeJS.ErrnoException) => {
+      // libuv keeps a descriptor in reserve and closes the waiting client with it on EMFILE, then reports the error
+      // here: one per refused client, so they are counted and logged once a period.
+      if (err.code === 'EMFILE' || err.code === 'ENFILE') {
+        this.counters.refusedDescriptors++;
+        this.limitedLogs.descriptors.add(1, { err: err.code });
+        return;
+      }
+      this.log.error({ err: err.message }, 'listener error');
+    });
+    // libuv answers EMFILE by closing the waiting clients without a word to Node: acceptSocket refuses clients past a
+    // cap below the descriptor limit itself, where they can be counted and logged (net.Server's maxConnections
+    // cannot: sockets read through a ReadBuffer leave its count).
+    this.clientSocketCap = clientSocketCap(openFileLimit());
     // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
     // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
     const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
@@ -146,11 +180,67 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     }
     this.timer = setInterval(() => this.maintain(), 1000);
     this.timer.unref();
+    this.scheduleLoginSweep();
+    this.onReload(() => this.scheduleLoginSweep());
     this.log.info({ host, port: this.port }, 'pooler listening');
+  }
+
+  /** client_login_timeout's sweep: a quarter of the timeout (100 ms to 1 s), so a login is closed at most a quarter
+   * late; none when the timeout is off. */
+  private scheduleLoginSweep(): void {
+    const timeout = this.config.general.client_login_timeout;
+    const every = timeout > 0 ? Math.min(1000, Math.max(100, Math.floor(timeout / 4))) : 0;
+    if (every === this.loginSweepMs || this.shuttingDown) return;
+    if (this.loginTimer) clearInterval(this.loginTimer);
+    this.loginTimer = null;
+    this.loginSweepMs = every;
+    if (!every) return;
+    this.loginTimer = setInterval(() => this.expireLogins(), every);
+    this.loginTimer.unref();
+  }
+
+  /** Closes the logins older than client_login_timeout: JavaScript's in accept order (stopping at the first young
+   * one, so a sweep costs what it closes), the native relay's in one pass there. */
+  expireLogins(now = Date.now()): number {
+    const timeout = this.config.general.client_login_timeout;
+    if (timeout <= 0) return 0;
+    let n = 0;
+    for (const c of this.logins) {
+      if (now - c.connectedAt < timeout) break;
+      this.logins.delete(c);
+      c.loginTimedOut();
+      n++;
+    }
+    if (this.nativeListener && this.nativeLogins.underWay > 0) n += this.nativeTls?.expireLogins(this.nativeListener, timeout) ?? 0;
+    if (n > 0) {
+      this.counters.loginTimeouts += n;
+      this.limitedLogs.loginTimeouts.add(n, { client_login_timeout_ms: timeout });
+    }
+    return n;
+  }
+
+  /** Every accepted client, logins in progress included (max_connections counts them all, as PgBouncer's
+   * max_client_conn does). */
+  connectionCount(): number {
+    return this.clients.size + this.loggingIn + this.nativeLogins.underWay + this.nativeLogins.relayOnly;
+  }
+
+  /** A login began or ended: the native relay's max_connections check reads JavaScript's count. */
+  loginCountChanged(delta: number): void {
+    this.loggingIn += delta;
+    this.nativeLogins.clients(this.clients.size + this.loggingIn);
   }
 
   private maintain(): void {
     const now = Date.now();
+    if (this.nativeListener) {
+      const refused = this.nativeTls?.acceptRefused(this.nativeListener) ?? 0;
+      if (refused > 0) {
+        this.counters.refusedDescriptors += refused;
+        this.limitedLogs.descriptors.add(refused, { err: 'EMFILE' });
+      }
+    }
+    for (const l of Object.values(this.limitedLogs)) l.flush(now);
     this.authQuery.maintain(now);
     this.poolSet.maintain(now);
     if (now - this.lastRoll >= this.config.general.stats_period) {
@@ -236,9 +326,9 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   }
 
   registerClient(c: ClientSession, native = false): void {
-    this.loggingIn--;
+    this.logins.delete(c);
     this.clients.add(c);
-    this.nativeLogins.clients(this.clients.size);
+    this.loginCountChanged(-1);
     if (native) this.counters.nativeLogins++;
     else this.counters.jsLogins++;
     this.cancelKeys.add(c);
@@ -248,8 +338,9 @@ export class Pooler implements PoolerControl, AuthQueryHost {
 
   unregisterClient(c: ClientSession): void {
     // A connection that closed before its login completed was never registered.
-    if (!this.clients.delete(c)) this.loggingIn--;
-    this.nativeLogins.clients(this.clients.size);
+    this.logins.delete(c);
+    if (!this.clients.delete(c)) this.loginCountChanged(-1);
+    else this.nativeLogins.clients(this.clients.size + this.loggingIn);
     this.cancelKeys.drop(c);
   }
 
@@ -392,6 +483,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
         p.closeAll('shutdown');
       }
       if (this.timer) clearInterval(this.timer);
+      if (this.loginTimer) clearInterval(this.loginTimer);
       for (const c of this.coordinators.values()) c.close();
       this.authQuery.close();
       this.log.info('pooler stopped');

@@ -152,7 +152,8 @@ export interface PoolerSnapshot {
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
   readonly apps: readonly AppSnapshot[];
-  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly nativeLogins: number; readonly jsLogins: number; readonly loggingIn: number };
+  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly nativeLogins: number; readonly jsLogins: number; readonly loggingIn: number;
+    readonly loginTimeouts: number; readonly refusedMaxConnections: number; readonly refusedDescriptors: number };
   readonly events: readonly PoolerEvent[];
   /** Null unless asked for (SnapshotParts). */
   readonly statements: readonly StatementSnapshot[] | null;

@@ -115,10 +115,14 @@ export interface ChildPooler {
   stop(): Promise<number | null>;
 }
 
-/** Runs `tidepool pooler` as a child process (for signals and the CLI); `port` must be set in the TOML. */
-export async function startChildPooler(configFile: string, port: number, env: NodeJS.ProcessEnv = {}): Promise<ChildPooler> {
+/** Runs `tidepool pooler` as a child process (for signals and the CLI); `port` must be set in the TOML. `maxFds`: the
+ * child's descriptor limit (ulimit -n, set by a shell that then execs node). */
+export async function startChildPooler(configFile: string, port: number, env: NodeJS.ProcessEnv = {}, opts: { maxFds?: number } = {}): Promise<ChildPooler> {
   const bin = path.resolve('bin/tidepool.js');
-  const child = spawn(process.execPath, [bin, 'pooler', '--config', configFile], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [bin, 'pooler', '--config', configFile];
+  const child = opts.maxFds
+    ? spawn('bash', ['-c', `ulimit -n ${Math.floor(opts.maxFds)} && exec "$@"`, 'bash', process.execPath, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });

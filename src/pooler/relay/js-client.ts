@@ -15,6 +15,9 @@ import type { MessageHandler } from '../../protocol/frame-stream.js';
 
 /** Client messages seen whole: only Terminate (its offset decides what goes on). */
 const CLIENT_WHOLE = typeSet(FrontendMessage.Terminate);
+/** Message types PostgreSQL takes from a frontend after login (postgres.c SocketBackend; native/relay-scan.h
+ * FrontendType): any other ends the server's connection, so a client's one must never reach it. */
+export const FRONTEND_TYPES = typeSet(...[...'BCDEFHPQSXcdf'].map((c) => c.charCodeAt(0)));
 /** A client streaming (COPY data, a long pipeline) while it waits for a server is held back past this. */
 const MAX_QUEUED_BYTES = 1024 * 1024;
 
@@ -54,6 +57,8 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
   private readonly params = new ClientParamNotes(() => this.server);
   /** Simple-protocol query statistics (query-stats/recorder.ts), when the pool records them. */
   private readonly queries: QueryRecorder | null;
+  /** The first message type of the stream no server takes (FRONTEND_TYPES), -1 while there is none. */
+  private badType = -1;
 
   constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
     this.socket = conn.socket;
@@ -64,6 +69,10 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
     this.queries = options.queryPool ? new QueryRecorder(options.queryPool, this.tx) : null;
     const inner: MessageHandler = this.takeover ? this.takeover.onFrame : this.tx.onMessage;
     this.frames = new FrameStream(options.maxMessageSize, CLIENT_WHOLE, (type, buf, start, len, complete) => {
+      if (!FRONTEND_TYPES[type] || this.badType >= 0) {
+        if (this.badType < 0) this.badType = type;
+        return;
+      }
       if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.params.onMessage(type, buf, start, len, complete);
       this.queries?.onMessage(type, buf, start, len, complete);
       inner(type, buf, start, len, complete);
@@ -93,12 +102,12 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
     this.pins?.feed(chunk);
     this.params.onChunk(chunk);
     this.queries?.onChunk(chunk);
-    if (!this.frames.feed(chunk)) {
+    if (!this.frames.feed(chunk) || this.badType >= 0) {
       // Nothing of this chunk goes on; when it began with the rest of a message the server already has the
       // start of, that server is not reusable.
       if (midMessage) tx.unsynced = true;
       this.discarding = true;
-      this.events.onBadLength(this.frames.badLength);
+      this.events.onBadLength(this.badType >= 0 ? -1 - this.badType : this.frames.badLength);
       return false;
     }
     this.takeover?.afterScan(chunk, this.frames.carried);

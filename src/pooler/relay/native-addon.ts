@@ -24,6 +24,8 @@ export interface RelayAddon extends TlsAddon {
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number, deferAcceptSecs?: number): number;
   relayUnlisten(listener: number): void;
   relayPeer(id: number): string;
+  relayExpireLogins(listener: number, timeoutMs: number): number;
+  relayAcceptRefused(listener: number): number;
   relayAuthSet(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): boolean;
   relayAppName(id: number): string;
   relayLoginError(id: number): string;
@@ -79,7 +81,7 @@ export interface NativeAcceptor {
 }
 
 /** kLoginFailed's SQLSTATE index (relay-auth.cc). */
-export const LOGIN_SQLSTATES = [SqlState.InvalidPassword, SqlState.ProtocolViolation, SqlState.InvalidAuthorization];
+export const LOGIN_SQLSTATES = [SqlState.InvalidPassword, SqlState.ProtocolViolation, SqlState.InvalidAuthorization, SqlState.TooManyConnections];
 
 /** The events the relay reports (native/relay-engine.h EventKind), five Int32 slots each. */
 export const enum RelayEvent {

@@ -28,6 +28,8 @@ export interface TlsAddon {
   relayTlsError(id: number): string;
   relayTake(id: number): Buffer;
   relayWrite(id: number, data: Uint8Array): boolean;
+  /** Milliseconds since the relay's listener accepted client `id`; -1 when it did not. */
+  relayAcceptedAge(id: number): number;
 }
 
 const VERSION_NUMBERS: Record<TlsVersion, number> = { TLSv1: 0x0301, 'TLSv1.1': 0x0302, 'TLSv1.2': 0x0303, 'TLSv1.3': 0x0304 };
@@ -65,6 +67,8 @@ export class NativeTlsSocket extends EventEmitter {
   /** The peer's address (set when the relay accepted the connection itself). */
   remoteAddress: string | undefined;
   remotePort: number | undefined;
+  /** When the relay's listener accepted it (Date.now() time), 0 when unknown. */
+  acceptedAt = 0;
   /** The addon runs a TLS session for it (relayAddTlsClient, or relayStartTls on an accepted plaintext client). */
   encryptedByAddon: boolean;
 
@@ -204,6 +208,9 @@ export class NativeTlsLogins {
     }, false);
     s.remoteAddress = address;
     s.remotePort = port;
+    // A login the relay began and handed on keeps its accept time (client_login_timeout counts from there).
+    const age = this.a.relayAcceptedAge(id);
+    if (age > 0) s.acceptedAt = Date.now() - age;
     this.logins.set(id, s);
     return s;
   }

@@ -152,6 +152,17 @@ export class NativeRelay implements Relay {
     this.a.relayUnlisten(listener);
   }
 
+  /** client_login_timeout for the logins the relay runs on `listener` (native/relay-auth.cc ExpireLogins): how many
+   * were closed. */
+  expireLogins(listener: number, timeoutMs: number): number {
+    return timeoutMs > 0 ? this.a.relayExpireLogins(listener, timeoutMs) : 0;
+  }
+
+  /** Clients the listener accepted and closed at once for want of descriptors since the last call (relay-login.cc). */
+  acceptRefused(listener: number): number {
+    return this.a.relayAcceptRefused(listener);
+  }
+
   /** Who gets the clients of each listener (one per pooler in this process). */
   private readonly acceptors = new Map<number, NativeAcceptor>();
 

@@ -55,7 +55,8 @@ export interface ClientEvents {
   /** The socket is gone (EOF, Terminate, an error) and its server, if one was linked, is unlinked: `clean` when
    * that server is between transactions and may be pooled. Nothing is reported after this. */
   onClose(reason: string, clean: boolean): void;
-  /** A message length below 4 or above max_message_size: nothing of that read went on, and reads stopped. */
+  /** A message length below 4 or above max_message_size, or (negative: -1 - the type byte) a message type no
+   * PostgreSQL server takes from a frontend (FRONTEND_TYPES): nothing of that read went on, and reads stopped. */
   onBadLength(length: number): void;
   /** Transaction mode, at a transaction's end: the kinds of session state (ClientOptions.pinMask,
    * session-state/state-scan.ts) the client holds, whenever they change. While they are not 0 the relay keeps the pair

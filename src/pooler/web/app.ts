@@ -68,8 +68,17 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     if (ui) sso.load(config.web);
   });
 
+  const web = control.config.web;
+  const headersTimeout = Math.max(1, web.headers_timeout);
   const app = Fastify({
     logger: false,
+    // Slowloris: a client sending its headers a byte at a time, or never finishing its body, or holding a socket
+    // idle, is closed. Node checks headers and request times every connectionsCheckingInterval (30 s by default):
+    // a quarter of headers_timeout, at most a second, keeps the bound close to the setting.
+    http: { headersTimeout, connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(headersTimeout / 4))) },
+    requestTimeout: Math.max(headersTimeout, web.request_timeout),
+    keepAliveTimeout: Math.max(1, web.keep_alive_timeout),
+    connectionTimeout: web.idle_timeout,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: true,

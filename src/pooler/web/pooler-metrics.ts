@@ -104,6 +104,11 @@ export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnap
   addDurationHistograms(ex, pools.map((p) => ({ database: p.database, user: p.user, ...p.histograms })));
   addCoordinatorMetrics(ex, snapshot.coordinators);
   addLogShipMetrics(ex, control.logShipping?.() ?? null);
+  const c = snapshot.counters;
+  ex.family('pooler_clients_logging_in', 'gauge', 'Client connections accepted and not logged in yet (they count against max_connections).', [{ labels: {}, value: c.loggingIn }]);
+  ex.family('pooler_client_login_timeouts_total', 'counter', 'Client connections closed by client_login_timeout before their login completed.', [{ labels: {}, value: c.loginTimeouts }]);
+  ex.family('pooler_clients_refused_total', 'counter', 'Client connections closed at accept: max_connections reached (53300), or no file descriptor left (EMFILE, ENFILE).',
+    [{ labels: { reason: 'max_connections' }, value: c.refusedMaxConnections }, { labels: { reason: 'descriptors' }, value: c.refusedDescriptors }]);
   ex.family('pooler_uptime_seconds', 'gauge', 'Seconds since the pooler started.',
     [{ labels: {}, value: Math.round((Date.now() - control.startedAt.getTime()) / 1000) }]);
   return ex.text();

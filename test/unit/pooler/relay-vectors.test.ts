@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { FrameStream, typeSet } from '../../../src/protocol/frame-stream.js';
 import { TransactionTracker } from '../../../src/pooler/transaction-tracker.js';
+import { FRONTEND_TYPES } from '../../../src/pooler/relay/js-client.js';
 import { RELAY_VECTORS, type RelayVector, type Side, type Step, type StepExpect, type Twin } from '../../fixtures/relay-vectors.js';
 import { requireAddon } from '../../helpers/native.js';
 
@@ -52,9 +53,15 @@ class JsRelay implements Relay {
   private chunk: Buffer | null = null;
   private readonly client: FrameStream;
   private readonly server: FrameStream;
+  private badType = -1;
 
   constructor(maxMessageSize: number) {
     this.client = new FrameStream(maxMessageSize, typeSet(0x58), (type, buf, start, len) => {
+      // js-client.ts: the first type no server takes stops the stream; nothing after it is looked at.
+      if (!FRONTEND_TYPES[type] || this.badType >= 0) {
+        if (this.badType < 0) this.badType = type;
+        return;
+      }
       if (this.tx.terminateAt < 0) this.offsets.header('client', type, this.at('client', buf, start), len, this.seen!);
       this.tx.onMessage(type, buf, start);
     });
@@ -92,9 +99,9 @@ class JsRelay implements Relay {
       tx.terminateAt = -1;
       tx.chunk = read;
       const midMessage = !this.client.atBoundary;
-      if (!this.client.feed(read)) {
+      if (!this.client.feed(read) || this.badType >= 0) {
         if (midMessage) tx.unsynced = true;
-        seen.badLength = this.client.badLength >>> 0;
+        seen.badLength = (this.badType >= 0 ? -1 - this.badType : this.client.badLength) >>> 0;
         return false;
       }
       if (tx.terminateAt >= 0) {
