@@ -23,9 +23,11 @@ export function overviewOf(s: PoolerSnapshot): Overview {
     o.tps += p.averages.xactCount;
     o.qps += p.averages.queryCount;
     o.errors += p.totals.errors;
-    o.errors_per_sec += p.averages.errors;
+    // A fraction: the integer avg_errors of SHOW STATS reads 0 for 0.3 errors a second.
+    o.errors_per_sec += p.averages.exact.errors;
     o.max_wait_ms = Math.max(o.max_wait_ms, p.maxWaitMs);
   }
+  o.errors_per_sec = Math.round(o.errors_per_sec * 1000) / 1000;
   o.clients.total = o.clients.active + o.clients.idle + o.clients.waiting;
   o.servers.total = o.servers.active + o.servers.idle + o.servers.used + o.servers.login;
   o.cl_waiting = o.clients.waiting;

@@ -109,6 +109,9 @@ export interface Averages {
   xactTime: number;
   queryTime: number;
   waitTime: number;
+  /** The same rates per second unrounded (SHOW STATS keeps PgBouncer's integers; 0.3 errors a second is 0 there): the
+   * console's overview, chart and wall read these. */
+  exact: { xactCount: number; queryCount: number; errors: number };
 }
 
 /** The totals of a block at the last two stats_period boundaries: avg_* are the difference, per second. */
@@ -131,7 +134,8 @@ export class PeriodTotals {
 
   averages(): Averages {
     const d = (k: keyof TotalsRecord) => this.last[k] - this.prev[k];
-    const perSec = (k: keyof TotalsRecord) => Math.round((d(k) * 1000) / this.lastPeriodMs);
+    const exactPerSec = (k: keyof TotalsRecord) => (d(k) * 1000) / this.lastPeriodMs;
+    const perSec = (k: keyof TotalsRecord) => Math.round(exactPerSec(k));
     const xacts = d('xactCount');
     const queries = d('queryCount');
     // PgBouncer's avg_wait_time: the mean wait of the clients that got a server during the period.
@@ -141,6 +145,7 @@ export class PeriodTotals {
       xactTime: xacts ? Math.round(d('xactTimeUs') / xacts) : 0,
       queryTime: queries ? Math.round(d('queryTimeUs') / queries) : 0,
       waitTime: waits ? Math.round(d('waitTimeUs') / waits) : 0,
+      exact: { xactCount: exactPerSec('xactCount'), queryCount: exactPerSec('queryCount'), errors: exactPerSec('errors') },
     };
   }
 }
