@@ -299,10 +299,24 @@ export class Pool extends PoolState {
     this.growForWaiters();
   }
 
-  /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
-  pause(): Promise<void> {
+  /** PAUSE: checkouts stop now; returns how many servers still serve a client (transactions running; in session
+   * mode, sessions). The web API answers with it at once; the admin console waits for quiet() as PgBouncer's does. */
+  pause(): number {
     this.paused = true;
+    // Parked pairs come back first, so a finished transaction's server is not counted as running.
     this.settle();
+    return this.activeServers();
+  }
+
+  /** Servers lent to a client now (SHOW POOLS sv_active). */
+  activeServers(): number {
+    let n = 0;
+    for (const s of this.servers) if (s.state === 'active') n++;
+    return n;
+  }
+
+  /** Resolves when no server of this pool is serving a client. */
+  quiet(): Promise<void> {
     return new Promise((resolve) => {
       this.pauseWaiters.push(resolve);
       this.checkPaused();
