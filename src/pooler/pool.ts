@@ -45,6 +45,13 @@ export class Pool extends PoolState {
     return this.giveIdle(w);
   }
 
+  /** A server lent at login may still be parked with its client when the link is finally made (after a parameter
+   * sync): not when PAUSE, RECONNECT, a waiter or a blocked user came meanwhile, which the settle they ran could not
+   * take back (the pair was not linked yet). */
+  mayStillPark(): boolean {
+    return this.mayPark && !(this.coordinator && this.coordinator.blocked.size > 0);
+  }
+
   /** The most recently used idle server to `w`; false when none is idle. */
   private giveIdle(w: PoolWaiter): boolean {
     while (this.idle.length) {

@@ -288,6 +288,25 @@ describe('admin actions', () => {
       await c.end();
     }
   });
+  it('PAUSE right after a login: the server lent at login (still syncing application_name) does not carry its first query past the PAUSE', async () => {
+    // Each login asks for an application_name the pool's servers do not hold, so the lent server syncs it first:
+    // a PAUSE in that window once left the pair to be parked after it, and the query ran on a paused pool.
+    for (let i = 0; i < 10; i++) {
+      const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: `pause-login-${i}` });
+      await c.connect();
+      try {
+        expect((await post('/api/admin/pause', { database: 'app', user: 'md5user' })).statusCode).toBe(200);
+        let done = false;
+        const q = c.query('select 1 as one').then((r) => { done = true; return r; });
+        await expect.poll(async () => done || Number((await poolRow())['cl_waiting']) === 1, { timeout: 10_000 }).toBe(true);
+        expect(done).toBe(false);
+        expect((await post('/api/admin/resume', { database: 'app', user: 'md5user' })).statusCode).toBe(200);
+        expect((await q).rows).toEqual([{ one: 1 }]);
+      } finally {
+        await c.end();
+      }
+    }
+  });
   it('RECONNECT closes the pool\'s idle servers: the next query runs on a new backend', async () => {
     const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'scramuser', password: 'scrampass' });
     await c.connect();
