@@ -217,6 +217,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   /** Set while a server lent at login (prelink) is on its way to the link, which then parks the pair. */
   private parkOnLink = false;
+  /** The relay asked for a server (the client sent its first query) while that server was on its way. */
+  private askedBeforeLink = false;
 
   /** A transaction-mode client that just logged in takes an idle server parked with it when the pool could spare one
    * (Pool.lendParked): its first transaction then goes to PostgreSQL with no trip into JavaScript, which matters to
@@ -232,7 +234,11 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   private readonly relayEvents: ClientEvents = {
     onNeedServer: () => {
-      if (this.state !== 'idle') return;
+      if (this.state !== 'idle') {
+        // A server lent at login is still syncing: its link takes the bytes, unless it goes back (linkServer).
+        if (this.parkOnLink) this.askedBeforeLink = true;
+        return;
+      }
       // A graceful shutdown lets running transactions finish; a new one would only wait, silent, for
       // shutdown_timeout: the client hears at once, in PostgreSQL's words for a backend told to stop.
       if (this.core.shuttingDown) return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
@@ -349,7 +355,23 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   private linkServer(s: ServerConnection): void {
     const end = this.end!;
     const park = this.parkOnLink;
+    const asked = this.askedBeforeLink;
     this.parkOnLink = false;
+    this.askedBeforeLink = false;
+    if (park && !this.pool!.mayStillPark()) {
+      // Lent at login, then the pool paused (or needs its servers) while the server synced: linked now, the pair
+      // would run the client's first transaction past the PAUSE. The server goes back; a client that has sent its
+      // first query already waits like any other, one that has not asks when it does.
+      this.server = null;
+      s.owner = null;
+      this.pool!.release(s, true);
+      if (asked && end.alive) {
+        this.state = 'waiting';
+        this.waitingSince = Date.now();
+        this.pool!.acquire(this);
+      } else this.state = 'idle';
+      return;
+    }
     if (this.rewriter && s.statements) this.rewriter.attach(s.statements);
     if (end.link(s.end, this.pool!.settings.mode === 'transaction', park)) return;
     this.rewriter?.detach();

@@ -61,6 +61,12 @@ export class PoolNotFoundError extends Error {
   }
 }
 
+/** What the web API's PAUSE answers with, before the running transactions have finished. */
+export interface PauseAnswer {
+  message: string;
+  running_transactions: number;
+}
+
 export interface PoolerControl {
   /** Current, validated config (replaced on RELOAD). */
   readonly config: PoolerConfig;
@@ -75,6 +81,9 @@ export interface PoolerControl {
   /** PAUSE: no new checkouts; resolves when running transactions of the selected pools have finished.
    * `user` undefined selects every pool of the database; `database` undefined selects all pools. */
   pause(database?: string, user?: string): Promise<string>;
+  /** PAUSE that answers at once (the web API): checkouts stop now; `running_transactions` still hold a server of the
+   * selected pools (in session mode: sessions) and finish on their own. */
+  pauseNow(database?: string, user?: string): PauseAnswer;
   resume(database?: string, user?: string): string;
   reconnect(database?: string, user?: string): string;
   /** RELOAD: re-reads the config file; rejects with ConfigError (old config stays) when it is bad. */

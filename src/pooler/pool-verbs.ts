@@ -35,11 +35,31 @@ function names(verb: string, pools: Pool[]): string {
   return `${verb} ${pools.map((p) => p.name).join(', ') || '(no pools)'}`;
 }
 
-export async function pausePools(t: VerbTarget, database?: string, user?: string): Promise<string> {
+/** What PAUSE did at once: checkouts of the selected pools stopped, `running` transactions (session-mode sessions)
+ * still hold a server of them. */
+export interface PauseStarted {
+  message: string;
+  running: number;
+  pools: Pool[];
+}
+
+/** PAUSE without waiting (the web API): checkouts stop now; the answer says how many transactions still run. */
+export function startPause(t: VerbTarget, database?: string, user?: string): PauseStarted {
   const pools = selectPools(t, database, user);
-  for (const p of pools) t.events.add('pause', label(p), 'PAUSE: new checkouts stop; running transactions finish');
-  await Promise.all(pools.map((p) => p.pause()));
-  return names('PAUSE', pools);
+  let running = 0;
+  for (const p of pools) {
+    const active = p.pause();
+    running += active;
+    t.events.add('pause', label(p), `PAUSE: new checkouts stop; ${active} running transaction${active === 1 ? '' : 's'} finish${active === 1 ? 'es' : ''}`);
+  }
+  return { message: names('PAUSE', pools), running, pools };
+}
+
+/** PAUSE as the admin console runs it (PgBouncer's semantics): resolves when no selected pool has a transaction running. */
+export async function pausePools(t: VerbTarget, database?: string, user?: string): Promise<string> {
+  const started = startPause(t, database, user);
+  await Promise.all(started.pools.map((p) => p.quiet()));
+  return started.message;
 }
 
 export function resumePools(t: VerbTarget, database?: string, user?: string): string {

@@ -45,6 +45,13 @@ export class Pool extends PoolState {
     return this.giveIdle(w);
   }
 
+  /** A server lent at login may still be parked with its client when the link is finally made (after a parameter
+   * sync): not when PAUSE, RECONNECT, a waiter or a blocked user came meanwhile, which the settle they ran could not
+   * take back (the pair was not linked yet). */
+  mayStillPark(): boolean {
+    return this.mayPark && !(this.coordinator && this.coordinator.blocked.size > 0);
+  }
+
   /** The most recently used idle server to `w`; false when none is idle. */
   private giveIdle(w: PoolWaiter): boolean {
     while (this.idle.length) {
@@ -285,6 +292,8 @@ export class Pool extends PoolState {
       const err = new ServerLoginError(message, SqlState.QueryCanceled);
       for (const p of this.paramWaiters.splice(0)) p.reject(err);
     }
+    // Not while paused: PAUSE holds clients until RESUME so a switchover costs them a wait, not an error (README,
+    // "PAUSE"); the console shows who waits and for how long (SHOW CLIENTS wait, wait_reason 'pool paused').
     if (queryWaitTimeoutMs > 0 && !this.paused) {
       while (this.waiting > 0 && now - this.waiters.peek()!.waitingSince > queryWaitTimeoutMs) {
         const w = this.nextWaiter()!;
@@ -299,10 +308,24 @@ export class Pool extends PoolState {
     this.growForWaiters();
   }
 
-  /** PAUSE: stop checkouts; resolves when no server of this pool is serving a client. */
-  pause(): Promise<void> {
+  /** PAUSE: checkouts stop now; returns how many servers still serve a client (transactions running; in session
+   * mode, sessions). The web API answers with it at once; the admin console waits for quiet() as PgBouncer's does. */
+  pause(): number {
     this.paused = true;
+    // Parked pairs come back first, so a finished transaction's server is not counted as running.
     this.settle();
+    return this.activeServers();
+  }
+
+  /** Servers lent to a client now (SHOW POOLS sv_active). */
+  activeServers(): number {
+    let n = 0;
+    for (const s of this.servers) if (s.state === 'active') n++;
+    return n;
+  }
+
+  /** Resolves when no server of this pool is serving a client. */
+  quiet(): Promise<void> {
     return new Promise((resolve) => {
       this.pauseWaiters.push(resolve);
       this.checkPaused();

@@ -7,11 +7,11 @@ import type { LogHub } from '../shared/logger.js';
 import type { ClientSession } from './client-session.js';
 import { CancelKeys, NATIVE_LOGIN_PID_BIT } from './cancel-keys.js';
 import { SlotSet } from './id-table.js';
-import { killDatabase, pausePools, reconnectPools, resumePools } from './pool-verbs.js';
+import { killDatabase, pausePools, reconnectPools, resumePools, startPause } from './pool-verbs.js';
 import type { LoginTarget } from './client-login.js';
 import type { Pool } from './pool.js';
 import { PoolSet } from './pool-set.js';
-import type { DurationHistogram, Overview, PoolerControl, ShowTable } from './control.js';
+import type { DurationHistogram, Overview, PauseAnswer, PoolerControl, ShowTable } from './control.js';
 import { showTable } from './admin/show.js';
 import { EventRing } from './events.js';
 import { AppRegistry } from './apps.js';
@@ -400,6 +400,11 @@ export class Pooler implements PoolerControl, AuthQueryHost {
 
   pause(database?: string, user?: string): Promise<string> {
     return pausePools(this, database, user);
+  }
+
+  pauseNow(database?: string, user?: string): PauseAnswer {
+    const { message, running } = startPause(this, database, user);
+    return { message, running_transactions: running };
   }
 
   resume(database?: string, user?: string): string {

@@ -134,6 +134,57 @@ describe('console', () => {
     await expect.poll(() => page.getByTestId('pool-state').textContent(), { timeout: 10_000 }).toBe('running');
   });
 
+  it('PAUSE with a transaction open: the dialog counts it and its waiting clients live, ends at "no transaction running"; Resume in the dialog; Escape closes', async () => {
+    const page = await open('/pools/app/md5user');
+    await signInBasic(page);
+    await page.getByRole('heading', { name: 'app/md5user' }).waitFor();
+    await settled(page);
+    // Escape closes the typed confirmation without acting.
+    await page.getByRole('button', { name: 'PAUSE', exact: true }).click();
+    await page.getByRole('dialog').getByLabel('confirmation').fill('app');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.getByRole('dialog').count(), { timeout: 10_000 }).toBe(0);
+    expect(paused('md5user')).toBe(false);
+
+    const client = (name: string) => new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: name });
+    const tx = client('pause-tx');
+    const late = client('pause-late');
+    await tx.connect();
+    await late.connect();
+    try {
+      await tx.query('BEGIN');
+      await tx.query('select 1');
+      await confirmAction(page, 'PAUSE', 'app');
+      const status = page.getByTestId('pause-status');
+      await expect.poll(() => status.textContent(), { timeout: 10_000 }).toBe('paused, waiting for 1 transaction');
+      expect(paused('md5user')).toBe(true);
+      expect(await page.getByTestId('pause-waiting').textContent()).toBe('No client is waiting for a server.');
+      // The page behind shows the pause and both clients (the servers table, whose rows depend on earlier tests, painted over).
+      await expect.poll(() => page.getByTestId('pool-state').textContent(), { timeout: 10_000 }).toBe('paused');
+      await expect.poll(() => page.getByTestId('pool-clients').locator('tbody tr').count(), { timeout: 10_000 }).toBe(2);
+      await settled(page);
+      await expectScreenshot(page, 'pause-waiting-for-transactions', { mask: [...(await hideLive(page)), page.getByTestId('pool-servers')] });
+      // A client that asks for a server now waits through the PAUSE; the dialog shows it and for how long.
+      let lateDone = false;
+      const lateQuery = late.query('select 2 as two').then((r) => { lateDone = true; return r; });
+      await expect.poll(() => page.getByTestId('pause-waiting').textContent(), { timeout: 10_000 }).toMatch(/^1 client waiting for a server, the longest for \d+ s$/);
+      await tx.query('COMMIT');
+      await expect.poll(() => status.textContent(), { timeout: 10_000 }).toBe('paused: no transaction running');
+      expect(lateDone).toBe(false);
+      await page.getByRole('dialog').getByRole('button', { name: 'Resume', exact: true }).click();
+      await expect.poll(() => page.getByTestId('action-result').textContent(), { timeout: 10_000 }).toBe('RESUME: RESUME md5user@app');
+      expect(paused('md5user')).toBe(false);
+      expect((await lateQuery).rows[0]).toEqual({ two: 2 });
+      await page.keyboard.press('Escape');
+      await expect.poll(() => page.getByRole('dialog').count(), { timeout: 10_000 }).toBe(0);
+      await expect.poll(() => page.getByTestId('pool-state').textContent(), { timeout: 10_000 }).toBe('running');
+    } finally {
+      if (paused('md5user')) h.tp.pooler.resume('app', 'md5user');
+      await tx.end();
+      await late.end();
+    }
+  });
+
   it('RELOAD (on the config page) asks for the word RELOAD', async () => {
     const page = await open('/config');
     await signInBasic(page);

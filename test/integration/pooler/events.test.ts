@@ -137,6 +137,30 @@ describe('events', () => {
     }
   });
 
+  it('a PAUSE keeps clients waiting past query_wait_timeout, without an error or an exhaustion; RESUME serves them', async () => {
+    const waiter = h.client('ev', 'md5user', 'md5pass');
+    await waiter.connect();
+    const exhaustions = (await apiEvents()).filter((e) => e.kind === 'pool_exhaustion').length;
+    await h.admin('PAUSE ev');
+    let answer: unknown = null;
+    const q = waiter.query('SELECT 7 AS seven').then((r) => (answer = r.rows), (e: Error) => (answer = e));
+    try {
+      // Waited two maintenance ticks (1 s each) past query_wait_timeout (800 ms): the timeout would have fired by now.
+      await until('the client to wait past query_wait_timeout twice over', async () => {
+        const row = (await h.show('CLIENTS')).find((r) => r['database'] === 'ev');
+        return row?.['state'] === 'waiting' && Number(row['wait_us']) > 2_800_000;
+      });
+      expect((await h.show('CLIENTS')).find((r) => r['database'] === 'ev')).toMatchObject({ wait_reason: 'pool paused' });
+      expect(answer).toBeNull();
+      expect((await apiEvents()).filter((e) => e.kind === 'pool_exhaustion').length).toBe(exhaustions);
+    } finally {
+      await h.admin('RESUME ev');
+    }
+    await q;
+    expect(answer).toEqual([{ seven: 7 }]);
+    await waiter.end();
+  });
+
   it('a backend lost mid-query', async () => {
     const c = h.client('ev', 'md5user', 'md5pass');
     await c.connect();

@@ -255,6 +255,58 @@ describe('admin actions', () => {
       await c.end();
     }
   });
+  it('PAUSE answers while a transaction is open, with running_transactions; the count reaches 0 at COMMIT; RESUME', async () => {
+    const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass' });
+    await c.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query('select 1');
+      // A generous bound that only a PAUSE waiting for the transaction (which nobody ends here) would reach.
+      const answer = await Promise.race([
+        post('/api/admin/pause', { database: 'app', user: 'md5user' }),
+        new Promise<'no answer'>((res) => setTimeout(() => res('no answer'), 10_000)),
+      ]);
+      expect(answer).not.toBe('no answer');
+      const r = answer as Awaited<ReturnType<typeof post>>;
+      // The answer came while the transaction is still open on its backend.
+      expect(db.sql(`select count(*) from pg_stat_activity where datname = 'app' and state = 'idle in transaction'`)).toBe('1');
+      expect(r.statusCode).toBe(200);
+      expect(r.json()).toEqual({ ok: true, message: 'PAUSE md5user@app', state: 'paused', running_transactions: 1 });
+      expect(await poolRow()).toMatchObject({ paused: true, sv_active: 1 });
+      // The open transaction goes on while the pool is paused.
+      expect((await c.query('select 2 as two')).rows[0]).toEqual({ two: 2 });
+      await c.query('COMMIT');
+      await expect.poll(async () => (await poolRow())['sv_active'], { timeout: 10_000 }).toBe(0);
+      expect(await poolRow()).toMatchObject({ paused: true });
+      // A second PAUSE of a quiet pool counts nothing running.
+      expect((await post('/api/admin/pause', { database: 'app', user: 'md5user' })).json()).toMatchObject({ running_transactions: 0 });
+      const resumed = await post('/api/admin/resume', { database: 'app', user: 'md5user' });
+      expect(resumed.json()).toEqual({ ok: true, message: 'RESUME md5user@app', state: 'running' });
+      expect(await poolRow()).toMatchObject({ paused: false });
+      expect((await c.query('select 3 as three')).rows[0]).toEqual({ three: 3 });
+    } finally {
+      await c.end();
+    }
+  });
+  it('PAUSE right after a login: the server lent at login (still syncing application_name) does not carry its first query past the PAUSE', async () => {
+    // Each login asks for an application_name the pool's servers do not hold, so the lent server syncs it first:
+    // a PAUSE in that window once left the pair to be parked after it, and the query ran on a paused pool.
+    for (let i = 0; i < 10; i++) {
+      const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: `pause-login-${i}` });
+      await c.connect();
+      try {
+        expect((await post('/api/admin/pause', { database: 'app', user: 'md5user' })).statusCode).toBe(200);
+        let done = false;
+        const q = c.query('select 1 as one').then((r) => { done = true; return r; });
+        await expect.poll(async () => done || Number((await poolRow())['cl_waiting']) === 1, { timeout: 10_000 }).toBe(true);
+        expect(done).toBe(false);
+        expect((await post('/api/admin/resume', { database: 'app', user: 'md5user' })).statusCode).toBe(200);
+        expect((await q).rows).toEqual([{ one: 1 }]);
+      } finally {
+        await c.end();
+      }
+    }
+  });
   it('RECONNECT closes the pool\'s idle servers: the next query runs on a new backend', async () => {
     const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'scramuser', password: 'scrampass' });
     await c.connect();

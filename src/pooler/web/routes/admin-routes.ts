@@ -20,21 +20,23 @@ function poolTarget(body: unknown): PoolTarget | string {
 
 export function registerAdminRoutes(app: FastifyInstance, ctx: WebContext): void {
   const admin = { config: { access: 'admin' as const } };
-  const action = (name: 'pause' | 'resume' | 'reconnect', run: (t: PoolTarget) => Promise<string> | string) =>
+  const action = (name: 'pause' | 'resume' | 'reconnect', run: (t: PoolTarget) => Record<string, unknown> & { message: string }) =>
     app.post(`/api/admin/${name}`, admin, async (req, reply) => {
       const target = poolTarget(req.body);
       if (typeof target === 'string') return sendError(reply, 'bad_request', target);
       try {
-        const message = await run(target);
+        const answer = run(target);
         ctx.log.info({ action: name, database: target.database, user: target.user, by: req.tp.auth.user ?? '-' }, `web admin action ${name}`);
-        return { ok: true, message };
+        return { ok: true, ...answer };
       } catch (err) {
         return actionError(reply, err);
       }
     });
-  action('pause', (t) => ctx.control.pause(t.database, t.user));
-  action('resume', (t) => ctx.control.resume(t.database, t.user));
-  action('reconnect', (t) => ctx.control.reconnect(t.database, t.user));
+  // Answers as soon as checkouts have stopped (not when the pool is quiet, as the admin console's PAUSE does): a
+  // transaction left open must not hold the request, and the console polls sv_active for the rest.
+  action('pause', (t) => ({ ...ctx.control.pauseNow(t.database, t.user), state: 'paused' }));
+  action('resume', (t) => ({ message: ctx.control.resume(t.database, t.user), state: 'running' }));
+  action('reconnect', (t) => ({ message: ctx.control.reconnect(t.database, t.user) }));
   app.post('/api/admin/reload', admin, async (req, reply) => {
     try {
       const message = await ctx.control.reload();

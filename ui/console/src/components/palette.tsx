@@ -2,6 +2,7 @@
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { PAGES, poolPath } from '../pages-list';
 import { navigate } from '../router';
+import { useEscape } from './use-escape';
 
 export interface PaletteItem {
   label: string;
@@ -27,6 +28,7 @@ export function Palette(props: { items: PaletteItem[]; onClose: () => void }) {
   const [index, setIndex] = useState(0);
   const input = useRef<HTMLInputElement>(null);
   const shown = useMemo(() => matchItems(props.items, text), [props.items, text]);
+  useEscape(props.onClose);
   useEffect(() => input.current?.focus(), []);
   useEffect(() => setIndex(0), [text]);
   const go = (item: PaletteItem | undefined) => {
@@ -38,7 +40,6 @@ export function Palette(props: { items: PaletteItem[]; onClose: () => void }) {
     if (e.key === 'ArrowDown') { e.preventDefault(); setIndex((i) => Math.min(shown.length - 1, i + 1)); }
     else if (e.key === 'ArrowUp') { e.preventDefault(); setIndex((i) => Math.max(0, i - 1)); }
     else if (e.key === 'Enter') { e.preventDefault(); go(shown[index]); }
-    else if (e.key === 'Escape') { e.preventDefault(); props.onClose(); }
   };
   return (
     <div className="modal-backdrop palette-backdrop" onClick={props.onClose}>

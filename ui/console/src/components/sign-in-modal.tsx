@@ -2,6 +2,7 @@
 import { useState, type FormEvent } from 'react';
 import { api, type AuthConfig } from '../api';
 import { redirectToSso, setBasic } from '../auth';
+import { useEscape } from './use-escape';
 
 export function SignInModal(props: { config: AuthConfig | null; reason: string | null; onSignedIn: (c: AuthConfig) => void; onCancel?: () => void }) {
   const [user, setUser] = useState('');
@@ -9,6 +10,8 @@ export function SignInModal(props: { config: AuthConfig | null; reason: string |
   const [remember, setRemember] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // Only a sign-in the user may cancel closes on Escape (the one a page needs stays).
+  useEscape(props.onCancel ?? null);
 
   async function submit(ev: FormEvent) {
     ev.preventDefault();

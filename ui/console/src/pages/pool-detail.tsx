@@ -134,6 +134,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
           expected={database}
           prompt={`${verb.toUpperCase()} ${database}/${user}. ${PROMPTS[verb]}`}
           body={{ database, user }}
+          onActed={() => { refreshHistory(); servers.refresh(); clients.refresh(); }}
           onDone={() => { setVerb(null); refreshHistory(); servers.refresh(); }}
         />
       )}
