@@ -14,8 +14,8 @@ import type { ChunkHandler } from './read-buffer.js';
 import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { NativeTlsSocket } from './relay/native-tls.js';
-import { ClientParams } from './session-state/params.js';
-import { needsCheck, refusedStartupKey, startupWishes } from './session-state/startup-params.js';
+import { ClientParams, startupWishes } from './session-state/params.js';
+import { needsCheck, refusedStartupKey } from './session-state/startup-params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 
 let nextClientId = 1;

@@ -96,8 +96,19 @@ export class Interner {
    * interned before a schema change is another one than the same text after it). */
   key(settings: string): string {
     const epoch = this.schema.value;
-    return epoch === 0 ? settings : `${settings}\0${epoch}`;
+    if (epoch === 0) return settings;
+    // One string per (settings, epoch), not one per Parse: clients of a pool share both almost always.
+    if (settings !== this.keyFor || epoch !== this.keyEpoch) {
+      this.keyFor = settings;
+      this.keyEpoch = epoch;
+      this.lastKey = `${settings}\0${epoch}`;
+    }
+    return this.lastKey;
   }
+
+  private keyFor = '';
+  private keyEpoch = 0;
+  private lastKey = '';
 
   /** A schema change was seen on the database: from now on every text is a new statement (parsed anew on each
    * server); what clients already named keeps its statement, as their names keep theirs on a direct connection. */

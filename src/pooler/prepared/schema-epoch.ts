@@ -28,23 +28,32 @@ export function maySchemaChange(text: string): boolean {
   return SCHEMA_WORD.test(text);
 }
 
-/** maySchemaChange on a Parse's text bytes, without making a string for the texts that cannot match: those whose
- * first non-blank byte is no letter of the words nor a comment's, and that hold no `;`. */
+const SCHEMA_WORDS = ['create', 'alter', 'drop', 'do', 'import'].map((w) => Buffer.from(w));
+
+function isLetter(c: number): boolean {
+  const l = c | 0x20;
+  return (l >= 0x61 && l <= 0x7a) || c === 0x5f || (c >= 0x30 && c <= 0x39) || c >= 0x80;
+}
+
+/** maySchemaChange on a Parse's text bytes, making no string for the texts that cannot match: the first word is
+ * compared in place (INSERT, SELECT, DELETE... need nothing more); only a text that opens with a comment or holds a
+ * `;` (a later statement) goes through the regular expression. */
 export function maySchemaChangeBytes(query: Buffer): boolean {
   let i = 0;
   while (i < query.length && (query[i] === 0x20 || (query[i]! >= 0x09 && query[i]! <= 0x0d))) i++;
-  const c = (query[i] ?? 0) | 0x20;
-  const candidate = c === 0x63 || c === 0x61 || c === 0x64 || c === 0x69 || c === 0x2d || c === 0x2f;
-  if (!candidate && query.indexOf(0x3b) < 0) return false;
-  return maySchemaChange(query.toString('latin1'));
+  const c = query[i] ?? 0;
+  if (c === 0x2d || c === 0x2f || query.indexOf(0x3b, i) >= 0) return maySchemaChange(query.toString('latin1'));
+  let end = i;
+  while (end < query.length && isLetter(query[end]!)) end++;
+  return SCHEMA_WORDS.some((w) => w.length === end - i && w.every((b, k) => (query[i + k]! | 0x20) === b));
 }
 
-/** The first byte of such a tag (C, A, D, I): the others (SELECT, INSERT's I aside...) need no string. */
-export function mayBeSchemaTag(first: number | undefined): boolean {
-  return first === 0x43 || first === 0x41 || first === 0x44 || first === 0x49;
-}
+const SCHEMA_TAGS = ['CREATE ', 'ALTER ', 'DROP ', 'IMPORT FOREIGN SCHEMA'].map((t) => Buffer.from(t));
+const DO_TAG = Buffer.from('DO');
 
-/** The same test on a CommandComplete tag (the JavaScript relay's twin of native/relay-scan.h ChangesSchema). */
-export function isSchemaTag(tag: string): boolean {
-  return tag.startsWith('CREATE ') || tag.startsWith('ALTER ') || tag.startsWith('DROP ') || tag === 'DO' || tag.startsWith('IMPORT FOREIGN SCHEMA');
+/** A CommandComplete tag (bytes `from` to `to`, its NUL excluded) of a schema change, compared in place (the JavaScript
+ * relay's twin of native/relay-scan.h ChangesSchema): CREATE, ALTER, DROP, DO, IMPORT FOREIGN SCHEMA. */
+export function isSchemaTagAt(buf: Buffer, from: number, to: number): boolean {
+  if (to - from === 2) return buf.compare(DO_TAG, 0, 2, from, to) === 0;
+  return SCHEMA_TAGS.some((t) => to - from >= t.length && buf.compare(t, 0, t.length, from, from + t.length) === 0);
 }

@@ -6,7 +6,7 @@ import { endsSession } from '../../protocol/reader.js';
 import { writeTerminate } from '../../protocol/writer.js';
 import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
 import type { ParamChanges } from '../session-state/params.js';
-import { isSchemaTag, mayBeSchemaTag } from '../prepared/schema-epoch.js';
+import { isSchemaTagAt } from '../prepared/schema-epoch.js';
 
 /** Texts kept for takeParams at most (as the native relay's kParamTextMax): past it, flag 2 says some are missing. */
 const PARAM_TEXT_MAX = 64 * 1024;
@@ -113,7 +113,7 @@ export class JsServerEnd implements ServerEnd {
       case BackendMessage.CommandComplete:
         // A client the rewriter does not see (yet) dropped the server's statements (DISCARD ALL inside a longer query).
         if (this.rewrites && (this.client === null || this.client.repliesThrough) && this.dropsAll(buf, start)) this.events.onStatementsDropped?.();
-        else if (this.rewrites && mayBeSchemaTag(buf[start + 5]) && isSchemaTag(buf.toString('latin1', start + 5, start + buf.readUInt32BE(start + 1)))) this.events.onSchemaChanged?.();
+        else if (this.rewrites && isSchemaTagAt(buf, start + 5, start + buf.readUInt32BE(start + 1))) this.events.onSchemaChanged?.();
         break;
       case BackendMessage.ParameterStatus:
         if (this.client) this.paramFlags |= 4;

@@ -212,7 +212,8 @@ export class ClientParams {
   }
 }
 
-function literal(s: string): string {
+/** A string as an SQL literal (E'...': backslashes and quotes escaped). */
+export function literal(s: string): string {
   return `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 }
 

@@ -1,11 +1,9 @@
-// A client's startup parameters as PostgreSQL would take them (every GUC the packet and its `options` name), checked and spelled by PostgreSQL itself on a pooled server before the greeting.
+// A client's startup parameters (params.ts startupWishes) checked and spelled by PostgreSQL itself on a pooled server before the greeting, and the startup keys the pooler refuses.
 import { BackendMessage, SqlState } from '../../protocol/codes.js';
 import { parseErrorFields } from '../../protocol/extended.js';
 import { writeQuery } from '../../protocol/writer.js';
 import type { ServerConnection } from '../server-connection.js';
-import { dataRows } from './params.js';
-
-export { startupWishes } from './params.js';
+import { dataRows, literal } from './params.js';
 
 /** A startup key the pooler cannot carry to a pooled server: a replication connection is a walsender, not a session. */
 export function refusedStartupKey(startupPacket: ReadonlyMap<string, string>): string | null {
@@ -24,10 +22,6 @@ export function needsCheck(wishes: ReadonlyMap<string, string>, reported: Readon
     return true;
   }
   return false;
-}
-
-function literal(s: string): string {
-  return `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 }
 
 /** What PostgreSQL made of the wishes: each name's value as it now reports it (`UTF8` for `utf8`), or its error. */
