@@ -119,10 +119,32 @@ export const logsShape = {
   ship_backoff_max: t.duration(10_000, 'Longest wait between retries while the log store is unreachable (from 250ms, doubling).'),
 };
 
+/** Switches that select the native addon's code paths, each with the environment variable that overrides it (for
+ * tests and one-off runs; a bad value is a config error like a bad key). All need a restart. */
+export const nativeShape = {
+  relay: t.bool(true, 'The native relay carries logged-in clients and their servers when the addon is built (Linux, macOS); false: the JavaScript relay carries every socket, and accept, login and lend are off too. Env: TIDEPOOL_NATIVE_RELAY=0|1.'),
+  accept: t.bool(true, 'When the native relay carries every pool, it accepts clients on the listening socket itself (no Node socket per login); false: net.Server accepts them. Env: TIDEPOOL_NATIVE_ACCEPT=0|1.'),
+  login: t.bool(true, 'The native relay runs md5 and SCRAM logins of transaction-mode pools itself once a pool knows its server\'s parameters (no auth_hba_file, no client TLS required). Env: TIDEPOOL_NATIVE_LOGIN=0|1.'),
+  lend: t.bool(true, 'Idle servers of the pools whose logins the native relay runs are lent to it, so a client that logs in, runs its transactions and leaves costs JavaScript nothing. Env: TIDEPOOL_NATIVE_LEND=0|1.'),
+  relay_events: t.int(2048, 'Events the native relay hands JavaScript per round (five Int32 slots each); what does not fit waits in the relay, in order. Sized once, by the first pooler of the process. Env: TIDEPOOL_RELAY_EVENTS.', 3, 65_536),
+  prepared_relay: t.oneOf(['native', 'js'] as const, 'native', 'Relay of transaction-mode pools with prepared_statements: "native" (the relay\'s lane answers what it can, the rewriter the rest) or "js" (every byte through the JavaScript rewriter; client TLS is then Node\'s and the relay neither accepts nor logs in). Env: TIDEPOOL_REWRITE_RELAY=native|js.'),
+};
+
+/** The environment variable that overrides each [native] key. */
+export const NATIVE_ENV: { readonly [K in keyof typeof nativeShape]: string } = {
+  relay: 'TIDEPOOL_NATIVE_RELAY',
+  accept: 'TIDEPOOL_NATIVE_ACCEPT',
+  login: 'TIDEPOOL_NATIVE_LOGIN',
+  lend: 'TIDEPOOL_NATIVE_LEND',
+  relay_events: 'TIDEPOOL_RELAY_EVENTS',
+  prepared_relay: 'TIDEPOOL_REWRITE_RELAY',
+};
+
 export const poolerShape = {
   general: t.section(generalShape),
   web: t.section(webShape),
   logs: t.section(logsShape),
+  native: t.section(nativeShape),
   pools: t.table(poolShape, 'a table of pools ([pools.<database>])'),
 };
 
@@ -131,6 +153,7 @@ export type PoolConfig = PoolerConfig['pools'][string];
 export type UserConfig = PoolConfig['users'][number];
 export type WebConfig = PoolerConfig['web'];
 export type LogsConfig = PoolerConfig['logs'];
+export type NativeConfig = PoolerConfig['native'];
 
 export class ConfigError extends Error {
   constructor(readonly file: string, readonly problems: Problem[]) {
@@ -242,8 +265,37 @@ function isCidr(s: string): boolean {
   return /^\d+$/.test(prefix) && n >= 0 && n <= (family === 4 ? 32 : 128);
 }
 
-/** Parses and validates TOML text; `[prometheus]` is accepted as a legacy alias of `[web]`. */
-export function parsePoolerConfig(text: string): { config: PoolerConfig; problems: Problem[] } {
+/** Environment variables the config reads (NATIVE_ENV); `process.env` fits. */
+export type ConfigEnv = Readonly<Record<string, string | undefined>>;
+
+const ENV_BOOLS: Readonly<Record<string, boolean>> = { 0: false, false: false, off: false, 1: true, true: true, on: true };
+
+/** The [native] section with each set NATIVE_ENV variable over its key; a value that does not read as the key's type
+ * is a problem named after the variable (the file's own value is validated all the same). */
+function withEnvOverrides(config: PoolerConfig, env: ConfigEnv, problems: Problem[]): PoolerConfig {
+  const entries = Object.entries(NATIVE_ENV).filter(([, name]) => (env[name] ?? '') !== '');
+  if (!entries.length) return config;
+  const native: Record<string, unknown> = { ...config.native };
+  for (const [key, name] of entries) {
+    const text = env[name]!;
+    const field = nativeShape[key as keyof typeof nativeShape];
+    const value = typeof field.default === 'boolean' ? ENV_BOOLS[text.toLowerCase()]
+      : typeof field.default === 'number' ? (/^\d+$/.test(text) ? Number(text) : undefined)
+      : text;
+    const parsed = value === undefined ? null : field.parse(value);
+    if (!parsed?.ok) {
+      const expected = typeof field.default === 'boolean' ? '0 or 1 (also false/true, off/on)' : field.expected;
+      problems.push({ path: `${name} (environment, overrides native.${key})`, expected, found: JSON.stringify(text) });
+      continue;
+    }
+    native[key] = parsed.value;
+  }
+  return Object.freeze({ ...config, native: Object.freeze(native) as NativeConfig });
+}
+
+/** Parses and validates TOML text; `[prometheus]` is accepted as a legacy alias of `[web]`. `env`: the NATIVE_ENV
+ * variables set override their [native] keys (loadPoolerConfig passes process.env). */
+export function parsePoolerConfig(text: string, env: ConfigEnv = {}): { config: PoolerConfig; problems: Problem[] } {
   let raw: Record<string, unknown>;
   try {
     raw = parseToml(text) as Record<string, unknown>;
@@ -260,12 +312,13 @@ export function parsePoolerConfig(text: string): { config: PoolerConfig; problem
   const { value, problems } = validate(poolerShape, raw);
   problems.push(...extra);
   semanticChecks(value, problems);
-  return { config: value, problems };
+  return { config: withEnvOverrides(value, env, problems), problems };
 }
 
-/** Reads and validates a config file; throws ConfigError listing every problem. */
-export function loadPoolerConfig(file: string): PoolerConfig {
-  return loadConfigFile(file, parsePoolerConfig, (f, problems) => new ConfigError(f, problems));
+/** Reads and validates a config file (with the environment's overrides, NATIVE_ENV); throws ConfigError listing every
+ * problem. */
+export function loadPoolerConfig(file: string, env: ConfigEnv = process.env): PoolerConfig {
+  return loadConfigFile(file, (text) => parsePoolerConfig(text, env), (f, problems) => new ConfigError(f, problems));
 }
 
 /** Effective pool mode of a user in a pool. */

@@ -12,7 +12,7 @@ function flat(prefix: string, v: unknown, out: Map<string, string>): void {
 /** Keys whose value differs, plus pools (`pools.<db>`) added, removed or changed; a changed user list shows once. */
 export function configChanges(before: PoolerConfig, after: PoolerConfig): string[] {
   const out: string[] = [];
-  for (const section of ['general', 'web', 'logs'] as const) {
+  for (const section of ['general', 'web', 'logs', 'native'] as const) {
     const a = new Map<string, string>();
     const b = new Map<string, string>();
     flat(section, before[section], a);
@@ -50,5 +50,8 @@ export function restartNeeded(before: PoolerConfig, after: PoolerConfig): string
     || v.idle_timeout !== w.idle_timeout) out.push('web.*_timeout');
   if (n.prepared_statements !== g.prepared_statements || n.prepared_statements_cache_size !== g.prepared_statements_cache_size
     || n.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) out.push('general.prepared_statements*');
+  for (const key of Object.keys(after.native) as (keyof PoolerConfig['native'])[]) {
+    if (after.native[key] !== before.native[key]) out.push(`native.${key}`);
+  }
   return out;
 }

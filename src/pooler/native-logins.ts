@@ -31,7 +31,7 @@ const ADMIN = new Set(['tidepool', 'pgbouncer']);
  * SCRAM secret, while no auth_hba_file and no client TLS requirement apply, logs in inside the relay: JavaScript hears
  * one event per login. Everything else (auth_query, hba rules, trust and plain, session mode, the admin console, TLS,
  * other startup parameters, max_connections reached) stays with client-login.ts, chosen per login by the relay.
- * TIDEPOOL_NATIVE_LOGIN=0 (read at start) turns it off. */
+ * [native] login = false turns it off. */
 export class NativeLogins {
   /** Shared with the relay: [0] clients, [1] native logins counted here, [2] native logins under way, [3] native
    * logins the relay reported (see NativeRelay.setLogins), [4] relay-only clients now and [5] relay-only logins that
@@ -44,10 +44,15 @@ export class NativeLogins {
   private readonly scram: (ScramSecret | null)[] = [];
   private listener = 0;
   private queued = false;
-  private readonly on = process.env.TIDEPOOL_NATIVE_LOGIN !== '0';
+  /** [native] login ([native] is fixed at start: RELOAD keeps it). */
+  private get on(): boolean {
+    return this.host.config.native.login;
+  }
   /** Idle servers of the pools whose logins the relay runs are lent to it, so that a login that runs its transactions
-   * and leaves costs JavaScript nothing (native/relay-lend.cc). TIDEPOOL_NATIVE_LEND=0 (read at start) turns it off. */
-  private readonly lending = process.env.TIDEPOOL_NATIVE_LEND !== '0';
+   * and leaves costs JavaScript nothing (native/relay-lend.cc). [native] lend = false turns it off. */
+  private get lending(): boolean {
+    return this.host.config.native.lend;
+  }
 
   constructor(private readonly host: NativeLoginHost) {}
 

@@ -1,6 +1,7 @@
 // What a pool is configured with (from [pools.<database>] and its user), and the counters of SHOW POOL_SCALING.
 import { effectivePoolMode, type PoolConfig, type PoolerConfig, type PoolMode, type UserConfig } from '../config/pooler.js';
 import type { CoordinatorSettings } from './coordinator.js';
+import type { RelayKind } from './relay/relay.js';
 import type { ServerTarget } from './server-login.js';
 import type { ServerTls } from './tls/tls-settings.js';
 
@@ -24,9 +25,8 @@ export interface PoolSettings {
   resetQuery: string;
   /** Transaction mode with prepared_statements: texts kept once unused, statements kept per server; else null. */
   prepared: { cacheSize: number; serverCacheSize: number } | null;
-  /** Clients or servers may be Node TLS sockets (tlsNeedsJsRelay): the pool runs on the JavaScript relay (fixed when
-   * the pool is made). */
-  tls: boolean;
+  /** The relay that carries the pool's sockets (fixed when the pool is made; see poolSettings). */
+  relay: RelayKind;
 }
 
 /** Counters of SHOW POOL_SCALING (README "SHOW POOL_SCALING" says what each counts). */
@@ -64,8 +64,16 @@ export function poolSettings(config: PoolerConfig, database: string, pool: PoolC
     prepared: mode === 'transaction' && g.prepared_statements
       ? { cacheSize: g.prepared_statements_cache_size, serverCacheSize: g.server_prepared_statements_cache_size }
       : null,
-    tls: tlsRelay,
+    relay: poolRelay(config, tlsRelay, mode === 'transaction' && g.prepared_statements),
   };
+}
+
+/** The JavaScript relay carries a pool when [native] relay is off; when its clients or servers may be Node TLS sockets
+ * (`tlsRelay`, tlsNeedsJsRelay: client TLS the native relay terminates itself needs no such pool); or when its
+ * statements are rewritten (prepared_statements in transaction mode) and [native] prepared_relay is js. */
+function poolRelay(config: PoolerConfig, tlsRelay: boolean, rewrites: boolean): RelayKind {
+  if (!config.native.relay || tlsRelay || (rewrites && config.native.prepared_relay === 'js')) return 'js';
+  return 'native';
 }
 
 /** A database's coordinator settings (max_db_connections, reserve, eviction) from its [pools.<database>]. */

@@ -62,7 +62,7 @@ export abstract class PoolState {
     // Pools of one database share its schema epoch: DDL seen through any of them re-parses every pool's texts.
     this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize, schema: schemaEpochFor(`${t.host}:${t.port}/${t.database}`) }) : null;
     this.serverCacheSize = prepared?.serverCacheSize ?? 0;
-    this.relay = relayFor(prepared !== null, settings.tls);
+    this.relay = relayFor(settings.relay);
     this.updateParkable();
   }
 

@@ -24,7 +24,7 @@ import { setQueryStatsSize } from './query-stats/stats.js';
 import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
-import type { NativeRelay } from './relay/native.js';
+import { NativeRelay } from './relay/native.js';
 import { NativeLogins } from './native-logins.js';
 import { LogLimiter } from './log-limiter.js';
 import { clientSocketCap, openFileLimit } from './fd-limit.js';
@@ -104,6 +104,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
       descriptors: new LogLimiter(this.log, 'clients refused: no file descriptors left (EMFILE/ENFILE); raise the limit (ulimit -n) or lower max_connections'),
     };
     this.stopped = new Promise((r) => { this.resolveStopped = r; });
+    // Before any pool: the process's native relay is made with this config's [native] relay_events.
+    if (config.native.relay) NativeRelay.start(config.native.relay_events);
     // Before listen(): the "pooler listening" line is shipped too.
     this.tlsRelay = tlsNeedsJsRelay(config);
     this.nativeTls = this.tlsRelay ? null : nativeTlsRelay(config);
@@ -169,8 +171,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     // cannot: sockets read through a ReadBuffer leave its count).
     this.clientSocketCap = clientSocketCap(openFileLimit());
     // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
-    // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
-    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
+    // ([native] accept = false keeps net.Server's accepts, as with the JavaScript relay).
+    const listener = this.config.native.accept ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
     if (listener > 0) {
       this.nativeListener = listener;
       this.nativePort = (this.server.address() as net.AddressInfo).port;
@@ -430,6 +432,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     }
     const changed = configChanges(this.config, next);
     const restart = restartNeeded(this.config, next);
+    // [native] picks code paths at start: the running ones stay in force (and in SHOW CONFIG) until a restart.
+    next = Object.freeze({ ...next, native: this.config.native });
     const tls = reloadTlsSettings(this.tls, next, this.tlsRelay, this.nativeTls);
     this.tls = tls.settings;
     if (tls.restart) restart.push(tls.restart);

@@ -1,7 +1,7 @@
 // SHOW tables of the admin console and the web API, with the column names of reference/pooler.md.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { describeShape } from '../../config/schema.js';
-import { generalShape, logsShape, webShape } from '../../config/pooler.js';
+import { generalShape, logsShape, nativeShape, webShape } from '../../config/pooler.js';
 import { packageVersion } from '../../shared/package-root.js';
 import type { Cell, ShowTable } from '../control.js';
 import type { Pooler } from '../pooler.js';
@@ -39,12 +39,12 @@ function fmt(v: unknown): string {
   return String(v);
 }
 
-const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port', 'general.prepared_statements', 'general.prepared_statements_cache_size', 'general.server_prepared_statements_cache_size']);
+const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port', 'general.prepared_statements', 'general.prepared_statements_cache_size', 'general.server_prepared_statements_cache_size', ...Object.keys(nativeShape).map((k) => `native.${k}`)]);
 const SECRET = new Set(['general.admin_password', 'general.auth_password']);
 
 function config(p: Pooler): ShowTable {
   const rows: Cell[][] = [];
-  for (const [section, shape, values] of [['general', generalShape, p.config.general], ['web', webShape, p.config.web], ['logs', logsShape, p.config.logs]] as const) {
+  for (const [section, shape, values] of [['general', generalShape, p.config.general], ['web', webShape, p.config.web], ['logs', logsShape, p.config.logs], ['native', nativeShape, p.config.native]] as const) {
     for (const d of describeShape(shape, section)) {
       const key = d.key.slice(section.length + 1);
       const value = (values as Record<string, unknown>)[key];

@@ -49,17 +49,17 @@ const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed m
 
 /** After login the addon takes the sockets' descriptors and forwards bytes on the event loop by itself, reporting
  * only transaction boundaries and closes, in one batch per loop iteration through a shared Int32Array (five slots
- * per event). TIDEPOOL_NATIVE=0 (no addon) or TIDEPOOL_NATIVE_RELAY=0 leaves every socket to js.ts. */
+ * per event). TIDEPOOL_NATIVE=0 (no addon) or [native] relay = false leaves every socket to js.ts. */
 export class NativeRelay implements Relay {
   private static instance: NativeRelay | null | undefined;
   private readonly clients = new IdTable<NativeClientEnd>();
   /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */
   private readonly logins: NativeTlsLogins;
   private readonly servers = new IdTable<NativeServerEnd>();
-  /** The shared event buffer: TIDEPOOL_RELAY_EVENTS events (default 2048; at least 3, the longest group of events that
-   * must reach JavaScript in one round), read once. What does not fit in one round waits in order in the relay
-   * (native/relay-events.cc); a small value makes tests go through that path. */
-  private readonly events = new Int32Array(5 * Math.min(65_536, Math.max(3, Math.floor(Number(process.env.TIDEPOOL_RELAY_EVENTS ?? 2048)) || 2048)));
+  /** The shared event buffer: [native] relay_events events (at least 3, the longest group of events that must reach
+   * JavaScript in one round). What does not fit in one round waits in order in the relay (native/relay-events.cc); a
+   * small value makes tests go through that path. */
+  private readonly events: Int32Array;
   private readonly infoOut = new Float64Array(12);
   private readonly reclaimOut = new Int32Array(4096);
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
@@ -69,7 +69,8 @@ export class NativeRelay implements Relay {
   /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
   readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
 
-  private constructor(readonly a: RelayAddon) {
+  private constructor(readonly a: RelayAddon, eventSlots: number) {
+    this.events = new Int32Array(5 * eventSlots);
     const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
     this.logins = new NativeTlsLogins(a, this);
@@ -86,13 +87,18 @@ export class NativeRelay implements Relay {
     return t.pools.map((pool, i) => ({ pool, hash: t.hashes[i]!, text: t.texts[i]!, count: t.counts[i]!, timeUs: t.times[i]! }));
   }
 
-  /** The process's native relay, or null when the addon is missing or the relay is turned off. */
-  static get(): NativeRelay | null {
+  /** The process's native relay, made by the first pooler whose [native] relay is on (its relay_events size the event
+   * buffer for the process's life); null when the addon has no relay. */
+  static start(eventSlots: number): NativeRelay | null {
     if (NativeRelay.instance !== undefined) return NativeRelay.instance;
     const a = addon as unknown as Partial<RelayAddon> | null;
-    const off = process.env.TIDEPOOL_NATIVE_RELAY === '0' || process.platform === 'win32';
-    NativeRelay.instance = !off && a && typeof a.relayInit === 'function' ? new NativeRelay(a as RelayAddon) : null;
+    NativeRelay.instance = process.platform !== 'win32' && a && typeof a.relayInit === 'function' ? new NativeRelay(a as RelayAddon, eventSlots) : null;
     return NativeRelay.instance;
+  }
+
+  /** The process's native relay if a pooler made it (start), else null. */
+  static get(): NativeRelay | null {
+    return NativeRelay.instance ?? null;
   }
 
   /** A client that asked for TLS: the addon takes its descriptor right after the pooler's 'S' (Node's socket must hold

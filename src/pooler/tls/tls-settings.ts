@@ -98,11 +98,11 @@ export function wantsTls(config: PoolerConfig): boolean {
   return config.general.client_tls_sslmode !== 'disable' || config.general.server_tls_sslmode !== 'disable';
 }
 
-/** The native relay when it terminates client TLS under `config`: it runs, and nothing else needs the JavaScript relay
- * (server_tls_sslmode, whose sockets Node's tls carries; TIDEPOOL_REWRITE_RELAY=js). Else null. */
+/** The native relay when it terminates client TLS under `config`: it runs ([native] relay), and nothing else needs the
+ * JavaScript relay (server_tls_sslmode, whose sockets Node's tls carries; [native] prepared_relay = "js"). Else null. */
 export function nativeTlsRelay(config: PoolerConfig): NativeRelay | null {
-  if (config.general.server_tls_sslmode !== 'disable' || process.env['TIDEPOOL_REWRITE_RELAY'] === 'js') return null;
-  return NativeRelay.get();
+  if (config.general.server_tls_sslmode !== 'disable' || config.native.prepared_relay === 'js') return null;
+  return config.native.relay ? NativeRelay.start(config.native.relay_events) : null;
 }
 
 /** Whether the pools of a pooler started with `config` run on the JavaScript relay for TLS: Node's tls carries TLS
@@ -116,7 +116,7 @@ export function tlsNeedsJsRelay(config: PoolerConfig): boolean {
  * pools run on the JavaScript relay (tlsNeedsJsRelay at start); otherwise what needs it now needs a restart (`restart`
  * names the keys). `native`: the relay terminating client TLS, fixed at start. */
 export function reloadTlsSettings(current: TlsSettings, next: PoolerConfig, tlsRelay: boolean, native: NativeRelay | null): { settings: TlsSettings; restart?: string; error?: string } {
-  if (!tlsRelay && wantsTls(next) && (native === null || nativeTlsRelay(next) === null) && NativeRelay.get() !== null) {
+  if (!tlsRelay && wantsTls(next) && (native === null || nativeTlsRelay(next) === null) && next.native.relay && NativeRelay.get() !== null) {
     return { settings: current, restart: 'general.client_tls_sslmode/server_tls_sslmode (the pools run on the native relay, which terminates client TLS only: server TLS needs a restart)' };
   }
   try {
