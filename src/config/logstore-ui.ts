@@ -6,24 +6,24 @@ import { readYamlMapping } from './yaml-mapping.js';
 export const logstoreUiShape = {
   server: t.section({
     http_addr: t.string(':5555', 'HTTP listen address: the /api/v1 API and the explorer\'s static bundle.'),
-    grpc_addr: t.string(':5556', 'gRPC listen address: the same API as /api/v1 (proto/logstore/ui.proto).'),
-    debug_addr: t.string(':5557', 'Debug listen address: /metrics (Prometheus) and /health.'),
+    grpc_addr: t.string(':5556', 'gRPC listen address: the same API as /api/v1 (proto/logstore/ui.proto, service tidepool.logstore.ui.v1.LogstoreUi).'),
+    debug_addr: t.string(':5557', 'Debug listen address: /metrics (Prometheus, tidepool_logstore_ui_*) and /health.'),
   }),
   clients: t.section({
-    logstore_addrs: t.stringList(['127.0.0.1:9004'], 'gRPC addresses of log-store proxies (or single-mode stores), used round-robin; a failing one is skipped for the next.'),
-    logstore_timeout: t.duration(10_000, 'Budget of one request to the log store, retries included; past it the answer is a 504.'),
+    logstore_addrs: t.stringList(['127.0.0.1:9004'], 'gRPC addresses of log-store proxies (or single-mode stores): each request starts on the next address (round-robin); an address that fails is skipped for the next one.'),
+    logstore_timeout: t.duration(10_000, 'Budget of one request to the log store, retries and backoff included; past it the answer is a 504 logstore_timeout. An export is timed per wait for the log store (it may last longer as a whole).'),
     logstore_avg_doc_size: t.size(1024, 'Assumed average document size: sizes export write buffers (64 documents per write).'),
-    request_retries: t.int(2, 'Retries of an idempotent call (every read) that found its log store unavailable, on the next address, with backoff (50 ms doubling).', 0, 20),
-    proxy_client_mode: t.oneOf(['grpc'] as const, 'grpc', 'Client transport toward the log store; only "grpc".'),
+    request_retries: t.int(2, 'Retries of an idempotent call (every read: all calls the UI backend makes) that found its log store unavailable, each on the next address after 50 ms, 100 ms, ... while logstore_timeout lasts. Refusals (bad query, 404) are not retried.', 0, 20),
+    proxy_client_mode: t.oneOf(['grpc'] as const, 'grpc', 'Client transport toward the log store; only "grpc" (anything else is a config error).'),
     grpc_keepalive_params: t.section({
       time: t.duration(10_000, 'gRPC keepalive ping interval toward the log store.'),
-      timeout: t.duration(5_000, 'A log store that does not answer a ping in this time is cut off.'),
+      timeout: t.duration(5_000, 'A log store that does not answer a ping in this time is cut off and reconnected.'),
       permit_without_stream: t.bool(true, 'Send keepalive pings while no call is active.'),
     }),
   }),
   handlers: t.section({
     logstore_api: t.section({
-      cli_max_search_limit: t.int(10_000, 'Largest `limit` of a search from a command-line client (header `X-Tidepool-Client: cli`).', 1, 10_000_000),
+      cli_max_search_limit: t.int(10_000, 'Largest `limit` of a search from a command-line client or script (header `X-Tidepool-Client: cli`; gRPC: `cli: true`).', 1, 10_000_000),
       max_search_limit: t.int(1_000, 'Largest `limit` of a search (and of `before`/`after` of a context request).', 1, 10_000_000),
       max_search_total_limit: t.int(100_000, 'Largest `offset + limit` of a search: the deepest document a search may reach.', 1, 100_000_000),
       max_search_offset_limit: t.int(50_000, 'Largest `offset` of a search.', 0, 100_000_000),

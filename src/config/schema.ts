@@ -6,14 +6,20 @@ export interface Problem { path: string; expected: string; found: string; hint?:
 
 export interface Field<T> {
   readonly kind: 'field';
+  /** What a bad value is told it should be ("an integer in [1, 65535]"). */
   readonly expected: string;
+  /** The value's type in the config reference ("integer", "duration"). */
+  readonly type: string;
   readonly default: T | undefined;
+  /** The default as the config reference shows it, where the value itself depends on the machine ("the CPU count"). */
+  readonly shownDefault?: string;
   readonly doc: string;
   parse(v: unknown): { ok: true; value: T } | { ok: false };
 }
 
 export interface Section<S extends Shape> { readonly kind: 'section'; readonly shape: S }
-export interface Table<S extends Shape> { readonly kind: 'table'; readonly shape: S; readonly expected: string }
+/** `name`: what an entry's key is, as the config reference shows it (`[pools.<database>]`). */
+export interface Table<S extends Shape> { readonly kind: 'table'; readonly shape: S; readonly expected: string; readonly name: string }
 export interface List<S extends Shape> { readonly kind: 'list'; readonly shape: S }
 export type Node = Field<unknown> | Section<Shape> | Table<Shape> | List<Shape>;
 export type Shape = { readonly [key: string]: Node };
@@ -33,37 +39,39 @@ function describe(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
-function field<T>(expected: string, def: T | undefined, doc: string, parse: (v: unknown) => T | undefined): Field<T> {
+function field<T>(type: string, expected: string, def: T | undefined, doc: string, parse: (v: unknown) => T | undefined): Field<T> {
   return {
-    kind: 'field', expected, default: def, doc,
+    kind: 'field', type, expected, default: def, doc,
     parse(v) { const r = parse(v); return r === undefined ? { ok: false } : { ok: true, value: r }; },
   };
 }
 
+const quoted = (values: readonly string[]) => values.map((x) => JSON.stringify(x)).join(', ');
+
 export const t = {
-  string: (def: string, doc = '') => field<string>('a string', def, doc, (v) => (typeof v === 'string' ? v : undefined)),
-  optString: (doc = '') => field<string | null>('a string', null, doc, (v) => (typeof v === 'string' ? v : undefined)),
-  requiredString: (doc = '') => field<string>('a string', undefined, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  string: (def: string, doc = '') => field<string>('string', 'a string', def, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  optString: (doc = '') => field<string | null>('string', 'a string', null, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  requiredString: (doc = '') => field<string>('string', 'a string', undefined, doc, (v) => (typeof v === 'string' ? v : undefined)),
   int: (def: number | undefined, doc = '', min = 0, max = Number.MAX_SAFE_INTEGER) =>
-    field<number>(`an integer in [${min}, ${max}]`, def, doc, (v) => {
+    field<number>(max === Number.MAX_SAFE_INTEGER ? `integer >= ${min}` : `integer ${min}..${max}`, `an integer in [${min}, ${max}]`, def, doc, (v) => {
       const n = typeof v === 'bigint' ? Number(v) : v;
       return typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max ? n : undefined;
     }),
-  bool: (def: boolean, doc = '') => field<boolean>('true or false', def, doc, (v) => (typeof v === 'boolean' ? v : undefined)),
+  bool: (def: boolean, doc = '') => field<boolean>('boolean', 'true or false', def, doc, (v) => (typeof v === 'boolean' ? v : undefined)),
   duration: (def: number, doc = '') =>
-    field<number>('a duration ("250ms", "5s", "10m" or milliseconds)', def, doc, (v) => parseDuration(v) ?? undefined),
-  size: (def: number, doc = '') => field<number>('a size ("256MB" or bytes)', def, doc, (v) => parseSize(v) ?? undefined),
+    field<number>('duration', 'a duration ("250ms", "5s", "10m" or milliseconds)', def, doc, (v) => parseDuration(v) ?? undefined),
+  size: (def: number, doc = '') => field<number>('size', 'a size ("256MB" or bytes)', def, doc, (v) => parseSize(v) ?? undefined),
   oneOf: <const V extends string>(values: readonly V[], def: V | undefined, doc = '') =>
-    field<V>(`one of ${values.map((x) => JSON.stringify(x)).join(', ')}`, def, doc, (v) =>
+    field<V>(values.map((x) => JSON.stringify(x)).join(' | '), `one of ${quoted(values)}`, def, doc, (v) =>
       typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined),
   optOneOf: <const V extends string>(values: readonly V[], doc = '') =>
-    field<V | null>(`one of ${values.map((x) => JSON.stringify(x)).join(', ')}`, null, doc, (v) =>
+    field<V | null>(values.map((x) => JSON.stringify(x)).join(' | '), `one of ${quoted(values)}`, null, doc, (v) =>
       typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined),
   stringList: (def: string[], doc = '') =>
-    field<readonly string[]>('a list of strings', def, doc, (v) =>
+    field<readonly string[]>('list of strings', 'a list of strings', def, doc, (v) =>
       Array.isArray(v) && v.every((x) => typeof x === 'string') ? Object.freeze([...v] as string[]) : undefined),
   section: <S extends Shape>(shape: S): Section<S> => ({ kind: 'section', shape }),
-  table: <S extends Shape>(shape: S, expected = 'a table of named entries'): Table<S> => ({ kind: 'table', shape, expected }),
+  table: <S extends Shape>(shape: S, expected = 'a table of named entries', name = 'name'): Table<S> => ({ kind: 'table', shape, expected, name }),
   list: <S extends Shape>(shape: S): List<S> => ({ kind: 'list', shape }),
 };
 
@@ -165,7 +173,12 @@ export function formatProblem(p: Problem): string {
   return `${p.path}: expected ${p.expected}, found ${p.found}${p.hint ? ` (${p.hint})` : ''}`;
 }
 
-/** Flattens a schema into (path, default, doc) rows for SHOW CONFIG and the README. */
+/** A field whose default the config reference shows as `text` (the value depends on the machine). */
+export function shownAs<T>(f: Field<T>, text: string): Field<T> {
+  return { ...f, shownDefault: text };
+}
+
+/** Flattens a schema into (path, default, doc) rows for SHOW CONFIG. */
 export function describeShape(shape: Shape, prefix = ''): { key: string; default: unknown; doc: string }[] {
   const rows: { key: string; default: unknown; doc: string }[] = [];
   for (const [key, node] of Object.entries(shape)) {
