@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { type AggPartial, emptyPartial, mergePartials } from '../aggregate/aggregate.js';
 import type { PartialInfo, QueryAnswer } from '../backend.js';
 import { ErrorCode, HttpError } from '../http/errors.js';
+import { LogstoreError } from '../errors.js';
 import type { ShardHit } from '../search/execute.js';
 import { HitWriter, mergeHitList } from '../search/packed-hits.js';
 import { type ApiEnv, type SearchOutcome, aggResults, histBuckets, parseSearchBody, partialError, whole } from './operations.js';
@@ -88,7 +89,7 @@ export class AsyncSearches {
     this.run(entry).then(
       () => this.finish(entry, entry.canceled ? 'canceled' : 'done', null),
       (err: Error) => {
-        if (!(err instanceof HttpError)) this.log.error({ err, search_id: id }, 'async search failed');
+        if (!(err instanceof LogstoreError)) this.log.error({ err, search_id: id }, 'async search failed');
         this.finish(entry, 'error', err.message);
       },
     );

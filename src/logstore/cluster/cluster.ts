@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../../config/logstore.js';
 import type { BackendStatus, FetchAnswer, LogBackend, PartialInfo, QueryAnswer, SearchTask, StoreState } from '../backend.js';
-import { ErrorCode, HttpError } from '../http/errors.js';
+import { BadRequest, LogstoreError, Overloaded, UpstreamFailed } from '../errors.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardHit, ShardQueryResult } from '../search/execute.js';
 import { hitJson } from '../search/hit-json.js';
@@ -189,7 +189,7 @@ export class Cluster implements LogBackend {
           };
         } else {
           errors.push(`${s.replicas[missing[k]!]!.addr}: ${message(r.reason)}`);
-          if (isCallerError(r.reason)) throw new HttpError(400, ErrorCode.BadRequest, message(r.reason));
+          if (isCallerError(r.reason)) throw new BadRequest(message(r.reason));
           if (isOverloaded(r.reason)) refused.add(missing[k]!);
           else {
             overloadOnly = false;
@@ -239,7 +239,7 @@ export class Cluster implements LogBackend {
       await this.forgets.forget(leftovers, known, key);
     }
     if (overloadOnly && errors.length > 0) {
-      throw new HttpError(429, ErrorCode.TooManyBulks, `rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`);
+      throw new Overloaded(`rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`);
     }
     this.log.warn({ errors }, 'a batch could not be written to every replica of any shard');
     throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
@@ -257,7 +257,7 @@ export class Cluster implements LogBackend {
       try {
         return await call(c);
       } catch (err) {
-        if (isCallerError(err)) throw new HttpError(400, ErrorCode.BadRequest, message(err));
+        if (isCallerError(err)) throw new BadRequest(message(err));
         last = new Error(`${c.addr}: ${message(err)}`);
       }
     }
@@ -272,12 +272,12 @@ export class Cluster implements LogBackend {
     settled.forEach((r, i) => {
       if (r.status === 'fulfilled') parts.push(r.value);
       else {
-        if (r.reason instanceof HttpError) throw r.reason;
+        if (r.reason instanceof LogstoreError) throw r.reason;
         failed.push(`shard ${i}: ${message(r.reason)}`);
       }
     });
     if (failed.length === this.shards.length) {
-      throw new HttpError(502, ErrorCode.Upstream, `every shard failed: ${failed.join('; ')}`);
+      throw new UpstreamFailed(`every shard failed: ${failed.join('; ')}`);
     }
     if (failed.length === 0) return { parts };
     return { parts, partial: { failedShards: failed.length, shards: this.shards.length, message: `${failed.length} of ${this.shards.length} shards did not answer: ${failed.join('; ')}` } };
@@ -327,7 +327,7 @@ export class Cluster implements LogBackend {
           const docs = await this.read(this.shards[i]!, (c) => c.fetch({ ...req, ids: list }));
           found.push(docs.map((d) => ({ id: d.id, time: d.time, json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []) })));
         } catch (err) {
-          if (err instanceof HttpError) throw err;
+          if (err instanceof LogstoreError) throw err;
           failed.set(i, message(err));
         }
       }));
@@ -350,7 +350,7 @@ export class Cluster implements LogBackend {
     const hits = mergeFetched(ids, found);
     if (failed.size === 0) return { hits };
     const detail = [...failed].sort((x, y) => x[0] - y[0]).map(([i, m]) => `shard ${i}: ${m}`).join('; ');
-    if (failed.size === asked.size) throw new HttpError(502, ErrorCode.Upstream, `every shard asked failed: ${detail}`);
+    if (failed.size === asked.size) throw new UpstreamFailed(`every shard asked failed: ${detail}`);
     return { hits, partial: { failedShards: failed.size, shards: this.shards.length, message: `${failed.size} of ${this.shards.length} shards did not answer: ${detail}` } };
   }
 

@@ -2,7 +2,7 @@
 import os from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { ErrorCode, HttpError } from '../http/errors.js';
+import { BadRequest, ErrorCode, LogstoreError, Overloaded } from '../errors.js';
 import { hitData } from '../api/operations.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
@@ -44,7 +44,7 @@ function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.hand
 /** The (start, length) pairs of a batch: offs_le when set (little-endian int32s), else the repeated offs. */
 function offsOf(req: BulkRequest): Int32Array {
   if (req.offs_le.length === 0) return Int32Array.from(req.offs);
-  if (req.offs_le.length % 8 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs_le must hold (start, length) pairs of 4-byte integers');
+  if (req.offs_le.length % 8 !== 0) throw new BadRequest('offs_le must hold (start, length) pairs of 4-byte integers');
   const out = new Int32Array(req.offs_le.length >>> 2);
   if (os.endianness() === 'LE') new Uint8Array(out.buffer).set(req.offs_le);
   else for (let i = 0; i < out.length; i++) out[i] = req.offs_le.readInt32LE(4 * i);
@@ -217,15 +217,15 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
   const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
     const pairs = offsOf(req);
     const n = pairs.length >>> 1;
-    if (pairs.length % 2 !== 0) throw new HttpError(400, ErrorCode.BadRequest, 'offs must hold (start, length) pairs');
+    if (pairs.length % 2 !== 0) throw new BadRequest('offs must hold (start, length) pairs');
     for (let i = 0; i < n; i++) {
       const start = pairs[2 * i]!;
       const len = pairs[2 * i + 1]!;
-      if (start < 0 || len < 0 || start + len > req.docs.length) throw new HttpError(400, ErrorCode.BadRequest, `document ${i} lies outside the docs bytes`);
+      if (start < 0 || len < 0 || start + len > req.docs.length) throw new BadRequest(`document ${i} lies outside the docs bytes`);
     }
     const bytes = req.docs.length;
     if (!budget.take(bytes)) {
-      throw new HttpError(429, ErrorCode.TooManyBulks, `rejected execution: batches in flight hold limits.bulk_memory (${budget.limit} bytes) of this store; retry later`);
+      throw new Overloaded(`rejected execution: batches in flight hold limits.bulk_memory (${budget.limit} bytes) of this store; retry later`);
     }
     inflight.bulks++;
     try {
@@ -247,7 +247,7 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
       // A proxy that timed out resends the same batch (same ids): it is stored once and answered again.
       const key = batchKey({ id_shard: req.id_shard, id_counter: req.id_counter, offs_count: req.offs.length + req.offs_le.length / 4, now: req.now, docs_bytes: req.docs.length });
       // The proxy gave up on this batch before it got here (its items failed, or it moved): not stored.
-      if (refused.has(key)) return Promise.reject(new HttpError(409, ErrorCode.BatchForgotten, 'this batch was forgotten before it arrived (the proxy gave up on it); not stored'));
+      if (refused.has(key)) return Promise.reject(new LogstoreError(ErrorCode.BatchForgotten, 'this batch was forgotten before it arrived (the proxy gave up on it); not stored'));
       let p = recent.get(key);
       if (!p) {
         p = bulk(req);
@@ -297,12 +297,12 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
 
 /** The ids of a ForgetRequest: 24 ASCII bytes each, 24 spaces skipped. */
 function forgetIds(bytes: Buffer): string[] {
-  if (bytes.length % 24 !== 0) throw new HttpError(400, ErrorCode.BadRequest, `ids must be 24 bytes each; got ${bytes.length} bytes`);
+  if (bytes.length % 24 !== 0) throw new BadRequest(`ids must be 24 bytes each; got ${bytes.length} bytes`);
   const out: string[] = [];
   for (let at = 0; at < bytes.length; at += 24) {
     if (bytes[at] === 0x20) continue;
     const id = bytes.toString('latin1', at, at + 24);
-    if (!/^[0-9a-f]{24}$/.test(id)) throw new HttpError(400, ErrorCode.BadRequest, `not a document id (24 lowercase hex digits): ${JSON.stringify(id)}`);
+    if (!/^[0-9a-f]{24}$/.test(id)) throw new BadRequest(`not a document id (24 lowercase hex digits): ${JSON.stringify(id)}`);
     out.push(id);
   }
   return out;

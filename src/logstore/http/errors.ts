@@ -1,33 +1,38 @@
-// The log store's HTTP error catalog: stable codes, JSON bodies; code never matches on message text.
+// The log store's errors over HTTP: the status of each code (errors.ts), and the JSON error bodies.
 import type { ServerResponse } from 'node:http';
+import { ErrorCode, LogstoreError } from '../errors.js';
 
-export const ErrorCode = {
-  BadRequest: 'bad_request',
-  BadJson: 'bad_json',
-  QuerySyntax: 'query_syntax',
-  FieldNotIndexed: 'field_not_indexed',
-  /** A query past a limit of query/limits.ts (nesting depth, clause count); the body names it. */
-  QueryTooComplex: 'query_too_complex',
-  TooManyBulks: 'too_many_bulks',
-  BodyTooLarge: 'body_too_large',
-  NotFound: 'not_found',
-  MethodNotAllowed: 'method_not_allowed',
-  /** Every shard of the cluster failed (502), or a store refused the call. */
-  Upstream: 'upstream_failed',
-  TooManyAsyncSearches: 'too_many_async_searches',
-  /** A search stopped at search.timeout (504; gRPC DEADLINE_EXCEEDED). */
-  SearchTimeout: 'search_timeout',
-  /** A proxy's batch that arrived at a store after the proxy had given up on it (store API, gRPC ABORTED). */
-  BatchForgotten: 'batch_forgotten',
-  Internal: 'internal',
-} as const;
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+export { ErrorCode } from '../errors.js';
 
-export class HttpError extends Error {
-  constructor(readonly status: number, readonly code: ErrorCode, message: string, readonly extra: Record<string, unknown> = {}) {
-    super(message);
+/** The HTTP status of each code (one each: the catalog's codes never share a status with another meaning). */
+export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
+  [ErrorCode.BadRequest]: 400,
+  [ErrorCode.BadJson]: 400,
+  [ErrorCode.QuerySyntax]: 400,
+  [ErrorCode.FieldNotIndexed]: 400,
+  [ErrorCode.QueryTooComplex]: 400,
+  [ErrorCode.TooManyBulks]: 429,
+  [ErrorCode.BodyTooLarge]: 413,
+  [ErrorCode.NotFound]: 404,
+  [ErrorCode.MethodNotAllowed]: 405,
+  [ErrorCode.Upstream]: 502,
+  [ErrorCode.TooManyAsyncSearches]: 429,
+  [ErrorCode.SearchTimeout]: 504,
+  [ErrorCode.BatchForgotten]: 409,
+  [ErrorCode.Internal]: 500,
+};
+
+/** A refusal raised by a route, with its HTTP status. */
+export class HttpError extends LogstoreError {
+  constructor(readonly status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}) {
+    super(code, message, extra);
     this.name = 'HttpError';
   }
+}
+
+/** The HTTP status a log-store error is answered with. */
+export function httpStatus(err: LogstoreError): number {
+  return err instanceof HttpError ? err.status : HTTP_STATUS[err.code];
 }
 
 /** `finished`: called once node:http has handed the whole answer to the socket ('finish'). */
@@ -42,6 +47,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, ext
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Search-API error body: {error: {code, message, ...}} (seq-db shape, plus type/reason like Elasticsearch). */
-export function sendError(res: ServerResponse, err: HttpError, extraHeaders: Record<string, string> = {}): void {
-  sendJson(res, err.status, { error: { code: err.code, message: err.message, type: err.code, reason: err.message, ...err.extra }, status: err.status }, extraHeaders);
+export function sendError(res: ServerResponse, err: LogstoreError, extraHeaders: Record<string, string> = {}): void {
+  const status = httpStatus(err);
+  sendJson(res, status, { error: { code: err.code, message: err.message, type: err.code, reason: err.message, ...err.extra }, status }, extraHeaders);
 }

@@ -1,7 +1,8 @@
 // The log store's HTTP servers: the API (bulk ingest, probes, search API) and the debug listener.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { HttpContext } from './context.js';
-import { ErrorCode, HttpError, sendError, sendJson } from './errors.js';
+import { ErrorCode, HttpError, httpStatus, sendError, sendJson } from './errors.js';
+import { LogstoreError } from '../errors.js';
 import { bulk, license, probe, rootInfo } from './es-routes.js';
 import * as api from './search-routes.js';
 import { readJsonBody } from './body.js';
@@ -110,12 +111,13 @@ export function createApiServer(ctx: HttpContext): http.Server {
     m.duration.observe((performance.now() - started) / 1e3);
   };
   const failed = (req: IncomingMessage, res: ServerResponse, path: string, err: unknown) => {
-    const e = err instanceof HttpError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
-    if (!(err instanceof HttpError)) ctx.log.error({ err, path }, 'request failed');
-    ctx.metrics.requests.inc({ route: 'error', status: String(e.status) });
+    const e = err instanceof LogstoreError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
+    if (!(err instanceof LogstoreError)) ctx.log.error({ err, path }, 'request failed');
+    const status = httpStatus(e);
+    ctx.metrics.requests.inc({ route: 'error', status: String(status) });
     req.resume();
     // A body past its limit is left unread: the connection closes after the answer.
-    if (!res.headersSent) sendError(res, e, e.status === 413 ? { connection: 'close' } : {});
+    if (!res.headersSent) sendError(res, e, status === 413 ? { connection: 'close' } : {});
     else res.destroy();
   };
   return http.createServer((req, res) => {

@@ -6,7 +6,7 @@ import { BulkParser, type BulkItems, type ItemError } from './bulk-parser.js';
 import type { BulkOutcome } from './bulk-response.js';
 import type { BulkBudget } from './bulk-budget.js';
 import type { ScratchPool } from '../search/scratch.js';
-import { HttpError } from '../http/errors.js';
+import { isOverload } from '../errors.js';
 
 export type { BulkOutcome } from './bulk-response.js';
 
@@ -128,7 +128,7 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
         (res) => applyResult(itemsRef, batch.items, res),
         (err: Error) => {
           // Stores over their own limits.bulk_memory (a proxy's cluster): retry later, as for this process's own.
-          const e: ItemError = err instanceof HttpError && err.status === 429
+          const e: ItemError = isOverload(err)
             ? { status: 429, type: 'es_rejected_execution_exception', reason: err.message }
             : { status: 500, type: 'storage_exception', reason: `the shard failed to store the batch: ${err.message}` };
           for (const item of batch.items) itemsRef.errors.set(item, e);
