@@ -11,7 +11,7 @@ import { startGrpc } from './grpc/server.js';
 import { storeHandlers } from './grpc/store-service.js';
 import { storeServiceDefinition } from './grpc/store-reply.js';
 import { BulkBudget } from './ingest/bulk-budget.js';
-import type { HttpContext } from './http/context.js';
+import type { HttpContext } from './context.js';
 import { LOGSTORE_MODES, LogstoreConfigError, loadLogstoreConfig, parseAddr, type LogstoreConfig } from '../config/logstore.js';
 import { LogHub } from '../shared/logger.js';
 import { LogstoreMetrics } from './http/metrics.js';

@@ -1,5 +1,6 @@
 // Admission of bulk and single-document writes: a fixed number run at once, then a short bounded FIFO queue
 // (bodies unread, so waiting costs no memory), then rejection, which the caller answers per item as Elasticsearch does.
+import type { HttpContext } from '../context.js';
 
 export type Admitted = 'run' | 'rejected';
 
@@ -57,4 +58,38 @@ export class WriteAdmission {
     }
     this.running--;
   }
+}
+
+export function admission(ctx: HttpContext): WriteAdmission {
+  const l = ctx.config.limits;
+  return (ctx.admission ??= new WriteAdmission(l.inflight_bulks, l.bulk_queue, l.bulk_queue_wait));
+}
+
+/** Waits for a write slot (the body stays unread meanwhile); false when the write is rejected for overload. */
+export async function admitWrite(ctx: HttpContext): Promise<boolean> {
+  const adm = admission(ctx);
+  const p = adm.acquire();
+  ctx.metrics.queued.set(adm.waiting);
+  const verdict = await p;
+  ctx.metrics.queued.set(adm.waiting);
+  if (verdict === 'rejected') {
+    ctx.metrics.rejectedBulks.inc();
+    return false;
+  }
+  ctx.inflight.bulks = adm.inflight;
+  ctx.metrics.inflight.set(adm.inflight);
+  return true;
+}
+
+export function releaseWrite(ctx: HttpContext): void {
+  const adm = admission(ctx);
+  adm.release();
+  ctx.inflight.bulks = adm.inflight;
+  ctx.metrics.inflight.set(adm.inflight);
+  ctx.metrics.queued.set(adm.waiting);
+}
+
+export function overloadReason(ctx: HttpContext): string {
+  const l = ctx.config.limits;
+  return `rejected execution: limits.inflight_bulks (${l.inflight_bulks}) writes in flight and the bulk queue full or waited ${l.bulk_queue_wait} ms (limits.bulk_queue ${l.bulk_queue}); retry later`;
 }

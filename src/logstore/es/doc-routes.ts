@@ -4,8 +4,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { itemOutcome, runBulk } from '../ingest/bulk.js';
 import { MAX_ID_BYTES } from '../ingest/bulk-parser.js';
-import { admitWrite, esError, overloadReason, releaseWrite } from '../http/es-routes.js';
-import type { HttpContext } from '../http/context.js';
+import { admitWrite, overloadReason, releaseWrite } from './admission.js';
+import { esError } from './reply.js';
+import type { HttpContext } from '../context.js';
 import { sendEsJson } from './reply.js';
 
 /** Reads the body up to `limit` bytes; null when it is longer. */

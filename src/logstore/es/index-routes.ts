@@ -1,7 +1,7 @@
 // The small Elasticsearch calls shippers and scripts make: GET /_cat/health, PUT and HEAD /<index>, _refresh.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { esError } from '../http/es-routes.js';
-import type { HttpContext } from '../http/context.js';
+import { esError } from './reply.js';
+import type { HttpContext } from '../context.js';
 import { ES_HEADERS, sendEsJson } from './reply.js';
 
 const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total', 'node.data', 'shards', 'pri', 'relo', 'init', 'unassign', 'unassign.pri', 'pending_tasks', 'max_task_wait_time', 'active_shards_percent'] as const;

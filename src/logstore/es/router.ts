@@ -1,14 +1,14 @@
 // Routes of the Elasticsearch surface beyond _bulk and the probes: _cat/health, _cluster/health, _refresh, _count, _search,
 // single-document writes, PUT and HEAD /<index>. Answers null when the path is not one of them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HttpContext } from '../http/context.js';
-import { ErrorCode, HttpError } from '../http/errors.js';
+import type { HttpContext } from '../context.js';
+import { BadRequest, ErrorCode, LogstoreError } from '../errors.js';
 import { writeDoc } from './doc-routes.js';
 import { catHealth, clusterHealth, headIndex, putIndex, refresh } from './index-routes.js';
 import { count, getDoc, search } from './search-routes.js';
 
 function methods(method: string, path: string, allowed: string[]): void {
-  if (!allowed.includes(method)) throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use ${allowed.join(' or ')}`);
+  if (!allowed.includes(method)) throw new LogstoreError(ErrorCode.MethodNotAllowed, `${method} ${path}: use ${allowed.join(' or ')}`);
 }
 
 export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<[string, number] | null> {
@@ -26,7 +26,7 @@ export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: Serve
   try {
     parts = path.split('/').slice(1).map((p) => decodeURIComponent(p));
   } catch (err) {
-    throw new HttpError(400, ErrorCode.BadRequest, `the path ${JSON.stringify(path)} is not valid percent-encoding (${(err as Error).message})`);
+    throw new BadRequest(`the path ${JSON.stringify(path)} is not valid percent-encoding (${(err as Error).message})`);
   }
   // /_refresh, /_count, /_search, or /<indices>/_refresh|_count|_search
   const [first, second, third] = parts;

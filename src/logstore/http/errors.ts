@@ -1,8 +1,10 @@
 // The log store's errors over HTTP: the status of each code (errors.ts), and the JSON error bodies.
 import type { ServerResponse } from 'node:http';
 import { ErrorCode, LogstoreError } from '../errors.js';
+import { sendJson } from '../es/reply.js';
 
 export { ErrorCode } from '../errors.js';
+export { sendJson } from '../es/reply.js';
 
 /** The HTTP status of each code (one each: the catalog's codes never share a status with another meaning). */
 export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -35,16 +37,6 @@ export function httpStatus(err: LogstoreError): number {
   return err instanceof HttpError ? err.status : HTTP_STATUS[err.code];
 }
 
-/** `finished`: called once node:http has handed the whole answer to the socket ('finish'). */
-export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders?: Record<string, string>, finished?: () => void): void {
-  const text = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
-  const length = Buffer.byteLength(text);
-  res.writeHead(status, extraHeaders ? { 'content-type': JSON_TYPE, 'content-length': length, ...extraHeaders } : { 'content-type': JSON_TYPE, 'content-length': length });
-  if (finished) res.end(text, finished);
-  else res.end(text);
-}
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Search-API error body: {error: {code, message, ...}} (seq-db shape, plus type/reason like Elasticsearch). */
 export function sendError(res: ServerResponse, err: LogstoreError, extraHeaders: Record<string, string> = {}): void {

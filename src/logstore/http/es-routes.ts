@@ -5,10 +5,9 @@ import { BulkBodyError, BulkTooLargeError, rejectBulk, runBulk } from '../ingest
 import { type ChunkSink, writeBulkResponse } from '../ingest/bulk-response.js';
 import { BulkBudget } from '../ingest/bulk-budget.js';
 import { parseFilterPath } from '../es/filter-path.js';
-import { WriteAdmission } from '../es/admission.js';
-import type { HttpContext } from './context.js';
-import { sendJson } from './errors.js';
-import { filtered, requestFilter, sendEsJson } from '../es/reply.js';
+import { admitWrite, overloadReason, releaseWrite } from '../es/admission.js';
+import type { HttpContext } from '../context.js';
+import { esError, filtered, requestFilter, sendEsJson } from '../es/reply.js';
 
 export const ES_VERSION = '8.11.0';
 
@@ -40,44 +39,6 @@ export function probe(req: IncomingMessage, res: ServerResponse): void {
     return;
   }
   sendEsJson(req, res, 200, req.method === 'GET' ? {} : { acknowledged: true });
-}
-
-export function esError(res: ServerResponse, status: number, type: string, reason: string, close = false): void {
-  sendJson(res, status, { error: { root_cause: [{ type, reason }], type, reason }, status }, { 'x-elastic-product': 'Elasticsearch', ...(close ? { connection: 'close' } : {}) });
-}
-
-export function admission(ctx: HttpContext): WriteAdmission {
-  const l = ctx.config.limits;
-  return (ctx.admission ??= new WriteAdmission(l.inflight_bulks, l.bulk_queue, l.bulk_queue_wait));
-}
-
-/** Waits for a write slot (the body stays unread meanwhile); false when the write is rejected for overload. */
-export async function admitWrite(ctx: HttpContext): Promise<boolean> {
-  const adm = admission(ctx);
-  const p = adm.acquire();
-  ctx.metrics.queued.set(adm.waiting);
-  const verdict = await p;
-  ctx.metrics.queued.set(adm.waiting);
-  if (verdict === 'rejected') {
-    ctx.metrics.rejectedBulks.inc();
-    return false;
-  }
-  ctx.inflight.bulks = adm.inflight;
-  ctx.metrics.inflight.set(adm.inflight);
-  return true;
-}
-
-export function releaseWrite(ctx: HttpContext): void {
-  const adm = admission(ctx);
-  adm.release();
-  ctx.inflight.bulks = adm.inflight;
-  ctx.metrics.inflight.set(adm.inflight);
-  ctx.metrics.queued.set(adm.waiting);
-}
-
-export function overloadReason(ctx: HttpContext): string {
-  const l = ctx.config.limits;
-  return `rejected execution: limits.inflight_bulks (${l.inflight_bulks}) writes in flight and the bulk queue full or waited ${l.bulk_queue_wait} ms (limits.bulk_queue ${l.bulk_queue}); retry later`;
 }
 
 /** A response as a chunk sink; a client gone away takes everything (nothing more is worth writing). */

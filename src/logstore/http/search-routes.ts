@@ -3,8 +3,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PartialInfo } from '../backend.js';
 import { type SearchOutcome, aggResults, histBuckets, mappingOf, parseSearchBody, partialError, runAggregate, runExport, runFetch, runHistogram, runSearch, runSearchSync, statusOf } from '../api/operations.js';
-import { MAX_JSON_BODY, readJsonBody, readJsonBodyThen } from './body.js';
-import type { HttpContext } from './context.js';
+import { MAX_JSON_BODY, readJsonBody, readJsonBodyThen } from '../es/body.js';
+import type { HttpContext } from '../context.js';
 import { sendJson } from './errors.js';
 import { giveBack } from '../search/scratch.js';
 

@@ -1,11 +1,11 @@
 // The log store's HTTP servers: the API (bulk ingest, probes, search API) and the debug listener.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { HttpContext } from './context.js';
+import type { HttpContext } from '../context.js';
 import { ErrorCode, HttpError, httpStatus, sendError, sendJson } from './errors.js';
 import { LogstoreError } from '../errors.js';
 import { bulk, license, probe, rootInfo } from './es-routes.js';
 import * as api from './search-routes.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody } from '../es/body.js';
 import { esRoute } from '../es/router.js';
 
 type Handler = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => Promise<number>;

@@ -1,6 +1,6 @@
-// Reads small JSON request bodies (search API) with a size limit.
+// Reads small JSON request bodies (the search API and Elasticsearch's) with a size limit.
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, HttpError } from './errors.js';
+import { ErrorCode, LogstoreError } from '../errors.js';
 
 export const MAX_JSON_BODY = 16 * 1024 * 1024;
 
@@ -10,9 +10,9 @@ function parseJsonObject(text: string): Record<string, unknown> {
   try {
     v = JSON.parse(text);
   } catch (err) {
-    throw new HttpError(400, ErrorCode.BadJson, `the request body is not valid JSON: ${(err as Error).message}`);
+    throw new LogstoreError(ErrorCode.BadJson, `the request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new HttpError(400, ErrorCode.BadJson, 'the request body must be a JSON object');
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new LogstoreError(ErrorCode.BadJson, 'the request body must be a JSON object');
   return v as Record<string, unknown>;
 }
 
@@ -40,7 +40,7 @@ export function readJsonBodyThen(req: IncomingMessage, limit: number, then: (err
     if (size > limit) {
       done();
       req.resume();
-      then(new HttpError(413, ErrorCode.BodyTooLarge, `the request body is larger than ${limit} bytes`));
+      then(new LogstoreError(ErrorCode.BodyTooLarge, `the request body is larger than ${limit} bytes`));
       return;
     }
     if (first === null) first = chunk;
