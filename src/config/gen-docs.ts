@@ -86,7 +86,8 @@ function render(title: string, source: string, intro: string, shape: Shape, synt
     if (b.intro) lines.push(b.intro.trim(), '');
     lines.push('| key | type | default | meaning |', '|---|---|---|---|');
     for (const { key, field } of b.rows) {
-      lines.push(`| ${code(key)} | ${cell(field.type)} | ${cell(shownDefault(field, syntax))} | ${cell(field.doc)} |`);
+      const doc = field.restart ? `${field.doc} Needs a restart.` : field.doc;
+      lines.push(`| ${code(key)} | ${cell(field.type)} | ${cell(shownDefault(field, syntax))} | ${cell(doc)} |`);
     }
     lines.push('');
   }
@@ -100,8 +101,8 @@ const POOLER_INTRO = `
 \`tidepool pooler --config pooler.toml\` reads a TOML file (\`tidepool pooler -t\` checks one and exits). ${UNITS}
 Every problem is reported at once with its key; an unknown key is an error with a did-you-mean suggestion. RELOAD
 (SIGHUP, the admin console's \`RELOAD\`, \`POST /api/admin/reload\`) reads the file again and applies it, but keys
-whose meaning says "Needs a restart" and the \`[native]\` section take effect at the next start (SHOW CONFIG's
-\`changeable\` column says which); RELOAD names the changed ones that wait.
+whose meaning says "Needs a restart" take effect at the next start (SHOW CONFIG's \`changeable\` column says
+\`no\` for them); RELOAD names the changed ones that wait.
 `;
 
 const POOLER_SECTIONS: Record<string, string> = {

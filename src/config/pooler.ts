@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import { parse as parseToml } from 'smol-toml';
 import { parseParamList } from '../protocol/param-names.js';
-import { type InferShape, type Problem, t, validate, formatProblem, loadConfigFile } from './schema.js';
+import { type InferShape, type Problem, restartOnly, t, validate, formatProblem, loadConfigFile } from './schema.js';
 
 export const POOL_MODES = ['transaction', 'session'] as const;
 export type PoolMode = (typeof POOL_MODES)[number];
@@ -39,8 +39,8 @@ export const poolShape = {
 };
 
 export const generalShape = {
-  host: t.string('0.0.0.0', 'Address the pooler listens on. Needs a restart.'),
-  port: t.int(6432, 'Port the pooler listens on. Needs a restart.', 0, 65535),
+  host: restartOnly(t.string('0.0.0.0', 'Address the pooler listens on.')),
+  port: restartOnly(t.int(6432, 'Port the pooler listens on.', 0, 65535)),
   admin_username: t.string('admin', 'User of the admin console (database tidepool or pgbouncer) and of Basic auth on the web listener.'),
   admin_password: t.string('', 'Password of the admin user. Empty: admin console refused.'),
   pool_mode: t.oneOf(POOL_MODES, 'transaction', 'Default pool mode.'),
@@ -56,13 +56,13 @@ export const generalShape = {
   max_concurrent_connects: t.int(4, 'Backend connects in progress at once per pool.', 1, 1000),
   server_reset_query: t.string('DISCARD ALL', 'Sent when a session-mode client leaves.'),
   track_extra_parameters: t.string('IntervalStyle', 'Transaction mode: session parameters followed per client besides client_encoding, DateStyle, TimeZone, standard_conforming_strings, application_name and search_path (comma-separated; PgBouncer\'s name and default; README, "Session parameters in transaction mode"). Parameters a client SETs are followed too; RELOAD applies the list to transactions that start afterwards.'),
-  prepared_statements: t.bool(true, 'Transaction mode: prepared statements (protocol Parse and SQL PREPARE) follow each client from server to server, and unnamed Parses are cached per server (README, "Prepared statements"). false: bytes pass through as they are. Needs a restart.'),
-  prepared_statements_cache_size: t.int(8192, 'Query texts a pool keeps for reuse once no client and no server holds them. Needs a restart.', 0, 10_000_000),
-  server_prepared_statements_cache_size: t.int(256, 'Statements kept prepared on each server connection (LRU; an evicted one is closed on the server before the next Sync). Needs a restart.', 1, 1_000_000),
+  prepared_statements: restartOnly(t.bool(true, 'Transaction mode: prepared statements (protocol Parse and SQL PREPARE) follow each client from server to server, and unnamed Parses are cached per server (README, "Prepared statements"). false: bytes pass through as they are.')),
+  prepared_statements_cache_size: restartOnly(t.int(8192, 'Query texts a pool keeps for reuse once no client and no server holds them.', 0, 10_000_000)),
+  server_prepared_statements_cache_size: restartOnly(t.int(256, 'Statements kept prepared on each server connection (LRU; an evicted one is closed on the server before the next Sync).', 1, 1_000_000)),
   stats_period: t.duration(15_000, 'Period of avg_* values in SHOW STATS and of the rates in /api/apps and the overview; percentiles cover the last complete period plus the current one.'),
   query_stats_size: t.int(1000, 'Simple-protocol (Query message) fingerprints kept for /api/top/queries, literals replaced by ? (README, "Top queries"); when the table is full a new fingerprint replaces the least counted one. 0: not recorded. RELOAD applies a new size (the table starts afresh).', 0, 1_000_000),
   tcp_no_delay: t.bool(true, 'TCP_NODELAY on client and server sockets.'),
-  tcp_defer_accept: t.bool(true, 'TCP_DEFER_ACCEPT on the listening socket (Linux; 45 s, as PgBouncer, whose default is also on): the kernel hands the pooler a client once its first bytes (SSLRequest or startup packet) arrived, so accepting it and reading its startup take one wake-up. A client that connects and sends nothing is accepted after 45 s (its login timeout starts then). Applies when the native relay accepts clients (the default; not with [native] accept = false, the JavaScript relay or server_tls_sslmode other than disable, where Node accepts them). Needs a restart.'),
+  tcp_defer_accept: restartOnly(t.bool(true, 'TCP_DEFER_ACCEPT on the listening socket (Linux; 45 s, as PgBouncer, whose default is also on): the kernel hands the pooler a client once its first bytes (SSLRequest or startup packet) arrived, so accepting it and reading its startup take one wake-up. A client that connects and sends nothing is accepted after 45 s (its login timeout starts then). Applies when the native relay accepts clients (the default; not with [native] accept = false, the JavaScript relay or server_tls_sslmode other than disable, where Node accepts them).')),
   auth_user: t.string('', 'User that runs auth_query for clients whose user is not listed in the pool; empty: auth_query off. Per pool: auth_user and auth_password in [pools.<database>] (README, "Users from PostgreSQL").'),
   auth_password: t.string('', 'Password of auth_user (plaintext or md5 secret, as PostgreSQL asks).'),
   auth_query: t.string('SELECT usename, passwd FROM pg_shadow WHERE usename=$1', 'Query returning (user name, secret) for $1; PgBouncer recommends a SECURITY DEFINER function.'),
@@ -88,9 +88,9 @@ export const generalShape = {
 };
 
 export const webShape = {
-  enabled: t.bool(false, 'Whether the web listener binds at all; /metrics works whatever ui says. Needs a restart.'),
-  host: t.string('0.0.0.0', 'Bind address. Needs a restart.'),
-  port: t.int(9127, 'Bind port. Needs a restart.', 0, 65535),
+  enabled: restartOnly(t.bool(false, 'Whether the web listener binds at all; /metrics works whatever ui says.')),
+  host: restartOnly(t.string('0.0.0.0', 'Bind address.')),
+  port: restartOnly(t.int(9127, 'Bind port.', 0, 65535)),
   ui: t.bool(false, 'Serve the console (SPA on /) and /api/*.'),
   ui_anonymous: t.bool(false, 'Public reads of the API accept requests without credentials.'),
   log_tap_max_entries: t.int(8192, 'Size of the log ring behind /api/logs; 0 disables it (404). RELOAD applies a new size.', 0, 10_000_000),
@@ -103,10 +103,10 @@ export const webShape = {
   sso_admin_groups: t.stringList([], 'Groups that promote an SSO user to Admin.'),
   sso_require_https: t.bool(false, 'SSO credentials count only over HTTPS, i.e. from a trusted proxy sending X-Forwarded-Proto: https.'),
   trusted_proxies: t.stringList([], 'CIDR ranges (or single addresses) whose X-Forwarded-For, Forwarded and X-Forwarded-Proto are believed.'),
-  headers_timeout: t.duration(10_000, 'A request\'s headers must arrive within this, else the connection is closed (slowloris; Node\'s headersTimeout). Needs a restart.'),
-  request_timeout: t.duration(30_000, 'A whole request (headers and body) must arrive within this, else 408 and a close (at least headers_timeout). Needs a restart.'),
-  keep_alive_timeout: t.duration(5_000, 'An idle keep-alive connection is closed after this. Needs a restart.'),
-  idle_timeout: t.duration(300_000, 'A connection with no traffic either way for this long is closed (fastify\'s connectionTimeout; 0: never). Needs a restart.'),
+  headers_timeout: restartOnly(t.duration(10_000, 'A request\'s headers must arrive within this, else the connection is closed (slowloris; Node\'s headersTimeout).')),
+  request_timeout: restartOnly(t.duration(30_000, 'A whole request (headers and body) must arrive within this, else 408 and a close (at least headers_timeout).')),
+  keep_alive_timeout: restartOnly(t.duration(5_000, 'An idle keep-alive connection is closed after this.')),
+  idle_timeout: restartOnly(t.duration(300_000, 'A connection with no traffic either way for this long is closed (fastify\'s connectionTimeout; 0: never).')),
 };
 
 export const logsShape = {
@@ -120,14 +120,14 @@ export const logsShape = {
 };
 
 /** Switches that select the native addon's code paths, each with the environment variable that overrides it (for
- * tests and one-off runs; a bad value is a config error like a bad key). All need a restart. */
+ * tests and one-off runs; a bad value is a config error like a bad key). */
 export const nativeShape = {
-  relay: t.bool(true, 'The native relay carries logged-in clients and their servers when the addon is built (Linux, macOS); false: the JavaScript relay carries every socket, and accept, login and lend are off too. Env: TIDEPOOL_NATIVE_RELAY=0|1.'),
-  accept: t.bool(true, 'When the native relay carries every pool, it accepts clients on the listening socket itself (no Node socket per login); false: net.Server accepts them. Env: TIDEPOOL_NATIVE_ACCEPT=0|1.'),
-  login: t.bool(true, 'The native relay runs md5 and SCRAM logins of transaction-mode pools itself once a pool knows its server\'s parameters (no auth_hba_file, no client TLS required). Env: TIDEPOOL_NATIVE_LOGIN=0|1.'),
-  lend: t.bool(true, 'Idle servers of the pools whose logins the native relay runs are lent to it, so a client that logs in, runs its transactions and leaves costs JavaScript nothing. Env: TIDEPOOL_NATIVE_LEND=0|1.'),
-  relay_events: t.int(2048, 'Events the native relay hands JavaScript per round (five Int32 slots each); what does not fit waits in the relay, in order. Sized once, by the first pooler of the process. Env: TIDEPOOL_RELAY_EVENTS.', 3, 65_536),
-  prepared_relay: t.oneOf(['native', 'js'] as const, 'native', 'Relay of transaction-mode pools with prepared_statements: "native" (the relay\'s lane answers what it can, the rewriter the rest) or "js" (every byte through the JavaScript rewriter; client TLS is then Node\'s and the relay neither accepts nor logs in). Env: TIDEPOOL_REWRITE_RELAY=native|js.'),
+  relay: restartOnly(t.bool(true, 'The native relay carries logged-in clients and their servers when the addon is built (Linux, macOS); false: the JavaScript relay carries every socket, and accept, login and lend are off too. Env: TIDEPOOL_NATIVE_RELAY=0|1.')),
+  accept: restartOnly(t.bool(true, 'When the native relay carries every pool, it accepts clients on the listening socket itself (no Node socket per login); false: net.Server accepts them. Env: TIDEPOOL_NATIVE_ACCEPT=0|1.')),
+  login: restartOnly(t.bool(true, 'The native relay runs md5 and SCRAM logins of transaction-mode pools itself once a pool knows its server\'s parameters (no auth_hba_file, no client TLS required). Env: TIDEPOOL_NATIVE_LOGIN=0|1.')),
+  lend: restartOnly(t.bool(true, 'Idle servers of the pools whose logins the native relay runs are lent to it, so a client that logs in, runs its transactions and leaves costs JavaScript nothing. Env: TIDEPOOL_NATIVE_LEND=0|1.')),
+  relay_events: restartOnly(t.int(2048, 'Events the native relay hands JavaScript per round (five Int32 slots each); what does not fit waits in the relay, in order. Sized once, by the first pooler of the process. Env: TIDEPOOL_RELAY_EVENTS.', 3, 65_536)),
+  prepared_relay: restartOnly(t.oneOf(['native', 'js'] as const, 'native', 'Relay of transaction-mode pools with prepared_statements: "native" (the relay\'s lane answers what it can, the rewriter the rest) or "js" (every byte through the JavaScript rewriter; client TLS is then Node\'s and the relay neither accepts nor logs in). Env: TIDEPOOL_REWRITE_RELAY=native|js.')),
 };
 
 /** The environment variable that overrides each [native] key. */

@@ -13,6 +13,8 @@ export interface Field<T> {
   readonly default: T | undefined;
   /** The default as the config reference shows it, where the value itself depends on the machine ("the CPU count"). */
   readonly shownDefault?: string;
+  /** A running process keeps the value it started with: RELOAD does not apply it (SHOW CONFIG's changeable: no). */
+  readonly restart?: boolean;
   readonly doc: string;
   parse(v: unknown): { ok: true; value: T } | { ok: false };
 }
@@ -178,12 +180,17 @@ export function shownAs<T>(f: Field<T>, text: string): Field<T> {
   return { ...f, shownDefault: text };
 }
 
-/** Flattens a schema into (path, default, doc) rows for SHOW CONFIG. */
-export function describeShape(shape: Shape, prefix = ''): { key: string; default: unknown; doc: string }[] {
-  const rows: { key: string; default: unknown; doc: string }[] = [];
+/** A field that takes effect at the next start only; the config reference says "Needs a restart." after its doc. */
+export function restartOnly<T>(f: Field<T>): Field<T> {
+  return { ...f, restart: true };
+}
+
+/** Flattens a schema into (path, default, doc, restart) rows for SHOW CONFIG. */
+export function describeShape(shape: Shape, prefix = ''): { key: string; default: unknown; doc: string; restart: boolean }[] {
+  const rows: { key: string; default: unknown; doc: string; restart: boolean }[] = [];
   for (const [key, node] of Object.entries(shape)) {
     const p = join(prefix, key);
-    if (node.kind === 'field') rows.push({ key: p, default: node.default, doc: node.doc });
+    if (node.kind === 'field') rows.push({ key: p, default: node.default, doc: node.doc, restart: node.restart === true });
     else if (node.kind === 'section') rows.push(...describeShape(node.shape, p));
   }
   return rows;

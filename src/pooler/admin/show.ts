@@ -39,7 +39,6 @@ function fmt(v: unknown): string {
   return String(v);
 }
 
-const RESTART_ONLY = new Set(['general.host', 'general.port', 'web.enabled', 'web.host', 'web.port', 'general.prepared_statements', 'general.prepared_statements_cache_size', 'general.server_prepared_statements_cache_size', ...Object.keys(nativeShape).map((k) => `native.${k}`)]);
 const SECRET = new Set(['general.admin_password', 'general.auth_password']);
 
 function config(p: Pooler): ShowTable {
@@ -48,7 +47,7 @@ function config(p: Pooler): ShowTable {
     for (const d of describeShape(shape, section)) {
       const key = d.key.slice(section.length + 1);
       const value = (values as Record<string, unknown>)[key];
-      rows.push([d.key, SECRET.has(d.key) ? (value ? '********' : '') : fmt(value), fmt(d.default), RESTART_ONLY.has(d.key) ? 'no' : 'yes']);
+      rows.push([d.key, SECRET.has(d.key) ? (value ? '********' : '') : fmt(value), fmt(d.default), d.restart ? 'no' : 'yes']);
     }
   }
   return table(['key', 'value', 'default', 'changeable'], rows);

@@ -104,6 +104,17 @@ describe('[native] in the pooler config', () => {
     }
   });
 
+  it('SHOW CONFIG says changeable: no for every key that needs a restart, the web timeouts and tcp_defer_accept included', async () => {
+    const tp = await startTestPooler(poolerToml(db));
+    try {
+      const changeable = (key: string) => configRow(tp, key)?.[3];
+      for (const key of ['general.port', 'general.tcp_defer_accept', 'web.port', 'web.headers_timeout', 'web.idle_timeout', 'native.prepared_relay']) expect(changeable(key), key).toBe('no');
+      for (const key of ['general.query_wait_timeout', 'general.log_level', 'web.ui', 'logs.ship_to']) expect(changeable(key), key).toBe('yes');
+    } finally {
+      await tp.stop();
+    }
+  });
+
   it('a bad value or a bad override stops the start with a config error naming it', async () => {
     // Also where TIDEPOOL_NATIVE_RELAY overrides the key (the js-relay project): the file is checked all the same.
     await expect(startTestPooler(poolerToml(db, { extra: '[native]\nrelay = "maybe"\n' })))
