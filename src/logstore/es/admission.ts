@@ -1,6 +1,5 @@
 // Admission of bulk and single-document writes: a fixed number run at once, then a short bounded FIFO queue
 // (bodies unread, so waiting costs no memory), then rejection, which the caller answers per item as Elasticsearch does.
-import type { HttpContext } from '../context.js';
 
 export type Admitted = 'run' | 'rejected';
 
@@ -60,13 +59,21 @@ export class WriteAdmission {
   }
 }
 
-export function admission(ctx: HttpContext): WriteAdmission {
+/** What write admission reads and counts in the request context (context.ts HttpContext is one). */
+export interface AdmissionContext {
+  readonly config: { readonly limits: { readonly inflight_bulks: number; readonly bulk_queue: number; readonly bulk_queue_wait: number } };
+  admission?: WriteAdmission;
+  inflight: { bulks: number };
+  readonly metrics: { readonly queued: { set(n: number): void }; readonly inflight: { set(n: number): void }; readonly rejectedBulks: { inc(): void } };
+}
+
+export function admission(ctx: AdmissionContext): WriteAdmission {
   const l = ctx.config.limits;
   return (ctx.admission ??= new WriteAdmission(l.inflight_bulks, l.bulk_queue, l.bulk_queue_wait));
 }
 
 /** Waits for a write slot (the body stays unread meanwhile); false when the write is rejected for overload. */
-export async function admitWrite(ctx: HttpContext): Promise<boolean> {
+export async function admitWrite(ctx: AdmissionContext): Promise<boolean> {
   const adm = admission(ctx);
   const p = adm.acquire();
   ctx.metrics.queued.set(adm.waiting);
@@ -81,7 +88,7 @@ export async function admitWrite(ctx: HttpContext): Promise<boolean> {
   return true;
 }
 
-export function releaseWrite(ctx: HttpContext): void {
+export function releaseWrite(ctx: AdmissionContext): void {
   const adm = admission(ctx);
   adm.release();
   ctx.inflight.bulks = adm.inflight;
@@ -89,7 +96,7 @@ export function releaseWrite(ctx: HttpContext): void {
   ctx.metrics.queued.set(adm.waiting);
 }
 
-export function overloadReason(ctx: HttpContext): string {
+export function overloadReason(ctx: AdmissionContext): string {
   const l = ctx.config.limits;
   return `rejected execution: limits.inflight_bulks (${l.inflight_bulks}) writes in flight and the bulk queue full or waited ${l.bulk_queue_wait} ms (limits.bulk_queue ${l.bulk_queue}); retry later`;
 }
