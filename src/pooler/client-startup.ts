@@ -166,7 +166,7 @@ export abstract class ClientStartup {
   protected readonly onSocketClose = (): void => this.onClientClosed(true);
 
   /** SSLRequest answered S, or a direct TLS hello: the handshake runs in the native relay when it terminates client TLS,
-   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
+   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay/choose.ts relayFor). */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
     this.handshaking = true;
     const raw = this.socket;
