@@ -11,7 +11,8 @@ import { killDatabase, pausePools, reconnectPools, resumePools, startPause } fro
 import type { LoginTarget } from './client-login.js';
 import type { Pool } from './pool.js';
 import { PoolSet } from './pool-set.js';
-import type { DurationHistogram, Overview, PauseAnswer, PoolerControl, ShowTable } from './control.js';
+import type { AdminHost, DurationHistogram, Overview, PauseAnswer, ShowTable } from './control.js';
+import type { PoolerCounters, SessionHost, SnapshotSource } from './hosts.js';
 import { showTable } from './admin/show.js';
 import { EventRing } from './events.js';
 import { AppRegistry } from './apps.js';
@@ -41,7 +42,7 @@ const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
   ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
 ]);
 
-export class Pooler implements PoolerControl, AuthQueryHost {
+export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSource<ClientSession>, AuthQueryHost {
   /** Pools and coordinators, kept to match the config (pool-set.ts). */
   readonly poolSet = new PoolSet(this);
   readonly pools = this.poolSet.pools;
@@ -50,12 +51,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   private readonly cancelKeys = new CancelKeys<ClientSession>();
   readonly startedAt = new Date();
   readonly log: Logger;
-  /** connections: accepted; tls: of them, those that completed a TLS handshake; nativeLogins / jsLogins: logins that
-   * succeeded, by who ran the password exchange (the native relay, or client-login.ts). */
-  readonly counters = {
+  readonly counters: PoolerCounters = {
     connections: 0, errors: 0, cancel: 0, tls: 0, nativeLogins: 0, jsLogins: 0,
-    /** Logins closed by client_login_timeout; clients refused at accept for max_connections, and for want of
-     * descriptors (EMFILE, ENFILE). */
     loginTimeouts: 0, refusedMaxConnections: 0, refusedDescriptors: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
@@ -380,7 +377,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     c.pool.forwardCancel(s, (message) => this.log.warn({ err: message }, 'forwarding a cancel request failed'));
   }
 
-  // ---- PoolerControl ----
+  // ---- AdminHost ----
 
   show(name: string, snapshot?: PoolerSnapshot): ShowTable {
     return showTable(this, name.toUpperCase(), snapshot);

@@ -25,7 +25,7 @@ const graphOf = (dir: string): Promise<MadgeResult> => madge(path.join(ROOT, dir
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
 const CIRCLE_BASELINE: Record<string, number> = {
-  'src/pooler': 21,
+  'src/pooler': 4,
   'src/logstore': 1,
 };
 
@@ -34,7 +34,7 @@ const CIRCLE_BASELINE: Record<string, number> = {
 const POOLER_FLOORS: readonly (readonly string[])[] = [
   // parts a pool or a session is built from
   ['id-table.ts', 'log-histogram.ts', 'log-limiter.ts', 'read-buffer.ts', 'random-pool.ts', 'transaction-tracker.ts', 'cancel-forward.ts',
-    'cancel-keys.ts', 'events.ts', 'stats.ts', 'apps.ts', 'fd-limit.ts', 'config-diff.ts', 'prepared/', 'query-stats/', 'log-ship/',
+    'cancel-keys.ts', 'events.ts', 'stats.ts', 'apps.ts', 'fd-limit.ts', 'config-diff.ts', 'show-table.ts', 'prepared/', 'query-stats/', 'log-ship/',
     'session-state/', 'auth/md5.ts', 'auth/scram.ts', 'auth/hba.ts', 'auth/client-auth.ts'],
   // the relay seam: the one interface and the native relay's socket and addon
   ['relay/relay.ts', 'relay/native-tls.ts', 'relay/native-addon.ts'],
@@ -55,7 +55,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   ['pooler.ts', 'process.ts', 'main.ts', 'web/'],
 ];
 /** Pooler imports that climb back up a floor today. Lower it as they go; never raise it. */
-const UP_FLOOR_BASELINE = 8;
+const UP_FLOOR_BASELINE = 2;
 
 function floorOf(file: string): number {
   if (!file.startsWith('src/pooler/')) return -1;
