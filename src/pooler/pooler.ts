@@ -1,5 +1,4 @@
 // The pooler: client listener, pools per (database, user), cancel routing, admin verbs, reload, shutdown.
-import net from 'node:net';
 import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
@@ -12,7 +11,7 @@ import type { LoginTarget } from './client-login.js';
 import type { Pool } from './pool.js';
 import { PoolSet } from './pool-set.js';
 import type { AdminHost, DurationHistogram, Overview, PauseAnswer, ShowTable } from './control.js';
-import type { PoolerCounters, SessionHost, SnapshotSource } from './hosts.js';
+import type { PoolerCounters, SnapshotSource } from './hosts.js';
 import { showTable } from './admin/show.js';
 import { EventRing } from './events.js';
 import { AppRegistry } from './apps.js';
@@ -20,7 +19,7 @@ import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from './snapsho
 import { overviewOf } from './overview.js';
 import { configChanges, restartNeeded } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
-import { acceptSocket, nativeAcceptor, CLIENT_KEEPALIVE_MS } from './client-accept.js';
+import { Listener, type ListenerHost } from './listener.js';
 import { setQueryStatsSize } from './query-stats/stats.js';
 import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
@@ -28,21 +27,17 @@ import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import type { NativeRelay } from './relay/native.js';
 import { NativeLogins } from './native-logins.js';
 import { LogLimiter } from './log-limiter.js';
-import { clientSocketCap, openFileLimit } from './fd-limit.js';
 import type { ClientStartup } from './client-startup.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
-/** TCP_DEFER_ACCEPT's time with tcp_defer_accept on: PgBouncer's fixed 45 s. */
-const DEFER_ACCEPT_SECS = 45;
-
 const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
   ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
   ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
 ]);
 
-export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSource<ClientSession>, AuthQueryHost {
+export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSession>, AuthQueryHost {
   /** Pools and coordinators, kept to match the config (pool-set.ts). */
   readonly poolSet = new PoolSet(this);
   readonly pools = this.poolSet.pools;
@@ -61,6 +56,8 @@ export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSo
   readonly logins = new Set<ClientStartup>();
   /** The logins the native relay runs itself (native-logins.ts). */
   readonly nativeLogins = new NativeLogins(this);
+  /** Accepts clients and hands them to their logins (listener.ts). */
+  private readonly listener = new Listener(this);
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
   /** Users not in the config, checked against secrets fetched by auth_query, each with a pool of its own. */
@@ -79,7 +76,6 @@ export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSo
   readonly events = new EventRing();
   /** Load per application_name (/api/apps). */
   readonly apps = new AppRegistry();
-  private server: net.Server | null = null;
   private timer: NodeJS.Timeout | null = null;
   private loginTimer: NodeJS.Timeout | null = null;
   private loginSweepMs = 0;
@@ -127,54 +123,17 @@ export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSo
   }
 
   get port(): number {
-    return this.nativePort || ((this.server?.address() as net.AddressInfo | null)?.port ?? 0);
+    return this.listener.port;
   }
 
-  /** True when the native relay accepts this pooler's clients itself (see listen). */
+  /** True when the native relay accepts this pooler's clients itself (listener.ts). */
   get acceptsNatively(): boolean {
-    return this.nativeListener > 0;
+    return this.listener.acceptsNatively;
   }
-
-  /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
-  private nativePort = 0;
-  private nativeListener = 0;
-  /** Client sockets net.Server's accepts may hold (fd-limit.ts), 0: no cap. */
-  clientSocketCap = 0;
 
   async listen(): Promise<void> {
-    const { host, port, tcp_no_delay, tcp_defer_accept } = this.config.general;
-    this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => acceptSocket(this, socket));
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, host, () => {
-        this.server!.removeListener('error', reject);
-        resolve();
-      });
-    });
-    this.server.on('error', (err: NodeJS.ErrnoException) => {
-      // libuv keeps a descriptor in reserve and closes the waiting client with it on EMFILE, then reports the error
-      // here: one per refused client, so they are counted and logged once a period.
-      if (err.code === 'EMFILE' || err.code === 'ENFILE') {
-        this.counters.refusedDescriptors++;
-        this.limitedLogs.descriptors.add(1, { err: err.code });
-        return;
-      }
-      this.log.error({ err: err.message }, 'listener error');
-    });
-    // libuv answers EMFILE by closing the waiting clients without a word to Node: acceptSocket refuses clients past a
-    // cap below the descriptor limit itself, where they can be counted and logged (net.Server's maxConnections
-    // cannot: sockets read through a ReadBuffer leave its count).
-    this.clientSocketCap = clientSocketCap(openFileLimit());
-    // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
-    // (TIDEPOOL_NATIVE_ACCEPT=0 keeps net.Server's accepts, as with the JavaScript relay).
-    const listener = process.env.TIDEPOOL_NATIVE_ACCEPT !== '0' ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
-    if (listener > 0) {
-      this.nativeListener = listener;
-      this.nativePort = (this.server.address() as net.AddressInfo).port;
-      this.server.close();
-      this.server = null;
-      this.nativeLogins.listening(listener);
-    }
+    const { host } = this.config.general;
+    await this.listener.listen();
     this.timer = setInterval(() => this.maintain(), 1000);
     this.timer.unref();
     this.scheduleLoginSweep();
@@ -208,7 +167,7 @@ export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSo
       c.loginTimedOut();
       n++;
     }
-    if (this.nativeListener && this.nativeLogins.underWay > 0) n += this.nativeTls?.expireLogins(this.nativeListener, timeout) ?? 0;
+    if (this.listener.nativeListener && this.nativeLogins.underWay > 0) n += this.nativeTls?.expireLogins(this.listener.nativeListener, timeout) ?? 0;
     if (n > 0) {
       this.counters.loginTimeouts += n;
       this.limitedLogs.loginTimeouts.add(n, { client_login_timeout_ms: timeout });
@@ -230,8 +189,8 @@ export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSo
 
   private maintain(): void {
     const now = Date.now();
-    if (this.nativeListener) {
-      const refused = this.nativeTls?.acceptRefused(this.nativeListener) ?? 0;
+    if (this.listener.nativeListener) {
+      const refused = this.nativeTls?.acceptRefused(this.listener.nativeListener) ?? 0;
       if (refused > 0) {
         this.counters.refusedDescriptors += refused;
         this.limitedLogs.descriptors.add(refused, { err: 'EMFILE' });
@@ -469,8 +428,7 @@ export class Pooler implements AdminHost, SessionHost<ClientSession>, SnapshotSo
     this.shuttingDown = true;
     this.events.add('shutdown', null, graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
     this.shutdownDone = (async () => {
-      this.server?.close();
-      if (this.nativeListener) this.nativeTls?.unlisten(this.nativeListener);
+      this.listener.close();
       for (const p of this.pools.values()) p.settle();
       if (graceful) {
         const deadline = Date.now() + this.config.general.shutdown_timeout;

@@ -25,7 +25,7 @@ const graphOf = (dir: string): Promise<MadgeResult> => madge(path.join(ROOT, dir
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
 const CIRCLE_BASELINE: Record<string, number> = {
-  'src/pooler': 4,
+  'src/pooler': 3,
   'src/logstore': 1,
 };
 
@@ -55,7 +55,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   ['pooler.ts', 'process.ts', 'main.ts', 'web/'],
 ];
 /** Pooler imports that climb back up a floor today. Lower it as they go; never raise it. */
-const UP_FLOOR_BASELINE = 2;
+const UP_FLOOR_BASELINE = 1;
 
 function floorOf(file: string): number {
   if (!file.startsWith('src/pooler/')) return -1;
