@@ -1,4 +1,5 @@
-// The pooler: client listener, pools per (database, user), cancel routing, admin verbs, reload, shutdown.
+// The pooler: builds its parts (listener.ts, maintenance.ts, the pool set, auth_query, native logins) and gives them
+// their hosts; keeps the client registry and cancel keys, resolves logins, answers the admin verbs and RELOAD.
 import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
@@ -20,6 +21,7 @@ import { overviewOf } from './overview.js';
 import { configChanges, restartNeeded } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
 import { Listener, type ListenerHost } from './listener.js';
+import { Maintenance, type MaintenanceHost } from './maintenance.js';
 import { setQueryStatsSize } from './query-stats/stats.js';
 import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
@@ -37,7 +39,7 @@ const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
   ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
 ]);
 
-export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSession>, AuthQueryHost {
+export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSession>, MaintenanceHost, AuthQueryHost {
   /** Pools and coordinators, kept to match the config (pool-set.ts). */
   readonly poolSet = new PoolSet(this);
   readonly pools = this.poolSet.pools;
@@ -57,7 +59,9 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   /** The logins the native relay runs itself (native-logins.ts). */
   readonly nativeLogins = new NativeLogins(this);
   /** Accepts clients and hands them to their logins (listener.ts). */
-  private readonly listener = new Listener(this);
+  readonly listener = new Listener(this);
+  /** Every periodic tick and the shutdown (maintenance.ts). */
+  private readonly maintenance = new Maintenance(this);
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
   /** Users not in the config, checked against secrets fetched by auth_query, each with a pool of its own. */
@@ -76,15 +80,9 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   readonly events = new EventRing();
   /** Load per application_name (/api/apps). */
   readonly apps = new AppRegistry();
-  private timer: NodeJS.Timeout | null = null;
-  private loginTimer: NodeJS.Timeout | null = null;
-  private loginSweepMs = 0;
-  private lastRoll = Date.now();
   private reloadListeners: ((c: PoolerConfig) => void)[] = [];
   /** Ships log records to [logs] ship_to; null when shipping is off. */
   private shipper: LogShipper | null = null;
-  shuttingDown = false;
-  private shutdownDone: Promise<void> | null = null;
   /** Resolves when the pooler has stopped (SHUTDOWN, signals). */
   readonly stopped: Promise<void>;
   private resolveStopped!: () => void;
@@ -134,45 +132,17 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   async listen(): Promise<void> {
     const { host } = this.config.general;
     await this.listener.listen();
-    this.timer = setInterval(() => this.maintain(), 1000);
-    this.timer.unref();
-    this.scheduleLoginSweep();
-    this.onReload(() => this.scheduleLoginSweep());
+    this.maintenance.start();
     this.log.info({ host, port: this.port }, 'pooler listening');
   }
 
-  /** client_login_timeout's sweep: a quarter of the timeout (100 ms to 1 s), so a login is closed at most a quarter
-   * late; none when the timeout is off. */
-  private scheduleLoginSweep(): void {
-    const timeout = this.config.general.client_login_timeout;
-    const every = timeout > 0 ? Math.min(1000, Math.max(100, Math.floor(timeout / 4))) : 0;
-    if (every === this.loginSweepMs || this.shuttingDown) return;
-    if (this.loginTimer) clearInterval(this.loginTimer);
-    this.loginTimer = null;
-    this.loginSweepMs = every;
-    if (!every) return;
-    this.loginTimer = setInterval(() => this.expireLogins(), every);
-    this.loginTimer.unref();
+  get shuttingDown(): boolean {
+    return this.maintenance.shuttingDown;
   }
 
-  /** Closes the logins older than client_login_timeout: JavaScript's in accept order (stopping at the first young
-   * one, so a sweep costs what it closes), the native relay's in one pass there. */
+  /** Closes the logins older than client_login_timeout (maintenance.ts). */
   expireLogins(now = Date.now()): number {
-    const timeout = this.config.general.client_login_timeout;
-    if (timeout <= 0) return 0;
-    let n = 0;
-    for (const c of this.logins) {
-      if (now - c.connectedAt < timeout) break;
-      this.logins.delete(c);
-      c.loginTimedOut();
-      n++;
-    }
-    if (this.listener.nativeListener && this.nativeLogins.underWay > 0) n += this.nativeTls?.expireLogins(this.listener.nativeListener, timeout) ?? 0;
-    if (n > 0) {
-      this.counters.loginTimeouts += n;
-      this.limitedLogs.loginTimeouts.add(n, { client_login_timeout_ms: timeout });
-    }
-    return n;
+    return this.maintenance.expireLogins(now);
   }
 
   /** Every accepted client, logins in progress included (max_connections counts them all, as PgBouncer's
@@ -185,25 +155,6 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   loginCountChanged(delta: number): void {
     this.loggingIn += delta;
     this.nativeLogins.clients(this.clients.size + this.loggingIn);
-  }
-
-  private maintain(): void {
-    const now = Date.now();
-    if (this.listener.nativeListener) {
-      const refused = this.nativeTls?.acceptRefused(this.listener.nativeListener) ?? 0;
-      if (refused > 0) {
-        this.counters.refusedDescriptors += refused;
-        this.limitedLogs.descriptors.add(refused, { err: 'EMFILE' });
-      }
-    }
-    for (const l of Object.values(this.limitedLogs)) l.flush(now);
-    this.authQuery.maintain(now);
-    this.poolSet.maintain(now);
-    if (now - this.lastRoll >= this.config.general.stats_period) {
-      for (const pool of this.pools.values()) pool.stats.roll(now - this.lastRoll);
-      this.apps.roll(now - this.lastRoll);
-      this.lastRoll = now;
-    }
   }
 
   poolHasClients(pool: Pool): boolean {
@@ -422,35 +373,15 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.reloadListeners.push(listener);
   }
 
-  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything. */
+  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything (maintenance.ts). */
   shutdown(graceful = true): Promise<void> {
-    if (this.shutdownDone) return this.shutdownDone;
-    this.shuttingDown = true;
-    this.events.add('shutdown', null, graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
-    this.shutdownDone = (async () => {
-      this.listener.close();
-      for (const p of this.pools.values()) p.settle();
-      if (graceful) {
-        const deadline = Date.now() + this.config.general.shutdown_timeout;
-        for (const p of this.pools.values()) p.paused = true;
-        while (Date.now() < deadline && [...this.clients].some((c) => !c.isAdmin && !c.quiescent)) {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
-      for (const c of [...this.clients]) c.kill('the pooler is shutting down');
-      for (const p of this.pools.values()) {
-        p.failWaiters('the pooler is shutting down', SqlState.AdminShutdown);
-        p.closeAll('shutdown');
-      }
-      if (this.timer) clearInterval(this.timer);
-      if (this.loginTimer) clearInterval(this.loginTimer);
-      for (const c of this.coordinators.values()) c.close();
-      this.authQuery.close();
-      this.log.info('pooler stopped');
-      // Queued records get up to ship_timeout; SIGINT exits at once and counts them as dropped.
-      await this.shipper?.close(graceful ? undefined : 0);
-      this.resolveStopped();
-    })();
-    return this.shutdownDone;
+    return this.maintenance.shutdown(graceful);
+  }
+
+  /** The shutdown's last step: queued log records get up to ship_timeout; SIGINT exits at once and counts them as
+   * dropped. */
+  async finishShutdown(graceful: boolean): Promise<void> {
+    await this.shipper?.close(graceful ? undefined : 0);
+    this.resolveStopped();
   }
 }

@@ -50,7 +50,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   // the operator's views and verbs
   ['snapshot.ts', 'overview.ts', 'control.ts', 'pool-verbs.ts', 'admin/'],
   // the rooms: accept, periodic work
-  ['client-accept.ts', 'listener.ts', 'maintenance.ts'],
+  ['listener.ts', 'maintenance.ts'],
   // the composition root and its faces
   ['pooler.ts', 'process.ts', 'main.ts', 'web/'],
 ];
