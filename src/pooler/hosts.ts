@@ -50,7 +50,8 @@ export interface SessionHost<Client> extends LoginCore {
   rekeyCancel(c: Client, pid: number): void;
 }
 
-/** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler; they change none of it. */
+/** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler: no field of it is written through here
+ * (a snapshot only settles the pools' relay-only clients first). */
 export interface SnapshotSource<Client> {
   /** Current, validated config (replaced on RELOAD). */
   readonly config: PoolerConfig;

@@ -142,8 +142,8 @@ export class Maintenance {
   }
 }
 
-/** The pools' ticks (pool.ts maintain); pools retired by RELOAD go once they hold no server and no client, and
- * coordinators once they have no pool. */
+/** Each pool's timers (pool.ts maintain); then drops retired pools with no server and no client left, and
+ * coordinators with no pool. */
 export function maintainPools(set: PoolSet, hasClients: (pool: Pool) => boolean, now: number): void {
   for (const [key, pool] of set.pools) {
     pool.maintain(now);

@@ -65,7 +65,6 @@ export class PoolSet {
     }
   }
 
-  /** Each pool's timers; then drops retired pools with no server and no client left, and coordinators with no pool. */
   private settings(config: PoolerConfig, database: string, pc: PoolConfig, user: UserConfig): PoolSettings {
     return poolSettings(config, database, pc, user, this.host.tls.server, this.host.tlsRelay);
   }
