@@ -25,7 +25,7 @@ const graphOf = (dir: string): Promise<MadgeResult> => madge(path.join(ROOT, dir
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
 const CIRCLE_BASELINE: Record<string, number> = {
-  'src/pooler': 3,
+  'src/pooler': 2,
   'src/logstore': 1,
 };
 
