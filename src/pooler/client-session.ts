@@ -3,7 +3,7 @@
 import type net from 'node:net';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
-import type { Pooler } from './pooler.js';
+import type { SessionHost } from './hosts.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
@@ -42,7 +42,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
-  constructor(accepted: net.Socket | NativeTlsSocket, core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
+  constructor(accepted: net.Socket | NativeTlsSocket, core: SessionHost<ClientSession>, native?: { pool: Pool; login: NativeLoginOk }) {
     super(accepted, core, native?.login);
     if (native) this.nativeLoggedIn(native.pool, native.login);
   }

@@ -2,17 +2,13 @@
 import type { PoolerConfig } from '../config/pooler.js';
 import type { LogHub } from '../shared/logger.js';
 import type { LogShipStats } from './log-ship/log-shipper.js';
+import type { Pool } from './pool.js';
 import type { DurationBuckets, PoolerSnapshot, SnapshotParts } from './snapshot.js';
+import type { ShowTable } from './show-table.js';
 
 export type { DurationBuckets } from './snapshot.js';
 
-export type Cell = string | number | bigint | boolean | null;
-
-/** One SHOW result: column names as in reference/pooler.md, rows in column order. */
-export interface ShowTable {
-  readonly columns: readonly string[];
-  readonly rows: readonly (readonly Cell[])[];
-}
+export type { Cell, ShowTable } from './show-table.js';
 
 /** Totals for the console's overview page (overview.ts formats them from the snapshot). */
 export interface Overview {
@@ -92,4 +88,12 @@ export interface PoolerControl {
   logShipping?(): LogShipStats | null;
   /** Called after every successful reload with the new config. */
   onReload(listener: (config: PoolerConfig) => void): void;
+}
+
+/** What the admin console (admin/console.ts) needs beyond the web API: KILL, SHUTDOWN, and the pools (RESET INTERNER). */
+export interface AdminHost extends PoolerControl {
+  readonly pools: ReadonlyMap<string, Pool>;
+  kill(database: string): string;
+  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything. */
+  shutdown(graceful?: boolean): Promise<void>;
 }

@@ -3,8 +3,8 @@ import type { PoolMode } from '../config/pooler.js';
 import { LOG_BUCKETS, percentilesOf, type Percentiles } from './log-histogram.js';
 import type { PoolerEvent } from './events.js';
 import type { ScalingCounters } from './pool.js';
-import type { Pooler } from './pooler.js';
-import type { ClientState } from './client-session.js';
+import type { SnapshotSource } from './hosts.js';
+import type { ClientSession, ClientState } from './client-session.js';
 import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
 import { isSql } from './prepared/sql-commands.js';
 import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
@@ -164,7 +164,7 @@ function buckets(h: { snapshot(): DurationBuckets }): DurationBuckets {
   return h.snapshot();
 }
 
-function statementsOf(p: Pooler, now: number): StatementSnapshot[] {
+function statementsOf(p: SnapshotSource<ClientSession>, now: number): StatementSnapshot[] {
   const out: StatementSnapshot[] = [];
   for (const pool of p.pools.values()) {
     if (!pool.interner) continue;
@@ -179,7 +179,7 @@ function statementsOf(p: Pooler, now: number): StatementSnapshot[] {
   return out;
 }
 
-export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapshot {
+export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotParts = {}): PoolerSnapshot {
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];

@@ -4,7 +4,7 @@ import { addon } from '../../native/index.js';
 import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type { QueryStatsRow } from '../query-stats/table.js';
-import { NativeClientEnd, NativeServerEnd } from './native-ends.js';
+import { NativeClientEnd, NativeServerEnd, type NativeEndsRelay } from './native-ends.js';
 import { IdTable } from '../id-table.js';
 import { NATIVE_LOGIN_PID_BIT } from '../cancel-keys.js';
 import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers } from './native-tls.js';
@@ -50,7 +50,7 @@ const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed m
 /** After login the addon takes the sockets' descriptors and forwards bytes on the event loop by itself, reporting
  * only transaction boundaries and closes, in one batch per loop iteration through a shared Int32Array (five slots
  * per event). TIDEPOOL_NATIVE=0 (no addon) or TIDEPOOL_NATIVE_RELAY=0 leaves every socket to js.ts. */
-export class NativeRelay implements Relay {
+export class NativeRelay implements Relay, NativeEndsRelay {
   private static instance: NativeRelay | null | undefined;
   private readonly clients = new IdTable<NativeClientEnd>();
   /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */

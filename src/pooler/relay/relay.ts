@@ -1,11 +1,10 @@
 // The one seam between sessions and bytes: what a relay (native.ts, js.ts) does with logged-in sockets and reports back.
+// It imports no implementation: choose.ts picks one.
 import type net from 'node:net';
 import type { ChunkHandler } from '../read-buffer.js';
 import type { PoolStats } from '../stats.js';
 import type { NativeTlsSocket } from './native-tls.js';
 import type { ParamChanges } from '../session-state/params.js';
-import { NativeRelay } from './native.js';
-import { JsRelay } from './js.js';
 
 /** A logged-in socket as a relay takes it: the stream to write to, and a way to direct its reads (net's onread or
  * 'data' events, whichever the socket was opened with). Nothing here is a descriptor: a TLS socket fits too, and
@@ -198,30 +197,4 @@ export interface MessageInterceptor {
   /** The lane ended with groups still unanswered: `bytes` (whole messages) went to the server already, the first
    * `delivered` replies of the first group reached the client, `status` is the server's last ReadyForQuery (0: none). */
   adoptSent?(bytes: Buffer, delivered: number, status: number): void;
-}
-
-let chosen: Relay | null = null;
-let javascript: Relay | null = null;
-
-/** The process's relay: native when the addon is built and TIDEPOOL_NATIVE_RELAY is not 0, else JavaScript. */
-export function currentRelay(): Relay {
-  chosen ??= NativeRelay.get() ?? new JsRelay();
-  return chosen;
-}
-
-function jsRelay(): Relay {
-  const current = currentRelay();
-  javascript ??= current instanceof JsRelay ? current : new JsRelay();
-  return javascript;
-}
-
-/** The relay for a pool: one whose clients' statements are rewritten (prepared_statements in transaction mode)
- * needs the JavaScript relay, which carries the rewriter; the native relay forwards bytes it does not parse. `tls`:
- * the pool's servers (server_tls_sslmode) or clients may be Node TLS sockets, which only the JavaScript relay carries,
- * and a client and its server are always on one relay. Client TLS the native relay terminates itself needs no such
- * pool (tls-settings.ts tlsNeedsJsRelay). */
-export function relayFor(rewrites: boolean, tls = false): Relay {
-  if (tls) return jsRelay();
-  if (!rewrites || process.env['TIDEPOOL_REWRITE_RELAY'] !== 'js') return currentRelay();
-  return jsRelay();
 }
