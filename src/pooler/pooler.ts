@@ -244,7 +244,10 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.authQuery.maintain(now);
     this.poolSet.maintain(now);
     if (now - this.lastRoll >= this.config.general.stats_period) {
-      for (const pool of this.pools.values()) pool.stats.roll(now - this.lastRoll);
+      for (const pool of this.pools.values()) {
+        pool.stats.roll(now - this.lastRoll);
+        pool.health.roll(now - this.lastRoll);
+      }
       this.apps.roll(now - this.lastRoll);
       this.lastRoll = now;
     }

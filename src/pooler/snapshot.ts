@@ -3,6 +3,7 @@ import type { PoolMode } from '../config/pooler.js';
 import { LOG_BUCKETS, percentilesOf, type Percentiles } from './log-histogram.js';
 import type { PoolerEvent } from './events.js';
 import type { ScalingCounters } from './pool.js';
+import type { HealthSnapshot } from './pool-health.js';
 import type { Pooler } from './pooler.js';
 import type { ClientState } from './client-session.js';
 import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
@@ -43,6 +44,8 @@ export interface PoolSnapshot {
   /** Cumulative histograms for /metrics. */
   readonly histograms: { readonly query: DurationBuckets; readonly transaction: DurationBuckets; readonly wait: DurationBuckets };
   readonly scaling: ScalingCounters & { readonly inflight: number };
+  /** Last server connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
+  readonly health: HealthSnapshot;
 }
 
 export interface ClientSnapshot {
@@ -249,6 +252,7 @@ export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapsh
       query: percentilesOf(windows.query), transaction: percentilesOf(windows.transaction), wait: percentilesOf(windows.wait), windows,
       histograms: { query: buckets(st.queryHistogram), transaction: buckets(st.xactHistogram), wait: buckets(st.waitHistogram) },
       scaling: { ...pool.scaling, inflight: pool.connecting },
+      health: pool.health.snapshot(),
     });
   }
 
