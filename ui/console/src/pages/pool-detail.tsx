@@ -13,6 +13,8 @@ import { useRole } from '../role';
 import { usePolling } from '../use-polling';
 import { AdminAction, type Verb } from './admin-action';
 import { serverColumns } from './servers';
+import { PoolStateBadge } from './pools';
+import { clock, lastErrorText, poolUnreachable } from '../components/outage';
 
 const PROMPTS: Record<Exclude<Verb, 'reload'>, string> = {
   pause: 'New server checkouts stop; running transactions finish.',
@@ -74,7 +76,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
       <p><a {...linkProps('/pools')}>← Pools</a></p>
       <div className="page-head">
         <h1 id="pool-title">{database}/{user}</h1>
-        {pool && <span className={pool['paused'] ? 'badge paused' : 'badge'} data-testid="pool-state">{pool['paused'] ? 'paused' : 'running'}</span>}
+        {pool && <PoolStateBadge row={pool} testId="pool-state" />}
         {role === 'admin' && pool && (
           <div className="actions">
             {(['pause', 'resume', 'reconnect'] as const).map((v) => (
@@ -91,6 +93,17 @@ export function PoolDetailPage(props: { database: string; user: string }) {
           </Empty>
         ) : (
           <>
+            {poolUnreachable(pool) ? (
+              <div className="outage" role="alert" data-testid="pool-outage">
+                <strong>PostgreSQL unreachable since {clock(pool['unreachable_since'])}</strong>: no server connection could be opened for
+                connect_timeout; clients that need one are refused. {rate(pool['connect_failures_per_sec'])} connect failures/s.
+                {lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at']) && (
+                  <div className="outage-error">Last error: {lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at'])}</div>
+                )}
+              </div>
+            ) : lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at']) && (
+              <p className="muted" data-testid="pool-last-error">Last server connect error: {lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at'])}</p>
+            )}
             <div className="cards" data-testid="pool-cards">
               <Card label="Saturation" help="saturation" value={<Meter value={saturation(pool)} label="saturation: active servers / pool size" />} detail={`${count(pool['sv_active'])} active of ${count(pool['pool_size'])}`} />
               <Card label="Clients" help="clients" value={count(Number(pool['cl_active']) + Number(pool['cl_idle']) + Number(pool['cl_waiting']))} detail={`${count(pool['cl_active'])} active · ${count(pool['cl_idle'])} idle · ${count(pool['cl_waiting'])} waiting`} tone={Number(pool['cl_waiting']) > 0 ? 'warn' : null} />
