@@ -6,7 +6,7 @@ import type { ScalingCounters } from './pool.js';
 import type { HealthSnapshot } from './pool-health.js';
 import type { Pooler } from './pooler.js';
 import type { ClientState } from './client-session.js';
-import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
+import { sqlStateCounts, totalsOf, type Averages, type TotalsRecord } from './stats.js';
 import { isSql } from './prepared/sql-commands.js';
 import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
 
@@ -46,6 +46,8 @@ export interface PoolSnapshot {
   readonly scaling: ScalingCounters & { readonly inflight: number };
   /** Last server connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
   readonly health: HealthSnapshot;
+  /** Errors sent to the pool's clients per SQLSTATE since start, most first: PostgreSQL's and the pooler's own. */
+  readonly errorsBySqlState: readonly { readonly sqlstate: string; readonly count: number }[];
 }
 
 export interface ClientSnapshot {
@@ -253,6 +255,7 @@ export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapsh
       histograms: { query: buckets(st.queryHistogram), transaction: buckets(st.xactHistogram), wait: buckets(st.waitHistogram) },
       scaling: { ...pool.scaling, inflight: pool.connecting },
       health: pool.health.snapshot(),
+      errorsBySqlState: sqlStateCounts(st.block),
     });
   }
 

@@ -23,6 +23,11 @@ function healthCells(p: PoolSnapshot): Cell[] {
   return [h.unreachableSince !== null, iso(h.unreachableSince), h.lastError?.message ?? null, h.lastError?.code ?? null, iso(h.lastError?.time), Math.round(h.connectFailuresPerSec * 1000) / 1000];
 }
 
+/** Errors sent to clients per pool and SQLSTATE (PostgreSQL's and the pooler's own), most first within a pool. */
+export function showErrors(s: PoolerSnapshot): ShowTable {
+  return table(['database', 'user', 'sqlstate', 'count'], s.pools.flatMap((p) => p.errorsBySqlState.map((e) => [p.database, p.user, e.sqlstate, e.count])));
+}
+
 /** Percentiles in microseconds; wait percentiles and errors follow the reference columns. */
 export function showPoolsExtended(s: PoolerSnapshot): ShowTable {
   return table(
