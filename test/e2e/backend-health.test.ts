@@ -99,6 +99,26 @@ function tryingClients(n: number): { queries: () => number; stop(): Promise<void
   return { queries: () => queries, async stop() { running = false; await Promise.all(loops); } };
 }
 
+describe('errors by SQLSTATE', () => {
+  it('the pool page lists the errors its clients got, by SQLSTATE, as the API counts them', async () => {
+    const c = new pg.Client({ host: '127.0.0.1', port, database: 'app', user: 'scramuser', password: 'scrampass' });
+    await c.connect();
+    try {
+      for (let i = 0; i < 3; i++) await expect(c.query('SELECT 1/0')).rejects.toMatchObject({ code: '22012' });
+      await expect(c.query('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
+    } finally {
+      await c.end();
+    }
+    expect(await api('/api/pools/app/scramuser/errors')).toEqual([{ sqlstate: '22012', count: 3 }, { sqlstate: '42P01', count: 1 }]);
+    const page = await open('/pools/app/scramuser');
+    const table = page.getByTestId('pool-errors');
+    await table.locator('tbody tr').nth(1).waitFor();
+    const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim())));
+    expect(rows).toEqual([['22012', 'division_by_zero', '3'], ['42P01', 'undefined_table', '1']]);
+    await page.context().close();
+  });
+});
+
 describe('PostgreSQL stopped under the console', () => {
   it('the pool page, overview, wall and servers page show the outage and its last error, then the recovery', async () => {
     const clients = tryingClients(3);

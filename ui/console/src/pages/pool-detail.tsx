@@ -15,6 +15,13 @@ import { AdminAction, type Verb } from './admin-action';
 import { serverColumns } from './servers';
 import { PoolStateBadge } from './pools';
 import { clock, lastErrorText, poolUnreachable } from '../components/outage';
+import { sqlStateName } from '../sqlstates';
+
+const ERROR_COLUMNS: Column[] = [
+  { key: 'sqlstate', label: 'SQLSTATE', render: (r) => <code>{String(r['sqlstate'])}</code> },
+  { key: 'name', label: 'condition', render: (r) => sqlStateName(String(r['sqlstate'])), sortValue: (r) => sqlStateName(String(r['sqlstate'])) },
+  { key: 'count', label: 'errors', num: true, live: true },
+];
 
 const PROMPTS: Record<Exclude<Verb, 'reload'>, string> = {
   pause: 'New server checkouts stop; running transactions finish.',
@@ -64,6 +71,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
   const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'state', order: 'desc', limit: String(CLIENTS_SHOWN) }).toString()}`;
   const clients = usePolling<Row[]>(clientsPath);
   const servers = usePolling<Row[]>('/api/servers');
+  const errors = usePolling<Row[]>(`/api/pools/${encodeURIComponent(database)}/${encodeURIComponent(user)}/errors`);
   const [verb, setVerb] = useState<Exclude<Verb, 'reload'> | null>(null);
   const mine = (servers.data ?? []).filter((r) => r['database_name'] === database && r['user'] === user);
   const clientTotal = Number(clients.headers?.get('x-total-count') ?? clients.data?.length ?? 0);
@@ -137,6 +145,10 @@ export function PoolDetailPage(props: { database: string; user: string }) {
             <h2>Servers</h2>
             <Gate loading={servers.loading} error={servers.error} hasData={servers.data !== null} what="servers">
               {() => <DataTable caption={`Servers of ${key}`} testId="pool-servers" rows={mine} columns={serverColumns(mine).filter((c) => c.key !== 'database_name' && c.key !== 'user')} rowKey={(r) => String(r['server_id'])} empty={<Empty>This pool has no server connection open.</Empty>} />}
+            </Gate>
+            <h2>Errors by SQLSTATE <span className="muted">(sent to this pool's clients since start: PostgreSQL's and the pooler's own)</span></h2>
+            <Gate loading={errors.loading} error={errors.error} hasData={errors.data !== null} what="errors">
+              {() => <DataTable caption={`Errors of ${key} by SQLSTATE`} testId="pool-errors" rows={errors.data!} columns={ERROR_COLUMNS} rowKey={(r) => String(r['sqlstate'])} defaultSort={{ key: 'count', order: 'desc' }} empty={<Empty>No error was sent to this pool's clients.</Empty>} />}
             </Gate>
           </>
         ))}
