@@ -182,3 +182,31 @@ describe('PostgreSQL stopped under the console', () => {
     }
   });
 });
+
+describe('the pooler frozen under the console', () => {
+  it('says "not answering since" within 10 s of SIGSTOP, marks the figures stale, and clears both after SIGCONT', async () => {
+    const page = await open('/overview');
+    await page.getByTestId('overview-cards').waitFor();
+    const figures = page.getByTestId('page-figures');
+    expect(await figures.getAttribute('data-stale')).toBeNull();
+    const pid = pooler.child.pid!;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const banner = page.getByTestId('offline-banner');
+      await banner.waitFor({ timeout: 10_000 });
+      const text = (await banner.textContent())!;
+      // "since": when the first unanswered poll was sent.
+      expect(text).toMatch(/The pooler is not answering since \d\d:\d\d:\d\d\./);
+      expect(text).toMatch(/The figures below are stale: the last ones received, at \d\d:\d\d:\d\d\./);
+      expect(await figures.getAttribute('data-stale')).toBe('');
+      expect(Number(await figures.evaluate((e) => getComputedStyle(e).opacity))).toBeLessThan(1);
+      // The last figures stay on screen under the banner.
+      expect(await page.getByTestId('overview-cards').count()).toBe(1);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await page.getByTestId('offline-banner').waitFor({ state: 'detached', timeout: 15_000 });
+    expect(await figures.getAttribute('data-stale')).toBeNull();
+    await page.context().close();
+  });
+});
