@@ -13,6 +13,7 @@ import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } f
 import { PreparedPipe } from './prepared/pipe.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
+import { countSqlState } from './stats.js';
 import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
 import type { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
@@ -422,6 +423,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   fatal(sqlstate: string, message: string, detail?: string): void {
     if (this.state === 'closed') return;
     const error = writeErrorResponse({ severity: 'FATAL', code: sqlstate, message, ...(detail ? { detail } : {}) });
+    // The pooler's own errors count by SQLSTATE with PostgreSQL's (refused during an outage: 08006).
+    if (this.pool) countSqlState(this.pool.stats.block, sqlstate);
     const end = this.end;
     if (end) {
       this.end = null;

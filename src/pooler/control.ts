@@ -38,6 +38,26 @@ export interface Overview {
   max_wait_ms: number;
   evictions: number;
   exhaustions: number;
+  /** Failed server connects per second over the last stats period, all pools. */
+  connect_failures_per_sec: number;
+  /** Pools whose PostgreSQL is unreachable now. */
+  pools_unreachable: number;
+  /** Databases with a pool whose PostgreSQL is unreachable: since the first pool's outage began, with the latest
+   * connect error of its pools. Empty while every PostgreSQL answers. */
+  databases_unreachable: DatabaseOutage[];
+}
+
+/** A database whose PostgreSQL no pool could log in to for connect_timeout while clients needed a server. */
+export interface DatabaseOutage {
+  database: string;
+  /** ISO time the outage began. */
+  since: string;
+  /** The pools (`<database>/<user>`) that are unreachable. */
+  pools: string[];
+  last_error: string | null;
+  /** SQLSTATE, or the socket's errno (ECONNREFUSED). */
+  last_error_code: string | null;
+  last_error_at: string | null;
 }
 
 /** Query, transaction and wait duration histograms of one user@database pool. */

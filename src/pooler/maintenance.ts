@@ -105,7 +105,10 @@ export class Maintenance {
     this.host.authQuery.maintain(now);
     maintainPools(this.host.poolSet, (pool) => this.host.poolHasClients(pool), now);
     if (now - this.lastRoll >= this.host.config.general.stats_period) {
-      for (const pool of this.host.poolSet.pools.values()) pool.stats.roll(now - this.lastRoll);
+      for (const pool of this.host.poolSet.pools.values()) {
+        pool.stats.roll(now - this.lastRoll);
+        pool.health.roll(now - this.lastRoll);
+      }
       this.host.apps.roll(now - this.lastRoll);
       this.lastRoll = now;
     }

@@ -9,7 +9,7 @@ import type { SnapshotSource } from '../hosts.js';
 import { interner, preparedStatements } from './show-prepared.js';
 import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from '../snapshot.js';
 import {
-  showApps, showClients, showEvents, showLists, showPoolCoordinator, showPools, showPoolScaling, showPoolsExtended, showServers, showStats,
+  showApps, showClients, showErrors, showEvents, showLists, showPoolCoordinator, showPools, showPoolScaling, showPoolsExtended, showServers, showStats,
 } from './show-state.js';
 
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
@@ -103,7 +103,7 @@ function sockets(): ShowTable {
 export const HELP_LINES = [
   'SHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|CLIENTS|SERVERS|USERS|VERSION',
   'SHOW STATS|LISTS|LOG_LEVEL|CONNECTIONS|SOCKETS|PREPARED_STATEMENTS|INTERNER [<n>]',
-  'SHOW POOL_COORDINATOR|POOL_SCALING|APPS|EVENTS',
+  'SHOW POOL_COORDINATOR|POOL_SCALING|APPS|EVENTS|ERRORS',
   'SET log_level = \'trace|debug|info|warn|error\'',
   'RELOAD', 'PAUSE [<db>]', 'RESUME [<db>]', 'RECONNECT [<db>]', 'KILL <db>', 'SHUTDOWN', 'RESET INTERNER',
 ];
@@ -120,6 +120,7 @@ const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: SnapshotSource<Clien
   POOL_COORDINATOR: showPoolCoordinator,
   POOL_SCALING: showPoolScaling,
   EVENTS: showEvents,
+  ERRORS: showErrors,
   APPS: showApps,
   PREPARED_STATEMENTS: preparedStatements,
   INTERNER: (s) => interner(s),

@@ -1,7 +1,7 @@
 // The native relay (native/relay*.cc) seen from TypeScript: the addon forwards bytes itself and reports only what JavaScript decides.
 import type net from 'node:net';
 import { addon } from '../../native/index.js';
-import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
+import { DURATION_BOUNDS, SQLSTATE_SLOTS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type { QueryStatsRow } from '../query-stats/table.js';
 import { NativeClientEnd, NativeServerEnd, type NativeEndsRelay } from './native-ends.js';
@@ -70,7 +70,7 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
 
   private constructor(readonly a: RelayAddon) {
-    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
+    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable, STATS_LAYOUT.sqlStates, SQLSTATE_SLOTS]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
     this.logins = new NativeTlsLogins(a, this);
   }
