@@ -83,6 +83,7 @@ double NowUs();
 struct StatsLayout {
   int qHist = 0, xHist = 0, qLog = 0, xLog = 0, logBuckets = 0;
   int parkable = -1;  // slot JavaScript sets to 1 while the pool has no waiters and is not paused or draining
+  int sqlStates = -1, sqlStateSlots = 0;  // errors by SQLSTATE (src/pooler/stats.ts STATS_LAYOUT.sqlStates)
   std::vector<double> bounds;  // seconds
 };
 

@@ -299,6 +299,54 @@ inline bool EndsSession(const uint8_t* m, uint32_t len, size_t available) {
   return severityLen == 5 && (std::memcmp(severity, "FATAL", 5) == 0 || std::memcmp(severity, "PANIC", 5) == 0);
 }
 
+/** The SQLSTATE (field C) of the ErrorResponse at m (header included, `len` its length field, `available` bytes of
+ *  it here) as src/pooler/stats.ts encodeSqlState: base 36 plus 1; 0 when it is not in this read or not five of 0-9, A-Z. */
+inline double SqlStateCode(const uint8_t* m, uint32_t len, size_t available) {
+  const size_t whole = 1 + static_cast<size_t>(len);
+  const size_t end = available < whole ? available : whole;
+  for (size_t pos = 5; pos < end && m[pos] != 0;) {
+    const void* nul = pos + 1 < end ? std::memchr(m + pos + 1, 0, end - pos - 1) : nullptr;
+    if (!nul) return 0;
+    const size_t nulAt = static_cast<size_t>(static_cast<const uint8_t*>(nul) - m);
+    if (m[pos] == 'C') {
+      if (nulAt - pos - 1 != 5) return 0;
+      double n = 0;
+      for (size_t i = pos + 1; i < nulAt; i++) {
+        const uint8_t ch = m[i];
+        int d;
+        if (ch >= '0' && ch <= '9') d = ch - '0';
+        else if (ch >= 'A' && ch <= 'Z') d = ch - 'A' + 10;
+        else return 0;
+        n = n * 36 + d;
+      }
+      return n + 1;
+    }
+    pos = nulAt + 1;
+  }
+  return 0;
+}
+
+/** Counts one error under `code` in the (code, count) slots at stats[off] (src/pooler/stats.ts countSqlState, its
+ *  twin): the slot holding it, else the first empty one; the count after the slots when none is free or code is 0. */
+inline void CountSqlState(double* stats, int off, int slots, double code) {
+  if (!stats || off < 0) return;
+  if (code > 0) {
+    for (int i = 0; i < slots; i++) {
+      double* slot = stats + off + 2 * i;
+      if (slot[0] == code) {
+        slot[1] += 1;
+        return;
+      }
+      if (slot[0] == 0) {
+        slot[0] = code;
+        slot[1] = 1;
+        return;
+      }
+    }
+  }
+  stats[off + 2 * slots] += 1;
+}
+
 struct ChunkResult {
   bool ok = true;           // false: a bad length at `cut`
   bool terminate = false;   // a Terminate at `cut`

@@ -314,6 +314,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
       },
       [&](uint8_t type, size_t offset, uint32_t len) {
         s->toldClient = c && type == kErrorResponse && EndsSession(buf + offset, len, total - offset);
+        if (c && type == kErrorResponse && c->stats) CountSqlState(c->stats, layout_.sqlStates, layout_.sqlStateSlots, SqlStateCode(buf + offset, len, total - offset));
         if (type == 'S' && c) s->paramFlags |= 4;
         if (type == 'C' && s->divert) {
           if (DropsAllStatements(buf + offset, len, total - offset)) dropsAll = true;

@@ -28,7 +28,8 @@ thread_local Relay* tRelay = nullptr;
 
 Relay* Get(const Napi::CallbackInfo& info) { return CurrentRelay(info); }
 
-/** relayInit(onEvents(count), events: Int32Array, layout: Int32Array [qHist, xHist, qLog, xLog, logBuckets, parkable], bounds: Float64Array) */
+/** relayInit(onEvents(count), events: Int32Array, layout: Int32Array [qHist, xHist, qLog, xLog, logBuckets, parkable, sqlStates,
+ *  sqlStateSlots], bounds: Float64Array) */
 Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (tRelay) return Napi::Boolean::New(env, false);
@@ -60,6 +61,10 @@ Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   r->layout_.xLog = layout[3];
   r->layout_.logBuckets = layout[4];
   if (nLayout > 5) r->layout_.parkable = layout[5];
+  if (nLayout > 7 && layout[6] >= 0 && layout[7] >= 0) {
+    r->layout_.sqlStates = layout[6];
+    r->layout_.sqlStateSlots = layout[7];
+  }
   r->layout_.bounds.assign(bounds, bounds + nBounds);
   // The relay lives as long as the process; its handles are unref'd or belong to open sockets.
   tRelay = r;

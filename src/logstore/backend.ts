@@ -18,8 +18,13 @@ export interface PartialInfo {
 /** An answer that left damaged fractions out, marked partial (the seq-db PARTIAL_RESPONSE shape at the edge). */
 export function markDamaged<T extends MergedQueryResult>(r: T, shards: number): T & { partial?: PartialInfo } {
   if (!r.damaged?.length) return r;
-  const failedShards = new Set(r.damaged.map((d) => d.split('/')[0])).size;
-  return { ...r, partial: { failedShards, shards, message: `damaged fractions left out (quarantined): ${r.damaged.join(', ')}`, skippedFractions: r.damaged } };
+  return { ...r, partial: damagedPartial(r.damaged, shards) };
+}
+
+/** The partial mark of an answer without the damaged fractions `damaged` (`shard-<n>/<fraction>`). */
+export function damagedPartial(damaged: string[], shards: number): PartialInfo {
+  const failedShards = new Set(damaged.map((d) => d.split('/')[0])).size;
+  return { failedShards, shards, message: `damaged fractions left out (quarantined): ${damaged.join(', ')}`, skippedFractions: damaged };
 }
 
 export interface QueryAnswer extends MergedQueryResult {
@@ -95,7 +100,8 @@ export class LocalBackend implements LogBackend {
   }
 
   async fetch(ids: string[], pipes: FieldsPipe[]): Promise<FetchAnswer> {
-    return { hits: await this.store.fetch(ids, pipes) };
+    const { hits, damaged } = await this.store.fetch(ids, pipes);
+    return damaged ? { hits, partial: damagedPartial(damaged, this.store.shardCount) } : { hits };
   }
 
   async status(): Promise<BackendStatus> {

@@ -241,7 +241,7 @@ export class Store {
    * byte: in single mode the thread that made it (ids are made per thread), in store mode every thread that
    * stored the proxy shard it names (a proxy's ids carry the cluster shard, not this store's thread).
    */
-  async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<ShardHit[]> {
+  async fetch(ids: string[], pipes: FieldsPipe[] = []): Promise<{ hits: ShardHit[]; damaged?: string[] }> {
     const lists = this.pools.map((): string[] => []);
     for (const id of ids) {
       const b = parseInt(id.slice(12, 14), 16);
@@ -250,8 +250,13 @@ export class Store {
         if (!marks || !(b >= 0) || marks[b]) lists[i]!.push(id);
       }
     }
-    const parts = await Promise.all(this.pools.map((p, i) => (lists[i]!.length ? p.run({ ids: lists[i], pipes }, { name: 'fetch' }) : [])));
-    return mergeFetched(ids, parts as ShardHit[][]);
+    type Part = { hits: ShardHit[]; damaged?: string[] };
+    const parts: Part[] = await Promise.all(this.pools.map((p, i) => (lists[i]!.length ? (p.run({ ids: lists[i], pipes }, { name: 'fetch' }) as Promise<Part>) : { hits: [] })));
+    const hits = mergeFetched(ids, parts.map((p) => p.hits));
+    // A damaged fraction counts only while an id it may hold is still missing (a replica thread may have it).
+    if (hits.length === ids.length) return { hits };
+    const damaged = [...new Set(parts.flatMap((p) => p.damaged ?? []))];
+    return damaged.length ? { hits, damaged } : { hits };
   }
 
   /**

@@ -3,7 +3,7 @@
 import type net from 'node:net';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
-import type { Pooler } from './pooler.js';
+import type { SessionHost } from './hosts.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
@@ -13,6 +13,7 @@ import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } f
 import { PreparedPipe } from './prepared/pipe.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
+import { countSqlState } from './stats.js';
 import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
 import type { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, trackedParams } from './session-state/params.js';
@@ -42,7 +43,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
-  constructor(accepted: net.Socket | NativeTlsSocket, core: Pooler, native?: { pool: Pool; login: NativeLoginOk }) {
+  constructor(accepted: net.Socket | NativeTlsSocket, core: SessionHost<ClientSession>, native?: { pool: Pool; login: NativeLoginOk }) {
     super(accepted, core, native?.login);
     if (native) this.nativeLoggedIn(native.pool, native.login);
   }
@@ -422,6 +423,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   fatal(sqlstate: string, message: string, detail?: string): void {
     if (this.state === 'closed') return;
     const error = writeErrorResponse({ severity: 'FATAL', code: sqlstate, message, ...(detail ? { detail } : {}) });
+    // The pooler's own errors count by SQLSTATE with PostgreSQL's (refused during an outage: 08006).
+    if (this.pool) countSqlState(this.pool.stats.block, sqlstate);
     const end = this.end;
     if (end) {
       this.end = null;

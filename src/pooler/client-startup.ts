@@ -5,7 +5,7 @@ import type net from 'node:net';
 import { randomBytesPooled } from './random-pool.js';
 import { SqlState } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES, type MessageHandler } from '../protocol/frame-stream.js';
-import type { Pooler } from './pooler.js';
+import type { SessionHost } from './hosts.js';
 import type { Pool } from './pool.js';
 import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection } from './server-connection.js';
@@ -66,7 +66,7 @@ export abstract class ClientStartup {
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
-  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: Pooler, native?: NativeLoginOk) {
+  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: SessionHost<ClientStartup>, native?: NativeLoginOk) {
     const socket = accepted;
     this.socket = socket;
     this.connectedAt = socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now();
@@ -166,7 +166,7 @@ export abstract class ClientStartup {
   protected readonly onSocketClose = (): void => this.onClientClosed(true);
 
   /** SSLRequest answered S, or a direct TLS hello: the handshake runs in the native relay when it terminates client TLS,
-   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay.ts relayFor). */
+   * else in Node's tls (and the JavaScript relay carries the client afterwards; see relay/choose.ts relayFor). */
   private startTls(settings: ClientTls, initial: Buffer | null): void {
     this.handshaking = true;
     const raw = this.socket;

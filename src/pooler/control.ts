@@ -2,17 +2,13 @@
 import type { PoolerConfig } from '../config/pooler.js';
 import type { LogHub } from '../shared/logger.js';
 import type { LogShipStats } from './log-ship/log-shipper.js';
+import type { Pool } from './pool.js';
 import type { DurationBuckets, PoolerSnapshot, SnapshotParts } from './snapshot.js';
+import type { ShowTable } from './show-table.js';
 
 export type { DurationBuckets } from './snapshot.js';
 
-export type Cell = string | number | bigint | boolean | null;
-
-/** One SHOW result: column names as in reference/pooler.md, rows in column order. */
-export interface ShowTable {
-  readonly columns: readonly string[];
-  readonly rows: readonly (readonly Cell[])[];
-}
+export type { Cell, ShowTable } from './show-table.js';
 
 /** Totals for the console's overview page (overview.ts formats them from the snapshot). */
 export interface Overview {
@@ -42,6 +38,26 @@ export interface Overview {
   max_wait_ms: number;
   evictions: number;
   exhaustions: number;
+  /** Failed server connects per second over the last stats period, all pools. */
+  connect_failures_per_sec: number;
+  /** Pools whose PostgreSQL is unreachable now. */
+  pools_unreachable: number;
+  /** Databases with a pool whose PostgreSQL is unreachable: since the first pool's outage began, with the latest
+   * connect error of its pools. Empty while every PostgreSQL answers. */
+  databases_unreachable: DatabaseOutage[];
+}
+
+/** A database whose PostgreSQL no pool could log in to for connect_timeout while clients needed a server. */
+export interface DatabaseOutage {
+  database: string;
+  /** ISO time the outage began. */
+  since: string;
+  /** The pools (`<database>/<user>`) that are unreachable. */
+  pools: string[];
+  last_error: string | null;
+  /** SQLSTATE, or the socket's errno (ECONNREFUSED). */
+  last_error_code: string | null;
+  last_error_at: string | null;
 }
 
 /** Query, transaction and wait duration histograms of one user@database pool. */
@@ -92,4 +108,12 @@ export interface PoolerControl {
   logShipping?(): LogShipStats | null;
   /** Called after every successful reload with the new config. */
   onReload(listener: (config: PoolerConfig) => void): void;
+}
+
+/** What the admin console (admin/console.ts) needs beyond the web API: KILL, SHUTDOWN, and the pools (RESET INTERNER). */
+export interface AdminHost extends PoolerControl {
+  readonly pools: ReadonlyMap<string, Pool>;
+  kill(database: string): string;
+  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything. */
+  shutdown(graceful?: boolean): Promise<void>;
 }

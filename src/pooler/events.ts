@@ -2,7 +2,7 @@
 
 export const EVENT_KINDS = [
   'pause', 'resume', 'reload', 'reconnect', 'kill', 'shutdown',
-  'connect_failure', 'login_failure', 'pool_exhaustion', 'backend_lost', 'eviction', 'client_pinned', 'client_unpinned',
+  'connect_failure', 'backend_unreachable', 'backend_reachable', 'login_failure', 'pool_exhaustion', 'backend_lost', 'eviction', 'client_pinned', 'client_unpinned',
 ] as const;
 export type PoolerEventKind = (typeof EVENT_KINDS)[number];
 

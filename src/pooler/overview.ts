@@ -1,6 +1,6 @@
 // The console's overview totals, formatted from one snapshot (snapshot.ts).
-import type { Overview } from './control.js';
-import { mergedPercentiles, type PoolerSnapshot } from './snapshot.js';
+import type { DatabaseOutage, Overview } from './control.js';
+import { mergedPercentiles, type PoolerSnapshot, type PoolSnapshot } from './snapshot.js';
 
 export function overviewOf(s: PoolerSnapshot): Overview {
   const o: Overview = {
@@ -9,7 +9,9 @@ export function overviewOf(s: PoolerSnapshot): Overview {
     query_p50_us: 0, query_p95_us: 0, query_p99_us: 0, transaction_p95_us: 0, wait_p95_us: 0,
     cl_waiting: 0, errors_per_sec: 0, sv_active: 0, sv_idle: 0, sv_used: 0, sv_login: 0,
     max_wait_ms: 0, evictions: 0, exhaustions: 0,
+    connect_failures_per_sec: 0, pools_unreachable: 0, databases_unreachable: [],
   };
+  const outages = new Map<string, { since: number; pools: string[]; error: PoolSnapshot['health']['lastError'] }>();
   for (const p of s.pools) {
     o.pools++;
     if (p.paused) o.pools_paused++;
@@ -26,8 +28,24 @@ export function overviewOf(s: PoolerSnapshot): Overview {
     // A fraction: the integer avg_errors of SHOW STATS reads 0 for 0.3 errors a second.
     o.errors_per_sec += p.averages.exact.errors;
     o.max_wait_ms = Math.max(o.max_wait_ms, p.maxWaitMs);
+    o.connect_failures_per_sec += p.health.connectFailuresPerSec;
+    const since = p.health.unreachableSince;
+    if (since !== null) {
+      o.pools_unreachable++;
+      const d = outages.get(p.database) ?? { since, pools: [], error: null };
+      d.since = Math.min(d.since, since);
+      d.pools.push(`${p.database}/${p.user}`);
+      const e = p.health.lastError;
+      if (e && (!d.error || e.time > d.error.time)) d.error = e;
+      outages.set(p.database, d);
+    }
   }
   o.errors_per_sec = Math.round(o.errors_per_sec * 1000) / 1000;
+  o.connect_failures_per_sec = Math.round(o.connect_failures_per_sec * 1000) / 1000;
+  o.databases_unreachable = [...outages].map(([database, d]): DatabaseOutage => ({
+    database, since: new Date(d.since).toISOString(), pools: d.pools,
+    last_error: d.error?.message ?? null, last_error_code: d.error?.code ?? null, last_error_at: d.error ? new Date(d.error.time).toISOString() : null,
+  }));
   o.clients.total = o.clients.active + o.clients.idle + o.clients.waiting;
   o.servers.total = o.servers.active + o.servers.idle + o.servers.used + o.servers.login;
   o.cl_waiting = o.clients.waiting;

@@ -15,7 +15,6 @@ export interface PoolSetHost {
   readonly tlsRelay: boolean;
   readonly nativeLogins: { queue(): void };
   readonly authQuery: { isDynamic(pool: Pool): boolean };
-  poolHasClients(pool: Pool): boolean;
 }
 
 export class PoolSet {
@@ -62,23 +61,6 @@ export class PoolSet {
       if (!seen.has(key) && !(this.host.authQuery.isDynamic(pool) && config.pools[pool.settings.database])) {
         pool.retired = true;
         pool.reconnect();
-      }
-    }
-  }
-
-  /** Each pool's timers; then drops retired pools with no server and no client left, and coordinators with no pool. */
-  maintain(now: number): void {
-    for (const [key, pool] of this.pools) {
-      pool.maintain(now);
-      if (pool.retired && pool.servers.size === 0 && !this.host.poolHasClients(pool)) {
-        this.pools.delete(key);
-        pool.coordinator?.pools.delete(pool);
-      }
-    }
-    for (const [db, c] of this.coordinators) {
-      if (c.pools.size === 0) {
-        c.close();
-        this.coordinators.delete(db);
       }
     }
   }

@@ -3,8 +3,10 @@ import type { Logger } from 'pino';
 import type { ServerConnection } from './server-connection.js';
 import type { ServerLoginError } from './server-login.js';
 import { PoolStats, STATS_LAYOUT } from './stats.js';
+import { PoolHealth } from './pool-health.js';
 import type { ScramCredential } from './auth/scram.js';
-import { relayFor, type Relay } from './relay/relay.js';
+import type { Relay } from './relay/relay.js';
+import { relayFor } from './relay/choose.js';
 import { Interner } from './prepared/interner.js';
 import { schemaEpochFor } from './prepared/schema-epoch.js';
 import type { Coordinator } from './coordinator.js';
@@ -22,6 +24,8 @@ export abstract class PoolState {
   /** RECONNECT is waiting for active servers to come back: none may stay parked. */
   protected draining = false;
   readonly stats = new PoolStats();
+  /** The last connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
+  readonly health: PoolHealth;
   /** Carries this pool's clients and servers; the JavaScript relay when their statements are rewritten. */
   readonly relay: Relay;
   /** The pool's query texts (prepared_statements in transaction mode), else null. Fixed at start, as is the relay. */
@@ -57,6 +61,7 @@ export abstract class PoolState {
   onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
 
   constructor(public settings: PoolSettings, protected readonly log: Logger) {
+    this.health = new PoolHealth(() => this.settings.connectTimeoutMs);
     const prepared = settings.prepared;
     const t = settings.target;
     // Pools of one database share its schema epoch: DDL seen through any of them re-parses every pool's texts.

@@ -7,6 +7,7 @@ import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { ServerStatements } from './prepared/server-cache.js';
 import type { PoolWaiter } from './waiter-queue.js';
 import { PoolState } from './pool-state.js';
+import type { HealthChange } from './pool-health.js';
 
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
@@ -198,6 +199,7 @@ export class Pool extends PoolState {
       (s) => {
         this.connecting--;
         this.connectFailing = false;
+        this.noteHealth(this.health.connectSucceeded(Date.now()));
         if (reserve) {
           this.connectingReserve--;
           s.reserve = true;
@@ -223,7 +225,9 @@ export class Pool extends PoolState {
         if (reserve) this.connectingReserve--;
         this.scaling.createFallback++;
         this.connectFailing = true;
-        this.onEvent('connect_failure', `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`);
+        // During an outage its start and end events stand for the failures (a storm of them would flush the ring).
+        if (this.health.unreachableSince === null) this.onEvent('connect_failure', `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`);
+        this.noteHealth(this.health.connectFailed(err.message, err.errno ?? err.sqlstate, Date.now(), this.waiting > 0 || this.paramWaiters.length > 0));
         this.log.warn({ pool: this.name, err: err.message, sqlstate: err.sqlstate }, 'server login failed');
         for (const p of this.paramWaiters.splice(0)) p.reject(err);
         // Waiters that no live or pending server could serve get the error now.
@@ -233,6 +237,31 @@ export class Pool extends PoolState {
         this.coordinator?.kick();
       },
     );
+  }
+
+  /** An outage of this pool's PostgreSQL began or ended: an event and a log line. */
+  private noteHealth(change: HealthChange | null): void {
+    if (!change) return;
+    const { host, port } = this.settings.target;
+    if (change.kind === 'unreachable') {
+      const message = `PostgreSQL ${host}:${port} unreachable since ${new Date(change.since).toISOString()}: ${change.error.message} (${change.error.code})`;
+      this.onEvent('backend_unreachable', message);
+      this.log.error({ pool: this.name, since: new Date(change.since).toISOString(), err: change.error.message, code: change.error.code }, 'PostgreSQL unreachable');
+    } else {
+      const seconds = Math.round((change.until - change.since) / 100) / 10;
+      this.onEvent('backend_reachable', `PostgreSQL ${host}:${port} reachable again: a server logged in after ${seconds} s unreachable (${change.failures} failed connects)`);
+      this.log.info({ pool: this.name, unreachable_ms: change.until - change.since, failures: change.failures }, 'PostgreSQL reachable again');
+    }
+  }
+
+  /** While PostgreSQL is unreachable and no client asks for a server, one connect every connect_timeout (at least a
+   * second) finds out when it is back, so the outage does not outlast it on the console. */
+  private probe(now: number): void {
+    const last = this.health.lastError;
+    if (this.health.unreachableSince === null || !last || this.demand > 0 || this.connecting > 0 || this.paused || this.retired) return;
+    if (now - last.time < Math.max(this.settings.connectTimeoutMs, 1000) || this.servers.size >= this.settings.poolSize || !this.scramOrPasswordKnown()) return;
+    if (this.coordinator && this.coordinator.admit(this, -1) === 'none') return;
+    this.connectOne();
   }
 
   /** ParameterStatus set for client logins; connects a first server when none has logged in yet. */
@@ -306,6 +335,8 @@ export class Pool extends PoolState {
       }
     }
     this.growForWaiters();
+    this.noteHealth(this.health.check(now, this.demand > 0));
+    this.probe(now);
   }
 
   /** PAUSE: checkouts stop now; returns how many servers still serve a client (transactions running; in session

@@ -1,5 +1,5 @@
-// The pooler: client listener, pools per (database, user), cancel routing, admin verbs, reload, shutdown.
-import net from 'node:net';
+// The pooler: builds its parts (listener.ts, maintenance.ts, the pool set, auth_query, native logins) and gives them
+// their hosts; keeps the client registry and cancel keys, resolves logins, answers the admin verbs and RELOAD.
 import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
@@ -11,7 +11,8 @@ import { killDatabase, pausePools, reconnectPools, resumePools, startPause } fro
 import type { LoginTarget } from './client-login.js';
 import type { Pool } from './pool.js';
 import { PoolSet } from './pool-set.js';
-import type { DurationHistogram, Overview, PauseAnswer, PoolerControl, ShowTable } from './control.js';
+import type { AdminHost, DurationHistogram, Overview, PauseAnswer, ShowTable } from './control.js';
+import type { PoolerCounters, SnapshotSource } from './hosts.js';
 import { showTable } from './admin/show.js';
 import { EventRing } from './events.js';
 import { AppRegistry } from './apps.js';
@@ -19,7 +20,8 @@ import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from './snapsho
 import { overviewOf } from './overview.js';
 import { configChanges, restartNeeded } from './config-diff.js';
 import { attachAdminConsole } from './admin/console.js';
-import { acceptSocket, nativeAcceptor, CLIENT_KEEPALIVE_MS } from './client-accept.js';
+import { Listener, type ListenerHost } from './listener.js';
+import { Maintenance, type MaintenanceHost } from './maintenance.js';
 import { setQueryStatsSize } from './query-stats/stats.js';
 import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
@@ -27,21 +29,17 @@ import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import { NativeRelay } from './relay/native.js';
 import { NativeLogins } from './native-logins.js';
 import { LogLimiter } from './log-limiter.js';
-import { clientSocketCap, openFileLimit } from './fd-limit.js';
 import type { ClientStartup } from './client-startup.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
-/** TCP_DEFER_ACCEPT's time with tcp_defer_accept on: PgBouncer's fixed 45 s. */
-const DEFER_ACCEPT_SECS = 45;
-
 const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
   ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
   ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
 ]);
 
-export class Pooler implements PoolerControl, AuthQueryHost {
+export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSession>, MaintenanceHost, AuthQueryHost {
   /** Pools and coordinators, kept to match the config (pool-set.ts). */
   readonly poolSet = new PoolSet(this);
   readonly pools = this.poolSet.pools;
@@ -50,12 +48,8 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   private readonly cancelKeys = new CancelKeys<ClientSession>();
   readonly startedAt = new Date();
   readonly log: Logger;
-  /** connections: accepted; tls: of them, those that completed a TLS handshake; nativeLogins / jsLogins: logins that
-   * succeeded, by who ran the password exchange (the native relay, or client-login.ts). */
-  readonly counters = {
+  readonly counters: PoolerCounters = {
     connections: 0, errors: 0, cancel: 0, tls: 0, nativeLogins: 0, jsLogins: 0,
-    /** Logins closed by client_login_timeout; clients refused at accept for max_connections, and for want of
-     * descriptors (EMFILE, ENFILE). */
     loginTimeouts: 0, refusedMaxConnections: 0, refusedDescriptors: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
@@ -64,6 +58,10 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   readonly logins = new Set<ClientStartup>();
   /** The logins the native relay runs itself (native-logins.ts). */
   readonly nativeLogins = new NativeLogins(this);
+  /** Accepts clients and hands them to their logins (listener.ts). */
+  readonly listener = new Listener(this);
+  /** Every periodic tick and the shutdown (maintenance.ts). */
+  private readonly maintenance = new Maintenance(this);
   /** TLS contexts in force: read at start, re-read on RELOAD (a file that fails keeps the previous ones). */
   tls: TlsSettings = NO_TLS;
   /** Users not in the config, checked against secrets fetched by auth_query, each with a pool of its own. */
@@ -82,16 +80,9 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   readonly events = new EventRing();
   /** Load per application_name (/api/apps). */
   readonly apps = new AppRegistry();
-  private server: net.Server | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private loginTimer: NodeJS.Timeout | null = null;
-  private loginSweepMs = 0;
-  private lastRoll = Date.now();
   private reloadListeners: ((c: PoolerConfig) => void)[] = [];
   /** Ships log records to [logs] ship_to; null when shipping is off. */
   private shipper: LogShipper | null = null;
-  shuttingDown = false;
-  private shutdownDone: Promise<void> | null = null;
   /** Resolves when the pooler has stopped (SHUTDOWN, signals). */
   readonly stopped: Promise<void>;
   private resolveStopped!: () => void;
@@ -132,93 +123,28 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   }
 
   get port(): number {
-    return this.nativePort || ((this.server?.address() as net.AddressInfo | null)?.port ?? 0);
+    return this.listener.port;
   }
 
-  /** True when the native relay accepts this pooler's clients itself (see listen). */
+  /** True when the native relay accepts this pooler's clients itself (listener.ts). */
   get acceptsNatively(): boolean {
-    return this.nativeListener > 0;
+    return this.listener.acceptsNatively;
   }
-
-  /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
-  private nativePort = 0;
-  private nativeListener = 0;
-  /** Client sockets net.Server's accepts may hold (fd-limit.ts), 0: no cap. */
-  clientSocketCap = 0;
 
   async listen(): Promise<void> {
-    const { host, port, tcp_no_delay, tcp_defer_accept } = this.config.general;
-    this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => acceptSocket(this, socket));
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, host, () => {
-        this.server!.removeListener('error', reject);
-        resolve();
-      });
-    });
-    this.server.on('error', (err: NodeJS.ErrnoException) => {
-      // libuv keeps a descriptor in reserve and closes the waiting client with it on EMFILE, then reports the error
-      // here: one per refused client, so they are counted and logged once a period.
-      if (err.code === 'EMFILE' || err.code === 'ENFILE') {
-        this.counters.refusedDescriptors++;
-        this.limitedLogs.descriptors.add(1, { err: err.code });
-        return;
-      }
-      this.log.error({ err: err.message }, 'listener error');
-    });
-    // libuv answers EMFILE by closing the waiting clients without a word to Node: acceptSocket refuses clients past a
-    // cap below the descriptor limit itself, where they can be counted and logged (net.Server's maxConnections
-    // cannot: sockets read through a ReadBuffer leave its count).
-    this.clientSocketCap = clientSocketCap(openFileLimit());
-    // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
-    // ([native] accept = false keeps net.Server's accepts, as with the JavaScript relay).
-    const listener = this.config.native.accept ? this.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
-    if (listener > 0) {
-      this.nativeListener = listener;
-      this.nativePort = (this.server.address() as net.AddressInfo).port;
-      this.server.close();
-      this.server = null;
-      this.nativeLogins.listening(listener);
-    }
-    this.timer = setInterval(() => this.maintain(), 1000);
-    this.timer.unref();
-    this.scheduleLoginSweep();
-    this.onReload(() => this.scheduleLoginSweep());
+    const { host } = this.config.general;
+    await this.listener.listen();
+    this.maintenance.start();
     this.log.info({ host, port: this.port }, 'pooler listening');
   }
 
-  /** client_login_timeout's sweep: a quarter of the timeout (100 ms to 1 s), so a login is closed at most a quarter
-   * late; none when the timeout is off. */
-  private scheduleLoginSweep(): void {
-    const timeout = this.config.general.client_login_timeout;
-    const every = timeout > 0 ? Math.min(1000, Math.max(100, Math.floor(timeout / 4))) : 0;
-    if (every === this.loginSweepMs || this.shuttingDown) return;
-    if (this.loginTimer) clearInterval(this.loginTimer);
-    this.loginTimer = null;
-    this.loginSweepMs = every;
-    if (!every) return;
-    this.loginTimer = setInterval(() => this.expireLogins(), every);
-    this.loginTimer.unref();
+  get shuttingDown(): boolean {
+    return this.maintenance.shuttingDown;
   }
 
-  /** Closes the logins older than client_login_timeout: JavaScript's in accept order (stopping at the first young
-   * one, so a sweep costs what it closes), the native relay's in one pass there. */
+  /** Closes the logins older than client_login_timeout (maintenance.ts). */
   expireLogins(now = Date.now()): number {
-    const timeout = this.config.general.client_login_timeout;
-    if (timeout <= 0) return 0;
-    let n = 0;
-    for (const c of this.logins) {
-      if (now - c.connectedAt < timeout) break;
-      this.logins.delete(c);
-      c.loginTimedOut();
-      n++;
-    }
-    if (this.nativeListener && this.nativeLogins.underWay > 0) n += this.nativeTls?.expireLogins(this.nativeListener, timeout) ?? 0;
-    if (n > 0) {
-      this.counters.loginTimeouts += n;
-      this.limitedLogs.loginTimeouts.add(n, { client_login_timeout_ms: timeout });
-    }
-    return n;
+    return this.maintenance.expireLogins(now);
   }
 
   /** Every accepted client, logins in progress included (max_connections counts them all, as PgBouncer's
@@ -231,25 +157,6 @@ export class Pooler implements PoolerControl, AuthQueryHost {
   loginCountChanged(delta: number): void {
     this.loggingIn += delta;
     this.nativeLogins.clients(this.clients.size + this.loggingIn);
-  }
-
-  private maintain(): void {
-    const now = Date.now();
-    if (this.nativeListener) {
-      const refused = this.nativeTls?.acceptRefused(this.nativeListener) ?? 0;
-      if (refused > 0) {
-        this.counters.refusedDescriptors += refused;
-        this.limitedLogs.descriptors.add(refused, { err: 'EMFILE' });
-      }
-    }
-    for (const l of Object.values(this.limitedLogs)) l.flush(now);
-    this.authQuery.maintain(now);
-    this.poolSet.maintain(now);
-    if (now - this.lastRoll >= this.config.general.stats_period) {
-      for (const pool of this.pools.values()) pool.stats.roll(now - this.lastRoll);
-      this.apps.roll(now - this.lastRoll);
-      this.lastRoll = now;
-    }
   }
 
   poolHasClients(pool: Pool): boolean {
@@ -382,7 +289,7 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     c.pool.forwardCancel(s, (message) => this.log.warn({ err: message }, 'forwarding a cancel request failed'));
   }
 
-  // ---- PoolerControl ----
+  // ---- AdminHost ----
 
   show(name: string, snapshot?: PoolerSnapshot): ShowTable {
     return showTable(this, name.toUpperCase(), snapshot);
@@ -470,36 +377,15 @@ export class Pooler implements PoolerControl, AuthQueryHost {
     this.reloadListeners.push(listener);
   }
 
-  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything. */
+  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything (maintenance.ts). */
   shutdown(graceful = true): Promise<void> {
-    if (this.shutdownDone) return this.shutdownDone;
-    this.shuttingDown = true;
-    this.events.add('shutdown', null, graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
-    this.shutdownDone = (async () => {
-      this.server?.close();
-      if (this.nativeListener) this.nativeTls?.unlisten(this.nativeListener);
-      for (const p of this.pools.values()) p.settle();
-      if (graceful) {
-        const deadline = Date.now() + this.config.general.shutdown_timeout;
-        for (const p of this.pools.values()) p.paused = true;
-        while (Date.now() < deadline && [...this.clients].some((c) => !c.isAdmin && !c.quiescent)) {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
-      for (const c of [...this.clients]) c.kill('the pooler is shutting down');
-      for (const p of this.pools.values()) {
-        p.failWaiters('the pooler is shutting down', SqlState.AdminShutdown);
-        p.closeAll('shutdown');
-      }
-      if (this.timer) clearInterval(this.timer);
-      if (this.loginTimer) clearInterval(this.loginTimer);
-      for (const c of this.coordinators.values()) c.close();
-      this.authQuery.close();
-      this.log.info('pooler stopped');
-      // Queued records get up to ship_timeout; SIGINT exits at once and counts them as dropped.
-      await this.shipper?.close(graceful ? undefined : 0);
-      this.resolveStopped();
-    })();
-    return this.shutdownDone;
+    return this.maintenance.shutdown(graceful);
+  }
+
+  /** The shutdown's last step: queued log records get up to ship_timeout; SIGINT exits at once and counts them as
+   * dropped. */
+  async finishShutdown(graceful: boolean): Promise<void> {
+    await this.shipper?.close(graceful ? undefined : 0);
+    this.resolveStopped();
   }
 }

@@ -31,7 +31,8 @@ export interface ServerTarget {
 }
 
 export class ServerLoginError extends Error {
-  constructor(message: string, readonly sqlstate: string = SqlState.ConnectionFailure) {
+  /** `errno`: the socket's error code (ECONNREFUSED) when PostgreSQL never answered. */
+  constructor(message: string, readonly sqlstate: string = SqlState.ConnectionFailure, readonly errno: string | null = null) {
     super(message);
     this.name = 'ServerLoginError';
   }
@@ -97,7 +98,7 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
     const timer = timeoutMs > 0
       ? setTimeout(() => fail(new ServerLoginError(`connect_timeout: no login to ${target.host}:${target.port} within ${timeoutMs} ms`)), timeoutMs)
       : undefined;
-    const onError = (err: Error) => fail(new ServerLoginError(`could not connect to server ${target.host}:${target.port}: ${err.message}`));
+    const onError = (err: NodeJS.ErrnoException) => fail(new ServerLoginError(`could not connect to server ${target.host}:${target.port}: ${err.message}`, SqlState.ConnectionFailure, err.code ?? null));
     const onClose = () => fail(new ServerLoginError(`server ${target.host}:${target.port} closed the connection during login`));
     raw.once('error', onError);
     raw.once('close', onClose);

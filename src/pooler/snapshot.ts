@@ -3,9 +3,10 @@ import type { PoolMode } from '../config/pooler.js';
 import { LOG_BUCKETS, percentilesOf, type Percentiles } from './log-histogram.js';
 import type { PoolerEvent } from './events.js';
 import type { ScalingCounters } from './pool.js';
-import type { Pooler } from './pooler.js';
-import type { ClientState } from './client-session.js';
-import { totalsOf, type Averages, type TotalsRecord } from './stats.js';
+import type { HealthSnapshot } from './pool-health.js';
+import type { SnapshotSource } from './hosts.js';
+import type { ClientSession, ClientState } from './client-session.js';
+import { sqlStateCounts, totalsOf, type Averages, type TotalsRecord } from './stats.js';
 import { isSql } from './prepared/sql-commands.js';
 import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
 
@@ -43,6 +44,10 @@ export interface PoolSnapshot {
   /** Cumulative histograms for /metrics. */
   readonly histograms: { readonly query: DurationBuckets; readonly transaction: DurationBuckets; readonly wait: DurationBuckets };
   readonly scaling: ScalingCounters & { readonly inflight: number };
+  /** Last server connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
+  readonly health: HealthSnapshot;
+  /** Errors sent to the pool's clients per SQLSTATE since start, most first: PostgreSQL's and the pooler's own. */
+  readonly errorsBySqlState: readonly { readonly sqlstate: string; readonly count: number }[];
 }
 
 export interface ClientSnapshot {
@@ -164,7 +169,7 @@ function buckets(h: { snapshot(): DurationBuckets }): DurationBuckets {
   return h.snapshot();
 }
 
-function statementsOf(p: Pooler, now: number): StatementSnapshot[] {
+function statementsOf(p: SnapshotSource<ClientSession>, now: number): StatementSnapshot[] {
   const out: StatementSnapshot[] = [];
   for (const pool of p.pools.values()) {
     if (!pool.interner) continue;
@@ -179,7 +184,7 @@ function statementsOf(p: Pooler, now: number): StatementSnapshot[] {
   return out;
 }
 
-export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapshot {
+export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotParts = {}): PoolerSnapshot {
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
@@ -249,6 +254,8 @@ export function takeSnapshot(p: Pooler, parts: SnapshotParts = {}): PoolerSnapsh
       query: percentilesOf(windows.query), transaction: percentilesOf(windows.transaction), wait: percentilesOf(windows.wait), windows,
       histograms: { query: buckets(st.queryHistogram), transaction: buckets(st.xactHistogram), wait: buckets(st.waitHistogram) },
       scaling: { ...pool.scaling, inflight: pool.connecting },
+      health: pool.health.snapshot(),
+      errorsBySqlState: sqlStateCounts(st.block),
     });
   }
 

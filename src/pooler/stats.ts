@@ -8,9 +8,14 @@ import { LOG_BUCKETS, LogHistogram, logBucketOf } from './log-histogram.js';
 export const DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
 const HIST_SIZE = DURATION_BOUNDS.length + 2;
+/** Distinct SQLSTATEs a pool counts errors under; later ones count as `other` (a pool sees a handful in practice). */
+export const SQLSTATE_SLOTS = 32;
+
 /** Offsets in a pool's stats block: 8 totals; three Prometheus histograms (query, transaction, wait: counts per
  * bound, count, sum); three log histograms of the same durations for percentiles (log-histogram.ts); the number
- * of server checkouts (the waits counted); then the pool's "parkable" flag for the native relay (Pool.updateParkable). */
+ * of server checkouts (the waits counted); the pool's "parkable" flag for the native relay (Pool.updateParkable); then
+ * the errors sent to clients by SQLSTATE: SQLSTATE_SLOTS (code, count) pairs, codes as encodeSqlState, and the count
+ * of those with no free slot or no readable SQLSTATE. */
 export const STATS_LAYOUT = {
   totals: 0,
   qHist: 8,
@@ -22,8 +27,51 @@ export const STATS_LAYOUT = {
   logBuckets: LOG_BUCKETS,
   waitCount: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS,
   parkable: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS + 1,
-  size: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS + 2,
+  sqlStates: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS + 2,
+  size: 8 + 3 * HIST_SIZE + 3 * LOG_BUCKETS + 2 + 2 * SQLSTATE_SLOTS + 1,
 } as const;
+
+/** A SQLSTATE (five of 0-9, A-Z) as a number: base 36, plus 1 so that 0 is an empty slot; 0 when it is not one
+ * (native/relay-scan.h SqlStateCode computes the same). */
+export function encodeSqlState(code: string | null): number {
+  if (code === null || !/^[0-9A-Z]{5}$/.test(code)) return 0;
+  return parseInt(code, 36) + 1;
+}
+
+export function decodeSqlState(n: number): string {
+  return (n - 1).toString(36).toUpperCase().padStart(5, '0');
+}
+
+/** Counts one error sent to a client under its SQLSTATE (native/relay-scan.h CountSqlState is the native twin). */
+export function countSqlState(block: Float64Array, code: string | null): void {
+  const n = encodeSqlState(code);
+  const off = STATS_LAYOUT.sqlStates;
+  if (n > 0) {
+    for (let i = 0; i < SQLSTATE_SLOTS; i++) {
+      const at = off + 2 * i;
+      if (block[at] === n) {
+        block[at + 1]!++;
+        return;
+      }
+      if (block[at] === 0) {
+        block[at] = n;
+        block[at + 1] = 1;
+        return;
+      }
+    }
+  }
+  block[off + 2 * SQLSTATE_SLOTS]!++;
+}
+
+/** Errors sent to clients per SQLSTATE, most first (ties by code); `other`: past the slots, or none readable. */
+export function sqlStateCounts(block: Float64Array): { sqlstate: string; count: number }[] {
+  const off = STATS_LAYOUT.sqlStates;
+  const out: { sqlstate: string; count: number }[] = [];
+  for (let i = 0; i < SQLSTATE_SLOTS && block[off + 2 * i] !== 0; i++) out.push({ sqlstate: decodeSqlState(block[off + 2 * i]!), count: block[off + 2 * i + 1]! });
+  const other = block[off + 2 * SQLSTATE_SLOTS]!;
+  if (other > 0) out.push({ sqlstate: 'other', count: other });
+  return out.sort((a, b) => b.count - a.count || a.sqlstate.localeCompare(b.sqlstate));
+}
 
 /** A duration histogram with DURATION_BOUNDS: counts[i] observations fell in (bounds[i-1], bounds[i]]; then count, sum. */
 export class DurationHistogramCounter {

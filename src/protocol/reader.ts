@@ -93,6 +93,7 @@ export function parseErrorFields(body: Buffer): Map<string, string> {
 
 const FIELD_SEVERITY = 0x53; // S: localized
 const FIELD_SEVERITY_V = 0x56; // V: never localized (PostgreSQL 9.6+)
+const FIELD_CODE = 0x43; // C: SQLSTATE
 
 /** Whether the ErrorResponse at buf[start] (header included, `len` its length field) ends the session: severity FATAL
  * or PANIC, after which PostgreSQL closes the connection. Reads V, which lc_messages does not translate, else S. */
@@ -111,6 +112,18 @@ export function endsSession(buf: Buffer, start: number, len: number): boolean {
     pos = nul + 1;
   }
   return severity === 'FATAL' || severity === 'PANIC';
+}
+
+/** The SQLSTATE (field C) of the ErrorResponse at `start` (type byte; `len` its length field), or null when absent. */
+export function sqlStateOf(buf: Buffer, start: number, len: number): string | null {
+  const end = Math.min(buf.length, start + 1 + len);
+  for (let pos = start + 5; pos < end && buf[pos] !== 0;) {
+    const nul = buf.indexOf(0, pos + 1);
+    if (nul < 0 || nul >= end) return null;
+    if (buf[pos] === FIELD_CODE) return buf.toString('latin1', pos + 1, nul);
+    pos = nul + 1;
+  }
+  return null;
 }
 
 /** Query message body -> SQL text. */

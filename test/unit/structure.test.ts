@@ -1,6 +1,5 @@
 // The source tree's shape: no import cycles among src/ modules, no src/ import that leaves src/ (into dist/ or
-// elsewhere), src/shared/ only holds what more than one service imports, and the log store's domain code imports no
-// transport (http/).
+// elsewhere), and src/shared/ only holds what more than one service imports.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -78,19 +77,5 @@ describe('source structure', () => {
       .map(rel)
       .filter((f) => (users.get(f)?.size ?? 0) < 2);
     expect(single).toEqual([]);
-  });
-
-  it('keeps the log store\'s transport at the edge: es/, ingest/ and cluster/ import nothing from http/, type-only imports included', () => {
-    const http = path.join(ROOT, 'src/logstore/http') + path.sep;
-    const out: string[] = [];
-    for (const dir of ['es', 'ingest', 'cluster']) {
-      for (const f of files(path.join(ROOT, 'src/logstore', dir))) {
-        const text = readFileSync(f, 'utf8');
-        for (const m of text.matchAll(/^\s*(?:import|export)\s[^'";]*?'(\.[^']+)'|import\('(\.[^']+)'\)/gm)) {
-          if (path.resolve(path.dirname(f), (m[1] ?? m[2])!).startsWith(http)) out.push(`${rel(f)} -> ${m[1] ?? m[2]}`);
-        }
-      }
-    }
-    expect(out).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@
 // shard and is acknowledged once every replica has it on disk; a query asks one replica of every shard and merges.
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../../config/logstore.js';
-import type { BackendStatus, FetchAnswer, LogBackend, PartialInfo, QueryAnswer, SearchTask, StoreState } from '../backend.js';
+import { type BackendStatus, type FetchAnswer, type LogBackend, type PartialInfo, type QueryAnswer, type SearchTask, type StoreState, damagedPartial } from '../backend.js';
 import { BadRequest, LogstoreError, Overloaded, UpstreamFailed } from '../errors.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardHit, ShardQueryResult } from '../search/execute.js';
@@ -317,6 +317,7 @@ export class Cluster implements LogBackend {
     const pipe = pipes[0];
     const req = { fields: pipe?.names ?? [], fields_except: pipe?.except ?? false, has_fields: !!pipe };
     const found: ShardHit[][] = [];
+    const damaged = new Set<string>();
     const failed = new Map<number, string>();
     const asked = new Set<number>();
     const ask = async (lists: string[][]) => {
@@ -324,7 +325,8 @@ export class Cluster implements LogBackend {
         if (list.length === 0) return;
         asked.add(i);
         try {
-          const docs = await this.read(this.shards[i]!, (c) => c.fetch({ ...req, ids: list }));
+          const { docs, damaged_fractions } = await this.read(this.shards[i]!, (c) => c.fetch({ ...req, ids: list }));
+          for (const f of damaged_fractions) damaged.add(f);
           found.push(docs.map((d) => ({ id: d.id, time: d.time, json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []) })));
         } catch (err) {
           if (err instanceof LogstoreError) throw err;
@@ -348,10 +350,13 @@ export class Cluster implements LogBackend {
     }
     await ask(again);
     const hits = mergeFetched(ids, found);
-    if (failed.size === 0) return { hits };
+    // Stores that left a damaged fraction out which may hold a missing id answered partially (as the search does).
+    const skipped = hits.length < ids.length ? [...damaged] : [];
+    if (failed.size === 0) return skipped.length ? { hits, partial: damagedPartial(skipped, this.shards.length) } : { hits };
     const detail = [...failed].sort((x, y) => x[0] - y[0]).map(([i, m]) => `shard ${i}: ${m}`).join('; ');
     if (failed.size === asked.size) throw new UpstreamFailed(`every shard asked failed: ${detail}`);
-    return { hits, partial: { failedShards: failed.size, shards: this.shards.length, message: `${failed.size} of ${this.shards.length} shards did not answer: ${detail}` } };
+    const more = skipped.length ? `; damaged fractions left out: ${skipped.join(', ')}` : '';
+    return { hits, partial: { failedShards: failed.size, shards: this.shards.length, message: `${failed.size} of ${this.shards.length} shards did not answer: ${detail}${more}` } };
   }
 
   async status(): Promise<BackendStatus> {

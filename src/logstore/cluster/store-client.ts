@@ -9,6 +9,7 @@ import { type SessionKind, SessionClient } from './session-client.js';
 import type { PbAggPartial, PbAggQuery, PbDoc } from '../grpc/convert.js';
 import type { ShardStatus } from '../storage/shard.js';
 import type { BatchKey } from '../grpc/store-service.js';
+import { DAMAGED_TRAILER, type FetchResponse } from '../grpc/store-session.js';
 
 export interface StoreBulkRequest {
   docs: Uint8Array;
@@ -154,19 +155,26 @@ export class StoreClient {
     return this.viaSession('status', {}, () => this.call('Status', {}));
   }
 
-  async fetch(req: StoreFetchRequest): Promise<PbDoc[]> {
-    return (await this.viaSession<{ docs: PbDoc[] }>('fetch', req, async () => ({ docs: await this.fetchStream(req) }))).docs;
+  /** Documents by id; `damaged_fractions`: quarantined fractions that may hold an id not found (older stores: none). */
+  async fetch(req: StoreFetchRequest): Promise<FetchResponse> {
+    const r = await this.viaSession<FetchResponse>('fetch', req, () => this.fetchStream(req));
+    return { docs: r.docs, damaged_fractions: r.damaged_fractions ?? [] };
   }
 
-  /** Fetch as its own server-streaming call (stores without sessions). */
-  private fetchStream(req: StoreFetchRequest): Promise<PbDoc[]> {
+  /** Fetch as its own server-streaming call (stores without sessions); the damaged fractions come as a trailer. */
+  private fetchStream(req: StoreFetchRequest): Promise<FetchResponse> {
     return new Promise((resolve, reject) => {
-      const out: PbDoc[] = [];
+      const docs: PbDoc[] = [];
       const stream = (this.client.Fetch as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions) => grpc.ClientReadableStream<PbDoc>)
         .call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs });
-      stream.on('data', (d: PbDoc) => out.push(d));
+      stream.on('data', (d: PbDoc) => docs.push(d));
       stream.on('error', reject);
-      stream.on('end', () => resolve(out));
+      // The trailer arrives with the status, which follows the last message.
+      stream.on('status', (s: grpc.StatusObject) => {
+        if (s.code !== grpc.status.OK) return; // 'error' rejects
+        const v = s.metadata.get(DAMAGED_TRAILER)[0];
+        resolve({ docs, damaged_fractions: typeof v === 'string' && v ? v.split(',') : [] });
+      });
     });
   }
 

@@ -4,7 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { AsyncSearches } from '../api/async-search.js';
 import { type ApiEnv, aggResults, histBuckets, mappingOf, parseSearchBody, runAggregate, runExport, runFetch, runHistogram, runSearch, statusOf } from '../api/operations.js';
-import type { PartialInfo, QueryAnswer } from '../backend.js';
+import { type PartialInfo, type QueryAnswer, damagedPartial } from '../backend.js';
 import type { ShardHit } from '../search/execute.js';
 import { isoTime } from '../search/hit-json.js';
 import type { HitList } from '../search/packed-hits.js';
@@ -73,6 +73,9 @@ function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res> | Res): grp
     );
   };
 }
+
+/** Trailing metadata of an Export that left damaged fractions out: as HTTP /export's x-tidepool-skipped-fractions. */
+export const SKIPPED_FRACTIONS_TRAILER = 'x-tidepool-skipped-fractions';
 
 /** Trailing metadata of a Fetch that some shard failed to answer (api.proto): as HTTP /fetch's partial_response. */
 export function partialTrailer(p: PartialInfo): grpc.Metadata {
@@ -144,9 +147,14 @@ export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, i
       };
     }),
     Export: streamed(log, async (req: { query: PbQuery | null; size: number }, write) => {
-      await runExport(env, { ...queryBody(req.query), size: req.size > 0 ? req.size : undefined }, async (hits) => {
+      const { skippedFractions } = await runExport(env, { ...queryBody(req.query), size: req.size > 0 ? req.size : undefined }, async (hits) => {
         for (const h of hits) await write(docOf(h));
       });
+      // As HTTP /export's trailer: the damaged fractions left out, and the answer marked partial.
+      if (skippedFractions.length === 0) return undefined;
+      const m = partialTrailer(damagedPartial(skippedFractions, env.store.shardCount));
+      m.set(SKIPPED_FRACTIONS_TRAILER, skippedFractions.join(','));
+      return m;
     }),
     StartAsyncSearch: unary(log, (req: PbSearch) => ({ search_id: searches.start(searchBody(req)) })),
     FetchAsyncSearchResult: unary(log, (req: { search_id: string }) => {

@@ -18,7 +18,7 @@ import type { BulkBudget } from '../ingest/bulk-budget.js';
 import type { IngestResult } from '../storage/shard.js';
 import { type PbDoc, aggFromPb, partialToPb } from './convert.js';
 import { grpcError } from './grpc-status.js';
-import { type FetchRequest, type SearchRequest, type StoreOps, storeSession } from './store-session.js';
+import { DAMAGED_TRAILER, type FetchRequest, type SearchRequest, type StoreOps, storeSession } from './store-session.js';
 import { failStream } from './stream-status.js';
 
 interface BulkRequest {
@@ -135,8 +135,8 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
     },
     async fetch(req) {
       const pipes: FieldsPipe[] = req.has_fields ? [{ kind: 'fields', except: req.fields_except, names: req.fields }] : [];
-      const hits = await store.fetch(req.ids, pipes);
-      return hits.map((h) => ({ id: h.id, data: Buffer.from(hitData(h)), time: h.time }));
+      const { hits, damaged } = await store.fetch(req.ids, pipes);
+      return { docs: hits.map((h) => ({ id: h.id, data: Buffer.from(hitData(h)), time: h.time })), damaged_fractions: damaged ?? [] };
     },
     async status() {
       return { shards: await store.status(), inflight_bulks: inflight.bulks };
@@ -265,9 +265,11 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
 
     Fetch: (call: grpc.ServerWritableStream<FetchRequest, PbDoc>) => {
       ops.fetch(call.request).then(
-        (docs) => {
+        ({ docs, damaged_fractions }) => {
           for (const d of docs) call.write(d);
-          call.end();
+          const trailer = new grpc.Metadata();
+          if (damaged_fractions.length) trailer.set(DAMAGED_TRAILER, damaged_fractions.join(','));
+          call.end(trailer);
         },
         (err: unknown) => failStream(call, grpcError(err)),
       );

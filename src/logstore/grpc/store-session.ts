@@ -11,22 +11,27 @@ export interface SearchRequest { query: string; from: number; to: number; limit:
 export interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
 /** hits: the packed bytes, or (for a Session, whose reply encoder writes them in place) the merged list itself. */
 export interface SearchResponse { total: number; docs: PbDoc[]; hits: Buffer | HitList; aggs: PbAggPartial[]; hist: { ts: number; count: number }[]; fractions_read: number; timed_out?: boolean; damaged_fractions?: string[] }
+/** Trailing metadata of a store's Fetch stream: StoreFetchResponse.damaged_fractions, comma-separated. */
+export const DAMAGED_TRAILER = 'x-damaged-fractions';
+
+/** The documents found; `damaged_fractions` as in store.proto's StoreFetchResponse. */
+export interface FetchResponse { docs: PbDoc[]; damaged_fractions: string[] }
 export interface StatusResponse { shards: ShardStatus[]; inflight_bulks: number }
 
 /** What a store answers, whichever way it is asked (unary calls or a Session). */
 export interface StoreOps {
   search(req: SearchRequest): Promise<SearchResponse>;
-  fetch(req: FetchRequest): Promise<PbDoc[]>;
+  fetch(req: FetchRequest): Promise<FetchResponse>;
   status(): Promise<StatusResponse>;
 }
 
 interface StoreCall { id: number; request?: 'search' | 'fetch' | 'status'; search: SearchRequest | null; fetch: FetchRequest | null }
-type StoreReply = { id: number } & ({ search: SearchResponse } | { fetch: { docs: PbDoc[] } } | { status: StatusResponse } | { error: { code: number; message: string } });
+type StoreReply = { id: number } & ({ search: SearchResponse } | { fetch: FetchResponse } | { status: StatusResponse } | { error: { code: number; message: string } });
 
 function answer(ops: StoreOps, c: StoreCall): Promise<Omit<StoreReply, 'id'>> {
   switch (c.request) {
     case 'search': return ops.search(c.search!).then((search) => ({ search }));
-    case 'fetch': return ops.fetch(c.fetch!).then((docs) => ({ fetch: { docs } }));
+    case 'fetch': return ops.fetch(c.fetch!).then((fetch) => ({ fetch }));
     case 'status': return ops.status().then((status) => ({ status }));
     default: return Promise.resolve({ error: { code: grpc.status.INVALID_ARGUMENT, message: 'a StoreCall must hold one of search, fetch or status' } });
   }

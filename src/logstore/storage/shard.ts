@@ -4,7 +4,7 @@ import { isUtf8 } from 'node:buffer';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { IdMaker, OWN_SHARD, docTime, formatIdTailInto } from '../doc-time.js';
+import { IdMaker, OWN_SHARD, docTime, formatIdTailInto, idTime } from '../doc-time.js';
 import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery, fetchByIds } from '../search/execute.js';
@@ -527,9 +527,21 @@ export class Shard {
     return missing.length ? { ...value, damaged: [...new Set(missing)] } : value;
   }
 
-  /** Documents by id, in the order asked; absent ids are left out (and those of a fraction found damaged). */
-  fetch(ids: string[], pipes: FieldsPipe[] = []): ShardHit[] {
-    return this.readAround(() => fetchByIds(ids, pipes, (t) => this.views(t, t))).value;
+  /**
+   * Documents by id, in the order asked; absent ids are left out. `damaged` names the quarantined fractions (found
+   * now or before) whose time range holds an id not found: that document may be in them, so the answer is partial.
+   */
+  fetch(ids: string[], pipes: FieldsPipe[] = []): { hits: ShardHit[]; damaged?: string[] } {
+    const { value: hits } = this.readAround(() => fetchByIds(ids, pipes, (t) => this.views(t, t)));
+    if (this.setAside.length === 0 || hits.length === ids.length) return { hits };
+    const found = new Set(hits.map((h) => h.id));
+    const missing = new Set<string>();
+    for (const id of ids) {
+      const t = found.has(id) ? null : idTime(id);
+      if (t === null) continue;
+      for (const r of this.setAside) if (r.min_time <= t && t <= r.max_time) missing.add(`shard-${this.opts.shard}/${r.name}`);
+    }
+    return missing.size ? { hits, damaged: [...missing] } : { hits };
   }
 
   /** The active fraction's size and time bounds (published to the HTTP thread, see shard-state.ts). */

@@ -8,8 +8,7 @@ import {
   writeReadyForQuery, writeRowDescription,
 } from '../../protocol/writer.js';
 import type { ClientSession } from '../client-session.js';
-import { PoolNotFoundError, type ShowTable } from '../control.js';
-import type { Pooler } from '../pooler.js';
+import { PoolNotFoundError, type AdminHost, type ShowTable } from '../control.js';
 import { NotConfiguredError, UnknownShowError } from './show.js';
 import { interner, resetInterner } from './show-prepared.js';
 
@@ -54,7 +53,7 @@ function unquote(s: string): string {
 }
 
 /** Runs one admin statement; returns the bytes of its result (without ReadyForQuery). */
-export async function runAdminCommand(p: Pooler, sql: string): Promise<Buffer> {
+export async function runAdminCommand(p: AdminHost, sql: string): Promise<Buffer> {
   const words = sql.trim().split(/\s+/);
   const verb = (words[0] ?? '').toUpperCase();
   const arg = words[1] !== undefined ? unquote(words[1]) : undefined;
@@ -121,7 +120,7 @@ function errorOf(err: unknown): Buffer {
 }
 
 /** Wires an admin client's messages to the commands; queries run one at a time, in order. */
-export function attachAdminConsole(p: Pooler, c: ClientSession): void {
+export function attachAdminConsole(p: AdminHost, c: ClientSession): void {
   let chain: Promise<void> = Promise.resolve();
   let skipping = false;
   const log = p.logs.get('pooler::admin');

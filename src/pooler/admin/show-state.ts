@@ -1,18 +1,31 @@
 // SHOW tables of the pooler's live state, formatted from one snapshot (snapshot.ts), columns as in reference/pooler.md.
 import type { Cell, ShowTable } from '../control.js';
-import type { PoolerSnapshot } from '../snapshot.js';
+import type { PoolerSnapshot, PoolSnapshot } from '../snapshot.js';
 
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
 
 export function showPools(s: PoolerSnapshot): ShowTable {
   return table(
-    ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms', 'cl_pinned'],
+    ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms', 'cl_pinned',
+      'backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec'],
     s.pools.map((p) => [
       p.database, p.user, p.mode, p.clients.idle, p.clients.active, p.clients.waiting, p.clients.cancelReq,
       p.servers.active, p.servers.idle, p.servers.used, p.servers.login, p.poolSize, Math.floor(p.maxWaitMs / 1000), (p.maxWaitMs % 1000) * 1000,
-      p.averages.xactTime, p.paused, p.fallbackActive, p.oldestActiveMs, p.clients.pinned,
+      p.averages.xactTime, p.paused, p.fallbackActive, p.oldestActiveMs, p.clients.pinned, ...healthCells(p),
     ]),
   );
+}
+
+/** SHOW POOLS' health columns: times as ISO strings, null when there is none; the rate to 3 decimals. */
+function healthCells(p: PoolSnapshot): Cell[] {
+  const h = p.health;
+  const iso = (t: number | null | undefined) => (t === null || t === undefined ? null : new Date(t).toISOString());
+  return [h.unreachableSince !== null, iso(h.unreachableSince), h.lastError?.message ?? null, h.lastError?.code ?? null, iso(h.lastError?.time), Math.round(h.connectFailuresPerSec * 1000) / 1000];
+}
+
+/** Errors sent to clients per pool and SQLSTATE (PostgreSQL's and the pooler's own), most first within a pool. */
+export function showErrors(s: PoolerSnapshot): ShowTable {
+  return table(['database', 'user', 'sqlstate', 'count'], s.pools.flatMap((p) => p.errorsBySqlState.map((e) => [p.database, p.user, e.sqlstate, e.count])));
 }
 
 /** Percentiles in microseconds; wait percentiles and errors follow the reference columns. */

@@ -4,18 +4,19 @@ import { describeShape } from '../../config/schema.js';
 import { generalShape, logsShape, nativeShape, webShape } from '../../config/pooler.js';
 import { packageVersion } from '../../shared/package-root.js';
 import type { Cell, ShowTable } from '../control.js';
-import type { Pooler } from '../pooler.js';
+import type { ClientSession } from '../client-session.js';
+import type { SnapshotSource } from '../hosts.js';
 import { interner, preparedStatements } from './show-prepared.js';
 import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from '../snapshot.js';
 import {
-  showApps, showClients, showEvents, showLists, showPoolCoordinator, showPools, showPoolScaling, showPoolsExtended, showServers, showStats,
+  showApps, showClients, showErrors, showEvents, showLists, showPoolCoordinator, showPools, showPoolScaling, showPoolsExtended, showServers, showStats,
 } from './show-state.js';
 
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
 
 /** `current_connections`: the database's connections as its coordinator counts them (POOL_COORDINATOR `current`: open,
  * connecting and being evicted), from the same snapshot. */
-function databases(s: PoolerSnapshot, p: Pooler): ShowTable {
+function databases(s: PoolerSnapshot, p: SnapshotSource<ClientSession>): ShowTable {
   const current = new Map(s.coordinators.map((c) => [c.database, c.current]));
   const rows: Cell[][] = [];
   for (const [name, pc] of Object.entries(p.config.pools)) {
@@ -27,7 +28,7 @@ function databases(s: PoolerSnapshot, p: Pooler): ShowTable {
   return table(['name', 'host', 'port', 'database', 'force_user', 'pool_size', 'min_pool_size', 'reserve_pool', 'pool_mode', 'max_connections', 'current_connections'], rows);
 }
 
-function users(p: Pooler): ShowTable {
+function users(p: SnapshotSource<ClientSession>): ShowTable {
   const seen = new Map<string, string>();
   for (const pool of p.pools.values()) if (!seen.has(pool.settings.user)) seen.set(pool.settings.user, pool.settings.mode);
   return table(['name', 'pool_mode'], [...seen].map(([n, m]) => [n, m]));
@@ -41,7 +42,7 @@ function fmt(v: unknown): string {
 
 const SECRET = new Set(['general.admin_password', 'general.auth_password']);
 
-function config(p: Pooler): ShowTable {
+function config(p: SnapshotSource<ClientSession>): ShowTable {
   const rows: Cell[][] = [];
   for (const [section, shape, values] of [['general', generalShape, p.config.general], ['web', webShape, p.config.web], ['logs', logsShape, p.config.logs], ['native', nativeShape, p.config.native]] as const) {
     for (const d of describeShape(shape, section)) {
@@ -101,13 +102,13 @@ function sockets(): ShowTable {
 export const HELP_LINES = [
   'SHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|CLIENTS|SERVERS|USERS|VERSION',
   'SHOW STATS|LISTS|LOG_LEVEL|CONNECTIONS|SOCKETS|PREPARED_STATEMENTS|INTERNER [<n>]',
-  'SHOW POOL_COORDINATOR|POOL_SCALING|APPS|EVENTS',
+  'SHOW POOL_COORDINATOR|POOL_SCALING|APPS|EVENTS|ERRORS',
   'SET log_level = \'trace|debug|info|warn|error\'',
   'RELOAD', 'PAUSE [<db>]', 'RESUME [<db>]', 'RECONNECT [<db>]', 'KILL <db>', 'SHUTDOWN', 'RESET INTERNER',
 ];
 
 /** SHOW names answered from the pooler's snapshot (one snapshot per call: every number counted once). */
-const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: Pooler) => ShowTable> = {
+const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: SnapshotSource<ClientSession>) => ShowTable> = {
   POOLS: showPools,
   DATABASES: databases,
   POOLS_EXTENDED: showPoolsExtended,
@@ -118,6 +119,7 @@ const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: Pooler) => ShowTable
   POOL_COORDINATOR: showPoolCoordinator,
   POOL_SCALING: showPoolScaling,
   EVENTS: showEvents,
+  ERRORS: showErrors,
   APPS: showApps,
   PREPARED_STATEMENTS: preparedStatements,
   INTERNER: (s) => interner(s),
@@ -131,7 +133,7 @@ export function snapshotPartsOf(name: string): SnapshotParts {
 }
 
 /** `snapshot`: format this one instead of taking a new one (taken with snapshotPartsOf(name)). */
-export function showTable(p: Pooler, name: string, snapshot?: PoolerSnapshot): ShowTable {
+export function showTable(p: SnapshotSource<ClientSession>, name: string, snapshot?: PoolerSnapshot): ShowTable {
   const fromSnapshot = SNAPSHOT_SHOWS[name];
   if (fromSnapshot) return fromSnapshot(snapshot ?? takeSnapshot(p, snapshotPartsOf(name)), p);
   switch (name) {

@@ -2,7 +2,7 @@
 import type { PoolConfig, PoolerConfig, UserConfig } from '../../config/pooler.js';
 import { SqlState } from '../../protocol/codes.js';
 import type { LoginTarget } from '../client-login.js';
-import type { ShowTable } from '../control.js';
+import type { ShowTable } from '../show-table.js';
 import type { Pool } from '../pool.js';
 import type { ServerTls } from '../tls/tls-settings.js';
 import { AuthQueryDatabase, type AuthQueryLimits } from './auth-query.js';

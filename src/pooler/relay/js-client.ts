@@ -301,8 +301,8 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
     this.tx.copyIn = true;
   }
 
-  onServerError(): void {
-    this.count.error();
+  onServerError(sqlstate: string | null): void {
+    this.count.error(sqlstate);
   }
 
   /** The linked server's socket is gone (its connection reports it). */

@@ -1,6 +1,6 @@
 // The JavaScript relay's counts of one client (its RelayCounts), added as they happen to its pool's and its application_name's totals.
 import { TxStatus } from '../../protocol/codes.js';
-import { Total, type PoolStats } from '../stats.js';
+import { countSqlState, Total, type PoolStats } from '../stats.js';
 import type { TransactionTracker } from '../transaction-tracker.js';
 import type { RelayCounts } from './relay.js';
 
@@ -54,9 +54,10 @@ export class ClientCounts {
   }
 
   /** An ErrorResponse went to the client. */
-  error(): void {
+  error(sqlstate: string | null): void {
     this.errors++;
     this.stats.block[Total.Errors]!++;
+    countSqlState(this.stats.block, sqlstate);
     if (this.app) this.app[Total.Errors]!++;
   }
 

@@ -2,7 +2,7 @@
 import type net from 'node:net';
 import { BackendMessage, TxStatus } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
-import { endsSession } from '../../protocol/reader.js';
+import { endsSession, sqlStateOf } from '../../protocol/reader.js';
 import { writeTerminate } from '../../protocol/writer.js';
 import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
 import type { ParamChanges } from '../session-state/params.js';
@@ -26,7 +26,8 @@ export interface LinkedClient {
   onReadyForQuery(s: JsServerEnd, status: number): void;
   releaseAfterRead(s: JsServerEnd): void;
   onCopyInResponse(): void;
-  onServerError(): void;
+  /** An ErrorResponse goes to the client; `sqlstate` its field C (null when absent). */
+  onServerError(sqlstate: string | null): void;
   serverGone(s: JsServerEnd): void;
   /** Client bytes wait for the server's stream to reach a message boundary (see js.ts, switchOver). */
   readonly holding: boolean;
@@ -120,7 +121,7 @@ export class JsServerEnd implements ServerEnd {
         break;
       case BackendMessage.ErrorResponse:
         if (this.client) {
-          this.client.onServerError();
+          this.client.onServerError(sqlStateOf(buf, start, len));
           this.toldClient = endsSession(buf, start, len);
         } else this.sawError = true;
         break;

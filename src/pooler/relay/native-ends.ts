@@ -2,8 +2,22 @@
 import { writeTerminate } from '../../protocol/writer.js';
 import { TxStatus } from '../../protocol/codes.js';
 import type { ParamChanges } from '../session-state/params.js';
-import type { NativeRelay } from './native.js';
+import type { RelayAddon } from './native-addon.js';
 import type { ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, RelayCounts, ServerEnd, ServerEvents } from './relay.js';
+
+/** What the ends need of the native relay (NativeRelay, native.ts, implements it): its addon, a pair's close and
+ * destroy and counts, and the lane's count table. */
+export interface NativeEndsRelay {
+  readonly a: RelayAddon;
+  /** Sends what is pending, shuts down writes and discards reads until EOF; forced after `graceMs`. */
+  close(id: number, graceMs: number): void;
+  destroy(id: number): void;
+  info(id: number): RelayCounts | null;
+  /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
+  laneAnswered: number;
+  /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
+  readonly laneCounts: Float64Array;
+}
 
 export class NativeClientEnd implements ClientEnd {
   readonly kind = 'native';
@@ -20,7 +34,7 @@ export class NativeClientEnd implements ClientEnd {
   /** The last link gave the addon a lane table whose counts JavaScript has not taken yet. */
   private laneOpen = false;
 
-  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
+  constructor(private readonly r: NativeEndsRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
     this.makeInterceptor = intercept;
   }
 
@@ -152,7 +166,7 @@ export class NativeServerEnd implements ServerEnd {
   private closing = false;
   private ready: ((sawError: boolean) => void) | null = null;
 
-  constructor(private readonly r: NativeRelay, readonly id: number, readonly events: ServerEvents) {}
+  constructor(private readonly r: NativeEndsRelay, readonly id: number, readonly events: ServerEvents) {}
 
   get alive(): boolean {
     return this.r.info(this.id) !== null;

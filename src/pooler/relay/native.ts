@@ -1,10 +1,10 @@
 // The native relay (native/relay*.cc) seen from TypeScript: the addon forwards bytes itself and reports only what JavaScript decides.
 import type net from 'node:net';
 import { addon } from '../../native/index.js';
-import { DURATION_BOUNDS, STATS_LAYOUT, type PoolStats } from '../stats.js';
+import { DURATION_BOUNDS, SQLSTATE_SLOTS, STATS_LAYOUT, type PoolStats } from '../stats.js';
 import { LANE_MAX_ENTRIES } from '../prepared/lane.js';
 import type { QueryStatsRow } from '../query-stats/table.js';
-import { NativeClientEnd, NativeServerEnd } from './native-ends.js';
+import { NativeClientEnd, NativeServerEnd, type NativeEndsRelay } from './native-ends.js';
 import { IdTable } from '../id-table.js';
 import { NATIVE_LOGIN_PID_BIT } from '../cancel-keys.js';
 import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers } from './native-tls.js';
@@ -50,7 +50,7 @@ const SERVER_CLOSE_REASONS = ['', 'socket error', 'PostgreSQL sent a malformed m
 /** After login the addon takes the sockets' descriptors and forwards bytes on the event loop by itself, reporting
  * only transaction boundaries and closes, in one batch per loop iteration through a shared Int32Array (five slots
  * per event). TIDEPOOL_NATIVE=0 (no addon) or [native] relay = false leaves every socket to js.ts. */
-export class NativeRelay implements Relay {
+export class NativeRelay implements Relay, NativeEndsRelay {
   private static instance: NativeRelay | null | undefined;
   private readonly clients = new IdTable<NativeClientEnd>();
   /** Clients whose TLS the addon terminates, until their login ends (native-tls.ts). */
@@ -71,7 +71,7 @@ export class NativeRelay implements Relay {
 
   private constructor(readonly a: RelayAddon, eventSlots: number) {
     this.events = new Int32Array(5 * eventSlots);
-    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable]);
+    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable, STATS_LAYOUT.sqlStates, SQLSTATE_SLOTS]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
     this.logins = new NativeTlsLogins(a, this);
   }

@@ -1,11 +1,10 @@
 // The one seam between sessions and bytes: what a relay (native.ts, js.ts) does with logged-in sockets and reports back.
+// It imports no implementation: choose.ts picks one.
 import type net from 'node:net';
 import type { ChunkHandler } from '../read-buffer.js';
 import type { PoolStats } from '../stats.js';
 import type { NativeTlsSocket } from './native-tls.js';
 import type { ParamChanges } from '../session-state/params.js';
-import { NativeRelay } from './native.js';
-import { JsRelay } from './js.js';
 
 /** A logged-in socket as a relay takes it: the stream to write to, and a way to direct its reads (net's onread or
  * 'data' events, whichever the socket was opened with). Nothing here is a descriptor: a TLS socket fits too, and
@@ -198,17 +197,4 @@ export interface MessageInterceptor {
   /** The lane ended with groups still unanswered: `bytes` (whole messages) went to the server already, the first
    * `delivered` replies of the first group reached the client, `status` is the server's last ReadyForQuery (0: none). */
   adoptSent?(bytes: Buffer, delivered: number, status: number): void;
-}
-
-let javascript: JsRelay | null = null;
-
-/** The relay for a pool: the process's native relay when `kind` is native and a pooler made it (NativeRelay.start),
- * else the JavaScript relay. A client and its server are always on one relay. */
-export function relayFor(kind: RelayKind): Relay {
-  if (kind === 'native') {
-    const native = NativeRelay.get();
-    if (native) return native;
-  }
-  javascript ??= new JsRelay();
-  return javascript;
 }

@@ -89,6 +89,7 @@ export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnap
   gauge('pooler_clients_pinned', 'Transaction-mode clients kept on their server by session state that cannot move (LISTEN, advisory locks, temporary tables, WITH HOLD cursors, SQL PREPARE, LOAD).', (p) => p.clients.pinned);
   gauge('pooler_pool_paused', '1 when the pool is paused.', (p) => (p.paused ? 1 : 0));
   gauge('pooler_pool_fallback_active', '1 while the pool\'s server connects fail (SHOW POOLS fallback_active).', (p) => (p.fallbackActive ? 1 : 0));
+  gauge('pooler_pool_backend_unreachable', '1 while no server login to the pool\'s PostgreSQL succeeded for connect_timeout while clients needed one; 0 from the next login that succeeds.', (p) => (p.health.unreachableSince !== null ? 1 : 0));
   gauge('pooler_pool_max_wait_seconds', 'Wait time of the oldest waiting client.', (p) => p.maxWaitMs / 1000);
   const total = (name: string, help: string, pick: (p: PoolSnapshot) => number) => ex.family(name, 'counter', help, pools.map((p) => ({ labels: labels(p), value: pick(p) })));
   total('pooler_transactions_total', 'Transactions completed.', (p) => p.totals.xactCount);

@@ -194,7 +194,8 @@ describe('proxy sessions with stores', () => {
       });
       const [st, docs] = await Promise.all([client.status(), client.fetch({ ids: [unpackHits(toShardResult(answers[0]!).hits)[0]!.id], fields: [], fields_except: false, has_fields: false })]);
       expect(st.shards.length).toBe(1);
-      expect(docs.length).toBe(1);
+      expect(docs.docs.length).toBe(1);
+      expect(docs.damaged_fractions).toEqual([]);
       expect(client.session.unsupported).toBe(false);
       expect(client.session.pending).toBe(0);
       // The store plans the query itself: one it cannot parse is INVALID_ARGUMENT, which the proxy answers 400.

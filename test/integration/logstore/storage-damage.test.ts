@@ -5,6 +5,8 @@
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
@@ -44,6 +46,33 @@ function exportAll(url: string): Promise<{ status: number; headers: http.Incomin
   });
 }
 
+/** Bulks documents `from`..`from + n - 1` and returns their ids, in order. */
+async function bulkIds(url: string, from: number, n: number): Promise<string[]> {
+  const r = await bulk(url, ndjson(Array.from({ length: n }, (_, j) => docOf(from + j))));
+  expect(r.body.errors).toBe(false);
+  return r.body.items.map((it) => Object.values(it)[0]!._id!);
+}
+
+interface FetchBody { docs: { data: { i: number } }[]; not_found: string[]; partial_response?: boolean; error?: { code: string; message: string } }
+
+/** The public gRPC API's Export (api.proto): the documents' `i` and the trailing metadata. */
+function grpcExport(addr: string): Promise<{ is: number[]; trailer: Record<string, string> }> {
+  const def = protoLoader.loadSync(path.join(import.meta.dirname, '..', '..', '..', 'proto', 'logstore', 'api.proto'), { keepCase: true, longs: Number, enums: String, defaults: true });
+  const Ctor = (grpc.loadPackageDefinition(def) as unknown as { tidepool: { logstore: { api: { v1: { LogstoreApi: grpc.ServiceClientConstructor } } } } }).tidepool.logstore.api.v1.LogstoreApi;
+  const c = new Ctor(addr, grpc.credentials.createInsecure());
+  return new Promise((resolve, reject) => {
+    const is: number[] = [];
+    const s = (c.Export as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<{ data: Buffer }>).call(c, { query: { query: '*', ...RANGE } }, { deadline: Date.now() + 60_000 });
+    s.on('data', (d: { data: Buffer }) => is.push((JSON.parse(d.data.toString('utf8')) as { i: number }).i));
+    s.on('error', (e) => { c.close(); reject(e); });
+    s.on('status', (st: grpc.StatusObject) => {
+      c.close();
+      if (st.code !== grpc.status.OK) return;
+      resolve({ is, trailer: Object.fromEntries(Object.entries(st.metadata.getMap()).map(([k, v]) => [k, String(v)])) });
+    });
+  });
+}
+
 /** Flips 64 bytes in the middle of a file. */
 function flip64(file: string): void {
   const b = readFileSync(file);
@@ -71,7 +100,8 @@ describe('damaged storage', () => {
     running.push(ls);
     const SEALED = 2000;
     const ALL = 2500;
-    for (let k = 0; k < SEALED; k += 200) expect((await bulk(ls.url, ndjson(Array.from({ length: 200 }, (_, j) => docOf(k + j))))).body.errors).toBe(false);
+    const idOf: string[] = [];
+    for (let k = 0; k < SEALED; k += 200) idOf.push(...(await bulkIds(ls.url, k, 200)));
     // A clean stop seals the active fraction; the next run keeps the rest in its write-ahead file (a large frac_size).
     await ls.stop();
     writeFileSync(ls.configFile, readFileSync(ls.configFile, 'utf8').replace('frac_size: "32KB"', 'frac_size: "64MB"'));
@@ -114,6 +144,24 @@ describe('damaged storage', () => {
     const exported = new Set(ex.docs.map((d) => d.data.i));
     for (const i of healthy) expect(exported.has(i)).toBe(true);
     for (const i of inA) expect(exported.has(i)).toBe(false);
+    // The gRPC Export says the same in its trailing metadata, and marks the answer partial.
+    const gx = await grpcExport(ls.grpcAddr);
+    expect(gx.trailer['x-tidepool-skipped-fractions']).toBe(`shard-0/${fa}`);
+    expect(gx.trailer['x-partial-response']).toBe('true');
+    expect(new Set(gx.is)).toEqual(exported);
+
+    // A fetch by id of a document in the quarantined fraction is partial (the document may exist), not a plain miss.
+    const [lostId, keptId] = [idOf[inA[0]!]!, idOf[healthySealed[0]!]!];
+    const fx = await postJson<FetchBody>(`${ls.url}/fetch`, { ids: [lostId, keptId] });
+    expect(fx.status).toBe(200);
+    expect(fx.body.docs.map((d) => d.data.i)).toEqual([healthySealed[0]]);
+    expect(fx.body.not_found).toEqual([lostId]);
+    expect(fx.body.partial_response).toBe(true);
+    expect(fx.body.error?.message).toContain(`shard-0/${fa}`);
+    // An id found is a whole answer, even with a quarantined fraction in the shard.
+    const whole = await postJson<FetchBody>(`${ls.url}/fetch`, { ids: [keptId] });
+    expect(whole.body.docs).toHaveLength(1);
+    expect(whole.body.partial_response).toBeUndefined();
 
     // A filtered search reads dictionaries and posting lists: B's and C's damage is found, the answer is partial, not a 500.
     const xs = await postJson<SearchBody>(`${ls.url}/search`, { query: { query: 'kind:x', ...RANGE }, size: 10_000 });
@@ -171,7 +219,8 @@ describe('damaged storage', () => {
     const proxy = await startLogstore({ mode: 'proxy', cluster: { hot_stores: [store.grpcAddr], request_timeout: '5s' } });
     running.push(proxy);
     const N = 1500;
-    for (let k = 0; k < N; k += 250) expect((await bulk(proxy.url, ndjson(Array.from({ length: 250 }, (_, j) => docOf(k + j))))).body.errors).toBe(false);
+    const idOf: string[] = [];
+    for (let k = 0; k < N; k += 250) idOf.push(...(await bulkIds(proxy.url, k, 250)));
     await store.stop();
     const shardDir = path.join(store.dataDir, 'shard-0');
     const fracs = readdirSync(shardDir).filter((e) => e.startsWith('frac-') && statSync(path.join(shardDir, e)).isDirectory()).sort();
@@ -193,6 +242,13 @@ describe('damaged storage', () => {
     expect(r!.body.error?.message).toContain(`shard-0/${fracs[0]}`);
     const want = Array.from({ length: N }, (_, i) => i).filter((i) => !inA.has(i));
     expect(r!.body.docs.map((d) => d.data.i).sort((a, b) => a - b)).toEqual(want);
+    // A fetch through the proxy of an id in the quarantined fraction: the store says so, the proxy answers partial.
+    const lost = [...inA][0]!;
+    const fx = await postJson<FetchBody>(`${proxy.url}/fetch`, { ids: [idOf[lost]!, idOf[want[0]!]!] });
+    expect(fx.status).toBe(200);
+    expect(fx.body.docs.map((d) => d.data.i)).toEqual([want[0]]);
+    expect(fx.body.partial_response).toBe(true);
+    expect(fx.body.error?.message).toContain(`shard-0/${fracs[0]}`);
     const metrics = await (await fetch(`${store.debugUrl}/metrics`)).text();
     expect(metrics).toMatch(/tidepool_logstore_storage_problems\{kind="fraction_quarantined"\} 1/);
   });

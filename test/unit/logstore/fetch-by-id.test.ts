@@ -34,7 +34,7 @@ function ingest(shard: Shard, from: number, n: number, assign?: { shard: number;
   return Array.from({ length: n }, (_, i) => Buffer.from(r.ids).toString('latin1', 24 * i, 24 * i + 24));
 }
 
-const ns = (shard: Shard, ids: string[]) => shard.fetch(ids).map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n);
+const ns = (shard: Shard, ids: string[]) => shard.fetch(ids).hits.map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n);
 
 describe('fetch by id in a shard', () => {
   it('finds ids of its own counter and of a proxy\'s jumping counters, active and sealed; not others', () => {

@@ -1,6 +1,6 @@
 // The console shell: auth config, sign-in modal on 401, 'admin role required' banner on 403, offline banner, sidebar, palette, pages.
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, isOnline, onAuthProblem, onConnectionChange, OfflineError, type AuthConfig } from './api';
+import { api, lastAnswerAt, notAnsweringSince, onAuthProblem, onConnectionChange, OfflineError, type AuthConfig } from './api';
 import { basicCredential, dropSsoToken, onCredentialsChange, signOut, ssoToken, tokenClaims } from './auth';
 import { Palette, paletteItems } from './components/palette';
 import { SignInModal } from './components/sign-in-modal';
@@ -29,12 +29,12 @@ export function App(props: { ssoError: string | null }) {
   const [ssoError, setSsoError] = useState(props.ssoError);
   const [forbidden, setForbidden] = useState(false);
   const [generation, setGeneration] = useState(0);
-  const [offlineSince, setOfflineSince] = useState<number | null>(null);
+  const [offlineSince, setOfflineSince] = useState<number | null>(notAnsweringSince());
   const [palette, setPalette] = useState(false);
 
   useEffect(() => onCredentialsChange(() => setGeneration((g) => g + 1)), []);
   useEffect(() => onAuthProblem((status) => (status === 401 ? setSignIn('Sign in to continue.') : setForbidden(true))), []);
-  useEffect(() => onConnectionChange((online) => setOfflineSince(online ? null : Date.now())), []);
+  useEffect(() => onConnectionChange(setOfflineSince), []);
 
   const loadConfig = useCallback(async () => {
     const cfg = await api<AuthConfig>('/api/auth/config');
@@ -88,7 +88,7 @@ export function App(props: { ssoError: string | null }) {
 
   const signedIn = Boolean(ssoToken() || basicCredential());
   const wall = location.path === '/wall';
-  const offline = offlineSince !== null || !isOnline() ? <OfflineBanner since={offlineSince ?? Date.now()} /> : null;
+  const offline = offlineSince !== null ? <OfflineBanner since={offlineSince} lastAnswer={lastAnswerAt()} /> : null;
   return (
     <RoleContext.Provider value={roleInfo}>
       <a className="skip-link" href="#content">Skip to content</a>
@@ -112,7 +112,12 @@ export function App(props: { ssoError: string | null }) {
               <button className="link" aria-label="dismiss" onClick={() => setForbidden(false)}>×</button>
             </div>
           )}
-          {canRead && <Page key={generation} path={location.path} search={location.search} />}
+          {canRead && (
+            // While the pooler does not answer, the figures are the last ones received: dimmed, the banner says since when.
+            <div className={offlineSince !== null ? 'page-figures stale' : 'page-figures'} data-testid="page-figures" data-stale={offlineSince !== null ? '' : undefined}>
+              <Page key={generation} path={location.path} search={location.search} />
+            </div>
+          )}
         </main>
         {signIn !== null && (
           <SignInModal

@@ -3,6 +3,7 @@ import { useSyncExternalStore } from 'react';
 import { api, ApiError, type Row } from './api';
 import { everyWhileVisible } from './visibility';
 import { POLL_MS } from './use-polling';
+import type { DatabaseOutage } from './components/outage';
 
 export const HISTORY_SECONDS = 15 * 60;
 
@@ -24,6 +25,9 @@ export interface Overview {
   sv_idle?: number;
   sv_used?: number;
   sv_login?: number;
+  connect_failures_per_sec?: number;
+  pools_unreachable?: number;
+  databases_unreachable?: DatabaseOutage[];
 }
 
 export interface Sample {

@@ -25,6 +25,7 @@ const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pool_scaling': 'POOL_SCALING',
   '/api/interner': 'INTERNER',
   '/api/apps': 'APPS',
+  '/api/errors': 'ERRORS',
 };
 
 /** Rows of a SHOW. A SHOW the pooler lacks is a bug here, not an empty list: it throws. */
@@ -92,6 +93,13 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     }
   });
   app.get('/api/overview', pub, async () => ctx.control.overview());
+  // One pool's errors by SQLSTATE: [{ sqlstate, count }], most first; 404 for a pool the pooler does not have.
+  app.get<{ Params: { database: string; user: string } }>('/api/pools/:database/:user/errors', pub, async (req, reply) => {
+    const { database, user } = req.params;
+    const pool = ctx.control.snapshot().pools.find((p) => p.database === database && p.user === user);
+    if (!pool) return sendError(reply, 'not_found', `no pool ${database}/${user}`);
+    return pool.errorsBySqlState;
+  });
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
   app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
   // SQL text is personal data: the public list leaves out `query`; /api/prepared/text/{hash} serves it to Sso.

@@ -23,11 +23,13 @@ export function Gate(props: { loading: boolean; error: string | null; hasData: b
   return <Loading what={props.what} />;
 }
 
-export function OfflineBanner(props: { since: number }) {
+/** The pooler missed two polls (no answer within the timeout, or refused): since when, and how old the figures are. */
+export function OfflineBanner(props: { since: number; lastAnswer: number | null }) {
+  const clock = (t: number) => new Date(t).toLocaleTimeString('en-GB');
   return (
     <div className="banner offline" role="alert" data-testid="offline-banner">
-      The pooler is not answering (since {new Date(props.since).toLocaleTimeString('en-GB')}). The console keeps trying every 2 seconds and
-      recovers by itself when it is back; the figures shown are the last ones received.
+      The pooler is not answering since {clock(props.since)}. The console keeps trying every 2 seconds and recovers by itself
+      when it is back. {props.lastAnswer !== null ? `The figures below are stale: the last ones received, at ${clock(props.lastAnswer)}.` : 'Nothing was received yet.'}
     </div>
   );
 }

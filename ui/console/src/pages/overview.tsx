@@ -2,6 +2,7 @@
 import { Card } from '../components/card';
 import { Chart } from '../components/chart';
 import { Gate } from '../components/states';
+import { OutageBanner, outagesOf } from '../components/outage';
 import { errorsPerSec, latest, series, useHistory } from '../history';
 import { count, micros, rate } from '../format';
 import { usePolling } from '../use-polling';
@@ -32,6 +33,7 @@ export function OverviewPage() {
   return (
     <section aria-labelledby="overview-title">
       <h1 id="overview-title">Overview</h1>
+      <OutageBanner outages={outagesOf(history)} testId="overview-outage" />
       <Gate loading={!data} error={history.error} hasData={data !== null} what="the overview">
         {() => (
           <>

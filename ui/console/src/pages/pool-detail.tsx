@@ -13,6 +13,15 @@ import { useRole } from '../role';
 import { usePolling } from '../use-polling';
 import { AdminAction, type Verb } from './admin-action';
 import { serverColumns } from './servers';
+import { PoolStateBadge } from './pools';
+import { clock, lastErrorText, poolUnreachable } from '../components/outage';
+import { sqlStateName } from '../sqlstates';
+
+const ERROR_COLUMNS: Column[] = [
+  { key: 'sqlstate', label: 'SQLSTATE', render: (r) => <code>{String(r['sqlstate'])}</code> },
+  { key: 'name', label: 'condition', render: (r) => sqlStateName(String(r['sqlstate'])), sortValue: (r) => sqlStateName(String(r['sqlstate'])) },
+  { key: 'count', label: 'errors', num: true, live: true },
+];
 
 const PROMPTS: Record<Exclude<Verb, 'reload'>, string> = {
   pause: 'New server checkouts stop; running transactions finish.',
@@ -62,6 +71,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
   const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'state', order: 'desc', limit: String(CLIENTS_SHOWN) }).toString()}`;
   const clients = usePolling<Row[]>(clientsPath);
   const servers = usePolling<Row[]>('/api/servers');
+  const errors = usePolling<Row[]>(`/api/pools/${encodeURIComponent(database)}/${encodeURIComponent(user)}/errors`);
   const [verb, setVerb] = useState<Exclude<Verb, 'reload'> | null>(null);
   const mine = (servers.data ?? []).filter((r) => r['database_name'] === database && r['user'] === user);
   const clientTotal = Number(clients.headers?.get('x-total-count') ?? clients.data?.length ?? 0);
@@ -74,7 +84,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
       <p><a {...linkProps('/pools')}>← Pools</a></p>
       <div className="page-head">
         <h1 id="pool-title">{database}/{user}</h1>
-        {pool && <span className={pool['paused'] ? 'badge paused' : 'badge'} data-testid="pool-state">{pool['paused'] ? 'paused' : 'running'}</span>}
+        {pool && <PoolStateBadge row={pool} testId="pool-state" />}
         {role === 'admin' && pool && (
           <div className="actions">
             {(['pause', 'resume', 'reconnect'] as const).map((v) => (
@@ -91,6 +101,17 @@ export function PoolDetailPage(props: { database: string; user: string }) {
           </Empty>
         ) : (
           <>
+            {poolUnreachable(pool) ? (
+              <div className="outage" role="alert" data-testid="pool-outage">
+                <strong>PostgreSQL unreachable since {clock(pool['unreachable_since'])}</strong>: no server connection could be opened for
+                connect_timeout; clients that need one are refused. {rate(pool['connect_failures_per_sec'])} connect failures/s.
+                {lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at']) && (
+                  <div className="outage-error">Last error: {lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at'])}</div>
+                )}
+              </div>
+            ) : lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at']) && (
+              <p className="muted" data-testid="pool-last-error">Last server connect error: {lastErrorText(pool['last_connect_error'], pool['last_connect_error_code'], pool['last_connect_error_at'])}</p>
+            )}
             <div className="cards" data-testid="pool-cards">
               <Card label="Saturation" help="saturation" value={<Meter value={saturation(pool)} label="saturation: active servers / pool size" />} detail={`${count(pool['sv_active'])} active of ${count(pool['pool_size'])}`} />
               <Card label="Clients" help="clients" value={count(Number(pool['cl_active']) + Number(pool['cl_idle']) + Number(pool['cl_waiting']))} detail={`${count(pool['cl_active'])} active · ${count(pool['cl_idle'])} idle · ${count(pool['cl_waiting'])} waiting`} tone={Number(pool['cl_waiting']) > 0 ? 'warn' : null} />
@@ -124,6 +145,10 @@ export function PoolDetailPage(props: { database: string; user: string }) {
             <h2>Servers</h2>
             <Gate loading={servers.loading} error={servers.error} hasData={servers.data !== null} what="servers">
               {() => <DataTable caption={`Servers of ${key}`} testId="pool-servers" rows={mine} columns={serverColumns(mine).filter((c) => c.key !== 'database_name' && c.key !== 'user')} rowKey={(r) => String(r['server_id'])} empty={<Empty>This pool has no server connection open.</Empty>} />}
+            </Gate>
+            <h2>Errors by SQLSTATE <span className="muted">(sent to this pool's clients since start: PostgreSQL's and the pooler's own)</span></h2>
+            <Gate loading={errors.loading} error={errors.error} hasData={errors.data !== null} what="errors">
+              {() => <DataTable caption={`Errors of ${key} by SQLSTATE`} testId="pool-errors" rows={errors.data!} columns={ERROR_COLUMNS} rowKey={(r) => String(r['sqlstate'])} defaultSort={{ key: 'count', order: 'desc' }} empty={<Empty>No error was sent to this pool's clients.</Empty>} />}
             </Gate>
           </>
         ))}

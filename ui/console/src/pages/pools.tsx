@@ -5,6 +5,17 @@ import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
 import { latest, useHistory } from '../history';
 import { poolPath } from '../pages-list';
+import { poolUnreachable } from '../components/outage';
+
+/** The pool's state: unreachable (its PostgreSQL), paused, or running. */
+export function PoolStateBadge(props: { row: Row; testId?: string }) {
+  const r = props.row;
+  if (poolUnreachable(r)) return <span className="badge unreachable" data-testid={props.testId}>unreachable</span>;
+  return r['paused'] ? <span className="badge paused" data-testid={props.testId}>paused</span> : <span className="badge" data-testid={props.testId}>running</span>;
+}
+
+/** SHOW POOLS' health columns: the state badge and the pool's page show them. */
+export const HEALTH_COLUMNS = ['backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec'];
 
 export const poolHref = (r: Row) => poolPath(String(r['database']), String(r['user']));
 
@@ -16,7 +27,7 @@ export const POOL_COLUMNS: Column[] = [
   { key: 'pool_mode', label: 'mode' },
   { key: 'saturation', help: 'saturation', render: (r) => <Meter value={saturation(r)} label={`saturation of ${String(r['database'])}/${String(r['user'])}`} />, sortValue: (r) => saturation(r) },
   n('cl_active'), n('cl_idle'), n('cl_waiting'), n('cl_pinned'), n('sv_active'), n('sv_idle'), n('sv_used'), n('sv_login'), n('pool_size', false), n('maxwait'), n('avg_xact_time'),
-  { key: 'paused', render: (r) => (r['paused'] ? <span className="badge paused">paused</span> : <span className="badge">running</span>) },
+  { key: 'paused', render: (r) => <PoolStateBadge row={r} /> },
 ];
 
 export function PoolsPage() {
@@ -31,7 +42,7 @@ export function PoolsPage() {
             caption="Pools, one per user and database"
             testId="pools-table"
             rows={rows!}
-            columns={withExtraColumns(POOL_COLUMNS, rows!, ['maxwait_us', 'cl_cancel_req', 'fallback_active'])}
+            columns={withExtraColumns(POOL_COLUMNS, rows!, ['maxwait_us', 'cl_cancel_req', 'fallback_active', ...HEALTH_COLUMNS])}
             rowKey={(r) => poolHref(r)}
             rowHref={poolHref}
             defaultSort={{ key: 'database', order: 'asc' }}

@@ -4,6 +4,8 @@ import { DataTable, withExtraColumns, type Column } from '../components/data-tab
 import { Empty, Gate } from '../components/states';
 import { bytes, percent, seconds } from '../format';
 import { usePolling } from '../use-polling';
+import { useHistory } from '../history';
+import { OutageBanner, outagesOf } from '../components/outage';
 
 const hitRate = (r: Row) => {
   const hit = Number(r['prepare_cache_hit']) || 0;
@@ -38,9 +40,11 @@ export function serverColumns(rows: Row[]): Column[] {
 
 export function ServersPage() {
   const polled = usePolling<Row[]>('/api/servers');
+  const outages = outagesOf(useHistory());
   return (
     <section aria-labelledby="servers-title">
       <h1 id="servers-title">Servers</h1>
+      <OutageBanner outages={outages} testId="servers-outage" />
       <p className="muted">Join with PostgreSQL: <code>select * from pg_stat_activity where pid = &lt;PostgreSQL pid&gt;</code>.</p>
       <Gate loading={polled.loading} error={polled.error} hasData={polled.data !== null} what="servers">
         {() => (
@@ -50,7 +54,9 @@ export function ServersPage() {
             rows={polled.data!}
             columns={serverColumns(polled.data!)}
             rowKey={(r) => String(r['server_id'])}
-            empty={<Empty testId="servers-empty">No server connections are open: the pools open them when clients need them.</Empty>}
+            empty={<Empty testId="servers-empty">{outages.length > 0
+              ? `No server connections are open: PostgreSQL is unreachable (${outages.map((o) => o.database).join(', ')}); the pools keep trying and open them once it answers.`
+              : 'No server connections are open: the pools open them when clients need them.'}</Empty>}
           />
         )}
       </Gate>

@@ -5,6 +5,7 @@ import { errorsPerSec, latest, poolKey, poolP95, poolRow, series, useHistory } f
 import { count, micros, rate } from '../format';
 import { linkProps } from '../router';
 import { usePolling } from '../use-polling';
+import { OutageBanner, outagesOf, poolUnreachable } from '../components/outage';
 
 export interface AdminEvent {
   time: string;
@@ -28,7 +29,7 @@ export function WallPage() {
   const waiting = ov ? ov.cl_waiting ?? ov.clients['waiting'] ?? 0 : null;
   const pools = [...(s?.pools ?? [])]
     .map((r) => ({ r, sat: saturation(r) ?? 0, p95: poolP95(s, poolKey(r)), stat: poolRow(s?.stats ?? null, poolKey(r)) }))
-    .sort((a, b) => b.sat - a.sat || (b.p95 ?? 0) - (a.p95 ?? 0) || Number(b.r['cl_waiting']) - Number(a.r['cl_waiting']))
+    .sort((a, b) => Number(poolUnreachable(b.r)) - Number(poolUnreachable(a.r)) || b.sat - a.sat || (b.p95 ?? 0) - (a.p95 ?? 0) || Number(b.r['cl_waiting']) - Number(a.r['cl_waiting']))
     .slice(0, WORST);
   const hasP95 = pools.some((p) => p.p95 !== null);
   return (
@@ -38,6 +39,7 @@ export function WallPage() {
         <span className="wall-clock" data-live="">{new Date((s?.t ?? Date.now() / 1000) * 1000).toLocaleTimeString('en-GB')}</span>
         <a className="wall-exit" {...linkProps('/overview')}>exit wall</a>
       </header>
+      <OutageBanner outages={outagesOf(history)} testId="wall-outage" big />
       <div className="wall-big" data-testid="wall-numbers">
         <BigNumber label="Transactions/s" value={ov ? rate(ov.tps) : '–'} />
         <BigNumber label="Waiting clients" value={waiting === null ? '–' : count(waiting)} tone={waiting ? 'bad' : null} />
@@ -59,7 +61,7 @@ export function WallPage() {
               <tbody>
                 {pools.map((p) => (
                   <tr key={poolKey(p.r)}>
-                    <td>{poolKey(p.r)}{p.r['paused'] ? <span className="badge paused">paused</span> : null}</td>
+                    <td>{poolKey(p.r)}{poolUnreachable(p.r) ? <span className="badge unreachable">unreachable</span> : p.r['paused'] ? <span className="badge paused">paused</span> : null}</td>
                     <td><Meter big value={saturation(p.r)} label={`saturation of ${poolKey(p.r)}`} /></td>
                     <td className="num" data-live="">{count(p.r['cl_waiting'])}</td>
                     <td className="num" data-live="">{hasP95 ? (p.p95 ? micros(p.p95) : '–') : micros(p.stat?.['avg_query_time'])}</td>

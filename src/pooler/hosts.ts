@@ -1,0 +1,72 @@
+// The narrow faces of the pooler its parts are given (Pooler implements them): a client connection gets a SessionHost,
+// the snapshot and SHOW a read-only SnapshotSource. No part imports the Pooler class. `Client` is the session class
+// (client-session.ts), a parameter so that this file, which the sessions import, names none of their classes (type
+// imports tie files into circles too: test/unit/layers.test.ts).
+import type { PoolerConfig } from '../config/pooler.js';
+import type { LogHub } from '../shared/logger.js';
+import type { AppRegistry } from './apps.js';
+import type { LoginCore } from './client-login.js';
+import type { Coordinator } from './coordinator.js';
+import type { EventRing } from './events.js';
+import type { Pool } from './pool.js';
+import type { NativeRelay } from './relay/native.js';
+import type { ShowTable } from './show-table.js';
+
+/** connections: accepted; tls: of them, those that completed a TLS handshake; nativeLogins / jsLogins: logins that
+ * succeeded, by who ran the password exchange (the native relay, or client-login.ts). */
+export interface PoolerCounters {
+  connections: number;
+  errors: number;
+  cancel: number;
+  tls: number;
+  nativeLogins: number;
+  jsLogins: number;
+  /** Logins closed by client_login_timeout; clients refused at accept for max_connections, and for want of
+   * descriptors (EMFILE, ENFILE). */
+  loginTimeouts: number;
+  refusedMaxConnections: number;
+  refusedDescriptors: number;
+}
+
+/** What a client connection (client-startup.ts, client-session.ts) needs of the pooler, its login's needs included. */
+export interface SessionHost<Client> extends LoginCore {
+  readonly events: EventRing;
+  readonly apps: AppRegistry;
+  readonly counters: PoolerCounters;
+  /** The native relay when it terminates client TLS (fixed at start); null when Node's tls does. */
+  readonly nativeTls: NativeRelay | null;
+  readonly shuttingDown: boolean;
+  /** JavaScript logins in progress, in accept order (client_login_timeout closes the oldest). */
+  readonly logins: { add(c: Client): void };
+  /** The pid of a new client's BackendKeyData (cancel-keys.ts): never a backend's. */
+  newCancelPid(): number;
+  hbaWantsCertificates(): boolean;
+  /** ParameterStatus values the admin console reports at login. */
+  adminParams(): ReadonlyMap<string, string>;
+  /** The login is done: the client joins the registry (and its cancel key), `native` when the relay ran it. */
+  registerClient(c: Client, native?: boolean): void;
+  unregisterClient(c: Client): void;
+  /** Session mode: the client's BackendKeyData names its server's pid from now on. */
+  rekeyCancel(c: Client, pid: number): void;
+}
+
+/** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler: no field of it is written through here
+ * (a snapshot only settles the pools' relay-only clients first). */
+export interface SnapshotSource<Client> {
+  /** Current, validated config (replaced on RELOAD). */
+  readonly config: PoolerConfig;
+  readonly logs: LogHub;
+  readonly pools: ReadonlyMap<string, Pool>;
+  /** Logged-in clients. */
+  readonly clients: Iterable<Client>;
+  readonly coordinators: ReadonlyMap<string, Coordinator>;
+  readonly apps: AppRegistry;
+  readonly events: EventRing;
+  readonly counters: Readonly<PoolerCounters>;
+  /** Client connections accepted and not yet logged in (JavaScript's count). */
+  readonly loggingIn: number;
+  /** The native relay's logins: under way, and relay-only clients that left unreported (native-logins.ts). */
+  readonly nativeLogins: { readonly underWay: number; readonly unreported: number };
+  /** auth_query's cache (SHOW AUTH_QUERY). */
+  readonly authQuery: { readonly configured: boolean; show(): ShowTable };
+}

@@ -1,0 +1,184 @@
+// The client listener (PgBouncer: pooler.c): listen, accept, admit, and hand the socket to a ClientSession's login,
+// from net.Server or from the native relay's own accept.
+import net from 'node:net';
+import { SqlState } from '../protocol/codes.js';
+import { writeErrorResponse } from '../protocol/writer.js';
+import { ClientSession } from './client-session.js';
+import type { SessionHost } from './hosts.js';
+import type { LogLimiter } from './log-limiter.js';
+import type { NativeLogins } from './native-logins.js';
+import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
+import type { NativeAcceptor, NativeLoginOk } from './relay/native.js';
+import { NativeTlsSocket } from './relay/native-tls.js';
+import { clientSocketCap, openFileLimit } from './fd-limit.js';
+
+/** TCP_DEFER_ACCEPT's time with tcp_defer_accept on: PgBouncer's fixed 45 s. */
+const DEFER_ACCEPT_SECS = 45;
+
+/** What the listener needs of the pooler: the sessions' host, and the counts and log lines it admits clients by. */
+export interface ListenerHost extends SessionHost<ClientSession> {
+  /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
+  readonly limitedLogs: { readonly maxConnections: LogLimiter; readonly descriptors: LogLimiter };
+  /** The logins the native relay runs itself. */
+  readonly nativeLogins: NativeLogins;
+  /** Every accepted client, logins in progress included. */
+  connectionCount(): number;
+  /** A login began or ended. */
+  loginCountChanged(delta: number): void;
+}
+
+/** TCP keepalive idle time of client connections. */
+export const CLIENT_KEEPALIVE_MS = 60_000;
+/** Read buffer per client socket: clients send small messages, and there can be many of them. */
+const CLIENT_READ_BUFFER = 16 * 1024;
+
+/** max_connections counts logins in progress: the client past it gets PostgreSQL's 53300 at once, and its socket
+ * goes once the error is sent (a client that never reads or closes keeps no descriptor). True when refused. */
+function refuseIfFull(p: ListenerHost, socket: net.Socket | NativeTlsSocket): boolean {
+  const max = p.config.general.max_connections;
+  if (p.connectionCount() < max) return false;
+  p.counters.errors++;
+  p.counters.refusedMaxConnections++;
+  p.limitedLogs.maxConnections.add(1, { max_connections: max, addr: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}` });
+  const error = writeErrorResponse({ severity: 'FATAL', code: SqlState.TooManyConnections, message: `sorry, too many clients already (max_connections = ${max})` });
+  if (socket instanceof NativeTlsSocket) {
+    socket.end(error);
+  } else {
+    socket.write(error);
+    socket.destroySoon();
+  }
+  return true;
+}
+
+/** A connection net.Server accepted (paused): read straight into a ReadBuffer where the socket allows it. */
+function acceptSocket(p: ListenerHost, accepted: net.Socket, socketCap: number): void {
+  p.counters.connections++;
+  if (p.shuttingDown) {
+    accepted.destroy();
+    return;
+  }
+  if (socketCap > 0 && p.connectionCount() >= socketCap) {
+    p.counters.refusedDescriptors++;
+    p.limitedLogs.descriptors.add(1, { client_sockets: socketCap });
+    accepted.destroy();
+    return;
+  }
+  if (refuseIfFull(p, accepted)) return;
+  let session: ClientSession | null = null;
+  p.loginCountChanged(1);
+  const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler));
+  if (socket) {
+    socket.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
+    session = new ClientSession(socket, p);
+  } else {
+    accepted.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
+    const s = new ClientSession(accepted, p);
+    accepted.on('data', (chunk: Buffer) => s.handler(chunk));
+    accepted.resume();
+  }
+}
+
+function acceptNative(p: ListenerHost, socket: NativeTlsSocket, login: NativeLoginOk | null): void {
+  p.counters.connections++;
+  const pool = login ? p.nativeLogins.loggedIn(login, socket.id) : null;
+  if (p.shuttingDown) {
+    socket.destroy();
+    return;
+  }
+  if (login && !pool) {
+    // Greeted by the relay for a pool this pooler does not know: nothing can serve it.
+    socket.destroy();
+    return;
+  }
+  if (!login && refuseIfFull(p, socket)) return;
+  p.loginCountChanged(1);
+  if (login && pool) new ClientSession(socket, p, { pool, login });
+  else new ClientSession(socket, p);
+}
+
+/** Clients the native relay accepted (NativeRelay.listen): their logins run on the addon's endpoint, in JavaScript
+ * or, for the users of nativeLogins, in the relay itself. */
+function nativeAcceptor(p: ListenerHost): NativeAcceptor {
+  return {
+    accept: (socket, login) => acceptNative(p, socket, login),
+    loginFailed: (address, port, entry, sqlstate, message) => {
+      p.counters.connections++;
+      p.counters.errors++;
+      const pool = p.nativeLogins.pool(entry);
+      if (sqlstate === SqlState.TooManyConnections) {
+        p.counters.refusedMaxConnections++;
+        p.limitedLogs.maxConnections.add(1, { max_connections: p.config.general.max_connections, addr: `${address}:${port}` });
+        return;
+      }
+      // A warning, as PostgreSQL and PgBouncer log it: security monitoring watches failed logins.
+      if (sqlstate !== SqlState.ProtocolViolation) {
+        p.log.warn({ user: pool?.settings.user, database: pool?.settings.database, addr: `${address}:${port}` }, 'client authentication failed');
+      }
+      p.events.loginFailure(`client ${address}:${port}: ${message} (SQLSTATE ${sqlstate})`);
+    },
+    loginGone: () => { p.counters.connections++; },
+  };
+}
+
+/** The pooler's client listener: net.Server, or the native relay's accept when it carries every pool. */
+export class Listener {
+  private server: net.Server | null = null;
+  /** The port and listener id the native relay accepts on (see listen), 0 when net.Server does. */
+  private nativePort = 0;
+  nativeListener = 0;
+  /** Client sockets net.Server's accepts may hold (fd-limit.ts), 0: no cap. */
+  clientSocketCap = 0;
+
+  constructor(private readonly p: ListenerHost) {}
+
+  get port(): number {
+    return this.nativePort || ((this.server?.address() as net.AddressInfo | null)?.port ?? 0);
+  }
+
+  /** True when the native relay accepts this pooler's clients itself (see listen). */
+  get acceptsNatively(): boolean {
+    return this.nativeListener > 0;
+  }
+
+  async listen(): Promise<void> {
+    const { host, port, tcp_no_delay, tcp_defer_accept } = this.p.config.general;
+    this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => acceptSocket(this.p, socket, this.clientSocketCap));
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, host, () => {
+        this.server!.removeListener('error', reject);
+        resolve();
+      });
+    });
+    this.server.on('error', (err: NodeJS.ErrnoException) => {
+      // libuv keeps a descriptor in reserve and closes the waiting client with it on EMFILE, then reports the error
+      // here: one per refused client, so they are counted and logged once a period.
+      if (err.code === 'EMFILE' || err.code === 'ENFILE') {
+        this.p.counters.refusedDescriptors++;
+        this.p.limitedLogs.descriptors.add(1, { err: err.code });
+        return;
+      }
+      this.p.log.error({ err: err.message }, 'listener error');
+    });
+    // libuv answers EMFILE by closing the waiting clients without a word to Node: acceptSocket refuses clients past a
+    // cap below the descriptor limit itself, where they can be counted and logged (net.Server's maxConnections
+    // cannot: sockets read through a ReadBuffer leave its count).
+    this.clientSocketCap = clientSocketCap(openFileLimit());
+    // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
+    // ([native] accept = false keeps net.Server's accepts, as with the JavaScript relay).
+    const listener = this.p.config.native.accept ? this.p.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this.p), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
+    if (listener > 0) {
+      this.nativeListener = listener;
+      this.nativePort = (this.server.address() as net.AddressInfo).port;
+      this.server.close();
+      this.server = null;
+      this.p.nativeLogins.listening(listener);
+    }
+  }
+
+  /** Stops accepting. */
+  close(): void {
+    this.server?.close();
+    if (this.nativeListener) this.p.nativeTls?.unlisten(this.nativeListener);
+  }
+}
