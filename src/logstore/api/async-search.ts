@@ -4,8 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type AggPartial, emptyPartial, mergePartials } from '../aggregate/aggregate.js';
 import type { PartialInfo, QueryAnswer } from '../backend.js';
-import { ErrorCode, HttpError } from '../http/errors.js';
-import { LogstoreError } from '../errors.js';
+import { ErrorCode, LogstoreError } from '../errors.js';
 import type { ShardHit } from '../search/execute.js';
 import { HitWriter, mergeHitList } from '../search/packed-hits.js';
 import { type ApiEnv, type SearchOutcome, aggResults, histBuckets, parseSearchBody, partialError, whole } from './operations.js';
@@ -78,7 +77,7 @@ export class AsyncSearches {
     this.expire();
     const req = parseSearchBody(this.env, body, true);
     if (this.entries.size >= this.limits.max_searches) {
-      throw new HttpError(429, ErrorCode.TooManyAsyncSearches, `too many async searches kept (async_search.max_searches = ${this.limits.max_searches}); delete finished ones or retry later`);
+      throw new LogstoreError(ErrorCode.TooManyAsyncSearches, `too many async searches kept (async_search.max_searches = ${this.limits.max_searches}); delete finished ones or retry later`);
     }
     const id = randomUUID();
     const entry: Entry = {
@@ -138,7 +137,7 @@ export class AsyncSearches {
   get(id: string): AsyncSearchResult {
     this.expire();
     const e = this.entries.get(id);
-    if (!e) throw new HttpError(404, ErrorCode.NotFound, `no async search ${JSON.stringify(id)} (finished searches are kept for async_search.keep)`);
+    if (!e) throw new LogstoreError(ErrorCode.NotFound, `no async search ${JSON.stringify(id)} (finished searches are kept for async_search.keep)`);
     const { spec, aggs, hist } = e.req;
     const so = e.so;
     const docs = so ? so.hits.slice(spec.offset, spec.offset + spec.size) : [];
@@ -156,13 +155,13 @@ export class AsyncSearches {
 
   cancel(id: string): void {
     const e = this.entries.get(id);
-    if (!e) throw new HttpError(404, ErrorCode.NotFound, `no async search ${JSON.stringify(id)}`);
+    if (!e) throw new LogstoreError(ErrorCode.NotFound, `no async search ${JSON.stringify(id)}`);
     e.canceled = true;
   }
 
   delete(id: string): void {
     const e = this.entries.get(id);
-    if (!e) throw new HttpError(404, ErrorCode.NotFound, `no async search ${JSON.stringify(id)}`);
+    if (!e) throw new LogstoreError(ErrorCode.NotFound, `no async search ${JSON.stringify(id)}`);
     e.canceled = true;
     this.entries.delete(id);
   }

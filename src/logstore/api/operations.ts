@@ -3,11 +3,11 @@
 import { type AggResult, type AggSpec, finalizeAgg } from '../aggregate/aggregate.js';
 import type { FetchAnswer, LogBackend, PartialInfo, QueryAnswer, SearchTask } from '../backend.js';
 import { idTime } from '../doc-time.js';
-import { ErrorCode, HttpError } from '../http/errors.js';
+import { ErrorCode, LogstoreError } from '../errors.js';
 import type { MappingSpec } from '../mapping.js';
 import type { ShardHit } from '../search/execute.js';
 import { isoTime } from '../search/hit-json.js';
-import { type SearchSpec, parseAggs, parseInterval, parseQuerySpec, parseSearchSpec } from '../http/search-request.js';
+import { type SearchSpec, parseAggs, parseInterval, parseQuerySpec, parseSearchSpec } from './search-request.js';
 
 /** What an operation needs: the backend, the mapping and the search limit. */
 export interface ApiEnv {
@@ -40,7 +40,7 @@ export function parseSearchBody(env: ApiEnv, body: Record<string, unknown>, comp
  */
 export function whole(r: QueryAnswer): QueryAnswer {
   if (r.timedOut) {
-    throw new HttpError(504, ErrorCode.SearchTimeout, 'the search ran past search.timeout and was stopped; narrow the time range or the query (or raise search.timeout)', { timed_out: true });
+    throw new LogstoreError(ErrorCode.SearchTimeout, 'the search ran past search.timeout and was stopped; narrow the time range or the query (or raise search.timeout)', { timed_out: true });
   }
   return r;
 }
@@ -66,7 +66,7 @@ export function runSearchSync(env: ApiEnv, req: Omit<SearchOutcome, 'r'>): Searc
 export async function runAggregate(env: ApiEnv, body: Record<string, unknown>): Promise<{ aggs: AggSpec[]; r: QueryAnswer }> {
   const spec = parseQuerySpec(body, env.mapping);
   const aggs = parseAggs(body.aggs ?? body.agg, env.mapping);
-  if (aggs.length === 0) throw new HttpError(400, ErrorCode.BadRequest, 'aggs must list at least one aggregation {field, func, group_by, quantiles, interval}');
+  if (aggs.length === 0) throw new LogstoreError(ErrorCode.BadRequest, 'aggs must list at least one aggregation {field, func, group_by, quantiles, interval}');
   const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', aggs }));
   return { aggs, r };
 }
@@ -79,10 +79,10 @@ export async function runHistogram(env: ApiEnv, body: Record<string, unknown>): 
 
 export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Promise<FetchAnswer & { notFound: string[] }> {
   const ids = body.ids;
-  if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string')) throw new HttpError(400, ErrorCode.BadRequest, 'ids must be a list of document ids');
-  if (ids.length > env.config.limits.search_docs) throw new HttpError(400, ErrorCode.BadRequest, `at most limits.search_docs (${env.config.limits.search_docs}) ids per fetch`);
+  if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string')) throw new LogstoreError(ErrorCode.BadRequest, 'ids must be a list of document ids');
+  if (ids.length > env.config.limits.search_docs) throw new LogstoreError(ErrorCode.BadRequest, `at most limits.search_docs (${env.config.limits.search_docs}) ids per fetch`);
   const fields = body.fields;
-  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((x) => typeof x === 'string'))) throw new HttpError(400, ErrorCode.BadRequest, 'fields must be a list of field names');
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((x) => typeof x === 'string'))) throw new LogstoreError(ErrorCode.BadRequest, 'fields must be a list of field names');
   const pipes = fields ? [{ kind: 'fields' as const, except: false, names: fields as string[] }] : [];
   const valid = (ids as string[]).filter((id) => idTime(id) !== null);
   const answer = await env.store.fetch(valid, pipes);
@@ -97,7 +97,7 @@ export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Prom
 export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPage: (hits: ShardHit[]) => Promise<void> | void): Promise<{ skippedFractions: string[] }> {
   const spec = parseQuerySpec(body, env.mapping);
   const max = body.size === undefined ? Infinity : Number(body.size);
-  if (!(max >= 0)) throw new HttpError(400, ErrorCode.BadRequest, 'size must be a number >= 0');
+  if (!(max >= 0)) throw new LogstoreError(ErrorCode.BadRequest, 'size must be a number >= 0');
   const page = 5000;
   let to = spec.to;
   let sent = 0;
@@ -108,7 +108,7 @@ export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPa
     const limit = page + boundary.size;
     const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false }));
     if (r.partial?.skippedFractions) for (const f of r.partial.skippedFractions) skipped.add(f);
-    else if (r.partial) throw new HttpError(502, ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
+    else if (r.partial) throw new LogstoreError(ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
     const hits = r.hits.slice(0, r.hits.length);
     const fresh = hits.filter((h) => !boundary.has(h.id));
     if (fresh.length === 0) break;

@@ -6,7 +6,7 @@ import type { FieldsPipe } from '../query/ast.js';
 import { QueryLimitError } from '../query/limits.js';
 import { QuerySyntaxError, parseQuery } from '../query/parser.js';
 import { type Plan, QueryFieldError, planQuery } from '../query/plan.js';
-import { ErrorCode, HttpError } from './errors.js';
+import { ErrorCode, LogstoreError } from '../errors.js';
 
 export interface QuerySpec {
   text: string;
@@ -24,7 +24,7 @@ export interface SearchSpec extends QuerySpec {
 }
 
 function bad(message: string): never {
-  throw new HttpError(400, ErrorCode.BadRequest, message);
+  throw new LogstoreError(ErrorCode.BadRequest, message);
 }
 
 function time(v: unknown, name: string, dflt: number): number {
@@ -58,10 +58,10 @@ export function parseQuerySpec(body: Record<string, unknown>, mapping: MappingSp
     return { text, plan: planQuery(parsed, mapping), pipes: parsed.pipes, from, to };
   } catch (err) {
     if (err instanceof QuerySyntaxError) {
-      throw new HttpError(400, ErrorCode.QuerySyntax, err.message, { position: err.position, expected: err.expected, found: err.found });
+      throw new LogstoreError(ErrorCode.QuerySyntax, err.message, { position: err.position, expected: err.expected, found: err.found });
     }
-    if (err instanceof QueryFieldError) throw new HttpError(400, ErrorCode.FieldNotIndexed, err.message, { position: err.position, field: err.field });
-    if (err instanceof QueryLimitError) throw new HttpError(400, ErrorCode.QueryTooComplex, err.message, { position: err.position, limit: err.limit, max: err.max });
+    if (err instanceof QueryFieldError) throw new LogstoreError(ErrorCode.FieldNotIndexed, err.message, { position: err.position, field: err.field });
+    if (err instanceof QueryLimitError) throw new LogstoreError(ErrorCode.QueryTooComplex, err.message, { position: err.position, limit: err.limit, max: err.max });
     throw err;
   }
 }
@@ -90,7 +90,7 @@ export function parseInterval(v: unknown, name: string): number {
 function aggField(field: unknown, name: string, mapping: MappingSpec, numeric: boolean): string {
   if (typeof field !== 'string' || field === '') bad(`${name} must be a field name`);
   const types = fieldTypes(mapping, field);
-  if (!types) throw new HttpError(400, ErrorCode.FieldNotIndexed, `${name}: field "${field}" is not indexed`, { field });
+  if (!types) throw new LogstoreError(ErrorCode.FieldNotIndexed, `${name}: field "${field}" is not indexed`, { field });
   if (types.includes('keyword')) return field;
   if (!types.includes('text') && !types.includes('path')) bad(`${name}: field "${field}" is indexed for _exists_ only; aggregations read keyword, text or path fields`);
   if (numeric) bad(`${name}: field "${field}" is a ${types.includes('text') ? 'text' : 'path'} field, whose values are tokens; sum, min, max, avg and quantile read the single value of a keyword field (count, unique and group_by accept it)`);
