@@ -14,6 +14,7 @@ function show(n: QueryNode): string {
   switch (n.kind) {
     case 'all': return '*';
     case 'term': return `${n.field}:${n.value.segments.join('*')}`;
+    case 'text': return `"${n.value.segments.join('*')}"`;
     case 'exists': return `_exists_:${n.field}`;
     case 'range': return `${n.field}:${n.lo?.inclusive === false ? '(' : '['}${n.lo?.value ?? '*'},${n.hi?.value ?? '*'}${n.hi?.inclusive === false ? ')' : ']'}`;
     case 'and': return `(${show(n.left)} and ${show(n.right)})`;
