@@ -1,6 +1,6 @@
 // The explorer's page: query bar and time range, histogram, results; the whole view is kept in the URL.
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, call, type Field, type Limits, type UiEvent } from './api';
+import { ApiError, call, type Field, type Limits, type SearchAnswer, type UiEvent } from './api';
 import { AggsPanel } from './aggs-panel';
 import { ContextView } from './context-view';
 import { ExportDialog } from './export-dialog';
@@ -19,6 +19,17 @@ import { useTail } from './use-tail';
 
 /** Values offered when completing `field:`; the server keeps the most frequent ones. */
 const SUGGEST_SIZE = 50;
+/** Newest documents read for the written spelling of the offered values. */
+const SPELLING_SAMPLE = 200;
+
+/** The string values of a (dotted) field in a document, arrays flattened. */
+function fieldValues(data: unknown, field: string): string[] {
+  let v: unknown = data;
+  for (const part of field.split('.')) v = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[part] : undefined;
+  const out: string[] = [];
+  for (const x of Array.isArray(v) ? v : [v]) if (typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean') out.push(String(x));
+  return out;
+}
 
 interface AggAnswer { aggregations: { buckets: { key: string; value: number }[]; buckets_total: number }[] }
 
@@ -80,10 +91,19 @@ export function App() {
   const suggestValues = useCallback(async (field: string, prefix: string): Promise<ValueSuggestions> => {
     const { from, to } = resolve(view.range);
     const narrow = prefix && quoteValue(prefix) === prefix ? `${field}:${prefix}*` : '';
-    const r = await call<AggAnswer>('POST', '/aggregation', { query: narrow, from, to, size: SUGGEST_SIZE, aggregations: [{ field, func: 'count' }] });
+    // Keyword values are indexed lowercased, so the buckets' keys are too; the newest documents holding the field
+    // give each key back as it was written (a key none of them holds stays as indexed).
+    const [r, sample] = await Promise.all([
+      call<AggAnswer>('POST', '/aggregation', { query: narrow, from, to, size: SUGGEST_SIZE, aggregations: [{ field, func: 'count' }] }),
+      call<SearchAnswer>('POST', '/search', { query: narrow || `_exists_:${field}`, from, to, limit: SPELLING_SAMPLE, with_total: false }).catch(() => null),
+    ]);
+    const spelled = new Map<string, string>();
+    for (const e of sample?.events ?? []) {
+      for (const v of fieldValues(e.data, field)) if (!spelled.has(v.toLowerCase())) spelled.set(v.toLowerCase(), v);
+    }
     const a = r.aggregations[0]!;
     const p = prefix.toLowerCase();
-    const values = a.buckets.filter((b) => b.key.toLowerCase().startsWith(p)).map((b) => ({ key: b.key, count: b.value }));
+    const values = a.buckets.filter((b) => b.key.toLowerCase().startsWith(p)).map((b) => ({ key: spelled.get(b.key) ?? b.key, count: b.value }));
     return { values, capped: a.buckets_total > a.buckets.length };
   }, [view.range]);
 

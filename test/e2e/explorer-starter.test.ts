@@ -1,0 +1,134 @@
+// The log explorer in Chromium over records shaped as the pooler ships them (mixed-case values, repeated warnings):
+// the query editor's keys (Enter runs, Tab and click accept, no doubled field however fast), values as written.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bulk, ndjson, startLogstore, type LogstoreProcess } from '../helpers/logstore.js';
+import { startUi, type UiProcess } from '../helpers/logstore-ui.js';
+import { launchChromium } from '../helpers/web-browser.js';
+import { DESKTOP, idle, params, searched, total } from './explorer-harness.js';
+
+const T0 = Date.UTC(2026, 2, 2, 10, 0, 0);
+const N = 400;
+const RANGE = `from=${encodeURIComponent(new Date(T0 - 60_000).toISOString())}&to=${encodeURIComponent(new Date(T0 + N * 1000).toISOString())}`;
+
+type Rec = Record<string, unknown> & { time: string; level: string; target: string; msg: string };
+const DOCS: Rec[] = Array.from({ length: N }, (_, i) => {
+  const time = new Date(T0 + i * 1000).toISOString();
+  switch (i % 4) {
+    case 0: return { time, level: 'warn', target: 'pooler::pool', pool: 'app', msg: `server login failed: connection to 10.0.${i % 7}.${i % 13}:5432 refused after ${i % 50} ms`, server_id: i };
+    case 1: return { time, level: 'info', target: 'pooler::web::access', msg: 'GET /api/pools', method: 'GET', path: '/api/pools', status: i % 40 === 1 ? 404 : 200, latency_ms: i % 30 };
+    case 2: return { time, level: 'error', target: 'pooler::pool', pool: 'Billing', msg: `client ${i} closed: "query_wait_timeout"`, client_id: i };
+    default: return { time, level: 'info', target: 'pooler', service: i % 8 === 3 ? 'Billing-API' : 'Auth', msg: 'RELOAD done; changed: nothing' };
+  }
+});
+
+let store: LogstoreProcess;
+let ui: UiProcess;
+let browser: Browser;
+const contexts = new Set<BrowserContext>();
+
+beforeAll(async () => {
+  store = await startLogstore();
+  const r = await bulk(store.url, ndjson(DOCS));
+  expect(r.body.errors).toBe(false);
+  ui = await startUi({ logstoreAddrs: [store.grpcAddr] });
+  browser = await launchChromium();
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close();
+  await browser?.close();
+  await ui?.cleanup();
+  await store?.cleanup();
+});
+
+async function open(url: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: DESKTOP });
+  contexts.add(context);
+  const page = await context.newPage();
+  await page.goto(ui.url + url);
+  await idle(page);
+  return page;
+}
+
+/** Holds every value-completion request until the returned function is called (a slow log store, made certain). */
+async function holdValueRequests(page: Page): Promise<() => void> {
+  const held: (() => Promise<void>)[] = [];
+  let open = false;
+  await page.route('**/api/v1/aggregation', async (route) => {
+    if (open) return route.continue();
+    held.push(() => route.continue());
+  });
+  return () => {
+    open = true;
+    for (const h of held.splice(0)) void h();
+  };
+}
+
+describe('query editor keys', () => {
+  it('never doubles a field: ":" typed while the field list is open drops that list, so Tab cannot add the field again', async () => {
+    const page = await open(`/?${RANGE}`);
+    const input = page.getByTestId('query-input');
+    const list = page.getByTestId('completions');
+    const release = await holdValueRequests(page);
+    await input.pressSequentially('lev');
+    await list.locator('.c-label', { hasText: 'level' }).waitFor();
+    // The rest of the field, its colon and Tab, before any value list can arrive.
+    await input.pressSequentially('el:');
+    await input.press('Tab');
+    expect(await input.inputValue()).toBe('level:');
+    // (Tab with no list open moved the focus on; back to the end of the query and ask for values.)
+    release();
+    await input.focus();
+    await input.press('End');
+    await input.press('Control+Space');
+    await list.locator('.c-label', { hasText: 'warn' }).waitFor();
+    await input.press('Tab');
+    expect(await input.inputValue()).toMatch(/^level:(info|warn|error) $/);
+    await page.context().close();
+  });
+
+  it('Enter runs the query with the suggestion list open, and the results are the new query\'s', async () => {
+    const page = await open(`/?${RANGE}`);
+    expect(await total(page)).toBe(N);
+    const input = page.getByTestId('query-input');
+    const list = page.getByTestId('completions');
+    await input.pressSequentially('target:pooler::pool and lev');
+    await list.locator('.c-label', { hasText: 'level' }).waitFor();
+    // `lev` alone is free text: no record holds it.
+    await searched(page, () => input.press('Enter'));
+    expect(params(page).get('q')).toBe('target:pooler::pool and lev');
+    expect(await list.count()).toBe(0);
+    expect(await page.getByTestId('no-results').count()).toBe(1);
+    await input.fill('');
+    await input.pressSequentially('level:war');
+    await list.locator('.c-label', { hasText: 'warn' }).waitFor();
+    await searched(page, () => input.press('Enter'));
+    expect(params(page).get('q')).toBe('level:war');
+    expect(await total(page)).toBe(0);
+    await page.context().close();
+  });
+
+  it('Tab and a click accept a suggestion; values are offered and inserted as written, not lowercased', async () => {
+    const page = await open(`/?${RANGE}`);
+    const input = page.getByTestId('query-input');
+    const list = page.getByTestId('completions');
+    await input.pressSequentially('servi');
+    await list.locator('.c-label', { hasText: 'service' }).waitFor();
+    await input.press('Tab');
+    expect(await input.inputValue()).toBe('service:');
+    await list.locator('.c-label', { hasText: 'Billing-API' }).waitFor();
+    const count = (v: string) => String(DOCS.filter((d) => d.service === v).length);
+    expect(await list.locator('li[role="option"]').evaluateAll((lis) => lis.map((li) => [li.querySelector('.c-label')!.textContent, li.querySelector('.c-detail')!.textContent])))
+      .toEqual([['Auth', count('Auth')], ['Billing-API', count('Billing-API')]]);
+    await list.locator('li', { hasText: 'Billing-API' }).click();
+    expect(await input.inputValue()).toBe('service:Billing-API ');
+    await searched(page, () => input.press('Enter'));
+    expect(await total(page)).toBe(Number(count('Billing-API')));
+    await input.fill('');
+    await input.pressSequentially('pool:');
+    await list.locator('.c-label', { hasText: 'Billing' }).waitFor();
+    expect((await list.locator('.c-label').allTextContents()).sort()).toEqual(['Billing', 'app']);
+    await page.context().close();
+  });
+});
