@@ -1,5 +1,6 @@
 // The log explorer in Chromium over records shaped as the pooler ships them (mixed-case values, repeated warnings):
-// the query editor's keys (Enter runs, Tab and click accept, no doubled field however fast), values as written.
+// the query editor's keys (Enter runs, Tab and click accept, no doubled field however fast), values as written;
+// rows with the level in colour and the message in view.
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bulk, ndjson, startLogstore, type LogstoreProcess } from '../helpers/logstore.js';
@@ -129,6 +130,40 @@ describe('query editor keys', () => {
     await input.pressSequentially('pool:');
     await list.locator('.c-label', { hasText: 'Billing' }).waitFor();
     expect((await list.locator('.c-label').allTextContents()).sort()).toEqual(['Billing', 'app']);
+    await page.context().close();
+  });
+});
+
+describe('rows people can read', () => {
+  it('show the level in its colour and the message in full view, the other fields after it', async () => {
+    const page = await open(`/?${RANGE}`);
+    const rows = page.getByTestId('result-row');
+    const newest = [...DOCS].reverse();
+    const shown = await rows.evaluateAll((els) => els.map((el) => {
+      const cell = el.querySelector('.r-doc')!.getBoundingClientRect();
+      const msg = el.querySelector('[data-testid="row-message"]');
+      const lvl = el.querySelector('[data-testid="row-level"]')!;
+      return {
+        index: Number(el.getAttribute('data-index')), level: lvl.textContent, tone: lvl.getAttribute('data-tone'), colour: getComputedStyle(lvl).color,
+        message: msg?.textContent ?? null, inView: msg ? msg.getBoundingClientRect().right <= cell.right + 0.5 : false,
+        rest: el.querySelector('.r-rest')!.textContent,
+      };
+    }));
+    expect(shown.length).toBeGreaterThan(8);
+    const colours = new Map<string, string>();
+    for (const r of shown) {
+      const d = newest[r.index]!;
+      expect(r.message).toBe(d.msg);
+      expect(r.inView, d.msg).toBe(true);
+      expect(r.level).toBe(d.level);
+      expect(r.tone).toBe(d.level);
+      expect(r.rest).toContain(`target=${d.target}`);
+      expect(r.rest).not.toContain('msg=');
+      colours.set(r.tone!, r.colour);
+    }
+    // Three levels, three colours.
+    expect(new Set(colours.values()).size).toBe(3);
+    expect(colours.size).toBe(3);
     await page.context().close();
   });
 });
