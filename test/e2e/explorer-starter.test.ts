@@ -167,3 +167,46 @@ describe('rows people can read', () => {
     await page.context().close();
   });
 });
+
+describe('patterns view', () => {
+  const templateOf = (d: Rec) => (d.msg.startsWith('server login failed')
+    ? 'server login failed: connection to <ip> refused after <num> ms'
+    : d.msg.startsWith('client ') ? 'client <num> closed: <str>' : d.msg);
+
+  it('groups the matches by message template, counted, largest first; a query narrows it; the tab is in the URL', async () => {
+    const page = await open(`/?${RANGE}`);
+    await page.getByTestId('tab-patterns').click();
+    await page.getByTestId('patterns').waitFor();
+    expect(params(page).get('tab')).toBe('patterns');
+    const counts = new Map<string, number>();
+    for (const d of DOCS) counts.set(templateOf(d), (counts.get(templateOf(d)) ?? 0) + 1);
+    const rows = async () => page.getByTestId('pattern-row').evaluateAll((trs) => trs.map((tr) => [
+      tr.querySelector('[data-testid="pattern-text"]')!.textContent, Number(tr.querySelector('[data-testid="pattern-count"]')!.textContent!.replace(/,/g, '')),
+    ]));
+    expect((await rows()).sort()).toEqual([...counts].sort());
+    expect(await page.getByTestId('patterns-note').textContent()).toContain(`4 patterns in ${N} matches`);
+    // One warning repeated 100 times with other numbers and addresses: one row, not 100.
+    await page.getByTestId('query-input').fill('level:warn');
+    await page.getByTestId('query-input').press('Enter');
+    await page.getByTestId('patterns-note').filter({ hasText: '1 pattern in' }).waitFor();
+    expect(await rows()).toEqual([['server login failed: connection to <ip> refused after <num> ms', DOCS.filter((d) => d.level === 'warn').length]]);
+    expect(await page.locator('.pt-example').first().textContent()).toBe([...DOCS].reverse().find((d) => d.level === 'warn')!.msg);
+    await page.context().close();
+  });
+
+  it('reads at most `sample` newest matches and says so; past max_search_total_limit is refused with the limit', async () => {
+    const post = async (body: unknown) => {
+      const r = await fetch(`${ui.url}/api/v1/patterns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: r.status, body: (await r.json()) as Record<string, any> };
+    };
+    const r = await post({ query: '', sample: 40 });
+    expect(r.status).toBe(200);
+    expect([r.body.total, r.body.sampled]).toEqual([N, 40]);
+    const newest = [...DOCS].reverse().slice(0, 40);
+    expect(r.body.patterns.reduce((a: number, p: { count: number }) => a + p.count, 0)).toBe(40);
+    expect(r.body.patterns.find((p: { pattern: string }) => p.pattern.startsWith('server login'))?.count).toBe(newest.filter((d) => d.level === 'warn').length);
+    const big = await post({ sample: 1_000_000 });
+    expect(big.status).toBe(400);
+    expect(big.body.error).toMatchObject({ code: 'limit_exceeded', limit: 'max_search_total_limit' });
+  });
+});

@@ -6,6 +6,7 @@ import { UiError, asUiError, badRequest } from './errors.js';
 import { type ExportEnv, planExport } from './export.js';
 import { upstreamError } from './logstore-client.js';
 import * as ops from './operations.js';
+import { patterns } from './patterns.js';
 import { queryText, rfc3339 } from './requests.js';
 import { type SavedQueries, userOf } from './saved-queries.js';
 import { registerExplorer } from './static-site.js';
@@ -80,6 +81,7 @@ export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
   app.post('/api/v1/aggregation_ts', async (req) => ops.aggregationTs(env, body(req)));
   app.post('/api/v1/histogram', async (req) => ops.histogram(env, body(req)));
   app.post('/api/v1/context', async (req) => ops.context(env, body(req)));
+  app.post('/api/v1/patterns', async (req) => patterns(env, body(req)));
   app.get('/api/v1/limits', async () => ops.limits(env));
   app.get('/api/v1/status', async () => ops.status(env));
 

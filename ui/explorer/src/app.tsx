@@ -7,6 +7,7 @@ import { ExportDialog } from './export-dialog';
 import { SavedQueries } from './saved-queries';
 import { FieldSidebar } from './field-sidebar';
 import { Histogram } from './histogram';
+import { PatternsPanel } from './patterns-panel';
 import { QueryEditor, type QueryError, type ValueSuggestions } from './query-editor';
 import { ResultsTable } from './results-table';
 import { addTerm, quoteValue } from './seql';
@@ -158,6 +159,7 @@ export function App() {
         <div className="tabs" role="tablist" aria-label="View">
           <button type="button" role="tab" aria-selected={view.tab === 'events'} onClick={() => setView({ ...view, tab: 'events' })}>Events</button>
           <button type="button" role="tab" aria-selected={view.tab === 'aggs'} data-testid="tab-aggs" onClick={() => setView({ ...view, tab: 'aggs', live: false })}>Aggregations</button>
+          <button type="button" role="tab" aria-selected={view.tab === 'patterns'} data-testid="tab-patterns" onClick={() => setView({ ...view, tab: 'patterns', live: false })}>Patterns</button>
         </div>
         <div className="tools">
           <button type="button" data-testid="live" className={view.live ? 'live-on' : undefined} aria-pressed={view.live} onClick={() => setView({ ...view, live: !view.live, tab: 'events' })}>{view.live ? '■ Stop live' : '▶ Live'}</button>
@@ -174,6 +176,8 @@ export function App() {
           open={fieldsOpen} onClose={() => setFieldsOpen(false)} />
         {view.tab === 'aggs' ? (
           <AggsPanel form={view.agg} onForm={(agg) => setView({ ...view, agg }, true)} fields={fields} query={view.q} from={s.from} to={s.to} scheme={theme.scheme} />
+        ) : view.tab === 'patterns' ? (
+          <PatternsPanel query={view.q} from={s.from} to={s.to} />
         ) : (
         <section className="results-pane" aria-label="Results">
           <ResultsTable key={view.live ? 'live' : 'search'} events={view.live ? tail.events : s.events} columns={view.cols} follow={view.live} dropped={tail.dropped} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
