@@ -34,6 +34,23 @@ function fieldValues(data: unknown, field: string): string[] {
 
 interface AggAnswer { aggregations: { buckets: { key: string; value: number }[]; buckets_total: number }[] }
 
+/** The pooler pool a record is about: its `pool` ("user@database", as the pooler logs it), else `user` and `database`. */
+function poolOf(data: UiEvent['data']): { database: string; user: string } | null {
+  if (typeof data !== 'object' || data === null) return null;
+  const pool = data['pool'];
+  if (typeof pool === 'string') {
+    const at = pool.lastIndexOf('@');
+    if (at > 0 && at < pool.length - 1) return { user: pool.slice(0, at), database: pool.slice(at + 1) };
+  }
+  const { user, database } = data;
+  return typeof user === 'string' && typeof database === 'string' && user && database ? { user, database } : null;
+}
+
+/** The console's page of a pool: /pools/<database>/<user>, each part URI-encoded. */
+function consolePoolHref(base: string, p: { database: string; user: string }): string {
+  return `${base.replace(/\/+$/, '')}/pools/${encodeURIComponent(p.database)}/${encodeURIComponent(p.user)}`;
+}
+
 function errorOf(e: ApiError | null): QueryError | null {
   if (!e || e.code !== 'query_syntax') return null;
   return { message: e.message.replace(/^query syntax error at position \d+: /, ''), position: typeof e.details.position === 'number' ? e.details.position : null };
@@ -50,6 +67,7 @@ export function App() {
   const [fieldsOpen, setFieldsOpen] = useState(false);
   const [contextOf, setContextOf] = useState<UiEvent | null>(null);
   const [dialog, setDialog] = useState<'export' | 'saved' | null>(null);
+  const [consoleUrl, setConsoleUrl] = useState<string | null>(null);
 
   const setView = useCallback((next: ViewState, replace = false) => {
     setViewState(next);
@@ -70,6 +88,7 @@ export function App() {
   }, []);
 
   useEffect(() => {
+    call<{ console_url: string | null }>('GET', '/links').then((r) => setConsoleUrl(r.console_url), () => setConsoleUrl(null));
     Promise.all([call<Limits>('GET', '/limits'), call<{ fields: Field[] }>('GET', '/fields')]).then(
       ([l, f]) => {
         setLimits(l);
@@ -185,6 +204,11 @@ export function App() {
             renderDetail={(e) => (
               <div className="r-actions">
                 <button type="button" data-testid="show-context" onClick={() => setContextOf(e)}>Show context</button>
+                {consoleUrl && poolOf(e.data) && (
+                  <a href={consolePoolHref(consoleUrl, poolOf(e.data)!)} target="_blank" rel="noreferrer" data-testid="console-pool-link">
+                    Pool {poolOf(e.data)!.database}/{poolOf(e.data)!.user} in the console ↗
+                  </a>
+                )}
               </div>
             )}
             footer={view.live
