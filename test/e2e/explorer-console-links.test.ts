@@ -106,7 +106,7 @@ describe('console and explorer links', () => {
     await exp.locator('#pool-title').filter({ hasText: 'app/md5user' }).waitFor();
   });
 
-  it('client rows link to the client\'s records; without explorer_url the console shows no links', async () => {
+  it('client rows and admin events link to their records; without explorer_url the console shows no links', async () => {
     const con = await page(`${consoleBase}/clients`);
     const link = con.getByTestId('client-logs').first();
     await link.waitFor();
@@ -115,6 +115,24 @@ describe('console and explorer links', () => {
     expect(href.searchParams.get('q')).toBe(`client_id:${id!.replace(/\s*logs$/, '').trim()}`);
     // The client's "client logged in" record (debug) is what the link finds.
     expect((await postJson<{ total: number }>(`${store.url}/search`, { query: { query: href.searchParams.get('q') }, size: 0 })).body.total).toBeGreaterThan(0);
+
+    // Admin events (the RELOAD of beforeAll, a PAUSE and RESUME of the pool) link to the records around them.
+    const admin = { authorization: `Basic ${Buffer.from('admin:links-admin-pw').toString('base64')}`, 'content-type': 'application/json' };
+    for (const verb of ['pause', 'resume']) {
+      expect((await fetch(`${consoleBase}/api/admin/${verb}`, { method: 'POST', headers: admin, body: JSON.stringify({ database: 'app', user: 'md5user' }) })).status).toBe(200);
+    }
+    const events = (await (await fetch(`${consoleBase}/api/events`)).json()) as { time: string; kind: string; pool: string | null }[];
+    const wall = await page(`${consoleBase}/wall`);
+    await wall.getByTestId('event-logs').first().waitFor();
+    const hrefs = (await wall.getByTestId('event-logs').evaluateAll((as) => as.map((a) => a.getAttribute('href')!))).map((h) => new URL(h));
+    const shown = events.slice(0, hrefs.length);
+    expect(shown.some((e) => e.pool === 'app/md5user') && shown.some((e) => e.pool === null)).toBe(true);
+    shown.forEach((e, i) => {
+      const p = hrefs[i]!.searchParams;
+      expect(p.get('q')).toBe(e.pool === 'app/md5user' ? 'pool:`md5user@app` or (user:`md5user` and database:`app`)' : '*');
+      expect(Date.parse(p.get('from')!)).toBe(Date.parse(e.time) - 300_000);
+      expect(Date.parse(p.get('to')!)).toBe(Date.parse(e.time) + 300_000);
+    });
 
     tp.writeConfig(toml(''));
     await tp.pooler.reload();
@@ -125,6 +143,9 @@ describe('console and explorer links', () => {
     const poolPage = await page(`${consoleBase}/pools/app/md5user`);
     await poolPage.getByTestId('pool-state').waitFor();
     expect(await poolPage.getByTestId('pool-logs').count()).toBe(0);
+    const plainWall = await page(`${consoleBase}/wall`);
+    await plainWall.getByTestId('wall-events').waitFor();
+    expect(await plainWall.getByTestId('event-logs').count()).toBe(0);
     tp.writeConfig(toml(ui.url));
     await tp.pooler.reload();
   });

@@ -24,9 +24,19 @@ function exact(v: string): string {
   return v.includes('`') ? `"${v.replace(/[\\"*]/g, (c) => `\\${c}`)}"` : `\`${v}\``;
 }
 
-/** The explorer over the last hour of `query`. */
-export function explorerHref(base: string, query: string): string {
-  return `${base.replace(/\/+$/, '')}/?${new URLSearchParams({ q: query, range: '1h' }).toString()}`;
+/** The explorer over `query`: the last hour, or `around` a time (five minutes either side). */
+export function explorerHref(base: string, query: string, around?: string): string {
+  const t = around === undefined ? NaN : Date.parse(around);
+  const range: Record<string, string> = Number.isNaN(t)
+    ? { range: '1h' }
+    : { from: new Date(t - 300_000).toISOString(), to: new Date(t + 300_000).toISOString() };
+  return `${base.replace(/\/+$/, '')}/?${new URLSearchParams({ q: query, ...range }).toString()}`;
+}
+
+/** An admin event's records: its pool's ("database/user" in /api/events), or every record, around its time. */
+export function eventLogsHref(base: string, e: { time: string; pool: string | null }): string {
+  const [database, user] = e.pool?.split('/') ?? [];
+  return explorerHref(base, database && user ? poolLogsQuery(database, user) : '*', e.time);
 }
 
 /** A pool's records: its own lines carry `pool: user@database`, login lines `user` and `database`. */
