@@ -55,7 +55,13 @@ describe('query_string (Lucene classic rules)', () => {
     expect(qs('x OR y', 'msg', 'and')).toBe('(msg:x or msg:y)');
   });
 
-  it.each(['x', 'a:b~2', 'a:b^3', 'a:b?', 'a:(x y)', 'a:1 AND', '(a:1', 'a:"open', 'a:[1 5]'])('refuses %s', (q) => {
+  it('searches every field for a term without one and no default_field (or `*`), as seq-ql free text', () => {
+    expect(qs('timeout')).toBe('"timeout"');
+    expect(qs('"connection refused" AND level:warn', '*')).toBe('("connection refused" and level:warn)');
+    expect(qs('time*')).toBe('"time*"');
+  });
+
+  it.each(['a:b~2', 'a:b^3', 'a:b?', 'a:(x y)', 'a:1 AND', '(a:1', 'a:"open', 'a:[1 5]'])('refuses %s', (q) => {
     expect(() => qs(q)).toThrow(DslError);
   });
 });
