@@ -360,6 +360,15 @@ async function main(): Promise<void> {
       ],
     },
     {
+      // Free text: an `or` of the word over `request` (text) and "contains" over every keyword field.
+      name: 'free text (french): total + newest 100',
+      store: (port) => post(port, '/search', { query: { query: 'french' }, size: 100, with_total: true }),
+      pg: [
+        `SELECT count(*) FROM logs WHERE doc::text ILIKE '%french%'`,
+        `SELECT doc FROM logs WHERE doc::text ILIKE '%french%' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
+      ],
+    },
+    {
       name: 'count by status',
       store: (port) => post(port, '/aggregate', { aggs: [{ field: 'status', func: 'count' }] }),
       pg: [`SELECT doc->>'status', count(*) FROM logs GROUP BY 1`],

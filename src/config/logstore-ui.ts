@@ -39,6 +39,9 @@ export const logstoreUiShape = {
     poll_interval: t.duration(1_000, 'How often a live tail asks the log store for new documents.'),
     max_streams: t.int(64, 'Live tails open at once; one more is answered 429.', 1, 100_000),
   }),
+  links: t.section({
+    console_url: t.string('', 'Address of the pooler\'s web console (e.g. http://127.0.0.1:9127): an opened record with a pool links to that pool\'s page there. Empty: no links.'),
+  }),
   static: t.section({
     dir: t.string('', 'Directory of the explorer\'s built bundle (empty: ui/dist/explorer of this package).'),
   }),
@@ -73,6 +76,10 @@ export function parseLogstoreUiConfig(text: string): { config: LogstoreUiConfig;
   });
   if (value.clients.logstore_timeout < 1) problems.push({ path: 'clients.logstore_timeout', expected: 'a duration of at least 1ms', found: '0' });
   if (value.clients.logstore_avg_doc_size < 1) problems.push({ path: 'clients.logstore_avg_doc_size', expected: 'at least 1 byte', found: '0' });
+  const cu = value.links.console_url;
+  if (cu !== '' && (!/^https?:\/\/[^/?#]+/i.test(cu) || !URL.canParse(cu))) {
+    problems.push({ path: 'links.console_url', expected: 'an http:// or https:// URL of the pooler\'s console ("http://127.0.0.1:9127"), or "" for no links', found: JSON.stringify(cu) });
+  }
   return { config: value, problems };
 }
 

@@ -117,6 +117,7 @@ export const logsShape = {
   ship_queue_size: t.int(10_000, 'Records held in memory while the log store is slow or unreachable (at least ship_batch_size); when full, the oldest are dropped.', 1, 10_000_000),
   ship_timeout: t.duration(5000, 'Time one bulk request may take before it counts as failed; also the most a shutdown (SIGTERM, SHUTDOWN) waits for the queue to drain.'),
   ship_backoff_max: t.duration(10_000, 'Longest wait between retries while the log store is unreachable (from 250ms, doubling).'),
+  explorer_url: t.string('', 'Address of the log explorer (tidepool logstore-ui) that shows these records, e.g. http://127.0.0.1:5555; the console links pools and clients to their records there. Empty: no links.'),
 };
 
 /** Switches that select the native addon's code paths, each with the environment variable that overrides it (for
@@ -233,6 +234,10 @@ function logsChecks(logs: PoolerConfig['logs'], problems: Problem[]): void {
   const urlProblem = logs.ship_to === '' ? null : shipUrlProblem(logs.ship_to);
   if (urlProblem) {
     problems.push({ path: 'logs.ship_to', expected: 'an http:// or https:// URL of a log store ("http://127.0.0.1:9002"), or "" for off', found: JSON.stringify(logs.ship_to), hint: urlProblem });
+  }
+  const explorerProblem = logs.explorer_url === '' ? null : shipUrlProblem(logs.explorer_url);
+  if (explorerProblem) {
+    problems.push({ path: 'logs.explorer_url', expected: 'an http:// or https:// URL of the log explorer ("http://127.0.0.1:5555"), or "" for no links', found: JSON.stringify(logs.explorer_url), hint: explorerProblem });
   }
   if (!INDEX_NAME.test(logs.ship_index)) {
     problems.push({ path: 'logs.ship_index', expected: 'an index name: lowercase, without spaces or \\ / * ? " < > | , # :, not starting with - _ +, at most 255 characters', found: JSON.stringify(logs.ship_index) });

@@ -90,6 +90,7 @@ ui = true
 
 [logs]
 ship_to = "http://127.0.0.1:${ports.logstore}"
+explorer_url = "http://127.0.0.1:${ports.ui}"
 
 [pools.app]
 server_host = "${pg.host}"
@@ -125,6 +126,8 @@ clients:
   logstore_addrs: ["127.0.0.1:${ports.logstoreGrpc}"]
 saved_queries:
   path: ${JSON.stringify(path.join(home, 'logstore-ui.db'))}
+links:
+  console_url: "http://127.0.0.1:${ports.web}"
 `;
 }
 

@@ -66,7 +66,7 @@ export function describeSearch(s: ExplorerShared): void {
       const list = page.getByTestId('completions');
       await list.waitFor();
       expect(await list.locator('.c-label').allTextContents()).toEqual(['service']);
-      await input.press('Enter');
+      await input.press('Tab');
       expect(await input.inputValue()).toBe('service:');
       await list.locator('li', { hasText: 'auth' }).waitFor();
       const counts = Object.fromEntries(['api', 'web', 'db', 'auth'].map((s) => [s, DOCS.filter((d) => d.service === s).length]));

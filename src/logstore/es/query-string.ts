@@ -182,16 +182,18 @@ class Parser {
       if (tk.field === null && !tk.quoted && tk.value.segments.length === 2 && tk.value.segments.every((s) => s === '')) return { kind: 'all' };
       if (tk.field === '*' && tk.value.segments.every((s) => s === '')) return { kind: 'all' };
       if (tk.field === '_exists_') return { kind: 'exists', field: tk.value.segments.join('*'), pos: 0 };
-      return { kind: 'term', field: this.field(tk.field, tk.value), value: tk.value, pos: 0 };
+      // No field and no default_field (or `*`, Elasticsearch's default): every field, as seq-ql free text does.
+      if (tk.field === null && (this.opts.defaultField === null || this.opts.defaultField === '*')) return { kind: 'text', value: tk.value, pos: 0 };
+      return { kind: 'term', field: this.field(tk.field), value: tk.value, pos: 0 };
     }
-    if (tk.t === 'range') return rangeNode(this.field(tk.field, null), tk.lo, tk.hi, tk.loIncl, tk.hiIncl);
+    if (tk.t === 'range') return rangeNode(this.field(tk.field), tk.lo, tk.hi, tk.loIncl, tk.hiIncl);
     throw new DslError(`query_string: unexpected "${tk.t}"`);
   }
 
-  private field(f: string | null, v: Pattern | null): string {
+  private field(f: string | null): string {
     if (f !== null) return f;
     if (this.opts.defaultField !== null && this.opts.defaultField !== '*') return this.opts.defaultField;
-    throw new DslError(`query_string: the term ${JSON.stringify(v ? v.segments.join('*') : '')} has no field; the log store searches named fields (field:value), so give one, or default_field`);
+    throw new DslError('query_string: a range has no field; give one (field:[a TO b]), or default_field');
   }
 }
 

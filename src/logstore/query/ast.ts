@@ -13,6 +13,8 @@ export interface Bound {
 export type QueryNode =
   | { kind: 'all' }
   | { kind: 'term'; field: string; value: Pattern; pos: number }
+  /** Free text: a bare word or a quoted phrase without a field, matched against every indexed field (plan.ts). */
+  | { kind: 'text'; value: Pattern; pos: number }
   | { kind: 'range'; field: string; lo: Bound | null; hi: Bound | null; pos: number }
   | { kind: 'exists'; field: string; pos: number }
   | { kind: 'and'; left: QueryNode; right: QueryNode }

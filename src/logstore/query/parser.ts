@@ -1,4 +1,4 @@
-// seq-ql parser: field:value terms, quoting, wildcards, and/or/not, ranges, in(), _exists_, comments, pipes.
+// seq-ql parser: field:value terms, free text (bare words, quoted phrases), quoting, wildcards, and/or/not, ranges, in(), _exists_, comments, pipes.
 import type { Bound, FieldsPipe, ParsedQuery, Pattern, QueryNode } from './ast.js';
 import { QueryBudget } from './limits.js';
 
@@ -93,7 +93,7 @@ class Parser {
 
   parseUnary(): QueryNode {
     const c = this.peek();
-    if (c === undefined) this.fail('a term (field:value), "not", "(" or "*"');
+    if (c === undefined) this.fail('a term (field:value or a word), "not", "(" or "*"');
     if (c === '(') {
       this.budget.enter(this.pos);
       this.pos++;
@@ -126,8 +126,16 @@ class Parser {
   parseTerm(): QueryNode {
     this.skipWs();
     const pos = this.pos;
-    const field = this.fieldName();
-    if (this.src[this.pos] !== ':') this.fail('":" after the field name');
+    const first = this.src[pos];
+    // A quoted phrase, or a word not followed by ":", is free text; a word is cut where a field name ends
+    // only when ":" follows it (`a,b` and `x[1]` are words).
+    if (first === '"' || first === "'" || first === '`') return this.freeText(pos);
+    while (this.pos < this.src.length && FIELD_CHAR.test(this.src[this.pos]!)) this.pos++;
+    if (this.pos === pos || this.src[this.pos] !== ':') {
+      this.pos = pos;
+      return this.freeText(pos);
+    }
+    const field = this.src.slice(pos, this.pos);
     this.pos++;
     const c = this.src[this.pos];
     if (field !== '_exists_' && this.src.slice(this.pos, this.pos + 3).toLowerCase() === 'in(') {
@@ -139,6 +147,11 @@ class Parser {
     if (c === '[' || c === '(') return this.parseRange(field, pos);
     if (c === undefined || /\s/.test(c) || c === ')' || c === '|') this.fail('a value after ":"');
     return { kind: 'term', field, value: this.parseValue(false), pos };
+  }
+
+  freeText(pos: number): QueryNode {
+    this.budget.clause(pos);
+    return { kind: 'text', value: this.parseValue(false), pos };
   }
 
   parseIn(field: string, pos: number): QueryNode {
@@ -252,7 +265,7 @@ export function queryFields(root: QueryNode, out = new Map<string, number>()): M
       case 'not':
         todo.push(node.inner);
         break;
-      case 'all':
+      case 'all': case 'text':
         break;
     }
   }

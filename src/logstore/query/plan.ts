@@ -9,6 +9,8 @@ export type Plan =
   | { op: 'none' }
   | { op: 'token'; field: string; token: string }
   | { op: 'pattern'; field: string; segments: string[] }
+  /** Free text in auto mode: every field of the fraction (but `_exists_`) whose token matches `segments`. */
+  | { op: 'anyField'; segments: string[] }
   | { op: 'range'; field: string; lo: string | null; hi: string | null; loIncl: boolean; hiIncl: boolean; numeric: boolean }
   | { op: 'and'; items: Plan[] }
   | { op: 'or'; items: Plan[] }
@@ -69,10 +71,33 @@ function termPlan(field: string, value: Pattern, m: MappingSpec): Plan {
   return or(alternatives);
 }
 
+/** A keyword (or path) value that holds the text: `*value*`, the value's own stars kept. */
+function containsSegments(lower: readonly string[]): string[] {
+  return ['', ...lower, ''];
+}
+
+/**
+ * Free text. A `text` field matches the value's words (all of them, as `field:"a b"`); a keyword or path field
+ * matches a value that contains it (`field:*a b*`). Under a mapping file: an `or` of that over the mapped fields;
+ * in auto mode (every field a keyword, the fields unknown until a fraction is read): `anyField`.
+ */
+function freeTextPlan(value: Pattern, m: MappingSpec): Plan {
+  const lower = value.segments.map((s) => s.toLowerCase());
+  if (m.auto) return { op: 'anyField', segments: containsSegments(lower) };
+  const alternatives: Plan[] = [];
+  for (const field of Object.keys(m.fields)) {
+    const types = m.fields[field]!;
+    if (types.includes('text')) alternatives.push(termPlan(field, value, { ...m, fields: { [field]: ['text'] } }));
+    if (types.includes('keyword') || types.includes('path')) alternatives.push({ op: 'pattern', field, segments: containsSegments(lower) });
+  }
+  return or(alternatives);
+}
+
 function lower(node: QueryNode, m: MappingSpec): Plan {
   switch (node.kind) {
     case 'all': return { op: 'all' };
     case 'term': return termPlan(node.field, node.value, m);
+    case 'text': return freeTextPlan(node.value, m);
     case 'exists': return { op: 'token', field: EXISTS_FIELD, token: node.field };
     case 'range': {
       const lo = node.lo?.value ?? null;

@@ -31,6 +31,7 @@ function node(n: QueryNode): string {
   switch (n.kind) {
     case 'all': return '*';
     case 'term': return `${field(n.field)}:${pattern(n.value)}`;
+    case 'text': return pattern(n.value);
     case 'exists': return `_exists_:${field(n.field)}`;
     case 'range':
       return `${field(n.field)}:${n.lo?.inclusive ? '[' : '('}${n.lo ? quoted([n.lo.value]) : '*'}, ${n.hi ? quoted([n.hi.value]) : '*'}${n.hi?.inclusive ? ']' : ')'}`;

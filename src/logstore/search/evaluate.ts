@@ -1,6 +1,7 @@
 // Evaluates a query plan over one fraction: posting-list intersections (and), unions (or), differences (not).
 import { postings as P } from '../../native/index.js';
 import { lowerBound } from '../../native/postings.js';
+import { EXISTS_FIELD } from '../mapping.js';
 import type { Plan } from '../query/plan.js';
 import { compileGlob, globMatches } from '../query/glob.js';
 import type { FractionView } from '../storage/fraction-view.js';
@@ -68,6 +69,13 @@ export function evaluate(plan: Plan, view: FractionView, universe: Universe, dea
       const lists = view.postingsWhere(plan.field, (t) => (deadline.tick(), globMatches(glob, t)), prefix);
       return within(union(lists, view.docCount), universe, view);
     }
+    case 'anyField': {
+      const glob = compileGlob(plan.segments);
+      const accept = (t: string) => (deadline.tick(), globMatches(glob, t));
+      const lists: Uint32Array[] = [];
+      for (const field of view.fields()) if (field !== EXISTS_FIELD) lists.push(...view.postingsWhere(field, accept));
+      return within(union(lists, view.docCount), universe, view);
+    }
     case 'range': {
       const inRange = rangeAccept(plan);
       const accept = (t: string) => (deadline.tick(), inRange(t));
@@ -97,6 +105,7 @@ function weight(p: Plan): number {
     case 'and': return 1;
     case 'or': return 2;
     case 'pattern': case 'range': return 3;
+    case 'anyField': return 4;
     default: return 4;
   }
 }

@@ -6,6 +6,7 @@ import { UiError, asUiError, badRequest } from './errors.js';
 import { type ExportEnv, planExport } from './export.js';
 import { upstreamError } from './logstore-client.js';
 import * as ops from './operations.js';
+import { patterns } from './patterns.js';
 import { queryText, rfc3339 } from './requests.js';
 import { type SavedQueries, userOf } from './saved-queries.js';
 import { registerExplorer } from './static-site.js';
@@ -16,6 +17,8 @@ export interface UiAppEnv extends ExportEnv {
   saved: SavedQueries;
   tail: { pollMs: number; maxStreams: number; open: number };
   staticDir: string;
+  /** `links.console_url`: where an opened record's pool links to (empty: nowhere). */
+  consoleUrl?: string;
 }
 
 /** Largest JSON body (a search with its aggregations, a saved query's view). */
@@ -80,7 +83,9 @@ export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
   app.post('/api/v1/aggregation_ts', async (req) => ops.aggregationTs(env, body(req)));
   app.post('/api/v1/histogram', async (req) => ops.histogram(env, body(req)));
   app.post('/api/v1/context', async (req) => ops.context(env, body(req)));
+  app.post('/api/v1/patterns', async (req) => patterns(env, body(req)));
   app.get('/api/v1/limits', async () => ops.limits(env));
+  app.get('/api/v1/links', async () => ({ console_url: env.consoleUrl || null }));
   app.get('/api/v1/status', async () => ops.status(env));
 
   app.post('/api/v1/export', async (req, reply) => {

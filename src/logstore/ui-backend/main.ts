@@ -63,7 +63,7 @@ export async function startUi(config: LogstoreUiConfig, hub: LogHub): Promise<Ru
   const env: UiAppEnv = {
     client, metrics, log, saved, limits: config.handlers.logstore_api, avgDocSize: config.clients.logstore_avg_doc_size,
     running: { exports: 0 }, tail: { pollMs: config.tail.poll_interval, maxStreams: config.tail.max_streams, open: 0 },
-    staticDir: config.static.dir || DEFAULT_EXPLORER_DIR,
+    staticDir: config.static.dir || DEFAULT_EXPLORER_DIR, consoleUrl: config.links.console_url,
   };
   const app = await buildUiApp(env);
   const ka = config.clients.grpc_keepalive_params;

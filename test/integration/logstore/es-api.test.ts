@@ -139,6 +139,9 @@ describe('Elasticsearch endpoints', () => {
     expect(await count({ query_string: { query: 'tag:q AND status:>=500 AND _exists_:level AND NOT level:warn' } })).toBe(2);
     expect(await count({ query_string: { query: 'timeout', default_field: 'message' } })).toBe(2);
     expect((await raw('GET', '/logs/_count?q=service:web%20AND%20level:error')).json()).toMatchObject({ count: 1 });
+    // No field and no default_field: every indexed field (the words of message, the values of the keywords).
+    expect((await raw('GET', '/logs/_count?q=timeout')).json()).toMatchObject({ count: 2 });
+    expect((await raw('POST', '/logs/_count', { query: { query_string: { query: '"upstream timeout" OR web' } } })).json()).toMatchObject({ count: 2 });
   });
 
   it('_search answers hits in Elasticsearch shape: newest first, size/from, sort asc, _source filter, client _id', async () => {
@@ -195,7 +198,6 @@ describe('Elasticsearch endpoints', () => {
     const cases: [string, unknown][] = [
       ['unknown query [fuzzy]', { query: { fuzzy: { service: 'ap' } } }],
       ['unsupported search keys [aggs]', { aggs: { x: { terms: { field: 'service' } } } }],
-      ['no field', { query: { query_string: { query: 'timeout' } } }],
       ['not supported', { query: { query_string: { query: 'service:ap~1' } } }],
       ['not indexed', { query: { term: { unmapped_field: 'x' } } }],
       ['only the document time', { sort: [{ status: 'asc' }] }],

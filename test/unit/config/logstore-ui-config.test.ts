@@ -38,4 +38,10 @@ describe('logstore-ui config', () => {
     expect(paths).toEqual(expect.arrayContaining(['clients.proxy_client_mode', 'clients.logstore_addrs', 'clients.request_retries', 'handlers.logstore_api.max_search_limt', 'server.http_addr']));
     expect(bad.problems.find((p) => p.path === 'handlers.logstore_api.max_search_limt')!.hint).toContain('max_search_limit');
   });
+
+  it('takes links.console_url as an http(s) URL or empty', () => {
+    expect(parseLogstoreUiConfig('links:\n  console_url: "http://127.0.0.1:9127"\n').problems).toEqual([]);
+    expect(parseLogstoreUiConfig('').config.links.console_url).toBe('');
+    expect(parseLogstoreUiConfig('links:\n  console_url: "127.0.0.1:9127"\n').problems.map((p) => p.path)).toEqual(['links.console_url']);
+  });
 });

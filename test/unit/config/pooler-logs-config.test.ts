@@ -17,7 +17,7 @@ describe('pooler config [logs]', () => {
     expect(list).toEqual([]);
     expect(config.logs).toEqual({
       ship_to: '', ship_index: 'tidepool-pooler', ship_batch_size: 500, ship_flush_interval: 1000,
-      ship_queue_size: 10_000, ship_timeout: 5000, ship_backoff_max: 10_000,
+      ship_queue_size: 10_000, ship_timeout: 5000, ship_backoff_max: 10_000, explorer_url: '',
     });
     expect(Object.isFrozen(config.logs)).toBe(true);
   });
@@ -51,6 +51,12 @@ describe('pooler config [logs]', () => {
     expect(problems('ship_flush_interval = "soon"')['logs.ship_flush_interval']).toMatch(/expected a duration \("250ms", "5s", "10m" or milliseconds\), found the string "soon"/);
     expect(problems('ship_timeout = "0s"')['logs.ship_timeout']).toBe('logs.ship_timeout: expected a duration above zero, found 0');
     expect(problems('ship_backoff_max = 0')['logs.ship_backoff_max']).toBeDefined();
+  });
+
+  it('takes an http(s) explorer_url, and names what is wrong with another', () => {
+    expect(problems('explorer_url = "http://127.0.0.1:5555"')).toEqual({});
+    expect(problems('explorer_url = "https://logs.example.com/explorer/"')).toEqual({});
+    expect(problems('explorer_url = "127.0.0.1:5555"')['logs.explorer_url']).toMatch(/URL of the log explorer.*\(no scheme: write "http:\/\/127\.0\.0\.1:5555"\)$/);
   });
 
   it('suggests the key meant by a typo', () => {

@@ -14,6 +14,7 @@ function show(n: QueryNode): string {
   switch (n.kind) {
     case 'all': return '*';
     case 'term': return `${n.field}:${n.value.segments.join('*')}`;
+    case 'text': return `"${n.value.segments.join('*')}"`;
     case 'exists': return `_exists_:${n.field}`;
     case 'range': return `${n.field}:${n.lo?.inclusive === false ? '(' : '['}${n.lo?.value ?? '*'},${n.hi?.value ?? '*'}${n.hi?.inclusive === false ? ')' : ']'}`;
     case 'and': return `(${show(n.left)} and ${show(n.right)})`;
@@ -54,7 +55,13 @@ describe('query_string (Lucene classic rules)', () => {
     expect(qs('x OR y', 'msg', 'and')).toBe('(msg:x or msg:y)');
   });
 
-  it.each(['x', 'a:b~2', 'a:b^3', 'a:b?', 'a:(x y)', 'a:1 AND', '(a:1', 'a:"open', 'a:[1 5]'])('refuses %s', (q) => {
+  it('searches every field for a term without one and no default_field (or `*`), as seq-ql free text', () => {
+    expect(qs('timeout')).toBe('"timeout"');
+    expect(qs('"connection refused" AND level:warn', '*')).toBe('("connection refused" and level:warn)');
+    expect(qs('time*')).toBe('"time*"');
+  });
+
+  it.each(['a:b~2', 'a:b^3', 'a:b?', 'a:(x y)', 'a:1 AND', '(a:1', 'a:"open', 'a:[1 5]'])('refuses %s', (q) => {
     expect(() => qs(q)).toThrow(DslError);
   });
 });

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseMapping } from '../../../src/logstore/mapping.js';
+import { autoMapping, parseMapping } from '../../../src/logstore/mapping.js';
 import { QuerySyntaxError, parseQuery } from '../../../src/logstore/query/parser.js';
 import { QueryFieldError, planQuery } from '../../../src/logstore/query/plan.js';
 import { Shard } from '../../../src/logstore/storage/shard.js';
@@ -103,6 +103,15 @@ const cases: [string, (d: Doc) => boolean][] = [
   ['', () => true],
   ['level:error # only errors\n and status:500', (d) => d.level.toLowerCase() === 'error' && d.status === 500],
   ['* | fields level, n', () => true],
+  // Free text: words of text fields (msg), values of keyword and path fields that contain it.
+  ['timeout', (d) => words(d.msg).includes('timeout') || [d.level, d.service, d.user ?? '', d.k8s.pod, d.path, ...d.tags].some((v) => v.toLowerCase().includes('timeout'))],
+  ['"connection timeout"', (d) => (words(d.msg).includes('connection') && words(d.msg).includes('timeout'))],
+  ['API', (d) => d.service.includes('api') || d.path.includes('api')],
+  ["'pod-3'", (d) => d.k8s.pod === 'pod-3'],
+  ['`we*b`', (d) => d.service === 'we*b'],
+  ['time*', (d) => words(d.msg).some((w) => w.startsWith('time'))],
+  ['ERROR and not api', (d) => d.level.toLowerCase() === 'error' && !d.service.includes('api') && !d.path.includes('api')],
+  ['users or orders', (d) => d.path.includes('users') || d.path.includes('orders')],
 ];
 
 let dir: string;
@@ -170,7 +179,8 @@ describe('seq-ql errors', () => {
     ['status:[1 2]', 10, '"," or "to"'],
     ['level:"open', 6, 'a closing "'],
     ['level:error | sort x', 14, 'a pipe'],
-    ['level error', 5, '":" after the field name'],
+    ['level error', 6, '"and", "or", "|"'],
+    ['"open', 0, 'a closing "'],
     ['service:in(a, b', 15, '"," or ")"'],
   ])('%s -> position %i', (q, pos, what) => {
     try {
@@ -192,6 +202,38 @@ describe('seq-ql errors', () => {
       expect(err).toBeInstanceOf(QueryFieldError);
       expect((err as QueryFieldError).position).toBe(16);
       expect((err as Error).message).toMatch(/"secret" is not indexed/);
+    }
+  });
+});
+
+describe('free text in auto mode (every field a keyword)', () => {
+  it('matches any field whose value contains the word or phrase, _exists_ excepted, active and sealed', () => {
+    const d = mkdtempSync(path.join(os.tmpdir(), 'tidepool-free-'));
+    const m = autoMapping();
+    const s = new Shard({ dir: d, shard: 0, mapping: m, fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+    try {
+      const docs = [
+        { target: 'pooler::admin', msg: 'RELOAD failed, the old configuration stays' },
+        { target: 'pooler', msg: 'pooler listening', port: 6432 },
+        { target: 'pooler::pool', msg: 'server login failed', err: 'password authentication failed for user "app"' },
+        { msg: 'config reloaded' },
+        { target: 'pooler::web::access', status: 404, path: '/api/msg' },
+      ];
+      const lines = docs.map((x) => Buffer.from(JSON.stringify(x)));
+      const offs = new Int32Array(lines.length * 2);
+      let p = 0;
+      lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+      s.ingest(Buffer.concat(lines), offs);
+      for (const state of ['active', 'sealed']) {
+        if (state === 'sealed') s.seal();
+        const n = (q: string) => unpackHits(s.query({ plan: planQuery(parseQuery(q), m), from: -Infinity, to: Infinity, limit: 100, order: 'asc' }).hits).length;
+        // `msg` is a field name, not a value of `_exists_`: only the document whose path holds it.
+        expect([n('RELOAD'), n('reload'), n('failed'), n('"login failed"'), n('pooler'), n('6432'), n('msg'), n('reload*'), n('nothing')], state)
+          .toEqual([2, 2, 2, 1, 4, 1, 1, 2, 0]);
+      }
+    } finally {
+      s.close();
+      rmSync(d, { recursive: true, force: true });
     }
   });
 });

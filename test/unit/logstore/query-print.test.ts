@@ -21,6 +21,7 @@ describe('seq-ql printer', () => {
     '', '*', 'level:error', 'msg:"a \\"quoted\\" b\\\\c"', 'uri:`raw*text`', 'svc:api*', 'msg:*time\\*out*', 'a:1 and b:2 or not c:3',
     '(a:1 or b:2) and not (c:3 and d:4)', 'status:[400, 499]', 'size:(100 to *]', 'x:[* , "m"]', 'status:in(500, 400, "x*")', '_exists_:user',
     'not _exists_:user and level:warn', 'level:info | fields a, b', '* | fields except msg | fields a', 'msg:"tab\\there\\nnewline"', "who:'single \\' quote'",
+    'RELOAD', '"connection refused" and not level:debug', 'time*out or `raw*`', "'it\\'s' | fields msg", 'a,b or x[1]',
   ];
   it('trees no seq-ql text makes (everything inside and / not, as the DSL translation builds)', () => {
     const root: QueryNode = { kind: 'and', left: { kind: 'all' }, right: { kind: 'not', inner: { kind: 'all' } } };

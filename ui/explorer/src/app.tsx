@@ -1,12 +1,13 @@
 // The explorer's page: query bar and time range, histogram, results; the whole view is kept in the URL.
 import { useCallback, useEffect, useState } from 'react';
-import { ApiError, call, type Field, type Limits, type UiEvent } from './api';
+import { ApiError, call, type Field, type Limits, type SearchAnswer, type UiEvent } from './api';
 import { AggsPanel } from './aggs-panel';
 import { ContextView } from './context-view';
 import { ExportDialog } from './export-dialog';
 import { SavedQueries } from './saved-queries';
 import { FieldSidebar } from './field-sidebar';
 import { Histogram } from './histogram';
+import { PatternsPanel } from './patterns-panel';
 import { QueryEditor, type QueryError, type ValueSuggestions } from './query-editor';
 import { ResultsTable } from './results-table';
 import { addTerm, quoteValue } from './seql';
@@ -19,8 +20,36 @@ import { useTail } from './use-tail';
 
 /** Values offered when completing `field:`; the server keeps the most frequent ones. */
 const SUGGEST_SIZE = 50;
+/** Newest documents read for the written spelling of the offered values. */
+const SPELLING_SAMPLE = 200;
+
+/** The string values of a (dotted) field in a document, arrays flattened. */
+function fieldValues(data: unknown, field: string): string[] {
+  let v: unknown = data;
+  for (const part of field.split('.')) v = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[part] : undefined;
+  const out: string[] = [];
+  for (const x of Array.isArray(v) ? v : [v]) if (typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean') out.push(String(x));
+  return out;
+}
 
 interface AggAnswer { aggregations: { buckets: { key: string; value: number }[]; buckets_total: number }[] }
+
+/** The pooler pool a record is about: its `pool` ("user@database", as the pooler logs it), else `user` and `database`. */
+function poolOf(data: UiEvent['data']): { database: string; user: string } | null {
+  if (typeof data !== 'object' || data === null) return null;
+  const pool = data['pool'];
+  if (typeof pool === 'string') {
+    const at = pool.lastIndexOf('@');
+    if (at > 0 && at < pool.length - 1) return { user: pool.slice(0, at), database: pool.slice(at + 1) };
+  }
+  const { user, database } = data;
+  return typeof user === 'string' && typeof database === 'string' && user && database ? { user, database } : null;
+}
+
+/** The console's page of a pool: /pools/<database>/<user>, each part URI-encoded. */
+function consolePoolHref(base: string, p: { database: string; user: string }): string {
+  return `${base.replace(/\/+$/, '')}/pools/${encodeURIComponent(p.database)}/${encodeURIComponent(p.user)}`;
+}
 
 function errorOf(e: ApiError | null): QueryError | null {
   if (!e || e.code !== 'query_syntax') return null;
@@ -38,6 +67,7 @@ export function App() {
   const [fieldsOpen, setFieldsOpen] = useState(false);
   const [contextOf, setContextOf] = useState<UiEvent | null>(null);
   const [dialog, setDialog] = useState<'export' | 'saved' | null>(null);
+  const [consoleUrl, setConsoleUrl] = useState<string | null>(null);
 
   const setView = useCallback((next: ViewState, replace = false) => {
     setViewState(next);
@@ -58,6 +88,7 @@ export function App() {
   }, []);
 
   useEffect(() => {
+    call<{ console_url: string | null }>('GET', '/links').then((r) => setConsoleUrl(r.console_url), () => setConsoleUrl(null));
     Promise.all([call<Limits>('GET', '/limits'), call<{ fields: Field[] }>('GET', '/fields')]).then(
       ([l, f]) => {
         setLimits(l);
@@ -80,10 +111,19 @@ export function App() {
   const suggestValues = useCallback(async (field: string, prefix: string): Promise<ValueSuggestions> => {
     const { from, to } = resolve(view.range);
     const narrow = prefix && quoteValue(prefix) === prefix ? `${field}:${prefix}*` : '';
-    const r = await call<AggAnswer>('POST', '/aggregation', { query: narrow, from, to, size: SUGGEST_SIZE, aggregations: [{ field, func: 'count' }] });
+    // Keyword values are indexed lowercased, so the buckets' keys are too; the newest documents holding the field
+    // give each key back as it was written (a key none of them holds stays as indexed).
+    const [r, sample] = await Promise.all([
+      call<AggAnswer>('POST', '/aggregation', { query: narrow, from, to, size: SUGGEST_SIZE, aggregations: [{ field, func: 'count' }] }),
+      call<SearchAnswer>('POST', '/search', { query: narrow || `_exists_:${field}`, from, to, limit: SPELLING_SAMPLE, with_total: false }).catch(() => null),
+    ]);
+    const spelled = new Map<string, string>();
+    for (const e of sample?.events ?? []) {
+      for (const v of fieldValues(e.data, field)) if (!spelled.has(v.toLowerCase())) spelled.set(v.toLowerCase(), v);
+    }
     const a = r.aggregations[0]!;
     const p = prefix.toLowerCase();
-    const values = a.buckets.filter((b) => b.key.toLowerCase().startsWith(p)).map((b) => ({ key: b.key, count: b.value }));
+    const values = a.buckets.filter((b) => b.key.toLowerCase().startsWith(p)).map((b) => ({ key: spelled.get(b.key) ?? b.key, count: b.value }));
     return { values, capped: a.buckets_total > a.buckets.length };
   }, [view.range]);
 
@@ -138,6 +178,7 @@ export function App() {
         <div className="tabs" role="tablist" aria-label="View">
           <button type="button" role="tab" aria-selected={view.tab === 'events'} onClick={() => setView({ ...view, tab: 'events' })}>Events</button>
           <button type="button" role="tab" aria-selected={view.tab === 'aggs'} data-testid="tab-aggs" onClick={() => setView({ ...view, tab: 'aggs', live: false })}>Aggregations</button>
+          <button type="button" role="tab" aria-selected={view.tab === 'patterns'} data-testid="tab-patterns" onClick={() => setView({ ...view, tab: 'patterns', live: false })}>Patterns</button>
         </div>
         <div className="tools">
           <button type="button" data-testid="live" className={view.live ? 'live-on' : undefined} aria-pressed={view.live} onClick={() => setView({ ...view, live: !view.live, tab: 'events' })}>{view.live ? '■ Stop live' : '▶ Live'}</button>
@@ -154,6 +195,8 @@ export function App() {
           open={fieldsOpen} onClose={() => setFieldsOpen(false)} />
         {view.tab === 'aggs' ? (
           <AggsPanel form={view.agg} onForm={(agg) => setView({ ...view, agg }, true)} fields={fields} query={view.q} from={s.from} to={s.to} scheme={theme.scheme} />
+        ) : view.tab === 'patterns' ? (
+          <PatternsPanel query={view.q} from={s.from} to={s.to} />
         ) : (
         <section className="results-pane" aria-label="Results">
           <ResultsTable key={view.live ? 'live' : 'search'} events={view.live ? tail.events : s.events} columns={view.cols} follow={view.live} dropped={tail.dropped} onRemoveColumn={(c) => setView({ ...view, cols: view.cols.filter((x) => x !== c) }, true)}
@@ -161,6 +204,11 @@ export function App() {
             renderDetail={(e) => (
               <div className="r-actions">
                 <button type="button" data-testid="show-context" onClick={() => setContextOf(e)}>Show context</button>
+                {consoleUrl && poolOf(e.data) && (
+                  <a href={consolePoolHref(consoleUrl, poolOf(e.data)!)} target="_blank" rel="noreferrer" data-testid="console-pool-link">
+                    Pool {poolOf(e.data)!.database}/{poolOf(e.data)!.user} in the console ↗
+                  </a>
+                )}
               </div>
             )}
             footer={view.live

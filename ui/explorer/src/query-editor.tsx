@@ -16,7 +16,9 @@ export interface QueryEditorProps {
   suggestValues: (field: string, prefix: string) => Promise<ValueSuggestions>;
 }
 
-interface Item { label: string; insert: string; detail: string }
+/** A completion, with what it completes: a field name, or a value of `field` (items of an older spot are never applied). */
+interface Item { label: string; insert: string; detail: string; kind: CompletionSpot['kind']; field: string }
+
 
 const MAX_ITEMS = 12;
 
@@ -39,19 +41,17 @@ function highlighted(src: string, errorAt: number | null): ReactNode[] {
 export function QueryEditor(props: QueryEditorProps) {
   const area = useRef<HTMLTextAreaElement>(null);
   const mirror = useRef<HTMLPreElement>(null);
-  const [spot, setSpot] = useState<CompletionSpot | null>(null);
   const [items, setItems] = useState<Item[]>([]);
   const [capped, setCapped] = useState(false);
   const [active, setActive] = useState(0);
   const asked = useRef(0);
-  /** The user moved through the list with the arrow keys since it last changed. */
-  const navigated = useRef(false);
+  /** The list closes a moment after the focus leaves (a click on an item lands first), unless it comes back. */
+  const blurTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const errorAt = props.error?.position ?? null;
   const nodes = useMemo(() => highlighted(props.value, errorAt), [props.value, errorAt]);
 
   const close = () => {
     asked.current++;
-    setSpot(null);
     setItems([]);
   };
 
@@ -59,19 +59,19 @@ export function QueryEditor(props: QueryEditorProps) {
   const refresh = (text: string, caret: number, explicit: boolean) => {
     const s = completionAt(text, caret);
     const ask = ++asked.current;
-    navigated.current = false;
     if (!s || (s.kind === 'field' && !s.prefix && !explicit)) {
-      setSpot(null);
       setItems([]);
       return;
     }
-    setSpot(s);
     setActive(0);
+    // The list of the previous spot goes at once: a field list left open while values load would put `level:`
+    // after `level:` on Tab.
+    setItems((old) => (old.length && (old[0]!.kind !== s.kind || old[0]!.field !== s.field) ? [] : old));
     if (s.kind === 'field') {
       const p = s.prefix.toLowerCase();
       const starts = props.fields.filter((f) => f.name.toLowerCase().startsWith(p));
       const contains = props.fields.filter((f) => !f.name.toLowerCase().startsWith(p) && f.name.toLowerCase().includes(p));
-      setItems([...starts, ...contains].slice(0, MAX_ITEMS).map((f) => ({ label: f.name, insert: `${f.name}:`, detail: f.type })));
+      setItems([...starts, ...contains].slice(0, MAX_ITEMS).map((f) => ({ label: f.name, insert: `${f.name}:`, detail: f.type, kind: 'field', field: '' })));
       setCapped(false);
       return;
     }
@@ -82,7 +82,7 @@ export function QueryEditor(props: QueryEditorProps) {
     props.suggestValues(s.field, s.prefix).then(
       (r) => {
         if (ask !== asked.current) return;
-        setItems(r.values.slice(0, MAX_ITEMS).map((v) => ({ label: v.key, insert: `${quoteValue(v.key)} `, detail: String(v.count) })));
+        setItems(r.values.slice(0, MAX_ITEMS).map((v) => ({ label: v.key, insert: `${quoteValue(v.key)} `, detail: String(v.count), kind: 'value', field: s.field })));
         setCapped(r.capped);
       },
       () => {
@@ -91,12 +91,22 @@ export function QueryEditor(props: QueryEditorProps) {
     );
   };
 
+  /**
+   * Replaces what is typed before the caret with the item, reading the text and caret from the textarea itself (React's
+   * copy may lag a fast typist by a keystroke). An item made for another spot than the caret's is not applied.
+   */
   const accept = (it: Item) => {
     const el = area.current;
-    if (!el || !spot) return;
+    if (!el) return;
+    const text = el.value;
     const caret = el.selectionStart;
-    const next = props.value.slice(0, spot.start) + it.insert + props.value.slice(caret);
-    const at = spot.start + it.insert.length;
+    const cur = completionAt(text, caret);
+    if (!cur || cur.kind !== it.kind || (it.kind === 'value' && cur.field !== it.field)) {
+      refresh(text, caret, false);
+      return;
+    }
+    const next = text.slice(0, cur.start) + it.insert + text.slice(caret);
+    const at = cur.start + it.insert.length;
     props.onChange(next);
     requestAnimationFrame(() => {
       el.focus();
@@ -107,11 +117,10 @@ export function QueryEditor(props: QueryEditorProps) {
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
     const open = items.length > 0;
-    if (open && e.key === 'ArrowDown') { e.preventDefault(); navigated.current = true; setActive((a) => (a + 1) % items.length); return; }
-    if (open && e.key === 'ArrowUp') { e.preventDefault(); navigated.current = true; setActive((a) => (a - 1 + items.length) % items.length); return; }
-    // Enter takes the highlighted item when the user chose it or it completes what is typed; a fully typed value runs the query.
-    const chosen = open && (navigated.current || items[active]!.label !== spot?.prefix);
-    if (open && (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey && chosen))) { e.preventDefault(); accept(items[active]!); return; }
+    if (open && e.key === 'ArrowDown') { e.preventDefault(); setActive((a) => (a + 1) % items.length); return; }
+    if (open && e.key === 'ArrowUp') { e.preventDefault(); setActive((a) => (a - 1 + items.length) % items.length); return; }
+    // Tab (or a click) takes the highlighted item; Enter always runs the query as typed, list open or not.
+    if (open && e.key === 'Tab') { e.preventDefault(); accept(items[active]!); return; }
     if (e.key === 'Escape') {
       if (open) e.preventDefault();
       close();
@@ -157,14 +166,15 @@ export function QueryEditor(props: QueryEditorProps) {
           spellCheck={false}
           autoComplete="off"
           placeholder="service:api and level:error"
-          title="seq-ql: Enter runs the query, Shift+Enter starts a new line, Ctrl+Space completes"
+          title="seq-ql: Enter runs the query, Tab takes a suggestion, Shift+Enter starts a new line, Ctrl+Space completes"
           value={props.value}
           onChange={(e) => {
             props.onChange(e.target.value);
             refresh(e.target.value, e.target.selectionStart, false);
           }}
           onKeyDown={onKeyDown}
-          onBlur={() => setTimeout(close, 150)}
+          onBlur={() => { blurTimer.current = setTimeout(close, 150); }}
+          onFocus={() => clearTimeout(blurTimer.current)}
         />
         {items.length > 0 && (
           <ul className="completions" id="query-completions" role="listbox" data-testid="completions">

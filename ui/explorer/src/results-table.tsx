@@ -40,10 +40,43 @@ export function cellText(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** The one-line document shown when no columns are chosen: `key=value` pairs. */
-function summary(data: UiEvent['data']): string {
-  if (typeof data !== 'object' || data === null) return String(data);
-  return Object.entries(data).map(([k, v]) => `${k}=${cellText(v)}`).join('  ');
+/** Where a log record keeps its level and its message, first found first (pino, Elasticsearch ECS, syslog shippers). */
+const LEVEL_FIELDS = ['level', 'severity', 'lvl', 'log.level', 'levelname'];
+const MESSAGE_FIELDS = ['message', 'msg', 'log', 'text', 'event.original'];
+/** Not repeated among the other fields of a row: the row's time column shows them. */
+const TIME_FIELDS = new Set(['timestamp', 'time', 'ts', '@timestamp']);
+/** pino's numeric levels. */
+const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+
+function firstOf(data: unknown, names: readonly string[]): { name: string; value: unknown } | null {
+  for (const name of names) {
+    const value = fieldOf(data, name);
+    if (value !== undefined && value !== null && value !== '') return { name, value };
+  }
+  return null;
+}
+
+/** The record's level, lowercased, with the class its colour comes from (error, warn, info, debug) or none. */
+export function levelOf(data: unknown): { text: string; tone: string } | null {
+  const f = firstOf(data, LEVEL_FIELDS);
+  if (!f || (typeof f.value !== 'string' && typeof f.value !== 'number')) return null;
+  const text = typeof f.value === 'number' ? (PINO_LEVELS[f.value] ?? String(f.value)) : f.value.toLowerCase();
+  const tone = /^(fatal|panic|crit|critical|alert|emerg|emergency|err|error)$/.test(text) ? 'error'
+    : /^(warn|warning)$/.test(text) ? 'warn'
+      : /^(info|notice|information)$/.test(text) ? 'info'
+        : /^(debug|trace|verbose)$/.test(text) ? 'debug' : 'other';
+  return { text, tone };
+}
+
+/** A row without chosen columns: the message in full view, then the record's other fields as `key=value`. */
+function summary(data: UiEvent['data']): { message: string; rest: string } {
+  if (typeof data !== 'object' || data === null) return { message: String(data), rest: '' };
+  const msg = firstOf(data, MESSAGE_FIELDS);
+  const lvl = firstOf(data, LEVEL_FIELDS);
+  const rest = Object.entries(data)
+    .filter(([k]) => k !== msg?.name && k !== lvl?.name && !TIME_FIELDS.has(k))
+    .map(([k, v]) => `${k}=${cellText(v)}`).join('  ');
+  return { message: msg ? cellText(msg.value) : '', rest };
 }
 
 /** Index of the last row whose top is at or above y (offsets ascending). */
@@ -144,14 +177,19 @@ export function ResultsTable(props: ResultsTableProps) {
   for (let i = first; i <= last; i++) {
     const e = events[i]!;
     const isOpen = open.has(e.id);
+    const lvl = levelOf(e.data);
     rows.push(
-      <div key={e.id} role="row" className={`r-row${isOpen ? ' open' : ''}${i % 2 ? ' odd' : ''}`} style={{ top: offsets[i] }} data-testid="result-row" data-id={e.id} data-index={i}
+      <div key={e.id} role="row" className={`r-row${isOpen ? ' open' : ''}${i % 2 ? ' odd' : ''}`} data-tone={lvl?.tone} style={{ top: offsets[i] }} data-testid="result-row" data-id={e.id} data-index={i}
         ref={isOpen ? (el) => measure(e.id, el) : undefined}>
         <div className="r-line">
           <button type="button" role="cell" className="r-toggle" aria-expanded={isOpen} aria-label={isOpen ? 'Close the document' : 'Open the document'} onClick={() => toggle(e.id)}>{isOpen ? '▾' : '▸'}</button>
           <span role="cell" className="r-time"><span className="r-date">{utc(e.time).slice(0, 11)}</span>{utc(e.time).slice(11, 23)}</span>
+          <span role="cell" className="r-level" data-testid="row-level" data-tone={lvl?.tone}>{lvl?.text}</span>
           {props.columns.length === 0
-            ? <span role="cell" className="r-doc">{summary(e.data)}</span>
+            ? (() => {
+              const sm = summary(e.data);
+              return <span role="cell" className="r-doc">{sm.message && <span className="r-msg" data-testid="row-message">{sm.message}</span>}<span className="r-rest">{sm.rest}</span></span>;
+            })()
             : props.columns.map((c) => <span role="cell" key={c} className="r-col" data-col={c}>{cellText(fieldOf(e.data, c))}</span>)}
         </div>
         {isOpen && (
@@ -169,8 +207,9 @@ export function ResultsTable(props: ResultsTableProps) {
       <div className="r-head" role="row">
         <span className="r-toggle" aria-hidden="true" />
         <span role="columnheader" className="r-time">Time (UTC)</span>
+        <span role="columnheader" className="r-level">Level</span>
         {props.columns.length === 0
-          ? <span role="columnheader" className="r-doc">Document</span>
+          ? <span role="columnheader" className="r-doc">Message and fields</span>
           : props.columns.map((c) => (
             <span role="columnheader" key={c} className="r-col" data-testid="column-header">
               {c}

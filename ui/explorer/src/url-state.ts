@@ -7,7 +7,7 @@ export interface ViewState {
   q: string;
   range: Range;
   cols: string[];
-  tab: 'events' | 'aggs';
+  tab: 'events' | 'aggs' | 'patterns';
   agg: AggForm;
   /** Live tail instead of the search's results. */
   live: boolean;
@@ -24,7 +24,7 @@ export function readUrl(search = window.location.search): ViewState {
     q: p.get('q') ?? '',
     range,
     cols: (p.get('cols') ?? '').split(',').filter(Boolean),
-    tab: p.get('tab') === 'aggs' ? 'aggs' : 'events',
+    tab: p.get('tab') === 'aggs' ? 'aggs' : p.get('tab') === 'patterns' ? 'patterns' : 'events',
     agg: {
       func: p.get('af') ?? DEFAULT_AGG.func, field: p.get('afield') ?? '', group_by: p.get('agroup') ?? '',
       quantiles: p.get('aq') ?? DEFAULT_AGG.quantiles, interval: p.get('aint') ?? '',
@@ -42,6 +42,7 @@ export function toSearch(s: ViewState): string {
     p.set('to', s.range.to);
   }
   if (s.cols.length) p.set('cols', s.cols.join(','));
+  if (s.tab === 'patterns') p.set('tab', 'patterns');
   if (s.tab === 'aggs') {
     p.set('tab', 'aggs');
     p.set('af', s.agg.func);

@@ -102,6 +102,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   });
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
   app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
+  // Where the console links to the pooler's records in the log explorer (RELOAD applies it).
+  app.get('/api/links', pub, async () => ({ explorer_url: ctx.control.config.logs.explorer_url || null }));
   // SQL text is personal data: the public list leaves out `query`; /api/prepared/text/{hash} serves it to Sso.
   app.get('/api/prepared', pub, async () => withoutQuery(showRows(ctx, 'PREPARED_STATEMENTS')));
   app.get('/api/top/prepared', pub, async () => {

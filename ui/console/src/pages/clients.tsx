@@ -3,6 +3,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import type { Row } from '../api';
 import { DataTable, withExtraColumns, type Column, type Sort } from '../components/data-table';
 import { Empty, Gate } from '../components/states';
+import { clientLogsQuery, explorerHref, useExplorerUrl } from '../explorer-links';
 import { bytes, count, micros, rate, seconds } from '../format';
 import { latest, poolKey, poolRow, useHistory } from '../history';
 import { setQuery } from '../router';
@@ -58,6 +59,7 @@ export function ClientsPage(props: { search: string }) {
   const update = (change: Partial<ClientsQuery>, keepOffset = false) => setQuery(toParams({ ...query, ...change, offset: keepOffset ? change.offset ?? query.offset : 0 }));
   const polled = usePolling<Row[]>(apiPath(query));
   const history = useHistory();
+  const explorer = useExplorerUrl();
   const pools = latest(history)?.pools ?? null;
   const total = Number(polled.headers?.get('x-total-count') ?? polled.data?.length ?? 0);
 
@@ -69,7 +71,9 @@ export function ClientsPage(props: { search: string }) {
     return pool['paused'] ? 'pool paused' : 'all servers busy';
   };
   const columns: Column[] = [
-    { key: 'client_id', label: 'id', num: true, live: true },
+    { key: 'client_id', label: 'id', num: true, live: true, render: (r) => (explorer
+      ? <>{String(r['client_id'])} <a href={explorerHref(explorer, clientLogsQuery(String(r['client_id'])))} target="_blank" rel="noreferrer" data-testid="client-logs" title="This client's log records in the log explorer">logs</a></>
+      : String(r['client_id'])) },
     { key: 'database' },
     { key: 'user' },
     { key: 'application_name', label: 'application' },

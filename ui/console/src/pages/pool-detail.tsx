@@ -8,6 +8,7 @@ import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
 import { count, micros, rate, seconds } from '../format';
 import { latest, poolP95, poolRow, refreshHistory, series, useHistory } from '../history';
+import { explorerHref, poolLogsQuery, useExplorerUrl } from '../explorer-links';
 import { linkProps } from '../router';
 import { useRole } from '../role';
 import { usePolling } from '../use-polling';
@@ -63,6 +64,7 @@ const CLIENTS_SHOWN = 20;
 export function PoolDetailPage(props: { database: string; user: string }) {
   const { database, user } = props;
   const key = `${database}/${user}`;
+  const explorer = useExplorerUrl();
   const { role } = useRole();
   const history = useHistory();
   const sample = latest(history);
@@ -85,6 +87,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
       <div className="page-head">
         <h1 id="pool-title">{database}/{user}</h1>
         {pool && <PoolStateBadge row={pool} testId="pool-state" />}
+        {explorer && <a href={explorerHref(explorer, poolLogsQuery(database, user))} target="_blank" rel="noreferrer" data-testid="pool-logs">Logs ↗</a>}
         {role === 'admin' && pool && (
           <div className="actions">
             {(['pause', 'resume', 'reconnect'] as const).map((v) => (

@@ -1,6 +1,7 @@
 // Wall (/wall): a big-screen incident view with no sidebar: tps, waiting clients, errors/s, the worst pools, the last admin events.
 import { Chart } from '../components/chart';
 import { Meter, saturation } from '../components/meter';
+import { eventLogsHref, useExplorerUrl } from '../explorer-links';
 import { errorsPerSec, latest, poolKey, poolP95, poolRow, series, useHistory } from '../history';
 import { count, micros, rate } from '../format';
 import { linkProps } from '../router';
@@ -21,6 +22,7 @@ const EVENTS = 8;
 export function WallPage() {
   const history = useHistory();
   const events = usePolling<AdminEvent[]>('/api/events');
+  const explorer = useExplorerUrl();
   const s = latest(history);
   const ov = s?.overview ?? null;
   const samples = history.samples;
@@ -81,6 +83,7 @@ export function WallPage() {
                 <li key={`${e.time}/${i}`} className={`event ${e.kind}`}>
                   <span className="time" data-live="">{new Date(e.time).toLocaleTimeString('en-GB')}</span> <span className="kind">{e.kind}</span>{' '}
                   {e.pool && <a className="pool" {...linkProps(`/pools/${e.pool.split('/').map(encodeURIComponent).join('/')}`)}>{e.pool}</a>} <span className="msg">{e.message}</span>
+                  {explorer && <> <a className="pool" href={eventLogsHref(explorer, e)} target="_blank" rel="noreferrer" data-testid="event-logs">logs</a></>}
                 </li>
               ))}
             </ol>
