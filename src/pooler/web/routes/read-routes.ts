@@ -4,6 +4,7 @@ import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
 import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { ClientRates } from '../client-rates.js';
+import { withActivity } from '../activity.js';
 import { maskConfigRows, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 import { statementTable } from '../../admin/show-prepared.js';
@@ -13,7 +14,6 @@ import type { ClientSnapshot, StatementSnapshot } from '../../snapshot.js';
 const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pools': 'POOLS',
   '/api/pools_extended': 'POOLS_EXTENDED',
-  '/api/servers': 'SERVERS',
   '/api/connections': 'CONNECTIONS',
   '/api/stats': 'STATS',
   '/api/databases': 'DATABASES',
@@ -84,12 +84,19 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
   app.get<{ Querystring: Record<string, unknown> }>('/api/clients', pub, async (req, reply) => {
     try {
-      const page = queryClients(clientRates.annotate(showRows(ctx, 'CLIENTS'), Date.now()), req.query);
+      const snap = ctx.control.snapshot();
+      const rows = withActivity(toRows(ctx.control.show('CLIENTS', snap)), snap.clients);
+      const page = queryClients(clientRates.annotate(rows, Date.now()), req.query);
       return reply.header('x-total-count', String(page.total)).send(page.rows);
     } catch (err) {
       if (err instanceof ClientsQueryError) return sendError(reply, 'bad_request', err.message);
       throw err;
     }
+  });
+  // SHOW SERVERS with `activity` and `xact_age_ms` (activity.ts).
+  app.get('/api/servers', pub, async () => {
+    const snap = ctx.control.snapshot();
+    return withActivity(toRows(ctx.control.show('SERVERS', snap)), snap.servers);
   });
   app.get('/api/overview', pub, async () => ctx.control.overview());
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));

@@ -7,11 +7,12 @@ import { bytes, count, micros, rate, seconds } from '../format';
 import { latest, poolKey, poolRow, useHistory } from '../history';
 import { setQuery } from '../router';
 import { usePolling } from '../use-polling';
+import { activityOf, StateTag } from '../components/state-tag';
 
 export const CLIENT_FILTERS = ['pool', 'database', 'user', 'state', 'application_name', 'addr'] as const;
 type Filter = (typeof CLIENT_FILTERS)[number];
 const PAGE_SIZES = [50, 100, 200];
-const OPTIONAL_COLUMNS = new Set(['query_age_ms', 'bytes_received', 'bytes_sent']);
+const OPTIONAL_COLUMNS = new Set(['query_age_ms', 'xact_age_ms', 'bytes_received', 'bytes_sent']);
 const TEXT_DELAY_MS = 300;
 
 interface ClientsQuery {
@@ -74,7 +75,7 @@ export function ClientsPage(props: { search: string }) {
     { key: 'user' },
     { key: 'application_name', label: 'application' },
     { key: 'addr', label: 'peer address', live: true },
-    { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
+    { key: 'state', render: (r) => <StateTag row={r} /> },
     { key: 'wait', num: true, live: true, render: (r) => (r['state'] !== 'waiting' ? '' : typeof r['wait_us'] === 'number' ? micros(r['wait_us']) : seconds(r['wait'])) },
     { key: 'wait_reason', label: 'wait reason', render: waitReason },
     { key: 'qps', label: 'Q/s', help: 'client_qps', num: true, live: true, render: (r) => rate(r['qps'] as number | null | undefined) },
@@ -82,14 +83,15 @@ export function ClientsPage(props: { search: string }) {
     { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
     { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
     { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
-    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || r['state'] !== 'active' ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
+    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || activityOf(r) !== 'active' ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
+    { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? seconds(Number(r['xact_age_ms']) / 1000) : '') },
     { key: 'bytes_received', label: 'received', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_received']) },
     { key: 'bytes_sent', label: 'sent', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_sent']) },
     { key: 'age_seconds', label: 'age', num: true, live: true, render: (r) => seconds(r['age_seconds']) },
   ];
   const present = polled.data?.[0];
   // Columns of fields this pooler reports (a pooler without query ages or bytes per client leaves them out).
-  const shown = withExtraColumns(columns.filter((c) => !present || !OPTIONAL_COLUMNS.has(c.key) || c.key in present), polled.data ?? [], ['tls', 'wait_us', 'xact_time_us']);
+  const shown = withExtraColumns(columns.filter((c) => !present || !OPTIONAL_COLUMNS.has(c.key) || c.key in present), polled.data ?? [], ['tls', 'wait_us', 'xact_time_us', 'activity']);
   const from = total === 0 ? 0 : query.offset + 1;
   const to = Math.min(total, query.offset + query.limit);
   const anyFilter = CLIENT_FILTERS.some((f) => query.filters[f] !== '');

@@ -13,6 +13,7 @@ import { useRole } from '../role';
 import { usePolling } from '../use-polling';
 import { AdminAction, type Verb } from './admin-action';
 import { serverColumns } from './servers';
+import { activityRank, StateTag } from '../components/state-tag';
 
 const PROMPTS: Record<Exclude<Verb, 'reload'>, string> = {
   pause: 'New server checkouts stop; running transactions finish.',
@@ -42,8 +43,9 @@ const CLIENT_COLUMNS: Column[] = [
   { key: 'client_id', label: 'id', num: true, live: true },
   { key: 'application_name', label: 'application' },
   { key: 'addr', label: 'peer address', live: true },
-  { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
+  { key: 'state', render: (r) => <StateTag row={r} />, sortValue: activityRank },
   { key: 'wait', num: true, live: true, render: (r) => (r['state'] === 'waiting' ? seconds(r['wait']) : '') },
+  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? seconds(Number(r['xact_age_ms']) / 1000) : '') },
   { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
   { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
   { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
@@ -59,7 +61,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
   const sample = latest(history);
   const pool = poolRow(sample?.pools ?? null, key);
   const stat = poolRow(sample?.stats ?? null, key);
-  const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'state', order: 'desc', limit: String(CLIENTS_SHOWN) }).toString()}`;
+  const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'activity', order: 'asc', limit: String(CLIENTS_SHOWN) }).toString()}`;
   const clients = usePolling<Row[]>(clientsPath);
   const servers = usePolling<Row[]>('/api/servers');
   const [verb, setVerb] = useState<Exclude<Verb, 'reload'> | null>(null);
