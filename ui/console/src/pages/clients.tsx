@@ -3,7 +3,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import type { Row } from '../api';
 import { DataTable, withExtraColumns, type Column, type Sort } from '../components/data-table';
 import { Empty, Gate } from '../components/states';
-import { bytes, count, micros, rate, seconds } from '../format';
+import { bytes, count, micros, millis, rate, seconds } from '../format';
 import { latest, poolKey, poolRow, useHistory } from '../history';
 import { setQuery } from '../router';
 import { usePolling } from '../use-polling';
@@ -83,8 +83,8 @@ export function ClientsPage(props: { search: string }) {
     { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
     { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
     { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
-    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || activityOf(r) !== 'active' ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
-    { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? seconds(Number(r['xact_age_ms']) / 1000) : '') },
+    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || activityOf(r) !== 'active' ? '' : millis(r['query_age_ms'])) },
+    { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
     { key: 'bytes_received', label: 'received', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_received']) },
     { key: 'bytes_sent', label: 'sent', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_sent']) },
     { key: 'age_seconds', label: 'age', num: true, live: true, render: (r) => seconds(r['age_seconds']) },

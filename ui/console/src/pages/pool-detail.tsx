@@ -6,7 +6,7 @@ import { Chart } from '../components/chart';
 import { DataTable, type Column } from '../components/data-table';
 import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
-import { count, micros, rate, seconds } from '../format';
+import { count, micros, millis, rate, seconds } from '../format';
 import { latest, poolP95, poolRow, refreshHistory, series, useHistory } from '../history';
 import { linkProps } from '../router';
 import { useRole } from '../role';
@@ -45,7 +45,7 @@ const CLIENT_COLUMNS: Column[] = [
   { key: 'addr', label: 'peer address', live: true },
   { key: 'state', render: (r) => <StateTag row={r} />, sortValue: activityRank },
   { key: 'wait', num: true, live: true, render: (r) => (r['state'] === 'waiting' ? seconds(r['wait']) : '') },
-  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? seconds(Number(r['xact_age_ms']) / 1000) : '') },
+  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
   { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
   { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
   { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
@@ -114,7 +114,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
                 { label: 'active', values: fromPool('sv_active'), color: '--series-1' },
                 { label: 'idle', values: fromPool('sv_idle'), color: '--series-2' },
               ]} />
-              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={(v) => micros(v)} series={[
+              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={micros} series={[
                 { label: 'mean', values: fromStats('avg_query_time'), color: '--series-2' },
                 ...(history.samples.some((v) => poolP95(v, key) !== null) ? [{ label: 'p95', values: series(history.samples, (v) => poolP95(v, key)), color: '--series-4' }] : []),
               ]} />

@@ -2,7 +2,7 @@
 import type { Row } from '../api';
 import { DataTable, withExtraColumns, type Column } from '../components/data-table';
 import { Empty, Gate } from '../components/states';
-import { bytes, percent, seconds } from '../format';
+import { bytes, millis, percent, seconds } from '../format';
 import { usePolling } from '../use-polling';
 import { activityOf, activityRank, StateTag } from '../components/state-tag';
 
@@ -19,8 +19,8 @@ export const SERVER_COLUMNS: Column[] = [
   { key: 'user' },
   { key: 'application_name', label: 'application' },
   { key: 'state', render: (r) => <StateTag row={r} />, sortValue: activityRank },
-  { key: 'query_age_ms', label: 'query age', help: 'query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === undefined || r['query_age_ms'] === null || activityOf(r) !== 'active' ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
-  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? seconds(Number(r['xact_age_ms']) / 1000) : '') },
+  { key: 'query_age_ms', label: 'query age', help: 'query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === undefined || r['query_age_ms'] === null || activityOf(r) !== 'active' ? '' : millis(r['query_age_ms'])) },
+  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
   { key: 'wait', label: 'idle for', num: true, live: true, render: (r) => (r['state'] === 'idle' ? seconds(r['wait']) : '') },
   { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
   { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
