@@ -2,17 +2,31 @@
 // durations with units, chart axes that fit their labels, charts kept across a reload, sign-in kept for the tab,
 // and a wall readable across a room and usable on a phone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { startConsoleEnv, startTraffic, type ConsoleEnv, type Traffic } from './console-harness.js';
 import { column } from './pages-api.js';
 
 let env: ConsoleEnv;
 let traffic: Traffic;
+let slow: pg.Client;
+let slowRunning = true;
+let slowLoop: Promise<void> = Promise.resolve();
 
 beforeAll(async () => {
   env = await startConsoleEnv();
   traffic = await startTraffic(env.tp.port);
+  // Queries of about 20 ms, so the latency chart's axis counts in milliseconds ("20 ms", the label uPlot's default cut).
+  slow = new pg.Client({ host: '127.0.0.1', port: env.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: 'slow' });
+  slow.on('error', () => undefined);
+  await slow.connect();
+  slowLoop = (async () => {
+    while (slowRunning) await slow.query('select pg_sleep(0.02)');
+  })();
 });
 afterAll(async () => {
+  slowRunning = false;
+  await slowLoop.catch(() => undefined);
+  await slow?.end().catch(() => undefined);
   await traffic?.end();
   await env?.close();
 });
@@ -29,6 +43,34 @@ describe('units', () => {
     const proc = page.getByTestId('process-cards');
     await expect.poll(() => proc.textContent(), { timeout: 20_000 }).toMatch(/up \d+(\.\d+)? (s|min)/);
     expect(await proc.textContent()).toMatch(/event loop p99 \d[\d.]* (µs|ms|s)/);
+    await page.context().close();
+  });
+});
+
+/** The value axis of a chart as drawn: its font, width, the tick and gap inside it, its labels. */
+interface YAxis { font: string; width: number; inner: number; labels: string[] }
+
+/** Labels of the chart's value axis that do not fit the axis (measured in the page with the axis font). */
+async function clipped(page: import('playwright-core').Page, testId: string): Promise<{ axis: YAxis; cut: string[] }> {
+  return page.getByTestId(testId).evaluate((fig) => {
+    const axis = JSON.parse(fig.getAttribute('data-y-axis') ?? 'null') as YAxis;
+    const ctx = document.createElement('canvas').getContext('2d')!;
+    ctx.font = axis.font;
+    return { axis, cut: axis.labels.filter((l) => ctx.measureText(l).width + axis.inner > axis.width) };
+  });
+}
+
+describe('chart axes', () => {
+  it('latency axis labels are whole durations with a unit and fit the axis', async () => {
+    const page = await env.open('anonymous', '/overview');
+    const chart = page.getByTestId('chart-latency');
+    await expect.poll(() => chart.getAttribute('data-y-axis'), { timeout: 30_000 }).not.toBeNull();
+    await expect.poll(async () => (await clipped(page, 'chart-latency')).axis.labels.length, { timeout: 30_000 }).toBeGreaterThan(1);
+    const { axis, cut } = await clipped(page, 'chart-latency');
+    for (const l of axis.labels) expect(l).toMatch(/^\d+(\.\d+)? (µs|ms|s)$/);
+    expect(axis.labels.at(-1)).toMatch(/ ms$/);
+    expect(new Set(axis.labels.map((l) => l.split(' ')[1])).size).toBe(1);
+    expect(cut).toEqual([]);
     await page.context().close();
   });
 });

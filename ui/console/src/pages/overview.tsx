@@ -3,7 +3,7 @@ import { Card } from '../components/card';
 import { Chart } from '../components/chart';
 import { Gate } from '../components/states';
 import { errorsPerSec, latest, series, useHistory } from '../history';
-import { count, micros, millis, rate, seconds } from '../format';
+import { count, micros, microsTicks, millis, rate, seconds } from '../format';
 import { usePolling } from '../use-polling';
 
 interface ProcessInfo {
@@ -47,7 +47,7 @@ export function OverviewPage() {
                 { label: 'tps', values: o((ov) => ov.tps), color: '--series-1' },
                 { label: 'qps', values: o((ov) => ov.qps), color: '--series-2' },
               ]} />
-              <Chart testId="chart-latency" title="Query latency" help="latency" x={x} format={micros} emptyText={hasLatency ? undefined : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'} series={[
+              <Chart testId="chart-latency" title="Query latency" help="latency" x={x} format={micros} ticks={microsTicks} emptyText={hasLatency ? undefined : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'} series={[
                 { label: 'p50', values: o((ov) => ov.query_p50_us), color: '--series-1' },
                 { label: 'p95', values: o((ov) => ov.query_p95_us), color: '--series-3' },
                 { label: 'p99', values: o((ov) => ov.query_p99_us), color: '--series-4' },

@@ -6,7 +6,7 @@ import { Chart } from '../components/chart';
 import { DataTable, type Column } from '../components/data-table';
 import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
-import { count, micros, millis, rate, seconds } from '../format';
+import { count, micros, microsTicks, millis, rate, seconds } from '../format';
 import { latest, poolP95, poolRow, refreshHistory, series, useHistory } from '../history';
 import { linkProps } from '../router';
 import { useRole } from '../role';
@@ -114,7 +114,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
                 { label: 'active', values: fromPool('sv_active'), color: '--series-1' },
                 { label: 'idle', values: fromPool('sv_idle'), color: '--series-2' },
               ]} />
-              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={micros} series={[
+              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={micros} ticks={microsTicks} series={[
                 { label: 'mean', values: fromStats('avg_query_time'), color: '--series-2' },
                 ...(history.samples.some((v) => poolP95(v, key) !== null) ? [{ label: 'p95', values: series(history.samples, (v) => poolP95(v, key)), color: '--series-4' }] : []),
               ]} />
