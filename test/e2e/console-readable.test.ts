@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startConsoleEnv, startTraffic, type ConsoleEnv, type Traffic } from './console-harness.js';
 import { column } from './pages-api.js';
+import { basicHeader } from '../helpers/web.js';
 
 let env: ConsoleEnv;
 let traffic: Traffic;
@@ -71,6 +72,26 @@ describe('chart axes', () => {
     expect(axis.labels.at(-1)).toMatch(/ ms$/);
     expect(new Set(axis.labels.map((l) => l.split(' ')[1])).size).toBe(1);
     expect(cut).toEqual([]);
+    await page.context().close();
+  });
+});
+
+describe('history across reloads', () => {
+  it('a reload draws the charts at once from /api/overview/history, even with its polls failing', async () => {
+    const page = await env.open('admin', '/overview');
+    // The pooler has kept a few samples since it started (one every 2 s).
+    await expect.poll(async () => {
+      const r = await fetch(`${env.base}/api/overview/history`, { headers: { authorization: basicHeader() } });
+      return ((await r.json()) as { samples: unknown[] }).samples.length;
+    }, { timeout: 30_000 }).toBeGreaterThan(3);
+    // From here the page's own polls fail: only the pooler's history can fill the charts.
+    await page.route(/\/api\/(overview|pools|pools_extended|stats)$/, (route) => route.abort());
+    await page.reload();
+    await page.getByTestId('role-label').waitFor();
+    const rates = page.getByTestId('chart-rates');
+    await expect.poll(async () => rates.locator('.chart-plot').count(), { timeout: 20_000 }).toBe(1);
+    expect(await rates.getAttribute('data-summary')).toMatch(/tps now \d/);
+    expect(await page.getByTestId('chart-latency').locator('.chart-plot').count()).toBe(1);
     await page.context().close();
   });
 });

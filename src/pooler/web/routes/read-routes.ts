@@ -5,6 +5,7 @@ import { sendError } from '../errors.js';
 import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { ClientRates } from '../client-rates.js';
 import { withActivity } from '../activity.js';
+import { OverviewHistory } from '../overview-history.js';
 import { maskConfigRows, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 import { statementTable } from '../../admin/show-prepared.js';
@@ -99,6 +100,11 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     return withActivity(toRows(ctx.control.show('SERVERS', snap)), snap.servers);
   });
   app.get('/api/overview', pub, async () => ctx.control.overview());
+  // The overview's last 15 minutes, sampled in the pooler every 2 s whether or not a console polls (overview-history.ts).
+  const history = new OverviewHistory(() => ctx.control.overview());
+  history.start();
+  app.addHook('onClose', async () => history.stop());
+  app.get('/api/overview/history', pub, async () => ({ interval_ms: history.intervalMs, samples: history.list() }));
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
   app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
   // SQL text is personal data: the public list leaves out `query`; /api/prepared/text/{hash} serves it to Sso.
