@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startConsoleEnv, startTraffic, type ConsoleEnv, type Traffic } from './console-harness.js';
 import { column } from './pages-api.js';
-import { basicHeader } from '../helpers/web.js';
+import { basicHeader, WEB_ADMIN } from '../helpers/web.js';
 
 let env: ConsoleEnv;
 let traffic: Traffic;
@@ -92,6 +92,32 @@ describe('history across reloads', () => {
     await expect.poll(async () => rates.locator('.chart-plot').count(), { timeout: 20_000 }).toBe(1);
     expect(await rates.getAttribute('data-summary')).toMatch(/tps now \d/);
     expect(await page.getByTestId('chart-latency').locator('.chart-plot').count()).toBe(1);
+    await page.context().close();
+  });
+});
+
+describe('sign-in across reloads', () => {
+  it('without Remember me, Basic survives a reload of the tab (sessionStorage), not a new tab; sign-out clears both stores', async () => {
+    const page = await env.open('anonymous', '/overview');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('dialog').getByLabel('User').fill(WEB_ADMIN.user);
+    await page.getByLabel('Password').fill(WEB_ADMIN.password);
+    await page.getByRole('dialog').getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
+    const stored = () => page.evaluate(() => [sessionStorage.getItem('pooler.admin-auth') !== null, localStorage.getItem('pooler.admin-auth') !== null]);
+    expect(await stored()).toEqual([true, false]);
+    await page.reload();
+    await page.getByTestId('role-label').filter({ hasText: 'admin' }).waitFor({ timeout: 10_000 });
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    // Another tab of the same browser has its own sessionStorage: not signed in there.
+    const other = await page.context().newPage();
+    await other.goto(`${env.base}/overview`);
+    await other.getByTestId('role-label').filter({ hasText: 'anonymous' }).waitFor({ timeout: 10_000 });
+    await other.close();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(await stored()).toEqual([false, false]);
+    await page.reload();
+    await page.getByTestId('role-label').filter({ hasText: 'anonymous' }).waitFor({ timeout: 10_000 });
     await page.context().close();
   });
 });
