@@ -3,7 +3,7 @@
 // and a wall readable across a room and usable on a phone.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startConsoleEnv, startTraffic, type ConsoleEnv, type Traffic } from './console-harness.js';
+import { PHONE, startConsoleEnv, startTraffic, WALL, type ConsoleEnv, type Traffic } from './console-harness.js';
 import { column } from './pages-api.js';
 import { basicHeader, WEB_ADMIN } from '../helpers/web.js';
 
@@ -118,6 +118,50 @@ describe('sign-in across reloads', () => {
     expect(await stored()).toEqual([false, false]);
     await page.reload();
     await page.getByTestId('role-label').filter({ hasText: 'anonymous' }).waitFor({ timeout: 10_000 });
+    await page.context().close();
+  });
+});
+
+describe('the wall', () => {
+  it('at 1920x1080: figures on one line, chart labels of 18 px or more that fit their axis, state colours', async () => {
+    const page = await env.open('anonymous', '/wall', WALL);
+    // Wait for a p95 in milliseconds (the slow client's 20 ms queries): the widest figure, the one that wrapped.
+    await expect.poll(() => page.getByTestId('wall-p95').locator('.big-value').textContent(), { timeout: 30_000 }).toMatch(/ ms$/);
+    const values = await page.locator('.big-value').evaluateAll((els) => els.map((e) => {
+      const style = getComputedStyle(e);
+      return { text: e.textContent, height: e.getBoundingClientRect().height, line: parseFloat(style.lineHeight), font: parseFloat(style.fontSize), fits: e.scrollWidth <= e.clientWidth };
+    }));
+    expect(values).toHaveLength(4);
+    for (const v of values) {
+      expect(v.height, `${v.text} wraps`).toBeLessThan(v.line * 1.5);
+      expect(v.fits, `${v.text} is cut`).toBe(true);
+      expect(v.font, `${v.text} is small`).toBeGreaterThanOrEqual(80);
+    }
+    for (const id of ['wall-chart-tps', 'wall-chart-waiting', 'wall-chart-errors']) {
+      await expect.poll(() => page.getByTestId(id).getAttribute('data-y-axis'), { timeout: 30_000 }).not.toBeNull();
+      const { axis, cut } = await clipped(page, id);
+      expect(parseFloat(/(\d+(\.\d+)?)px/.exec(axis.font)![1]!)).toBeGreaterThanOrEqual(18);
+      expect(cut).toEqual([]);
+      const legend = await page.getByTestId(id).locator('.u-legend .u-label').evaluateAll((els) => els.map((e) => parseFloat(getComputedStyle(e).fontSize)));
+      expect(legend.length).toBeGreaterThan(0);
+      for (const px of legend) expect(px).toBeGreaterThanOrEqual(18);
+    }
+    // State colours follow the figures: waiting clients and errors are ok (green) at 0, bad (red) above.
+    for (const id of ['wall-waiting', 'wall-errors']) {
+      const { value, cls } = await page.getByTestId(id).evaluate((e) => ({ value: Number(e.querySelector('.big-value')!.textContent), cls: e.className }));
+      expect(cls, `${id} ${value}`).toContain(value > 0 ? 'bad' : 'ok');
+    }
+    await page.context().close();
+  });
+
+  it('on a 390x844 phone: nothing wider than the screen', async () => {
+    const page = await env.open('anonymous', '/wall', PHONE);
+    await page.getByTestId('wall-pools').waitFor({ timeout: 20_000 });
+    await expect.poll(() => page.getByTestId('wall-chart-tps').locator('.chart-plot').count(), { timeout: 30_000 }).toBe(1);
+    const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+    expect(scroll).toBeLessThanOrEqual(inner);
+    const values = await page.locator('.big-value').evaluateAll((els) => els.map((e) => e.scrollWidth <= e.clientWidth));
+    expect(values).toEqual([true, true, true, true]);
     await page.context().close();
   });
 });

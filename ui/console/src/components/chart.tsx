@@ -91,8 +91,8 @@ export function Chart(props: ChartProps) {
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth),
       height: props.height ?? 160,
-      // Time labels (hh:mm:ss) need room at big font sizes.
-      padding: [fontPx / 2, fontPx, 0, 0],
+      // The last time label (hh:mm:ss) is centred on its tick at the right edge: half of it needs room there.
+      padding: [fontPx / 2, Math.ceil(textWidth('00:00:00', `${fontPx}px ${FONT_FAMILY}`) / 2) + 2, 0, 0],
       legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
