@@ -165,3 +165,22 @@ describe('the wall', () => {
     await page.context().close();
   });
 });
+
+describe('logs page', () => {
+  it("hides the console's own polling lines by default; the Console polling toggle shows them and goes into the URL", async () => {
+    const page = await env.open('admin', '/logs');
+    await page.getByText('Starting the log tap…').waitFor({ state: 'detached', timeout: 20_000 });
+    // The pages poll /api/* every 2 s; a reconnect writes an info access line that stays visible.
+    expect((await fetch(`${env.base}/api/admin/reconnect`, { method: 'POST', headers: { authorization: basicHeader(), 'content-type': 'application/json' }, body: JSON.stringify({ database: 'app', user: 'scramuser' }) })).status).toBe(200);
+    const lines = () => page.getByTestId('log-line').allTextContents();
+    await expect.poll(async () => (await lines()).some((l) => l.includes('path=/api/admin/reconnect')), { timeout: 20_000 }).toBe(true);
+    const polling = (l: string) => / debug pooler::web::access /.test(l) && / method=GET /.test(l) && / path=\/api\//.test(l);
+    expect((await lines()).filter(polling)).toEqual([]);
+    await page.getByLabel('Console polling').check();
+    await expect.poll(() => new URL(page.url()).searchParams.get('polls'), { timeout: 10_000 }).toBe('show');
+    await expect.poll(async () => (await lines()).some(polling), { timeout: 20_000 }).toBe(true);
+    await page.reload();
+    expect(await page.getByLabel('Console polling').isChecked()).toBe(true);
+    await page.context().close();
+  });
+});
