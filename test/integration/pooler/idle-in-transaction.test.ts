@@ -42,6 +42,7 @@ describe('idle in transaction', () => {
     const c = await connect('md5user', 'iit-open');
     await c.query('begin');
     const pid = await backendPid(c);
+    await expect.poll(async () => (await byApp('iit-open'))['activity'], { timeout: 20_000 }).toBe('idle in transaction');
     const first = await byApp('iit-open');
     expect(first).toMatchObject({ state: 'active', activity: 'idle in transaction', query_age_ms: 0 });
     // The age counts from BEGIN and keeps growing while the client sits there.
@@ -54,20 +55,27 @@ describe('idle in transaction', () => {
     expect(show.columns).not.toContain('activity');
 
     await c.query('commit');
-    expect(await byApp('iit-open')).toMatchObject({ state: 'idle', activity: 'idle', xact_age_ms: 0 });
-    expect((await rows('/api/servers')).find((r) => r['server_process_id'] === pid)).toMatchObject({ activity: 'idle', xact_age_ms: 0 });
+    // The relay reports the server's release after the client read its ReadyForQuery: wait for it.
+    await expect.poll(async () => (await byApp('iit-open'))['activity'], { timeout: 20_000 }).toBe('idle');
+    expect(await byApp('iit-open')).toMatchObject({ state: 'idle', xact_age_ms: 0 });
+    await expect.poll(async () => (await rows('/api/servers')).find((r) => r['server_process_id'] === pid)?.['activity'], { timeout: 20_000 }).toBe('idle');
+    expect((await rows('/api/servers')).find((r) => r['server_process_id'] === pid)).toMatchObject({ xact_age_ms: 0 });
     await c.end();
   });
 
   it('a failed transaction (ReadyForQuery E) is idle in transaction too; ROLLBACK ends it', async () => {
     const c = await connect('md5user', 'iit-failed');
-    await c.query('begin');
-    await expect(c.query('select 1/0')).rejects.toThrow(/division by zero/);
-    expect(await byApp('iit-failed')).toMatchObject({ activity: 'idle in transaction' });
-    expect(Number((await byApp('iit-failed'))['xact_age_ms'])).toBeGreaterThanOrEqual(0);
-    await c.query('rollback');
-    expect(await byApp('iit-failed')).toMatchObject({ activity: 'idle' });
-    await c.end();
+    try {
+      await c.query('begin');
+      await expect(c.query('select 1/0')).rejects.toThrow(/division by zero/);
+      // node-postgres rejects at the ErrorResponse; the ReadyForQuery 'E' behind it may still be on its way.
+      await expect.poll(async () => (await byApp('iit-failed'))['activity'], { timeout: 20_000 }).toBe('idle in transaction');
+      expect(Number((await byApp('iit-failed'))['xact_age_ms'])).toBeGreaterThan(0);
+      await c.query('rollback');
+      await expect.poll(async () => (await byApp('iit-failed'))['activity'], { timeout: 20_000 }).toBe('idle');
+    } finally {
+      await c.end();
+    }
   });
 
   it('a query running inside a transaction is active, not idle in transaction', async () => {
