@@ -43,4 +43,21 @@ describe('pool page: idle in transaction', () => {
     expect(await page.getByTestId('pool-clients').locator('tbody tr').count()).toBe(20);
     await open.query('rollback');
   });
+
+  it('the clients page filters idle-in-transaction clients from its State select, kept in the URL', async () => {
+    const open = await connect('filtered-in-tx');
+    await open.query('begin');
+    await open.query('select 1');
+    const page = await env.open('admin', '/clients');
+    await page.getByTestId('clients-table').waitFor();
+    await page.getByRole('search', { name: 'Filter clients' }).getByLabel('State').selectOption('idle in transaction');
+    await expect.poll(() => new URL(page.url()).searchParams.get('activity'), { timeout: 10_000 }).toBe('idle in transaction');
+    const apps = () => page.getByTestId('clients-table').locator('tbody tr').evaluateAll((trs) => trs.map((tr) => tr.textContent ?? ''));
+    await expect.poll(async () => (await apps()).length, { timeout: 20_000 }).toBe(1);
+    expect((await apps())[0]).toContain('filtered-in-tx');
+    await page.reload();
+    expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('State').inputValue()).toBe('idle in transaction');
+    await open.query('rollback');
+    await page.context().close();
+  });
 });

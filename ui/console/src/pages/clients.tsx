@@ -1,4 +1,4 @@
-// Clients: URL filters (pool, database, user, state, application_name, addr), server-side sort and paging, per-client rates, wait reasons.
+// Clients: URL filters (pool, database, user, state or activity, application_name, addr), server-side sort and paging, per-client rates, wait reasons.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { Row } from '../api';
 import { DataTable, withExtraColumns, type Column, type Sort } from '../components/data-table';
@@ -9,11 +9,12 @@ import { setQuery } from '../router';
 import { usePolling } from '../use-polling';
 import { activityOf, StateTag } from '../components/state-tag';
 
-export const CLIENT_FILTERS = ['pool', 'database', 'user', 'state', 'application_name', 'addr'] as const;
+export const CLIENT_FILTERS = ['pool', 'database', 'user', 'state', 'activity', 'application_name', 'addr'] as const;
 type Filter = (typeof CLIENT_FILTERS)[number];
 const PAGE_SIZES = [50, 100, 200];
 const OPTIONAL_COLUMNS = new Set(['query_age_ms', 'xact_age_ms', 'bytes_received', 'bytes_sent']);
 const TEXT_DELAY_MS = 300;
+const IDLE_IN_TRANSACTION = 'idle in transaction';
 
 interface ClientsQuery {
   filters: Record<Filter, string>;
@@ -146,6 +147,8 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
     return () => window.clearTimeout(t);
   }, [draft]);
   const set = (f: Filter, v: string) => setDraft((d) => ({ ...d, [f]: v }));
+  // 'idle in transaction' is an activity (SHOW CLIENTS counts those clients as active): one select sets either filter.
+  const setState = (v: string) => setDraft((d) => ({ ...d, state: v === IDLE_IN_TRANSACTION ? '' : v, activity: v === IDLE_IN_TRANSACTION ? v : '' }));
   const text = (f: Filter, label: string, placeholder: string) => (
     <label>
       {label}
@@ -165,9 +168,9 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
       {text('user', 'User', 'any')}
       <label>
         State
-        <select name="state" value={draft.state} onChange={(e) => set('state', e.target.value)}>
+        <select name="state" value={draft.activity || draft.state} onChange={(e) => setState(e.target.value)}>
           <option value="">any</option>
-          {['active', 'idle', 'waiting'].map((s) => <option key={s} value={s}>{s}</option>)}
+          {['active', 'idle', 'waiting', IDLE_IN_TRANSACTION].map((s) => <option key={s} value={s}>{s}</option>)}
         </select>
       </label>
       {text('application_name', 'Application', 'exact name')}
