@@ -302,9 +302,9 @@ Napi::Value RelayReclaim(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(n));
 }
 
-/** relayInfo(id, out: Float64Array(12)) -> false when gone. out: transactions, queries, errors, bytes sent,
+/** relayInfo(id, out: Float64Array(13)) -> false when gone. out: transactions, queries, errors, bytes sent,
  *  bytes received, tx status, syncs, unsynced, pending out, linked peer id, transaction time (us), age of the
- *  query in flight (us, 0 when none). */
+ *  query in flight (us, 0 when none), age of the transaction under way (us, 0 when none). */
 Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Relay* r = Get(info);
@@ -312,7 +312,7 @@ Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
   Endpoint* ep = r->Find(info[0].As<Napi::Number>().Int32Value());
   double* out = nullptr;
   size_t n = 0;
-  if (!ep || !Typed(info[1], napi_float64_array, &out, &n) || n < 12) return Napi::Boolean::New(env, false);
+  if (!ep || !Typed(info[1], napi_float64_array, &out, &n) || n < 13) return Napi::Boolean::New(env, false);
   out[0] = ep->xacts;
   out[1] = ep->server ? ep->queries : ep->queryCount;
   out[2] = ep->errors;
@@ -324,7 +324,9 @@ Napi::Value RelayInfo(const Napi::CallbackInfo& info) {
   out[8] = static_cast<double>(ep->pendingOut());
   out[9] = ep->peer ? ep->peer->id : 0;
   out[10] = ep->xactTimeUs;
-  out[11] = !ep->server && ep->syncs > 0 ? NowUs() - ep->syncStart : 0;
+  const double now = NowUs();
+  out[11] = !ep->server && ep->syncs > 0 ? now - ep->syncStart : 0;
+  out[12] = !ep->server && ep->xactOpen ? now - ep->xactStart : 0;
   return Napi::Boolean::New(env, true);
 }
 

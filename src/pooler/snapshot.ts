@@ -8,6 +8,7 @@ import type { SnapshotSource } from './hosts.js';
 import type { ClientSession, ClientState } from './client-session.js';
 import { sqlStateCounts, totalsOf, type Averages, type TotalsRecord } from './stats.js';
 import { isSql } from './prepared/sql-commands.js';
+import { TxStatus } from '../protocol/codes.js';
 import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
 
 /** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
@@ -71,6 +72,10 @@ export interface ClientSnapshot {
   readonly xactTimeUs: number;
   /** Age of the query in flight (ms), 0 when none. */
   readonly queryAgeMs: number;
+  /** Inside a transaction with nothing in flight: its server's last ReadyForQuery said 'T' or 'E'. */
+  readonly idleInTransaction: boolean;
+  /** Age of the transaction under way (ms), 0 when none. */
+  readonly xactAgeMs: number;
   readonly ageSeconds: number;
   readonly admin: boolean;
 }
@@ -88,6 +93,10 @@ export interface ServerSnapshot {
   readonly idleSeconds: number;
   /** Age of the query in flight of the client it serves (ms), 0 when none. */
   readonly queryAgeMs: number;
+  /** Its last ReadyForQuery said 'T' or 'E' and its client has nothing in flight. */
+  readonly idleInTransaction: boolean;
+  /** Age of the transaction under way of the client it serves (ms), 0 when none. */
+  readonly xactAgeMs: number;
   readonly transactions: number;
   readonly queries: number;
   readonly bytesSent: number;
@@ -188,21 +197,25 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
-  const queryAge = new Map<unknown, number>();
+  const linked = new Map<unknown, { queryAgeMs: number; idleInTransaction: boolean; xactAgeMs: number }>();
   const perPool = new Map<unknown, { idle: number; active: number; waiting: number; cancelReq: number; pinned: number }>();
   const perApp = new Map<string, { clients: number; active: number; waiting: number }>();
   for (const c of p.clients) {
     const counts = c.relayCounts();
     const waitUs = c.state === 'waiting' ? Math.max(0, now - c.waitingSince) * 1000 : 0;
     const waitReason = c.waitReason();
+    const txStatus = c.server ? c.server.end.counts()?.txStatus ?? TxStatus.Idle : TxStatus.Idle;
+    const idleInTransaction = counts !== null && txStatus !== TxStatus.Idle && counts.syncs === 0 && !counts.unsynced;
+    const xactAgeMs = Math.round((counts?.xactAgeUs ?? 0) / 1000);
     clients.push({
       id: c.id, database: c.database, user: c.user, applicationName: c.applicationName, addr: c.addr, tls: c.tls, state: c.state,
       waitReason, waitUs,
       transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, errors: counts?.errors ?? 0,
       bytesReceived: counts?.bytesReceived ?? 0, bytesSent: counts?.bytesSent ?? 0, xactTimeUs: Math.round(counts?.xactTimeUs ?? 0),
-      queryAgeMs: Math.round((counts?.queryAgeUs ?? 0) / 1000), ageSeconds: Math.round((now - c.connectedAt) / 1000), admin: c.isAdmin,
+      queryAgeMs: Math.round((counts?.queryAgeUs ?? 0) / 1000), idleInTransaction, xactAgeMs,
+      ageSeconds: Math.round((now - c.connectedAt) / 1000), admin: c.isAdmin,
     });
-    if (c.server) queryAge.set(c, clients[clients.length - 1]!.queryAgeMs);
+    if (c.server) linked.set(c, { queryAgeMs: clients[clients.length - 1]!.queryAgeMs, idleInTransaction, xactAgeMs });
     if (c.isAdmin || !c.pool) continue;
     let cl = perPool.get(c.pool);
     if (!cl) perPool.set(c.pool, cl = { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0 });
@@ -236,9 +249,11 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
       const cache = s.statements;
       // One call into the relay per server (the native relay answers from C++).
       const counts = s.end.counts();
+      const owner = s.owner ? linked.get(s.owner) : undefined;
       servers.push({
         id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, tls: s.tls, state: s.state,
-        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0, queryAgeMs: (s.owner && queryAge.get(s.owner)) ?? 0,
+        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0, queryAgeMs: owner?.queryAgeMs ?? 0,
+        idleInTransaction: owner !== undefined && owner.idleInTransaction, xactAgeMs: owner?.xactAgeMs ?? 0,
         transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, bytesSent: counts?.bytesSent ?? 0, bytesReceived: counts?.bytesReceived ?? 0,
         ageSeconds: Math.round((now - s.createdAt) / 1000), prepareHits: cache?.hits ?? 0, prepareMisses: cache?.misses ?? 0, prepareSize: cache?.size ?? 0,
         reserve: s.reserve,

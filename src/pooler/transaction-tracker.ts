@@ -76,6 +76,11 @@ export class TransactionTracker {
     return this.syncStart;
   }
 
+  /** When the transaction under way began (performance.now()), or -1 when none is. */
+  get xactStartedAt(): number {
+    return this.xactOpen ? this.xactStart : -1;
+  }
+
   /** A server was linked at `now`: sync points in flight, and the transaction they began, are timed from here. */
   restartClock(now: number): void {
     if (this.syncs > 0) this.syncStart = now;

@@ -111,11 +111,13 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
  * CSS that blanks what changes between runs but keeps the layout around it: data-live text (a card's detail line
  * on one line, so that its length cannot change the layout: a pool's Queries/s card adds "· p95 ..." once a poll
  * has a p95, which wrapped on a phone and moved everything below), chart plots, and a card's tone (the Errors card turns red while
- * the last poll's error rate is above 0, which on a loaded machine it still was after the traffic stopped).
+ * the last poll's error rate is above 0, which on a loaded machine it still was after the traffic stopped), as the wall's
+ * figures' state colours.
  */
 export const LIVE_CSS = '[data-live], [data-live] * { color: transparent !important; } .card { min-width: 0; } ' +
   '.card .detail[data-live] { white-space: nowrap !important; overflow: hidden !important; } .chart-plot { visibility: hidden !important; } ' +
-  '.card.bad, .card.warn { border-left-color: transparent !important; }';
+  '.card.bad, .card.warn { border-left-color: transparent !important; } ' +
+  '.big-number.ok, .big-number.warn, .big-number.bad { border-left-color: transparent !important; background: var(--panel) !important; }';
 
 /** Hides the live parts of the page for a screenshot (see LIVE_CSS); returns the masks to pass as well (none). */
 export async function hideLive(page: Page): Promise<Locator[]> {

@@ -17,11 +17,14 @@ export async function apiPost(base: string, path: string, body?: unknown): Promi
   return r.status;
 }
 
-/** The largest value a chart's summary reports for one series ("tps now 3.5, max 12; qps ..."), null without data. */
+const MICROS_PER: Record<string, number> = { 'µs': 1, ms: 1e3, s: 1e6 };
+
+/** The largest value a chart's summary reports for one series ("tps now 3.5, max 12; qps ..."), null without data;
+ * a duration ("p95 now 8.70 ms, max 19.6 ms") in microseconds, whatever unit the summary wrote it in. */
 export async function chartMax(page: Page, testId: string, label: string): Promise<number | null> {
   const summary = (await page.getByTestId(testId).getAttribute('data-summary')) ?? '';
-  const m = new RegExp(`(?:^|; )${label.replace(/[/]/g, '\\/')} now [^,]+, max ([0-9.]+)`).exec(summary);
-  return m ? Number(m[1]) : null;
+  const m = new RegExp(`(?:^|; )${label.replace(/[/]/g, '\\/')} now [^,]+, max ([0-9.]+)(?: (µs|ms|s)\\b)?`).exec(summary);
+  return m ? Number(m[1]) * (m[2] ? MICROS_PER[m[2]]! : 1) : null;
 }
 
 export const rowsOf = (page: Page, testId: string) => page.getByTestId(testId).locator('tbody tr');

@@ -63,10 +63,12 @@ export class ClientCounts {
 
   relayCounts(): RelayCounts {
     const tx = this.tx;
+    const now = performance.now();
+    const xactStart = tx.xactStartedAt;
     return {
       transactions: this.transactions, queries: tx.queryCount, errors: this.errors, bytesSent: this.bytesOut, bytesReceived: this.bytesIn,
       txStatus: TxStatus.Idle, syncs: tx.syncs, unsynced: tx.unsynced, xactTimeUs: this.xactTimeUs,
-      queryAgeUs: tx.syncs > 0 ? (performance.now() - tx.syncStartedAt) * 1000 : 0,
+      queryAgeUs: tx.syncs > 0 ? (now - tx.syncStartedAt) * 1000 : 0, xactAgeUs: xactStart < 0 ? 0 : (now - xactStart) * 1000,
     };
   }
 }

@@ -211,7 +211,7 @@ export class JsServerEnd implements ServerEnd {
   counts(): RelayCounts {
     return {
       transactions: this.transactions, queries: this.queries, errors: 0, bytesSent: this.sent, bytesReceived: this.received,
-      txStatus: this.txStatus, syncs: 0, unsynced: false, xactTimeUs: 0, queryAgeUs: 0,
+      txStatus: this.txStatus, syncs: 0, unsynced: false, xactTimeUs: 0, queryAgeUs: 0, xactAgeUs: 0,
     };
   }
 }

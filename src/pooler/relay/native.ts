@@ -60,7 +60,7 @@ export class NativeRelay implements Relay, NativeEndsRelay {
    * JavaScript in one round). What does not fit in one round waits in order in the relay (native/relay-events.cc); a
    * small value makes tests go through that path. */
   private readonly events: Int32Array;
-  private readonly infoOut = new Float64Array(12);
+  private readonly infoOut = new Float64Array(13);
   private readonly reclaimOut = new Int32Array(4096);
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered = 0;
@@ -306,7 +306,7 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     if (!this.a.relayInfo(id, o)) return null;
     return {
       transactions: o[0]!, queries: o[1]!, errors: o[2]!, bytesSent: o[3]!, bytesReceived: o[4]!,
-      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1, xactTimeUs: o[10]!, queryAgeUs: o[11]!,
+      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1, xactTimeUs: o[10]!, queryAgeUs: o[11]!, xactAgeUs: o[12]!,
     };
   }
 

@@ -36,6 +36,9 @@ export interface RelayCounts {
   xactTimeUs: number;
   /** Client: microseconds since the query in flight was sent (0 when none is). */
   queryAgeUs: number;
+  /** Client: microseconds since the transaction under way began (its first sync point, or the link to a server
+   * after it), 0 when none is. */
+  xactAgeUs: number;
   /** Server: the status byte of its last ReadyForQuery. */
   txStatus: number;
   /** Client: sync points (Query, Sync, FunctionCall) whose ReadyForQuery has not come back. */

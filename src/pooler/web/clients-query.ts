@@ -1,13 +1,14 @@
 // /api/clients query parameters: filter, sort and page SHOW CLIENTS rows on the server (a pure function over rows).
 import type { Row } from './show-rows.js';
+import { activityRank } from './activity.js';
 
 /** Largest page /api/clients serves in one answer. */
 export const CLIENTS_MAX_LIMIT = 100_000;
 
 /** Parameters that select rows by one column (exact match), and the column each reads. */
-const EXACT: Record<string, string> = { database: 'database', user: 'user', state: 'state', application_name: 'application_name' };
+const EXACT: Record<string, string> = { database: 'database', user: 'user', state: 'state', activity: 'activity', application_name: 'application_name' };
 
-export const CLIENTS_QUERY_PARAMS = ['pool', 'database', 'user', 'state', 'application_name', 'addr', 'sort', 'order', 'offset', 'limit'] as const;
+export const CLIENTS_QUERY_PARAMS = ['pool', 'database', 'user', 'state', 'activity', 'application_name', 'addr', 'sort', 'order', 'offset', 'limit'] as const;
 
 export interface ClientsPage {
   /** The requested page of the filtered, sorted rows. */
@@ -44,7 +45,8 @@ function compare(a: Row[string] | undefined, b: Row[string] | undefined): number
 /**
  * Filters, sorts and pages client rows. `pool` is `<database>/<user>`; `database`, `user`, `state` and
  * `application_name` match exactly; `addr` matches a prefix of `host:port` (a host alone selects all its ports);
- * `sort` is any column (default `client_id`), `order` asc|desc (nulls last either way), ties broken by client_id ascending.
+ * `activity` matches exactly too; `sort` is any column (default `client_id`; `activity` sorts active, waiting,
+ * idle in transaction, idle), `order` asc|desc (nulls last either way), ties broken by client_id ascending.
  * Unknown parameters are ignored (the console's `token` carrier travels in queries too); bad values throw
  * ClientsQueryError. Without `limit` every row from `offset` on is returned, as SHOW CLIENTS lists them.
  */
@@ -83,9 +85,11 @@ export function queryClients(all: readonly Row[], query: Readonly<Record<string,
 
   const rows = tests.length === 0 ? [...all] : all.filter((r) => tests.every((t) => t(r)));
   const sign = order === 'desc' ? -1 : 1;
+  // `activity` sorts in ACTIVITY_ORDER (active, waiting, idle in transaction, idle), not by its letters.
+  const key = sort === 'activity' ? (r: Row) => activityRank(r['activity']) : (r: Row) => r[sort];
   rows.sort((a, b) => {
-    const va = a[sort];
-    const vb = b[sort];
+    const va = key(a);
+    const vb = key(b);
     const nulls = Number(va === null || va === undefined) - Number(vb === null || vb === undefined);
     return nulls || sign * compare(va, vb) || compare(a['client_id'], b['client_id']);
   });

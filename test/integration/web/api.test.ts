@@ -102,8 +102,8 @@ describe('read endpoints mirror SHOW', () => {
       const show = h.tp.pooler.show(name);
       expect(rows.length, url).toBe(show.rows.length);
       expect(rows.length, url).toBeGreaterThan(0);
-      // /api/clients adds the pooler's per-client rates after the SHOW columns.
-      const extra = url === '/api/clients' ? ['qps', 'tps'] : [];
+      // /api/clients and /api/servers add activity and transaction age after the SHOW columns, /api/clients its rates.
+      const extra = url === '/api/clients' ? ['activity', 'xact_age_ms', 'qps', 'tps'] : url === '/api/servers' ? ['activity', 'xact_age_ms'] : [];
       for (const r of rows) expect(Object.keys(r), url).toEqual([...show.columns, ...extra]);
     }
   });

@@ -1,4 +1,5 @@
-// Credentials of the console: SSO token (localStorage pooler.sso-token), Basic (memory, or pooler.admin-auth when remembered).
+// Credentials of the console: SSO token (localStorage pooler.sso-token), Basic (pooler.admin-auth: sessionStorage for the
+// tab, localStorage when remembered).
 export const SSO_TOKEN_KEY = 'pooler.sso-token';
 export const ADMIN_AUTH_KEY = 'pooler.admin-auth';
 
@@ -21,7 +22,7 @@ export function ssoToken(): string | null {
 }
 
 export function basicCredential(): string | null {
-  return basicInMemory ?? localStorage.getItem(ADMIN_AUTH_KEY);
+  return basicInMemory ?? sessionStorage.getItem(ADMIN_AUTH_KEY) ?? localStorage.getItem(ADMIN_AUTH_KEY);
 }
 
 export function setSsoToken(token: string): void {
@@ -34,19 +35,22 @@ export function dropSsoToken(): void {
   notify();
 }
 
-/** Keeps `user:password` (base64) in memory, and in localStorage only when 'Remember me' was chosen. */
+/** Keeps `user:password` (base64) for the tab (sessionStorage: a reload keeps it, closing the tab forgets it), or in
+ * localStorage when 'Remember me' was chosen (every tab, until Sign out). */
 export function setBasic(user: string, password: string, remember: boolean): void {
   const encoded = btoa(unescape(encodeURIComponent(`${user}:${password}`)));
   basicInMemory = encoded;
-  if (remember) localStorage.setItem(ADMIN_AUTH_KEY, encoded);
-  else localStorage.removeItem(ADMIN_AUTH_KEY);
+  (remember ? localStorage : sessionStorage).setItem(ADMIN_AUTH_KEY, encoded);
+  (remember ? sessionStorage : localStorage).removeItem(ADMIN_AUTH_KEY);
   notify();
 }
 
 export function signOut(): void {
   basicInMemory = null;
-  localStorage.removeItem(ADMIN_AUTH_KEY);
-  localStorage.removeItem(SSO_TOKEN_KEY);
+  for (const store of [localStorage, sessionStorage]) {
+    store.removeItem(ADMIN_AUTH_KEY);
+    store.removeItem(SSO_TOKEN_KEY);
+  }
   notify();
 }
 

@@ -43,6 +43,7 @@ export const HELP: Record<string, HelpEntry> = {
   age_seconds: h('age', 'Seconds since the connection was opened.'),
   server_process_id: h('PostgreSQL pid', 'Process id of the PostgreSQL backend: join it with pg_stat_activity.pid.'),
   client_query_age: h('query age', 'How long the client\'s current query has been running (active clients only).'),
+  xact_age: h('transaction age', 'How long the transaction under way has been open (since its first statement). An idle-in-transaction client holds its server and its locks while running nothing.'),
   query_age: h('query age', 'How long the server has been serving its current client.'),
   prepare_cache: h('prepare cache', 'Statements the server already had prepared when a client asked (hits) and those the pooler had to prepare first (misses).'),
   hit_rate: h('hit rate', 'Share of statement uses the servers answered from their prepared-statement cache: hits / (hits + misses).'),

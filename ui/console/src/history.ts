@@ -77,9 +77,33 @@ async function poll(): Promise<void> {
   publish({ samples, error: failed ? (failed.reason as Error).message : null });
 }
 
+/** Set once the pooler's own history was read (or is being read): a page load asks once. */
+let seeded = false;
+
+/** The overview's last 15 minutes as the pooler kept them (/api/overview/history), put before the samples this page
+ * polled itself, so a reload keeps the charts. Those samples carry no pools or stats (gaps in the per-pool charts). */
+async function seed(): Promise<void> {
+  seeded = true;
+  let kept: { t: number; overview: Overview }[];
+  try {
+    kept = (await api<{ samples: { t: number; overview: Overview }[] }>('/api/overview/history')).samples;
+  } catch (err) {
+    // A pooler without the endpoint, or not signed in yet: the charts fill from the polls; ask again at the next hold.
+    seeded = !(err instanceof ApiError && err.status === 401);
+    return;
+  }
+  const t = Date.now() / 1000;
+  const firstOwn = state.samples[0]?.t ?? Infinity;
+  const older = kept
+    .filter((s) => s.t < firstOwn && s.t > t - HISTORY_SECONDS)
+    .map((s): Sample => ({ t: s.t, overview: s.overview, pools: null, stats: null, extended: null }));
+  if (older.length > 0) publish({ samples: [...older, ...state.samples], error: state.error });
+}
+
 /** Starts the shared poller while at least one caller holds it (the shell holds it while signed in). */
 export function holdHistory(): () => void {
   users++;
+  if (users === 1 && !seeded) void seed();
   if (users === 1) stopPolling = everyWhileVisible(() => void poll(), POLL_MS);
   return () => {
     users--;

@@ -4,6 +4,8 @@ import type { WebContext } from '../context.js';
 import { sendError } from '../errors.js';
 import { ClientsQueryError, queryClients } from '../clients-query.js';
 import { ClientRates } from '../client-rates.js';
+import { withActivity } from '../activity.js';
+import { OverviewHistory } from '../overview-history.js';
 import { maskConfigRows, toRows, type Row } from '../show-rows.js';
 import { NotConfiguredError, UnknownShowError } from '../../admin/show.js';
 import { statementTable } from '../../admin/show-prepared.js';
@@ -13,7 +15,6 @@ import type { ClientSnapshot, StatementSnapshot } from '../../snapshot.js';
 const SHOW_ENDPOINTS: Record<string, string> = {
   '/api/pools': 'POOLS',
   '/api/pools_extended': 'POOLS_EXTENDED',
-  '/api/servers': 'SERVERS',
   '/api/connections': 'CONNECTIONS',
   '/api/stats': 'STATS',
   '/api/databases': 'DATABASES',
@@ -85,12 +86,19 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
   app.get<{ Querystring: Record<string, unknown> }>('/api/clients', pub, async (req, reply) => {
     try {
-      const page = queryClients(clientRates.annotate(showRows(ctx, 'CLIENTS'), Date.now()), req.query);
+      const snap = ctx.control.snapshot();
+      const rows = withActivity(toRows(ctx.control.show('CLIENTS', snap)), snap.clients);
+      const page = queryClients(clientRates.annotate(rows, Date.now()), req.query);
       return reply.header('x-total-count', String(page.total)).send(page.rows);
     } catch (err) {
       if (err instanceof ClientsQueryError) return sendError(reply, 'bad_request', err.message);
       throw err;
     }
+  });
+  // SHOW SERVERS with `activity` and `xact_age_ms` (activity.ts).
+  app.get('/api/servers', pub, async () => {
+    const snap = ctx.control.snapshot();
+    return withActivity(toRows(ctx.control.show('SERVERS', snap)), snap.servers);
   });
   app.get('/api/overview', pub, async () => ctx.control.overview());
   // One pool's errors by SQLSTATE: [{ sqlstate, count }], most first; 404 for a pool the pooler does not have.
@@ -100,6 +108,11 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     if (!pool) return sendError(reply, 'not_found', `no pool ${database}/${user}`);
     return pool.errorsBySqlState;
   });
+  // The overview's last 15 minutes, sampled in the pooler every 2 s whether or not a console polls (overview-history.ts).
+  const history = new OverviewHistory(() => ctx.control.overview());
+  history.start();
+  app.addHook('onClose', async () => history.stop());
+  app.get('/api/overview/history', pub, async () => ({ interval_ms: history.intervalMs, samples: history.list() }));
   app.get('/api/config', pub, async () => maskConfigRows(showRows(ctx, 'CONFIG')));
   app.get('/api/events', pub, async () => showRows(ctx, 'EVENTS'));
   // Where the console links to the pooler's records in the log explorer (RELOAD applies it).

@@ -95,4 +95,13 @@ describe('queryClients', () => {
   it('with no clients any well-formed sort is accepted and the answer is empty', () => {
     expect(queryClients([], { sort: 'query_count', order: 'desc' })).toEqual({ rows: [], total: 0 });
   });
+
+  it('sort=activity lists active, waiting, idle in transaction, then idle (order desc reverses); activity filters exactly', () => {
+    const act = (id: number, activity: string): Row => ({ ...row(id, 'app', 'u', '', '127.0.0.1:1', activity === 'waiting' ? 'waiting' : activity === 'idle' ? 'idle' : 'active', 0), activity });
+    const rows = [act(1, 'idle'), act(2, 'idle in transaction'), act(3, 'idle'), act(4, 'waiting'), act(5, 'active'), act(6, 'idle in transaction')];
+    expect(ids(queryClients(rows, { sort: 'activity' }).rows)).toEqual([5, 4, 2, 6, 1, 3]);
+    expect(ids(queryClients(rows, { sort: 'activity', limit: '3' }).rows)).toEqual([5, 4, 2]);
+    expect(ids(queryClients(rows, { sort: 'activity', order: 'desc' }).rows)).toEqual([1, 3, 2, 6, 4, 5]);
+    expect(ids(queryClients(rows, { activity: 'idle in transaction' }).rows)).toEqual([2, 6]);
+  });
 });

@@ -1,7 +1,7 @@
 // A table of API rows: typed columns, sortable headers (aria-sort, keyboard), (i) help, links per row, live cells marked.
 import { useMemo, useState, type ReactNode } from 'react';
 import type { Row } from '../api';
-import { cell } from '../format';
+import { cell, unitOf } from '../format';
 import { linkProps } from '../router';
 import { Help } from './help';
 
@@ -47,7 +47,13 @@ export interface DataTableProps {
 export function withExtraColumns(known: Column[], rows: Row[], hidden: string[] = []): Column[] {
   const have = new Set([...known.map((c) => c.key), ...hidden]);
   const extra: Column[] = [];
-  for (const k of Object.keys(rows[0] ?? {})) if (!have.has(k)) extra.push({ key: k, num: typeof rows[0]![k] === 'number', live: typeof rows[0]![k] === 'number', extra: true });
+  for (const k of Object.keys(rows[0] ?? {})) {
+    if (have.has(k)) continue;
+    const isNum = typeof rows[0]![k] === 'number';
+    // Durations and sizes the console does not know by name still get their unit (avg_wait_time 1200 -> "1.20 ms").
+    const unit = isNum ? unitOf(k) : null;
+    extra.push({ key: k, num: isNum, live: isNum, extra: true, ...(unit ? { render: (r: Row) => unit(r[k]) } : {}) });
+  }
   return [...known, ...extra];
 }
 

@@ -5,7 +5,7 @@ import { Card } from '../components/card';
 import { DataTable, withExtraColumns, type Column } from '../components/data-table';
 import { NeedsSignIn } from '../components/needs-sign-in';
 import { Empty, Gate } from '../components/states';
-import { bytes, count, micros, percent } from '../format';
+import { bytes, count, micros, millis, percent } from '../format';
 import { useRole } from '../role';
 import { usePolling } from '../use-polling';
 
@@ -101,7 +101,7 @@ function CachesContent() {
       <Gate loading={internerTop.loading} error={internerTop.error} hasData={internerTop.data !== null} what="the largest cached texts">
         {() => (internerTop.data!.length === 0 ? null : (
           <DataTable caption="Largest cached SQL texts" testId="interner-top-table" rows={internerTop.data!}
-            columns={[{ key: 'hash', render: showText }, { key: 'kind' }, { key: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes']) }, { key: 'idle_ms', label: 'idle', num: true, live: true, render: (r) => `${Math.round((Number(r['idle_ms']) || 0) / 1000)} s` }, { key: 'query', label: 'SQL', render: (r) => <code className="sql-preview">{String(r['query'] ?? '').slice(0, 120)}</code> }]}
+            columns={[{ key: 'hash', render: showText }, { key: 'kind' }, { key: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes']) }, { key: 'idle_ms', label: 'idle', num: true, live: true, render: (r) => millis(r['idle_ms']) }, { key: 'query', label: 'SQL', render: (r) => <code className="sql-preview">{String(r['query'] ?? '').slice(0, 120)}</code> }]}
             rowKey={(r, i) => `${String(r['hash'])}/${i}`} />
         ))}
       </Gate>

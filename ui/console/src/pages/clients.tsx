@@ -1,19 +1,21 @@
-// Clients: URL filters (pool, database, user, state, application_name, addr), server-side sort and paging, per-client rates, wait reasons.
+// Clients: URL filters (pool, database, user, state or activity, application_name, addr), server-side sort and paging, per-client rates, wait reasons.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type { Row } from '../api';
 import { DataTable, withExtraColumns, type Column, type Sort } from '../components/data-table';
 import { Empty, Gate } from '../components/states';
 import { clientLogsQuery, explorerHref, useExplorerUrl } from '../explorer-links';
-import { bytes, count, micros, rate, seconds } from '../format';
+import { bytes, count, micros, millis, rate, seconds } from '../format';
 import { latest, poolKey, poolRow, useHistory } from '../history';
 import { setQuery } from '../router';
 import { usePolling } from '../use-polling';
+import { activityOf, StateTag } from '../components/state-tag';
 
-export const CLIENT_FILTERS = ['pool', 'database', 'user', 'state', 'application_name', 'addr'] as const;
+export const CLIENT_FILTERS = ['pool', 'database', 'user', 'state', 'activity', 'application_name', 'addr'] as const;
 type Filter = (typeof CLIENT_FILTERS)[number];
 const PAGE_SIZES = [50, 100, 200];
-const OPTIONAL_COLUMNS = new Set(['query_age_ms', 'bytes_received', 'bytes_sent']);
+const OPTIONAL_COLUMNS = new Set(['query_age_ms', 'xact_age_ms', 'bytes_received', 'bytes_sent']);
 const TEXT_DELAY_MS = 300;
+const IDLE_IN_TRANSACTION = 'idle in transaction';
 
 interface ClientsQuery {
   filters: Record<Filter, string>;
@@ -78,7 +80,7 @@ export function ClientsPage(props: { search: string }) {
     { key: 'user' },
     { key: 'application_name', label: 'application' },
     { key: 'addr', label: 'peer address', live: true },
-    { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
+    { key: 'state', render: (r) => <StateTag row={r} /> },
     { key: 'wait', num: true, live: true, render: (r) => (r['state'] !== 'waiting' ? '' : typeof r['wait_us'] === 'number' ? micros(r['wait_us']) : seconds(r['wait'])) },
     { key: 'wait_reason', label: 'wait reason', render: waitReason },
     { key: 'qps', label: 'Q/s', help: 'client_qps', num: true, live: true, render: (r) => rate(r['qps'] as number | null | undefined) },
@@ -86,14 +88,15 @@ export function ClientsPage(props: { search: string }) {
     { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
     { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
     { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
-    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || r['state'] !== 'active' ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
+    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || activityOf(r) !== 'active' ? '' : millis(r['query_age_ms'])) },
+    { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
     { key: 'bytes_received', label: 'received', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_received']) },
     { key: 'bytes_sent', label: 'sent', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_sent']) },
     { key: 'age_seconds', label: 'age', num: true, live: true, render: (r) => seconds(r['age_seconds']) },
   ];
   const present = polled.data?.[0];
   // Columns of fields this pooler reports (a pooler without query ages or bytes per client leaves them out).
-  const shown = withExtraColumns(columns.filter((c) => !present || !OPTIONAL_COLUMNS.has(c.key) || c.key in present), polled.data ?? [], ['tls', 'wait_us', 'xact_time_us']);
+  const shown = withExtraColumns(columns.filter((c) => !present || !OPTIONAL_COLUMNS.has(c.key) || c.key in present), polled.data ?? [], ['tls', 'wait_us', 'xact_time_us', 'activity']);
   const from = total === 0 ? 0 : query.offset + 1;
   const to = Math.min(total, query.offset + query.limit);
   const anyFilter = CLIENT_FILTERS.some((f) => query.filters[f] !== '');
@@ -148,6 +151,8 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
     return () => window.clearTimeout(t);
   }, [draft]);
   const set = (f: Filter, v: string) => setDraft((d) => ({ ...d, [f]: v }));
+  // 'idle in transaction' is an activity (SHOW CLIENTS counts those clients as active): one select sets either filter.
+  const setState = (v: string) => setDraft((d) => ({ ...d, state: v === IDLE_IN_TRANSACTION ? '' : v, activity: v === IDLE_IN_TRANSACTION ? v : '' }));
   const text = (f: Filter, label: string, placeholder: string) => (
     <label>
       {label}
@@ -167,9 +172,9 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
       {text('user', 'User', 'any')}
       <label>
         State
-        <select name="state" value={draft.state} onChange={(e) => set('state', e.target.value)}>
+        <select name="state" value={draft.activity || draft.state} onChange={(e) => setState(e.target.value)}>
           <option value="">any</option>
-          {['active', 'idle', 'waiting'].map((s) => <option key={s} value={s}>{s}</option>)}
+          {['active', 'idle', 'waiting', IDLE_IN_TRANSACTION].map((s) => <option key={s} value={s}>{s}</option>)}
         </select>
       </label>
       {text('application_name', 'Application', 'exact name')}

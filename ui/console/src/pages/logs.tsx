@@ -1,4 +1,5 @@
-// Logs (Sso or Admin): the pooler's log tap with level and q in the URL, access-log filter, follow, pause, and dropped counts.
+// Logs (Sso or Admin): the pooler's log tap with level and q in the URL, access-log filter, the console's own polling
+// hidden unless asked for, follow, pause, and dropped counts.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, ApiError } from '../api';
 import { NeedsSignIn } from '../components/needs-sign-in';
@@ -32,18 +33,35 @@ export interface LogFilters {
   q: string;
   /** '' shows the access log with the rest, 'hide' leaves it out, 'only' shows only it. */
   access: '' | 'hide' | 'only';
+  /** Show the console's own polling (successful GETs of /api/*, at debug): off unless `polls=show`. */
+  polls: boolean;
+}
+
+/** An access line of a successful API read, the kind the console's pages write every 2 s while they poll. */
+export function isPolling(e: TapEntry): boolean {
+  return e.target === ACCESS_TARGET && e.level === 'debug' && e.fields['method'] === 'GET' && String(e.fields['path'] ?? '').startsWith('/api/');
+}
+
+/** The URL parameters of `f` (setQuery drops the empty ones). */
+function logQuery(f: LogFilters, change: Partial<LogFilters> = {}): Record<string, string> {
+  const n = { ...f, ...change };
+  return { level: n.level, q: n.q, access: n.access, polls: n.polls ? 'show' : '' };
 }
 
 export function parseLogFilters(search: string): LogFilters {
   const p = new URLSearchParams(search);
   const level = p.get('level') ?? '';
   const access = p.get('access');
-  return { level: LEVELS.includes(level as (typeof LEVELS)[number]) ? level : '', q: p.get('q') ?? '', access: access === 'hide' || access === 'only' ? access : '' };
+  return {
+    level: LEVELS.includes(level as (typeof LEVELS)[number]) ? level : '', q: p.get('q') ?? '', access: access === 'hide' || access === 'only' ? access : '',
+    polls: p.get('polls') === 'show',
+  };
 }
 
 export function passes(e: TapEntry, f: LogFilters): boolean {
   if (f.level && (LEVEL_RANK[e.level] ?? 0) < (LEVEL_RANK[f.level] ?? 0)) return false;
   if (f.access === 'hide' && e.target === ACCESS_TARGET) return false;
+  if (!f.polls && isPolling(e)) return false;
   if (f.access === 'only' && e.target !== ACCESS_TARGET) return false;
   if (f.q && !`${e.target} ${e.msg} ${JSON.stringify(e.fields)}`.toLowerCase().includes(f.q.toLowerCase())) return false;
   return true;
@@ -75,7 +93,7 @@ function LogsContent(props: { search: string }) {
   useEffect(() => setQDraft(filters.q), [filters.q]);
   useEffect(() => {
     if (qDraft === filters.q) return undefined;
-    const t = window.setTimeout(() => setQuery({ level: filters.level, q: qDraft, access: filters.access }), 300);
+    const t = window.setTimeout(() => setQuery(logQuery(filters, { q: qDraft })), 300);
     return () => window.clearTimeout(t);
   }, [qDraft, filters]);
 
@@ -122,7 +140,7 @@ function LogsContent(props: { search: string }) {
       <form className="filters" role="search" aria-label="Filter log records" onSubmit={(e) => e.preventDefault()}>
         <label>
           Level at least
-          <select name="level" value={filters.level} onChange={(e) => setQuery({ level: e.target.value, q: filters.q, access: filters.access })}>
+          <select name="level" value={filters.level} onChange={(e) => setQuery(logQuery(filters, { level: e.target.value }))}>
             <option value="">any</option>
             {LEVELS.map((l) => <option key={l} value={l}>{l}</option>)}
           </select>
@@ -133,11 +151,14 @@ function LogsContent(props: { search: string }) {
         </label>
         <label>
           Access log
-          <select name="access" value={filters.access} onChange={(e) => setQuery({ level: filters.level, q: filters.q, access: e.target.value })}>
+          <select name="access" value={filters.access} onChange={(e) => setQuery(logQuery(filters, { access: e.target.value as LogFilters['access'] }))}>
             <option value="">include</option>
             <option value="hide">hide</option>
             <option value="only">only</option>
           </select>
+        </label>
+        <label className="check">
+          <input type="checkbox" name="polls" checked={filters.polls} onChange={(e) => setQuery(logQuery(filters, { polls: e.target.checked }))} /> Console polling
         </label>
         <label className="check">
           <input type="checkbox" name="follow" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> Follow

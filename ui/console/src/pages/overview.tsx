@@ -4,7 +4,7 @@ import { Chart } from '../components/chart';
 import { Gate } from '../components/states';
 import { OutageBanner, outagesOf } from '../components/outage';
 import { errorsPerSec, latest, series, useHistory } from '../history';
-import { count, micros, rate } from '../format';
+import { count, micros, microsTicks, millis, rate, seconds } from '../format';
 import { usePolling } from '../use-polling';
 
 interface ProcessInfo {
@@ -18,7 +18,6 @@ interface ProcessInfo {
 }
 
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
-const ms = (us: number) => `${(us / 1000).toFixed(us < 10_000 ? 2 : 1)} ms`;
 
 export function OverviewPage() {
   const history = useHistory();
@@ -50,7 +49,7 @@ export function OverviewPage() {
                 { label: 'tps', values: o((ov) => ov.tps), color: '--series-1' },
                 { label: 'qps', values: o((ov) => ov.qps), color: '--series-2' },
               ]} />
-              <Chart testId="chart-latency" title="Query latency" help="latency" x={x} format={ms} emptyText={hasLatency ? undefined : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'} series={[
+              <Chart testId="chart-latency" title="Query latency" help="latency" x={x} format={micros} ticks={microsTicks} emptyText={hasLatency ? undefined : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'} series={[
                 { label: 'p50', values: o((ov) => ov.query_p50_us), color: '--series-1' },
                 { label: 'p95', values: o((ov) => ov.query_p95_us), color: '--series-3' },
                 { label: 'p99', values: o((ov) => ov.query_p99_us), color: '--series-4' },
@@ -69,9 +68,9 @@ export function OverviewPage() {
       </Gate>
       {proc.data && (
         <div className="cards" data-testid="process-cards">
-          <Card label="Process" help="process" value={`pid ${proc.data.pid}`} detail={`tidepool ${proc.data.version} · up ${proc.data.uptime_seconds} s`} />
+          <Card label="Process" help="process" value={`pid ${proc.data.pid}`} detail={`tidepool ${proc.data.version} · up ${seconds(proc.data.uptime_seconds)}`} />
           <Card label="Memory" help="memory" value={mb(proc.data.rss_bytes)} detail={`heap ${mb(proc.data.heap_used_bytes)}`} />
-          <Card label="CPU" help="cpu" value={`${proc.data.cpu_percent}%`} detail={`event loop p99 ${proc.data.event_loop_delay_ms.p99} ms`} />
+          <Card label="CPU" help="cpu" value={`${proc.data.cpu_percent}%`} detail={`event loop p99 ${millis(proc.data.event_loop_delay_ms.p99)}`} />
         </div>
       )}
     </section>

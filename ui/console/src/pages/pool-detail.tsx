@@ -6,7 +6,7 @@ import { Chart } from '../components/chart';
 import { DataTable, type Column } from '../components/data-table';
 import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
-import { count, micros, rate, seconds } from '../format';
+import { count, micros, microsTicks, millis, rate, seconds } from '../format';
 import { latest, poolP95, poolRow, refreshHistory, series, useHistory } from '../history';
 import { explorerHref, poolLogsQuery, useExplorerUrl } from '../explorer-links';
 import { linkProps } from '../router';
@@ -17,6 +17,7 @@ import { serverColumns } from './servers';
 import { PoolStateBadge } from './pools';
 import { clock, lastErrorText, poolUnreachable } from '../components/outage';
 import { sqlStateName } from '../sqlstates';
+import { activityRank, StateTag } from '../components/state-tag';
 
 const ERROR_COLUMNS: Column[] = [
   { key: 'sqlstate', label: 'SQLSTATE', render: (r) => <code>{String(r['sqlstate'])}</code> },
@@ -52,8 +53,9 @@ const CLIENT_COLUMNS: Column[] = [
   { key: 'client_id', label: 'id', num: true, live: true },
   { key: 'application_name', label: 'application' },
   { key: 'addr', label: 'peer address', live: true },
-  { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
+  { key: 'state', render: (r) => <StateTag row={r} />, sortValue: activityRank },
   { key: 'wait', num: true, live: true, render: (r) => (r['state'] === 'waiting' ? seconds(r['wait']) : '') },
+  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
   { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
   { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
   { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
@@ -70,7 +72,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
   const sample = latest(history);
   const pool = poolRow(sample?.pools ?? null, key);
   const stat = poolRow(sample?.stats ?? null, key);
-  const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'state', order: 'desc', limit: String(CLIENTS_SHOWN) }).toString()}`;
+  const clientsPath = `/api/clients?${new URLSearchParams({ pool: key, sort: 'activity', order: 'asc', limit: String(CLIENTS_SHOWN) }).toString()}`;
   const clients = usePolling<Row[]>(clientsPath);
   const servers = usePolling<Row[]>('/api/servers');
   const errors = usePolling<Row[]>(`/api/pools/${encodeURIComponent(database)}/${encodeURIComponent(user)}/errors`);
@@ -136,7 +138,7 @@ export function PoolDetailPage(props: { database: string; user: string }) {
                 { label: 'active', values: fromPool('sv_active'), color: '--series-1' },
                 { label: 'idle', values: fromPool('sv_idle'), color: '--series-2' },
               ]} />
-              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={(v) => micros(v)} series={[
+              <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={micros} ticks={microsTicks} series={[
                 { label: 'mean', values: fromStats('avg_query_time'), color: '--series-2' },
                 ...(history.samples.some((v) => poolP95(v, key) !== null) ? [{ label: 'p95', values: series(history.samples, (v) => poolP95(v, key)), color: '--series-4' }] : []),
               ]} />

@@ -4,6 +4,7 @@ import { DataTable, withExtraColumns, type Column } from '../components/data-tab
 import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
 import { latest, useHistory } from '../history';
+import { micros, seconds } from '../format';
 import { poolPath } from '../pages-list';
 import { poolUnreachable } from '../components/outage';
 
@@ -26,7 +27,7 @@ export const POOL_COLUMNS: Column[] = [
   { key: 'user' },
   { key: 'pool_mode', label: 'mode' },
   { key: 'saturation', help: 'saturation', render: (r) => <Meter value={saturation(r)} label={`saturation of ${String(r['database'])}/${String(r['user'])}`} />, sortValue: (r) => saturation(r) },
-  n('cl_active'), n('cl_idle'), n('cl_waiting'), n('cl_pinned'), n('sv_active'), n('sv_idle'), n('sv_used'), n('sv_login'), n('pool_size', false), n('maxwait'), n('avg_xact_time'),
+  n('cl_active'), n('cl_idle'), n('cl_waiting'), n('cl_pinned'), n('sv_active'), n('sv_idle'), n('sv_used'), n('sv_login'), n('pool_size', false), { ...n('maxwait'), render: (r) => seconds(r['maxwait']) }, { ...n('avg_xact_time'), render: (r) => micros(r['avg_xact_time']) },
   { key: 'paused', render: (r) => <PoolStateBadge row={r} /> },
 ];
 

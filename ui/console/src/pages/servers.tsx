@@ -2,10 +2,11 @@
 import type { Row } from '../api';
 import { DataTable, withExtraColumns, type Column } from '../components/data-table';
 import { Empty, Gate } from '../components/states';
-import { bytes, percent, seconds } from '../format';
+import { bytes, millis, percent, seconds } from '../format';
 import { usePolling } from '../use-polling';
 import { useHistory } from '../history';
 import { OutageBanner, outagesOf } from '../components/outage';
+import { activityOf, activityRank, StateTag } from '../components/state-tag';
 
 const hitRate = (r: Row) => {
   const hit = Number(r['prepare_cache_hit']) || 0;
@@ -19,8 +20,9 @@ export const SERVER_COLUMNS: Column[] = [
   { key: 'database_name', label: 'database' },
   { key: 'user' },
   { key: 'application_name', label: 'application' },
-  { key: 'state', render: (r) => <span className={`state-tag ${String(r['state'])}`}>{String(r['state'])}</span> },
-  { key: 'query_age_ms', label: 'query age', help: 'query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === undefined || r['query_age_ms'] === null ? '' : seconds(Number(r['query_age_ms']) / 1000)) },
+  { key: 'state', render: (r) => <StateTag row={r} />, sortValue: activityRank },
+  { key: 'query_age_ms', label: 'query age', help: 'query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === undefined || r['query_age_ms'] === null || activityOf(r) !== 'active' ? '' : millis(r['query_age_ms'])) },
+  { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
   { key: 'wait', label: 'idle for', num: true, live: true, render: (r) => (r['state'] === 'idle' ? seconds(r['wait']) : '') },
   { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
   { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
@@ -34,8 +36,8 @@ export const SERVER_COLUMNS: Column[] = [
 
 /** Columns for the rows at hand: query age only once the pooler reports it. */
 export function serverColumns(rows: Row[]): Column[] {
-  const cols = rows.length > 0 && !('query_age_ms' in rows[0]!) ? SERVER_COLUMNS.filter((c) => c.key !== 'query_age_ms') : SERVER_COLUMNS;
-  return withExtraColumns(cols, rows, ['tls', 'prepare_cache_size']);
+  const cols = SERVER_COLUMNS.filter((c) => (c.key !== 'query_age_ms' && c.key !== 'xact_age_ms') || rows.length === 0 || c.key in rows[0]!);
+  return withExtraColumns(cols, rows, ['tls', 'prepare_cache_size', 'activity']);
 }
 
 export function ServersPage() {

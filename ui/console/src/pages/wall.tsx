@@ -18,6 +18,17 @@ export interface AdminEvent {
 /** Percentiles of 0 mean no query in the window: shown as a dash, not as "0 µs". */
 const WORST = 6;
 const EVENTS = 8;
+/** Chart labels read from 3 m: 20 px (the console's 12 px could not be). */
+const CHART_FONT = 20;
+const CHART_HEIGHT = 220;
+
+type Tone = 'ok' | 'warn' | 'bad' | null;
+
+/** p95 under 100 ms is fine, under a second a warning, above it bad. */
+function latencyTone(us: number | undefined): Tone {
+  if (!us) return null;
+  return us < 100_000 ? 'ok' : us < 1_000_000 ? 'warn' : 'bad';
+}
 
 export function WallPage() {
   const history = useHistory();
@@ -43,21 +54,21 @@ export function WallPage() {
       </header>
       <OutageBanner outages={outagesOf(history)} testId="wall-outage" big />
       <div className="wall-big" data-testid="wall-numbers">
-        <BigNumber label="Transactions/s" value={ov ? rate(ov.tps) : '–'} />
-        <BigNumber label="Waiting clients" value={waiting === null ? '–' : count(waiting)} tone={waiting ? 'bad' : null} />
-        <BigNumber label="Errors/s" value={rate(errs)} tone={errs ? 'bad' : null} />
-        <BigNumber label="Query p95" value={ov?.query_p95_us ? micros(ov.query_p95_us) : '–'} />
+        <BigNumber testId="wall-tps" label="Transactions/s" value={ov ? rate(ov.tps) : '–'} />
+        <BigNumber testId="wall-waiting" label="Waiting clients" value={waiting === null ? '–' : count(waiting)} tone={waiting === null ? null : waiting > 0 ? 'bad' : 'ok'} />
+        <BigNumber testId="wall-errors" label="Errors/s" value={rate(errs)} tone={errs === null ? null : errs > 0 ? 'bad' : 'ok'} />
+        <BigNumber testId="wall-p95" label="Query p95" value={ov?.query_p95_us ? micros(ov.query_p95_us) : '–'} tone={latencyTone(ov?.query_p95_us)} />
       </div>
       <div className="wall-charts">
-        <Chart testId="wall-chart-tps" title="Transactions/s" x={x} height={150} series={[{ label: 'tps', values: series(samples, (v) => v.overview?.tps), color: '--series-1' }]} />
-        <Chart testId="wall-chart-waiting" title="Waiting clients" x={x} height={150} series={[{ label: 'waiting', values: series(samples, (v) => (v.overview ? v.overview.cl_waiting ?? v.overview.clients['waiting'] : null)), color: '--series-3' }]} />
-        <Chart testId="wall-chart-errors" title="Errors/s" x={x} height={150} series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]} />
+        <Chart testId="wall-chart-tps" title="Transactions/s" x={x} height={CHART_HEIGHT} fontSize={CHART_FONT} series={[{ label: 'tps', values: series(samples, (v) => v.overview?.tps), color: '--series-1' }]} />
+        <Chart testId="wall-chart-waiting" title="Waiting clients" x={x} height={CHART_HEIGHT} fontSize={CHART_FONT} series={[{ label: 'waiting', values: series(samples, (v) => (v.overview ? v.overview.cl_waiting ?? v.overview.clients['waiting'] : null)), color: '--series-3' }]} />
+        <Chart testId="wall-chart-errors" title="Errors/s" x={x} height={CHART_HEIGHT} fontSize={CHART_FONT} series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]} />
       </div>
       <div className="wall-lower">
         <div className="wall-panel">
           <h2>Busiest pools</h2>
           {pools.length === 0 ? <p className="muted">No pools.</p> : (
-            <table data-testid="wall-pools">
+            <div className="table-scroll"><table data-testid="wall-pools">
               <caption className="sr-only">Pools by saturation, then p95</caption>
               <thead><tr><th scope="col">pool</th><th scope="col">saturation</th><th scope="col" className="num">waiting</th><th scope="col" className="num">{hasP95 ? 'p95' : 'mean query'}</th></tr></thead>
               <tbody>
@@ -70,7 +81,7 @@ export function WallPage() {
                   </tr>
                 ))}
               </tbody>
-            </table>
+            </table></div>
           )}
         </div>
         <div className="wall-panel">
@@ -94,11 +105,13 @@ export function WallPage() {
   );
 }
 
-function BigNumber(props: { label: string; value: string; tone?: 'bad' | null }) {
+/** A figure with its unit set smaller after it ("8.70" and "ms"), on one line. */
+function BigNumber(props: { label: string; value: string; tone?: Tone; testId?: string }) {
+  const m = /^(-?[\d.,]+) (\D.*)$/.exec(props.value);
   return (
-    <div className={props.tone ? `big-number ${props.tone}` : 'big-number'}>
+    <div className={props.tone ? `big-number ${props.tone}` : 'big-number'} data-testid={props.testId}>
       <div className="big-label">{props.label}</div>
-      <div className="big-value" data-live="">{props.value}</div>
+      <div className="big-value" data-live="">{m ? <>{m[1]}<span className="big-unit"> {m[2]}</span></> : props.value}</div>
     </div>
   );
 }
