@@ -1,5 +1,6 @@
 // The README's log-store examples, as printed, against the records a real pooler ships: the `curl .../search` bodies
-// and the explorer's example queries each find what the test computes from every shipped record.
+// (README.md) and the explorer's example queries (docs/explorer.md) each find what the test computes from every
+// shipped record.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -22,16 +23,16 @@ const EXPECTED: Record<string, (d: Rec) => boolean> = {
   'not target:pooler::web::access': (d) => d.target !== 'pooler::web::access',
 };
 
-/** The `curl ... /search -d '<body>'` bodies and the explorer's **Examples** queries. */
+/** The `curl ... /search -d '<body>'` bodies and the explorer's **Examples** queries, in README.md and docs/explorer.md. */
 function readmeExamples(): { query: string; body: Rec }[] {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const readme = ['README.md', 'docs/explorer.md'].map((f) => readFileSync(path.join(ROOT, f), 'utf8')).join('\n');
   const out: { query: string; body: Rec }[] = [];
   for (const m of readme.matchAll(/curl -s localhost:9002\/search -d '([^']+)'/g)) {
     const body = JSON.parse(m[1]!) as { query: { query: string } } & Rec;
     out.push({ query: body.query.query, body });
   }
   const bullet = /^- \*\*Examples\*\*([\s\S]*?)\n(?=- \*\*)/m.exec(readme);
-  if (!bullet) throw new Error('README: no "- **Examples**" bullet');
+  if (!bullet) throw new Error('README.md, docs/explorer.md: no "- **Examples**" bullet');
   for (const m of bullet[1]!.matchAll(/`([^`]+)`/g)) {
     if (m[1] === 'npm start') continue;
     out.push({ query: m[1]!, body: { query: { query: m[1]!, from: '2020-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' } } });
