@@ -16,6 +16,8 @@ export interface PoolSettings {
   poolSize: number;
   minPoolSize: number;
   connectTimeoutMs: number;
+  /** server_login_retry: no new connect this long after one failed. */
+  loginRetryMs: number;
   idleTimeoutMs: number;
   lifetimeMs: number;
   queryWaitTimeoutMs: number;
@@ -58,7 +60,7 @@ export function poolSettings(config: PoolerConfig, database: string, pool: PoolC
     },
     serverUser: user.server_username ?? user.username, serverPassword,
     poolSize: user.pool_size, minPoolSize: user.min_pool_size,
-    connectTimeoutMs: g.connect_timeout, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
+    connectTimeoutMs: g.connect_timeout, loginRetryMs: g.server_login_retry, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
     queryWaitTimeoutMs: g.query_wait_timeout, maxConcurrentConnects: g.max_concurrent_connects, noDelay: g.tcp_no_delay,
     resetQuery: g.server_reset_query,
     prepared: mode === 'transaction' && g.prepared_statements

@@ -36,6 +36,10 @@ export abstract class PoolState {
   /** The last server connect failed and none has logged in since (SHOW POOLS `fallback_active`): clients are being
    * refused or kept waiting while the pool retries. */
   connectFailing = false;
+  /** server_login_retry: no connect starts before this time (ms since the epoch) after one failed. */
+  protected loginRetryAt = 0;
+  /** The last failed server connect's error (what clients get at once within server_login_retry). */
+  protected lastLoginError: ServerLoginError | null = null;
   /** Called when serverParams becomes known (the pooler gives the native relay the pool's greeting then). */
   onParamsKnown: (() => void) | null = null;
   /** A SCRAM credential recovered from a client's proof (pass-through). */

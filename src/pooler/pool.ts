@@ -31,6 +31,8 @@ export class Pool extends PoolState {
     if (!this.paused) {
       if (this.idle.length === 0) this.findIdle();
       if (this.giveIdle(w)) return;
+      const cached = this.cachedLoginError(Date.now());
+      if (cached) return w.onPoolError(cached.message, cached.sqlstate);
     }
     this.waiters.push(w);
     this.updateParkable();
@@ -173,6 +175,8 @@ export class Pool extends PoolState {
 
   private growForWaiters(): void {
     if (this.paused || this.retired) return;
+    // server_login_retry: after a failed connect the next waits (the maintenance tick tries again).
+    if (Date.now() < this.loginRetryAt) return;
     while (this.demand > this.connecting) {
       if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) {
         this.scaling.gateBudgetEx++;
@@ -199,6 +203,7 @@ export class Pool extends PoolState {
       (s) => {
         this.connecting--;
         this.connectFailing = false;
+        this.lastLoginError = null;
         this.noteHealth(this.health.connectSucceeded(Date.now()));
         if (reserve) {
           this.connectingReserve--;
@@ -225,6 +230,8 @@ export class Pool extends PoolState {
         if (reserve) this.connectingReserve--;
         this.scaling.createFallback++;
         this.connectFailing = true;
+        this.loginRetryAt = Date.now() + this.settings.loginRetryMs;
+        this.lastLoginError = err;
         // During an outage its start and end events stand for the failures (a storm of them would flush the ring).
         if (this.health.unreachableSince === null) this.onEvent('connect_failure', `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`);
         this.noteHealth(this.health.connectFailed(err.message, err.errno ?? err.sqlstate, Date.now(), this.waiting > 0 || this.paramWaiters.length > 0));
@@ -264,9 +271,22 @@ export class Pool extends PoolState {
     this.connectOne();
   }
 
+  /**
+   * Within server_login_retry of a failed connect, with no server open or opening: the error a client that needs a
+   * server gets at once instead of waiting (PgBouncer's wording and behaviour), else null.
+   */
+  private cachedLoginError(now: number): { message: string; sqlstate: string } | null {
+    const err = this.lastLoginError;
+    if (!err || now >= this.loginRetryAt || this.servers.size > 0 || this.connecting > 0) return null;
+    const sqlstate = err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure;
+    return { message: `server login has been failing, cached error: ${err.message} (server_login_retry)`, sqlstate };
+  }
+
   /** ParameterStatus set for client logins; connects a first server when none has logged in yet. */
   params(): Promise<Map<string, string>> {
     if (this.serverParams) return Promise.resolve(this.serverParams);
+    const cached = this.cachedLoginError(Date.now());
+    if (cached) return Promise.reject(new ServerLoginError(cached.message, cached.sqlstate));
     return new Promise((resolve, reject) => {
       if (this.paramWaiters.length === 0) this.paramWaitSince = Date.now();
       this.paramWaiters.push({ resolve, reject });
@@ -380,6 +400,8 @@ export class Pool extends PoolState {
 
   /** RECONNECT: idle servers closed now, active ones when they come back. */
   reconnect(): void {
+    // An operator's RECONNECT (or new server settings) means "try now": no server_login_retry wait.
+    this.loginRetryAt = 0;
     for (const s of this.servers) s.closeOnRelease = true;
     this.draining = true;
     this.updateParkable();
