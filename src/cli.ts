@@ -6,7 +6,7 @@ export const HELP = `tidepool - a PostgreSQL connection pooler and a log store
 Usage:
   tidepool pooler --config <file.toml> [-t]
       Start the connection pooler.
-      --config, -c <file>   TOML configuration (see README.md for every key)
+      --config, -c <file>   TOML configuration (every key: docs/config-pooler.md)
       -t, --test            Validate the configuration, print every problem, exit 0 or 1
   tidepool logstore [--mode single|proxy|store] --config <file.yaml>
       Start the log store (--config=<path> also accepted); --mode defaults to single:

@@ -106,8 +106,8 @@ whose meaning says "Needs a restart" take effect at the next start (SHOW CONFIG'
 `;
 
 const POOLER_SECTIONS: Record<string, string> = {
-  '[web]': 'The operator web listener: `/metrics`, the JSON API and the console (README, "The web listener"). The legacy name `[prometheus]` is accepted for this section (not both).',
-  '[logs]': 'Shipping the pooler\'s own log records to a log store over its bulk API (README, "Log shipping"). RELOAD applies every key.',
+  '[web]': 'The operator web listener: `/metrics`, the JSON API and the console (docs/console.md, "The web listener"). The legacy name `[prometheus]` is accepted for this section (not both).',
+  '[logs]': 'Shipping the pooler\'s own log records to a log store over its bulk API (docs/pooler.md, "Log shipping"). RELOAD applies every key.',
   '[native]': `Which native addon code paths the pooler uses. These have no PgBouncer counterpart, only matter when the addon is
 built, and are for tests, benchmarks and working around a fault, not for tuning. Each is read at start (RELOAD keeps
 the running value and says a restart is needed) and overridden by an environment variable when that is set and not

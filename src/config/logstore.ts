@@ -14,13 +14,13 @@ export const logstoreShape = {
   }),
   storage: t.section({
     data_dir: t.string('./data', 'Directory holding the fractions, write-ahead files and catalogs, one shard-<n>/ directory per shard.'),
-    frac_size: t.size(128 * 1024 ** 2, 'Size at which a shard\'s active fraction is sealed into immutable files: frac_size of raw documents, or half of it in memory (documents plus index; README, "Memory"), whichever comes first.'),
+    frac_size: t.size(128 * 1024 ** 2, 'Size at which a shard\'s active fraction is sealed into immutable files: frac_size of raw documents, or half of it in memory (documents plus index; docs/logstore.md, "Memory"), whichever comes first.'),
     total_size: t.size(0, 'Disk bytes kept across all shards (each shard keeps its share); past it the oldest sealed fractions are dropped whole (0: no limit).'),
     retention: t.duration(0, 'Sealed fractions whose newest document is older than this are dropped, checked after each seal and every minute (0: keep forever).'),
     shards: shownAs(t.int(os.availableParallelism(), 'Indexing shards, each a single-thread piscina pool owning its fractions. A data_dir that already holds more shards opens them all, so lowering it hides no data.', 1, 256), 'the CPU count'),
   }),
   mapping: t.section({
-    path: t.string('auto', '"auto" indexes every field as keyword (for trying out); otherwise a YAML mapping file (README, "Configuration (YAML)": the mapping file).'),
+    path: t.string('auto', '"auto" indexes every field as keyword (for trying out); otherwise a YAML mapping file (docs/logstore.md, "Configuration (YAML)": the mapping file).'),
   }),
   limits: t.section({
     max_doc_size: t.size(1024 ** 2, 'Largest document line in a bulk; a bigger one fails alone with a per-item 400.'),

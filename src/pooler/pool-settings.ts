@@ -31,7 +31,7 @@ export interface PoolSettings {
   relay: RelayKind;
 }
 
-/** Counters of SHOW POOL_SCALING (README "SHOW POOL_SCALING" says what each counts). */
+/** Counters of SHOW POOL_SCALING (docs/pooler.md, SHOW POOL_SCALING, says what each counts). */
 export interface ScalingCounters {
   creates: number;
   gateWaits: number;

@@ -341,7 +341,7 @@ export class Pool extends PoolState {
       const err = new ServerLoginError(message, SqlState.QueryCanceled);
       for (const p of this.paramWaiters.splice(0)) p.reject(err);
     }
-    // Not while paused: PAUSE holds clients until RESUME so a switchover costs them a wait, not an error (README,
+    // Not while paused: PAUSE holds clients until RESUME so a switchover costs them a wait, not an error (docs/pooler.md,
     // "PAUSE"); the console shows who waits and for how long (SHOW CLIENTS wait, wait_reason 'pool paused').
     if (queryWaitTimeoutMs > 0 && !this.paused) {
       while (this.waiting > 0 && now - this.waiters.peek()!.waitingSince > queryWaitTimeoutMs) {

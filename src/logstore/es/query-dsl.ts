@@ -171,7 +171,7 @@ class Translator {
         return translateQueryString(body.query, { defaultField: df, defaultOperator: op }, this.budget);
       }
       default:
-        throw new DslError(`unknown query [${kind}]; the log store translates ${SUPPORTED_QUERIES.join(', ')} (see README), or use POST /search with seq-ql`);
+        throw new DslError(`unknown query [${kind}]; the log store translates ${SUPPORTED_QUERIES.join(', ')} (see docs/logstore.md), or use POST /search with seq-ql`);
     }
   }
 

@@ -26,7 +26,7 @@ function isPrefix(c: number): boolean {
 }
 
 /**
- * Normalizes a query text fed in pieces (see native/query-fingerprint.h for the rules, which README "Top queries" states).
+ * Normalizes a query text fed in pieces (see native/query-fingerprint.h for the rules, which docs/pooler.md "Top queries" states).
  * One per client: its fields are reused from one Query to the next, so a Query costs no allocation.
  */
 export class QueryFingerprint {
