@@ -249,6 +249,14 @@ describe('backend failures', () => {
     expect(failed).toMatchObject({ severity: 'FATAL', code: '08006', message: expect.stringMatching(/^could not connect to server .*ECONNREFUSED/) });
     await c.end().catch(() => undefined);
     await db.restart();
-    await stillServes();
+    // Within server_login_retry of the failure clients get the cached error at once; then the pool connects again.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const err = await stillServes().then(() => null, (e: Error) => e);
+      if (!err) break;
+      expect(err.message).toMatch(/server login has been failing, cached error: .*\(server_login_retry\)/);
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   });
 });
