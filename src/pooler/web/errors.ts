@@ -13,6 +13,8 @@ export const WEB_ERRORS = {
   unsupported_media_type: 415,
   reload_failed: 422,
   internal: 500,
+  /** A server the pooler asked on the caller's behalf failed (the log store behind /api/logs/history). */
+  upstream: 502,
 } as const;
 
 export type WebErrorCode = keyof typeof WEB_ERRORS;

@@ -1,5 +1,6 @@
 // Logs (Sso or Admin): the pooler's log tap with level and q in the URL, access-log filter, the console's own polling
-// hidden unless asked for, follow, pause, and dropped counts.
+// hidden unless asked for, follow, pause, and dropped counts; before the tap's records, the last hour read back from
+// the log store the pooler ships to (/api/logs/history), so the page opens on what already happened.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, ApiError } from '../api';
 import { NeedsSignIn } from '../components/needs-sign-in';
@@ -89,6 +90,24 @@ function LogsContent(props: { search: string }) {
   const [qDraft, setQDraft] = useState(filters.q);
   const lastSeq = useRef(0);
   const list = useRef<HTMLDivElement>(null);
+  // null: no log store to read (shipping off) or not asked yet.
+  const [history, setHistory] = useState<{ entries: TapEntry[]; total: number; partial: boolean } | null>(null);
+  const [historyError, setHistoryError] = useState<string | null>(null);
+
+  // The history follows the server-side filters (level, text, access log); polling lines are hidden below as for the tap.
+  useEffect(() => {
+    let alive = true;
+    const params = new URLSearchParams({ level: filters.level, q: filters.q, access: filters.access });
+    api<{ entries: TapEntry[]; total: number; partial: boolean }>(`/api/logs/history?${params.toString()}`).then(
+      (r) => { if (alive) { setHistory(r); setHistoryError(null); } },
+      (e: unknown) => {
+        if (!alive) return;
+        setHistory(null);
+        setHistoryError(e instanceof ApiError && e.status === 404 ? null : (e as Error).message);
+      },
+    );
+    return () => { alive = false; };
+  }, [filters.level, filters.q, filters.access]);
 
   useEffect(() => setQDraft(filters.q), [filters.q]);
   useEffect(() => {
@@ -130,6 +149,12 @@ function LogsContent(props: { search: string }) {
   }, [paused]);
 
   const shown = useMemo(() => entries.filter((e) => passes(e, filters)).slice(-SHOW), [entries, filters]);
+  // Records the tap has too (shipped after it started) are shown once, with the tap's.
+  const past = useMemo(() => {
+    if (!history) return [];
+    const live = new Set(entries.map((e) => `${e.time} ${e.target} ${e.msg}`));
+    return history.entries.filter((e) => passes(e, filters) && !live.has(`${e.time} ${e.target} ${e.msg}`)).slice(-SHOW);
+  }, [history, entries, filters]);
   useEffect(() => {
     if (follow && list.current) list.current.scrollTop = list.current.scrollHeight;
   }, [shown, follow]);
@@ -170,16 +195,26 @@ function LogsContent(props: { search: string }) {
         {paused && <span className="badge paused">paused</span>}
         {dropped > 0 && <span className="badge paused" data-testid="logs-dropped">{count(dropped)} entries dropped</span>}
         {error && <span className="error"> · {error}</span>}
+        {history && <span data-testid="logs-history-count"> · {count(past.length)} from the log store (last hour{history.total > history.entries.length ? `, newest ${count(history.entries.length)} of ${count(history.total)}` : ''}{history.partial ? ', partial' : ''})</span>}
+        {historyError && <span className="error" data-testid="logs-history-error"> · history: {historyError}</span>}
       </p>
       <div className="log-list" ref={list} data-testid="log-list" tabIndex={0} role="log" aria-label="Log records, oldest first" onWheel={() => setFollow(false)}>
-        {!loaded ? <p className="muted">Starting the log tap…</p> : shown.length === 0 ? <p className="muted" data-testid="logs-empty">No record matches.</p> : shown.map((e) => (
-          <div key={e.seq} className={`log-line ${e.level}`} data-testid="log-line">
-            <span className="time" data-live="">{e.time.slice(11, 23)}</span> <span className="level">{e.level}</span> <span className="target">{e.target}</span>{' '}
-            <span className="msg">{e.msg}</span>{' '}
-            <span className="fields" data-live="">{Object.entries(e.fields).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ')}</span>
-          </div>
-        ))}
+        {past.map((e) => <LogLine key={e.seq} e={e} past />)}
+        {past.length > 0 && <p className="muted log-divider" data-testid="logs-history-end">— above: from the log store; below: live from the tap —</p>}
+        {!loaded ? <p className="muted">Starting the log tap…</p> : shown.length === 0 ? <p className="muted" data-testid="logs-empty">No record matches.</p> : shown.map((e) => <LogLine key={e.seq} e={e} />)}
       </div>
     </>
+  );
+}
+
+/** One record: time, level, target, message, fields; `past`: read back from the log store, not from the tap. */
+function LogLine(props: { e: TapEntry; past?: boolean }) {
+  const { e } = props;
+  return (
+    <div className={`log-line ${e.level}${props.past ? ' past' : ''}`} data-testid={props.past ? 'log-line-past' : 'log-line'}>
+      <span className="time" data-live="">{e.time.slice(11, 23)}</span> <span className="level">{e.level}</span> <span className="target">{e.target}</span>{' '}
+      <span className="msg">{e.msg}</span>{' '}
+      <span className="fields" data-live="">{Object.entries(e.fields).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ')}</span>
+    </div>
   );
 }
