@@ -23,6 +23,7 @@ export interface RelayAddon extends TlsAddon {
   relayPollHandles(): number;
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number, deferAcceptSecs?: number): number;
   relayUnlisten(listener: number): void;
+  relayListenerFd(listener: number): number;
   relayPeer(id: number): string;
   relayExpireLogins(listener: number, timeoutMs: number): number;
   relayAcceptRefused(listener: number): number;

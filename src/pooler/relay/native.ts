@@ -152,6 +152,11 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     return name;
   }
 
+  /** The listening descriptor the relay accepts on for `listener` (-1: none), for a takeover to pass on. */
+  listenerFd(listener: number): number {
+    return this.acceptors.has(listener) ? this.a.relayListenerFd(listener) : -1;
+  }
+
   /** Stops accepting on `listener` (its connected clients stay). */
   unlisten(listener: number): void {
     if (!this.acceptors.delete(listener)) return;
