@@ -21,6 +21,7 @@ export interface RelayAddon extends TlsAddon {
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array, skipRelayOnly?: boolean): number;
   relayPollHandles(): number;
+  relayClosingClients(): number;
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number, deferAcceptSecs?: number): number;
   relayUnlisten(listener: number): void;
   relayListenerFd(listener: number): number;
