@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include "doc-indexer.h"
+#include "fd-passing.h"
 #include "framing.h"
 #include "hit-writer.h"
 #include "postings.h"
@@ -34,6 +35,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("docIndexerRelease", Napi::Function::New(env, tidepool::DocIndexerRelease, "docIndexerRelease"));
   exports.Set("docIndexerBytes", Napi::Function::New(env, tidepool::DocIndexerBytes, "docIndexerBytes"));
   tidepool::InitRelay(env, exports);
+  tidepool::InitFdPassing(env, exports);
   return exports;
 }
 

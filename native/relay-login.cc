@@ -4,7 +4,7 @@
 //
 // JavaScript opens the socket with net.Server (address resolution, port 0, errors), hands a duplicate of its
 // descriptor here (relayListen) and closes its own server; each accepted client is reported as kAccepted (port,
-// family, IPv4 address; relayPeer names an IPv6 one). relayUnlisten stops accepting (shutdown).
+// family, IPv4 address; relayPeer names an IPv6 one). relayUnlisten stops accepting (shutdown); relayListenerFd names the descriptor a takeover passes on.
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -221,6 +221,16 @@ Napi::Value RelayUnlisten(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+/** relayListenerFd(listener id) -> the listening descriptor the relay accepts on, -1 when there is none: a takeover
+ *  (src/pooler/takeover.ts) passes it to the next process, then relayUnlisten closes this process's copy only. */
+Napi::Value RelayListenerFd(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  auto it = info.Length() > 0 && info[0].IsNumber() ? r->listeners_.find(info[0].As<Napi::Number>().Int32Value()) : r->listeners_.end();
+  return Napi::Number::New(env, it == r->listeners_.end() || it->second->closing ? -1 : it->second->fd);
+}
+
 /** relayPeer(id) -> the client's address as text ('' when unknown or gone): for IPv6 clients, which kAccepted does not
  *  carry. */
 Napi::Value RelayPeer(const Napi::CallbackInfo& info) {
@@ -282,6 +292,7 @@ void InitRelayLogin(Napi::Env env, Napi::Object exports) {
   exports.Set("relayListen", Napi::Function::New(env, relay::RelayListen, "relayListen"));
   exports.Set("relayUnlisten", Napi::Function::New(env, relay::RelayUnlisten, "relayUnlisten"));
   exports.Set("relayPeer", Napi::Function::New(env, relay::RelayPeer, "relayPeer"));
+  exports.Set("relayListenerFd", Napi::Function::New(env, relay::RelayListenerFd, "relayListenerFd"));
   exports.Set("relayExpireLogins", Napi::Function::New(env, relay::RelayExpireLogins, "relayExpireLogins"));
   exports.Set("relayAcceptedAge", Napi::Function::New(env, relay::RelayAcceptedAge, "relayAcceptedAge"));
   exports.Set("relayAcceptRefused", Napi::Function::New(env, relay::RelayAcceptRefused, "relayAcceptRefused"));

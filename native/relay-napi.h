@@ -25,7 +25,7 @@ void InitQueryStats(Napi::Env env, Napi::Object exports);
 /** Registers relayTlsContext, relayAddTlsClient, relayStartTls, relayAdopt, relayTlsInfo and relayTlsError (relay-tls-napi.cc). */
 void InitRelayTls(Napi::Env env, Napi::Object exports);
 
-/** Registers relayListen, relayUnlisten and relayPeer (relay-login.cc). */
+/** Registers relayListen, relayUnlisten, relayListenerFd and relayPeer (relay-login.cc). */
 void InitRelayLogin(Napi::Env env, Napi::Object exports);
 
 /** Registers relayLend, relayUnlend and relayMaterialize (relay-lend.cc). */

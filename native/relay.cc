@@ -372,8 +372,22 @@ Napi::Value RelayPollHandles(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), r->pollHandlesMade_);
 }
 
+/** relayClosingClients() -> client sockets JavaScript closed that are still open: their last bytes (a FATAL) are sent
+ *  or on the way, and the relay discards what they send until their EOF (CloseGracefully). A process that exits
+ *  before would reset them, and a reset can drop that FATAL before the client reads it. */
+Napi::Value RelayClosingClients(const Napi::CallbackInfo& info) {
+  Relay* r = Get(info);
+  if (!r) return info.Env().Undefined();
+  double n = 0;
+  for (const auto& [id, ep] : r->byId_) {
+    if (!ep->server && ep->closing && ep->fd >= 0) n++;
+  }
+  return Napi::Number::New(info.Env(), n);
+}
+
 void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayPollHandles", Napi::Function::New(env, RelayPollHandles, "relayPollHandles"));
+  exports.Set("relayClosingClients", Napi::Function::New(env, RelayClosingClients, "relayClosingClients"));
   exports.Set("relayInit", Napi::Function::New(env, RelayInit, "relayInit"));
   exports.Set("relayAddClient", Napi::Function::New(env, RelayAddClient, "relayAddClient"));
   exports.Set("relayAddServer", Napi::Function::New(env, RelayAddServer, "relayAddServer"));

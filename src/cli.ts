@@ -4,10 +4,13 @@ import { packageVersion } from './shared/package-root.js';
 export const HELP = `tidepool - a PostgreSQL connection pooler and a log store
 
 Usage:
-  tidepool pooler --config <file.toml> [-t]
+  tidepool pooler --config <file.toml> [-t] [--takeover]
       Start the connection pooler.
       --config, -c <file>   TOML configuration (every key: docs/config-pooler.md)
       -t, --test            Validate the configuration, print every problem, exit 0 or 1
+      --takeover            Take the listening sockets of the pooler running with this config (over
+                            general.takeover_socket) and serve on them; the old process then stops
+                            accepting and shuts down as on SIGTERM. A bad config exits 1, the old one serves on.
   tidepool logstore [--mode single|proxy|store] --config <file.yaml>
       Start the log store (--config=<path> also accepted); --mode defaults to single:
       HTTP :9002 (Elasticsearch-style /_bulk, /search, /aggregate, ...), debug :9200 (/metrics, /health).

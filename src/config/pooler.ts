@@ -54,6 +54,7 @@ export const generalShape = {
   idle_timeout: t.duration(600_000, 'Idle server connections are closed after this (0: never).'),
   server_lifetime: t.duration(1_200_000, 'Server connections are closed after this, with up to 10% jitter (0: never).'),
   shutdown_timeout: t.duration(10_000, 'On SIGTERM or SHUTDOWN, time given to running transactions.'),
+  takeover_socket: restartOnly(t.string('', 'Unix socket on which the running `tidepool pooler` process hands its listening sockets (pooler port, web port) to a new one started with --takeover, which then serves while this one shuts down as on SIGTERM (README, "Upgrading without dropping connections"). Empty: .tidepool-<port>.takeover beside the config file. Only processes of the same user (or root) are answered.')),
   max_concurrent_connects: t.int(4, 'Backend connects in progress at once per pool.', 1, 1000),
   server_reset_query: t.string('DISCARD ALL', 'Sent when a session-mode client leaves.'),
   track_extra_parameters: t.string('IntervalStyle', 'Transaction mode: session parameters followed per client besides client_encoding, DateStyle, TimeZone, standard_conforming_strings, application_name and search_path (comma-separated; PgBouncer\'s name and default; docs/pooler.md, "Session parameters in transaction mode"). Parameters a client SETs are followed too; RELOAD applies the list to transactions that start afterwards.'),

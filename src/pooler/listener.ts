@@ -81,10 +81,8 @@ function acceptSocket(p: ListenerHost, accepted: net.Socket, socketCap: number):
 function acceptNative(p: ListenerHost, socket: NativeTlsSocket, login: NativeLoginOk | null): void {
   p.counters.connections++;
   const pool = login ? p.nativeLogins.loggedIn(login, socket.id) : null;
-  if (p.shuttingDown) {
-    socket.destroy();
-    return;
-  }
+  // A client the relay accepted before its listener closed is reported afterwards, even during a shutdown: it logs in
+  // (a native login already greeted it), and a new transaction gets 57P01 as any idle client's, rather than a reset.
   if (login && !pool) {
     // Greeted by the relay for a pool this pooler does not know: nothing can serve it.
     socket.destroy();
@@ -140,15 +138,19 @@ export class Listener {
     return this.nativeListener > 0;
   }
 
-  async listen(): Promise<void> {
+  /** Opens the port, or accepts on `inheritedFd`: a listening socket a takeover received from the previous process
+   * (takeover.ts), which keeps listening through the hand-over. */
+  async listen(inheritedFd?: number): Promise<void> {
     const { host, port, tcp_no_delay, tcp_defer_accept } = this.p.config.general;
     this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => acceptSocket(this.p, socket, this.clientSocketCap));
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(port, host, () => {
+      const listening = () => {
         this.server!.removeListener('error', reject);
         resolve();
-      });
+      };
+      if (inheritedFd !== undefined) this.server!.listen({ fd: inheritedFd }, listening);
+      else this.server!.listen(port, host, listening);
     });
     this.server.on('error', (err: NodeJS.ErrnoException) => {
       // libuv keeps a descriptor in reserve and closes the waiting client with it on EMFILE, then reports the error
@@ -176,9 +178,18 @@ export class Listener {
     }
   }
 
-  /** Stops accepting. */
+  /** The listening descriptor clients are accepted on (-1: none), for a takeover to pass to the next process. */
+  get listeningFd(): number {
+    if (this.nativeListener) return this.p.nativeTls?.listenerFd(this.nativeListener) ?? -1;
+    const fd = (this.server as (net.Server & { _handle?: { fd?: number } | null }) | null)?._handle?.fd;
+    return typeof fd === 'number' && fd >= 0 ? fd : -1;
+  }
+
+  /** Stops accepting: closes this process's descriptor of the listening socket. The socket itself stays open while
+   * another process holds it (after a takeover), so nothing is ever shut down here, only closed. */
   close(): void {
     this.server?.close();
+    this.server = null;
     if (this.nativeListener) this.p.nativeTls?.unlisten(this.nativeListener);
   }
 }

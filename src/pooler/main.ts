@@ -1,4 +1,5 @@
-// `tidepool pooler`: loads the config, validates it (-t) or runs the pooler until a signal stops it.
+// `tidepool pooler`: loads the config, validates it (-t) or runs the pooler until a signal stops it; with --takeover it
+// takes the listening sockets of the pooler process running with this config (takeover.ts).
 import { ConfigError, loadPoolerConfig } from '../config/pooler.js';
 
 export async function runPooler(flags: Map<string, string | true>): Promise<number> {
@@ -21,5 +22,5 @@ export async function runPooler(flags: Map<string, string | true>): Promise<numb
     return 0;
   }
   const { startPoolerProcess } = await import('./process.js');
-  return startPoolerProcess(file);
+  return startPoolerProcess(file, { takeover: flags.has('takeover') });
 }

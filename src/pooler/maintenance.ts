@@ -13,7 +13,8 @@ import type { Listener } from './listener.js';
 import type { LogLimiter } from './log-limiter.js';
 import type { Pool } from './pool.js';
 import type { PoolSet } from './pool-set.js';
-import type { NativeRelay } from './relay/native.js';
+import { NativeRelay } from './relay/native.js';
+import { jsClosingClients } from './relay/js-client.js';
 
 /** What the periodic work and the shutdown act on. */
 export interface MaintenanceHost {
@@ -37,6 +38,13 @@ export interface MaintenanceHost {
   onReload(listener: (config: PoolerConfig) => void): void;
   /** The last step of a shutdown, once everything is closed (the log shipper's flush; `graceful` false: at once). */
   finishShutdown(graceful: boolean): Promise<void>;
+}
+
+/** How long a graceful shutdown waits, at most, for the clients it closed to close their end. */
+const CLOSING_LINGER_MS = 1000;
+
+function closingClients(): number {
+  return (NativeRelay.get()?.closingClients() ?? 0) + jsClosingClients();
 }
 
 export class Maintenance {
@@ -114,22 +122,38 @@ export class Maintenance {
     }
   }
 
-  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything. */
-  shutdown(graceful = true): Promise<void> {
+  private loginsUnderWay(): boolean {
+    return this.host.logins.size > 0 || this.host.nativeLogins.underWay > 0;
+  }
+
+  /** Stops accepting, lets logins and running transactions finish up to shutdown_timeout, then closes everything.
+   * `drain` (after a takeover, when the next process serves): waits for every client to leave, up to
+   * shutdown_timeout, instead of closing idle ones at once; an idle transaction-mode client that comes back gets 57P01
+   * for its query, so a client between connect and its first query is told in words, not cut. */
+  shutdown(graceful = true, opts: { drain?: boolean } = {}): Promise<void> {
     if (this.shutdownDone) return this.shutdownDone;
     this.shuttingDown = true;
-    this.host.events.add('shutdown', null, graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
+    const drain = graceful && opts.drain === true;
+    this.host.events.add('shutdown', null, drain ? 'takeover: the next process serves; clients get shutdown_timeout to leave' : graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
     this.shutdownDone = (async () => {
       this.host.listener.close();
       for (const p of this.host.poolSet.pools.values()) p.settle();
       if (graceful) {
         const deadline = Date.now() + this.host.config.general.shutdown_timeout;
         for (const p of this.host.poolSet.pools.values()) p.paused = true;
-        while (Date.now() < deadline && [...this.host.clients].some((c) => !c.isAdmin && !c.quiescent)) {
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        // Logins under way finish too: their clients were accepted before the listener closed (after a takeover, the
+        // next process accepts the new ones), and are told 57P01 like any idle client rather than cut mid-login. The
+        // first look comes after a turn of the event loop, once the relay has reported the clients it accepted last.
+        do await new Promise((r) => setTimeout(r, 50));
+        while (Date.now() < deadline && (this.loginsUnderWay() || [...this.host.clients].some((c) => !c.isAdmin && (drain || !c.quiescent))));
       }
       for (const c of [...this.host.clients]) c.kill('the pooler is shutting down');
+      // A closed client's FATAL is on its way and what it sends meanwhile is read and dropped until it closes: exiting
+      // first would reset the connection, and a reset can drop the FATAL unread. Bounded: a client may never close.
+      if (graceful) {
+        const until = Date.now() + CLOSING_LINGER_MS;
+        while (Date.now() < until && closingClients() > 0) await new Promise((r) => setTimeout(r, 10));
+      }
       for (const p of this.host.poolSet.pools.values()) {
         p.failWaiters('the pooler is shutting down', SqlState.AdminShutdown);
         p.closeAll('shutdown');

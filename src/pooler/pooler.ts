@@ -107,14 +107,15 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     setQueryStatsSize(config.general.query_stats_size);
   }
 
-  /** Loads `configFile` and listens; resolves with the bound address. */
-  static async start(configFile: string, logs: LogHub): Promise<Pooler> {
+  /** Loads `configFile` and listens; resolves with the bound address. `listenFd`: a listening socket received from the
+   * process this one takes over from (takeover.ts), accepted on instead of opening general.host:port. */
+  static async start(configFile: string, logs: LogHub, opts: { listenFd?: number } = {}): Promise<Pooler> {
     const config = loadPoolerConfig(configFile);
     logs.level = config.general.log_level;
     logs.format = config.general.log_format;
     const p = new Pooler(config, configFile, logs);
     try {
-      await p.listen();
+      await p.listen(opts.listenFd);
     } catch (err) {
       await p.shipper?.close(0);
       throw err;
@@ -131,11 +132,11 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     return this.listener.acceptsNatively;
   }
 
-  async listen(): Promise<void> {
+  async listen(inheritedFd?: number): Promise<void> {
     const { host } = this.config.general;
-    await this.listener.listen();
+    await this.listener.listen(inheritedFd);
     this.maintenance.start();
-    this.log.info({ host, port: this.port }, 'pooler listening');
+    this.log.info({ host, port: this.port, inherited: inheritedFd !== undefined }, 'pooler listening');
   }
 
   get shuttingDown(): boolean {
@@ -377,9 +378,10 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.reloadListeners.push(listener);
   }
 
-  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything (maintenance.ts). */
-  shutdown(graceful = true): Promise<void> {
-    return this.maintenance.shutdown(graceful);
+  /** Stops accepting, lets running transactions finish up to shutdown_timeout, then closes everything (maintenance.ts);
+   * `drain`: after a takeover, waits for the clients to leave. */
+  shutdown(graceful = true, opts: { drain?: boolean } = {}): Promise<void> {
+    return this.maintenance.shutdown(graceful, opts);
   }
 
   /** The shutdown's last step: queued log records get up to ship_timeout; SIGINT exits at once and counts them as

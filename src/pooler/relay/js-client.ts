@@ -10,6 +10,14 @@ import { Takeover } from './js-takeover.js';
 import { PinWatch } from './js-pins.js';
 import { ClientCounts } from './js-counts.js';
 import { ClientParamNotes } from './js-params.js';
+
+/** Client sockets closed by the pooler (a FATAL sent, writes shut) whose peer has not closed yet: reads are discarded
+ * until then. A process that exits before resets them, and a reset can drop the FATAL unread (graceful shutdown). */
+let closingClients = 0;
+
+export function jsClosingClients(): number {
+  return closingClients;
+}
 import { QueryRecorder } from '../query-stats/recorder.js';
 import type { MessageHandler } from '../../protocol/frame-stream.js';
 
@@ -368,6 +376,10 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
   close(): void {
     if (this.closed) return;
     this.stop();
+    if (!this.socket.destroyed) {
+      closingClients++;
+      this.socket.once('close', () => { closingClients--; });
+    }
     this.socket.end();
   }
 

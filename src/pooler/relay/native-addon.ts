@@ -21,8 +21,10 @@ export interface RelayAddon extends TlsAddon {
   relayInfo(id: number, out: Float64Array): boolean;
   relayReclaim(stats: Float64Array, out: Int32Array, skipRelayOnly?: boolean): number;
   relayPollHandles(): number;
+  relayClosingClients(): number;
   relayListen(fd: number, noDelay: boolean, keepAliveSecs: number, deferAcceptSecs?: number): number;
   relayUnlisten(listener: number): void;
+  relayListenerFd(listener: number): number;
   relayPeer(id: number): string;
   relayExpireLogins(listener: number, timeoutMs: number): number;
   relayAcceptRefused(listener: number): number;

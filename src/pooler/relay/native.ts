@@ -122,6 +122,7 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     if (typeof fd !== 'number' || fd < 0) return 0;
     const id = this.a.relayListen(fd, noDelay, Math.max(1, Math.round(keepAliveMs / 1000)), deferAcceptSecs);
     this.acceptors.set(id, acceptor);
+    this.listening.add(id);
     return id;
   }
 
@@ -152,9 +153,21 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     return name;
   }
 
-  /** Stops accepting on `listener` (its connected clients stay). */
+  /** Client sockets closed by JavaScript and not yet closed by their peer (native/relay.cc relayClosingClients). */
+  closingClients(): number {
+    return this.a.relayClosingClients();
+  }
+
+  /** The listening descriptor the relay accepts on for `listener` (-1: none), for a takeover to pass on. */
+  listenerFd(listener: number): number {
+    return this.listening.has(listener) ? this.a.relayListenerFd(listener) : -1;
+  }
+
+  /** Stops accepting on `listener` (its connected clients stay). Its acceptor stays too: clients the relay accepted
+   * before, and logins it ran for them, are reported afterwards and are served (a shutdown or a takeover tells them
+   * 57P01 at their next transaction), never cut after the relay greeted them. */
   unlisten(listener: number): void {
-    if (!this.acceptors.delete(listener)) return;
+    if (!this.listening.delete(listener)) return;
     this.a.relayUnlisten(listener);
   }
 
@@ -169,8 +182,10 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     return this.a.relayAcceptRefused(listener);
   }
 
-  /** Who gets the clients of each listener (one per pooler in this process). */
+  /** Who gets the clients of each listener (one per pooler in this process), kept after unlisten. */
   private readonly acceptors = new Map<number, NativeAcceptor>();
+  /** The listeners still accepting. */
+  private readonly listening = new Set<number>();
 
   /** kAccepted, and with `login` the event that followed it (kLoginOk, kLoginFailed: relay-auth.cc). */
   private accepted(id: number, port: number, listenerV4: number, v4: number, login?: { kind: number; entry: number; c: number; d: number }): void {

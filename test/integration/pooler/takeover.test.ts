@@ -1,0 +1,270 @@
+// `tidepool pooler --takeover`: a new process takes the running one's listening sockets (pooler and web port), so a
+// loop of fresh connections across the restart meets no refused connection; a bad config leaves the old one serving.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { freePort } from '../../../src/launcher/embedded-postgres.js';
+import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { poolerToml, startChildPooler } from '../../helpers/pooler.js';
+
+const bin = path.resolve('bin/tidepool.js');
+let db: TestPostgres;
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  db = await startTestPostgres();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-'));
+});
+
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      const gone = new Promise((r) => c.once('exit', r));
+      c.kill('SIGKILL');
+      await gone;
+    }
+  }
+  await db?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function writeConfig(name: string): Promise<{ file: string; port: number; webPort: number }> {
+  const port = await freePort();
+  const webPort = await freePort();
+  const file = path.join(dir, `${name}.toml`);
+  const toml = poolerToml(db, {
+    general: 'shutdown_timeout = "5s"',
+    extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n`,
+  }).replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"');
+  writeFileSync(file, toml);
+  return { file, port, webPort };
+}
+
+interface Proc {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** `tidepool pooler --config file --takeover`, its output gathered. */
+function spawnTakeover(file: string): Proc {
+  const child = spawn(process.execPath, [bin, 'pooler', '--config', file, '--takeover'], { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, output: () => out, exited };
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((r) => child.once('exit', (code) => r(code)));
+}
+
+async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+function client(port: number): pg.Client {
+  return new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app', connectionTimeoutMillis: 20_000 });
+}
+
+/** What a loop of fresh connections met: successes, and each failure by its code (SQLSTATE, errno) or message. */
+class ConnectLoop {
+  ok = 0;
+  readonly failures = new Map<string, number>();
+  private running = true;
+  private readonly workers: Promise<void>[] = [];
+
+  constructor(private readonly port: number, parallel: number) {
+    for (let i = 0; i < parallel; i++) this.workers.push(this.work());
+  }
+
+  private async work(): Promise<void> {
+    while (this.running) {
+      const c = client(this.port);
+      // An unsolicited FATAL (an idle client told 57P01) comes as an 'error' event; the query then fails too.
+      let seen: string | null = null;
+      c.on('error', (err: Error & { code?: string }) => { seen ??= err.code ?? err.message; });
+      try {
+        await c.connect();
+        const r = await c.query('select 1 as one');
+        if (r.rows[0].one !== 1) throw new Error('wrong answer');
+        this.ok++;
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        const key = seen === '57P01' ? '57P01' : e.code ?? seen ?? e.message;
+        this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.workers);
+  }
+}
+
+/** GET /metrics in a loop on the web port: each answer's status, and every failure by its errno. */
+class HttpLoop {
+  ok = 0;
+  readonly failures = new Map<string, number>();
+  private running = true;
+  private readonly worker: Promise<void>;
+
+  constructor(private readonly port: number) {
+    this.worker = this.work();
+  }
+
+  private async work(): Promise<void> {
+    while (this.running) {
+      const outcome = await new Promise<string>((resolve) => {
+        const req = http.get({ host: '127.0.0.1', port: this.port, path: '/metrics', agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(String(res.statusCode)));
+          res.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+        });
+        req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      });
+      if (outcome === '200') this.ok++;
+      else this.failures.set(outcome, (this.failures.get(outcome) ?? 0) + 1);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.worker;
+  }
+}
+
+describe('takeover', () => {
+  it('hands the listening sockets over: fresh connections meet no refusal across two takeovers, old processes exit', async () => {
+    const { file, port, webPort } = await writeConfig('loop');
+    const first = await startChildPooler(file, port);
+    children.push(first.child);
+    // The takeover socket opens once the pooler and its web listener serve.
+    await waitFor('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)));
+    // The pool knows its server's parameters before the loop starts (a login then needs no server).
+    const warm = client(port);
+    await warm.connect();
+    await warm.query('select 1');
+    // Idle on the old process across the takeover: its next transaction gets 57P01 (as on SIGTERM).
+    const idle = client(port);
+    const idleErrors: string[] = [];
+    idle.on('error', (e: Error & { code?: string }) => idleErrors.push(e.code ?? e.message));
+    await idle.connect();
+    await idle.query('select 1');
+    // In a transaction on the old process: it may finish there.
+    const busy = client(port);
+    busy.on('error', () => undefined);
+    await busy.connect();
+    await busy.query('BEGIN');
+    await busy.query('select 1');
+    await warm.end();
+
+    const loop = new ConnectLoop(port, 6);
+    const web = new HttpLoop(webPort);
+    await waitFor('the loop to run on the first process', () => loop.ok >= 20 && web.ok >= 5);
+
+    const second = spawnTakeover(file);
+    await waitFor('the second process to serve', () => /serving on the inherited sockets/.test(second.output()) || second.child.exitCode !== null);
+    expect(second.child.exitCode, second.output()).toBeNull();
+    // The transaction begun on the first process ends there, after the takeover.
+    expect((await busy.query('select 2 as two')).rows[0].two).toBe(2);
+    await busy.query('COMMIT');
+    await busy.end();
+    expect(await exitOf(first.child)).toBe(0);
+    expect(alive(first.child.pid!)).toBe(false);
+    expect(first.output()).toContain('takeover: the new process listens');
+    const servedBySecond = loop.ok;
+    await waitFor('the loop to run on the second process', () => loop.ok >= servedBySecond + 20);
+
+    // The new process answers takeovers in its turn.
+    const third = spawnTakeover(file);
+    await waitFor('the third process to serve', () => /serving on the inherited sockets/.test(third.output()) || third.child.exitCode !== null);
+    expect(third.child.exitCode, third.output()).toBeNull();
+    expect(await second.exited).toBe(0);
+    expect(alive(second.child.pid!)).toBe(false);
+    const servedByThird = loop.ok;
+    await waitFor('the loop to run on the third process', () => loop.ok >= servedByThird + 20);
+    const webOk = web.ok;
+    await waitFor('the web port to answer on the third process', () => web.ok >= webOk + 3);
+    await loop.stop();
+    await web.stop();
+
+    // No refusal, no reset, nothing but 57P01 for a client that had connected to a process that then handed over.
+    const failures = Object.fromEntries(loop.failures);
+    expect(loop.failures.get('ECONNREFUSED') ?? 0, JSON.stringify(failures)).toBe(0);
+    expect([...loop.failures.keys()].filter((k) => k !== '57P01'), JSON.stringify(failures)).toEqual([]);
+    expect(Object.fromEntries(web.failures)).toEqual({});
+    expect(loop.ok).toBeGreaterThan(60);
+
+    // The idle client stayed: at shutdown_timeout the first process closed it with 57P01.
+    expect(idleErrors).toContain('57P01');
+    await expect(idle.query('select 1')).rejects.toBeInstanceOf(Error);
+    await idle.end().catch(() => undefined);
+
+    third.child.kill('SIGTERM');
+    expect(await third.exited).toBe(0);
+    expect(existsSync(path.join(dir, `.tidepool-${port}.takeover`))).toBe(false);
+  });
+
+  it('a bad config exits 1 with its errors and the running pooler serves on, and takes a good takeover after', async () => {
+    const { file, port } = await writeConfig('bad');
+    const running = await startChildPooler(file, port);
+    children.push(running.child);
+    const good = readFileSync(file, 'utf8');
+    writeFileSync(file, good.replace('pool_mode = "session"', 'pool_mode = "statement"').replace('[general]\n', '[general]\nprot = 1\n'));
+    const bad = spawnTakeover(file);
+    expect(await bad.exited).toBe(1);
+    expect(bad.output()).toContain('pool_mode');
+    expect(bad.output()).toContain('did you mean "port"');
+    expect(running.child.exitCode).toBeNull();
+    const c = client(port);
+    await c.connect();
+    expect((await c.query('select 3 as three')).rows[0].three).toBe(3);
+    await c.end();
+
+    // The running pooler's address cannot move by takeover: the new process refuses, the old one serves on.
+    const elsewhere = await freePort();
+    const movedFile = path.join(dir, 'moved.toml');
+    writeFileSync(movedFile, good.replace(`port = ${port}`, `port = ${elsewhere}`).replace('[general]\n', `[general]\ntakeover_socket = "${path.join(dir, `.tidepool-${port}.takeover`)}"\n`));
+    const moved = spawnTakeover(movedFile);
+    expect(await moved.exited).toBe(1);
+    expect(moved.output()).toContain('takeover keeps the listening address');
+
+    writeFileSync(file, good);
+    const next = spawnTakeover(file);
+    await waitFor('the good takeover', () => /serving on the inherited sockets/.test(next.output()) || next.child.exitCode !== null);
+    expect(next.child.exitCode, next.output()).toBeNull();
+    expect(await exitOf(running.child)).toBe(0);
+    const d = client(port);
+    await d.connect();
+    expect((await d.query('select 4 as four')).rows[0].four).toBe(4);
+    await d.end();
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toBe(0);
+  });
+});
