@@ -12,8 +12,10 @@ export type { Cell, ShowTable } from './show-table.js';
 
 /** Totals for the console's overview page (overview.ts formats them from the snapshot). */
 export interface Overview {
-  clients: Record<'active' | 'idle' | 'waiting' | 'total', number>;
-  servers: Record<'active' | 'idle' | 'used' | 'login' | 'total', number>;
+  /** idle_in_transaction: clients inside a transaction with nothing in flight, counted in active too (as SHOW POOLS'
+   * cl_active does); the servers' likewise, in their active. */
+  clients: Record<'active' | 'idle' | 'waiting' | 'total' | 'idle_in_transaction', number>;
+  servers: Record<'active' | 'idle' | 'used' | 'login' | 'total' | 'idle_in_transaction', number>;
   /** Transactions and queries per second over the last stats period. */
   tps: number;
   qps: number;
@@ -40,6 +42,8 @@ export interface Overview {
   exhaustions: number;
   /** Failed server connects per second over the last stats period, all pools. */
   connect_failures_per_sec: number;
+  /** Age of the oldest transaction a client holds open idle, any pool (ms); 0 when none. */
+  max_idle_xact_age_ms: number;
   /** Pools whose PostgreSQL is unreachable now. */
   pools_unreachable: number;
   /** Databases with a pool whose PostgreSQL is unreachable: since the first pool's outage began, with the latest

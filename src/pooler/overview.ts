@@ -4,11 +4,11 @@ import { mergedPercentiles, type PoolerSnapshot, type PoolSnapshot } from './sna
 
 export function overviewOf(s: PoolerSnapshot): Overview {
   const o: Overview = {
-    clients: { active: 0, idle: 0, waiting: 0, total: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0 },
+    clients: { active: 0, idle: 0, waiting: 0, total: 0, idle_in_transaction: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0, idle_in_transaction: 0 },
     tps: 0, qps: 0, errors: 0, pools: 0, pools_paused: 0,
     query_p50_us: 0, query_p95_us: 0, query_p99_us: 0, transaction_p95_us: 0, wait_p95_us: 0,
     cl_waiting: 0, errors_per_sec: 0, sv_active: 0, sv_idle: 0, sv_used: 0, sv_login: 0,
-    max_wait_ms: 0, evictions: 0, exhaustions: 0,
+    max_wait_ms: 0, evictions: 0, exhaustions: 0, max_idle_xact_age_ms: 0,
     connect_failures_per_sec: 0, pools_unreachable: 0, databases_unreachable: [],
   };
   const outages = new Map<string, { since: number; pools: string[]; error: PoolSnapshot['health']['lastError'] }>();
@@ -22,6 +22,9 @@ export function overviewOf(s: PoolerSnapshot): Overview {
     o.servers.idle += p.servers.idle;
     o.servers.used += p.servers.used;
     o.servers.login += p.servers.login;
+    o.clients.idle_in_transaction += p.clients.idleInTransaction;
+    o.servers.idle_in_transaction += p.servers.idleInTransaction;
+    o.max_idle_xact_age_ms = Math.max(o.max_idle_xact_age_ms, p.clients.maxIdleXactAgeMs);
     o.tps += p.averages.xactCount;
     o.qps += p.averages.queryCount;
     o.errors += p.totals.errors;

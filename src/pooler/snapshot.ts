@@ -28,10 +28,14 @@ export interface PoolSnapshot {
   /** The last server connect failed and none has logged in since (SHOW POOLS `fallback_active`). */
   readonly fallbackActive: boolean;
   readonly poolSize: number;
-  /** pinned: transaction-mode clients kept on their server by session state that cannot move (counted in active too). */
-  readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number; readonly pinned: number };
-  /** used: released by a client, server_reset_query still running (PgBouncer's sv_used); login: connecting. */
-  readonly servers: { readonly active: number; readonly idle: number; readonly used: number; readonly login: number };
+  /** pinned: transaction-mode clients kept on their server by session state that cannot move (counted in active too).
+   * idleInTransaction: clients inside a transaction with nothing in flight (ClientSnapshot.idleInTransaction), counted in
+   * active too; maxIdleXactAgeMs: the age of the oldest of their transactions (0 when none). */
+  readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number; readonly pinned: number;
+    readonly idleInTransaction: number; readonly maxIdleXactAgeMs: number };
+  /** used: released by a client, server_reset_query still running (PgBouncer's sv_used); login: connecting.
+   * idleInTransaction: servers whose client is idle in transaction (counted in active too). */
+  readonly servers: { readonly active: number; readonly idle: number; readonly used: number; readonly login: number; readonly idleInTransaction: number };
   readonly maxWaitMs: number;
   readonly oldestActiveMs: number;
   readonly totals: TotalsRecord;
@@ -193,12 +197,16 @@ function statementsOf(p: SnapshotSource<ClientSession>, now: number): StatementS
   return out;
 }
 
+function noClients(): { -readonly [K in keyof PoolSnapshot['clients']]: number } {
+  return { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0, idleInTransaction: 0, maxIdleXactAgeMs: 0 };
+}
+
 export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotParts = {}): PoolerSnapshot {
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
   const linked = new Map<unknown, { queryAgeMs: number; idleInTransaction: boolean; xactAgeMs: number }>();
-  const perPool = new Map<unknown, { idle: number; active: number; waiting: number; cancelReq: number; pinned: number }>();
+  const perPool = new Map<unknown, ReturnType<typeof noClients>>();
   const perApp = new Map<string, { clients: number; active: number; waiting: number }>();
   for (const c of p.clients) {
     const counts = c.relayCounts();
@@ -218,7 +226,7 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
     if (c.server) linked.set(c, { queryAgeMs: clients[clients.length - 1]!.queryAgeMs, idleInTransaction, xactAgeMs });
     if (c.isAdmin || !c.pool) continue;
     let cl = perPool.get(c.pool);
-    if (!cl) perPool.set(c.pool, cl = { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0 });
+    if (!cl) perPool.set(c.pool, cl = noClients());
     let app = perApp.get(c.applicationName);
     if (!app) perApp.set(c.applicationName, app = { clients: 0, active: 0, waiting: 0 });
     app.clients++;
@@ -231,6 +239,10 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
     } else cl.idle++;
     cl.cancelReq += c.cancelRequested;
     if (c.pinnedKinds !== 0) cl.pinned++;
+    if (idleInTransaction) {
+      cl.idleInTransaction++;
+      cl.maxIdleXactAgeMs = Math.max(cl.maxIdleXactAgeMs, xactAgeMs);
+    }
   }
   // In login order, as before the registry became a SlotSet (whose order changes as clients leave).
   clients.sort((a, b) => a.id - b.id);
@@ -238,7 +250,7 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
   const pools: PoolSnapshot[] = [];
   const servers: ServerSnapshot[] = [];
   for (const pool of p.pools.values()) {
-    const sv = { active: 0, idle: 0, used: 0, login: pool.connecting };
+    const sv = { active: 0, idle: 0, used: 0, login: pool.connecting, idleInTransaction: 0 };
     let oldestActiveMs = 0;
     for (const s of pool.servers) {
       if (s.state === 'active') {
@@ -250,6 +262,7 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
       // One call into the relay per server (the native relay answers from C++).
       const counts = s.end.counts();
       const owner = s.owner ? linked.get(s.owner) : undefined;
+      if (owner?.idleInTransaction) sv.idleInTransaction++;
       servers.push({
         id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, tls: s.tls, state: s.state,
         idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0, queryAgeMs: owner?.queryAgeMs ?? 0,
@@ -263,7 +276,7 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
     const windows = { query: st.queryTimes.window(), transaction: st.xactTimes.window(), wait: st.waitTimes.window() };
     pools.push({
       database: pool.settings.database, user: pool.settings.user, mode: pool.settings.mode, paused: pool.paused, fallbackActive: pool.connectFailing, poolSize: pool.settings.poolSize,
-      clients: perPool.get(pool) ?? { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0 }, servers: sv,
+      clients: perPool.get(pool) ?? noClients(), servers: sv,
       maxWaitMs: pool.maxWaitMs(now), oldestActiveMs,
       totals: st.totals.snapshot(), averages: st.averages(),
       query: percentilesOf(windows.query), transaction: percentilesOf(windows.transaction), wait: percentilesOf(windows.wait), windows,

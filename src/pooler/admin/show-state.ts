@@ -7,11 +7,13 @@ const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows
 export function showPools(s: PoolerSnapshot): ShowTable {
   return table(
     ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms', 'cl_pinned',
-      'backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec'],
+      'backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec',
+      'cl_idle_in_transaction', 'sv_idle_in_transaction', 'max_idle_xact_age_ms'],
     s.pools.map((p) => [
       p.database, p.user, p.mode, p.clients.idle, p.clients.active, p.clients.waiting, p.clients.cancelReq,
       p.servers.active, p.servers.idle, p.servers.used, p.servers.login, p.poolSize, Math.floor(p.maxWaitMs / 1000), (p.maxWaitMs % 1000) * 1000,
       p.averages.xactTime, p.paused, p.fallbackActive, p.oldestActiveMs, p.clients.pinned, ...healthCells(p),
+      p.clients.idleInTransaction, p.servers.idleInTransaction, p.clients.maxIdleXactAgeMs,
     ]),
   );
 }

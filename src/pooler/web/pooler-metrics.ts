@@ -87,6 +87,9 @@ export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnap
   const gauge = (name: string, help: string, pick: (p: PoolSnapshot) => number) => ex.family(name, 'gauge', help, pools.map((p) => ({ labels: labels(p), value: pick(p) })));
   gauge('pooler_pool_size', 'Configured pool size.', (p) => p.poolSize);
   gauge('pooler_clients_pinned', 'Transaction-mode clients kept on their server by session state that cannot move (LISTEN, advisory locks, temporary tables, WITH HOLD cursors, SQL PREPARE, LOAD).', (p) => p.clients.pinned);
+  gauge('pooler_clients_idle_in_transaction', 'Clients inside a transaction with nothing in flight, holding their server (counted in pooler_clients{state="active"} too).', (p) => p.clients.idleInTransaction);
+  gauge('pooler_servers_idle_in_transaction', 'Servers whose client is idle in transaction (counted in pooler_servers{state="active"} too).', (p) => p.servers.idleInTransaction);
+  gauge('pooler_pool_max_idle_xact_age_seconds', 'Age of the oldest transaction a client of the pool holds open while running nothing (0 when none).', (p) => p.clients.maxIdleXactAgeMs / 1000);
   gauge('pooler_pool_paused', '1 when the pool is paused.', (p) => (p.paused ? 1 : 0));
   gauge('pooler_pool_fallback_active', '1 while the pool\'s server connects fail (SHOW POOLS fallback_active).', (p) => (p.fallbackActive ? 1 : 0));
   gauge('pooler_pool_backend_unreachable', '1 while no server login to the pool\'s PostgreSQL succeeded for connect_timeout while clients needed one; 0 from the next login that succeeds.', (p) => (p.health.unreachableSince !== null ? 1 : 0));

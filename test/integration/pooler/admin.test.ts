@@ -11,7 +11,8 @@ let admin: pg.Client;
 
 const COLUMNS: Record<string, string[]> = {
   POOLS: ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms', 'cl_pinned',
-    'backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec'],
+    'backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec',
+    'cl_idle_in_transaction', 'sv_idle_in_transaction', 'max_idle_xact_age_ms'],
   POOLS_EXTENDED: ['database', 'user', 'cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'pool_mode', 'bytes_received', 'bytes_sent', 'query_0.99', 'transaction_0.99', 'query_0.95', 'transaction_0.95', 'query_0.5', 'transaction_0.5'],
   STATS: ['database', 'user', 'total_xact_count', 'total_query_count', 'total_received', 'total_sent', 'total_xact_time', 'total_query_time', 'total_wait_time', 'total_errors', 'avg_xact_count', 'avg_query_count', 'avg_recv', 'avg_sent', 'avg_errors', 'avg_xact_time', 'avg_query_time', 'avg_wait_time'],
   CLIENTS: ['client_id', 'database', 'user', 'application_name', 'addr', 'tls', 'state', 'wait', 'transaction_count', 'query_count', 'error_count', 'age_seconds'],

@@ -108,3 +108,56 @@ describe('idle in transaction', () => {
     await open.query('rollback');
   });
 });
+
+describe('idle in transaction counted per pool, in the overview and in /metrics', () => {
+  const pool = async () => (await rows('/api/pools')).find((r) => r['database'] === 'app' && r['user'] === 'md5user')!;
+  const overview = async () => {
+    const r = await h.app.inject({ method: 'GET', url: '/api/overview', headers: admin });
+    expect(r.statusCode).toBe(200);
+    return r.json() as { clients: Record<string, number>; servers: Record<string, number>; max_idle_xact_age_ms: number };
+  };
+  /** The pool's sample of a /metrics family, or undefined when it is missing. */
+  const metric = async (name: string) => {
+    const text = (await h.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{database="app",user="md5user"} `));
+    return line === undefined ? undefined : Number(line.split(' ').at(-1));
+  };
+  const counts = async () => {
+    const [p, o] = [await pool(), await overview()];
+    return {
+      cl: p['cl_idle_in_transaction'], sv: p['sv_idle_in_transaction'], ovCl: o.clients['idle_in_transaction'], ovSv: o.servers['idle_in_transaction'],
+      mCl: await metric('pooler_clients_idle_in_transaction'), mSv: await metric('pooler_servers_idle_in_transaction'),
+    };
+  };
+
+  it('two clients left idle inside BEGIN count in /api/pools, /api/overview and /metrics with the oldest age; COMMIT brings them to 0', async () => {
+    const zero = { cl: 0, sv: 0, ovCl: 0, ovSv: 0, mCl: 0, mSv: 0 };
+    // What the tests above left open has ended.
+    await expect.poll(counts, { timeout: 20_000 }).toEqual(zero);
+    await connect('md5user', 'iit-count-idle');
+    const a = await connect('md5user', 'iit-count-a');
+    const b = await connect('md5user', 'iit-count-b');
+    await a.query('begin');
+    await a.query('select 1');
+    await b.query('begin');
+    await expect.poll(counts, { timeout: 20_000 }).toEqual({ cl: 2, sv: 2, ovCl: 2, ovSv: 2, mCl: 2, mSv: 2 });
+    // SHOW POOLS' own columns keep their meaning: the two are active clients holding active servers.
+    expect(await pool()).toMatchObject({ cl_active: 2, sv_active: 2 });
+    const first = await pool();
+    expect(Number(first['max_idle_xact_age_ms'])).toBeGreaterThan(0);
+    // The oldest is a's transaction: no younger than b's, and it keeps growing while both sit there.
+    const ages = (await rows('/api/clients?pool=app/md5user')).filter((r) => r['activity'] === 'idle in transaction').map((r) => Number(r['xact_age_ms']));
+    expect(ages).toHaveLength(2);
+    await expect.poll(async () => Number((await pool())['max_idle_xact_age_ms']), { timeout: 20_000 }).toBeGreaterThan(Math.max(...ages) + 200);
+    expect((await overview()).max_idle_xact_age_ms).toBeGreaterThan(Math.max(...ages) + 200);
+    expect(await metric('pooler_pool_max_idle_xact_age_seconds')).toBeGreaterThan((Math.max(...ages) + 200) / 1000);
+
+    await a.query('commit');
+    await expect.poll(counts, { timeout: 20_000 }).toEqual({ cl: 1, sv: 1, ovCl: 1, ovSv: 1, mCl: 1, mSv: 1 });
+    await b.query('commit');
+    await expect.poll(counts, { timeout: 20_000 }).toEqual(zero);
+    expect(await pool()).toMatchObject({ max_idle_xact_age_ms: 0, cl_active: 0 });
+    expect((await overview()).max_idle_xact_age_ms).toBe(0);
+    expect(await metric('pooler_pool_max_idle_xact_age_seconds')).toBe(0);
+  });
+});
