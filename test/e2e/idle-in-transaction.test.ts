@@ -1,5 +1,6 @@
 // The pool page in Chromium lists an idle-in-transaction client first, with its transaction age, ahead of more idle
-// clients than the page shows (run on the native relay and, in the js-relay project, on the JavaScript relay).
+// clients than the page shows; the overview's and the pool page's cards count idle-in-transaction clients and servers
+// apart (run on the native relay and, in the js-relay project, on the JavaScript relay).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startConsoleEnv, type ConsoleEnv } from './console-harness.js';
@@ -59,5 +60,45 @@ describe('pool page: idle in transaction', () => {
     expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('State').inputValue()).toBe('idle in transaction');
     await open.query('rollback');
     await page.context().close();
+  });
+
+  it('the overview and pool page cards count idle-in-transaction clients and servers apart, with the oldest age; COMMIT clears them', async () => {
+    const a = await connect('card-in-tx-a');
+    const b = await connect('card-in-tx-b');
+    await a.query('begin');
+    await a.query('select 1');
+    await b.query('begin');
+    const page = await env.open('admin', '/overview');
+    const line = page.getByTestId('overview-clients-idle-xact');
+    await expect.poll(() => line.textContent().catch(() => null), { timeout: 20_000 }).toMatch(/^2 idle in transaction \(oldest \d[\d.]* (ms|s)\)$/);
+    await expect.poll(() => page.getByTestId('overview-servers-idle-xact').textContent().catch(() => null), { timeout: 20_000 }).toMatch(/^2 idle in transaction \(oldest /);
+    // In the warning colour, on a card marked as a warning; "active" leaves the two out, so the parts add up to the total.
+    expect(await line.evaluate((el) => getComputedStyle(el).color)).toBe(await page.evaluate(() => {
+      const probe = document.createElement('span');
+      probe.style.color = 'var(--warn)';
+      document.body.append(probe);
+      const c = getComputedStyle(probe).color;
+      probe.remove();
+      return c;
+    }));
+    expect(await page.getByTestId('overview-clients').getAttribute('class')).toBe('card warn');
+    const detail = await page.getByTestId('overview-clients').locator('.detail').textContent();
+    const [active, idle, waiting] = [...detail!.matchAll(/(\d+) (active|idle|waiting)(?! in transaction)/g)].map((m) => Number(m[1]));
+    const total = Number(await page.getByTestId('overview-clients').locator('.value').textContent());
+    expect(active! + idle! + waiting! + 2).toBe(total);
+    // The servers-by-state chart has the series.
+    expect(await page.getByTestId('chart-servers').textContent()).toContain('idle in transaction');
+
+    const pool = await env.open('admin', '/pools/app/md5user');
+    await expect.poll(() => pool.getByTestId('pool-clients-idle-xact').textContent().catch(() => null), { timeout: 20_000 }).toMatch(/^2 idle in transaction \(oldest /);
+    expect(await pool.getByTestId('pool-chart-clients').textContent()).toContain('idle in transaction');
+
+    await a.query('commit');
+    await b.query('commit');
+    await expect.poll(() => line.count(), { timeout: 20_000 }).toBe(0);
+    expect(await page.getByTestId('overview-clients').getAttribute('class')).toBe('card');
+    await expect.poll(() => pool.getByTestId('pool-clients-idle-xact').count(), { timeout: 20_000 }).toBe(0);
+    await page.context().close();
+    await pool.context().close();
   });
 });

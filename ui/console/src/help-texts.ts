@@ -7,8 +7,8 @@ export interface HelpEntry {
 const h = (name: string, text: string): HelpEntry => ({ name, text });
 
 export const HELP: Record<string, HelpEntry> = {
-  clients: h('clients', 'Client connections logged in to the pooler: active (inside a transaction, holding a server), idle (between transactions) and waiting (want a server, none free yet).'),
-  servers: h('servers', 'Connections from the pooler to PostgreSQL: active (serving a client), idle (ready in the pool), used (back from a client, being reset), login (being opened).'),
+  clients: h('clients', 'Client connections logged in to the pooler: active (inside a transaction, holding a server, a statement under way), idle in transaction (inside a transaction, holding a server and its locks, running nothing; with the age of the oldest), idle (between transactions) and waiting (want a server, none free yet). SHOW POOLS\' cl_active counts the idle-in-transaction ones too; here they are shown apart.'),
+  servers: h('servers', 'Connections from the pooler to PostgreSQL: active (serving a client), idle in transaction (serving a client that sits inside a transaction running nothing), idle (ready in the pool), used (back from a client, being reset), login (being opened). SHOW POOLS\' sv_active counts the idle-in-transaction ones too; here they are shown apart.'),
   tps: h('transactions per second', 'Transactions the pooler saw finish per second over the last stats period, every pool together. A statement outside BEGIN counts as one transaction.'),
   qps: h('queries per second', 'Queries (simple Query messages and extended-protocol Executes) per second over the last stats period.'),
   latency: h('query latency', 'Time from a query reaching the pooler to its answer leaving it, as percentiles over recent queries: p50 is the median, p95 and p99 the slow tail. Includes the time waiting for a server.'),
@@ -25,6 +25,9 @@ export const HELP: Record<string, HelpEntry> = {
   cl_idle: h('idle clients', 'Clients connected between transactions (they hold no server in transaction mode).'),
   cl_waiting: h('waiting clients', 'Clients waiting for a server.'),
   cl_pinned: h('pinned clients', 'Transaction-mode clients kept on their server until they disconnect, because they hold session state that cannot move to another server (LISTEN, advisory locks, temporary tables, WITH HOLD cursors, SQL PREPARE, LOAD). Their servers do not count against the pool size.'),
+  cl_idle_in_transaction: h('idle-in-transaction clients', 'Clients inside a transaction with nothing running: they hold a server (and PostgreSQL locks) that no other client can use. Counted in cl_active too. A pile of them that grows is the classic pooler incident: an application that forgot to COMMIT.'),
+  sv_idle_in_transaction: h('idle-in-transaction servers', 'Server connections whose client is idle in transaction. Counted in sv_active too.'),
+  max_idle_xact_age_ms: h('oldest idle transaction', 'Age of the oldest transaction a client of the pool holds open while running nothing (since its first statement); blank when there is none.'),
   sv_active: h('active servers', 'Server connections serving a client.'),
   sv_idle: h('idle servers', 'Server connections ready for the next client.'),
   sv_used: h('used servers', 'Server connections back from a client and not yet reusable.'),

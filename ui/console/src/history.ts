@@ -26,6 +26,8 @@ export interface Overview {
   sv_used?: number;
   sv_login?: number;
   connect_failures_per_sec?: number;
+  /** Age of the oldest transaction a client holds open idle (ms); `clients`/`servers` carry `idle_in_transaction`. */
+  max_idle_xact_age_ms?: number;
   pools_unreachable?: number;
   databases_unreachable?: DatabaseOutage[];
 }

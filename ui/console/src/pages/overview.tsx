@@ -6,6 +6,7 @@ import { OutageBanner, outagesOf } from '../components/outage';
 import { errorsPerSec, latest, series, useHistory } from '../history';
 import { count, micros, microsTicks, millis, rate, seconds } from '../format';
 import { usePolling } from '../use-polling';
+import { IdleXactLine, idleXact, running } from '../components/idle-xact';
 
 interface ProcessInfo {
   pid: number;
@@ -27,6 +28,10 @@ export function OverviewPage() {
   const x = samples.map((s) => s.t);
   const o = (pick: (ov: NonNullable<typeof data>) => number | undefined) => series(samples, (s) => (s.overview ? pick(s.overview) : null));
   const waiting = (ov: NonNullable<typeof data>) => ov.cl_waiting ?? ov.clients['waiting'];
+  // Idle in transaction is counted in active by the pooler: shown apart here, so the parts add up to the total.
+  const clIdleXact = (ov: NonNullable<typeof data>) => idleXact(ov.clients['idle_in_transaction']);
+  const svIdleXact = (ov: NonNullable<typeof data>) => idleXact(ov.servers['idle_in_transaction']);
+  const svActive = (ov: NonNullable<typeof data>) => ov.sv_active ?? ov.servers['active'];
   const lastErrors = samples.length ? errorsPerSec(samples.at(-1)!, samples.at(-2) ?? null) : null;
   const hasLatency = samples.some((s) => s.overview?.query_p50_us !== undefined);
   return (
@@ -37,8 +42,14 @@ export function OverviewPage() {
         {() => (
           <>
             <div className="cards" data-testid="overview-cards">
-              <Card label="Clients" help="clients" value={count(data!.clients['total'])} detail={`${data!.clients['active'] ?? 0} active · ${data!.clients['idle'] ?? 0} idle · ${waiting(data!) ?? 0} waiting`} />
-              <Card label="Servers" help="servers" value={count(data!.servers['total'])} detail={`${data!.sv_active ?? data!.servers['active'] ?? 0} active · ${data!.sv_idle ?? data!.servers['idle'] ?? 0} idle · ${data!.sv_used ?? data!.servers['used'] ?? 0} used · ${data!.sv_login ?? data!.servers['login'] ?? 0} login`} />
+              <Card label="Clients" help="clients" testId="overview-clients" value={count(data!.clients['total'])} tone={clIdleXact(data!) ? 'warn' : null} detail={<>
+                {`${running(data!.clients['active'], clIdleXact(data!))} active · ${data!.clients['idle'] ?? 0} idle · ${waiting(data!) ?? 0} waiting`}
+                <IdleXactLine n={clIdleXact(data!)} oldestMs={data!.max_idle_xact_age_ms} testId="overview-clients-idle-xact" />
+              </>} />
+              <Card label="Servers" help="servers" testId="overview-servers" value={count(data!.servers['total'])} tone={svIdleXact(data!) ? 'warn' : null} detail={<>
+                {`${running(svActive(data!), svIdleXact(data!))} active · ${data!.sv_idle ?? data!.servers['idle'] ?? 0} idle · ${data!.sv_used ?? data!.servers['used'] ?? 0} used · ${data!.sv_login ?? data!.servers['login'] ?? 0} login`}
+                <IdleXactLine n={svIdleXact(data!)} oldestMs={data!.max_idle_xact_age_ms} testId="overview-servers-idle-xact" />
+              </>} />
               <Card label="Transactions/s" help="tps" value={rate(data!.tps)} />
               <Card label="Queries/s" help="qps" value={rate(data!.qps)} detail={data!.query_p95_us !== undefined ? `p95 ${micros(data!.query_p95_us)}` : undefined} />
               <Card label="Errors" help="errors" value={count(data!.errors)} detail={`${rate(lastErrors)} /s`} tone={lastErrors ? 'bad' : null} />
@@ -57,10 +68,11 @@ export function OverviewPage() {
               <Chart testId="chart-waiting" title="Waiting clients" help="waiting" x={x} series={[{ label: 'waiting', values: o(waiting), color: '--series-3' }]} />
               <Chart testId="chart-errors" title="Errors per second" help="errors_per_sec" x={x} series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]} />
               <Chart testId="chart-servers" title="Server connections by state" help="servers" x={x} series={[
-                { label: 'active', values: o((ov) => ov.sv_active ?? ov.servers['active']), color: '--series-1' },
+                { label: 'active', values: o((ov) => running(svActive(ov), svIdleXact(ov))), color: '--series-1' },
                 { label: 'idle', values: o((ov) => ov.sv_idle ?? ov.servers['idle']), color: '--series-2' },
                 { label: 'used', values: o((ov) => ov.sv_used ?? ov.servers['used']), color: '--series-3' },
                 { label: 'login', values: o((ov) => ov.sv_login ?? ov.servers['login']), color: '--series-4' },
+                { label: 'idle in transaction', values: o((ov) => ov.servers['idle_in_transaction']), color: '--warn' },
               ]} />
             </div>
           </>

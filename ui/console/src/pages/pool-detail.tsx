@@ -18,6 +18,7 @@ import { PoolStateBadge } from './pools';
 import { clock, lastErrorText, poolUnreachable } from '../components/outage';
 import { sqlStateName } from '../sqlstates';
 import { activityRank, StateTag } from '../components/state-tag';
+import { IdleXactLine, idleXact, running } from '../components/idle-xact';
 
 const ERROR_COLUMNS: Column[] = [
   { key: 'sqlstate', label: 'SQLSTATE', render: (r) => <code>{String(r['sqlstate'])}</code> },
@@ -81,6 +82,11 @@ export function PoolDetailPage(props: { database: string; user: string }) {
   const clientTotal = Number(clients.headers?.get('x-total-count') ?? clients.data?.length ?? 0);
   const x = history.samples.map((s) => s.t);
   const fromPool = (col: string) => series(history.samples, (s) => (poolRow(s.pools, key)?.[col] as number | undefined) ?? null);
+  // Active without the idle-in-transaction ones (SHOW POOLS counts them in cl_active / sv_active): the states add up.
+  const runningOf = (active: string, idle: string) => series(history.samples, (s) => {
+    const r = poolRow(s.pools, key);
+    return r && r[active] !== undefined ? running(r[active], r[idle]) : null;
+  });
   const fromStats = (col: string) => series(history.samples, (s) => (poolRow(s.stats, key)?.[col] as number | undefined) ?? null);
   const known = sample?.pools !== null && sample?.pools !== undefined;
   return (
@@ -119,8 +125,14 @@ export function PoolDetailPage(props: { database: string; user: string }) {
             )}
             <div className="cards" data-testid="pool-cards">
               <Card label="Saturation" help="saturation" value={<Meter value={saturation(pool)} label="saturation: active servers / pool size" />} detail={`${count(pool['sv_active'])} active of ${count(pool['pool_size'])}`} />
-              <Card label="Clients" help="clients" value={count(Number(pool['cl_active']) + Number(pool['cl_idle']) + Number(pool['cl_waiting']))} detail={`${count(pool['cl_active'])} active · ${count(pool['cl_idle'])} idle · ${count(pool['cl_waiting'])} waiting`} tone={Number(pool['cl_waiting']) > 0 ? 'warn' : null} />
-              <Card label="Servers" help="servers" value={count(Number(pool['sv_active']) + Number(pool['sv_idle']) + Number(pool['sv_used']) + Number(pool['sv_login']))} detail={`${count(pool['sv_idle'])} idle · ${count(pool['sv_login'])} login`} />
+              <Card label="Clients" help="clients" testId="pool-clients-card" value={count(Number(pool['cl_active']) + Number(pool['cl_idle']) + Number(pool['cl_waiting']))} detail={<>
+                {`${count(running(pool['cl_active'], pool['cl_idle_in_transaction']))} active · ${count(pool['cl_idle'])} idle · ${count(pool['cl_waiting'])} waiting`}
+                <IdleXactLine n={pool['cl_idle_in_transaction']} oldestMs={pool['max_idle_xact_age_ms']} testId="pool-clients-idle-xact" />
+              </>} tone={Number(pool['cl_waiting']) > 0 || idleXact(pool['cl_idle_in_transaction']) > 0 ? 'warn' : null} />
+              <Card label="Servers" help="servers" testId="pool-servers-card" value={count(Number(pool['sv_active']) + Number(pool['sv_idle']) + Number(pool['sv_used']) + Number(pool['sv_login']))} detail={<>
+                {`${count(pool['sv_idle'])} idle · ${count(pool['sv_login'])} login`}
+                <IdleXactLine n={pool['sv_idle_in_transaction']} oldestMs={pool['max_idle_xact_age_ms']} testId="pool-servers-idle-xact" />
+              </>} tone={idleXact(pool['sv_idle_in_transaction']) > 0 ? 'warn' : null} />
               <Card label="Transactions/s" help="tps" value={rate(stat?.['avg_xact_count'])} detail={`mean ${micros(stat?.['avg_xact_time'])}`} />
               <Card label="Queries/s" help="qps" value={rate(stat?.['avg_query_count'])} detail={`mean ${micros(stat?.['avg_query_time'])}${poolP95(sample, key) !== null ? ` · p95 ${micros(poolP95(sample, key))}` : ''}`} />
               <Card label="Errors" help="total_errors" value={count(stat?.['total_errors'])} />
@@ -131,12 +143,14 @@ export function PoolDetailPage(props: { database: string; user: string }) {
                 { label: 'qps', values: fromStats('avg_query_count'), color: '--series-2' },
               ]} />
               <Chart testId="pool-chart-clients" title="Clients by state" help="clients" x={x} series={[
-                { label: 'active', values: fromPool('cl_active'), color: '--series-1' },
+                { label: 'active', values: runningOf('cl_active', 'cl_idle_in_transaction'), color: '--series-1' },
                 { label: 'waiting', values: fromPool('cl_waiting'), color: '--series-3' },
+                { label: 'idle in transaction', values: fromPool('cl_idle_in_transaction'), color: '--warn' },
               ]} />
               <Chart testId="pool-chart-servers" title="Servers by state" help="servers" x={x} series={[
-                { label: 'active', values: fromPool('sv_active'), color: '--series-1' },
+                { label: 'active', values: runningOf('sv_active', 'sv_idle_in_transaction'), color: '--series-1' },
                 { label: 'idle', values: fromPool('sv_idle'), color: '--series-2' },
+                { label: 'idle in transaction', values: fromPool('sv_idle_in_transaction'), color: '--warn' },
               ]} />
               <Chart testId="pool-chart-time" title="Query time" help="avg_query_time" x={x} format={micros} ticks={microsTicks} series={[
                 { label: 'mean', values: fromStats('avg_query_time'), color: '--series-2' },

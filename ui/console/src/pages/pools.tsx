@@ -4,7 +4,7 @@ import { DataTable, withExtraColumns, type Column } from '../components/data-tab
 import { Meter, saturation } from '../components/meter';
 import { Empty, Gate } from '../components/states';
 import { latest, useHistory } from '../history';
-import { micros, seconds } from '../format';
+import { micros, millis, seconds } from '../format';
 import { poolPath } from '../pages-list';
 import { poolUnreachable } from '../components/outage';
 
@@ -27,7 +27,8 @@ export const POOL_COLUMNS: Column[] = [
   { key: 'user' },
   { key: 'pool_mode', label: 'mode' },
   { key: 'saturation', help: 'saturation', render: (r) => <Meter value={saturation(r)} label={`saturation of ${String(r['database'])}/${String(r['user'])}`} />, sortValue: (r) => saturation(r) },
-  n('cl_active'), n('cl_idle'), n('cl_waiting'), n('cl_pinned'), n('sv_active'), n('sv_idle'), n('sv_used'), n('sv_login'), n('pool_size', false), { ...n('maxwait'), render: (r) => seconds(r['maxwait']) }, { ...n('avg_xact_time'), render: (r) => micros(r['avg_xact_time']) },
+  n('cl_active'), n('cl_idle'), n('cl_waiting'), n('cl_pinned'), n('cl_idle_in_transaction'), n('sv_active'), n('sv_idle'), n('sv_used'), n('sv_login'), n('sv_idle_in_transaction'),
+  { ...n('max_idle_xact_age_ms'), render: (r) => (Number(r['max_idle_xact_age_ms']) > 0 ? millis(r['max_idle_xact_age_ms']) : '') }, n('pool_size', false), { ...n('maxwait'), render: (r) => seconds(r['maxwait']) }, { ...n('avg_xact_time'), render: (r) => micros(r['avg_xact_time']) },
   { key: 'paused', render: (r) => <PoolStateBadge row={r} /> },
 ];
 
