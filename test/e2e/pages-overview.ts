@@ -80,7 +80,9 @@ export function describeOverviewAndShots(s: Shared): void {
       await page.getByTestId('prepared-table').getByRole('button', { name: 'pool' }).click();
       // Top queries too: by uses, which pool's row of a text comes first changes from run to run.
       await page.getByTestId('top-queries-table').getByRole('button', { name: 'pool' }).click();
-      await shootBoth(page, 'caches', table('prepared-table'));
+      // Whether a pool's `select 1/0` (every 25th query of a client) made it into Top queries before the traffic
+      // stopped depends on timing: 4 to 6 rows, so the image allows the rows that come and go (about 1 % of pixels).
+      await shootBoth(page, 'caches', table('prepared-table'), 0.02);
       await go('Logs', () => page.getByTestId('log-line').first().waitFor());
       await page.getByRole('button', { name: 'Pause' }).click();
       // Log lines differ from run to run in number and text: the image checks the page's frame and controls.
