@@ -9,14 +9,15 @@ import { operatorToml, poolToml, startOperator, until, type OperatorHarness } fr
 
 let db: TestPostgres;
 let h: OperatorHarness;
-/** A forwarder to PostgreSQL that holds each new connection 1.5 s first: the pool `slow` connects through it. */
+/** A forwarder to PostgreSQL that holds each new connection 4 s first: the pool `slow` connects through it (long
+ * enough for SHOW CLIENTS to catch a client waiting on it on a loaded machine; connect_timeout is above it). */
 let slow: Forwarder;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  slow = await startForwarder(db, { delayMs: 1500 });
+  slow = await startForwarder(db, { delayMs: 4000 });
   h = await startOperator(operatorToml({
-    general: 'server_reset_query = "SELECT pg_sleep(0.3)"',
+    general: 'server_reset_query = "SELECT pg_sleep(0.3)"\nconnect_timeout = "15s"\nquery_wait_timeout = "30s"',
     pools: poolToml(db, 'one', 'max_db_connections = 4\nreserve_pool_size = 1', [
       { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
       { username: 'scramuser', password: 'scrampass', extra: 'pool_size = 2' },
@@ -235,10 +236,10 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
       // The slow pool's first server connects while this client logs in (the login waits for the server's greeting).
       await slowClient.connect();
       await slowClient.query('SELECT 1');
-      // RECONNECT closes that server: the next query waits 1.5 s for a new one to connect.
+      // RECONNECT closes that server: the next query waits 4 s for a new one to connect.
       await h.admin('RECONNECT slow');
       const again = slowClient.query('SELECT 2 AS two');
-      await until('the slow client waits for a connect', async () => (await reason('slow-waiter')) !== undefined, 1400);
+      await until('the slow client waits for a connect', async () => (await reason('slow-waiter')) !== undefined, 3800);
       expect(await reason('slow-waiter')).toBe('connecting');
       expect((await again).rows).toEqual([{ two: 2 }]);
     } finally {
