@@ -78,7 +78,42 @@ function treeTicks(root: number): number {
   return sum;
 }
 
-/** Samples a pooler's CPU time and peak RSS, and the machine's CPU taken by processes outside our tree. */
+/** Proportional set size of `pid` in bytes (smaps_rollup), or 0 when it is gone or unreadable. */
+function pssBytes(pid: number): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids of `root`'s tree (itself and every living descendant). */
+export function treePids(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    const f = statFields(pid);
+    if (!f) continue;
+    const ppid = Number(f[1]);
+    const list = children.get(ppid);
+    if (list) list.push(pid); else children.set(ppid, [pid]);
+  }
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    out.push(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/** Samples a pooler's CPU time and peak RSS, and the machine's CPU taken by processes outside our tree. With `tree`
+ * (a pooler that forks a process per client, pgagroal) the CPU is the whole tree's, living and reaped
+ * (utime + stime + cutime + cstime), and the memory the summed PSS of the tree (its processes share their pool's
+ * memory, which RSS would count once per process), sampled every 2 s. */
 export class RunSampler {
   private cpu0 = 0;
   private busy0 = 0;
@@ -88,32 +123,40 @@ export class RunSampler {
   private timer: NodeJS.Timeout | null = null;
 
   /** `pid`: the pooler to watch, or null for a direct run (machine figures only). */
-  constructor(private readonly pid: number | null, private readonly ticks: number) {}
+  constructor(private readonly pid: number | null, private readonly ticks: number, private readonly tree = false) {}
+
+  private cpuNow(pid: number): number {
+    return this.tree ? treeTicks(pid) / this.ticks : cpuSeconds(pid, this.ticks);
+  }
+
+  private memNow(pid: number): number {
+    return this.tree ? treePids(pid).reduce((a, p) => a + pssBytes(p), 0) : rssBytes(pid);
+  }
 
   start(): void {
     this.busy0 = machineBusyTicks();
     this.own0 = treeTicks(process.pid);
     this.t0 = performance.now();
     if (this.pid === null) return;
-    this.cpu0 = cpuSeconds(this.pid, this.ticks);
-    this.peak = rssBytes(this.pid);
+    this.cpu0 = this.cpuNow(this.pid);
+    this.peak = this.memNow(this.pid);
     const pid = this.pid;
-    this.timer = setInterval(() => { this.peak = Math.max(this.peak, rssBytes(pid)); }, 200);
+    this.timer = setInterval(() => { this.peak = Math.max(this.peak, this.memNow(pid)); }, this.tree ? 2000 : 200);
   }
 
   /**
    * cpuPercent: the pooler's CPU in percent of one core over the wall time (NaN without a pooler); rssMax: its
    * peak RSS in bytes; foreignCores: CPU used meanwhile by processes this benchmark did not start, in cores.
    */
-  stop(): { cpuPercent: number; rssMax: number; foreignCores: number } {
+  stop(): { cpuPercent: number; cpuSeconds: number; rssMax: number; foreignCores: number } {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     const wall = (performance.now() - this.t0) / 1000;
     const foreign = (machineBusyTicks() - this.busy0 - (treeTicks(process.pid) - this.own0)) / this.ticks / wall;
-    if (this.pid === null) return { cpuPercent: Number.NaN, rssMax: Number.NaN, foreignCores: Math.max(0, foreign) };
-    const cpu = cpuSeconds(this.pid, this.ticks) - this.cpu0;
-    this.peak = Math.max(this.peak, rssBytes(this.pid));
-    return { cpuPercent: (cpu / wall) * 100, rssMax: this.peak, foreignCores: Math.max(0, foreign) };
+    if (this.pid === null) return { cpuPercent: Number.NaN, cpuSeconds: Number.NaN, rssMax: Number.NaN, foreignCores: Math.max(0, foreign) };
+    const cpu = this.cpuNow(this.pid) - this.cpu0;
+    if (!this.tree) this.peak = Math.max(this.peak, rssBytes(this.pid));
+    return { cpuPercent: (cpu / wall) * 100, cpuSeconds: cpu, rssMax: this.peak, foreignCores: Math.max(0, foreign) };
   }
 }
 

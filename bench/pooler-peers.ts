@@ -1,10 +1,12 @@
-// Pooler benchmark peers: starts PgBouncer (installing Debian's package when missing) and tidepool as child
-// processes on free ports in front of one PostgreSQL.
+// Pooler benchmark peers: starts PgBouncer (installing Debian's package when missing), tidepool and, for the
+// field comparison (`bench:pooler -- --peers`), PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 built under
+// BENCH_PEERS_DIR (default /opt/peers), as child processes on free ports in front of one PostgreSQL.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { freePort, startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
+import { treePids } from './pooler-cpu.js';
 import { PGBENCH } from './pooler-pgbench.js';
 
 /** The account the poolers and pgbench log in as; one method everywhere (BENCH_AUTH: md5, the default, or
@@ -68,6 +70,10 @@ export interface RunningPeer {
   pid: number;
   logFile: string;
   version: string;
+  /** The pooler forks a process per client (pgagroal): its CPU is the whole process tree's. */
+  cpuTree?: boolean;
+  /** Config files to quote in the report (path, and how the process was started). */
+  configFiles?: { file: string; how: string }[];
   stop(): Promise<void>;
 }
 
@@ -117,6 +123,10 @@ export function ensurePgBouncer(progress: (msg: string) => void): string {
 
 export interface PgBouncerOptions {
   dir: string;
+  /** The binary (default Debian's /usr/sbin/pgbouncer, installed when missing). */
+  bin?: string;
+  /** The peer's name in reports (default PgBouncer). */
+  name?: string;
   serverHost: string;
   serverPort: number;
   poolSize: number;
@@ -135,7 +145,7 @@ export interface PgBouncerOptions {
 /** PgBouncer in transaction mode as user nobody, BENCH_AUTH auth from a plaintext auth_file, connection logging off; the
  * same PostgreSQL database also as BENCH_SESSION_DB in session mode. */
 export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPeer> {
-  const bin = ensurePgBouncer(opts.progress);
+  const bin = opts.bin ?? ensurePgBouncer(opts.progress);
   const version = (spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout ?? '').split('\n')[0]?.trim() ?? '?';
   mkdirSync(opts.dir, { recursive: true });
   const host = '127.0.0.1';
@@ -175,7 +185,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
   const fd = openSync(logFile, 'a');
   const child = spawn(bin, [configFile], { stdio: ['ignore', fd, fd], ...(root ? NOBODY : {}) });
   await waitListening(host, port, child, logFile, 'pgbouncer');
-  return { name: 'PgBouncer', host, port, child, pid: child.pid ?? -1, logFile, version, stop: () => stopChild(child, 'SIGINT') };
+  return { name: opts.name ?? 'PgBouncer', host, port, child, pid: child.pid ?? -1, logFile, version, configFiles: [{ file: configFile, how: `${bin} pgbouncer.ini, as nobody` }], stop: () => stopChild(child, 'SIGINT') };
 }
 
 export interface TidepoolOptions {
@@ -240,4 +250,237 @@ pool_size = ${opts.poolSize}
   await waitListening(host, port, child, logFile, 'tidepool', /pooler listening/);
   const pkg = JSON.parse(readFileSync(path.join(opts.root, 'package.json'), 'utf8')) as { version: string };
   return { name: 'tidepool', host, port, child, pid: child.pid ?? -1, logFile, configFile, version: pkg.version, stop: () => stopChild(child, 'SIGINT') };
+}
+
+/** Where the field's poolers are unpacked (`tar xzf /work/shared/peers/peers-bin.tar.gz -C /`). */
+export const PEERS_DIR = process.env.BENCH_PEERS_DIR ?? '/opt/peers';
+const PEERS_ARCHIVE = '/work/shared/peers/peers-bin.tar.gz';
+export const PEER_BINARIES = {
+  'PgBouncer 1.25': { bin: path.join(PEERS_DIR, 'pgbouncer-1.25.2', 'bin', 'pgbouncer'), debs: ['libssl3', 'libevent-2.1-7', 'libc-ares2'] },
+  Odyssey: { bin: path.join(PEERS_DIR, 'odyssey-1.5.1', 'bin', 'odyssey'), debs: ['libssl3'] },
+  pgagroal: { bin: path.join(PEERS_DIR, 'pgagroal-1.6.0', 'bin', 'pgagroal'), debs: ['libssl3', 'libev4', 'libcjson1', 'libsystemd0'] },
+} as const;
+export type FieldPeer = keyof typeof PEER_BINARIES;
+
+/**
+ * The peer's binary, its Debian runtime packages installed with apt-get when `ldd` finds a library missing (as
+ * root). A missing binary is an error that says where the peers come from: the bench never skips a peer silently.
+ */
+export function ensurePeer(name: FieldPeer, progress: (msg: string) => void): string {
+  const { bin, debs } = PEER_BINARIES[name];
+  if (!existsSync(bin)) {
+    throw new Error(`${name} is missing: no ${bin}. The field's poolers are not unpacked; run \`tar xzf ${PEERS_ARCHIVE} -C /\` (or set BENCH_PEERS_DIR to where they are), then \`apt-get install ${[...new Set(Object.values(PEER_BINARIES).flatMap((p) => [...p.debs]))].join(' ')}\` (see ${path.join(PEERS_DIR, 'README.txt')})`);
+  }
+  const missing = () => [bin, ...(name === 'pgagroal' ? [path.join(path.dirname(bin), 'pgagroal-admin')] : [])]
+    .flatMap((b) => (spawnSync('ldd', [b], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => /not found/.test(l)).map((l) => l.trim()));
+  let libs = missing();
+  if (libs.length) {
+    if (process.getuid?.() !== 0) throw new Error(`${name}: ${bin} lacks ${libs.join(', ')}; as root: apt-get install -y ${debs.join(' ')}`);
+    progress(`${name} lacks ${libs.join(', ')}: apt-get install -y ${debs.join(' ')}`);
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    let r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...debs], { env, encoding: 'utf8' });
+    if (r.status !== 0) {
+      spawnSync('apt-get', ['update'], { env, encoding: 'utf8' });
+      r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...debs], { env, encoding: 'utf8' });
+    }
+    libs = missing();
+    if (r.status !== 0 || libs.length) throw new Error(`${name}: apt-get install ${debs.join(' ')} did not provide ${libs.join(', ') || 'the libraries'}: ${(r.stderr || r.stdout).slice(-1500)}`);
+  }
+  return bin;
+}
+
+/** The peer's version line (`--version`). */
+export function peerVersion(bin: string): string {
+  const r = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  return (r.stdout || r.stderr || '?').split('\n')[0]!.trim();
+}
+
+interface FieldPeerOptions {
+  dir: string;
+  serverHost: string;
+  serverPort: number;
+  poolSize: number;
+  progress: (msg: string) => void;
+  /** The client-side secret (benchSecret: plaintext with md5, the role's SCRAM secret with scram-sha-256). */
+  secret: string;
+}
+
+/** Makes `dir` (and what is in it) the property of nobody, when we are root. */
+function giveToNobody(dir: string): boolean {
+  if (process.getuid?.() !== 0) return false;
+  const walk = (p: string) => {
+    chownSync(p, NOBODY.uid, NOBODY.gid);
+    if (statSync(p).isDirectory()) for (const f of readdirSync(p)) walk(path.join(p, f));
+  };
+  walk(dir);
+  return true;
+}
+
+/** PgBouncer 1.25 (built from its release tag): as startPgBouncer, with `max_prepared_statements = 200` so that the
+ * `prepared` rows run in transaction mode. */
+export async function startPgBouncer125(opts: FieldPeerOptions & { sessionPoolSize: number }): Promise<RunningPeer> {
+  const bin = ensurePeer('PgBouncer 1.25', opts.progress);
+  return startPgBouncer({ ...opts, bin, name: 'PgBouncer 1.25', extraIni: ['max_prepared_statements = 200'] });
+}
+
+/** Odyssey 1.5 in transaction mode with `workers 2` and `pool_reserve_prepared_statement yes`, BENCH_AUTH client auth
+ * with the same secret as the other poolers, the plaintext password towards PostgreSQL; as nobody when root. */
+export async function startOdyssey(opts: FieldPeerOptions): Promise<RunningPeer> {
+  const bin = ensurePeer('Odyssey', opts.progress);
+  mkdirSync(opts.dir, { recursive: true });
+  const host = '127.0.0.1';
+  const port = await freePort(host);
+  const configFile = path.join(opts.dir, 'odyssey.conf');
+  const logFile = path.join(opts.dir, 'odyssey.log');
+  writeFileSync(configFile, `daemonize no
+pid_file "${path.join(opts.dir, 'odyssey.pid')}"
+locks_dir "${opts.dir}"
+log_to_stdout yes
+log_format "%p %t %l [%i %s] (%c) %m\\n"
+log_debug no
+log_config no
+log_session no
+log_query no
+log_stats no
+workers 2
+resolvers 1
+readahead 8192
+cache_coroutine 0
+coroutine_stack_size 16
+nodelay yes
+keepalive 15
+keepalive_keep_interval 75
+keepalive_probes 9
+keepalive_usr_timeout 0
+graceful_die_on_errors no
+enable_online_restart no
+bindwith_reuseport no
+
+listen {
+	host "${host}"
+	port ${port}
+	backlog 128
+	tls "disable"
+}
+
+storage "postgres_server" {
+	type "remote"
+	host "${opts.serverHost}"
+	port ${opts.serverPort}
+}
+
+database "${BENCH_DB}" {
+	user "${BENCH_USER}" {
+		authentication "${BENCH_AUTH}"
+		password "${opts.secret}"
+		storage "postgres_server"
+		storage_password "${BENCH_PASSWORD}"
+		pool "transaction"
+		pool_size ${opts.poolSize}
+		pool_timeout 0
+		pool_ttl 0
+		pool_discard no
+		pool_cancel yes
+		pool_rollback yes
+		pool_reserve_prepared_statement yes
+		client_fwd_error yes
+		server_lifetime 3600
+		log_debug no
+		client_max 2000
+	}
+}
+`);
+  writeFileSync(logFile, '');
+  const root = giveToNobody(opts.dir);
+  chmodSync(configFile, 0o600);
+  const fd = openSync(logFile, 'a');
+  const child = spawn(bin, [configFile], { stdio: ['ignore', fd, fd], ...(root ? NOBODY : {}) });
+  await waitListening(host, port, child, logFile, 'odyssey');
+  return { name: 'Odyssey', host, port, child, pid: child.pid ?? -1, logFile, version: peerVersion(bin), configFiles: [{ file: configFile, how: `${bin} odyssey.conf, as nobody` }], stop: () => stopChild(child, 'SIGTERM') };
+}
+
+/**
+ * pgagroal 1.6 with its transaction pipeline (which needs a users vault: `pgagroal-admin master-key` and `user add`),
+ * max_connections = the pool size, prefilled, blocking_timeout/idle_timeout/max_connection_age 0 as its docs ask
+ * for that pipeline, BENCH_AUTH in its hba. It refuses to run as root and keeps its master key in the home
+ * directory of the user it runs as (getpwuid, not $HOME): it runs as nobody in a private mount namespace where
+ * /etc/passwd is a copy giving nobody a home in the work dir, so nothing lands outside it. Its transaction pipeline
+ * cannot keep prepared statements: the bench does not run it under `--protocol prepared`.
+ */
+export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer> {
+  const bin = ensurePeer('pgagroal', opts.progress);
+  const admin = path.join(path.dirname(bin), 'pgagroal-admin');
+  if (process.getuid?.() !== 0) throw new Error('pgagroal: the bench starts it as nobody with a home in the work dir, which needs root (unshare, setpriv)');
+  mkdirSync(opts.dir, { recursive: true });
+  const host = '127.0.0.1';
+  const port = await freePort(host);
+  const home = path.join(opts.dir, 'home');
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const passwd = path.join(opts.dir, 'passwd');
+  copyFileSync('/etc/passwd', passwd);
+  const lines = readFileSync(passwd, 'utf8').split('\n').map((l) => {
+    const f = l.split(':');
+    if (f[0] !== 'nobody' || f.length < 7) return l;
+    f[5] = home;
+    return f.join(':');
+  });
+  writeFileSync(passwd, lines.join('\n'));
+  chmodSync(passwd, 0o644);
+  const configFile = path.join(opts.dir, 'pgagroal.conf');
+  const hbaFile = path.join(opts.dir, 'pgagroal_hba.conf');
+  const limitFile = path.join(opts.dir, 'pgagroal_databases.conf');
+  const usersFile = path.join(opts.dir, 'pgagroal_users.conf');
+  const logFile = path.join(opts.dir, 'pgagroal.log');
+  writeFileSync(configFile, [
+    '[pgagroal]',
+    `host = ${host}`,
+    `port = ${port}`,
+    'log_type = file',
+    'log_level = warn',
+    `log_path = ${path.join(opts.dir, 'pgagroal-file.log')}`,
+    `max_connections = ${opts.poolSize}`,
+    'pipeline = transaction',
+    'blocking_timeout = 0',
+    'idle_timeout = 0',
+    'max_connection_age = 0',
+    'validation = off',
+    'allow_unknown_users = false',
+    'update_process_title = never',
+    `unix_socket_dir = ${opts.dir}`,
+    '',
+    '[primary]',
+    `host = ${opts.serverHost}`,
+    `port = ${opts.serverPort}`,
+    '',
+  ].join('\n'));
+  writeFileSync(hbaFile, `host ${BENCH_DB} ${BENCH_USER} all ${BENCH_AUTH}\n`);
+  writeFileSync(limitFile, `${BENCH_DB} ${BENCH_USER} ${opts.poolSize} ${opts.poolSize} ${opts.poolSize}\n`);
+  writeFileSync(logFile, '');
+  giveToNobody(opts.dir);
+  // As nobody, with /etc/passwd bind-mounted from the copy in this mount namespace only; exec keeps the pid.
+  const asNobody = (args: string[]) => ['-m', 'sh', '-c', `mount --bind "$0" /etc/passwd && exec setpriv --reuid=${NOBODY.uid} --regid=${NOBODY.gid} --clear-groups "$@"`, passwd, ...args];
+  const masterKey = `bench-master-${process.pid}-${Date.now()}`;
+  for (const args of [[admin, '-P', masterKey, 'master-key'], [admin, '-f', usersFile, '-U', BENCH_USER, '-P', BENCH_PASSWORD, 'user', 'add']]) {
+    const r = spawnSync('unshare', asNobody(args), { encoding: 'utf8', cwd: opts.dir });
+    if (r.status !== 0) throw new Error(`pgagroal-admin ${args.slice(1).filter((a) => a !== masterKey && a !== BENCH_PASSWORD).join(' ')} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout).slice(-1500)}`);
+  }
+  const fd = openSync(logFile, 'a');
+  const child = spawn('unshare', asNobody([bin, '-c', configFile, '-a', hbaFile, '-l', limitFile, '-u', usersFile]), { cwd: opts.dir, stdio: ['ignore', fd, fd] });
+  await waitListening(host, port, child, logFile, 'pgagroal');
+  const pid = child.pid ?? -1;
+  const stop = async () => {
+    const tree = pid > 0 ? treePids(pid) : [];
+    await stopChild(child, 'SIGTERM');
+    // Its per-client and prefill processes: stopped by pid if the main process left any.
+    for (const p of tree) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+  };
+  return {
+    name: 'pgagroal', host, port, child, pid, logFile, version: peerVersion(bin), cpuTree: true,
+    configFiles: [
+      { file: configFile, how: `${bin} -c pgagroal.conf -a pgagroal_hba.conf -l pgagroal_databases.conf -u pgagroal_users.conf, as nobody (pgagroal-admin master-key; pgagroal-admin -f pgagroal_users.conf -U bench user add)` },
+      { file: hbaFile, how: 'pgagroal_hba.conf' },
+      { file: limitFile, how: 'pgagroal_databases.conf' },
+    ],
+    stop,
+  };
 }

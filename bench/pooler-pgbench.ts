@@ -115,13 +115,17 @@ export function runPgbench(s: Scenario, t: PgbenchTarget, seconds: number, logDi
       const failed = Number(/number of failed transactions: (\d+)/.exec(out)?.[1] ?? 0);
       const lat = readLatencies(logDir, base);
       const errorLines = err.split('\n').filter((l) => /error|fatal|abort|could not|server closed/i.test(l));
+      // Any "error" or "aborted" line in pgbench's output makes the run a failed one, whatever its exit code: a
+      // client that aborted leaves the others running, and their tps is not the target's.
+      const failLines = `${out}\n${err}`.split('\n').filter((l) => /error|abort/i.test(l));
       let error = '';
       if (hung) error = `hung: no exit ${graceSeconds} s after -T ${seconds}; killed`;
       else if (code !== 0) error = `exit ${code ?? signal}: ${errorLines.slice(0, 3).join(' | ') || err.trim().slice(0, 300)}`;
       else if (failed > 0) error = `${failed} failed transactions: ${errorLines.slice(0, 3).join(' | ')}`;
+      else if (failLines.length) error = `error/aborted lines: ${failLines.slice(0, 3).join(' | ')}`;
       else if (!Number.isFinite(tps)) error = `no tps line in pgbench's output: ${out.trim().split('\n').slice(-3).join(' | ')}`;
       resolve({
-        ok: !hung && code === 0 && Number.isFinite(tps),
+        ok: !hung && code === 0 && failed === 0 && failLines.length === 0 && Number.isFinite(tps),
         tps, transactions, failed,
         p50Ms: percentile(lat, 0.5),
         p99Ms: percentile(lat, 0.99),

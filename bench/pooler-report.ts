@@ -3,7 +3,9 @@
 import type { PgbenchResult, Scenario } from './pooler-pgbench.js';
 
 export const TARGETS = ['direct', 'PgBouncer', 'tidepool'] as const;
-export type TargetName = (typeof TARGETS)[number];
+/** The field comparison (`--peers`): PgBouncer is Debian's 1.18; the others are built from their release tags. */
+export const PEER_TARGETS = ['direct', 'PgBouncer', 'PgBouncer 1.25', 'Odyssey', 'pgagroal', 'tidepool'] as const;
+export type TargetName = (typeof PEER_TARGETS)[number];
 
 export interface RunRecord extends PgbenchResult {
   scenario: string;
@@ -11,6 +13,8 @@ export interface RunRecord extends PgbenchResult {
   repeat: number;
   /** Pooler CPU in percent of one core over the run; NaN for direct. */
   cpuPercent: number;
+  /** Pooler CPU seconds over the run; NaN for direct. */
+  cpuSeconds: number;
   /** Pooler peak RSS in bytes during the run; NaN for direct. */
   rssMax: number;
   /** CPU taken during the run by processes this benchmark did not start, in cores. */
@@ -75,6 +79,11 @@ const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b
 export function targetMode(target: TargetName, s: Scenario): 'direct' | 'transaction' | 'session' {
   if (target === 'direct') return 'direct';
   return target === 'PgBouncer' && s.protocol === 'prepared' ? 'session' : 'transaction';
+}
+
+/** Whether the bench runs a target in a scenario: pgagroal's transaction pipeline cannot keep prepared statements. */
+export function targetRuns(target: TargetName, s: Scenario): boolean {
+  return !(target === 'pgagroal' && s.protocol === 'prepared');
 }
 
 const targetLabel = (target: TargetName, s: Scenario) => (targetMode(target, s) === 'session' ? `${target} (session mode)` : target);
@@ -167,4 +176,94 @@ function renderTargets(scenarios: Scenario[], records: RunRecord[]): string[] {
     'Ratios of the medians above. Pooler CPU per transaction: the pooler\'s CPU over the run divided by its tps (median CPU% / median tps), first target / second. The third target (simple protocol not slower than before the prepared-statement work) is a same-run A/B of two revisions: `bench/pooler-ab.ts`, `bench/results/pooler-ab-prepared.md`.',
     '',
   ];
+}
+
+/** Peer names with their versions, for the field report's headers (e.g. `PgBouncer` -> `PgBouncer 1.18`). */
+export type PeerLabels = Partial<Record<TargetName, string>>;
+
+const usTx = (x: number) => (Number.isFinite(x) ? `${x.toFixed(1)} µs` : '-');
+
+/** The field comparison: every target's tps, latency and pooler CPU per row, and tidepool / the best peer. */
+export function renderPeersReport(ctx: ReportContext, scenarios: Scenario[], records: RunRecord[], labels: PeerLabels): string {
+  const targets = PEER_TARGETS;
+  const peers = targets.filter((t) => t !== 'direct' && t !== 'tidepool');
+  const label = (t: TargetName) => labels[t] ?? t;
+  const of = (s: Scenario, t: TargetName) => records.filter((r) => r.scenario === s.key && r.target === t);
+  const sum = (s: Scenario, t: TargetName) => summarize(of(s, t));
+  /** Median pooler CPU per transaction over the ok runs: CPU seconds / transactions of each run. */
+  const cpuPerTx = (s: Scenario, t: TargetName) => median(of(s, t).filter((r) => r.ok && r.transactions > 0).map((r) => (r.cpuSeconds * 1e6) / r.transactions));
+  const cell = (s: Scenario, t: TargetName) => {
+    if (!targetRuns(t, s)) return 'not run';
+    const x = sum(s, t);
+    if (x.runs === 0) return '-';
+    if (x.okRuns === 0) return `**failed** (${x.runs}/${x.runs})`;
+    const failed = x.runs - x.okRuns;
+    return `${int(x.tps)}${targetMode(t, s) === 'session' ? ' (session)' : ''}${failed ? ` (**${failed} failed**)` : ''}`;
+  };
+  /** The best peer of a row: the highest median tps among the peers that ran it in transaction mode. */
+  const best = (s: Scenario) => {
+    let top: { t: TargetName; tps: number } | null = null;
+    for (const t of peers) {
+      if (!targetRuns(t, s) || targetMode(t, s) !== 'transaction') continue;
+      const x = sum(s, t);
+      if (x.okRuns === 0 || !Number.isFinite(x.tps)) continue;
+      if (!top || x.tps > top.tps) top = { t, tps: x.tps };
+    }
+    return top;
+  };
+  const out: string[] = [];
+  out.push('# Pooler benchmark: tidepool against the field', '');
+  out.push(`pgbench select-only (\`-S\`) against PostgreSQL directly, ${peers.map(label).join(', ')} and tidepool, every target once a round in a rotated order. ${ctx.settings}`, '');
+  out.push(`Machine: ${ctx.machine}. Date: ${ctx.date}.`, '');
+  out.push('## Summary (median tps)', '');
+  out.push(`| Row | ${targets.map(label).join(' | ')} | best peer | tidepool / best peer |`);
+  out.push(`|---|${targets.map(() => '---:').join('|')}|---|---:|`);
+  for (const s of scenarios) {
+    const b = best(s);
+    const t = sum(s, 'tidepool');
+    out.push(`| ${scenarioTitle(s)} | ${targets.map((x) => cell(s, x)).join(' | ')} | ${b ? label(b.t) : '-'} | **${b && t.okRuns ? ratio(t.tps, b.tps) : '-'}** |`);
+  }
+  out.push('');
+  out.push('"not run": pgagroal\'s transaction pipeline cannot keep protocol-level prepared statements. "(session)": PgBouncer 1.18 cannot keep them in transaction mode, so its `prepared` rows run in session mode (one server connection per client) and it is left out of "best peer" there. The best peer is the peer with the highest median tps in transaction mode; a target with a failed run (any `error` or `aborted` line from pgbench) is marked and its median is over its other runs; a target whose runs all failed has no tps.', '');
+  out.push('## Pooler CPU per transaction', '');
+  out.push(`| Row | ${targets.filter((t) => t !== 'direct').map(label).join(' | ')} |`);
+  out.push(`|---|${targets.filter((t) => t !== 'direct').map(() => '---:').join('|')}|`);
+  for (const s of scenarios) out.push(`| ${scenarioTitle(s)} | ${targets.filter((t) => t !== 'direct').map((t) => (targetRuns(t, s) ? usTx(cpuPerTx(s, t)) : 'not run')).join(' | ')} |`);
+  out.push('');
+  out.push('The pooler\'s user + system CPU from /proc/<pid>/stat over each run divided by the transactions pgbench counted, median over the runs (pgagroal: its whole process tree, one process per client, living and reaped).', '');
+  for (const s of scenarios) {
+    out.push(`## ${scenarioTitle(s)}`, '');
+    out.push('| Target | tps (median) | tps min-max | p50 ms | p99 ms | pooler CPU | CPU per transaction | pooler memory | other load | runs ok |');
+    out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const errors: string[] = [];
+    for (const t of targets) {
+      if (!targetRuns(t, s)) {
+        out.push(`| ${label(t)} | not run | | | | | | | | |`);
+        continue;
+      }
+      const x = sum(s, t);
+      errors.push(...of(s, t).filter((r) => r.error).map((r) => `${label(t)} run ${r.repeat + 1}: ${r.error}`));
+      const mode = targetMode(t, s) === 'session' ? ' (session mode)' : '';
+      out.push(`| ${label(t)}${mode} | ${x.okRuns ? int(x.tps) : '**failed**'} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${usTx(cpuPerTx(s, t))} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`);
+    }
+    out.push('');
+    const b = best(s);
+    const t = sum(s, 'tidepool');
+    if (b && t.okRuns) out.push(`tidepool / ${label(b.t)} (best peer) tps: **${ratio(t.tps, b.tps)}**; tidepool / direct: ${ratio(t.tps, sum(s, 'direct').tps)}.`, '');
+    if (errors.length) {
+      out.push('Failed runs (their tps is not reported):', '');
+      for (const e of errors) out.push(`- ${e}`);
+      out.push('');
+    }
+  }
+  out.push('tps: median over the ok runs (pgbench "tps = ... (without initial connection time)"). Latency p50/p99: per-transaction latencies from pgbench `--log`, median over the runs. Pooler CPU: percent of one core over the run. Pooler memory: peak VmRSS sampled every 200 ms (pgagroal: the summed PSS of its process tree every 2 s), max over the runs. Other load: CPU taken during the runs by processes this benchmark did not start, in cores, median over the runs.', '');
+  if (ctx.notes.length) {
+    out.push('## Notes', '');
+    for (const n of ctx.notes) out.push(`- ${n}`);
+    out.push('');
+  }
+  out.push('## Commands and configurations', '', '```sh');
+  out.push(...ctx.commands);
+  out.push('```', '');
+  return out.join('\n');
 }

@@ -1,6 +1,9 @@
 // Pooler benchmark: pgbench -S through direct PostgreSQL, PgBouncer and tidepool side by side in one run,
 // alternating the targets within every scenario; medians to bench/results/pooler.md.
 // Usage: npm run build && npm run bench:pooler [-- --duration 10 --repeats 3 --clients 1,10,50,200 --quick]
+// With --peers (BENCH_PEERS=1): the field comparison, also PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 from
+// BENCH_PEERS_DIR (default /opt/peers; the run stops with an error when one is missing), simple, extended and
+// prepared at 10 and 50 clients, 8 s runs, 5 rounds, no -C rows; to bench/results/pooler-peers.md.
 // Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_PREPARED_CLIENTS, BENCH_RECONNECT_CLIENTS,
 // BENCH_PROTOCOLS, BENCH_POOL_SIZE, BENCH_SCALE, BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each
 // also a --flag of the same name in kebab case).
@@ -12,13 +15,16 @@ import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { PGBENCH, SCRAM_USER, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, pgbenchInitArgs, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { TARGETS, median, renderReport, scenarioTitle, targetMode, type RunRecord, type TargetName } from './pooler-report.js';
+import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, ensurePeer, PEER_BINARIES, pgbenchInitArgs, startBenchPostgres, startOdyssey, startPgagroal, startPgBouncer, startPgBouncer125, startTidepool, type RunningPeer } from './pooler-peers.js';
+import { PEER_TARGETS, TARGETS, median, renderPeersReport, renderReport, scenarioTitle, targetMode, targetRuns, type PeerLabels, type RunRecord, type TargetName } from './pooler-report.js';
 import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const KEEP = process.argv.includes('--keep');
+/** The field comparison: PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 beside the usual three targets. */
+const PEERS = process.argv.includes('--peers') || process.env.BENCH_PEERS === '1';
+const RUN_TARGETS: readonly TargetName[] = PEERS ? PEER_TARGETS : TARGETS;
 
 function opt(name: string, env: string, dflt: string, quick?: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,21 +34,21 @@ function opt(name: string, env: string, dflt: string, quick?: string): string {
 }
 const numList = (s: string) => s.split(',').map((x) => Number(x.trim())).filter((x) => Number.isInteger(x) && x > 0);
 
-const DURATION = Number(opt('duration', 'BENCH_DURATION', '10', '3'));
+const DURATION = Number(opt('duration', 'BENCH_DURATION', PEERS ? '8' : '10', '3'));
 const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5', '1'));
 const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3', '1'));
-const CLIENTS = numList(opt('clients', 'BENCH_CLIENTS', '1,10,50,200', '1,10'));
+const CLIENTS = numList(opt('clients', 'BENCH_CLIENTS', PEERS ? '10,50' : '1,10,50,200', PEERS ? '10' : '1,10'));
 /** Client counts of `--protocol prepared` (pgbench's named statements, which need the pooler's rewriting). */
 const PREPARED_CLIENTS = numList(opt('prepared-clients', 'BENCH_PREPARED_CLIENTS', '10,50', '10'));
 const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple,extended,prepared').split(',').map((p) => p.trim())
   .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
-const RECONNECT_CLIENTS = numList(opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', '10,50', '10'));
+const RECONNECT_CLIENTS = numList(opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', PEERS ? '' : '10,50', PEERS ? '' : '10'));
 const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
 const RETRIES = Number(opt('retries', 'BENCH_RETRIES', '1', '0'));
 const QUIET_WAIT = Number(opt('quiet-wait', 'BENCH_QUIET_WAIT', '30', '0'));
 const POOL_SIZE = Number(opt('pool-size', 'BENCH_POOL_SIZE', '20'));
 const SCALE = Number(opt('scale', 'BENCH_SCALE', '10', '1'));
-const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'results', 'pooler.md'), path.join(ROOT, 'bench', '.work', 'pooler-quick.md')));
+const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'results', PEERS ? 'pooler-peers.md' : 'pooler.md'), path.join(ROOT, 'bench', '.work', PEERS ? 'pooler-peers-quick.md' : 'pooler-quick.md')));
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -86,6 +92,16 @@ process.on('exit', () => { if (!cleaning) killLeftovers(); });
 
 function scenarios(): Scenario[] {
   const list: Scenario[] = [];
+  if (PEERS) {
+    // Client count first, so that a run cut short has whole rows of the smaller count.
+    for (const clients of [...new Set([...CLIENTS, ...PREPARED_CLIENTS])].sort((a, b) => a - b)) {
+      for (const protocol of PROTOCOLS) {
+        if ((protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS).includes(clients)) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
+      }
+    }
+    for (const clients of RECONNECT_CLIENTS) if (PROTOCOLS.includes('simple')) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+    return list;
+  }
   for (const protocol of PROTOCOLS) {
     for (const clients of protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
   }
@@ -107,9 +123,16 @@ let scramUser: { name: string; secret: string } | null = null;
 
 async function startPeer(name: TargetName): Promise<RunningPeer> {
   const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE, secret: benchSecret((q) => pg!.sql(q)), extraUsers: scramUser ? [scramUser] : [] };
-  const peer = name === 'PgBouncer'
-    ? await startPgBouncer({ ...common, sessionPoolSize: Math.max(1, ...PREPARED_CLIENTS), dir: path.join(workDir, 'pgbouncer'), progress })
-    : await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
+  const sessionPoolSize = Math.max(1, ...PREPARED_CLIENTS);
+  let peer: RunningPeer;
+  switch (name) {
+    case 'PgBouncer': peer = await startPgBouncer({ ...common, sessionPoolSize, dir: path.join(workDir, 'pgbouncer'), progress }); break;
+    case 'PgBouncer 1.25': peer = await startPgBouncer125({ ...common, sessionPoolSize, dir: path.join(workDir, 'pgbouncer-1.25'), progress }); break;
+    case 'Odyssey': peer = await startOdyssey({ ...common, dir: path.join(workDir, 'odyssey'), progress }); break;
+    case 'pgagroal': peer = await startPgagroal({ ...common, dir: path.join(workDir, 'pgagroal'), progress }); break;
+    case 'tidepool': peer = await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }); break;
+    default: throw new Error(`no peer ${name}`);
+  }
   peers.set(name, peer);
   progress(`${peer.name} ${peer.version} listening on ${peer.host}:${peer.port} (pid ${peer.pid})`);
   return peer;
@@ -140,7 +163,7 @@ async function measure(s: Scenario, target: TargetName, rep: number, notes: stri
     await startPeer(target);
   }
   const live = target === 'direct' ? null : peers.get(target)!;
-  const sampler = new RunSampler(live ? live.pid : null, ticks);
+  const sampler = new RunSampler(live ? live.pid : null, ticks, live?.cpuTree ?? false);
   sampler.start();
   pgbench = runPgbench(s, targetOf(target, s), DURATION, logDir, `${s.key}-${target}-${rep}`);
   const r = await pgbench.done;
@@ -156,25 +179,32 @@ async function main(): Promise<void> {
   const load0 = os.loadavg();
   progress(`work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, protocols ${PROTOCOLS.join(',')}, clients ${CLIENTS.join(',')}, prepared clients ${PREPARED_CLIENTS.join(',')}, -C clients ${RECONNECT_CLIENTS.join(',')}, pool_size ${POOL_SIZE}, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`);
 
-  // Room for every pool at once: PgBouncer's two, tidepool's, and the direct run's clients.
-  const maxConnections = Math.max(300, 2 * POOL_SIZE + Math.max(0, ...PREPARED_CLIENTS) + Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) + 20);
+  // Room for every pool at once: PgBouncer's two (and PgBouncer 1.25's), every other pooler's, and the direct run's clients.
+  const pooled = RUN_TARGETS.filter((t) => t !== 'direct').length;
+  const maxConnections = Math.max(300, (pooled + 1) * POOL_SIZE + (PEERS ? 2 : 1) * Math.max(0, ...PREPARED_CLIENTS) + Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) + 20);
+  // A missing peer stops the run here, before PostgreSQL is loaded: the field comparison never skips one silently.
+  if (PEERS) for (const name of Object.keys(PEER_BINARIES) as (keyof typeof PEER_BINARIES)[]) ensurePeer(name, progress);
   pg = await startBenchPostgres(workDir, { maxConnections, scale: SCALE, progress });
   const pgVersion = pg.sql('SHOW server_version');
   if (scenarios().some((x) => x.scram)) scramUser = createScramRole((q, db) => pg!.sql(q, db), SCRAM_USER);
 
-  await startPeer('PgBouncer');
-  await startPeer('tidepool');
+  for (const t of RUN_TARGETS) if (t !== 'direct') await startPeer(t);
+  const labels: PeerLabels = {};
+  const shortVersion = (t: TargetName) => /(\d+\.\d+)(\.\d+)?/.exec(peers.get(t)?.version ?? '')?.[1] ?? '';
+  for (const t of ['PgBouncer', 'Odyssey', 'pgagroal'] as const) if (peers.has(t)) labels[t] = `${t} ${shortVersion(t)}`;
+  if (peers.has('PgBouncer 1.25')) labels['PgBouncer 1.25'] = `PgBouncer ${shortVersion('PgBouncer 1.25')}`;
 
   const { nativeLoaded } = await import('../src/native/index.js');
   const cpuModel = os.cpus()[0]?.model ?? '?';
   const head = versionOf('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
   const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src/pooler', 'src/protocol', 'src/native', 'native'], { encoding: 'utf8' }).stdout.trim();
-  const machine = `${os.cpus().length} CPU (${cpuModel}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.release()}; Node ${process.version}; PostgreSQL ${pgVersion}; ${versionOf(PGBENCH, ['--version'])}; ${peers.get('PgBouncer')!.version}; tidepool ${peers.get('tidepool')!.version} at ${head}${dirty ? ' plus uncommitted pooler changes in the work tree' : ''} (native addon ${nativeLoaded ? 'loaded' : 'not built: TypeScript twins'}); load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}`;
+  const peerVersions = RUN_TARGETS.filter((t) => t !== 'direct' && t !== 'tidepool').map((t) => `${peers.get(t)!.version}${t === 'PgBouncer' ? ' (Debian)' : ` (${path.dirname(path.dirname(PEER_BINARIES[t as keyof typeof PEER_BINARIES].bin))})`}`).join('; ');
+  const machine = `${os.cpus().length} CPU (${cpuModel}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.release()}; Node ${process.version}; PostgreSQL ${pgVersion}; ${versionOf(PGBENCH, ['--version'])}; ${peerVersions}; tidepool ${peers.get('tidepool')!.version} at ${head}${dirty ? ' plus uncommitted pooler changes in the work tree' : ''} (native addon ${nativeLoaded ? 'loaded' : 'not built: TypeScript twins'}); load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}`;
 
   const logDir = path.join(workDir, 'pgbench');
   mkdirSync(logDir, { recursive: true });
   if (WARMUP > 0) {
-    for (const t of TARGETS) {
+    for (const t of RUN_TARGETS) {
       if (interrupted) throw new Error('interrupted');
       progress(`warm-up ${t}: simple, 10 clients, ${WARMUP} s`);
       pgbench = runPgbench({ key: 'warmup', protocol: 'simple', clients: 10, reconnect: false }, targetOf(t), WARMUP, logDir, 'warmup');
@@ -185,32 +215,37 @@ async function main(): Promise<void> {
 
   const list = scenarios();
   const records: RunRecord[] = [];
-  const total = list.length * REPEATS * TARGETS.length;
+  const total = list.reduce((a, s) => a + RUN_TARGETS.filter((t) => targetRuns(t, s)).length, 0) * REPEATS;
   let n = 0;
   const t0 = Date.now();
   let retried = 0;
+  const configs = PEERS
+    ? RUN_TARGETS.filter((t) => t !== 'direct' && t !== 'tidepool').flatMap((t) => (peers.get(t)!.configFiles ?? []).flatMap((c) => ['', `# ${c.how}`, ...readFileSync(c.file, 'utf8').trim().split('\n').map((l) => l.replaceAll(workDir, '$WORK'))]))
+    : ['', '# pgbouncer.ini (run as nobody: pgbouncer pgbouncer.ini)', ...readFileSync(path.join(workDir, 'pgbouncer', 'pgbouncer.ini'), 'utf8').trim().split('\n').map((l) => l.replace(workDir, '$WORK'))];
+  const flags = [QUICK ? '--quick' : '', PEERS ? '--peers' : ''].filter(Boolean).join(' ');
   const commands = [
-    `npm run build && ${QUICK ? 'npm run bench:pooler -- --quick' : 'npm run bench:pooler'}   # BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
+    `npm run build && ${flags ? `npm run bench:pooler -- ${flags}` : 'npm run bench:pooler'}   # BENCH_AUTH=${BENCH_AUTH} BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
     `pgbench ${pgbenchInitArgs(pg.host, '$PG_PORT', SCALE).join(' ')}`,
     ...list.map((s) => pgbenchCommand(s, DURATION)),
-    `# $PORT: PostgreSQL, PgBouncer or tidepool; PGPASSWORD set; -j is min(2, clients)`,
-    '',
-    '# pgbouncer.ini (run as nobody: pgbouncer pgbouncer.ini)',
-    ...readFileSync(path.join(workDir, 'pgbouncer', 'pgbouncer.ini'), 'utf8').trim().split('\n').map((l) => l.replace(workDir, '$WORK')),
+    `# $PORT: PostgreSQL, ${RUN_TARGETS.filter((t) => t !== 'direct').join(', ')}; PGPASSWORD set; -j is min(2, clients)`,
+    ...configs,
     '',
     '# pooler.toml (node bin/tidepool.js pooler --config pooler.toml)',
     ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8').trim().split('\n'),
   ];
   const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same${BENCH_AUTH === 'md5' ? `; the rows marked SCRAM-SHA-256 log in as ${SCRAM_USER}, a role with a SCRAM secret, which both poolers and PostgreSQL then authenticate with SCRAM` : ''}), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
+  const peersSettings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} round${REPEATS === 1 ? '' : 's'}: every round runs each target once, the order rotated from round to round, medians quoted; a ${WARMUP} s warm-up per target first. Every pooler in transaction mode with ${POOL_SIZE} server connections: PgBouncer 1.25 with \`max_prepared_statements = 200\`, Odyssey with \`workers 2\` and \`pool_reserve_prepared_statement yes\`, pgagroal with its transaction pipeline (prefilled; it cannot keep prepared statements, so it does not run the \`prepared\` rows), tidepool with its default \`prepared_statements = true\`; PgBouncer 1.18 runs \`prepared\` in session mode (pool size ${Math.max(1, ...PREPARED_CLIENTS)}). ${BENCH_AUTH} client auth for every target with the bench role's password (the role's secret is ${BENCH_AUTH}, so direct connections pay the same${BENCH_AUTH === 'scram-sha-256' ? '; both PgBouncers, Odyssey and tidepool are given the role\'s SCRAM secret, pgagroal the password in its vault, which is all it takes' : ''}). All on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. The C poolers run as nobody.`;
   const write = () => {
+    const ctx = { date: new Date().toISOString().slice(0, 10), machine, settings: PEERS ? peersSettings : settings, commands, notes };
     // The results file keeps its other sections (TLS, logins, dated runs: results-file.ts).
-    writeResults(OUT, renderReport({ date: new Date().toISOString().slice(0, 10), machine, settings, commands, notes }, list, records));
+    writeResults(OUT, PEERS ? renderPeersReport(ctx, list, records, labels) : renderReport(ctx, list, records));
   };
 
   for (const [si, s] of list.entries()) {
+    const targets = RUN_TARGETS.filter((t) => targetRuns(t, s));
     for (let rep = 0; rep < REPEATS; rep++) {
-      const shift = (rep + si) % TARGETS.length;
-      const order = [...TARGETS.slice(shift), ...TARGETS.slice(0, shift)];
+      const shift = (rep + si) % targets.length;
+      const order = [...targets.slice(shift), ...targets.slice(0, shift)];
       for (const target of order) {
         if (interrupted) throw new Error('interrupted');
         n++;
