@@ -66,8 +66,9 @@ describe('chart axes', () => {
     const page = await env.open('anonymous', '/overview');
     const chart = page.getByTestId('chart-latency');
     await expect.poll(() => chart.getAttribute('data-y-axis'), { timeout: 30_000 }).not.toBeNull();
-    // Once the slow queries reach the chart, its top label is in milliseconds.
-    await expect.poll(async () => (await clipped(page, 'chart-latency')).axis.labels.at(-1) ?? '', { timeout: 30_000 }).toMatch(/ ms$/);
+    // Once the slow queries reach the chart, its top label is in milliseconds (seconds on a machine so loaded that
+    // the queries' p99 passes a second).
+    await expect.poll(async () => (await clipped(page, 'chart-latency')).axis.labels.at(-1) ?? '', { timeout: 30_000 }).toMatch(/ m?s$/);
     const { axis, cut } = await clipped(page, 'chart-latency');
     expect(axis.labels.length).toBeGreaterThan(1);
     for (const l of axis.labels) expect(l).toMatch(/^\d+(\.\d+)? (µs|ms|s)$/);

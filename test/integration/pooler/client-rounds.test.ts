@@ -33,7 +33,8 @@ interface RoundStats { logins: number; answered: number; errors: string[]; stall
 
 const md5 = (x: string | Buffer) => createHash('md5').update(x).digest('hex');
 
-/** One client: md5 login, then `select 1` every ~`everyMs` until `holdMs` have passed, then Terminate. */
+/** One client: md5 login, then `select 1` every ~`everyMs` until `holdMs` have passed (at least one, however slow
+ * the login was), then Terminate. */
 function client(port: number, holdMs: number, everyMs: number, st: RoundStats): Promise<void> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1');
@@ -58,8 +59,9 @@ function client(port: number, holdMs: number, everyMs: number, st: RoundStats): 
         finish(`no answer in ${phase} for ${STALL_MS} ms`);
       }
     }, 1000);
+    let asked = 0;
     const next = () => {
-      if (Date.now() >= leaveAt) {
+      if (Date.now() >= leaveAt && asked > 0) {
         done = true;
         clearInterval(watch);
         s.end(writeTerminate());
@@ -67,6 +69,7 @@ function client(port: number, holdMs: number, everyMs: number, st: RoundStats): 
         return;
       }
       timer = setTimeout(() => {
+        asked++;
         phase = 'query';
         since = Date.now();
         s.write(writeQuery('select 1'));
