@@ -25,8 +25,9 @@ export function overviewOf(s: PoolerSnapshot): Overview {
     o.clients.idle_in_transaction += p.clients.idleInTransaction;
     o.servers.idle_in_transaction += p.servers.idleInTransaction;
     o.max_idle_xact_age_ms = Math.max(o.max_idle_xact_age_ms, p.clients.maxIdleXactAgeMs);
-    o.tps += p.averages.xactCount;
-    o.qps += p.averages.queryCount;
+    // Fractions, as errors/s: SHOW STATS' whole avg_xact_count reads 0 for a pool doing 0.4 transactions a second.
+    o.tps += p.averages.exact.xactCount;
+    o.qps += p.averages.exact.queryCount;
     o.errors += p.totals.errors;
     // A fraction: the integer avg_errors of SHOW STATS reads 0 for 0.3 errors a second.
     o.errors_per_sec += p.averages.exact.errors;
@@ -44,6 +45,8 @@ export function overviewOf(s: PoolerSnapshot): Overview {
     }
   }
   o.errors_per_sec = Math.round(o.errors_per_sec * 1000) / 1000;
+  o.tps = Math.round(o.tps * 1000) / 1000;
+  o.qps = Math.round(o.qps * 1000) / 1000;
   o.connect_failures_per_sec = Math.round(o.connect_failures_per_sec * 1000) / 1000;
   o.databases_unreachable = [...outages].map(([database, d]): DatabaseOutage => ({
     database, since: new Date(d.since).toISOString(), pools: d.pools,

@@ -1,4 +1,5 @@
-// The overview's errors per second is a fraction over the stats period: 3 errors in 10 s read 0.3 (SHOW STATS' integer avg_errors reads 0).
+// The overview's errors, queries and transactions per second are fractions over the stats period: 3 errors in 10 s
+// read 0.3 (SHOW STATS' integer avg_errors reads 0), and so do a handful of queries.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -37,9 +38,9 @@ afterAll(async () => {
   await db?.cleanup();
 });
 
-async function overview(): Promise<{ errors: number; errors_per_sec: number }> {
+async function overview(): Promise<{ errors: number; errors_per_sec: number; qps: number; tps: number }> {
   const r = await app.inject({ method: 'GET', url: '/api/overview', headers: { authorization: basicHeader() } });
-  return r.json() as { errors: number; errors_per_sec: number };
+  return r.json() as { errors: number; errors_per_sec: number; qps: number; tps: number };
 }
 
 describe('errors per second', () => {
@@ -48,6 +49,7 @@ describe('errors per second', () => {
     await c.connect();
     try {
       for (let i = 0; i < 3; i++) await expect(c.query('select 1/0')).rejects.toMatchObject({ code: '22012' });
+      for (let i = 0; i < 2; i++) await c.query('select 1');
     } finally {
       await c.end();
     }
@@ -64,6 +66,11 @@ describe('errors per second', () => {
     // 0.3 (0.1 or 0.2 should a period boundary fall between the three errors).
     expect(o.errors_per_sec).toBeGreaterThan(0);
     expect(o.errors_per_sec).toBeLessThan(1);
+    // Five queries (and transactions) in 10 s: at most 0.5 a second, a fraction too.
+    for (const v of [o.qps, o.tps]) {
+      expect(v).toBeGreaterThan(0);
+      expect(v).toBeLessThan(1);
+    }
     const stats = tp.pooler.show('STATS');
     expect(stats.rows.find((r) => r[1] === 'md5user')?.[stats.columns.indexOf('avg_errors')]).toBe(0);
   });
