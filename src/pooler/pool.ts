@@ -239,7 +239,7 @@ export class Pool extends PoolState {
         for (const p of this.paramWaiters.splice(0)) p.reject(err);
         // Waiters that no live or pending server could serve get the error now.
         if (this.servers.size === 0 && this.connecting === 0) {
-          for (let w = this.nextWaiter(); w; w = this.nextWaiter()) w.onPoolError(err.message, err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure);
+          for (let w = this.nextWaiter(); w; w = this.nextWaiter()) w.onPoolError(err.message, clientSqlState(err));
         } else this.growForWaiters();
         this.coordinator?.kick();
       },
@@ -278,8 +278,7 @@ export class Pool extends PoolState {
   private cachedLoginError(now: number): { message: string; sqlstate: string } | null {
     const err = this.lastLoginError;
     if (!err || now >= this.loginRetryAt || this.servers.size > 0 || this.connecting > 0) return null;
-    const sqlstate = err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure;
-    return { message: `server login has been failing, cached error: ${err.message} (server_login_retry)`, sqlstate };
+    return { message: `server login has been failing, cached error: ${err.message} (server_login_retry)`, sqlstate: clientSqlState(err) };
   }
 
   /** ParameterStatus set for client logins; connects a first server when none has logged in yet. */
@@ -427,4 +426,9 @@ export class Pool extends PoolState {
   failWaiters(message: string, sqlstate: string): void {
     for (let w = this.nextWaiter(); w; w = this.nextWaiter()) w.onPoolError(message, sqlstate);
   }
+}
+
+/** What a client hears of a failed server login: PostgreSQL's refusal of the credentials as it is, else 08006. */
+function clientSqlState(err: ServerLoginError): string {
+  return err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure;
 }

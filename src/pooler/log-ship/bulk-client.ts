@@ -16,6 +16,17 @@ export interface BulkRequest {
   abort(reason: string): void;
 }
 
+/** A route of the log store at ship_to: its URL without credentials (a path prefix kept), the `user:password` of
+ * ship_to's `user:password@` (Basic auth) and the address to log. */
+export function shipTarget(shipTo: string, route: string): { endpoint: URL; auth: string | undefined; display: string } {
+  const url = new URL(shipTo);
+  const auth = url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
+  url.username = '';
+  url.password = '';
+  const base = url.pathname.replace(/\/+$/, '');
+  return { endpoint: new URL(`${base}/${route}`, url), auth, display: `${url.protocol}//${url.host}${base}` };
+}
+
 export class BulkClient {
   private readonly endpoint: URL;
   private readonly agent: http.Agent;
@@ -24,16 +35,10 @@ export class BulkClient {
   readonly display: string;
 
   constructor(shipTo: string) {
-    const url = new URL(shipTo);
-    this.auth = url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
-    url.username = '';
-    url.password = '';
-    const base = url.pathname.replace(/\/+$/, '');
-    this.display = `${url.protocol}//${url.host}${base}`;
-    this.endpoint = new URL(`${base}/_bulk`, url);
+    ({ endpoint: this.endpoint, auth: this.auth, display: this.display } = shipTarget(shipTo, '_bulk'));
     // One request at a time: a single kept-alive socket.
     const opts = { keepAlive: true, maxSockets: 1 };
-    this.agent = url.protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
+    this.agent = this.endpoint.protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
   }
 
   post(body: Buffer, timeoutMs: number): BulkRequest {

@@ -1,6 +1,7 @@
 // The Logs page's history: the pooler's own records of the last hour read back from the log store it ships them to
 // ([logs] ship_to), with the tap's filters, so an operator who opens the page during an incident sees what already
 // happened (the tap itself only starts at its first request).
+import { shipTarget } from '../log-ship/bulk-client.js';
 import type { TapEntry } from './log-tap.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
@@ -51,20 +52,13 @@ export function entryOf(doc: Record<string, unknown>, seq: number): TapEntry {
   return { seq, time: String(doc.time ?? ''), level: String(doc.level ?? ''), target: String(doc.target ?? ''), msg: String(doc.msg ?? ''), fields };
 }
 
-/** Where the search goes and how it authenticates, from ship_to (`user:password@` becomes Basic auth). */
-export function searchEndpoint(shipTo: string): { url: string; headers: Record<string, string>; display: string } {
-  const url = new URL(shipTo);
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (url.username) headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
-  url.username = '';
-  url.password = '';
-  const base = url.pathname.replace(/\/+$/, '');
-  return { url: `${url.protocol}//${url.host}${base}/search`, headers, display: `${url.protocol}//${url.host}${base}` };
-}
 
 /** Reads the history from the log store at `shipTo` (its seq-ql `/search`); rejects with a message when it fails. */
 export async function readHistory(shipTo: string, q: HistoryQuery, timeoutMs: number, now = Date.now()): Promise<HistoryAnswer> {
-  const { url, headers, display } = searchEndpoint(shipTo);
+  // The same address and credentials the shipper's bulks use.
+  const { endpoint: url, auth, display } = shipTarget(shipTo, 'search');
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (auth !== undefined) headers.authorization = `Basic ${Buffer.from(auth).toString('base64')}`;
   const body = { query: { query: historyQueryText(q), from: new Date(now - q.windowMs).toISOString(), to: new Date(now + 60_000).toISOString() }, size: q.limit, order: 'desc' };
   let res: Response;
   try {
