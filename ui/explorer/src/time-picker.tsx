@@ -10,13 +10,22 @@ export function TimePicker(props: { range: Range; onChange: (r: Range) => void }
   const [problem, setProblem] = useState('');
   const box = useRef<HTMLDivElement>(null);
 
+  // The fields are filled from the view's range as the panel opens, in the same event (an effect would run after
+  // the panel is painted and could overwrite what is already being typed), and never again while it is open.
+  const toggle = () => {
+    if (!open) {
+      const now = resolve(props.range);
+      setFrom(utc(now.from).slice(0, 19));
+      setTo(utc(now.to).slice(0, 19));
+      const rel = props.range.rel;
+      setCustom(rel && !RELATIVE.some(([k]) => k === rel) ? rel : '');
+      setProblem('');
+    }
+    setOpen(!open);
+  };
+
   useEffect(() => {
     if (!open) return undefined;
-    const now = resolve(props.range);
-    setFrom(utc(now.from).slice(0, 19));
-    setTo(utc(now.to).slice(0, 19));
-    setCustom(props.range.rel && !RELATIVE.some(([k]) => k === props.range.rel) ? props.range.rel : '');
-    setProblem('');
     const onDown = (e: MouseEvent) => {
       if (box.current && !box.current.contains(e.target as Node)) setOpen(false);
     };
@@ -27,7 +36,7 @@ export function TimePicker(props: { range: Range; onChange: (r: Range) => void }
       document.removeEventListener('mousedown', onDown);
       document.removeEventListener('keydown', onKey);
     };
-  }, [open, props.range]);
+  }, [open]);
 
   const pick = (r: Range) => {
     setOpen(false);
@@ -49,7 +58,7 @@ export function TimePicker(props: { range: Range; onChange: (r: Range) => void }
 
   return (
     <div className="time-picker" ref={box}>
-      <button type="button" className="tp-button" data-testid="time-button" aria-haspopup="dialog" aria-expanded={open} onClick={() => setOpen(!open)}>
+      <button type="button" className="tp-button" data-testid="time-button" aria-haspopup="dialog" aria-expanded={open} onClick={toggle}>
         <span aria-hidden="true">◷ </span>{describe(props.range)}
       </button>
       {open && (
