@@ -15,7 +15,11 @@ export default defineConfig({
       { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'] } },
       {
         extends: true,
-        test: { name: 'js-relay', include: ['test/integration/pooler/**/*.test.ts', 'test/e2e/idle-in-transaction.test.ts'], env: { TIDEPOOL_NATIVE_RELAY: '0' } },
+        test: {
+          name: 'js-relay',
+          include: ['test/integration/pooler/**/*.test.ts', 'test/e2e/idle-in-transaction.test.ts'],
+          env: { TIDEPOOL_NATIVE_RELAY: '0' },
+        },
       },
     ],
   },

@@ -7,12 +7,21 @@ import { rmSync } from 'node:fs';
  * finished, such as an uncaught EPIPE when the output was piped into `head`, it SIGKILLs `pids()` (what may still run:
  * PostgreSQL, the poolers, pgbench) and removes `dir()`, synchronously, as an 'exit' listener must.
  */
-export function stopOnExit(cleanup: () => Promise<void>, pids: () => readonly (number | null | undefined)[], dir: () => string, say: (msg: string) => void): () => Promise<void> {
+export function stopOnExit(
+  cleanup: () => Promise<void>,
+  pids: () => readonly (number | null | undefined)[],
+  dir: () => string,
+  say: (msg: string) => void,
+): () => Promise<void> {
   let done = false;
   const kill = () => {
     for (const pid of pids()) {
       if (!pid || pid < 0) continue;
-      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
     }
     const d = dir();
     if (d) rmSync(d, { recursive: true, force: true });
@@ -28,10 +37,18 @@ export function stopOnExit(cleanup: () => Promise<void>, pids: () => readonly (n
       if (stopping) return;
       stopping = true;
       say(`${sig}: stopping what this benchmark started`);
-      const force = setTimeout(() => { kill(); process.exit(130); }, 15_000);
-      void stop().finally(() => { clearTimeout(force); process.exit(130); });
+      const force = setTimeout(() => {
+        kill();
+        process.exit(130);
+      }, 15_000);
+      void stop().finally(() => {
+        clearTimeout(force);
+        process.exit(130);
+      });
     });
   }
-  process.on('exit', () => { if (!done) kill(); });
+  process.on('exit', () => {
+    if (!done) kill();
+  });
   return stop;
 }

@@ -13,8 +13,14 @@ function msg(type: string, bodyLen: number): Buffer {
 }
 
 const cases: { name: string; chunk: Buffer }[] = [
-  { name: 'pgbench -S reply (T, D, C, Z)', chunk: Buffer.concat([msg('T', 27), msg('D', 10), msg('C', 9), msg('Z', 1)]) },
-  { name: 'extended query (P, B, D, E, S)', chunk: Buffer.concat([msg('P', 60), msg('B', 20), msg('D', 6), msg('E', 5), msg('S', 0)]) },
+  {
+    name: 'pgbench -S reply (T, D, C, Z)',
+    chunk: Buffer.concat([msg('T', 27), msg('D', 10), msg('C', 9), msg('Z', 1)]),
+  },
+  {
+    name: 'extended query (P, B, D, E, S)',
+    chunk: Buffer.concat([msg('P', 60), msg('B', 20), msg('D', 6), msg('E', 5), msg('S', 0)]),
+  },
   { name: '64 KB of 100-byte DataRows', chunk: Buffer.concat(Array.from({ length: 600 }, () => msg('D', 100))) },
   { name: '64 KB slice of one 1 MB row', chunk: msg('D', 1 << 20).subarray(0, 65536) },
 ];
@@ -57,7 +63,10 @@ const report = `# Framing scan: native addon vs TypeScript twin
 Median ns per chunk (7 rounds) of \`scanFrames\` over one chunk, looping while the output array is full
 (128 messages per call), as \`FrameStream.feed\` does. Run: \`npm run build && node dist/bench/framing.js\`.
 
-Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end, ${new Date().toISOString()}.
+Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average ${os
+  .loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ')} at the end, ${new Date().toISOString()}.
 
 | chunk | bytes | native ns | TypeScript ns | TS / native |
 |---|---:|---:|---:|---:|

@@ -12,7 +12,8 @@ import { OWN_SHARD } from '../src/logstore/doc-time.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const arg = (name: string, dflt: number) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
+const arg = (name: string, dflt: number) =>
+  process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt;
 const DOCS = arg('docs', 200_000);
 const RUNS = arg('runs', 7);
 const BATCH = 500;
@@ -37,7 +38,14 @@ function build(): ActiveFraction {
     counter += BATCH + 1 + ((r() * 3) | 0) * (BATCH + 1);
     for (let k = 0; k < BATCH && i + k < DOCS; k++) {
       const bytes = Buffer.from(`{"level":"info","n":${i + k}}`);
-      frac.add({ level: 'info', n: i + k }, bytes, 0, bytes.length, start + (i + k) * 5, OWN_SHARD + 2 * 2 ** 40 + counter + k);
+      frac.add(
+        { level: 'info', n: i + k },
+        bytes,
+        0,
+        bytes.length,
+        start + (i + k) * 5,
+        OWN_SHARD + 2 * 2 ** 40 + counter + k,
+      );
     }
   }
   return frac;
@@ -57,17 +65,30 @@ const r = mulberry32(11);
 const present = Array.from({ length: LOOKUPS }, () => frac.id((r() * frac.docCount) | 0));
 const absent = present.map((id) => id.slice(0, 14) + 'ffffffffff');
 const rows: string[] = [];
-for (const [label, ids] of [['present', present], ['absent', absent]] as const) {
+for (const [label, ids] of [
+  ['present', present],
+  ['absent', absent],
+] as const) {
   const runs = { index: [] as number[], scan: [] as number[] };
   for (let k = 0; k < RUNS; k++) {
     let a = 0;
     let b = 0;
-    runs.index.push(cpuMs(() => { for (const id of ids) a += frac.find(id); }));
-    runs.scan.push(cpuMs(() => { for (const id of ids) b += scanFind(frac, id); }));
+    runs.index.push(
+      cpuMs(() => {
+        for (const id of ids) a += frac.find(id);
+      }),
+    );
+    runs.scan.push(
+      cpuMs(() => {
+        for (const id of ids) b += scanFind(frac, id);
+      }),
+    );
     if (a !== b) throw new Error(`the two lookups disagree (${a} vs ${b})`);
   }
   const us = (xs: number[]) => (median(xs) * 1000) / ids.length;
-  rows.push(`| ${label} | ${us(runs.index).toFixed(2)} | ${us(runs.scan).toFixed(1)} | ${(us(runs.scan) / us(runs.index)).toFixed(0)}x |`);
+  rows.push(
+    `| ${label} | ${us(runs.index).toFixed(2)} | ${us(runs.scan).toFixed(1)} | ${(us(runs.scan) / us(runs.index)).toFixed(0)}x |`,
+  );
 }
 const table = [
   `Fetch by id in one active fraction of ${DOCS} documents in proxy batches of ${BATCH} (${RUNS} alternating runs of ${LOOKUPS} lookups, CPU microseconds per id, medians)`,
@@ -77,4 +98,7 @@ const table = [
   ...rows,
 ].join('\n');
 process.stdout.write(`${table}\n`);
-writeFileSync(path.join(ROOT, 'bench', 'results', 'logstore-fetch.md'), `# Fetch by id in an active fraction\n\n${table}\n`);
+writeFileSync(
+  path.join(ROOT, 'bench', 'results', 'logstore-fetch.md'),
+  `# Fetch by id in an active fraction\n\n${table}\n`,
+);

@@ -12,11 +12,14 @@ import { Shard } from '../src/logstore/storage/shard.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const arg = (name: string, dflt: number) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
+const arg = (name: string, dflt: number) =>
+  process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt;
 const DOCS = arg('docs', 600_000);
 const RUNS = arg('runs', 9);
 const BATCH = 2500;
-const mapping = parseMapping('- {name: clientip, type: keyword}\n- {name: request, type: text}\n- {name: status, type: keyword}\n- {name: size, type: keyword}\n- {name: service, type: keyword}\n');
+const mapping = parseMapping(
+  '- {name: clientip, type: keyword}\n- {name: request, type: text}\n- {name: status, type: keyword}\n- {name: size, type: keyword}\n- {name: service, type: keyword}\n',
+);
 
 class NoCheckShard extends Shard {
   override hasClientId(): boolean {
@@ -24,7 +27,11 @@ class NoCheckShard extends Shard {
   }
 }
 
-interface Batch { buf: Buffer; offs: Int32Array; ids: string[] }
+interface Batch {
+  buf: Buffer;
+  offs: Int32Array;
+  ids: string[];
+}
 
 function batches(): Batch[] {
   const r = mulberry32(1);
@@ -35,13 +42,21 @@ function batches(): Batch[] {
     const ids: string[] = [];
     for (let k = i; k < Math.min(DOCS, i + BATCH); k++) {
       const t = new Date(start + k * 50).toISOString();
-      docs.push(`{"timestamp":"${t}","clientip":"${(r() * 223) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}","request":"GET /images/logo_${(r() * 300) | 0}.gif HTTP/1.0","status":${r() < 0.9 ? 200 : 404},"size":${(r() * 50_000) | 0},"service":"www"}`);
-      ids.push(`${((r() * 2 ** 32) >>> 0).toString(16).padStart(8, '0')}-${k.toString(16).padStart(8, '0')}-${((r() * 2 ** 32) >>> 0).toString(16).padStart(8, '0')}`);
+      docs.push(
+        `{"timestamp":"${t}","clientip":"${(r() * 223) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}","request":"GET /images/logo_${(r() * 300) | 0}.gif HTTP/1.0","status":${r() < 0.9 ? 200 : 404},"size":${(r() * 50_000) | 0},"service":"www"}`,
+      );
+      ids.push(
+        `${((r() * 2 ** 32) >>> 0).toString(16).padStart(8, '0')}-${k.toString(16).padStart(8, '0')}-${((r() * 2 ** 32) >>> 0).toString(16).padStart(8, '0')}`,
+      );
     }
     const buf = Buffer.from(docs.join(''));
     const offs = new Int32Array(docs.length * 2);
     let p = 0;
-    docs.forEach((d, j) => { offs[2 * j] = p; offs[2 * j + 1] = Buffer.byteLength(d); p += Buffer.byteLength(d); });
+    docs.forEach((d, j) => {
+      offs[2 * j] = p;
+      offs[2 * j + 1] = Buffer.byteLength(d);
+      p += Buffer.byteLength(d);
+    });
     out.push({ buf, offs, ids });
   }
   return out;
@@ -54,7 +69,10 @@ function run(make: (dir: string) => Shard, data: Batch[]): number {
   const create = new Uint8Array(BATCH);
   const t = process.cpuUsage();
   for (const b of data) {
-    const res = shard.ingest(Buffer.from(b.buf), b.offs, Date.now(), undefined, { ids: b.ids, create: create.subarray(0, b.ids.length) });
+    const res = shard.ingest(Buffer.from(b.buf), b.offs, Date.now(), undefined, {
+      ids: b.ids,
+      create: create.subarray(0, b.ids.length),
+    });
     if (res.errors.length) throw new Error(`ingest failed: ${res.errors[0]![2]}`);
   }
   const used = process.cpuUsage(t);
@@ -81,15 +99,24 @@ for (let i = 0; i < RUNS + 1; i++) {
   const withoutFn = () => run((dir) => new NoCheckShard(opts(dir), log), data);
   let a: number;
   let b: number;
-  if (i % 2 === 0) { a = withFn(); b = withoutFn(); } else { b = withoutFn(); a = withFn(); }
+  if (i % 2 === 0) {
+    a = withFn();
+    b = withoutFn();
+  } else {
+    b = withoutFn();
+    a = withFn();
+  }
   // The first pair warms the JIT up.
-  if (i > 0) { withCheck.push(a); without.push(b); }
+  if (i > 0) {
+    withCheck.push(a);
+    without.push(b);
+  }
   process.stderr.write(`run ${i}: with check ${a.toFixed(0)} ms, without ${b.toFixed(0)} ms\n`);
 }
 const mw = median(withCheck);
 const mo = median(without);
 const lines = [
-  '# Client-id existence check: its share of one shard thread\'s ingest time',
+  "# Client-id existence check: its share of one shard thread's ingest time",
   '',
   `${DOCS} http_logs-shaped documents, each with a client \`_id\`, in batches of ${BATCH}, into one shard (64 MiB fractions,`,
   'so several are sealed and checked); the same batches alternately through the real Shard and through one whose',

@@ -24,7 +24,14 @@ import pg from 'pg';
 import { findPsql, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { mulberry32 } from '../test/helpers/prng.js';
 import { HTTP_LOGS_SPAN_MS, HTTP_LOGS_START, httpLogsDoc } from './http-logs.js';
-import { closeKept, keptRequest, logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from './logstore-procs.js';
+import {
+  closeKept,
+  keptRequest,
+  logstoreConfig,
+  startLogstore,
+  stopLogstore,
+  type LogstoreProc,
+} from './logstore-procs.js';
 import { startStackFloor, type StackFloor } from './stack-floor.js';
 
 function flag(name: string): string | undefined {
@@ -48,12 +55,26 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
 function request(port: number, method: string, p: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: p, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${p}: ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 200)}`))));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: p,
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(Buffer.concat(chunks).toString())
+            : reject(new Error(`${p}: ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 200)}`)),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -69,7 +90,8 @@ async function requestUndici(port: number, method: string, p: string, body: stri
 type Client = 'http.request' | 'undici';
 const CLIENT = flag('client') ?? 'both';
 if (!['http', 'undici', 'both'].includes(CLIENT)) throw new Error('--client must be http, undici or both');
-const CLIENTS: Client[] = CLIENT === 'both' ? ['http.request', 'undici'] : CLIENT === 'http' ? ['http.request'] : ['undici'];
+const CLIENTS: Client[] =
+  CLIENT === 'both' ? ['http.request', 'undici'] : CLIENT === 'http' ? ['http.request'] : ['undici'];
 const send = (c: Client) => (c === 'undici' ? requestUndici : request);
 
 type Proc = LogstoreProc;
@@ -129,20 +151,44 @@ async function main(): Promise<void> {
       const s = await start(root!, 'store', scfg, b === 1 ? NODE_ARGS : []);
       procs.push(s);
       measured[b]!.push({ role: 'store', pid: s.child.pid! });
-      const p = await start(root!, 'proxy', config(path.join(dir, 'proxy'), `cluster:\n  hot_stores: [${JSON.stringify(s.grpc)}]\n  hot_replicas: 1\n`), b === 1 ? NODE_ARGS : []);
+      const p = await start(
+        root!,
+        'proxy',
+        config(path.join(dir, 'proxy'), `cluster:\n  hot_stores: [${JSON.stringify(s.grpc)}]\n  hot_replicas: 1\n`),
+        b === 1 ? NODE_ARGS : [],
+      );
       procs.push(p);
       ports.push(p.port);
       measured[b]!.push({ role: 'proxy', pid: p.child.pid! });
     }
     if (WITH_PG) {
       process.stderr.write('loading PostgreSQL\n');
-      pgsrv = await startPostgres({ dataDir: path.join(WORK, 'pg'), settings: { shared_buffers: '1GB', work_mem: '64MB', max_parallel_workers_per_gather: 2 } });
+      pgsrv = await startPostgres({
+        dataDir: path.join(WORK, 'pg'),
+        settings: { shared_buffers: '1GB', work_mem: '64MB', max_parallel_workers_per_gather: 2 },
+      });
       pgsrv.sql('CREATE TABLE logs (doc jsonb NOT NULL)');
       const file = path.join(WORK, 'docs.ndjson');
       writeFileSync(file, raw.join('\n') + '\n');
       raw.length = 0;
-      const copy = spawnSync(findPsql(), ['-h', pgsrv.host, '-p', String(pgsrv.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c',
-        `\\copy logs(doc) FROM '${file}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`], { encoding: 'utf8' });
+      const copy = spawnSync(
+        findPsql(),
+        [
+          '-h',
+          pgsrv.host,
+          '-p',
+          String(pgsrv.port),
+          '-U',
+          'postgres',
+          '-d',
+          'postgres',
+          '-v',
+          'ON_ERROR_STOP=1',
+          '-c',
+          `\\copy logs(doc) FROM '${file}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`,
+        ],
+        { encoding: 'utf8' },
+      );
       if (copy.status !== 0) throw new Error(`COPY failed: ${copy.stderr}`);
       pgsrv.sql('CREATE INDEX logs_gin ON logs USING gin (doc)');
       pgsrv.sql("CREATE INDEX logs_ts ON logs ((doc->>'timestamp'))");
@@ -167,17 +213,46 @@ async function main(): Promise<void> {
     /** name, method, path, body */
     const rowRequests: [string, string, string, string][] = [
       ['floor: GET /', 'GET', '/', ''],
-      ['empty range: newest 100 of none', 'POST', '/search', JSON.stringify({ query: { query: '*', from: emptyFrom, to: emptyTo }, size: 100 })],
-      ['newest 100 in the last hour', 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000), to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS) }, size: 100 })],
-      ['5 000-document range fetch', 'POST', '/search', JSON.stringify({ query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) }, size: 5000, order: 'asc' })],
+      [
+        'empty range: newest 100 of none',
+        'POST',
+        '/search',
+        JSON.stringify({ query: { query: '*', from: emptyFrom, to: emptyTo }, size: 100 }),
+      ],
+      [
+        'newest 100 in the last hour',
+        'POST',
+        '/search',
+        JSON.stringify({
+          query: {
+            query: '*',
+            from: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS - 3_600_000),
+            to: iso(HTTP_LOGS_START + HTTP_LOGS_SPAN_MS),
+          },
+          size: 100,
+        }),
+      ],
+      [
+        '5 000-document range fetch',
+        'POST',
+        '/search',
+        JSON.stringify({
+          query: { query: '*', from: iso(mid), to: iso(mid + Math.ceil((5000 / DOCS) * HTTP_LOGS_SPAN_MS)) },
+          size: 5000,
+          order: 'asc',
+        }),
+      ],
     ];
     const only = flag('only');
     if (only) rowRequests.splice(0, rowRequests.length, ...rowRequests.filter(([n]) => n.includes(only)));
-    const rows: [string, (port: number, req: Send) => Promise<unknown>][] = rowRequests.map(([name, method, p, body]) => [name, (port, req) => req(port, method, p, body).then((t) => JSON.parse(t))]);
+    const rows: [string, (port: number, req: Send) => Promise<unknown>][] = rowRequests.map(
+      ([name, method, p, body]) => [name, (port, req) => req(port, method, p, body).then((t) => JSON.parse(t))],
+    );
     if (STACK_FLOOR) {
       floor = await startStackFloor();
       measured.push(floor.pids.map((pid, i) => ({ role: i === 0 ? 'grpc-js server' : 'node:http', pid })));
-      for (const [ri, [, method, p, body]] of rowRequests.entries()) await floor.setAnswer(ri, Buffer.from(await requestUndici(ports[1]!, method, p, body)));
+      for (const [ri, [, method, p, body]] of rowRequests.entries())
+        await floor.setAnswer(ri, Buffer.from(await requestUndici(ports[1]!, method, p, body)));
     }
     // Both builds must answer the same.
     for (const [name, run] of rows) {
@@ -189,9 +264,18 @@ async function main(): Promise<void> {
     const load0 = os.loadavg()[0]!;
     const cpuNotes: string[] = [];
     const out = client
-      ? [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`, '|---|---|---:|---:|---:|---:|---:|']
-      : [`| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a |`, '|---|---|---:|---:|---:|'];
-    const floorOut = ['| Row | bare HTTP, ms | bare HTTP + gRPC hop, ms | the hop, ms | b (undici), ms | PostgreSQL, ms |', '|---|---:|---:|---:|---:|---:|'];
+      ? [
+          `| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a | PostgreSQL, ms | PostgreSQL / b |`,
+          '|---|---|---:|---:|---:|---:|---:|',
+        ]
+      : [
+          `| Row (${PROXY ? 'proxy + 1 store' : 'single mode'}) | HTTP client | a, ms | b, ms | b / a |`,
+          '|---|---|---:|---:|---:|',
+        ];
+    const floorOut = [
+      '| Row | bare HTTP, ms | bare HTTP + gRPC hop, ms | the hop, ms | b (undici), ms | PostgreSQL, ms |',
+      '|---|---:|---:|---:|---:|---:|',
+    ];
     for (const [ri, [name, run]] of rows.entries()) {
       process.stderr.write(`timing ${name}\n`);
       // Every (client, build) pair is a target, then PostgreSQL: all alternate request by request.
@@ -200,8 +284,19 @@ async function main(): Promise<void> {
       if (client) targets.push(() => client!.query(pgSql[name]!));
       const floorAt = targets.length;
       const [, , , body] = rowRequests[ri]!;
-      if (floor) targets.push(() => requestUndici(floor!.port, 'POST', `/bare/${ri}`, body), () => requestUndici(floor!.port, 'POST', `/hop/${ri}`, body));
-      const label = (k: number) => (k === pgAt && client ? 'PostgreSQL' : k >= floorAt ? (k === floorAt ? 'bare HTTP' : 'bare hop') : `${CLIENTS[Math.floor(k / 2)]} ${k % 2 ? 'b' : 'a'}`);
+      if (floor)
+        targets.push(
+          () => requestUndici(floor!.port, 'POST', `/bare/${ri}`, body),
+          () => requestUndici(floor!.port, 'POST', `/hop/${ri}`, body),
+        );
+      const label = (k: number) =>
+        k === pgAt && client
+          ? 'PostgreSQL'
+          : k >= floorAt
+            ? k === floorAt
+              ? 'bare HTTP'
+              : 'bare hop'
+            : `${CLIENTS[Math.floor(k / 2)]} ${k % 2 ? 'b' : 'a'}`;
       const xs: number[][] = targets.map(() => []);
       /** This process's CPU (us) while each target's requests were in flight: the client's side of the exchange. */
       const clientCpu = targets.map(() => 0);
@@ -232,22 +327,46 @@ async function main(): Promise<void> {
       // Each build's processes served RUNS requests of every client.
       // Each build's processes served RUNS requests of every client; the stack floor's grpc-js server RUNS hops, its
       // node:http process RUNS requests of each of its two targets.
-      const cpu = measured.map((ps, b) => ps.map((x, j) => `${x.role} ${((1000 * (cpuSeconds(x.pid) - cpu0[b]![j]!)) / (RUNS * (b < 2 ? CLIENTS.length : j === 0 ? 1 : 2))).toFixed(3)}`).join(', '));
+      const cpu = measured.map((ps, b) =>
+        ps
+          .map(
+            (x, j) =>
+              `${x.role} ${((1000 * (cpuSeconds(x.pid) - cpu0[b]![j]!)) / (RUNS * (b < 2 ? CLIENTS.length : j === 0 ? 1 : 2))).toFixed(3)}`,
+          )
+          .join(', '),
+      );
       const clientMs = clientCpu.map((us) => (us / 1000 / RUNS).toFixed(3));
-      cpuNotes.push(`- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}${floor ? `; the stack floor (grpc-js server per hop, node:http per request): ${cpu[2]}` : ''}; the client's (this process) per target: ${targets.map((_, k) => `${label(k)} ${clientMs[k]}`).join(', ')}`);
+      cpuNotes.push(
+        `- ${name}: CPU ms per request, a: ${cpu[0]}; b: ${cpu[1]}${floor ? `; the stack floor (grpc-js server per hop, node:http per request): ${cpu[2]}` : ''}; the client's (this process) per target: ${targets.map((_, k) => `${label(k)} ${clientMs[k]}`).join(', ')}`,
+      );
       const c = client ? meds[pgAt] : undefined;
       if (floor) {
         const bUndici = meds[CLIENTS.indexOf('undici') * 2 + 1];
-        floorOut.push(`| ${name} | ${meds[floorAt]!.toFixed(3)} | ${meds[floorAt + 1]!.toFixed(3)} | ${(meds[floorAt + 1]! - meds[floorAt]!).toFixed(3)} | ${bUndici !== undefined && CLIENTS.includes('undici') ? bUndici.toFixed(3) : '-'} | ${c !== undefined ? c.toFixed(3) : '-'} |`);
+        floorOut.push(
+          `| ${name} | ${meds[floorAt]!.toFixed(3)} | ${meds[floorAt + 1]!.toFixed(3)} | ${(meds[floorAt + 1]! - meds[floorAt]!).toFixed(3)} | ${bUndici !== undefined && CLIENTS.includes('undici') ? bUndici.toFixed(3) : '-'} | ${c !== undefined ? c.toFixed(3) : '-'} |`,
+        );
       }
       for (const [ci, cname] of CLIENTS.entries()) {
         const a = meds[ci * 2]!;
         const b = meds[ci * 2 + 1]!;
-        out.push(`| ${name} | ${cname} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`);
+        out.push(
+          `| ${name} | ${cname} | ${a.toFixed(3)} | ${b.toFixed(3)} | ${(b / a).toFixed(2)} |${c !== undefined ? ` ${c.toFixed(3)} | ${(c / b).toFixed(2)} |` : ''}`,
+        );
       }
     }
-    if (floor) out.push('', `Stack floor (${PROXY ? 'beside a proxy + 1 store' : 'beside single mode'}): the same answers from processes that do no search work.`, '', ...floorOut);
-    out.push('', ...cpuNotes, '', `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`);
+    if (floor)
+      out.push(
+        '',
+        `Stack floor (${PROXY ? 'beside a proxy + 1 store' : 'beside single mode'}): the same answers from processes that do no search work.`,
+        '',
+        ...floorOut,
+      );
+    out.push(
+      '',
+      ...cpuNotes,
+      '',
+      `${DOCS} documents, medians of ${RUNS} runs each after ${WARMUPS} warm-ups, all targets interleaved in a random order each round; a: ${BUILDS[0]}, b: ${BUILDS[1]}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}.`,
+    );
     process.stdout.write(out.join('\n') + '\n');
   } finally {
     await client?.end();

@@ -23,7 +23,10 @@ const REPEAT = Number(arg('repeat', '5'));
 const SENDERS = Number(arg('senders', '4'));
 const FILTER = process.argv.includes('--filter-path');
 const OUT = path.resolve(arg('out', path.join(ROOT, 'bench', 'results', 'logstore-memory.md')));
-const OTHERS = arg('tidepool', '').split(',').filter(Boolean).map((d) => path.resolve(d));
+const OTHERS = arg('tidepool', '')
+  .split(',')
+  .filter(Boolean)
+  .map((d) => path.resolve(d));
 
 const WORDS = ['images', 'english', 'french', 'spanish', 'news', 'teams', 'venues', 'tickets', 'history', 'players'];
 const EXT = ['gif', 'html', 'jpg', 'htm', 'css', 'js'];
@@ -51,15 +54,25 @@ function makeBody(mb: number): { body: Buffer; docs: number } {
   return { body: body.subarray(0, pos), docs };
 }
 
-interface Proc { child: ChildProcess; port: number }
+interface Proc {
+  child: ChildProcess;
+  port: number;
+}
 
 async function startStore(root: string, dir: string): Promise<Proc> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const cfg = path.join(dir, 'logstore.yaml');
   // Defaults everywhere (shards, frac_size, limits, auto mapping) but the addresses and the data directory.
-  writeFileSync(cfg, `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\nlog:\n  level: warn\n`);
-  const child = spawn(process.execPath, [path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', '--config', cfg], { stdio: ['ignore', 'pipe', 'inherit'] });
+  writeFileSync(
+    cfg,
+    `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\nlog:\n  level: warn\n`,
+  );
+  const child = spawn(
+    process.execPath,
+    [path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', '--config', cfg],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise<Proc>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -93,25 +106,44 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
-interface BulkAnswer { status: number; bytes: number; items: number; errors: boolean }
+interface BulkAnswer {
+  status: number;
+  bytes: number;
+  items: number;
+  errors: boolean;
+}
 
 /** Sends one bulk and reads its whole answer, counting items (the client side of a shipper). */
 function sendBulk(port: number, body: Buffer): Promise<BulkAnswer> {
   const q = FILTER ? '?filter_path=errors,items.*.error,items.*.status' : '';
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: `/_bulk${q}`, headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const all = Buffer.concat(chunks);
-        let items = 0;
-        const mark = Buffer.from('"status":');
-        for (let at = all.indexOf(mark); at >= 0; at = all.indexOf(mark, at + 9)) items++;
-        const head = all.subarray(0, 200).toString();
-        resolve({ status: res.statusCode ?? 0, bytes: all.length, items: res.statusCode === 200 ? items : 0, errors: !/"errors":false/.test(head) });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: `/_bulk${q}`,
+        headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const all = Buffer.concat(chunks);
+          let items = 0;
+          const mark = Buffer.from('"status":');
+          for (let at = all.indexOf(mark); at >= 0; at = all.indexOf(mark, at + 9)) items++;
+          const head = all.subarray(0, 200).toString();
+          resolve({
+            status: res.statusCode ?? 0,
+            bytes: all.length,
+            items: res.statusCode === 200 ? items : 0,
+            errors: !/"errors":false/.test(head),
+          });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -119,17 +151,28 @@ function sendBulk(port: number, body: Buffer): Promise<BulkAnswer> {
 
 async function shardDocs(port: number): Promise<number[]> {
   const text = await new Promise<string>((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: '/status' }, (res) => {
-      let s = '';
-      res.on('data', (c) => (s += c));
-      res.on('end', () => resolve(s));
-    }).on('error', reject);
+    http
+      .get({ host: '127.0.0.1', port, path: '/status' }, (res) => {
+        let s = '';
+        res.on('data', (c) => (s += c));
+        res.on('end', () => resolve(s));
+      })
+      .on('error', reject);
   });
   const st = JSON.parse(text) as { per_shard: { fractions: { docs: number }[] }[] };
   return st.per_shard.map((s) => s.fractions.reduce((a, f) => a + f.docs, 0));
 }
 
-interface Step { name: string; peak: number; rssAfter: number; seconds: number; cpu: number; docs: number; answerBytes: number; ok: boolean }
+interface Step {
+  name: string;
+  peak: number;
+  rssAfter: number;
+  seconds: number;
+  cpu: number;
+  docs: number;
+  answerBytes: number;
+  ok: boolean;
+}
 
 /** Runs `senders` bulks at once and measures the step's peak RSS, time and CPU. */
 async function step(name: string, p: Proc, body: Buffer, docs: number, senders: number): Promise<Step> {
@@ -148,7 +191,12 @@ async function step(name: string, p: Proc, body: Buffer, docs: number, senders: 
 
 const mib = (b: number) => (b / 1048576).toFixed(0);
 
-async function runTarget(label: string, root: string, body: Buffer, docs: number): Promise<{ label: string; idle: number; steps: Step[]; shards: number[] }> {
+async function runTarget(
+  label: string,
+  root: string,
+  body: Buffer,
+  docs: number,
+): Promise<{ label: string; idle: number; steps: Step[]; shards: number[] }> {
   const p = await startStore(root, path.join(WORK, label.replace(/\W+/g, '-')));
   try {
     await new Promise((r) => setTimeout(r, 500));
@@ -170,7 +218,10 @@ async function main(): Promise<void> {
   const load = os.loadavg();
   process.stderr.write(`generating a ${MB} MiB bulk\n`);
   const { body, docs } = makeBody(MB);
-  const targets: [string, string][] = [['this build', ROOT], ...OTHERS.map((d) => [path.basename(d), d] as [string, string])];
+  const targets: [string, string][] = [
+    ['this build', ROOT],
+    ...OTHERS.map((d) => [path.basename(d), d] as [string, string]),
+  ];
   const results = [];
   for (const [label, root] of targets) results.push(await runTarget(label, root, body, docs));
   rmSync(WORK, { recursive: true, force: true });
@@ -181,14 +232,27 @@ async function main(): Promise<void> {
     '',
   ];
   for (const r of results) {
-    lines.push(`## ${r.label}`, '', `Idle RSS ${mib(r.idle)} MiB; documents per shard at the end: ${r.shards.map((n) => n.toLocaleString('en')).join(', ')}.`, '');
-    lines.push('| Step | Peak RSS, MiB | RSS after, MiB | Seconds | Docs/s | Docs per CPU-second | Answer, MiB | All items 201 |', '|---|---:|---:|---:|---:|---:|---:|---|');
+    lines.push(
+      `## ${r.label}`,
+      '',
+      `Idle RSS ${mib(r.idle)} MiB; documents per shard at the end: ${r.shards.map((n) => n.toLocaleString('en')).join(', ')}.`,
+      '',
+    );
+    lines.push(
+      '| Step | Peak RSS, MiB | RSS after, MiB | Seconds | Docs/s | Docs per CPU-second | Answer, MiB | All items 201 |',
+      '|---|---:|---:|---:|---:|---:|---:|---|',
+    );
     for (const s of r.steps) {
-      lines.push(`| ${s.name} | ${mib(s.peak)} | ${mib(s.rssAfter)} | ${s.seconds.toFixed(1)} | ${Math.round(s.docs / s.seconds).toLocaleString('en')} | ${Math.round(s.docs / s.cpu).toLocaleString('en')} | ${(s.answerBytes / 1048576).toFixed(1)} | ${s.ok ? 'yes' : 'no'} |`);
+      lines.push(
+        `| ${s.name} | ${mib(s.peak)} | ${mib(s.rssAfter)} | ${s.seconds.toFixed(1)} | ${Math.round(s.docs / s.seconds).toLocaleString('en')} | ${Math.round(s.docs / s.cpu).toLocaleString('en')} | ${(s.answerBytes / 1048576).toFixed(1)} | ${s.ok ? 'yes' : 'no'} |`,
+      );
     }
     lines.push('');
   }
-  lines.push(`Run: \`node dist/bench/logstore-memory.js${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}\` (${new Date().toISOString().slice(0, 10)}).`, '');
+  lines.push(
+    `Run: \`node dist/bench/logstore-memory.js${process.argv.slice(2).length ? ' ' + process.argv.slice(2).join(' ') : ''}\` (${new Date().toISOString().slice(0, 10)}).`,
+    '',
+  );
   writeFileSync(OUT, lines.join('\n'));
   process.stdout.write(lines.join('\n'));
 }

@@ -5,23 +5,35 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'undici';
 
-export interface LogstoreProc { child: ChildProcess; port: number; grpc: string }
+export interface LogstoreProc {
+  child: ChildProcess;
+  port: number;
+  grpc: string;
+}
 
 /** The http_logs mapping the benches index (request text, the rest keywords). */
-export const HTTP_LOGS_MAPPING = 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
+export const HTTP_LOGS_MAPPING =
+  'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
 
 /** Writes `dir`/mapping.yaml and `dir`/logstore.yaml (every port 0, data in `dir`/data) and returns the config path. */
 export function logstoreConfig(dir: string, shards: number, cluster = ''): string {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'mapping.yaml'), HTTP_LOGS_MAPPING);
   const file = path.join(dir, 'logstore.yaml');
-  writeFileSync(file, `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
+  writeFileSync(
+    file,
+    `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\nmapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`,
+  );
   return file;
 }
 
 /** Starts `root`'s bin/tidepool.js in `mode` with node flags `extra`; resolves once it listens (a store has no HTTP port: 0). */
 export function startLogstore(root: string, mode: string, cfg: string, extra: string[] = []): Promise<LogstoreProc> {
-  const child = spawn(process.execPath, [...extra, path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', cfg], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [...extra, path.join(root, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', cfg],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -48,10 +60,19 @@ export async function stopLogstore(p: LogstoreProc): Promise<void> {
 const kept = new Map<number, Pool>();
 
 /** A request through undici with one kept connection per port (as the pg driver keeps one), the body read whole as text. */
-export async function keptRequest(port: number, method: string, p: string, body: string): Promise<{ status: number; text: string }> {
+export async function keptRequest(
+  port: number,
+  method: string,
+  p: string,
+  body: string,
+): Promise<{ status: number; text: string }> {
   let pool = kept.get(port);
   if (!pool) kept.set(port, (pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1, pipelining: 1 })));
-  const res = await pool.request({ method: method as 'GET' | 'POST', path: p, ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+  const res = await pool.request({
+    method: method as 'GET' | 'POST',
+    path: p,
+    ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}),
+  });
   return { status: res.statusCode, text: await res.body.text() };
 }
 

@@ -23,14 +23,19 @@ import { logstoreConfig, startLogstore, stopLogstore, type LogstoreProc } from '
 import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const WORK = process.env.BENCH_WORK ? path.resolve(process.env.BENCH_WORK) : path.join(ROOT, 'bench', '.work-proxy-cpu');
-const arg = (name: string, dflt: number) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
+const WORK = process.env.BENCH_WORK
+  ? path.resolve(process.env.BENCH_WORK)
+  : path.join(ROOT, 'bench', '.work-proxy-cpu');
+const arg = (name: string, dflt: number) =>
+  process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt;
 const DOCS = arg('docs', 200_000);
 const WARMUP = arg('warmup', 100_000);
 const ROUNDS = arg('rounds', 5);
 const SENDERS = arg('senders', 4);
 const SHARDS = arg('shards', 2);
-const BASELINE = process.argv.includes('--baseline') ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!) : null;
+const BASELINE = process.argv.includes('--baseline')
+  ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!)
+  : null;
 const BULK_DOCS = 5000;
 
 function cpuSeconds(pid: number): number {
@@ -49,12 +54,22 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 function post(port: number, body: Buffer): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/_bulk', agent, headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/_bulk',
+        agent,
+        headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -62,24 +77,46 @@ function post(port: number, body: Buffer): Promise<{ status: number; text: strin
 
 type Proc = LogstoreProc;
 
-function start(root: string, dir: string, mode: 'single' | 'store' | 'proxy', shards: number, cluster = ''): Promise<Proc> {
-  const extra = (process.env[mode === 'proxy' ? 'PROXY_NODE_ARGS' : mode === 'store' ? 'STORE_NODE_ARGS' : 'SINGLE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+function start(
+  root: string,
+  dir: string,
+  mode: 'single' | 'store' | 'proxy',
+  shards: number,
+  cluster = '',
+): Promise<Proc> {
+  const extra = (
+    process.env[mode === 'proxy' ? 'PROXY_NODE_ARGS' : mode === 'store' ? 'STORE_NODE_ARGS' : 'SINGLE_NODE_ARGS'] ?? ''
+  )
+    .split(' ')
+    .filter(Boolean);
   return startLogstore(root, mode, logstoreConfig(dir, shards, cluster), extra);
 }
 
 const stop = stopLogstore;
 
-interface Target { name: string; root: string; proxy: boolean }
-interface Round { cpu: number; proxyCpu: number; sec: number; sealed: number }
+interface Target {
+  name: string;
+  root: string;
+  proxy: boolean;
+}
+interface Round {
+  cpu: number;
+  proxyCpu: number;
+  sec: number;
+  sealed: number;
+}
 
 async function send(port: number, bodies: Buffer[]): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: SENDERS }, async () => {
-    while (next < bodies.length) {
-      const r = await post(port, bodies[next++]!);
-      if (r.status !== 200 || r.text.includes('"errors":true')) throw new Error(`bulk failed: ${r.status} ${r.text.slice(0, 300)}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      while (next < bodies.length) {
+        const r = await post(port, bodies[next++]!);
+        if (r.status !== 200 || r.text.includes('"errors":true'))
+          throw new Error(`bulk failed: ${r.status} ${r.text.slice(0, 300)}`);
+      }
+    }),
+  );
 }
 
 async function round(t: Target, warmup: Buffer[], bodies: Buffer[], dir: string): Promise<Round> {
@@ -90,7 +127,13 @@ async function round(t: Target, warmup: Buffer[], bodies: Buffer[], dir: string)
   if (t.proxy) {
     const store = await start(t.root, path.join(dir, 'store'), 'store', SHARDS);
     procs.push(store);
-    front = await start(t.root, path.join(dir, 'proxy'), 'proxy', 1, `cluster:\n  hot_stores: [${JSON.stringify(store.grpc)}]\n  hot_replicas: 1\n`);
+    front = await start(
+      t.root,
+      path.join(dir, 'proxy'),
+      'proxy',
+      1,
+      `cluster:\n  hot_stores: [${JSON.stringify(store.grpc)}]\n  hot_replicas: 1\n`,
+    );
     procs.unshift(front);
   } else {
     front = await start(t.root, path.join(dir, 'single'), 'single', SHARDS);
@@ -119,13 +162,21 @@ async function main(): Promise<void> {
   const all: Buffer[] = [];
   for (let i = 0; i < WARMUP + DOCS; i += BULK_DOCS) {
     const lines: string[] = [];
-    for (let k = i; k < Math.min(WARMUP + DOCS, i + BULK_DOCS); k++) lines.push('{"index":{}}', httpLogsDoc(k, WARMUP + DOCS, r));
+    for (let k = i; k < Math.min(WARMUP + DOCS, i + BULK_DOCS); k++)
+      lines.push('{"index":{}}', httpLogsDoc(k, WARMUP + DOCS, r));
     all.push(Buffer.from(lines.join('\n') + '\n'));
   }
   const warmup = all.slice(0, Math.ceil(WARMUP / BULK_DOCS));
   const bodies = all.slice(warmup.length);
-  const targets: Target[] = [{ name: 'single', root: ROOT, proxy: false }, { name: 'proxy + 1 store', root: ROOT, proxy: true }];
-  if (BASELINE) targets.push({ name: 'baseline single', root: BASELINE, proxy: false }, { name: 'baseline proxy + 1 store', root: BASELINE, proxy: true });
+  const targets: Target[] = [
+    { name: 'single', root: ROOT, proxy: false },
+    { name: 'proxy + 1 store', root: ROOT, proxy: true },
+  ];
+  if (BASELINE)
+    targets.push(
+      { name: 'baseline single', root: BASELINE, proxy: false },
+      { name: 'baseline proxy + 1 store', root: BASELINE, proxy: true },
+    );
   const loads: number[] = [];
   const rounds = targets.map((): Round[] => []);
   for (let k = 0; k < ROUNDS; k++) {
@@ -135,7 +186,9 @@ async function main(): Promise<void> {
       loads.push(os.loadavg()[0]!);
       const x = await round(targets[ti]!, warmup, bodies, path.join(WORK, `t${ti}`));
       rounds[ti]!.push(x);
-      process.stderr.write(`round ${k + 1}/${ROUNDS} ${targets[ti]!.name}: ${x.cpu.toFixed(2)} CPU-s (proxy ${x.proxyCpu.toFixed(2)}), ${x.sec.toFixed(1)} s; to sealed ${x.sealed.toFixed(2)} CPU-s\n`);
+      process.stderr.write(
+        `round ${k + 1}/${ROUNDS} ${targets[ti]!.name}: ${x.cpu.toFixed(2)} CPU-s (proxy ${x.proxyCpu.toFixed(2)}), ${x.sec.toFixed(1)} s; to sealed ${x.sealed.toFixed(2)} CPU-s\n`,
+      );
     }
   }
   const us = (cpu: number) => (cpu * 1e6) / DOCS;
@@ -143,15 +196,20 @@ async function main(): Promise<void> {
   const rows = targets.map((t, i) => {
     const xs = rounds[i]!;
     return {
-      t, cpu: median(xs.map((x) => x.cpu)), proxy: median(xs.map((x) => x.proxyCpu)), sealed: median(xs.map((x) => x.sealed)),
-      all: xs.map((x) => us(x.cpu).toFixed(1)).join(', '), allSealed: xs.map((x) => usAll(x.sealed).toFixed(1)).join(', '),
+      t,
+      cpu: median(xs.map((x) => x.cpu)),
+      proxy: median(xs.map((x) => x.proxyCpu)),
+      sealed: median(xs.map((x) => x.sealed)),
+      all: xs.map((x) => us(x.cpu).toFixed(1)).join(', '),
+      allSealed: xs.map((x) => usAll(x.sealed).toFixed(1)).join(', '),
     };
   });
   // Per round: the proxy topology's CPU over the single mode's of the same build in the same round.
   const ratio = (proxyIdx: number, singleIdx: number, of: (x: Round) => number) =>
     median(rounds[proxyIdx]!.map((x, k) => of(x) / of(rounds[singleIdx]![k]!)));
   const pct = (of: (x: Round) => number) =>
-    `${((ratio(1, 0, of) - 1) * 100).toFixed(0)}%` + (BASELINE ? ` (baseline build: ${((ratio(3, 2, of) - 1) * 100).toFixed(0)}%)` : '');
+    `${((ratio(1, 0, of) - 1) * 100).toFixed(0)}%` +
+    (BASELINE ? ` (baseline build: ${((ratio(3, 2, of) - 1) * 100).toFixed(0)}%)` : '');
   const lines = [
     `${DOCS.toLocaleString('en-US')} http_logs-shaped documents counted a round after ${WARMUP.toLocaleString('en-US')} uncounted warm-up documents, in ${BULK_DOCS}-document bulks, ${SENDERS} senders, ${SHARDS} shard threads in the single-mode process and in the store; ` +
       `${ROUNDS} rounds, every process started fresh each round, targets rotating; load average (1 min) during the rounds ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)} on ${os.cpus().length} CPUs. ` +
@@ -159,18 +217,27 @@ async function main(): Promise<void> {
     '',
     '| Target | ingest window, us per document (median) | of which the proxy, us | rounds | to sealed, us per document (median) | rounds |',
     '|---|---:|---:|---|---:|---|',
-    ...rows.map((x) => `| ${x.t.name} | ${us(x.cpu).toFixed(1)} | ${x.t.proxy ? us(x.proxy).toFixed(1) : '-'} | ${x.all} | ${usAll(x.sealed).toFixed(1)} | ${x.allSealed} |`),
+    ...rows.map(
+      (x) =>
+        `| ${x.t.name} | ${us(x.cpu).toFixed(1)} | ${x.t.proxy ? us(x.proxy).toFixed(1) : '-'} | ${x.all} | ${usAll(x.sealed).toFixed(1)} | ${x.allSealed} |`,
+    ),
     '',
     `Proxy + 1 store over single mode, CPU per document (median of the per-round ratios): ingest window ${pct((x) => x.cpu)}; to sealed ${pct((x) => x.sealed)}.`,
   ];
   const text = lines.join('\n');
   process.stdout.write(`${text}\n`);
   // The results file keeps its dated sections (results-file.ts).
-  writeResults(path.join(ROOT, 'bench', 'results', 'logstore-proxy-cpu.md'), `# Ingest CPU through a proxy against single mode (same run)\n\n${text}\n`);
+  writeResults(
+    path.join(ROOT, 'bench', 'results', 'logstore-proxy-cpu.md'),
+    `# Ingest CPU through a proxy against single mode (same run)\n\n${text}\n`,
+  );
   rmSync(WORK, { recursive: true, force: true });
 }
 
-main().then(() => agent.destroy(), (err: Error) => {
-  process.stderr.write(`${err.stack ?? err.message}\n`);
-  process.exit(1);
-});
+main().then(
+  () => agent.destroy(),
+  (err: Error) => {
+    process.stderr.write(`${err.stack ?? err.message}\n`);
+    process.exit(1);
+  },
+);

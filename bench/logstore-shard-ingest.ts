@@ -11,11 +11,13 @@ import { mulberry32 } from '../test/helpers/prng.js';
 import { httpLogsDoc } from './http-logs.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const arg = (name: string, dflt: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : dflt);
+const arg = (name: string, dflt: string) =>
+  process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : dflt;
 const DOCS = Number(arg('docs', '500000'));
 const RUNS = Number(arg('runs', '7'));
 const BATCH_BYTES = 1024 * 1024;
-const MAPPING = '- {name: clientip, type: keyword}\n- {name: request, type: text}\n- {name: status, type: keyword}\n- {name: size, type: keyword}\n- {name: service, type: keyword}\n';
+const MAPPING =
+  '- {name: clientip, type: keyword}\n- {name: request, type: text}\n- {name: status, type: keyword}\n- {name: size, type: keyword}\n- {name: service, type: keyword}\n';
 
 /** The document of bench/logstore.ts (the same generator). */
 const makeDoc = (i: number, r: () => number): string => httpLogsDoc(i, DOCS, r);
@@ -47,12 +49,19 @@ function batches(): { buf: Buffer; offs: Int32Array }[] {
 
 /** In a child: ingests every batch into a fresh shard of the checkout at `root`; prints CPU ms. */
 async function child(root: string): Promise<void> {
-  const { Shard } = (await import(pathToFileURL(path.join(root, 'dist', 'src', 'logstore', 'storage', 'shard.js')).href)) as typeof import('../src/logstore/storage/shard.js');
-  const { parseMapping } = (await import(pathToFileURL(path.join(root, 'dist', 'src', 'logstore', 'mapping.js')).href)) as typeof import('../src/logstore/mapping.js');
+  const { Shard } = (await import(
+    pathToFileURL(path.join(root, 'dist', 'src', 'logstore', 'storage', 'shard.js')).href
+  )) as typeof import('../src/logstore/storage/shard.js');
+  const { parseMapping } = (await import(
+    pathToFileURL(path.join(root, 'dist', 'src', 'logstore', 'mapping.js')).href
+  )) as typeof import('../src/logstore/mapping.js');
   const { default: pino } = await import('pino');
   const data = batches();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-shard-ingest-'));
-  const shard = new Shard({ dir, shard: 0, mapping: parseMapping(MAPPING), fracSize: 128 * 1024 ** 2, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+  const shard = new Shard(
+    { dir, shard: 0, mapping: parseMapping(MAPPING), fracSize: 128 * 1024 ** 2, totalSize: 0, retention: 0 },
+    pino({ level: 'silent' }),
+  );
   const t = process.cpuUsage();
   for (const b of data) {
     const res = shard.ingest(b.buf, b.offs, Date.now());
@@ -74,7 +83,8 @@ async function main(): Promise<void> {
   if (process.argv.includes('--child')) return child(arg('child', ROOT));
   const base = path.resolve(arg('base', ROOT));
   const me = fileURLToPath(import.meta.url);
-  const once = (root: string) => Number(execFileSync(process.execPath, [me, '--child', root, '--docs', String(DOCS)], { encoding: 'utf8' }).trim());
+  const once = (root: string) =>
+    Number(execFileSync(process.execPath, [me, '--child', root, '--docs', String(DOCS)], { encoding: 'utf8' }).trim());
   const xs: Record<'base' | 'this', number[]> = { base: [], this: [] };
   const load0 = os.loadavg()[0]!;
   for (let i = 0; i < RUNS; i++) {
@@ -84,17 +94,19 @@ async function main(): Promise<void> {
   }
   const mb = median(xs.base);
   const mt = median(xs.this);
-  process.stdout.write([
-    `${DOCS} documents into one shard (1 MiB batches, sealed at the end), CPU ms of the process, medians of ${RUNS}, alternating; load ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}`,
-    '',
-    '| Build | CPU ms (median) | documents per CPU-second | Ratio |',
-    '|---|---:|---:|---:|',
-    `| ${base} | ${mb.toFixed(0)} | ${Math.round(DOCS / (mb / 1000))} | 1.00 |`,
-    `| this build | ${mt.toFixed(0)} | ${Math.round(DOCS / (mt / 1000))} | ${(mt / mb).toFixed(3)} |`,
-    '',
-    `Runs (ms), base / this: ${xs.base.map((x) => x.toFixed(0)).join(', ')} / ${xs.this.map((x) => x.toFixed(0)).join(', ')}`,
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      `${DOCS} documents into one shard (1 MiB batches, sealed at the end), CPU ms of the process, medians of ${RUNS}, alternating; load ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)}`,
+      '',
+      '| Build | CPU ms (median) | documents per CPU-second | Ratio |',
+      '|---|---:|---:|---:|',
+      `| ${base} | ${mb.toFixed(0)} | ${Math.round(DOCS / (mb / 1000))} | 1.00 |`,
+      `| this build | ${mt.toFixed(0)} | ${Math.round(DOCS / (mt / 1000))} | ${(mt / mb).toFixed(3)} |`,
+      '',
+      `Runs (ms), base / this: ${xs.base.map((x) => x.toFixed(0)).join(', ')} / ${xs.this.map((x) => x.toFixed(0)).join(', ')}`,
+      '',
+    ].join('\n'),
+  );
 }
 
 main().catch((err: Error) => {

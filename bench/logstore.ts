@@ -45,7 +45,9 @@ const WITH_PG = !process.argv.includes('--no-pg');
 const WITH_IDS = process.argv.includes('--ids');
 const INGEST_ONLY = process.argv.includes('--ingest-only');
 const WITH_CLUSTER = !process.argv.includes('--no-cluster') && !INGEST_ONLY;
-const TIDEPOOL_ROOT = process.argv.includes('--tidepool') ? path.resolve(process.argv[process.argv.indexOf('--tidepool') + 1]!) : null;
+const TIDEPOOL_ROOT = process.argv.includes('--tidepool')
+  ? path.resolve(process.argv[process.argv.indexOf('--tidepool') + 1]!)
+  : null;
 const FRAC_SIZE = arg('frac-size', 0);
 const BULK_DOCS = 5000;
 
@@ -91,25 +93,56 @@ function du(dir: string): number {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-function request(port: number, method: string, p: string, body: Buffer | string): Promise<{ status: number; text: string }> {
+function request(
+  port: number,
+  method: string,
+  p: string,
+  body: Buffer | string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: p, agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: p,
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-interface Proc { child: ChildProcess; port: number; grpc: string }
+interface Proc {
+  child: ChildProcess;
+  port: number;
+  grpc: string;
+}
 
 /** Starts one log-store process in `mode` and waits for its listening line. */
 async function startProc(dir: string, mode: 'single' | 'store' | 'proxy'): Promise<Proc> {
   const extra = (process.env.BENCH_STORE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...extra, path.join(TIDEPOOL_ROOT ?? ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, '--config', path.join(dir, 'logstore.yaml')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...extra,
+      path.join(TIDEPOOL_ROOT ?? ROOT, 'bin', 'tidepool.js'),
+      'logstore',
+      '--mode',
+      mode,
+      '--config',
+      path.join(dir, 'logstore.yaml'),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise<Proc>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -130,12 +163,16 @@ async function stopStore(child: ChildProcess): Promise<void> {
   await done;
 }
 
-const MAPPING = 'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
+const MAPPING =
+  'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
 
 function writeConfig(dir: string, shards: number, cluster = ''): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'mapping.yaml'), MAPPING);
-  writeFileSync(path.join(dir, 'logstore.yaml'), `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\n${FRAC_SIZE > 0 ? `  frac_size: ${FRAC_SIZE}\n` : ''}mapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`);
+  writeFileSync(
+    path.join(dir, 'logstore.yaml'),
+    `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'data')}\n  shards: ${shards}\n${FRAC_SIZE > 0 ? `  frac_size: ${FRAC_SIZE}\n` : ''}mapping:\n  path: ${path.join(dir, 'mapping.yaml')}\nlog:\n  level: warn\n${cluster}`,
+  );
 }
 
 /**
@@ -146,7 +183,12 @@ class Topology {
   procs: Proc[] = [];
   proxy: Proc | null = null;
 
-  constructor(readonly name: string, readonly dir: string, readonly stores: number, readonly shardsPerStore: number) {}
+  constructor(
+    readonly name: string,
+    readonly dir: string,
+    readonly stores: number,
+    readonly shardsPerStore: number,
+  ) {}
 
   get port(): number {
     return (this.proxy ?? this.procs[0]!).port;
@@ -170,7 +212,11 @@ class Topology {
       this.procs.push(await startProc(d, 'store'));
     }
     const pd = path.join(this.dir, 'proxy');
-    writeConfig(pd, 1, `cluster:\n  hot_stores: [${this.procs.map((p) => JSON.stringify(p.grpc)).join(', ')}]\n  hot_replicas: 1\n`);
+    writeConfig(
+      pd,
+      1,
+      `cluster:\n  hot_stores: [${this.procs.map((p) => JSON.stringify(p.grpc)).join(', ')}]\n  hot_replicas: 1\n`,
+    );
     this.proxy = await startProc(pd, 'proxy');
   }
 
@@ -182,7 +228,9 @@ class Topology {
 
   /** Disk of the stores' data directories. */
   disk(): number {
-    return this.stores === 0 ? du(path.join(this.dir, 'data')) : this.procs.reduce((s, _, i) => s + du(path.join(this.dir, `store-${i}`, 'data')), 0);
+    return this.stores === 0
+      ? du(path.join(this.dir, 'data'))
+      : this.procs.reduce((s, _, i) => s + du(path.join(this.dir, `store-${i}`, 'data')), 0);
   }
 }
 
@@ -215,7 +263,11 @@ function postingKernels(): { name: string; native: number; ts: number }[] {
     ['difference 600 k - 200 k', (p) => p.differencePostings(a, b)],
     ['union of 3 lists (bitmap)', (p) => p.unionManyPostings([a, b, c], 2_000_000)],
   ];
-  return kernels.map(([name, fn]) => ({ name, native: time(() => fn(nativePostings)), ts: time(() => fn(postingsTs)) }));
+  return kernels.map(([name, fn]) => ({
+    name,
+    native: time(() => fn(nativePostings)),
+    ts: time(() => fn(postingsTs)),
+  }));
 }
 
 const roundOrder = mulberry32(7);
@@ -247,7 +299,11 @@ async function timeAll(targets: (() => Promise<unknown>)[]): Promise<{ ms: numbe
   return { ms: xs.map(median), runs };
 }
 
-interface SearchCase { name: string; store: (port: number) => Promise<unknown>; pg: string[] }
+interface SearchCase {
+  name: string;
+  store: (port: number) => Promise<unknown>;
+  pg: string[];
+}
 
 async function main(): Promise<void> {
   const loadAtStart = os.loadavg();
@@ -273,7 +329,12 @@ async function main(): Promise<void> {
       const d = makeDoc(k, r);
       docs.push(d);
       // A shipper-made id (Fluent Bit's Generate_ID hashes the record; a UUID-shaped hex string here).
-      lines.push(WITH_IDS ? `{"index":{"_id":"${(rid() * 2 ** 32 >>> 0).toString(16).padStart(8, '0')}-${k.toString(16).padStart(8, '0')}-${(rid() * 2 ** 32 >>> 0).toString(16).padStart(8, '0')}"}}` : '{"index":{}}', d);
+      lines.push(
+        WITH_IDS
+          ? `{"index":{"_id":"${((rid() * 2 ** 32) >>> 0).toString(16).padStart(8, '0')}-${k.toString(16).padStart(8, '0')}-${((rid() * 2 ** 32) >>> 0).toString(16).padStart(8, '0')}"}}`
+          : '{"index":{}}',
+        d,
+      );
     }
     const docText = docs.join('\n') + '\n';
     rawBytes += Buffer.byteLength(docText);
@@ -286,7 +347,15 @@ async function main(): Promise<void> {
   // tidepool: ingest over HTTP with concurrent senders, into each topology in turn.
   // cpuToExit: CPU of the whole processes, start to exit (the seal of what is still active when they stop, too);
   // cpuBefore: what they had used before the first bulk (start-up).
-  interface IngestRow { sec: number; cpu: number; proxyCpu: number; liveDisk: number; sealedDisk: number; cpuToExit: number; cpuBefore: number }
+  interface IngestRow {
+    sec: number;
+    cpu: number;
+    proxyCpu: number;
+    liveDisk: number;
+    sealedDisk: number;
+    cpuToExit: number;
+    cpuBefore: number;
+  }
   const ingest: IngestRow[] = [];
   for (const topo of topologies) {
     const reaped0 = reapedChildrenCpuSeconds();
@@ -295,25 +364,38 @@ async function main(): Promise<void> {
     let nextBody = 0;
     const cpu0 = topo.pids.map(cpuSeconds);
     const t0 = process.hrtime.bigint();
-    await Promise.all(Array.from({ length: SENDERS }, async () => {
-      while (nextBody < bodies.length) {
-        const b = bodies[nextBody++]!;
-        const res = await request(topo.port, 'POST', '/_bulk', b);
-        if (res.status !== 200 || res.text.startsWith('{"took":') === false || res.text.includes('"errors":true')) throw new Error(`bulk failed: ${res.status} ${res.text.slice(0, 300)}`);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: SENDERS }, async () => {
+        while (nextBody < bodies.length) {
+          const b = bodies[nextBody++]!;
+          const res = await request(topo.port, 'POST', '/_bulk', b);
+          if (res.status !== 200 || res.text.startsWith('{"took":') === false || res.text.includes('"errors":true'))
+            throw new Error(`bulk failed: ${res.status} ${res.text.slice(0, 300)}`);
+        }
+      }),
+    );
     const sec = Number(process.hrtime.bigint() - t0) / 1e9;
     const cpus = topo.pids.map((pid, i) => cpuSeconds(pid) - cpu0[i]!);
     const liveDisk = topo.disk();
     await topo.stop();
     const cpuToExit = reapedChildrenCpuSeconds() - reaped0;
-    ingest.push({ sec, cpu: cpus.reduce((a, b) => a + b, 0), proxyCpu: topo.stores ? cpus[0]! : 0, liveDisk, sealedDisk: topo.disk(), cpuToExit, cpuBefore: cpu0.reduce((a, b) => a + b, 0) });
+    ingest.push({
+      sec,
+      cpu: cpus.reduce((a, b) => a + b, 0),
+      proxyCpu: topo.stores ? cpus[0]! : 0,
+      liveDisk,
+      sealedDisk: topo.disk(),
+      cpuToExit,
+      cpuBefore: cpu0.reduce((a, b) => a + b, 0),
+    });
   }
   bodies.length = 0;
   if (INGEST_ONLY) {
     const { sec, cpu, cpuToExit, cpuBefore, sealedDisk } = ingest[0]!;
     // cpuSealed: the ingest window's CPU plus the seal at shutdown (all documents sealed), start-up excluded.
-    process.stdout.write(`${JSON.stringify({ docs: DOCS, ids: WITH_IDS, tidepool: TIDEPOOL_ROOT ?? ROOT, seconds: sec, docsPerSec: DOCS / sec, cpuSeconds: cpu, cpuSealed: cpuToExit - cpuBefore, diskRatio: sealedDisk / rawBytes, load: os.loadavg()[0] })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ docs: DOCS, ids: WITH_IDS, tidepool: TIDEPOOL_ROOT ?? ROOT, seconds: sec, docsPerSec: DOCS / sec, cpuSeconds: cpu, cpuSealed: cpuToExit - cpuBefore, diskRatio: sealedDisk / rawBytes, load: os.loadavg()[0] })}\n`,
+    );
     rmSync(WORK, { recursive: true, force: true });
     return;
   }
@@ -340,12 +422,14 @@ async function main(): Promise<void> {
     },
     {
       name: 'newest 100 in the last hour',
-      store: (port) => post(port, '/search', { query: { query: '*', from: hourFrom, to: iso(START + SPAN_MS) }, size: 100 }),
+      store: (port) =>
+        post(port, '/search', { query: { query: '*', from: hourFrom, to: iso(START + SPAN_MS) }, size: 100 }),
       pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`],
     },
     {
       name: 'status:in(500,400,403): total + newest 100',
-      store: (port) => post(port, '/search', { query: { query: 'status:in(500,400,403)' }, size: 100, with_total: true }),
+      store: (port) =>
+        post(port, '/search', { query: { query: 'status:in(500,400,403)' }, size: 100, with_total: true }),
       pg: [
         `SELECT count(*) FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}'`,
         `SELECT doc FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
@@ -380,9 +464,11 @@ async function main(): Promise<void> {
     },
     {
       name: '5 000-document range fetch',
-      store: (port) => post(port, '/search', { query: { query: '*', from: iso(mid), to: rangeTo }, size: 5000, order: 'asc' }, (j) => {
-        if ((j.docs as unknown[]).length < 4000) throw new Error(`range fetch returned ${(j.docs as unknown[]).length} documents`);
-      }),
+      store: (port) =>
+        post(port, '/search', { query: { query: '*', from: iso(mid), to: rangeTo }, size: 5000, order: 'asc' }, (j) => {
+          if ((j.docs as unknown[]).length < 4000)
+            throw new Error(`range fetch returned ${(j.docs as unknown[]).length} documents`);
+        }),
       pg: [`SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`],
     },
   ];
@@ -401,12 +487,36 @@ async function main(): Promise<void> {
     let pgIngest = 0;
     let disk = 0;
     if (WITH_PG) {
-      pgsrv = await startPostgres({ dataDir: path.join(WORK, 'pg', 'data'), settings: { shared_buffers: '1GB', maintenance_work_mem: '1GB', work_mem: '64MB', max_parallel_workers_per_gather: 2 } });
+      pgsrv = await startPostgres({
+        dataDir: path.join(WORK, 'pg', 'data'),
+        settings: {
+          shared_buffers: '1GB',
+          maintenance_work_mem: '1GB',
+          work_mem: '64MB',
+          max_parallel_workers_per_gather: 2,
+        },
+      });
       pgsrv.sql('CREATE TABLE logs (doc jsonb NOT NULL)');
       process.stderr.write('ingesting into PostgreSQL (COPY, then GIN + btree index builds)\n');
       const p0 = process.hrtime.bigint();
-      const copy = spawnSync(findPsql(), ['-h', pgsrv.host, '-p', String(pgsrv.port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c',
-        `\\copy logs(doc) FROM '${rawFile}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`], { encoding: 'utf8' });
+      const copy = spawnSync(
+        findPsql(),
+        [
+          '-h',
+          pgsrv.host,
+          '-p',
+          String(pgsrv.port),
+          '-U',
+          'postgres',
+          '-d',
+          'postgres',
+          '-v',
+          'ON_ERROR_STOP=1',
+          '-c',
+          `\\copy logs(doc) FROM '${rawFile}' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')`,
+        ],
+        { encoding: 'utf8' },
+      );
       if (copy.status !== 0) throw new Error(`COPY failed: ${copy.stderr}`);
       pgsrv.sql('CREATE INDEX logs_gin ON logs USING gin (doc)');
       pgsrv.sql("CREATE INDEX logs_ts ON logs ((doc->>'timestamp'))");
@@ -420,8 +530,15 @@ async function main(): Promise<void> {
     const ms: number[] = [];
     for (const c of cases) {
       process.stderr.write(`searching: ${c.name}\n`);
-      const pgRun = client ? async () => { for (const q of c.pg) await client!.query(q); } : null;
-      const { ms: got, runs } = await timeAll([...topologies.map((t) => () => c.store(t.port)), ...(pgRun ? [pgRun] : [])]);
+      const pgRun = client
+        ? async () => {
+            for (const q of c.pg) await client!.query(q);
+          }
+        : null;
+      const { ms: got, runs } = await timeAll([
+        ...topologies.map((t) => () => c.store(t.port)),
+        ...(pgRun ? [pgRun] : []),
+      ]);
       rowRuns.push(runs);
       storeMs.push(got[0]!);
       topoMs.push(got.slice(0, topologies.length));
@@ -439,48 +556,100 @@ async function main(): Promise<void> {
   const fmt = (n: number, d = 1) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   const lines: string[] = [];
   lines.push('# Log store benchmark', '');
-  lines.push(`${DOCS.toLocaleString('en-US')} http_logs-shaped documents (timestamp, clientip, request, status, size, service), ` +
-    `${fmt(rawBytes / 1024 ** 2)} MiB of raw NDJSON (${fmt(rawBytes / DOCS, 0)} bytes a document). ` +
-    `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
-    `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
-    `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
-    `Latencies are medians of ${RUNS} runs (${Math.max(RUNS, QUICK_RUNS)} for the rows under ${QUICK_MS} ms: ${cases.filter((_, i) => rowRuns[i]! > RUNS).map((c) => `"${c.name}"`).join(', ') || 'none'}) after ${WARMUPS} warm-ups, every target once a round in a fresh random order, measured from the client until the whole response is received and decoded ` +
-    `(undici with one kept connection and JSON.parse of the body for tidepool; the pg driver, one kept connection, which parses each jsonb row, for PostgreSQL); the floor row is the round trip of a trivial request on each. ` +
-    `Load average (1, 5, 15 min) at the start: ${loadAtStart.map((x) => x.toFixed(1)).join(', ')}, before the tidepool searches: ${loadAtSearch.map((x) => x.toFixed(1)).join(', ')} ` +
-    `(the 2-CPU machine is shared with other work, so absolute numbers move with its load).`, '');
+  lines.push(
+    `${DOCS.toLocaleString('en-US')} http_logs-shaped documents (timestamp, clientip, request, status, size, service), ` +
+      `${fmt(rawBytes / 1024 ** 2)} MiB of raw NDJSON (${fmt(rawBytes / DOCS, 0)} bytes a document). ` +
+      `Machine: ${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, native posting lists: ${nativeLoaded ? 'yes' : 'no (TypeScript twins)'}. ` +
+      `tidepool: single mode, ${SHARDS} shards, ${SENDERS} concurrent HTTP senders of ${BULK_DOCS}-document bulks, mapping: request text, clientip/status/size/service keyword. ` +
+      `PostgreSQL ${pgRes ? '(embedded, fsync off)' : 'not run'}: one jsonb column, a GIN index on it and a btree on doc->>'timestamp', loaded with COPY. ` +
+      `Latencies are medians of ${RUNS} runs (${Math.max(RUNS, QUICK_RUNS)} for the rows under ${QUICK_MS} ms: ${
+        cases
+          .filter((_, i) => rowRuns[i]! > RUNS)
+          .map((c) => `"${c.name}"`)
+          .join(', ') || 'none'
+      }) after ${WARMUPS} warm-ups, every target once a round in a fresh random order, measured from the client until the whole response is received and decoded ` +
+      `(undici with one kept connection and JSON.parse of the body for tidepool; the pg driver, one kept connection, which parses each jsonb row, for PostgreSQL); the floor row is the round trip of a trivial request on each. ` +
+      `Load average (1, 5, 15 min) at the start: ${loadAtStart.map((x) => x.toFixed(1)).join(', ')}, before the tidepool searches: ${loadAtSearch.map((x) => x.toFixed(1)).join(', ')} ` +
+      `(the 2-CPU machine is shared with other work, so absolute numbers move with its load).`,
+    '',
+  );
   lines.push('| Measure | tidepool | PostgreSQL jsonb + GIN | Target | Met |', '|---|---:|---:|---|---|');
   const dps = DOCS / ingestSec;
-  lines.push(`| Ingest, docs/s | ${fmt(dps, 0)} (${fmt(bulkBytes / 1024 ** 2 / ingestSec)} MiB/s of bulk body) | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) + ' (COPY + index builds)' : '-'} | >= 150 000 | ${dps >= 150_000 ? 'yes' : 'no'} |`);
-  lines.push(`| Ingest CPU cost (log-store process, all threads) | ${fmt(ingestCpu, 1)} CPU-s, ${fmt(DOCS / ingestCpu, 0)} docs per CPU-second | | | |`);
-  lines.push(`| Ingest CPU cost to sealed (the above plus the seal of what was still active at shutdown) | ${fmt(sealedCpu, 1)} CPU-s, ${fmt(DOCS / sealedCpu, 0)} docs per CPU-second | | | |`);
-  lines.push(`| Disk / raw NDJSON, sealed | ${fmt(sealedDisk / rawBytes, 2)}x (${fmt(sealedDisk / 1024 ** 2)} MiB) | ${pgRes ? fmt(pgRes.disk / rawBytes, 2) + 'x (' + fmt(pgRes.disk / 1024 ** 2) + ' MiB)' : '-'} | <= 0.5x | ${sealedDisk / rawBytes <= 0.5 ? 'yes' : 'no'} |`);
+  lines.push(
+    `| Ingest, docs/s | ${fmt(dps, 0)} (${fmt(bulkBytes / 1024 ** 2 / ingestSec)} MiB/s of bulk body) | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) + ' (COPY + index builds)' : '-'} | >= 150 000 | ${dps >= 150_000 ? 'yes' : 'no'} |`,
+  );
+  lines.push(
+    `| Ingest CPU cost (log-store process, all threads) | ${fmt(ingestCpu, 1)} CPU-s, ${fmt(DOCS / ingestCpu, 0)} docs per CPU-second | | | |`,
+  );
+  lines.push(
+    `| Ingest CPU cost to sealed (the above plus the seal of what was still active at shutdown) | ${fmt(sealedCpu, 1)} CPU-s, ${fmt(DOCS / sealedCpu, 0)} docs per CPU-second | | | |`,
+  );
+  lines.push(
+    `| Disk / raw NDJSON, sealed | ${fmt(sealedDisk / rawBytes, 2)}x (${fmt(sealedDisk / 1024 ** 2)} MiB) | ${pgRes ? fmt(pgRes.disk / rawBytes, 2) + 'x (' + fmt(pgRes.disk / 1024 ** 2) + ' MiB)' : '-'} | <= 0.5x | ${sealedDisk / rawBytes <= 0.5 ? 'yes' : 'no'} |`,
+  );
   lines.push(`| Disk / raw NDJSON, live (write-ahead files before sealing) | ${fmt(liveDisk / rawBytes, 2)}x | | | |`);
   cases.forEach((c, i) => {
     const ours = storeMs[i]!;
     const theirs = pgRes ? pgRes.ms[i] : undefined;
     const ratio = theirs !== undefined ? theirs / ours : NaN;
     const floor = i === 0;
-    lines.push(`| ${c.name}, ms | ${fmt(ours, 2)} | ${theirs !== undefined ? fmt(theirs, 2) : '-'} | ${floor ? '' : '>= 10x faster'} | ${Number.isNaN(ratio) ? '-' : `${fmt(ratio, 1)}x${floor ? '' : ratio >= 10 ? ' yes' : ' no'}`} |`);
+    lines.push(
+      `| ${c.name}, ms | ${fmt(ours, 2)} | ${theirs !== undefined ? fmt(theirs, 2) : '-'} | ${floor ? '' : '>= 10x faster'} | ${Number.isNaN(ratio) ? '-' : `${fmt(ratio, 1)}x${floor ? '' : ratio >= 10 ? ' yes' : ' no'}`} |`,
+    );
   });
   if (topologies.length > 1) {
-    lines.push('', `Cluster: the same ${DOCS.toLocaleString('en-US')} documents and searches through a proxy (HTTP in, gRPC to the stores) over one store ` +
-      `(${SHARDS} local shards, as single mode) and over two stores of one shard each (hot_replicas 1), all processes on this machine; ` +
-      'the searches of all topologies and PostgreSQL run once a round each, in a fresh random order. CPU is every process of the topology (proxy included).', '');
-    lines.push(`| Measure | ${topologies.map((t) => t.name).join(' | ')} | PostgreSQL |`, `|---|${topologies.map(() => '---:|').join('')}---:|`);
-    lines.push(`| Ingest, docs/s | ${ingest.map((x) => fmt(DOCS / x.sec, 0)).join(' | ')} | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) : '-'} |`);
-    lines.push(`| Ingest CPU, CPU-s (docs per CPU-second) | ${ingest.map((x) => `${fmt(x.cpu, 1)} (${fmt(DOCS / x.cpu, 0)})`).join(' | ')} | |`);
-    lines.push(`| of which the proxy, CPU-s (vs single mode's total) | - | ${ingest.slice(1).map((x) => `${fmt(x.proxyCpu, 1)} (${fmt((100 * x.proxyCpu) / ingest[0]!.cpu, 0)}%)`).join(' | ')} | |`);
-    lines.push(`| CPU per document over single mode's (target: at most +25%) | - | ${ingest.slice(1).map((x) => `${x.cpu >= ingest[0]!.cpu ? '+' : ''}${fmt((100 * (x.cpu - ingest[0]!.cpu)) / ingest[0]!.cpu, 0)}%`).join(' | ')} | |`);
+    lines.push(
+      '',
+      `Cluster: the same ${DOCS.toLocaleString('en-US')} documents and searches through a proxy (HTTP in, gRPC to the stores) over one store ` +
+        `(${SHARDS} local shards, as single mode) and over two stores of one shard each (hot_replicas 1), all processes on this machine; ` +
+        'the searches of all topologies and PostgreSQL run once a round each, in a fresh random order. CPU is every process of the topology (proxy included).',
+      '',
+    );
+    lines.push(
+      `| Measure | ${topologies.map((t) => t.name).join(' | ')} | PostgreSQL |`,
+      `|---|${topologies.map(() => '---:|').join('')}---:|`,
+    );
+    lines.push(
+      `| Ingest, docs/s | ${ingest.map((x) => fmt(DOCS / x.sec, 0)).join(' | ')} | ${pgRes ? fmt(DOCS / pgRes.ingestSec, 0) : '-'} |`,
+    );
+    lines.push(
+      `| Ingest CPU, CPU-s (docs per CPU-second) | ${ingest.map((x) => `${fmt(x.cpu, 1)} (${fmt(DOCS / x.cpu, 0)})`).join(' | ')} | |`,
+    );
+    lines.push(
+      `| of which the proxy, CPU-s (vs single mode's total) | - | ${ingest
+        .slice(1)
+        .map((x) => `${fmt(x.proxyCpu, 1)} (${fmt((100 * x.proxyCpu) / ingest[0]!.cpu, 0)}%)`)
+        .join(' | ')} | |`,
+    );
+    lines.push(
+      `| CPU per document over single mode's (target: at most +25%) | - | ${ingest
+        .slice(1)
+        .map(
+          (x) => `${x.cpu >= ingest[0]!.cpu ? '+' : ''}${fmt((100 * (x.cpu - ingest[0]!.cpu)) / ingest[0]!.cpu, 0)}%`,
+        )
+        .join(' | ')} | |`,
+    );
     cases.forEach((c, i) => {
       const pgMs = pgRes?.ms[i];
-      lines.push(`| ${c.name}, ms | ${topoMs[i]!.map((x) => (pgMs !== undefined ? `${fmt(x, 2)} (${fmt(pgMs / x, 1)}x)` : fmt(x, 2))).join(' | ')} | ${pgMs !== undefined ? fmt(pgMs, 2) : '-'} |`);
+      lines.push(
+        `| ${c.name}, ms | ${topoMs[i]!.map((x) => (pgMs !== undefined ? `${fmt(x, 2)} (${fmt(pgMs / x, 1)}x)` : fmt(x, 2))).join(' | ')} | ${pgMs !== undefined ? fmt(pgMs, 2) : '-'} |`,
+      );
     });
-    lines.push('', 'In brackets: PostgreSQL\'s time over tidepool\'s (above 1: tidepool is faster).');
+    lines.push('', "In brackets: PostgreSQL's time over tidepool's (above 1: tidepool is faster).");
   }
-  lines.push('', `Posting-list kernels (${nativeLoaded ? 'native addon' : 'addon not built: both columns are the TypeScript twin'} vs TypeScript twin), medians of 7 runs:`, '');
+  lines.push(
+    '',
+    `Posting-list kernels (${nativeLoaded ? 'native addon' : 'addon not built: both columns are the TypeScript twin'} vs TypeScript twin), medians of 7 runs:`,
+    '',
+  );
   lines.push('| Kernel | native, ms | TypeScript, ms | Speed-up |', '|---|---:|---:|---:|');
-  for (const k of kernels) lines.push(`| ${k.name} | ${fmt(k.native, 2)} | ${fmt(k.ts, 2)} | ${fmt(k.ts / k.native, 1)}x |`);
-  lines.push('', `Run: \`npm run bench:logstore -- ${['--docs', String(DOCS), ...process.argv.slice(2).filter((a, i, all) => a !== '--docs' && all[i - 1] !== '--docs')].join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`, '');
+  for (const k of kernels)
+    lines.push(`| ${k.name} | ${fmt(k.native, 2)} | ${fmt(k.ts, 2)} | ${fmt(k.ts / k.native, 1)}x |`);
+  lines.push(
+    '',
+    `Run: \`npm run bench:logstore -- ${['--docs', String(DOCS), ...process.argv.slice(2).filter((a, i, all) => a !== '--docs' && all[i - 1] !== '--docs')].join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`,
+    '',
+  );
   const out = lines.join('\n');
   const outIdx = process.argv.indexOf('--out');
   // --out FILE is written whole; the results file keeps its dated sections (results-file.ts).

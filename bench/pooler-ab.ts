@@ -14,8 +14,23 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { pgbenchCommand, runPgbench, type PgbenchResult, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import {
+  BENCH_AUTH,
+  benchSecret,
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  startBenchPostgres,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
+import {
+  pgbenchCommand,
+  runPgbench,
+  type PgbenchResult,
+  type RunningPgbench,
+  type Scenario,
+} from './pooler-pgbench.js';
 import { median } from './pooler-report.js';
 import { stopOnExit } from './bench-exit.js';
 
@@ -29,14 +44,21 @@ function opt(name: string, env: string, dflt: string): string {
 
 const BEFORE = opt('before', 'BENCH_BEFORE', '');
 const AFTER = opt('after', 'BENCH_AFTER', '');
-const GENERAL: Record<'before' | 'after', string> = { before: opt('before-general', 'BENCH_BEFORE_GENERAL', ''), after: opt('after-general', 'BENCH_AFTER_GENERAL', '') };
+const GENERAL: Record<'before' | 'after', string> = {
+  before: opt('before-general', 'BENCH_BEFORE_GENERAL', ''),
+  after: opt('after-general', 'BENCH_AFTER_GENERAL', ''),
+};
 const DURATION = Number(opt('duration', 'BENCH_DURATION', '10'));
 const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5'));
 const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3'));
 const CLIENTS = Number(opt('clients', 'BENCH_CLIENTS', '10'));
-const RELAYS = opt('relays', 'BENCH_RELAYS', 'native,js').split(',').filter((r): r is Relay => r === 'native' || r === 'js');
+const RELAYS = opt('relays', 'BENCH_RELAYS', 'native,js')
+  .split(',')
+  .filter((r): r is Relay => r === 'native' || r === 'js');
 /** pgbench --protocol values, each a scenario of its own (prepared needs a revision with prepared_statements). */
-const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple').split(',').map((p) => p.trim())
+const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple')
+  .split(',')
+  .map((p) => p.trim())
   .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
 const POOL_SIZE = Number(opt('pool-size', 'BENCH_POOL_SIZE', '20'));
 const SCALE = Number(opt('scale', 'BENCH_SCALE', '10'));
@@ -47,12 +69,24 @@ const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'resul
 type Relay = 'native' | 'js';
 const SIDES = ['before', 'after'] as const;
 type Side = (typeof SIDES)[number];
-interface Run extends PgbenchResult { relay: Relay; protocol: Scenario['protocol']; side: Side; repeat: number; poolerCpu: number; foreignCores: number }
+interface Run extends PgbenchResult {
+  relay: Relay;
+  protocol: Scenario['protocol'];
+  side: Side;
+  repeat: number;
+  poolerCpu: number;
+  foreignCores: number;
+}
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 /** --reconnect (BENCH_RECONNECT=1): pgbench -C, a new connection and login for every transaction. */
 const RECONNECT = process.argv.includes('--reconnect') || process.env.BENCH_RECONNECT === '1';
-const scenarios: Scenario[] = PROTOCOLS.map((protocol) => ({ key: `${protocol}-c${CLIENTS}`, protocol, clients: CLIENTS, reconnect: RECONNECT }));
+const scenarios: Scenario[] = PROTOCOLS.map((protocol) => ({
+  key: `${protocol}-c${CLIENTS}`,
+  protocol,
+  clients: CLIENTS,
+  reconnect: RECONNECT,
+}));
 
 let pg: RunningPostgres | null = null;
 const poolers = new Map<string, RunningPeer>();
@@ -67,7 +101,12 @@ async function cleanup(): Promise<void> {
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
 
-const stop = stopOnExit(cleanup, () => [pgbench?.pid, ...[...poolers.values()].map((p) => p.pid), pg?.pid], () => workDir, progress);
+const stop = stopOnExit(
+  cleanup,
+  () => [pgbench?.pid, ...[...poolers.values()].map((p) => p.pid), pg?.pid],
+  () => workDir,
+  progress,
+);
 
 function git(...args: string[]): string {
   const r = spawnSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' });
@@ -90,43 +129,73 @@ function checkout(rev: string, side: Side): string {
     const gyp = spawnSync('npx', ['--no-install', 'node-gyp', 'rebuild'], { cwd: dir, encoding: 'utf8' });
     if (gyp.status !== 0) throw new Error(`node-gyp at ${rev}: ${gyp.stdout}${gyp.stderr}`);
   }
-  const tsc = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' });
+  const tsc = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    { cwd: dir, encoding: 'utf8' },
+  );
   if (tsc.status !== 0) throw new Error(`tsc at ${rev}: ${tsc.stdout}${tsc.stderr}`);
   return dir;
 }
 
-async function measure(relay: Relay, scenario: Scenario, side: Side, repeat: number, ticks: number, logDir: string): Promise<Run> {
+async function measure(
+  relay: Relay,
+  scenario: Scenario,
+  side: Side,
+  repeat: number,
+  ticks: number,
+  logDir: string,
+): Promise<Run> {
   const t0 = Date.now();
   while (QUIET_WAIT > 0 && (await otherLoad(1000, ticks)) > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000);
   const p = poolers.get(`${relay}-${side}`)!;
   const sampler = new RunSampler(p.pid, ticks);
   sampler.start();
-  pgbench = runPgbench(scenario, { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, DURATION, logDir, `${relay}-${scenario.protocol}-${side}-${repeat}`);
+  pgbench = runPgbench(
+    scenario,
+    { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB },
+    DURATION,
+    logDir,
+    `${relay}-${scenario.protocol}-${side}-${repeat}`,
+  );
   const r = await pgbench.done;
   pgbench = null;
   const s = sampler.stop();
-  return { ...r, relay, protocol: scenario.protocol, side, repeat, poolerCpu: s.cpuPercent, foreignCores: s.foreignCores };
+  return {
+    ...r,
+    relay,
+    protocol: scenario.protocol,
+    side,
+    repeat,
+    poolerCpu: s.cpuPercent,
+    foreignCores: s.foreignCores,
+  };
 }
 
 function report(revs: Record<Side, string>, runs: Run[], machine: string): string {
   const fmt = (v: number, d = 0) => (Number.isFinite(v) ? v.toFixed(d) : '-');
   const rows: string[] = [];
-  for (const { protocol } of scenarios) for (const relay of RELAYS) {
-    const mine = runs.filter((r) => r.relay === relay && r.protocol === protocol);
-    const pairs: number[] = [];
-    for (let rep = 0; rep < REPEATS; rep++) {
-      const [b, a] = SIDES.map((side) => mine.find((r) => r.side === side && r.repeat === rep));
-      if (b?.ok && a?.ok) pairs.push(a.tps / b.tps);
+  for (const { protocol } of scenarios)
+    for (const relay of RELAYS) {
+      const mine = runs.filter((r) => r.relay === relay && r.protocol === protocol);
+      const pairs: number[] = [];
+      for (let rep = 0; rep < REPEATS; rep++) {
+        const [b, a] = SIDES.map((side) => mine.find((r) => r.side === side && r.repeat === rep));
+        if (b?.ok && a?.ok) pairs.push(a.tps / b.tps);
+      }
+      const beforeTps = median(mine.filter((r) => r.side === 'before' && r.ok).map((r) => r.tps));
+      for (const side of SIDES) {
+        const ok = mine.filter((r) => r.side === side && r.ok);
+        const tps = median(ok.map((r) => r.tps));
+        const ratio = side === 'after' ? `${(tps / beforeTps).toFixed(3)}x (pairs: ${median(pairs).toFixed(3)}x)` : '1';
+        rows.push(
+          `| ${protocol} | ${relay} | ${side} (${revs[side]}${GENERAL[side] ? `, ${GENERAL[side]}` : ''}) | ${fmt(tps)} | ${ok.map((r) => Math.round(r.tps)).join(', ')} | ${ratio} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => ((r.poolerCpu / 100) * 1e6) / r.tps)), 1)} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} |`,
+        );
+      }
     }
-    const beforeTps = median(mine.filter((r) => r.side === 'before' && r.ok).map((r) => r.tps));
-    for (const side of SIDES) {
-      const ok = mine.filter((r) => r.side === side && r.ok);
-      const tps = median(ok.map((r) => r.tps));
-      const ratio = side === 'after' ? `${(tps / beforeTps).toFixed(3)}x (pairs: ${median(pairs).toFixed(3)}x)` : '1';
-      rows.push(`| ${protocol} | ${relay} | ${side} (${revs[side]}${GENERAL[side] ? `, ${GENERAL[side]}` : ''}) | ${fmt(tps)} | ${ok.map((r) => Math.round(r.tps)).join(', ')} | ${ratio} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => (r.poolerCpu / 100) * 1e6 / r.tps)), 1)} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} |`);
-    }
-  }
-  const failed = runs.filter((r) => !r.ok).map((r) => `- ${r.protocol} ${r.relay} ${r.side} run ${r.repeat + 1}: ${r.error}`);
+  const failed = runs
+    .filter((r) => !r.ok)
+    .map((r) => `- ${r.protocol} ${r.relay} ${r.side} run ${r.repeat + 1}: ${r.error}`);
   return [
     `# tidepool A/B: ${revs.before} -> ${revs.after}, pgbench -S${RECONNECT ? ' -C' : ''} --protocol ${PROTOCOLS.join('/')}, ${CLIENTS} clients`,
     '',
@@ -152,8 +221,14 @@ async function main(): Promise<void> {
   if (process.platform !== 'linux') throw new Error('the benchmark reads /proc: Linux only');
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-ab-'));
   const ticks = clockTicks();
-  const revs: Record<Side, string> = { before: git('rev-parse', '--short', BEFORE), after: AFTER ? git('rev-parse', '--short', AFTER) : `${git('rev-parse', '--short', 'HEAD')} as built` };
-  const roots: Record<Side, string> = { before: checkout(BEFORE, 'before'), after: AFTER ? checkout(AFTER, 'after') : ROOT };
+  const revs: Record<Side, string> = {
+    before: git('rev-parse', '--short', BEFORE),
+    after: AFTER ? git('rev-parse', '--short', AFTER) : `${git('rev-parse', '--short', 'HEAD')} as built`,
+  };
+  const roots: Record<Side, string> = {
+    before: checkout(BEFORE, 'before'),
+    after: AFTER ? checkout(AFTER, 'after') : ROOT,
+  };
   progress(`before ${revs.before}, after ${revs.after}; work dir ${workDir}`);
   pg = await startBenchPostgres(workDir, { maxConnections: 300, scale: SCALE });
   for (const relay of RELAYS) {
@@ -161,7 +236,15 @@ async function main(): Promise<void> {
       // The child inherits the environment it is spawned with.
       if (relay === 'js') process.env.TIDEPOOL_NATIVE_RELAY = '0';
       else delete process.env.TIDEPOOL_NATIVE_RELAY;
-      const peer = await startTidepool({ dir: path.join(workDir, `tidepool-${relay}-${side}`), root: roots[side], serverHost: pg.host, serverPort: pg.port, poolSize: POOL_SIZE, generalToml: GENERAL[side], secret: benchSecret((q) => pg!.sql(q)) });
+      const peer = await startTidepool({
+        dir: path.join(workDir, `tidepool-${relay}-${side}`),
+        root: roots[side],
+        serverHost: pg.host,
+        serverPort: pg.port,
+        poolSize: POOL_SIZE,
+        generalToml: GENERAL[side],
+        secret: benchSecret((q) => pg!.sql(q)),
+      });
       poolers.set(`${relay}-${side}`, peer);
       progress(`tidepool ${side} (${relay} relay) on ${peer.host}:${peer.port}, pid ${peer.pid}`);
     }
@@ -170,19 +253,28 @@ async function main(): Promise<void> {
   const logDir = path.join(workDir, 'pgbench');
   mkdirSync(logDir, { recursive: true });
   for (const [key, p] of poolers) {
-    pgbench = runPgbench(scenarios[0]!, { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, WARMUP, logDir, `warmup-${key}`);
+    pgbench = runPgbench(
+      scenarios[0]!,
+      { host: p.host, port: p.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB },
+      WARMUP,
+      logDir,
+      `warmup-${key}`,
+    );
     await pgbench.done;
     pgbench = null;
   }
   const runs: Run[] = [];
   for (let rep = 0; rep < REPEATS; rep++) {
-    for (const scenario of scenarios) for (const relay of RELAYS) {
-      for (const side of rep % 2 === 0 ? SIDES : [...SIDES].reverse()) {
-        const r = await measure(relay, scenario, side, rep, ticks, logDir);
-        runs.push(r);
-        progress(`#${rep + 1} ${scenario.protocol} ${relay} ${side}: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED (${r.error})`}, pooler CPU ${r.poolerCpu.toFixed(0)}%, other load ${r.foreignCores.toFixed(2)} cores`);
+    for (const scenario of scenarios)
+      for (const relay of RELAYS) {
+        for (const side of rep % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+          const r = await measure(relay, scenario, side, rep, ticks, logDir);
+          runs.push(r);
+          progress(
+            `#${rep + 1} ${scenario.protocol} ${relay} ${side}: ${r.ok ? `${Math.round(r.tps)} tps` : `FAILED (${r.error})`}, pooler CPU ${r.poolerCpu.toFixed(0)}%, other load ${r.foreignCores.toFixed(2)} cores`,
+          );
+        }
       }
-    }
   }
   const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? '?'}); Node ${process.version}; PostgreSQL ${pg.sql('SHOW server_version')}; pgbench, PostgreSQL and all ${poolers.size} poolers share the cores.`;
   mkdirSync(path.dirname(OUT), { recursive: true });
@@ -191,7 +283,7 @@ async function main(): Promise<void> {
 }
 
 main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   await stop();
   process.exitCode = 1;
 });

@@ -15,7 +15,8 @@ function statFields(pid: number | 'self'): string[] | null {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return null;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH')
+      return null;
     throw err;
   }
 }
@@ -66,7 +67,8 @@ function treeTicks(root: number): number {
     const ppid = Number(f[1]);
     ticks.set(pid, Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]));
     const list = children.get(ppid);
-    if (list) list.push(pid); else children.set(ppid, [pid]);
+    if (list) list.push(pid);
+    else children.set(ppid, [pid]);
   }
   let sum = 0;
   const stack = [root];
@@ -98,7 +100,8 @@ export function treePids(root: number): number[] {
     if (!f) continue;
     const ppid = Number(f[1]);
     const list = children.get(ppid);
-    if (list) list.push(pid); else children.set(ppid, [pid]);
+    if (list) list.push(pid);
+    else children.set(ppid, [pid]);
   }
   const out: number[] = [];
   const stack = [root];
@@ -123,7 +126,11 @@ export class RunSampler {
   private timer: NodeJS.Timeout | null = null;
 
   /** `pid`: the pooler to watch, or null for a direct run (machine figures only). */
-  constructor(private readonly pid: number | null, private readonly ticks: number, private readonly tree = false) {}
+  constructor(
+    private readonly pid: number | null,
+    private readonly ticks: number,
+    private readonly tree = false,
+  ) {}
 
   private cpuNow(pid: number): number {
     return this.tree ? treeTicks(pid) / this.ticks : cpuSeconds(pid, this.ticks);
@@ -141,7 +148,12 @@ export class RunSampler {
     this.cpu0 = this.cpuNow(this.pid);
     this.peak = this.memNow(this.pid);
     const pid = this.pid;
-    this.timer = setInterval(() => { this.peak = Math.max(this.peak, this.memNow(pid)); }, this.tree ? 2000 : 200);
+    this.timer = setInterval(
+      () => {
+        this.peak = Math.max(this.peak, this.memNow(pid));
+      },
+      this.tree ? 2000 : 200,
+    );
   }
 
   /**
@@ -153,7 +165,8 @@ export class RunSampler {
     this.timer = null;
     const wall = (performance.now() - this.t0) / 1000;
     const foreign = (machineBusyTicks() - this.busy0 - (treeTicks(process.pid) - this.own0)) / this.ticks / wall;
-    if (this.pid === null) return { cpuPercent: Number.NaN, cpuSeconds: Number.NaN, rssMax: Number.NaN, foreignCores: Math.max(0, foreign) };
+    if (this.pid === null)
+      return { cpuPercent: Number.NaN, cpuSeconds: Number.NaN, rssMax: Number.NaN, foreignCores: Math.max(0, foreign) };
     const cpu = this.cpuNow(this.pid) - this.cpu0;
     if (!this.tree) this.peak = Math.max(this.peak, rssBytes(this.pid));
     return { cpuPercent: (cpu / wall) * 100, cpuSeconds: cpu, rssMax: this.peak, foreignCores: Math.max(0, foreign) };

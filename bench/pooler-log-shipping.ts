@@ -10,8 +10,21 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { pgbenchCommand, runPgbench, type PgbenchResult, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import {
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  startBenchPostgres,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
+import {
+  pgbenchCommand,
+  runPgbench,
+  type PgbenchResult,
+  type RunningPgbench,
+  type Scenario,
+} from './pooler-pgbench.js';
 import { median } from './pooler-report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -33,7 +46,14 @@ const SCALE = Number(opt('scale', 'BENCH_SCALE', '10', '1'));
 const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
 const RETRIES = Number(opt('retries', 'BENCH_RETRIES', '2', '0'));
 const QUIET_WAIT = Number(opt('quiet-wait', 'BENCH_QUIET_WAIT', '30', '0'));
-const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'results', 'log-shipping.md'), path.join(ROOT, 'bench', '.work', 'log-shipping-quick.md')));
+const OUT = path.resolve(
+  opt(
+    'out',
+    'BENCH_OUT',
+    path.join(ROOT, 'bench', 'results', 'log-shipping.md'),
+    path.join(ROOT, 'bench', '.work', 'log-shipping-quick.md'),
+  ),
+);
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -45,16 +65,34 @@ interface ShipScenario {
 }
 
 const SCENARIOS: ShipScenario[] = [
-  { title: `-S simple, ${CLIENTS} clients, log_level info (a few records a minute)`, logLevel: 'info',
-    scenario: { key: `simple-c${CLIENTS}-info`, protocol: 'simple', clients: CLIENTS, reconnect: false } },
-  { title: `-S -C simple, ${CLIENTS} clients, log_level debug (one record per connection, so per transaction)`, logLevel: 'debug',
-    scenario: { key: `simple-C-c${CLIENTS}-debug`, protocol: 'simple', clients: CLIENTS, reconnect: true } },
+  {
+    title: `-S simple, ${CLIENTS} clients, log_level info (a few records a minute)`,
+    logLevel: 'info',
+    scenario: { key: `simple-c${CLIENTS}-info`, protocol: 'simple', clients: CLIENTS, reconnect: false },
+  },
+  {
+    title: `-S -C simple, ${CLIENTS} clients, log_level debug (one record per connection, so per transaction)`,
+    logLevel: 'debug',
+    scenario: { key: `simple-C-c${CLIENTS}-debug`, protocol: 'simple', clients: CLIENTS, reconnect: true },
+  },
 ];
 const MODES = ['off', 'on'] as const;
 type Mode = (typeof MODES)[number];
 
-interface ShipPooler { peer: RunningPeer; webPort: number }
-interface Run extends PgbenchResult { scenario: string; mode: Mode; repeat: number; poolerCpu: number; storeCpu: number; foreignCores: number; shipped: number; dropped: number }
+interface ShipPooler {
+  peer: RunningPeer;
+  webPort: number;
+}
+interface Run extends PgbenchResult {
+  scenario: string;
+  mode: Mode;
+  repeat: number;
+  poolerCpu: number;
+  storeCpu: number;
+  foreignCores: number;
+  shipped: number;
+  dropped: number;
+}
 
 // Everything started here, stopped by pid on the way out (normal end, error, Ctrl-C).
 let pg: RunningPostgres | null = null;
@@ -69,7 +107,10 @@ function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
     child.kill(signal);
   });
 }
@@ -77,7 +118,8 @@ function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     pgbench?.kill();
-    for (const p of poolers.values()) await p.peer.stop().catch((err: Error) => progress(`stopping tidepool: ${err.message}`));
+    for (const p of poolers.values())
+      await p.peer.stop().catch((err: Error) => progress(`stopping tidepool: ${err.message}`));
     poolers.clear();
     if (store) await stopChild(store.child, 'SIGTERM');
     if (pg) await pg.stop().catch((err: Error) => progress(`stopping PostgreSQL: ${err.message}`));
@@ -89,7 +131,11 @@ function cleanup(): Promise<void> {
 function killLeftovers(): void {
   for (const pid of [pgbench?.pid, ...[...poolers.values()].map((p) => p.peer.pid), store?.pid, pg?.pid]) {
     if (!pid || pid < 0) continue;
-    try { process.kill(pid, 'SIGKILL'); } catch (err) { if ((err as NodeJS.ErrnoException).code !== 'ESRCH') progress(`kill ${pid}: ${(err as Error).message}`); }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') progress(`kill ${pid}: ${(err as Error).message}`);
+    }
   }
 }
 
@@ -97,29 +143,52 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(sig, () => {
     progress(`${sig}: stopping everything this benchmark started`);
     interrupted = true;
-    const force = setTimeout(() => { killLeftovers(); process.exit(130); }, 15_000);
-    void cleanup().finally(() => { clearTimeout(force); process.exit(130); });
+    const force = setTimeout(() => {
+      killLeftovers();
+      process.exit(130);
+    }, 15_000);
+    void cleanup().finally(() => {
+      clearTimeout(force);
+      process.exit(130);
+    });
   });
 }
-process.on('exit', () => { if (!cleaning) killLeftovers(); });
+process.on('exit', () => {
+  if (!cleaning) killLeftovers();
+});
 
 /** `tidepool logstore --mode single` on a free port, data in the work dir; resolves when it listens. */
 async function startStore(): Promise<{ child: ChildProcess; url: string; pid: number }> {
   const dir = path.join(workDir, 'logstore');
   mkdirSync(dir, { recursive: true });
   const config = path.join(dir, 'logstore.yaml');
-  writeFileSync(config, `server:\n  http_addr: "127.0.0.1:0"\n  grpc_addr: "127.0.0.1:0"\n  debug_addr: "127.0.0.1:0"\nstorage:\n  data_dir: "${path.join(dir, 'data')}"\nmapping:\n  path: auto\nlog:\n  level: warn\n`);
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', `--config=${config}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  writeFileSync(
+    config,
+    `server:\n  http_addr: "127.0.0.1:0"\n  grpc_addr: "127.0.0.1:0"\n  debug_addr: "127.0.0.1:0"\nstorage:\n  data_dir: "${path.join(dir, 'data')}"\nmapping:\n  path: auto\nlog:\n  level: warn\n`,
+  );
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', 'single', `--config=${config}`],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the log store did not listen in 30 s: ${out}`)), 30_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on http ([\d.]+:\d+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve(`http://${m[1]}`); }
+      if (m) {
+        clearTimeout(timer);
+        resolve(`http://${m[1]}`);
+      }
     });
-    child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
-    child.once('exit', (code, sig) => { clearTimeout(timer); reject(new Error(`the log store exited (${code ?? sig}): ${out}`)); });
+    child.stderr!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.once('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`the log store exited (${code ?? sig}): ${out}`));
+    });
   });
   return { child, url, pid: child.pid ?? -1 };
 }
@@ -128,10 +197,17 @@ async function startShipPooler(s: ShipScenario, mode: Mode): Promise<ShipPooler>
   const webPort = await freePort();
   const logs = mode === 'on' ? `\n[logs]\nship_to = "${store!.url}"\n` : '';
   const peer = await startTidepool({
-    dir: path.join(workDir, `tidepool-${s.logLevel}-${mode}`), root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE,
-    logLevel: s.logLevel, extraToml: `\n[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n${logs}`,
+    dir: path.join(workDir, `tidepool-${s.logLevel}-${mode}`),
+    root: ROOT,
+    serverHost: pg!.host,
+    serverPort: pg!.port,
+    poolSize: POOL_SIZE,
+    logLevel: s.logLevel,
+    extraToml: `\n[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n${logs}`,
   });
-  progress(`tidepool (log_level ${s.logLevel}, shipping ${mode}) on ${peer.host}:${peer.port}, web ${webPort} (pid ${peer.pid})`);
+  progress(
+    `tidepool (log_level ${s.logLevel}, shipping ${mode}) on ${peer.host}:${peer.port}, web ${webPort} (pid ${peer.pid})`,
+  );
   return { peer, webPort };
 }
 
@@ -150,7 +226,8 @@ let quietWaited = 0;
 async function waitQuiet(ticks: number): Promise<void> {
   const t0 = Date.now();
   let load = await otherLoad(500, ticks);
-  while (load > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000 && !interrupted) load = await otherLoad(1000, ticks);
+  while (load > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000 && !interrupted)
+    load = await otherLoad(1000, ticks);
   quietWaited += (Date.now() - t0) / 1000;
 }
 
@@ -162,7 +239,13 @@ async function measure(s: ShipScenario, mode: Mode, rep: number, ticks: number, 
   const storeSampler = new RunSampler(store!.pid, ticks);
   poolerSampler.start();
   storeSampler.start();
-  pgbench = runPgbench(s.scenario, { host: p.peer.host, port: p.peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, DURATION, logDir, `${s.scenario.key}-${mode}-${rep}`);
+  pgbench = runPgbench(
+    s.scenario,
+    { host: p.peer.host, port: p.peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB },
+    DURATION,
+    logDir,
+    `${s.scenario.key}-${mode}-${rep}`,
+  );
   const r = await pgbench.done;
   pgbench = null;
   const ps = poolerSampler.stop();
@@ -170,7 +253,17 @@ async function measure(s: ShipScenario, mode: Mode, rep: number, ticks: number, 
   // Let the last partial batch (ship_flush_interval 1 s) reach the store before counting.
   await new Promise((res) => setTimeout(res, mode === 'on' ? 1500 : 0));
   const c1 = await shipCounters(p);
-  return { ...r, scenario: s.scenario.key, mode, repeat: rep, poolerCpu: ps.cpuPercent, storeCpu: ss.cpuPercent, foreignCores: ps.foreignCores, shipped: c1.sent - c0.sent, dropped: c1.dropped - c0.dropped };
+  return {
+    ...r,
+    scenario: s.scenario.key,
+    mode,
+    repeat: rep,
+    poolerCpu: ps.cpuPercent,
+    storeCpu: ss.cpuPercent,
+    foreignCores: ps.foreignCores,
+    shipped: c1.sent - c0.sent,
+    dropped: c1.dropped - c0.dropped,
+  };
 }
 
 function fmt(v: number, digits = 0): string {
@@ -180,11 +273,15 @@ function fmt(v: number, digits = 0): string {
 function report(machine: string, commands: string[], runs: Run[], notes: string[]): string {
   const rows: string[] = [];
   for (const s of SCENARIOS) {
-    const offTps = median(runs.filter((r) => r.scenario === s.scenario.key && r.mode === 'off' && r.ok).map((r) => r.tps));
+    const offTps = median(
+      runs.filter((r) => r.scenario === s.scenario.key && r.mode === 'off' && r.ok).map((r) => r.tps),
+    );
     // Runs of one repeat are neighbours in time: the median of their ratios drifts less with the machine's load.
     const pairRatios: number[] = [];
     for (let rep = 0; rep < REPEATS; rep++) {
-      const [off, on] = MODES.map((m) => runs.find((r) => r.scenario === s.scenario.key && r.mode === m && r.repeat === rep));
+      const [off, on] = MODES.map((m) =>
+        runs.find((r) => r.scenario === s.scenario.key && r.mode === m && r.repeat === rep),
+      );
       if (off?.ok && on?.ok) pairRatios.push(on.tps / off.tps);
     }
     for (const mode of MODES) {
@@ -192,8 +289,10 @@ function report(machine: string, commands: string[], runs: Run[], notes: string[
       const ok = rs.filter((r) => r.ok);
       const tps = median(ok.map((r) => r.tps));
       const tpsList = ok.map((r) => Math.round(r.tps)).join(', ');
-      const cpuPerXact = median(ok.map((r) => (r.poolerCpu / 100) * 1e6 / r.tps));
-      rows.push(`| ${s.title} | ${mode} | ${fmt(tps)} | ${tpsList} | ${mode === 'on' ? `${(tps / offTps).toFixed(2)}x (pairs: ${median(pairRatios).toFixed(2)}x)` : '1'} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => r.p99Ms)), 3)} | ${fmt(median(ok.map((r) => r.poolerCpu)))} | ${fmt(cpuPerXact)} | ${fmt(median(ok.map((r) => r.storeCpu)))} | ${mode === 'on' ? fmt(median(ok.map((r) => r.shipped / DURATION))) : '-'} | ${mode === 'on' ? fmt(ok.reduce((a, r) => a + r.dropped, 0)) : '-'} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} | ${ok.length}/${rs.length} |`);
+      const cpuPerXact = median(ok.map((r) => ((r.poolerCpu / 100) * 1e6) / r.tps));
+      rows.push(
+        `| ${s.title} | ${mode} | ${fmt(tps)} | ${tpsList} | ${mode === 'on' ? `${(tps / offTps).toFixed(2)}x (pairs: ${median(pairRatios).toFixed(2)}x)` : '1'} | ${fmt(median(ok.map((r) => r.p50Ms)), 3)} | ${fmt(median(ok.map((r) => r.p99Ms)), 3)} | ${fmt(median(ok.map((r) => r.poolerCpu)))} | ${fmt(cpuPerXact)} | ${fmt(median(ok.map((r) => r.storeCpu)))} | ${mode === 'on' ? fmt(median(ok.map((r) => r.shipped / DURATION))) : '-'} | ${mode === 'on' ? fmt(ok.reduce((a, r) => a + r.dropped, 0)) : '-'} | ${fmt(median(ok.map((r) => r.foreignCores)), 2)} | ${ok.length}/${rs.length} |`,
+      );
     }
   }
   const failures = runs.filter((r) => !r.ok).map((r) => `- ${r.scenario} ${r.mode} run ${r.repeat + 1}: ${r.error}`);
@@ -221,11 +320,19 @@ async function main(): Promise<void> {
   if (process.platform !== 'linux') throw new Error('the benchmark reads /proc: Linux only');
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-logship-'));
   const ticks = clockTicks();
-  progress(`work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, ${CLIENTS} clients, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`);
-  pg = await startBenchPostgres(workDir, { maxConnections: 300, scale: SCALE, roleSql: `SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`, progress });
+  progress(
+    `work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, ${CLIENTS} clients, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`,
+  );
+  pg = await startBenchPostgres(workDir, {
+    maxConnections: 300,
+    scale: SCALE,
+    roleSql: `SET password_encryption = 'md5'; CREATE ROLE ${BENCH_USER} LOGIN PASSWORD '${BENCH_PASSWORD}'`,
+    progress,
+  });
   store = await startStore();
   progress(`log store on ${store.url} (pid ${store.pid})`);
-  for (const s of SCENARIOS) for (const mode of MODES) poolers.set(`${s.scenario.key}-${mode}`, await startShipPooler(s, mode));
+  for (const s of SCENARIOS)
+    for (const mode of MODES) poolers.set(`${s.scenario.key}-${mode}`, await startShipPooler(s, mode));
 
   const logDir = path.join(workDir, 'pgbench');
   mkdirSync(logDir, { recursive: true });
@@ -234,7 +341,13 @@ async function main(): Promise<void> {
     for (const mode of MODES) {
       if (WARMUP <= 0) continue;
       const p = poolers.get(`${s.scenario.key}-${mode}`)!;
-      pgbench = runPgbench(s.scenario, { host: p.peer.host, port: p.peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, WARMUP, logDir, 'warmup');
+      pgbench = runPgbench(
+        s.scenario,
+        { host: p.peer.host, port: p.peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB },
+        WARMUP,
+        logDir,
+        'warmup',
+      );
       const r = await pgbench.done;
       pgbench = null;
       if (!r.ok) notes.push(`Warm-up of ${s.scenario.key} (${mode}) failed: ${r.error}`);
@@ -253,7 +366,9 @@ async function main(): Promise<void> {
           if (attempt > 0) retried++;
           const r = await measure(s, mode, rep, ticks, logDir);
           if (!kept || !r.ok || r.foreignCores < kept.foreignCores) kept = r;
-          progress(`${s.scenario.key} #${rep + 1}${attempt ? ` (retry ${attempt})` : ''} shipping ${mode}: ${r.ok ? `${Math.round(r.tps)} tps, p50 ${r.p50Ms.toFixed(3)} ms` : `FAILED (${r.error})`}, pooler CPU ${r.poolerCpu.toFixed(0)}%, store CPU ${r.storeCpu.toFixed(0)}%${mode === 'on' ? `, ${r.shipped} records shipped, ${r.dropped} dropped` : ''}, other load ${r.foreignCores.toFixed(2)} cores`);
+          progress(
+            `${s.scenario.key} #${rep + 1}${attempt ? ` (retry ${attempt})` : ''} shipping ${mode}: ${r.ok ? `${Math.round(r.tps)} tps, p50 ${r.p50Ms.toFixed(3)} ms` : `FAILED (${r.error})`}, pooler CPU ${r.poolerCpu.toFixed(0)}%, store CPU ${r.storeCpu.toFixed(0)}%${mode === 'on' ? `, ${r.shipped} records shipped, ${r.dropped} dropped` : ''}, other load ${r.foreignCores.toFixed(2)} cores`,
+          );
           if (!r.ok || r.foreignCores <= MAX_OTHER_LOAD) break;
         }
         runs.push(kept!);
@@ -261,12 +376,21 @@ async function main(): Promise<void> {
     }
   }
 
-  if (QUIET_WAIT > 0) notes.push(`The benchmark waited ${Math.round(quietWaited)} s in all for other work to quiet down.`);
-  if (RETRIES > 0) notes.push(`${retried} run${retried === 1 ? ' was' : 's were'} done again because other work took more than ${MAX_OTHER_LOAD} cores during it.`);
+  if (QUIET_WAIT > 0)
+    notes.push(`The benchmark waited ${Math.round(quietWaited)} s in all for other work to quiet down.`);
+  if (RETRIES > 0)
+    notes.push(
+      `${retried} run${retried === 1 ? ' was' : 's were'} done again because other work took more than ${MAX_OTHER_LOAD} cores during it.`,
+    );
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
-  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'native'], { encoding: 'utf8' }).stdout.trim();
+  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src', 'native'], {
+    encoding: 'utf8',
+  }).stdout.trim();
   const pgVersion = pg.sql('SHOW server_version');
-  const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? '?'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM; Node ${process.version}; PostgreSQL ${pgVersion}; tidepool at ${head}${dirty ? ' plus uncommitted changes in the work tree' : ''}; load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}. pgbench, PostgreSQL, both poolers of a scenario and the log store share the cores.`;
+  const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? '?'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM; Node ${process.version}; PostgreSQL ${pgVersion}; tidepool at ${head}${dirty ? ' plus uncommitted changes in the work tree' : ''}; load average at the end ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}. pgbench, PostgreSQL, both poolers of a scenario and the log store share the cores.`;
   const commands = [
     `npm run build && node dist/bench/pooler-log-shipping.js${QUICK ? ' --quick' : ''}   # BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_CLIENTS=${CLIENTS} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
     ...SCENARIOS.map((s) => pgbenchCommand(s.scenario, DURATION)),
@@ -280,10 +404,12 @@ async function main(): Promise<void> {
 }
 
 main().then(
-  async () => { await cleanup(); },
+  async () => {
+    await cleanup();
+  },
   async (err: unknown) => {
     if (interrupted) return;
-    progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     await cleanup();
     process.exitCode = 1;
   },

@@ -14,7 +14,17 @@ import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds, reapedChildrenSeconds } from './pooler-cpu.js';
 import { median } from './pooler-report.js';
-import { BENCH_AUTH, BENCH_DB, BENCH_PASSWORD, BENCH_USER, benchSecret, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import {
+  BENCH_AUTH,
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  benchSecret,
+  startBenchPostgres,
+  startPgBouncer,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
 import { runPgbench, type RunningPgbench } from './pooler-pgbench.js';
 import { stopOnExit } from './bench-exit.js';
 
@@ -29,11 +39,14 @@ const CLIENTS = Number(opt('clients', '10'));
 const ROUNDS = Number(opt('rounds', '5'));
 const DURATION = Number(opt('duration', '10'));
 /** processes x threads each; the clients are split evenly over the processes. */
-const SHAPES = opt('shapes', '1x2,1x1,2x1').split(',').map((s) => {
-  const [procs, threads] = s.split('x').map(Number);
-  if (!procs || !threads || CLIENTS % procs !== 0 || CLIENTS / procs < threads) throw new Error(`--shapes: ${s} does not fit ${CLIENTS} clients`);
-  return { key: s, procs, threads };
-});
+const SHAPES = opt('shapes', '1x2,1x1,2x1')
+  .split(',')
+  .map((s) => {
+    const [procs, threads] = s.split('x').map(Number);
+    if (!procs || !threads || CLIENTS % procs !== 0 || CLIENTS / procs < threads)
+      throw new Error(`--shapes: ${s} does not fit ${CLIENTS} clients`);
+    return { key: s, procs, threads };
+  });
 const OUT = path.resolve(opt('out', path.join(ROOT, 'bench', 'results', 'pooler-login-shapes.md')));
 /** Node flags of a second tidepool ("tidepool B") in the rotation, when given. */
 const B_NODE_ARGS = opt('b-node-args', '').split(' ').filter(Boolean);
@@ -49,14 +62,26 @@ let workDir = '';
 
 async function cleanup(): Promise<void> {
   for (const r of running) r.kill();
-  for (const { label, peer } of targets.splice(0)) await peer.stop().catch((err: Error) => progress(`stopping ${label}: ${err.message}`));
+  for (const { label, peer } of targets.splice(0))
+    await peer.stop().catch((err: Error) => progress(`stopping ${label}: ${err.message}`));
   if (pg) await pg.stop().catch((err: Error) => progress(`stopping PostgreSQL: ${err.message}`));
   pg = null;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
-const stop = stopOnExit(cleanup, () => [...running.map((r) => r.pid), ...targets.map((t) => t.peer.pid), pg?.pid], () => workDir, progress);
+const stop = stopOnExit(
+  cleanup,
+  () => [...running.map((r) => r.pid), ...targets.map((t) => t.peer.pid), pg?.pid],
+  () => workDir,
+  progress,
+);
 
-interface Run { shape: string; peer: string; tps: number; poolerUs: number; pgbenchUs: number }
+interface Run {
+  shape: string;
+  peer: string;
+  tps: number;
+  poolerUs: number;
+  pgbenchUs: number;
+}
 
 async function main(): Promise<void> {
   if (process.platform !== 'linux') throw new Error('reads /proc: Linux only');
@@ -65,14 +90,35 @@ async function main(): Promise<void> {
   const load0 = os.loadavg();
   pg = await startBenchPostgres(workDir, { maxConnections: 100, scale: 10 });
   const common = { serverHost: pg.host, serverPort: pg.port, poolSize: 20, secret: benchSecret((q) => pg!.sql(q)) };
-  targets.push({ label: 'PgBouncer', peer: await startPgBouncer({ ...common, sessionPoolSize: CLIENTS, dir: path.join(workDir, 'pgbouncer'), progress }) });
-  targets.push({ label: 'tidepool', peer: await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }) });
-  if (B_NODE_ARGS.length) targets.push({ label: B, peer: await startTidepool({ ...common, dir: path.join(workDir, 'tidepool-b'), root: ROOT, nodeArgs: B_NODE_ARGS }) });
+  targets.push({
+    label: 'PgBouncer',
+    peer: await startPgBouncer({ ...common, sessionPoolSize: CLIENTS, dir: path.join(workDir, 'pgbouncer'), progress }),
+  });
+  targets.push({
+    label: 'tidepool',
+    peer: await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }),
+  });
+  if (B_NODE_ARGS.length)
+    targets.push({
+      label: B,
+      peer: await startTidepool({
+        ...common,
+        dir: path.join(workDir, 'tidepool-b'),
+        root: ROOT,
+        nodeArgs: B_NODE_ARGS,
+      }),
+    });
   const logDir = path.join(workDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   for (const { label, peer } of targets) {
     progress(`warm-up ${label}: 3 s`);
-    const w = runPgbench({ key: 'warmup', protocol: 'simple', clients: CLIENTS, reconnect: true }, { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB }, 3, logDir, `warmup-${peer.pid}`);
+    const w = runPgbench(
+      { key: 'warmup', protocol: 'simple', clients: CLIENTS, reconnect: true },
+      { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB },
+      3,
+      logDir,
+      `warmup-${peer.pid}`,
+    );
     running = [w];
     const r = await w.done;
     running = [];
@@ -89,8 +135,28 @@ async function main(): Promise<void> {
         const cpu0 = cpuSeconds(peer.pid, ticks);
         const kids0 = reapedChildrenSeconds(ticks);
         const t0 = performance.now();
-        const target = { host: peer.host, port: peer.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
-        running = Array.from({ length: shape.procs }, (_, k) => runPgbench({ key: 'login', protocol: 'simple', clients: CLIENTS / shape.procs, threads: shape.threads, reconnect: true }, target, DURATION, logDir, `r${round}-${shape.key}-${peer.pid}-${k}`));
+        const target = {
+          host: peer.host,
+          port: peer.port,
+          user: BENCH_USER,
+          password: BENCH_PASSWORD,
+          database: BENCH_DB,
+        };
+        running = Array.from({ length: shape.procs }, (_, k) =>
+          runPgbench(
+            {
+              key: 'login',
+              protocol: 'simple',
+              clients: CLIENTS / shape.procs,
+              threads: shape.threads,
+              reconnect: true,
+            },
+            target,
+            DURATION,
+            logDir,
+            `r${round}-${shape.key}-${peer.pid}-${k}`,
+          ),
+        );
         const results = await Promise.all(running.map((r) => r.done));
         running = [];
         const wall = (performance.now() - t0) / 1000;
@@ -104,8 +170,16 @@ async function main(): Promise<void> {
         }
         const tps = results.reduce((a, r) => a + r.tps, 0);
         const logins = tps * wall;
-        runs.push({ shape: shape.key, peer: name, tps, poolerUs: (cpu * 1e6) / logins, pgbenchUs: (kids * 1e6) / logins });
-        progress(`round ${round + 1}/${ROUNDS} ${shape.key} ${name}: ${tps.toFixed(0)} tps, pooler ${((cpu * 1e6) / logins).toFixed(0)} us a login, pgbench ${((kids * 1e6) / logins).toFixed(0)} us a login`);
+        runs.push({
+          shape: shape.key,
+          peer: name,
+          tps,
+          poolerUs: (cpu * 1e6) / logins,
+          pgbenchUs: (kids * 1e6) / logins,
+        });
+        progress(
+          `round ${round + 1}/${ROUNDS} ${shape.key} ${name}: ${tps.toFixed(0)} tps, pooler ${((cpu * 1e6) / logins).toFixed(0)} us a login, pgbench ${((kids * 1e6) / logins).toFixed(0)} us a login`,
+        );
       }
     }
   }
@@ -117,7 +191,7 @@ async function main(): Promise<void> {
     '',
     `Each pooler had a 3 s warm-up of the same load first.${B_NODE_ARGS.length ? ` tidepool B: the same build started with \`node ${B_NODE_ARGS.join(' ')}\`.` : ''}`,
     '',
-    'Shape: pgbench processes x threads (-j) each. Pooler and pgbench CPU: user + system time per login (pgbench: all its processes, from the reaped children\'s times).',
+    "Shape: pgbench processes x threads (-j) each. Pooler and pgbench CPU: user + system time per login (pgbench: all its processes, from the reaped children's times).",
     '',
     '| Shape | PgBouncer tps | tidepool tps | tidepool / PgBouncer | runs (tidepool / PgBouncer) | PgBouncer CPU, us a login | tidepool CPU, us a login | pgbench CPU, us a login (PgBouncer, tidepool) |',
     '|---|---:|---:|---:|---|---:|---:|---:|',
@@ -128,15 +202,23 @@ async function main(): Promise<void> {
     const t = of('tidepool');
     if (!b.length || !t.length) continue;
     const pairs = t.map((x, i) => (b[i] ? (x.tps / b[i]!.tps).toFixed(2) : '-')).join(', ');
-    out.push(`| ${shape.procs} x -j ${shape.threads} | ${median(b.map((r) => r.tps)).toFixed(0)} | ${median(t.map((r) => r.tps)).toFixed(0)} | **${(median(t.map((r) => r.tps)) / median(b.map((r) => r.tps))).toFixed(2)}x** | ${pairs} | ${median(b.map((r) => r.poolerUs)).toFixed(0)} | ${median(t.map((r) => r.poolerUs)).toFixed(0)} | ${median(b.map((r) => r.pgbenchUs)).toFixed(0)}, ${median(t.map((r) => r.pgbenchUs)).toFixed(0)} |`);
+    out.push(
+      `| ${shape.procs} x -j ${shape.threads} | ${median(b.map((r) => r.tps)).toFixed(0)} | ${median(t.map((r) => r.tps)).toFixed(0)} | **${(median(t.map((r) => r.tps)) / median(b.map((r) => r.tps))).toFixed(2)}x** | ${pairs} | ${median(b.map((r) => r.poolerUs)).toFixed(0)} | ${median(t.map((r) => r.poolerUs)).toFixed(0)} | ${median(b.map((r) => r.pgbenchUs)).toFixed(0)}, ${median(t.map((r) => r.pgbenchUs)).toFixed(0)} |`,
+    );
   }
   if (B_NODE_ARGS.length) {
-    out.push('', `| Shape | tidepool tps | tidepool B tps | B / tidepool | tidepool CPU, us a login | tidepool B CPU, us a login |`, '|---|---:|---:|---:|---:|---:|');
+    out.push(
+      '',
+      `| Shape | tidepool tps | tidepool B tps | B / tidepool | tidepool CPU, us a login | tidepool B CPU, us a login |`,
+      '|---|---:|---:|---:|---:|---:|',
+    );
     for (const shape of SHAPES) {
       const a = runs.filter((r) => r.shape === shape.key && r.peer === 'tidepool');
       const b = runs.filter((r) => r.shape === shape.key && r.peer === B);
       if (!a.length || !b.length) continue;
-      out.push(`| ${shape.procs} x -j ${shape.threads} | ${median(a.map((r) => r.tps)).toFixed(0)} | ${median(b.map((r) => r.tps)).toFixed(0)} | **${(median(b.map((r) => r.tps)) / median(a.map((r) => r.tps))).toFixed(3)}x** | ${median(a.map((r) => r.poolerUs)).toFixed(0)} | ${median(b.map((r) => r.poolerUs)).toFixed(0)} |`);
+      out.push(
+        `| ${shape.procs} x -j ${shape.threads} | ${median(a.map((r) => r.tps)).toFixed(0)} | ${median(b.map((r) => r.tps)).toFixed(0)} | **${(median(b.map((r) => r.tps)) / median(a.map((r) => r.tps))).toFixed(3)}x** | ${median(a.map((r) => r.poolerUs)).toFixed(0)} | ${median(b.map((r) => r.poolerUs)).toFixed(0)} |`,
+      );
     }
   }
   if (failures.length) out.push('', 'Failed runs (left out of the medians):', '', ...failures.map((f) => `- ${f}`));
@@ -146,7 +228,7 @@ async function main(): Promise<void> {
 }
 
 main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   await stop();
   process.exitCode = 1;
 });

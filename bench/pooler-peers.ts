@@ -2,7 +2,18 @@
 // field comparison (`bench:pooler -- --peers`), PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 built under
 // BENCH_PEERS_DIR (default /opt/peers), as child processes on free ports in front of one PostgreSQL.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { freePort, startPostgres, writeHba, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
@@ -12,11 +23,14 @@ import { PGBENCH } from './pooler-pgbench.js';
 /** The account the poolers and pgbench log in as; one method everywhere (BENCH_AUTH: md5, the default, or
  * scram-sha-256) so every target pays the same auth. */
 export const BENCH_USER = 'bench';
-export const BENCH_AUTH: 'md5' | 'scram-sha-256' = process.env.BENCH_AUTH === 'scram-sha-256' || process.env.BENCH_AUTH === 'scram' ? 'scram-sha-256' : 'md5';
+export const BENCH_AUTH: 'md5' | 'scram-sha-256' =
+  process.env.BENCH_AUTH === 'scram-sha-256' || process.env.BENCH_AUTH === 'scram' ? 'scram-sha-256' : 'md5';
 /** The secret both poolers are configured with: with scram-sha-256 the role's own (pg_authid), so neither derives a
  * key per login; with md5 the plaintext password. `sql` runs a query as the superuser and returns its text. */
 export function benchSecret(sql: (q: string) => string): string {
-  return BENCH_AUTH === 'scram-sha-256' ? sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${BENCH_USER}'`).trim() : BENCH_PASSWORD;
+  return BENCH_AUTH === 'scram-sha-256'
+    ? sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${BENCH_USER}'`).trim()
+    : BENCH_PASSWORD;
 }
 /** The SQL that creates the bench role with a secret of BENCH_AUTH's kind (direct connections pay the same auth). */
 export const BENCH_ROLE_SQL = `SET password_encryption = '${BENCH_AUTH}'; CREATE ROLE ${'bench'} LOGIN PASSWORD 'bench-password'`;
@@ -25,7 +39,10 @@ export const BENCH_PASSWORD = 'bench-password';
  * BENCH_AUTH is (issue 10's login target is SCRAM): both poolers take a user's SCRAM secret as SCRAM even under
  * auth_type md5 (PgBouncer: "if md5 is configured and a user has a SCRAM secret, then SCRAM authentication is used
  * automatically instead"; PostgreSQL's md5 hba method does the same). `sql` runs a query as the superuser. */
-export function createScramRole(sql: (q: string, db?: string) => string, user: string): { name: string; secret: string } {
+export function createScramRole(
+  sql: (q: string, db?: string) => string,
+  user: string,
+): { name: string; secret: string } {
   sql(`SET password_encryption = 'scram-sha-256'; CREATE ROLE ${user} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
   sql(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${user}`, BENCH_DB);
   return { name: user, secret: sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${user}'`).trim() };
@@ -39,8 +56,14 @@ export function pgbenchInitArgs(host: string, port: number | string, scale: numb
 
 /** PostgreSQL for a pooler benchmark in `dir`/pgdata (shared_buffers 256MB): the bench role (`roleSql`, default
  * BENCH_ROLE_SQL) and BENCH_DB, loaded by `pgbench -i` at `scale` and analyzed, the hba rules of writeHba. */
-export async function startBenchPostgres(dir: string, opts: { maxConnections: number; scale: number; roleSql?: string; progress?: (msg: string) => void }): Promise<RunningPostgres> {
-  const pg = await startPostgres({ dataDir: path.join(dir, 'pgdata'), settings: { max_connections: opts.maxConnections, shared_buffers: '256MB' } });
+export async function startBenchPostgres(
+  dir: string,
+  opts: { maxConnections: number; scale: number; roleSql?: string; progress?: (msg: string) => void },
+): Promise<RunningPostgres> {
+  const pg = await startPostgres({
+    dataDir: path.join(dir, 'pgdata'),
+    settings: { max_connections: opts.maxConnections, shared_buffers: '256MB' },
+  });
   opts.progress?.(`PostgreSQL on ${pg.host}:${pg.port} (pid ${pg.pid})`);
   pg.sql(opts.roleSql ?? BENCH_ROLE_SQL);
   pg.sql(`CREATE DATABASE ${BENCH_DB} OWNER ${BENCH_USER}`);
@@ -81,25 +104,48 @@ function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
     child.kill(signal);
   });
 }
 
-async function waitListening(host: string, port: number, child: ChildProcess, logFile: string, what: string, ready?: RegExp): Promise<void> {
+async function waitListening(
+  host: string,
+  port: number,
+  child: ChildProcess,
+  logFile: string,
+  what: string,
+  ready?: RegExp,
+): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}): ${readFileSync(logFile, 'utf8').slice(-2000)}`);
+      throw new Error(
+        `${what} exited (${child.exitCode ?? child.signalCode}): ${readFileSync(logFile, 'utf8').slice(-2000)}`,
+      );
     }
     const logOk = !ready || ready.test(readFileSync(logFile, 'utf8'));
-    const portOk = logOk && await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, host);
-      s.once('connect', () => { s.destroy(); resolve(true); });
-      s.once('error', () => { s.destroy(); resolve(false); });
-    });
+    const portOk =
+      logOk &&
+      (await new Promise<boolean>((resolve) => {
+        const s = net.connect(port, host);
+        s.once('connect', () => {
+          s.destroy();
+          resolve(true);
+        });
+        s.once('error', () => {
+          s.destroy();
+          resolve(false);
+        });
+      }));
     if (portOk) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${host}:${port} in 20 s: ${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what} did not listen on ${host}:${port} in 20 s: ${readFileSync(logFile, 'utf8').slice(-2000)}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -108,7 +154,8 @@ async function waitListening(host: string, port: number, child: ChildProcess, lo
 export function ensurePgBouncer(progress: (msg: string) => void): string {
   const bin = '/usr/sbin/pgbouncer';
   if (existsSync(bin)) return bin;
-  if (process.getuid?.() !== 0) throw new Error('pgbouncer is not installed and we are not root: apt-get install -y pgbouncer');
+  if (process.getuid?.() !== 0)
+    throw new Error('pgbouncer is not installed and we are not root: apt-get install -y pgbouncer');
   progress('installing pgbouncer (apt-get update && apt-get install -y pgbouncer)');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'pgbouncer']]) {
@@ -116,7 +163,9 @@ export function ensurePgBouncer(progress: (msg: string) => void): string {
     if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${(r.stderr || r.stdout).slice(-2000)}`);
   }
   // The package starts a system instance on 6432; ours runs on its own port, so leave it be unless it is in the way.
-  spawnSync('sh', ['-c', 'command -v systemctl >/dev/null && systemctl stop pgbouncer || service pgbouncer stop'], { stdio: 'ignore' });
+  spawnSync('sh', ['-c', 'command -v systemctl >/dev/null && systemctl stop pgbouncer || service pgbouncer stop'], {
+    stdio: 'ignore',
+  });
   if (!existsSync(bin)) throw new Error('apt-get install pgbouncer did not provide /usr/sbin/pgbouncer');
   return bin;
 }
@@ -153,28 +202,36 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
   const authFile = path.join(opts.dir, 'userlist.txt');
   const configFile = path.join(opts.dir, 'pgbouncer.ini');
   const logFile = path.join(opts.dir, 'pgbouncer.log');
-  writeFileSync(authFile, [{ name: BENCH_USER, secret: opts.secret ?? BENCH_PASSWORD }, ...(opts.extraUsers ?? [])].map((u) => `"${u.name}" "${u.secret}"\n`).join(''));
-  writeFileSync(configFile, [
-    '[databases]',
-    `${BENCH_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB}`,
-    `${BENCH_SESSION_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB} pool_mode=session pool_size=${opts.sessionPoolSize}`,
-    '',
-    '[pgbouncer]',
-    `listen_addr = ${host}`,
-    `listen_port = ${port}`,
-    'unix_socket_dir =',
-    `auth_type = ${BENCH_AUTH}`,
-    `auth_file = ${authFile}`,
-    'pool_mode = transaction',
-    `default_pool_size = ${opts.poolSize}`,
-    'max_client_conn = 2000',
-    'ignore_startup_parameters = extra_float_digits',
-    'log_connections = 0',
-    'log_disconnections = 0',
-    'log_pooler_errors = 1',
-    ...(opts.extraIni ?? []),
-    '',
-  ].join('\n'));
+  writeFileSync(
+    authFile,
+    [{ name: BENCH_USER, secret: opts.secret ?? BENCH_PASSWORD }, ...(opts.extraUsers ?? [])]
+      .map((u) => `"${u.name}" "${u.secret}"\n`)
+      .join(''),
+  );
+  writeFileSync(
+    configFile,
+    [
+      '[databases]',
+      `${BENCH_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB}`,
+      `${BENCH_SESSION_DB} = host=${opts.serverHost} port=${opts.serverPort} dbname=${BENCH_DB} pool_mode=session pool_size=${opts.sessionPoolSize}`,
+      '',
+      '[pgbouncer]',
+      `listen_addr = ${host}`,
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      `auth_type = ${BENCH_AUTH}`,
+      `auth_file = ${authFile}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${opts.poolSize}`,
+      'max_client_conn = 2000',
+      'ignore_startup_parameters = extra_float_digits',
+      'log_connections = 0',
+      'log_disconnections = 0',
+      'log_pooler_errors = 1',
+      ...(opts.extraIni ?? []),
+      '',
+    ].join('\n'),
+  );
   writeFileSync(logFile, '');
   const root = process.getuid?.() === 0;
   if (root) {
@@ -185,7 +242,17 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
   const fd = openSync(logFile, 'a');
   const child = spawn(bin, [configFile], { stdio: ['ignore', fd, fd], ...(root ? NOBODY : {}) });
   await waitListening(host, port, child, logFile, 'pgbouncer');
-  return { name: opts.name ?? 'PgBouncer', host, port, child, pid: child.pid ?? -1, logFile, version, configFiles: [{ file: configFile, how: `${bin} pgbouncer.ini, as nobody` }], stop: () => stopChild(child, 'SIGINT') };
+  return {
+    name: opts.name ?? 'PgBouncer',
+    host,
+    port,
+    child,
+    pid: child.pid ?? -1,
+    logFile,
+    version,
+    configFiles: [{ file: configFile, how: `${bin} pgbouncer.ini, as nobody` }],
+    stop: () => stopChild(child, 'SIGINT'),
+  };
 }
 
 export interface TidepoolOptions {
@@ -217,7 +284,9 @@ export async function startTidepool(opts: TidepoolOptions): Promise<RunningPeer 
   const port = await freePort(host);
   const configFile = path.join(opts.dir, 'pooler.toml');
   const logFile = path.join(opts.dir, 'tidepool.log');
-  writeFileSync(configFile, `[general]
+  writeFileSync(
+    configFile,
+    `[general]
 host = "${host}"
 port = ${port}
 admin_username = "admin"
@@ -235,30 +304,55 @@ server_port = ${opts.serverPort}
 username = "${BENCH_USER}"
 password = "${opts.secret ?? BENCH_PASSWORD}"
 pool_size = ${opts.poolSize}
-${(opts.extraUsers ?? []).map((u) => `
+${(opts.extraUsers ?? [])
+  .map(
+    (u) => `
 [[pools.${BENCH_DB}.users]]
 username = "${u.name}"
 password = "${u.secret}"
 pool_size = ${opts.poolSize}
-`).join('')}${opts.extraToml ?? ''}`);
+`,
+  )
+  .join('')}${opts.extraToml ?? ''}`,
+  );
   writeFileSync(logFile, '');
   const fd = openSync(logFile, 'a');
   const bin = path.join(opts.root, 'bin', 'tidepool.js');
   // TIDEPOOL_NODE_ARGS (e.g. "--require ./alloc-profile.cjs"): node flags for every tidepool a bench starts.
   const envArgs = (process.env.TIDEPOOL_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...envArgs, ...(opts.nodeArgs ?? []), bin, 'pooler', '--config', configFile], { cwd: opts.root, env: opts.env ?? process.env, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, [...envArgs, ...(opts.nodeArgs ?? []), bin, 'pooler', '--config', configFile], {
+    cwd: opts.root,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', fd, fd],
+  });
   await waitListening(host, port, child, logFile, 'tidepool', /pooler listening/);
   const pkg = JSON.parse(readFileSync(path.join(opts.root, 'package.json'), 'utf8')) as { version: string };
-  return { name: 'tidepool', host, port, child, pid: child.pid ?? -1, logFile, configFile, version: pkg.version, stop: () => stopChild(child, 'SIGINT') };
+  return {
+    name: 'tidepool',
+    host,
+    port,
+    child,
+    pid: child.pid ?? -1,
+    logFile,
+    configFile,
+    version: pkg.version,
+    stop: () => stopChild(child, 'SIGINT'),
+  };
 }
 
 /** Where the field's poolers are unpacked (`tar xzf /work/shared/peers/peers-bin.tar.gz -C /`). */
 export const PEERS_DIR = process.env.BENCH_PEERS_DIR ?? '/opt/peers';
 const PEERS_ARCHIVE = '/work/shared/peers/peers-bin.tar.gz';
 export const PEER_BINARIES = {
-  'PgBouncer 1.25': { bin: path.join(PEERS_DIR, 'pgbouncer-1.25.2', 'bin', 'pgbouncer'), debs: ['libssl3', 'libevent-2.1-7', 'libc-ares2'] },
+  'PgBouncer 1.25': {
+    bin: path.join(PEERS_DIR, 'pgbouncer-1.25.2', 'bin', 'pgbouncer'),
+    debs: ['libssl3', 'libevent-2.1-7', 'libc-ares2'],
+  },
   Odyssey: { bin: path.join(PEERS_DIR, 'odyssey-1.5.1', 'bin', 'odyssey'), debs: ['libssl3'] },
-  pgagroal: { bin: path.join(PEERS_DIR, 'pgagroal-1.6.0', 'bin', 'pgagroal'), debs: ['libssl3', 'libev4', 'libcjson1', 'libsystemd0'] },
+  pgagroal: {
+    bin: path.join(PEERS_DIR, 'pgagroal-1.6.0', 'bin', 'pgagroal'),
+    debs: ['libssl3', 'libev4', 'libcjson1', 'libsystemd0'],
+  },
 } as const;
 export type FieldPeer = keyof typeof PEER_BINARIES;
 
@@ -269,13 +363,21 @@ export type FieldPeer = keyof typeof PEER_BINARIES;
 export function ensurePeer(name: FieldPeer, progress: (msg: string) => void): string {
   const { bin, debs } = PEER_BINARIES[name];
   if (!existsSync(bin)) {
-    throw new Error(`${name} is missing: no ${bin}. The field's poolers are not unpacked; run \`tar xzf ${PEERS_ARCHIVE} -C /\` (or set BENCH_PEERS_DIR to where they are), then \`apt-get install ${[...new Set(Object.values(PEER_BINARIES).flatMap((p) => [...p.debs]))].join(' ')}\` (see ${path.join(PEERS_DIR, 'README.txt')})`);
+    throw new Error(
+      `${name} is missing: no ${bin}. The field's poolers are not unpacked; run \`tar xzf ${PEERS_ARCHIVE} -C /\` (or set BENCH_PEERS_DIR to where they are), then \`apt-get install ${[...new Set(Object.values(PEER_BINARIES).flatMap((p) => [...p.debs]))].join(' ')}\` (see ${path.join(PEERS_DIR, 'README.txt')})`,
+    );
   }
-  const missing = () => [bin, ...(name === 'pgagroal' ? [path.join(path.dirname(bin), 'pgagroal-admin')] : [])]
-    .flatMap((b) => (spawnSync('ldd', [b], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => /not found/.test(l)).map((l) => l.trim()));
+  const missing = () =>
+    [bin, ...(name === 'pgagroal' ? [path.join(path.dirname(bin), 'pgagroal-admin')] : [])].flatMap((b) =>
+      (spawnSync('ldd', [b], { encoding: 'utf8' }).stdout ?? '')
+        .split('\n')
+        .filter((l) => /not found/.test(l))
+        .map((l) => l.trim()),
+    );
   let libs = missing();
   if (libs.length) {
-    if (process.getuid?.() !== 0) throw new Error(`${name}: ${bin} lacks ${libs.join(', ')}; as root: apt-get install -y ${debs.join(' ')}`);
+    if (process.getuid?.() !== 0)
+      throw new Error(`${name}: ${bin} lacks ${libs.join(', ')}; as root: apt-get install -y ${debs.join(' ')}`);
     progress(`${name} lacks ${libs.join(', ')}: apt-get install -y ${debs.join(' ')}`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     let r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...debs], { env, encoding: 'utf8' });
@@ -284,7 +386,10 @@ export function ensurePeer(name: FieldPeer, progress: (msg: string) => void): st
       r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...debs], { env, encoding: 'utf8' });
     }
     libs = missing();
-    if (r.status !== 0 || libs.length) throw new Error(`${name}: apt-get install ${debs.join(' ')} did not provide ${libs.join(', ') || 'the libraries'}: ${(r.stderr || r.stdout).slice(-1500)}`);
+    if (r.status !== 0 || libs.length)
+      throw new Error(
+        `${name}: apt-get install ${debs.join(' ')} did not provide ${libs.join(', ') || 'the libraries'}: ${(r.stderr || r.stdout).slice(-1500)}`,
+      );
   }
   return bin;
 }
@@ -332,7 +437,9 @@ export async function startOdyssey(opts: FieldPeerOptions): Promise<RunningPeer>
   const port = await freePort(host);
   const configFile = path.join(opts.dir, 'odyssey.conf');
   const logFile = path.join(opts.dir, 'odyssey.log');
-  writeFileSync(configFile, `daemonize no
+  writeFileSync(
+    configFile,
+    `daemonize no
 pid_file "${path.join(opts.dir, 'odyssey.pid')}"
 locks_dir "${opts.dir}"
 log_to_stdout yes
@@ -389,14 +496,25 @@ database "${BENCH_DB}" {
 		client_max 2000
 	}
 }
-`);
+`,
+  );
   writeFileSync(logFile, '');
   const root = giveToNobody(opts.dir);
   chmodSync(configFile, 0o600);
   const fd = openSync(logFile, 'a');
   const child = spawn(bin, [configFile], { stdio: ['ignore', fd, fd], ...(root ? NOBODY : {}) });
   await waitListening(host, port, child, logFile, 'odyssey');
-  return { name: 'Odyssey', host, port, child, pid: child.pid ?? -1, logFile, version: peerVersion(bin), configFiles: [{ file: configFile, how: `${bin} odyssey.conf, as nobody` }], stop: () => stopChild(child, 'SIGTERM') };
+  return {
+    name: 'Odyssey',
+    host,
+    port,
+    child,
+    pid: child.pid ?? -1,
+    logFile,
+    version: peerVersion(bin),
+    configFiles: [{ file: configFile, how: `${bin} odyssey.conf, as nobody` }],
+    stop: () => stopChild(child, 'SIGTERM'),
+  };
 }
 
 /**
@@ -410,7 +528,10 @@ database "${BENCH_DB}" {
 export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer> {
   const bin = ensurePeer('pgagroal', opts.progress);
   const admin = path.join(path.dirname(bin), 'pgagroal-admin');
-  if (process.getuid?.() !== 0) throw new Error('pgagroal: the bench starts it as nobody with a home in the work dir, which needs root (unshare, setpriv)');
+  if (process.getuid?.() !== 0)
+    throw new Error(
+      'pgagroal: the bench starts it as nobody with a home in the work dir, which needs root (unshare, setpriv)',
+    );
   mkdirSync(opts.dir, { recursive: true });
   const host = '127.0.0.1';
   const port = await freePort(host);
@@ -418,12 +539,14 @@ export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const passwd = path.join(opts.dir, 'passwd');
   copyFileSync('/etc/passwd', passwd);
-  const lines = readFileSync(passwd, 'utf8').split('\n').map((l) => {
-    const f = l.split(':');
-    if (f[0] !== 'nobody' || f.length < 7) return l;
-    f[5] = home;
-    return f.join(':');
-  });
+  const lines = readFileSync(passwd, 'utf8')
+    .split('\n')
+    .map((l) => {
+      const f = l.split(':');
+      if (f[0] !== 'nobody' || f.length < 7) return l;
+      f[5] = home;
+      return f.join(':');
+    });
   writeFileSync(passwd, lines.join('\n'));
   chmodSync(passwd, 0o644);
   const configFile = path.join(opts.dir, 'pgagroal.conf');
@@ -431,53 +554,91 @@ export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer
   const limitFile = path.join(opts.dir, 'pgagroal_databases.conf');
   const usersFile = path.join(opts.dir, 'pgagroal_users.conf');
   const logFile = path.join(opts.dir, 'pgagroal.log');
-  writeFileSync(configFile, [
-    '[pgagroal]',
-    `host = ${host}`,
-    `port = ${port}`,
-    'log_type = file',
-    'log_level = warn',
-    `log_path = ${path.join(opts.dir, 'pgagroal-file.log')}`,
-    `max_connections = ${opts.poolSize}`,
-    'pipeline = transaction',
-    'blocking_timeout = 0',
-    'idle_timeout = 0',
-    'max_connection_age = 0',
-    'validation = off',
-    'allow_unknown_users = false',
-    'update_process_title = never',
-    `unix_socket_dir = ${opts.dir}`,
-    '',
-    '[primary]',
-    `host = ${opts.serverHost}`,
-    `port = ${opts.serverPort}`,
-    '',
-  ].join('\n'));
+  writeFileSync(
+    configFile,
+    [
+      '[pgagroal]',
+      `host = ${host}`,
+      `port = ${port}`,
+      'log_type = file',
+      'log_level = warn',
+      `log_path = ${path.join(opts.dir, 'pgagroal-file.log')}`,
+      `max_connections = ${opts.poolSize}`,
+      'pipeline = transaction',
+      'blocking_timeout = 0',
+      'idle_timeout = 0',
+      'max_connection_age = 0',
+      'validation = off',
+      'allow_unknown_users = false',
+      'update_process_title = never',
+      `unix_socket_dir = ${opts.dir}`,
+      '',
+      '[primary]',
+      `host = ${opts.serverHost}`,
+      `port = ${opts.serverPort}`,
+      '',
+    ].join('\n'),
+  );
   writeFileSync(hbaFile, `host ${BENCH_DB} ${BENCH_USER} all ${BENCH_AUTH}\n`);
   writeFileSync(limitFile, `${BENCH_DB} ${BENCH_USER} ${opts.poolSize} ${opts.poolSize} ${opts.poolSize}\n`);
   writeFileSync(logFile, '');
   giveToNobody(opts.dir);
   // As nobody, with /etc/passwd bind-mounted from the copy in this mount namespace only; exec keeps the pid.
-  const asNobody = (args: string[]) => ['-m', 'sh', '-c', `mount --bind "$0" /etc/passwd && exec setpriv --reuid=${NOBODY.uid} --regid=${NOBODY.gid} --clear-groups "$@"`, passwd, ...args];
+  const asNobody = (args: string[]) => [
+    '-m',
+    'sh',
+    '-c',
+    `mount --bind "$0" /etc/passwd && exec setpriv --reuid=${NOBODY.uid} --regid=${NOBODY.gid} --clear-groups "$@"`,
+    passwd,
+    ...args,
+  ];
   const masterKey = `bench-master-${process.pid}-${Date.now()}`;
-  for (const args of [[admin, '-P', masterKey, 'master-key'], [admin, '-f', usersFile, '-U', BENCH_USER, '-P', BENCH_PASSWORD, 'user', 'add']]) {
+  for (const args of [
+    [admin, '-P', masterKey, 'master-key'],
+    [admin, '-f', usersFile, '-U', BENCH_USER, '-P', BENCH_PASSWORD, 'user', 'add'],
+  ]) {
     const r = spawnSync('unshare', asNobody(args), { encoding: 'utf8', cwd: opts.dir });
-    if (r.status !== 0) throw new Error(`pgagroal-admin ${args.slice(1).filter((a) => a !== masterKey && a !== BENCH_PASSWORD).join(' ')} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout).slice(-1500)}`);
+    if (r.status !== 0)
+      throw new Error(
+        `pgagroal-admin ${args
+          .slice(1)
+          .filter((a) => a !== masterKey && a !== BENCH_PASSWORD)
+          .join(' ')} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout).slice(-1500)}`,
+      );
   }
   const fd = openSync(logFile, 'a');
-  const child = spawn('unshare', asNobody([bin, '-c', configFile, '-a', hbaFile, '-l', limitFile, '-u', usersFile]), { cwd: opts.dir, stdio: ['ignore', fd, fd] });
+  const child = spawn('unshare', asNobody([bin, '-c', configFile, '-a', hbaFile, '-l', limitFile, '-u', usersFile]), {
+    cwd: opts.dir,
+    stdio: ['ignore', fd, fd],
+  });
   await waitListening(host, port, child, logFile, 'pgagroal');
   const pid = child.pid ?? -1;
   const stop = async () => {
     const tree = pid > 0 ? treePids(pid) : [];
     await stopChild(child, 'SIGTERM');
     // Its per-client and prefill processes: stopped by pid if the main process left any.
-    for (const p of tree) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+    for (const p of tree) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
   };
   return {
-    name: 'pgagroal', host, port, child, pid, logFile, version: peerVersion(bin), cpuTree: true,
+    name: 'pgagroal',
+    host,
+    port,
+    child,
+    pid,
+    logFile,
+    version: peerVersion(bin),
+    cpuTree: true,
     configFiles: [
-      { file: configFile, how: `${bin} -c pgagroal.conf -a pgagroal_hba.conf -l pgagroal_databases.conf -u pgagroal_users.conf, as nobody (pgagroal-admin master-key; pgagroal-admin -f pgagroal_users.conf -U bench user add)` },
+      {
+        file: configFile,
+        how: `${bin} -c pgagroal.conf -a pgagroal_hba.conf -l pgagroal_databases.conf -u pgagroal_users.conf, as nobody (pgagroal-admin master-key; pgagroal-admin -f pgagroal_users.conf -U bench user add)`,
+      },
       { file: hbaFile, how: 'pgagroal_hba.conf' },
       { file: limitFile, how: 'pgagroal_databases.conf' },
     ],

@@ -42,8 +42,23 @@ export interface PgbenchResult {
 }
 
 export function pgbenchArgs(s: Scenario, t: PgbenchTarget, seconds: number, logPrefix?: string): string[] {
-  const args = ['-h', t.host, '-p', String(t.port), '-U', t.user, '-n', '-S', `--protocol=${s.protocol}`,
-    '-c', String(s.clients), '-j', String(s.threads ?? Math.min(2, s.clients)), '-T', String(seconds)];
+  const args = [
+    '-h',
+    t.host,
+    '-p',
+    String(t.port),
+    '-U',
+    t.user,
+    '-n',
+    '-S',
+    `--protocol=${s.protocol}`,
+    '-c',
+    String(s.clients),
+    '-j',
+    String(s.threads ?? Math.min(2, s.clients)),
+    '-T',
+    String(seconds),
+  ];
   if (s.reconnect) args.push('-C');
   if (logPrefix) args.push('--log', `--log-prefix=${logPrefix}`);
   args.push(t.database);
@@ -94,7 +109,14 @@ export interface RunningPgbench {
 }
 
 /** Starts pgbench; a run that has not ended `graceSeconds` after its duration is killed and reported as hung. */
-export function runPgbench(s: Scenario, t: PgbenchTarget, seconds: number, logDir: string, base: string, graceSeconds = 60): RunningPgbench {
+export function runPgbench(
+  s: Scenario,
+  t: PgbenchTarget,
+  seconds: number,
+  logDir: string,
+  base: string,
+  graceSeconds = 60,
+): RunningPgbench {
   const child = spawn(PGBENCH, pgbenchArgs(s, t, seconds, path.join(logDir, base)), {
     cwd: logDir,
     env: { ...process.env, PGPASSWORD: t.password, PGCONNECT_TIMEOUT: '10' },
@@ -102,15 +124,27 @@ export function runPgbench(s: Scenario, t: PgbenchTarget, seconds: number, logDi
   });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
   let hung = false;
-  const timer = setTimeout(() => { hung = true; child.kill('SIGKILL'); }, (seconds + graceSeconds) * 1000);
+  const timer = setTimeout(
+    () => {
+      hung = true;
+      child.kill('SIGKILL');
+    },
+    (seconds + graceSeconds) * 1000,
+  );
   const done = new Promise<PgbenchResult>((resolve) => {
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       // Without -C: "(without initial connection time)"; with -C: "(including reconnection times)".
-      const tps = Number(/tps = ([\d.]+) \((?:without initial connection time|including reconnection times)\)/.exec(out)?.[1] ?? NaN);
+      const tps = Number(
+        /tps = ([\d.]+) \((?:without initial connection time|including reconnection times)\)/.exec(out)?.[1] ?? NaN,
+      );
       const transactions = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? 0);
       const failed = Number(/number of failed transactions: (\d+)/.exec(out)?.[1] ?? 0);
       const lat = readLatencies(logDir, base);
@@ -120,18 +154,28 @@ export function runPgbench(s: Scenario, t: PgbenchTarget, seconds: number, logDi
       const failLines = `${out}\n${err}`.split('\n').filter((l) => /error|abort/i.test(l));
       let error = '';
       if (hung) error = `hung: no exit ${graceSeconds} s after -T ${seconds}; killed`;
-      else if (code !== 0) error = `exit ${code ?? signal}: ${errorLines.slice(0, 3).join(' | ') || err.trim().slice(0, 300)}`;
+      else if (code !== 0)
+        error = `exit ${code ?? signal}: ${errorLines.slice(0, 3).join(' | ') || err.trim().slice(0, 300)}`;
       else if (failed > 0) error = `${failed} failed transactions: ${errorLines.slice(0, 3).join(' | ')}`;
       else if (failLines.length) error = `error/aborted lines: ${failLines.slice(0, 3).join(' | ')}`;
-      else if (!Number.isFinite(tps)) error = `no tps line in pgbench's output: ${out.trim().split('\n').slice(-3).join(' | ')}`;
+      else if (!Number.isFinite(tps))
+        error = `no tps line in pgbench's output: ${out.trim().split('\n').slice(-3).join(' | ')}`;
       resolve({
         ok: !hung && code === 0 && failed === 0 && failLines.length === 0 && Number.isFinite(tps),
-        tps, transactions, failed,
+        tps,
+        transactions,
+        failed,
         p50Ms: percentile(lat, 0.5),
         p99Ms: percentile(lat, 0.99),
         error,
       });
     });
   });
-  return { pid: child.pid ?? -1, done, kill: () => { child.kill('SIGKILL'); } };
+  return {
+    pid: child.pid ?? -1,
+    done,
+    kill: () => {
+      child.kill('SIGKILL');
+    },
+  };
 }

@@ -14,7 +14,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import { clockTicks, cpuSeconds } from './pooler-cpu.js';
-import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_USER, startBenchPostgres, startPgBouncer, startTidepool, type RunningPeer } from './pooler-peers.js';
+import {
+  BENCH_AUTH,
+  benchSecret,
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  startBenchPostgres,
+  startPgBouncer,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
 import { runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
 import { stopOnExit } from './bench-exit.js';
 
@@ -25,7 +35,8 @@ function opt(name: string, dflt: string): string {
   return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : dflt;
 }
 
-const PROTOCOLS = opt('protocols', 'simple,extended,prepared').split(',')
+const PROTOCOLS = opt('protocols', 'simple,extended,prepared')
+  .split(',')
   .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
 const CLIENTS = Number(opt('clients', '10'));
 const DURATION = Number(opt('duration', '10'));
@@ -57,10 +68,26 @@ async function cleanup(): Promise<void> {
   pg = null;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }
-const stop = stopOnExit(cleanup, () => [pgbench?.pid, pooler?.pid, pg?.pid], () => workDir, progress);
+const stop = stopOnExit(
+  cleanup,
+  () => [pgbench?.pid, pooler?.pid, pg?.pid],
+  () => workDir,
+  progress,
+);
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
-interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
 
 /** Self time per function and per file, in percent of all samples (idle excluded from the total). */
 function summarize(profile: CpuProfile): string[] {
@@ -77,28 +104,54 @@ function summarize(profile: CpuProfile): string[] {
   for (const [id, us] of selfUs) {
     const n = byId.get(id)!;
     const name = n.callFrame.functionName || '(anonymous)';
-    if (name === '(idle)') { idle += us; continue; }
+    if (name === '(idle)') {
+      idle += us;
+      continue;
+    }
     total += us;
     const url = n.callFrame.url.replace(/^file:\/\//, '').replace(ROOT + '/', '');
     const where = url ? `${url}:${n.callFrame.lineNumber + 1}` : '';
     fn.set(`${name} ${where}`.trim(), (fn.get(`${name} ${where}`.trim()) ?? 0) + us);
-    const f = url ? (url.startsWith('node:') ? 'node internals' : url.includes('/dist/src/') ? url.slice(url.indexOf('/dist/src/') + 6) : url) : `(${name.replace(/[()]/g, '')})`;
+    const f = url
+      ? url.startsWith('node:')
+        ? 'node internals'
+        : url.includes('/dist/src/')
+          ? url.slice(url.indexOf('/dist/src/') + 6)
+          : url
+      : `(${name.replace(/[()]/g, '')})`;
     file.set(f, (file.get(f) ?? 0) + us);
   }
   const pct = (us: number) => `${((us / total) * 100).toFixed(1)}%`;
-  const rows = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, us]) => `| ${k} | ${pct(us)} | ${(us / 1000).toFixed(0)} |`);
+  const rows = (m: Map<string, number>, n: number) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, us]) => `| ${k} | ${pct(us)} | ${(us / 1000).toFixed(0)} |`);
   return [
     `Busy ${(total / 1e6).toFixed(2)} s of ${((total + idle) / 1e6).toFixed(2)} s sampled (JavaScript thread).`,
     '',
-    '| file (self time) | share | ms |', '|---|---:|---:|', ...rows(file, 15), '',
-    '| function (self time) | share | ms |', '|---|---:|---:|', ...rows(fn, TOP), '',
+    '| file (self time) | share | ms |',
+    '|---|---:|---:|',
+    ...rows(file, 15),
+    '',
+    '| function (self time) | share | ms |',
+    '|---|---:|---:|',
+    ...rows(fn, TOP),
+    '',
   ];
 }
 
 function perfSummary(data: string): string[] {
   const report = (sort: string, limit: string) => {
-    const r = spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit], { encoding: 'utf8', maxBuffer: 64 << 20 });
-    return (r.stdout || r.stderr).split('\n').filter((l) => /^\s+\d/.test(l)).slice(0, TOP);
+    const r = spawnSync(
+      'perf',
+      ['report', '-i', data, '--stdio', '--no-children', '--sort', sort, '--percent-limit', limit],
+      { encoding: 'utf8', maxBuffer: 64 << 20 },
+    );
+    return (r.stdout || r.stderr)
+      .split('\n')
+      .filter((l) => /^\s+\d/.test(l))
+      .slice(0, TOP);
   };
   return ['```', ...report('dso', '0.5'), '', ...report('dso,sym', opt('perf-limit', '0.7')), '```', ''];
 }
@@ -114,29 +167,77 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   if (TLS) {
     const key = path.join(dir, 'tls.key');
     const cert = path.join(dir, 'tls.crt');
-    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1', '-keyout', key, '-out', cert], { encoding: 'utf8' });
+    const r = spawnSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(`openssl failed: ${r.stderr}`);
     generalToml = `client_tls_sslmode = "require"\nclient_tls_key_file = "${key}"\nclient_tls_cert_file = "${cert}"`;
     process.env.PGSSLMODE = 'require';
   }
-  pooler = PEER === 'PgBouncer'
-    ? await startPgBouncer({ dir, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, sessionPoolSize: CLIENTS, progress, secret: benchSecret((q) => pg!.sql(q)) })
-    : await startTidepool({
-      dir, root: ROOT, serverHost: pg!.host, serverPort: pg!.port, poolSize: 20, env, generalToml, secret: benchSecret((q) => pg!.sql(q)),
-      nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
-    });
-  const target = { host: pooler.host, port: pooler.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB };
+  pooler =
+    PEER === 'PgBouncer'
+      ? await startPgBouncer({
+          dir,
+          serverHost: pg!.host,
+          serverPort: pg!.port,
+          poolSize: 20,
+          sessionPoolSize: CLIENTS,
+          progress,
+          secret: benchSecret((q) => pg!.sql(q)),
+        })
+      : await startTidepool({
+          dir,
+          root: ROOT,
+          serverHost: pg!.host,
+          serverPort: pg!.port,
+          poolSize: 20,
+          env,
+          generalToml,
+          secret: benchSecret((q) => pg!.sql(q)),
+          nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=200'] : [],
+        });
+  const target = {
+    host: pooler.host,
+    port: pooler.port,
+    user: BENCH_USER,
+    password: BENCH_PASSWORD,
+    database: BENCH_DB,
+  };
   const scenario: Scenario = { key: protocol, protocol, clients: CLIENTS, reconnect: RECONNECT };
   pgbench = runPgbench(scenario, target, 2, dir, 'warmup');
   await pgbench.done;
   const tools: { name: string; child: ReturnType<typeof spawn>; out: string }[] = [];
   if (PERF) {
     const out = path.join(dir, 'perf.data');
-    tools.push({ name: 'perf', out, child: spawn('perf', ['record', '-F', '999', '-o', out, '-p', String(pooler.pid)], { stdio: 'ignore' }) });
+    tools.push({
+      name: 'perf',
+      out,
+      child: spawn('perf', ['record', '-F', '999', '-o', out, '-p', String(pooler.pid)], { stdio: 'ignore' }),
+    });
   }
   if (STRACE) {
     const out = path.join(dir, 'strace.txt');
-    tools.push({ name: 'strace', out, child: spawn('strace', ['-c', '-f', '-o', out, '-p', String(pooler.pid)], { stdio: 'ignore' }) });
+    tools.push({
+      name: 'strace',
+      out,
+      child: spawn('strace', ['-c', '-f', '-o', out, '-p', String(pooler.pid)], { stdio: 'ignore' }),
+    });
   }
   const cpu0 = cpuSeconds(pooler.pid, ticks);
   const t0 = performance.now();
@@ -146,13 +247,22 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
   const cpu = cpuSeconds(pooler.pid, ticks) - cpu0;
   const wall = (performance.now() - t0) / 1000;
   for (const t of tools) {
-    await new Promise<void>((resolve) => { t.child.once('exit', () => resolve()); t.child.kill('SIGINT'); });
+    await new Promise<void>((resolve) => {
+      t.child.once('exit', () => resolve());
+      t.child.kill('SIGINT');
+    });
   }
   await pooler.stop();
   pooler = null;
   const prof = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-  const out: string[] = [`## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${PEER === 'PgBouncer' ? 'PgBouncer' : `${RELAY} relay`}${TLS ? ', clients over TLS' : ''}`, ''];
-  out.push(`pgbench: ${r.ok ? `${Math.round(r.tps)} tps, p50 ${r.p50Ms.toFixed(3)} ms, p99 ${r.p99Ms.toFixed(3)} ms` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`, '');
+  const out: string[] = [
+    `## ${protocol}${RECONNECT ? ' -C' : ''}, ${CLIENTS} clients, ${PEER === 'PgBouncer' ? 'PgBouncer' : `${RELAY} relay`}${TLS ? ', clients over TLS' : ''}`,
+    '',
+  ];
+  out.push(
+    `pgbench: ${r.ok ? `${Math.round(r.tps)} tps, p50 ${r.p50Ms.toFixed(3)} ms, p99 ${r.p99Ms.toFixed(3)} ms` : `FAILED: ${r.error}`}; pooler CPU ${((cpu / wall) * 100).toFixed(0)}% of a core, ${r.tps > 0 ? ((cpu * 1e6) / (r.tps * wall)).toFixed(1) : '-'} µs per transaction (with the profiler's own cost).`,
+    '',
+  );
   if (!CPU_PROF) out.push('');
   else if (prof) out.push(...summarize(JSON.parse(readFileSync(path.join(profDir, prof), 'utf8')) as CpuProfile));
   else out.push('(no .cpuprofile written)', '');
@@ -160,7 +270,14 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
     if (t.name === 'perf') out.push('perf (self, by shared object and symbol):', '', ...perfSummary(t.out));
     else {
       const text = readFileSync(t.out, 'utf8');
-      out.push(`strace -c over the run (${r.transactions} transactions):`, '', '```', ...text.trim().split('\n').slice(0, 14), '```', '');
+      out.push(
+        `strace -c over the run (${r.transactions} transactions):`,
+        '',
+        '```',
+        ...text.trim().split('\n').slice(0, 14),
+        '```',
+        '',
+      );
     }
   }
   progress(`${protocol}: ${Math.round(r.tps)} tps, pooler ${((cpu / wall) * 100).toFixed(0)}%`);
@@ -168,21 +285,29 @@ async function profileOne(protocol: Scenario['protocol'], ticks: number): Promis
 }
 
 async function main(): Promise<void> {
-  if (PEER === 'PgBouncer' && (TLS || CPU_PROF)) throw new Error('--peer pgbouncer takes --tools perf, strace or none, without --tls');
+  if (PEER === 'PgBouncer' && (TLS || CPU_PROF))
+    throw new Error('--peer pgbouncer takes --tools perf, strace or none, without --tls');
   workDir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-bench-profile-'));
   const ticks = clockTicks();
   pg = await startBenchPostgres(workDir, { maxConnections: 100, scale: 10 });
   const head = spawnSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
-  const out = [`# tidepool profile at ${head} (${new Date().toISOString().slice(0, 16)}Z)`, '',
-    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through ${PEER} (transaction mode, pool size 20, ${BENCH_AUTH}) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}.`, ''];
-  for (const protocol of PROTOCOLS) out.push(...await profileOne(protocol, ticks));
+  const out = [
+    `# tidepool profile at ${head} (${new Date().toISOString().slice(0, 16)}Z)`,
+    '',
+    `pgbench -S${RECONNECT ? ' -C' : ''} -c ${CLIENTS} -T ${DURATION} through ${PEER} (transaction mode, pool size 20, ${BENCH_AUTH}) with ${TOOLS.join(', ') || 'no profiler'}; load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}.`,
+    '',
+  ];
+  for (const protocol of PROTOCOLS) out.push(...(await profileOne(protocol, ticks)));
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, out.join('\n'));
   progress(`wrote ${OUT}`);
 }
 
 main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   await stop();
   process.exitCode = 1;
 });

@@ -73,7 +73,8 @@ const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 3 : 1) : '-')
 const pct = (x: number) => (Number.isFinite(x) ? `${x.toFixed(0)}%` : '-');
 const mib = (x: number) => (Number.isFinite(x) && x > 0 ? `${(x / 1048576).toFixed(0)} MiB` : '-');
 const cores = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
-const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}x` : '-');
+const ratio = (a: number, b: number) =>
+  Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}x` : '-';
 
 /** How a target pools in a scenario: PgBouncer 1.18 keeps pgbench's named statements only in session mode. */
 export function targetMode(target: TargetName, s: Scenario): 'direct' | 'transaction' | 'session' {
@@ -86,7 +87,8 @@ export function targetRuns(target: TargetName, s: Scenario): boolean {
   return !(target === 'pgagroal' && s.protocol === 'prepared');
 }
 
-const targetLabel = (target: TargetName, s: Scenario) => (targetMode(target, s) === 'session' ? `${target} (session mode)` : target);
+const targetLabel = (target: TargetName, s: Scenario) =>
+  targetMode(target, s) === 'session' ? `${target} (session mode)` : target;
 
 export function scenarioTitle(s: Scenario): string {
   return `${s.protocol}${s.reconnect ? ', -C (reconnect per transaction)' : ''}, ${s.clients} client${s.clients === 1 ? '' : 's'}${s.scram ? ', SCRAM-SHA-256' : ''}`;
@@ -96,24 +98,36 @@ export function renderReport(ctx: ReportContext, scenarios: Scenario[], records:
   const sum = (key: string, t: TargetName) => summarize(records.filter((r) => r.scenario === key && r.target === t));
   const out: string[] = [];
   out.push('# Pooler benchmark', '');
-  out.push(`pgbench select-only (\`-S\`) against PostgreSQL directly, PgBouncer and tidepool, alternating the three within every scenario. ${ctx.settings}`, '');
+  out.push(
+    `pgbench select-only (\`-S\`) against PostgreSQL directly, PgBouncer and tidepool, alternating the three within every scenario. ${ctx.settings}`,
+    '',
+  );
   out.push(`Machine: ${ctx.machine}. Date: ${ctx.date}.`, '');
   out.push('## Summary', '');
-  out.push('| Scenario | direct tps | PgBouncer tps | tidepool tps | tidepool / PgBouncer | PgBouncer CPU | tidepool CPU | PgBouncer RSS | tidepool RSS | other load |');
+  out.push(
+    '| Scenario | direct tps | PgBouncer tps | tidepool tps | tidepool / PgBouncer | PgBouncer CPU | tidepool CPU | PgBouncer RSS | tidepool RSS | other load |',
+  );
   out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of scenarios) {
     const d = sum(s.key, 'direct');
     const b = sum(s.key, 'PgBouncer');
     const t = sum(s.key, 'tidepool');
     const session = targetMode('PgBouncer', s) === 'session' ? ' (session mode)' : '';
-    out.push(`| ${scenarioTitle(s)} | ${int(d.tps)} | ${int(b.tps)}${session} | ${int(t.tps)} | **${ratio(t.tps, b.tps)}** | ${pct(b.cpuPercent)} | ${pct(t.cpuPercent)} | ${mib(b.rssMax)} | ${mib(t.rssMax)} | ${cores(summarize(records.filter((r) => r.scenario === s.key)).foreignCores)} |`);
+    out.push(
+      `| ${scenarioTitle(s)} | ${int(d.tps)} | ${int(b.tps)}${session} | ${int(t.tps)} | **${ratio(t.tps, b.tps)}** | ${pct(b.cpuPercent)} | ${pct(t.cpuPercent)} | ${mib(b.rssMax)} | ${mib(t.rssMax)} | ${cores(summarize(records.filter((r) => r.scenario === s.key)).foreignCores)} |`,
+    );
   }
   out.push('');
   out.push(...renderTargets(scenarios, records));
-  out.push('tps: median over the repeats (pgbench "tps = ... (without initial connection time)"; with -C "(including reconnection times)"). CPU: user + system time of the pooler process from /proc/<pid>/stat over the pgbench run, in percent of one core (median over the repeats). RSS: peak VmRSS from /proc/<pid>/status sampled every 200 ms (max over the repeats). Other load: CPU taken during the runs by processes this benchmark did not start (busy time from /proc/stat minus the CPU of our own process tree: PostgreSQL, the poolers, pgbench), in cores, median over the runs; anything well above 0 means other work on the machine shared the cores with the run.', '');
+  out.push(
+    'tps: median over the repeats (pgbench "tps = ... (without initial connection time)"; with -C "(including reconnection times)"). CPU: user + system time of the pooler process from /proc/<pid>/stat over the pgbench run, in percent of one core (median over the repeats). RSS: peak VmRSS from /proc/<pid>/status sampled every 200 ms (max over the repeats). Other load: CPU taken during the runs by processes this benchmark did not start (busy time from /proc/stat minus the CPU of our own process tree: PostgreSQL, the poolers, pgbench), in cores, median over the runs; anything well above 0 means other work on the machine shared the cores with the run.',
+    '',
+  );
   for (const s of scenarios) {
     out.push(`## ${scenarioTitle(s)}`, '');
-    out.push('| Target | tps (median) | tps min-max | p50 ms | p99 ms | pooler CPU | pooler RSS | other load | runs ok |');
+    out.push(
+      '| Target | tps (median) | tps min-max | p50 ms | p99 ms | pooler CPU | pooler RSS | other load | runs ok |',
+    );
     out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     const errors: string[] = [];
     const summaries = new Map<TargetName, Summary>();
@@ -121,10 +135,15 @@ export function renderReport(ctx: ReportContext, scenarios: Scenario[], records:
       const x = sum(s.key, target);
       summaries.set(target, x);
       errors.push(...x.errors);
-      out.push(`| ${targetLabel(target, s)} | ${int(x.tps)} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`);
+      out.push(
+        `| ${targetLabel(target, s)} | ${int(x.tps)} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`,
+      );
     }
     out.push('');
-    out.push(`tidepool / ${targetLabel('PgBouncer', s)} tps: **${ratio(summaries.get('tidepool')!.tps, summaries.get('PgBouncer')!.tps)}**; tidepool / direct: ${ratio(summaries.get('tidepool')!.tps, summaries.get('direct')!.tps)}.`, '');
+    out.push(
+      `tidepool / ${targetLabel('PgBouncer', s)} tps: **${ratio(summaries.get('tidepool')!.tps, summaries.get('PgBouncer')!.tps)}**; tidepool / direct: ${ratio(summaries.get('tidepool')!.tps, summaries.get('direct')!.tps)}.`,
+      '',
+    );
     if (errors.length) {
       out.push('Errors:', '');
       for (const e of errors) out.push(`- ${e}`);
@@ -145,9 +164,11 @@ export function renderReport(ctx: ReportContext, scenarios: Scenario[], records:
 /** The prepared-statement targets (issue 9): tidepool `prepared` >= tidepool `simple`, tidepool `extended` >= 1.2x
  * PgBouncer `extended`, at every client count both scenarios ran; with tidepool's CPU per transaction. */
 function renderTargets(scenarios: Scenario[], records: RunRecord[]): string[] {
-  const find = (protocol: Scenario['protocol'], clients: number) => scenarios.find((s) => s.protocol === protocol && s.clients === clients && !s.reconnect);
+  const find = (protocol: Scenario['protocol'], clients: number) =>
+    scenarios.find((s) => s.protocol === protocol && s.clients === clients && !s.reconnect);
   const of = (s: Scenario, t: TargetName) => summarize(records.filter((r) => r.scenario === s.key && r.target === t));
-  const usPerTx = (x: Summary) => (Number.isFinite(x.cpuPercent) && x.tps > 0 ? `${((x.cpuPercent / 100) * 1e6 / x.tps).toFixed(1)} µs` : '-');
+  const usPerTx = (x: Summary) =>
+    Number.isFinite(x.cpuPercent) && x.tps > 0 ? `${(((x.cpuPercent / 100) * 1e6) / x.tps).toFixed(1)} µs` : '-';
   const rows: string[] = [];
   const verdict = (r: number, goal: number) => (!Number.isFinite(r) ? '-' : r >= goal ? 'met' : '**missed**');
   for (const s of scenarios) {
@@ -157,23 +178,28 @@ function renderTargets(scenarios: Scenario[], records: RunRecord[]): string[] {
     const p = of(s, 'tidepool');
     const q = of(simple, 'tidepool');
     const r = p.tps / q.tps;
-    rows.push(`| tidepool prepared / tidepool simple >= 1.00 | ${s.clients} | ${int(p.tps)} / ${int(q.tps)} | **${ratio(p.tps, q.tps)}** | ${verdict(r, 1)} | ${usPerTx(p)} / ${usPerTx(q)} |`);
+    rows.push(
+      `| tidepool prepared / tidepool simple >= 1.00 | ${s.clients} | ${int(p.tps)} / ${int(q.tps)} | **${ratio(p.tps, q.tps)}** | ${verdict(r, 1)} | ${usPerTx(p)} / ${usPerTx(q)} |`,
+    );
   }
   for (const s of scenarios) {
     if (s.reconnect || s.protocol !== 'extended') continue;
     const t = of(s, 'tidepool');
     const b = of(s, 'PgBouncer');
     const r = t.tps / b.tps;
-    rows.push(`| tidepool extended / PgBouncer extended >= 1.20 | ${s.clients} | ${int(t.tps)} / ${int(b.tps)} | **${ratio(t.tps, b.tps)}** | ${verdict(r, 1.2)} | ${usPerTx(t)} / ${usPerTx(b)} |`);
+    rows.push(
+      `| tidepool extended / PgBouncer extended >= 1.20 | ${s.clients} | ${int(t.tps)} / ${int(b.tps)} | **${ratio(t.tps, b.tps)}** | ${verdict(r, 1.2)} | ${usPerTx(t)} / ${usPerTx(b)} |`,
+    );
   }
   if (!rows.length) return [];
   return [
-    '## Prepared-statement targets', '',
+    '## Prepared-statement targets',
+    '',
     '| Target | clients | tps (medians) | ratio | | pooler CPU per transaction |',
     '|---|---:|---:|---:|---|---:|',
     ...rows,
     '',
-    'Ratios of the medians above. Pooler CPU per transaction: the pooler\'s CPU over the run divided by its tps (median CPU% / median tps), first target / second. The third target (simple protocol not slower than before the prepared-statement work) is a same-run A/B of two revisions: `bench/pooler-ab.ts`, `bench/results/pooler-ab-prepared.md`.',
+    "Ratios of the medians above. Pooler CPU per transaction: the pooler's CPU over the run divided by its tps (median CPU% / median tps), first target / second. The third target (simple protocol not slower than before the prepared-statement work) is a same-run A/B of two revisions: `bench/pooler-ab.ts`, `bench/results/pooler-ab-prepared.md`.",
     '',
   ];
 }
@@ -184,14 +210,24 @@ export type PeerLabels = Partial<Record<TargetName, string>>;
 const usTx = (x: number) => (Number.isFinite(x) ? `${x.toFixed(1)} µs` : '-');
 
 /** The field comparison: every target's tps, latency and pooler CPU per row, and tidepool / the best peer. */
-export function renderPeersReport(ctx: ReportContext, scenarios: Scenario[], records: RunRecord[], labels: PeerLabels): string {
+export function renderPeersReport(
+  ctx: ReportContext,
+  scenarios: Scenario[],
+  records: RunRecord[],
+  labels: PeerLabels,
+): string {
   const targets = PEER_TARGETS;
   const peers = targets.filter((t) => t !== 'direct' && t !== 'tidepool');
   const label = (t: TargetName) => labels[t] ?? t;
   const of = (s: Scenario, t: TargetName) => records.filter((r) => r.scenario === s.key && r.target === t);
   const sum = (s: Scenario, t: TargetName) => summarize(of(s, t));
   /** Median pooler CPU per transaction over the ok runs: CPU seconds / transactions of each run. */
-  const cpuPerTx = (s: Scenario, t: TargetName) => median(of(s, t).filter((r) => r.ok && r.transactions > 0).map((r) => (r.cpuSeconds * 1e6) / r.transactions));
+  const cpuPerTx = (s: Scenario, t: TargetName) =>
+    median(
+      of(s, t)
+        .filter((r) => r.ok && r.transactions > 0)
+        .map((r) => (r.cpuSeconds * 1e6) / r.transactions),
+    );
   const cell = (s: Scenario, t: TargetName) => {
     if (!targetRuns(t, s)) return 'not run';
     const x = sum(s, t);
@@ -213,7 +249,10 @@ export function renderPeersReport(ctx: ReportContext, scenarios: Scenario[], rec
   };
   const out: string[] = [];
   out.push('# Pooler benchmark: tidepool against the field', '');
-  out.push(`pgbench select-only (\`-S\`) against PostgreSQL directly, ${peers.map(label).join(', ')} and tidepool, every target once a round in a rotated order. ${ctx.settings}`, '');
+  out.push(
+    `pgbench select-only (\`-S\`) against PostgreSQL directly, ${peers.map(label).join(', ')} and tidepool, every target once a round in a rotated order. ${ctx.settings}`,
+    '',
+  );
   out.push(`Machine: ${ctx.machine}. Date: ${ctx.date}.`, '');
   out.push('## Summary (median tps)', '');
   out.push(`| Row | ${targets.map(label).join(' | ')} | best peer | tidepool / best peer |`);
@@ -221,19 +260,45 @@ export function renderPeersReport(ctx: ReportContext, scenarios: Scenario[], rec
   for (const s of scenarios) {
     const b = best(s);
     const t = sum(s, 'tidepool');
-    out.push(`| ${scenarioTitle(s)} | ${targets.map((x) => cell(s, x)).join(' | ')} | ${b ? label(b.t) : '-'} | **${b && t.okRuns ? ratio(t.tps, b.tps) : '-'}** |`);
+    out.push(
+      `| ${scenarioTitle(s)} | ${targets.map((x) => cell(s, x)).join(' | ')} | ${b ? label(b.t) : '-'} | **${b && t.okRuns ? ratio(t.tps, b.tps) : '-'}** |`,
+    );
   }
   out.push('');
-  out.push('"not run": pgagroal\'s transaction pipeline cannot keep protocol-level prepared statements. "(session)": PgBouncer 1.18 cannot keep them in transaction mode, so its `prepared` rows run in session mode (one server connection per client) and it is left out of "best peer" there. The best peer is the peer with the highest median tps in transaction mode; a target with a failed run (any `error` or `aborted` line from pgbench) is marked and its median is over its other runs; a target whose runs all failed has no tps.', '');
+  out.push(
+    '"not run": pgagroal\'s transaction pipeline cannot keep protocol-level prepared statements. "(session)": PgBouncer 1.18 cannot keep them in transaction mode, so its `prepared` rows run in session mode (one server connection per client) and it is left out of "best peer" there. The best peer is the peer with the highest median tps in transaction mode; a target with a failed run (any `error` or `aborted` line from pgbench) is marked and its median is over its other runs; a target whose runs all failed has no tps.',
+    '',
+  );
   out.push('## Pooler CPU per transaction', '');
-  out.push(`| Row | ${targets.filter((t) => t !== 'direct').map(label).join(' | ')} |`);
-  out.push(`|---|${targets.filter((t) => t !== 'direct').map(() => '---:').join('|')}|`);
-  for (const s of scenarios) out.push(`| ${scenarioTitle(s)} | ${targets.filter((t) => t !== 'direct').map((t) => (targetRuns(t, s) ? usTx(cpuPerTx(s, t)) : 'not run')).join(' | ')} |`);
+  out.push(
+    `| Row | ${targets
+      .filter((t) => t !== 'direct')
+      .map(label)
+      .join(' | ')} |`,
+  );
+  out.push(
+    `|---|${targets
+      .filter((t) => t !== 'direct')
+      .map(() => '---:')
+      .join('|')}|`,
+  );
+  for (const s of scenarios)
+    out.push(
+      `| ${scenarioTitle(s)} | ${targets
+        .filter((t) => t !== 'direct')
+        .map((t) => (targetRuns(t, s) ? usTx(cpuPerTx(s, t)) : 'not run'))
+        .join(' | ')} |`,
+    );
   out.push('');
-  out.push('The pooler\'s user + system CPU from /proc/<pid>/stat over each run divided by the transactions pgbench counted, median over the runs (pgagroal: its whole process tree, one process per client, living and reaped).', '');
+  out.push(
+    "The pooler's user + system CPU from /proc/<pid>/stat over each run divided by the transactions pgbench counted, median over the runs (pgagroal: its whole process tree, one process per client, living and reaped).",
+    '',
+  );
   for (const s of scenarios) {
     out.push(`## ${scenarioTitle(s)}`, '');
-    out.push('| Target | tps (median) | tps min-max | p50 ms | p99 ms | pooler CPU | CPU per transaction | pooler memory | other load | runs ok |');
+    out.push(
+      '| Target | tps (median) | tps min-max | p50 ms | p99 ms | pooler CPU | CPU per transaction | pooler memory | other load | runs ok |',
+    );
     out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     const errors: string[] = [];
     for (const t of targets) {
@@ -242,21 +307,34 @@ export function renderPeersReport(ctx: ReportContext, scenarios: Scenario[], rec
         continue;
       }
       const x = sum(s, t);
-      errors.push(...of(s, t).filter((r) => r.error).map((r) => `${label(t)} run ${r.repeat + 1}: ${r.error}`));
+      errors.push(
+        ...of(s, t)
+          .filter((r) => r.error)
+          .map((r) => `${label(t)} run ${r.repeat + 1}: ${r.error}`),
+      );
       const mode = targetMode(t, s) === 'session' ? ' (session mode)' : '';
-      out.push(`| ${label(t)}${mode} | ${x.okRuns ? int(x.tps) : '**failed**'} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${usTx(cpuPerTx(s, t))} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`);
+      out.push(
+        `| ${label(t)}${mode} | ${x.okRuns ? int(x.tps) : '**failed**'} | ${int(x.tpsMin)}-${int(x.tpsMax)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${pct(x.cpuPercent)} | ${usTx(cpuPerTx(s, t))} | ${mib(x.rssMax)} | ${cores(x.foreignCores)} | ${x.okRuns}/${x.runs} |`,
+      );
     }
     out.push('');
     const b = best(s);
     const t = sum(s, 'tidepool');
-    if (b && t.okRuns) out.push(`tidepool / ${label(b.t)} (best peer) tps: **${ratio(t.tps, b.tps)}**; tidepool / direct: ${ratio(t.tps, sum(s, 'direct').tps)}.`, '');
+    if (b && t.okRuns)
+      out.push(
+        `tidepool / ${label(b.t)} (best peer) tps: **${ratio(t.tps, b.tps)}**; tidepool / direct: ${ratio(t.tps, sum(s, 'direct').tps)}.`,
+        '',
+      );
     if (errors.length) {
       out.push('Failed runs (their tps is not reported):', '');
       for (const e of errors) out.push(`- ${e}`);
       out.push('');
     }
   }
-  out.push('tps: median over the ok runs (pgbench "tps = ... (without initial connection time)"). Latency p50/p99: per-transaction latencies from pgbench `--log`, median over the runs. Pooler CPU: percent of one core over the run. Pooler memory: peak VmRSS sampled every 200 ms (pgagroal: the summed PSS of its process tree every 2 s), max over the runs. Other load: CPU taken during the runs by processes this benchmark did not start, in cores, median over the runs.', '');
+  out.push(
+    'tps: median over the ok runs (pgbench "tps = ... (without initial connection time)"). Latency p50/p99: per-transaction latencies from pgbench `--log`, median over the runs. Pooler CPU: percent of one core over the run. Pooler memory: peak VmRSS sampled every 200 ms (pgagroal: the summed PSS of its process tree every 2 s), max over the runs. Other load: CPU taken during the runs by processes this benchmark did not start, in cores, median over the runs.',
+    '',
+  );
   if (ctx.notes.length) {
     out.push('## Notes', '');
     for (const n of ctx.notes) out.push(`- ${n}`);

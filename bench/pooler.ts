@@ -13,10 +13,48 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { PGBENCH, SCRAM_USER, pgbenchCommand, runPgbench, type PgbenchTarget, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
+import {
+  PGBENCH,
+  SCRAM_USER,
+  pgbenchCommand,
+  runPgbench,
+  type PgbenchTarget,
+  type RunningPgbench,
+  type Scenario,
+} from './pooler-pgbench.js';
 import { RunSampler, clockTicks, otherLoad } from './pooler-cpu.js';
-import { BENCH_AUTH, benchSecret, BENCH_DB, BENCH_PASSWORD, BENCH_SESSION_DB, BENCH_USER, createScramRole, ensurePeer, PEER_BINARIES, pgbenchInitArgs, startBenchPostgres, startOdyssey, startPgagroal, startPgBouncer, startPgBouncer125, startTidepool, type RunningPeer } from './pooler-peers.js';
-import { PEER_TARGETS, TARGETS, median, renderPeersReport, renderReport, scenarioTitle, targetMode, targetRuns, type PeerLabels, type RunRecord, type TargetName } from './pooler-report.js';
+import {
+  BENCH_AUTH,
+  benchSecret,
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_SESSION_DB,
+  BENCH_USER,
+  createScramRole,
+  ensurePeer,
+  PEER_BINARIES,
+  pgbenchInitArgs,
+  startBenchPostgres,
+  startOdyssey,
+  startPgagroal,
+  startPgBouncer,
+  startPgBouncer125,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
+import {
+  PEER_TARGETS,
+  TARGETS,
+  median,
+  renderPeersReport,
+  renderReport,
+  scenarioTitle,
+  targetMode,
+  targetRuns,
+  type PeerLabels,
+  type RunRecord,
+  type TargetName,
+} from './pooler-report.js';
 import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -32,7 +70,11 @@ function opt(name: string, env: string, dflt: string, quick?: string): string {
   if (process.env[env]) return process.env[env]!;
   return QUICK && quick !== undefined ? quick : dflt;
 }
-const numList = (s: string) => s.split(',').map((x) => Number(x.trim())).filter((x) => Number.isInteger(x) && x > 0);
+const numList = (s: string) =>
+  s
+    .split(',')
+    .map((x) => Number(x.trim()))
+    .filter((x) => Number.isInteger(x) && x > 0);
 
 const DURATION = Number(opt('duration', 'BENCH_DURATION', PEERS ? '8' : '10', '3'));
 const REPEATS = Number(opt('repeats', 'BENCH_REPEATS', '5', '1'));
@@ -40,15 +82,26 @@ const WARMUP = Number(opt('warmup', 'BENCH_WARMUP', '3', '1'));
 const CLIENTS = numList(opt('clients', 'BENCH_CLIENTS', PEERS ? '10,50' : '1,10,50,200', PEERS ? '10' : '1,10'));
 /** Client counts of `--protocol prepared` (pgbench's named statements, which need the pooler's rewriting). */
 const PREPARED_CLIENTS = numList(opt('prepared-clients', 'BENCH_PREPARED_CLIENTS', '10,50', '10'));
-const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple,extended,prepared').split(',').map((p) => p.trim())
+const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple,extended,prepared')
+  .split(',')
+  .map((p) => p.trim())
   .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
-const RECONNECT_CLIENTS = numList(opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', PEERS ? '' : '10,50', PEERS ? '' : '10'));
+const RECONNECT_CLIENTS = numList(
+  opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', PEERS ? '' : '10,50', PEERS ? '' : '10'),
+);
 const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
 const RETRIES = Number(opt('retries', 'BENCH_RETRIES', '1', '0'));
 const QUIET_WAIT = Number(opt('quiet-wait', 'BENCH_QUIET_WAIT', '30', '0'));
 const POOL_SIZE = Number(opt('pool-size', 'BENCH_POOL_SIZE', '20'));
 const SCALE = Number(opt('scale', 'BENCH_SCALE', '10', '1'));
-const OUT = path.resolve(opt('out', 'BENCH_OUT', path.join(ROOT, 'bench', 'results', PEERS ? 'pooler-peers.md' : 'pooler.md'), path.join(ROOT, 'bench', '.work', PEERS ? 'pooler-peers-quick.md' : 'pooler-quick.md')));
+const OUT = path.resolve(
+  opt(
+    'out',
+    'BENCH_OUT',
+    path.join(ROOT, 'bench', 'results', PEERS ? 'pooler-peers.md' : 'pooler.md'),
+    path.join(ROOT, 'bench', '.work', PEERS ? 'pooler-peers-quick.md' : 'pooler-quick.md'),
+  ),
+);
 
 const progress = (msg: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -64,7 +117,8 @@ let quietWaited = 0;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     pgbench?.kill();
-    for (const p of peers.values()) await p.stop().catch((err: Error) => progress(`stopping ${p.name}: ${err.message}`));
+    for (const p of peers.values())
+      await p.stop().catch((err: Error) => progress(`stopping ${p.name}: ${err.message}`));
     peers.clear();
     if (pg) await pg.stop().catch((err: Error) => progress(`stopping PostgreSQL: ${err.message}`));
     if (workDir && !KEEP) rmSync(workDir, { recursive: true, force: true });
@@ -76,7 +130,11 @@ function killLeftovers(): void {
   const pids = [pgbench?.pid, ...[...peers.values()].map((p) => p.pid), pg?.pid];
   for (const pid of pids) {
     if (!pid || pid < 0) continue;
-    try { process.kill(pid, 'SIGKILL'); } catch (err) { if ((err as NodeJS.ErrnoException).code !== 'ESRCH') progress(`kill ${pid}: ${(err as Error).message}`); }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') progress(`kill ${pid}: ${(err as Error).message}`);
+    }
   }
 }
 
@@ -84,11 +142,19 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(sig, () => {
     progress(`${sig}: stopping everything this benchmark started`);
     interrupted = true;
-    const force = setTimeout(() => { killLeftovers(); process.exit(130); }, 15_000);
-    void cleanup().finally(() => { clearTimeout(force); process.exit(130); });
+    const force = setTimeout(() => {
+      killLeftovers();
+      process.exit(130);
+    }, 15_000);
+    void cleanup().finally(() => {
+      clearTimeout(force);
+      process.exit(130);
+    });
   });
 }
-process.on('exit', () => { if (!cleaning) killLeftovers(); });
+process.on('exit', () => {
+  if (!cleaning) killLeftovers();
+});
 
 function scenarios(): Scenario[] {
   const list: Scenario[] = [];
@@ -96,19 +162,26 @@ function scenarios(): Scenario[] {
     // Client count first, so that a run cut short has whole rows of the smaller count.
     for (const clients of [...new Set([...CLIENTS, ...PREPARED_CLIENTS])].sort((a, b) => a - b)) {
       for (const protocol of PROTOCOLS) {
-        if ((protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS).includes(clients)) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
+        if ((protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS).includes(clients))
+          list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
       }
     }
-    for (const clients of RECONNECT_CLIENTS) if (PROTOCOLS.includes('simple')) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+    for (const clients of RECONNECT_CLIENTS)
+      if (PROTOCOLS.includes('simple'))
+        list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
     return list;
   }
   for (const protocol of PROTOCOLS) {
-    for (const clients of protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS) list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
+    for (const clients of protocol === 'prepared' ? PREPARED_CLIENTS : CLIENTS)
+      list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
   }
-  if (PROTOCOLS.includes('simple')) for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+  if (PROTOCOLS.includes('simple'))
+    for (const clients of RECONNECT_CLIENTS)
+      list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
   // Issue 10's login target is SCRAM: under md5 the -C rows run once more as a role with a SCRAM secret.
   if (PROTOCOLS.includes('simple') && BENCH_AUTH === 'md5') {
-    for (const clients of RECONNECT_CLIENTS) list.push({ key: `simple-C-c${clients}-scram`, protocol: 'simple', clients, reconnect: true, scram: true });
+    for (const clients of RECONNECT_CLIENTS)
+      list.push({ key: `simple-C-c${clients}-scram`, protocol: 'simple', clients, reconnect: true, scram: true });
   }
   return list;
 }
@@ -122,16 +195,38 @@ function versionOf(cmd: string, args: string[]): string {
 let scramUser: { name: string; secret: string } | null = null;
 
 async function startPeer(name: TargetName): Promise<RunningPeer> {
-  const common = { serverHost: pg!.host, serverPort: pg!.port, poolSize: POOL_SIZE, secret: benchSecret((q) => pg!.sql(q)), extraUsers: scramUser ? [scramUser] : [] };
+  const common = {
+    serverHost: pg!.host,
+    serverPort: pg!.port,
+    poolSize: POOL_SIZE,
+    secret: benchSecret((q) => pg!.sql(q)),
+    extraUsers: scramUser ? [scramUser] : [],
+  };
   const sessionPoolSize = Math.max(1, ...PREPARED_CLIENTS);
   let peer: RunningPeer;
   switch (name) {
-    case 'PgBouncer': peer = await startPgBouncer({ ...common, sessionPoolSize, dir: path.join(workDir, 'pgbouncer'), progress }); break;
-    case 'PgBouncer 1.25': peer = await startPgBouncer125({ ...common, sessionPoolSize, dir: path.join(workDir, 'pgbouncer-1.25'), progress }); break;
-    case 'Odyssey': peer = await startOdyssey({ ...common, dir: path.join(workDir, 'odyssey'), progress }); break;
-    case 'pgagroal': peer = await startPgagroal({ ...common, dir: path.join(workDir, 'pgagroal'), progress }); break;
-    case 'tidepool': peer = await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT }); break;
-    default: throw new Error(`no peer ${name}`);
+    case 'PgBouncer':
+      peer = await startPgBouncer({ ...common, sessionPoolSize, dir: path.join(workDir, 'pgbouncer'), progress });
+      break;
+    case 'PgBouncer 1.25':
+      peer = await startPgBouncer125({
+        ...common,
+        sessionPoolSize,
+        dir: path.join(workDir, 'pgbouncer-1.25'),
+        progress,
+      });
+      break;
+    case 'Odyssey':
+      peer = await startOdyssey({ ...common, dir: path.join(workDir, 'odyssey'), progress });
+      break;
+    case 'pgagroal':
+      peer = await startPgagroal({ ...common, dir: path.join(workDir, 'pgagroal'), progress });
+      break;
+    case 'tidepool':
+      peer = await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
+      break;
+    default:
+      throw new Error(`no peer ${name}`);
   }
   peers.set(name, peer);
   progress(`${peer.name} ${peer.version} listening on ${peer.host}:${peer.port} (pid ${peer.pid})`);
@@ -149,16 +244,26 @@ function targetOf(name: TargetName, s?: Scenario): PgbenchTarget {
 async function waitQuiet(ticks: number): Promise<number> {
   const t0 = Date.now();
   let load = await otherLoad(500, ticks);
-  while (load > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000 && !interrupted) load = await otherLoad(1000, ticks);
+  while (load > MAX_OTHER_LOAD && Date.now() - t0 < QUIET_WAIT * 1000 && !interrupted)
+    load = await otherLoad(1000, ticks);
   return (Date.now() - t0) / 1000;
 }
 
-async function measure(s: Scenario, target: TargetName, rep: number, notes: string[], ticks: number, logDir: string): Promise<RunRecord> {
+async function measure(
+  s: Scenario,
+  target: TargetName,
+  rep: number,
+  notes: string[],
+  ticks: number,
+  logDir: string,
+): Promise<RunRecord> {
   if (QUIET_WAIT > 0) quietWaited += await waitQuiet(ticks);
   const peer = target === 'direct' ? null : peers.get(target)!;
   if (peer && (peer.child.exitCode !== null || peer.child.signalCode !== null)) {
     const tail = readFileSync(peer.logFile, 'utf8').slice(-1500);
-    notes.push(`${peer.name} exited (${peer.child.exitCode ?? peer.child.signalCode}) before ${scenarioTitle(s)} run ${rep + 1}; restarted. Log tail: ${tail.replace(/\s+/g, ' ')}`);
+    notes.push(
+      `${peer.name} exited (${peer.child.exitCode ?? peer.child.signalCode}) before ${scenarioTitle(s)} run ${rep + 1}; restarted. Log tail: ${tail.replace(/\s+/g, ' ')}`,
+    );
     progress(`${peer.name} died; restarting`);
     await startPeer(target);
   }
@@ -177,13 +282,22 @@ async function main(): Promise<void> {
   const ticks = clockTicks();
   const notes: string[] = [];
   const load0 = os.loadavg();
-  progress(`work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, protocols ${PROTOCOLS.join(',')}, clients ${CLIENTS.join(',')}, prepared clients ${PREPARED_CLIENTS.join(',')}, -C clients ${RECONNECT_CLIENTS.join(',')}, pool_size ${POOL_SIZE}, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`);
+  progress(
+    `work dir ${workDir}; ${DURATION} s runs, ${REPEATS} repeats, protocols ${PROTOCOLS.join(',')}, clients ${CLIENTS.join(',')}, prepared clients ${PREPARED_CLIENTS.join(',')}, -C clients ${RECONNECT_CLIENTS.join(',')}, pool_size ${POOL_SIZE}, scale ${SCALE}${QUICK ? ' (quick mode)' : ''}`,
+  );
 
   // Room for every pool at once: PgBouncer's two (and PgBouncer 1.25's), every other pooler's, and the direct run's clients.
   const pooled = RUN_TARGETS.filter((t) => t !== 'direct').length;
-  const maxConnections = Math.max(300, (pooled + 1) * POOL_SIZE + (PEERS ? 2 : 1) * Math.max(0, ...PREPARED_CLIENTS) + Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) + 20);
+  const maxConnections = Math.max(
+    300,
+    (pooled + 1) * POOL_SIZE +
+      (PEERS ? 2 : 1) * Math.max(0, ...PREPARED_CLIENTS) +
+      Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) +
+      20,
+  );
   // A missing peer stops the run here, before PostgreSQL is loaded: the field comparison never skips one silently.
-  if (PEERS) for (const name of Object.keys(PEER_BINARIES) as (keyof typeof PEER_BINARIES)[]) ensurePeer(name, progress);
+  if (PEERS)
+    for (const name of Object.keys(PEER_BINARIES) as (keyof typeof PEER_BINARIES)[]) ensurePeer(name, progress);
   pg = await startBenchPostgres(workDir, { maxConnections, scale: SCALE, progress });
   const pgVersion = pg.sql('SHOW server_version');
   if (scenarios().some((x) => x.scram)) scramUser = createScramRole((q, db) => pg!.sql(q, db), SCRAM_USER);
@@ -191,14 +305,24 @@ async function main(): Promise<void> {
   for (const t of RUN_TARGETS) if (t !== 'direct') await startPeer(t);
   const labels: PeerLabels = {};
   const shortVersion = (t: TargetName) => /(\d+\.\d+)(\.\d+)?/.exec(peers.get(t)?.version ?? '')?.[1] ?? '';
-  for (const t of ['PgBouncer', 'Odyssey', 'pgagroal'] as const) if (peers.has(t)) labels[t] = `${t} ${shortVersion(t)}`;
+  for (const t of ['PgBouncer', 'Odyssey', 'pgagroal'] as const)
+    if (peers.has(t)) labels[t] = `${t} ${shortVersion(t)}`;
   if (peers.has('PgBouncer 1.25')) labels['PgBouncer 1.25'] = `PgBouncer ${shortVersion('PgBouncer 1.25')}`;
 
   const { nativeLoaded } = await import('../src/native/index.js');
   const cpuModel = os.cpus()[0]?.model ?? '?';
   const head = versionOf('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']);
-  const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src/pooler', 'src/protocol', 'src/native', 'native'], { encoding: 'utf8' }).stdout.trim();
-  const peerVersions = RUN_TARGETS.filter((t) => t !== 'direct' && t !== 'tidepool').map((t) => `${peers.get(t)!.version}${t === 'PgBouncer' ? ' (Debian)' : ` (${path.dirname(path.dirname(PEER_BINARIES[t as keyof typeof PEER_BINARIES].bin))})`}`).join('; ');
+  const dirty = spawnSync(
+    'git',
+    ['-C', ROOT, 'status', '--porcelain', '--', 'src/pooler', 'src/protocol', 'src/native', 'native'],
+    { encoding: 'utf8' },
+  ).stdout.trim();
+  const peerVersions = RUN_TARGETS.filter((t) => t !== 'direct' && t !== 'tidepool')
+    .map(
+      (t) =>
+        `${peers.get(t)!.version}${t === 'PgBouncer' ? ' (Debian)' : ` (${path.dirname(path.dirname(PEER_BINARIES[t as keyof typeof PEER_BINARIES].bin))})`}`,
+    )
+    .join('; ');
   const machine = `${os.cpus().length} CPU (${cpuModel}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.release()}; Node ${process.version}; PostgreSQL ${pgVersion}; ${versionOf(PGBENCH, ['--version'])}; ${peerVersions}; tidepool ${peers.get('tidepool')!.version} at ${head}${dirty ? ' plus uncommitted pooler changes in the work tree' : ''} (native addon ${nativeLoaded ? 'loaded' : 'not built: TypeScript twins'}); load average at start ${load0.map((x) => x.toFixed(2)).join(' ')}`;
 
   const logDir = path.join(workDir, 'pgbench');
@@ -207,7 +331,13 @@ async function main(): Promise<void> {
     for (const t of RUN_TARGETS) {
       if (interrupted) throw new Error('interrupted');
       progress(`warm-up ${t}: simple, 10 clients, ${WARMUP} s`);
-      pgbench = runPgbench({ key: 'warmup', protocol: 'simple', clients: 10, reconnect: false }, targetOf(t), WARMUP, logDir, 'warmup');
+      pgbench = runPgbench(
+        { key: 'warmup', protocol: 'simple', clients: 10, reconnect: false },
+        targetOf(t),
+        WARMUP,
+        logDir,
+        'warmup',
+      );
       const r = await pgbench.done;
       if (!r.ok) notes.push(`Warm-up against ${t} failed: ${r.error}`);
     }
@@ -220,8 +350,24 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   let retried = 0;
   const configs = PEERS
-    ? RUN_TARGETS.filter((t) => t !== 'direct' && t !== 'tidepool').flatMap((t) => (peers.get(t)!.configFiles ?? []).flatMap((c) => ['', `# ${c.how}`, ...readFileSync(c.file, 'utf8').trim().split('\n').map((l) => l.replaceAll(workDir, '$WORK'))]))
-    : ['', '# pgbouncer.ini (run as nobody: pgbouncer pgbouncer.ini)', ...readFileSync(path.join(workDir, 'pgbouncer', 'pgbouncer.ini'), 'utf8').trim().split('\n').map((l) => l.replace(workDir, '$WORK'))];
+    ? RUN_TARGETS.filter((t) => t !== 'direct' && t !== 'tidepool').flatMap((t) =>
+        (peers.get(t)!.configFiles ?? []).flatMap((c) => [
+          '',
+          `# ${c.how}`,
+          ...readFileSync(c.file, 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => l.replaceAll(workDir, '$WORK')),
+        ]),
+      )
+    : [
+        '',
+        '# pgbouncer.ini (run as nobody: pgbouncer pgbouncer.ini)',
+        ...readFileSync(path.join(workDir, 'pgbouncer', 'pgbouncer.ini'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => l.replace(workDir, '$WORK')),
+      ];
   const flags = [QUICK ? '--quick' : '', PEERS ? '--peers' : ''].filter(Boolean).join(' ');
   const commands = [
     `npm run build && ${flags ? `npm run bench:pooler -- ${flags}` : 'npm run bench:pooler'}   # BENCH_AUTH=${BENCH_AUTH} BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
@@ -231,12 +377,20 @@ async function main(): Promise<void> {
     ...configs,
     '',
     '# pooler.toml (node bin/tidepool.js pooler --config pooler.toml)',
-    ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8').trim().split('\n'),
+    ...readFileSync(path.join(workDir, 'tidepool', 'pooler.toml'), 'utf8')
+      .trim()
+      .split('\n'),
   ];
   const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same${BENCH_AUTH === 'md5' ? `; the rows marked SCRAM-SHA-256 log in as ${SCRAM_USER}, a role with a SCRAM secret, which both poolers and PostgreSQL then authenticate with SCRAM` : ''}), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
-  const peersSettings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} round${REPEATS === 1 ? '' : 's'}: every round runs each target once, the order rotated from round to round, medians quoted; a ${WARMUP} s warm-up per target first. Every pooler in transaction mode with ${POOL_SIZE} server connections: PgBouncer 1.25 with \`max_prepared_statements = 200\`, Odyssey with \`workers 2\` and \`pool_reserve_prepared_statement yes\`, pgagroal with its transaction pipeline (prefilled; it cannot keep prepared statements, so it does not run the \`prepared\` rows), tidepool with its default \`prepared_statements = true\`; PgBouncer 1.18 runs \`prepared\` in session mode (pool size ${Math.max(1, ...PREPARED_CLIENTS)}). ${BENCH_AUTH} client auth for every target with the bench role's password (the role's secret is ${BENCH_AUTH}, so direct connections pay the same${BENCH_AUTH === 'scram-sha-256' ? '; both PgBouncers, Odyssey and tidepool are given the role\'s SCRAM secret, pgagroal the password in its vault, which is all it takes' : ''}). All on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. The C poolers run as nobody.`;
+  const peersSettings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} round${REPEATS === 1 ? '' : 's'}: every round runs each target once, the order rotated from round to round, medians quoted; a ${WARMUP} s warm-up per target first. Every pooler in transaction mode with ${POOL_SIZE} server connections: PgBouncer 1.25 with \`max_prepared_statements = 200\`, Odyssey with \`workers 2\` and \`pool_reserve_prepared_statement yes\`, pgagroal with its transaction pipeline (prefilled; it cannot keep prepared statements, so it does not run the \`prepared\` rows), tidepool with its default \`prepared_statements = true\`; PgBouncer 1.18 runs \`prepared\` in session mode (pool size ${Math.max(1, ...PREPARED_CLIENTS)}). ${BENCH_AUTH} client auth for every target with the bench role's password (the role's secret is ${BENCH_AUTH}, so direct connections pay the same${BENCH_AUTH === 'scram-sha-256' ? "; both PgBouncers, Odyssey and tidepool are given the role's SCRAM secret, pgagroal the password in its vault, which is all it takes" : ''}). All on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. The C poolers run as nobody.`;
   const write = () => {
-    const ctx = { date: new Date().toISOString().slice(0, 10), machine, settings: PEERS ? peersSettings : settings, commands, notes };
+    const ctx = {
+      date: new Date().toISOString().slice(0, 10),
+      machine,
+      settings: PEERS ? peersSettings : settings,
+      commands,
+      notes,
+    };
     // The results file keeps its other sections (TLS, logins, dated runs: results-file.ts).
     writeResults(OUT, PEERS ? renderPeersReport(ctx, list, records, labels) : renderReport(ctx, list, records));
   };
@@ -257,8 +411,10 @@ async function main(): Promise<void> {
           if (attempt > 0) retried++;
           const rec = await measure(s, target, rep, notes, ticks, logDir);
           if (!kept || !rec.ok || rec.foreignCores < kept.foreignCores) kept = rec;
-          const eta = Math.round(((Date.now() - t0) / n) * (total - n) / 1000);
-          progress(`[${n}/${total}] ${scenarioTitle(s)} #${rep + 1}${attempt ? ` (retry ${attempt})` : ''} ${target}: ${rec.ok ? `${Math.round(rec.tps)} tps, p50 ${rec.p50Ms.toFixed(3)} ms, p99 ${rec.p99Ms.toFixed(3)} ms` : 'FAILED'}${target !== 'direct' ? `, CPU ${rec.cpuPercent.toFixed(0)}%, RSS ${(rec.rssMax / 1048576).toFixed(0)} MiB` : ''}, other load ${rec.foreignCores.toFixed(2)} cores${rec.error ? ` (${rec.error})` : ''}; ~${eta} s left`);
+          const eta = Math.round((((Date.now() - t0) / n) * (total - n)) / 1000);
+          progress(
+            `[${n}/${total}] ${scenarioTitle(s)} #${rep + 1}${attempt ? ` (retry ${attempt})` : ''} ${target}: ${rec.ok ? `${Math.round(rec.tps)} tps, p50 ${rec.p50Ms.toFixed(3)} ms, p99 ${rec.p99Ms.toFixed(3)} ms` : 'FAILED'}${target !== 'direct' ? `, CPU ${rec.cpuPercent.toFixed(0)}%, RSS ${(rec.rssMax / 1048576).toFixed(0)} MiB` : ''}, other load ${rec.foreignCores.toFixed(2)} cores${rec.error ? ` (${rec.error})` : ''}; ~${eta} s left`,
+          );
           if (!rec.ok || rec.foreignCores <= MAX_OTHER_LOAD) break;
         }
         records.push(kept!);
@@ -266,21 +422,36 @@ async function main(): Promise<void> {
     }
     write();
   }
-  if (QUIET_WAIT > 0) notes.push(`Before each run the benchmark waited up to ${QUIET_WAIT} s (BENCH_QUIET_WAIT) for other work to drop to ${MAX_OTHER_LOAD} cores or less; it waited ${Math.round(quietWaited)} s in all.`);
-  if (RETRIES > 0) notes.push(`${retried} run${retried === 1 ? ' was' : 's were'} done again because other work took more than ${MAX_OTHER_LOAD} cores during it (BENCH_MAX_OTHER_LOAD, up to BENCH_RETRIES=${RETRIES} more attempts each; the attempt with the least other load is kept).`);
-  const noisy = list.filter((s) => median(records.filter((r) => r.scenario === s.key).map((r) => r.foreignCores)) > MAX_OTHER_LOAD);
-  if (noisy.length) notes.push(`Other work took more than ${MAX_OTHER_LOAD} cores (median) during: ${noisy.map(scenarioTitle).join('; ')}. On a 2-core machine those rows measure the neighbours as much as the poolers: treat their ratios with care.`);
+  if (QUIET_WAIT > 0)
+    notes.push(
+      `Before each run the benchmark waited up to ${QUIET_WAIT} s (BENCH_QUIET_WAIT) for other work to drop to ${MAX_OTHER_LOAD} cores or less; it waited ${Math.round(quietWaited)} s in all.`,
+    );
+  if (RETRIES > 0)
+    notes.push(
+      `${retried} run${retried === 1 ? ' was' : 's were'} done again because other work took more than ${MAX_OTHER_LOAD} cores during it (BENCH_MAX_OTHER_LOAD, up to BENCH_RETRIES=${RETRIES} more attempts each; the attempt with the least other load is kept).`,
+    );
+  const noisy = list.filter(
+    (s) => median(records.filter((r) => r.scenario === s.key).map((r) => r.foreignCores)) > MAX_OTHER_LOAD,
+  );
+  if (noisy.length)
+    notes.push(
+      `Other work took more than ${MAX_OTHER_LOAD} cores (median) during: ${noisy.map(scenarioTitle).join('; ')}. On a 2-core machine those rows measure the neighbours as much as the poolers: treat their ratios with care.`,
+    );
   const load1 = os.loadavg();
-  notes.push(`Load average at the end: ${load1.map((x) => x.toFixed(2)).join(' ')} (pgbench, PostgreSQL and the pooler share ${os.cpus().length} cores, so the poolers compete with their own load generator; 200 clients on ${os.cpus().length} cores mostly measures queueing).`);
+  notes.push(
+    `Load average at the end: ${load1.map((x) => x.toFixed(2)).join(' ')} (pgbench, PostgreSQL and the pooler share ${os.cpus().length} cores, so the poolers compete with their own load generator; 200 clients on ${os.cpus().length} cores mostly measures queueing).`,
+  );
   write();
   progress(`wrote ${OUT}`);
 }
 
 main().then(
-  async () => { await cleanup(); },
+  async () => {
+    await cleanup();
+  },
   async (err: unknown) => {
     if (interrupted) return;
-    progress(`failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     await cleanup();
     process.exitCode = 1;
   },

@@ -16,8 +16,16 @@ import { keepaliveOptions, serverOptions } from '../src/logstore/grpc/proto.js';
 
 const bytes = (b: Buffer): Buffer => b;
 const HOP: grpc.ServiceDefinition = {
-  Hop: { path: '/tidepool.bench.Floor/Hop', requestStream: true, responseStream: true, originalName: 'Hop',
-    requestSerialize: bytes, requestDeserialize: bytes, responseSerialize: bytes, responseDeserialize: bytes },
+  Hop: {
+    path: '/tidepool.bench.Floor/Hop',
+    requestStream: true,
+    responseStream: true,
+    originalName: 'Hop',
+    requestSerialize: bytes,
+    requestDeserialize: bytes,
+    responseSerialize: bytes,
+    responseDeserialize: bytes,
+  },
 };
 const KEEPALIVE = [30_000, 10_000] as const;
 
@@ -135,11 +143,13 @@ export async function startStackFloor(): Promise<StackFloor> {
       port,
       pids: [store.pid!, front.pid!],
       async setAnswer(row, answer) {
-        await Promise.all([store, front].map((c) => {
-          const acked = firstMessage(c);
-          c.send({ row, answer: answer.toString('base64') });
-          return acked;
-        }));
+        await Promise.all(
+          [store, front].map((c) => {
+            const acked = firstMessage(c);
+            c.send({ row, answer: answer.toString('base64') });
+            return acked;
+          }),
+        );
       },
       stop,
     };

@@ -29,7 +29,6 @@ Signals (pooler): SIGHUP reloads the config, SIGTERM shuts down gracefully
 (transactions may finish for shutdown_timeout), SIGINT exits at once.
 `;
 
-
 /** Splits `--flag value`, `--flag=value` and `-t` style arguments. */
 export function parseArgs(argv: string[]): { positional: string[]; flags: Map<string, string | true> } {
   const flags = new Map<string, string | true>();

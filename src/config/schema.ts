@@ -2,7 +2,12 @@
 import { readFileSync } from 'node:fs';
 import { parseDuration, parseSize } from './units.js';
 
-export interface Problem { path: string; expected: string; found: string; hint?: string }
+export interface Problem {
+  path: string;
+  expected: string;
+  found: string;
+  hint?: string;
+}
 
 export interface Field<T> {
   readonly kind: 'field';
@@ -19,18 +24,34 @@ export interface Field<T> {
   parse(v: unknown): { ok: true; value: T } | { ok: false };
 }
 
-export interface Section<S extends Shape> { readonly kind: 'section'; readonly shape: S }
+export interface Section<S extends Shape> {
+  readonly kind: 'section';
+  readonly shape: S;
+}
 /** `name`: what an entry's key is, as the config reference shows it (`[pools.<database>]`). */
-export interface Table<S extends Shape> { readonly kind: 'table'; readonly shape: S; readonly expected: string; readonly name: string }
-export interface List<S extends Shape> { readonly kind: 'list'; readonly shape: S }
+export interface Table<S extends Shape> {
+  readonly kind: 'table';
+  readonly shape: S;
+  readonly expected: string;
+  readonly name: string;
+}
+export interface List<S extends Shape> {
+  readonly kind: 'list';
+  readonly shape: S;
+}
 export type Node = Field<unknown> | Section<Shape> | Table<Shape> | List<Shape>;
 export type Shape = { readonly [key: string]: Node };
 
-export type Infer<N> = N extends Field<infer T> ? T
-  : N extends Section<infer S> ? InferShape<S>
-  : N extends Table<infer S> ? Readonly<Record<string, InferShape<S>>>
-  : N extends List<infer S> ? readonly InferShape<S>[]
-  : never;
+export type Infer<N> =
+  N extends Field<infer T>
+    ? T
+    : N extends Section<infer S>
+      ? InferShape<S>
+      : N extends Table<infer S>
+        ? Readonly<Record<string, InferShape<S>>>
+        : N extends List<infer S>
+          ? readonly InferShape<S>[]
+          : never;
 export type InferShape<S extends Shape> = { readonly [K in keyof S]: Infer<S[K]> };
 
 function describe(v: unknown): string {
@@ -41,39 +62,77 @@ function describe(v: unknown): string {
   return `${typeof v} ${String(v)}`;
 }
 
-function field<T>(type: string, expected: string, def: T | undefined, doc: string, parse: (v: unknown) => T | undefined): Field<T> {
+function field<T>(
+  type: string,
+  expected: string,
+  def: T | undefined,
+  doc: string,
+  parse: (v: unknown) => T | undefined,
+): Field<T> {
   return {
-    kind: 'field', type, expected, default: def, doc,
-    parse(v) { const r = parse(v); return r === undefined ? { ok: false } : { ok: true, value: r }; },
+    kind: 'field',
+    type,
+    expected,
+    default: def,
+    doc,
+    parse(v) {
+      const r = parse(v);
+      return r === undefined ? { ok: false } : { ok: true, value: r };
+    },
   };
 }
 
 const quoted = (values: readonly string[]) => values.map((x) => JSON.stringify(x)).join(', ');
 
 export const t = {
-  string: (def: string, doc = '') => field<string>('string', 'a string', def, doc, (v) => (typeof v === 'string' ? v : undefined)),
-  optString: (doc = '') => field<string | null>('string', 'a string', null, doc, (v) => (typeof v === 'string' ? v : undefined)),
-  requiredString: (doc = '') => field<string>('string', 'a string', undefined, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  string: (def: string, doc = '') =>
+    field<string>('string', 'a string', def, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  optString: (doc = '') =>
+    field<string | null>('string', 'a string', null, doc, (v) => (typeof v === 'string' ? v : undefined)),
+  requiredString: (doc = '') =>
+    field<string>('string', 'a string', undefined, doc, (v) => (typeof v === 'string' ? v : undefined)),
   int: (def: number | undefined, doc = '', min = 0, max = Number.MAX_SAFE_INTEGER) =>
-    field<number>(max === Number.MAX_SAFE_INTEGER ? `integer >= ${min}` : `integer ${min}..${max}`, `an integer in [${min}, ${max}]`, def, doc, (v) => {
-      const n = typeof v === 'bigint' ? Number(v) : v;
-      return typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max ? n : undefined;
-    }),
-  bool: (def: boolean, doc = '') => field<boolean>('boolean', 'true or false', def, doc, (v) => (typeof v === 'boolean' ? v : undefined)),
+    field<number>(
+      max === Number.MAX_SAFE_INTEGER ? `integer >= ${min}` : `integer ${min}..${max}`,
+      `an integer in [${min}, ${max}]`,
+      def,
+      doc,
+      (v) => {
+        const n = typeof v === 'bigint' ? Number(v) : v;
+        return typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max ? n : undefined;
+      },
+    ),
+  bool: (def: boolean, doc = '') =>
+    field<boolean>('boolean', 'true or false', def, doc, (v) => (typeof v === 'boolean' ? v : undefined)),
   duration: (def: number, doc = '') =>
-    field<number>('duration', 'a duration ("250ms", "5s", "10m" or milliseconds)', def, doc, (v) => parseDuration(v) ?? undefined),
-  size: (def: number, doc = '') => field<number>('size', 'a size ("256MB" or bytes)', def, doc, (v) => parseSize(v) ?? undefined),
+    field<number>(
+      'duration',
+      'a duration ("250ms", "5s", "10m" or milliseconds)',
+      def,
+      doc,
+      (v) => parseDuration(v) ?? undefined,
+    ),
+  size: (def: number, doc = '') =>
+    field<number>('size', 'a size ("256MB" or bytes)', def, doc, (v) => parseSize(v) ?? undefined),
   oneOf: <const V extends string>(values: readonly V[], def: V | undefined, doc = '') =>
     field<V>(values.map((x) => JSON.stringify(x)).join(' | '), `one of ${quoted(values)}`, def, doc, (v) =>
-      typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined),
+      typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined,
+    ),
   optOneOf: <const V extends string>(values: readonly V[], doc = '') =>
     field<V | null>(values.map((x) => JSON.stringify(x)).join(' | '), `one of ${quoted(values)}`, null, doc, (v) =>
-      typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined),
+      typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as V) : undefined,
+    ),
   stringList: (def: string[], doc = '') =>
     field<readonly string[]>('list of strings', 'a list of strings', def, doc, (v) =>
-      Array.isArray(v) && v.every((x) => typeof x === 'string') ? Object.freeze([...v] as string[]) : undefined),
+      Array.isArray(v) && v.every((x) => typeof x === 'string') ? Object.freeze([...v] as string[]) : undefined,
+    ),
   section: <S extends Shape>(shape: S): Section<S> => ({ kind: 'section', shape }),
-  table: <S extends Shape>(shape: S, expected = 'a table of named entries', name = 'name'): Table<S> => ({ kind: 'table', shape, expected, name }),
+  table: <S extends Shape>(shape: S, expected = 'a table of named entries', name = 'name'): Table<S> => ({
+    kind: 'table',
+    shape,
+    expected,
+    name,
+  }),
   list: <S extends Shape>(shape: S): List<S> => ({ kind: 'list', shape }),
 };
 
@@ -94,7 +153,10 @@ export function didYouMean(key: string, known: readonly string[]): string | unde
   let bestD = Infinity;
   for (const k of known) {
     const dist = editDistance(key.toLowerCase(), k.toLowerCase());
-    if (dist < bestD) { bestD = dist; best = k; }
+    if (dist < bestD) {
+      bestD = dist;
+      best = k;
+    }
   }
   return best !== undefined && bestD <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined;
 }
@@ -107,13 +169,23 @@ function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
 }
 
-function validateShape(shape: Shape, input: Record<string, unknown>, path: string, problems: Problem[]): Record<string, unknown> {
+function validateShape(
+  shape: Shape,
+  input: Record<string, unknown>,
+  path: string,
+  problems: Problem[],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const known = Object.keys(shape);
   for (const key of Object.keys(input)) {
     if (key in shape) continue;
     const hint = didYouMean(key, known);
-    problems.push({ path: join(path, key), expected: `one of the known keys (${known.join(', ')})`, found: 'an unknown key', hint: hint ? `did you mean "${hint}"?` : undefined });
+    problems.push({
+      path: join(path, key),
+      expected: `one of the known keys (${known.join(', ')})`,
+      found: 'an unknown key',
+      hint: hint ? `did you mean "${hint}"?` : undefined,
+    });
   }
   for (const key of known) {
     const node = shape[key]!;
@@ -126,7 +198,8 @@ function validateNode(node: Node, raw: unknown, path: string, problems: Problem[
   switch (node.kind) {
     case 'field': {
       if (raw === undefined) {
-        if (node.default === undefined) problems.push({ path, expected: node.expected, found: 'nothing (the key is required)' });
+        if (node.default === undefined)
+          problems.push({ path, expected: node.expected, found: 'nothing (the key is required)' });
         return node.default;
       }
       const r = node.parse(raw);
@@ -139,26 +212,43 @@ function validateNode(node: Node, raw: unknown, path: string, problems: Problem[
     case 'section': {
       // An empty YAML section ("limits:" with nothing under it) parses as null: all defaults.
       if (raw === undefined || raw === null) raw = {};
-      if (!isPlainObject(raw)) { problems.push({ path, expected: 'a table', found: describe(raw) }); raw = {}; }
+      if (!isPlainObject(raw)) {
+        problems.push({ path, expected: 'a table', found: describe(raw) });
+        raw = {};
+      }
       return validateShape(node.shape, raw as Record<string, unknown>, path, problems);
     }
     case 'table': {
       if (raw === undefined) return Object.freeze({});
-      if (!isPlainObject(raw)) { problems.push({ path, expected: node.expected, found: describe(raw) }); return Object.freeze({}); }
+      if (!isPlainObject(raw)) {
+        problems.push({ path, expected: node.expected, found: describe(raw) });
+        return Object.freeze({});
+      }
       const out: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(raw)) {
-        if (!isPlainObject(value)) { problems.push({ path: join(path, name), expected: 'a table', found: describe(value) }); continue; }
+        if (!isPlainObject(value)) {
+          problems.push({ path: join(path, name), expected: 'a table', found: describe(value) });
+          continue;
+        }
         out[name] = validateShape(node.shape, value, join(path, name), problems);
       }
       return Object.freeze(out);
     }
     case 'list': {
       if (raw === undefined) return Object.freeze([]);
-      if (!Array.isArray(raw)) { problems.push({ path, expected: 'a list of tables', found: describe(raw) }); return Object.freeze([]); }
-      return Object.freeze(raw.map((item, i) => {
-        if (!isPlainObject(item)) { problems.push({ path: `${path}[${i}]`, expected: 'a table', found: describe(item) }); return Object.freeze({}); }
-        return validateShape(node.shape, item, `${path}[${i}]`, problems);
-      }));
+      if (!Array.isArray(raw)) {
+        problems.push({ path, expected: 'a list of tables', found: describe(raw) });
+        return Object.freeze([]);
+      }
+      return Object.freeze(
+        raw.map((item, i) => {
+          if (!isPlainObject(item)) {
+            problems.push({ path: `${path}[${i}]`, expected: 'a table', found: describe(item) });
+            return Object.freeze({});
+          }
+          return validateShape(node.shape, item, `${path}[${i}]`, problems);
+        }),
+      );
     }
   }
 }
@@ -186,11 +276,15 @@ export function restartOnly<T>(f: Field<T>): Field<T> {
 }
 
 /** Flattens a schema into (path, default, doc, restart) rows for SHOW CONFIG. */
-export function describeShape(shape: Shape, prefix = ''): { key: string; default: unknown; doc: string; restart: boolean }[] {
+export function describeShape(
+  shape: Shape,
+  prefix = '',
+): { key: string; default: unknown; doc: string; restart: boolean }[] {
   const rows: { key: string; default: unknown; doc: string; restart: boolean }[] = [];
   for (const [key, node] of Object.entries(shape)) {
     const p = join(prefix, key);
-    if (node.kind === 'field') rows.push({ key: p, default: node.default, doc: node.doc, restart: node.restart === true });
+    if (node.kind === 'field')
+      rows.push({ key: p, default: node.default, doc: node.doc, restart: node.restart === true });
     else if (node.kind === 'section') rows.push(...describeShape(node.shape, p));
   }
   return rows;

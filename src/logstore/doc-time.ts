@@ -39,7 +39,18 @@ function fastIso(v: string): number | null {
   const mi = digits(v, 14, 2);
   const s = digits(v, 17, 2);
   const ms = digits(v, 20, 3);
-  if (h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 || ms < 0 || v.charCodeAt(13) !== 58 || v.charCodeAt(16) !== 58) return null;
+  if (
+    h < 0 ||
+    h > 23 ||
+    mi < 0 ||
+    mi > 59 ||
+    s < 0 ||
+    s > 59 ||
+    ms < 0 ||
+    v.charCodeAt(13) !== 58 ||
+    v.charCodeAt(16) !== 58
+  )
+    return null;
   return day + ((h * 60 + mi) * 60 + s) * 1000 + ms;
 }
 
@@ -53,7 +64,8 @@ const EPOCH_TEXT = /^\d{1,20}(\.\d{1,9})?$/;
  */
 export function epochMs(x: number): number | null {
   if (!Number.isFinite(x) || x < 0) return null;
-  const ms = x < 1e11 ? Math.round(x * 1000) : x < 1e14 ? Math.round(x) : x < 1e17 ? Math.round(x / 1000) : Math.round(x / 1e6);
+  const ms =
+    x < 1e11 ? Math.round(x * 1000) : x < 1e14 ? Math.round(x) : x < 1e17 ? Math.round(x / 1000) : Math.round(x / 1e6);
   // A small number in a time field is a duration or a counter ("time": 0.25), not a date: not read as one.
   return ms < MIN_TIME_MS ? null : ms;
 }
@@ -63,10 +75,17 @@ export function epochMs(x: number): number | null {
 export function parseDocTime(v: unknown): number | null {
   if (typeof v === 'number') return epochMs(v);
   if (typeof v !== 'string') return null;
-  if (v.length < 19 && v.length > 0 && v.charCodeAt(0) >= 48 && v.charCodeAt(0) <= 57 && EPOCH_TEXT.test(v)) return epochMs(Number(v));
+  if (v.length < 19 && v.length > 0 && v.charCodeAt(0) >= 48 && v.charCodeAt(0) <= 57 && EPOCH_TEXT.test(v))
+    return epochMs(Number(v));
   if (v.length < 19 || v.length > 40) return null;
   // Fast path for the common "2006-01-02T15:04:05.000Z" shape.
-  if (v.length === 24 && v.charCodeAt(10) === 84 && v.charCodeAt(23) === 90 && v.charCodeAt(19) === 46 && v.charCodeAt(4) === 45) {
+  if (
+    v.length === 24 &&
+    v.charCodeAt(10) === 84 &&
+    v.charCodeAt(23) === 90 &&
+    v.charCodeAt(19) === 46 &&
+    v.charCodeAt(4) === 45
+  ) {
     const t = fastIso(v);
     if (t !== null) return t;
   }
@@ -76,7 +95,9 @@ export function parseDocTime(v: unknown): number | null {
   if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59) return null;
   if (new Date(Date.UTC(Number(m[1]), mo - 1, d)).getUTCDate() !== d) return null;
   const frac = m[7] ? Number(m[7].slice(0, 4).padEnd(4, '0')) : 0;
-  let ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) + Math.floor(frac * 1000);
+  let ms =
+    Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) +
+    Math.floor(frac * 1000);
   const zone = m[8];
   if (zone && zone !== 'Z' && zone !== 'z') {
     const sign = zone[0] === '-' ? -1 : 1;
@@ -181,7 +202,10 @@ export class IdMaker {
       // Consecutive counters: add one to the hex digits in place ("ff" wraps to "00" as the counter does).
       for (let i = 9; i >= 0; i--) {
         const c = d[i]!;
-        if (c === 0x66) { d[i] = 0x30; continue; }
+        if (c === 0x66) {
+          d[i] = 0x30;
+          continue;
+        }
         d[i] = c === 0x39 ? 0x61 : c + 1;
         break;
       }

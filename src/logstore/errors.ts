@@ -25,7 +25,11 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 /** A refusal or failure the log store answers its caller with: a stable code, a message, and fields the JSON error
  * body carries besides them. Code never matches on the message. */
 export class LogstoreError extends Error {
-  constructor(readonly code: ErrorCode, message: string, readonly extra: Record<string, unknown> = {}) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
     super(message);
     this.name = 'LogstoreError';
   }

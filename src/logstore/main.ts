@@ -12,7 +12,13 @@ import { storeHandlers } from './grpc/store-service.js';
 import { storeServiceDefinition } from './grpc/store-reply.js';
 import { BulkBudget } from './ingest/bulk-budget.js';
 import type { HttpContext } from './context.js';
-import { LOGSTORE_MODES, LogstoreConfigError, loadLogstoreConfig, parseAddr, type LogstoreConfig } from '../config/logstore.js';
+import {
+  LOGSTORE_MODES,
+  LogstoreConfigError,
+  loadLogstoreConfig,
+  parseAddr,
+  type LogstoreConfig,
+} from '../config/logstore.js';
 import { LogHub } from '../shared/logger.js';
 import { LogstoreMetrics } from './http/metrics.js';
 import { createApiServer, createDebugServer } from './http/server.js';
@@ -43,28 +49,57 @@ export interface RunningLogstore {
 }
 
 /** The HTTP API, the debug listener and the gRPC listener of single and proxy mode, over one backend. */
-async function startFront(config: LogstoreConfig, hub: LogHub, backend: LogBackend, grpcExtra: GrpcPart[], bulkBudget?: BulkBudget) {
+async function startFront(
+  config: LogstoreConfig,
+  hub: LogHub,
+  backend: LogBackend,
+  grpcExtra: GrpcPart[],
+  bulkBudget?: BulkBudget,
+) {
   const mapping = loadMapping(config.mapping.path);
   const log = hub.get('logstore::http');
   const env = { store: backend, mapping, config };
   const asyncSearches = new AsyncSearches(env, config.async_search, hub.get('logstore::async'));
-  const ctx: HttpContext = { store: backend, mapping, config, log, metrics: new LogstoreMetrics(), inflight: { bulks: 0 }, asyncSearches, ...(bulkBudget ? { bulkBudget } : {}) };
+  const ctx: HttpContext = {
+    store: backend,
+    mapping,
+    config,
+    log,
+    metrics: new LogstoreMetrics(),
+    inflight: { bulks: 0 },
+    asyncSearches,
+    ...(bulkBudget ? { bulkBudget } : {}),
+  };
   ctx.metrics.watchStorage(async () => (await backend.status()).shards.flatMap((s) => s.problems ?? []));
   const api = createApiServer(ctx);
   api.keepAliveTimeout = 65_000;
   api.requestTimeout = 0;
   const debug = createDebugServer(ctx);
   const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
-  const grpcListener = await startGrpc(config.server.grpc_addr, [[services().api.service, apiHandlers(env, asyncSearches, hub.get('logstore::grpc'), ctx.inflight)], ...grpcExtra], keepalive);
+  const grpcListener = await startGrpc(
+    config.server.grpc_addr,
+    [[services().api.service, apiHandlers(env, asyncSearches, hub.get('logstore::grpc'), ctx.inflight)], ...grpcExtra],
+    keepalive,
+  );
   const httpAddr = await listen(api, config.server.http_addr);
   const debugAddr = await listen(debug, config.server.debug_addr);
   return {
-    httpAddr, debugAddr, grpcAddr: grpcListener.addr, ctx,
+    httpAddr,
+    debugAddr,
+    grpcAddr: grpcListener.addr,
+    ctx,
     async close() {
-      const closed = Promise.all([new Promise((r) => api.close(r)), new Promise((r) => debug.close(r)), grpcListener.close()]);
+      const closed = Promise.all([
+        new Promise((r) => api.close(r)),
+        new Promise((r) => debug.close(r)),
+        grpcListener.close(),
+      ]);
       api.closeIdleConnections();
       // Requests still running get a few seconds to finish; then their connections are cut.
-      const cut = setTimeout(() => { api.closeAllConnections(); debug.closeAllConnections(); }, 5000);
+      const cut = setTimeout(() => {
+        api.closeAllConnections();
+        debug.closeAllConnections();
+      }, 5000);
       await closed;
       clearTimeout(cut);
     },
@@ -93,9 +128,23 @@ export async function startSingle(config: LogstoreConfig, hub: LogHub): Promise<
   const handlers = storeHandlers(store, mapping, hub.get('logstore::grpc'), storeInflight, budget);
   const front = await startFront(config, hub, new LocalBackend(store), [[storeServiceDefinition(), handlers]], budget);
   const retention = retentionTimer(store, log);
-  log.info({ http: front.httpAddr, grpc: front.grpcAddr, debug: front.debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir, mapping: config.mapping.path }, 'log store listening (single mode)');
+  log.info(
+    {
+      http: front.httpAddr,
+      grpc: front.grpcAddr,
+      debug: front.debugAddr,
+      shards: config.storage.shards,
+      data_dir: config.storage.data_dir,
+      mapping: config.mapping.path,
+    },
+    'log store listening (single mode)',
+  );
   return {
-    mode: 'single', httpAddr: front.httpAddr, grpcAddr: front.grpcAddr, debugAddr: front.debugAddr, store,
+    mode: 'single',
+    httpAddr: front.httpAddr,
+    grpcAddr: front.grpcAddr,
+    debugAddr: front.debugAddr,
+    store,
     async close() {
       clearInterval(retention);
       await front.close();
@@ -112,17 +161,34 @@ export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<R
   await store.ready();
   const inflight = { bulks: 0 };
   const keepalive = { time: config.cluster.keepalive_time, timeout: config.cluster.keepalive_timeout };
-  const handlers = storeHandlers(store, mapping, hub.get('logstore::grpc'), inflight, new BulkBudget(config.limits.bulk_memory));
+  const handlers = storeHandlers(
+    store,
+    mapping,
+    hub.get('logstore::grpc'),
+    inflight,
+    new BulkBudget(config.limits.bulk_memory),
+  );
   const grpcListener = await startGrpc(config.server.grpc_addr, [[storeServiceDefinition(), handlers]], keepalive);
-  if (!grpcListener.windows) log.warn({ window: FLOW_WINDOW }, 'the gRPC receive window could not be widened (this @grpc/grpc-js has no hook for it): proxies send batches in 64 KiB windows');
+  if (!grpcListener.windows)
+    log.warn(
+      { window: FLOW_WINDOW },
+      'the gRPC receive window could not be widened (this @grpc/grpc-js has no hook for it): proxies send batches in 64 KiB windows',
+    );
   const metrics = new LogstoreMetrics();
   metrics.watchStorage(async () => (await store.status()).flatMap((s) => s.problems));
   const debug = createDebugServer({ metrics, inflight } as HttpContext);
   const debugAddr = await listen(debug, config.server.debug_addr);
   const retention = retentionTimer(store, log);
-  log.info({ grpc: grpcListener.addr, debug: debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir }, 'log store listening (store mode)');
+  log.info(
+    { grpc: grpcListener.addr, debug: debugAddr, shards: config.storage.shards, data_dir: config.storage.data_dir },
+    'log store listening (store mode)',
+  );
   return {
-    mode: 'store', httpAddr: '', grpcAddr: grpcListener.addr, debugAddr, store,
+    mode: 'store',
+    httpAddr: '',
+    grpcAddr: grpcListener.addr,
+    debugAddr,
+    store,
     async close() {
       clearInterval(retention);
       await Promise.all([grpcListener.close(), new Promise((r) => debug.close(r))]);
@@ -136,9 +202,22 @@ export async function startProxy(config: LogstoreConfig, hub: LogHub): Promise<R
   const log = hub.get('logstore');
   const cluster = new Cluster(config, hub.get('logstore::cluster'));
   const front = await startFront(config, hub, cluster, []);
-  log.info({ http: front.httpAddr, grpc: front.grpcAddr, debug: front.debugAddr, shards: cluster.shardCount, stores: config.cluster.hot_stores }, 'log store listening (proxy mode)');
+  log.info(
+    {
+      http: front.httpAddr,
+      grpc: front.grpcAddr,
+      debug: front.debugAddr,
+      shards: cluster.shardCount,
+      stores: config.cluster.hot_stores,
+    },
+    'log store listening (proxy mode)',
+  );
   return {
-    mode: 'proxy', httpAddr: front.httpAddr, grpcAddr: front.grpcAddr, debugAddr: front.debugAddr, store: null,
+    mode: 'proxy',
+    httpAddr: front.httpAddr,
+    grpcAddr: front.grpcAddr,
+    debugAddr: front.debugAddr,
+    store: null,
     async close() {
       await front.close();
       cluster.close();
@@ -150,7 +229,9 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
   // Without --mode, single mode: the one a newcomer means (one process, its own data).
   const mode = flags.get('mode') ?? 'single';
   if (typeof mode !== 'string' || !(LOGSTORE_MODES as readonly string[]).includes(mode)) {
-    process.stderr.write(`tidepool logstore: --mode must be one of ${LOGSTORE_MODES.join(', ')}; found ${mode === undefined ? 'nothing' : JSON.stringify(mode === true ? '' : mode)}\n`);
+    process.stderr.write(
+      `tidepool logstore: --mode must be one of ${LOGSTORE_MODES.join(', ')}; found ${mode === undefined ? 'nothing' : JSON.stringify(mode === true ? '' : mode)}\n`,
+    );
     return 1;
   }
   const file = flags.get('config') ?? flags.get('c');
@@ -163,7 +244,9 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
     config = loadLogstoreConfig(file);
     loadMapping(config.mapping.path);
     if ((mode === 'proxy' || mode === 'ingestor') && config.cluster.hot_stores.length === 0) {
-      process.stderr.write(`tidepool logstore: ${file}: --mode ${mode} needs cluster.hot_stores, the gRPC addresses of the stores ("<host>:9004")\n`);
+      process.stderr.write(
+        `tidepool logstore: ${file}: --mode ${mode} needs cluster.hot_stores, the gRPC addresses of the stores ("<host>:9004")\n`,
+      );
       return 1;
     }
   } catch (err) {
@@ -178,13 +261,23 @@ export async function runLogstore(flags: Map<string, string | true>): Promise<nu
   // unsynced state; handled, the write fails with EFBIG instead and is treated like a full disk (storage/shard.ts).
   let sawXfsz = false;
   process.on('SIGXFSZ', () => {
-    if (!sawXfsz) hub.get('logstore::storage').warn('a write went past the file size limit (ulimit -f); such writes fail as on a full disk');
+    if (!sawXfsz)
+      hub
+        .get('logstore::storage')
+        .warn('a write went past the file size limit (ulimit -f); such writes fail as on a full disk');
     sawXfsz = true;
   });
-  const running = mode === 'store' ? await startStore(config, hub) : mode === 'single' ? await startSingle(config, hub) : await startProxy(config, hub);
-  process.stdout.write(running.mode === 'store'
-    ? `tidepool logstore (store mode) listening on grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`
-    : `tidepool logstore listening on http ${running.httpAddr}, debug ${running.debugAddr}, grpc ${running.grpcAddr} (${running.mode} mode)\n`);
+  const running =
+    mode === 'store'
+      ? await startStore(config, hub)
+      : mode === 'single'
+        ? await startSingle(config, hub)
+        : await startProxy(config, hub);
+  process.stdout.write(
+    running.mode === 'store'
+      ? `tidepool logstore (store mode) listening on grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`
+      : `tidepool logstore listening on http ${running.httpAddr}, debug ${running.debugAddr}, grpc ${running.grpcAddr} (${running.mode} mode)\n`,
+  );
   await runUntilSignal(() => running.close(), hub.get('logstore'));
   return 0;
 }

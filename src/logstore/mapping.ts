@@ -20,7 +20,11 @@ export interface MappingSpec {
 export const DEFAULT_MAX_TOKEN_SIZE = 72;
 
 export class MappingError extends Error {
-  constructor(readonly file: string, readonly where: string, message: string) {
+  constructor(
+    readonly file: string,
+    readonly where: string,
+    message: string,
+  ) {
     super(`${file}: ${where}: ${message}`);
     this.name = 'MappingError';
   }
@@ -56,9 +60,11 @@ function walk(file: string, list: unknown, prefix: string, where: string, out: R
     const at = `${where}[${i}]`;
     if (!isObj(entry)) throw new MappingError(file, at, 'expected an entry {name, type}');
     const name = entry.name;
-    if (typeof name !== 'string' || name === '') throw new MappingError(file, `${at}.name`, 'expected a non-empty string');
+    if (typeof name !== 'string' || name === '')
+      throw new MappingError(file, `${at}.name`, 'expected a non-empty string');
     const full = prefix ? `${prefix}.${name}` : name;
-    const rawTypes: unknown[] = entry.types !== undefined ? (Array.isArray(entry.types) ? entry.types : [entry.types]) : [entry.type];
+    const rawTypes: unknown[] =
+      entry.types !== undefined ? (Array.isArray(entry.types) ? entry.types : [entry.types]) : [entry.type];
     for (const rt of rawTypes) {
       const type = isObj(rt) ? rt.type : rt;
       if (type === 'object') {
@@ -66,7 +72,11 @@ function walk(file: string, list: unknown, prefix: string, where: string, out: R
         continue;
       }
       if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
-        throw new MappingError(file, `${at}.type`, `expected one of keyword, text, path, exists, object; found ${JSON.stringify(type)}`);
+        throw new MappingError(
+          file,
+          `${at}.type`,
+          `expected one of keyword, text, path, exists, object; found ${JSON.stringify(type)}`,
+        );
       }
       const types = Object.hasOwn(out, full) ? out[full]! : (out[full] = []);
       if (!types.includes(type as FieldType)) types.push(type as FieldType);

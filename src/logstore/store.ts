@@ -85,25 +85,41 @@ export class Store {
     fixMmapThreshold();
     const shards = Math.max(cfg.storage.shards, existingShards(cfg.storage.data_dir));
     if (shards > cfg.storage.shards) {
-      log?.warn({ configured: cfg.storage.shards, opened: shards }, 'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden');
+      log?.warn(
+        { configured: cfg.storage.shards, opened: shards },
+        'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden',
+      );
     }
     for (let i = 0; i < shards; i++) {
       const dir = path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`);
       const state = newShardState();
       this.sealedReaders.push(new SealedReader(dir, new ShardStateReader(state)));
       const workerData: ShardWorkerData = {
-        dir, shard: i, mapping, state,
-        fracSize: cfg.storage.frac_size, totalSize: cfg.storage.total_size > 0 ? Math.floor(cfg.storage.total_size / shards) : 0,
-        retention: cfg.storage.retention, logLevel: cfg.log.level, logFormat: cfg.log.format,
+        dir,
+        shard: i,
+        mapping,
+        state,
+        fracSize: cfg.storage.frac_size,
+        totalSize: cfg.storage.total_size > 0 ? Math.floor(cfg.storage.total_size / shards) : 0,
+        retention: cfg.storage.retention,
+        logLevel: cfg.log.level,
+        logFormat: cfg.log.format,
       };
       // A small young generation: a shard's garbage is short-lived (parsed documents), and every megabyte of
       // nursery is resident memory per shard.
-      this.pools.push(new Piscina({
-        filename, minThreads: 1, maxThreads: 1, idleTimeout: 2 ** 31 - 1, concurrentTasksPerWorker: 1, workerData,
-        // Writes before waiting searches: a thread runs one task at a time, and a search may take search.timeout.
-        taskQueue: new ShardTaskQueue(),
-        resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
-      }));
+      this.pools.push(
+        new Piscina({
+          filename,
+          minThreads: 1,
+          maxThreads: 1,
+          idleTimeout: 2 ** 31 - 1,
+          concurrentTasksPerWorker: 1,
+          workerData,
+          // Writes before waiting searches: a thread runs one task at a time, and a search may take search.timeout.
+          taskQueue: new ShardTaskQueue(),
+          resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+        }),
+      );
       this.pending.push(0);
       this.lastStatus.push(null);
       this.idBytes.push(null);
@@ -116,16 +132,18 @@ export class Store {
 
   /** Waits until every shard worker has opened its shard (replayed its write-ahead file). */
   async ready(): Promise<void> {
-    await Promise.all(this.pools.map(async (p, i) => {
-      const bytes = (await p.run({}, { name: 'idShards' })) as number[] | null;
-      if (bytes === null) return;
-      const marks = new Uint8Array(256);
-      for (const b of bytes) marks[b] = 1;
-      // Batches sent while the thread was still opening were marked in a table of their own: keep those marks.
-      const before = this.idBytes[i];
-      if (before) for (let b = 0; b < 256; b++) marks[b] ||= before[b]!;
-      this.idBytes[i] = marks;
-    }));
+    await Promise.all(
+      this.pools.map(async (p, i) => {
+        const bytes = (await p.run({}, { name: 'idShards' })) as number[] | null;
+        if (bytes === null) return;
+        const marks = new Uint8Array(256);
+        for (const b of bytes) marks[b] = 1;
+        // Batches sent while the thread was still opening were marked in a table of their own: keep those marks.
+        const before = this.idBytes[i];
+        if (before) for (let b = 0; b < 256; b++) marks[b] ||= before[b]!;
+        this.idBytes[i] = marks;
+      }),
+    );
     // A first status now: from here on, status() always has figures to show for a busy shard.
     await this.status();
   }
@@ -140,7 +158,13 @@ export class Store {
    * to the least busy one. A proxy passes `now` and `assign` so that every replica gives each document the
    * same time and id.
    */
-  async ingest(buf: Uint8Array, offs: Int32Array, now?: number, assign?: IdAssign, meta?: BatchMeta): Promise<IngestResult> {
+  async ingest(
+    buf: Uint8Array,
+    offs: Int32Array,
+    now?: number,
+    assign?: IdAssign,
+    meta?: BatchMeta,
+  ): Promise<IngestResult> {
     let shard = this.next;
     if (meta && meta.shard >= 0) shard = meta.shard;
     else {
@@ -210,7 +234,10 @@ export class Store {
     }
     let result: ShardQueryResult;
     try {
-      result = executeQuery(reads.flatMap((r) => r.views), q);
+      result = executeQuery(
+        reads.flatMap((r) => r.views),
+        q,
+      );
     } catch {
       for (const r of this.sealedReaders) r.failed();
       return null;
@@ -223,17 +250,19 @@ export class Store {
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
     q = this.prepared(q);
-    return Promise.all(this.pools.map(async (p, i) => {
-      const here = this.sealedReaders[i]!.query(q);
-      if (here) return here;
-      // Counted as pending so that writes without a routed shard go to a thread that is not searching.
-      this.pending[i]!++;
-      try {
-        return (await p.run(q, { name: 'query' })) as ShardQueryResult;
-      } finally {
-        this.pending[i]!--;
-      }
-    }));
+    return Promise.all(
+      this.pools.map(async (p, i) => {
+        const here = this.sealedReaders[i]!.query(q);
+        if (here) return here;
+        // Counted as pending so that writes without a routed shard go to a thread that is not searching.
+        this.pending[i]!++;
+        try {
+          return (await p.run(q, { name: 'query' })) as ShardQueryResult;
+        } finally {
+          this.pending[i]!--;
+        }
+      }),
+    );
   }
 
   /**
@@ -251,8 +280,15 @@ export class Store {
       }
     }
     type Part = { hits: ShardHit[]; damaged?: string[] };
-    const parts: Part[] = await Promise.all(this.pools.map((p, i) => (lists[i]!.length ? (p.run({ ids: lists[i], pipes }, { name: 'fetch' }) as Promise<Part>) : { hits: [] })));
-    const hits = mergeFetched(ids, parts.map((p) => p.hits));
+    const parts: Part[] = await Promise.all(
+      this.pools.map((p, i) =>
+        lists[i]!.length ? (p.run({ ids: lists[i], pipes }, { name: 'fetch' }) as Promise<Part>) : { hits: [] },
+      ),
+    );
+    const hits = mergeFetched(
+      ids,
+      parts.map((p) => p.hits),
+    );
     // A damaged fraction counts only while an id it may hold is still missing (a replica thread may have it).
     if (hits.length === ids.length) return { hits };
     const damaged = [...new Set(parts.flatMap((p) => p.damaged ?? []))];
@@ -264,24 +300,26 @@ export class Store {
    * shown with its last figures, marked stale, so that /status never waits for a search.
    */
   async status(): Promise<ShardStatus[]> {
-    return Promise.all(this.pools.map(async (p, i) => {
-      const since = this.statusAsked[i] || (this.statusAsked[i] = Date.now());
-      const asked = (p.run({}, { name: 'status' }) as Promise<ShardStatus>).then((s) => {
-        this.statusAsked[i] = 0;
-        return (this.lastStatus[i] = s);
-      });
-      const last = this.lastStatus[i];
-      if (!last) return asked;
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<ShardStatus>((resolve) => {
-        timer = setTimeout(() => resolve({ ...last, stale: true, busy_ms: Date.now() - since }), STATUS_WAIT_MS);
-      });
-      try {
-        return await Promise.race([asked, late]);
-      } finally {
-        clearTimeout(timer);
-      }
-    }));
+    return Promise.all(
+      this.pools.map(async (p, i) => {
+        const since = this.statusAsked[i] || (this.statusAsked[i] = Date.now());
+        const asked = (p.run({}, { name: 'status' }) as Promise<ShardStatus>).then((s) => {
+          this.statusAsked[i] = 0;
+          return (this.lastStatus[i] = s);
+        });
+        const last = this.lastStatus[i];
+        if (!last) return asked;
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<ShardStatus>((resolve) => {
+          timer = setTimeout(() => resolve({ ...last, stale: true, busy_ms: Date.now() - since }), STATUS_WAIT_MS);
+        });
+        try {
+          return await Promise.race([asked, late]);
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
   }
 
   /** Seals every shard's active fraction (used by tests and benchmarks to measure sealed storage). */
@@ -299,4 +337,3 @@ export class Store {
     await Promise.allSettled(this.pools.map((p) => p.destroy()));
   }
 }
-

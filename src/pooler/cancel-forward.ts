@@ -8,8 +8,12 @@ import { writeCancelRequest } from '../protocol/writer.js';
  * connection failed; `onClosed` runs once, in every case.
  */
 export function sendCancelRequest(
-  target: { host: string; port: number }, pid: number, secret: Buffer, timeoutMs: number,
-  onError: (message: string) => void, onClosed: () => void,
+  target: { host: string; port: number },
+  pid: number,
+  secret: Buffer,
+  timeoutMs: number,
+  onError: (message: string) => void,
+  onClosed: () => void,
 ): void {
   const sock = net.connect({ host: target.host, port: target.port }, () => sock.end(writeCancelRequest(pid, secret)));
   sock.setTimeout(timeoutMs, () => sock.destroy(new Error('timed out')));

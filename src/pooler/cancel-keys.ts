@@ -50,6 +50,8 @@ export class CancelKeys<C extends CancelKeyed> {
 
   /** The client whose key is (pid, secret), compared in constant time; undefined when none is. */
   find(pid: number, secret: Buffer): C | undefined {
-    return this.byPid.get(pid)?.find((k) => k.cancelSecret.length === secret.length && timingSafeEqual(k.cancelSecret, secret));
+    return this.byPid
+      .get(pid)
+      ?.find((k) => k.cancelSecret.length === secret.length && timingSafeEqual(k.cancelSecret, secret));
   }
 }

@@ -5,7 +5,11 @@ import { FrontendMessage, SqlState, TxStatus, PROTOCOL_3_2 } from '../protocol/c
 import { FrameStream, ALL_TYPES } from '../protocol/frame-stream.js';
 import { parseStartupPacket, type StartupPacket } from '../protocol/reader.js';
 import {
-  writeAuthenticationOk, writeBackendKeyData, writeNegotiateProtocolVersion, writeParameterStatus, writeReadyForQuery,
+  writeAuthenticationOk,
+  writeBackendKeyData,
+  writeNegotiateProtocolVersion,
+  writeParameterStatus,
+  writeReadyForQuery,
 } from '../protocol/writer.js';
 import { ClientAuth } from './auth/client-auth.js';
 import type { ScramSecret } from './auth/scram.js';
@@ -15,7 +19,9 @@ import type { HbaConnection, HbaMethod } from './auth/hba.js';
 import type { AuthType } from './auth/client-auth.js';
 
 /** Where a login may go: the admin console, a pool (with the secret to check), or an error. */
-export type LoginTarget = { admin: boolean; pool: Pool | null; secret: string; onAuth?: (ok: boolean) => void } | { error: string; sqlstate: string };
+export type LoginTarget =
+  | { admin: boolean; pool: Pool | null; secret: string; onAuth?: (ok: boolean) => void }
+  | { error: string; sqlstate: string };
 
 /** What a login needs of the pooler. */
 export interface LoginCore {
@@ -96,10 +102,17 @@ export function loginPrefix(params: ReadonlyMap<string, string>): Buffer {
 }
 
 /** Everything a client gets once it is in: AuthenticationOk, ParameterStatus, BackendKeyData, ReadyForQuery. */
-export function loginGreeting(params: ReadonlyMap<string, string>, applicationName: string, cancelPid: number, cancelSecret: Buffer): Buffer {
+export function loginGreeting(
+  params: ReadonlyMap<string, string>,
+  applicationName: string,
+  cancelPid: number,
+  cancelSecret: Buffer,
+): Buffer {
   return Buffer.concat([
-    loginPrefix(params), writeParameterStatus('application_name', applicationName),
-    writeBackendKeyData(cancelPid, cancelSecret), writeReadyForQuery(TxStatus.Idle),
+    loginPrefix(params),
+    writeParameterStatus('application_name', applicationName),
+    writeBackendKeyData(cancelPid, cancelSecret),
+    writeReadyForQuery(TxStatus.Idle),
   ]);
 }
 
@@ -126,7 +139,11 @@ export class ClientLogin {
   private direct = false;
   private who: Omit<LoginResult, 'clientKey' | 'scramSecret'> | null = null;
 
-  constructor(private readonly conn: LoginConnection, private readonly core: LoginCore, private readonly onDone: (result: LoginResult) => void) {}
+  constructor(
+    private readonly conn: LoginConnection,
+    private readonly core: LoginCore,
+    private readonly onDone: (result: LoginResult) => void,
+  ) {}
 
   /** Bytes read before the relay starts (the session copies them out of its read buffer first). */
   feed(chunk: Buffer): void {
@@ -137,12 +154,14 @@ export class ClientLogin {
       this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
       return;
     }
-    if (this.phase === 'startup' && !this.tls && this.buf.length === 0 && chunk[0] === TLS_HANDSHAKE) return this.directTls(chunk);
+    if (this.phase === 'startup' && !this.tls && this.buf.length === 0 && chunk[0] === TLS_HANDSHAKE)
+      return this.directTls(chunk);
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     while (this.phase === 'startup' && this.buf.length >= 4) {
       if (this.buf[0] === FrontendMessage.Terminate && this.terminateFirst()) return;
       const len = this.buf.readInt32BE(0);
-      if (len < 8 || len > MAX_STARTUP_PACKET) return this.fail(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
+      if (len < 8 || len > MAX_STARTUP_PACKET)
+        return this.fail(SqlState.ProtocolViolation, `invalid startup packet length ${len}`);
       if (this.buf.length < len) return;
       const packet = this.buf.subarray(0, len);
       this.buf = this.buf.subarray(len);
@@ -169,7 +188,10 @@ export class ClientLogin {
     if (this.buf.compare(TERMINATE, 0, n, 0, n) !== 0) return false;
     if (n < TERMINATE.length) return true;
     this.phase = 'done';
-    this.core.log.debug({ client_id: this.conn.id, addr: this.conn.addr }, 'client sent Terminate before its startup packet');
+    this.core.log.debug(
+      { client_id: this.conn.id, addr: this.conn.addr },
+      'client sent Terminate before its startup packet',
+    );
     this.conn.destroy();
     return true;
   }
@@ -187,7 +209,11 @@ export class ClientLogin {
     this.phase = 'startup';
     this.tlsResult = result;
     // PostgreSQL asks direct TLS for ALPN "postgresql": a client of another protocol must not get this far by mistake.
-    if (this.direct && result.alpn !== 'postgresql') return this.fail(SqlState.ProtocolViolation, 'received direct SSL connection request without ALPN protocol negotiation extension');
+    if (this.direct && result.alpn !== 'postgresql')
+      return this.fail(
+        SqlState.ProtocolViolation,
+        'received direct SSL connection request without ALPN protocol negotiation extension',
+      );
   }
 
   /** A startup packet was taken (the client speaks the protocol: an ErrorResponse means something to it). */
@@ -230,7 +256,8 @@ export class ClientLogin {
         if (this.tls) return this.fail(SqlState.ProtocolViolation, 'SSLRequest on an encrypted connection');
         if (settings.mode === 'disable') return void conn.write('N');
         // What follows an SSLRequest must be the TLS handshake: plaintext bytes already there would be taken as if encrypted.
-        if (this.buf.length) return this.fail(SqlState.ProtocolViolation, 'received unencrypted data after SSL request');
+        if (this.buf.length)
+          return this.fail(SqlState.ProtocolViolation, 'received unencrypted data after SSL request');
         conn.write('S');
         this.beginTls(settings, null);
         return;
@@ -256,9 +283,11 @@ export class ClientLogin {
     const tlsRefusal = this.tlsRefusal(user);
     if (tlsRefusal) return this.fail(SqlState.InvalidAuthorization, tlsRefusal);
     const max = core.config.general.max_connections;
-    if (core.clientCount() > max) return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
+    if (core.clientCount() > max)
+      return this.fail(SqlState.TooManyConnections, `too many client connections: max_connections = ${max}`);
     const resolved = core.resolveLogin(database, user);
-    if (!(resolved instanceof Promise)) return this.withTarget(resolved, { user, database, applicationName, protocol32, startupParams: p.params });
+    if (!(resolved instanceof Promise))
+      return this.withTarget(resolved, { user, database, applicationName, protocol32, startupParams: p.params });
     this.phase = 'lookup';
     resolved.then(
       (t) => {
@@ -268,11 +297,22 @@ export class ClientLogin {
         // What the client sent while its secret was fetched (its password message, at most).
         if ((this.phase as string) === 'auth' && this.buf.length) this.feedAuth(this.takeRest());
       },
-      (err: Error & { sqlstate?: string }) => { if (this.phase === 'lookup') this.fail(err.sqlstate ?? SqlState.ConnectionFailure, err.message); },
+      (err: Error & { sqlstate?: string }) => {
+        if (this.phase === 'lookup') this.fail(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
+      },
     );
   }
 
-  private withTarget(target: LoginTarget, who: { user: string; database: string; applicationName: string; protocol32: boolean; startupParams: ReadonlyMap<string, string> }): void {
+  private withTarget(
+    target: LoginTarget,
+    who: {
+      user: string;
+      database: string;
+      applicationName: string;
+      protocol32: boolean;
+      startupParams: ReadonlyMap<string, string>;
+    },
+  ): void {
     const { conn, core } = this;
     const { user, database, applicationName, protocol32, startupParams } = who;
     if ('error' in target) return this.fail(target.sqlstate, target.error);
@@ -286,8 +326,16 @@ export class ClientLogin {
       if (m === 'cert') {
         // The certificate is the proof: verified against client_tls_ca_file, its CN the user name.
         const r = this.tlsResult;
-        if (!r || !r.authorized) return this.fail(SqlState.InvalidAuthorization, `certificate authentication failed for user "${user}": ${r ? `no valid client certificate (${r.authorizationError || 'none sent'})` : 'the connection is not encrypted'}`);
-        if (r.commonName !== user) return this.fail(SqlState.InvalidAuthorization, `certificate authentication failed for user "${user}": the certificate's CN is "${r.commonName}"`);
+        if (!r || !r.authorized)
+          return this.fail(
+            SqlState.InvalidAuthorization,
+            `certificate authentication failed for user "${user}": ${r ? `no valid client certificate (${r.authorizationError || 'none sent'})` : 'the connection is not encrypted'}`,
+          );
+        if (r.commonName !== user)
+          return this.fail(
+            SqlState.InvalidAuthorization,
+            `certificate authentication failed for user "${user}": the certificate's CN is "${r.commonName}"`,
+          );
         secret = '';
       } else if (m === 'trust') secret = '';
       else authType = m === 'password' ? 'plain' : m === 'md5' ? 'md5' : 'scram-sha-256';
@@ -308,13 +356,16 @@ export class ClientLogin {
     if (!this.tls) return `SSL required: client_tls_sslmode is ${mode}, and this connection is not encrypted`;
     if (!this.tls.verifyClient) return null;
     const r = this.tlsResult;
-    if (!r || !r.authorized) return `connection requires a valid client certificate${r?.authorizationError ? ` (${r.authorizationError})` : ''}`;
-    if (this.tls.mode === 'verify-full' && r.commonName !== user) return `certificate validation (clientcert=verify-full) failed for user "${user}": CN mismatch`;
+    if (!r || !r.authorized)
+      return `connection requires a valid client certificate${r?.authorizationError ? ` (${r.authorizationError})` : ''}`;
+    if (this.tls.mode === 'verify-full' && r.commonName !== user)
+      return `certificate validation (clientcert=verify-full) failed for user "${user}": CN mismatch`;
     return null;
   }
 
   private feedAuth(chunk: Buffer): void {
-    if (!this.frames!.feed(chunk)) this.fail(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} during authentication`);
+    if (!this.frames!.feed(chunk))
+      this.fail(SqlState.ProtocolViolation, `invalid message length ${this.frames!.badLength} during authentication`);
   }
 
   private readonly onAuthMessage = (type: number, buf: Buffer, start: number, len: number): void => {
@@ -323,7 +374,8 @@ export class ClientLogin {
       this.phase = 'done';
       return this.conn.destroy();
     }
-    if (type !== FrontendMessage.Password) return this.fail(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
+    if (type !== FrontendMessage.Password)
+      return this.fail(SqlState.ProtocolViolation, `expected a password message, got "${String.fromCharCode(type)}"`);
     // The last reply of the exchange (SASLFinal) and the greeting that follows a success leave in one send.
     this.conn.cork();
     try {
@@ -346,7 +398,10 @@ export class ClientLogin {
     if (!r.result.ok) {
       const who = this.who!;
       // A warning, as PostgreSQL and PgBouncer log it: security monitoring watches failed logins.
-      this.core.log.warn({ client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr }, 'client authentication failed');
+      this.core.log.warn(
+        { client_id: this.conn.id, user: who.user, database: who.database, addr: this.conn.addr },
+        'client authentication failed',
+      );
       return this.fail(r.result.sqlstate, r.result.message);
     }
     this.done(r.result.clientKey, r.result.scramSecret);

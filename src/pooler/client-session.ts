@@ -43,7 +43,11 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
-  constructor(accepted: net.Socket | NativeTlsSocket, core: SessionHost<ClientSession>, native?: { pool: Pool; login: NativeLoginOk }) {
+  constructor(
+    accepted: net.Socket | NativeTlsSocket,
+    core: SessionHost<ClientSession>,
+    native?: { pool: Pool; login: NativeLoginOk },
+  ) {
     super(accepted, core, native?.login);
     if (native) this.nativeLoggedIn(native.pool, native.login);
   }
@@ -62,7 +66,14 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     // The parameters the greeting was made from (a RELOAD that changed the server may have cleared them since).
     const reported = pool.serverParams ?? NO_PARAMS;
     const encoding = login.clientEncoding ? reported.get('client_encoding') : undefined;
-    const params = ClientParams.ofNativeLogin(reported, this.paramHost.tracked(), this.user, this.database, applicationName, encoding);
+    const params = ClientParams.ofNativeLogin(
+      reported,
+      this.paramHost.tracked(),
+      this.user,
+      this.database,
+      applicationName,
+      encoding,
+    );
     this.params = new ParamSession(params, this.paramHost);
     this.core.registerClient(this, true);
     this.handOff();
@@ -121,7 +132,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
         this.server = null;
         s.owner = null;
         this.releaseChecked(s);
-        this.core.events.loginFailure(`client ${this.addr}: startup parameter refused by PostgreSQL: ${r.message} (SQLSTATE ${r.sqlstate})`);
+        this.core.events.loginFailure(
+          `client ${this.addr}: startup parameter refused by PostgreSQL: ${r.message} (SQLSTATE ${r.sqlstate})`,
+        );
         return this.fatal(r.sqlstate, r.message, r.detail);
       }
       this.appliedStartup = true;
@@ -137,7 +150,11 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   }
 
   /** The greeting, with PostgreSQL's values of what the client asked for (`values`) in place of the pool's. */
-  private greetWith(s: ServerConnection, pooled: ReadonlyMap<string, string>, values: ReadonlyMap<string, string>): void {
+  private greetWith(
+    s: ServerConnection,
+    pooled: ReadonlyMap<string, string>,
+    values: ReadonlyMap<string, string>,
+  ): void {
     const app = values.get('application_name');
     if (app !== undefined) this.applicationName = app;
     if (this.pool!.settings.mode === 'transaction' && this.params) {
@@ -184,10 +201,20 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       this.socket.once('drain', () => this.handOff());
       return;
     }
-    const conn = { socket: this.socket, read: (h: ChunkHandler) => { this.handler = h; } };
+    const conn = {
+      socket: this.socket,
+      read: (h: ChunkHandler) => {
+        this.handler = h;
+      },
+    };
     const pool = this.pool!;
     const maxMessageSize = this.core.config.general.max_message_size;
-    const options: ClientOptions = { stats: pool.stats, app: this.core.apps.get(this.applicationName).block, maxMessageSize, initial: this.login?.takeRest() ?? EMPTY };
+    const options: ClientOptions = {
+      stats: pool.stats,
+      app: this.core.apps.get(this.applicationName).block,
+      maxMessageSize,
+      initial: this.login?.takeRest() ?? EMPTY,
+    };
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (queryStatsOn()) options.queryPool = poolQueryId(pool.name);
     if (pool.interner && pool.settings.mode === 'transaction') {
@@ -197,7 +224,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       options.intercept = (sink) => {
         // Servers are opened with the pooler's own startup parameters and synced to the client's: of those, the
         // search_path decides what a text names (and so what a Parse infers), and is part of a statement's identity.
-        const rewriter = new StatementRewriter(interner, () => this.params?.client.values.values.get('search_path') ?? '');
+        const rewriter = new StatementRewriter(
+          interner,
+          () => this.params?.client.values.values.get('search_path') ?? '',
+        );
         if (this.state === 'closed') rewriter.close();
         else this.rewriter = rewriter;
         // Made while this client holds a server: the rewriter works on that server's statements from here on.
@@ -207,13 +237,15 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     }
     this.handler = discardReads;
     const end = pool.relay.adoptClient(conn, options, this.relayEvents);
-    if (!end) return this.fatal(SqlState.ConnectionFailure, 'internal error: the connection could not be handed to the relay');
+    if (!end)
+      return this.fatal(SqlState.ConnectionFailure, 'internal error: the connection could not be handed to the relay');
     this.end = end;
     this.socket.off('error', this.onSocketError);
     this.socket.off('close', this.onSocketClose);
     // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
     if (this.server) end.link(this.server.end, false);
-    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin) this.prelink(pool);
+    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)
+      this.prelink(pool);
   }
 
   /** Set while a server lent at login (prelink) is on its way to the link, which then parks the pair. */
@@ -242,7 +274,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       }
       // A graceful shutdown lets running transactions finish; a new one would only wait, silent, for
       // shutdown_timeout: the client hears at once, in PostgreSQL's words for a backend told to stop.
-      if (this.core.shuttingDown) return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+      if (this.core.shuttingDown)
+        return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
       this.state = 'waiting';
       this.waitingSince = Date.now();
       // Its next server is synced to values a read-back may still be learning.
@@ -282,13 +315,19 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       this.pinnedKinds = kinds;
       if (was === kinds) return;
       this.pool!.pin(s);
-      this.core.events.add('client_pinned', `${this.database}/${this.user}`,
-        `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}): ${stateKindNames(kinds)}`);
+      this.core.events.add(
+        'client_pinned',
+        `${this.database}/${this.user}`,
+        `client ${this.id} (${this.addr}) ${was ? 'stays' : 'is'} pinned to server ${s.id} (backend pid ${s.backendPid}): ${stateKindNames(kinds)}`,
+      );
     },
     onBadLength: (length) => {
       // PostgreSQL's words for a type it does not take; the server never saw it and stays in the pool.
       if (length < 0) return this.fatal(SqlState.ProtocolViolation, `invalid frontend message type ${-1 - length}`);
-      this.fatal(SqlState.ProtocolViolation, `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`);
+      this.fatal(
+        SqlState.ProtocolViolation,
+        `invalid message length ${length} (max_message_size ${this.core.config.general.max_message_size})`,
+      );
     },
   };
 
@@ -317,7 +356,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   protected readonly paramHost: ParamSessionHost = {
     release: (s, reusable) => this.pool!.release(s, reusable),
     tell: (data) => this.end?.write(data),
-    acquire: () => { if (this.state === 'waiting') this.pool!.acquire(this); },
+    acquire: () => {
+      if (this.state === 'waiting') this.pool!.acquire(this);
+    },
     tracked: () => trackedParams(this.core.config.general.track_extra_parameters),
     warn: (fields, message) => this.core.log.warn({ ...fields, client_id: this.id }, message),
   };
@@ -397,7 +438,11 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.server = null;
     if (this.params) this.params.syncing = false;
     if (this.state === 'closed') return;
-    this.core.events.add('backend_lost', `${this.database}/${this.user}`, `backend pid ${server.backendPid} (server ${server.id}) was lost while serving client ${this.id} (${this.addr}): ${reason}`);
+    this.core.events.add(
+      'backend_lost',
+      `${this.database}/${this.user}`,
+      `backend pid ${server.backendPid} (server ${server.id}) was lost while serving client ${this.id} (${this.addr}): ${reason}`,
+    );
     // The pooler's own error only when PostgreSQL said nothing: after its FATAL (pg_terminate_backend, a shutdown) a
     // driver expects the close, as on a direct connection, and takes a second error for a new failure.
     if (atBoundary && !toldClient) return this.fatal(SqlState.ConnectionFailure, `server connection lost: ${reason}`);
@@ -490,7 +535,11 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   /** The client of a pinned server left (session-state/pins.ts). */
   private leavePinned(s: ServerConnection | null, clean: boolean): void {
     this.server = null;
-    this.core.events.add('client_unpinned', `${this.database}/${this.user}`, releaseLeftPinned(this, this.pool!, s, clean));
+    this.core.events.add(
+      'client_unpinned',
+      `${this.database}/${this.user}`,
+      releaseLeftPinned(this, this.pool!, s, clean),
+    );
   }
 
   /** Admin KILL, shutdown: closes the connection with an error. */

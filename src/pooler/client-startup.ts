@@ -66,7 +66,11 @@ export abstract class ClientStartup {
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
-  constructor(accepted: net.Socket | NativeTlsSocket, readonly core: SessionHost<ClientStartup>, native?: NativeLoginOk) {
+  constructor(
+    accepted: net.Socket | NativeTlsSocket,
+    readonly core: SessionHost<ClientStartup>,
+    native?: NativeLoginOk,
+  ) {
     const socket = accepted;
     this.socket = socket;
     this.connectedAt = socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now();
@@ -82,30 +86,42 @@ export abstract class ClientStartup {
     }
     this.cancelPid = core.newCancelPid();
     this.cancelSecret = randomBytesPooled(4);
-    this.login = new ClientLogin({
-      id: this.id, addr: this.addr, ip: socket.remoteAddress ?? '',
-      write: (data) => { this.socket.write(data); },
-      fatal: (sqlstate, message) => {
-        if (this.state === 'startup') core.events.loginFailure(`client ${this.addr}: ${message} (SQLSTATE ${sqlstate})`);
-        this.fatal(sqlstate, message);
+    this.login = new ClientLogin(
+      {
+        id: this.id,
+        addr: this.addr,
+        ip: socket.remoteAddress ?? '',
+        write: (data) => {
+          this.socket.write(data);
+        },
+        fatal: (sqlstate, message) => {
+          if (this.state === 'startup')
+            core.events.loginFailure(`client ${this.addr}: ${message} (SQLSTATE ${sqlstate})`);
+          this.fatal(sqlstate, message);
+        },
+        destroy: () => {
+          this.socket.destroy();
+        },
+        cork: () => {
+          this.corks++;
+          this.socket.cork();
+        },
+        uncork: () => {
+          this.socket.uncork();
+          if (--this.corks > 0 || !this.afterUncork) return;
+          const next = this.afterUncork;
+          this.afterUncork = null;
+          next();
+        },
+        startTls: (settings, initial) => this.startTls(settings, initial),
       },
-      destroy: () => { this.socket.destroy(); },
-      cork: () => {
-        this.corks++;
-        this.socket.cork();
-      },
-      uncork: () => {
-        this.socket.uncork();
-        if (--this.corks > 0 || !this.afterUncork) return;
-        const next = this.afterUncork;
-        this.afterUncork = null;
-        next();
-      },
-      startTls: (settings, initial) => this.startTls(settings, initial),
-    }, core, (result) => this.loginOk(result));
+      core,
+      (result) => this.loginOk(result),
+    );
     this.handler = this.onStartupChunk;
     core.logins.add(this);
-    if (socket instanceof NativeTlsSocket) socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
+    if (socket instanceof NativeTlsSocket)
+      socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
   }
 
   // ---- what the session does ----
@@ -171,27 +187,37 @@ export abstract class ClientStartup {
     this.handshaking = true;
     const raw = this.socket;
     const session = this;
-    startClientTls({
-      raw, native: this.core.nativeTls, askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
-      readInto: (h) => { this.handler = h; },
-      deliver: (chunk) => void this.handler(chunk),
-      replaceSocket: (secure) => {
-        this.socket.off('error', this.onSocketError);
-        this.socket.off('close', this.onSocketClose);
-        this.socket = secure;
-        secure.on('error', this.onSocketError);
-        secure.on('close', this.onSocketClose);
+    startClientTls(
+      {
+        raw,
+        native: this.core.nativeTls,
+        askCertificate: settings.verifyClient || this.core.hbaWantsCertificates(),
+        readInto: (h) => {
+          this.handler = h;
+        },
+        deliver: (chunk) => void this.handler(chunk),
+        replaceSocket: (secure) => {
+          this.socket.off('error', this.onSocketError);
+          this.socket.off('close', this.onSocketClose);
+          this.socket = secure;
+          secure.on('error', this.onSocketError);
+          secure.on('close', this.onSocketClose);
+        },
+        get current() {
+          return session.state !== 'closed' && session.socket === raw;
+        },
+        secured: (description, result) => {
+          this.handshaking = false;
+          this.tls = description;
+          this.core.counters.tls++;
+          this.handler = this.onStartupChunk;
+          this.login?.tlsReady(result);
+        },
+        fatal: (sqlstate, message) => this.fatal(sqlstate, message),
       },
-      get current() { return session.state !== 'closed' && session.socket === raw; },
-      secured: (description, result) => {
-        this.handshaking = false;
-        this.tls = description;
-        this.core.counters.tls++;
-        this.handler = this.onStartupChunk;
-        this.login?.tlsReady(result);
-      },
-      fatal: (sqlstate, message) => this.fatal(sqlstate, message),
-    }, settings, initial);
+      settings,
+      initial,
+    );
   }
 
   /** Startup packets and the password exchange (client-login.ts); null when the native relay ran the login. */
@@ -208,12 +234,16 @@ export abstract class ClientStartup {
     this.protocol32 = r.protocol32;
     this.isAdmin = r.admin;
     this.pool = r.pool;
-    if (r.clientKey && r.scramSecret && this.pool) this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
+    if (r.clientKey && r.scramSecret && this.pool)
+      this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
     const known = this.isAdmin ? this.core.adminParams() : this.pool!.serverParams;
     if (known) return this.greetLogin(known, r.startupParams);
-    this.pool!.params().then((params) => this.greetLogin(params, r.startupParams), (err: { message: string; sqlstate?: string }) => {
-      this.fatal(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
-    });
+    this.pool!.params().then(
+      (params) => this.greetLogin(params, r.startupParams),
+      (err: { message: string; sqlstate?: string }) => {
+        this.fatal(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
+      },
+    );
   }
 
   private greetLogin(pooled: ReadonlyMap<string, string>, startupParams: ReadonlyMap<string, string>): void {
@@ -252,13 +282,16 @@ export abstract class ClientStartup {
 
   private serveAdmin(): void {
     const rest = this.login?.takeRest() ?? EMPTY;
-    this.adminFrames = new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) => this.onAdminMessage(type, buf, start, len, complete));
+    this.adminFrames = new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) =>
+      this.onAdminMessage(type, buf, start, len, complete),
+    );
     this.handler = this.onAdminData;
     if (rest.length) this.onAdminData(rest);
   }
 
   private readonly onAdminData = (chunk: Buffer): boolean => {
-    if (!this.adminFrames!.feed(chunk)) this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.adminFrames!.badLength}`);
+    if (!this.adminFrames!.feed(chunk))
+      this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.adminFrames!.badLength}`);
     return false;
   };
 }

@@ -42,14 +42,28 @@ export function restartNeeded(before: PoolerConfig, after: PoolerConfig): string
   const g = before.general;
   const n = after.general;
   if (n.host !== g.host || n.port !== g.port) out.push('general.host/port');
-  if (after.web.host !== before.web.host || after.web.port !== before.web.port || after.web.enabled !== before.web.enabled) out.push('web.host/port/enabled');
+  if (
+    after.web.host !== before.web.host ||
+    after.web.port !== before.web.port ||
+    after.web.enabled !== before.web.enabled
+  )
+    out.push('web.host/port/enabled');
   const w = before.web;
   const v = after.web;
   // The web listener's HTTP server takes its timeouts when it is built.
-  if (v.headers_timeout !== w.headers_timeout || v.request_timeout !== w.request_timeout || v.keep_alive_timeout !== w.keep_alive_timeout
-    || v.idle_timeout !== w.idle_timeout) out.push('web.*_timeout');
-  if (n.prepared_statements !== g.prepared_statements || n.prepared_statements_cache_size !== g.prepared_statements_cache_size
-    || n.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size) out.push('general.prepared_statements*');
+  if (
+    v.headers_timeout !== w.headers_timeout ||
+    v.request_timeout !== w.request_timeout ||
+    v.keep_alive_timeout !== w.keep_alive_timeout ||
+    v.idle_timeout !== w.idle_timeout
+  )
+    out.push('web.*_timeout');
+  if (
+    n.prepared_statements !== g.prepared_statements ||
+    n.prepared_statements_cache_size !== g.prepared_statements_cache_size ||
+    n.server_prepared_statements_cache_size !== g.server_prepared_statements_cache_size
+  )
+    out.push('general.prepared_statements*');
   for (const key of Object.keys(after.native) as (keyof PoolerConfig['native'])[]) {
     if (after.native[key] !== before.native[key]) out.push(`native.${key}`);
   }

@@ -39,7 +39,10 @@ export class Coordinator {
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
 
-  constructor(readonly database: string, public settings: CoordinatorSettings) {}
+  constructor(
+    readonly database: string,
+    public settings: CoordinatorSettings,
+  ) {}
 
   get capped(): boolean {
     return this.settings.maxDbConnections > 0;

@@ -1,8 +1,21 @@
 // The ring of recent operator events (SHOW EVENTS, /api/events): what happened to which pool, newest first.
 
 export const EVENT_KINDS = [
-  'pause', 'resume', 'reload', 'reconnect', 'kill', 'shutdown',
-  'connect_failure', 'backend_unreachable', 'backend_reachable', 'login_failure', 'pool_exhaustion', 'backend_lost', 'eviction', 'client_pinned', 'client_unpinned',
+  'pause',
+  'resume',
+  'reload',
+  'reconnect',
+  'kill',
+  'shutdown',
+  'connect_failure',
+  'backend_unreachable',
+  'backend_reachable',
+  'login_failure',
+  'pool_exhaustion',
+  'backend_lost',
+  'eviction',
+  'client_pinned',
+  'client_unpinned',
 ] as const;
 export type PoolerEventKind = (typeof EVENT_KINDS)[number];
 
@@ -45,7 +58,12 @@ export class EventRing {
       this.loginInWindow = 0;
       this.loginSuppressed = 0;
       if (suppressed > 0) {
-        this.add('login_failure', null, `${suppressed} more login failures in the previous ${LOGIN_FAILURE_WINDOW_MS / 1000} s were not recorded one by one`, now);
+        this.add(
+          'login_failure',
+          null,
+          `${suppressed} more login failures in the previous ${LOGIN_FAILURE_WINDOW_MS / 1000} s were not recorded one by one`,
+          now,
+        );
         this.loginInWindow++;
       }
     }

@@ -45,7 +45,8 @@ export class IdTable<V> {
   }
 
   set(key: number, value: V): void {
-    if (!(key > 0 && key <= 0x7fffffff && Number.isInteger(key))) throw new RangeError(`IdTable key must be a positive int32, got ${key}`);
+    if (!(key > 0 && key <= 0x7fffffff && Number.isInteger(key)))
+      throw new RangeError(`IdTable key must be a positive int32, got ${key}`);
     let i = this.find(key);
     if (this.keys[i] !== key) {
       if ((this.count + 1) * 2 > this.keys.length) {

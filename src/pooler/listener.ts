@@ -39,8 +39,15 @@ function refuseIfFull(p: ListenerHost, socket: net.Socket | NativeTlsSocket): bo
   if (p.connectionCount() < max) return false;
   p.counters.errors++;
   p.counters.refusedMaxConnections++;
-  p.limitedLogs.maxConnections.add(1, { max_connections: max, addr: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}` });
-  const error = writeErrorResponse({ severity: 'FATAL', code: SqlState.TooManyConnections, message: `sorry, too many clients already (max_connections = ${max})` });
+  p.limitedLogs.maxConnections.add(1, {
+    max_connections: max,
+    addr: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`,
+  });
+  const error = writeErrorResponse({
+    severity: 'FATAL',
+    code: SqlState.TooManyConnections,
+    message: `sorry, too many clients already (max_connections = ${max})`,
+  });
   if (socket instanceof NativeTlsSocket) {
     socket.end(error);
   } else {
@@ -66,7 +73,10 @@ function acceptSocket(p: ListenerHost, accepted: net.Socket, socketCap: number):
   if (refuseIfFull(p, accepted)) return;
   let session: ClientSession | null = null;
   p.loginCountChanged(1);
-  const socket = adoptWithOnread(accepted, new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler));
+  const socket = adoptWithOnread(
+    accepted,
+    new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler),
+  );
   if (socket) {
     socket.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
     session = new ClientSession(socket, p);
@@ -105,16 +115,24 @@ function nativeAcceptor(p: ListenerHost): NativeAcceptor {
       const pool = p.nativeLogins.pool(entry);
       if (sqlstate === SqlState.TooManyConnections) {
         p.counters.refusedMaxConnections++;
-        p.limitedLogs.maxConnections.add(1, { max_connections: p.config.general.max_connections, addr: `${address}:${port}` });
+        p.limitedLogs.maxConnections.add(1, {
+          max_connections: p.config.general.max_connections,
+          addr: `${address}:${port}`,
+        });
         return;
       }
       // A warning, as PostgreSQL and PgBouncer log it: security monitoring watches failed logins.
       if (sqlstate !== SqlState.ProtocolViolation) {
-        p.log.warn({ user: pool?.settings.user, database: pool?.settings.database, addr: `${address}:${port}` }, 'client authentication failed');
+        p.log.warn(
+          { user: pool?.settings.user, database: pool?.settings.database, addr: `${address}:${port}` },
+          'client authentication failed',
+        );
       }
       p.events.loginFailure(`client ${address}:${port}: ${message} (SQLSTATE ${sqlstate})`);
     },
-    loginGone: () => { p.counters.connections++; },
+    loginGone: () => {
+      p.counters.connections++;
+    },
   };
 }
 
@@ -142,7 +160,9 @@ export class Listener {
    * (takeover.ts), which keeps listening through the hand-over. */
   async listen(inheritedFd?: number): Promise<void> {
     const { host, port, tcp_no_delay, tcp_defer_accept } = this.p.config.general;
-    this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) => acceptSocket(this.p, socket, this.clientSocketCap));
+    this.server = net.createServer({ noDelay: tcp_no_delay, pauseOnConnect: true }, (socket) =>
+      acceptSocket(this.p, socket, this.clientSocketCap),
+    );
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       const listening = () => {
@@ -168,7 +188,15 @@ export class Listener {
     this.clientSocketCap = clientSocketCap(openFileLimit());
     // With the native relay carrying every pool, it accepts the clients itself: a login costs no Node socket
     // ([native] accept = false keeps net.Server's accepts, as with the JavaScript relay).
-    const listener = this.p.config.native.accept ? this.p.nativeTls?.listen(this.server, tcp_no_delay, CLIENT_KEEPALIVE_MS, nativeAcceptor(this.p), tcp_defer_accept ? DEFER_ACCEPT_SECS : 0) ?? 0 : 0;
+    const listener = this.p.config.native.accept
+      ? (this.p.nativeTls?.listen(
+          this.server,
+          tcp_no_delay,
+          CLIENT_KEEPALIVE_MS,
+          nativeAcceptor(this.p),
+          tcp_defer_accept ? DEFER_ACCEPT_SECS : 0,
+        ) ?? 0)
+      : 0;
     if (listener > 0) {
       this.nativeListener = listener;
       this.nativePort = (this.server.address() as net.AddressInfo).port;

@@ -52,7 +52,11 @@ export interface Percentiles {
 }
 
 export function percentilesOf(counts: ArrayLike<number>): Percentiles {
-  return { p50: Math.round(quantileOf(counts, 0.5)), p95: Math.round(quantileOf(counts, 0.95)), p99: Math.round(quantileOf(counts, 0.99)) };
+  return {
+    p50: Math.round(quantileOf(counts, 0.5)),
+    p95: Math.round(quantileOf(counts, 0.95)),
+    p99: Math.round(quantileOf(counts, 0.99)),
+  };
 }
 
 /** A cumulative log histogram inside a shared block (the relays count into it), with the counts it had at the last
@@ -61,7 +65,10 @@ export class LogHistogram {
   private prev = new Float64Array(LOG_BUCKETS);
   private last = new Float64Array(LOG_BUCKETS);
 
-  constructor(private readonly block: Float64Array, private readonly off: number) {}
+  constructor(
+    private readonly block: Float64Array,
+    private readonly off: number,
+  ) {}
 
   observeUs(us: number): void {
     this.block[this.off + logBucketOf(us)]!++;

@@ -9,7 +9,11 @@ export class LogLimiter {
   private last = -Infinity;
   private fields: Record<string, unknown> = {};
 
-  constructor(private readonly log: Logger, private readonly message: string, private readonly periodMs = 10_000) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly message: string,
+    private readonly periodMs = 10_000,
+  ) {}
 
   /** `n` events now; `fields` describe the latest (they go on the next line logged). */
   add(n: number, fields: Record<string, unknown> = {}, now = Date.now()): void {

@@ -24,7 +24,11 @@ export interface MaintenanceHost {
   readonly events: EventRing;
   readonly apps: AppRegistry;
   readonly counters: PoolerCounters;
-  readonly limitedLogs: { readonly loginTimeouts: LogLimiter; readonly maxConnections: LogLimiter; readonly descriptors: LogLimiter };
+  readonly limitedLogs: {
+    readonly loginTimeouts: LogLimiter;
+    readonly maxConnections: LogLimiter;
+    readonly descriptors: LogLimiter;
+  };
   /** JavaScript logins in progress, in accept order. */
   readonly logins: Set<ClientStartup>;
   /** Logged-in clients. */
@@ -91,7 +95,8 @@ export class Maintenance {
       c.loginTimedOut();
       n++;
     }
-    if (this.host.listener.nativeListener && this.host.nativeLogins.underWay > 0) n += this.host.nativeTls?.expireLogins(this.host.listener.nativeListener, timeout) ?? 0;
+    if (this.host.listener.nativeListener && this.host.nativeLogins.underWay > 0)
+      n += this.host.nativeTls?.expireLogins(this.host.listener.nativeListener, timeout) ?? 0;
     if (n > 0) {
       this.host.counters.loginTimeouts += n;
       this.host.limitedLogs.loginTimeouts.add(n, { client_login_timeout_ms: timeout });
@@ -134,7 +139,15 @@ export class Maintenance {
     if (this.shutdownDone) return this.shutdownDone;
     this.shuttingDown = true;
     const drain = graceful && opts.drain === true;
-    this.host.events.add('shutdown', null, drain ? 'takeover: the next process serves; clients get shutdown_timeout to leave' : graceful ? 'SHUTDOWN: running transactions get shutdown_timeout' : 'immediate shutdown');
+    this.host.events.add(
+      'shutdown',
+      null,
+      drain
+        ? 'takeover: the next process serves; clients get shutdown_timeout to leave'
+        : graceful
+          ? 'SHUTDOWN: running transactions get shutdown_timeout'
+          : 'immediate shutdown',
+    );
     this.shutdownDone = (async () => {
       this.host.listener.close();
       for (const p of this.host.poolSet.pools.values()) p.settle();
@@ -145,7 +158,10 @@ export class Maintenance {
         // next process accepts the new ones), and are told 57P01 like any idle client rather than cut mid-login. The
         // first look comes after a turn of the event loop, once the relay has reported the clients it accepted last.
         do await new Promise((r) => setTimeout(r, 50));
-        while (Date.now() < deadline && (this.loginsUnderWay() || [...this.host.clients].some((c) => !c.isAdmin && (drain || !c.quiescent))));
+        while (
+          Date.now() < deadline &&
+          (this.loginsUnderWay() || [...this.host.clients].some((c) => !c.isAdmin && (drain || !c.quiescent)))
+        );
       }
       for (const c of [...this.host.clients]) c.kill('the pooler is shutting down');
       // A closed client's FATAL is on its way and what it sends meanwhile is read and dropped until it closes: exiting

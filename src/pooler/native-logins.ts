@@ -94,7 +94,13 @@ export class NativeLogins {
     this.queued = false;
     const relay = this.host.nativeTls;
     if (!this.listener || !relay) return;
-    relay.setLogins(this.listener, this.host.config.general.max_connections, this.slots, this.users(), this.host.tls.client.mode === 'disable');
+    relay.setLogins(
+      this.listener,
+      this.host.config.general.max_connections,
+      this.slots,
+      this.users(),
+      this.host.tls.client.mode === 'disable',
+    );
   }
 
   pool(entry: number): Pool | null {
@@ -133,7 +139,13 @@ export class NativeLogins {
         if (method !== 'md5' && method !== 'scram') continue;
         const entry = this.entry(pool);
         lending.add(pool);
-        const base = { entry, database, user: u.username, greeting: loginPrefix(pool.serverParams), clientEncoding: pool.serverParams.get('client_encoding') };
+        const base = {
+          entry,
+          database,
+          user: u.username,
+          greeting: loginPrefix(pool.serverParams),
+          clientEncoding: pool.serverParams.get('client_encoding'),
+        };
         if (method === 'md5') {
           this.scram[entry] = null;
           users.push({ ...base, md5: md5Inner(u.password, u.username) });
@@ -161,12 +173,18 @@ export class NativeLogins {
       }
       if (pool.lender) continue;
       const entry = this.entries.get(pool)!;
-      pool.lender = (s: ServerConnection) => relay!.lend(s.end, {
-        entry, kind: s.lendKind, stats: pool.stats.block, app: this.host.appBlock(relay!.appNameOf(s.lendKind >>> 1)),
-        pinMask: pool.settings.mode === 'transaction' ? pinMaskFor(pool.interner !== null) : 0,
-        queryPool: queryStatsOn() ? poolQueryId(pool.name) : 0, divert: pool.interner !== null,
-        maxMessage: this.host.config.general.max_message_size, slots: this.slots,
-      });
+      pool.lender = (s: ServerConnection) =>
+        relay!.lend(s.end, {
+          entry,
+          kind: s.lendKind,
+          stats: pool.stats.block,
+          app: this.host.appBlock(relay!.appNameOf(s.lendKind >>> 1)),
+          pinMask: pool.settings.mode === 'transaction' ? pinMaskFor(pool.interner !== null) : 0,
+          queryPool: queryStatsOn() ? poolQueryId(pool.name) : 0,
+          divert: pool.interner !== null,
+          maxMessage: this.host.config.general.max_message_size,
+          slots: this.slots,
+        });
     }
   }
 

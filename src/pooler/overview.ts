@@ -4,12 +4,31 @@ import { mergedPercentiles, type PoolerSnapshot, type PoolSnapshot } from './sna
 
 export function overviewOf(s: PoolerSnapshot): Overview {
   const o: Overview = {
-    clients: { active: 0, idle: 0, waiting: 0, total: 0, idle_in_transaction: 0 }, servers: { active: 0, idle: 0, used: 0, login: 0, total: 0, idle_in_transaction: 0 },
-    tps: 0, qps: 0, errors: 0, pools: 0, pools_paused: 0,
-    query_p50_us: 0, query_p95_us: 0, query_p99_us: 0, transaction_p95_us: 0, wait_p95_us: 0,
-    cl_waiting: 0, errors_per_sec: 0, sv_active: 0, sv_idle: 0, sv_used: 0, sv_login: 0,
-    max_wait_ms: 0, evictions: 0, exhaustions: 0, max_idle_xact_age_ms: 0,
-    connect_failures_per_sec: 0, pools_unreachable: 0, databases_unreachable: [],
+    clients: { active: 0, idle: 0, waiting: 0, total: 0, idle_in_transaction: 0 },
+    servers: { active: 0, idle: 0, used: 0, login: 0, total: 0, idle_in_transaction: 0 },
+    tps: 0,
+    qps: 0,
+    errors: 0,
+    pools: 0,
+    pools_paused: 0,
+    query_p50_us: 0,
+    query_p95_us: 0,
+    query_p99_us: 0,
+    transaction_p95_us: 0,
+    wait_p95_us: 0,
+    cl_waiting: 0,
+    errors_per_sec: 0,
+    sv_active: 0,
+    sv_idle: 0,
+    sv_used: 0,
+    sv_login: 0,
+    max_wait_ms: 0,
+    evictions: 0,
+    exhaustions: 0,
+    max_idle_xact_age_ms: 0,
+    connect_failures_per_sec: 0,
+    pools_unreachable: 0,
+    databases_unreachable: [],
   };
   const outages = new Map<string, { since: number; pools: string[]; error: PoolSnapshot['health']['lastError'] }>();
   for (const p of s.pools) {
@@ -49,8 +68,12 @@ export function overviewOf(s: PoolerSnapshot): Overview {
   o.qps = Math.round(o.qps * 1000) / 1000;
   o.connect_failures_per_sec = Math.round(o.connect_failures_per_sec * 1000) / 1000;
   o.databases_unreachable = [...outages].map(([database, d]): DatabaseOutage => ({
-    database, since: new Date(d.since).toISOString(), pools: d.pools,
-    last_error: d.error?.message ?? null, last_error_code: d.error?.code ?? null, last_error_at: d.error ? new Date(d.error.time).toISOString() : null,
+    database,
+    since: new Date(d.since).toISOString(),
+    pools: d.pools,
+    last_error: d.error?.message ?? null,
+    last_error_code: d.error?.code ?? null,
+    last_error_at: d.error ? new Date(d.error.time).toISOString() : null,
   }));
   o.clients.total = o.clients.active + o.clients.idle + o.clients.waiting;
   o.servers.total = o.servers.active + o.servers.idle + o.servers.used + o.servers.login;

@@ -82,7 +82,9 @@ export class PoolHealth {
 
   snapshot(): HealthSnapshot {
     return {
-      unreachableSince: this.unreachableSince, lastError: this.lastError, connectFailures: this.connectFailures,
+      unreachableSince: this.unreachableSince,
+      lastError: this.lastError,
+      connectFailures: this.connectFailures,
       connectFailuresPerSec: ((this.lastFailures - this.prevFailures) * 1000) / this.lastPeriodMs,
     };
   }

@@ -72,7 +72,7 @@ export class PoolSet {
   private coordinatorFor(db: string, pc: PoolConfig): Coordinator {
     const settings = coordinatorSettings(pc);
     let c = this.coordinators.get(db);
-    if (!c) this.coordinators.set(db, c = new Coordinator(db, settings));
+    if (!c) this.coordinators.set(db, (c = new Coordinator(db, settings)));
     else c.settings = settings;
     return c;
   }

@@ -1,5 +1,11 @@
 // What a pool is configured with (from [pools.<database>] and its user), and the counters of SHOW POOL_SCALING.
-import { effectivePoolMode, type PoolConfig, type PoolerConfig, type PoolMode, type UserConfig } from '../config/pooler.js';
+import {
+  effectivePoolMode,
+  type PoolConfig,
+  type PoolerConfig,
+  type PoolMode,
+  type UserConfig,
+} from '../config/pooler.js';
 import type { CoordinatorSettings } from './coordinator.js';
 import type { RelayKind } from './relay/relay.js';
 import type { ServerTarget } from './server-login.js';
@@ -48,24 +54,44 @@ export function poolKey(database: string, user: string): string {
 }
 
 /** A pool's settings from the config: `tls` is the server TLS in force, `tlsRelay` whether pools run on the JS relay. */
-export function poolSettings(config: PoolerConfig, database: string, pool: PoolConfig, user: UserConfig, tls: ServerTls, tlsRelay: boolean): PoolSettings {
+export function poolSettings(
+  config: PoolerConfig,
+  database: string,
+  pool: PoolConfig,
+  user: UserConfig,
+  tls: ServerTls,
+  tlsRelay: boolean,
+): PoolSettings {
   const g = config.general;
   const serverPassword = user.server_password ?? (user.password.startsWith('SCRAM-SHA-256$') ? null : user.password);
   const mode = effectivePoolMode(config, pool, user);
   return {
-    database, user: user.username, mode,
+    database,
+    user: user.username,
+    mode,
     target: {
-      host: pool.server_host, port: pool.server_port, database: pool.server_database ?? database, applicationName: pool.application_name ?? '',
+      host: pool.server_host,
+      port: pool.server_port,
+      database: pool.server_database ?? database,
+      applicationName: pool.application_name ?? '',
       tls,
     },
-    serverUser: user.server_username ?? user.username, serverPassword,
-    poolSize: user.pool_size, minPoolSize: user.min_pool_size,
-    connectTimeoutMs: g.connect_timeout, loginRetryMs: g.server_login_retry, idleTimeoutMs: g.idle_timeout, lifetimeMs: g.server_lifetime,
-    queryWaitTimeoutMs: g.query_wait_timeout, maxConcurrentConnects: g.max_concurrent_connects, noDelay: g.tcp_no_delay,
+    serverUser: user.server_username ?? user.username,
+    serverPassword,
+    poolSize: user.pool_size,
+    minPoolSize: user.min_pool_size,
+    connectTimeoutMs: g.connect_timeout,
+    loginRetryMs: g.server_login_retry,
+    idleTimeoutMs: g.idle_timeout,
+    lifetimeMs: g.server_lifetime,
+    queryWaitTimeoutMs: g.query_wait_timeout,
+    maxConcurrentConnects: g.max_concurrent_connects,
+    noDelay: g.tcp_no_delay,
     resetQuery: g.server_reset_query,
-    prepared: mode === 'transaction' && g.prepared_statements
-      ? { cacheSize: g.prepared_statements_cache_size, serverCacheSize: g.server_prepared_statements_cache_size }
-      : null,
+    prepared:
+      mode === 'transaction' && g.prepared_statements
+        ? { cacheSize: g.prepared_statements_cache_size, serverCacheSize: g.server_prepared_statements_cache_size }
+        : null,
     relay: poolRelay(config, tlsRelay, mode === 'transaction' && g.prepared_statements),
   };
 }
@@ -81,13 +107,22 @@ function poolRelay(config: PoolerConfig, tlsRelay: boolean, rewrites: boolean): 
 /** A database's coordinator settings (max_db_connections, reserve, eviction) from its [pools.<database>]. */
 export function coordinatorSettings(pc: PoolConfig): CoordinatorSettings {
   return {
-    maxDbConnections: pc.max_db_connections, reserveSize: pc.reserve_pool_size, reserveTimeoutMs: pc.reserve_pool_timeout,
-    minGuaranteed: pc.min_guaranteed_pool_size, minConnectionLifetimeMs: pc.min_connection_lifetime,
+    maxDbConnections: pc.max_db_connections,
+    reserveSize: pc.reserve_pool_size,
+    reserveTimeoutMs: pc.reserve_pool_timeout,
+    minGuaranteed: pc.min_guaranteed_pool_size,
+    minConnectionLifetimeMs: pc.min_connection_lifetime,
   };
 }
 
 /** True when new settings point a pool at another server or login: its server connections must be replaced. */
 export function serverChanged(old: PoolSettings, next: PoolSettings): boolean {
-  return old.target.host !== next.target.host || old.target.port !== next.target.port || old.target.database !== next.target.database
-    || old.target.tls.mode !== next.target.tls.mode || old.serverUser !== next.serverUser || old.serverPassword !== next.serverPassword;
+  return (
+    old.target.host !== next.target.host ||
+    old.target.port !== next.target.port ||
+    old.target.database !== next.target.database ||
+    old.target.tls.mode !== next.target.tls.mode ||
+    old.serverUser !== next.serverUser ||
+    old.serverPassword !== next.serverPassword
+  );
 }

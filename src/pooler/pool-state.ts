@@ -51,7 +51,15 @@ export abstract class PoolState {
   coordinator: Coordinator | null = null;
   /** Connects in flight that were granted from the reserve. */
   protected connectingReserve = 0;
-  readonly scaling: ScalingCounters = { creates: 0, gateWaits: 0, gateBudgetEx: 0, anticNotify: 0, anticTimeout: 0, createFallback: 0, replenishDef: 0 };
+  readonly scaling: ScalingCounters = {
+    creates: 0,
+    gateWaits: 0,
+    gateBudgetEx: 0,
+    anticNotify: 0,
+    anticTimeout: 0,
+    createFallback: 0,
+    replenishDef: 0,
+  };
   /** Servers pinned to their client (session state that cannot move, session-state/): outside pool_size, as a
    * session-mode server is its client's, until the client leaves. */
   pinned = 0;
@@ -64,12 +72,17 @@ export abstract class PoolState {
   /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
   onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
 
-  constructor(public settings: PoolSettings, protected readonly log: Logger) {
+  constructor(
+    public settings: PoolSettings,
+    protected readonly log: Logger,
+  ) {
     this.health = new PoolHealth(() => this.settings.connectTimeoutMs);
     const prepared = settings.prepared;
     const t = settings.target;
     // Pools of one database share its schema epoch: DDL seen through any of them re-parses every pool's texts.
-    this.interner = prepared ? new Interner({ idleCapacity: prepared.cacheSize, schema: schemaEpochFor(`${t.host}:${t.port}/${t.database}`) }) : null;
+    this.interner = prepared
+      ? new Interner({ idleCapacity: prepared.cacheSize, schema: schemaEpochFor(`${t.host}:${t.port}/${t.database}`) })
+      : null;
     this.serverCacheSize = prepared?.serverCacheSize ?? 0;
     this.relay = relayFor(settings.relay);
     this.updateParkable();
@@ -124,7 +137,12 @@ export abstract class PoolState {
     // Every lent server is now a relay-only client's, held until it leaves (one that leaves while someone waits is
     // reported, and its server goes to the waiter). While the pool may grow, the waiter gets a new server or that one
     // first; at max_db_connections a new server may be long in coming, so theirs come back now.
-    if (this.lentCount > 0 && this.servers.size - this.pinned + this.connecting < this.settings.poolSize && !this.coordinator?.atCap()) return;
+    if (
+      this.lentCount > 0 &&
+      this.servers.size - this.pinned + this.connecting < this.settings.poolSize &&
+      !this.coordinator?.atCap()
+    )
+      return;
     this.relay.reclaim(this.stats);
   }
 
@@ -181,12 +199,22 @@ export abstract class PoolState {
   /** Lends the relay the idle servers that hold a native login kind's parameters, while nobody else could want them. */
   protected lendIdle(): void {
     const lender = this.lender;
-    if (!lender || !this.mayPark || (this.coordinator && this.coordinator.blocked.size > 0) || this.idle.length === 0) return;
+    if (!lender || !this.mayPark || (this.coordinator && this.coordinator.blocked.size > 0) || this.idle.length === 0)
+      return;
     const now = Date.now();
     // Bottom of the stack first: the most recently used is lent last, and the relay gives it first.
     const kept: ServerConnection[] = [];
     for (const s of this.idle) {
-      if (s.state !== 'idle' || s.lendKind < 0 || s.closeOnRelease || now >= s.expiresAt || s.paramsUnknown || s.pinned || s.cancelsInFlight > 0 || !lender(s)) {
+      if (
+        s.state !== 'idle' ||
+        s.lendKind < 0 ||
+        s.closeOnRelease ||
+        now >= s.expiresAt ||
+        s.paramsUnknown ||
+        s.pinned ||
+        s.cancelsInFlight > 0 ||
+        !lender(s)
+      ) {
         kept.push(s);
         continue;
       }

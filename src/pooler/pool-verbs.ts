@@ -50,7 +50,11 @@ export function startPause(t: VerbTarget, database?: string, user?: string): Pau
   for (const p of pools) {
     const active = p.pause();
     running += active;
-    t.events.add('pause', label(p), `PAUSE: new checkouts stop; ${active} running transaction${active === 1 ? '' : 's'} finish${active === 1 ? 'es' : ''}`);
+    t.events.add(
+      'pause',
+      label(p),
+      `PAUSE: new checkouts stop; ${active} running transaction${active === 1 ? '' : 's'} finish${active === 1 ? 'es' : ''}`,
+    );
   }
   return { message: names('PAUSE', pools), running, pools };
 }
@@ -87,7 +91,11 @@ export function killDatabase(t: VerbTarget, database: string): string {
   for (const p of pools) p.settle();
   let killed = 0;
   for (const c of t.clients) if (c.pool && pools.includes(c.pool)) killed++;
-  t.events.add('kill', null, `KILL ${database}: ${killed} clients and every server of ${pools.length} pools closed; the pools stay paused until RESUME`);
+  t.events.add(
+    'kill',
+    null,
+    `KILL ${database}: ${killed} clients and every server of ${pools.length} pools closed; the pools stay paused until RESUME`,
+  );
   for (const p of pools) {
     p.paused = true;
     p.failWaiters(`database "${database}" was killed by the administrator`, SqlState.AdminShutdown);

@@ -23,7 +23,11 @@ export class Pool extends PoolState {
   }
 
   private credential(): ServerCredential {
-    return { user: this.settings.serverUser, password: this.settings.serverPassword, scram: () => this.scramCredential };
+    return {
+      user: this.settings.serverUser,
+      password: this.settings.serverPassword,
+      scram: () => this.scramCredential,
+    };
   }
 
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
@@ -74,15 +78,22 @@ export class Pool extends PoolState {
     s.cancelsInFlight++;
     this.cancelling++;
     this.updateParkable();
-    sendCancelRequest(this.settings.target, s.backendPid, s.backendSecret, Math.max(this.settings.connectTimeoutMs, 1000), onError, () => {
-      s.cancelsInFlight--;
-      this.cancelling--;
-      this.updateParkable();
-      if (s.cancelsInFlight > 0) return;
-      const then = s.afterCancel;
-      s.afterCancel = null;
-      then?.();
-    });
+    sendCancelRequest(
+      this.settings.target,
+      s.backendPid,
+      s.backendSecret,
+      Math.max(this.settings.connectTimeoutMs, 1000),
+      onError,
+      () => {
+        s.cancelsInFlight--;
+        this.cancelling--;
+        this.updateParkable();
+        if (s.cancelsInFlight > 0) return;
+        const then = s.afterCancel;
+        s.afterCancel = null;
+        then?.();
+      },
+    );
   }
 
   /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
@@ -95,8 +106,23 @@ export class Pool extends PoolState {
     }
     const now = Date.now();
     const waiting = !this.paused && this.waiting > 0;
-    if (!reusable || s.closeOnRelease || now >= s.expiresAt || this.retired || this.servers.size - this.pinned > this.settings.poolSize || (s.reserve && !waiting)) {
-      s.close(!reusable ? 'released in an unknown state' : s.closeOnRelease ? 'reconnect' : s.reserve ? 'reserve connection returned' : 'lifetime');
+    if (
+      !reusable ||
+      s.closeOnRelease ||
+      now >= s.expiresAt ||
+      this.retired ||
+      this.servers.size - this.pinned > this.settings.poolSize ||
+      (s.reserve && !waiting)
+    ) {
+      s.close(
+        !reusable
+          ? 'released in an unknown state'
+          : s.closeOnRelease
+            ? 'reconnect'
+            : s.reserve
+              ? 'reserve connection returned'
+              : 'lifetime',
+      );
       this.forget(s);
       this.growForWaiters();
     } else if (waiting) {
@@ -199,7 +225,14 @@ export class Pool extends PoolState {
     this.connecting++;
     this.scaling.creates++;
     if (reserve) this.connectingReserve++;
-    ServerConnection.connect(this.settings.target, this.credential(), this.settings.connectTimeoutMs, this.settings.noDelay, this.relay, this.interner !== null).then(
+    ServerConnection.connect(
+      this.settings.target,
+      this.credential(),
+      this.settings.connectTimeoutMs,
+      this.settings.noDelay,
+      this.relay,
+      this.interner !== null,
+    ).then(
       (s) => {
         this.connecting--;
         this.connectFailing = false;
@@ -233,8 +266,19 @@ export class Pool extends PoolState {
         this.loginRetryAt = Date.now() + this.settings.loginRetryMs;
         this.lastLoginError = err;
         // During an outage its start and end events stand for the failures (a storm of them would flush the ring).
-        if (this.health.unreachableSince === null) this.onEvent('connect_failure', `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`);
-        this.noteHealth(this.health.connectFailed(err.message, err.errno ?? err.sqlstate, Date.now(), this.waiting > 0 || this.paramWaiters.length > 0));
+        if (this.health.unreachableSince === null)
+          this.onEvent(
+            'connect_failure',
+            `connecting to ${this.settings.target.host}:${this.settings.target.port} failed: ${err.message}`,
+          );
+        this.noteHealth(
+          this.health.connectFailed(
+            err.message,
+            err.errno ?? err.sqlstate,
+            Date.now(),
+            this.waiting > 0 || this.paramWaiters.length > 0,
+          ),
+        );
         this.log.warn({ pool: this.name, err: err.message, sqlstate: err.sqlstate }, 'server login failed');
         for (const p of this.paramWaiters.splice(0)) p.reject(err);
         // Waiters that no live or pending server could serve get the error now.
@@ -253,11 +297,25 @@ export class Pool extends PoolState {
     if (change.kind === 'unreachable') {
       const message = `PostgreSQL ${host}:${port} unreachable since ${new Date(change.since).toISOString()}: ${change.error.message} (${change.error.code})`;
       this.onEvent('backend_unreachable', message);
-      this.log.error({ pool: this.name, since: new Date(change.since).toISOString(), err: change.error.message, code: change.error.code }, 'PostgreSQL unreachable');
+      this.log.error(
+        {
+          pool: this.name,
+          since: new Date(change.since).toISOString(),
+          err: change.error.message,
+          code: change.error.code,
+        },
+        'PostgreSQL unreachable',
+      );
     } else {
       const seconds = Math.round((change.until - change.since) / 100) / 10;
-      this.onEvent('backend_reachable', `PostgreSQL ${host}:${port} reachable again: a server logged in after ${seconds} s unreachable (${change.failures} failed connects)`);
-      this.log.info({ pool: this.name, unreachable_ms: change.until - change.since, failures: change.failures }, 'PostgreSQL reachable again');
+      this.onEvent(
+        'backend_reachable',
+        `PostgreSQL ${host}:${port} reachable again: a server logged in after ${seconds} s unreachable (${change.failures} failed connects)`,
+      );
+      this.log.info(
+        { pool: this.name, unreachable_ms: change.until - change.since, failures: change.failures },
+        'PostgreSQL reachable again',
+      );
     }
   }
 
@@ -265,8 +323,21 @@ export class Pool extends PoolState {
    * second) finds out when it is back, so the outage does not outlast it on the console. */
   private probe(now: number): void {
     const last = this.health.lastError;
-    if (this.health.unreachableSince === null || !last || this.demand > 0 || this.connecting > 0 || this.paused || this.retired) return;
-    if (now - last.time < Math.max(this.settings.connectTimeoutMs, 1000) || this.servers.size >= this.settings.poolSize || !this.scramOrPasswordKnown()) return;
+    if (
+      this.health.unreachableSince === null ||
+      !last ||
+      this.demand > 0 ||
+      this.connecting > 0 ||
+      this.paused ||
+      this.retired
+    )
+      return;
+    if (
+      now - last.time < Math.max(this.settings.connectTimeoutMs, 1000) ||
+      this.servers.size >= this.settings.poolSize ||
+      !this.scramOrPasswordKnown()
+    )
+      return;
     if (this.coordinator && this.coordinator.admit(this, -1) === 'none') return;
     this.connectOne();
   }
@@ -278,7 +349,10 @@ export class Pool extends PoolState {
   private cachedLoginError(now: number): { message: string; sqlstate: string } | null {
     const err = this.lastLoginError;
     if (!err || now >= this.loginRetryAt || this.servers.size > 0 || this.connecting > 0) return null;
-    return { message: `server login has been failing, cached error: ${err.message} (server_login_retry)`, sqlstate: clientSqlState(err) };
+    return {
+      message: `server login has been failing, cached error: ${err.message} (server_login_retry)`,
+      sqlstate: clientSqlState(err),
+    };
   }
 
   /** ParameterStatus set for client logins; connects a first server when none has logged in yet. */
@@ -324,19 +398,31 @@ export class Pool extends PoolState {
     if (closed && this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
     if (!this.paused && !this.retired && this.scramOrPasswordKnown()) {
       while (this.servers.size + this.connecting < minPoolSize) {
-        if (this.connecting >= this.settings.maxConcurrentConnects || (this.coordinator && this.coordinator.admit(this, -1) === 'none')) {
+        if (
+          this.connecting >= this.settings.maxConcurrentConnects ||
+          (this.coordinator && this.coordinator.admit(this, -1) === 'none')
+        ) {
           this.scaling.replenishDef++;
           break;
         }
         this.connectOne();
       }
     }
-    if (queryWaitTimeoutMs > 0 && this.paramWaiters.length > 0 && this.servers.size === 0 && this.connecting === 0 && now - this.paramWaitSince > queryWaitTimeoutMs) {
+    if (
+      queryWaitTimeoutMs > 0 &&
+      this.paramWaiters.length > 0 &&
+      this.servers.size === 0 &&
+      this.connecting === 0 &&
+      now - this.paramWaitSince > queryWaitTimeoutMs
+    ) {
       // Logins waiting for a first server that the database's cap never let this pool open.
       const capped = this.coordinator !== null && this.coordinator.atCap();
       if (capped) this.coordinator!.exhaustions++;
       const message = `query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms${capped ? ` (database at max_db_connections ${this.coordinator!.settings.maxDbConnections})` : ''}`;
-      this.onEvent('pool_exhaustion', `${this.paramWaiters.length} logins waited ${now - this.paramWaitSince} ms for a first server: ${message}`);
+      this.onEvent(
+        'pool_exhaustion',
+        `${this.paramWaiters.length} logins waited ${now - this.paramWaitSince} ms for a first server: ${message}`,
+      );
       const err = new ServerLoginError(message, SqlState.QueryCanceled);
       for (const p of this.paramWaiters.splice(0)) p.reject(err);
     }
@@ -349,8 +435,14 @@ export class Pool extends PoolState {
         if (this.connecting > 0) this.scaling.anticTimeout++;
         const capped = this.coordinator !== null && this.coordinator.atCap();
         if (capped) this.coordinator!.exhaustions++;
-        this.onEvent('pool_exhaustion', `a client waited ${waitedMs} ms for a server (query_wait_timeout ${queryWaitTimeoutMs} ms; ${this.servers.size} of pool_size ${this.settings.poolSize} open${capped ? `, database at max_db_connections ${this.coordinator!.settings.maxDbConnections}` : ''})`);
-        w.onPoolError(`query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms`, SqlState.QueryCanceled);
+        this.onEvent(
+          'pool_exhaustion',
+          `a client waited ${waitedMs} ms for a server (query_wait_timeout ${queryWaitTimeoutMs} ms; ${this.servers.size} of pool_size ${this.settings.poolSize} open${capped ? `, database at max_db_connections ${this.coordinator!.settings.maxDbConnections}` : ''})`,
+        );
+        w.onPoolError(
+          `query_wait_timeout: no server connection available within ${queryWaitTimeoutMs} ms`,
+          SqlState.QueryCanceled,
+        );
       }
     }
     this.growForWaiters();
@@ -430,5 +522,7 @@ export class Pool extends PoolState {
 
 /** What a client hears of a failed server login: PostgreSQL's refusal of the credentials as it is, else 08006. */
 function clientSqlState(err: ServerLoginError): string {
-  return err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization ? err.sqlstate : SqlState.ConnectionFailure;
+  return err.sqlstate === SqlState.InvalidPassword || err.sqlstate === SqlState.InvalidAuthorization
+    ? err.sqlstate
+    : SqlState.ConnectionFailure;
 }

@@ -23,7 +23,16 @@ import { attachAdminConsole } from './admin/console.js';
 import { Listener, type ListenerHost } from './listener.js';
 import { Maintenance, type MaintenanceHost } from './maintenance.js';
 import { setQueryStatsSize } from './query-stats/stats.js';
-import { loadTlsSettings, reloadTlsSettings, nativeTlsRelay, tlsNeedsJsRelay, NO_TLS, type ClientTls, type ServerTls, type TlsSettings } from './tls/tls-settings.js';
+import {
+  loadTlsSettings,
+  reloadTlsSettings,
+  nativeTlsRelay,
+  tlsNeedsJsRelay,
+  NO_TLS,
+  type ClientTls,
+  type ServerTls,
+  type TlsSettings,
+} from './tls/tls-settings.js';
 import { AuthQueryLogins, type AuthQueryHost } from './auth/auth-query-pools.js';
 import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import { NativeRelay } from './relay/native.js';
@@ -35,8 +44,14 @@ import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-s
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
 /** ParameterStatus values the admin console reports at login. */
 const ADMIN_PARAMS: ReadonlyMap<string, string> = new Map([
-  ['server_version', '16.0 (tidepool)'], ['server_encoding', 'UTF8'], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'],
-  ['integer_datetimes', 'on'], ['standard_conforming_strings', 'on'], ['TimeZone', 'UTC'], ['is_superuser', 'on'],
+  ['server_version', '16.0 (tidepool)'],
+  ['server_encoding', 'UTF8'],
+  ['client_encoding', 'UTF8'],
+  ['DateStyle', 'ISO, MDY'],
+  ['integer_datetimes', 'on'],
+  ['standard_conforming_strings', 'on'],
+  ['TimeZone', 'UTC'],
+  ['is_superuser', 'on'],
 ]);
 
 export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSession>, MaintenanceHost, AuthQueryHost {
@@ -49,11 +64,22 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   readonly startedAt = new Date();
   readonly log: Logger;
   readonly counters: PoolerCounters = {
-    connections: 0, errors: 0, cancel: 0, tls: 0, nativeLogins: 0, jsLogins: 0,
-    loginTimeouts: 0, refusedMaxConnections: 0, refusedDescriptors: 0,
+    connections: 0,
+    errors: 0,
+    cancel: 0,
+    tls: 0,
+    nativeLogins: 0,
+    jsLogins: 0,
+    loginTimeouts: 0,
+    refusedMaxConnections: 0,
+    refusedDescriptors: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
-  readonly limitedLogs: { readonly loginTimeouts: LogLimiter; readonly maxConnections: LogLimiter; readonly descriptors: LogLimiter };
+  readonly limitedLogs: {
+    readonly loginTimeouts: LogLimiter;
+    readonly maxConnections: LogLimiter;
+    readonly descriptors: LogLimiter;
+  };
   /** JavaScript logins in progress, in accept order (client_login_timeout: the oldest are first). */
   readonly logins = new Set<ClientStartup>();
   /** The logins the native relay runs itself (native-logins.ts). */
@@ -87,14 +113,23 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   readonly stopped: Promise<void>;
   private resolveStopped!: () => void;
 
-  constructor(public config: PoolerConfig, readonly configFile: string | null, readonly logs: LogHub) {
+  constructor(
+    public config: PoolerConfig,
+    readonly configFile: string | null,
+    readonly logs: LogHub,
+  ) {
     this.log = logs.get('pooler');
     this.limitedLogs = {
       loginTimeouts: new LogLimiter(this.log, 'client logins closed by client_login_timeout'),
       maxConnections: new LogLimiter(this.log, 'clients refused: max_connections reached (SQLSTATE 53300)'),
-      descriptors: new LogLimiter(this.log, 'clients refused: no file descriptors left (EMFILE/ENFILE); raise the limit (ulimit -n) or lower max_connections'),
+      descriptors: new LogLimiter(
+        this.log,
+        'clients refused: no file descriptors left (EMFILE/ENFILE); raise the limit (ulimit -n) or lower max_connections',
+      ),
     };
-    this.stopped = new Promise((r) => { this.resolveStopped = r; });
+    this.stopped = new Promise((r) => {
+      this.resolveStopped = r;
+    });
     // Before any pool: the process's native relay is made with this config's [native] relay_events.
     if (config.native.relay) NativeRelay.start(config.native.relay_events);
     // Before listen(): the "pooler listening" line is shipped too.
@@ -191,8 +226,13 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   resolveLogin(database: string, user: string): LoginTarget | Promise<LoginTarget> {
     if (ADMIN_DATABASES.has(database)) {
       const g = this.config.general;
-      if (user !== g.admin_username) return { error: `user "${user}" may not use the admin console`, sqlstate: SqlState.InvalidAuthorization };
-      if (!g.admin_password) return { error: 'the admin console is disabled: general.admin_password is empty', sqlstate: SqlState.InvalidAuthorization };
+      if (user !== g.admin_username)
+        return { error: `user "${user}" may not use the admin console`, sqlstate: SqlState.InvalidAuthorization };
+      if (!g.admin_password)
+        return {
+          error: 'the admin console is disabled: general.admin_password is empty',
+          sqlstate: SqlState.InvalidAuthorization,
+        };
       return { admin: true, pool: null, secret: g.admin_password };
     }
     const pc = this.config.pools[database];
@@ -203,7 +243,8 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
       if (fetched) return fetched;
     }
     const pool = this.poolSet.get(database, user);
-    if (!uc || !pool) return { error: `no such user "${user}" in database "${database}"`, sqlstate: SqlState.InvalidAuthorization };
+    if (!uc || !pool)
+      return { error: `no such user "${user}" in database "${database}"`, sqlstate: SqlState.InvalidAuthorization };
     return { admin: false, pool, secret: uc.password };
   }
 
@@ -243,7 +284,8 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     else this.counters.jsLogins++;
     this.cancelKeys.add(c);
     if (c.isAdmin) attachAdminConsole(this, c);
-    if (this.log.isLevelEnabled('debug')) this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
+    if (this.log.isLevelEnabled('debug'))
+      this.log.debug({ client_id: c.id, user: c.user, database: c.database, addr: c.addr }, 'client logged in');
   }
 
   unregisterClient(c: ClientSession): void {
@@ -285,7 +327,10 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     // relay) has nothing to cancel, and its server may already be another client's.
     const counts = c.relayCounts();
     const inFlight = s !== null && s.owner === c && counts !== null && (counts.syncs > 0 || counts.unsynced);
-    this.log.debug({ client_id: c.id, server_id: s?.id, backend_pid: s?.backendPid, forwarded: inFlight }, 'cancel request');
+    this.log.debug(
+      { client_id: c.id, server_id: s?.id, backend_pid: s?.backendPid, forwarded: inFlight },
+      'cancel request',
+    );
     if (!inFlight || !c.pool) return;
     c.pool.forwardCancel(s, (message) => this.log.warn({ err: message }, 'forwarding a cancel request failed'));
   }
@@ -335,7 +380,11 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     try {
       next = loadPoolerConfig(this.configFile);
     } catch (err) {
-      this.events.add('reload', null, `RELOAD failed, the old configuration stays: ${(err as Error).message.split('\n')[0]}`);
+      this.events.add(
+        'reload',
+        null,
+        `RELOAD failed, the old configuration stays: ${(err as Error).message.split('\n')[0]}`,
+      );
       throw err;
     }
     const changed = configChanges(this.config, next);
@@ -345,7 +394,8 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     const tls = reloadTlsSettings(this.tls, next, this.tlsRelay, this.nativeTls);
     this.tls = tls.settings;
     if (tls.restart) restart.push(tls.restart);
-    if (tls.error) this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
+    if (tls.error)
+      this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
     const notes = tls.error ? [`TLS files not loaded, the previous certificates and keys stay: ${tls.error}`] : [];
     try {
       this.hba = next.general.auth_hba_file ? HbaRules.load(next.general.auth_hba_file) : null;

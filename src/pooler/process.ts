@@ -3,7 +3,14 @@
 import { LogHub } from '../shared/logger.js';
 import { ConfigError, loadPoolerConfig } from '../config/pooler.js';
 import { Pooler } from './pooler.js';
-import { Handoff, TakeoverError, TakeoverServer, takeoverSocketPath, type InheritedListener, type PassedListener } from './takeover.js';
+import {
+  Handoff,
+  TakeoverError,
+  TakeoverServer,
+  takeoverSocketPath,
+  type InheritedListener,
+  type PassedListener,
+} from './takeover.js';
 import type { WebListener } from './web/server.js';
 
 /** `takeover`: the listening sockets come from the pooler process running with this config (--takeover). */
@@ -24,7 +31,10 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
       process.stderr.write(`${err.message}\n`);
       return 1;
     }
-    log.info({ from_pid: handoff.oldPid, listeners: handoff.listeners.map((l) => `${l.name} ${l.host}:${l.bound}`) }, 'takeover: listening sockets received');
+    log.info(
+      { from_pid: handoff.oldPid, listeners: handoff.listeners.map((l) => `${l.name} ${l.host}:${l.bound}`) },
+      'takeover: listening sockets received',
+    );
   }
   // SIGHUP's default action ends the process: it is caught before the pooler listens (and says so on its log), and one
   // that comes during the start reloads once the pooler runs, as the file may have changed after it was read.
@@ -32,7 +42,10 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
   let reloadAtStart = false;
   const reload = (p: Pooler) => {
     p.reload().catch((err: unknown) => {
-      log.error({ err: err instanceof ConfigError ? err.message : String(err) }, 'RELOAD failed, the old configuration stays');
+      log.error(
+        { err: err instanceof ConfigError ? err.message : String(err) },
+        'RELOAD failed, the old configuration stays',
+      );
     });
   };
   process.on('SIGHUP', () => {
@@ -40,7 +53,7 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
     else reloadAtStart = true;
   });
   const inheritedPooler = handoff?.listener('pooler') ?? null;
-  const inheritedWeb = config.web.enabled ? handoff?.listener('web') ?? null : null;
+  const inheritedWeb = config.web.enabled ? (handoff?.listener('web') ?? null) : null;
   let pooler: Pooler;
   try {
     pooler = await Pooler.start(file, logs, { listenFd: inheritedPooler?.fd });
@@ -68,7 +81,10 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
     try {
       web = await startWebListener(pooler, { fd: inheritedWeb?.fd });
     } catch (err) {
-      log.error({ err: (err as Error).message, host: pooler.config.web.host, port: pooler.config.web.port }, 'web listener failed to start');
+      log.error(
+        { err: (err as Error).message, host: pooler.config.web.host, port: pooler.config.web.port },
+        'web listener failed to start',
+      );
       handoff?.abort();
       await pooler.shutdown(false);
       return 1;
@@ -76,23 +92,39 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
   }
   if (handoff) {
     handoff.ready([inheritedPooler?.fd, inheritedWeb?.fd].filter((fd): fd is number => fd !== undefined));
-    log.info({ from_pid: handoff.oldPid }, 'takeover: serving on the inherited sockets; the old process stops accepting');
+    log.info(
+      { from_pid: handoff.oldPid },
+      'takeover: serving on the inherited sockets; the old process stops accepting',
+    );
   }
   if (!pooler.shuttingDown) {
-    takeover = new TakeoverServer(socketPath, {
-      listeners: () => {
-        if (pooler.shuttingDown) return null;
-        const g = pooler.config.general;
-        const list: { passed: PassedListener; fd: number }[] = [{ passed: { name: 'pooler', host: g.host, port: g.port, bound: pooler.port }, fd: pooler.listener.listeningFd }];
-        if (web) list.push({ passed: { name: 'web', host: pooler.config.web.host, port: pooler.config.web.port, bound: web.port }, fd: web.listeningFd });
-        return list;
+    takeover = new TakeoverServer(
+      socketPath,
+      {
+        listeners: () => {
+          if (pooler.shuttingDown) return null;
+          const g = pooler.config.general;
+          const list: { passed: PassedListener; fd: number }[] = [
+            {
+              passed: { name: 'pooler', host: g.host, port: g.port, bound: pooler.port },
+              fd: pooler.listener.listeningFd,
+            },
+          ];
+          if (web)
+            list.push({
+              passed: { name: 'web', host: pooler.config.web.host, port: pooler.config.web.port, bound: web.port },
+              fd: web.listeningFd,
+            });
+          return list;
+        },
+        handedOver: () => {
+          pooler.listener.close();
+          web?.stopAccepting();
+          void pooler.shutdown(true, { drain: true });
+        },
       },
-      handedOver: () => {
-        pooler.listener.close();
-        web?.stopAccepting();
-        void pooler.shutdown(true, { drain: true });
-      },
-    }, logs.get('pooler::takeover'));
+      logs.get('pooler::takeover'),
+    );
     await takeover.open();
   }
   await pooler.stopped;
@@ -104,8 +136,13 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
 /** A takeover keeps the listening address: a config that moves it needs a restart instead (the old process's
  * socket would otherwise go on listening where the new config no longer says). */
 function checkSameAddress(l: InheritedListener | null, host: string, port: number, section: string): void {
-  if (!l) throw new TakeoverError(`takeover: the running pooler has no ${section === 'web' ? 'web ' : ''}listener to hand over; [${section}] needs a restart`);
+  if (!l)
+    throw new TakeoverError(
+      `takeover: the running pooler has no ${section === 'web' ? 'web ' : ''}listener to hand over; [${section}] needs a restart`,
+    );
   if (l.host !== host || l.port !== port) {
-    throw new TakeoverError(`takeover keeps the listening address: [${section}] host/port changed from ${l.host}:${l.port} to ${host}:${port}; restart instead`);
+    throw new TakeoverError(
+      `takeover keeps the listening address: [${section}] host/port changed from ${l.host}:${l.port} to ${host}:${port}; restart instead`,
+    );
   }
 }

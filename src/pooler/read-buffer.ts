@@ -41,5 +41,8 @@ export function adoptWithOnread(accepted: net.Socket, onread: ReturnType<ReadBuf
   raw._handle = null;
   accepted.destroy();
   // TCP_NODELAY, set by net.Server's noDelay option, belongs to the file descriptor and stays.
-  return new net.Socket({ handle, onread, readable: true, writable: true } as net.SocketConstructorOpts & { handle: unknown; onread: unknown });
+  return new net.Socket({ handle, onread, readable: true, writable: true } as net.SocketConstructorOpts & {
+    handle: unknown;
+    onread: unknown;
+  });
 }

@@ -1,6 +1,12 @@
 // One connection to PostgreSQL after its login (server-login.ts): pool bookkeeping, cancel key, owner, relay end.
 import { SqlState } from '../protocol/codes.js';
-import { serverLogin, ServerLoginError, type ServerCredential, type ServerLogin, type ServerTarget } from './server-login.js';
+import {
+  serverLogin,
+  ServerLoginError,
+  type ServerCredential,
+  type ServerLogin,
+  type ServerTarget,
+} from './server-login.js';
 import type { Relay, ServerEnd, ServerEvents } from './relay/relay.js';
 import type { ServerStatements } from './prepared/server-cache.js';
 import type { ParamValues } from './session-state/params.js';
@@ -74,12 +80,23 @@ export class ServerConnection {
       onSchemaChanged: () => this.statements?.schemaChanged(),
     };
     const end = relay.adoptServer(login.conn, events, rewrites);
-    if (!end) throw new ServerLoginError('internal error: the server connection could not be handed to the relay', SqlState.ConnectionFailure);
+    if (!end)
+      throw new ServerLoginError(
+        'internal error: the server connection could not be handed to the relay',
+        SqlState.ConnectionFailure,
+      );
     this.end = end;
   }
 
   /** Connects and logs in; resolves when PostgreSQL sent ReadyForQuery and the relay has the socket. */
-  static connect(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean, relay: Relay, rewrites = false): Promise<ServerConnection> {
+  static connect(
+    target: ServerTarget,
+    cred: ServerCredential,
+    timeoutMs: number,
+    noDelay: boolean,
+    relay: Relay,
+    rewrites = false,
+  ): Promise<ServerConnection> {
     return serverLogin(target, cred, timeoutMs, noDelay, (login) => new ServerConnection(login, relay, rewrites));
   }
 
@@ -94,7 +111,13 @@ export class ServerConnection {
     this.onClosed?.(this);
     // A parked server dies as an idle one would: its client was between transactions and carries on.
     if (wasOwner && parked) wasOwner.onServerLostBetween?.(this);
-    else if (wasOwner) wasOwner.onServerClosed(this, this.closeReason || 'server closed the connection unexpectedly', atBoundary, toldClient);
+    else if (wasOwner)
+      wasOwner.onServerClosed(
+        this,
+        this.closeReason || 'server closed the connection unexpectedly',
+        atBoundary,
+        toldClient,
+      );
   }
 
   /** Closes at once, without Terminate (KILL, shutdown). */

@@ -4,7 +4,12 @@ import tls from 'node:tls';
 import { BackendMessage, AuthRequest, SqlState } from '../protocol/codes.js';
 import { FrameStream, ALL_TYPES } from '../protocol/frame-stream.js';
 import { BodyReader, parseErrorFields } from '../protocol/reader.js';
-import { writeStartupMessage, writePasswordMessage, writeSASLInitialResponse, writeSASLResponse } from '../protocol/writer.js';
+import {
+  writeStartupMessage,
+  writePasswordMessage,
+  writeSASLInitialResponse,
+  writeSASLResponse,
+} from '../protocol/writer.js';
 import { isMd5Secret, md5Inner, md5Response } from './auth/md5.js';
 import { ScramClient, type ScramCredential } from './auth/scram.js';
 import { ReadBuffer, type ChunkHandler } from './read-buffer.js';
@@ -32,7 +37,11 @@ export interface ServerTarget {
 
 export class ServerLoginError extends Error {
   /** `errno`: the socket's error code (ECONNREFUSED) when PostgreSQL never answered. */
-  constructor(message: string, readonly sqlstate: string = SqlState.ConnectionFailure, readonly errno: string | null = null) {
+  constructor(
+    message: string,
+    readonly sqlstate: string = SqlState.ConnectionFailure,
+    readonly errno: string | null = null,
+  ) {
     super(message);
     this.name = 'ServerLoginError';
   }
@@ -63,7 +72,13 @@ const SERVER_READ_BUFFER = 64 * 1024;
  * (it must take the socket over then: no read may fall between the login and its new owner); an exception it
  * throws fails the login like any other.
  */
-export async function serverLogin<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean, ready: (login: ServerLogin) => T): Promise<T> {
+export async function serverLogin<T>(
+  target: ServerTarget,
+  cred: ServerCredential,
+  timeoutMs: number,
+  noDelay: boolean,
+  ready: (login: ServerLogin) => T,
+): Promise<T> {
   if (target.tls.mode !== 'allow') return loginOnce(target, cred, timeoutMs, noDelay, ready, target.tls.mode);
   try {
     return await loginOnce(target, cred, timeoutMs, noDelay, ready, 'disable');
@@ -73,7 +88,14 @@ export async function serverLogin<T>(target: ServerTarget, cred: ServerCredentia
   }
 }
 
-function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: number, noDelay: boolean, ready: (login: ServerLogin) => T, mode: TlsMode): Promise<T> {
+function loginOnce<T>(
+  target: ServerTarget,
+  cred: ServerCredential,
+  timeoutMs: number,
+  noDelay: boolean,
+  ready: (login: ServerLogin) => T,
+  mode: TlsMode,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     // onread reads into a reused buffer and skips the stream layer: about 14% less CPU per transaction.
     let handler: ChunkHandler = () => false;
@@ -83,8 +105,18 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
     /** The socket the login talks through: `raw`, or the TLS socket over it. */
     let socket: net.Socket = raw;
     const login: ServerLogin = {
-      conn: { socket, read: (h) => { handler = h; } },
-      startedAt, backendPid: 0, backendSecret: Buffer.alloc(0), params: new Map(), applicationName: target.applicationName, tls: '',
+      conn: {
+        socket,
+        read: (h) => {
+          handler = h;
+        },
+      },
+      startedAt,
+      backendPid: 0,
+      backendSecret: Buffer.alloc(0),
+      params: new Map(),
+      applicationName: target.applicationName,
+      tls: '',
     };
     let done = false;
     const fail = (err: Error) => {
@@ -95,11 +127,28 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
       raw.destroy();
       reject(err);
     };
-    const timer = timeoutMs > 0
-      ? setTimeout(() => fail(new ServerLoginError(`connect_timeout: no login to ${target.host}:${target.port} within ${timeoutMs} ms`)), timeoutMs)
-      : undefined;
-    const onError = (err: NodeJS.ErrnoException) => fail(new ServerLoginError(`could not connect to server ${target.host}:${target.port}: ${err.message}`, SqlState.ConnectionFailure, err.code ?? null));
-    const onClose = () => fail(new ServerLoginError(`server ${target.host}:${target.port} closed the connection during login`));
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(
+            () =>
+              fail(
+                new ServerLoginError(
+                  `connect_timeout: no login to ${target.host}:${target.port} within ${timeoutMs} ms`,
+                ),
+              ),
+            timeoutMs,
+          )
+        : undefined;
+    const onError = (err: NodeJS.ErrnoException) =>
+      fail(
+        new ServerLoginError(
+          `could not connect to server ${target.host}:${target.port}: ${err.message}`,
+          SqlState.ConnectionFailure,
+          err.code ?? null,
+        ),
+      );
+    const onClose = () =>
+      fail(new ServerLoginError(`server ${target.host}:${target.port} closed the connection during login`));
     raw.once('error', onError);
     raw.once('close', onClose);
     const startup = () => {
@@ -118,25 +167,47 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
       if (done) return false;
       const answer = chunk[0];
       // Bytes after the S would be taken as part of the TLS handshake: a man in the middle could inject them.
-      if (answer === 0x53 && chunk.length > 1) fail(new ServerLoginError('received unencrypted data after SSL response', SqlState.ProtocolViolation));
+      if (answer === 0x53 && chunk.length > 1)
+        fail(new ServerLoginError('received unencrypted data after SSL response', SqlState.ProtocolViolation));
       else if (answer === 0x53) startTls();
       else if (answer === 0x4e && mode === 'prefer') {
         handler = onLoginBytes;
         startup();
-      } else if (answer === 0x4e) fail(new ServerLoginError(`server ${target.host}:${target.port} does not support SSL, but server_tls_sslmode is ${mode}`));
-      else fail(new ServerLoginError(`server ${target.host}:${target.port} answered SSLRequest with ${JSON.stringify(String.fromCharCode(answer ?? 0))}`, SqlState.ProtocolViolation));
+      } else if (answer === 0x4e)
+        fail(
+          new ServerLoginError(
+            `server ${target.host}:${target.port} does not support SSL, but server_tls_sslmode is ${mode}`,
+          ),
+        );
+      else
+        fail(
+          new ServerLoginError(
+            `server ${target.host}:${target.port} answered SSLRequest with ${JSON.stringify(String.fromCharCode(answer ?? 0))}`,
+            SqlState.ProtocolViolation,
+          ),
+        );
       return false;
     };
     let onTlsError: ((err: Error) => void) | null = null;
     const startTls = () => {
       const secure = tls.connect(serverConnectOptions(target.tls, target.host, raw));
       socket = secure;
-      login.conn = { socket: secure, read: (h) => { handler = h; } };
+      login.conn = {
+        socket: secure,
+        read: (h) => {
+          handler = h;
+        },
+      };
       // The TLS socket reports for both from here; an error of the plain one must not go unheard.
       raw.off('error', onError);
       raw.off('close', onClose);
       raw.on('error', () => undefined);
-      onTlsError = (err: Error) => fail(new ServerLoginError(`TLS to server ${target.host}:${target.port} failed (server_tls_sslmode ${mode}): ${err.message}`));
+      onTlsError = (err: Error) =>
+        fail(
+          new ServerLoginError(
+            `TLS to server ${target.host}:${target.port} failed (server_tls_sslmode ${mode}): ${err.message}`,
+          ),
+        );
       secure.once('error', onTlsError);
       secure.once('close', onClose);
       secure.on('data', (chunk: Buffer) => void handler(chunk));
@@ -157,22 +228,34 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
             const code = r.int32();
             if (code === AuthRequest.Ok) break;
             if (code === AuthRequest.CleartextPassword) {
-              if (cred.password === null || isMd5Secret(cred.password)) throw new ServerLoginError(`PostgreSQL asked user "${cred.user}" for a cleartext password, but only a hashed secret is configured; set server_password`, SqlState.InvalidAuthorization);
+              if (cred.password === null || isMd5Secret(cred.password))
+                throw new ServerLoginError(
+                  `PostgreSQL asked user "${cred.user}" for a cleartext password, but only a hashed secret is configured; set server_password`,
+                  SqlState.InvalidAuthorization,
+                );
               socket.write(writePasswordMessage(cred.password));
             } else if (code === AuthRequest.MD5Password) {
-              if (cred.password === null) throw new ServerLoginError(`PostgreSQL asked user "${cred.user}" for md5, but only a SCRAM secret is configured; set server_password`, SqlState.InvalidAuthorization);
+              if (cred.password === null)
+                throw new ServerLoginError(
+                  `PostgreSQL asked user "${cred.user}" for md5, but only a SCRAM secret is configured; set server_password`,
+                  SqlState.InvalidAuthorization,
+                );
               socket.write(writePasswordMessage(md5Response(md5Inner(cred.password, cred.user), r.bytes(4))));
             } else if (code === AuthRequest.SASL) {
               const mechs: string[] = [];
               for (let m = r.cstring(); m !== ''; m = r.cstring()) mechs.push(m);
-              if (!mechs.includes('SCRAM-SHA-256')) throw new ServerLoginError(`PostgreSQL offers only ${mechs.join(', ')}`, SqlState.InvalidAuthorization);
+              if (!mechs.includes('SCRAM-SHA-256'))
+                throw new ServerLoginError(`PostgreSQL offers only ${mechs.join(', ')}`, SqlState.InvalidAuthorization);
               let c: ScramCredential | null = null;
               if (cred.password !== null && !isMd5Secret(cred.password)) c = { password: cred.password };
               else c = cred.scram?.() ?? null;
               if (!c) {
-                throw new ServerLoginError((cred.password !== null && isMd5Secret(cred.password))
-                  ? `PostgreSQL asked user "${cred.user}" for SCRAM-SHA-256, but only an md5 secret is configured; set server_password`
-                  : `cannot log in to PostgreSQL as "${cred.user}" with SCRAM yet: only a SCRAM secret is configured and no client has proven its key; a client must log in first, or set server_password`, SqlState.InvalidAuthorization);
+                throw new ServerLoginError(
+                  cred.password !== null && isMd5Secret(cred.password)
+                    ? `PostgreSQL asked user "${cred.user}" for SCRAM-SHA-256, but only an md5 secret is configured; set server_password`
+                    : `cannot log in to PostgreSQL as "${cred.user}" with SCRAM yet: only a SCRAM secret is configured and no client has proven its key; a client must log in first, or set server_password`,
+                  SqlState.InvalidAuthorization,
+                );
               }
               scram = new ScramClient(c);
               socket.write(writeSASLInitialResponse('SCRAM-SHA-256', scram.first()));
@@ -182,7 +265,11 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
             } else if (code === AuthRequest.SASLFinal) {
               if (!scram) throw new ServerLoginError('unexpected SASLFinal');
               scram.verify(r.rest().toString('utf8'));
-            } else throw new ServerLoginError(`unsupported authentication request ${code} from PostgreSQL`, SqlState.InvalidAuthorization);
+            } else
+              throw new ServerLoginError(
+                `unsupported authentication request ${code} from PostgreSQL`,
+                SqlState.InvalidAuthorization,
+              );
             break;
           }
           case BackendMessage.ParameterStatus: {
@@ -217,11 +304,16 @@ function loginOnce<T>(target: ServerTarget, cred: ServerCredential, timeoutMs: n
             break; // NoticeResponse, NegotiateProtocolVersion
         }
       } catch (err) {
-        fail(err instanceof ServerLoginError ? err : new ServerLoginError((err as Error).message, SqlState.InvalidPassword));
+        fail(
+          err instanceof ServerLoginError
+            ? err
+            : new ServerLoginError((err as Error).message, SqlState.InvalidPassword),
+        );
       }
     });
     const onLoginBytes = (chunk: Buffer): boolean => {
-      if (!frames.feed(chunk)) fail(new ServerLoginError('PostgreSQL sent a malformed message during login', SqlState.ProtocolViolation));
+      if (!frames.feed(chunk))
+        fail(new ServerLoginError('PostgreSQL sent a malformed message during login', SqlState.ProtocolViolation));
       return false;
     };
     handler = onLoginBytes;

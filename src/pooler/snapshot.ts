@@ -31,11 +31,24 @@ export interface PoolSnapshot {
   /** pinned: transaction-mode clients kept on their server by session state that cannot move (counted in active too).
    * idleInTransaction: clients inside a transaction with nothing in flight (ClientSnapshot.idleInTransaction), counted in
    * active too; maxIdleXactAgeMs: the age of the oldest of their transactions (0 when none). */
-  readonly clients: { readonly idle: number; readonly active: number; readonly waiting: number; readonly cancelReq: number; readonly pinned: number;
-    readonly idleInTransaction: number; readonly maxIdleXactAgeMs: number };
+  readonly clients: {
+    readonly idle: number;
+    readonly active: number;
+    readonly waiting: number;
+    readonly cancelReq: number;
+    readonly pinned: number;
+    readonly idleInTransaction: number;
+    readonly maxIdleXactAgeMs: number;
+  };
   /** used: released by a client, server_reset_query still running (PgBouncer's sv_used); login: connecting.
    * idleInTransaction: servers whose client is idle in transaction (counted in active too). */
-  readonly servers: { readonly active: number; readonly idle: number; readonly used: number; readonly login: number; readonly idleInTransaction: number };
+  readonly servers: {
+    readonly active: number;
+    readonly idle: number;
+    readonly used: number;
+    readonly login: number;
+    readonly idleInTransaction: number;
+  };
   readonly maxWaitMs: number;
   readonly oldestActiveMs: number;
   readonly totals: TotalsRecord;
@@ -47,7 +60,11 @@ export interface PoolSnapshot {
   /** The log-histogram counts behind them, to merge across pools. */
   readonly windows: { readonly query: Float64Array; readonly transaction: Float64Array; readonly wait: Float64Array };
   /** Cumulative histograms for /metrics. */
-  readonly histograms: { readonly query: DurationBuckets; readonly transaction: DurationBuckets; readonly wait: DurationBuckets };
+  readonly histograms: {
+    readonly query: DurationBuckets;
+    readonly transaction: DurationBuckets;
+    readonly wait: DurationBuckets;
+  };
   readonly scaling: ScalingCounters & { readonly inflight: number };
   /** Last server connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
   readonly health: HealthSnapshot;
@@ -153,7 +170,6 @@ export interface StatementSnapshot {
   readonly idleMs: number;
 }
 
-
 /** Parts of the snapshot only some readers need (they cost a pass over every statement or fingerprint). */
 export interface SnapshotParts {
   /** Every pool's prepared statements (SHOW PREPARED_STATEMENTS, INTERNER, /api/prepared, /api/top/*). */
@@ -170,8 +186,18 @@ export interface PoolerSnapshot {
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
   readonly apps: readonly AppSnapshot[];
-  readonly counters: { readonly connections: number; readonly errors: number; readonly cancel: number; readonly tls: number; readonly nativeLogins: number; readonly jsLogins: number; readonly loggingIn: number;
-    readonly loginTimeouts: number; readonly refusedMaxConnections: number; readonly refusedDescriptors: number };
+  readonly counters: {
+    readonly connections: number;
+    readonly errors: number;
+    readonly cancel: number;
+    readonly tls: number;
+    readonly nativeLogins: number;
+    readonly jsLogins: number;
+    readonly loggingIn: number;
+    readonly loginTimeouts: number;
+    readonly refusedMaxConnections: number;
+    readonly refusedDescriptors: number;
+  };
   readonly events: readonly PoolerEvent[];
   /** Null unless asked for (SnapshotParts). */
   readonly statements: readonly StatementSnapshot[] | null;
@@ -188,9 +214,18 @@ function statementsOf(p: SnapshotSource<ClientSession>, now: number): StatementS
     if (!pool.interner) continue;
     for (const s of pool.interner.statements()) {
       out.push({
-        pool: pool.name, hash: s.hash, name: s.name, query: s.query.toString('utf8'), kind: isSql(s) ? 'sql' : 'protocol',
-        bytes: s.query.length + s.types.length, countUsed: s.countUsed, executions: s.executions, execTimeUs: Math.round(s.execTimeUs),
-        cacheHits: s.cacheHits, cacheMisses: s.cacheMisses, idleMs: s.lastUsed ? now - s.lastUsed : 0,
+        pool: pool.name,
+        hash: s.hash,
+        name: s.name,
+        query: s.query.toString('utf8'),
+        kind: isSql(s) ? 'sql' : 'protocol',
+        bytes: s.query.length + s.types.length,
+        countUsed: s.countUsed,
+        executions: s.executions,
+        execTimeUs: Math.round(s.execTimeUs),
+        cacheHits: s.cacheHits,
+        cacheMisses: s.cacheMisses,
+        idleMs: s.lastUsed ? now - s.lastUsed : 0,
       });
     }
   }
@@ -212,23 +247,37 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
     const counts = c.relayCounts();
     const waitUs = c.state === 'waiting' ? Math.max(0, now - c.waitingSince) * 1000 : 0;
     const waitReason = c.waitReason();
-    const txStatus = c.server ? c.server.end.counts()?.txStatus ?? TxStatus.Idle : TxStatus.Idle;
+    const txStatus = c.server ? (c.server.end.counts()?.txStatus ?? TxStatus.Idle) : TxStatus.Idle;
     const idleInTransaction = counts !== null && txStatus !== TxStatus.Idle && counts.syncs === 0 && !counts.unsynced;
     const xactAgeMs = Math.round((counts?.xactAgeUs ?? 0) / 1000);
     clients.push({
-      id: c.id, database: c.database, user: c.user, applicationName: c.applicationName, addr: c.addr, tls: c.tls, state: c.state,
-      waitReason, waitUs,
-      transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, errors: counts?.errors ?? 0,
-      bytesReceived: counts?.bytesReceived ?? 0, bytesSent: counts?.bytesSent ?? 0, xactTimeUs: Math.round(counts?.xactTimeUs ?? 0),
-      queryAgeMs: Math.round((counts?.queryAgeUs ?? 0) / 1000), idleInTransaction, xactAgeMs,
-      ageSeconds: Math.round((now - c.connectedAt) / 1000), admin: c.isAdmin,
+      id: c.id,
+      database: c.database,
+      user: c.user,
+      applicationName: c.applicationName,
+      addr: c.addr,
+      tls: c.tls,
+      state: c.state,
+      waitReason,
+      waitUs,
+      transactions: counts?.transactions ?? 0,
+      queries: counts?.queries ?? 0,
+      errors: counts?.errors ?? 0,
+      bytesReceived: counts?.bytesReceived ?? 0,
+      bytesSent: counts?.bytesSent ?? 0,
+      xactTimeUs: Math.round(counts?.xactTimeUs ?? 0),
+      queryAgeMs: Math.round((counts?.queryAgeUs ?? 0) / 1000),
+      idleInTransaction,
+      xactAgeMs,
+      ageSeconds: Math.round((now - c.connectedAt) / 1000),
+      admin: c.isAdmin,
     });
     if (c.server) linked.set(c, { queryAgeMs: clients[clients.length - 1]!.queryAgeMs, idleInTransaction, xactAgeMs });
     if (c.isAdmin || !c.pool) continue;
     let cl = perPool.get(c.pool);
-    if (!cl) perPool.set(c.pool, cl = noClients());
+    if (!cl) perPool.set(c.pool, (cl = noClients()));
     let app = perApp.get(c.applicationName);
-    if (!app) perApp.set(c.applicationName, app = { clients: 0, active: 0, waiting: 0 });
+    if (!app) perApp.set(c.applicationName, (app = { clients: 0, active: 0, waiting: 0 }));
     app.clients++;
     if (c.state === 'waiting') {
       cl.waiting++;
@@ -264,23 +313,52 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
       const owner = s.owner ? linked.get(s.owner) : undefined;
       if (owner?.idleInTransaction) sv.idleInTransaction++;
       servers.push({
-        id: s.id, pid: s.backendPid, database: pool.settings.database, user: pool.settings.user, applicationName: s.applicationName, tls: s.tls, state: s.state,
-        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0, queryAgeMs: owner?.queryAgeMs ?? 0,
-        idleInTransaction: owner !== undefined && owner.idleInTransaction, xactAgeMs: owner?.xactAgeMs ?? 0,
-        transactions: counts?.transactions ?? 0, queries: counts?.queries ?? 0, bytesSent: counts?.bytesSent ?? 0, bytesReceived: counts?.bytesReceived ?? 0,
-        ageSeconds: Math.round((now - s.createdAt) / 1000), prepareHits: cache?.hits ?? 0, prepareMisses: cache?.misses ?? 0, prepareSize: cache?.size ?? 0,
+        id: s.id,
+        pid: s.backendPid,
+        database: pool.settings.database,
+        user: pool.settings.user,
+        applicationName: s.applicationName,
+        tls: s.tls,
+        state: s.state,
+        idleSeconds: s.state === 'idle' ? Math.round((now - s.lastUsed) / 1000) : 0,
+        queryAgeMs: owner?.queryAgeMs ?? 0,
+        idleInTransaction: owner !== undefined && owner.idleInTransaction,
+        xactAgeMs: owner?.xactAgeMs ?? 0,
+        transactions: counts?.transactions ?? 0,
+        queries: counts?.queries ?? 0,
+        bytesSent: counts?.bytesSent ?? 0,
+        bytesReceived: counts?.bytesReceived ?? 0,
+        ageSeconds: Math.round((now - s.createdAt) / 1000),
+        prepareHits: cache?.hits ?? 0,
+        prepareMisses: cache?.misses ?? 0,
+        prepareSize: cache?.size ?? 0,
         reserve: s.reserve,
       });
     }
     const st = pool.stats;
     const windows = { query: st.queryTimes.window(), transaction: st.xactTimes.window(), wait: st.waitTimes.window() };
     pools.push({
-      database: pool.settings.database, user: pool.settings.user, mode: pool.settings.mode, paused: pool.paused, fallbackActive: pool.connectFailing, poolSize: pool.settings.poolSize,
-      clients: perPool.get(pool) ?? noClients(), servers: sv,
-      maxWaitMs: pool.maxWaitMs(now), oldestActiveMs,
-      totals: st.totals.snapshot(), averages: st.averages(),
-      query: percentilesOf(windows.query), transaction: percentilesOf(windows.transaction), wait: percentilesOf(windows.wait), windows,
-      histograms: { query: buckets(st.queryHistogram), transaction: buckets(st.xactHistogram), wait: buckets(st.waitHistogram) },
+      database: pool.settings.database,
+      user: pool.settings.user,
+      mode: pool.settings.mode,
+      paused: pool.paused,
+      fallbackActive: pool.connectFailing,
+      poolSize: pool.settings.poolSize,
+      clients: perPool.get(pool) ?? noClients(),
+      servers: sv,
+      maxWaitMs: pool.maxWaitMs(now),
+      oldestActiveMs,
+      totals: st.totals.snapshot(),
+      averages: st.averages(),
+      query: percentilesOf(windows.query),
+      transaction: percentilesOf(windows.transaction),
+      wait: percentilesOf(windows.wait),
+      windows,
+      histograms: {
+        query: buckets(st.queryHistogram),
+        transaction: buckets(st.xactHistogram),
+        wait: buckets(st.waitHistogram),
+      },
       scaling: { ...pool.scaling, inflight: pool.connecting },
       health: pool.health.snapshot(),
       errorsBySqlState: sqlStateCounts(st.block),
@@ -290,23 +368,43 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
   const coordinators: CoordinatorSnapshot[] = [];
   for (const c of p.coordinators.values()) {
     coordinators.push({
-      database: c.database, maxDbConnections: c.settings.maxDbConnections, current: c.current(), reserveSize: c.settings.reserveSize,
-      reserveUsed: c.reserveUsed(), evictions: c.evictions, reserveAcquisitions: c.reserveAcquisitions, exhaustions: c.exhaustions,
+      database: c.database,
+      maxDbConnections: c.settings.maxDbConnections,
+      current: c.current(),
+      reserveSize: c.settings.reserveSize,
+      reserveUsed: c.reserveUsed(),
+      evictions: c.evictions,
+      reserveAcquisitions: c.reserveAcquisitions,
+      exhaustions: c.exhaustions,
     });
   }
 
   const apps: AppSnapshot[] = [];
   for (const e of p.apps.entries()) {
     const live = perApp.get(e.name) ?? { clients: 0, active: 0, waiting: 0 };
-    apps.push({ applicationName: e.name, clients: live.clients, active: live.active, waiting: live.waiting, totals: totalsOf(e.block), averages: e.period.averages() });
+    apps.push({
+      applicationName: e.name,
+      clients: live.clients,
+      active: live.active,
+      waiting: live.waiting,
+      totals: totalsOf(e.block),
+      averages: e.period.averages(),
+    });
   }
 
   return {
-    takenAt: now, pools, clients, servers, coordinators, apps,
+    takenAt: now,
+    pools,
+    clients,
+    servers,
+    coordinators,
+    apps,
     counters: {
-      ...p.counters, loggingIn: p.loggingIn + p.nativeLogins.underWay,
+      ...p.counters,
+      loggingIn: p.loggingIn + p.nativeLogins.underWay,
       // Relay-only logins that left unreported (native/relay-lend.cc) were connections and native logins all the same.
-      connections: p.counters.connections + p.nativeLogins.unreported, nativeLogins: p.counters.nativeLogins + p.nativeLogins.unreported,
+      connections: p.counters.connections + p.nativeLogins.unreported,
+      nativeLogins: p.counters.nativeLogins + p.nativeLogins.unreported,
     },
     events: p.events.list(),
     // After settle() above: the uses the native relay's lane answered are counted into the statements.

@@ -5,7 +5,9 @@
 import { LOG_BUCKETS, LogHistogram, logBucketOf } from './log-histogram.js';
 
 /** Bucket bounds in seconds for query, transaction and wait durations (the Prometheus histograms). */
-export const DURATION_BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+export const DURATION_BOUNDS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+] as const;
 
 const HIST_SIZE = DURATION_BOUNDS.length + 2;
 /** Distinct SQLSTATEs a pool counts errors under; later ones count as `other` (a pool sees a handful in practice). */
@@ -67,7 +69,8 @@ export function countSqlState(block: Float64Array, code: string | null): void {
 export function sqlStateCounts(block: Float64Array): { sqlstate: string; count: number }[] {
   const off = STATS_LAYOUT.sqlStates;
   const out: { sqlstate: string; count: number }[] = [];
-  for (let i = 0; i < SQLSTATE_SLOTS && block[off + 2 * i] !== 0; i++) out.push({ sqlstate: decodeSqlState(block[off + 2 * i]!), count: block[off + 2 * i + 1]! });
+  for (let i = 0; i < SQLSTATE_SLOTS && block[off + 2 * i] !== 0; i++)
+    out.push({ sqlstate: decodeSqlState(block[off + 2 * i]!), count: block[off + 2 * i + 1]! });
   const other = block[off + 2 * SQLSTATE_SLOTS]!;
   if (other > 0) out.push({ sqlstate: 'other', count: other });
   return out.sort((a, b) => b.count - a.count || a.sqlstate.localeCompare(b.sqlstate));
@@ -75,7 +78,10 @@ export function sqlStateCounts(block: Float64Array): { sqlstate: string; count: 
 
 /** A duration histogram with DURATION_BOUNDS: counts[i] observations fell in (bounds[i-1], bounds[i]]; then count, sum. */
 export class DurationHistogramCounter {
-  constructor(private readonly block: Float64Array, private readonly off: number) {}
+  constructor(
+    private readonly block: Float64Array,
+    private readonly off: number,
+  ) {}
   observeUs(us: number): void {
     const s = us / 1e6;
     const b = this.block;
@@ -96,7 +102,12 @@ export class DurationHistogramCounter {
   snapshot(): { bounds: readonly number[]; counts: readonly number[]; count: number; sum: number } {
     const nb = DURATION_BOUNDS.length;
     const b = this.block;
-    return { bounds: DURATION_BOUNDS, counts: Array.from(b.subarray(this.off, this.off + nb)), count: b[this.off + nb]!, sum: b[this.off + nb + 1]! };
+    return {
+      bounds: DURATION_BOUNDS,
+      counts: Array.from(b.subarray(this.off, this.off + nb)),
+      count: b[this.off + nb]!,
+      sum: b[this.off + nb + 1]!,
+    };
   }
 }
 
@@ -112,34 +123,84 @@ export interface TotalsRecord {
 }
 
 /** Slots of the totals (native/relay-engine.h `Totals` has the same numbers). */
-export const enum Total { Xact = 0, Queries = 1, Recv = 2, Sent = 3, XactTime = 4, QueryTime = 5, Wait = 6, Errors = 7 }
+export const enum Total {
+  Xact = 0,
+  Queries = 1,
+  Recv = 2,
+  Sent = 3,
+  XactTime = 4,
+  QueryTime = 5,
+  Wait = 6,
+  Errors = 7,
+}
 
 /** The eight totals, read and written by name over the first slots of the block. */
 export class Totals implements TotalsRecord {
   constructor(private readonly b: Float64Array) {}
-  get xactCount(): number { return this.b[0]!; }
-  set xactCount(v: number) { this.b[0] = v; }
-  get queryCount(): number { return this.b[1]!; }
-  set queryCount(v: number) { this.b[1] = v; }
-  get received(): number { return this.b[2]!; }
-  set received(v: number) { this.b[2] = v; }
-  get sent(): number { return this.b[3]!; }
-  set sent(v: number) { this.b[3] = v; }
-  get xactTimeUs(): number { return this.b[4]!; }
-  set xactTimeUs(v: number) { this.b[4] = v; }
-  get queryTimeUs(): number { return this.b[5]!; }
-  set queryTimeUs(v: number) { this.b[5] = v; }
-  get waitTimeUs(): number { return this.b[6]!; }
-  set waitTimeUs(v: number) { this.b[6] = v; }
-  get errors(): number { return this.b[7]!; }
-  set errors(v: number) { this.b[7] = v; }
+  get xactCount(): number {
+    return this.b[0]!;
+  }
+  set xactCount(v: number) {
+    this.b[0] = v;
+  }
+  get queryCount(): number {
+    return this.b[1]!;
+  }
+  set queryCount(v: number) {
+    this.b[1] = v;
+  }
+  get received(): number {
+    return this.b[2]!;
+  }
+  set received(v: number) {
+    this.b[2] = v;
+  }
+  get sent(): number {
+    return this.b[3]!;
+  }
+  set sent(v: number) {
+    this.b[3] = v;
+  }
+  get xactTimeUs(): number {
+    return this.b[4]!;
+  }
+  set xactTimeUs(v: number) {
+    this.b[4] = v;
+  }
+  get queryTimeUs(): number {
+    return this.b[5]!;
+  }
+  set queryTimeUs(v: number) {
+    this.b[5] = v;
+  }
+  get waitTimeUs(): number {
+    return this.b[6]!;
+  }
+  set waitTimeUs(v: number) {
+    this.b[6] = v;
+  }
+  get errors(): number {
+    return this.b[7]!;
+  }
+  set errors(v: number) {
+    this.b[7] = v;
+  }
   snapshot(): TotalsRecord {
     return totalsOf(this.b);
   }
 }
 
 export function totalsOf(b: Float64Array): TotalsRecord {
-  return { xactCount: b[0]!, queryCount: b[1]!, received: b[2]!, sent: b[3]!, xactTimeUs: b[4]!, queryTimeUs: b[5]!, waitTimeUs: b[6]!, errors: b[7]! };
+  return {
+    xactCount: b[0]!,
+    queryCount: b[1]!,
+    received: b[2]!,
+    sent: b[3]!,
+    xactTimeUs: b[4]!,
+    queryTimeUs: b[5]!,
+    waitTimeUs: b[6]!,
+    errors: b[7]!,
+  };
 }
 
 export function emptyTotals(): TotalsRecord {
@@ -170,7 +231,10 @@ export class PeriodTotals {
   private lastWaits = 0;
   private lastPeriodMs = 1;
 
-  constructor(private readonly block: Float64Array, private readonly waitCountSlot = -1) {}
+  constructor(
+    private readonly block: Float64Array,
+    private readonly waitCountSlot = -1,
+  ) {}
 
   roll(periodMs: number): void {
     this.prev = this.last;
@@ -189,11 +253,19 @@ export class PeriodTotals {
     // PgBouncer's avg_wait_time: the mean wait of the clients that got a server during the period.
     const waits = this.waitCountSlot >= 0 ? this.lastWaits - this.prevWaits : xacts;
     return {
-      xactCount: perSec('xactCount'), queryCount: perSec('queryCount'), recv: perSec('received'), sent: perSec('sent'), errors: perSec('errors'),
+      xactCount: perSec('xactCount'),
+      queryCount: perSec('queryCount'),
+      recv: perSec('received'),
+      sent: perSec('sent'),
+      errors: perSec('errors'),
       xactTime: xacts ? Math.round(d('xactTimeUs') / xacts) : 0,
       queryTime: queries ? Math.round(d('queryTimeUs') / queries) : 0,
       waitTime: waits ? Math.round(d('waitTimeUs') / waits) : 0,
-      exact: { xactCount: exactPerSec('xactCount'), queryCount: exactPerSec('queryCount'), errors: exactPerSec('errors') },
+      exact: {
+        xactCount: exactPerSec('xactCount'),
+        queryCount: exactPerSec('queryCount'),
+        errors: exactPerSec('errors'),
+      },
     };
   }
 }

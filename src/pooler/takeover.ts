@@ -44,7 +44,10 @@ export function takeoverSocketPath(config: PoolerConfig, configFile: string): st
 }
 
 function needFdPassing(): FdPassing {
-  if (!fdPassing) throw new TakeoverError('takeover needs the native addon (built, and TIDEPOOL_NATIVE is not 0): Node cannot pass descriptors between processes');
+  if (!fdPassing)
+    throw new TakeoverError(
+      'takeover needs the native addon (built, and TIDEPOOL_NATIVE is not 0): Node cannot pass descriptors between processes',
+    );
   return fdPassing;
 }
 
@@ -52,7 +55,12 @@ function needFdPassing(): FdPassing {
 export class Handoff {
   private closed = false;
 
-  private constructor(private readonly f: FdPassing, private readonly socket: number, readonly oldPid: number, readonly listeners: InheritedListener[]) {}
+  private constructor(
+    private readonly f: FdPassing,
+    private readonly socket: number,
+    readonly oldPid: number,
+    readonly listeners: InheritedListener[],
+  ) {}
 
   /** Connects to the running pooler at `socketPath` and receives its listening sockets (blocking, up to timeoutMs). */
   static receive(socketPath: string, timeoutMs = TAKEOVER_TIMEOUT_MS): Handoff {
@@ -62,7 +70,8 @@ export class Handoff {
       socket = f.fdUnixConnect(socketPath, timeoutMs);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      const why = code === 'ENOENT' || code === 'ECONNREFUSED' ? 'no pooler process answers there' : (err as Error).message;
+      const why =
+        code === 'ENOENT' || code === 'ECONNREFUSED' ? 'no pooler process answers there' : (err as Error).message;
       throw new TakeoverError(`takeover: cannot connect to ${socketPath}: ${why}`);
     }
     const fds: number[] = [];
@@ -72,23 +81,35 @@ export class Handoff {
       while (!text.includes('\n')) {
         const got = f.fdReceive(socket);
         fds.push(...got.fds);
-        if (got.data.length === 0) throw new TakeoverError('takeover: the running pooler closed the connection without an answer');
+        if (got.data.length === 0)
+          throw new TakeoverError('takeover: the running pooler closed the connection without an answer');
         text += got.data.toString('utf8');
         if (text.length > 64 * 1024) throw new TakeoverError('takeover: answer too long');
       }
-      const answer = JSON.parse(text.slice(0, text.indexOf('\n'))) as { error?: string; pid?: number; listeners?: PassedListener[] };
+      const answer = JSON.parse(text.slice(0, text.indexOf('\n'))) as {
+        error?: string;
+        pid?: number;
+        listeners?: PassedListener[];
+      };
       if (answer.error) throw new TakeoverError(`takeover refused by the running pooler: ${answer.error}`);
       const listed = answer.listeners ?? [];
       if (listed.length !== fds.length || typeof answer.pid !== 'number') {
         throw new TakeoverError(`takeover: ${fds.length} descriptors came for ${listed.length} listeners`);
       }
-      return new Handoff(f, socket, answer.pid, listed.map((l, i) => ({ ...l, fd: fds[i]! })));
+      return new Handoff(
+        f,
+        socket,
+        answer.pid,
+        listed.map((l, i) => ({ ...l, fd: fds[i]! })),
+      );
     } catch (err) {
       for (const fd of fds) f.fdClose(fd);
       f.fdClose(socket);
       if (err instanceof TakeoverError) throw err;
       const code = (err as NodeJS.ErrnoException).code;
-      throw new TakeoverError(`takeover: ${code === 'EAGAIN' ? `no answer within ${timeoutMs} ms` : (err as Error).message}`);
+      throw new TakeoverError(
+        `takeover: ${code === 'EAGAIN' ? `no answer within ${timeoutMs} ms` : (err as Error).message}`,
+      );
     }
   }
 
@@ -132,7 +153,11 @@ export class TakeoverServer {
   private busy = false;
   private done = false;
 
-  constructor(private readonly socketPath: string, private readonly source: TakeoverSource, private readonly log: Logger) {}
+  constructor(
+    private readonly socketPath: string,
+    private readonly source: TakeoverSource,
+    private readonly log: Logger,
+  ) {}
 
   /** Listens at the path (a socket file no process answers on is replaced); false, with a warn line, when it cannot:
    * the pooler serves on without takeover. */
@@ -145,14 +170,20 @@ export class TakeoverServer {
       await this.listenAt();
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || (await answers(this.socketPath))) {
-        this.log.warn({ socket: this.socketPath, err: (err as Error).message }, 'takeover unavailable: cannot listen on the takeover socket');
+        this.log.warn(
+          { socket: this.socketPath, err: (err as Error).message },
+          'takeover unavailable: cannot listen on the takeover socket',
+        );
         return false;
       }
       try {
         unlinkSync(this.socketPath);
         await this.listenAt();
       } catch (again) {
-        this.log.warn({ socket: this.socketPath, err: (again as Error).message }, 'takeover unavailable: cannot listen on the takeover socket');
+        this.log.warn(
+          { socket: this.socketPath, err: (again as Error).message },
+          'takeover unavailable: cannot listen on the takeover socket',
+        );
         return false;
       }
     }
@@ -191,7 +222,9 @@ export class TakeoverServer {
       return;
     }
     if (this.busy || this.done) {
-      socket.end(`${JSON.stringify({ error: this.done ? 'this process has handed over already' : 'a takeover is under way' })}\n`);
+      socket.end(
+        `${JSON.stringify({ error: this.done ? 'this process has handed over already' : 'a takeover is under way' })}\n`,
+      );
       return;
     }
     let buffered = '';
@@ -228,14 +261,24 @@ export class TakeoverServer {
     this.close();
     const answer = `${JSON.stringify({ pid: process.pid, listeners: listeners.map((l) => l.passed) })}\n`;
     try {
-      fdPassing!.fdSend(fd, Buffer.from(answer), listeners.map((l) => l.fd));
+      fdPassing!.fdSend(
+        fd,
+        Buffer.from(answer),
+        listeners.map((l) => l.fd),
+      );
     } catch (err) {
-      this.log.warn({ successor: pid, err: (err as Error).message }, 'takeover failed: the listening sockets could not be sent; serving on');
+      this.log.warn(
+        { successor: pid, err: (err as Error).message },
+        'takeover failed: the listening sockets could not be sent; serving on',
+      );
       socket.destroy();
       void this.resume();
       return;
     }
-    this.log.info({ successor: pid, listeners: listeners.map((l) => `${l.passed.name} ${l.passed.host}:${l.passed.bound}`) }, 'takeover: listening sockets sent, waiting for the new process to listen');
+    this.log.info(
+      { successor: pid, listeners: listeners.map((l) => `${l.passed.name} ${l.passed.host}:${l.passed.bound}`) },
+      'takeover: listening sockets sent, waiting for the new process to listen',
+    );
     let buffered = '';
     let settled = false;
     const timer = setTimeout(() => finish(false, `no word within ${READY_TIMEOUT_MS} ms`), READY_TIMEOUT_MS);
@@ -246,11 +289,17 @@ export class TakeoverServer {
       socket.destroy();
       if (ready) {
         this.done = true;
-        this.log.info({ successor: pid }, 'takeover: the new process listens; this one stops accepting and shuts down as on SIGTERM');
+        this.log.info(
+          { successor: pid },
+          'takeover: the new process listens; this one stops accepting and shuts down as on SIGTERM',
+        );
         this.source.handedOver(pid);
         return;
       }
-      this.log.warn({ successor: pid, reason: why }, 'takeover abandoned: the new process did not take over; serving on');
+      this.log.warn(
+        { successor: pid, reason: why },
+        'takeover abandoned: the new process did not take over; serving on',
+      );
       void this.resume();
     };
     socket.on('data', (chunk: Buffer) => {

@@ -47,14 +47,22 @@ export function parseParse(msg: Buffer): ParseMessage {
   if (end - queryEnd < 2) throw new ProtocolError('message too short');
   const count = msg.readInt16BE(queryEnd);
   if (count < 0 || queryEnd + 2 + count * 4 !== end) throw new ProtocolError('invalid parameter type count');
-  return { name: msg.toString('utf8', 5, nameEnd - 1), query: msg.subarray(nameEnd, queryEnd - 1), types: msg.subarray(queryEnd, end) };
+  return {
+    name: msg.toString('utf8', 5, nameEnd - 1),
+    query: msg.subarray(nameEnd, queryEnd - 1),
+    types: msg.subarray(queryEnd, end),
+  };
 }
 
 export function parseBind(msg: Buffer): BindMessage {
   const end = bodyEnd(msg);
   const portalEnd = cstringEnd(msg, 5, end);
   const stmtEnd = cstringEnd(msg, portalEnd, end);
-  return { portal: msg.toString('utf8', 5, portalEnd - 1), statement: msg.toString('utf8', portalEnd, stmtEnd - 1), rest: msg.subarray(stmtEnd, end) };
+  return {
+    portal: msg.toString('utf8', 5, portalEnd - 1),
+    statement: msg.toString('utf8', portalEnd, stmtEnd - 1),
+    rest: msg.subarray(stmtEnd, end),
+  };
 }
 
 /** Describe and Close share one body: a kind byte and a name. */
@@ -87,7 +95,10 @@ export function writeParse(name: string, query: Buffer, types: Buffer): Buffer {
 }
 
 export function writeBind(portal: string, statement: string, rest: Buffer): Buffer {
-  const out = header(FrontendMessage.Bind, Buffer.byteLength(portal) + 1 + Buffer.byteLength(statement) + 1 + rest.length);
+  const out = header(
+    FrontendMessage.Bind,
+    Buffer.byteLength(portal) + 1 + Buffer.byteLength(statement) + 1 + rest.length,
+  );
   let pos = 5 + out.write(portal, 5);
   out[pos++] = 0;
   pos += out.write(statement, pos);

@@ -59,7 +59,9 @@ export class FrameStream {
     }
     const out = this.out;
     for (let first = true; ; first = false) {
-      const count = first ? scanFramesTs(chunk, pos, end, this.outFirst, this.maxMessageSize) : scanFrames(chunk, pos, end, out, this.maxMessageSize);
+      const count = first
+        ? scanFramesTs(chunk, pos, end, this.outFirst, this.maxMessageSize)
+        : scanFrames(chunk, pos, end, out, this.maxMessageSize);
       for (let i = 0, t = 2; i < count; i++, t += 3) this.onMessage(out[t]!, chunk, out[t + 1]!, out[t + 2]!, true);
       pos = out[0]!;
       if (out[1] !== 0) {

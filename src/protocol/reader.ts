@@ -11,7 +11,11 @@ export class ProtocolError extends Error {
 /** Reads NUL-terminated strings and integers from one message body. */
 export class BodyReader {
   pos: number;
-  constructor(readonly buf: Buffer, start = 0, readonly end = buf.length) {
+  constructor(
+    readonly buf: Buffer,
+    start = 0,
+    readonly end = buf.length,
+  ) {
     this.pos = start;
   }
   int32(): number {
@@ -67,7 +71,8 @@ export function parseStartupPacket(buf: Buffer): StartupPacket {
   }
   const major = code >>> 16;
   const minor = code & 0xffff;
-  if (major !== 3) throw new ProtocolError(`unsupported frontend protocol ${major}.${minor}: server supports 3.0 to 3.2`);
+  if (major !== 3)
+    throw new ProtocolError(`unsupported frontend protocol ${major}.${minor}: server supports 3.0 to 3.2`);
   const params = new Map<string, string>();
   for (;;) {
     if (r.remaining === 0) throw new ProtocolError('startup packet not terminated');

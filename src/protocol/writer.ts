@@ -29,7 +29,16 @@ export interface ErrorFields {
 
 function noticeFields(f: ErrorFields): Buffer {
   const sev = f.severity ?? 'ERROR';
-  const parts = [Buffer.from('S'), cstr(sev), Buffer.from('V'), cstr(sev), Buffer.from('C'), cstr(f.code), Buffer.from('M'), cstr(f.message)];
+  const parts = [
+    Buffer.from('S'),
+    cstr(sev),
+    Buffer.from('V'),
+    cstr(sev),
+    Buffer.from('C'),
+    cstr(f.code),
+    Buffer.from('M'),
+    cstr(f.message),
+  ];
   if (f.detail) parts.push(Buffer.from('D'), cstr(f.detail));
   if (f.hint) parts.push(Buffer.from('H'), cstr(f.hint));
   parts.push(Buffer.from([0]));
@@ -81,7 +90,10 @@ export function writeReadyForQuery(status: number): Buffer {
 }
 
 export function writeNegotiateProtocolVersion(newestMinor: number, unsupported: string[]): Buffer {
-  return message(BackendMessage.NegotiateProtocolVersion, Buffer.concat([int32(newestMinor), int32(unsupported.length), ...unsupported.map(cstr)]));
+  return message(
+    BackendMessage.NegotiateProtocolVersion,
+    Buffer.concat([int32(newestMinor), int32(unsupported.length), ...unsupported.map(cstr)]),
+  );
 }
 
 /** RowDescription with every column typed text (OID 25), format text. */
@@ -123,7 +135,11 @@ export function writeEmptyQueryResponse(): Buffer {
 // Frontend messages (the pooler acting as a client of PostgreSQL).
 
 export function writeStartupMessage(params: Record<string, string>): Buffer {
-  const body = Buffer.concat([int32(PROTOCOL_3_0), ...Object.entries(params).flatMap(([k, v]) => [cstr(k), cstr(v)]), Buffer.from([0])]);
+  const body = Buffer.concat([
+    int32(PROTOCOL_3_0),
+    ...Object.entries(params).flatMap(([k, v]) => [cstr(k), cstr(v)]),
+    Buffer.from([0]),
+  ]);
   return Buffer.concat([int32(body.length + 4), body]);
 }
 

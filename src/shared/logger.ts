@@ -7,7 +7,14 @@ export type LogRecord = { level: number; time: number; target?: string; msg?: st
 /** Gets every record as it is written: parsed, and the JSON line pino wrote (without its newline). */
 export type LogSink = (record: LogRecord, line: string) => void;
 
-const LEVEL_NAMES: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
 
 export function levelName(level: number): string {
   return LEVEL_NAMES[level] ?? String(level);
@@ -24,7 +31,16 @@ export function formatLogfmt(rec: LogRecord): string {
   if (rec.target !== undefined) parts.push(`target=${logfmtValue(rec.target)}`);
   if (rec.msg !== undefined) parts.push(`msg=${logfmtValue(rec.msg)}`);
   for (const [k, v] of Object.entries(rec)) {
-    if (k === 'time' || k === 'level' || k === 'target' || k === 'msg' || k === 'pid' || k === 'hostname' || v === undefined) continue;
+    if (
+      k === 'time' ||
+      k === 'level' ||
+      k === 'target' ||
+      k === 'msg' ||
+      k === 'pid' ||
+      k === 'hostname' ||
+      v === undefined
+    )
+      continue;
     parts.push(`${k}=${logfmtValue(v)}`);
   }
   return parts.join(' ');
@@ -32,7 +48,9 @@ export function formatLogfmt(rec: LogRecord): string {
 
 /** Logfmt lines: `target=... key=value ...` with the message fields in the order they were logged. */
 export function formatAccessLogfmt(fields: Record<string, unknown>): string {
-  return Object.entries(fields).map(([k, v]) => `${k}=${logfmtValue(v)}`).join(' ');
+  return Object.entries(fields)
+    .map(([k, v]) => `${k}=${logfmtValue(v)}`)
+    .join(' ');
 }
 
 export class LogHub {
@@ -58,7 +76,10 @@ export class LogHub {
   private dispatch(text: string, out: NodeJS.WritableStream): void {
     for (const line of text.split('\n')) {
       if (!line) continue;
-      if (this.format === 'json' && this.sinks.size === 0) { out.write(line + '\n'); continue; }
+      if (this.format === 'json' && this.sinks.size === 0) {
+        out.write(line + '\n');
+        continue;
+      }
       let rec: LogRecord;
       try {
         rec = JSON.parse(line) as LogRecord;

@@ -28,7 +28,9 @@ beforeAll(async () => {
   const webPort = await freePort();
   base = `http://127.0.0.1:${webPort}`;
   const file = path.join(dir, 'pooler.toml');
-  writeFileSync(file, `
+  writeFileSync(
+    file,
+    `
 [general]
 host = "127.0.0.1"
 port = ${port}
@@ -44,7 +46,8 @@ host = "127.0.0.1"
 port = ${webPort}
 ui = true
 ui_anonymous = true
-${appPoolToml(db)}`);
+${appPoolToml(db)}`,
+  );
   pooler = await startChildPooler(file, port);
   browser = await launchChromium();
 });
@@ -72,7 +75,8 @@ async function api<T>(p: string): Promise<T> {
 }
 
 type ApiRow = Record<string, unknown>;
-const poolRow = async () => (await api<ApiRow[]>('/api/pools')).find((r) => r['database'] === 'app' && r['user'] === 'md5user')!;
+const poolRow = async () =>
+  (await api<ApiRow[]>('/api/pools')).find((r) => r['database'] === 'app' && r['user'] === 'md5user')!;
 
 /** Clients that keep connecting and querying through the pooler until stopped; their errors are expected. */
 function tryingClients(n: number): { queries: () => number; stop(): Promise<void> } {
@@ -96,7 +100,13 @@ function tryingClients(n: number): { queries: () => number; stop(): Promise<void
       }
     }
   });
-  return { queries: () => queries, async stop() { running = false; await Promise.all(loops); } };
+  return {
+    queries: () => queries,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
 }
 
 describe('errors by SQLSTATE', () => {
@@ -109,12 +119,20 @@ describe('errors by SQLSTATE', () => {
     } finally {
       await c.end();
     }
-    expect(await api('/api/pools/app/scramuser/errors')).toEqual([{ sqlstate: '22012', count: 3 }, { sqlstate: '42P01', count: 1 }]);
+    expect(await api('/api/pools/app/scramuser/errors')).toEqual([
+      { sqlstate: '22012', count: 3 },
+      { sqlstate: '42P01', count: 1 },
+    ]);
     const page = await open('/pools/app/scramuser');
     const table = page.getByTestId('pool-errors');
     await table.locator('tbody tr').nth(1).waitFor();
-    const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim())));
-    expect(rows).toEqual([['22012', 'division_by_zero', '3'], ['42P01', 'undefined_table', '1']]);
+    const rows = await table
+      .locator('tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim())));
+    expect(rows).toEqual([
+      ['22012', 'division_by_zero', '3'],
+      ['42P01', 'undefined_table', '1'],
+    ]);
     await page.context().close();
   });
 });
@@ -140,29 +158,52 @@ describe('PostgreSQL stopped under the console', () => {
       const outage = poolPage.getByTestId('pool-outage');
       await outage.waitFor({ timeout: 10_000 });
       expect(await outage.textContent()).toMatch(/PostgreSQL unreachable since \d\d:\d\d:\d\d/);
-      expect(await outage.textContent()).toMatch(/Last error: .+\((ECONNREFUSED|08006|57P01|57P03)\) at \d\d:\d\d:\d\d/);
-      await overview.getByTestId('overview-outage').filter({ hasText: 'PostgreSQL unreachable since' }).waitFor({ timeout: 10_000 });
+      expect(await outage.textContent()).toMatch(
+        /Last error: .+\((ECONNREFUSED|08006|57P01|57P03)\) at \d\d:\d\d:\d\d/,
+      );
+      await overview
+        .getByTestId('overview-outage')
+        .filter({ hasText: 'PostgreSQL unreachable since' })
+        .waitFor({ timeout: 10_000 });
       expect(await overview.getByTestId('overview-outage').textContent()).toContain('database app');
       const wallOutage = wall.getByTestId('wall-outage');
       await wallOutage.filter({ hasText: 'PostgreSQL unreachable since' }).waitFor({ timeout: 10_000 });
       // Readable across a room: large, red.
-      const style = await wallOutage.locator('strong').first().evaluate((e) => ({ size: parseFloat(getComputedStyle(e).fontSize), color: getComputedStyle(e).color }));
+      const style = await wallOutage
+        .locator('strong')
+        .first()
+        .evaluate((e) => ({ size: parseFloat(getComputedStyle(e).fontSize), color: getComputedStyle(e).color }));
       expect(style.size).toBeGreaterThanOrEqual(40);
       const [r, g, b] = style.color.match(/\d+/g)!.map(Number);
       expect(r).toBeGreaterThan(150);
       expect(g! + b!).toBeLessThan(r!);
-      await servers.getByTestId('servers-empty').filter({ hasText: 'PostgreSQL is unreachable (app)' }).waitFor({ timeout: 10_000 });
+      await servers
+        .getByTestId('servers-empty')
+        .filter({ hasText: 'PostgreSQL is unreachable (app)' })
+        .waitFor({ timeout: 10_000 });
       await servers.getByTestId('servers-outage').waitFor();
       // E2E_RAW_SHOTS=<dir>: the pages during the outage, for a person to look at.
       const raw = process.env['E2E_RAW_SHOTS'];
-      if (raw) for (const [name, p] of [['pool', poolPage], ['overview', overview], ['wall', wall], ['servers', servers]] as const) await p.screenshot({ path: path.join(raw, `outage-${name}.png`) });
+      if (raw)
+        for (const [name, p] of [
+          ['pool', poolPage],
+          ['overview', overview],
+          ['wall', wall],
+          ['servers', servers],
+        ] as const)
+          await p.screenshot({ path: path.join(raw, `outage-${name}.png`) });
 
       const row = await poolRow();
-      expect(row).toMatchObject({ backend_unreachable: true, last_connect_error_code: expect.stringMatching(/^(ECONNREFUSED|08006|57P01|57P03)$/) });
+      expect(row).toMatchObject({
+        backend_unreachable: true,
+        last_connect_error_code: expect.stringMatching(/^(ECONNREFUSED|08006|57P01|57P03)$/),
+      });
       const metrics = await (await fetch(`${base}/metrics`)).text();
       expect(metrics).toMatch(/^pooler_pool_backend_unreachable\{database="app",user="md5user"\} 1$/m);
       const events = await api<ApiRow[]>('/api/events');
-      expect(events.find((e) => e['kind'] === 'backend_unreachable' && e['pool'] === 'app/md5user')?.['message']).toContain(`unreachable since ${String(row['unreachable_since'])}`);
+      expect(
+        events.find((e) => e['kind'] === 'backend_unreachable' && e['pool'] === 'app/md5user')?.['message'],
+      ).toContain(`unreachable since ${String(row['unreachable_since'])}`);
       await wall.getByTestId('wall-events').filter({ hasText: 'backend_unreachable' }).waitFor({ timeout: 10_000 });
 
       await db.restart();
@@ -174,8 +215,14 @@ describe('PostgreSQL stopped under the console', () => {
       await wallOutage.waitFor({ state: 'detached', timeout: 10_000 });
       await wall.getByTestId('wall-events').filter({ hasText: 'backend_reachable' }).waitFor({ timeout: 10_000 });
       await servers.getByTestId('servers-outage').waitFor({ state: 'detached', timeout: 10_000 });
-      expect((await api<ApiRow[]>('/api/events')).some((e) => e['kind'] === 'backend_reachable' && e['pool'] === 'app/md5user')).toBe(true);
-      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^pooler_pool_backend_unreachable\{database="app",user="md5user"\} 0$/m);
+      expect(
+        (await api<ApiRow[]>('/api/events')).some(
+          (e) => e['kind'] === 'backend_reachable' && e['pool'] === 'app/md5user',
+        ),
+      ).toBe(true);
+      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
+        /^pooler_pool_backend_unreachable\{database="app",user="md5user"\} 0$/m,
+      );
       for (const p of [poolPage, overview, wall, servers]) await p.context().close();
     } finally {
       await clients.stop();

@@ -35,7 +35,9 @@ function login(port: number, i: number): Promise<net.Socket> {
     const s = net.connect(port, '127.0.0.1');
     let seen = Buffer.alloc(0);
     s.once('error', reject);
-    s.on('connect', () => s.write(writeStartupMessage({ user: 'trustuser', database: 'app', application_name: `load-${i % APPS}` })));
+    s.on('connect', () =>
+      s.write(writeStartupMessage({ user: 'trustuser', database: 'app', application_name: `load-${i % APPS}` })),
+    );
     const onData = (d: Buffer) => {
       seen = Buffer.concat([seen, d]);
       // Walk whole messages: the greeting ends with ReadyForQuery ('Z'); an ErrorResponse ('E') is a failed login.
@@ -44,7 +46,15 @@ function login(port: number, i: number): Promise<net.Socket> {
         const type = String.fromCharCode(seen[at]!);
         const len = seen.readInt32BE(at + 1);
         if (seen.length - at < 1 + len) break;
-        if (type === 'E') return reject(new Error(`login ${i} refused: ${seen.subarray(at + 5, at + 1 + len).toString('utf8').replace(/\0/g, ' ')}`));
+        if (type === 'E')
+          return reject(
+            new Error(
+              `login ${i} refused: ${seen
+                .subarray(at + 5, at + 1 + len)
+                .toString('utf8')
+                .replace(/\0/g, ' ')}`,
+            ),
+          );
         if (type === 'Z') {
           s.off('data', onData);
           s.removeAllListeners('error');
@@ -63,7 +73,9 @@ beforeAll(async () => {
   const [port, webPort] = (await freePorts(2)) as [number, number];
   dir = db.tmp;
   const configFile = path.join(dir, 'pooler-10k.toml');
-  writeFileSync(configFile, `
+  writeFileSync(
+    configFile,
+    `
 [general]
 host = "127.0.0.1"
 port = ${port}
@@ -81,16 +93,31 @@ port = ${webPort}
 ui = true
 ui_anonymous = true
 
-${poolToml(db, 'app', '', [{ username: 'trustuser', password: '', extra: 'pool_size = 2' }, { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }])}`);
+${poolToml(db, 'app', '', [
+  { username: 'trustuser', password: '', extra: 'pool_size = 2' },
+  { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
+])}`,
+  );
   pooler = await startChildPooler(configFile, port);
   base = `http://127.0.0.1:${webPort}`;
   const started = Date.now();
   for (let i = 0; i < CLIENTS; i += BATCH) {
-    sockets.push(...(await Promise.all(Array.from({ length: Math.min(BATCH, CLIENTS - i) }, (_, j) => login(port, i + j)))));
+    sockets.push(
+      ...(await Promise.all(Array.from({ length: Math.min(BATCH, CLIENTS - i) }, (_, j) => login(port, i + j)))),
+    );
   }
-  process.stdout.write(`clients-10k: ${sockets.length} client logins in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `clients-10k: ${sockets.length} client logins in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
   for (let i = 0; i < 6; i++) {
-    const c = new pg.Client({ host: '127.0.0.1', port, database: 'app', user: 'md5user', password: 'md5pass', application_name: `busy-${i % 3}` });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port,
+      database: 'app',
+      user: 'md5user',
+      password: 'md5pass',
+      application_name: `busy-${i % 3}`,
+    });
     c.on('error', () => undefined);
     await c.connect();
     busy.push(c);
@@ -113,7 +140,8 @@ afterAll(async () => {
   await browser?.close().catch(() => undefined);
   await pooler?.stop();
   await db?.cleanup();
-  if (failed.length) throw new Error(`${failed.length} busy client(s) failed: ${String((failed[0] as PromiseRejectedResult).reason)}`);
+  if (failed.length)
+    throw new Error(`${failed.length} busy client(s) failed: ${String((failed[0] as PromiseRejectedResult).reason)}`);
 });
 
 interface FrameStats {
@@ -158,15 +186,32 @@ async function stopFrames(page: Page): Promise<FrameStats> {
     return w.__frames.slice(1);
   });
   const sorted = [...frames].sort((a, b) => a - b);
-  const q = (p: number) => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0) * 10) / 10;
-  return { frames: frames.length, p50: q(0.5), p95: q(0.95), p99: q(0.99), max: Math.round((sorted.at(-1) ?? 0) * 10) / 10, over50: frames.filter((f) => f > 50).length };
+  const q = (p: number) =>
+    Math.round((sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0) * 10) / 10;
+  return {
+    frames: frames.length,
+    p50: q(0.5),
+    p95: q(0.95),
+    p99: q(0.99),
+    max: Math.round((sorted.at(-1) ?? 0) * 10) / 10,
+    over50: frames.filter((f) => f > 50).length,
+  };
 }
 
 /** Milliseconds of the /api/clients requests the page made (Resource Timing), median and max. */
 async function apiTimes(page: Page): Promise<{ requests: number; median: number; max: number }> {
-  const times = await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/clients')).map((e) => e.duration));
+  const times = await page.evaluate(() =>
+    performance
+      .getEntriesByType('resource')
+      .filter((e) => e.name.includes('/api/clients'))
+      .map((e) => e.duration),
+  );
   const sorted = [...times].sort((a, b) => a - b);
-  return { requests: times.length, median: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), max: Math.round(sorted.at(-1) ?? 0) };
+  return {
+    requests: times.length,
+    median: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0),
+    max: Math.round(sorted.at(-1) ?? 0),
+  };
 }
 
 describe('clients page with 10 000 clients', () => {
@@ -184,25 +229,37 @@ describe('clients page with 10 000 clients', () => {
       // A poll more with the page at rest after the action.
       await new Promise((r) => setTimeout(r, 2500));
       const f = await stopFrames(page);
-      report.push(`| ${name} | ${Date.now() - t} | ${f.frames} | ${f.p50} | ${f.p95} | ${f.p99} | ${f.max} | ${f.over50} |`);
+      report.push(
+        `| ${name} | ${Date.now() - t} | ${f.frames} | ${f.p50} | ${f.p95} | ${f.p99} | ${f.max} | ${f.over50} |`,
+      );
     };
     const count = () => page.getByTestId('clients-count').textContent();
 
-    await step('open /clients (first page of 50)', async () => {
-      await page.goto(`${base}/clients`);
-      await expect.poll(count, { timeout: 30_000 }).toBe(`1–50 of ${total.toLocaleString('en-US')}`);
-    }, false);
+    await step(
+      'open /clients (first page of 50)',
+      async () => {
+        await page.goto(`${base}/clients`);
+        await expect.poll(count, { timeout: 30_000 }).toBe(`1–50 of ${total.toLocaleString('en-US')}`);
+      },
+      false,
+    );
     expect(await rowsOf(page, 'clients-table').count()).toBe(50);
     await step('sort by id, descending', async () => {
       const header = page.getByTestId('clients-table').getByRole('button', { name: 'id', exact: true });
       await header.click();
       await expect.poll(() => searchOf(page).get('order'), { timeout: 10_000 }).toBe('desc');
-      await expect.poll(async () => Number((await column(page, 'clients-table', 'id'))[0]!.replace(/,/g, '')), { timeout: 10_000 }).toBeGreaterThanOrEqual(CLIENTS);
+      await expect
+        .poll(async () => Number((await column(page, 'clients-table', 'id'))[0]!.replace(/,/g, '')), {
+          timeout: 10_000,
+        })
+        .toBeGreaterThanOrEqual(CLIENTS);
     });
     await step('next page x5', async () => {
       for (let i = 1; i <= 5; i++) {
         await page.getByRole('button', { name: 'Next' }).click();
-        await expect.poll(count, { timeout: 10_000 }).toBe(`${i * 50 + 1}–${(i + 1) * 50} of ${total.toLocaleString('en-US')}`);
+        await expect
+          .poll(count, { timeout: 10_000 })
+          .toBe(`${i * 50 + 1}–${(i + 1) * 50} of ${total.toLocaleString('en-US')}`);
       }
     });
     await step('200 per page', async () => {
@@ -219,7 +276,9 @@ describe('clients page with 10 000 clients', () => {
     await step('sort by queries, descending', async () => {
       await page.getByRole('button', { name: 'Clear' }).click();
       await page.getByTestId('clients-table').getByRole('button', { name: 'queries', exact: true }).click();
-      await expect.poll(async () => (await column(page, 'clients-table', 'application'))[0], { timeout: 10_000 }).toMatch(/^busy-/);
+      await expect
+        .poll(async () => (await column(page, 'clients-table', 'application'))[0], { timeout: 10_000 })
+        .toMatch(/^busy-/);
     });
     await step('scroll the page of 200 to the end and back', async () => {
       for (let i = 0; i < 20; i++) {
@@ -235,7 +294,10 @@ describe('clients page with 10 000 clients', () => {
       await new Promise((r) => setTimeout(r, 4000));
     });
     const api = await apiTimes(page);
-    const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+    const load = os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
     const table = [
       `clients page, ${total.toLocaleString('en-US')} clients (${CLIENTS.toLocaleString('en-US')} idle trust logins + ${busy.length} busy node-postgres), Chromium ${browser.version()}, ${os.cpus().length} cores, load ${load}`,
       `/api/clients as the page fetched it: ${api.requests} requests, median ${api.median} ms, max ${api.max} ms`,

@@ -45,7 +45,8 @@ sso_admin_groups = ["dba"]`;
 }
 
 export async function startConsoleEnv(): Promise<ConsoleEnv> {
-  if (!existsSync(path.join(DEFAULT_STATIC_DIR, 'index.html'))) throw new Error(`console bundle missing in ${DEFAULT_STATIC_DIR}: run npm run build`);
+  if (!existsSync(path.join(DEFAULT_STATIC_DIR, 'index.html')))
+    throw new Error(`console bundle missing in ${DEFAULT_STATIC_DIR}: run npm run build`);
   const keys: KeyDir = makeKeyDir();
   const key = makeRsaKey();
   const pem = keys.write('sso.pem', key.publicPem);
@@ -69,15 +70,26 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
   }
   const port = web.port;
   const env: ConsoleEnv = {
-    db, tp, web, browser, key,
+    db,
+    tp,
+    web,
+    browser,
+    key,
     base: `http://127.0.0.1:${port}`,
     async open(role, url, viewport = DESKTOP) {
       const context = await env.browser.newContext({ viewport });
       contexts.add(context);
       context.on('close', () => contexts.delete(context));
       const storage: Record<string, string> = {};
-      if (role === 'admin') storage['pooler.admin-auth'] = Buffer.from(`${WEB_ADMIN.user}:${WEB_ADMIN.password}`).toString('base64');
-      if (role === 'sso') storage['pooler.sso-token'] = await signToken(key, { aud: 'console', preferred_username: 'olga', groups: ['support'], expiresIn: 3600 });
+      if (role === 'admin')
+        storage['pooler.admin-auth'] = Buffer.from(`${WEB_ADMIN.user}:${WEB_ADMIN.password}`).toString('base64');
+      if (role === 'sso')
+        storage['pooler.sso-token'] = await signToken(key, {
+          aud: 'console',
+          preferred_username: 'olga',
+          groups: ['support'],
+          expiresIn: 3600,
+        });
       await seedLocalStorage(context, storage);
       const page = await context.newPage();
       await page.goto(env.base + url);
@@ -114,7 +126,8 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
  * the last poll's error rate is above 0, which on a loaded machine it still was after the traffic stopped), as the wall's
  * figures' state colours.
  */
-export const LIVE_CSS = '[data-live], [data-live] * { color: transparent !important; } .card { min-width: 0; } ' +
+export const LIVE_CSS =
+  '[data-live], [data-live] * { color: transparent !important; } .card { min-width: 0; } ' +
   '.card .detail[data-live] { white-space: nowrap !important; overflow: hidden !important; } .chart-plot { visibility: hidden !important; } ' +
   '.card.bad, .card.warn { border-left-color: transparent !important; } ' +
   '.big-number.ok, .big-number.warn, .big-number.bad { border-left-color: transparent !important; background: var(--panel) !important; }';
@@ -133,7 +146,13 @@ export async function hideLive(page: Page): Promise<Locator[]> {
 
 /** Waits until nothing on the page is loading and every chart has drawn (two polls at least), so a screenshot is of a settled page. */
 export async function settled(page: Page): Promise<void> {
-  await page.waitForFunction(() => document.querySelectorAll('.state.loading').length === 0 && ![...document.querySelectorAll('.chart-empty')].some((e) => e.textContent?.startsWith('Collecting data')), undefined, { timeout: 20_000 });
+  await page.waitForFunction(
+    () =>
+      document.querySelectorAll('.state.loading').length === 0 &&
+      ![...document.querySelectorAll('.chart-empty')].some((e) => e.textContent?.startsWith('Collecting data')),
+    undefined,
+    { timeout: 20_000 },
+  );
 }
 
 export async function showLive(page: Page): Promise<void> {
@@ -141,8 +160,17 @@ export async function showLive(page: Page): Promise<void> {
 }
 
 /** Screenshots the page at the desktop and the phone size (`<name>-desktop`, `<name>-phone`), then restores the desktop size. */
-export async function shootBoth(page: Page, name: string, ready: () => Promise<unknown>, tolerance?: number, mask: Locator[] = []): Promise<void> {
-  for (const [suffix, size] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+export async function shootBoth(
+  page: Page,
+  name: string,
+  ready: () => Promise<unknown>,
+  tolerance?: number,
+  mask: Locator[] = [],
+): Promise<void> {
+  for (const [suffix, size] of [
+    ['desktop', DESKTOP],
+    ['phone', PHONE],
+  ] as const) {
     await page.setViewportSize(size);
     await ready();
     await settled(page);
@@ -150,7 +178,10 @@ export async function shootBoth(page: Page, name: string, ready: () => Promise<u
     // E2E_RAW_SHOTS=<dir> also keeps each page as it looked, live values included, for a person to look at.
     const raw = process.env['E2E_RAW_SHOTS'];
     if (raw) await page.screenshot({ path: path.join(raw, `${name}-${suffix}.png`) });
-    await expectScreenshot(page, `${name}-${suffix}`, { mask: [...(await hideLive(page)), ...mask], ...(tolerance === undefined ? {} : { tolerance }) });
+    await expectScreenshot(page, `${name}-${suffix}`, {
+      mask: [...(await hideLive(page)), ...mask],
+      ...(tolerance === undefined ? {} : { tolerance }),
+    });
     await showLive(page);
   }
   await page.setViewportSize(DESKTOP);
@@ -177,7 +208,14 @@ export async function startTraffic(port: number): Promise<Traffic> {
   const clients: pg.Client[] = [];
   for (const app of APPS) {
     for (let i = 0; i < app.clients; i++) {
-      const c = new pg.Client({ host: '127.0.0.1', port, database: 'app', user: app.user, password: app.password, application_name: app.name });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port,
+        database: 'app',
+        user: app.user,
+        password: app.password,
+        application_name: app.name,
+      });
       c.on('error', () => undefined);
       await c.connect();
       clients.push(c);
@@ -200,7 +238,8 @@ export async function startTraffic(port: number): Promise<Traffic> {
     }
   });
   return {
-    clients, counts,
+    clients,
+    counts,
     async stop() {
       running = false;
       await Promise.all(loops);

@@ -17,7 +17,14 @@ beforeAll(async () => {
   env = await startConsoleEnv();
   traffic = await startTraffic(env.tp.port);
   // Queries of about 20 ms, so the latency chart's axis counts in milliseconds ("20 ms", the label uPlot's default cut).
-  slow = new pg.Client({ host: '127.0.0.1', port: env.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: 'slow' });
+  slow = new pg.Client({
+    host: '127.0.0.1',
+    port: env.tp.port,
+    database: 'app',
+    user: 'md5user',
+    password: 'md5pass',
+    application_name: 'slow',
+  });
   slow.on('error', () => undefined);
   await slow.connect();
   slowLoop = (async () => {
@@ -38,7 +45,11 @@ describe('units', () => {
   it('pools: maxwait and avg_xact_time carry units; overview: uptime and event-loop delay', async () => {
     const page = await env.open('anonymous', '/pools');
     await page.getByTestId('pools-table').waitFor();
-    await expect.poll(async () => (await column(page, 'pools-table', 'avg_xact_time')).every((v) => DURATION.test(v)), { timeout: 20_000 }).toBe(true);
+    await expect
+      .poll(async () => (await column(page, 'pools-table', 'avg_xact_time')).every((v) => DURATION.test(v)), {
+        timeout: 20_000,
+      })
+      .toBe(true);
     expect((await column(page, 'pools-table', 'maxwait')).every((v) => DURATION.test(v))).toBe(true);
     await page.goto(`${env.base}/overview`);
     const proc = page.getByTestId('process-cards');
@@ -49,7 +60,12 @@ describe('units', () => {
 });
 
 /** The value axis of a chart as drawn: its font, width, the tick and gap inside it, its labels. */
-interface YAxis { font: string; width: number; inner: number; labels: string[] }
+interface YAxis {
+  font: string;
+  width: number;
+  inner: number;
+  labels: string[];
+}
 
 /** Labels of the chart's value axis that do not fit the axis (measured in the page with the axis font). */
 async function clipped(page: import('playwright-core').Page, testId: string): Promise<{ axis: YAxis; cut: string[] }> {
@@ -68,7 +84,9 @@ describe('chart axes', () => {
     await expect.poll(() => chart.getAttribute('data-y-axis'), { timeout: 30_000 }).not.toBeNull();
     // Once the slow queries reach the chart, its top label is in milliseconds (seconds on a machine so loaded that
     // the queries' p99 passes a second).
-    await expect.poll(async () => (await clipped(page, 'chart-latency')).axis.labels.at(-1) ?? '', { timeout: 30_000 }).toMatch(/ m?s$/);
+    await expect
+      .poll(async () => (await clipped(page, 'chart-latency')).axis.labels.at(-1) ?? '', { timeout: 30_000 })
+      .toMatch(/ m?s$/);
     const { axis, cut } = await clipped(page, 'chart-latency');
     expect(axis.labels.length).toBeGreaterThan(1);
     for (const l of axis.labels) expect(l).toMatch(/^\d+(\.\d+)? (µs|ms|s)$/);
@@ -82,10 +100,15 @@ describe('history across reloads', () => {
   it('a reload draws the charts at once from /api/overview/history, even with its polls failing', async () => {
     const page = await env.open('admin', '/overview');
     // The pooler has kept a few samples since it started (one every 2 s).
-    await expect.poll(async () => {
-      const r = await fetch(`${env.base}/api/overview/history`, { headers: { authorization: basicHeader() } });
-      return ((await r.json()) as { samples: unknown[] }).samples.length;
-    }, { timeout: 30_000 }).toBeGreaterThan(3);
+    await expect
+      .poll(
+        async () => {
+          const r = await fetch(`${env.base}/api/overview/history`, { headers: { authorization: basicHeader() } });
+          return ((await r.json()) as { samples: unknown[] }).samples.length;
+        },
+        { timeout: 30_000 },
+      )
+      .toBeGreaterThan(3);
     // From here the page's own polls fail: only the pooler's history can fill the charts.
     await page.route(/\/api\/(overview|pools|pools_extended|stats)$/, (route) => route.abort());
     await page.reload();
@@ -106,7 +129,11 @@ describe('sign-in across reloads', () => {
     await page.getByLabel('Password').fill(WEB_ADMIN.password);
     await page.getByRole('dialog').getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
-    const stored = () => page.evaluate(() => [sessionStorage.getItem('pooler.admin-auth') !== null, localStorage.getItem('pooler.admin-auth') !== null]);
+    const stored = () =>
+      page.evaluate(() => [
+        sessionStorage.getItem('pooler.admin-auth') !== null,
+        localStorage.getItem('pooler.admin-auth') !== null,
+      ]);
     expect(await stored()).toEqual([true, false]);
     await page.reload();
     await page.getByTestId('role-label').filter({ hasText: 'admin' }).waitFor({ timeout: 10_000 });
@@ -128,11 +155,21 @@ describe('the wall', () => {
   it('at 1920x1080: figures on one line, chart labels of 18 px or more that fit their axis, state colours', async () => {
     const page = await env.open('anonymous', '/wall', WALL);
     // Wait for a p95 in milliseconds (the slow client's 20 ms queries): the widest figure, the one that wrapped.
-    await expect.poll(() => page.getByTestId('wall-p95').locator('.big-value').textContent(), { timeout: 30_000 }).toMatch(/ ms$/);
-    const values = await page.locator('.big-value').evaluateAll((els) => els.map((e) => {
-      const style = getComputedStyle(e);
-      return { text: e.textContent, height: e.getBoundingClientRect().height, line: parseFloat(style.lineHeight), font: parseFloat(style.fontSize), fits: e.scrollWidth <= e.clientWidth };
-    }));
+    await expect
+      .poll(() => page.getByTestId('wall-p95').locator('.big-value').textContent(), { timeout: 30_000 })
+      .toMatch(/ ms$/);
+    const values = await page.locator('.big-value').evaluateAll((els) =>
+      els.map((e) => {
+        const style = getComputedStyle(e);
+        return {
+          text: e.textContent,
+          height: e.getBoundingClientRect().height,
+          line: parseFloat(style.lineHeight),
+          font: parseFloat(style.fontSize),
+          fits: e.scrollWidth <= e.clientWidth,
+        };
+      }),
+    );
     expect(values).toHaveLength(4);
     for (const v of values) {
       expect(v.height, `${v.text} wraps`).toBeLessThan(v.line * 1.5);
@@ -144,13 +181,18 @@ describe('the wall', () => {
       const { axis, cut } = await clipped(page, id);
       expect(parseFloat(/(\d+(\.\d+)?)px/.exec(axis.font)![1]!)).toBeGreaterThanOrEqual(18);
       expect(cut).toEqual([]);
-      const legend = await page.getByTestId(id).locator('.u-legend .u-label').evaluateAll((els) => els.map((e) => parseFloat(getComputedStyle(e).fontSize)));
+      const legend = await page
+        .getByTestId(id)
+        .locator('.u-legend .u-label')
+        .evaluateAll((els) => els.map((e) => parseFloat(getComputedStyle(e).fontSize)));
       expect(legend.length).toBeGreaterThan(0);
       for (const px of legend) expect(px).toBeGreaterThanOrEqual(18);
     }
     // State colours follow the figures: waiting clients and errors are ok (green) at 0, bad (red) above.
     for (const id of ['wall-waiting', 'wall-errors']) {
-      const { value, cls } = await page.getByTestId(id).evaluate((e) => ({ value: Number(e.querySelector('.big-value')!.textContent), cls: e.className }));
+      const { value, cls } = await page
+        .getByTestId(id)
+        .evaluate((e) => ({ value: Number(e.querySelector('.big-value')!.textContent), cls: e.className }));
       expect(cls, `${id} ${value}`).toContain(value > 0 ? 'bad' : 'ok');
     }
     await page.context().close();
@@ -159,10 +201,17 @@ describe('the wall', () => {
   it('on a 390x844 phone: nothing wider than the screen', async () => {
     const page = await env.open('anonymous', '/wall', PHONE);
     await page.getByTestId('wall-pools').waitFor({ timeout: 20_000 });
-    await expect.poll(() => page.getByTestId('wall-chart-tps').locator('.chart-plot').count(), { timeout: 30_000 }).toBe(1);
-    const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+    await expect
+      .poll(() => page.getByTestId('wall-chart-tps').locator('.chart-plot').count(), { timeout: 30_000 })
+      .toBe(1);
+    const { scroll, inner } = await page.evaluate(() => ({
+      scroll: document.documentElement.scrollWidth,
+      inner: window.innerWidth,
+    }));
     expect(scroll).toBeLessThanOrEqual(inner);
-    const values = await page.locator('.big-value').evaluateAll((els) => els.map((e) => e.scrollWidth <= e.clientWidth));
+    const values = await page
+      .locator('.big-value')
+      .evaluateAll((els) => els.map((e) => e.scrollWidth <= e.clientWidth));
     expect(values).toEqual([true, true, true, true]);
     await page.context().close();
   });
@@ -173,10 +222,21 @@ describe('logs page', () => {
     const page = await env.open('admin', '/logs');
     await page.getByText('Starting the log tap…').waitFor({ state: 'detached', timeout: 20_000 });
     // The pages poll /api/* every 2 s; a reconnect writes an info access line that stays visible.
-    expect((await fetch(`${env.base}/api/admin/reconnect`, { method: 'POST', headers: { authorization: basicHeader(), 'content-type': 'application/json' }, body: JSON.stringify({ database: 'app', user: 'scramuser' }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${env.base}/api/admin/reconnect`, {
+          method: 'POST',
+          headers: { authorization: basicHeader(), 'content-type': 'application/json' },
+          body: JSON.stringify({ database: 'app', user: 'scramuser' }),
+        })
+      ).status,
+    ).toBe(200);
     const lines = () => page.getByTestId('log-line').allTextContents();
-    await expect.poll(async () => (await lines()).some((l) => l.includes('path=/api/admin/reconnect')), { timeout: 20_000 }).toBe(true);
-    const polling = (l: string) => / debug pooler::web::access /.test(l) && / method=GET /.test(l) && / path=\/api\//.test(l);
+    await expect
+      .poll(async () => (await lines()).some((l) => l.includes('path=/api/admin/reconnect')), { timeout: 20_000 })
+      .toBe(true);
+    const polling = (l: string) =>
+      / debug pooler::web::access /.test(l) && / method=GET /.test(l) && / path=\/api\//.test(l);
     expect((await lines()).filter(polling)).toEqual([]);
     await page.getByLabel('Console polling').check();
     await expect.poll(() => new URL(page.url()).searchParams.get('polls'), { timeout: 10_000 }).toBe('show');

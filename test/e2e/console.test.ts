@@ -33,7 +33,8 @@ sso_admin_groups = ["dba"]
 sso_proxy_url = "${proxyUrl}"`;
 
 beforeAll(async () => {
-  if (!existsSync(path.join(DEFAULT_STATIC_DIR, 'index.html'))) throw new Error(`console bundle missing in ${DEFAULT_STATIC_DIR}: run npm run build`);
+  if (!existsSync(path.join(DEFAULT_STATIC_DIR, 'index.html')))
+    throw new Error(`console bundle missing in ${DEFAULT_STATIC_DIR}: run npm run build`);
   db = await startTestPostgres();
   proxy = await startSsoProxy(key, 'console');
   h = await startWeb(db, { listen: true, web: ssoWeb(proxy.url) });
@@ -82,7 +83,9 @@ const paused = (user: string, on: WebHarness = h) => {
 const serverPids = (user: string) => {
   const t = h.tp.pooler.show('SERVERS');
   const col = (n: string) => t.columns.indexOf(n);
-  return t.rows.filter((r) => r[col('database_name')] === 'app' && r[col('user')] === user).map((r) => r[col('server_process_id')]);
+  return t.rows
+    .filter((r) => r[col('database_name')] === 'app' && r[col('user')] === user)
+    .map((r) => r[col('server_process_id')]);
 };
 
 async function confirmAction(page: Page, verb: string, word: string, shotName?: string): Promise<void> {
@@ -146,7 +149,15 @@ describe('console', () => {
     await expect.poll(() => page.getByRole('dialog').count(), { timeout: 10_000 }).toBe(0);
     expect(paused('md5user')).toBe(false);
 
-    const client = (name: string) => new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: name });
+    const client = (name: string) =>
+      new pg.Client({
+        host: '127.0.0.1',
+        port: h.tp.port,
+        database: 'app',
+        user: 'md5user',
+        password: 'md5pass',
+        application_name: name,
+      });
     const tx = client('pause-tx');
     const late = client('pause-late');
     await tx.connect();
@@ -161,18 +172,29 @@ describe('console', () => {
       expect(await page.getByTestId('pause-waiting').textContent()).toBe('No client is waiting for a server.');
       // The page behind shows the pause and both clients (the servers table, whose rows depend on earlier tests, painted over).
       await expect.poll(() => page.getByTestId('pool-state').textContent(), { timeout: 10_000 }).toBe('paused');
-      await expect.poll(() => page.getByTestId('pool-clients').locator('tbody tr').count(), { timeout: 10_000 }).toBe(2);
+      await expect
+        .poll(() => page.getByTestId('pool-clients').locator('tbody tr').count(), { timeout: 10_000 })
+        .toBe(2);
       await settled(page);
-      await expectScreenshot(page, 'pause-waiting-for-transactions', { mask: [...(await hideLive(page)), page.getByTestId('pool-servers')] });
+      await expectScreenshot(page, 'pause-waiting-for-transactions', {
+        mask: [...(await hideLive(page)), page.getByTestId('pool-servers')],
+      });
       // A client that asks for a server now waits through the PAUSE; the dialog shows it and for how long.
       let lateDone = false;
-      const lateQuery = late.query('select 2 as two').then((r) => { lateDone = true; return r; });
-      await expect.poll(() => page.getByTestId('pause-waiting').textContent(), { timeout: 10_000 }).toMatch(/^1 client waiting for a server, the longest for \d+ s$/);
+      const lateQuery = late.query('select 2 as two').then((r) => {
+        lateDone = true;
+        return r;
+      });
+      await expect
+        .poll(() => page.getByTestId('pause-waiting').textContent(), { timeout: 10_000 })
+        .toMatch(/^1 client waiting for a server, the longest for \d+ s$/);
       await tx.query('COMMIT');
       await expect.poll(() => status.textContent(), { timeout: 10_000 }).toBe('paused: no transaction running');
       expect(lateDone).toBe(false);
       await page.getByRole('dialog').getByRole('button', { name: 'Resume', exact: true }).click();
-      await expect.poll(() => page.getByTestId('action-result').textContent(), { timeout: 10_000 }).toBe('RESUME: RESUME md5user@app');
+      await expect
+        .poll(() => page.getByTestId('action-result').textContent(), { timeout: 10_000 })
+        .toBe('RESUME: RESUME md5user@app');
       expect(paused('md5user')).toBe(false);
       expect((await lateQuery).rows[0]).toEqual({ two: 2 });
       await page.keyboard.press('Escape');
@@ -200,7 +222,9 @@ describe('console', () => {
     await page.reload();
     await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
     await page.getByRole('button', { name: 'Sign out' }).click();
-    expect(await page.evaluate(() => [localStorage.getItem('pooler.admin-auth'), localStorage.getItem('pooler.sso-token')])).toEqual([null, null]);
+    expect(
+      await page.evaluate(() => [localStorage.getItem('pooler.admin-auth'), localStorage.getItem('pooler.sso-token')]),
+    ).toEqual([null, null]);
     await page.getByRole('dialog').waitFor();
   });
 
@@ -236,7 +260,9 @@ describe('console', () => {
     await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: dora');
     await page.getByRole('button', { name: 'PAUSE', exact: true }).click();
     await page.getByRole('dialog').getByLabel('confirmation').fill('app');
-    h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url).replace('sso_admin_groups = ["dba"]', 'sso_admin_groups = ["nobody"]') }));
+    h.tp.writeConfig(
+      webToml(db, { web: ssoWeb(proxy.url).replace('sso_admin_groups = ["dba"]', 'sso_admin_groups = ["nobody"]') }),
+    );
     await h.tp.pooler.reload();
     try {
       await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
@@ -250,8 +276,14 @@ describe('console', () => {
     }
   });
 
-  it('SSO admin group: the sidebar shows sso: <user>; RECONNECT replaces the pool\'s server connections', async () => {
-    const c = new pg.Client({ host: '127.0.0.1', port: h.tp.port, database: 'app', user: 'scramuser', password: 'scrampass' });
+  it("SSO admin group: the sidebar shows sso: <user>; RECONNECT replaces the pool's server connections", async () => {
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: h.tp.port,
+      database: 'app',
+      user: 'scramuser',
+      password: 'scrampass',
+    });
     await c.connect();
     try {
       const old = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
@@ -267,7 +299,9 @@ describe('console', () => {
       expect(await page.getByTestId('action-result').textContent()).toBe('RECONNECT: RECONNECT scramuser@app');
       // The idle server is gone from SHOW SERVERS and from PostgreSQL; the next query gets a new backend.
       expect(serverPids('scramuser')).not.toContain(old);
-      await expect.poll(() => db.sql(`select count(*) from pg_stat_activity where pid = ${old}`), { timeout: 10_000 }).toBe('0');
+      await expect
+        .poll(() => db.sql(`select count(*) from pg_stat_activity where pid = ${old}`), { timeout: 10_000 })
+        .toBe('0');
       const next = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
       expect(next).not.toBe(old);
       expect(serverPids('scramuser')).toEqual([next]);
@@ -288,7 +322,9 @@ describe('console', () => {
   it('silent refresh: a token close to exp is replaced through the hidden /?sso_silent=1 frame', async () => {
     const short = await signToken(key, { aud: 'console', preferred_username: 'alice', expiresIn: 60 });
     const page = await openWithStorage('/overview', { 'pooler.sso-token': short });
-    await expect.poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 }).not.toBe(short);
+    await expect
+      .poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 })
+      .not.toBe(short);
     expect(proxy.issued).toHaveLength(1);
     expect(await page.evaluate(() => localStorage.getItem('pooler.sso-token'))).toBe(proxy.issued[0]);
     await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('sso: alice');
@@ -300,7 +336,9 @@ describe('console', () => {
     const short = await signToken(key, { aud: 'console', preferred_username: 'alice', expiresIn: 60 });
     const basic = Buffer.from(`${WEB_ADMIN.user}:${WEB_ADMIN.password}`).toString('base64');
     const page = await openWithStorage('/overview', { 'pooler.sso-token': short, 'pooler.admin-auth': basic });
-    await expect.poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 }).toBeNull();
+    await expect
+      .poll(() => page.evaluate(() => localStorage.getItem('pooler.sso-token')), { timeout: 20_000 })
+      .toBeNull();
     await expect.poll(() => page.getByTestId('role-label').textContent(), { timeout: 10_000 }).toBe('admin');
     expect(await page.evaluate(() => localStorage.getItem('pooler.admin-auth'))).toBe(basic);
   });
@@ -323,7 +361,12 @@ describe('console', () => {
     const page = await open('/pools');
     await signInBasic(page);
     await page.getByTestId('pools-table').waitFor();
-    h.tp.writeConfig(webToml(db, { web: ssoWeb(proxy.url) }).replace(`admin_password = "${WEB_ADMIN.password}"`, 'admin_password = "rotated-password"'));
+    h.tp.writeConfig(
+      webToml(db, { web: ssoWeb(proxy.url) }).replace(
+        `admin_password = "${WEB_ADMIN.password}"`,
+        'admin_password = "rotated-password"',
+      ),
+    );
     await h.tp.pooler.reload();
     try {
       await page.getByRole('dialog').waitFor();
@@ -342,7 +385,9 @@ describe('console with ui_anonymous = true', () => {
       context = await browser.newContext({ viewport: DESKTOP });
       const page = await context.newPage();
       const personal: string[] = [];
-      page.on('request', (r) => { if (/\/api\/(logs|prepared|interner|top)/.test(r.url())) personal.push(r.url()); });
+      page.on('request', (r) => {
+        if (/\/api\/(logs|prepared|interner|top)/.test(r.url())) personal.push(r.url());
+      });
       await page.goto(`${anon.base}/pools`);
       await page.getByTestId('pools-table').waitFor();
       expect(await page.getByTestId('role-label').textContent()).toBe('anonymous');
@@ -357,7 +402,9 @@ describe('console with ui_anonymous = true', () => {
         await page.getByTestId('needs-sign-in').waitFor();
       }
       await page.getByTestId('needs-sign-in').getByRole('button', { name: 'Sign in' }).click();
-      await expect.poll(() => page.getByRole('dialog').textContent(), { timeout: 10_000 }).toContain('need an Sso or Admin sign-in');
+      await expect
+        .poll(() => page.getByRole('dialog').textContent(), { timeout: 10_000 })
+        .toContain('need an Sso or Admin sign-in');
       expect(personal).toEqual([]);
       expect(paused('md5user', anon)).toBe(false);
     } finally {

@@ -55,7 +55,10 @@ beforeAll(async () => {
   await client.query('SELECT 1');
   // The pool's "server connection ready" record (debug) carries pool: md5user@app.
   const deadline = Date.now() + 30_000;
-  while ((await postJson<{ total: number }>(`${store.url}/search`, { query: { query: 'pool:`md5user@app`' }, size: 0 })).body.total === 0) {
+  while (
+    (await postJson<{ total: number }>(`${store.url}/search`, { query: { query: 'pool:`md5user@app`' }, size: 0 })).body
+      .total === 0
+  ) {
     if (Date.now() > deadline) throw new Error('no pool record reached the log store');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -90,7 +93,12 @@ describe('console and explorer links', () => {
     expect(href.origin).toBe(new URL(ui.url).origin);
     expect(href.searchParams.get('q')).toBe('pool:`md5user@app` or (user:`md5user` and database:`app`)');
     expect(href.searchParams.get('range')).toBe('1h');
-    const want = (await postJson<{ total: number }>(`${store.url}/search`, { query: { query: href.searchParams.get('q') }, size: 0 })).body.total;
+    const want = (
+      await postJson<{ total: number }>(`${store.url}/search`, {
+        query: { query: href.searchParams.get('q') },
+        size: 0,
+      })
+    ).body.total;
     expect(want).toBeGreaterThan(0);
 
     const exp = await page(href.toString());
@@ -114,22 +122,48 @@ describe('console and explorer links', () => {
     const href = new URL((await link.getAttribute('href'))!);
     expect(href.searchParams.get('q')).toBe(`client_id:${id!.replace(/\s*logs$/, '').trim()}`);
     // The client's "client logged in" record (debug) is what the link finds.
-    expect((await postJson<{ total: number }>(`${store.url}/search`, { query: { query: href.searchParams.get('q') }, size: 0 })).body.total).toBeGreaterThan(0);
+    expect(
+      (
+        await postJson<{ total: number }>(`${store.url}/search`, {
+          query: { query: href.searchParams.get('q') },
+          size: 0,
+        })
+      ).body.total,
+    ).toBeGreaterThan(0);
 
     // Admin events (the RELOAD of beforeAll, a PAUSE and RESUME of the pool) link to the records around them.
-    const admin = { authorization: `Basic ${Buffer.from('admin:links-admin-pw').toString('base64')}`, 'content-type': 'application/json' };
+    const admin = {
+      authorization: `Basic ${Buffer.from('admin:links-admin-pw').toString('base64')}`,
+      'content-type': 'application/json',
+    };
     for (const verb of ['pause', 'resume']) {
-      expect((await fetch(`${consoleBase}/api/admin/${verb}`, { method: 'POST', headers: admin, body: JSON.stringify({ database: 'app', user: 'md5user' }) })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${consoleBase}/api/admin/${verb}`, {
+            method: 'POST',
+            headers: admin,
+            body: JSON.stringify({ database: 'app', user: 'md5user' }),
+          })
+        ).status,
+      ).toBe(200);
     }
-    const events = (await (await fetch(`${consoleBase}/api/events`)).json()) as { time: string; kind: string; pool: string | null }[];
+    const events = (await (await fetch(`${consoleBase}/api/events`)).json()) as {
+      time: string;
+      kind: string;
+      pool: string | null;
+    }[];
     const wall = await page(`${consoleBase}/wall`);
     await wall.getByTestId('event-logs').first().waitFor();
-    const hrefs = (await wall.getByTestId('event-logs').evaluateAll((as) => as.map((a) => a.getAttribute('href')!))).map((h) => new URL(h));
+    const hrefs = (
+      await wall.getByTestId('event-logs').evaluateAll((as) => as.map((a) => a.getAttribute('href')!))
+    ).map((h) => new URL(h));
     const shown = events.slice(0, hrefs.length);
     expect(shown.some((e) => e.pool === 'app/md5user') && shown.some((e) => e.pool === null)).toBe(true);
     shown.forEach((e, i) => {
       const p = hrefs[i]!.searchParams;
-      expect(p.get('q')).toBe(e.pool === 'app/md5user' ? 'pool:`md5user@app` or (user:`md5user` and database:`app`)' : '*');
+      expect(p.get('q')).toBe(
+        e.pool === 'app/md5user' ? 'pool:`md5user@app` or (user:`md5user` and database:`app`)' : '*',
+      );
       expect(Date.parse(p.get('from')!)).toBe(Date.parse(e.time) - 300_000);
       expect(Date.parse(p.get('to')!)).toBe(Date.parse(e.time) + 300_000);
     });

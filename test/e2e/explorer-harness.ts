@@ -21,7 +21,17 @@ export const RANGE = `from=${encodeURIComponent(FROM)}&to=${encodeURIComponent(T
 export const SERVICES = ['api', 'api', 'api', 'web', 'web', 'db', 'auth'] as const;
 export const LEVELS = ['info', 'info', 'info', 'info', 'warn', 'error'] as const;
 
-export interface Doc { timestamp: string; service: string; level: string; status: string; latency_ms: string; host: string; user: string; message: string; n: string }
+export interface Doc {
+  timestamp: string;
+  service: string;
+  level: string;
+  status: string;
+  latency_ms: string;
+  host: string;
+  user: string;
+  message: string;
+  n: string;
+}
 
 export const DOCS: Doc[] = Array.from({ length: N }, (_, i) => {
   const level = LEVELS[(i * 7) % LEVELS.length]!;
@@ -62,7 +72,8 @@ export async function startExplorerEnv(opts: { uiLimits?: Record<string, unknown
     store = await startLogstore();
     for (let i = 0; i < N; i += 2500) {
       const r = await bulk(store.url, ndjson(DOCS.slice(i, i + 2500)));
-      if (r.body.errors) throw new Error(`bulk failed: ${JSON.stringify(r.body.items.find((x) => Object.values(x)[0]!.error))}`);
+      if (r.body.errors)
+        throw new Error(`bulk failed: ${JSON.stringify(r.body.items.find((x) => Object.values(x)[0]!.error))}`);
     }
     ui = await startUi({ logstoreAddrs: [store.grpcAddr], limits: { ...opts.uiLimits } });
     browser = await launchChromium();
@@ -72,7 +83,9 @@ export async function startExplorerEnv(opts: { uiLimits?: Record<string, unknown
     throw err;
   }
   const env: ExplorerEnv = {
-    store, ui, browser,
+    store,
+    ui,
+    browser,
     async open(url, viewport = DESKTOP, storage = {}) {
       const context = await env.browser.newContext({ viewport, acceptDownloads: true });
       contexts.add(context);
@@ -100,7 +113,12 @@ export async function idle(page: Page): Promise<void> {
 
 /** Does `act` and waits for the search it starts to be answered and shown. */
 export async function searched(page: Page, act: () => Promise<unknown>): Promise<void> {
-  const answered = page.waitForResponse((r) => r.url().endsWith('/api/v1/search') && r.request().method() === 'POST' && !JSON.parse(r.request().postData() ?? '{}').offset);
+  const answered = page.waitForResponse(
+    (r) =>
+      r.url().endsWith('/api/v1/search') &&
+      r.request().method() === 'POST' &&
+      !JSON.parse(r.request().postData() ?? '{}').offset,
+  );
   await act();
   await answered;
   await idle(page);
@@ -113,7 +131,10 @@ export function params(page: Page): URLSearchParams {
 
 /** Screenshots at 1440x900 and 390x844 (`explorer-<name>-desktop|phone`), timings masked; restores the desktop size. */
 export async function shootBoth(page: Page, name: string): Promise<void> {
-  for (const [suffix, size] of [['desktop', DESKTOP], ['phone', PHONE]] as const) {
+  for (const [suffix, size] of [
+    ['desktop', DESKTOP],
+    ['phone', PHONE],
+  ] as const) {
     await page.setViewportSize(size);
     await page.waitForTimeout(150);
     await page.evaluate(() => document.fonts.ready);
@@ -125,7 +146,9 @@ export async function shootBoth(page: Page, name: string): Promise<void> {
 }
 
 /** What the explorer's test modules share: one environment for the whole file. */
-export interface ExplorerShared { env: ExplorerEnv }
+export interface ExplorerShared {
+  env: ExplorerEnv;
+}
 
 export const between = (from: string, to: string) => (d: Doc) => d.timestamp >= from && d.timestamp <= to;
 export const total = async (page: Page) => Number((await page.getByTestId('total').textContent())!.replace(/,/g, ''));

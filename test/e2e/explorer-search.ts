@@ -1,6 +1,22 @@
 // Explorer E2E, search: the query editor (highlighting, completion, errors), time ranges, histogram zoom, results and the URL.
 import { describe, expect, it } from 'vitest';
-import { DESKTOP, DOCS, FROM, NEWEST_FIRST, N, RANGE, TO, params, searched, shootBoth, between, total, rowsInDom, runQuery, type ExplorerShared } from './explorer-harness.js';
+import {
+  DESKTOP,
+  DOCS,
+  FROM,
+  NEWEST_FIRST,
+  N,
+  RANGE,
+  TO,
+  params,
+  searched,
+  shootBoth,
+  between,
+  total,
+  rowsInDom,
+  runQuery,
+  type ExplorerShared,
+} from './explorer-harness.js';
 
 export function describeSearch(s: ExplorerShared): void {
   describe('query, time range, results, URL, histogram', () => {
@@ -9,12 +25,16 @@ export function describeSearch(s: ExplorerShared): void {
       expect(await total(page)).toBe(N);
       expect(Number(await page.getByTestId('histogram').getAttribute('data-total'))).toBe(N);
       const first = page.getByTestId('result-row').first();
-      expect(await first.locator('.r-time').textContent()).toBe(NEWEST_FIRST[0]!.timestamp.replace('T', ' ').replace('Z', ''));
+      expect(await first.locator('.r-time').textContent()).toBe(
+        NEWEST_FIRST[0]!.timestamp.replace('T', ' ').replace('Z', ''),
+      );
       expect(await first.locator('.r-doc').textContent()).toContain(`n=${NEWEST_FIRST[0]!.n}`);
       // A thousand rows are loaded; the DOM holds the visible ones and a few more.
       expect(await page.getByTestId('summary').textContent()).toContain('1,000 loaded');
       expect(await rowsInDom(page)).toBeLessThan(80);
-      expect(await page.getByTestId('time-button').textContent()).toContain('2026-03-02 09:55:00 → 2026-03-02 12:05:00 UTC');
+      expect(await page.getByTestId('time-button').textContent()).toContain(
+        '2026-03-02 09:55:00 → 2026-03-02 12:05:00 UTC',
+      );
       await shootBoth(page, 'results');
       await page.context().close();
     });
@@ -69,9 +89,19 @@ export function describeSearch(s: ExplorerShared): void {
       await input.press('Tab');
       expect(await input.inputValue()).toBe('service:');
       await list.locator('li', { hasText: 'auth' }).waitFor();
-      const counts = Object.fromEntries(['api', 'web', 'db', 'auth'].map((s) => [s, DOCS.filter((d) => d.service === s).length]));
-      const items = await list.locator('li[role="option"]').evaluateAll((lis) => lis.map((li) => [li.querySelector('.c-label')!.textContent, li.querySelector('.c-detail')!.textContent]));
-      expect(items).toEqual(Object.entries(counts).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([k, v]) => [k, String(v)]));
+      const counts = Object.fromEntries(
+        ['api', 'web', 'db', 'auth'].map((s) => [s, DOCS.filter((d) => d.service === s).length]),
+      );
+      const items = await list
+        .locator('li[role="option"]')
+        .evaluateAll((lis) =>
+          lis.map((li) => [li.querySelector('.c-label')!.textContent, li.querySelector('.c-detail')!.textContent]),
+        );
+      expect(items).toEqual(
+        Object.entries(counts)
+          .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+          .map(([k, v]) => [k, String(v)]),
+      );
       await input.press('ArrowDown');
       await input.press('Tab');
       expect(await input.inputValue()).toBe('service:web ');
@@ -97,7 +127,9 @@ export function describeSearch(s: ExplorerShared): void {
     it('picks relative, custom and absolute ranges, and each lands in the URL', async () => {
       const page = await s.env.open(`/?${RANGE}`);
       await page.getByTestId('time-button').click();
-      await searched(page, () => page.getByTestId('time-panel').getByRole('button', { name: 'Last 15 minutes' }).click());
+      await searched(page, () =>
+        page.getByTestId('time-panel').getByRole('button', { name: 'Last 15 minutes' }).click(),
+      );
       expect(params(page).get('range')).toBe('15m');
       expect(params(page).get('from')).toBeNull();
       // The data set is from March: nothing in the last 15 minutes.
@@ -113,7 +145,9 @@ export function describeSearch(s: ExplorerShared): void {
       await searched(page, () => page.getByTestId('abs-apply').click());
       expect(params(page).get('from')).toBe('2026-03-02T10:30:00.000Z');
       expect(params(page).get('to')).toBe('2026-03-02T11:00:00.000Z');
-      expect(await total(page)).toBe(DOCS.filter(between('2026-03-02T10:30:00.000Z', '2026-03-02T11:00:00.000Z')).length);
+      expect(await total(page)).toBe(
+        DOCS.filter(between('2026-03-02T10:30:00.000Z', '2026-03-02T11:00:00.000Z')).length,
+      );
       // A bad absolute time is refused in the picker, the view stays.
       await page.getByTestId('time-button').click();
       await page.getByTestId('abs-from').fill('yesterday');
@@ -150,7 +184,11 @@ export function describeSearch(s: ExplorerShared): void {
       expect(await page.getByTestId('query-input').inputValue()).toBe('status:404 and service:api');
       expect(await page.getByTestId('column-header').allTextContents()).toEqual(['service×', 'status×', 'message×']);
       const row = page.getByTestId('result-row').nth(1);
-      expect(await row.locator('.r-col').allTextContents()).toEqual([expected[1]!.service, expected[1]!.status, expected[1]!.message]);
+      expect(await row.locator('.r-col').allTextContents()).toEqual([
+        expected[1]!.service,
+        expected[1]!.status,
+        expected[1]!.message,
+      ]);
       await row.getByRole('cell', { name: 'Open the document' }).click();
       const json = JSON.parse((await row.locator('.r-json').textContent())!);
       expect(json).toEqual(expected[1]);
@@ -170,7 +208,9 @@ export function describeSearch(s: ExplorerShared): void {
         if (!text.includes('loaded')) break;
         await page.waitForTimeout(100);
       }
-      await page.waitForFunction(() => !document.querySelector('[data-testid="summary"]')!.textContent!.includes('loaded'));
+      await page.waitForFunction(
+        () => !document.querySelector('[data-testid="summary"]')!.textContent!.includes('loaded'),
+      );
       const scrollMs = Date.now() - started;
       await scroller.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
       expect(await rowsInDom(page)).toBeLessThan(80);
@@ -189,7 +229,9 @@ export function describeSearch(s: ExplorerShared): void {
         }
         return (performance.now() - t0) / 50;
       });
-      console.log(`explorer: 10 000 rows loaded by scrolling in ${scrollMs} ms; ${frame.toFixed(1)} ms per scrolled frame`);
+      console.log(
+        `explorer: 10 000 rows loaded by scrolling in ${scrollMs} ms; ${frame.toFixed(1)} ms per scrolled frame`,
+      );
       expect(await rowsInDom(page)).toBeLessThan(80);
       await page.setViewportSize(DESKTOP);
       await page.context().close();

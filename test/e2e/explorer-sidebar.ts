@@ -1,6 +1,18 @@
 // Explorer E2E, fields: the sidebar's top values and share, + and − filters, columns, show context, the phone panel.
 import { describe, expect, it } from 'vitest';
-import { DOCS, NEWEST_FIRST, N, PHONE, RANGE, params, searched, shootBoth, total, type ExplorerShared, type Doc } from './explorer-harness.js';
+import {
+  DOCS,
+  NEWEST_FIRST,
+  N,
+  PHONE,
+  RANGE,
+  params,
+  searched,
+  shootBoth,
+  total,
+  type ExplorerShared,
+  type Doc,
+} from './explorer-harness.js';
 
 export function describeSidebar(s: ExplorerShared): void {
   describe('field sidebar, columns, context', () => {
@@ -11,16 +23,21 @@ export function describeSidebar(s: ExplorerShared): void {
       return [...m].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
     };
 
-    it('shows a field\'s top values with their share; + and − add field:value and not field:value', async () => {
+    it("shows a field's top values with their share; + and − add field:value and not field:value", async () => {
       const page = await s.env.open(`/?${RANGE}`);
       const sidebar = page.getByTestId('field-sidebar');
-      expect(await sidebar.getByTestId('field').evaluateAll((els) => els.map((e) => e.getAttribute('data-field')))).toEqual(
-        ['host', 'latency_ms', 'level', 'message', 'n', 'service', 'status', 'timestamp', 'user']);
+      expect(
+        await sidebar.getByTestId('field').evaluateAll((els) => els.map((e) => e.getAttribute('data-field'))),
+      ).toEqual(['host', 'latency_ms', 'level', 'message', 'n', 'service', 'status', 'timestamp', 'user']);
       await sidebar.getByRole('button', { name: 'level', exact: true }).click();
       const values = sidebar.getByTestId('top-value');
       await values.first().waitFor();
       const levels = topOf(DOCS, 'level');
-      expect(await values.evaluateAll((els) => els.map((e) => [e.getAttribute('data-key'), Number(e.getAttribute('data-count'))]))).toEqual(levels);
+      expect(
+        await values.evaluateAll((els) =>
+          els.map((e) => [e.getAttribute('data-key'), Number(e.getAttribute('data-count'))]),
+        ),
+      ).toEqual(levels);
       expect(await values.locator('.fs-share').allTextContents()).toEqual(levels.map(([, n]) => share(n, N)));
       await searched(page, () => sidebar.getByRole('button', { name: 'Filter for level: error' }).click());
       expect(params(page).get('q')).toBe('level:error');
@@ -28,10 +45,23 @@ export function describeSidebar(s: ExplorerShared): void {
       expect(await total(page)).toBe(errors.length);
       // The opened field's values now count within the matches.
       await sidebar.getByRole('button', { name: 'service', exact: true }).click();
-      await page.waitForFunction((n) => [...document.querySelectorAll('[data-testid="top-value"]')].reduce((a, e) => a + Number(e.getAttribute('data-count')), 0) === n, errors.length);
+      await page.waitForFunction(
+        (n) =>
+          [...document.querySelectorAll('[data-testid="top-value"]')].reduce(
+            (a, e) => a + Number(e.getAttribute('data-count')),
+            0,
+          ) === n,
+        errors.length,
+      );
       const services = topOf(errors, 'service');
-      expect(await values.evaluateAll((els) => els.map((e) => [e.getAttribute('data-key'), Number(e.getAttribute('data-count'))]))).toEqual(services);
-      expect(await values.locator('.fs-share').allTextContents()).toEqual(services.map(([, n]) => share(n, errors.length)));
+      expect(
+        await values.evaluateAll((els) =>
+          els.map((e) => [e.getAttribute('data-key'), Number(e.getAttribute('data-count'))]),
+        ),
+      ).toEqual(services);
+      expect(await values.locator('.fs-share').allTextContents()).toEqual(
+        services.map(([, n]) => share(n, errors.length)),
+      );
       await shootBoth(page, 'sidebar');
       await searched(page, () => sidebar.getByRole('button', { name: 'Filter out service: api' }).click());
       expect(params(page).get('q')).toBe('level:error and not service:api');
@@ -48,8 +78,13 @@ export function describeSidebar(s: ExplorerShared): void {
       expect(params(page).get('cols')).toBe('service,latency_ms');
       expect(await page.getByTestId('column-header').allTextContents()).toEqual(['service×', 'latency_ms×']);
       const warn = NEWEST_FIRST.filter((d) => d.level === 'warn');
-      expect(await page.getByTestId('result-row').first().locator('.r-col').allTextContents()).toEqual([warn[0]!.service, warn[0]!.latency_ms]);
-      expect(await sidebar.getByRole('button', { name: 'Remove column service' }).getAttribute('aria-pressed')).toBe('true');
+      expect(await page.getByTestId('result-row').first().locator('.r-col').allTextContents()).toEqual([
+        warn[0]!.service,
+        warn[0]!.latency_ms,
+      ]);
+      expect(await sidebar.getByRole('button', { name: 'Remove column service' }).getAttribute('aria-pressed')).toBe(
+        'true',
+      );
       await sidebar.getByRole('button', { name: 'Remove column service' }).click();
       expect(params(page).get('cols')).toBe('latency_ms');
       await sidebar.getByRole('button', { name: 'Remove column latency_ms' }).click();
@@ -65,12 +100,15 @@ export function describeSidebar(s: ExplorerShared): void {
       const ctx = page.getByTestId('context');
       const rows = ctx.getByTestId('context-row');
       await rows.first().waitFor();
-      const ids = async () => (await rows.locator('.ctx-doc').allTextContents()).map((t) => Number(/\bn=(\d+)/.exec(t)![1]));
+      const ids = async () =>
+        (await rows.locator('.ctx-doc').allTextContents()).map((t) => Number(/\bn=(\d+)/.exec(t)![1]));
       expect(await ids()).toEqual(Array.from({ length: 21 }, (_, i) => 4990 + i));
       expect(await ctx.locator('li[aria-current="true"] .ctx-doc').textContent()).toContain('n=5000');
       await shootBoth(page, 'context');
       await ctx.getByTestId('context-field').selectOption('service');
-      await page.waitForFunction(() => document.querySelector('[data-testid="context"] .fs-note')?.textContent?.includes('where'));
+      await page.waitForFunction(() =>
+        document.querySelector('[data-testid="context"] .fs-note')?.textContent?.includes('where'),
+      );
       const service = DOCS[5000]!.service;
       expect(await ctx.locator('.fs-note').textContent()).toContain(`service:\`${service}\``);
       const same = DOCS.filter((d) => d.service === service).map((d) => Number(d.n));

@@ -16,10 +16,43 @@ type Rec = Record<string, unknown> & { time: string; level: string; target: stri
 const DOCS: Rec[] = Array.from({ length: N }, (_, i) => {
   const time = new Date(T0 + i * 1000).toISOString();
   switch (i % 4) {
-    case 0: return { time, level: 'warn', target: 'pooler::pool', pool: 'app', msg: `server login failed: connection to 10.0.${i % 7}.${i % 13}:5432 refused after ${i % 50} ms`, server_id: i };
-    case 1: return { time, level: 'info', target: 'pooler::web::access', msg: 'GET /api/pools', method: 'GET', path: '/api/pools', status: i % 40 === 1 ? 404 : 200, latency_ms: i % 30 };
-    case 2: return { time, level: 'error', target: 'pooler::pool', pool: 'Billing', msg: `client ${i} closed: "query_wait_timeout"`, client_id: i };
-    default: return { time, level: 'info', target: 'pooler', service: i % 8 === 3 ? 'Billing-API' : 'Auth', msg: 'RELOAD done; changed: nothing' };
+    case 0:
+      return {
+        time,
+        level: 'warn',
+        target: 'pooler::pool',
+        pool: 'app',
+        msg: `server login failed: connection to 10.0.${i % 7}.${i % 13}:5432 refused after ${i % 50} ms`,
+        server_id: i,
+      };
+    case 1:
+      return {
+        time,
+        level: 'info',
+        target: 'pooler::web::access',
+        msg: 'GET /api/pools',
+        method: 'GET',
+        path: '/api/pools',
+        status: i % 40 === 1 ? 404 : 200,
+        latency_ms: i % 30,
+      };
+    case 2:
+      return {
+        time,
+        level: 'error',
+        target: 'pooler::pool',
+        pool: 'Billing',
+        msg: `client ${i} closed: "query_wait_timeout"`,
+        client_id: i,
+      };
+    default:
+      return {
+        time,
+        level: 'info',
+        target: 'pooler',
+        service: i % 8 === 3 ? 'Billing-API' : 'Auth',
+        msg: 'RELOAD done; changed: nothing',
+      };
   }
 });
 
@@ -89,7 +122,7 @@ describe('query editor keys', () => {
     await page.context().close();
   });
 
-  it('Enter runs the query with the suggestion list open, and the results are the new query\'s', async () => {
+  it("Enter runs the query with the suggestion list open, and the results are the new query's", async () => {
     const page = await open(`/?${RANGE}`);
     expect(await total(page)).toBe(N);
     const input = page.getByTestId('query-input');
@@ -120,8 +153,16 @@ describe('query editor keys', () => {
     expect(await input.inputValue()).toBe('service:');
     await list.locator('.c-label', { hasText: 'Billing-API' }).waitFor();
     const count = (v: string) => String(DOCS.filter((d) => d.service === v).length);
-    expect(await list.locator('li[role="option"]').evaluateAll((lis) => lis.map((li) => [li.querySelector('.c-label')!.textContent, li.querySelector('.c-detail')!.textContent])))
-      .toEqual([['Auth', count('Auth')], ['Billing-API', count('Billing-API')]]);
+    expect(
+      await list
+        .locator('li[role="option"]')
+        .evaluateAll((lis) =>
+          lis.map((li) => [li.querySelector('.c-label')!.textContent, li.querySelector('.c-detail')!.textContent]),
+        ),
+    ).toEqual([
+      ['Auth', count('Auth')],
+      ['Billing-API', count('Billing-API')],
+    ]);
     await list.locator('li', { hasText: 'Billing-API' }).click();
     expect(await input.inputValue()).toBe('service:Billing-API ');
     await searched(page, () => input.press('Enter'));
@@ -139,16 +180,22 @@ describe('rows people can read', () => {
     const page = await open(`/?${RANGE}`);
     const rows = page.getByTestId('result-row');
     const newest = [...DOCS].reverse();
-    const shown = await rows.evaluateAll((els) => els.map((el) => {
-      const cell = el.querySelector('.r-doc')!.getBoundingClientRect();
-      const msg = el.querySelector('[data-testid="row-message"]');
-      const lvl = el.querySelector('[data-testid="row-level"]')!;
-      return {
-        index: Number(el.getAttribute('data-index')), level: lvl.textContent, tone: lvl.getAttribute('data-tone'), colour: getComputedStyle(lvl).color,
-        message: msg?.textContent ?? null, inView: msg ? msg.getBoundingClientRect().right <= cell.right + 0.5 : false,
-        rest: el.querySelector('.r-rest')!.textContent,
-      };
-    }));
+    const shown = await rows.evaluateAll((els) =>
+      els.map((el) => {
+        const cell = el.querySelector('.r-doc')!.getBoundingClientRect();
+        const msg = el.querySelector('[data-testid="row-message"]');
+        const lvl = el.querySelector('[data-testid="row-level"]')!;
+        return {
+          index: Number(el.getAttribute('data-index')),
+          level: lvl.textContent,
+          tone: lvl.getAttribute('data-tone'),
+          colour: getComputedStyle(lvl).color,
+          message: msg?.textContent ?? null,
+          inView: msg ? msg.getBoundingClientRect().right <= cell.right + 0.5 : false,
+          rest: el.querySelector('.r-rest')!.textContent,
+        };
+      }),
+    );
     expect(shown.length).toBeGreaterThan(8);
     const colours = new Map<string, string>();
     for (const r of shown) {
@@ -169,9 +216,12 @@ describe('rows people can read', () => {
 });
 
 describe('patterns view', () => {
-  const templateOf = (d: Rec) => (d.msg.startsWith('server login failed')
-    ? 'server login failed: connection to <ip> refused after <num> ms'
-    : d.msg.startsWith('client ') ? 'client <num> closed: <str>' : d.msg);
+  const templateOf = (d: Rec) =>
+    d.msg.startsWith('server login failed')
+      ? 'server login failed: connection to <ip> refused after <num> ms'
+      : d.msg.startsWith('client ')
+        ? 'client <num> closed: <str>'
+        : d.msg;
 
   it('groups the matches by message template, counted, largest first; a query narrows it; the tab is in the URL', async () => {
     const page = await open(`/?${RANGE}`);
@@ -180,23 +230,37 @@ describe('patterns view', () => {
     expect(params(page).get('tab')).toBe('patterns');
     const counts = new Map<string, number>();
     for (const d of DOCS) counts.set(templateOf(d), (counts.get(templateOf(d)) ?? 0) + 1);
-    const rows = async () => page.getByTestId('pattern-row').evaluateAll((trs) => trs.map((tr) => [
-      tr.querySelector('[data-testid="pattern-text"]')!.textContent, Number(tr.querySelector('[data-testid="pattern-count"]')!.textContent!.replace(/,/g, '')),
-    ]));
+    const rows = async () =>
+      page
+        .getByTestId('pattern-row')
+        .evaluateAll((trs) =>
+          trs.map((tr) => [
+            tr.querySelector('[data-testid="pattern-text"]')!.textContent,
+            Number(tr.querySelector('[data-testid="pattern-count"]')!.textContent!.replace(/,/g, '')),
+          ]),
+        );
     expect((await rows()).sort()).toEqual([...counts].sort());
     expect(await page.getByTestId('patterns-note').textContent()).toContain(`4 patterns in ${N} matches`);
     // One warning repeated 100 times with other numbers and addresses: one row, not 100.
     await page.getByTestId('query-input').fill('level:warn');
     await page.getByTestId('query-input').press('Enter');
     await page.getByTestId('patterns-note').filter({ hasText: '1 pattern in' }).waitFor();
-    expect(await rows()).toEqual([['server login failed: connection to <ip> refused after <num> ms', DOCS.filter((d) => d.level === 'warn').length]]);
-    expect(await page.locator('.pt-example').first().textContent()).toBe([...DOCS].reverse().find((d) => d.level === 'warn')!.msg);
+    expect(await rows()).toEqual([
+      ['server login failed: connection to <ip> refused after <num> ms', DOCS.filter((d) => d.level === 'warn').length],
+    ]);
+    expect(await page.locator('.pt-example').first().textContent()).toBe(
+      [...DOCS].reverse().find((d) => d.level === 'warn')!.msg,
+    );
     await page.context().close();
   });
 
   it('reads at most `sample` newest matches and says so; past max_search_total_limit is refused with the limit', async () => {
     const post = async (body: unknown) => {
-      const r = await fetch(`${ui.url}/api/v1/patterns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${ui.url}/api/v1/patterns`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: r.status, body: (await r.json()) as Record<string, any> };
     };
     const r = await post({ query: '', sample: 40 });
@@ -204,7 +268,9 @@ describe('patterns view', () => {
     expect([r.body.total, r.body.sampled]).toEqual([N, 40]);
     const newest = [...DOCS].reverse().slice(0, 40);
     expect(r.body.patterns.reduce((a: number, p: { count: number }) => a + p.count, 0)).toBe(40);
-    expect(r.body.patterns.find((p: { pattern: string }) => p.pattern.startsWith('server login'))?.count).toBe(newest.filter((d) => d.level === 'warn').length);
+    expect(r.body.patterns.find((p: { pattern: string }) => p.pattern.startsWith('server login'))?.count).toBe(
+      newest.filter((d) => d.level === 'warn').length,
+    );
     const big = await post({ sample: 1_000_000 });
     expect(big.status).toBe(400);
     expect(big.body.error).toMatchObject({ code: 'limit_exceeded', limit: 'max_search_total_limit' });

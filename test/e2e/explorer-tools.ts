@@ -3,7 +3,19 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { bulk, ndjson } from '../helpers/logstore.js';
-import { DESKTOP, DOCS, FROM, NEWEST_FIRST, RANGE, params, searched, shootBoth, total, type ExplorerShared, type Doc } from './explorer-harness.js';
+import {
+  DESKTOP,
+  DOCS,
+  FROM,
+  NEWEST_FIRST,
+  RANGE,
+  params,
+  searched,
+  shootBoth,
+  total,
+  type ExplorerShared,
+  type Doc,
+} from './explorer-harness.js';
 
 export function describeTools(s: ExplorerShared): void {
   describe('aggregations, export, live tail, saved queries, themes', () => {
@@ -11,7 +23,16 @@ export function describeTools(s: ExplorerShared): void {
       const sorted = [...values].sort((a, b) => a - b);
       return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
     };
-    const aggRows = (page: Page) => page.getByTestId('agg-row').evaluateAll((els) => els.map((e) => [e.getAttribute('data-key'), Number(e.getAttribute('data-value')), e.getAttribute('data-quantiles')]));
+    const aggRows = (page: Page) =>
+      page
+        .getByTestId('agg-row')
+        .evaluateAll((els) =>
+          els.map((e) => [
+            e.getAttribute('data-key'),
+            Number(e.getAttribute('data-value')),
+            e.getAttribute('data-quantiles'),
+          ]),
+        );
     const aggDone = (page: Page) => page.locator('[data-testid="aggs"][data-loading="false"]').waitFor();
 
     it('draws count, avg and quantiles by group, and a count by group over time; the form is in the URL', async () => {
@@ -35,7 +56,11 @@ export function describeTools(s: ExplorerShared): void {
       await page.getByTestId('agg-func').selectOption('quantile');
       await page.getByTestId('agg-group').selectOption('');
       await page.getByTestId('agg-quantiles').fill('0.5, 0.99');
-      await page.waitForFunction(() => document.querySelectorAll('[data-testid="agg-row"]').length === 1 && document.querySelector('[data-testid="agg-row"]')!.getAttribute('data-quantiles')!.split(',').length === 2);
+      await page.waitForFunction(
+        () =>
+          document.querySelectorAll('[data-testid="agg-row"]').length === 1 &&
+          document.querySelector('[data-testid="agg-row"]')!.getAttribute('data-quantiles')!.split(',').length === 2,
+      );
       await aggDone(page);
       const lat = errors.map((d) => Number(d.latency_ms));
       expect((await aggRows(page))[0]![2]).toBe(`${rank(lat, 0.5)},${rank(lat, 0.99)}`);
@@ -52,14 +77,20 @@ export function describeTools(s: ExplorerShared): void {
       await page.getByTestId('agg-group').selectOption('level');
       await page.waitForFunction(() => document.querySelectorAll('[data-testid="agg-row"]').length === 3);
       await aggDone(page);
-      const byLevel = Object.fromEntries(['info', 'warn', 'error'].map((l) => [l, DOCS.filter((d) => d.level === l).length]));
+      const byLevel = Object.fromEntries(
+        ['info', 'warn', 'error'].map((l) => [l, DOCS.filter((d) => d.level === l).length]),
+      );
       expect(Object.fromEntries((await aggRows(page)).map((r) => [r[0], r[1]]))).toEqual(byLevel);
       await shootBoth(page, 'aggs');
       await page.getByTestId('agg-interval').selectOption('15m');
       await page.getByTestId('agg-series').waitFor();
       await aggDone(page);
       // Lines by total, then name: info (6 667), then error and warn (1 666 each).
-      expect((await page.getByTestId('agg-series').getAttribute('data-lines'))!.split('|')).toEqual(['info', 'error', 'warn']);
+      expect((await page.getByTestId('agg-series').getAttribute('data-lines'))!.split('|')).toEqual([
+        'info',
+        'error',
+        'warn',
+      ]);
       expect(params(page).get('aint')).toBe('15m');
       await shootBoth(page, 'aggs-over-time');
       // The link reproduces the panel.
@@ -78,7 +109,10 @@ export function describeTools(s: ExplorerShared): void {
       expect(await page.getByTestId('export-limit').inputValue()).toBe(String(expected.length));
       await page.getByTestId('export-fields').fill('');
       const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-start').click()]);
-      const lines = readFileSync((await jsonl.path())!, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; time: string; data: Doc });
+      const lines = readFileSync((await jsonl.path())!, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: string; time: string; data: Doc });
       expect(lines.map((l) => l.data)).toEqual(expected);
       expect(lines.map((l) => l.time)).toEqual(expected.map((d) => d.timestamp));
       await page.getByTestId('export-open').click();
@@ -87,7 +121,9 @@ export function describeTools(s: ExplorerShared): void {
       expect(await page.getByTestId('export-fields').inputValue()).toBe('_time, service, n');
       const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-start').click()]);
       expect(csv.suggestedFilename()).toMatch(/\.csv$/);
-      const rows = readFileSync((await csv.path())!, 'utf8').trim().split('\r\n');
+      const rows = readFileSync((await csv.path())!, 'utf8')
+        .trim()
+        .split('\r\n');
       expect(rows[0]).toBe('_time,service,n');
       expect(rows.slice(1)).toEqual(expected.map((d) => `${d.timestamp},${d.service},${d.n}`));
       await page.getByTestId('export-open').click();
@@ -104,7 +140,12 @@ export function describeTools(s: ExplorerShared): void {
       await page.getByTestId('live-waiting').waitFor();
       let k = 0;
       const ingest = async (n: number, host = 'tail-host') => {
-        const docs = Array.from({ length: n }, () => ({ ...DOCS[0]!, timestamp: new Date().toISOString(), host, n: `tail-${k++}` }));
+        const docs = Array.from({ length: n }, () => ({
+          ...DOCS[0]!,
+          timestamp: new Date().toISOString(),
+          host,
+          n: `tail-${k++}`,
+        }));
         const r = await bulk(s.env.store.url, ndjson(docs));
         expect(r.body.errors).toBe(false);
       };
@@ -112,7 +153,9 @@ export function describeTools(s: ExplorerShared): void {
       await ingest(3);
       await ingest(2, 'other-host');
       await page.waitForFunction(() => document.querySelector('[data-testid="live-count"]')?.textContent === '3');
-      expect(await page.getByTestId('result-row').locator('.r-doc').allTextContents()).toEqual(['tail-0', 'tail-1', 'tail-2'].map((n) => expect.stringContaining(`n=${n}`)));
+      expect(await page.getByTestId('result-row').locator('.r-doc').allTextContents()).toEqual(
+        ['tail-0', 'tail-1', 'tail-2'].map((n) => expect.stringContaining(`n=${n}`)),
+      );
       await ingest(60);
       await page.waitForFunction(() => document.querySelector('[data-testid="live-count"]')?.textContent === '63');
       // At the bottom, the view follows: the newest row is in view.

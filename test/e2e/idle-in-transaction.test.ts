@@ -17,7 +17,14 @@ afterAll(async () => {
 });
 
 async function connect(applicationName: string): Promise<pg.Client> {
-  const c = new pg.Client({ host: '127.0.0.1', port: env.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: applicationName });
+  const c = new pg.Client({
+    host: '127.0.0.1',
+    port: env.tp.port,
+    database: 'app',
+    user: 'md5user',
+    password: 'md5pass',
+    application_name: applicationName,
+  });
   c.on('error', () => undefined);
   await c.connect();
   clients.push(c);
@@ -38,7 +45,8 @@ describe('pool page: idle in transaction', () => {
     await expect.poll(() => first.locator('.state-tag').textContent(), { timeout: 20_000 }).toBe('idle in transaction');
     // Its transaction age is shown with a unit; its query age (none runs) is blank rather than "0 s".
     const heads = page.getByTestId('pool-clients').locator('thead th');
-    const column = (name: string) => heads.evaluateAll((ths, n) => ths.findIndex((th) => th.textContent?.startsWith(n)), name);
+    const column = (name: string) =>
+      heads.evaluateAll((ths, n) => ths.findIndex((th) => th.textContent?.startsWith(n)), name);
     const age = first.locator('td').nth(await column('transaction age'));
     await expect.poll(() => age.textContent(), { timeout: 20_000 }).toMatch(/^\d[\d.]* (µs|ms|s)$|min|h/);
     expect(await page.getByTestId('pool-clients').locator('tbody tr').count()).toBe(20);
@@ -52,12 +60,20 @@ describe('pool page: idle in transaction', () => {
     const page = await env.open('admin', '/clients');
     await page.getByTestId('clients-table').waitFor();
     await page.getByRole('search', { name: 'Filter clients' }).getByLabel('State').selectOption('idle in transaction');
-    await expect.poll(() => new URL(page.url()).searchParams.get('activity'), { timeout: 10_000 }).toBe('idle in transaction');
-    const apps = () => page.getByTestId('clients-table').locator('tbody tr').evaluateAll((trs) => trs.map((tr) => tr.textContent ?? ''));
+    await expect
+      .poll(() => new URL(page.url()).searchParams.get('activity'), { timeout: 10_000 })
+      .toBe('idle in transaction');
+    const apps = () =>
+      page
+        .getByTestId('clients-table')
+        .locator('tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => tr.textContent ?? ''));
     await expect.poll(async () => (await apps()).length, { timeout: 20_000 }).toBe(1);
     expect((await apps())[0]).toContain('filtered-in-tx');
     await page.reload();
-    expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('State').inputValue()).toBe('idle in transaction');
+    expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('State').inputValue()).toBe(
+      'idle in transaction',
+    );
     await open.query('rollback');
     await page.context().close();
   });
@@ -70,27 +86,51 @@ describe('pool page: idle in transaction', () => {
     await b.query('begin');
     const page = await env.open('admin', '/overview');
     const line = page.getByTestId('overview-clients-idle-xact');
-    await expect.poll(() => line.textContent().catch(() => null), { timeout: 20_000 }).toMatch(/^2 idle in transaction \(oldest \d[\d.]* (ms|s)\)$/);
-    await expect.poll(() => page.getByTestId('overview-servers-idle-xact').textContent().catch(() => null), { timeout: 20_000 }).toMatch(/^2 idle in transaction \(oldest /);
+    await expect
+      .poll(() => line.textContent().catch(() => null), { timeout: 20_000 })
+      .toMatch(/^2 idle in transaction \(oldest \d[\d.]* (ms|s)\)$/);
+    await expect
+      .poll(
+        () =>
+          page
+            .getByTestId('overview-servers-idle-xact')
+            .textContent()
+            .catch(() => null),
+        { timeout: 20_000 },
+      )
+      .toMatch(/^2 idle in transaction \(oldest /);
     // In the warning colour, on a card marked as a warning; "active" leaves the two out, so the parts add up to the total.
-    expect(await line.evaluate((el) => getComputedStyle(el).color)).toBe(await page.evaluate(() => {
-      const probe = document.createElement('span');
-      probe.style.color = 'var(--warn)';
-      document.body.append(probe);
-      const c = getComputedStyle(probe).color;
-      probe.remove();
-      return c;
-    }));
+    expect(await line.evaluate((el) => getComputedStyle(el).color)).toBe(
+      await page.evaluate(() => {
+        const probe = document.createElement('span');
+        probe.style.color = 'var(--warn)';
+        document.body.append(probe);
+        const c = getComputedStyle(probe).color;
+        probe.remove();
+        return c;
+      }),
+    );
     expect(await page.getByTestId('overview-clients').getAttribute('class')).toBe('card warn');
     const detail = await page.getByTestId('overview-clients').locator('.detail').textContent();
-    const [active, idle, waiting] = [...detail!.matchAll(/(\d+) (active|idle|waiting)(?! in transaction)/g)].map((m) => Number(m[1]));
+    const [active, idle, waiting] = [...detail!.matchAll(/(\d+) (active|idle|waiting)(?! in transaction)/g)].map((m) =>
+      Number(m[1]),
+    );
     const total = Number(await page.getByTestId('overview-clients').locator('.value').textContent());
     expect(active! + idle! + waiting! + 2).toBe(total);
     // The servers-by-state chart has the series.
     expect(await page.getByTestId('chart-servers').textContent()).toContain('idle in transaction');
 
     const pool = await env.open('admin', '/pools/app/md5user');
-    await expect.poll(() => pool.getByTestId('pool-clients-idle-xact').textContent().catch(() => null), { timeout: 20_000 }).toMatch(/^2 idle in transaction \(oldest /);
+    await expect
+      .poll(
+        () =>
+          pool
+            .getByTestId('pool-clients-idle-xact')
+            .textContent()
+            .catch(() => null),
+        { timeout: 20_000 },
+      )
+      .toMatch(/^2 idle in transaction \(oldest /);
     expect(await pool.getByTestId('pool-chart-clients').textContent()).toContain('idle in transaction');
 
     await a.query('commit');

@@ -47,7 +47,10 @@ async function api(path: string): Promise<{ status: number; body: any }> {
 async function failLogin(user: string): Promise<void> {
   const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user, password: 'wrong', database: 'app' });
   c.on('error', () => undefined);
-  await c.connect().then(() => c.end(), () => undefined);
+  await c.connect().then(
+    () => c.end(),
+    () => undefined,
+  );
 }
 
 beforeAll(async () => {
@@ -59,7 +62,14 @@ beforeAll(async () => {
   // Failed logins before anyone opened the Logs page: the tap never saw them.
   for (let i = 0; i < 3; i++) await failLogin('md5user');
   const deadline = Date.now() + 30_000;
-  while ((await postJson<{ total: number }>(`${store.url}/search`, { query: { query: '"client authentication failed"' }, size: 0 })).body.total < 3) {
+  while (
+    (
+      await postJson<{ total: number }>(`${store.url}/search`, {
+        query: { query: '"client authentication failed"' },
+        size: 0,
+      })
+    ).body.total < 3
+  ) {
     if (Date.now() > deadline) throw new Error('the failed logins did not reach the log store');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -76,21 +86,27 @@ afterAll(async () => {
 });
 
 describe('the Logs page history from the log store', () => {
-  it('GET /api/logs/history answers the last hour with the tap\'s filters, records the tap never saw', async () => {
+  it("GET /api/logs/history answers the last hour with the tap's filters, records the tap never saw", async () => {
     expect(tp.pooler.show('CONFIG').rows.length).toBeGreaterThan(0);
     const warn = await api('/api/logs/history?level=warn');
     expect(warn.status).toBe(200);
-    const failed = (warn.body.entries as { level: string; msg: string; target: string; fields: Record<string, unknown> }[]).filter((e) => e.msg === 'client authentication failed');
+    const failed = (
+      warn.body.entries as { level: string; msg: string; target: string; fields: Record<string, unknown> }[]
+    ).filter((e) => e.msg === 'client authentication failed');
     expect(failed.length).toBeGreaterThanOrEqual(3);
     expect(failed[0]).toMatchObject({ level: 'warn', fields: { user: 'md5user', database: 'app' } });
     // Oldest first, as the tap's; no record below the level.
     const times = (warn.body.entries as { time: string }[]).map((e) => e.time);
     expect([...times].sort()).toEqual(times);
-    expect((warn.body.entries as { level: string }[]).every((e) => ['warn', 'error', 'fatal'].includes(e.level))).toBe(true);
+    expect((warn.body.entries as { level: string }[]).every((e) => ['warn', 'error', 'fatal'].includes(e.level))).toBe(
+      true,
+    );
     // Text and access-log filters are the tap's.
     const text = await api(`/api/logs/history?q=${encodeURIComponent('authentication failed')}`);
     expect((text.body.entries as { msg: string }[]).length).toBeGreaterThanOrEqual(3);
-    expect((text.body.entries as { msg: string }[]).every((e) => /authentication failed/.test(JSON.stringify(e)))).toBe(true);
+    expect((text.body.entries as { msg: string }[]).every((e) => /authentication failed/.test(JSON.stringify(e)))).toBe(
+      true,
+    );
     const only = await api('/api/logs/history?access=only');
     expect((only.body.entries as { target: string }[]).every((e) => e.target === 'pooler::web::access')).toBe(true);
     // Bad filters are a 400, an anonymous caller a 401/403, as for /api/logs.
@@ -98,19 +114,29 @@ describe('the Logs page history from the log store', () => {
     expect([401, 403]).toContain((await fetch(`${base}/api/logs/history`)).status);
   });
 
-  it('the Logs page opens on the history, marked as from the log store, above the tap\'s records', async () => {
+  it("the Logs page opens on the history, marked as from the log store, above the tap's records", async () => {
     const context = await browser.newContext({ viewport: DESKTOP });
     contexts.add(context);
     await seedLocalStorage(context, { 'pooler.admin-auth': Buffer.from(`admin:${ADMIN_PW}`).toString('base64') });
     const page = await context.newPage();
     await page.goto(`${base}/logs?level=warn`);
     await page.getByTestId('log-line-past').filter({ hasText: 'client authentication failed' }).first().waitFor();
-    expect(await page.getByTestId('log-line-past').filter({ hasText: 'client authentication failed' }).count()).toBeGreaterThanOrEqual(3);
-    await expect.poll(() => page.getByTestId('logs-history-count').textContent()).toMatch(/from the log store \(last hour/);
+    expect(
+      await page.getByTestId('log-line-past').filter({ hasText: 'client authentication failed' }).count(),
+    ).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(() => page.getByTestId('logs-history-count').textContent())
+      .toMatch(/from the log store \(last hour/);
     // A failure after the page opened comes through the tap, below the history.
     await failLogin('md5user');
-    await page.getByTestId('log-line').filter({ hasText: 'client authentication failed' }).first().waitFor({ timeout: 20_000 });
-    const order = await page.locator('[data-testid="log-line-past"], [data-testid="log-line"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
+    await page
+      .getByTestId('log-line')
+      .filter({ hasText: 'client authentication failed' })
+      .first()
+      .waitFor({ timeout: 20_000 });
+    const order = await page
+      .locator('[data-testid="log-line-past"], [data-testid="log-line"]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
     expect(order.indexOf('log-line')).toBeGreaterThan(order.lastIndexOf('log-line-past'));
   });
 

@@ -46,7 +46,13 @@ export function describeCrossPage(s: Shared): void {
       const page = await s.env.open('anonymous', '/overview');
       await page.getByTestId('overview-cards').waitFor();
       const cards = page.getByTestId('overview-cards').locator('.card');
-      for (let i = 0; i < (await cards.count()); i++) expect(await cards.nth(i).getByRole('button', { name: /^What is / }).count()).toBe(1);
+      for (let i = 0; i < (await cards.count()); i++)
+        expect(
+          await cards
+            .nth(i)
+            .getByRole('button', { name: /^What is / })
+            .count(),
+        ).toBe(1);
       const help = page.getByRole('button', { name: 'What is transactions per second?' });
       await help.click();
       const tip = page.getByRole('tooltip').filter({ hasText: 'Transactions the pooler saw finish per second' });
@@ -67,7 +73,14 @@ export function describeCrossPage(s: Shared): void {
         await table.waitFor();
         // Fields the API adds later (data-extra) show up without a help text until the console learns them.
         const numeric = table.locator('th.num:not([data-extra])');
-        for (let i = 0; i < (await numeric.count()); i++) expect(await numeric.nth(i).getByRole('button', { name: /^What is / }).count(), `${url} column ${i}`).toBe(1);
+        for (let i = 0; i < (await numeric.count()); i++)
+          expect(
+            await numeric
+              .nth(i)
+              .getByRole('button', { name: /^What is / })
+              .count(),
+            `${url} column ${i}`,
+          ).toBe(1);
       }
       await page.context().close();
     });
@@ -82,7 +95,12 @@ export function describeCrossPage(s: Shared): void {
       await page.getByTestId('clients-table').getByRole('button', { name: 'user' }).focus();
       await page.keyboard.press('Enter');
       await expect.poll(() => new URL(page.url()).searchParams.get('sort'), { timeout: 10_000 }).toBe('user');
-      expect(await page.getByRole('navigation', { name: 'Console pages' }).getByRole('link', { name: 'Clients' }).getAttribute('aria-current')).toBe('page');
+      expect(
+        await page
+          .getByRole('navigation', { name: 'Console pages' })
+          .getByRole('link', { name: 'Clients' })
+          .getAttribute('aria-current'),
+      ).toBe('page');
       expect(await page.getByRole('table', { name: 'Client connections' }).count()).toBe(1);
       expect(await page.getByRole('search', { name: 'Filter clients' }).count()).toBe(1);
       await page.context().close();
@@ -92,7 +110,9 @@ export function describeCrossPage(s: Shared): void {
       const page = await s.env.open('anonymous', '/pools');
       await page.getByTestId('pools-table').waitFor();
       const requests: string[] = [];
-      page.on('request', (r) => { if (r.url().includes('/api/')) requests.push(r.url()); });
+      page.on('request', (r) => {
+        if (r.url().includes('/api/')) requests.push(r.url());
+      });
       await setHidden(page, true);
       requests.length = 0;
       await new Promise((r) => setTimeout(r, 5000));

@@ -11,17 +11,23 @@ export function describeDataPages(s: Shared): void {
       const page = await s.env.open('anonymous', '/pools');
       await page.getByTestId('pools-table').waitFor();
       expect(await page.getByTestId('pools-table').getByRole('meter').count()).toBe(2);
-      expect(await page.getByRole('meter', { name: 'saturation of app/md5user' }).getAttribute('aria-valuenow')).toMatch(/^\d+$/);
+      expect(
+        await page.getByRole('meter', { name: 'saturation of app/md5user' }).getAttribute('aria-valuenow'),
+      ).toMatch(/^\d+$/);
       await page.goto(`${s.env.base}/pools/app/scramuser`);
       await page.getByRole('heading', { name: 'app/scramuser' }).waitFor();
-      await expect.poll(() => column(page, 'pool-clients', 'application'), { timeout: 10_000 }).toEqual(['web', 'web', 'web']);
+      await expect
+        .poll(() => column(page, 'pool-clients', 'application'), { timeout: 10_000 })
+        .toEqual(['web', 'web', 'web']);
       // Per-pool p95 from /api/pools_extended, beside the mean.
       await expect.poll(() => page.getByTestId('pool-cards').textContent(), { timeout: 10_000 }).toMatch(/p95 \d/);
       const pids = await column(page, 'pool-servers', 'PostgreSQL pid');
       expect(pids.length).toBeGreaterThan(0);
       await page.goto(`${s.env.base}/pools/md5user@app`);
       await page.getByRole('heading', { name: 'app/md5user' }).waitFor();
-      await expect.poll(async () => (await column(page, 'pool-clients', 'application')).sort(), { timeout: 10_000 }).toEqual(['billing', 'billing', 'reports']);
+      await expect
+        .poll(async () => (await column(page, 'pool-clients', 'application')).sort(), { timeout: 10_000 })
+        .toEqual(['billing', 'billing', 'reports']);
       await page.goto(`${s.env.base}/pools/app/nobody`);
       await page.getByTestId('no-pool').waitFor();
       expect(await page.getByTestId('no-pool').textContent()).toContain('There is no pool app/nobody');
@@ -34,12 +40,17 @@ export function describeDataPages(s: Shared): void {
   describe('clients', () => {
     it('URL filters round-trip: typed URL, form, reload, clear; sort in the URL; X-Total-Count', async () => {
       const page = await s.env.open('anonymous', '/clients?application_name=billing');
-      await expect.poll(() => column(page, 'clients-table', 'application'), { timeout: 10_000 }).toEqual(['billing', 'billing']);
-      expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('Application').inputValue()).toBe('billing');
+      await expect
+        .poll(() => column(page, 'clients-table', 'application'), { timeout: 10_000 })
+        .toEqual(['billing', 'billing']);
+      expect(await page.getByRole('search', { name: 'Filter clients' }).getByLabel('Application').inputValue()).toBe(
+        'billing',
+      );
       expect(await page.getByTestId('clients-count').textContent()).toBe('1–2 of 2');
       // Columns of the fields SHOW CLIENTS carries: query age and bytes per client.
       const heads = await page.getByTestId('clients-table').locator('thead th').allTextContents();
-      for (const h of ['query age', 'received', 'sent', 'wait reason', 'Q/s', 'Tx/s']) expect(heads.some((t) => t.startsWith(h))).toBe(true);
+      for (const h of ['query age', 'received', 'sent', 'wait reason', 'Q/s', 'Tx/s'])
+        expect(heads.some((t) => t.startsWith(h))).toBe(true);
       for (const b of await column(page, 'clients-table', 'received')) expect(b).toMatch(/^\d+(\.\d)? (B|KiB|MiB)$/);
       await page.getByLabel('State').selectOption('idle');
       await expect.poll(() => searchOf(page).get('state'), { timeout: 10_000 }).toBe('idle');
@@ -51,7 +62,9 @@ export function describeDataPages(s: Shared): void {
       await expect.poll(() => rowsOf(page, 'clients-table').count(), { timeout: 10_000 }).toBe(6);
       expect(page.url()).toBe(`${s.env.base}/clients`);
       await page.getByLabel('Pool').selectOption('app/scramuser');
-      await expect.poll(() => column(page, 'clients-table', 'user'), { timeout: 10_000 }).toEqual(['scramuser', 'scramuser', 'scramuser']);
+      await expect
+        .poll(() => column(page, 'clients-table', 'user'), { timeout: 10_000 })
+        .toEqual(['scramuser', 'scramuser', 'scramuser']);
       expect(searchOf(page).get('pool')).toBe('app/scramuser');
       await page.getByLabel('Pool').selectOption('');
       await page.getByLabel('Peer address').fill('10.9.9.9');
@@ -63,13 +76,18 @@ export function describeDataPages(s: Shared): void {
       await page.getByTestId('clients-table').getByRole('button', { name: 'queries', exact: true }).click();
       await expect.poll(() => searchOf(page).get('sort'), { timeout: 10_000 }).toBe('query_count');
       expect(searchOf(page).get('order')).toBe('desc');
-      expect(await page.getByTestId('clients-table').locator('th[aria-sort=descending]').textContent()).toContain('queries');
+      expect(await page.getByTestId('clients-table').locator('th[aria-sort=descending]').textContent()).toContain(
+        'queries',
+      );
       // The URL changes before the next poll brings the rows in the new order: wait for that poll.
       await expect
-        .poll(async () => {
-          const counts = (await column(page, 'clients-table', 'queries')).map((t) => Number(t.replace(/,/g, '')));
-          return counts.length === 6 && counts.every((c, i) => i === 0 || counts[i - 1] >= c);
-        }, { timeout: 10_000 })
+        .poll(
+          async () => {
+            const counts = (await column(page, 'clients-table', 'queries')).map((t) => Number(t.replace(/,/g, '')));
+            return counts.length === 6 && counts.every((c, i) => i === 0 || counts[i - 1] >= c);
+          },
+          { timeout: 10_000 },
+        )
         .toBe(true);
       const api = await apiGet<unknown[]>(s.env.base, '/api/clients?application_name=web&limit=1');
       expect(api.body).toHaveLength(1);
@@ -82,7 +100,14 @@ export function describeDataPages(s: Shared): void {
     });
 
     it('a waiting client shows its wait time and reason (pool paused)', async () => {
-      const c = new pg.Client({ host: '127.0.0.1', port: s.env.tp.port, database: 'app', user: 'md5user', password: 'md5pass', application_name: 'waiter' });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: s.env.tp.port,
+        database: 'app',
+        user: 'md5user',
+        password: 'md5pass',
+        application_name: 'waiter',
+      });
       await c.connect();
       expect(await apiPost(s.env.base, '/api/admin/pause', { database: 'app', user: 'md5user' })).toBe(200);
       const pending = c.query('select 1');
@@ -91,7 +116,9 @@ export function describeDataPages(s: Shared): void {
         await expect.poll(() => column(page, 'clients-table', 'state'), { timeout: 10_000 }).toEqual(['waiting']);
         expect(await column(page, 'clients-table', 'wait reason')).toEqual(['pool paused']);
         // Seconds from SHOW CLIENTS wait, or finer from wait_us when the pooler reports it; it grows while the pool is paused.
-        await expect.poll(async () => (await column(page, 'clients-table', 'wait'))[0], { timeout: 10_000 }).toMatch(/^([1-9]\d* s|\d+\.\d+ s)$/);
+        await expect
+          .poll(async () => (await column(page, 'clients-table', 'wait'))[0], { timeout: 10_000 })
+          .toMatch(/^([1-9]\d* s|\d+\.\d+ s)$/);
         await page.context().close();
       } finally {
         expect(await apiPost(s.env.base, '/api/admin/resume', { database: 'app', user: 'md5user' })).toBe(200);
@@ -107,7 +134,9 @@ export function describeDataPages(s: Shared): void {
       await page.getByTestId('servers-table').waitFor();
       const pids = (await column(page, 'servers-table', 'PostgreSQL pid')).map((p) => p.replace(/,/g, ''));
       expect(pids.length).toBeGreaterThan(0);
-      const live = s.env.db.sql(`select string_agg(pid::text, ',') from pg_stat_activity where datname = 'app'`).split(',');
+      const live = s.env.db
+        .sql(`select string_agg(pid::text, ',') from pg_stat_activity where datname = 'app'`)
+        .split(',');
       for (const pid of pids) expect(live).toContain(pid);
       expect(await column(page, 'servers-table', 'database')).toEqual(pids.map(() => 'app'));
       await page.context().close();
@@ -122,10 +151,19 @@ export function describeDataPages(s: Shared): void {
       expect(apps.filter(([, i]) => clients[i] !== '0').map(([a]) => a)).toEqual(['web', 'billing', 'reports']);
       expect(clients.filter((c) => c !== '0')).toEqual(['3', '2', '1']);
       // One query in 26 of the traffic fails (select 1/0): about 38 errors per 1 000 queries for each application.
-      const perMille = (await column(page, 'apps-table', 'errors / 1 000 q')).filter((_, i) => clients[i] !== '0').map(Number);
+      const perMille = (await column(page, 'apps-table', 'errors / 1 000 q'))
+        .filter((_, i) => clients[i] !== '0')
+        .map(Number);
       for (const e of perMille) expect(e).toBeGreaterThan(20);
-      await page.getByTestId('apps-table').getByRole('row').filter({ hasText: 'web' }).getByRole('link', { name: 'clients →' }).click();
-      await expect.poll(() => column(page, 'clients-table', 'application'), { timeout: 10_000 }).toEqual(['web', 'web', 'web']);
+      await page
+        .getByTestId('apps-table')
+        .getByRole('row')
+        .filter({ hasText: 'web' })
+        .getByRole('link', { name: 'clients →' })
+        .click();
+      await expect
+        .poll(() => column(page, 'clients-table', 'application'), { timeout: 10_000 })
+        .toEqual(['web', 'web', 'web']);
       expect(searchOf(page).get('application_name')).toBe('web');
       await page.context().close();
     });
@@ -137,16 +175,30 @@ export function describeDataPages(s: Shared): void {
       const uses = (await column(page, 'prepared-table', 'uses')).map((u) => Number(u.replace(/,/g, '')));
       expect(Math.max(...uses)).toBeGreaterThan(0);
       // Per statement: the hit rate is its hits / (hits + misses), shown beside them; the traffic's statement is reused.
-      await expect.poll(async () => Math.max(...(await column(page, 'prepared-table', 'hits')).map((h) => Number(h.replace(/,/g, '')) || 0)), { timeout: 10_000 }).toBeGreaterThan(0);
+      await expect
+        .poll(
+          async () =>
+            Math.max(...(await column(page, 'prepared-table', 'hits')).map((h) => Number(h.replace(/,/g, '')) || 0)),
+          { timeout: 10_000 },
+        )
+        .toBeGreaterThan(0);
       for (const [rate, hits, misses] of await columns(page, 'prepared-table', ['hit rate', 'hits', 'misses'])) {
         const [h, m] = [Number(hits!.replace(/,/g, '')), Number(misses!.replace(/,/g, ''))];
         if (h + m > 0) expect(rate).toBe(`${Math.round((100 * h) / (h + m))}%`);
       }
-      expect(await column(page, 'top-queries-table', 'SQL (first 120 characters)')).toContain('select $1::int + 1 as next');
+      expect(await column(page, 'top-queries-table', 'SQL (first 120 characters)')).toContain(
+        'select $1::int + 1 as next',
+      );
       expect(Number((await column(page, 'top-queries-table', 'uses'))[0]!.replace(/,/g, ''))).toBeGreaterThan(0);
       expect((await column(page, 'top-queries-table', 'mean time'))[0]).toMatch(/^\d+(\.\d+)? (µs|ms|s)$/);
-      await page.getByTestId('prepared-table').getByRole('button', { name: /^Show the SQL of / }).first().click();
-      await expect.poll(() => page.getByTestId('sql-text').locator('pre').textContent(), { timeout: 10_000 }).toBe('select $1::int + 1 as next');
+      await page
+        .getByTestId('prepared-table')
+        .getByRole('button', { name: /^Show the SQL of / })
+        .first()
+        .click();
+      await expect
+        .poll(() => page.getByTestId('sql-text').locator('pre').textContent(), { timeout: 10_000 })
+        .toBe('select $1::int + 1 as next');
       await page.getByTestId('sql-text').getByRole('button', { name: 'Copy' }).click();
       await page.getByTestId('sql-text').getByRole('button', { name: 'Copied' }).waitFor();
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('select $1::int + 1 as next');
@@ -162,30 +214,44 @@ export function describeDataPages(s: Shared): void {
       await page.getByText('Starting the log tap…').waitFor({ state: 'detached' });
       expect(await apiPost(s.env.base, '/api/admin/reconnect', { database: 'app', user: 'scramuser' })).toBe(200);
       // Only info records about admin actions: the pause and resume of an earlier test, this reconnect.
-      await expect.poll(async () => (await page.getByTestId('log-line').allTextContents()).some((l) => l.includes('web admin action reconnect')), { timeout: 10_000 }).toBe(true);
-      for (const line of await page.getByTestId('log-line').allTextContents()) expect(line).toMatch(/^\S+ info .*web admin action/);
+      await expect
+        .poll(
+          async () =>
+            (await page.getByTestId('log-line').allTextContents()).some((l) =>
+              l.includes('web admin action reconnect'),
+            ),
+          { timeout: 10_000 },
+        )
+        .toBe(true);
+      for (const line of await page.getByTestId('log-line').allTextContents())
+        expect(line).toMatch(/^\S+ info .*web admin action/);
       expect(await page.getByLabel('Level at least').inputValue()).toBe('info');
       expect(await page.getByLabel('Text').inputValue()).toBe('web admin action');
       await page.getByLabel('Text').fill('');
       await page.getByLabel('Access log').selectOption('only');
       await expect.poll(() => searchOf(page).get('access'), { timeout: 10_000 }).toBe('only');
       await expect.poll(() => page.getByTestId('log-line').count(), { timeout: 10_000 }).toBeGreaterThan(0);
-      for (const t of await page.locator('[data-testid=log-line] .target').allTextContents()) expect(t).toBe('pooler::web::access');
+      for (const t of await page.locator('[data-testid=log-line] .target').allTextContents())
+        expect(t).toBe('pooler::web::access');
       await page.getByLabel('Access log').selectOption('hide');
       await page.getByLabel('Level at least').selectOption('');
       await expect.poll(() => page.getByTestId('log-line').count(), { timeout: 10_000 }).toBeGreaterThan(0);
-      for (const t of await page.locator('[data-testid=log-line] .target').allTextContents()) expect(t).not.toBe('pooler::web::access');
+      for (const t of await page.locator('[data-testid=log-line] .target').allTextContents())
+        expect(t).not.toBe('pooler::web::access');
       // Paused, the console reads nothing; meanwhile 1 000 reads write 1 000 access lines into a ring of 300.
       await page.getByRole('button', { name: 'Pause' }).click();
       const status = page.locator('.log-status');
       const before = await status.textContent();
-      for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 100 }, () => apiGet(s.env.base, '/api/version')));
+      for (let i = 0; i < 10; i++)
+        await Promise.all(Array.from({ length: 100 }, () => apiGet(s.env.base, '/api/version')));
       await new Promise((r) => setTimeout(r, 2500));
       expect(await status.textContent()).toBe(before);
       // Resumed, the first read after its last one finds the gap: those entries were dropped before it could read them.
       await page.getByRole('button', { name: 'Resume' }).click();
       await page.getByTestId('logs-dropped').waitFor({ timeout: 10_000 });
-      expect(Number((await page.getByTestId('logs-dropped').textContent())!.replace(/\D/g, ''))).toBeGreaterThanOrEqual(700);
+      expect(Number((await page.getByTestId('logs-dropped').textContent())!.replace(/\D/g, ''))).toBeGreaterThanOrEqual(
+        700,
+      );
       await page.context().close();
     });
 
@@ -216,14 +282,21 @@ export function describeDataPages(s: Shared): void {
       const page = await s.env.open('anonymous', '/wall', WALL);
       await page.getByTestId('wall-pools').waitFor();
       expect(await page.getByRole('navigation', { name: 'Console pages' }).count()).toBe(0);
-      expect(await page.getByTestId('wall-numbers').textContent()).toMatch(/Transactions\/s.*Waiting clients.*Errors\/s/);
+      expect(await page.getByTestId('wall-numbers').textContent()).toMatch(
+        /Transactions\/s.*Waiting clients.*Errors\/s/,
+      );
       expect(await rowsOf(page, 'wall-pools').count()).toBe(2);
-      const big = await page.locator('.big-value').first().evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+      const big = await page
+        .locator('.big-value')
+        .first()
+        .evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
       expect(big).toBeGreaterThanOrEqual(90);
       // The pause and resume of the waiting-client test, newest first, as /api/events lists them.
       const events = (await apiGet<{ kind: string; pool: string | null }[]>(s.env.base, '/api/events')).body;
       expect(events.map((e) => e.kind)).toEqual(expect.arrayContaining(['pause', 'resume']));
-      await expect.poll(() => page.getByTestId('wall-events').locator('li').count(), { timeout: 10_000 }).toBe(Math.min(8, events.length));
+      await expect
+        .poll(() => page.getByTestId('wall-events').locator('li').count(), { timeout: 10_000 })
+        .toBe(Math.min(8, events.length));
       const shown = await page.getByTestId('wall-events').locator('li .kind').allTextContents();
       expect(shown).toEqual(events.slice(0, 8).map((e) => e.kind));
       expect(await page.getByTestId('wall-pools').locator('thead').textContent()).toContain('p95');

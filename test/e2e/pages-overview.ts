@@ -27,18 +27,33 @@ export function describeOverviewAndShots(s: Shared): void {
       expect(await chartMax(page, 'chart-rates', 'qps')).toBeGreaterThanOrEqual(before);
       // Latency percentiles of the traffic (query_p50_us, query_p95_us, query_p99_us of /api/overview).
       await expect.poll(() => chartMax(page, 'chart-latency', 'p95'), { timeout: 20_000 }).toBeGreaterThan(0);
-      expect(await chartMax(page, 'chart-latency', 'p99')).toBeGreaterThanOrEqual((await chartMax(page, 'chart-latency', 'p50'))!);
+      expect(await chartMax(page, 'chart-latency', 'p99')).toBeGreaterThanOrEqual(
+        (await chartMax(page, 'chart-latency', 'p50'))!,
+      );
       await page.context().close();
     });
 
     it('clients: per-client Q/s and Tx/s from the change between two polls, sorted by the pooler', async () => {
       const page = await s.env.open('admin', '/clients?sort=qps&order=desc');
       await page.getByTestId('clients-table').waitFor();
-      const numbers = async (label: string) => (await column(page, 'clients-table', label)).map((t) => Number(t.replace(/,/g, ''))).filter((n) => !Number.isNaN(n));
+      const numbers = async (label: string) =>
+        (await column(page, 'clients-table', label))
+          .map((t) => Number(t.replace(/,/g, '')))
+          .filter((n) => !Number.isNaN(n));
       await expect.poll(async () => Math.max(...(await numbers('Q/s'))), { timeout: 20_000 }).toBeGreaterThan(0);
       // Sorted on the server: the rates shown come in descending order (clients without a rate yet last).
-      await expect.poll(async () => { const q = await numbers('Q/s'); return q.length > 0 && q.every((v, i) => i === 0 || q[i - 1]! >= v); }, { timeout: 20_000 }).toBe(true);
-      expect(await page.getByTestId('clients-table').locator('th[aria-sort=descending]').textContent()).toContain('Q/s');
+      await expect
+        .poll(
+          async () => {
+            const q = await numbers('Q/s');
+            return q.length > 0 && q.every((v, i) => i === 0 || q[i - 1]! >= v);
+          },
+          { timeout: 20_000 },
+        )
+        .toBe(true);
+      expect(await page.getByTestId('clients-table').locator('th[aria-sort=descending]').textContent()).toContain(
+        'Q/s',
+      );
       await page.goto(`${s.env.base}/clients?sort=tps&order=desc`);
       await page.getByTestId('clients-table').waitFor();
       await expect.poll(async () => Math.max(...(await numbers('Tx/s'))), { timeout: 20_000 }).toBeGreaterThan(0);
@@ -52,7 +67,10 @@ export function describeOverviewAndShots(s: Shared): void {
       const page = await s.env.open('admin', '/overview');
       const table = (id: string) => () => page.getByTestId(id).waitFor();
       const go = async (link: string, ready: () => Promise<unknown>) => {
-        await page.getByRole('navigation', { name: 'Console pages' }).getByRole('link', { name: link, exact: true }).click();
+        await page
+          .getByRole('navigation', { name: 'Console pages' })
+          .getByRole('link', { name: link, exact: true })
+          .click();
         await ready();
       };
       await page.getByTestId('chart-rates').locator('canvas').waitFor();
@@ -89,7 +107,9 @@ export function describeOverviewAndShots(s: Shared): void {
       await shootBoth(page, 'logs', () => page.getByTestId('log-list').waitFor(), 0.05);
       await go('Config', table('config-table'));
       // The SSO key file lives in a fresh temporary directory each run.
-      await shootBoth(page, 'config', table('databases-table'), undefined, [page.getByTestId('config-table').getByRole('row').filter({ hasText: 'sso_public_key_file' })]);
+      await shootBoth(page, 'config', table('databases-table'), undefined, [
+        page.getByTestId('config-table').getByRole('row').filter({ hasText: 'sso_public_key_file' }),
+      ]);
       await page.goto(`${s.env.base}/wall`);
       await page.getByTestId('wall-pools').waitFor();
       await shootBoth(page, 'wall', table('wall-pools'));

@@ -2,8 +2,13 @@
 // (a backend that dies mid-result); real behaviour is always tested against the real server.
 import net from 'node:net';
 import {
-  writeAuthenticationOk, writeBackendKeyData, writeCommandComplete, writeDataRow, writeParameterStatus,
-  writeReadyForQuery, writeRowDescription,
+  writeAuthenticationOk,
+  writeBackendKeyData,
+  writeCommandComplete,
+  writeDataRow,
+  writeParameterStatus,
+  writeReadyForQuery,
+  writeRowDescription,
 } from '../../src/protocol/writer.js';
 
 export interface FakeBackend {
@@ -27,7 +32,14 @@ export async function startFakeBackend(onQuery: (sql: string, socket: net.Socket
           if (buf.length < 4 || buf.length < buf.readInt32BE(0)) return;
           buf = buf.subarray(buf.readInt32BE(0));
           started = true;
-          s.write(Buffer.concat([writeAuthenticationOk(), writeParameterStatus('server_version', '16.0'), writeBackendKeyData(4242, Buffer.from([1, 2, 3, 4])), writeReadyForQuery(0x49)]));
+          s.write(
+            Buffer.concat([
+              writeAuthenticationOk(),
+              writeParameterStatus('server_version', '16.0'),
+              writeBackendKeyData(4242, Buffer.from([1, 2, 3, 4])),
+              writeReadyForQuery(0x49),
+            ]),
+          );
           continue;
         }
         if (buf.length < 5 || buf.length < 1 + buf.readInt32BE(1)) return;

@@ -8,7 +8,10 @@ export interface Forwarder {
   stop(): Promise<void>;
 }
 
-export async function startForwarder(target: { host: string; port: number }, opts: { delayMs?: number; port?: number } = {}): Promise<Forwarder> {
+export async function startForwarder(
+  target: { host: string; port: number },
+  opts: { delayMs?: number; port?: number } = {},
+): Promise<Forwarder> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((sock) => {
     sockets.add(sock);
@@ -20,7 +23,10 @@ export async function startForwarder(target: { host: string; port: number }, opt
       const up = net.connect(target.port, target.host);
       sockets.add(up);
       up.on('error', () => sock.destroy());
-      up.on('close', () => { sockets.delete(up); sock.destroy(); });
+      up.on('close', () => {
+        sockets.delete(up);
+        sock.destroy();
+      });
       sock.on('close', () => up.destroy());
       sock.pipe(up);
       up.pipe(sock);

@@ -35,27 +35,42 @@ function status(pid: number, key: string): number {
 }
 
 function yamlBlock(indent: string, obj: Record<string, unknown>): string {
-  return Object.entries(obj).map(([k, v]) => (typeof v === 'object' && v !== null && !Array.isArray(v)
-    ? `${indent}${k}:\n${yamlBlock(`${indent}  `, v as Record<string, unknown>)}`
-    : `${indent}${k}: ${JSON.stringify(v)}`)).join('\n');
+  return Object.entries(obj)
+    .map(([k, v]) =>
+      typeof v === 'object' && v !== null && !Array.isArray(v)
+        ? `${indent}${k}:\n${yamlBlock(`${indent}  `, v as Record<string, unknown>)}`
+        : `${indent}${k}: ${JSON.stringify(v)}`,
+    )
+    .join('\n');
 }
 
 export async function startUi(opts: UiOptions): Promise<UiProcess> {
   ensureBuilt();
   const dir = tempDir('tidepool-ui-');
   const configFile = path.join(dir, 'ui.yaml');
-  writeFileSync(configFile, `${yamlBlock('', {
-    server: { http_addr: '127.0.0.1:0', grpc_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0' },
-    clients: { logstore_addrs: opts.logstoreAddrs, logstore_timeout: '5s', ...opts.clients },
-    handlers: { logstore_api: { ...opts.limits } },
-    saved_queries: { path: path.join(dir, 'saved.db') },
-    tail: { poll_interval: '200ms', ...opts.tail },
-    log: { level: 'warn' },
-  })}\n${opts.extraYaml ?? ''}`);
+  writeFileSync(
+    configFile,
+    `${yamlBlock('', {
+      server: { http_addr: '127.0.0.1:0', grpc_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0' },
+      clients: { logstore_addrs: opts.logstoreAddrs, logstore_timeout: '5s', ...opts.clients },
+      handlers: { logstore_api: { ...opts.limits } },
+      saved_queries: { path: path.join(dir, 'saved.db') },
+      tail: { poll_interval: '200ms', ...opts.tail },
+      log: { level: 'warn' },
+    })}\n${opts.extraYaml ?? ''}`,
+  );
   let out = '';
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(ROOT, 'bin', 'tidepool.js'), 'logstore-ui', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [...(opts.nodeArgs ?? []), path.join(ROOT, 'bin', 'tidepool.js'), 'logstore-ui', '--config', configFile],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const proc: UiProcess = {
-    url: '', grpcAddr: '', debugUrl: '', dir, child,
+    url: '',
+    grpcAddr: '',
+    debugUrl: '',
+    dir,
+    child,
     output: () => out,
     peakRss: () => status(child.pid!, 'VmHWM'),
     rss: () => status(child.pid!, 'VmRSS'),
@@ -83,15 +98,26 @@ export async function startUi(opts: UiOptions): Promise<UiProcess> {
         resolve();
       }
     });
-    child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
-    child.once('exit', (code, sig) => reject(new Error(`logstore-ui exited (${code ?? sig}) before listening:\n${out}`)));
+    child.stderr!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.once('exit', (code, sig) =>
+      reject(new Error(`logstore-ui exited (${code ?? sig}) before listening:\n${out}`)),
+    );
   });
   return proc;
 }
 
-export async function api<T = Record<string, any>>(ui: UiProcess, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
+export async function api<T = Record<string, any>>(
+  ui: UiProcess,
+  method: string,
+  p: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: T }> {
   const res = await fetch(`${ui.url}/api/v1${p}`, {
-    method, headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -99,7 +125,9 @@ export async function api<T = Record<string, any>>(ui: UiProcess, method: string
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${method} ${p}: ${res.status} answered non-JSON (${(err as Error).message}): ${text.slice(0, 300)}`);
+    throw new Error(
+      `${method} ${p}: ${res.status} answered non-JSON (${(err as Error).message}): ${text.slice(0, 300)}`,
+    );
   }
   return { status: res.status, body: parsed as T };
 }

@@ -1,6 +1,16 @@
 // Test helper: builds dist/ when the log-store sources are newer, and runs the log store as a real child process.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +31,10 @@ function newestTs(dir: string): number {
 /** Runs tsc when a log-store source is newer than the compiled worker (tests load workers from dist/). */
 export function ensureBuilt(): void {
   const marker = path.join(ROOT, 'dist', 'src', 'logstore', 'storage', 'shard-worker.js');
-  const sources = Math.max(...['src/logstore', 'src/config', 'src/native', 'src/shared'].map((d) => newestTs(path.join(ROOT, d))), statSync(path.join(ROOT, 'src', 'cli.ts')).mtimeMs);
+  const sources = Math.max(
+    ...['src/logstore', 'src/config', 'src/native', 'src/shared'].map((d) => newestTs(path.join(ROOT, d))),
+    statSync(path.join(ROOT, 'src', 'cli.ts')).mtimeMs,
+  );
   if (existsSync(marker) && statSync(marker).mtimeMs >= sources) return;
   const lock = path.join(ROOT, 'dist', '.logstore-build-lock');
   mkdirSync(path.join(ROOT, 'dist'), { recursive: true });
@@ -37,7 +50,11 @@ export function ensureBuilt(): void {
   }
   try {
     // tsc exits non-zero when any file of the repository has a type error but still emits; the marker decides.
-    spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(ROOT, 'tsconfig.json')], { cwd: ROOT, encoding: 'utf8' });
+    spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(ROOT, 'tsconfig.json')],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     if (!existsSync(marker)) throw new Error('tsc did not produce dist/src/logstore/storage/shard-worker.js');
   } finally {
     rmdirSync(lock);
@@ -90,7 +107,16 @@ export interface LogstoreOptions {
 }
 
 function yamlOf(obj: Record<string, Record<string, unknown>>): string {
-  return Object.entries(obj).map(([sec, kv]) => `${sec}:\n${Object.entries(kv).map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`).join('\n')}`).join('\n') + '\n';
+  return (
+    Object.entries(obj)
+      .map(
+        ([sec, kv]) =>
+          `${sec}:\n${Object.entries(kv)
+            .map(([k, v]) => `  ${k}: ${JSON.stringify(v)}`)
+            .join('\n')}`,
+      )
+      .join('\n') + '\n'
+  );
 }
 
 export function tempDir(prefix = 'tidepool-ls-'): string {
@@ -98,7 +124,10 @@ export function tempDir(prefix = 'tidepool-ls-'): string {
 }
 
 export function runCli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'tidepool.js'), ...args], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -112,50 +141,76 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
     mapping.path = path.join(dir, 'mapping.yaml');
   }
   const configFile = path.join(dir, 'logstore.yaml');
-  writeFileSync(configFile, yamlOf({
-    server: { http_addr: '127.0.0.1:0', grpc_addr: `127.0.0.1:${opts.grpcPort ?? 0}`, debug_addr: '127.0.0.1:0', ...opts.server },
-    storage: { data_dir: dataDir, shards: 2, ...opts.storage },
-    mapping,
-    limits: { ...opts.limits },
-    search: { ...opts.search },
-    cluster: { ...opts.cluster },
-    log: { level: 'warn' },
-  }));
+  writeFileSync(
+    configFile,
+    yamlOf({
+      server: {
+        http_addr: '127.0.0.1:0',
+        grpc_addr: `127.0.0.1:${opts.grpcPort ?? 0}`,
+        debug_addr: '127.0.0.1:0',
+        ...opts.server,
+      },
+      storage: { data_dir: dataDir, shards: 2, ...opts.storage },
+      mapping,
+      limits: { ...opts.limits },
+      search: { ...opts.search },
+      cluster: { ...opts.cluster },
+      log: { level: 'warn' },
+    }),
+  );
   let out = '';
   let child!: ChildProcess;
-  const launch = () => new Promise<void>((resolve, reject) => {
-    const argv = [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, `--config=${configFile}`];
-    child = proc.fileBlocks === undefined
-      ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn('/bin/sh', ['-c', `ulimit -f ${proc.fileBlocks} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+), grpc ([\d.]+:\d+)/.exec(out.slice(start));
-      const st = /\(store mode\) listening on grpc ([\d.]+:\d+), debug ([\d.]+:\d+)/.exec(out.slice(start));
-      if (m) {
-        proc.url = `http://${m[1]}`;
-        proc.debugUrl = `http://${m[2]}`;
-        proc.grpcAddr = m[3]!;
-        resolve();
-      } else if (st) {
-        proc.grpcAddr = st[1]!;
-        proc.debugUrl = `http://${st[2]}`;
-        resolve();
-      }
-    };
-    const start = out.length;
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
-    child.once('exit', (code, sig) => reject(new Error(`log store exited (${code ?? sig}) before listening:\n${out}`)));
-  });
-  const waitExit = () => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
+  const launch = () =>
+    new Promise<void>((resolve, reject) => {
+      const argv = [path.join(ROOT, 'bin', 'tidepool.js'), 'logstore', '--mode', mode, `--config=${configFile}`];
+      child =
+        proc.fileBlocks === undefined
+          ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+          : spawn('/bin/sh', ['-c', `ulimit -f ${proc.fileBlocks} && exec "$0" "$@"`, process.execPath, ...argv], {
+              stdio: ['ignore', 'pipe', 'pipe'],
+            });
+      const onData = (d: Buffer) => {
+        out += d.toString();
+        const m = /listening on http ([\d.]+:\d+), debug ([\d.]+:\d+), grpc ([\d.]+:\d+)/.exec(out.slice(start));
+        const st = /\(store mode\) listening on grpc ([\d.]+:\d+), debug ([\d.]+:\d+)/.exec(out.slice(start));
+        if (m) {
+          proc.url = `http://${m[1]}`;
+          proc.debugUrl = `http://${m[2]}`;
+          proc.grpcAddr = m[3]!;
+          resolve();
+        } else if (st) {
+          proc.grpcAddr = st[1]!;
+          proc.debugUrl = `http://${st[2]}`;
+          resolve();
+        }
+      };
+      const start = out.length;
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      child.once('exit', (code, sig) =>
+        reject(new Error(`log store exited (${code ?? sig}) before listening:\n${out}`)),
+      );
+    });
+  const waitExit = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve();
+      else child.once('exit', () => resolve());
+    });
   const mode = opts.mode ?? 'single';
   const proc: LogstoreProcess = {
-    mode, url: '', grpcAddr: '', debugUrl: '', dir, dataDir, configFile, fileBlocks: opts.fileBlocks,
-    get child() { return child; },
+    mode,
+    url: '',
+    grpcAddr: '',
+    debugUrl: '',
+    dir,
+    dataDir,
+    configFile,
+    fileBlocks: opts.fileBlocks,
+    get child() {
+      return child;
+    },
     output: () => out,
     async stop() {
       const done = waitExit();
@@ -171,7 +226,11 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
     },
     async restart() {
       // The same gRPC port again, so that a proxy finds a restarted store where it was.
-      if (proc.grpcAddr) writeFileSync(configFile, readFileSync(configFile, 'utf8').replace(/grpc_addr: "127\.0\.0\.1:0"/, `grpc_addr: "${proc.grpcAddr}"`));
+      if (proc.grpcAddr)
+        writeFileSync(
+          configFile,
+          readFileSync(configFile, 'utf8').replace(/grpc_addr: "127\.0\.0\.1:0"/, `grpc_addr: "${proc.grpcAddr}"`),
+        );
       await launch();
     },
     async cleanup() {
@@ -183,8 +242,15 @@ export async function startLogstore(opts: LogstoreOptions = {}): Promise<Logstor
   return proc;
 }
 
-export async function postJson<T = Record<string, unknown>>(url: string, body: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+export async function postJson<T = Record<string, unknown>>(
+  url: string,
+  body: unknown,
+): Promise<{ status: number; body: T }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) as T };
 }
@@ -194,7 +260,21 @@ export function ndjson(docs: unknown[]): string {
   return docs.map((d) => `{"index":{}}\n${typeof d === 'string' ? d : JSON.stringify(d)}\n`).join('');
 }
 
-export async function bulk(url: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; body: { errors: boolean; items: Record<string, { status: number; _id: string | null; error?: { type: string; reason: string } }>[] } & Record<string, unknown> }> {
-  const res = await fetch(`${url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body: body as BodyInit });
+export async function bulk(
+  url: string,
+  body: string | Uint8Array,
+  headers: Record<string, string> = {},
+): Promise<{
+  status: number;
+  body: {
+    errors: boolean;
+    items: Record<string, { status: number; _id: string | null; error?: { type: string; reason: string } }>[];
+  } & Record<string, unknown>;
+}> {
+  const res = await fetch(`${url}/_bulk`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson', ...headers },
+    body: body as BodyInit,
+  });
   return { status: res.status, body: JSON.parse(await res.text()) };
 }

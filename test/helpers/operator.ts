@@ -54,7 +54,13 @@ export async function startOperator(toml: string): Promise<OperatorHarness> {
   let admin: pg.Client | null = null;
   try {
     app = await buildWebApp(tp.pooler);
-    admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    admin = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'admin',
+      password: ADMIN_PASSWORD,
+      database: 'tidepool',
+    });
     await admin.connect();
   } catch (err) {
     await app?.close();
@@ -65,18 +71,30 @@ export async function startOperator(toml: string): Promise<OperatorHarness> {
   const adminConn = admin;
   const auth = `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64')}`;
   return {
-    tp, app: a,
+    tp,
+    app: a,
     show: async (what) => (await adminConn.query(`SHOW ${what}`)).rows as Record<string, string | null>[],
     admin: async (sql) => (await adminConn.query(sql)).rows as unknown[],
     async api(path) {
-      const r = await a.inject({ method: 'GET', url: path, headers: { authorization: auth, accept: 'application/json' } });
+      const r = await a.inject({
+        method: 'GET',
+        url: path,
+        headers: { authorization: auth, accept: 'application/json' },
+      });
       return { status: r.statusCode, body: r.json() as unknown };
     },
     async metrics() {
       return (await a.inject({ method: 'GET', url: '/metrics' })).body;
     },
     client(database, user, password, applicationName) {
-      const c = new pg.Client({ host: '127.0.0.1', port: tp.port, database, user, password, ...(applicationName ? { application_name: applicationName } : {}) });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: tp.port,
+        database,
+        user,
+        password,
+        ...(applicationName ? { application_name: applicationName } : {}),
+      });
       // A FATAL from the pooler (query_wait_timeout, KILL) fails the query in flight; the connection's own 'error'
       // that follows would otherwise be an uncaught exception.
       c.on('error', () => undefined);

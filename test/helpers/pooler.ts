@@ -36,18 +36,27 @@ pool_size = ${poolSize}
 }
 
 /** A [pools.<db>] section on the test PostgreSQL's database app with the given users (TOML of each user's table). */
-export function poolToml(db: TestPostgres, name: string, poolLines: string, users: { username: string; password: string; extra?: string }[]): string {
+export function poolToml(
+  db: TestPostgres,
+  name: string,
+  poolLines: string,
+  users: { username: string; password: string; extra?: string }[],
+): string {
   return `
 [pools.${name}]
 server_host = "${db.host}"
 server_port = ${db.port}
 server_database = "app"
 ${poolLines}
-${users.map((u) => `
+${users
+  .map(
+    (u) => `
 [[pools.${name}.users]]
 username = "${u.username}"
 password = "${u.password}"
-${u.extra ?? ''}`).join('\n')}
+${u.extra ?? ''}`,
+  )
+  .join('\n')}
 `;
 }
 
@@ -62,7 +71,9 @@ admin_password = "${ADMIN_PASSWORD}"
 log_level = "warn"
 ${opts.general ?? ''}
 
-${opts.pools ?? `${appPoolToml(pg)}
+${
+  opts.pools ??
+  `${appPoolToml(pg)}
 [pools.appsession]
 server_host = "${pg.host}"
 server_port = ${pg.port}
@@ -73,7 +84,8 @@ pool_mode = "session"
 username = "md5user"
 password = "md5pass"
 pool_size = 2
-`}
+`
+}
 ${opts.extra ?? ''}
 `;
 }
@@ -94,11 +106,20 @@ export async function startTestPooler(toml: string): Promise<TestPooler> {
   const configFile = path.join(dir, 'pooler.toml');
   writeFileSync(configFile, toml);
   const lines: string[] = [];
-  const out = new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString()); cb(); } });
+  const out = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
   const logs = new LogHub({ out });
   const pooler = await Pooler.start(configFile, logs);
   return {
-    pooler, port: pooler.port, dir, configFile, logs,
+    pooler,
+    port: pooler.port,
+    dir,
+    configFile,
+    logs,
     logText: () => lines.join(''),
     writeConfig: (t) => writeFileSync(configFile, t),
     async stop() {
@@ -117,15 +138,27 @@ export interface ChildPooler {
 
 /** Runs `tidepool pooler` as a child process (for signals and the CLI); `port` must be set in the TOML. `maxFds`: the
  * child's descriptor limit (ulimit -n, set by a shell that then execs node). */
-export async function startChildPooler(configFile: string, port: number, env: NodeJS.ProcessEnv = {}, opts: { maxFds?: number } = {}): Promise<ChildPooler> {
+export async function startChildPooler(
+  configFile: string,
+  port: number,
+  env: NodeJS.ProcessEnv = {},
+  opts: { maxFds?: number } = {},
+): Promise<ChildPooler> {
   const bin = path.resolve('bin/tidepool.js');
   const args = [bin, 'pooler', '--config', configFile];
   const child = opts.maxFds
-    ? spawn('bash', ['-c', `ulimit -n ${Math.floor(opts.maxFds)} && exec "$@"`, 'bash', process.execPath, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    ? spawn('bash', ['-c', `ulimit -n ${Math.floor(opts.maxFds)} && exec "$@"`, 'bash', process.execPath, ...args], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
     : spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const deadline = Date.now() + 15_000;
   while (!/pooler listening/.test(out)) {
     if (child.exitCode !== null) throw new Error(`pooler exited ${child.exitCode}: ${out}`);
@@ -136,7 +169,9 @@ export async function startChildPooler(configFile: string, port: number, env: No
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    child, port, output: () => out,
+    child,
+    port,
+    output: () => out,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const done = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

@@ -6,9 +6,17 @@ import type { TestPostgres } from './postgres.js';
 
 /** Copies the files into the data directory (PostgreSQL runs as another user and wants its key private), sets
  * ssl = on and reloads. `hba`: lines before the helper's defaults (first match decides). */
-export function enablePostgresTls(pg: TestPostgres, files: { cert: string; key: string; ca: string }, hba: string[]): void {
+export function enablePostgresTls(
+  pg: TestPostgres,
+  files: { cert: string; key: string; ca: string },
+  hba: string[],
+): void {
   const owner = statSync(pg.dataDir);
-  for (const [from, to] of [[files.cert, 'server.crt'], [files.key, 'server.key'], [files.ca, 'root.crt']] as const) {
+  for (const [from, to] of [
+    [files.cert, 'server.crt'],
+    [files.key, 'server.key'],
+    [files.ca, 'root.crt'],
+  ] as const) {
     const dest = path.join(pg.dataDir, to);
     copyFileSync(from, dest);
     chownSync(dest, owner.uid, owner.gid);

@@ -7,7 +7,11 @@ import { startPostgres, writeHba, type RunningPostgres } from '../../src/launche
 export interface TestPostgres extends RunningPostgres {
   tmp: string;
   /** Users created: md5user/md5pass (md5 secret), scramuser/scrampass (SCRAM secret), trustuser (trust). */
-  users: { md5: { name: string; password: string }; scram: { name: string; password: string }; trust: { name: string } };
+  users: {
+    md5: { name: string; password: string };
+    scram: { name: string; password: string };
+    trust: { name: string };
+  };
   cleanup(): Promise<void>;
 }
 
@@ -22,7 +26,11 @@ export async function startTestPostgres(settings: Record<string, string | number
   pg.sql('SELECT pg_reload_conf()');
   return Object.assign(pg, {
     tmp,
-    users: { md5: { name: 'md5user', password: 'md5pass' }, scram: { name: 'scramuser', password: 'scrampass' }, trust: { name: 'trustuser' } },
+    users: {
+      md5: { name: 'md5user', password: 'md5pass' },
+      scram: { name: 'scramuser', password: 'scrampass' },
+      trust: { name: 'trustuser' },
+    },
     async cleanup() {
       await pg.stop();
       rmSync(tmp, { recursive: true, force: true });

@@ -34,7 +34,14 @@ export class RawConnection {
     socket.on('error', () => undefined);
   }
 
-  static async connect(opts: { host: string; port: number; user: string; database: string; password?: string; params?: Record<string, string> }): Promise<RawConnection> {
+  static async connect(opts: {
+    host: string;
+    port: number;
+    user: string;
+    database: string;
+    password?: string;
+    params?: Record<string, string>;
+  }): Promise<RawConnection> {
     const socket = net.connect(opts.port, opts.host);
     socket.setNoDelay(true);
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
@@ -42,7 +49,10 @@ export class RawConnection {
   }
 
   /** Logs in over a socket already connected (a TLS socket, for direct TLS). */
-  static async login(socket: net.Socket, opts: { user: string; database: string; password?: string; params?: Record<string, string> }): Promise<RawConnection> {
+  static async login(
+    socket: net.Socket,
+    opts: { user: string; database: string; password?: string; params?: Record<string, string> },
+  ): Promise<RawConnection> {
     const c = new RawConnection(socket);
     socket.write(writeStartupMessage({ user: opts.user, database: opts.database, ...opts.params }));
     for (;;) {
@@ -58,8 +68,7 @@ export class RawConnection {
       else if (m.type === 'S') {
         const nameEnd = m.raw.indexOf(0, 5);
         c.told.set(m.raw.toString('utf8', 5, nameEnd), m.raw.toString('utf8', nameEnd + 1, m.raw.length - 1));
-      }
-      else if (m.type === 'E') throw new Error(`login failed: ${errorText(m)}`);
+      } else if (m.type === 'E') throw new Error(`login failed: ${errorText(m)}`);
       else if (m.type === 'Z') return c;
     }
   }
@@ -144,11 +153,16 @@ export function errorText(m: Message): string {
 /** Readable form of a reply, for comparing sequences: type letter, plus what tells replies apart. */
 export function describeMessage(m: Message): string {
   switch (m.type) {
-    case 'E': return `E ${errorText(m)}`;
-    case 'C': return `C ${m.raw.toString('utf8', 5, m.raw.length - 1)}`;
-    case 'Z': return `Z ${String.fromCharCode(m.raw[5]!)}`;
-    case 'D': return `D ${m.raw.subarray(5).toString('hex')}`;
-    default: return m.type;
+    case 'E':
+      return `E ${errorText(m)}`;
+    case 'C':
+      return `C ${m.raw.toString('utf8', 5, m.raw.length - 1)}`;
+    case 'Z':
+      return `Z ${String.fromCharCode(m.raw[5]!)}`;
+    case 'D':
+      return `D ${m.raw.subarray(5).toString('hex')}`;
+    default:
+      return m.type;
   }
 }
 

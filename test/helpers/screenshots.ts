@@ -32,7 +32,14 @@ export function comparePngs(actual: Buffer, expected: Buffer): CompareResult {
   const height = Math.max(a.height, e.height);
   const diff = new PNG({ width, height });
   if (a.width !== e.width || a.height !== e.height) {
-    return { sizes: `${a.width}x${a.height} against ${e.width}x${e.height}`, width, height, mismatched: width * height, ratio: 1, diff };
+    return {
+      sizes: `${a.width}x${a.height} against ${e.width}x${e.height}`,
+      width,
+      height,
+      mismatched: width * height,
+      ratio: 1,
+      diff,
+    };
   }
   const mismatched = pixelmatch(a.data, e.data, diff.data, width, height, { threshold: PIXEL_THRESHOLD });
   return { sizes: null, width, height, mismatched, ratio: mismatched / (width * height), diff };
@@ -52,7 +59,12 @@ export interface ScreenshotOptions {
 export async function expectScreenshot(page: Page, name: string, o: ScreenshotOptions = {}): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const kept = path.join(SCREENSHOT_DIR, `${name}.png`);
-  const shot = await page.screenshot({ animations: 'disabled', caret: 'hide', mask: o.mask ?? [], maskColor: '#ff00ff' });
+  const shot = await page.screenshot({
+    animations: 'disabled',
+    caret: 'hide',
+    mask: o.mask ?? [],
+    maskColor: '#ff00ff',
+  });
   if (process.env['UPDATE_SCREENSHOTS']) {
     writeFileSync(kept, shot);
     return;
@@ -60,7 +72,9 @@ export async function expectScreenshot(page: Page, name: string, o: ScreenshotOp
   const actualFile = path.join(SCREENSHOT_DIR, `${name}.tmp.png`);
   writeFileSync(actualFile, shot);
   if (!existsSync(kept)) {
-    throw new Error(`no kept screenshot ${path.relative(process.cwd(), kept)} to compare with (this run's is ${path.relative(process.cwd(), actualFile)}): run the test with UPDATE_SCREENSHOTS=1, check the image and commit it`);
+    throw new Error(
+      `no kept screenshot ${path.relative(process.cwd(), kept)} to compare with (this run's is ${path.relative(process.cwd(), actualFile)}): run the test with UPDATE_SCREENSHOTS=1, check the image and commit it`,
+    );
   }
   const r = comparePngs(shot, readFileSync(kept));
   const tolerance = o.tolerance ?? DEFAULT_TOLERANCE;

@@ -38,7 +38,11 @@ export interface SsoProxy {
  * as an identity-provider-backed SSO proxy would once the user is signed in there.
  */
 export async function startSsoProxy(key: TestKey, audience: string): Promise<SsoProxy> {
-  const proxy = { user: { name: 'alice', groups: [] as string[], lifetime: 600, fail: false }, issued: [] as string[], failures: 0 };
+  const proxy = {
+    user: { name: 'alice', groups: [] as string[], lifetime: 600, fail: false },
+    issued: [] as string[],
+    failures: 0,
+  };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://proxy');
     const back = url.searchParams.get('redirect_to');
@@ -55,7 +59,13 @@ export async function startSsoProxy(key: TestKey, audience: string): Promise<Sso
       proxy.failures++;
       return respond('sso_error', 'denied');
     }
-    signToken(key, { aud: audience, preferred_username: proxy.user.name, groups: proxy.user.groups, expiresIn: proxy.user.lifetime, claims: { n: proxy.issued.length } }).then(
+    signToken(key, {
+      aud: audience,
+      preferred_username: proxy.user.name,
+      groups: proxy.user.groups,
+      expiresIn: proxy.user.lifetime,
+      claims: { n: proxy.issued.length },
+    }).then(
       (token) => {
         proxy.issued.push(token);
         respond('token', token);
@@ -67,10 +77,20 @@ export async function startSsoProxy(key: TestKey, audience: string): Promise<Sso
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/login`,
-    get user() { return proxy.user; },
+    get user() {
+      return proxy.user;
+    },
     issued: proxy.issued,
-    get failures() { return proxy.failures; },
-    set failures(n: number) { proxy.failures = n; },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    get failures() {
+      return proxy.failures;
+    },
+    set failures(n: number) {
+      proxy.failures = n;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

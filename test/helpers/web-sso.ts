@@ -54,7 +54,10 @@ export async function signToken(key: TestKey, o: TokenOptions = {}): Promise<str
   const payload: JWTPayload = { ...o.claims };
   if (o.preferred_username !== undefined) payload['preferred_username'] = o.preferred_username;
   if (o.groups !== undefined) payload['groups'] = o.groups;
-  let jwt = new SignJWT(payload).setProtectedHeader({ alg: o.alg ?? 'RS256', typ: 'JWT' }).setIssuedAt(now - 60).setExpirationTime(now + (o.expiresIn ?? 600));
+  let jwt = new SignJWT(payload)
+    .setProtectedHeader({ alg: o.alg ?? 'RS256', typ: 'JWT' })
+    .setIssuedAt(now - 60)
+    .setExpirationTime(now + (o.expiresIn ?? 600));
   if (o.aud !== undefined) jwt = jwt.setAudience(o.aud);
   if (o.sub !== undefined) jwt = jwt.setSubject(o.sub);
   return jwt.sign(key.privateKey);
@@ -71,5 +74,7 @@ export function noneToken(payload: JWTPayload): string {
 
 /** The classic key-confusion forgery: HS256 with the RSA public key's PEM text as the HMAC secret. */
 export async function hs256WithPublicKey(key: TestKey, payload: JWTPayload): Promise<string> {
-  return new SignJWT(payload).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(key.publicPem));
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .sign(new TextEncoder().encode(key.publicPem));
 }

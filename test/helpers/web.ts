@@ -49,7 +49,10 @@ export interface WebHarness {
   stop(): Promise<void>;
 }
 
-export async function startWeb(pg: TestPostgres, o: WebTomlOptions & { listen?: boolean; staticDir?: string } = {}): Promise<WebHarness> {
+export async function startWeb(
+  pg: TestPostgres,
+  o: WebTomlOptions & { listen?: boolean; staticDir?: string } = {},
+): Promise<WebHarness> {
   const tp = await startTestPooler(webToml(pg, o));
   let app: FastifyInstance | null = null;
   let listener: WebListener | null = null;

@@ -47,12 +47,37 @@ export function omelasticsearchModule(): string | null {
 }
 
 export const TOOLS: Tool[] = [
-  { bin: 'chromium', found: at('/usr/bin/chromium'), pkg: 'chromium', usedBy: 'the console tests (test/e2e) drive /usr/bin/chromium with playwright-core' },
-  { bin: 'promtool', found: at('/usr/bin/promtool'), pkg: 'prometheus', usedBy: 'the /metrics tests run promtool check metrics' },
+  {
+    bin: 'chromium',
+    found: at('/usr/bin/chromium'),
+    pkg: 'chromium',
+    usedBy: 'the console tests (test/e2e) drive /usr/bin/chromium with playwright-core',
+  },
+  {
+    bin: 'promtool',
+    found: at('/usr/bin/promtool'),
+    pkg: 'prometheus',
+    usedBy: 'the /metrics tests run promtool check metrics',
+  },
   { bin: 'psql', found: () => onPath('psql'), pkg: 'postgresql-client', usedBy: 'the pooler tests drive psql' },
-  { bin: 'pgbench', found: () => onPath('pgbench'), pkg: 'postgresql-contrib', usedBy: 'the pooler tests drive pgbench' },
-  { bin: 'rsyslogd', found: at('/usr/sbin/rsyslogd'), pkg: 'rsyslog', usedBy: 'the log-store shipper test runs rsyslog with its Elasticsearch output' },
-  { bin: 'omelasticsearch.so', found: omelasticsearchModule, pkg: 'rsyslog-elasticsearch', usedBy: 'the log-store shipper test runs rsyslog with its Elasticsearch output' },
+  {
+    bin: 'pgbench',
+    found: () => onPath('pgbench'),
+    pkg: 'postgresql-contrib',
+    usedBy: 'the pooler tests drive pgbench',
+  },
+  {
+    bin: 'rsyslogd',
+    found: at('/usr/sbin/rsyslogd'),
+    pkg: 'rsyslog',
+    usedBy: 'the log-store shipper test runs rsyslog with its Elasticsearch output',
+  },
+  {
+    bin: 'omelasticsearch.so',
+    found: omelasticsearchModule,
+    pkg: 'rsyslog-elasticsearch',
+    usedBy: 'the log-store shipper test runs rsyslog with its Elasticsearch output',
+  },
 ];
 
 function say(line: string): void {
@@ -61,7 +86,10 @@ function say(line: string): void {
 
 function run(cmd: string, args: string[]): boolean {
   say(`$ ${cmd} ${args.join(' ')}`);
-  const r = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const r = spawnSync(cmd, args, {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   return r.status === 0;
 }
 
@@ -69,7 +97,8 @@ function run(cmd: string, args: string[]): boolean {
 function aptRunner(): ((args: string[]) => boolean) | string {
   if (!onPath('apt-get')) return 'this machine has no apt-get';
   if (process.getuid?.() === 0) return (args) => run('apt-get', args);
-  if (onPath('sudo') && spawnSync('sudo', ['-n', 'true']).status === 0) return (args) => run('sudo', ['-n', 'apt-get', ...args]);
+  if (onPath('sudo') && spawnSync('sudo', ['-n', 'true']).status === 0)
+    return (args) => run('sudo', ['-n', 'apt-get', ...args]);
   return 'installing packages needs root (or passwordless sudo) and this test run has neither';
 }
 
@@ -85,10 +114,18 @@ export function ensureTools(tools: Tool[], apt: () => ((args: string[]) => boole
   const why = missing.map((t) => `  ${t.bin} (Debian package ${t.pkg}): ${t.usedBy}`).join('\n');
   say(`missing, installing from Debian's packages (a minute or two, once per machine):\n${why}`);
   const runner = apt();
-  const installed = typeof runner !== 'string' && runner(['update', '-q']) && runner(['install', '-y', '-q', '--no-install-recommends', ...pkgs]);
+  const installed =
+    typeof runner !== 'string' &&
+    runner(['update', '-q']) &&
+    runner(['install', '-y', '-q', '--no-install-recommends', ...pkgs]);
   const still = tools.filter((t) => t.found() === null);
   if (still.length > 0) {
-    const reason = typeof runner === 'string' ? runner : installed ? 'apt-get finished but the programs are still missing' : 'apt-get failed (its output is above)';
+    const reason =
+      typeof runner === 'string'
+        ? runner
+        : installed
+          ? 'apt-get finished but the programs are still missing'
+          : 'apt-get failed (its output is above)';
     throw new Error(
       `npm test cannot run: ${still.map((t) => t.bin).join(', ')} missing and not installed: ${reason}.\n` +
         `${still.map((t) => `  ${t.bin}: ${t.usedBy}`).join('\n')}\n` +

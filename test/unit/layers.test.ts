@@ -15,12 +15,13 @@ type Madge = (dir: string, config: object) => Promise<MadgeResult>;
 // madge walks the import graph (TypeScript paths, `import type`, `await import()`) better than code we would write.
 const madge = createRequire(import.meta.url)('madge') as Madge;
 
-const graphOf = (dir: string): Promise<MadgeResult> => madge(path.join(ROOT, dir), {
-  baseDir: ROOT,
-  fileExtensions: ['ts'],
-  tsConfig: path.join(ROOT, 'tsconfig.json'),
-  detectiveOptions: { ts: { skipTypeImports: false, skipAsyncImports: false } },
-});
+const graphOf = (dir: string): Promise<MadgeResult> =>
+  madge(path.join(ROOT, dir), {
+    baseDir: ROOT,
+    fileExtensions: ['ts'],
+    tsConfig: path.join(ROOT, 'tsconfig.json'),
+    detectiveOptions: { ts: { skipTypeImports: false, skipAsyncImports: false } },
+  });
 
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
@@ -33,20 +34,55 @@ const CIRCLE_BASELINE: Record<string, number> = {
  * import from a file to one on a higher floor climbs back up. Files on no floor are not counted. */
 const POOLER_FLOORS: readonly (readonly string[])[] = [
   // parts a pool or a session is built from
-  ['id-table.ts', 'log-histogram.ts', 'log-limiter.ts', 'read-buffer.ts', 'random-pool.ts', 'transaction-tracker.ts', 'cancel-forward.ts',
-    'cancel-keys.ts', 'events.ts', 'stats.ts', 'apps.ts', 'fd-limit.ts', 'config-diff.ts', 'show-table.ts', 'prepared/', 'query-stats/', 'log-ship/',
-    'session-state/', 'auth/md5.ts', 'auth/scram.ts', 'auth/hba.ts', 'auth/client-auth.ts'],
+  [
+    'id-table.ts',
+    'log-histogram.ts',
+    'log-limiter.ts',
+    'read-buffer.ts',
+    'random-pool.ts',
+    'transaction-tracker.ts',
+    'cancel-forward.ts',
+    'cancel-keys.ts',
+    'events.ts',
+    'stats.ts',
+    'apps.ts',
+    'fd-limit.ts',
+    'config-diff.ts',
+    'show-table.ts',
+    'prepared/',
+    'query-stats/',
+    'log-ship/',
+    'session-state/',
+    'auth/md5.ts',
+    'auth/scram.ts',
+    'auth/hba.ts',
+    'auth/client-auth.ts',
+  ],
   // the relay seam: the one interface and the native relay's socket and addon
   ['relay/relay.ts', 'relay/native-tls.ts', 'relay/native-addon.ts'],
   // the seam's two implementations, the factory that picks one, the TLS contexts they serve
   ['relay/', 'tls/tls-settings.ts'],
   // server connections
-  ['server-login.ts', 'server-connection.ts', 'waiter-queue.ts', 'session-state/param-session.ts', 'session-state/param-sync.ts',
-    'session-state/startup-params.ts'],
+  [
+    'server-login.ts',
+    'server-connection.ts',
+    'waiter-queue.ts',
+    'session-state/param-session.ts',
+    'session-state/param-sync.ts',
+    'session-state/startup-params.ts',
+  ],
   // pools
   ['pool.ts', 'pool-state.ts', 'pool-settings.ts', 'coordinator.ts', 'pool-set.ts', 'auth/auth-query.ts'],
   // client logins and sessions, and the host interfaces they are given
-  ['client-login.ts', 'client-startup.ts', 'client-session.ts', 'native-logins.ts', 'tls/client-handshake.ts', 'auth/auth-query-pools.ts', 'hosts.ts'],
+  [
+    'client-login.ts',
+    'client-startup.ts',
+    'client-session.ts',
+    'native-logins.ts',
+    'tls/client-handshake.ts',
+    'auth/auth-query-pools.ts',
+    'hosts.ts',
+  ],
   // the operator's views and verbs
   ['snapshot.ts', 'overview.ts', 'control.ts', 'pool-verbs.ts', 'admin/'],
   // the rooms: accept, periodic work
@@ -75,7 +111,11 @@ function floorOf(file: string): number {
 }
 
 /** Imports of `from` into src/ matching `to`, as "a -> b" lines. */
-function importsBetween(graph: Record<string, string[]>, from: (f: string) => boolean, to: (f: string) => boolean): string[] {
+function importsBetween(
+  graph: Record<string, string[]>,
+  from: (f: string) => boolean,
+  to: (f: string) => boolean,
+): string[] {
   const out: string[] = [];
   for (const [file, deps] of Object.entries(graph)) {
     if (!from(file)) continue;
@@ -114,10 +154,16 @@ describe('layers of src/', () => {
       'src/native/doc-scan.ts -> src/logstore/doc-time.ts',
       'src/native/hit-writer.ts -> src/logstore/search/hit-json.ts',
     ];
-    expect(importsBetween(graph, (f) => f.startsWith('src/native/'), (f) => f.startsWith('src/logstore/'))).toEqual(today);
+    expect(
+      importsBetween(
+        graph,
+        (f) => f.startsWith('src/native/'),
+        (f) => f.startsWith('src/logstore/'),
+      ),
+    ).toEqual(today);
   });
 
-  it('keeps src/logstore/es/, api/, ingest/ and cluster/ from importing src/logstore/http/: they throw errors.ts\'s domain errors, http/ and grpc/ map them', () => {
+  it("keeps src/logstore/es/, api/, ingest/ and cluster/ from importing src/logstore/http/: they throw errors.ts's domain errors, http/ and grpc/ map them", () => {
     const lower = (f: string) => ['es/', 'api/', 'ingest/', 'cluster/'].some((d) => f.startsWith(`src/logstore/${d}`));
     expect(importsBetween(graph, lower, (f) => f.startsWith('src/logstore/http/'))).toEqual([]);
   });

@@ -18,7 +18,9 @@ describe('test setup', () => {
   it('fails when apt-get fails, and installs each package once', () => {
     const calls: string[][] = [];
     const tools = [absent('psql', 'postgresql-client'), absent('pg_dump', 'postgresql-client')];
-    expect(() => ensureTools(tools, () => (args) => (calls.push(args), args[0] === 'update'))).toThrow(/apt-get failed/);
+    expect(() => ensureTools(tools, () => (args) => (calls.push(args), args[0] === 'update'))).toThrow(
+      /apt-get failed/,
+    );
     expect(calls[1]).toEqual(['install', '-y', '-q', '--no-install-recommends', 'postgresql-client']);
   });
 

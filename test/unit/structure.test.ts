@@ -22,7 +22,8 @@ function runtimeImports(file: string): string[] {
     if (m[2]) continue;
     out.push(path.resolve(path.dirname(file), m[3]!.replace(/\.js$/, '.ts')));
   }
-  for (const m of text.matchAll(/await import\('(\.[^']+)'\)/g)) out.push(path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+  for (const m of text.matchAll(/await import\('(\.[^']+)'\)/g))
+    out.push(path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
   return out;
 }
 
@@ -57,7 +58,8 @@ describe('source structure', () => {
       const text = readFileSync(f, 'utf8');
       for (const m of text.matchAll(/^\s*(?:import|export)\s[^'";]*?'(\.[^']+)'|import\('(\.[^']+)'\)/gm)) {
         const target = path.resolve(path.dirname(f), (m[1] ?? m[2])!);
-        if (!target.startsWith(path.join(ROOT, 'src') + path.sep)) out.push(`${rel(f)} -> ${path.relative(ROOT, target)}`);
+        if (!target.startsWith(path.join(ROOT, 'src') + path.sep))
+          out.push(`${rel(f)} -> ${path.relative(ROOT, target)}`);
       }
     }
     expect(out).toEqual([]);

@@ -52,7 +52,9 @@ function numbers(tokens: readonly string[]): Float64Array {
   let n = numericCache.get(tokens);
   if (!n) {
     n = new Float64Array(tokens.length);
-    tokens.forEach((t, i) => { n![i] = t.trim() === '' ? NaN : Number(t); });
+    tokens.forEach((t, i) => {
+      n![i] = t.trim() === '' ? NaN : Number(t);
+    });
     numericCache.set(tokens, n);
   }
   return n;
@@ -85,7 +87,9 @@ function tokenValues(view: FractionView, field: string): Values | null {
     for (let d = 0; d < n; d++) start[d + 1] += start[d]!;
     const pos = start.slice(0, n);
     const ords = new Uint32Array(start[n]!);
-    lists.forEach((l, t) => { for (let i = 0; i < l.length; i++) ords[pos[l[i]!]!++] = t; });
+    lists.forEach((l, t) => {
+      for (let i = 0; i < l.length; i++) ords[pos[l[i]!]!++] = t;
+    });
     values = { tokens, start, ords };
   }
   // Two fields per fraction at most are kept: enough for a field and its group.
@@ -115,7 +119,15 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
   const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   if (!interval && spec.func !== 'quantile' && spec.func !== 'unique' && !fv?.start && !gv?.start) {
-    aggregateByOrdinal(matches, spec, groupField !== undefined, gv as Column | null, fv as Column | null, nums, partial);
+    aggregateByOrdinal(
+      matches,
+      spec,
+      groupField !== undefined,
+      gv as Column | null,
+      fv as Column | null,
+      nums,
+      partial,
+    );
     return;
   }
   for (let i = 0; i < matches.length; i++) {
@@ -124,10 +136,16 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
     let gs = 0;
     let ge = 1;
     if (groupField) {
-      if (!gv) { partial.noGroup++; continue; }
+      if (!gv) {
+        partial.noGroup++;
+        continue;
+      }
       gs = gv.start ? gv.start[local]! : local;
       ge = gv.start ? gv.start[local + 1]! : gv.ords[local] === MISSING ? local : local + 1;
-      if (gs === ge) { partial.noGroup++; continue; }
+      if (gs === ge) {
+        partial.noGroup++;
+        continue;
+      }
     }
     const fs = !fv ? 0 : fv.start ? fv.start[local]! : local;
     const fe = !fv ? 0 : fv.start ? fv.start[local + 1]! : fv.ords[local] === MISSING ? local : local + 1;
@@ -136,8 +154,14 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
       if (interval) key += `\0${Math.floor(view.time(local) / interval) * interval}`;
       let st = partial.buckets.get(key);
       if (!st) partial.buckets.set(key, (st = newState()));
-      if (fs === fe) { st.notExists++; continue; }
-      if (spec.func === 'count') { st.count++; continue; }
+      if (fs === fe) {
+        st.notExists++;
+        continue;
+      }
+      if (spec.func === 'count') {
+        st.count++;
+        continue;
+      }
       if (spec.func === 'unique') {
         st.uniq ??= new Set();
         for (let k = fs; k < fe; k++) st.uniq.add(fv!.tokens[fv!.ords[k]!]!);
@@ -146,7 +170,10 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
       }
       // Numeric functions read the first value (keyword fields have one).
       const v = nums![fv!.ords[fs]!]!;
-      if (Number.isNaN(v)) { st.notExists++; continue; }
+      if (Number.isNaN(v)) {
+        st.notExists++;
+        continue;
+      }
       st.count++;
       st.sum += v;
       if (v < st.min) st.min = v;
@@ -157,8 +184,15 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
 }
 
 /** The common case (no time buckets, a running value) over typed arrays indexed by group ordinal. */
-function aggregateByOrdinal(matches: Uint32Array, spec: AggSpec, grouped: boolean, groupCol: Column | null, fieldCol: Column | null,
-  nums: Float64Array | null, partial: AggPartial): void {
+function aggregateByOrdinal(
+  matches: Uint32Array,
+  spec: AggSpec,
+  grouped: boolean,
+  groupCol: Column | null,
+  fieldCol: Column | null,
+  nums: Float64Array | null,
+  partial: AggPartial,
+): void {
   const groups = grouped ? (groupCol?.tokens.length ?? 0) : 1;
   const count = new Float64Array(groups);
   const sum = new Float64Array(groups);
@@ -174,13 +208,25 @@ function aggregateByOrdinal(matches: Uint32Array, spec: AggSpec, grouped: boolea
     let g = 0;
     if (grouped) {
       g = gOrds ? gOrds[local]! : MISSING;
-      if (g === MISSING) { noGroup++; continue; }
+      if (g === MISSING) {
+        noGroup++;
+        continue;
+      }
     }
     const o = fOrds ? fOrds[local]! : MISSING;
-    if (o === MISSING) { notExists[g]++; continue; }
-    if (isCount) { count[g]++; continue; }
+    if (o === MISSING) {
+      notExists[g]++;
+      continue;
+    }
+    if (isCount) {
+      count[g]++;
+      continue;
+    }
     const v = nums![o]!;
-    if (v !== v) { notExists[g]++; continue; }
+    if (v !== v) {
+      notExists[g]++;
+      continue;
+    }
     count[g]++;
     sum[g] += v;
     if (v < min[g]!) min[g] = v;
@@ -190,7 +236,13 @@ function aggregateByOrdinal(matches: Uint32Array, spec: AggSpec, grouped: boolea
   const from: AggPartial = { buckets: new Map(), noGroup: 0 };
   for (let g = 0; g < groups; g++) {
     if (count[g] === 0 && notExists[g] === 0) continue;
-    from.buckets.set(grouped ? groupCol!.tokens[g]! : '', { count: count[g]!, sum: sum[g]!, min: min[g]!, max: max[g]!, notExists: notExists[g]! });
+    from.buckets.set(grouped ? groupCol!.tokens[g]! : '', {
+      count: count[g]!,
+      sum: sum[g]!,
+      min: min[g]!,
+      max: max[g]!,
+      notExists: notExists[g]!,
+    });
   }
   mergePartials(partial, from);
 }
@@ -199,14 +251,20 @@ export function mergePartials(into: AggPartial, from: AggPartial): AggPartial {
   into.noGroup += from.noGroup;
   for (const [k, s] of from.buckets) {
     const t = into.buckets.get(k);
-    if (!t) { into.buckets.set(k, s); continue; }
+    if (!t) {
+      into.buckets.set(k, s);
+      continue;
+    }
     t.count += s.count;
     t.sum += s.sum;
     t.min = Math.min(t.min, s.min);
     t.max = Math.max(t.max, s.max);
     t.notExists += s.notExists;
     quantileMerge(t, s);
-    if (s.uniq) { t.uniq ??= new Set(); for (const u of s.uniq) t.uniq.add(u); }
+    if (s.uniq) {
+      t.uniq ??= new Set();
+      for (const u of s.uniq) t.uniq.add(u);
+    }
   }
   return into;
 }
@@ -220,13 +278,20 @@ export function quantile(sorted: ArrayLike<number>, q: number): number {
 
 function finalValue(spec: AggSpec, s: AggState): number {
   switch (spec.func) {
-    case 'count': return s.count;
-    case 'sum': return s.sum;
-    case 'min': return s.count ? s.min : NaN;
-    case 'max': return s.count ? s.max : NaN;
-    case 'avg': return s.count ? s.sum / s.count : NaN;
-    case 'unique': return s.uniq?.size ?? 0;
-    case 'quantile': return NaN;
+    case 'count':
+      return s.count;
+    case 'sum':
+      return s.sum;
+    case 'min':
+      return s.count ? s.min : NaN;
+    case 'max':
+      return s.count ? s.max : NaN;
+    case 'avg':
+      return s.count ? s.sum / s.count : NaN;
+    case 'unique':
+      return s.uniq?.size ?? 0;
+    case 'quantile':
+      return NaN;
   }
 }
 
@@ -249,7 +314,11 @@ export function finalizeAgg(spec: AggSpec, partial: AggPartial): AggResult {
     if (Number.isNaN(b.value)) b.value = 0;
     buckets.push(b);
   }
-  buckets.sort((a, b) =>
-    (a.ts ?? '').localeCompare(b.ts ?? '') || (spec.func === 'count' ? b.value - a.value : 0) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  buckets.sort(
+    (a, b) =>
+      (a.ts ?? '').localeCompare(b.ts ?? '') ||
+      (spec.func === 'count' ? b.value - a.value : 0) ||
+      (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  );
   return { buckets, not_exists: partial.noGroup };
 }

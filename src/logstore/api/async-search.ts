@@ -7,7 +7,15 @@ import type { PartialInfo, QueryAnswer } from '../backend.js';
 import { ErrorCode, LogstoreError } from '../errors.js';
 import type { ShardHit } from '../search/execute.js';
 import { HitWriter, mergeHitList } from '../search/packed-hits.js';
-import { type ApiEnv, type SearchOutcome, aggResults, histBuckets, parseSearchBody, partialError, whole } from './operations.js';
+import {
+  type ApiEnv,
+  type SearchOutcome,
+  aggResults,
+  histBuckets,
+  parseSearchBody,
+  partialError,
+  whole,
+} from './operations.js';
 
 /** Slices of the time range searched one after another: the progress moves by 1/SLICES. */
 const SLICES = 8;
@@ -64,25 +72,50 @@ function accumulate(prev: QueryAnswer | null, next: QueryAnswer, req: Omit<Searc
   const hist = new Map(prev.hist);
   for (const [ts, c] of next.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);
   const partial: PartialInfo | undefined = prev.partial ?? next.partial;
-  return { total: prev.total + next.total, hits, aggs, hist, fractionsRead: prev.fractionsRead + next.fractionsRead, ...(partial ? { partial } : {}) };
+  return {
+    total: prev.total + next.total,
+    hits,
+    aggs,
+    hist,
+    fractionsRead: prev.fractionsRead + next.fractionsRead,
+    ...(partial ? { partial } : {}),
+  };
 }
 
 export class AsyncSearches {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly env: ApiEnv, private readonly limits: { max_searches: number; keep: number }, private readonly log: Logger) {}
+  constructor(
+    private readonly env: ApiEnv,
+    private readonly limits: { max_searches: number; keep: number },
+    private readonly log: Logger,
+  ) {}
 
   /** Validates the body (a complex-search body) at once, then searches in the background; returns the id. */
   start(body: Record<string, unknown>): string {
     this.expire();
     const req = parseSearchBody(this.env, body, true);
     if (this.entries.size >= this.limits.max_searches) {
-      throw new LogstoreError(ErrorCode.TooManyAsyncSearches, `too many async searches kept (async_search.max_searches = ${this.limits.max_searches}); delete finished ones or retry later`);
+      throw new LogstoreError(
+        ErrorCode.TooManyAsyncSearches,
+        `too many async searches kept (async_search.max_searches = ${this.limits.max_searches}); delete finished ones or retry later`,
+      );
     }
     const id = randomUUID();
     const entry: Entry = {
-      info: { search_id: id, status: 'in_progress', progress: 0, started_at: new Date().toISOString(), finished_at: null, query: req.spec.text, error: null },
-      req, so: null, canceled: false, finishedAt: 0,
+      info: {
+        search_id: id,
+        status: 'in_progress',
+        progress: 0,
+        started_at: new Date().toISOString(),
+        finished_at: null,
+        query: req.spec.text,
+        error: null,
+      },
+      req,
+      so: null,
+      canceled: false,
+      finishedAt: 0,
     };
     this.entries.set(id, entry);
     this.run(entry).then(
@@ -118,17 +151,28 @@ export class AsyncSearches {
     if (!(to > from) || to - from < SLICES) bounds.push([spec.from, spec.to]);
     else {
       const step = Math.floor((to - from) / SLICES);
-      for (let i = 0; i < SLICES; i++) bounds.push([i === 0 ? spec.from : from + i * step, i === SLICES - 1 ? spec.to : from + (i + 1) * step - 1]);
+      for (let i = 0; i < SLICES; i++)
+        bounds.push([i === 0 ? spec.from : from + i * step, i === SLICES - 1 ? spec.to : from + (i + 1) * step - 1]);
       if (spec.order !== 'asc') bounds.reverse();
     }
     for (let i = 0; i < bounds.length; i++) {
       if (entry.canceled) return;
       const [a, b] = bounds[i]!;
       // Each slice has its own search.timeout; one that runs past it ends the search in error.
-      const r = whole(await this.env.store.query({
-        text: spec.text, plan: spec.plan, from: a, to: b, limit: spec.offset + spec.size, order: spec.order, aggs,
-        histInterval: hist, pipes: spec.pipes, withTotal: spec.withTotal,
-      }));
+      const r = whole(
+        await this.env.store.query({
+          text: spec.text,
+          plan: spec.plan,
+          from: a,
+          to: b,
+          limit: spec.offset + spec.size,
+          order: spec.order,
+          aggs,
+          histInterval: hist,
+          pipes: spec.pipes,
+          withTotal: spec.withTotal,
+        }),
+      );
       entry.so = accumulate(entry.so, r, entry.req);
       entry.info.progress = (i + 1) / bounds.length;
     }
@@ -137,12 +181,17 @@ export class AsyncSearches {
   get(id: string): AsyncSearchResult {
     this.expire();
     const e = this.entries.get(id);
-    if (!e) throw new LogstoreError(ErrorCode.NotFound, `no async search ${JSON.stringify(id)} (finished searches are kept for async_search.keep)`);
+    if (!e)
+      throw new LogstoreError(
+        ErrorCode.NotFound,
+        `no async search ${JSON.stringify(id)} (finished searches are kept for async_search.keep)`,
+      );
     const { spec, aggs, hist } = e.req;
     const so = e.so;
     const docs = so ? so.hits.slice(spec.offset, spec.offset + spec.size) : [];
     const response: AsyncSearchResult['response'] = {
-      total: so?.total ?? 0, docs,
+      total: so?.total ?? 0,
+      docs,
       aggs: so ? aggResults(aggs, so) : aggs.map(() => ({ buckets: [], not_exists: 0 })),
     };
     if (hist) response.hist = { buckets: so ? histBuckets(so) : [] };
@@ -172,6 +221,7 @@ export class AsyncSearches {
   }
 
   private expire(now = Date.now()): void {
-    for (const [id, e] of this.entries) if (e.finishedAt && now - e.finishedAt > this.limits.keep) this.entries.delete(id);
+    for (const [id, e] of this.entries)
+      if (e.finishedAt && now - e.finishedAt > this.limits.keep) this.entries.delete(id);
   }
 }

@@ -25,7 +25,11 @@ export interface SearchOutcome {
 }
 
 /** The body of /search (complex false) or /complex-search (aggs and hist too). */
-export function parseSearchBody(env: ApiEnv, body: Record<string, unknown>, complex: boolean): Omit<SearchOutcome, 'r'> {
+export function parseSearchBody(
+  env: ApiEnv,
+  body: Record<string, unknown>,
+  complex: boolean,
+): Omit<SearchOutcome, 'r'> {
   const spec = parseSearchSpec(body, env.mapping, env.config.limits.search_docs);
   const aggs = complex ? parseAggs(body.aggs, env.mapping) : [];
   const histBody = body.hist as Record<string, unknown> | null | undefined;
@@ -40,7 +44,11 @@ export function parseSearchBody(env: ApiEnv, body: Record<string, unknown>, comp
  */
 export function whole(r: QueryAnswer): QueryAnswer {
   if (r.timedOut) {
-    throw new LogstoreError(ErrorCode.SearchTimeout, 'the search ran past search.timeout and was stopped; narrow the time range or the query (or raise search.timeout)', { timed_out: true });
+    throw new LogstoreError(
+      ErrorCode.SearchTimeout,
+      'the search ran past search.timeout and was stopped; narrow the time range or the query (or raise search.timeout)',
+      { timed_out: true },
+    );
   }
   return r;
 }
@@ -48,8 +56,16 @@ export function whole(r: QueryAnswer): QueryAnswer {
 function searchTask(req: Omit<SearchOutcome, 'r'>): SearchTask {
   const { spec, aggs, hist } = req;
   return {
-    text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: spec.offset + spec.size, order: spec.order, aggs,
-    histInterval: hist, pipes: spec.pipes, withTotal: spec.withTotal,
+    text: spec.text,
+    plan: spec.plan,
+    from: spec.from,
+    to: spec.to,
+    limit: spec.offset + spec.size,
+    order: spec.order,
+    aggs,
+    histInterval: hist,
+    pipes: spec.pipes,
+    withTotal: spec.withTotal,
   };
 }
 
@@ -63,26 +79,65 @@ export function runSearchSync(env: ApiEnv, req: Omit<SearchOutcome, 'r'>): Searc
   return r ? { spec: req.spec, aggs: req.aggs, hist: req.hist, r: whole(r) } : null;
 }
 
-export async function runAggregate(env: ApiEnv, body: Record<string, unknown>): Promise<{ aggs: AggSpec[]; r: QueryAnswer }> {
+export async function runAggregate(
+  env: ApiEnv,
+  body: Record<string, unknown>,
+): Promise<{ aggs: AggSpec[]; r: QueryAnswer }> {
   const spec = parseQuerySpec(body, env.mapping);
   const aggs = parseAggs(body.aggs ?? body.agg, env.mapping);
-  if (aggs.length === 0) throw new LogstoreError(ErrorCode.BadRequest, 'aggs must list at least one aggregation {field, func, group_by, quantiles, interval}');
-  const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', aggs }));
+  if (aggs.length === 0)
+    throw new LogstoreError(
+      ErrorCode.BadRequest,
+      'aggs must list at least one aggregation {field, func, group_by, quantiles, interval}',
+    );
+  const r = whole(
+    await env.store.query({
+      text: spec.text,
+      plan: spec.plan,
+      from: spec.from,
+      to: spec.to,
+      limit: 0,
+      order: 'desc',
+      aggs,
+    }),
+  );
   return { aggs, r };
 }
 
 export async function runHistogram(env: ApiEnv, body: Record<string, unknown>): Promise<QueryAnswer> {
   const spec = parseQuerySpec(body, env.mapping);
-  const interval = parseInterval(body.interval ?? (body.hist as Record<string, unknown> | undefined)?.interval, 'interval');
-  return whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to: spec.to, limit: 0, order: 'desc', histInterval: interval }));
+  const interval = parseInterval(
+    body.interval ?? (body.hist as Record<string, unknown> | undefined)?.interval,
+    'interval',
+  );
+  return whole(
+    await env.store.query({
+      text: spec.text,
+      plan: spec.plan,
+      from: spec.from,
+      to: spec.to,
+      limit: 0,
+      order: 'desc',
+      histInterval: interval,
+    }),
+  );
 }
 
-export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Promise<FetchAnswer & { notFound: string[] }> {
+export async function runFetch(
+  env: ApiEnv,
+  body: Record<string, unknown>,
+): Promise<FetchAnswer & { notFound: string[] }> {
   const ids = body.ids;
-  if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string')) throw new LogstoreError(ErrorCode.BadRequest, 'ids must be a list of document ids');
-  if (ids.length > env.config.limits.search_docs) throw new LogstoreError(ErrorCode.BadRequest, `at most limits.search_docs (${env.config.limits.search_docs}) ids per fetch`);
+  if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string'))
+    throw new LogstoreError(ErrorCode.BadRequest, 'ids must be a list of document ids');
+  if (ids.length > env.config.limits.search_docs)
+    throw new LogstoreError(
+      ErrorCode.BadRequest,
+      `at most limits.search_docs (${env.config.limits.search_docs}) ids per fetch`,
+    );
   const fields = body.fields;
-  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((x) => typeof x === 'string'))) throw new LogstoreError(ErrorCode.BadRequest, 'fields must be a list of field names');
+  if (fields !== undefined && (!Array.isArray(fields) || !fields.every((x) => typeof x === 'string')))
+    throw new LogstoreError(ErrorCode.BadRequest, 'fields must be a list of field names');
   const pipes = fields ? [{ kind: 'fields' as const, except: false, names: fields as string[] }] : [];
   const valid = (ids as string[]).filter((id) => idTime(id) !== null);
   const answer = await env.store.fetch(valid, pipes);
@@ -94,7 +149,11 @@ export async function runFetch(env: ApiEnv, body: Record<string, unknown>): Prom
  * Every match of a query, newest first, page by page (a time cursor keeps memory bounded); `onPage` may wait
  * (back-pressure). Ends after `size` documents when the body gives one.
  */
-export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPage: (hits: ShardHit[]) => Promise<void> | void): Promise<{ skippedFractions: string[] }> {
+export async function runExport(
+  env: ApiEnv,
+  body: Record<string, unknown>,
+  onPage: (hits: ShardHit[]) => Promise<void> | void,
+): Promise<{ skippedFractions: string[] }> {
   const spec = parseQuerySpec(body, env.mapping);
   const max = body.size === undefined ? Infinity : Number(body.size);
   if (!(max >= 0)) throw new LogstoreError(ErrorCode.BadRequest, 'size must be a number >= 0');
@@ -106,7 +165,18 @@ export async function runExport(env: ApiEnv, body: Record<string, unknown>, onPa
   const skipped = new Set<string>();
   while (sent < max) {
     const limit = page + boundary.size;
-    const r = whole(await env.store.query({ text: spec.text, plan: spec.plan, from: spec.from, to, limit, order: 'desc', pipes: spec.pipes, withTotal: false }));
+    const r = whole(
+      await env.store.query({
+        text: spec.text,
+        plan: spec.plan,
+        from: spec.from,
+        to,
+        limit,
+        order: 'desc',
+        pipes: spec.pipes,
+        withTotal: false,
+      }),
+    );
     if (r.partial?.skippedFractions) for (const f of r.partial.skippedFractions) skipped.add(f);
     else if (r.partial) throw new LogstoreError(ErrorCode.Upstream, `export stopped: ${r.partial.message}`);
     const hits = r.hits.slice(0, r.hits.length);
@@ -144,7 +214,10 @@ export async function mappingOf(env: ApiEnv): Promise<{ auto: boolean; mapping: 
     for (const s of (await env.store.status()).shards) for (const f of s.fields) mapping[f] = ['keyword'];
   }
   for (const [f, types] of Object.entries(env.mapping.fields)) mapping[f] = [...types];
-  return { auto: env.mapping.auto, mapping: Object.fromEntries(Object.entries(mapping).sort(([a], [b]) => (a < b ? -1 : 1))) };
+  return {
+    auto: env.mapping.auto,
+    mapping: Object.fromEntries(Object.entries(mapping).sort(([a], [b]) => (a < b ? -1 : 1))),
+  };
 }
 
 export async function statusOf(env: ApiEnv, inflightBulks: number) {
@@ -157,17 +230,24 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
   const problems = shards.flatMap((s) => (s.problems ?? []).map((p) => ({ shard: s.shard, ...p })));
   const degraded = [
     ...st.stores.filter((s) => !s.ok).map((s) => `store ${s.addr} is down: ${s.error}`),
-    ...st.stores.filter((s) => s.ok && (s.behind ?? 0) > 0).map((s) => `store ${s.addr} is behind: ${s.behind} batches it missed are being sent to it`),
+    ...st.stores
+      .filter((s) => s.ok && (s.behind ?? 0) > 0)
+      .map((s) => `store ${s.addr} is behind: ${s.behind} batches it missed are being sent to it`),
     ...problems.map((p) => `shard ${p.shard}: ${p.kind} ${p.name}: ${p.detail}`),
   ];
   return {
-    status: degraded.length ? 'degraded' : 'ok', mode: env.store.mode, shards: env.store.shardCount,
+    status: degraded.length ? 'degraded' : 'ok',
+    mode: env.store.mode,
+    shards: env.store.shardCount,
     ...(degraded.length ? { degraded } : {}),
     ...(problems.length ? { storage_problems: problems } : {}),
     docs: all.reduce((s, f) => s + f.docs, 0),
     raw_bytes: all.reduce((s, f) => s + f.raw_bytes, 0),
     disk_bytes: all.reduce((s, f) => s + f.disk_bytes, 0),
-    fractions: { active: all.filter((f) => f.state === 'active').length, sealed: all.filter((f) => f.state === 'sealed').length },
+    fractions: {
+      active: all.filter((f) => f.state === 'active').length,
+      sealed: all.filter((f) => f.state === 'sealed').length,
+    },
     oldest_time: withDocs.length ? new Date(Math.min(...withDocs.map((f) => f.min_time))).toISOString() : null,
     newest_time: withDocs.length ? new Date(Math.max(...withDocs.map((f) => f.max_time))).toISOString() : null,
     inflight_bulks: inflightBulks,

@@ -5,7 +5,10 @@ export class Breaker {
   private openUntil = 0;
   private probing = false;
 
-  constructor(private readonly failures: number, private readonly cooldownMs: number) {}
+  constructor(
+    private readonly failures: number,
+    private readonly cooldownMs: number,
+  ) {}
 
   /** May a write go to this shard now? (Closed, or open past its cooldown with no probe out.) No side effect. */
   available(now = Date.now()): boolean {

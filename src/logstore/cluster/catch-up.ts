@@ -19,7 +19,11 @@ export class CatchUp {
 
   /** `maxBytes`: batches held for all replicas at most (cluster.catchup_memory); `retryMs`: the wait between tries
    * of a replica that is still down (cluster.breaker_cooldown). */
-  constructor(private readonly maxBytes: number, private readonly retryMs: number, private readonly log: Logger) {}
+  constructor(
+    private readonly maxBytes: number,
+    private readonly retryMs: number,
+    private readonly log: Logger,
+  ) {}
 
   /** Batches queued for the replica (0: up to date). */
   behind(c: StoreClient): number {
@@ -42,8 +46,12 @@ export class CatchUp {
     const copy = Buffer.from(batch);
     for (const c of clients) {
       let q = this.queues.get(c);
-      if (!q) this.queues.set(c, q = []);
-      if (q.length === 0) this.log.warn({ store: c.addr }, 'a replica missed a batch: writes are acknowledged without it and it is caught up when it answers');
+      if (!q) this.queues.set(c, (q = []));
+      if (q.length === 0)
+        this.log.warn(
+          { store: c.addr },
+          'a replica missed a batch: writes are acknowledged without it and it is caught up when it answers',
+        );
       q.push(copy);
       this.held += copy.length;
       void this.drain(c);
@@ -65,13 +73,19 @@ export class CatchUp {
         } catch (err) {
           if (!isCallerError(err)) {
             await new Promise<void>((resolve) => {
-              const t = setTimeout(() => { this.timers.delete(t); resolve(); }, this.retryMs);
+              const t = setTimeout(() => {
+                this.timers.delete(t);
+                resolve();
+              }, this.retryMs);
               this.timers.add(t);
             });
             continue;
           }
           // The store refuses the batch itself (it cannot take it now or ever): nothing a retry would change.
-          this.log.error({ store: c.addr, err: message(err) }, 'a replica refused a batch it missed: it lacks those documents');
+          this.log.error(
+            { store: c.addr, err: message(err) },
+            'a replica refused a batch it missed: it lacks those documents',
+          );
         }
         q.shift();
         this.held -= batch.length;

@@ -2,7 +2,16 @@
 // shard and is acknowledged once every replica has it on disk; a query asks one replica of every shard and merges.
 import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../../config/logstore.js';
-import { type BackendStatus, type FetchAnswer, type LogBackend, type PartialInfo, type QueryAnswer, type SearchTask, type StoreState, damagedPartial } from '../backend.js';
+import {
+  type BackendStatus,
+  type FetchAnswer,
+  type LogBackend,
+  type PartialInfo,
+  type QueryAnswer,
+  type SearchTask,
+  type StoreState,
+  damagedPartial,
+} from '../backend.js';
 import { BadRequest, LogstoreError, Overloaded, UpstreamFailed } from '../errors.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardHit, ShardQueryResult } from '../search/execute.js';
@@ -19,7 +28,14 @@ import { ScratchPool } from '../search/scratch.js';
 import { Breaker } from './breaker.js';
 import { ForgetOutbox, type Leftover } from './forget-outbox.js';
 import { CatchUp } from './catch-up.js';
-import { StoreClient, type StoreBulkRequest, type StoreSearchResponse, isCallerError, isOverloaded, offsBytes } from './store-client.js';
+import {
+  StoreClient,
+  type StoreBulkRequest,
+  type StoreSearchResponse,
+  isCallerError,
+  isOverloaded,
+  offsBytes,
+} from './store-client.js';
 
 interface ShardGroup {
   index: number;
@@ -34,7 +50,9 @@ interface ShardGroup {
 /** The shards of a store list: groups of `replicas` consecutive addresses (the count must divide). */
 export function shardsOf(stores: readonly string[], replicas: number): string[][] {
   if (stores.length === 0 || stores.length % replicas !== 0) {
-    throw new Error(`cluster.hot_stores lists ${stores.length} stores, which cluster.hot_replicas (${replicas}) does not divide`);
+    throw new Error(
+      `cluster.hot_stores lists ${stores.length} stores, which cluster.hot_replicas (${replicas}) does not divide`,
+    );
   }
   const out: string[][] = [];
   for (let i = 0; i < stores.length; i += replicas) out.push(stores.slice(i, i + replicas));
@@ -66,7 +84,10 @@ export class Cluster implements LogBackend {
   /** Replicas of a shard that must store a batch when not all of them can (cluster.write_quorum). */
   private readonly quorum: number;
 
-  constructor(cfg: LogstoreConfig, private readonly log: Logger) {
+  constructor(
+    cfg: LogstoreConfig,
+    private readonly log: Logger,
+  ) {
     const c = cfg.cluster;
     this.retries = c.write_retries;
     this.quorum = Math.min(c.write_quorum, c.hot_replicas);
@@ -77,8 +98,13 @@ export class Cluster implements LogBackend {
     this.storeSearchTimeout = cfg.search.timeout > 0 ? Math.min(cfg.search.timeout, storeTimeout) : storeTimeout;
     this.forgets = new ForgetOutbox(c.breaker_cooldown, log);
     this.shards = shardsOf(c.hot_stores, c.hot_replicas).map((addrs, index) => ({
-      index, pending: 0, nextRead: 0, breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
-      replicas: addrs.map((a) => new StoreClient(a, c.request_timeout, { time: c.keepalive_time, timeout: c.keepalive_timeout })),
+      index,
+      pending: 0,
+      nextRead: 0,
+      breaker: new Breaker(c.breaker_failures, c.breaker_cooldown),
+      replicas: addrs.map(
+        (a) => new StoreClient(a, c.request_timeout, { time: c.keepalive_time, timeout: c.keepalive_timeout }),
+      ),
     }));
     if (this.shards.length > 256) throw new Error('at most 256 shards: a document id holds its shard in one byte');
   }
@@ -133,8 +159,15 @@ export class Cluster implements LogBackend {
     let encoded: Buffer;
     try {
       const req: StoreBulkRequest = {
-        docs: buf, offs: [], offs_le: offsBytes(offs), now, assign_ids: true, id_shard: first.index, id_counter: idCounter,
-        client_ids: ids ? ids.map((x) => x ?? '') : [], has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
+        docs: buf,
+        offs: [],
+        offs_le: offsBytes(offs),
+        now,
+        assign_ids: true,
+        id_shard: first.index,
+        id_counter: idCounter,
+        client_ids: ids ? ids.map((x) => x ?? '') : [],
+        has_client_id: ids ? Uint8Array.from(ids, (x) => (x === null ? 0 : 1)) : new Uint8Array(0),
         create: meta?.create ?? new Uint8Array(0),
       };
       this.counter = (this.counter + n + 1) % 2 ** 40;
@@ -144,7 +177,13 @@ export class Cluster implements LogBackend {
       this.batchPool.give(buf);
     }
     // The batch as a store remembers it (store.proto BatchKey), for a forget of a copy whose ids never came back.
-    const key: BatchKey = { id_shard: first.index, id_counter: idCounter, offs_count: offs.length, now, docs_bytes: buf.length };
+    const key: BatchKey = {
+      id_shard: first.index,
+      id_counter: idCounter,
+      offs_count: offs.length,
+      now,
+      docs_bytes: buf.length,
+    };
     try {
       return await this.sendBatch(first, encoded, routed, key);
     } finally {
@@ -184,7 +223,8 @@ export class Cluster implements LogBackend {
         if (r.status === 'fulfilled') {
           acked.add(missing[k]!);
           answer ??= {
-            ids: new Uint8Array(r.value.ids), errors: r.value.errors.map((e) => [e.index, e.type, e.reason, e.status || 400]),
+            ids: new Uint8Array(r.value.ids),
+            errors: r.value.errors.map((e) => [e.index, e.type, e.reason, e.status || 400]),
             ...(r.value.kept.length ? { kept: r.value.kept } : {}),
           };
         } else {
@@ -198,9 +238,17 @@ export class Cluster implements LogBackend {
           }
         }
       });
-      if (acked.size === s.replicas.length || (acked.size + deferred.length === s.replicas.length && acked.size > 0 && this.catchup.fits(encoded, deferred.length))) {
+      if (
+        acked.size === s.replicas.length ||
+        (acked.size + deferred.length === s.replicas.length &&
+          acked.size > 0 &&
+          this.catchup.fits(encoded, deferred.length))
+      ) {
         s.breaker.success();
-        this.catchup.add(deferred.map((i) => s.replicas[i]!), encoded);
+        this.catchup.add(
+          deferred.map((i) => s.replicas[i]!),
+          encoded,
+        );
         // (`answer` is set in the forEach callback above, which the compiler does not follow.)
         await this.forgets.forget(leftovers, answer!.ids, key);
         return answer!;
@@ -220,12 +268,21 @@ export class Cluster implements LogBackend {
     if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused, answer });
     // No shard stored it whole: the one whose replicas that answered make the quorum acknowledges it, and its
     // missing replicas are caught up later (catch-up.ts); its copies elsewhere are forgotten as usual.
-    const quorate = leftovers.filter((l) => l.answer && l.acked.size >= this.quorum).sort((a, b) => b.acked.size - a.acked.size)[0];
+    const quorate = leftovers
+      .filter((l) => l.answer && l.acked.size >= this.quorum)
+      .sort((a, b) => b.acked.size - a.acked.size)[0];
     const lacking = quorate ? quorate.shard.replicas.length - quorate.acked.size : 0;
     if (quorate && this.catchup.fits(encoded, lacking)) {
       const g = quorate.shard as ShardGroup;
-      this.catchup.add(g.replicas.filter((_, i) => !quorate.acked.has(i)), encoded);
-      await this.forgets.forget(leftovers.filter((l) => l !== quorate), quorate.answer!.ids, key);
+      this.catchup.add(
+        g.replicas.filter((_, i) => !quorate.acked.has(i)),
+        encoded,
+      );
+      await this.forgets.forget(
+        leftovers.filter((l) => l !== quorate),
+        quorate.answer!.ids,
+        key,
+      );
       return quorate.answer!;
     }
     // The loop ended on a shard it had not given up on yet (retries spent on its missing replicas).
@@ -239,7 +296,9 @@ export class Cluster implements LogBackend {
       await this.forgets.forget(leftovers, known, key);
     }
     if (overloadOnly && errors.length > 0) {
-      throw new Overloaded(`rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`);
+      throw new Overloaded(
+        `rejected execution: every store tried is over its limits.bulk_memory; retry later (${errors.slice(-2).join('; ')})`,
+      );
     }
     this.log.warn({ errors }, 'a batch could not be written to every replica of any shard');
     throw new Error(`no shard stored the batch on all of its replicas (${errors.slice(-3).join('; ')})`);
@@ -253,7 +312,9 @@ export class Cluster implements LogBackend {
     let last: unknown;
     const order = s.replicas.map((_, k) => s.replicas[(start + k) % s.replicas.length]!);
     const current = order.filter((c) => this.catchup.behind(c) === 0);
-    for (const c of current.length === order.length ? order : [...current, ...order.filter((c) => !current.includes(c))]) {
+    for (const c of current.length === order.length
+      ? order
+      : [...current, ...order.filter((c) => !current.includes(c))]) {
       try {
         return await call(c);
       } catch (err) {
@@ -280,24 +341,55 @@ export class Cluster implements LogBackend {
       throw new UpstreamFailed(`every shard failed: ${failed.join('; ')}`);
     }
     if (failed.length === 0) return { parts };
-    return { parts, partial: { failedShards: failed.length, shards: this.shards.length, message: `${failed.length} of ${this.shards.length} shards did not answer: ${failed.join('; ')}` } };
+    return {
+      parts,
+      partial: {
+        failedShards: failed.length,
+        shards: this.shards.length,
+        message: `${failed.length} of ${this.shards.length} shards did not answer: ${failed.join('; ')}`,
+      },
+    };
   }
 
   async query(q: SearchTask): Promise<QueryAnswer> {
-    const { parts, partial } = await this.fanOut((c) => c.search({
-      query: q.text, from: q.from, to: q.to, limit: q.limit, order: q.order === 'asc' ? 'ASC' : 'DESC', aggs: (q.aggs ?? []).map(aggToPb),
-      hist_interval: q.histInterval ?? 0, with_total: q.withTotal !== false, packed_hits: true,
-      // A request's own deadline (Elasticsearch's `timeout`) when it is sooner; at least 1 ms (0 means none).
-      timeout_ms: q.deadline === undefined ? this.storeSearchTimeout : Math.max(1, Math.min(this.storeSearchTimeout, Math.round(q.deadline - Date.now()))),
-    }));
+    const { parts, partial } = await this.fanOut((c) =>
+      c.search({
+        query: q.text,
+        from: q.from,
+        to: q.to,
+        limit: q.limit,
+        order: q.order === 'asc' ? 'ASC' : 'DESC',
+        aggs: (q.aggs ?? []).map(aggToPb),
+        hist_interval: q.histInterval ?? 0,
+        with_total: q.withTotal !== false,
+        packed_hits: true,
+        // A request's own deadline (Elasticsearch's `timeout`) when it is sooner; at least 1 ms (0 means none).
+        timeout_ms:
+          q.deadline === undefined
+            ? this.storeSearchTimeout
+            : Math.max(1, Math.min(this.storeSearchTimeout, Math.round(q.deadline - Date.now()))),
+      }),
+    );
     const merged = mergeQueryResults(parts.map(toShardResult), q);
     const damaged = parts.filter((p) => p.damaged_fractions?.length);
     if (damaged.length === 0) return partial ? { ...merged, partial } : merged;
     // Stores that left damaged fractions out answered partially; with shards that did not answer at all, the answer
     // stays the plain partial one (an export stops on it), else it names the fractions (an export goes on).
     const names = damaged.map((p) => p.damaged_fractions!.join(', ')).join('; ');
-    if (partial) return { ...merged, partial: { ...partial, message: `${partial.message}; damaged fractions left out: ${names}` } };
-    return { ...merged, partial: { failedShards: damaged.length, shards: this.shards.length, message: `damaged fractions left out (quarantined): ${names}`, skippedFractions: damaged.flatMap((p) => p.damaged_fractions!) } };
+    if (partial)
+      return {
+        ...merged,
+        partial: { ...partial, message: `${partial.message}; damaged fractions left out: ${names}` },
+      };
+    return {
+      ...merged,
+      partial: {
+        failedShards: damaged.length,
+        shards: this.shards.length,
+        message: `damaged fractions left out (quarantined): ${names}`,
+        skippedFractions: damaged.flatMap((p) => p.damaged_fractions!),
+      },
+    };
   }
 
   /** The cluster shard an id names (its shard byte), or -1 when it names none of this cluster's shards. */
@@ -321,18 +413,26 @@ export class Cluster implements LogBackend {
     const failed = new Map<number, string>();
     const asked = new Set<number>();
     const ask = async (lists: string[][]) => {
-      await Promise.all(lists.map(async (list, i) => {
-        if (list.length === 0) return;
-        asked.add(i);
-        try {
-          const { docs, damaged_fractions } = await this.read(this.shards[i]!, (c) => c.fetch({ ...req, ids: list }));
-          for (const f of damaged_fractions) damaged.add(f);
-          found.push(docs.map((d) => ({ id: d.id, time: d.time, json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []) })));
-        } catch (err) {
-          if (err instanceof LogstoreError) throw err;
-          failed.set(i, message(err));
-        }
-      }));
+      await Promise.all(
+        lists.map(async (list, i) => {
+          if (list.length === 0) return;
+          asked.add(i);
+          try {
+            const { docs, damaged_fractions } = await this.read(this.shards[i]!, (c) => c.fetch({ ...req, ids: list }));
+            for (const f of damaged_fractions) damaged.add(f);
+            found.push(
+              docs.map((d) => ({
+                id: d.id,
+                time: d.time,
+                json: hitJson(d.id, d.time, Buffer.from(d.data).toString('utf8'), []),
+              })),
+            );
+          } catch (err) {
+            if (err instanceof LogstoreError) throw err;
+            failed.set(i, message(err));
+          }
+        }),
+      );
     };
     const first = this.shards.map((): string[] => []);
     for (const id of ids) {
@@ -346,42 +446,75 @@ export class Cluster implements LogBackend {
     for (const id of ids) {
       const home = this.homeOf(id);
       if (home < 0 || have.has(id) || failed.has(home)) continue;
-      again.forEach((list, i) => { if (i !== home && !failed.has(i)) list.push(id); });
+      again.forEach((list, i) => {
+        if (i !== home && !failed.has(i)) list.push(id);
+      });
     }
     await ask(again);
     const hits = mergeFetched(ids, found);
     // Stores that left a damaged fraction out which may hold a missing id answered partially (as the search does).
     const skipped = hits.length < ids.length ? [...damaged] : [];
-    if (failed.size === 0) return skipped.length ? { hits, partial: damagedPartial(skipped, this.shards.length) } : { hits };
-    const detail = [...failed].sort((x, y) => x[0] - y[0]).map(([i, m]) => `shard ${i}: ${m}`).join('; ');
+    if (failed.size === 0)
+      return skipped.length ? { hits, partial: damagedPartial(skipped, this.shards.length) } : { hits };
+    const detail = [...failed]
+      .sort((x, y) => x[0] - y[0])
+      .map(([i, m]) => `shard ${i}: ${m}`)
+      .join('; ');
     if (failed.size === asked.size) throw new UpstreamFailed(`every shard asked failed: ${detail}`);
     const more = skipped.length ? `; damaged fractions left out: ${skipped.join(', ')}` : '';
-    return { hits, partial: { failedShards: failed.size, shards: this.shards.length, message: `${failed.size} of ${this.shards.length} shards did not answer: ${detail}${more}` } };
+    return {
+      hits,
+      partial: {
+        failedShards: failed.size,
+        shards: this.shards.length,
+        message: `${failed.size} of ${this.shards.length} shards did not answer: ${detail}${more}`,
+      },
+    };
   }
 
   async status(): Promise<BackendStatus> {
     const stores: StoreState[] = [];
     const shards: ShardStatus[] = [];
     let inflight = 0;
-    await Promise.all(this.shards.map(async (s) => {
-      let counted = false;
-      const breaker = s.breaker.open ? 'open' as const : 'closed' as const;
-      await Promise.all(s.replicas.map(async (c) => {
-        try {
-          const st = await c.status();
-          const docs = st.shards.reduce((a, x) => a + x.fractions.reduce((b, f) => b + f.docs, 0), 0);
-          stores.push({ addr: c.addr, shard: s.index, ok: true, error: '', docs, breaker, behind: this.catchup.behind(c) });
-          inflight += st.inflight_bulks;
-          // Replicas hold the same documents: one replica per shard is counted.
-          if (!counted) {
-            counted = true;
-            for (const x of st.shards) shards.push({ ...x, shard: s.index });
-          }
-        } catch (err) {
-          stores.push({ addr: c.addr, shard: s.index, ok: false, error: message(err), docs: 0, breaker, behind: this.catchup.behind(c) });
-        }
-      }));
-    }));
+    await Promise.all(
+      this.shards.map(async (s) => {
+        let counted = false;
+        const breaker = s.breaker.open ? ('open' as const) : ('closed' as const);
+        await Promise.all(
+          s.replicas.map(async (c) => {
+            try {
+              const st = await c.status();
+              const docs = st.shards.reduce((a, x) => a + x.fractions.reduce((b, f) => b + f.docs, 0), 0);
+              stores.push({
+                addr: c.addr,
+                shard: s.index,
+                ok: true,
+                error: '',
+                docs,
+                breaker,
+                behind: this.catchup.behind(c),
+              });
+              inflight += st.inflight_bulks;
+              // Replicas hold the same documents: one replica per shard is counted.
+              if (!counted) {
+                counted = true;
+                for (const x of st.shards) shards.push({ ...x, shard: s.index });
+              }
+            } catch (err) {
+              stores.push({
+                addr: c.addr,
+                shard: s.index,
+                ok: false,
+                error: message(err),
+                docs: 0,
+                breaker,
+                behind: this.catchup.behind(c),
+              });
+            }
+          }),
+        );
+      }),
+    );
     stores.sort((a, b) => a.shard - b.shard || (a.addr < b.addr ? -1 : 1));
     return { shards, stores, inflightBulks: inflight };
   }
@@ -407,7 +540,11 @@ export function toShardResult(r: StoreSearchResponse): ShardQueryResult {
     hits = w.finish();
   }
   return {
-    total: r.total, hits, aggs: r.aggs.map(partialFromPb), hist: r.hist.map((h) => [h.ts, h.count]), fractionsRead: r.fractions_read,
+    total: r.total,
+    hits,
+    aggs: r.aggs.map(partialFromPb),
+    hist: r.hist.map((h) => [h.ts, h.count]),
+    fractionsRead: r.fractions_read,
     ...(r.timed_out ? { timedOut: true } : {}),
   };
 }

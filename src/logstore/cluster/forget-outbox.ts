@@ -41,7 +41,10 @@ export class ForgetOutbox {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  constructor(private readonly delay: number, private readonly log: Logger) {}
+  constructor(
+    private readonly delay: number,
+    private readonly log: Logger,
+  ) {}
 
   /**
    * Forgets the batch `batch` (its `ids` as in BulkResponse.ids, or empty when no replica answered) on every
@@ -50,19 +53,26 @@ export class ForgetOutbox {
   async forget(leftovers: Leftover[], ids: Uint8Array | null, batch: BatchKey): Promise<void> {
     if (leftovers.length === 0) return;
     const f = (client: StoreClient): Forget => ({ client, ids: ids ?? new Uint8Array(0), batch });
-    await Promise.all(leftovers.flatMap((l) => l.shard.replicas.map(async (c, i) => {
-      if (l.refused.has(i) && !l.acked.has(i)) return;
-      if (!l.acked.has(i)) {
-        this.queue(f(c));
-        return;
-      }
-      try {
-        await c.forget(f(c).ids, [batch]);
-      } catch (err) {
-        this.log.warn({ store: c.addr, err: message(err) }, 'a moved batch\'s copy could not be forgotten yet; retrying');
-        this.queue(f(c));
-      }
-    })));
+    await Promise.all(
+      leftovers.flatMap((l) =>
+        l.shard.replicas.map(async (c, i) => {
+          if (l.refused.has(i) && !l.acked.has(i)) return;
+          if (!l.acked.has(i)) {
+            this.queue(f(c));
+            return;
+          }
+          try {
+            await c.forget(f(c).ids, [batch]);
+          } catch (err) {
+            this.log.warn(
+              { store: c.addr, err: message(err) },
+              "a moved batch's copy could not be forgotten yet; retrying",
+            );
+            this.queue(f(c));
+          }
+        }),
+      ),
+    );
   }
 
   close(): void {
@@ -74,20 +84,25 @@ export class ForgetOutbox {
     this.outbox.push(f);
     if (this.outbox.length > MAX_OUTBOX) {
       const lost = this.outbox.shift()!;
-      this.log.error({ store: lost.client.addr, docs: lost.batch.offs_count / 2 }, 'forget outbox full: a moved batch\'s copy stays counted on that store');
+      this.log.error(
+        { store: lost.client.addr, docs: lost.batch.offs_count / 2 },
+        "forget outbox full: a moved batch's copy stays counted on that store",
+      );
     }
     if (!this.closed) this.timer ??= setTimeout(() => void this.drain(), this.delay).unref();
   }
 
   private async drain(): Promise<void> {
     const due = this.outbox.splice(0);
-    await Promise.all(due.map(async (f) => {
-      try {
-        await f.client.forget(f.ids, [f.batch]);
-      } catch {
-        this.outbox.push(f);
-      }
-    }));
+    await Promise.all(
+      due.map(async (f) => {
+        try {
+          await f.client.forget(f.ids, [f.batch]);
+        } catch {
+          this.outbox.push(f);
+        }
+      }),
+    );
     this.timer = null;
     if (this.outbox.length > 0 && !this.closed) this.timer = setTimeout(() => void this.drain(), this.delay).unref();
   }

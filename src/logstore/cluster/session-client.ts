@@ -25,7 +25,11 @@ interface Reply {
 
 /** An error shaped like grpc-js's own (code, details), so callers treat a session's failures as a unary call's. */
 export function sessionError(code: grpc.status, details: string): grpc.ServiceError {
-  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), {
+    code,
+    details,
+    metadata: new grpc.Metadata(),
+  });
 }
 
 export class SessionClient {
@@ -35,7 +39,10 @@ export class SessionClient {
   /** The store answered the Session call UNIMPLEMENTED (a store from before sessions): use unary calls. */
   unsupported = false;
 
-  constructor(private readonly client: grpc.Client, private readonly timeoutMs: number) {}
+  constructor(
+    private readonly client: grpc.Client,
+    private readonly timeoutMs: number,
+  ) {}
 
   /** Requests in flight (tests and metrics). */
   get pending(): number {
@@ -50,7 +57,12 @@ export class SessionClient {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
-        reject(sessionError(grpc.status.DEADLINE_EXCEEDED, `Deadline exceeded: the store did not answer in ${this.timeoutMs} ms`));
+        reject(
+          sessionError(
+            grpc.status.DEADLINE_EXCEEDED,
+            `Deadline exceeded: the store did not answer in ${this.timeoutMs} ms`,
+          ),
+        );
       }, this.timeoutMs);
       this.waiting.set(id, { call, resolve: resolve as (v: unknown) => void, reject, timer });
       try {
@@ -65,8 +77,13 @@ export class SessionClient {
     if (this.call) return this.call;
     const def = services().store.service.Session!;
     // No deadline on the call itself: it lives as long as the connection; each request has its own.
-    const call = this.client.makeBidiStreamRequest(def.path, def.requestSerialize as (v: unknown) => Buffer,
-      def.responseDeserialize as (b: Buffer) => Reply, new grpc.Metadata(), {});
+    const call = this.client.makeBidiStreamRequest(
+      def.path,
+      def.requestSerialize as (v: unknown) => Buffer,
+      def.responseDeserialize as (b: Buffer) => Reply,
+      new grpc.Metadata(),
+      {},
+    );
     call.on('data', (r: Reply) => this.answered(r));
     call.on('error', (err: grpc.ServiceError) => this.broken(call, err));
     // The store ended its side (it is shutting down): what is still waiting will not be answered on this call.
@@ -82,7 +99,8 @@ export class SessionClient {
     this.waiting.delete(r.id);
     clearTimeout(w.timer);
     if (r.reply === 'error') w.reject(sessionError(r.error!.code, r.error!.message));
-    else if (r.reply === undefined) w.reject(sessionError(grpc.status.INTERNAL, 'the store answered with an empty StoreReply'));
+    else if (r.reply === undefined)
+      w.reject(sessionError(grpc.status.INTERNAL, 'the store answered with an empty StoreReply'));
     else w.resolve(r[r.reply]);
   }
 

@@ -80,15 +80,28 @@ export function offsBytes(offs: Int32Array): Uint8Array {
   return out;
 }
 
-type Unary = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
+type Unary = (
+  req: unknown,
+  meta: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res: unknown) => void,
+) => void;
 
 export class StoreClient {
   private readonly client: grpc.Client & Record<string, unknown>;
   readonly session: SessionClient;
 
-  constructor(readonly addr: string, private readonly timeoutMs: number, keepalive: { time: number; timeout: number }) {
+  constructor(
+    readonly addr: string,
+    private readonly timeoutMs: number,
+    keepalive: { time: number; timeout: number },
+  ) {
     const Ctor = services().store;
-    this.client = new Ctor(addr, grpc.credentials.createInsecure(), keepaliveOptions(keepalive.time, keepalive.timeout)) as grpc.Client & Record<string, unknown>;
+    this.client = new Ctor(
+      addr,
+      grpc.credentials.createInsecure(),
+      keepaliveOptions(keepalive.time, keepalive.timeout),
+    ) as grpc.Client & Record<string, unknown>;
     this.session = new SessionClient(this.client, timeoutMs);
   }
 
@@ -106,7 +119,13 @@ export class StoreClient {
 
   private call<T>(method: string, req: unknown): Promise<T> {
     return new Promise((resolve, reject) => {
-      (this.client[method] as Unary).call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs }, (err, res) => (err ? reject(err) : resolve(res as T)));
+      (this.client[method] as Unary).call(
+        this.client,
+        req,
+        new grpc.Metadata(),
+        { deadline: Date.now() + this.timeoutMs },
+        (err, res) => (err ? reject(err) : resolve(res as T)),
+      );
     });
   }
 
@@ -137,8 +156,15 @@ export class StoreClient {
   bulk(encoded: Buffer): Promise<StoreBulkResponse> {
     const def = services().store.service.Bulk!;
     return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(def.path, (b: Buffer) => b, def.responseDeserialize as (b: Buffer) => StoreBulkResponse, encoded, new grpc.Metadata(),
-        { deadline: Date.now() + this.timeoutMs }, (err, res) => (err ? reject(err) : resolve(res!)));
+      this.client.makeUnaryRequest(
+        def.path,
+        (b: Buffer) => b,
+        def.responseDeserialize as (b: Buffer) => StoreBulkResponse,
+        encoded,
+        new grpc.Metadata(),
+        { deadline: Date.now() + this.timeoutMs },
+        (err, res) => (err ? reject(err) : resolve(res!)),
+      );
     });
   }
 
@@ -165,8 +191,9 @@ export class StoreClient {
   private fetchStream(req: StoreFetchRequest): Promise<FetchResponse> {
     return new Promise((resolve, reject) => {
       const docs: PbDoc[] = [];
-      const stream = (this.client.Fetch as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions) => grpc.ClientReadableStream<PbDoc>)
-        .call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs });
+      const stream = (
+        this.client.Fetch as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions) => grpc.ClientReadableStream<PbDoc>
+      ).call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + this.timeoutMs });
       stream.on('data', (d: PbDoc) => docs.push(d));
       stream.on('error', reject);
       // The trailer arrives with the status, which follows the last message.

@@ -17,7 +17,11 @@ export class WriteAdmission {
    * @param queueMax writes that may wait for a slot (limits.bulk_queue)
    * @param waitMs longest wait before rejection (limits.bulk_queue_wait)
    */
-  constructor(private readonly slots: number, private readonly queueMax: number, private readonly waitMs: number) {}
+  constructor(
+    private readonly slots: number,
+    private readonly queueMax: number,
+    private readonly waitMs: number,
+  ) {}
 
   get inflight(): number {
     return this.running;
@@ -61,10 +65,16 @@ export class WriteAdmission {
 
 /** What write admission reads and counts in the request context (context.ts HttpContext is one). */
 export interface AdmissionContext {
-  readonly config: { readonly limits: { readonly inflight_bulks: number; readonly bulk_queue: number; readonly bulk_queue_wait: number } };
+  readonly config: {
+    readonly limits: { readonly inflight_bulks: number; readonly bulk_queue: number; readonly bulk_queue_wait: number };
+  };
   admission?: WriteAdmission;
   inflight: { bulks: number };
-  readonly metrics: { readonly queued: { set(n: number): void }; readonly inflight: { set(n: number): void }; readonly rejectedBulks: { inc(): void } };
+  readonly metrics: {
+    readonly queued: { set(n: number): void };
+    readonly inflight: { set(n: number): void };
+    readonly rejectedBulks: { inc(): void };
+  };
 }
 
 export function admission(ctx: AdmissionContext): WriteAdmission {

@@ -12,7 +12,8 @@ function parseJsonObject(text: string): Record<string, unknown> {
   } catch (err) {
     throw new LogstoreError(ErrorCode.BadJson, `the request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new LogstoreError(ErrorCode.BadJson, 'the request body must be a JSON object');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new LogstoreError(ErrorCode.BadJson, 'the request body must be a JSON object');
   return v as Record<string, unknown>;
 }
 
@@ -21,11 +22,17 @@ function parseJsonObject(text: string): Record<string, unknown> {
  * is one chunk). Past `limit` bytes the rest is drained unread and the answer is 413 (its connection then closes).
  */
 export function readJsonBody(req: IncomingMessage, limit = MAX_JSON_BODY): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => readJsonBodyThen(req, limit, (err, body) => (err ? reject(err) : resolve(body!))));
+  return new Promise((resolve, reject) =>
+    readJsonBodyThen(req, limit, (err, body) => (err ? reject(err) : resolve(body!))),
+  );
 }
 
 /** readJsonBody with a callback, for the search routes' path, which takes no promise when the answer is at hand. */
-export function readJsonBodyThen(req: IncomingMessage, limit: number, then: (err: Error | null, body?: Record<string, unknown>) => void): void {
+export function readJsonBodyThen(
+  req: IncomingMessage,
+  limit: number,
+  then: (err: Error | null, body?: Record<string, unknown>) => void,
+): void {
   let first: Buffer | null = null;
   let more: Buffer[] | null = null;
   let size = 0;

@@ -27,15 +27,32 @@ async function readLimited(req: IncomingMessage, limit: number): Promise<Buffer 
  * request is answered 429 es_rejected_execution_exception, as Elasticsearch answers a rejected index request
  * (the request is the one item).
  */
-export async function writeDoc(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string, id: string | null, op: 'index' | 'create'): Promise<number> {
+export async function writeDoc(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  index: string,
+  id: string | null,
+  op: 'index' | 'create',
+): Promise<number> {
   if (id !== null && (id === '' || Buffer.byteLength(id) > MAX_ID_BYTES)) {
     req.resume();
-    esError(res, 400, 'action_request_validation_exception', `Validation Failed: 1: id must not be empty or longer than ${MAX_ID_BYTES} bytes;`);
+    esError(
+      res,
+      400,
+      'action_request_validation_exception',
+      `Validation Failed: 1: id must not be empty or longer than ${MAX_ID_BYTES} bytes;`,
+    );
     return 400;
   }
   const raw = await readLimited(req, ctx.config.limits.max_doc_size);
   if (raw === null) {
-    esError(res, 413, 'document_too_large_exception', `the document is more than limits.max_doc_size (${ctx.config.limits.max_doc_size}) bytes`);
+    esError(
+      res,
+      413,
+      'document_too_large_exception',
+      `the document is more than limits.max_doc_size (${ctx.config.limits.max_doc_size}) bytes`,
+    );
     return 413;
   }
   let doc: unknown;
@@ -57,7 +74,12 @@ export async function writeDoc(ctx: HttpContext, req: IncomingMessage, res: Serv
     return 429;
   }
   try {
-    const out = await runBulk(Readable.from([body]), ctx.store, { maxDocSize: Infinity, defaultIndex: index, gzip: false, maxOutstanding: 1 });
+    const out = await runBulk(Readable.from([body]), ctx.store, {
+      maxDocSize: Infinity,
+      defaultIndex: index,
+      gzip: false,
+      maxOutstanding: 1,
+    });
     const item = itemOutcome(out, 0);
     if (item.error) {
       ctx.metrics.docErrors.inc();
@@ -65,10 +87,25 @@ export async function writeDoc(ctx: HttpContext, req: IncomingMessage, res: Serv
       return item.error.status;
     }
     if (item.result === 'created') ctx.metrics.docs.inc();
-    sendEsJson(req, res, item.status, {
-      _index: index, _id: item.id, _version: 1, result: item.result,
-      _shards: { total: 1, successful: item.result === 'created' ? 1 : 0, failed: 0 }, _seq_no: 0, _primary_term: 1,
-    }, { ...(item.status === 201 ? { location: `/${encodeURIComponent(index)}/_doc/${encodeURIComponent(item.id ?? '')}` } : {}) });
+    sendEsJson(
+      req,
+      res,
+      item.status,
+      {
+        _index: index,
+        _id: item.id,
+        _version: 1,
+        result: item.result,
+        _shards: { total: 1, successful: item.result === 'created' ? 1 : 0, failed: 0 },
+        _seq_no: 0,
+        _primary_term: 1,
+      },
+      {
+        ...(item.status === 201
+          ? { location: `/${encodeURIComponent(index)}/_doc/${encodeURIComponent(item.id ?? '')}` }
+          : {}),
+      },
+    );
     return item.status;
   } finally {
     releaseWrite(ctx);

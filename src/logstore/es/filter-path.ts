@@ -23,10 +23,18 @@ function globMatch(pattern: string, name: string): boolean {
 export class PathSet {
   private readonly memo = new Map<string, PathStep>();
 
-  constructor(private readonly paths: readonly (readonly string[])[], private readonly at: readonly number[]) {}
+  constructor(
+    private readonly paths: readonly (readonly string[])[],
+    private readonly at: readonly number[],
+  ) {}
 
   static of(paths: string[][]): PathSet | null {
-    return paths.length ? new PathSet(paths, paths.map(() => 0)) : null;
+    return paths.length
+      ? new PathSet(
+          paths,
+          paths.map(() => 0),
+        )
+      : null;
   }
 
   /** What field `name` is: matched by a whole path, not matched, or matched so far (the set for its children). */

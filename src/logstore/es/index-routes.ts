@@ -4,26 +4,64 @@ import { esError } from './reply.js';
 import type { HttpContext } from '../context.js';
 import { ES_HEADERS, sendEsJson } from './reply.js';
 
-const HEALTH_COLUMNS = ['epoch', 'timestamp', 'cluster', 'status', 'node.total', 'node.data', 'shards', 'pri', 'relo', 'init', 'unassign', 'unassign.pri', 'pending_tasks', 'max_task_wait_time', 'active_shards_percent'] as const;
+const HEALTH_COLUMNS = [
+  'epoch',
+  'timestamp',
+  'cluster',
+  'status',
+  'node.total',
+  'node.data',
+  'shards',
+  'pri',
+  'relo',
+  'init',
+  'unassign',
+  'unassign.pri',
+  'pending_tasks',
+  'max_task_wait_time',
+  'active_shards_percent',
+] as const;
 
 /**
  * GET /_cat/health (rsyslog polls it while resuming): one row, green while the process serves (its shards
  * are local threads, all allocated). Text as Elasticsearch prints it, `?v` adds the header, `?h=a,b`
  * picks columns, `?format=json` answers a list of objects.
  */
-export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, params: URLSearchParams): number {
+export function catHealth(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: URLSearchParams,
+): number {
   const now = new Date();
   const shards = String(ctx.store.shardCount);
   const row: Record<(typeof HEALTH_COLUMNS)[number], string> = {
-    epoch: String(Math.floor(now.getTime() / 1000)), timestamp: now.toISOString().slice(11, 19), cluster: 'tidepool', status: 'green',
-    'node.total': '1', 'node.data': '1', shards, pri: shards, relo: '0', init: '0', unassign: '0', 'unassign.pri': '0',
-    pending_tasks: '0', max_task_wait_time: '-', active_shards_percent: '100.0%',
+    epoch: String(Math.floor(now.getTime() / 1000)),
+    timestamp: now.toISOString().slice(11, 19),
+    cluster: 'tidepool',
+    status: 'green',
+    'node.total': '1',
+    'node.data': '1',
+    shards,
+    pri: shards,
+    relo: '0',
+    init: '0',
+    unassign: '0',
+    'unassign.pri': '0',
+    pending_tasks: '0',
+    max_task_wait_time: '-',
+    active_shards_percent: '100.0%',
   };
   const h = params.get('h');
   const cols = h ? h.split(',').map((c) => c.trim()) : [...HEALTH_COLUMNS];
   const unknown = cols.filter((c) => !(HEALTH_COLUMNS as readonly string[]).includes(c));
   if (unknown.length) {
-    esError(res, 400, 'illegal_argument_exception', `request [/_cat/health] contains unrecognized column names [${unknown.join(', ')}]; columns: ${HEALTH_COLUMNS.join(', ')}`);
+    esError(
+      res,
+      400,
+      'illegal_argument_exception',
+      `request [/_cat/health] contains unrecognized column names [${unknown.join(', ')}]; columns: ${HEALTH_COLUMNS.join(', ')}`,
+    );
     return 400;
   }
   const picked = cols as (typeof HEALTH_COLUMNS)[number][];
@@ -34,8 +72,20 @@ export function catHealth(ctx: HttpContext, req: IncomingMessage, res: ServerRes
   const lines = [picked.map((c) => row[c])];
   if (params.has('v')) lines.unshift([...picked]);
   const widths = picked.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
-  const text = lines.map((l) => l.map((v, i) => v.padEnd(widths[i]!)).join(' ').trimEnd()).join('\n') + '\n';
-  res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8', 'content-length': Buffer.byteLength(text), ...ES_HEADERS });
+  const text =
+    lines
+      .map((l) =>
+        l
+          .map((v, i) => v.padEnd(widths[i]!))
+          .join(' ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n';
+  res.writeHead(200, {
+    'content-type': 'text/plain; charset=UTF-8',
+    'content-length': Buffer.byteLength(text),
+    ...ES_HEADERS,
+  });
   res.end(text);
   return 200;
 }
@@ -49,10 +99,22 @@ export function clusterHealth(ctx: HttpContext, req: IncomingMessage, res: Serve
   req.resume();
   const shards = ctx.store.shardCount;
   sendEsJson(req, res, 200, {
-    cluster_name: 'tidepool', status: 'green', timed_out: false, number_of_nodes: 1, number_of_data_nodes: 1,
-    active_primary_shards: shards, active_shards: shards, relocating_shards: 0, initializing_shards: 0, unassigned_shards: 0,
-    unassigned_primary_shards: 0, delayed_unassigned_shards: 0, number_of_pending_tasks: 0, number_of_in_flight_fetch: 0,
-    task_max_waiting_in_queue_millis: 0, active_shards_percent_as_number: 100.0,
+    cluster_name: 'tidepool',
+    status: 'green',
+    timed_out: false,
+    number_of_nodes: 1,
+    number_of_data_nodes: 1,
+    active_primary_shards: shards,
+    active_shards: shards,
+    relocating_shards: 0,
+    initializing_shards: 0,
+    unassigned_shards: 0,
+    unassigned_primary_shards: 0,
+    delayed_unassigned_shards: 0,
+    number_of_pending_tasks: 0,
+    number_of_in_flight_fetch: 0,
+    task_max_waiting_in_queue_millis: 0,
+    active_shards_percent_as_number: 100.0,
   });
   return 200;
 }

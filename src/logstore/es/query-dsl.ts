@@ -7,7 +7,21 @@ import { QueryBudget } from '../query/limits.js';
 import { DslError, allOf, anyOf, exact, negate, rangeNode } from './query-nodes.js';
 import { translateQueryString } from './query-string.js';
 
-export const SUPPORTED_QUERIES = ['match_all', 'match_none', 'match', 'match_phrase', 'term', 'terms', 'ids', 'prefix', 'wildcard', 'exists', 'range', 'bool', 'query_string'] as const;
+export const SUPPORTED_QUERIES = [
+  'match_all',
+  'match_none',
+  'match',
+  'match_phrase',
+  'term',
+  'terms',
+  'ids',
+  'prefix',
+  'wildcard',
+  'exists',
+  'range',
+  'bool',
+  'query_string',
+] as const;
 
 export interface Translated {
   root: QueryNode;
@@ -33,7 +47,10 @@ function scalar(v: unknown, where: string): string {
 function fieldAndValue(body: unknown, kind: string, key: string): [string, unknown, Record<string, unknown>] {
   if (!isObj(body)) throw new DslError(`[${kind}] query malformed, expected an object {field: value}`);
   const entries = Object.entries(body).filter(([k]) => k !== 'boost' && k !== '_name');
-  if (entries.length !== 1) throw new DslError(`[${kind}] query doesn't support multiple fields, found [${entries.map(([k]) => k).join(', ')}]`);
+  if (entries.length !== 1)
+    throw new DslError(
+      `[${kind}] query doesn't support multiple fields, found [${entries.map(([k]) => k).join(', ')}]`,
+    );
   const [field, v] = entries[0]!;
   if (isObj(v)) {
     if (!(key in v)) throw new DslError(`[${kind}] query on [${field}]: "${key}" is missing`);
@@ -42,7 +59,14 @@ function fieldAndValue(body: unknown, kind: string, key: string): [string, unkno
   return [field, v, {}];
 }
 
-const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, H: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+const UNITS: Record<string, number> = {
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  H: 3_600_000,
+  d: 86_400_000,
+  w: 7 * 86_400_000,
+};
 
 /** Elasticsearch date math on `now` (now, now-15m, now+1h, now-1d/d), ISO dates and epoch milliseconds. */
 export function esDate(v: unknown, roundUp: boolean, now: number, where: string): number {
@@ -77,14 +101,20 @@ export function esDate(v: unknown, roundUp: boolean, now: number, where: string)
     const t = parseDocTime(v) ?? (/^\d{4}-\d{2}-\d{2}$/.test(v) ? Date.parse(`${v}T00:00:00Z`) : null);
     if (t !== null && Number.isFinite(t)) return t;
   }
-  throw new DslError(`${where}: ${JSON.stringify(v)} is not a date (ISO 8601, epoch milliseconds, or now with +/-N and /unit)`);
+  throw new DslError(
+    `${where}: ${JSON.stringify(v)} is not a date (ISO 8601, epoch milliseconds, or now with +/-N and /unit)`,
+  );
 }
 
 class Translator {
   from = -FAR;
   to = FAR;
 
-  constructor(private readonly mapping: MappingSpec, private readonly now: number, private readonly budget: QueryBudget) {}
+  constructor(
+    private readonly mapping: MappingSpec,
+    private readonly now: number,
+    private readonly budget: QueryBudget,
+  ) {}
 
   private isText(field: string): boolean {
     return fieldTypes(this.mapping, field)?.includes('text') ?? false;
@@ -92,7 +122,10 @@ class Translator {
 
   /** `conjunctive`: every match must satisfy this clause (so a time range can narrow the window). */
   node(q: unknown, conjunctive: boolean): QueryNode {
-    if (!isObj(q)) throw new DslError(`a query is an object with one key (${SUPPORTED_QUERIES.join(', ')}); found ${JSON.stringify(q)}`);
+    if (!isObj(q))
+      throw new DslError(
+        `a query is an object with one key (${SUPPORTED_QUERIES.join(', ')}); found ${JSON.stringify(q)}`,
+      );
     const keys = Object.keys(q);
     if (keys.length !== 1) throw new DslError(`a query object has exactly one key; found [${keys.join(', ')}]`);
     const kind = keys[0]!;
@@ -110,7 +143,8 @@ class Translator {
       case 'terms': {
         if (!isObj(body)) throw new DslError('[terms] query malformed, expected {field: [values]}');
         const entries = Object.entries(body).filter(([k]) => k !== 'boost' && k !== '_name');
-        if (entries.length !== 1 || !Array.isArray(entries[0]![1])) throw new DslError('[terms] query takes one field with a list of values');
+        if (entries.length !== 1 || !Array.isArray(entries[0]![1]))
+          throw new DslError('[terms] query takes one field with a list of values');
         const [field, list] = entries[0]! as [string, unknown[]];
         this.budget.clause(0, list.length);
         return anyOf(list.map((v) => exact(field, scalar(v, `[terms] on [${field}]`))));
@@ -164,34 +198,61 @@ class Translator {
       case 'query_string': {
         if (!isObj(body) || typeof body.query !== 'string') throw new DslError('[query_string] takes {query: "..."}');
         const fields = Array.isArray(body.fields) ? body.fields : null;
-        if (fields && fields.length > 1) throw new DslError('[query_string] takes one default field (default_field or fields: [one])');
-        const df = typeof body.default_field === 'string' ? body.default_field : typeof fields?.[0] === 'string' ? (fields[0] as string) : null;
+        if (fields && fields.length > 1)
+          throw new DslError('[query_string] takes one default field (default_field or fields: [one])');
+        const df =
+          typeof body.default_field === 'string'
+            ? body.default_field
+            : typeof fields?.[0] === 'string'
+              ? (fields[0] as string)
+              : null;
         const op = String(body.default_operator ?? 'or').toLowerCase();
         if (op !== 'or' && op !== 'and') throw new DslError('[query_string] default_operator is OR or AND');
         return translateQueryString(body.query, { defaultField: df, defaultOperator: op }, this.budget);
       }
       default:
-        throw new DslError(`unknown query [${kind}]; the log store translates ${SUPPORTED_QUERIES.join(', ')} (see docs/logstore.md), or use POST /search with seq-ql`);
+        throw new DslError(
+          `unknown query [${kind}]; the log store translates ${SUPPORTED_QUERIES.join(', ')} (see docs/logstore.md), or use POST /search with seq-ql`,
+        );
     }
   }
 
   private range(body: unknown, conjunctive: boolean): QueryNode {
     if (!isObj(body)) throw new DslError('[range] query malformed, expected {field: {gte, gt, lte, lt}}');
     const entries = Object.entries(body);
-    if (entries.length !== 1 || !isObj(entries[0]![1])) throw new DslError('[range] query takes one field: {field: {gte, gt, lte, lt}}');
+    if (entries.length !== 1 || !isObj(entries[0]![1]))
+      throw new DslError('[range] query takes one field: {field: {gte, gt, lte, lt}}');
     const [field, b] = entries[0]! as [string, Record<string, unknown>];
     for (const k of Object.keys(b)) {
-      if (!['gte', 'gt', 'lte', 'lt', 'format', 'boost', 'time_zone', 'from', 'to', 'include_lower', 'include_upper'].includes(k)) throw new DslError(`[range] on [${field}]: unknown key [${k}]`);
+      if (
+        ![
+          'gte',
+          'gt',
+          'lte',
+          'lt',
+          'format',
+          'boost',
+          'time_zone',
+          'from',
+          'to',
+          'include_lower',
+          'include_upper',
+        ].includes(k)
+      )
+        throw new DslError(`[range] on [${field}]: unknown key [${k}]`);
     }
-    if (b.time_zone !== undefined && b.time_zone !== 'Z' && b.time_zone !== 'UTC' && b.time_zone !== '+00:00') throw new DslError(`[range] on [${field}]: only UTC time_zone is supported`);
+    if (b.time_zone !== undefined && b.time_zone !== 'Z' && b.time_zone !== 'UTC' && b.time_zone !== '+00:00')
+      throw new DslError(`[range] on [${field}]: only UTC time_zone is supported`);
     let lo = b.gte ?? b.gt ?? b.from ?? null;
     let hi = b.lte ?? b.lt ?? b.to ?? null;
     const loIncl = b.gt === undefined && b.include_lower !== false;
     const hiIncl = b.lt === undefined && b.include_upper !== false;
     if (TIME.has(field) && conjunctive) {
       // The document time: a window on the fractions, not a comparison of stored values.
-      if (lo !== null) this.from = Math.max(this.from, esDate(lo, !loIncl, this.now, `[range] on [${field}]`) + (loIncl ? 0 : 1));
-      if (hi !== null) this.to = Math.min(this.to, esDate(hi, hiIncl, this.now, `[range] on [${field}]`) - (hiIncl ? 0 : 1));
+      if (lo !== null)
+        this.from = Math.max(this.from, esDate(lo, !loIncl, this.now, `[range] on [${field}]`) + (loIncl ? 0 : 1));
+      if (hi !== null)
+        this.to = Math.min(this.to, esDate(hi, hiIncl, this.now, `[range] on [${field}]`) - (hiIncl ? 0 : 1));
       return { kind: 'all' };
     }
     lo = lo === null ? null : scalar(lo, `[range] on [${field}]`);
@@ -201,22 +262,30 @@ class Translator {
 
   private bool(body: unknown, conjunctive: boolean): QueryNode {
     if (!isObj(body)) throw new DslError('[bool] query malformed, expected {must, filter, should, must_not}');
-    const list = (k: string): unknown[] => (body[k] === undefined ? [] : Array.isArray(body[k]) ? (body[k] as unknown[]) : [body[k]]);
+    const list = (k: string): unknown[] =>
+      body[k] === undefined ? [] : Array.isArray(body[k]) ? (body[k] as unknown[]) : [body[k]];
     for (const k of Object.keys(body)) {
-      if (!['must', 'filter', 'should', 'must_not', 'minimum_should_match', 'boost', '_name'].includes(k)) throw new DslError(`[bool] query does not support [${k}]`);
+      if (!['must', 'filter', 'should', 'must_not', 'minimum_should_match', 'boost', '_name'].includes(k))
+        throw new DslError(`[bool] query does not support [${k}]`);
     }
     const must = [...list('must'), ...list('filter')].map((q) => this.node(q, conjunctive));
     const should = list('should').map((q) => this.node(q, false));
     const not = list('must_not').map((q) => negate(this.node(q, false)));
     const msm = body.minimum_should_match;
     const min = msm === undefined ? (must.length === 0 ? 1 : 0) : Number(msm);
-    if (!(min === 0 || min === 1)) throw new DslError(`[bool] minimum_should_match ${JSON.stringify(msm)} is not supported (0 or 1)`);
+    if (!(min === 0 || min === 1))
+      throw new DslError(`[bool] minimum_should_match ${JSON.stringify(msm)} is not supported (0 or 1)`);
     return allOf([...must, ...(min === 1 && should.length > 0 ? [anyOf(should)] : []), ...not]);
   }
 }
 
 /** Translates an Elasticsearch query (absent: match_all); past a limit of query/limits.ts, QueryLimitError. */
-export function translateQuery(q: unknown, mapping: MappingSpec, now = Date.now(), budget = new QueryBudget()): Translated {
+export function translateQuery(
+  q: unknown,
+  mapping: MappingSpec,
+  now = Date.now(),
+  budget = new QueryBudget(),
+): Translated {
   const t = new Translator(mapping, now, budget);
   const root = q === undefined || q === null ? ({ kind: 'all' } as QueryNode) : t.node(q, true);
   return { root, from: t.from, to: t.to };

@@ -30,6 +30,18 @@ export function exact(field: string, value: string): QueryNode {
   return { kind: 'term', field, value: { segments: [value] }, pos: 0 };
 }
 
-export function rangeNode(field: string, lo: string | null, hi: string | null, loIncl: boolean, hiIncl: boolean): QueryNode {
-  return { kind: 'range', field, pos: 0, lo: lo === null ? null : { value: lo, inclusive: loIncl }, hi: hi === null ? null : { value: hi, inclusive: hiIncl } };
+export function rangeNode(
+  field: string,
+  lo: string | null,
+  hi: string | null,
+  loIncl: boolean,
+  hiIncl: boolean,
+): QueryNode {
+  return {
+    kind: 'range',
+    field,
+    pos: 0,
+    lo: lo === null ? null : { value: lo, inclusive: loIncl },
+    hi: hi === null ? null : { value: hi, inclusive: hiIncl },
+  };
 }

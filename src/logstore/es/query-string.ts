@@ -34,7 +34,8 @@ function tokenize(src: string): Tok[] {
         if (i >= src.length) fail('a character after "\\"');
         segs[segs.length - 1] += src[i++]!;
       } else if (c === '*') segs.push('');
-      else if (UNSUPPORTED.has(c)) fail(`"${c}" (fuzzy, boost, single-character wildcard and regular expressions are not supported)`);
+      else if (UNSUPPORTED.has(c))
+        fail(`"${c}" (fuzzy, boost, single-character wildcard and regular expressions are not supported)`);
       else segs[segs.length - 1] += c;
     }
     return { segs, raw: src.slice(start, i) };
@@ -43,7 +44,7 @@ function tokenize(src: string): Tok[] {
     i++;
     let v = '';
     for (;;) {
-      if (i >= src.length) fail('a closing \'"\'');
+      if (i >= src.length) fail("a closing '\"'");
       const c = src[i++]!;
       if (c === '"') return v;
       if (c === '\\') {
@@ -62,23 +63,61 @@ function tokenize(src: string): Tok[] {
   };
   while (i < src.length) {
     const c = src[i]!;
-    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') { i++; continue; }
-    if (c === '(') { out.push({ t: 'open' }); i++; continue; }
-    if (c === ')') { out.push({ t: 'close' }); i++; continue; }
-    if (src.startsWith('&&', i)) { out.push({ t: 'and' }); i += 2; continue; }
-    if (src.startsWith('||', i)) { out.push({ t: 'or' }); i += 2; continue; }
-    if (c === '!' ) { out.push({ t: 'not' }); i++; continue; }
-    if (c === '+') { out.push({ t: 'plus' }); i++; continue; }
-    if (c === '-') { out.push({ t: 'minus' }); i++; continue; }
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') {
+      i++;
+      continue;
+    }
+    if (c === '(') {
+      out.push({ t: 'open' });
+      i++;
+      continue;
+    }
+    if (c === ')') {
+      out.push({ t: 'close' });
+      i++;
+      continue;
+    }
+    if (src.startsWith('&&', i)) {
+      out.push({ t: 'and' });
+      i += 2;
+      continue;
+    }
+    if (src.startsWith('||', i)) {
+      out.push({ t: 'or' });
+      i += 2;
+      continue;
+    }
+    if (c === '!') {
+      out.push({ t: 'not' });
+      i++;
+      continue;
+    }
+    if (c === '+') {
+      out.push({ t: 'plus' });
+      i++;
+      continue;
+    }
+    if (c === '-') {
+      out.push({ t: 'minus' });
+      i++;
+      continue;
+    }
     // An operator word stands alone (followed by a blank, a parenthesis or the end).
     const op = /^(AND|OR|NOT)(?=[\s()]|$)/.exec(src.slice(i, i + 4));
-    if (op) { out.push({ t: op[1]!.toLowerCase() as 'and' | 'or' | 'not' }); i += op[1]!.length; continue; }
+    if (op) {
+      out.push({ t: op[1]!.toLowerCase() as 'and' | 'or' | 'not' });
+      i += op[1]!.length;
+      continue;
+    }
     // field: (unescaped ':' before a blank) then a value; or a bare value.
     let field: string | null = null;
     let j = i;
     let name = '';
     while (j < src.length && !STOP.has(src[j]!) && src[j] !== ':' && src[j] !== '"') {
-      if (src[j] === '\\') { name += src[j + 1] ?? ''; j += 2; } else name += src[j++];
+      if (src[j] === '\\') {
+        name += src[j + 1] ?? '';
+        j += 2;
+      } else name += src[j++];
     }
     if (src[j] === ':' && name !== '') {
       field = name;
@@ -104,7 +143,11 @@ function tokenize(src: string): Tok[] {
       i += eq ? 2 : 1;
       const b = bound(STOP);
       if (b === null) fail('a value after the comparison');
-      out.push(v === '>' ? { t: 'range', field, lo: b, hi: null, loIncl: eq, hiIncl: false } : { t: 'range', field, lo: null, hi: b, loIncl: false, hiIncl: eq });
+      out.push(
+        v === '>'
+          ? { t: 'range', field, lo: b, hi: null, loIncl: eq, hiIncl: false }
+          : { t: 'range', field, lo: null, hi: b, loIncl: false, hiIncl: eq },
+      );
       continue;
     }
     if (field !== null && v === '(') fail('a value (field:(a b) groups are not supported; write field:a OR field:b)');
@@ -121,7 +164,11 @@ function tokenize(src: string): Tok[] {
 
 class Parser {
   private p = 0;
-  constructor(private readonly toks: Tok[], private readonly opts: QueryStringOptions, private readonly budget: QueryBudget) {}
+  constructor(
+    private readonly toks: Tok[],
+    private readonly opts: QueryStringOptions,
+    private readonly budget: QueryBudget,
+  ) {}
 
   parse(): QueryNode {
     const node = this.group();
@@ -142,8 +189,13 @@ class Parser {
         continue;
       }
       let mod: 'req' | 'not' | null = null;
-      if (tk.t === 'plus') { mod = 'req'; this.p++; }
-      else if (tk.t === 'minus' || tk.t === 'not') { mod = 'not'; this.p++; }
+      if (tk.t === 'plus') {
+        mod = 'req';
+        this.p++;
+      } else if (tk.t === 'minus' || tk.t === 'not') {
+        mod = 'not';
+        this.p++;
+      }
       // Lucene's QueryParserBase.addClause: AND makes the preceding clause required; with default operator
       // AND, OR makes it optional; a prohibited clause stays prohibited.
       const prev = clauses[clauses.length - 1];
@@ -179,11 +231,13 @@ class Parser {
     }
     this.budget.clause();
     if (tk.t === 'term') {
-      if (tk.field === null && !tk.quoted && tk.value.segments.length === 2 && tk.value.segments.every((s) => s === '')) return { kind: 'all' };
+      if (tk.field === null && !tk.quoted && tk.value.segments.length === 2 && tk.value.segments.every((s) => s === ''))
+        return { kind: 'all' };
       if (tk.field === '*' && tk.value.segments.every((s) => s === '')) return { kind: 'all' };
       if (tk.field === '_exists_') return { kind: 'exists', field: tk.value.segments.join('*'), pos: 0 };
       // No field and no default_field (or `*`, Elasticsearch's default): every field, as seq-ql free text does.
-      if (tk.field === null && (this.opts.defaultField === null || this.opts.defaultField === '*')) return { kind: 'text', value: tk.value, pos: 0 };
+      if (tk.field === null && (this.opts.defaultField === null || this.opts.defaultField === '*'))
+        return { kind: 'text', value: tk.value, pos: 0 };
       return { kind: 'term', field: this.field(tk.field), value: tk.value, pos: 0 };
     }
     if (tk.t === 'range') return rangeNode(this.field(tk.field), tk.lo, tk.hi, tk.loIncl, tk.hiIncl);

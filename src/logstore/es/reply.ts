@@ -6,14 +6,24 @@ import { type FilterPath, filterPart, filterValue, parseFilterPath } from './fil
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** `finished`: called once node:http has handed the whole answer to the socket ('finish'). */
-export function sendJson(res: ServerResponse, status: number, body: unknown, extraHeaders?: Record<string, string>, finished?: () => void): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  extraHeaders?: Record<string, string>,
+  finished?: () => void,
+): void {
   const text = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
   const length = Buffer.byteLength(text);
-  res.writeHead(status, extraHeaders ? { 'content-type': JSON_TYPE, 'content-length': length, ...extraHeaders } : { 'content-type': JSON_TYPE, 'content-length': length });
+  res.writeHead(
+    status,
+    extraHeaders
+      ? { 'content-type': JSON_TYPE, 'content-length': length, ...extraHeaders }
+      : { 'content-type': JSON_TYPE, 'content-length': length },
+  );
   if (finished) res.end(text, finished);
   else res.end(text);
 }
-
 
 export const ES_HEADERS = { 'x-elastic-product': 'Elasticsearch' } as const;
 
@@ -33,11 +43,22 @@ export function filtered(body: unknown, filter: FilterPath | null): unknown {
 }
 
 /** Sends an Elasticsearch success answer, shaped by the request's `filter_path`. */
-export function sendEsJson(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendEsJson(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, status, filtered(body, requestFilter(req)), { ...ES_HEADERS, ...headers });
 }
 
 /** An Elasticsearch error answer (never shaped by filter_path); `close`: the connection closes after it. */
 export function esError(res: ServerResponse, status: number, type: string, reason: string, close = false): void {
-  sendJson(res, status, { error: { root_cause: [{ type, reason }], type, reason }, status }, { ...ES_HEADERS, ...(close ? { connection: 'close' } : {}) });
+  sendJson(
+    res,
+    status,
+    { error: { root_cause: [{ type, reason }], type, reason }, status },
+    { ...ES_HEADERS, ...(close ? { connection: 'close' } : {}) },
+  );
 }

@@ -8,10 +8,17 @@ import { catHealth, clusterHealth, headIndex, putIndex, refresh } from './index-
 import { count, getDoc, search } from './search-routes.js';
 
 function methods(method: string, path: string, allowed: string[]): void {
-  if (!allowed.includes(method)) throw new LogstoreError(ErrorCode.MethodNotAllowed, `${method} ${path}: use ${allowed.join(' or ')}`);
+  if (!allowed.includes(method))
+    throw new LogstoreError(ErrorCode.MethodNotAllowed, `${method} ${path}: use ${allowed.join(' or ')}`);
 }
 
-export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, params: URLSearchParams): Promise<[string, number] | null> {
+export async function esRoute(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  params: URLSearchParams,
+): Promise<[string, number] | null> {
   const method = req.method ?? 'GET';
   if (path === '/_cluster/health' || path.startsWith('/_cluster/health/')) {
     methods(method, path, ['GET']);
@@ -24,13 +31,21 @@ export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: Serve
   }
   let parts: string[];
   try {
-    parts = path.split('/').slice(1).map((p) => decodeURIComponent(p));
+    parts = path
+      .split('/')
+      .slice(1)
+      .map((p) => decodeURIComponent(p));
   } catch (err) {
     throw new BadRequest(`the path ${JSON.stringify(path)} is not valid percent-encoding (${(err as Error).message})`);
   }
   // /_refresh, /_count, /_search, or /<indices>/_refresh|_count|_search
   const [first, second, third] = parts;
-  const op = parts.length === 1 ? first : parts.length === 2 && (!first!.startsWith('_') || first === '_all') ? second : undefined;
+  const op =
+    parts.length === 1
+      ? first
+      : parts.length === 2 && (!first!.startsWith('_') || first === '_all')
+        ? second
+        : undefined;
   const target = parts.length === 2 && first !== '_all' ? first! : '_all';
   if (op === '_refresh') {
     methods(method, path, ['GET', 'POST']);
@@ -53,7 +68,10 @@ export async function esRoute(ctx: HttpContext, req: IncomingMessage, res: Serve
   }
   if (second === '_doc' && parts.length === 2) {
     methods(method, path, ['POST']);
-    return ['/<index>/_doc', await writeDoc(ctx, req, res, first, null, params.get('op_type') === 'create' ? 'create' : 'index')];
+    return [
+      '/<index>/_doc',
+      await writeDoc(ctx, req, res, first, null, params.get('op_type') === 'create' ? 'create' : 'index'),
+    ];
   }
   if (second === '_doc' && parts.length === 3 && third !== undefined && (method === 'GET' || method === 'HEAD')) {
     return ['/<index>/_doc/<id>', await getDoc(ctx, req, res, first, third)];

@@ -17,7 +17,19 @@ import { translateQuery } from './query-dsl.js';
 import { translateQueryString } from './query-string.js';
 
 /** Request keys read, or accepted and ignored (scoring, versions: a log store has neither). */
-const KNOWN = new Set(['query', 'size', 'from', 'sort', '_source', 'track_total_hits', 'timeout', 'track_scores', 'version', 'seq_no_primary_term', 'post_filter']);
+const KNOWN = new Set([
+  'query',
+  'size',
+  'from',
+  'sort',
+  '_source',
+  'track_total_hits',
+  'timeout',
+  'track_scores',
+  'version',
+  'seq_no_primary_term',
+  'post_filter',
+]);
 const TIME = new Set<string>(TIME_FIELDS);
 
 interface Parsed {
@@ -30,7 +42,10 @@ interface Parsed {
 }
 
 class BadSearch extends Error {
-  constructor(message: string, readonly type = 'parsing_exception') {
+  constructor(
+    message: string,
+    readonly type = 'parsing_exception',
+  ) {
     super(message);
   }
 }
@@ -46,20 +61,34 @@ function parseQuery(ctx: HttpContext, body: Record<string, unknown>, params: URL
     const q = params.get('q');
     if (q !== null) {
       const op = (params.get('default_operator') ?? 'or').toLowerCase();
-      t = { root: translateQueryString(q, { defaultField: params.get('df'), defaultOperator: op === 'and' ? 'and' : 'or' }), from: -8.64e15, to: 8.64e15 };
+      t = {
+        root: translateQueryString(q, { defaultField: params.get('df'), defaultOperator: op === 'and' ? 'and' : 'or' }),
+        from: -8.64e15,
+        to: 8.64e15,
+      };
     } else {
-      const query = body.post_filter === undefined ? body.query : { bool: { filter: [body.query ?? { match_all: {} }, body.post_filter] } };
+      const query =
+        body.post_filter === undefined
+          ? body.query
+          : { bool: { filter: [body.query ?? { match_all: {} }, body.post_filter] } };
       t = translateQuery(query, ctx.mapping);
     }
     const pipes = sourcePipes(body._source ?? params.get('_source') ?? undefined);
-    return { plan: planQuery({ root: t.root, pipes }, ctx.mapping), text: queryText({ root: t.root, pipes }), from: t.from, to: t.to, pipes };
+    return {
+      plan: planQuery({ root: t.root, pipes }, ctx.mapping),
+      text: queryText({ root: t.root, pipes }),
+      from: t.from,
+      to: t.to,
+      pipes,
+    };
   } catch (err) {
     if (err instanceof DslError) bad(err.message);
     if (err instanceof UnprintableFieldError) bad(err.message);
     if (err instanceof QueryFieldError) bad(`field [${err.field}] is not indexed (the mapping does not list it)`);
     // Elasticsearch answers too_many_clauses past indices.query.bool.max_clause_count; past the depth, an
     // illegal argument naming indices.query.bool.max_nested_depth. Ours name the log store's limits.
-    if (err instanceof QueryLimitError) throw new BadSearch(err.message, err.limit === 'max_clauses' ? 'too_many_clauses' : 'illegal_argument_exception');
+    if (err instanceof QueryLimitError)
+      throw new BadSearch(err.message, err.limit === 'max_clauses' ? 'too_many_clauses' : 'illegal_argument_exception');
     throw err;
   }
 }
@@ -72,11 +101,17 @@ function sourcePipes(src: unknown): FieldsPipe[] {
 function sourceFilter(src: unknown): FieldsPipe[] {
   if (src === undefined || src === true || src === 'true') return [];
   if (typeof src === 'string') return [{ kind: 'fields', except: false, names: src.split(',').filter(Boolean) }];
-  if (Array.isArray(src) && src.every((x) => typeof x === 'string')) return [{ kind: 'fields', except: false, names: src as string[] }];
+  if (Array.isArray(src) && src.every((x) => typeof x === 'string'))
+    return [{ kind: 'fields', except: false, names: src as string[] }];
   if (typeof src === 'object' && src !== null && !Array.isArray(src)) {
     const o = src as Record<string, unknown>;
     const pipes: FieldsPipe[] = [];
-    const names = (v: unknown) => (typeof v === 'string' ? [v] : Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : bad('_source includes/excludes are lists of field names'));
+    const names = (v: unknown) =>
+      typeof v === 'string'
+        ? [v]
+        : Array.isArray(v) && v.every((x) => typeof x === 'string')
+          ? (v as string[])
+          : bad('_source includes/excludes are lists of field names');
     if (o.includes !== undefined) pipes.push({ kind: 'fields', except: false, names: names(o.includes) });
     if (o.excludes !== undefined) pipes.push({ kind: 'fields', except: true, names: names(o.excludes) });
     return pipes;
@@ -88,7 +123,8 @@ function sourceFilter(src: unknown): FieldsPipe[] {
 function intParam(v: unknown, name: string, dflt: number, max: number): number {
   if (v === undefined || v === null) return dflt;
   const n = typeof v === 'string' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max) bad(`${name} must be an integer in [0, ${max}]; found ${JSON.stringify(v)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max)
+    bad(`${name} must be an integer in [0, ${max}]; found ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -99,7 +135,8 @@ function intParam(v: unknown, name: string, dflt: number, max: number): number {
 function deadlineOf(v: unknown, started: number): number | undefined {
   if (v === undefined || v === null || v === -1 || v === '-1') return undefined;
   const ms = parseDuration(v);
-  if (ms === null || ms <= 0) bad(`timeout must be a duration such as "500ms", "10s" or "1m"; found ${JSON.stringify(v)}`);
+  if (ms === null || ms <= 0)
+    bad(`timeout must be a duration such as "500ms", "10s" or "1m"; found ${JSON.stringify(v)}`);
   return started + ms;
 }
 
@@ -110,9 +147,15 @@ function order(sort: unknown): 'desc' | 'asc' {
   let dir: 'desc' | 'asc' = 'desc';
   for (const s of list) {
     if (s === '_score' || s === '_doc') continue;
-    const [field, spec] = typeof s === 'string' ? [s.split(':')[0]!, s.split(':')[1] ?? 'asc'] : typeof s === 'object' && s !== null ? Object.entries(s)[0] ?? ['', ''] : ['', ''];
+    const [field, spec] =
+      typeof s === 'string'
+        ? [s.split(':')[0]!, s.split(':')[1] ?? 'asc']
+        : typeof s === 'object' && s !== null
+          ? (Object.entries(s)[0] ?? ['', ''])
+          : ['', ''];
     const d = typeof spec === 'string' ? spec : (spec as Record<string, unknown>)?.order;
-    if (!TIME.has(field)) bad(`sort: only the document time (${TIME_FIELDS.join(', ')}) sorts; found ${JSON.stringify(s)}`);
+    if (!TIME.has(field))
+      bad(`sort: only the document time (${TIME_FIELDS.join(', ')}) sorts; found ${JSON.stringify(s)}`);
     if (d !== 'asc' && d !== 'desc') bad(`sort order is "asc" or "desc"; found ${JSON.stringify(d)}`);
     dir = d;
   }
@@ -138,12 +181,21 @@ function badRequest(res: ServerResponse, err: unknown): number {
   throw err;
 }
 
-export async function search(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string, params: URLSearchParams): Promise<number> {
+export async function search(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  index: string,
+  params: URLSearchParams,
+): Promise<number> {
   const started = Date.now();
   const b = await body(req);
   try {
     const extra = Object.keys(b).filter((k) => !KNOWN.has(k));
-    if (extra.length) bad(`unsupported search keys [${extra.join(', ')}]; the log store reads query, size, from, sort (by time), _source and post_filter (aggregations: POST /aggregate)`);
+    if (extra.length)
+      bad(
+        `unsupported search keys [${extra.join(', ')}]; the log store reads query, size, from, sort (by time), _source and post_filter (aggregations: POST /aggregate)`,
+      );
     const q = parseQuery(ctx, b, params);
     const max = ctx.config.limits.search_docs;
     const size = intParam(b.size ?? params.get('size'), 'size', 10, max);
@@ -152,17 +204,32 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
     const dir = order(b.sort ?? params.get('sort') ?? undefined);
     const deadline = deadlineOf(b.timeout ?? params.get('timeout'), started);
     const r = await ctx.store.query({
-      text: q.text, plan: q.plan, from: q.from, to: q.to, limit: from + size, order: dir, pipes: q.pipes, withTotal: true, ...(deadline === undefined ? {} : { deadline }),
+      text: q.text,
+      plan: q.plan,
+      from: q.from,
+      to: q.to,
+      limit: from + size,
+      order: dir,
+      pipes: q.pipes,
+      withTotal: true,
+      ...(deadline === undefined ? {} : { deadline }),
     });
     const noSource = b._source === false || params.get('_source') === 'false';
     const hits = r.hits.slice(from, from + size).map((h) => {
       const hit = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
       const { _id: clientId, ...source } = hit.data;
-      return { _index: index, _id: typeof clientId === 'string' ? clientId : hit.id, _score: null, ...(noSource ? {} : { _source: source }), sort: [h.time] };
+      return {
+        _index: index,
+        _id: typeof clientId === 'string' ? clientId : hit.id,
+        _score: null,
+        ...(noSource ? {} : { _source: source }),
+        sort: [h.time],
+      };
     });
     sendEsJson(req, res, 200, {
       // A search stopped at search.timeout answers what it found, as Elasticsearch does past a timeout.
-      took: Date.now() - started, timed_out: r.timedOut === true,
+      took: Date.now() - started,
+      timed_out: r.timedOut === true,
       _shards: shardsOf(ctx, r.partial),
       hits: { total: { value: r.total, relation: 'eq' }, max_score: null, hits },
     });
@@ -172,14 +239,31 @@ export async function search(ctx: HttpContext, req: IncomingMessage, res: Server
   }
 }
 
-export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, params: URLSearchParams): Promise<number> {
+export async function count(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: URLSearchParams,
+): Promise<number> {
   const b = await body(req);
   try {
     const extra = Object.keys(b).filter((k) => k !== 'query');
     if (extra.length) bad(`unsupported _count keys [${extra.join(', ')}]; _count reads query`);
     const q = parseQuery(ctx, b, params);
-    const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 0, order: 'desc', withTotal: true });
-    sendEsJson(req, res, 200, { count: r.total, ...(r.timedOut ? { timed_out: true } : {}), _shards: shardsOf(ctx, r.partial) });
+    const r = await ctx.store.query({
+      text: q.text,
+      plan: q.plan,
+      from: q.from,
+      to: q.to,
+      limit: 0,
+      order: 'desc',
+      withTotal: true,
+    });
+    sendEsJson(req, res, 200, {
+      count: r.total,
+      ...(r.timedOut ? { timed_out: true } : {}),
+      _shards: shardsOf(ctx, r.partial),
+    });
     return 200;
   } catch (err) {
     return badRequest(res, err);
@@ -191,7 +275,13 @@ export async function count(ctx: HttpContext, req: IncomingMessage, res: ServerR
  * which the mapping must index, as `auto` does) or the store's own id; found: 200 with `_source`, else 404
  * `found: false`. The store keeps one copy per `_id` (a repeated `index` is a noop), so `_version` is always 1.
  */
-export async function getDoc(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string, id: string): Promise<number> {
+export async function getDoc(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  index: string,
+  id: string,
+): Promise<number> {
   req.resume();
   let found: { id: string; data: Record<string, unknown> } | null = null;
   if (idTime(id) !== null) {
@@ -207,7 +297,16 @@ export async function getDoc(ctx: HttpContext, req: IncomingMessage, res: Server
       if (!(err instanceof BadSearch)) throw err;
     }
     if (q) {
-      const r = await ctx.store.query({ text: q.text, plan: q.plan, from: q.from, to: q.to, limit: 1, order: 'desc', pipes: q.pipes, withTotal: false });
+      const r = await ctx.store.query({
+        text: q.text,
+        plan: q.plan,
+        from: q.from,
+        to: q.to,
+        limit: 1,
+        order: 'desc',
+        pipes: q.pipes,
+        withTotal: false,
+      });
       const h = r.hits.length > 0 ? r.hits.get(0) : null;
       if (h) found = JSON.parse(h.json) as { id: string; data: Record<string, unknown> };
     }
@@ -217,6 +316,14 @@ export async function getDoc(ctx: HttpContext, req: IncomingMessage, res: Server
     return 404;
   }
   const { _id: clientId, ...source } = found.data;
-  sendEsJson(req, res, 200, { _index: index, _id: typeof clientId === 'string' ? clientId : found.id, _version: 1, _seq_no: 0, _primary_term: 1, found: true, _source: source });
+  sendEsJson(req, res, 200, {
+    _index: index,
+    _id: typeof clientId === 'string' ? clientId : found.id,
+    _version: 1,
+    _seq_no: 0,
+    _primary_term: 1,
+    found: true,
+    _source: source,
+  });
   return 200;
 }

@@ -3,7 +3,19 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { AsyncSearches } from '../api/async-search.js';
-import { type ApiEnv, aggResults, histBuckets, mappingOf, parseSearchBody, runAggregate, runExport, runFetch, runHistogram, runSearch, statusOf } from '../api/operations.js';
+import {
+  type ApiEnv,
+  aggResults,
+  histBuckets,
+  mappingOf,
+  parseSearchBody,
+  runAggregate,
+  runExport,
+  runFetch,
+  runHistogram,
+  runSearch,
+  statusOf,
+} from '../api/operations.js';
 import { type PartialInfo, type QueryAnswer, damagedPartial } from '../backend.js';
 import type { ShardHit } from '../search/execute.js';
 import { isoTime } from '../search/hit-json.js';
@@ -12,13 +24,33 @@ import { hitData } from '../api/operations.js';
 import { grpcError } from './grpc-status.js';
 import { failStream } from './stream-status.js';
 
-interface PbQuery { query: string; from: string; to: string; explain: boolean }
-interface PbAgg { field: string; group_by: string; func: string; quantiles: number[]; interval: string }
-interface PbSearch {
-  query: PbQuery | null; size?: number; offset: number; with_total?: boolean; order: 'ORDER_DESC' | 'ORDER_ASC';
-  aggs?: PbAgg[]; hist_interval?: string;
+interface PbQuery {
+  query: string;
+  from: string;
+  to: string;
+  explain: boolean;
 }
-interface PbDocument { id: string; data: Uint8Array; time: string }
+interface PbAgg {
+  field: string;
+  group_by: string;
+  func: string;
+  quantiles: number[];
+  interval: string;
+}
+interface PbSearch {
+  query: PbQuery | null;
+  size?: number;
+  offset: number;
+  with_total?: boolean;
+  order: 'ORDER_DESC' | 'ORDER_ASC';
+  aggs?: PbAgg[];
+  hist_interval?: string;
+}
+interface PbDocument {
+  id: string;
+  data: Uint8Array;
+  time: string;
+}
 
 /** The HTTP JSON body a gRPC request stands for (empty strings and unset optionals are "absent"). */
 function queryBody(q: PbQuery | null): Record<string, unknown> {
@@ -27,15 +59,22 @@ function queryBody(q: PbQuery | null): Record<string, unknown> {
 
 function aggsBody(aggs: PbAgg[]): Record<string, unknown>[] {
   return aggs.map((a) => ({
-    field: a.field, func: a.func || 'count', group_by: a.group_by || undefined,
-    quantiles: a.quantiles.length ? a.quantiles : undefined, interval: a.interval || undefined,
+    field: a.field,
+    func: a.func || 'count',
+    group_by: a.group_by || undefined,
+    quantiles: a.quantiles.length ? a.quantiles : undefined,
+    interval: a.interval || undefined,
   }));
 }
 
 function searchBody(r: PbSearch): Record<string, unknown> {
   return {
-    ...queryBody(r.query), size: r.size ?? undefined, offset: r.offset, with_total: r.with_total ?? undefined,
-    order: r.order === 'ORDER_ASC' ? 'asc' : 'desc', aggs: r.aggs?.length ? aggsBody(r.aggs) : undefined,
+    ...queryBody(r.query),
+    size: r.size ?? undefined,
+    offset: r.offset,
+    with_total: r.with_total ?? undefined,
+    order: r.order === 'ORDER_ASC' ? 'asc' : 'desc',
+    aggs: r.aggs?.length ? aggsBody(r.aggs) : undefined,
     hist: r.hist_interval ? { interval: r.hist_interval } : undefined,
   };
 }
@@ -54,23 +93,30 @@ function docOf(h: ShardHit): PbDocument {
 }
 
 function errorOf(p: PartialInfo | undefined) {
-  return p ? { error: { code: 'ERROR_CODE_PARTIAL_RESPONSE', message: p.message }, partial_response: true } : { error: { code: 'ERROR_CODE_NO', message: '' }, partial_response: false };
+  return p
+    ? { error: { code: 'ERROR_CODE_PARTIAL_RESPONSE', message: p.message }, partial_response: true }
+    : { error: { code: 'ERROR_CODE_NO', message: '' }, partial_response: false };
 }
 
 function aggsOut(specs: Parameters<typeof aggResults>[0], r: QueryAnswer) {
-  return aggResults(specs, r).map((a) => ({ not_exists: a.not_exists, buckets: a.buckets.map((b) => ({ ...b, quantiles: b.quantiles ?? [], ts: b.ts ?? '' })) }));
+  return aggResults(specs, r).map((a) => ({
+    not_exists: a.not_exists,
+    buckets: a.buckets.map((b) => ({ ...b, quantiles: b.quantiles ?? [], ts: b.ts ?? '' })),
+  }));
 }
 
 function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res> | Res): grpc.handleUnaryCall<Req, Res> {
   return (call, cb) => {
-    Promise.resolve().then(() => fn(call.request)).then(
-      (res) => cb(null, res),
-      (err: unknown) => {
-        const st = grpcError(err);
-        if (st.code === grpc.status.INTERNAL) log.error({ err, method: call.getPath() }, 'api call failed');
-        cb(st);
-      },
-    );
+    Promise.resolve()
+      .then(() => fn(call.request))
+      .then(
+        (res) => cb(null, res),
+        (err: unknown) => {
+          const st = grpcError(err);
+          if (st.code === grpc.status.INTERNAL) log.error({ err, method: call.getPath() }, 'api call failed');
+          cb(st);
+        },
+      );
   };
 }
 
@@ -88,10 +134,15 @@ export function partialTrailer(p: PartialInfo): grpc.Metadata {
 }
 
 /** A server stream of documents; `fn` may resolve to trailing metadata sent with the final status. */
-function streamed<Req>(log: Logger, fn: (req: Req, write: (d: PbDocument) => Promise<void>) => Promise<grpc.Metadata | void>) {
+function streamed<Req>(
+  log: Logger,
+  fn: (req: Req, write: (d: PbDocument) => Promise<void>) => Promise<grpc.Metadata | void>,
+) {
   return (call: grpc.ServerWritableStream<Req, PbDocument>) => {
     let cancelled = false;
-    call.on('cancelled', () => { cancelled = true; });
+    call.on('cancelled', () => {
+      cancelled = true;
+    });
     const write = (d: PbDocument) => {
       if (cancelled) return Promise.reject(new Error('the client cancelled the call'));
       return call.write(d) ? Promise.resolve() : new Promise<void>((r) => call.once('drain', () => r()));
@@ -108,17 +159,28 @@ function streamed<Req>(log: Logger, fn: (req: Req, write: (d: PbDocument) => Pro
   };
 }
 
-export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, inflight: { bulks: number }): grpc.UntypedServiceImplementation {
+export function apiHandlers(
+  env: ApiEnv,
+  searches: AsyncSearches,
+  log: Logger,
+  inflight: { bulks: number },
+): grpc.UntypedServiceImplementation {
   const complex = async (req: PbSearch) => {
     const { spec, aggs, hist, r } = await runSearch(env, parseSearchBody(env, searchBody(req), true));
     return {
-      total: r.total, docs: docsOf(r.hits, spec.offset, spec.offset + spec.size), aggs: aggsOut(aggs, r),
-      hist: hist ? { buckets: histBuckets(r) } : null, ...errorOf(r.partial),
+      total: r.total,
+      docs: docsOf(r.hits, spec.offset, spec.offset + spec.size),
+      aggs: aggsOut(aggs, r),
+      hist: hist ? { buckets: histBuckets(r) } : null,
+      ...errorOf(r.partial),
     };
   };
   return {
     Search: unary(log, async (req: PbSearch) => {
-      const { spec, r } = await runSearch(env, parseSearchBody(env, searchBody({ ...req, aggs: [], hist_interval: '' }), false));
+      const { spec, r } = await runSearch(
+        env,
+        parseSearchBody(env, searchBody({ ...req, aggs: [], hist_interval: '' }), false),
+      );
       return { total: r.total, docs: docsOf(r.hits, spec.offset, spec.offset + spec.size), ...errorOf(r.partial) };
     }),
     ComplexSearch: unary(log, complex),
@@ -131,7 +193,10 @@ export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, i
       return { total: r.total, hist: { buckets: histBuckets(r) }, ...errorOf(r.partial) };
     }),
     Fetch: streamed(log, async (req: { ids: string[]; fields: string[] }, write) => {
-      const { hits, partial } = await runFetch(env, { ids: req.ids, fields: req.fields.length ? req.fields : undefined });
+      const { hits, partial } = await runFetch(env, {
+        ids: req.ids,
+        fields: req.fields.length ? req.fields : undefined,
+      });
       for (const h of hits) await write(docOf(h));
       return partial ? partialTrailer(partial) : undefined;
     }),
@@ -142,14 +207,24 @@ export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, i
     Status: unary(log, async () => {
       const s = await statusOf(env, inflight.bulks);
       return {
-        mode: s.mode, docs: s.docs, raw_bytes: s.raw_bytes, disk_bytes: s.disk_bytes, shards: s.shards,
-        oldest_time: s.oldest_time ?? '', newest_time: s.newest_time ?? '', stores: 'stores' in s ? s.stores : [],
+        mode: s.mode,
+        docs: s.docs,
+        raw_bytes: s.raw_bytes,
+        disk_bytes: s.disk_bytes,
+        shards: s.shards,
+        oldest_time: s.oldest_time ?? '',
+        newest_time: s.newest_time ?? '',
+        stores: 'stores' in s ? s.stores : [],
       };
     }),
     Export: streamed(log, async (req: { query: PbQuery | null; size: number }, write) => {
-      const { skippedFractions } = await runExport(env, { ...queryBody(req.query), size: req.size > 0 ? req.size : undefined }, async (hits) => {
-        for (const h of hits) await write(docOf(h));
-      });
+      const { skippedFractions } = await runExport(
+        env,
+        { ...queryBody(req.query), size: req.size > 0 ? req.size : undefined },
+        async (hits) => {
+          for (const h of hits) await write(docOf(h));
+        },
+      );
       // As HTTP /export's trailer: the damaged fractions left out, and the answer marked partial.
       if (skippedFractions.length === 0) return undefined;
       const m = partialTrailer(damagedPartial(skippedFractions, env.store.shardCount));
@@ -162,10 +237,16 @@ export function apiHandlers(env: ApiEnv, searches: AsyncSearches, log: Logger, i
       return {
         info: { ...info, finished_at: info.finished_at ?? '', error: info.error ?? '' },
         response: {
-          total: response.total, docs: response.docs.map(docOf),
-          aggs: response.aggs.map((a) => ({ not_exists: a.not_exists, buckets: a.buckets.map((b) => ({ ...b, quantiles: b.quantiles ?? [], ts: b.ts ?? '' })) })),
+          total: response.total,
+          docs: response.docs.map(docOf),
+          aggs: response.aggs.map((a) => ({
+            not_exists: a.not_exists,
+            buckets: a.buckets.map((b) => ({ ...b, quantiles: b.quantiles ?? [], ts: b.ts ?? '' })),
+          })),
           hist: response.hist ?? null,
-          error: response.error ? { code: 'ERROR_CODE_PARTIAL_RESPONSE', message: response.error.message } : { code: 'ERROR_CODE_NO', message: '' },
+          error: response.error
+            ? { code: 'ERROR_CODE_PARTIAL_RESPONSE', message: response.error.message }
+            : { code: 'ERROR_CODE_NO', message: '' },
           partial_response: !!response.partial_response,
         },
       };

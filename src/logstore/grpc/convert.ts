@@ -2,14 +2,50 @@
 import type { AggPartial, AggSpec, AggState } from '../aggregate/aggregate.js';
 import type { Sketch } from '../aggregate/quantile-sketch.js';
 
-export interface PbAggQuery { field: string; func: string; group_by: string; quantiles: number[]; interval: number }
-export interface PbSketch { pos_keys: number[]; pos_counts: number[]; neg_keys: number[]; neg_counts: number[]; zero: number; count: number }
-export interface PbAggBucketState { key: string; count: number; sum: number; min: number; max: number; not_exists: number; values: number[]; uniq: string[]; sketch: PbSketch | null }
-export interface PbAggPartial { buckets: PbAggBucketState[]; no_group: number }
-export interface PbDoc { id: string; data: Uint8Array; time: number }
+export interface PbAggQuery {
+  field: string;
+  func: string;
+  group_by: string;
+  quantiles: number[];
+  interval: number;
+}
+export interface PbSketch {
+  pos_keys: number[];
+  pos_counts: number[];
+  neg_keys: number[];
+  neg_counts: number[];
+  zero: number;
+  count: number;
+}
+export interface PbAggBucketState {
+  key: string;
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  not_exists: number;
+  values: number[];
+  uniq: string[];
+  sketch: PbSketch | null;
+}
+export interface PbAggPartial {
+  buckets: PbAggBucketState[];
+  no_group: number;
+}
+export interface PbDoc {
+  id: string;
+  data: Uint8Array;
+  time: number;
+}
 
 export function aggToPb(a: AggSpec): PbAggQuery {
-  return { field: a.field, func: a.func, group_by: a.group_by ?? '', quantiles: a.quantiles ?? [], interval: a.interval ?? 0 };
+  return {
+    field: a.field,
+    func: a.func,
+    group_by: a.group_by ?? '',
+    quantiles: a.quantiles ?? [],
+    interval: a.interval ?? 0,
+  };
 }
 
 export function aggFromPb(a: PbAggQuery): AggSpec {
@@ -24,8 +60,24 @@ export function partialToPb(p: AggPartial): PbAggPartial {
   const buckets: PbAggBucketState[] = [];
   for (const [key, s] of p.buckets) {
     buckets.push({
-      key, count: s.count, sum: s.sum, min: s.min, max: s.max, not_exists: s.notExists, values: s.values ?? [], uniq: s.uniq ? [...s.uniq] : [],
-      sketch: s.sketch ? { pos_keys: [...s.sketch.pos.keys()], pos_counts: [...s.sketch.pos.values()], neg_keys: [...s.sketch.neg.keys()], neg_counts: [...s.sketch.neg.values()], zero: s.sketch.zero, count: s.sketch.count } : null,
+      key,
+      count: s.count,
+      sum: s.sum,
+      min: s.min,
+      max: s.max,
+      not_exists: s.notExists,
+      values: s.values ?? [],
+      uniq: s.uniq ? [...s.uniq] : [],
+      sketch: s.sketch
+        ? {
+            pos_keys: [...s.sketch.pos.keys()],
+            pos_counts: [...s.sketch.pos.values()],
+            neg_keys: [...s.sketch.neg.keys()],
+            neg_counts: [...s.sketch.neg.values()],
+            zero: s.sketch.zero,
+            count: s.sketch.count,
+          }
+        : null,
     });
   }
   return { buckets, no_group: p.noGroup };

@@ -25,8 +25,8 @@ const GRPC_STATUS: Readonly<Record<ErrorCode, grpc.status>> = {
 
 /** A gRPC status for an error: bad input is INVALID_ARGUMENT with the message; a conflict ABORTED; anything else INTERNAL. */
 export function grpcError(err: unknown): Partial<grpc.StatusObject> {
-  if (err instanceof QuerySyntaxError || err instanceof QueryFieldError || err instanceof QueryLimitError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
+  if (err instanceof QuerySyntaxError || err instanceof QueryFieldError || err instanceof QueryLimitError)
+    return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
   if (err instanceof LogstoreError) return { code: GRPC_STATUS[err.code], details: err.message };
   return { code: grpc.status.INTERNAL, details: (err as Error).message };
 }
-

@@ -8,7 +8,14 @@ export const PROTO_DIR = path.join(packageRoot, 'proto', 'logstore');
 
 // Field names as written in the .proto (snake_case, like the HTTP API); 64-bit numbers as JS numbers; enums
 // as their names; unset fields filled with defaults, so handlers read plain values.
-const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true, oneofs: true };
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  arrays: true,
+  oneofs: true,
+};
 
 function load(file: string): grpc.GrpcObject {
   return grpc.loadPackageDefinition(protoLoader.loadSync(path.join(PROTO_DIR, file), LOADER_OPTIONS));

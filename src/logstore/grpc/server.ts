@@ -35,26 +35,35 @@ export interface GrpcListener {
   close(): Promise<void>;
 }
 
-export async function startGrpc(addr: string, parts: [grpc.ServiceDefinition, grpc.UntypedServiceImplementation][], keepalive: { time: number; timeout: number }): Promise<GrpcListener> {
+export async function startGrpc(
+  addr: string,
+  parts: [grpc.ServiceDefinition, grpc.UntypedServiceImplementation][],
+  keepalive: { time: number; timeout: number },
+): Promise<GrpcListener> {
   const server = new grpc.Server(serverOptions(keepalive.time, keepalive.timeout));
   for (const [def, impl] of parts) server.addService(def, impl);
   const streams = widenStreamWindow(server);
   const { host, port } = parseAddr(addr)!;
   const bound = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    server.bindAsync(
+      `${host.includes(':') ? `[${host}]` : host}:${port}`,
+      grpc.ServerCredentials.createInsecure(),
+      (err, p) => (err ? reject(err) : resolve(p)),
+    );
   });
   const windows = streams && widenConnectionWindow(server);
   return {
     addr: `${host}:${bound}`,
     server,
     windows,
-    close: () => new Promise<void>((resolve) => {
-      // Calls in flight get a few seconds; then the rest are cut.
-      const cut = setTimeout(() => server.forceShutdown(), 5000);
-      server.tryShutdown(() => {
-        clearTimeout(cut);
-        resolve();
-      });
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Calls in flight get a few seconds; then the rest are cut.
+        const cut = setTimeout(() => server.forceShutdown(), 5000);
+        server.tryShutdown(() => {
+          clearTimeout(cut);
+          resolve();
+        });
+      }),
   };
 }

@@ -18,14 +18,32 @@ import type { BulkBudget } from '../ingest/bulk-budget.js';
 import type { IngestResult } from '../storage/shard.js';
 import { type PbDoc, aggFromPb, partialToPb } from './convert.js';
 import { grpcError } from './grpc-status.js';
-import { DAMAGED_TRAILER, type FetchRequest, type SearchRequest, type StoreOps, storeSession } from './store-session.js';
+import {
+  DAMAGED_TRAILER,
+  type FetchRequest,
+  type SearchRequest,
+  type StoreOps,
+  storeSession,
+} from './store-session.js';
 import { failStream } from './stream-status.js';
 
 interface BulkRequest {
-  docs: Buffer; offs: number[]; offs_le: Buffer; now: number; assign_ids: boolean; id_shard: number; id_counter: number;
-  client_ids: string[]; has_client_id: Buffer; create: Buffer;
+  docs: Buffer;
+  offs: number[];
+  offs_le: Buffer;
+  now: number;
+  assign_ids: boolean;
+  id_shard: number;
+  id_counter: number;
+  client_ids: string[];
+  has_client_id: Buffer;
+  create: Buffer;
 }
-interface BulkResponse { ids: Buffer; errors: { index: number; type: string; reason: string; status: number }[]; kept: number[] }
+interface BulkResponse {
+  ids: Buffer;
+  errors: { index: number; type: string; reason: string; status: number }[];
+  kept: number[];
+}
 
 /** Resolves a unary call from a promise: the value, or the error as a gRPC status. */
 function unary<Req, Res>(log: Logger, fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
@@ -58,7 +76,9 @@ function offsOf(req: BulkRequest): Int32Array {
  * (the message's other fields) stay with the batch. A smaller one may share a pool buffer: it is copied.
  */
 function shardBytes(docs: Buffer): Uint8Array {
-  return docs.buffer.byteLength > Buffer.poolSize ? new Uint8Array(docs.buffer, docs.byteOffset, docs.length) : new Uint8Array(docs);
+  return docs.buffer.byteLength > Buffer.poolSize
+    ? new Uint8Array(docs.buffer, docs.byteOffset, docs.length)
+    : new Uint8Array(docs);
 }
 
 /**
@@ -74,7 +94,7 @@ async function ingestBatch(store: Store, req: BulkRequest, pairs: Int32Array): P
   // No client ids: the whole batch goes to one shard as it came (one copy of its bytes, which the shard thread
   // is then given: the decoded buffer may share its memory with other messages).
   if (!hasIds) return store.ingest(shardBytes(req.docs), pairs, now, assign);
-  const idOf = (i: number) => (req.has_client_id[i] ? req.client_ids[i] ?? '' : null);
+  const idOf = (i: number) => (req.has_client_id[i] ? (req.client_ids[i] ?? '') : null);
   const groups = new Map<number, number[]>();
   for (let i = 0; i < n; i++) {
     const g = idOf(i) !== null ? store.route(idOf(i)!) : -1;
@@ -84,28 +104,34 @@ async function ingestBatch(store: Store, req: BulkRequest, pairs: Int32Array): P
   }
   const ids = Buffer.alloc(24 * n, 0x20);
   const out: IngestResult = { ids, errors: [], kept: [] };
-  await Promise.all([...groups].map(async ([shard, members]) => {
-    // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
-    let size = 0;
-    for (const i of members) size += pairs[2 * i + 1]!;
-    const buf = new Uint8Array(size);
-    const offs = new Int32Array(2 * members.length);
-    let at = 0;
-    members.forEach((i, k) => {
-      const start = pairs[2 * i]!;
-      const len = pairs[2 * i + 1]!;
-      buf.set(req.docs.subarray(start, start + len), at);
-      offs[2 * k] = at;
-      offs[2 * k + 1] = len;
-      at += len;
-    });
-    const meta: BatchMeta = { shard, ids: members.map(idOf), create: Uint8Array.from(members, (i) => req.create[i] ?? 0) };
-    const sub = assign ? { ...assign, counters: members.map((i) => assign.counter + i) } : undefined;
-    const r = await store.ingest(buf, offs, now, sub, meta);
-    members.forEach((i, k) => ids.set(r.ids.subarray(24 * k, 24 * k + 24), 24 * i));
-    for (const [k, type, reason, status] of r.errors) out.errors.push([members[k]!, type, reason, status]);
-    for (const k of r.kept ?? []) out.kept!.push(members[k]!);
-  }));
+  await Promise.all(
+    [...groups].map(async ([shard, members]) => {
+      // The batch is moved to a shard thread: it gets an ArrayBuffer of its own (the decoded one may be shared).
+      let size = 0;
+      for (const i of members) size += pairs[2 * i + 1]!;
+      const buf = new Uint8Array(size);
+      const offs = new Int32Array(2 * members.length);
+      let at = 0;
+      members.forEach((i, k) => {
+        const start = pairs[2 * i]!;
+        const len = pairs[2 * i + 1]!;
+        buf.set(req.docs.subarray(start, start + len), at);
+        offs[2 * k] = at;
+        offs[2 * k + 1] = len;
+        at += len;
+      });
+      const meta: BatchMeta = {
+        shard,
+        ids: members.map(idOf),
+        create: Uint8Array.from(members, (i) => req.create[i] ?? 0),
+      };
+      const sub = assign ? { ...assign, counters: members.map((i) => assign.counter + i) } : undefined;
+      const r = await store.ingest(buf, offs, now, sub, meta);
+      members.forEach((i, k) => ids.set(r.ids.subarray(24 * k, 24 * k + 24), 24 * i));
+      for (const [k, type, reason, status] of r.errors) out.errors.push([members[k]!, type, reason, status]);
+      for (const k of r.kept ?? []) out.kept!.push(members[k]!);
+    }),
+  );
   out.errors.sort((a, b) => a[0] - b[0]);
   out.kept!.sort((a, b) => a - b);
   return out;
@@ -119,8 +145,15 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
       // levels (parentheses around and / or, a not): room for that, and still a limit.
       const parsed = parseQuery(req.query, new QueryBudget(4 * MAX_QUERY_DEPTH));
       const q: ShardQuery = {
-        plan: planQuery(parsed, mapping), from: req.from, to: req.to, limit: req.limit, order: req.order === 'ASC' ? 'asc' : 'desc',
-        aggs: req.aggs.map(aggFromPb), histInterval: req.hist_interval, pipes: parsed.pipes, withTotal: req.with_total,
+        plan: planQuery(parsed, mapping),
+        from: req.from,
+        to: req.to,
+        limit: req.limit,
+        order: req.order === 'ASC' ? 'asc' : 'desc',
+        aggs: req.aggs.map(aggFromPb),
+        histInterval: req.hist_interval,
+        pipes: parsed.pipes,
+        withTotal: req.with_total,
         // The proxy's deadline; the store's own search.timeout applies too (Store takes the sooner).
         ...(req.timeout_ms ? { deadline: Date.now() + req.timeout_ms } : {}),
       };
@@ -129,14 +162,25 @@ export function storeOps(store: Store, mapping: MappingSpec, inflight: { bulks: 
       // A proxy that asks for packed hits gets one byte string; an older one a message per document.
       if (!req.packed_hits) for (let i = 0; i < r.hits.length; i++) docs.push(r.hits.doc(i));
       return {
-        total: r.total, docs, hits: req.packed_hits ? r.hits : Buffer.alloc(0), aggs: r.aggs.map(partialToPb), hist: [...r.hist].map(([ts, count]) => ({ ts, count })), fractions_read: r.fractionsRead, timed_out: r.timedOut === true,
+        total: r.total,
+        docs,
+        hits: req.packed_hits ? r.hits : Buffer.alloc(0),
+        aggs: r.aggs.map(partialToPb),
+        hist: [...r.hist].map(([ts, count]) => ({ ts, count })),
+        fractions_read: r.fractionsRead,
+        timed_out: r.timedOut === true,
         damaged_fractions: r.damaged ?? [],
       };
     },
     async fetch(req) {
-      const pipes: FieldsPipe[] = req.has_fields ? [{ kind: 'fields', except: req.fields_except, names: req.fields }] : [];
+      const pipes: FieldsPipe[] = req.has_fields
+        ? [{ kind: 'fields', except: req.fields_except, names: req.fields }]
+        : [];
       const { hits, damaged } = await store.fetch(req.ids, pipes);
-      return { docs: hits.map((h) => ({ id: h.id, data: Buffer.from(hitData(h)), time: h.time })), damaged_fractions: damaged ?? [] };
+      return {
+        docs: hits.map((h) => ({ id: h.id, data: Buffer.from(hitData(h)), time: h.time })),
+        damaged_fractions: damaged ?? [],
+      };
     },
     async status() {
       return { shards: await store.status(), inflight_bulks: inflight.bulks };
@@ -151,7 +195,13 @@ const RECENT_BATCHES = 4096;
 export const RECENT_BYTES = 32 * 1024 * 1024;
 
 /** ForgetRequest.batches: a proxy's batch named by what its BulkRequest carried. */
-export interface BatchKey { id_shard: number; id_counter: number; offs_count: number; now: number; docs_bytes: number }
+export interface BatchKey {
+  id_shard: number;
+  id_counter: number;
+  offs_count: number;
+  now: number;
+  docs_bytes: number;
+}
 
 /** The key a batch is remembered by: the same for a BulkRequest and for the BatchKey a proxy names it with. */
 function batchKey(k: BatchKey): string {
@@ -184,14 +234,17 @@ class RecentBatches {
   add(key: string, answer: Promise<BulkResponse>): void {
     const entry = { answer, bytes: 0 };
     this.entries.set(key, entry);
-    answer.then((r) => {
-      if (this.entries.get(key) !== entry) return;
-      entry.bytes = r.ids.length;
-      this.bytes += entry.bytes;
-      this.trim();
-    }, () => {
-      if (this.entries.get(key) === entry) this.delete(key);
-    });
+    answer.then(
+      (r) => {
+        if (this.entries.get(key) !== entry) return;
+        entry.bytes = r.ids.length;
+        this.bytes += entry.bytes;
+        this.trim();
+      },
+      () => {
+        if (this.entries.get(key) === entry) this.delete(key);
+      },
+    );
     this.trim();
   }
 
@@ -203,7 +256,8 @@ class RecentBatches {
   }
 
   private trim(): void {
-    while (this.entries.size > RECENT_BATCHES || this.bytes > RECENT_BYTES) this.delete(this.entries.keys().next().value!);
+    while (this.entries.size > RECENT_BATCHES || this.bytes > RECENT_BYTES)
+      this.delete(this.entries.keys().next().value!);
   }
 }
 
@@ -211,7 +265,13 @@ class RecentBatches {
  * `budget`: limits.bulk_memory, shared with the HTTP API in single mode. A batch that does not fit is refused with
  * RESOURCE_EXHAUSTED before anything of it is stored (the proxy answers its items 429, which shippers retry).
  */
-export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, inflight: { bulks: number }, budget: BulkBudget): grpc.UntypedServiceImplementation {
+export function storeHandlers(
+  store: Store,
+  mapping: MappingSpec,
+  log: Logger,
+  inflight: { bulks: number },
+  budget: BulkBudget,
+): grpc.UntypedServiceImplementation {
   const recent = new RecentBatches();
   const refused = new RefusedBatches();
   const bulk = async (req: BulkRequest): Promise<BulkResponse> => {
@@ -221,11 +281,14 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
     for (let i = 0; i < n; i++) {
       const start = pairs[2 * i]!;
       const len = pairs[2 * i + 1]!;
-      if (start < 0 || len < 0 || start + len > req.docs.length) throw new BadRequest(`document ${i} lies outside the docs bytes`);
+      if (start < 0 || len < 0 || start + len > req.docs.length)
+        throw new BadRequest(`document ${i} lies outside the docs bytes`);
     }
     const bytes = req.docs.length;
     if (!budget.take(bytes)) {
-      throw new Overloaded(`rejected execution: batches in flight hold limits.bulk_memory (${budget.limit} bytes) of this store; retry later`);
+      throw new Overloaded(
+        `rejected execution: batches in flight hold limits.bulk_memory (${budget.limit} bytes) of this store; retry later`,
+      );
     }
     inflight.bulks++;
     try {
@@ -245,9 +308,21 @@ export function storeHandlers(store: Store, mapping: MappingSpec, log: Logger, i
     Bulk: unary(log, (req: BulkRequest) => {
       if (!req.assign_ids) return bulk(req);
       // A proxy that timed out resends the same batch (same ids): it is stored once and answered again.
-      const key = batchKey({ id_shard: req.id_shard, id_counter: req.id_counter, offs_count: req.offs.length + req.offs_le.length / 4, now: req.now, docs_bytes: req.docs.length });
+      const key = batchKey({
+        id_shard: req.id_shard,
+        id_counter: req.id_counter,
+        offs_count: req.offs.length + req.offs_le.length / 4,
+        now: req.now,
+        docs_bytes: req.docs.length,
+      });
       // The proxy gave up on this batch before it got here (its items failed, or it moved): not stored.
-      if (refused.has(key)) return Promise.reject(new LogstoreError(ErrorCode.BatchForgotten, 'this batch was forgotten before it arrived (the proxy gave up on it); not stored'));
+      if (refused.has(key))
+        return Promise.reject(
+          new LogstoreError(
+            ErrorCode.BatchForgotten,
+            'this batch was forgotten before it arrived (the proxy gave up on it); not stored',
+          ),
+        );
       let p = recent.get(key);
       if (!p) {
         p = bulk(req);
@@ -304,7 +379,8 @@ function forgetIds(bytes: Buffer): string[] {
   for (let at = 0; at < bytes.length; at += 24) {
     if (bytes[at] === 0x20) continue;
     const id = bytes.toString('latin1', at, at + 24);
-    if (!/^[0-9a-f]{24}$/.test(id)) throw new BadRequest(`not a document id (24 lowercase hex digits): ${JSON.stringify(id)}`);
+    if (!/^[0-9a-f]{24}$/.test(id))
+      throw new BadRequest(`not a document id (24 lowercase hex digits): ${JSON.stringify(id)}`);
     out.push(id);
   }
   return out;

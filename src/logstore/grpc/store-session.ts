@@ -7,16 +7,47 @@ import type { ShardStatus } from '../storage/shard.js';
 import type { PbAggPartial, PbAggQuery, PbDoc } from './convert.js';
 import { grpcError } from './grpc-status.js';
 
-export interface SearchRequest { query: string; from: number; to: number; limit: number; order: 'DESC' | 'ASC'; aggs: PbAggQuery[]; hist_interval: number; with_total: boolean; packed_hits: boolean; timeout_ms?: number }
-export interface FetchRequest { ids: string[]; fields: string[]; fields_except: boolean; has_fields: boolean }
+export interface SearchRequest {
+  query: string;
+  from: number;
+  to: number;
+  limit: number;
+  order: 'DESC' | 'ASC';
+  aggs: PbAggQuery[];
+  hist_interval: number;
+  with_total: boolean;
+  packed_hits: boolean;
+  timeout_ms?: number;
+}
+export interface FetchRequest {
+  ids: string[];
+  fields: string[];
+  fields_except: boolean;
+  has_fields: boolean;
+}
 /** hits: the packed bytes, or (for a Session, whose reply encoder writes them in place) the merged list itself. */
-export interface SearchResponse { total: number; docs: PbDoc[]; hits: Buffer | HitList; aggs: PbAggPartial[]; hist: { ts: number; count: number }[]; fractions_read: number; timed_out?: boolean; damaged_fractions?: string[] }
+export interface SearchResponse {
+  total: number;
+  docs: PbDoc[];
+  hits: Buffer | HitList;
+  aggs: PbAggPartial[];
+  hist: { ts: number; count: number }[];
+  fractions_read: number;
+  timed_out?: boolean;
+  damaged_fractions?: string[];
+}
 /** Trailing metadata of a store's Fetch stream: StoreFetchResponse.damaged_fractions, comma-separated. */
 export const DAMAGED_TRAILER = 'x-damaged-fractions';
 
 /** The documents found; `damaged_fractions` as in store.proto's StoreFetchResponse. */
-export interface FetchResponse { docs: PbDoc[]; damaged_fractions: string[] }
-export interface StatusResponse { shards: ShardStatus[]; inflight_bulks: number }
+export interface FetchResponse {
+  docs: PbDoc[];
+  damaged_fractions: string[];
+}
+export interface StatusResponse {
+  shards: ShardStatus[];
+  inflight_bulks: number;
+}
 
 /** What a store answers, whichever way it is asked (unary calls or a Session). */
 export interface StoreOps {
@@ -25,15 +56,31 @@ export interface StoreOps {
   status(): Promise<StatusResponse>;
 }
 
-interface StoreCall { id: number; request?: 'search' | 'fetch' | 'status'; search: SearchRequest | null; fetch: FetchRequest | null }
-type StoreReply = { id: number } & ({ search: SearchResponse } | { fetch: FetchResponse } | { status: StatusResponse } | { error: { code: number; message: string } });
+interface StoreCall {
+  id: number;
+  request?: 'search' | 'fetch' | 'status';
+  search: SearchRequest | null;
+  fetch: FetchRequest | null;
+}
+type StoreReply = { id: number } & (
+  | { search: SearchResponse }
+  | { fetch: FetchResponse }
+  | { status: StatusResponse }
+  | { error: { code: number; message: string } }
+);
 
 function answer(ops: StoreOps, c: StoreCall): Promise<Omit<StoreReply, 'id'>> {
   switch (c.request) {
-    case 'search': return ops.search(c.search!).then((search) => ({ search }));
-    case 'fetch': return ops.fetch(c.fetch!).then((fetch) => ({ fetch }));
-    case 'status': return ops.status().then((status) => ({ status }));
-    default: return Promise.resolve({ error: { code: grpc.status.INVALID_ARGUMENT, message: 'a StoreCall must hold one of search, fetch or status' } });
+    case 'search':
+      return ops.search(c.search!).then((search) => ({ search }));
+    case 'fetch':
+      return ops.fetch(c.fetch!).then((fetch) => ({ fetch }));
+    case 'status':
+      return ops.status().then((status) => ({ status }));
+    default:
+      return Promise.resolve({
+        error: { code: grpc.status.INVALID_ARGUMENT, message: 'a StoreCall must hold one of search, fetch or status' },
+      });
   }
 }
 
@@ -59,7 +106,8 @@ export function storeSession(ops: StoreOps, log: Logger): grpc.handleBidiStreami
         (err: unknown) => {
           const st = grpcError(err);
           if (st.code === grpc.status.INTERNAL) log.error({ err, request: c.request }, 'store session request failed');
-          if (!call.cancelled) call.write({ id: c.id, error: { code: st.code ?? grpc.status.INTERNAL, message: st.details ?? '' } });
+          if (!call.cancelled)
+            call.write({ id: c.id, error: { code: st.code ?? grpc.status.INTERNAL, message: st.details ?? '' } });
           done();
         },
       );

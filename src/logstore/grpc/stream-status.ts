@@ -6,6 +6,9 @@ import type * as grpc from '@grpc/grpc-js';
  * `call.destroy(err)`: that sets the status and then ends a destroyed stream, which never sends it, so the client
  * waits for its deadline instead.
  */
-export function failStream(call: grpc.ServerWritableStream<unknown, unknown>, status: Partial<grpc.StatusObject> & { details?: string }): void {
+export function failStream(
+  call: grpc.ServerWritableStream<unknown, unknown>,
+  status: Partial<grpc.StatusObject> & { details?: string },
+): void {
   call.emit('error', Object.assign(new Error(status.details ?? 'failed'), status));
 }

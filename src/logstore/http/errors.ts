@@ -26,7 +26,12 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = {
 
 /** A refusal raised by a route, with its HTTP status. */
 export class HttpError extends LogstoreError {
-  constructor(readonly status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}) {
+  constructor(
+    readonly status: number,
+    code: ErrorCode,
+    message: string,
+    extra: Record<string, unknown> = {},
+  ) {
     super(code, message, extra);
     this.name = 'HttpError';
   }
@@ -37,9 +42,13 @@ export function httpStatus(err: LogstoreError): number {
   return err instanceof HttpError ? err.status : HTTP_STATUS[err.code];
 }
 
-
 /** Search-API error body: {error: {code, message, ...}} (seq-db shape, plus type/reason like Elasticsearch). */
 export function sendError(res: ServerResponse, err: LogstoreError, extraHeaders: Record<string, string> = {}): void {
   const status = httpStatus(err);
-  sendJson(res, status, { error: { code: err.code, message: err.message, type: err.code, reason: err.message, ...err.extra }, status }, extraHeaders);
+  sendJson(
+    res,
+    status,
+    { error: { code: err.code, message: err.message, type: err.code, reason: err.message, ...err.extra }, status },
+    extraHeaders,
+  );
 }

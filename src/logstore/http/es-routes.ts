@@ -12,8 +12,16 @@ import { esError, filtered, requestFilter, sendEsJson } from '../es/reply.js';
 export const ES_VERSION = '8.11.0';
 
 const ROOT_INFO = {
-  name: 'tidepool', cluster_name: 'tidepool', cluster_uuid: 'tidepool-logstore',
-  version: { number: ES_VERSION, build_flavor: 'default', lucene_version: '9.8.0', minimum_wire_compatibility_version: '7.17.0', minimum_index_compatibility_version: '7.0.0' },
+  name: 'tidepool',
+  cluster_name: 'tidepool',
+  cluster_uuid: 'tidepool-logstore',
+  version: {
+    number: ES_VERSION,
+    build_flavor: 'default',
+    lucene_version: '9.8.0',
+    minimum_wire_compatibility_version: '7.17.0',
+    minimum_index_compatibility_version: '7.0.0',
+  },
   tagline: 'You Know, for Search',
 };
 /** The root answer without `filter_path`, rendered once (shippers and health checks ask for it often). */
@@ -22,7 +30,11 @@ const ROOT_BODY = JSON.stringify(ROOT_INFO);
 export function rootInfo(req: IncomingMessage, res: ServerResponse, head: boolean): void {
   const filter = requestFilter(req);
   const body = filter ? JSON.stringify(filtered(ROOT_INFO, filter)) : ROOT_BODY;
-  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-elastic-product': 'Elasticsearch' });
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-elastic-product': 'Elasticsearch',
+  });
   res.end(head ? undefined : body);
 }
 
@@ -45,16 +57,17 @@ export function probe(req: IncomingMessage, res: ServerResponse): void {
 export function responseSink(res: ServerResponse): ChunkSink {
   return {
     write: (chunk) => res.destroyed || res.write(chunk),
-    drained: () => new Promise<void>((resolve) => {
-      if (res.destroyed) return resolve();
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.once('drain', done);
-      res.once('close', done);
-    }),
+    drained: () =>
+      new Promise<void>((resolve) => {
+        if (res.destroyed) return resolve();
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
+      }),
   };
 }
 
@@ -63,11 +76,21 @@ export function responseSink(res: ServerResponse): ChunkSink {
  * wait runs out its items are answered 429 es_rejected_execution_exception inside a 200, as Elasticsearch
  * answers a full write queue, so every Elasticsearch client retries those items by itself.
  */
-export async function bulk(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, index: string): Promise<number> {
+export async function bulk(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  index: string,
+): Promise<number> {
   const encoding = String(req.headers['content-encoding'] ?? '').toLowerCase();
   if (encoding !== '' && encoding !== 'gzip' && encoding !== 'identity') {
     req.resume();
-    esError(res, 400, 'illegal_argument_exception', `unsupported Content-Encoding "${encoding}"; expected gzip or none`);
+    esError(
+      res,
+      400,
+      'illegal_argument_exception',
+      `unsupported Content-Encoding "${encoding}"; expected gzip or none`,
+    );
     return 400;
   }
   const opts = { maxDocSize: ctx.config.limits.max_doc_size, defaultIndex: index, gzip: encoding === 'gzip' };

@@ -2,7 +2,21 @@
 // Validation and execution are api/operations.ts (shared with gRPC); this file renders JSON.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PartialInfo } from '../backend.js';
-import { type SearchOutcome, aggResults, histBuckets, mappingOf, parseSearchBody, partialError, runAggregate, runExport, runFetch, runHistogram, runSearch, runSearchSync, statusOf } from '../api/operations.js';
+import {
+  type SearchOutcome,
+  aggResults,
+  histBuckets,
+  mappingOf,
+  parseSearchBody,
+  partialError,
+  runAggregate,
+  runExport,
+  runFetch,
+  runHistogram,
+  runSearch,
+  runSearchSync,
+  statusOf,
+} from '../api/operations.js';
 import { MAX_JSON_BODY, readJsonBody, readJsonBodyThen } from '../es/body.js';
 import type { HttpContext } from '../context.js';
 import { sendJson } from './errors.js';
@@ -17,7 +31,11 @@ function partialTail(p: PartialInfo | undefined): string {
  * The answer of /search (complex false) or /complex-search to a parsed body: at once when the backend has it at
  * hand (single mode over sealed data), else a promise.
  */
-export function searchAnswer(ctx: HttpContext, body: Record<string, unknown>, complex: boolean): Buffer | Promise<Buffer> {
+export function searchAnswer(
+  ctx: HttpContext,
+  body: Record<string, unknown>,
+  complex: boolean,
+): Buffer | Promise<Buffer> {
   const req = parseSearchBody(ctx, body, complex);
   const now = runSearchSync(ctx, req);
   return now ? searchBytes(now, complex) : runSearch(ctx, req).then((o) => searchBytes(o, complex));
@@ -67,7 +85,14 @@ export const JSON_ROUTES: Record<string, JsonRoute> = {
  * Serves a JSON route: reads the body, answers, then calls `ok` (or `fail` with what went wrong). A search answered
  * at once (sealed data in single mode) goes from body to answer with no promise in between.
  */
-export function serveJsonRoute(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, route: JsonRoute, ok: () => void, fail: (err: unknown) => void): void {
+export function serveJsonRoute(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: JsonRoute,
+  ok: () => void,
+  fail: (err: unknown) => void,
+): void {
   const send = (answer: Buffer | string) => {
     // A scratch answer (search/scratch.ts) is free again once node:http has handed its last byte to the socket
     // ('finish'); a response cut short never finishes, and its buffer is left to the GC.
@@ -95,15 +120,23 @@ export function serveJsonRoute(ctx: HttpContext, req: IncomingMessage, res: Serv
  */
 export async function exportDocs(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<number> {
   const body = await readJsonBody(req);
-  const quarantined = (await ctx.store.status()).shards.reduce((n, s) => n + (s.problems ?? []).filter((p) => p.kind !== 'wal_tail_dropped').length, 0);
-  const head = { 'content-type': 'application/x-ndjson; charset=utf-8', trailer: SKIPPED_TRAILER, ...(quarantined ? { [QUARANTINED_HEADER]: String(quarantined) } : {}) };
+  const quarantined = (await ctx.store.status()).shards.reduce(
+    (n, s) => n + (s.problems ?? []).filter((p) => p.kind !== 'wal_tail_dropped').length,
+    0,
+  );
+  const head = {
+    'content-type': 'application/x-ndjson; charset=utf-8',
+    trailer: SKIPPED_TRAILER,
+    ...(quarantined ? { [QUARANTINED_HEADER]: String(quarantined) } : {}),
+  };
   let started = false;
   const { skippedFractions } = await runExport(ctx, body, async (hits) => {
     if (!started) {
       res.writeHead(200, head);
       started = true;
     }
-    if (!res.write(hits.map((h) => h.json).join('\n') + '\n')) await new Promise((resolve) => res.once('drain', resolve));
+    if (!res.write(hits.map((h) => h.json).join('\n') + '\n'))
+      await new Promise((resolve) => res.once('drain', resolve));
   });
   if (!started) res.writeHead(200, head);
   if (skippedFractions.length) res.addTrailers({ [SKIPPED_TRAILER]: skippedFractions.join(',') });

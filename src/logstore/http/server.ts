@@ -15,19 +15,31 @@ const POST_ROUTES: Record<string, Handler> = {
   '/export': api.exportDocs,
 };
 const GET_ROUTES: Record<string, Handler> = { '/mappings': api.mappings, '/status': api.status };
-const PROBE = /^\/(_ilm|_index_template|_template|_component_template|_ingest|_nodes|_cluster|_xpack|_data_stream)(\/|$)/;
+const PROBE =
+  /^\/(_ilm|_index_template|_template|_component_template|_ingest|_nodes|_cluster|_xpack|_data_stream)(\/|$)/;
 const INDEX_BULK = /^\/([^/_][^/]*)\/_bulk$/;
 const ASYNC_ONE = /^\/async-search\/([^/]+)(\/cancel)?$/;
 
 /** POST /async-search, GET /async-search, GET|DELETE /async-search/{id}, POST /async-search/{id}/cancel. */
-async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<number> {
+async function asyncSearch(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  method: string,
+): Promise<number> {
   const searches = ctx.asyncSearches;
   if (path === '/async-search') {
     if (method === 'POST') {
       sendJson(res, 200, { search_id: searches.start(await readJsonBody(req)) });
       return 200;
     }
-    if (method !== 'GET') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST to start a search, GET to list them`);
+    if (method !== 'GET')
+      throw new HttpError(
+        405,
+        ErrorCode.MethodNotAllowed,
+        `${method} ${path}: use POST to start a search, GET to list them`,
+      );
     req.resume();
     sendJson(res, 200, { searches: searches.list() });
     return 200;
@@ -41,7 +53,10 @@ async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerRe
     sendJson(res, 200, { search_id: id, canceled: true });
   } else if (method === 'GET') {
     const { info, response } = searches.get(id);
-    sendJson(res, 200, { ...info, response: { ...response, docs: response.docs.map((h) => JSON.parse(h.json) as unknown) } });
+    sendJson(res, 200, {
+      ...info,
+      response: { ...response, docs: response.docs.map((h) => JSON.parse(h.json) as unknown) },
+    });
   } else if (method === 'DELETE') {
     searches.delete(id);
     sendJson(res, 200, { search_id: id, deleted: true });
@@ -50,7 +65,13 @@ async function asyncSearch(ctx: HttpContext, req: IncomingMessage, res: ServerRe
 }
 
 /** `query`: the URL's text after `?` (parsed only by the Elasticsearch routes that read parameters). */
-async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<[string, number]> {
+async function dispatch(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  query: string,
+): Promise<[string, number]> {
   const method = req.method ?? 'GET';
   if (path === '/') {
     req.resume();
@@ -69,10 +90,12 @@ async function dispatch(ctx: HttpContext, req: IncomingMessage, res: ServerRespo
   }
   const indexBulk = INDEX_BULK.exec(path);
   if (path === '/_bulk' || indexBulk) {
-    if (method !== 'POST' && method !== 'PUT') throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
+    if (method !== 'POST' && method !== 'PUT')
+      throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
     return ['/_bulk', await bulk(ctx, req, res, indexBulk ? decodeURIComponent(indexBulk[1]!) : 'logs')];
   }
-  if (path === '/async-search' || ASYNC_ONE.test(path)) return ['/async-search', await asyncSearch(ctx, req, res, path, method)];
+  if (path === '/async-search' || ASYNC_ONE.test(path))
+    return ['/async-search', await asyncSearch(ctx, req, res, path, method)];
   // POST to a JSON route is served before dispatch (createApiServer); any other method is this 405.
   if (api.JSON_ROUTES[path]) throw new HttpError(405, ErrorCode.MethodNotAllowed, `${method} ${path}: use POST`);
   const post = POST_ROUTES[path];
@@ -101,7 +124,11 @@ export function createApiServer(ctx: HttpContext): http.Server {
   const byRoute = new Map<string, RouteMetrics>();
   const metricsOf = (route: string): RouteMetrics => {
     let m = byRoute.get(route);
-    if (!m) byRoute.set(route, (m = { ok: ctx.metrics.requests.labels(route, '200'), duration: ctx.metrics.duration.labels(route) }));
+    if (!m)
+      byRoute.set(
+        route,
+        (m = { ok: ctx.metrics.requests.labels(route, '200'), duration: ctx.metrics.duration.labels(route) }),
+      );
     return m;
   };
   const served = (route: string, status: number, started: number) => {
@@ -111,7 +138,10 @@ export function createApiServer(ctx: HttpContext): http.Server {
     m.duration.observe((performance.now() - started) / 1e3);
   };
   const failed = (req: IncomingMessage, res: ServerResponse, path: string, err: unknown) => {
-    const e = err instanceof LogstoreError ? err : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
+    const e =
+      err instanceof LogstoreError
+        ? err
+        : new HttpError(500, ErrorCode.Internal, `internal error: ${(err as Error).message}`);
     if (!(err instanceof LogstoreError)) ctx.log.error({ err, path }, 'request failed');
     const status = httpStatus(e);
     ctx.metrics.requests.inc({ route: 'error', status: String(status) });
@@ -128,7 +158,14 @@ export function createApiServer(ctx: HttpContext): http.Server {
     // The search API's JSON routes: body, answer, metrics, with no promise when the answer is at hand.
     const json = req.method === 'POST' ? api.JSON_ROUTES[path] : undefined;
     if (json) {
-      api.serveJsonRoute(ctx, req, res, json, () => served(path, 200, started), (err) => failed(req, res, path, err));
+      api.serveJsonRoute(
+        ctx,
+        req,
+        res,
+        json,
+        () => served(path, 200, started),
+        (err) => failed(req, res, path, err),
+      );
       return;
     }
     dispatch(ctx, req, res, path, q < 0 ? '' : url.slice(q + 1)).then(
@@ -149,15 +186,20 @@ const HEALTH_WAIT_MS = 2000;
  * how well): a shard thread busy past search.timeout, storage problems (a write-ahead tail dropped, a fraction
  * quarantined, a full disk), a store down or behind (proxy mode).
  */
-export async function healthOf(ctx: Pick<HttpContext, 'store' | 'config'>): Promise<{ status: 'ok' | 'degraded'; degraded?: string[] }> {
+export async function healthOf(
+  ctx: Pick<HttpContext, 'store' | 'config'>,
+): Promise<{ status: 'ok' | 'degraded'; degraded?: string[] }> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), HEALTH_WAIT_MS); });
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), HEALTH_WAIT_MS);
+  });
   const st = await Promise.race([ctx.store.status(), late]).finally(() => clearTimeout(timer));
   if (!st) return { status: 'degraded', degraded: [`the store's status did not answer within ${HEALTH_WAIT_MS} ms`] };
   const limit = (ctx.config.search.timeout || 0) + STUCK_GRACE_MS;
   const reasons: string[] = [];
   for (const s of st.shards) {
-    if (s.stale && (s.busy_ms ?? 0) > limit) reasons.push(`shard ${s.shard} thread busy for ${s.busy_ms} ms, past search.timeout`);
+    if (s.stale && (s.busy_ms ?? 0) > limit)
+      reasons.push(`shard ${s.shard} thread busy for ${s.busy_ms} ms, past search.timeout`);
     for (const p of s.problems ?? []) reasons.push(`shard ${s.shard}: ${p.kind} ${p.name}`);
   }
   for (const s of st.stores) {
@@ -184,7 +226,12 @@ export function createDebugServer(ctx: HttpContext): http.Server {
     if (path === '/health') {
       healthOf(ctx).then(
         (h) => sendJson(res, 200, { ...h, inflight_bulks: ctx.inflight.bulks }),
-        (err: Error) => sendJson(res, 200, { status: 'degraded', degraded: [`status unavailable: ${err.message}`], inflight_bulks: ctx.inflight.bulks }),
+        (err: Error) =>
+          sendJson(res, 200, {
+            status: 'degraded',
+            degraded: [`status unavailable: ${err.message}`],
+            inflight_bulks: ctx.inflight.bulks,
+          }),
       );
       return;
     }

@@ -24,12 +24,20 @@ export function isPlainIndex(buf: Buffer, start: number, end: number): boolean {
  * `{"index":{` or `{"create":{`, then only `"_index"` and `"_id"` with string values without escapes or
  * control characters, then `}}` and nothing else: the action and its metadata; null for anything else.
  */
-export function readPlainAction(raw: Buffer, start: number, end: number): { op: 'index' | 'create'; meta: Record<string, string> } | null {
+export function readPlainAction(
+  raw: Buffer,
+  start: number,
+  end: number,
+): { op: 'index' | 'create'; meta: Record<string, string> } | null {
   let op: 'index' | 'create';
   let p: number;
-  if (startsWith(raw, start, end, INDEX_OPEN)) { op = 'index'; p = start + INDEX_OPEN.length; }
-  else if (startsWith(raw, start, end, CREATE_OPEN)) { op = 'create'; p = start + CREATE_OPEN.length; }
-  else return null;
+  if (startsWith(raw, start, end, INDEX_OPEN)) {
+    op = 'index';
+    p = start + INDEX_OPEN.length;
+  } else if (startsWith(raw, start, end, CREATE_OPEN)) {
+    op = 'create';
+    p = start + CREATE_OPEN.length;
+  } else return null;
   const meta: Record<string, string> = {};
   if (raw[p] !== 0x7d) {
     for (;;) {
@@ -45,7 +53,10 @@ export function readPlainAction(raw: Buffer, start: number, end: number): { op: 
       if (q >= end) return null;
       meta[key] = raw.toString('utf8', k, q);
       p = q + 1;
-      if (raw[p] === 0x2c) { p++; continue; }
+      if (raw[p] === 0x2c) {
+        p++;
+        continue;
+      }
       break;
     }
   }

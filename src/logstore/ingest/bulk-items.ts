@@ -51,7 +51,9 @@ export class BulkItems {
    * and error entries (estimated per entry). Rejected items cost their code (and client id) like any other.
    */
   get stateBytes(): number {
-    return this.codes.byteLength + this.pages * PAGE_ITEMS * 12 + this.clientIdBytes + this.errors.size * ERROR_ENTRY_BYTES;
+    return (
+      this.codes.byteLength + this.pages * PAGE_ITEMS * 12 + this.clientIdBytes + this.errors.size * ERROR_ENTRY_BYTES
+    );
   }
 
   /** Answers item i with `err` (a 429 for overload) without an entry of its own. */

@@ -11,7 +11,10 @@ export { BulkItems, type BulkOp, type ItemError } from './bulk-items.js';
 export const MAX_ID_BYTES = 512;
 
 export class BulkFormatError extends Error {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super(`line ${line}: ${message}`);
     this.name = 'BulkFormatError';
   }
@@ -102,7 +105,11 @@ export class BulkParser {
       if (this.partLen === 0 && !this.oversize) this.line(chunk, start, nl);
       else {
         this.partial(chunk.subarray(start, nl));
-        const whole = this.oversize ? null : this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.partLen);
+        const whole = this.oversize
+          ? null
+          : this.parts.length === 1
+            ? this.parts[0]!
+            : Buffer.concat(this.parts, this.partLen);
         const over = this.oversize;
         const size = this.partLen;
         this.parts = [];
@@ -125,8 +132,15 @@ export class BulkParser {
     this.parts = [];
     this.partLen = 0;
     this.oversize = false;
-    if (this.expectDoc && !this.skipDoc) this.fail(this.items.count - 1, 400, 'action_request_validation_exception', `line ${this.lineNo}: an action line without its document line`);
-    if (!this.sawAction) throw new BulkFormatError(0, 'the request body is empty; expected NDJSON action and document lines');
+    if (this.expectDoc && !this.skipDoc)
+      this.fail(
+        this.items.count - 1,
+        400,
+        'action_request_validation_exception',
+        `line ${this.lineNo}: an action line without its document line`,
+      );
+    if (!this.sawAction)
+      throw new BulkFormatError(0, 'the request body is empty; expected NDJSON action and document lines');
     this.flush();
   }
 
@@ -146,16 +160,33 @@ export class BulkParser {
   private oversizeLine(size: number): void {
     this.lineNo++;
     if (!this.expectDoc) {
-      if (!this.sawAction) throw new BulkFormatError(this.lineNo, `the first line is ${size} bytes long; expected an action line such as {"index":{}}`);
-      this.fail(this.newItem('index', this.opts.defaultIndex, null), 400, 'illegal_argument_exception', `line ${this.lineNo}: action line longer than ${MAX_ACTION_LINE} bytes`);
+      if (!this.sawAction)
+        throw new BulkFormatError(
+          this.lineNo,
+          `the first line is ${size} bytes long; expected an action line such as {"index":{}}`,
+        );
+      this.fail(
+        this.newItem('index', this.opts.defaultIndex, null),
+        400,
+        'illegal_argument_exception',
+        `line ${this.lineNo}: action line longer than ${MAX_ACTION_LINE} bytes`,
+      );
       this.expectDoc = true;
       this.skipDoc = true;
       return;
     }
     this.expectDoc = false;
-    if (this.skipDoc) { this.skipDoc = false; return; }
+    if (this.skipDoc) {
+      this.skipDoc = false;
+      return;
+    }
     const item = this.items.count - 1;
-    this.fail(item, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${size} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
+    this.fail(
+      item,
+      400,
+      'document_too_large_exception',
+      `line ${this.lineNo}: the document is ${size} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`,
+    );
   }
 
   private newItem(op: BulkOp, index: string, id: string | null): number {
@@ -175,9 +206,17 @@ export class BulkParser {
     if (start === end) return;
     if (this.expectDoc) {
       this.expectDoc = false;
-      if (this.skipDoc) { this.skipDoc = false; return; }
+      if (this.skipDoc) {
+        this.skipDoc = false;
+        return;
+      }
       if (end - start > this.opts.maxDocSize) {
-        this.fail(this.items.count - 1, 400, 'document_too_large_exception', `line ${this.lineNo}: the document is ${end - start} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`);
+        this.fail(
+          this.items.count - 1,
+          400,
+          'document_too_large_exception',
+          `line ${this.lineNo}: the document is ${end - start} bytes, more than limits.max_doc_size (${this.opts.maxDocSize})`,
+        );
         return;
       }
       this.addDoc(raw, start, end, this.items.count - 1);
@@ -206,12 +245,15 @@ export class BulkParser {
     let op: string | undefined;
     let meta: Record<string, unknown> = {};
     if (problem === null) {
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) problem = 'the action line is not a JSON object';
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        problem = 'the action line is not a JSON object';
       else {
         const keys = Object.keys(parsed);
         op = keys[0];
-        if (keys.length !== 1) problem = `an action line has exactly one key (index, create, update or delete); found ${keys.length}`;
-        else if (op !== 'index' && op !== 'create' && op !== 'update' && op !== 'delete') problem = `unsupported action "${op}"; expected "index" or "create"`;
+        if (keys.length !== 1)
+          problem = `an action line has exactly one key (index, create, update or delete); found ${keys.length}`;
+        else if (op !== 'index' && op !== 'create' && op !== 'update' && op !== 'delete')
+          problem = `unsupported action "${op}"; expected "index" or "create"`;
         else {
           const m = (parsed as Record<string, unknown>)[op];
           if (typeof m === 'object' && m !== null && !Array.isArray(m)) meta = m as Record<string, unknown>;
@@ -223,12 +265,16 @@ export class BulkParser {
 
   private takeAction(op: string | undefined, meta: Record<string, unknown>, problem: string | null): void {
     if (problem !== null && !this.sawAction) {
-      throw new BulkFormatError(this.lineNo, `${problem}; expected NDJSON: an action line such as {"index":{}} followed by a document line`);
+      throw new BulkFormatError(
+        this.lineNo,
+        `${problem}; expected NDJSON: an action line such as {"index":{}} followed by a document line`,
+      );
     }
     this.sawAction = true;
     const index = typeof meta._index === 'string' ? meta._index : this.opts.defaultIndex;
     const rawId = meta._id;
-    const id = typeof rawId === 'string' ? rawId : typeof rawId === 'number' && Number.isFinite(rawId) ? String(rawId) : null;
+    const id =
+      typeof rawId === 'string' ? rawId : typeof rawId === 'number' && Number.isFinite(rawId) ? String(rawId) : null;
     const known = op === 'create' || op === 'update' || op === 'delete' ? op : 'index';
     const item = this.newItem(known, index, id);
     // "delete" has no document line; every other action is followed by one.
@@ -238,10 +284,16 @@ export class BulkParser {
     } else if (problem === null && rawId !== undefined && rawId !== null) {
       if (id === null) problem = `_id must be a string; found ${JSON.stringify(rawId)}`;
       else if (id === '') problem = 'if _id is specified it must not be empty';
-      else if (Buffer.byteLength(id) > MAX_ID_BYTES) problem = `_id is too long, must be no longer than ${MAX_ID_BYTES} bytes but was: ${Buffer.byteLength(id)}`;
+      else if (Buffer.byteLength(id) > MAX_ID_BYTES)
+        problem = `_id is too long, must be no longer than ${MAX_ID_BYTES} bytes but was: ${Buffer.byteLength(id)}`;
     }
     if (problem !== null) {
-      this.fail(item, 400, op === 'update' || op === 'delete' ? 'action_request_validation_exception' : 'illegal_argument_exception', `line ${this.lineNo}: ${problem}`);
+      this.fail(
+        item,
+        400,
+        op === 'update' || op === 'delete' ? 'action_request_validation_exception' : 'illegal_argument_exception',
+        `line ${this.lineNo}: ${problem}`,
+      );
       this.skipDoc = this.expectDoc;
     }
   }
@@ -257,7 +309,9 @@ export class BulkParser {
     let b = this.batch;
     let extend = this.runSrc === src && start >= this.runEnd && start - this.runEnd <= MAX_RUN_GAP;
     if (b) {
-      const need = extend ? b.used + (end - this.runStart) : b.used + (this.runSrc ? this.runEnd - this.runStart : 0) + len;
+      const need = extend
+        ? b.used + (end - this.runStart)
+        : b.used + (this.runSrc ? this.runEnd - this.runStart : 0) + len;
       if (need > b.buf.length) {
         this.flush(false);
         b = null;
@@ -319,10 +373,17 @@ export class BulkParser {
     // The shard keeps the batch's buffer as long as its active fraction: a small bulk's batch is copied to its
     // size, or 50 documents from a shipper would hold a whole batch buffer each.
     // A pooled buffer goes back to its pool once its taker has copied it, so its view is enough.
-    const buf = this.opts.pool || b.used >= b.buf.length >>> 1 ? new Uint8Array(b.buf.buffer, 0, b.used) : new Uint8Array(b.buf.subarray(0, b.used));
+    const buf =
+      this.opts.pool || b.used >= b.buf.length >>> 1
+        ? new Uint8Array(b.buf.buffer, 0, b.used)
+        : new Uint8Array(b.buf.subarray(0, b.used));
     this.opts.onBatch({
-      buf, offs: Int32Array.from(b.offs), items: b.items, shard,
-      ids: b.ids, create: b.create ? Uint8Array.from(b.create) : null,
+      buf,
+      offs: Int32Array.from(b.offs),
+      items: b.items,
+      shard,
+      ids: b.ids,
+      create: b.create ? Uint8Array.from(b.create) : null,
     });
   }
 

@@ -91,11 +91,17 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
   if (errorsV) await put(top('errors', String(out.errors)));
 
   const plans: (ItemPlan | undefined)[] = [];
-  const planOf = (code: number): ItemPlan => (plans[code] !== undefined ? plans[code]! : (plans[code] = planFor(filter, OPS[code]!)));
+  const planOf = (code: number): ItemPlan =>
+    plans[code] !== undefined ? plans[code]! : (plans[code] = planFor(filter, OPS[code]!));
   // Constant bytes of an item around its id, per (action, index, kind): [before the id, after it]; found by
   // number (index slot, action code, noop bit), not by a string key: this runs once per item.
   const frames: ([Buffer, Buffer | null] | undefined)[] = [];
-  const frameOf = (code: number, slot: number, kind: 'created' | 'noop', plan: NonNullable<ItemPlan>): [Buffer, Buffer | null] => {
+  const frameOf = (
+    code: number,
+    slot: number,
+    kind: 'created' | 'noop',
+    plan: NonNullable<ItemPlan>,
+  ): [Buffer, Buffer | null] => {
     const key = (slot * 4 + code) * 2 + (kind === 'noop' ? 1 : 0);
     let fr = frames[key];
     if (fr) return fr;
@@ -124,7 +130,10 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
     if (plan._id) parts.push(`"_id":${JSON.stringify(items.id(i))}`);
     if (plan.status) parts.push(`"status":${e.status}`);
     if (plan.error) {
-      const err = plan.error === true ? { type: e.type, reason: e.reason } : filterPart({ type: e.type, reason: e.reason }, plan.error);
+      const err =
+        plan.error === true
+          ? { type: e.type, reason: e.reason }
+          : filterPart({ type: e.type, reason: e.reason }, plan.error);
       if (err !== undefined) parts.push(`"error":${JSON.stringify(err)}`);
     }
     return parts.length ? `{"${op}":{${parts.join(',')}}}` : '';
@@ -158,10 +167,12 @@ export async function writeBulkResponse(out: BulkOutcome, sink: ChunkSink, filte
       const cid = tail && anyClientId ? items.id(i) : null;
       const idText = cid === null ? null : plainText(cid) ? cid : JSON.stringify(cid).slice(1, -1);
       // An item is at most a few KiB (an id is at most 512 bytes, 3 KiB escaped): it always fits a fresh chunk.
-      if (pos + 1 + head.length + (idText === null ? 24 : Buffer.byteLength(idText)) + (tail?.length ?? 0) > buf.length) await flush();
+      if (pos + 1 + head.length + (idText === null ? 24 : Buffer.byteLength(idText)) + (tail?.length ?? 0) > buf.length)
+        await flush();
       if (written++ === 0) {
         await put(top('items', '['));
-        if (pos + head.length + (idText === null ? 24 : Buffer.byteLength(idText)) + (tail?.length ?? 0) > buf.length) await flush();
+        if (pos + head.length + (idText === null ? 24 : Buffer.byteLength(idText)) + (tail?.length ?? 0) > buf.length)
+          await flush();
       } else buf[pos++] = 0x2c;
       buf.set(head, pos);
       pos += head.length;

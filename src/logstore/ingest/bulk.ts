@@ -50,14 +50,22 @@ export class BulkBodyError extends Error {
  * whole (413, as Elasticsearch refuses a body past http.max_content_length) and the rest of it is not read.
  */
 export class BulkTooLargeError extends Error {
-  constructor(readonly items: number, limit: number) {
-    super(`the bulk has more items (${items} read so far) than limits.bulk_memory (${limit} bytes) can hold the answers of while other bulks are in flight; send smaller bulks`);
+  constructor(
+    readonly items: number,
+    limit: number,
+  ) {
+    super(
+      `the bulk has more items (${items} read so far) than limits.bulk_memory (${limit} bytes) can hold the answers of while other bulks are in flight; send smaller bulks`,
+    );
     this.name = 'BulkTooLargeError';
   }
 }
 
 /** Charges the budget for item state grown since the last call; past its hard limit, the bulk must be cut. */
-function itemCharger(budget: BulkBudget | undefined, items: BulkItems): { charge(): BulkTooLargeError | null; readonly charged: number } {
+function itemCharger(
+  budget: BulkBudget | undefined,
+  items: BulkItems,
+): { charge(): BulkTooLargeError | null; readonly charged: number } {
   let charged = 0;
   return {
     charge() {
@@ -75,7 +83,10 @@ function itemCharger(budget: BulkBudget | undefined, items: BulkItems): { charge
 }
 
 /** One item of a bulk outcome: its status, its id (client or generated; null when none) and result or error. */
-export function itemOutcome(out: BulkOutcome, i: number): { status: number; id: string | null; result: 'created' | 'noop' | null; error: ItemError | null } {
+export function itemOutcome(
+  out: BulkOutcome,
+  i: number,
+): { status: number; id: string | null; result: 'created' | 'noop' | null; error: ItemError | null } {
   const error = out.items.error(i) ?? null;
   let id = out.items.id(i);
   if (error) return { status: error.status, id, result: null, error };
@@ -88,7 +99,8 @@ export function itemOutcome(out: BulkOutcome, i: number): { status: number; id: 
 
 /** Takes a shard's answer for a batch into the items: errors, kept ones, and the ids of the stored ones. */
 function applyResult(items: BulkItems, batchItems: readonly number[], res: IngestResult): void {
-  for (const [i, type, reason, status] of res.errors) items.errors.set(batchItems[i]!, { status: status ?? 400, type, reason });
+  for (const [i, type, reason, status] of res.errors)
+    items.errors.set(batchItems[i]!, { status: status ?? 400, type, reason });
   if (res.kept) for (const i of res.kept) items.kept.add(batchItems[i]!);
   // A failed or kept document's id is 24 spaces; a stored one's is hex digits.
   const anyClientId = items.clientIds.size > 0;
@@ -105,10 +117,13 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
   const started = Date.now();
   const outstanding = new Set<Promise<void>>();
   const budget = opts.budget;
-  const overMemory: ItemError | null = budget ? {
-    status: 429, type: 'es_rejected_execution_exception',
-    reason: `rejected execution: bulks in flight hold limits.bulk_memory (${budget.limit} bytes) of batches and item state; retry later`,
-  } : null;
+  const overMemory: ItemError | null = budget
+    ? {
+        status: 429,
+        type: 'es_rejected_execution_exception',
+        reason: `rejected execution: bulks in flight hold limits.bulk_memory (${budget.limit} bytes) of batches and item state; retry later`,
+      }
+    : null;
   const parser = new BulkParser({
     maxDocSize: opts.maxDocSize,
     defaultIndex: opts.defaultIndex,
@@ -123,20 +138,28 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
         target.batchPool?.give(batch.buf);
         return;
       }
-      const meta: BatchMeta | undefined = batch.shard >= 0 || batch.ids ? { shard: batch.shard, ids: batch.ids, create: batch.create } : undefined;
-      const p: Promise<void> = target.ingest(batch.buf, batch.offs, meta).then(
-        (res) => applyResult(itemsRef, batch.items, res),
-        (err: Error) => {
-          // Stores over their own limits.bulk_memory (a proxy's cluster): retry later, as for this process's own.
-          const e: ItemError = isOverload(err)
-            ? { status: 429, type: 'es_rejected_execution_exception', reason: err.message }
-            : { status: 500, type: 'storage_exception', reason: `the shard failed to store the batch: ${err.message}` };
-          for (const item of batch.items) itemsRef.errors.set(item, e);
-        },
-      ).finally(() => {
-        budget?.giveBatch(bytes);
-        outstanding.delete(p);
-      });
+      const meta: BatchMeta | undefined =
+        batch.shard >= 0 || batch.ids ? { shard: batch.shard, ids: batch.ids, create: batch.create } : undefined;
+      const p: Promise<void> = target
+        .ingest(batch.buf, batch.offs, meta)
+        .then(
+          (res) => applyResult(itemsRef, batch.items, res),
+          (err: Error) => {
+            // Stores over their own limits.bulk_memory (a proxy's cluster): retry later, as for this process's own.
+            const e: ItemError = isOverload(err)
+              ? { status: 429, type: 'es_rejected_execution_exception', reason: err.message }
+              : {
+                  status: 500,
+                  type: 'storage_exception',
+                  reason: `the shard failed to store the batch: ${err.message}`,
+                };
+            for (const item of batch.items) itemsRef.errors.set(item, e);
+          },
+        )
+        .finally(() => {
+          budget?.giveBatch(bytes);
+          outstanding.delete(p);
+        });
       outstanding.add(p);
     },
   });
@@ -167,7 +190,8 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
   } catch (err) {
     await Promise.allSettled(outstanding);
     budget?.give(state.charged);
-    if ((err as NodeJS.ErrnoException).code?.startsWith('Z_')) throw new BulkBodyError(`the gzip body does not decompress: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code?.startsWith('Z_'))
+      throw new BulkBodyError(`the gzip body does not decompress: ${(err as Error).message}`);
     throw err;
   }
   while (outstanding.size) await Promise.race(outstanding);
@@ -181,9 +205,19 @@ export async function runBulk(body: Readable, target: BulkTarget, opts: BulkOpti
  * tried with 429 es_rejected_execution_exception, as an Elasticsearch node whose write queue is full: clients
  * retry exactly those items (the Elasticsearch bulk helper, Logstash, Beats, Vector, Fluent Bit).
  */
-export async function rejectBulk(body: Readable, opts: Pick<BulkOptions, 'maxDocSize' | 'defaultIndex' | 'gzip' | 'budget'>, reason: string): Promise<BulkOutcome> {
+export async function rejectBulk(
+  body: Readable,
+  opts: Pick<BulkOptions, 'maxDocSize' | 'defaultIndex' | 'gzip' | 'budget'>,
+  reason: string,
+): Promise<BulkOutcome> {
   const started = Date.now();
-  const parser = new BulkParser({ maxDocSize: opts.maxDocSize, defaultIndex: opts.defaultIndex, batchBytes: 0, discard: true, onBatch: () => undefined });
+  const parser = new BulkParser({
+    maxDocSize: opts.maxDocSize,
+    defaultIndex: opts.defaultIndex,
+    batchBytes: 0,
+    discard: true,
+    onBatch: () => undefined,
+  });
   const state = itemCharger(opts.budget, parser.items);
   const stream: Readable = opts.gzip ? body.pipe(createGunzip()) : body;
   if (opts.gzip) body.once('error', (err) => stream.destroy(err));
@@ -200,7 +234,8 @@ export async function rejectBulk(body: Readable, opts: Pick<BulkOptions, 'maxDoc
     if (cut) throw cut;
   } catch (err) {
     opts.budget?.give(state.charged);
-    if ((err as NodeJS.ErrnoException).code?.startsWith('Z_')) throw new BulkBodyError(`the gzip body does not decompress: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code?.startsWith('Z_'))
+      throw new BulkBodyError(`the gzip body does not decompress: ${(err as Error).message}`);
     throw err;
   }
   const { items } = parser;

@@ -19,10 +19,16 @@ export type QueryLimit = 'max_depth' | 'max_clauses';
 
 /** A query past MAX_QUERY_DEPTH or MAX_QUERY_CLAUSES; the message names the limit and its value. */
 export class QueryLimitError extends Error {
-  constructor(readonly limit: QueryLimit, readonly max: number, readonly position: number) {
-    super(limit === 'max_depth'
-      ? `the query is nested deeper than ${max} levels (the query depth limit, max_depth: parentheses, not, bool clauses)`
-      : `the query holds more than ${max} clauses (the query size limit, max_clauses: terms, listed values, ranges, _exists_)`);
+  constructor(
+    readonly limit: QueryLimit,
+    readonly max: number,
+    readonly position: number,
+  ) {
+    super(
+      limit === 'max_depth'
+        ? `the query is nested deeper than ${max} levels (the query depth limit, max_depth: parentheses, not, bool clauses)`
+        : `the query holds more than ${max} clauses (the query size limit, max_clauses: terms, listed values, ranges, _exists_)`,
+    );
     this.name = 'QueryLimitError';
   }
 }
@@ -32,7 +38,10 @@ export class QueryBudget {
   private depth = 0;
   private clauses = 0;
 
-  constructor(readonly maxDepth = MAX_QUERY_DEPTH, readonly maxClauses = MAX_QUERY_CLAUSES) {}
+  constructor(
+    readonly maxDepth = MAX_QUERY_DEPTH,
+    readonly maxClauses = MAX_QUERY_CLAUSES,
+  ) {}
 
   /** One level deeper; throws past the limit, before the parser recurses. Pair with leave(). */
   enter(position = 0): void {

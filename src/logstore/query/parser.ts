@@ -3,7 +3,11 @@ import type { Bound, FieldsPipe, ParsedQuery, Pattern, QueryNode } from './ast.j
 import { QueryBudget } from './limits.js';
 
 export class QuerySyntaxError extends Error {
-  constructor(readonly position: number, readonly expected: string, readonly found: string) {
+  constructor(
+    readonly position: number,
+    readonly expected: string,
+    readonly found: string,
+  ) {
     super(`query syntax error at position ${position}: expected ${expected}, found ${found}`);
     this.name = 'QuerySyntaxError';
   }
@@ -14,10 +18,14 @@ const WORD_STOP = new Set([' ', '\t', '\n', '\r', '(', ')', '|', '"', "'", '`'])
 
 class Parser {
   pos = 0;
-  constructor(readonly src: string, readonly budget: QueryBudget) {}
+  constructor(
+    readonly src: string,
+    readonly budget: QueryBudget,
+  ) {}
 
   fail(expected: string): never {
-    const found = this.pos >= this.src.length ? 'the end of the query' : JSON.stringify(this.src.slice(this.pos, this.pos + 12));
+    const found =
+      this.pos >= this.src.length ? 'the end of the query' : JSON.stringify(this.src.slice(this.pos, this.pos + 12));
     throw new QuerySyntaxError(this.pos, expected, found);
   }
 
@@ -163,8 +171,14 @@ class Parser {
       const term: QueryNode = { kind: 'term', field, value, pos };
       node = node ? { kind: 'or', left: node, right: term } : term;
       const c = this.peek();
-      if (c === ',') { this.pos++; continue; }
-      if (c === ')') { this.pos++; return node; }
+      if (c === ',') {
+        this.pos++;
+        continue;
+      }
+      if (c === ')') {
+        this.pos++;
+        return node;
+      }
       this.fail('"," or ")" in in(...)');
     }
   }
@@ -180,7 +194,9 @@ class Parser {
     if (c !== ']' && c !== ')') this.fail('"]" or ")" closing the range');
     this.pos++;
     return {
-      kind: 'range', field, pos,
+      kind: 'range',
+      field,
+      pos,
       lo: lo === null ? null : { value: lo, inclusive: loInclusive },
       hi: hi === null ? null : { value: hi, inclusive: c === ']' },
     };
@@ -190,7 +206,10 @@ class Parser {
     const c = this.peek();
     if (c === '*') {
       const next = this.src[this.pos + 1];
-      if (next === undefined || /[\s,\])]/.test(next)) { this.pos++; return null; }
+      if (next === undefined || /[\s,\])]/.test(next)) {
+        this.pos++;
+        return null;
+      }
     }
     if (c === undefined || c === ',' || c === ']' || c === ')') this.fail('a range bound (a value or "*")');
     const v = this.parseValue(true);
@@ -203,10 +222,15 @@ class Parser {
     this.skipWs();
     const q = this.src[this.pos];
     const segments: string[] = [''];
-    const add = (ch: string) => { segments[segments.length - 1] += ch; };
+    const add = (ch: string) => {
+      segments[segments.length - 1] += ch;
+    };
     if (q === '`') {
       const end = this.src.indexOf('`', this.pos + 1);
-      if (end < 0) { this.pos = this.src.length; this.fail('a closing "`"'); }
+      if (end < 0) {
+        this.pos = this.src.length;
+        this.fail('a closing "`"');
+      }
       const v = this.src.slice(this.pos + 1, end);
       this.pos = end + 1;
       return { segments: [v] };
@@ -216,7 +240,10 @@ class Parser {
       this.pos++;
       for (;;) {
         const c = this.src[this.pos];
-        if (c === undefined) { this.pos = start; this.fail(`a closing ${q} for the string starting here`); }
+        if (c === undefined) {
+          this.pos = start;
+          this.fail(`a closing ${q} for the string starting here`);
+        }
         this.pos++;
         if (c === q) break;
         if (c === '\\') {
@@ -256,16 +283,20 @@ export function queryFields(root: QueryNode, out = new Map<string, number>()): M
   const todo: QueryNode[] = [root];
   for (let node = todo.pop(); node; node = todo.pop()) {
     switch (node.kind) {
-      case 'term': case 'range': case 'exists':
+      case 'term':
+      case 'range':
+      case 'exists':
         if (!out.has(node.field)) out.set(node.field, node.pos);
         break;
-      case 'and': case 'or':
+      case 'and':
+      case 'or':
         todo.push(node.right, node.left);
         break;
       case 'not':
         todo.push(node.inner);
         break;
-      case 'all': case 'text':
+      case 'all':
+      case 'text':
         break;
     }
   }

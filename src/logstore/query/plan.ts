@@ -11,13 +11,24 @@ export type Plan =
   | { op: 'pattern'; field: string; segments: string[] }
   /** Free text in auto mode: every field of the fraction (but `_exists_`) whose token matches `segments`. */
   | { op: 'anyField'; segments: string[] }
-  | { op: 'range'; field: string; lo: string | null; hi: string | null; loIncl: boolean; hiIncl: boolean; numeric: boolean }
+  | {
+      op: 'range';
+      field: string;
+      lo: string | null;
+      hi: string | null;
+      loIncl: boolean;
+      hiIncl: boolean;
+      numeric: boolean;
+    }
   | { op: 'and'; items: Plan[] }
   | { op: 'or'; items: Plan[] }
   | { op: 'not'; inner: Plan };
 
 export class QueryFieldError extends Error {
-  constructor(readonly position: number, readonly field: string) {
+  constructor(
+    readonly position: number,
+    readonly field: string,
+  ) {
     super(`query error at position ${position}: field "${field}" is not indexed (expected a field of the mapping)`);
     this.name = 'QueryFieldError';
   }
@@ -61,8 +72,12 @@ function termPlan(field: string, value: Pattern, m: MappingSpec): Plan {
         alternatives.push(toks.length ? { op: 'token', field, token: toks[toks.length - 1]! } : { op: 'none' });
       } else alternatives.push({ op: 'pattern', field, segments: lower });
     } else if (type === 'text') {
-      const words = lower.join(WILD).split(TEXT_SPLIT).filter((w) => w !== '');
-      if (words.length === 0) alternatives.push(lower.length > 1 ? { op: 'pattern', field, segments: ['', ''] } : { op: 'none' });
+      const words = lower
+        .join(WILD)
+        .split(TEXT_SPLIT)
+        .filter((w) => w !== '');
+      if (words.length === 0)
+        alternatives.push(lower.length > 1 ? { op: 'pattern', field, segments: ['', ''] } : { op: 'none' });
       else alternatives.push(and(words.map((w) => patternPlan(field, w.split(WILD), m.maxTokenSize))));
     } else if (type === 'exists' && lower.length > 1 && lower.every((s) => s === '')) {
       alternatives.push({ op: 'token', field: EXISTS_FIELD, token: field });
@@ -88,29 +103,38 @@ function freeTextPlan(value: Pattern, m: MappingSpec): Plan {
   for (const field of Object.keys(m.fields)) {
     const types = m.fields[field]!;
     if (types.includes('text')) alternatives.push(termPlan(field, value, { ...m, fields: { [field]: ['text'] } }));
-    if (types.includes('keyword') || types.includes('path')) alternatives.push({ op: 'pattern', field, segments: containsSegments(lower) });
+    if (types.includes('keyword') || types.includes('path'))
+      alternatives.push({ op: 'pattern', field, segments: containsSegments(lower) });
   }
   return or(alternatives);
 }
 
 function lower(node: QueryNode, m: MappingSpec): Plan {
   switch (node.kind) {
-    case 'all': return { op: 'all' };
-    case 'term': return termPlan(node.field, node.value, m);
-    case 'text': return freeTextPlan(node.value, m);
-    case 'exists': return { op: 'token', field: EXISTS_FIELD, token: node.field };
+    case 'all':
+      return { op: 'all' };
+    case 'term':
+      return termPlan(node.field, node.value, m);
+    case 'text':
+      return freeTextPlan(node.value, m);
+    case 'exists':
+      return { op: 'token', field: EXISTS_FIELD, token: node.field };
     case 'range': {
       const lo = node.lo?.value ?? null;
       const hi = node.hi?.value ?? null;
       const numeric = (lo === null || isNumeric(lo)) && (hi === null || isNumeric(hi)) && (lo !== null || hi !== null);
       return {
-        op: 'range', field: node.field, numeric,
+        op: 'range',
+        field: node.field,
+        numeric,
         lo: lo === null ? null : numeric ? lo : lo.toLowerCase(),
         hi: hi === null ? null : numeric ? hi : hi.toLowerCase(),
-        loIncl: node.lo?.inclusive ?? true, hiIncl: node.hi?.inclusive ?? true,
+        loIncl: node.lo?.inclusive ?? true,
+        hiIncl: node.hi?.inclusive ?? true,
       };
     }
-    case 'and': case 'or': {
+    case 'and':
+    case 'or': {
       // Down the left spine without recursion: `a or b or c ...` parses to a chain as deep as it is long.
       const rights: QueryNode[] = [];
       let n: QueryNode = node;
@@ -122,7 +146,8 @@ function lower(node: QueryNode, m: MappingSpec): Plan {
       for (let i = rights.length - 1; i >= 0; i--) items.push(lower(rights[i]!, m));
       return flatten(node.kind, items);
     }
-    case 'not': return { op: 'not', inner: lower(node.inner, m) };
+    case 'not':
+      return { op: 'not', inner: lower(node.inner, m) };
   }
 }
 

@@ -4,14 +4,20 @@ import type { FieldsPipe, ParsedQuery, Pattern, QueryNode } from './ast.js';
 
 /** A value in double quotes: `\`, `"` and a literal `*` escaped, segments joined by the `*` wildcard. */
 function quoted(segments: readonly string[]): string {
-  const esc = (s: string) => s.replace(/[\\"*]/g, (c) => `\\${c}`).replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+  const esc = (s: string) =>
+    s
+      .replace(/[\\"*]/g, (c) => `\\${c}`)
+      .replace(/\n/g, '\\n')
+      .replace(/\t/g, '\\t');
   return `"${segments.map(esc).join('*')}"`;
 }
 
 /** Thrown for a field name seq-ql cannot spell (outside the parser's field-name characters). */
 export class UnprintableFieldError extends Error {
   constructor(readonly field: string) {
-    super(`field name ${JSON.stringify(field)} cannot be written in seq-ql (no spaces, quotes, ':', '(', ')', '|', ',', '[', ']' or '#')`);
+    super(
+      `field name ${JSON.stringify(field)} cannot be written in seq-ql (no spaces, quotes, ':', '(', ')', '|', ',', '[', ']' or '#')`,
+    );
     this.name = 'UnprintableFieldError';
   }
 }
@@ -29,13 +35,18 @@ function pattern(p: Pattern): string {
 
 function node(n: QueryNode): string {
   switch (n.kind) {
-    case 'all': return '*';
-    case 'term': return `${field(n.field)}:${pattern(n.value)}`;
-    case 'text': return pattern(n.value);
-    case 'exists': return `_exists_:${field(n.field)}`;
+    case 'all':
+      return '*';
+    case 'term':
+      return `${field(n.field)}:${pattern(n.value)}`;
+    case 'text':
+      return pattern(n.value);
+    case 'exists':
+      return `_exists_:${field(n.field)}`;
     case 'range':
       return `${field(n.field)}:${n.lo?.inclusive ? '[' : '('}${n.lo ? quoted([n.lo.value]) : '*'}, ${n.hi ? quoted([n.hi.value]) : '*'}${n.hi?.inclusive ? ']' : ')'}`;
-    case 'and': case 'or': {
+    case 'and':
+    case 'or': {
       // A left chain of one operator is written without inner parentheses (`(a or b or c)` parses back to the
       // same left-deep tree): no recursion down a chain as deep as it is long, and no nesting the parser counts.
       const rights: string[] = [];
@@ -46,7 +57,8 @@ function node(n: QueryNode): string {
       }
       return `(${node(l)} ${n.kind} ${rights.reverse().join(` ${n.kind} `)})`;
     }
-    case 'not': return `not ${node(n.inner)}`;
+    case 'not':
+      return `not ${node(n.inner)}`;
   }
 }
 

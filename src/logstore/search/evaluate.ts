@@ -32,7 +32,8 @@ function rangeAccept(p: Extract<Plan, { op: 'range' }>): (tok: string) => boolea
     };
   }
   return (tok) =>
-    (p.lo === null || (p.loIncl ? tok >= p.lo : tok > p.lo)) && (p.hi === null || (p.hiIncl ? tok <= p.hi : tok < p.hi));
+    (p.lo === null || (p.loIncl ? tok >= p.lo : tok > p.lo)) &&
+    (p.hi === null || (p.hiIncl ? tok <= p.hi : tok < p.hi));
 }
 
 /** The ids a query may match: a list, or the id range [lo, hi) of a time-ordered fraction (never built). */
@@ -48,7 +49,8 @@ function materialize(u: Universe): Uint32Array {
 
 /** ids ∩ universe: a slice when the universe is an id range (free for the whole fraction), else an intersection. */
 function within(ids: Uint32Array, universe: Universe, view: FractionView): Uint32Array {
-  if (universe instanceof Uint32Array) return universe.length === view.docCount ? ids : P.intersectPostings(ids, universe);
+  if (universe instanceof Uint32Array)
+    return universe.length === view.docCount ? ids : P.intersectPostings(ids, universe);
   if (universe.lo <= 0 && universe.hi >= view.docCount) return ids;
   return ids.subarray(lowerBound(ids, universe.lo), lowerBound(ids, universe.hi));
 }
@@ -57,12 +59,20 @@ function within(ids: Uint32Array, universe: Universe, view: FractionView): Uint3
  * Matching local ids of `plan`, ascending; `universe` (the ids in the time range) bounds "all" and "not".
  * Dictionary scans and every step through the plan tick `deadline` (SearchTimedOut once it has passed).
  */
-export function evaluate(plan: Plan, view: FractionView, universe: Universe, deadline: Deadline = NO_DEADLINE): Uint32Array {
+export function evaluate(
+  plan: Plan,
+  view: FractionView,
+  universe: Universe,
+  deadline: Deadline = NO_DEADLINE,
+): Uint32Array {
   deadline.tick();
   switch (plan.op) {
-    case 'all': return materialize(universe);
-    case 'none': return new Uint32Array(0);
-    case 'token': return within(view.postings(plan.field, plan.token), universe, view);
+    case 'all':
+      return materialize(universe);
+    case 'none':
+      return new Uint32Array(0);
+    case 'token':
+      return within(view.postings(plan.field, plan.token), universe, view);
     case 'pattern': {
       const glob = compileGlob(plan.segments);
       const prefix = plan.segments[0] || undefined;
@@ -79,9 +89,10 @@ export function evaluate(plan: Plan, view: FractionView, universe: Universe, dea
     case 'range': {
       const inRange = rangeAccept(plan);
       const accept = (t: string) => (deadline.tick(), inRange(t));
-      const lists = plan.numeric || plan.lo === null
-        ? view.postingsWhere(plan.field, accept)
-        : view.postingsWhere(plan.field, accept, plan.lo, plan.hi ?? '\uffff');
+      const lists =
+        plan.numeric || plan.lo === null
+          ? view.postingsWhere(plan.field, accept)
+          : view.postingsWhere(plan.field, accept, plan.lo, plan.hi ?? '\uffff');
       return within(union(lists, view.docCount), universe, view);
     }
     case 'and': {
@@ -90,22 +101,37 @@ export function evaluate(plan: Plan, view: FractionView, universe: Universe, dea
       let acc: Universe = universe;
       for (const it of items) {
         if (universeSize(acc) === 0) break;
-        acc = it.op === 'not' ? P.differencePostings(materialize(acc), evaluate(it.inner, view, acc, deadline)) : evaluate(it, view, acc, deadline);
+        acc =
+          it.op === 'not'
+            ? P.differencePostings(materialize(acc), evaluate(it.inner, view, acc, deadline))
+            : evaluate(it, view, acc, deadline);
       }
       return materialize(acc);
     }
-    case 'or': return union(plan.items.map((it) => evaluate(it, view, universe, deadline)), view.docCount);
-    case 'not': return P.differencePostings(materialize(universe), evaluate(plan.inner, view, universe, deadline));
+    case 'or':
+      return union(
+        plan.items.map((it) => evaluate(it, view, universe, deadline)),
+        view.docCount,
+      );
+    case 'not':
+      return P.differencePostings(materialize(universe), evaluate(plan.inner, view, universe, deadline));
   }
 }
 
 function weight(p: Plan): number {
   switch (p.op) {
-    case 'token': return 0;
-    case 'and': return 1;
-    case 'or': return 2;
-    case 'pattern': case 'range': return 3;
-    case 'anyField': return 4;
-    default: return 4;
+    case 'token':
+      return 0;
+    case 'and':
+      return 1;
+    case 'or':
+      return 2;
+    case 'pattern':
+    case 'range':
+      return 3;
+    case 'anyField':
+      return 4;
+    default:
+      return 4;
   }
 }

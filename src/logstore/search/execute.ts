@@ -43,7 +43,6 @@ export interface ShardQuery {
   deadline?: number;
 }
 
-
 /** One of the best hits so far. Its id (a hex string) is made only when a tie on time needs it or the hit is written. */
 interface Cand {
   time: number;
@@ -117,8 +116,14 @@ export function topByRank(t: TimeOrder, matches: Uint32Array, k: number, desc: b
   const marked = new Uint8Array(t.order.length);
   for (let i = 0; i < matches.length; i++) marked[t.rank[matches[i]!]!] = 1;
   let o = 0;
-  if (desc) for (let p = t.order.length - 1; o < n; p--) { if (marked[p]) out[o++] = t.order[p]!; }
-  else for (let p = 0; o < n; p++) { if (marked[p]) out[o++] = t.order[p]!; }
+  if (desc)
+    for (let p = t.order.length - 1; o < n; p--) {
+      if (marked[p]) out[o++] = t.order[p]!;
+    }
+  else
+    for (let p = 0; o < n; p++) {
+      if (marked[p]) out[o++] = t.order[p]!;
+    }
   return out;
 }
 
@@ -249,7 +254,13 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     } else picked = topByTime(view, matches, q.limit, desc);
     take(view, picked);
   }
-  const result: ShardQueryResult = { total, hits: writeCands(cands, q.pipes ?? []), aggs, hist: [...hist], fractionsRead: read };
+  const result: ShardQueryResult = {
+    total,
+    hits: writeCands(cands, q.pipes ?? []),
+    aggs,
+    hist: [...hist],
+    fractionsRead: read,
+  };
   if (timedOut) result.timedOut = true;
   return result;
 }
@@ -302,7 +313,12 @@ function writeCands(cands: Cand[], pipes: FieldsPipe[]): PackedHits {
     const e = b + (n - 1) * step;
     bytes += r.offsets[Math.max(b, e) + 1]! - r.offsets[Math.min(b, e)]! + HIT_BYTES * n;
     // The object is reused by the view's next call: keep a copy.
-    runs.push({ at: i, count: n, step, run: { raw: r.raw, offsets: r.offsets, first: r.first, end: r.end, utf8: r.utf8, ids: r.ids, times: r.times } });
+    runs.push({
+      at: i,
+      count: n,
+      step,
+      run: { raw: r.raw, offsets: r.offsets, first: r.first, end: r.end, utf8: r.utf8, ids: r.ids, times: r.times },
+    });
     i += n;
   }
   if (pipes.length) alone = cands.length;

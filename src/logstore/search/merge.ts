@@ -16,8 +16,15 @@ export interface MergedQueryResult {
   damaged?: string[];
 }
 
-export function mergeQueryResults(parts: ShardQueryResult[], q: { limit: number; order: 'desc' | 'asc'; aggs?: AggSpec[] }): MergedQueryResult {
-  const hits = mergeHitList(parts.map((p) => p.hits), q.limit, q.order !== 'asc');
+export function mergeQueryResults(
+  parts: ShardQueryResult[],
+  q: { limit: number; order: 'desc' | 'asc'; aggs?: AggSpec[] },
+): MergedQueryResult {
+  const hits = mergeHitList(
+    parts.map((p) => p.hits),
+    q.limit,
+    q.order !== 'asc',
+  );
   const aggs = (q.aggs ?? []).map((_, i) => parts.reduce((acc, p) => mergePartials(acc, p.aggs[i]!), emptyPartial()));
   const hist = new Map<number, number>();
   for (const p of parts) for (const [ts, c] of p.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);

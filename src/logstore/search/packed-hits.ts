@@ -153,7 +153,22 @@ export class HitWriter {
     const hi = step > 0 ? last : b;
     this.reserve(run.offsets[hi + 1]! - run.offsets[lo]! + HIT_BYTES * count);
     this.room(count);
-    const end = hitWriting.writeHits(this.buf, this.used, run.raw, run.offsets, b, count, step, run.ids, run.times, run.first, this.hex, this.offs, this.times, this.n);
+    const end = hitWriting.writeHits(
+      this.buf,
+      this.used,
+      run.raw,
+      run.offsets,
+      b,
+      count,
+      step,
+      run.ids,
+      run.times,
+      run.first,
+      this.hex,
+      this.offs,
+      this.times,
+      this.n,
+    );
     if (end < 0) return false;
     this.used = end;
     this.n += count;
@@ -192,7 +207,12 @@ export class HitWriter {
 /** The hits of a search across shards, in order: references into each shard's packed hits. */
 export class HitList {
   /** `dropped`: copies of an id already listed that the merge left out (replicas, a batch retried elsewhere). */
-  constructor(readonly parts: PackedHits[], readonly part: Uint16Array, readonly index: Uint32Array, readonly dropped = 0) {}
+  constructor(
+    readonly parts: PackedHits[],
+    readonly part: Uint16Array,
+    readonly index: Uint32Array,
+    readonly dropped = 0,
+  ) {}
 
   get length(): number {
     return this.part.length;
@@ -289,7 +309,10 @@ export function mergeHitList(parts: PackedHits[], limit: number, desc: boolean):
       const p = parts[s]!;
       const i = at[s]!;
       if (i >= p.times.length) continue;
-      if (best < 0) { best = s; continue; }
+      if (best < 0) {
+        best = s;
+        continue;
+      }
       const b = parts[best]!;
       const j = at[best]!;
       const dt = p.times[i]! - b.times[j]!;

@@ -34,8 +34,10 @@ export function writeHits(list: HitList, out: Buffer, at: number): void {
   const jsonAt = idsAt + 24 * n;
   out.writeUInt32LE(n, at);
   out.writeUInt32LE(0, at + 4);
-  const times = LE && (out.byteOffset + timesAt) % 8 === 0 ? new Float64Array(out.buffer, out.byteOffset + timesAt, n) : null;
-  const offsView = LE && (out.byteOffset + offsAt) % 4 === 0 ? new Uint32Array(out.buffer, out.byteOffset + offsAt, n + 1) : null;
+  const times =
+    LE && (out.byteOffset + timesAt) % 8 === 0 ? new Float64Array(out.buffer, out.byteOffset + timesAt, n) : null;
+  const offsView =
+    LE && (out.byteOffset + offsAt) % 4 === 0 ? new Uint32Array(out.buffer, out.byteOffset + offsAt, n + 1) : null;
   const ids = list.parts.map((p) => Buffer.from(p.ids, 'latin1'));
   const bytes = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
   let pos = 0;

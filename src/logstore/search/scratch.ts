@@ -20,7 +20,10 @@ export class ScratchPool {
   /** Buffers free for reuse, whole (each its own ArrayBuffer). */
   private readonly free: Buffer[] = [];
 
-  constructor(private readonly maxKept: number, private readonly maxKeptBytes: number) {}
+  constructor(
+    private readonly maxKept: number,
+    private readonly maxKeptBytes: number,
+  ) {}
 
   /** Bytes the pool keeps while nothing is taken (at most maxKept * maxKeptBytes). */
   get keptBytes(): number {

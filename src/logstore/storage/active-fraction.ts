@@ -55,7 +55,11 @@ export class ActiveFraction implements FractionView {
   private sortedTimes = new Float64Array(0);
   private ranks = new Uint32Array(0);
 
-  constructor(readonly name: string, readonly mapping: MappingSpec, readonly shardHex: string) {
+  constructor(
+    readonly name: string,
+    readonly mapping: MappingSpec,
+    readonly shardHex: string,
+  ) {
     this.index = new ActiveIndex(mapping);
     this.shardNo = parseInt(shardHex, 16);
   }
@@ -97,7 +101,16 @@ export class ActiveFraction implements FractionView {
    * Indexes one document; its bytes stay in `buf` (a batch buffer shared by many documents). `doc` is the parsed
    * document, or null when the document is number `bi` of `batch` (ActiveIndex.indexBatch tokenized it).
    */
-  add(doc: Record<string, unknown> | null, buf: Buffer, off: number, len: number, time: number, counter: number, batch?: DocBatch, bi = 0): void {
+  add(
+    doc: Record<string, unknown> | null,
+    buf: Buffer,
+    off: number,
+    len: number,
+    time: number,
+    counter: number,
+    batch?: DocBatch,
+    bi = 0,
+  ): void {
     const n = this.n;
     const tail = idTail(counter, this.shardNo);
     if (n > 0 && (time < this.tm[n - 1]! || (time === this.tm[n - 1]! && tail <= this.lastTail))) this.ordered = false;
@@ -223,7 +236,8 @@ export class ActiveFraction implements FractionView {
   idShards(): number[] {
     const out = new Set<number>();
     for (let r = 0; r < this.runTail.length; r++) {
-      const last = (r + 1 < this.runTail.length ? this.runLocal[r + 1]! : this.n) - 1 - this.runLocal[r]! + this.runTail[r]!;
+      const last =
+        (r + 1 < this.runTail.length ? this.runLocal[r + 1]! : this.n) - 1 - this.runLocal[r]! + this.runTail[r]!;
       for (let b = Math.floor(this.runTail[r]! / 2 ** 40); b <= Math.floor(last / 2 ** 40); b++) out.add(b & 0xff);
     }
     return [...out];

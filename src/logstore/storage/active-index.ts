@@ -79,13 +79,28 @@ export class ActiveIndex {
       if (fs.smallNums) cols += fs.smallNums.byteLength;
       if (fs.nums) cols += 64 * fs.nums.size;
     }
-    return 4 * (this.entries.length + this.docEnd.length) + this.tokOrd.byteLength + this.lastDoc.byteLength + cols + this.indexer.bytes;
+    return (
+      4 * (this.entries.length + this.docEnd.length) +
+      this.tokOrd.byteLength +
+      this.lastDoc.byteLength +
+      cols +
+      this.indexer.bytes
+    );
   }
 
   private newField(name: string, types: readonly FieldType[], withExists = true, fromIndexer = false): FieldState {
     const fs: FieldState = {
-      name, idx: this.fieldList.length, types, keywordOnly: types.length === 1 && types[0] === 'keyword', existsTok: -1,
-      tokCount: 0, nums: null, smallNums: null, colToks: new U32List(16), colOrds: null, colView: null,
+      name,
+      idx: this.fieldList.length,
+      types,
+      keywordOnly: types.length === 1 && types[0] === 'keyword',
+      existsTok: -1,
+      tokCount: 0,
+      nums: null,
+      smallNums: null,
+      colToks: new U32List(16),
+      colOrds: null,
+      colView: null,
     };
     fs.nums = fs.keywordOnly ? new Map() : null;
     this.fieldStates.set(name, fs);
@@ -154,7 +169,8 @@ export class ActiveIndex {
         for (const v of value) this.visit(v, name);
         return;
       }
-      for (const k in value as Record<string, unknown>) this.visit((value as Record<string, unknown>)[k], name ? `${name}.${k}` : k);
+      for (const k in value as Record<string, unknown>)
+        this.visit((value as Record<string, unknown>)[k], name ? `${name}.${k}` : k);
       return;
     }
     const fs = this.field(name);
@@ -237,7 +253,8 @@ export class ActiveIndex {
     let at = e.length;
     for (let k = from; k < to; k++) data[at++] = toks[k]!;
     e.length = at;
-    for (let c = i === 0 ? 0 : b.colEnds[i - 1]!; c < b.colEnds[i]!; c++) this.setColumn(this.fieldList[b.cols[2 * c]!]!, b.cols[2 * c + 1]!);
+    for (let c = i === 0 ? 0 : b.colEnds[i - 1]!; c < b.colEnds[i]!; c++)
+      this.setColumn(this.fieldList[b.cols[2 * c]!]!, b.cols[2 * c + 1]!);
     this.docEnd.push(e.length);
   }
 
@@ -258,7 +275,8 @@ export class ActiveIndex {
     const n = this.docEnd.length;
     const done = this.segments.length ? this.segments[this.segments.length - 1]!.docHi : 0;
     if (done === n) return this.segments;
-    if (this.segments.length > 0 && this.segments.length < 8 && (n - done) * 4 < done) this.segments.push(this.invert(done, n));
+    if (this.segments.length > 0 && this.segments.length < 8 && (n - done) * 4 < done)
+      this.segments.push(this.invert(done, n));
     else this.segments = [this.invert(0, n)];
     return this.segments;
   }
@@ -275,7 +293,8 @@ export class ActiveIndex {
    * seal of a fraction whose documents arrived out of time order: each list comes out sorted in the new ids.
    */
   allInOrder(order: Uint32Array): { start: Uint32Array; data: Uint32Array } {
-    if (order.length !== this.docEnd.length) throw new Error(`allInOrder: ${order.length} documents in the order, ${this.docEnd.length} indexed`);
+    if (order.length !== this.docEnd.length)
+      throw new Error(`allInOrder: ${order.length} documents in the order, ${this.docEnd.length} indexed`);
     return invertInOrder(this.entries.data, this.docEnd.data, this.tokCount, order);
   }
 
@@ -341,7 +360,9 @@ export class ActiveIndex {
   /** A field's dictionary sorted (for the seal). */
   sortedDictionary(field: string): SortedField {
     const fs = this.fieldStates.get(field);
-    return fs ? this.indexer.sortedField(fs.idx) : { ids: new Uint32Array(0), lens: new Uint32Array(0), bytes: new Uint8Array(0), wide: false };
+    return fs
+      ? this.indexer.sortedField(fs.idx)
+      : { ids: new Uint32Array(0), lens: new Uint32Array(0), bytes: new Uint8Array(0), wide: false };
   }
 
   /** Indexed field names (with `_exists_`) that have tokens. */

@@ -26,15 +26,20 @@ export class Catalog {
   }
 
   list(): FractionRow[] {
-    return this.db.prepare('SELECT name, state, min_time, max_time, docs, raw_bytes, disk_bytes FROM fractions ORDER BY name').all() as FractionRow[];
+    return this.db
+      .prepare('SELECT name, state, min_time, max_time, docs, raw_bytes, disk_bytes FROM fractions ORDER BY name')
+      .all() as FractionRow[];
   }
 
   addActive(name: string): void {
-    this.db.prepare('INSERT OR IGNORE INTO fractions VALUES (?, \'active\', 0, 0, 0, 0, 0, ?)').run(name, Date.now());
+    this.db.prepare("INSERT OR IGNORE INTO fractions VALUES (?, 'active', 0, 0, 0, 0, 0, ?)").run(name, Date.now());
   }
 
   markSealed(row: Omit<FractionRow, 'state'>): void {
-    this.db.prepare('UPDATE fractions SET state = \'sealed\', min_time = ?, max_time = ?, docs = ?, raw_bytes = ?, disk_bytes = ? WHERE name = ?')
+    this.db
+      .prepare(
+        "UPDATE fractions SET state = 'sealed', min_time = ?, max_time = ?, docs = ?, raw_bytes = ?, disk_bytes = ? WHERE name = ?",
+      )
       .run(row.min_time, row.max_time, row.docs, row.raw_bytes, row.disk_bytes, row.name);
   }
 

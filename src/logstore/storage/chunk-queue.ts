@@ -25,7 +25,15 @@ export class ChunkQueue {
   readonly doc: (Record<string, unknown> | null)[] = [];
   readonly scan = new Int32Array(INGEST_CHUNK);
 
-  push(time: number, counter: number, buf: Buffer, start: number, len: number, doc: Record<string, unknown> | null, scan: number): void {
+  push(
+    time: number,
+    counter: number,
+    buf: Buffer,
+    start: number,
+    len: number,
+    doc: Record<string, unknown> | null,
+    scan: number,
+  ): void {
     const k = this.count++;
     this.time[k] = time;
     this.counter[k] = counter;
@@ -45,4 +53,3 @@ export class ChunkQueue {
     this.walBytes = 0;
   }
 }
-

@@ -31,7 +31,8 @@ export function withClientIdBound(len: number, id: string): number {
   let b = 10;
   for (let i = 0; i < id.length; i++) {
     const c = id.charCodeAt(i);
-    b += c < 0x20 ? 6 : c === 0x22 || c === 0x5c ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 6 : 3;
+    b +=
+      c < 0x20 ? 6 : c === 0x22 || c === 0x5c ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 6 : 3;
   }
   return len + b;
 }
@@ -42,7 +43,8 @@ export function withClientIdInto(out: Buffer, pos: number, doc: Uint8Array, id: 
   let open = 0;
   while (open < doc.length && doc[open] !== 0x7b) open++;
   let next = open + 1;
-  while (next < doc.length && (doc[next] === 0x20 || doc[next] === 0x09 || doc[next] === 0x0a || doc[next] === 0x0d)) next++;
+  while (next < doc.length && (doc[next] === 0x20 || doc[next] === 0x09 || doc[next] === 0x0a || doc[next] === 0x0d))
+    next++;
   const empty = doc[next] === 0x7d;
   let p = pos + out.write('{"_id":', pos, 'latin1');
   p += PLAIN_ASCII.test(id) ? out.write(`"${id}"`, p, 'latin1') : out.write(JSON.stringify(id), p);
@@ -103,7 +105,8 @@ export class ClientIdTable {
   candidates(h: number): readonly number[] {
     let out: number[] | null = null;
     const mask = this.hashes.length - 1;
-    for (let i = this.slot(h); this.locals[i] !== 0; i = (i + 1) & mask) if (this.hashes[i] === h) (out ??= []).push(this.locals[i]! - 1);
+    for (let i = this.slot(h); this.locals[i] !== 0; i = (i + 1) & mask)
+      if (this.hashes[i] === h) (out ??= []).push(this.locals[i]! - 1);
     return out ?? NONE;
   }
 
@@ -125,7 +128,12 @@ export class ClientIdTable {
 export function docHasClientId(buf: Buffer, start: number, end: number, id: string): boolean {
   const head = `{"_id":${JSON.stringify(id)}`;
   const len = Buffer.byteLength(head);
-  if (end - start > len && buf.toString('utf8', start, start + len) === head && (buf[start + len] === 0x2c || buf[start + len] === 0x7d)) return true;
+  if (
+    end - start > len &&
+    buf.toString('utf8', start, start + len) === head &&
+    (buf[start + len] === 0x2c || buf[start + len] === 0x7d)
+  )
+    return true;
   const doc = JSON.parse(buf.toString('utf8', start, end)) as Record<string, unknown>;
   return doc._id === id;
 }
@@ -155,7 +163,9 @@ export function encodeClientIds(hashes: Uint32Array, locals: ArrayLike<number>):
     }
     return out;
   }
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => hashes[a]! - hashes[b]! || locals[a]! - locals[b]!);
+  const order = Array.from({ length: n }, (_, i) => i).sort(
+    (a, b) => hashes[a]! - hashes[b]! || locals[a]! - locals[b]!,
+  );
   for (let i = 0; i < n; i++) put(i, hashes[order[i]!]!, locals[order[i]!]!);
   return out;
 }

@@ -32,8 +32,15 @@ export function crc32c(buf: Uint8Array, start = 0, end = buf.length, prev = 0): 
   let i = start;
   for (; i + 8 <= end; i += 8) {
     const lo = c ^ (buf[i]! | (buf[i + 1]! << 8) | (buf[i + 2]! << 16) | (buf[i + 3]! << 24));
-    c = t[1792 + (lo & 0xff)]! ^ t[1536 + ((lo >>> 8) & 0xff)]! ^ t[1280 + ((lo >>> 16) & 0xff)]! ^ t[1024 + (lo >>> 24)]!
-      ^ t[768 + buf[i + 4]!]! ^ t[512 + buf[i + 5]!]! ^ t[256 + buf[i + 6]!]! ^ t[buf[i + 7]!]!;
+    c =
+      t[1792 + (lo & 0xff)]! ^
+      t[1536 + ((lo >>> 8) & 0xff)]! ^
+      t[1280 + ((lo >>> 16) & 0xff)]! ^
+      t[1024 + (lo >>> 24)]! ^
+      t[768 + buf[i + 4]!]! ^
+      t[512 + buf[i + 5]!]! ^
+      t[256 + buf[i + 6]!]! ^
+      t[buf[i + 7]!]!;
   }
   for (; i < end; i++) c = t[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
   return ~c >>> 0;

@@ -38,7 +38,9 @@ export class ForgottenIds {
 
   /** Forgets `ids` (24 lowercase hex digits each; anything else is refused): resolves once they are on disk. */
   add(ids: readonly string[]): Promise<number> {
-    for (const id of ids) if (!ID.test(id)) throw new RangeError(`not a document id (24 lowercase hex digits): ${JSON.stringify(id.slice(0, 40))}`);
+    for (const id of ids)
+      if (!ID.test(id))
+        throw new RangeError(`not a document id (24 lowercase hex digits): ${JSON.stringify(id.slice(0, 40))}`);
     const fresh = [...new Set(ids)].filter((id) => !this.ids.has(id));
     if (fresh.length === 0) return Promise.resolve(0);
     const run = this.tail.then(async () => {

@@ -21,7 +21,11 @@ export interface FileCheck {
 
 /** A sealed fraction whose files are missing, cut or changed: it is quarantined, never read again. */
 export class FractionDamagedError extends Error {
-  constructor(readonly dir: string, readonly file: string, readonly detail: string) {
+  constructor(
+    readonly dir: string,
+    readonly file: string,
+    readonly detail: string,
+  ) {
     super(`sealed fraction ${path.basename(dir)} is damaged: ${file}: ${detail}`);
     this.name = 'FractionDamagedError';
   }

@@ -22,7 +22,15 @@ function listStarts(ents: Uint32Array, e0: number, e1: number, tokens: number): 
 }
 
 /** Fills the lists of documents [lo, hi) in order (see invertRange). */
-function fillRange(ents: Uint32Array, ends: Uint32Array, lo: number, hi: number, e0: number, pos: Uint32Array, data: Uint32Array): void {
+function fillRange(
+  ents: Uint32Array,
+  ends: Uint32Array,
+  lo: number,
+  hi: number,
+  e0: number,
+  pos: Uint32Array,
+  data: Uint32Array,
+): void {
   let i = e0;
   for (let d = lo; d < hi; d++) {
     const end = ends[d]!;
@@ -31,7 +39,13 @@ function fillRange(ents: Uint32Array, ends: Uint32Array, lo: number, hi: number,
 }
 
 /** Fills the lists in the order of `order` (see invertInOrder). */
-function fillInOrder(ents: Uint32Array, ends: Uint32Array, order: Uint32Array, pos: Uint32Array, data: Uint32Array): void {
+function fillInOrder(
+  ents: Uint32Array,
+  ends: Uint32Array,
+  order: Uint32Array,
+  pos: Uint32Array,
+  data: Uint32Array,
+): void {
   const n = order.length;
   for (let d = 0; d < n; d++) {
     const old = order[d]!;
@@ -57,7 +71,12 @@ export function invertRange(ents: Uint32Array, ends: Uint32Array, tokens: number
  * Every document of the stream (order.length of them), renumbered: new id d is document order[d]. Documents are
  * visited in the new order, so each list comes out sorted in the new ids.
  */
-export function invertInOrder(ents: Uint32Array, ends: Uint32Array, tokens: number, order: Uint32Array): { start: Uint32Array; data: Uint32Array } {
+export function invertInOrder(
+  ents: Uint32Array,
+  ends: Uint32Array,
+  tokens: number,
+  order: Uint32Array,
+): { start: Uint32Array; data: Uint32Array } {
   const n = order.length;
   const total = n === 0 ? 0 : ends[n - 1]!;
   const start = listStarts(ents, 0, total, tokens);

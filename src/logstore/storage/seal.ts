@@ -8,7 +8,21 @@ import type { ActiveFraction } from './active-fraction.js';
 import { MISSING } from './fraction-view.js';
 import { type DictField, encodeDict, sortedTokens } from './token-dict.js';
 import { encodeClientIds } from './client-ids.js';
-import { BLOCK_BYTES, COLUMN_QUALITY, DOC_QUALITY, FILES, OFFSETS_QUALITY, FRACTION_FORMAT, type FileCheck, type FractionMeta, POSTINGS_CHUNK, bytesOf, compress, fsyncDir, writeFileDurable } from './fraction-files.js';
+import {
+  BLOCK_BYTES,
+  COLUMN_QUALITY,
+  DOC_QUALITY,
+  FILES,
+  OFFSETS_QUALITY,
+  FRACTION_FORMAT,
+  type FileCheck,
+  type FractionMeta,
+  POSTINGS_CHUNK,
+  bytesOf,
+  compress,
+  fsyncDir,
+  writeFileDurable,
+} from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 
 /** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
@@ -99,19 +113,33 @@ function rawBlock(frac: ActiveFraction, order: Uint32Array, start: number, end: 
  * Every posting list in dictionary order, encoded into one buffer (5 bytes per id at most), with each token's
  * offset and count, and each token's rank in its field's sorted dictionary (by token id, for the keyword columns).
  */
-function encodeAllPostings(dictIds: Uint32Array[], tokenCount: number, inverted: { start: Uint32Array; data: Uint32Array }) {
+function encodeAllPostings(
+  dictIds: Uint32Array[],
+  tokenCount: number,
+  inverted: { start: Uint32Array; data: Uint32Array },
+) {
   const offs = new Uint32Array(tokenCount + 1);
   const counts = new Uint32Array(tokenCount);
   const rankOf = new Uint32Array(inverted.start.length);
   const postings = Buffer.allocUnsafe(inverted.data.length * 5);
   let k = 0;
-  for (const sortedIds of dictIds) k = encodeField(sortedIds, inverted.start, inverted.data, postings, offs, counts, rankOf, k);
+  for (const sortedIds of dictIds)
+    k = encodeField(sortedIds, inverted.start, inverted.data, postings, offs, counts, rankOf, k);
   return { offs, counts, rankOf, postings: postings.subarray(0, offs[k]!) };
 }
 
 /** One field's lists (see encodeAllPostings), from dictionary slot `k` on (offs[k] is where they start); returns the
  *  next slot, its offset filled. */
-function encodeField(sortedIds: Uint32Array, start: Uint32Array, data: Uint32Array, postings: Buffer, offs: Uint32Array, counts: Uint32Array, rankOf: Uint32Array, k: number): number {
+function encodeField(
+  sortedIds: Uint32Array,
+  start: Uint32Array,
+  data: Uint32Array,
+  postings: Buffer,
+  offs: Uint32Array,
+  counts: Uint32Array,
+  rankOf: Uint32Array,
+  k: number,
+): number {
   let pOff = offs[k]!;
   for (let r = 0; r < sortedIds.length; r++) {
     const t = sortedIds[r]!;
@@ -128,7 +156,12 @@ function encodeField(sortedIds: Uint32Array, start: Uint32Array, data: Uint32Arr
 }
 
 /** A keyword column in sealed order: per document, the rank of its token in the field's sorted dictionary. */
-function columnRanks(col: { ords: Uint32Array; count: number }, ordMap: Uint32Array, order: Uint32Array | null, n: number): Uint32Array {
+function columnRanks(
+  col: { ords: Uint32Array; count: number },
+  ordMap: Uint32Array,
+  order: Uint32Array | null,
+  n: number,
+): Uint32Array {
   const src = col.ords;
   const ords = new Uint32Array(n);
   for (let i = 0; i < n; i++) {
@@ -195,7 +228,10 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   // Lists in the sealed ids: inverted straight in (time, id) order when documents arrived out of it (concurrent
   // senders), so every list comes out sorted, with no remapping and sort of each list.
   const inverted = identity ? frac.index.all() : frac.index.allInOrder(order);
-  const fields = frac.index.fields().map((f) => f.name).sort();
+  const fields = frac.index
+    .fields()
+    .map((f) => f.name)
+    .sort();
   const dict: DictField[] = [];
   // Token ids of each field's dictionary, in its sorted order.
   const dictIds: Uint32Array[] = [];
@@ -217,7 +253,8 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   put(FILES.offsets, compress(bytesOf(offsAndCounts), OFFSETS_QUALITY));
   put(FILES.postings, postings);
   const postingsChunks: number[] = [];
-  for (let at = 0; at < postings.length; at += POSTINGS_CHUNK) postingsChunks.push(crc32c(postings, at, Math.min(postings.length, at + POSTINGS_CHUNK)));
+  for (let at = 0; at < postings.length; at += POSTINGS_CHUNK)
+    postingsChunks.push(crc32c(postings, at, Math.min(postings.length, at + POSTINGS_CHUNK)));
 
   // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
   const columns: string[] = [];
@@ -237,10 +274,20 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   }
 
   const meta: FractionMeta = {
-    format: FRACTION_FORMAT, name: frac.name, docCount: n,
-    minTime: n ? sortedTimes[0]! : 0, maxTime: n ? sortedTimes[n - 1]! : 0,
-    rawBytes: frac.rawBytes, blocks, fields, columns, seen,
-    clientIds: frac.clientIds.size, idShards: frac.idShards(), files, postingsChunks,
+    format: FRACTION_FORMAT,
+    name: frac.name,
+    docCount: n,
+    minTime: n ? sortedTimes[0]! : 0,
+    maxTime: n ? sortedTimes[n - 1]! : 0,
+    rawBytes: frac.rawBytes,
+    blocks,
+    fields,
+    columns,
+    seen,
+    clientIds: frac.clientIds.size,
+    idShards: frac.idShards(),
+    files,
+    postingsChunks,
   };
   meta.check = crc32c(Buffer.from(JSON.stringify(meta)));
   const metaBytes = Buffer.from(JSON.stringify(meta));

@@ -5,7 +5,15 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { postings as P } from '../../native/index.js';
 import { type Column, type DocRef, type DocRun, type FractionView } from './fraction-view.js';
-import { FILES, FractionDamagedError, type FractionMeta, POSTINGS_CHUNK, decompress, f64Of, u32Of } from './fraction-files.js';
+import {
+  FILES,
+  FractionDamagedError,
+  type FractionMeta,
+  POSTINGS_CHUNK,
+  decompress,
+  f64Of,
+  u32Of,
+} from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
@@ -55,7 +63,15 @@ export class SealedFraction implements FractionView {
   private lastLo = 0;
   private lastHi = 0;
   private readonly ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
-  private readonly run: DocRun = { raw: Buffer.alloc(0), offsets: new Uint32Array(1), first: 0, end: 0, utf8: false, ids: Buffer.alloc(0), times: new Float64Array(0) };
+  private readonly run: DocRun = {
+    raw: Buffer.alloc(0),
+    offsets: new Uint32Array(1),
+    first: 0,
+    end: 0,
+    utf8: false,
+    ids: Buffer.alloc(0),
+    times: new Float64Array(0),
+  };
   private readonly clientIds: SealedClientIds | null;
 
   /** 1 at [k] once chunk k of postings.bin matched its checksum (the files never change while open). */
@@ -100,10 +116,12 @@ export class SealedFraction implements FractionView {
     const size = this.meta.files?.[FILES.postings]?.bytes ?? 0;
     for (let k = Math.floor(off / POSTINGS_CHUNK); k * POSTINGS_CHUNK < off + len; k++) {
       if (this.chunkOk[k]) continue;
-      if (k >= crcs.length) throw this.damaged(FILES.postings, `offset ${off + len} is past the last checksummed chunk`);
+      if (k >= crcs.length)
+        throw this.damaged(FILES.postings, `offset ${off + len} is past the last checksummed chunk`);
       const start = k * POSTINGS_CHUNK;
       const chunk = this.readAt(this.postingsFd, FILES.postings, start, Math.min(POSTINGS_CHUNK, size - start));
-      if (crc32c(chunk) !== crcs[k]) throw this.damaged(FILES.postings, `checksum mismatch in bytes ${start}..${start + chunk.length}`);
+      if (crc32c(chunk) !== crcs[k])
+        throw this.damaged(FILES.postings, `checksum mismatch in bytes ${start}..${start + chunk.length}`);
       this.chunkOk[k] = 1;
     }
   }
@@ -118,10 +136,18 @@ export class SealedFraction implements FractionView {
     return false;
   }
 
-  get name(): string { return this.meta.name; }
-  get docCount(): number { return this.meta.docCount; }
-  get minTime(): number { return this.meta.minTime; }
-  get maxTime(): number { return this.meta.maxTime; }
+  get name(): string {
+    return this.meta.name;
+  }
+  get docCount(): number {
+    return this.meta.docCount;
+  }
+  get minTime(): number {
+    return this.meta.minTime;
+  }
+  get maxTime(): number {
+    return this.meta.maxTime;
+  }
 
   /** A whole compressed file, checked against its checksum (format 2) and decompressed. */
   private read(file: string): Buffer {
@@ -132,7 +158,11 @@ export class SealedFraction implements FractionView {
       throw this.damaged(file, (err as Error).message);
     }
     const want = this.meta.files?.[file];
-    if (want && (buf.length !== want.bytes || crc32c(buf) !== want.crc)) throw this.damaged(file, buf.length !== want.bytes ? `${buf.length} bytes, ${want.bytes} written` : 'checksum mismatch');
+    if (want && (buf.length !== want.bytes || crc32c(buf) !== want.crc))
+      throw this.damaged(
+        file,
+        buf.length !== want.bytes ? `${buf.length} bytes, ${want.bytes} written` : 'checksum mismatch',
+      );
     return this.inflate(file, buf);
   }
 
@@ -245,7 +275,8 @@ export class SealedFraction implements FractionView {
     if (this.docsFd < 0) this.docsFd = openSync(path.join(this.dir, FILES.docs), 'r');
     const [off, len, , crc] = this.meta.blocks[index]!;
     const buf = this.readAt(this.docsFd, FILES.docs, off, len);
-    if (crc !== undefined && crc32c(buf) !== crc) throw this.damaged(FILES.docs, `checksum mismatch in block ${index} (bytes ${off}..${off + len})`);
+    if (crc !== undefined && crc32c(buf) !== crc)
+      throw this.damaged(FILES.docs, `checksum mismatch in block ${index} (bytes ${off}..${off + len})`);
     const raw = this.inflate(FILES.docs, buf);
     const count = raw.readUInt32LE(0);
     const offsets = new Uint32Array(count + 1);
@@ -354,7 +385,8 @@ function readMeta(dir: string): FractionMeta {
   }
   if (meta.format < 2) return meta;
   const { check, ...rest } = meta;
-  if (check !== crc32c(Buffer.from(JSON.stringify(rest)))) throw new FractionDamagedError(dir, FILES.meta, 'checksum mismatch');
+  if (check !== crc32c(Buffer.from(JSON.stringify(rest))))
+    throw new FractionDamagedError(dir, FILES.meta, 'checksum mismatch');
   for (const [file, want] of Object.entries(meta.files ?? {})) {
     let size: number;
     try {

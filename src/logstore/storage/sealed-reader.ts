@@ -34,7 +34,10 @@ export class SealedReader {
   answered = 0;
   fallbacks = 0;
 
-  constructor(private readonly dir: string, private readonly state: ShardStateReader) {}
+  constructor(
+    private readonly dir: string,
+    private readonly state: ShardStateReader,
+  ) {}
 
   /** The shard's answer from its sealed fractions, or null when the shard thread must answer it. */
   query(q: ShardQuery): ShardQueryResult | null {
@@ -62,7 +65,10 @@ export class SealedReader {
     try {
       if (gen !== this.rowsGen) this.reload(gen);
       if (this.setAside.some((r) => r.max_time >= q.from && r.min_time <= q.to)) return null;
-      return { gen, views: this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name)) };
+      return {
+        gen,
+        views: this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name)),
+      };
     } catch {
       this.failed();
       return null;
@@ -89,7 +95,9 @@ export class SealedReader {
   /** Reads the sealed fractions from the shard's catalog, in name order (the shard's own order). */
   private reload(gen: number): void {
     this.db ??= new Database(path.join(this.dir, 'catalog.db'), { readonly: true, fileMustExist: true });
-    this.rows = this.db.prepare("SELECT name, min_time, max_time FROM fractions WHERE state = 'sealed' ORDER BY name").all() as SealedRow[];
+    this.rows = this.db
+      .prepare("SELECT name, min_time, max_time FROM fractions WHERE state = 'sealed' ORDER BY name")
+      .all() as SealedRow[];
     this.setAside = quarantinedRows(this.dir);
     const names = new Set(this.rows.map((r) => r.name));
     for (const [name, frac] of this.open) {

@@ -113,7 +113,11 @@ export class Shard {
    * allocations then come on top of the fraction alone, not of the parsing garbage that V8 lets pile up to
    * as much again before it collects.
    */
-  constructor(readonly opts: ShardOptions, private readonly log: Logger, private readonly beforeSeal?: () => void) {
+  constructor(
+    readonly opts: ShardOptions,
+    private readonly log: Logger,
+    private readonly beforeSeal?: () => void,
+  ) {
     mkdirSync(opts.dir, { recursive: true });
     this.catalog = new Catalog(path.join(opts.dir, 'catalog.db'));
     this.ids = new IdMaker(opts.shard);
@@ -176,10 +180,34 @@ export class Shard {
         // A crash in the middle of a write leaves a cut record that was never acknowledged; anything more (a file
         // cut short, changed bytes) loses acknowledged documents. Replay cannot tell the two apart, so both are errors.
         // Records of a file cut short are gone with its end: only the bytes left after the last whole record count.
-        const what = loss.reason === 'cut' ? 'ends inside a record (cut short: records past its end, if any, cannot be counted)' : loss.reason === 'checksum' ? 'has a record that fails its checksum' : 'has a record of impossible length';
+        const what =
+          loss.reason === 'cut'
+            ? 'ends inside a record (cut short: records past its end, if any, cannot be counted)'
+            : loss.reason === 'checksum'
+              ? 'has a record that fails its checksum'
+              : 'has a record of impossible length';
         const detail = `write-ahead file ${what} at byte ${loss.offset}: ${loss.bytes} bytes dropped, at least ${loss.records} records; ${n} records replayed`;
-        this.log.error({ fraction: activeRow.name, offset: loss.offset, dropped_bytes: loss.bytes, dropped_records_at_least: loss.records, reason: loss.reason, kept_records: n, saved_to: loss.savedTo }, 'write-ahead file damaged: replayed up to the last valid record, the rest is dropped');
-        this.problems.push({ kind: 'wal_tail_dropped', name: activeRow.name, detail, at: new Date().toISOString(), docs: loss.records, bytes: loss.bytes, saved_to: loss.savedTo });
+        this.log.error(
+          {
+            fraction: activeRow.name,
+            offset: loss.offset,
+            dropped_bytes: loss.bytes,
+            dropped_records_at_least: loss.records,
+            reason: loss.reason,
+            kept_records: n,
+            saved_to: loss.savedTo,
+          },
+          'write-ahead file damaged: replayed up to the last valid record, the rest is dropped',
+        );
+        this.problems.push({
+          kind: 'wal_tail_dropped',
+          name: activeRow.name,
+          detail,
+          at: new Date().toISOString(),
+          docs: loss.records,
+          bytes: loss.bytes,
+          saved_to: loss.savedTo,
+        });
       }
       this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');
     } else this.newActive();
@@ -193,7 +221,14 @@ export class Shard {
       const why = readReason(path.join(dir, entry));
       if (why) this.setAside.push(why.row);
       const detail = `set aside by an earlier run${why ? ` (${why.detail})` : ''}; remove it from ${dir} once inspected`;
-      this.problems.push({ kind: 'quarantine_not_empty', name: entry, detail, at: new Date().toISOString(), ...(why ? { docs: why.row.docs } : {}), saved_to: path.join(dir, entry) });
+      this.problems.push({
+        kind: 'quarantine_not_empty',
+        name: entry,
+        detail,
+        at: new Date().toISOString(),
+        ...(why ? { docs: why.row.docs } : {}),
+        saved_to: path.join(dir, entry),
+      });
     }
   }
 
@@ -216,19 +251,35 @@ export class Shard {
       fsyncDir(this.opts.dir);
       this.catalog.remove(row.name);
     } catch (moveErr) {
-      this.log.error({ fraction: row.name, err: (moveErr as Error).message }, 'could not move a damaged fraction into quarantine; it stays in the catalog and is skipped');
+      this.log.error(
+        { fraction: row.name, err: (moveErr as Error).message },
+        'could not move a damaged fraction into quarantine; it stays in the catalog and is skipped',
+      );
       savedTo = null;
     }
     if (savedTo) {
       try {
         writeReason(savedTo, { row, detail: `${err.file}: ${err.detail}` });
       } catch (writeErr) {
-        this.log.warn({ fraction: row.name, err: (writeErr as Error).message }, 'could not note why a fraction was quarantined; the next start reports it without its time range');
+        this.log.warn(
+          { fraction: row.name, err: (writeErr as Error).message },
+          'could not note why a fraction was quarantined; the next start reports it without its time range',
+        );
       }
     }
     this.setAside.push(row);
-    this.log.error({ fraction: row.name, file: err.file, detail: err.detail, docs: row.docs, saved_to: savedTo }, 'sealed fraction damaged: quarantined, searches answer from the other fractions');
-    this.problems.push({ kind: 'fraction_quarantined', name: row.name, detail: `${err.file}: ${err.detail}`, at: new Date().toISOString(), docs: row.docs, saved_to: savedTo });
+    this.log.error(
+      { fraction: row.name, file: err.file, detail: err.detail, docs: row.docs, saved_to: savedTo },
+      'sealed fraction damaged: quarantined, searches answer from the other fractions',
+    );
+    this.problems.push({
+      kind: 'fraction_quarantined',
+      name: row.name,
+      detail: `${err.file}: ${err.detail}`,
+      at: new Date().toISOString(),
+      docs: row.docs,
+      saved_to: savedTo,
+    });
   }
 
   /**
@@ -265,7 +316,13 @@ export class Shard {
    * parsed documents die young; one fsync at the end makes the batch durable before it is acknowledged.
    * The index only ever holds documents already written to the write-ahead file.
    */
-  ingest(buf: Uint8Array, offs: Int32Array, now = Date.now(), assign?: IdAssign, meta?: IngestIds | null): IngestResult {
+  ingest(
+    buf: Uint8Array,
+    offs: Int32Array,
+    now = Date.now(),
+    assign?: IdAssign,
+    meta?: IngestIds | null,
+  ): IngestResult {
     const n = offs.length >>> 1;
     const data = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
     const queue = this.queue;
@@ -315,18 +372,32 @@ export class Shard {
           continue;
         }
         if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-          errors.push([i, 'mapper_parsing_exception', `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`]);
+          errors.push([
+            i,
+            'mapper_parsing_exception',
+            `the document is not a JSON object (found ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : typeof doc})`,
+          ]);
           continue;
         }
         const obj = doc as Record<string, unknown>;
         if (obj._id !== undefined) {
-          errors.push([i, 'mapper_parsing_exception', 'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.']);
+          errors.push([
+            i,
+            'mapper_parsing_exception',
+            'Field [_id] is a metadata field and cannot be added inside a document. Use the index API request parameters.',
+          ]);
           continue;
         }
         const cid = clientIds?.[i] ?? null;
         if (cid !== null) {
           if (pending.has(cid) || this.hasClientId(cid)) {
-            if (meta!.create?.[i]) errors.push([i, 'version_conflict_engine_exception', `[${cid}]: version conflict, document already exists (current version [1])`, 409]);
+            if (meta!.create?.[i])
+              errors.push([
+                i,
+                'version_conflict_engine_exception',
+                `[${cid}]: version conflict, document already exists (current version [1])`,
+                409,
+              ]);
             else kept.push(i);
             continue;
           }
@@ -347,7 +418,12 @@ export class Shard {
           }
         }
         // The buffer the bytes are in: the batch, the side buffer, or their own.
-        const base = bytes.buffer === data.buffer ? data : side !== null && bytes.buffer === side.buffer ? side : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+        const base =
+          bytes.buffer === data.buffer
+            ? data
+            : side !== null && bytes.buffer === side.buffer
+              ? side
+              : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
         if (queue.count === 0) chunkFirst = i;
         this.store(queue, ids, i, t.time, base, bytes.byteOffset - base.byteOffset, bytes.length, obj, -1, assign);
         if (queue.count === INGEST_CHUNK) stored += this.flush(queue, scanned, pending);
@@ -376,7 +452,11 @@ export class Shard {
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
       // Sealed at frac_size of raw documents, or at half of it in memory: writing the sealed files takes about as
       // much again for a moment, so a shard stays near frac_size of memory whatever its documents' cardinality.
-      if ((this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) && Date.now() >= this.sealRetryAt) this.trySeal();
+      if (
+        (this.active.rawBytes >= this.opts.fracSize || this.active.memoryBytes >= this.opts.fracSize / 2) &&
+        Date.now() >= this.sealRetryAt
+      )
+        this.trySeal();
       else if (this.sealRetryAt === 0 && !full) this.noteWritten();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
@@ -402,18 +482,31 @@ export class Shard {
       if (out.length <= WAL_SCRATCH_MAX) this.walScratch = out;
     }
     let pos = 0;
-    for (let i = 0; i < count; i++) pos = encodeWalInto(out, pos, q.time[i]!, q.counter[i]!, q.buf[i]!, q.start[i]!, q.len[i]!);
+    for (let i = 0; i < count; i++)
+      pos = encodeWalInto(out, pos, q.time[i]!, q.counter[i]!, q.buf[i]!, q.start[i]!, q.len[i]!);
     this.wal.write(out.subarray(0, pos));
     const active = this.active;
     const batch = scanned ?? undefined;
-    for (let i = 0; i < count; i++) active.add(q.doc[i]!, q.buf[i]!, q.start[i]!, q.len[i]!, q.time[i]!, q.counter[i]!, batch, q.scan[i]!);
+    for (let i = 0; i < count; i++)
+      active.add(q.doc[i]!, q.buf[i]!, q.start[i]!, q.len[i]!, q.time[i]!, q.counter[i]!, batch, q.scan[i]!);
     q.clear();
     pending.clear();
     return count;
   }
 
   /** Gives document i of a batch its id (written into `ids`) and queues it: `len` bytes at `start` of `buf`. */
-  private store(q: ChunkQueue, ids: Buffer, i: number, time: number, buf: Buffer, start: number, len: number, doc: Record<string, unknown> | null, scan: number, assign?: IdAssign): void {
+  private store(
+    q: ChunkQueue,
+    ids: Buffer,
+    i: number,
+    time: number,
+    buf: Buffer,
+    start: number,
+    len: number,
+    doc: Record<string, unknown> | null,
+    scan: number,
+    assign?: IdAssign,
+  ): void {
     let counter: number;
     if (assign) {
       const c = (assign.counters ? assign.counters[i]! : assign.counter + i) % 2 ** 40;
@@ -437,7 +530,9 @@ export class Shard {
   private idFractions: SealedFraction[] | null = null;
 
   private withClientIds(): SealedFraction[] {
-    return (this.idFractions ??= [...this.sealed.values()].filter((s) => (s.frac.meta.clientIds ?? 0) > 0).map((s) => s.frac));
+    return (this.idFractions ??= [...this.sealed.values()]
+      .filter((s) => (s.frac.meta.clientIds ?? 0) > 0)
+      .map((s) => s.frac));
   }
 
   /**
@@ -461,8 +556,16 @@ export class Shard {
   private noteDiskFull(err: unknown, during: string): void {
     if (this.diskFull) return;
     const code = (err as NodeJS.ErrnoException).code;
-    this.log.error({ during, code, err: (err as Error).message }, 'disk full: writes fail (documents answered not stored) until there is room again');
-    this.diskFull = { kind: 'disk_full', name: this.active.name, detail: `${during} failed: ${code}`, at: new Date().toISOString() };
+    this.log.error(
+      { during, code, err: (err as Error).message },
+      'disk full: writes fail (documents answered not stored) until there is room again',
+    );
+    this.diskFull = {
+      kind: 'disk_full',
+      name: this.active.name,
+      detail: `${during} failed: ${code}`,
+      at: new Date().toISOString(),
+    };
   }
 
   private noteWritten(): void {
@@ -478,7 +581,15 @@ export class Shard {
     this.beforeSeal?.();
     const started = Date.now();
     const { meta, diskBytes } = sealFraction(frac, this.fracDir(frac.name));
-    const row: FractionRow = { name: frac.name, state: 'sealed', min_time: meta.minTime, max_time: meta.maxTime, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes };
+    const row: FractionRow = {
+      name: frac.name,
+      state: 'sealed',
+      min_time: meta.minTime,
+      max_time: meta.maxTime,
+      docs: meta.docCount,
+      raw_bytes: meta.rawBytes,
+      disk_bytes: diskBytes,
+    };
     this.catalog.markSealed(row);
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
@@ -486,7 +597,16 @@ export class Shard {
     frac.index.release();
     this.idFractions = null;
     this.seals++;
-    this.log.info({ fraction: frac.name, docs: meta.docCount, raw_bytes: meta.rawBytes, disk_bytes: diskBytes, ms: Date.now() - started }, 'fraction sealed');
+    this.log.info(
+      {
+        fraction: frac.name,
+        docs: meta.docCount,
+        raw_bytes: meta.rawBytes,
+        disk_bytes: diskBytes,
+        ms: Date.now() - started,
+      },
+      'fraction sealed',
+    );
     this.newActive();
     this.applyRetention();
   }
@@ -494,7 +614,9 @@ export class Shard {
   /** Drops whole sealed fractions, oldest first, past the size share or the age limit. */
   applyRetention(now = Date.now()): string[] {
     const dropped: string[] = [];
-    const byAge = [...this.sealed.values()].sort((a, b) => a.row.max_time - b.row.max_time || (a.row.name < b.row.name ? -1 : 1));
+    const byAge = [...this.sealed.values()].sort(
+      (a, b) => a.row.max_time - b.row.max_time || (a.row.name < b.row.name ? -1 : 1),
+    );
     let total = byAge.reduce((s, f) => s + f.row.disk_bytes, 0);
     for (const f of byAge) {
       const tooBig = this.opts.totalSize > 0 && total > this.opts.totalSize;
@@ -523,7 +645,9 @@ export class Shard {
   /** The answer over every healthy fraction; `damaged` names the quarantined ones in the range (found now or before). */
   query(q: ShardQuery): ShardQueryResult {
     const { value } = this.readAround(() => executeQuery(this.views(q.from, q.to), q));
-    const missing = this.setAside.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => `shard-${this.opts.shard}/${r.name}`);
+    const missing = this.setAside
+      .filter((r) => r.max_time >= q.from && r.min_time <= q.to)
+      .map((r) => `shard-${this.opts.shard}/${r.name}`);
     return missing.length ? { ...value, damaged: [...new Set(missing)] } : value;
   }
 
@@ -539,7 +663,8 @@ export class Shard {
     for (const id of ids) {
       const t = found.has(id) ? null : idTime(id);
       if (t === null) continue;
-      for (const r of this.setAside) if (r.min_time <= t && t <= r.max_time) missing.add(`shard-${this.opts.shard}/${r.name}`);
+      for (const r of this.setAside)
+        if (r.min_time <= t && t <= r.max_time) missing.add(`shard-${this.opts.shard}/${r.name}`);
     }
     return missing.size ? { hits, damaged: [...missing] } : { hits };
   }
@@ -563,10 +688,20 @@ export class Shard {
   status(): ShardStatus {
     const fractions = [...this.sealed.values()].map((s) => s.row);
     fractions.push({
-      name: this.active.name, state: 'active', docs: this.active.docCount, raw_bytes: this.active.rawBytes, disk_bytes: this.wal.bytes,
-      min_time: this.active.docCount ? this.active.minTime : 0, max_time: this.active.docCount ? this.active.maxTime : 0,
+      name: this.active.name,
+      state: 'active',
+      docs: this.active.docCount,
+      raw_bytes: this.active.rawBytes,
+      disk_bytes: this.wal.bytes,
+      min_time: this.active.docCount ? this.active.minTime : 0,
+      max_time: this.active.docCount ? this.active.maxTime : 0,
     });
-    return { shard: this.opts.shard, fractions, fields: [...this.fieldsSeen].sort(), problems: this.diskFull ? [...this.problems, this.diskFull] : this.problems };
+    return {
+      shard: this.opts.shard,
+      fractions,
+      fields: [...this.fieldsSeen].sort(),
+      problems: this.diskFull ? [...this.problems, this.diskFull] : this.problems,
+    };
   }
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */

@@ -18,7 +18,8 @@ export interface DictField extends SortedField {
 export function encodeDict(fields: readonly DictField[]): Buffer {
   let size = 8;
   const names = fields.map((f) => Buffer.from(f.name, 'utf8'));
-  for (let fi = 0; fi < fields.length; fi++) size += 4 + names[fi]!.length + 4 + 1 + 4 * fields[fi]!.lens.length + fields[fi]!.bytes.length;
+  for (let fi = 0; fi < fields.length; fi++)
+    size += 4 + names[fi]!.length + 4 + 1 + 4 * fields[fi]!.lens.length + fields[fi]!.bytes.length;
   const out = Buffer.allocUnsafe(size);
   out.set(MAGIC, 0);
   out.writeUInt32LE(fields.length, 4);
@@ -41,7 +42,9 @@ export function encodeDict(fields: readonly DictField[]): Buffer {
 
 /** The tokens of a sorted field as strings (small fields: `_exists_`). */
 export function sortedTokens(f: SortedField): string[] {
-  const text = Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString(f.wide ? 'utf16le' : 'latin1');
+  const text = Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString(
+    f.wide ? 'utf16le' : 'latin1',
+  );
   const out = new Array<string>(f.lens.length);
   let at = 0;
   for (let r = 0; r < f.lens.length; r++) {

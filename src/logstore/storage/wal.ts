@@ -3,7 +3,17 @@
 // and of everything after the checksum), f64 time, f64 id counter (the id is time + shard + counter), document
 // bytes. Replay stops at the first record that is cut short or fails its checksum; what follows is set aside.
 // Format 2 (no checksum) is still read: it is rewritten as format 3 when opened.
-import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { crc32c } from './crc32c.js';
 import { fsyncDir, writeFileDurable } from './fraction-files.js';
@@ -29,7 +39,9 @@ export function isDiskFull(err: unknown): boolean {
 
 export class WalFormatError extends Error {
   constructor(readonly file: string) {
-    super(`${file}: not a tidepool write-ahead file of format 2 or 3 (bad header); move it away to start, its documents are not replayed`);
+    super(
+      `${file}: not a tidepool write-ahead file of format 2 or 3 (bad header); move it away to start, its documents are not replayed`,
+    );
     this.name = 'WalFormatError';
   }
 }
@@ -77,7 +89,15 @@ export function encodeWalRecords(records: WalRecord[]): Buffer {
  * Encodes one record (`len` document bytes at `start` of `doc`) into `out` at `pos`, as encodeWalRecords does, and
  * returns the position after it; `out` must have room for WAL_HEADER + len bytes.
  */
-export function encodeWalInto(out: Buffer, pos: number, time: number, counter: number, doc: Uint8Array, start: number, len: number): number {
+export function encodeWalInto(
+  out: Buffer,
+  pos: number,
+  time: number,
+  counter: number,
+  doc: Uint8Array,
+  start: number,
+  len: number,
+): number {
   out.writeUInt32LE(HEADER - 4 + len, pos);
   out.writeDoubleLE(time, pos + 8);
   out.writeDoubleLE(counter, pos + 16);
@@ -150,10 +170,21 @@ export class Wal {
     while (pos + V2_HEADER <= buf.length) {
       const len = buf.readUInt32LE(pos);
       if (len < 16 || pos + 4 + len > buf.length) break;
-      recs.push({ time: buf.readDoubleLE(pos + 4), counter: buf.readDoubleLE(pos + 12), doc: buf.subarray(pos + V2_HEADER, pos + 4 + len) });
+      recs.push({
+        time: buf.readDoubleLE(pos + 4),
+        counter: buf.readDoubleLE(pos + 12),
+        doc: buf.subarray(pos + V2_HEADER, pos + 4 + len),
+      });
       pos += 4 + len;
     }
-    if (pos < buf.length) this.convertLoss = { offset: pos, bytes: buf.length - pos, reason: 'cut', records: 1, savedTo: this.saveTail(buf, pos) };
+    if (pos < buf.length)
+      this.convertLoss = {
+        offset: pos,
+        bytes: buf.length - pos,
+        reason: 'cut',
+        records: 1,
+        savedTo: this.saveTail(buf, pos),
+      };
     const tmp = `${this.file}.convert.tmp`;
     writeFileDurable(tmp, Buffer.concat([WAL_MAGIC, encodeWalRecords(recs)]));
     closeSync(this.fd);
@@ -227,7 +258,13 @@ export class Wal {
     let loss = this.convertLoss;
     this.convertLoss = null;
     if (pos < this.size) {
-      loss = { offset: pos, bytes: this.size - pos, reason: reason ?? 'cut', records: 1 + recordsAfter(buf, pos, got), savedTo: this.saveTail(buf, pos) };
+      loss = {
+        offset: pos,
+        bytes: this.size - pos,
+        reason: reason ?? 'cut',
+        records: 1 + recordsAfter(buf, pos, got),
+        savedTo: this.saveTail(buf, pos),
+      };
       ftruncateSync(this.fd, pos);
       fdatasyncSync(this.fd);
       this.size = pos;

@@ -34,18 +34,19 @@ function isCli(req: FastifyRequest): boolean {
 
 /** Writes to a raw response, resolving once it may take more (backpressure), failing when the client went away. */
 function writer(res: ServerResponse): (chunk: Buffer) => Promise<void> {
-  return (chunk) => new Promise((resolve, reject) => {
-    if (res.destroyed) return reject(new Error('the client closed the connection'));
-    if (res.write(chunk)) return resolve();
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      if (res.destroyed && res.writableNeedDrain) reject(new Error('the client closed the connection'));
-      else resolve();
-    };
-    res.once('drain', done);
-    res.once('close', done);
-  });
+  return (chunk) =>
+    new Promise((resolve, reject) => {
+      if (res.destroyed) return reject(new Error('the client closed the connection'));
+      if (res.write(chunk)) return resolve();
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        if (res.destroyed && res.writableNeedDrain) reject(new Error('the client closed the connection'));
+        else resolve();
+      };
+      res.once('drain', done);
+      res.once('close', done);
+    });
 }
 
 export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
@@ -98,13 +99,23 @@ export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
         if (!started) {
           started = true;
           reply.hijack();
-          res.writeHead(200, { 'content-type': plan.contentType, 'content-disposition': `attachment; filename="${plan.filename}"`, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+          res.writeHead(200, {
+            'content-type': plan.contentType,
+            'content-disposition': `attachment; filename="${plan.filename}"`,
+            'cache-control': 'no-store',
+            'x-content-type-options': 'nosniff',
+          });
         }
         await write(chunk);
       });
     } catch (err) {
       // A gRPC status (a numeric code) is the log store failing mid-stream.
-      const e = err instanceof UiError ? err : typeof (err as { code?: unknown }).code === 'number' ? upstreamError(err, 'the log store', env.client.timeoutMs) : asUiError(err);
+      const e =
+        err instanceof UiError
+          ? err
+          : typeof (err as { code?: unknown }).code === 'number'
+            ? upstreamError(err, 'the log store', env.client.timeoutMs)
+            : asUiError(err);
       // Once bytes were sent the status cannot change: the response is cut so the client sees an incomplete body.
       if (started) {
         env.log.warn({ error: e.message }, 'export cut');
@@ -115,7 +126,11 @@ export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
     }
     if (!started) {
       reply.hijack();
-      res.writeHead(200, { 'content-type': plan.contentType, 'content-disposition': `attachment; filename="${plan.filename}"`, 'cache-control': 'no-store' });
+      res.writeHead(200, {
+        'content-type': plan.contentType,
+        'content-disposition': `attachment; filename="${plan.filename}"`,
+        'cache-control': 'no-store',
+      });
     }
     res.end();
     return reply;
@@ -129,13 +144,26 @@ export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
     env.metrics.tails.set(env.tail.open);
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.write(`event: open\ndata: ${JSON.stringify({ query, since: new Date(since).toISOString(), poll_ms: env.tail.pollMs })}\n\n`);
-    const tail = new Tail(env.client, { query, since, pollMs: env.tail.pollMs, batch: env.limits.max_search_limit }, (events) => {
-      res.write(events.map((e) => `id: ${e.id}\nevent: event\ndata: ${JSON.stringify(e)}\n\n`).join(''));
-    }, (err) => {
-      res.write(`event: error\ndata: ${JSON.stringify(err.body())}\n\n`);
-    }, env.log);
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write(
+      `event: open\ndata: ${JSON.stringify({ query, since: new Date(since).toISOString(), poll_ms: env.tail.pollMs })}\n\n`,
+    );
+    const tail = new Tail(
+      env.client,
+      { query, since, pollMs: env.tail.pollMs, batch: env.limits.max_search_limit },
+      (events) => {
+        res.write(events.map((e) => `id: ${e.id}\nevent: event\ndata: ${JSON.stringify(e)}\n\n`).join(''));
+      },
+      (err) => {
+        res.write(`event: error\ndata: ${JSON.stringify(err.body())}\n\n`);
+      },
+      env.log,
+    );
     // A comment line now and then keeps idle proxies from closing the stream.
     const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
     res.on('close', () => {
@@ -148,7 +176,9 @@ export async function buildUiApp(env: UiAppEnv): Promise<FastifyInstance> {
     return reply;
   });
 
-  app.get('/api/v1/saved_queries', async (req) => ({ saved_queries: env.saved.list(userOf(req.headers['x-tidepool-user'])) }));
+  app.get('/api/v1/saved_queries', async (req) => ({
+    saved_queries: env.saved.list(userOf(req.headers['x-tidepool-user'])),
+  }));
   app.post('/api/v1/saved_queries', async (req, reply) => {
     const user = userOf(req.headers['x-tidepool-user']);
     const b = body(req);

@@ -22,7 +22,11 @@ export const UI_ERRORS = {
 export type UiErrorCode = keyof typeof UI_ERRORS;
 
 export class UiError extends Error {
-  constructor(readonly code: UiErrorCode, message: string, readonly extra: Record<string, unknown> = {}) {
+  constructor(
+    readonly code: UiErrorCode,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
     super(message);
     this.name = 'UiError';
   }
@@ -42,7 +46,11 @@ export function badRequest(message: string, extra: Record<string, unknown> = {})
 
 /** The 400 of a passed limit: names the limit and its configured value. */
 export function limitExceeded(limit: string, value: number, asked: number, what: string): UiError {
-  return new UiError('limit_exceeded', `${what} ${asked} is over ${limit} (${value})`, { limit, value, requested: asked });
+  return new UiError('limit_exceeded', `${what} ${asked} is over ${limit} (${value})`, {
+    limit,
+    value,
+    requested: asked,
+  });
 }
 
 /** Any thrown value as a UiError (unknown errors are internal). */

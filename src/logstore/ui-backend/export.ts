@@ -48,7 +48,8 @@ const META: Record<string, (d: PbDocument) => unknown> = { _id: (d) => d.id, _ti
 
 function lineOf(format: 'jsonl' | 'csv', fields: string[], d: PbDocument): string {
   const text = Buffer.from(d.data).toString('utf8');
-  if (format === 'jsonl' && fields.length === 0) return `{"id":${JSON.stringify(d.id)},"time":${JSON.stringify(d.time)},"data":${text}}\n`;
+  if (format === 'jsonl' && fields.length === 0)
+    return `{"id":${JSON.stringify(d.id)},"time":${JSON.stringify(d.time)},"data":${text}}\n`;
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -72,16 +73,27 @@ export function planExport(env: ExportEnv, b: Body): ExportPlan {
   const limit = intOf(b.limit, 'limit', max);
   if (limit > max) throw limitExceeded('max_export_limit', max, limit, 'limit');
   const format = b.format ?? 'jsonl';
-  if (format !== 'jsonl' && format !== 'csv') throw badRequest(`format must be "jsonl" or "csv"; found ${JSON.stringify(format)}`, { field: 'format' });
-  if (b.fields !== undefined && (!Array.isArray(b.fields) || !b.fields.every((f) => typeof f === 'string' && f !== ''))) {
+  if (format !== 'jsonl' && format !== 'csv')
+    throw badRequest(`format must be "jsonl" or "csv"; found ${JSON.stringify(format)}`, { field: 'format' });
+  if (
+    b.fields !== undefined &&
+    (!Array.isArray(b.fields) || !b.fields.every((f) => typeof f === 'string' && f !== ''))
+  ) {
     throw badRequest('fields must be a list of field names', { field: 'fields' });
   }
   const fields = (b.fields as string[] | undefined) ?? [];
-  if (format === 'csv' && fields.length === 0) throw badRequest('a CSV export needs fields: the columns, in order (_id and _time name the event\'s id and time)', { field: 'fields' });
+  if (format === 'csv' && fields.length === 0)
+    throw badRequest("a CSV export needs fields: the columns, in order (_id and _time name the event's id and time)", {
+      field: 'fields',
+    });
   const parallel = env.limits.max_parallel_export_requests;
   if (env.running.exports >= parallel) {
     env.metrics.limitRejections.inc({ limit: 'max_parallel_export_requests' });
-    throw new UiError('too_many_requests', `${parallel} exports are running: max_parallel_export_requests (${parallel})`, { limit: 'max_parallel_export_requests', value: parallel });
+    throw new UiError(
+      'too_many_requests',
+      `${parallel} exports are running: max_parallel_export_requests (${parallel})`,
+      { limit: 'max_parallel_export_requests', value: parallel },
+    );
   }
   env.running.exports++;
   env.metrics.exports.set(env.running.exports);
@@ -134,7 +146,11 @@ export function planExport(env: ExportEnv, b: Body): ExportPlan {
           try {
             n = await it.next();
           } catch (err) {
-            if (timedOut) throw new UiError('logstore_timeout', `the log store sent nothing for clients.logstore_timeout (${env.client.timeoutMs} ms) during the export`);
+            if (timedOut)
+              throw new UiError(
+                'logstore_timeout',
+                `the log store sent nothing for clients.logstore_timeout (${env.client.timeoutMs} ms) during the export`,
+              );
             throw err;
           } finally {
             clearTimeout(timer);

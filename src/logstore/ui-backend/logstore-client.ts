@@ -8,13 +8,42 @@ import { services } from '../grpc/proto.js';
 import { UiError } from './errors.js';
 import type { UiMetrics } from './metrics.js';
 
-export interface PbQuery { query: string; from: string; to: string; explain?: boolean }
-export interface PbDocument { id: string; data: Buffer; time: string }
-export interface PbAggQuery { field: string; group_by: string; func: string; quantiles: number[]; interval: string }
-export interface PbAggBucket { key: string; value: number; not_exists: number; quantiles: number[]; ts: string }
-export interface PbAggregation { buckets: PbAggBucket[]; not_exists: number }
-export interface PbHistogram { buckets: { ts: string; doc_count: number }[] }
-export interface PbError { code: string; message: string }
+export interface PbQuery {
+  query: string;
+  from: string;
+  to: string;
+  explain?: boolean;
+}
+export interface PbDocument {
+  id: string;
+  data: Buffer;
+  time: string;
+}
+export interface PbAggQuery {
+  field: string;
+  group_by: string;
+  func: string;
+  quantiles: number[];
+  interval: string;
+}
+export interface PbAggBucket {
+  key: string;
+  value: number;
+  not_exists: number;
+  quantiles: number[];
+  ts: string;
+}
+export interface PbAggregation {
+  buckets: PbAggBucket[];
+  not_exists: number;
+}
+export interface PbHistogram {
+  buckets: { ts: string; doc_count: number }[];
+}
+export interface PbError {
+  code: string;
+  message: string;
+}
 
 export interface ComplexSearchRequest {
   query: PbQuery;
@@ -35,23 +64,56 @@ export interface ComplexSearchResponse {
   partial_response: boolean;
 }
 
-export interface AggregationResponse { total: number; aggs: PbAggregation[]; error: PbError | null; partial_response: boolean }
-export interface HistogramResponse { total: number; hist: PbHistogram | null; error: PbError | null; partial_response: boolean }
-export interface MappingResponse { auto: boolean; fields: { name: string; types: string[] }[] }
+export interface AggregationResponse {
+  total: number;
+  aggs: PbAggregation[];
+  error: PbError | null;
+  partial_response: boolean;
+}
+export interface HistogramResponse {
+  total: number;
+  hist: PbHistogram | null;
+  error: PbError | null;
+  partial_response: boolean;
+}
+export interface MappingResponse {
+  auto: boolean;
+  fields: { name: string; types: string[] }[];
+}
 export interface StatusResponse {
-  mode: string; docs: number; raw_bytes: number; disk_bytes: number; shards: number; oldest_time: string; newest_time: string;
+  mode: string;
+  docs: number;
+  raw_bytes: number;
+  disk_bytes: number;
+  shards: number;
+  oldest_time: string;
+  newest_time: string;
   stores: { addr: string; shard: number; ok: boolean; error: string; docs: number }[];
 }
 
 type GrpcClient = grpc.Client & Record<string, unknown>;
-type Unary = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
-type ServerStream = (req: unknown, meta: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<PbDocument>;
+type Unary = (
+  req: unknown,
+  meta: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res: unknown) => void,
+) => void;
+type ServerStream = (
+  req: unknown,
+  meta: grpc.Metadata,
+  opts: grpc.CallOptions,
+) => grpc.ClientReadableStream<PbDocument>;
 
 const BACKOFF_MS = 50;
 
 /** Codes worth another address: the peer is down, refused, reset the stream, or is out of breath. */
 function retryable(code: grpc.status | undefined): boolean {
-  return code === grpc.status.UNAVAILABLE || code === grpc.status.INTERNAL || code === grpc.status.UNKNOWN || code === grpc.status.CANCELLED;
+  return (
+    code === grpc.status.UNAVAILABLE ||
+    code === grpc.status.INTERNAL ||
+    code === grpc.status.UNKNOWN ||
+    code === grpc.status.CANCELLED
+  );
 }
 
 /** A log-store failure as the UI backend's error (400 for its own refusals, 502 down, 504 slow). */
@@ -59,7 +121,11 @@ export function upstreamError(err: unknown, addr: string, timeoutMs: number): Ui
   const e = err as grpc.ServiceError;
   switch (e?.code) {
     case grpc.status.DEADLINE_EXCEEDED:
-      return new UiError('logstore_timeout', `the log store (${addr}) did not answer within clients.logstore_timeout (${timeoutMs} ms)`, { addr });
+      return new UiError(
+        'logstore_timeout',
+        `the log store (${addr}) did not answer within clients.logstore_timeout (${timeoutMs} ms)`,
+        { addr },
+      );
     case grpc.status.INVALID_ARGUMENT:
       return new UiError('logstore_rejected', e.details || e.message, { addr });
     case grpc.status.NOT_FOUND:
@@ -67,7 +133,11 @@ export function upstreamError(err: unknown, addr: string, timeoutMs: number): Ui
     case grpc.status.RESOURCE_EXHAUSTED:
       return new UiError('too_many_requests', `the log store is busy: ${e.details || e.message}`, { addr });
     default:
-      return new UiError('logstore_unavailable', `the log store (${addr}) failed: ${e?.details || e?.message || String(err)}`, { addr, grpc_code: e?.code });
+      return new UiError(
+        'logstore_unavailable',
+        `the log store (${addr}) failed: ${e?.details || e?.message || String(err)}`,
+        { addr, grpc_code: e?.code },
+      );
   }
 }
 
@@ -77,7 +147,11 @@ export class LogstoreClient {
   readonly timeoutMs: number;
   private readonly retries: number;
 
-  constructor(config: LogstoreUiConfig['clients'], private readonly log: Logger, private readonly metrics: UiMetrics) {
+  constructor(
+    config: LogstoreUiConfig['clients'],
+    private readonly log: Logger,
+    private readonly metrics: UiMetrics,
+  ) {
     const Ctor = services().api;
     const ka = config.grpc_keepalive_params;
     const options: grpc.ChannelOptions = {
@@ -90,7 +164,10 @@ export class LogstoreClient {
       'grpc.max_reconnect_backoff_ms': 2000,
       'grpc.max_receive_message_length': 256 * 1024 * 1024,
     };
-    this.clients = config.logstore_addrs.map((addr) => ({ addr, client: new Ctor(addr, grpc.credentials.createInsecure(), options) as GrpcClient }));
+    this.clients = config.logstore_addrs.map((addr) => ({
+      addr,
+      client: new Ctor(addr, grpc.credentials.createInsecure(), options) as GrpcClient,
+    }));
     this.timeoutMs = config.logstore_timeout;
     this.retries = config.request_retries;
   }
@@ -109,7 +186,11 @@ export class LogstoreClient {
    * Runs `attempt` against one address after another: an idempotent call is retried (request_retries times, on
    * the next address, 50 ms backoff doubling) while it fails as unavailable and the budget lasts.
    */
-  private async withRetries<T>(method: string, idempotent: boolean, attempt: (c: GrpcClient, deadline: number) => Promise<T>): Promise<T> {
+  private async withRetries<T>(
+    method: string,
+    idempotent: boolean,
+    attempt: (c: GrpcClient, deadline: number) => Promise<T>,
+  ): Promise<T> {
     const deadline = Date.now() + this.timeoutMs;
     const targets = this.order();
     const tries = idempotent ? this.retries + 1 : 1;
@@ -132,21 +213,35 @@ export class LogstoreClient {
         const wait = BACKOFF_MS * 2 ** i;
         if (Date.now() + wait >= deadline) break;
         this.metrics.retries.inc({ method });
-        this.log.warn({ method, addr: target.addr, code: grpc.status[code], error: (err as grpc.ServiceError).details }, 'log-store call failed; retrying on the next address');
+        this.log.warn(
+          { method, addr: target.addr, code: grpc.status[code], error: (err as grpc.ServiceError).details },
+          'log-store call failed; retrying on the next address',
+        );
         await new Promise((r) => setTimeout(r, wait));
       }
     }
     // A budget spent while waiting to retry is a timeout too.
     if (Date.now() >= deadline && retryable((lastErr as grpc.ServiceError)?.code)) {
-      throw new UiError('logstore_timeout', `the log store did not answer within clients.logstore_timeout (${this.timeoutMs} ms)`, { addr: lastAddr });
+      throw new UiError(
+        'logstore_timeout',
+        `the log store did not answer within clients.logstore_timeout (${this.timeoutMs} ms)`,
+        { addr: lastAddr },
+      );
     }
     throw upstreamError(lastErr, lastAddr, this.timeoutMs);
   }
 
   private unary<T>(method: string, req: unknown, idempotent = true): Promise<T> {
-    return this.withRetries(method, idempotent, (client, deadline) => new Promise<T>((resolve, reject) => {
-      (client[method] as Unary).call(client, req, new grpc.Metadata(), { deadline }, (err, res) => (err ? reject(err) : resolve(res as T)));
-    }));
+    return this.withRetries(
+      method,
+      idempotent,
+      (client, deadline) =>
+        new Promise<T>((resolve, reject) => {
+          (client[method] as Unary).call(client, req, new grpc.Metadata(), { deadline }, (err, res) =>
+            err ? reject(err) : resolve(res as T),
+          );
+        }),
+    );
   }
 
   complexSearch(req: ComplexSearchRequest): Promise<ComplexSearchResponse> {
@@ -172,18 +267,26 @@ export class LogstoreClient {
   /** Documents by id (a stream, collected; small by construction). `partial`: the log store said some shard it asked
    * did not answer (trailing metadata x-partial-response, x-partial-message), so a missing id may exist; else null. */
   fetch(ids: string[]): Promise<{ docs: PbDocument[]; partial: string | null }> {
-    return this.withRetries('Fetch', true, (client, deadline) => new Promise((resolve, reject) => {
-      const docs: PbDocument[] = [];
-      let partial: string | null = null;
-      const stream = (client.Fetch as ServerStream).call(client, { ids, fields: [] }, new grpc.Metadata(), { deadline });
-      stream.on('data', (d: PbDocument) => docs.push(d));
-      // grpc-js emits 'status' (with the trailers) before 'end'.
-      stream.on('status', (st: grpc.StatusObject) => {
-        if (st.metadata.get('x-partial-response')[0] === 'true') partial = String(st.metadata.get('x-partial-message')[0] ?? 'some shards did not answer');
-      });
-      stream.on('error', reject);
-      stream.on('end', () => resolve({ docs, partial }));
-    }));
+    return this.withRetries(
+      'Fetch',
+      true,
+      (client, deadline) =>
+        new Promise((resolve, reject) => {
+          const docs: PbDocument[] = [];
+          let partial: string | null = null;
+          const stream = (client.Fetch as ServerStream).call(client, { ids, fields: [] }, new grpc.Metadata(), {
+            deadline,
+          });
+          stream.on('data', (d: PbDocument) => docs.push(d));
+          // grpc-js emits 'status' (with the trailers) before 'end'.
+          stream.on('status', (st: grpc.StatusObject) => {
+            if (st.metadata.get('x-partial-response')[0] === 'true')
+              partial = String(st.metadata.get('x-partial-message')[0] ?? 'some shards did not answer');
+          });
+          stream.on('error', reject);
+          stream.on('end', () => resolve({ docs, partial }));
+        }),
+    );
   }
 
   /**
@@ -191,38 +294,56 @@ export class LogstoreClient {
    * up to that point. The stream has no deadline (an export may be long); the caller cuts it when it is
    * silent for logstore_timeout.
    */
-  openExport(query: PbQuery, size: number): Promise<{ stream: grpc.ClientReadableStream<PbDocument>; first: PbDocument | null; addr: string }> {
-    return this.withRetries('Export', true, (client, deadline) => new Promise((resolve, reject) => {
-      const stream = (client.Export as ServerStream).call(client, { query, size }, new grpc.Metadata(), {});
-      const timer = setTimeout(() => {
-        stream.cancel();
-        reject(Object.assign(new Error('deadline exceeded'), { code: grpc.status.DEADLINE_EXCEEDED, details: 'no first document in time' }));
-      }, Math.max(1, deadline - Date.now()));
-      const settle = () => {
-        clearTimeout(timer);
-        stream.off('data', onData);
-        stream.off('error', onError);
-        stream.off('end', onEnd);
-      };
-      const onData = (d: PbDocument) => {
-        settle();
-        stream.pause();
-        // Until the caller listens, a failure is kept on the stream rather than thrown as an unhandled 'error'.
-        stream.on('error', (err: Error) => { (stream as { earlyError?: Error }).earlyError = err; });
-        resolve({ stream, first: d, addr: client.getChannel().getTarget() });
-      };
-      const onError = (err: grpc.ServiceError) => {
-        settle();
-        reject(err);
-      };
-      const onEnd = () => {
-        settle();
-        resolve({ stream, first: null, addr: client.getChannel().getTarget() });
-      };
-      stream.on('data', onData);
-      stream.on('error', onError);
-      stream.on('end', onEnd);
-    }));
+  openExport(
+    query: PbQuery,
+    size: number,
+  ): Promise<{ stream: grpc.ClientReadableStream<PbDocument>; first: PbDocument | null; addr: string }> {
+    return this.withRetries(
+      'Export',
+      true,
+      (client, deadline) =>
+        new Promise((resolve, reject) => {
+          const stream = (client.Export as ServerStream).call(client, { query, size }, new grpc.Metadata(), {});
+          const timer = setTimeout(
+            () => {
+              stream.cancel();
+              reject(
+                Object.assign(new Error('deadline exceeded'), {
+                  code: grpc.status.DEADLINE_EXCEEDED,
+                  details: 'no first document in time',
+                }),
+              );
+            },
+            Math.max(1, deadline - Date.now()),
+          );
+          const settle = () => {
+            clearTimeout(timer);
+            stream.off('data', onData);
+            stream.off('error', onError);
+            stream.off('end', onEnd);
+          };
+          const onData = (d: PbDocument) => {
+            settle();
+            stream.pause();
+            // Until the caller listens, a failure is kept on the stream rather than thrown as an unhandled 'error'.
+            stream.on('error', (err: Error) => {
+              (stream as { earlyError?: Error }).earlyError = err;
+            });
+            resolve({ stream, first: d, addr: client.getChannel().getTarget() });
+          };
+          const onError = (err: grpc.ServiceError) => {
+            settle();
+            reject(err);
+          };
+          const onEnd = () => {
+            settle();
+            resolve({ stream, first: null, addr: client.getChannel().getTarget() });
+          };
+          stream.on('data', onData);
+          stream.on('error', onError);
+          stream.on('end', onEnd);
+        }),
+    );
   }
 
   close(): void {

@@ -43,14 +43,20 @@ function debugServer(metrics: UiMetrics): http.Server {
       res.end(JSON.stringify(body));
     };
     if (p === '/metrics') {
-      metrics.registry.metrics().then((text) => {
-        res.writeHead(200, { 'content-type': metrics.registry.contentType });
-        res.end(text);
-      }, (err: Error) => json(500, { error: { code: 'internal', message: err.message }, status: 500 }));
+      metrics.registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': metrics.registry.contentType });
+          res.end(text);
+        },
+        (err: Error) => json(500, { error: { code: 'internal', message: err.message }, status: 500 }),
+      );
       return;
     }
     if (p === '/health') return json(200, { status: 'ok' });
-    return json(404, { error: { code: 'not_found', message: `no route ${req.method} ${p}; try /metrics or /health` }, status: 404 });
+    return json(404, {
+      error: { code: 'not_found', message: `no route ${req.method} ${p}; try /metrics or /health` },
+      status: 404,
+    });
   });
 }
 
@@ -61,22 +67,37 @@ export async function startUi(config: LogstoreUiConfig, hub: LogHub): Promise<Ru
   const client = new LogstoreClient(config.clients, hub.get('logstore::ui::client'), metrics);
   const saved = new SavedQueries(config.saved_queries.path);
   const env: UiAppEnv = {
-    client, metrics, log, saved, limits: config.handlers.logstore_api, avgDocSize: config.clients.logstore_avg_doc_size,
-    running: { exports: 0 }, tail: { pollMs: config.tail.poll_interval, maxStreams: config.tail.max_streams, open: 0 },
-    staticDir: config.static.dir || DEFAULT_EXPLORER_DIR, consoleUrl: config.links.console_url,
+    client,
+    metrics,
+    log,
+    saved,
+    limits: config.handlers.logstore_api,
+    avgDocSize: config.clients.logstore_avg_doc_size,
+    running: { exports: 0 },
+    tail: { pollMs: config.tail.poll_interval, maxStreams: config.tail.max_streams, open: 0 },
+    staticDir: config.static.dir || DEFAULT_EXPLORER_DIR,
+    consoleUrl: config.links.console_url,
   };
   const app = await buildUiApp(env);
   const ka = config.clients.grpc_keepalive_params;
-  const grpcListener = await startGrpc(config.server.grpc_addr, [[uiService().service, uiGrpcHandlers(env)]], { time: ka.time, timeout: ka.timeout });
+  const grpcListener = await startGrpc(config.server.grpc_addr, [[uiService().service, uiGrpcHandlers(env)]], {
+    time: ka.time,
+    timeout: ka.timeout,
+  });
   const { host, port } = parseAddr(config.server.http_addr)!;
   await app.listen({ host, port });
   const a = app.server.address();
   const httpAddr = typeof a === 'object' && a ? `${a.address}:${a.port}` : String(a);
   const debug = debugServer(metrics);
   const debugAddr = await listen(debug, config.server.debug_addr);
-  log.info({ http: httpAddr, grpc: grpcListener.addr, debug: debugAddr, logstore_addrs: config.clients.logstore_addrs }, 'log-store UI backend listening');
+  log.info(
+    { http: httpAddr, grpc: grpcListener.addr, debug: debugAddr, logstore_addrs: config.clients.logstore_addrs },
+    'log-store UI backend listening',
+  );
   return {
-    httpAddr, grpcAddr: grpcListener.addr, debugAddr,
+    httpAddr,
+    grpcAddr: grpcListener.addr,
+    debugAddr,
     async close() {
       await Promise.all([app.close(), grpcListener.close(), new Promise((r) => debug.close(r))]);
       client.close();
@@ -103,7 +124,9 @@ export async function runLogstoreUi(flags: Map<string, string | true>): Promise<
   }
   const hub = new LogHub({ level: config.log.level, format: config.log.format });
   const running = await startUi(config, hub);
-  process.stdout.write(`tidepool logstore-ui listening on http ${running.httpAddr}, grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`);
+  process.stdout.write(
+    `tidepool logstore-ui listening on http ${running.httpAddr}, grpc ${running.grpcAddr}, debug ${running.debugAddr}\n`,
+  );
   await runUntilSignal(() => running.close(), hub.get('logstore::ui'));
   return 0;
 }

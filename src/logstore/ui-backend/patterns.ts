@@ -52,7 +52,13 @@ function messageOf(data: unknown, field: string | null): string | null {
   return null;
 }
 
-interface Group { pattern: string; count: number; example: { id: string; time: string; message: string }; first_time: string; last_time: string }
+interface Group {
+  pattern: string;
+  count: number;
+  example: { id: string; time: string; message: string };
+  first_time: string;
+  last_time: string;
+}
 
 /**
  * `{query, from, to, field, sample, limit}` -> `{total, sampled, without_message, patterns: [{pattern, count,
@@ -63,14 +69,25 @@ interface Group { pattern: string; count: number; example: { id: string; time: s
 export async function patterns(env: UiEnv, body: Body) {
   const query = queryOf(body);
   const sample = intOf(body.sample, 'sample', Math.min(DEFAULT_SAMPLE, env.limits.max_search_total_limit));
-  if (sample === 0) throw badRequest('sample must be a positive integer (the newest matches read)', { field: 'sample' });
-  if (sample > env.limits.max_search_total_limit) throw limitExceeded('max_search_total_limit', env.limits.max_search_total_limit, sample, 'sample');
+  if (sample === 0)
+    throw badRequest('sample must be a positive integer (the newest matches read)', { field: 'sample' });
+  if (sample > env.limits.max_search_total_limit)
+    throw limitExceeded('max_search_total_limit', env.limits.max_search_total_limit, sample, 'sample');
   const limit = intOf(body.limit, 'limit', DEFAULT_LIMIT);
-  if (limit === 0) throw badRequest('limit must be a positive integer (the most patterns answered)', { field: 'limit' });
+  if (limit === 0)
+    throw badRequest('limit must be a positive integer (the most patterns answered)', { field: 'limit' });
   const field = body.field === undefined || body.field === null || body.field === '' ? null : body.field;
   if (field !== null && typeof field !== 'string') throw badRequest('field must be a field name', { field: 'field' });
 
-  const r = await env.client.complexSearch({ query, size: sample, offset: 0, with_total: true, order: 'ORDER_DESC', aggs: [], hist_interval: '' });
+  const r = await env.client.complexSearch({
+    query,
+    size: sample,
+    offset: 0,
+    with_total: true,
+    order: 'ORDER_DESC',
+    aggs: [],
+    hist_interval: '',
+  });
   const groups = new Map<string, Group>();
   let without = 0;
   // Newest first: the first document of a group is its newest, the last its oldest.
@@ -86,12 +103,25 @@ export async function patterns(env: UiEnv, body: Body) {
     if (g) {
       g.count++;
       g.first_time = e.time;
-    } else groups.set(pattern, { pattern, count: 1, example: { id: e.id, time: e.time, message }, first_time: e.time, last_time: e.time });
+    } else
+      groups.set(pattern, {
+        pattern,
+        count: 1,
+        example: { id: e.id, time: e.time, message },
+        first_time: e.time,
+        last_time: e.time,
+      });
   }
-  const sorted = [...groups.values()].sort((a, b) => b.count - a.count || (a.pattern < b.pattern ? -1 : a.pattern > b.pattern ? 1 : 0));
+  const sorted = [...groups.values()].sort(
+    (a, b) => b.count - a.count || (a.pattern < b.pattern ? -1 : a.pattern > b.pattern ? 1 : 0),
+  );
   return {
-    total: r.total, sampled: r.docs.length, without_message: without, field,
-    patterns: sorted.slice(0, limit), patterns_total: sorted.length,
+    total: r.total,
+    sampled: r.docs.length,
+    without_message: without,
+    field,
+    patterns: sorted.slice(0, limit),
+    patterns_total: sorted.length,
     partial_response: r.partial_response,
   };
 }

@@ -13,7 +13,14 @@ export interface SavedQuery {
   updated_at: string;
 }
 
-interface Row { id: number; name: string; query: string; view: string; created_at: string; updated_at: string }
+interface Row {
+  id: number;
+  name: string;
+  query: string;
+  view: string;
+  created_at: string;
+  updated_at: string;
+}
 
 const MAX_NAME = 200;
 const MAX_QUERY = 64 * 1024;
@@ -38,25 +45,44 @@ export class SavedQueries {
   }
 
   private static row(r: Row): SavedQuery {
-    return { id: r.id, name: r.name, query: r.query, view: JSON.parse(r.view) as Record<string, unknown>, created_at: r.created_at, updated_at: r.updated_at };
+    return {
+      id: r.id,
+      name: r.name,
+      query: r.query,
+      view: JSON.parse(r.view) as Record<string, unknown>,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    };
   }
 
   list(user: string): SavedQuery[] {
-    return (this.db.prepare('SELECT id, name, query, view, created_at, updated_at FROM saved_queries WHERE user = ? ORDER BY name').all(user) as Row[]).map(SavedQueries.row);
+    return (
+      this.db
+        .prepare('SELECT id, name, query, view, created_at, updated_at FROM saved_queries WHERE user = ? ORDER BY name')
+        .all(user) as Row[]
+    ).map(SavedQueries.row);
   }
 
   /** Creates the user's query of that name, or replaces it (a name is unique per user). */
   save(user: string, b: Body): SavedQuery {
-    if (typeof b.name !== 'string' || b.name.trim() === '' || b.name.length > MAX_NAME) throw badRequest(`name must be a non-empty string of at most ${MAX_NAME} characters`, { field: 'name' });
-    if (typeof b.query !== 'string' || b.query.length > MAX_QUERY) throw badRequest(`query must be a seq-ql string of at most ${MAX_QUERY} characters`, { field: 'query' });
+    if (typeof b.name !== 'string' || b.name.trim() === '' || b.name.length > MAX_NAME)
+      throw badRequest(`name must be a non-empty string of at most ${MAX_NAME} characters`, { field: 'name' });
+    if (typeof b.query !== 'string' || b.query.length > MAX_QUERY)
+      throw badRequest(`query must be a seq-ql string of at most ${MAX_QUERY} characters`, { field: 'query' });
     const view = b.view ?? {};
-    if (typeof view !== 'object' || view === null || Array.isArray(view)) throw badRequest('view must be a JSON object', { field: 'view' });
+    if (typeof view !== 'object' || view === null || Array.isArray(view))
+      throw badRequest('view must be a JSON object', { field: 'view' });
     const viewText = JSON.stringify(view);
-    if (viewText.length > MAX_VIEW) throw badRequest(`view must be at most ${MAX_VIEW} bytes of JSON`, { field: 'view' });
+    if (viewText.length > MAX_VIEW)
+      throw badRequest(`view must be at most ${MAX_VIEW} bytes of JSON`, { field: 'view' });
     const now = new Date().toISOString();
-    const row = this.db.prepare(`INSERT INTO saved_queries (user, name, query, view, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+    const row = this.db
+      .prepare(
+        `INSERT INTO saved_queries (user, name, query, view, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (user, name) DO UPDATE SET query = excluded.query, view = excluded.view, updated_at = excluded.updated_at
-      RETURNING id, name, query, view, created_at, updated_at`).get(user, b.name.trim(), b.query, viewText, now, now) as Row;
+      RETURNING id, name, query, view, created_at, updated_at`,
+      )
+      .get(user, b.name.trim(), b.query, viewText, now, now) as Row;
     return SavedQueries.row(row);
   }
 
@@ -73,11 +99,15 @@ export class SavedQueries {
 /** The user name of a request: the X-Tidepool-User header (set by the explorer, or by an authenticating proxy). */
 export function userOf(header: string | string[] | undefined): string {
   const v = Array.isArray(header) ? header[0] : header;
-  if (!v || v.trim() === '' || v.length > 200) throw badRequest('saved queries need a user name: send the X-Tidepool-User header (1 to 200 characters)', { field: 'x-tidepool-user' });
+  if (!v || v.trim() === '' || v.length > 200)
+    throw badRequest('saved queries need a user name: send the X-Tidepool-User header (1 to 200 characters)', {
+      field: 'x-tidepool-user',
+    });
   try {
     return decodeURIComponent(v.trim());
   } catch (err) {
-    if (err instanceof URIError) throw badRequest('X-Tidepool-User is not valid percent-encoding', { field: 'x-tidepool-user' });
+    if (err instanceof URIError)
+      throw badRequest('X-Tidepool-User is not valid percent-encoding', { field: 'x-tidepool-user' });
     throw err;
   }
 }

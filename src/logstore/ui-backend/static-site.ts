@@ -18,7 +18,8 @@ const TYPES: Record<string, string> = {
 /** An asset file name as Vite writes it: no directories, no dot-files, no `..`. */
 const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,200}$/;
 
-const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'self'";
+const CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'self'; base-uri 'none'; form-action 'self'";
 
 const MISSING_BUNDLE = `<!doctype html><html><head><meta charset="utf-8"><title>tidepool explorer</title></head>
 <body><h1>tidepool log explorer</h1><p>The explorer bundle is not built: run <code>npm run build</code>.</p></body></html>`;
@@ -47,16 +48,32 @@ export function registerExplorer(app: FastifyInstance, dir: string, log: Logger)
       }
       cache.set(name, body);
     }
-    return reply.header('cache-control', 'public, max-age=31536000, immutable').header('x-content-type-options', 'nosniff')
-      .type(TYPES[path.extname(name)] ?? 'application/octet-stream').send(body);
+    return reply
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .header('x-content-type-options', 'nosniff')
+      .type(TYPES[path.extname(name)] ?? 'application/octet-stream')
+      .send(body);
   });
   app.setNotFoundHandler((req, reply) => {
     const p = req.url.split('?')[0]!;
-    if (p === '/api' || p.startsWith('/api/') || p.startsWith('/assets/') || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    if (
+      p === '/api' ||
+      p.startsWith('/api/') ||
+      p.startsWith('/assets/') ||
+      (req.method !== 'GET' && req.method !== 'HEAD')
+    ) {
       const err = new UiError('not_found', `no endpoint ${req.method} ${p}`);
       return reply.code(err.status).send(err.body());
     }
-    return reply.code(shell ? 200 : 503).headers({ 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', 'x-frame-options': 'SAMEORIGIN', 'content-security-policy': CSP })
-      .type('text/html; charset=utf-8').send(shell ?? MISSING_BUNDLE);
+    return reply
+      .code(shell ? 200 : 503)
+      .headers({
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+        'x-frame-options': 'SAMEORIGIN',
+        'content-security-policy': CSP,
+      })
+      .type('text/html; charset=utf-8')
+      .send(shell ?? MISSING_BUNDLE);
   });
 }

@@ -63,8 +63,13 @@ export class Tail {
     let docs;
     try {
       const r = await this.client.complexSearch({
-        query: { query: this.opts.query, from: new Date(from).toISOString(), to: '' }, size: this.opts.batch, offset: 0,
-        with_total: false, order: 'ORDER_ASC', aggs: [], hist_interval: '',
+        query: { query: this.opts.query, from: new Date(from).toISOString(), to: '' },
+        size: this.opts.batch,
+        offset: 0,
+        with_total: false,
+        order: 'ORDER_ASC',
+        aggs: [],
+        hist_interval: '',
       });
       docs = r.docs;
       this.failing = false;
@@ -92,5 +97,8 @@ export class Tail {
 }
 
 export function tailLimitError(max: number): UiError {
-  return new UiError('too_many_requests', `${max} live tails are open: tail.max_streams (${max})`, { limit: 'tail.max_streams', value: max });
+  return new UiError('too_many_requests', `${max} live tails are open: tail.max_streams (${max})`, {
+    limit: 'tail.max_streams',
+    value: max,
+  });
 }

@@ -4,8 +4,13 @@ import { ConfigError } from '../../config/pooler.js';
 import { FrontendMessage, SqlState, TxStatus } from '../../protocol/codes.js';
 import { parseQuery } from '../../protocol/reader.js';
 import {
-  writeCommandComplete, writeDataRow, writeEmptyQueryResponse, writeErrorResponse, writeNoticeResponse,
-  writeReadyForQuery, writeRowDescription,
+  writeCommandComplete,
+  writeDataRow,
+  writeEmptyQueryResponse,
+  writeErrorResponse,
+  writeNoticeResponse,
+  writeReadyForQuery,
+  writeRowDescription,
 } from '../../protocol/writer.js';
 import type { ClientSession } from '../client-session.js';
 import { PoolNotFoundError, type AdminHost, type ShowTable } from '../control.js';
@@ -13,7 +18,10 @@ import { NotConfiguredError, UnknownShowError } from './show.js';
 import { interner, resetInterner } from './show-prepared.js';
 
 class AdminError extends Error {
-  constructor(readonly sqlstate: string, message: string) {
+  constructor(
+    readonly sqlstate: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -25,7 +33,11 @@ function cell(v: unknown): string | null {
 }
 
 export function encodeTable(t: ShowTable, tag = 'SHOW'): Buffer {
-  return Buffer.concat([writeRowDescription(t.columns), ...t.rows.map((r) => writeDataRow(r.map(cell))), writeCommandComplete(tag)]);
+  return Buffer.concat([
+    writeRowDescription(t.columns),
+    ...t.rows.map((r) => writeDataRow(r.map(cell))),
+    writeCommandComplete(tag),
+  ]);
 }
 
 /** Splits on semicolons outside quotes. */
@@ -36,7 +48,7 @@ function statements(sql: string): string[] {
   for (const ch of sql) {
     if (quote) {
       if (ch === quote) quote = null;
-    } else if (ch === '\'' || ch === '"') quote = ch;
+    } else if (ch === "'" || ch === '"') quote = ch;
     else if (ch === ';') {
       out.push(cur.trim());
       cur = '';
@@ -63,20 +75,26 @@ export async function runAdminCommand(p: AdminHost, sql: string): Promise<Buffer
       const name = arg.toUpperCase();
       if (name === 'INTERNER' && words[2] !== undefined) {
         const n = Number(words[2]);
-        if (!Number.isInteger(n) || n < 1) throw new AdminError(SqlState.SyntaxError, 'SHOW INTERNER <n> takes a whole number above 0');
+        if (!Number.isInteger(n) || n < 1)
+          throw new AdminError(SqlState.SyntaxError, 'SHOW INTERNER <n> takes a whole number above 0');
         return encodeTable(interner(p.snapshot({ statements: true }), n));
       }
       if (name === 'HELP') {
         const t = p.show('HELP');
-        return Buffer.concat(t.rows.map((r) => writeNoticeResponse({ code: '00000', message: String(r[0]) })).concat(writeCommandComplete('SHOW')));
+        return Buffer.concat(
+          t.rows
+            .map((r) => writeNoticeResponse({ code: '00000', message: String(r[0]) }))
+            .concat(writeCommandComplete('SHOW')),
+        );
       }
       return encodeTable(p.show(name));
     }
     case 'SET': {
       const m = /^SET\s+log_level\s*(?:=|TO)\s*(\S+)\s*$/i.exec(sql.trim());
-      if (!m) throw new AdminError(SqlState.SyntaxError, 'only SET log_level = \'<level>\' is supported');
+      if (!m) throw new AdminError(SqlState.SyntaxError, "only SET log_level = '<level>' is supported");
       const level = unquote(m[1]!).toLowerCase();
-      if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new AdminError(SqlState.InvalidParameterValue, `log_level must be one of ${LOG_LEVELS.join(', ')}`);
+      if (!(LOG_LEVELS as readonly string[]).includes(level))
+        throw new AdminError(SqlState.InvalidParameterValue, `log_level must be one of ${LOG_LEVELS.join(', ')}`);
       p.logs.level = level;
       return writeCommandComplete('SET');
     }
@@ -101,9 +119,13 @@ export async function runAdminCommand(p: AdminHost, sql: string): Promise<Buffer
       setImmediate(() => void p.shutdown(true));
       return writeCommandComplete('SHUTDOWN');
     case 'RESET': {
-      if (arg?.toUpperCase() !== 'INTERNER') throw new AdminError(SqlState.SyntaxError, 'only RESET INTERNER is supported');
+      if (arg?.toUpperCase() !== 'INTERNER')
+        throw new AdminError(SqlState.SyntaxError, 'only RESET INTERNER is supported');
       const n = resetInterner(p.pools.values());
-      return Buffer.concat([writeNoticeResponse({ code: '00000', message: `${n} unused statement texts forgotten` }), writeCommandComplete('RESET')]);
+      return Buffer.concat([
+        writeNoticeResponse({ code: '00000', message: `${n} unused statement texts forgotten` }),
+        writeCommandComplete('RESET'),
+      ]);
     }
     default:
       throw new AdminError(SqlState.SyntaxError, `unknown admin command "${words[0] ?? ''}"; try SHOW HELP`);
@@ -113,9 +135,15 @@ export async function runAdminCommand(p: AdminHost, sql: string): Promise<Buffer
 function errorOf(err: unknown): Buffer {
   if (err instanceof AdminError) return writeErrorResponse({ code: err.sqlstate, message: err.message });
   if (err instanceof UnknownShowError) return writeErrorResponse({ code: SqlState.SyntaxError, message: err.message });
-  if (err instanceof NotConfiguredError) return writeErrorResponse({ code: SqlState.FeatureNotSupported, message: err.message });
-  if (err instanceof PoolNotFoundError) return writeErrorResponse({ code: SqlState.InvalidCatalogName, message: err.message });
-  if (err instanceof ConfigError) return writeErrorResponse({ code: SqlState.InvalidParameterValue, message: `RELOAD failed, the old configuration stays: ${err.message}` });
+  if (err instanceof NotConfiguredError)
+    return writeErrorResponse({ code: SqlState.FeatureNotSupported, message: err.message });
+  if (err instanceof PoolNotFoundError)
+    return writeErrorResponse({ code: SqlState.InvalidCatalogName, message: err.message });
+  if (err instanceof ConfigError)
+    return writeErrorResponse({
+      code: SqlState.InvalidParameterValue,
+      message: `RELOAD failed, the old configuration stays: ${err.message}`,
+    });
   return writeErrorResponse({ code: SqlState.InternalError, message: (err as Error).message });
 }
 
@@ -125,7 +153,9 @@ export function attachAdminConsole(p: AdminHost, c: ClientSession): void {
   let skipping = false;
   const log = p.logs.get('pooler::admin');
   const write = (b: Buffer) => {
-    chain = chain.then(() => { if (!c.socket.destroyed) c.socket.write(b); });
+    chain = chain.then(() => {
+      if (!c.socket.destroyed) c.socket.write(b);
+    });
   };
   c.onAdminMessage = (type, buf, start, len) => {
     if (type === FrontendMessage.Terminate) return void c.socket.end();
@@ -133,7 +163,12 @@ export function attachAdminConsole(p: AdminHost, c: ClientSession): void {
       // Extended protocol: one error, then skip to the Sync, which gets the ReadyForQuery (as PostgreSQL does).
       if (!skipping && type !== FrontendMessage.Sync && type !== FrontendMessage.Flush) {
         skipping = true;
-        write(writeErrorResponse({ code: SqlState.FeatureNotSupported, message: 'the admin console supports only the simple query protocol' }));
+        write(
+          writeErrorResponse({
+            code: SqlState.FeatureNotSupported,
+            message: 'the admin console supports only the simple query protocol',
+          }),
+        );
       }
       if (type === FrontendMessage.Sync) {
         skipping = false;

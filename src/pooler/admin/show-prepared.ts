@@ -13,8 +13,33 @@ function statementsOf(s: PoolerSnapshot): readonly StatementSnapshot[] {
  * executions and their total time (us), then its uses (Parse or Bind) that found it prepared on the server and those
  * that had to prepare it. */
 export function statementTable(statements: readonly StatementSnapshot[]): ShowTable {
-  const rows: Cell[][] = statements.map((s) => [s.pool, s.hash, s.name, s.query, s.countUsed, s.kind, s.executions, s.execTimeUs, s.cacheHits, s.cacheMisses]);
-  return { columns: ['pool', 'hash', 'name', 'query', 'count_used', 'kind', 'executions', 'total_time_us', 'cache_hits', 'cache_misses'], rows };
+  const rows: Cell[][] = statements.map((s) => [
+    s.pool,
+    s.hash,
+    s.name,
+    s.query,
+    s.countUsed,
+    s.kind,
+    s.executions,
+    s.execTimeUs,
+    s.cacheHits,
+    s.cacheMisses,
+  ]);
+  return {
+    columns: [
+      'pool',
+      'hash',
+      'name',
+      'query',
+      'count_used',
+      'kind',
+      'executions',
+      'total_time_us',
+      'cache_hits',
+      'cache_misses',
+    ],
+    rows,
+  };
 }
 
 export function preparedStatements(s: PoolerSnapshot): ShowTable {
@@ -25,7 +50,10 @@ export function preparedStatements(s: PoolerSnapshot): ShowTable {
 export function interner(s: PoolerSnapshot, top?: number): ShowTable {
   const statements = statementsOf(s);
   if (top === undefined) {
-    const byKind = new Map<string, { entries: number; bytes: number }>([['protocol', { entries: 0, bytes: 0 }], ['sql', { entries: 0, bytes: 0 }]]);
+    const byKind = new Map<string, { entries: number; bytes: number }>([
+      ['protocol', { entries: 0, bytes: 0 }],
+      ['sql', { entries: 0, bytes: 0 }],
+    ]);
     for (const st of statements) {
       const k = byKind.get(st.kind)!;
       k.entries++;
@@ -34,7 +62,10 @@ export function interner(s: PoolerSnapshot, top?: number): ShowTable {
     return { columns: ['kind', 'entries', 'bytes'], rows: [...byKind].map(([kind, k]) => [kind, k.entries, k.bytes]) };
   }
   const largest = [...statements].sort((a, b) => b.bytes - a.bytes).slice(0, top);
-  return { columns: ['hash', 'kind', 'bytes', 'idle_ms', 'query'], rows: largest.map((st) => [st.hash, st.kind, st.bytes, st.idleMs, st.query]) };
+  return {
+    columns: ['hash', 'kind', 'bytes', 'idle_ms', 'query'],
+    rows: largest.map((st) => [st.hash, st.kind, st.bytes, st.idleMs, st.query]),
+  };
 }
 
 /** RESET INTERNER: every pool forgets the texts no client and no server holds; returns how many went. */

@@ -9,7 +9,17 @@ import type { SnapshotSource } from '../hosts.js';
 import { interner, preparedStatements } from './show-prepared.js';
 import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from '../snapshot.js';
 import {
-  showApps, showClients, showErrors, showEvents, showLists, showPoolCoordinator, showPools, showPoolScaling, showPoolsExtended, showServers, showStats,
+  showApps,
+  showClients,
+  showErrors,
+  showEvents,
+  showLists,
+  showPoolCoordinator,
+  showPools,
+  showPoolScaling,
+  showPoolsExtended,
+  showServers,
+  showStats,
 } from './show-state.js';
 
 const table = (columns: string[], rows: Cell[][]): ShowTable => ({ columns, rows });
@@ -23,15 +33,46 @@ function databases(s: PoolerSnapshot, p: SnapshotSource<ClientSession>): ShowTab
     const size = pc.users.reduce((n, u) => n + u.pool_size, 0);
     const min = pc.users.reduce((n, u) => n + u.min_pool_size, 0);
     const mode = pc.pool_mode ?? p.config.general.pool_mode;
-    rows.push([name, pc.server_host, pc.server_port, pc.server_database ?? name, pc.users.length === 1 ? pc.users[0]!.server_username ?? null : null, size, min, pc.reserve_pool_size, mode, pc.max_db_connections || size, current.get(name) ?? 0]);
+    rows.push([
+      name,
+      pc.server_host,
+      pc.server_port,
+      pc.server_database ?? name,
+      pc.users.length === 1 ? (pc.users[0]!.server_username ?? null) : null,
+      size,
+      min,
+      pc.reserve_pool_size,
+      mode,
+      pc.max_db_connections || size,
+      current.get(name) ?? 0,
+    ]);
   }
-  return table(['name', 'host', 'port', 'database', 'force_user', 'pool_size', 'min_pool_size', 'reserve_pool', 'pool_mode', 'max_connections', 'current_connections'], rows);
+  return table(
+    [
+      'name',
+      'host',
+      'port',
+      'database',
+      'force_user',
+      'pool_size',
+      'min_pool_size',
+      'reserve_pool',
+      'pool_mode',
+      'max_connections',
+      'current_connections',
+    ],
+    rows,
+  );
 }
 
 function users(p: SnapshotSource<ClientSession>): ShowTable {
   const seen = new Map<string, string>();
-  for (const pool of p.pools.values()) if (!seen.has(pool.settings.user)) seen.set(pool.settings.user, pool.settings.mode);
-  return table(['name', 'pool_mode'], [...seen].map(([n, m]) => [n, m]));
+  for (const pool of p.pools.values())
+    if (!seen.has(pool.settings.user)) seen.set(pool.settings.user, pool.settings.mode);
+  return table(
+    ['name', 'pool_mode'],
+    [...seen].map(([n, m]) => [n, m]),
+  );
 }
 
 function fmt(v: unknown): string {
@@ -44,17 +85,40 @@ const SECRET = new Set(['general.admin_password', 'general.auth_password']);
 
 function config(p: SnapshotSource<ClientSession>): ShowTable {
   const rows: Cell[][] = [];
-  for (const [section, shape, values] of [['general', generalShape, p.config.general], ['web', webShape, p.config.web], ['logs', logsShape, p.config.logs], ['native', nativeShape, p.config.native]] as const) {
+  for (const [section, shape, values] of [
+    ['general', generalShape, p.config.general],
+    ['web', webShape, p.config.web],
+    ['logs', logsShape, p.config.logs],
+    ['native', nativeShape, p.config.native],
+  ] as const) {
     for (const d of describeShape(shape, section)) {
       const key = d.key.slice(section.length + 1);
       const value = (values as Record<string, unknown>)[key];
-      rows.push([d.key, SECRET.has(d.key) ? (value ? '********' : '') : fmt(value), fmt(d.default), d.restart ? 'no' : 'yes']);
+      rows.push([
+        d.key,
+        SECRET.has(d.key) ? (value ? '********' : '') : fmt(value),
+        fmt(d.default),
+        d.restart ? 'no' : 'yes',
+      ]);
     }
   }
   return table(['key', 'value', 'default', 'changeable'], rows);
 }
 
-const TCP_STATES = ['', 'tcp_established', 'tcp_syn_sent', 'tcp_syn_recv', 'tcp_fin_wait1', 'tcp_fin_wait2', 'tcp_time_wait', 'tcp_close', 'tcp_close_wait', 'tcp_last_ack', 'tcp_listen', 'tcp_closing'];
+const TCP_STATES = [
+  '',
+  'tcp_established',
+  'tcp_syn_sent',
+  'tcp_syn_recv',
+  'tcp_fin_wait1',
+  'tcp_fin_wait2',
+  'tcp_time_wait',
+  'tcp_close',
+  'tcp_close_wait',
+  'tcp_last_ack',
+  'tcp_listen',
+  'tcp_closing',
+];
 
 /** TCP sockets of this process per state (from /proc), plus unix sockets. */
 function sockets(): ShowTable {
@@ -103,8 +167,14 @@ export const HELP_LINES = [
   'SHOW HELP|CONFIG|DATABASES|POOLS|POOLS_EXTENDED|CLIENTS|SERVERS|USERS|VERSION',
   'SHOW STATS|LISTS|LOG_LEVEL|CONNECTIONS|SOCKETS|PREPARED_STATEMENTS|INTERNER [<n>]',
   'SHOW POOL_COORDINATOR|POOL_SCALING|APPS|EVENTS|ERRORS',
-  'SET log_level = \'trace|debug|info|warn|error\'',
-  'RELOAD', 'PAUSE [<db>]', 'RESUME [<db>]', 'RECONNECT [<db>]', 'KILL <db>', 'SHUTDOWN', 'RESET INTERNER',
+  "SET log_level = 'trace|debug|info|warn|error'",
+  'RELOAD',
+  'PAUSE [<db>]',
+  'RESUME [<db>]',
+  'RECONNECT [<db>]',
+  'KILL <db>',
+  'SHUTDOWN',
+  'RESET INTERNER',
 ];
 
 /** SHOW names answered from the pooler's snapshot (one snapshot per call: every number counted once). */
@@ -124,7 +194,19 @@ const SNAPSHOT_SHOWS: Record<string, (s: PoolerSnapshot, p: SnapshotSource<Clien
   PREPARED_STATEMENTS: preparedStatements,
   INTERNER: (s) => interner(s),
   INTERNER_TOP: (s) => interner(s, 20),
-  CONNECTIONS: (s) => table(['total', 'errors', 'tls', 'plain', 'cancel'], [[s.counters.connections, s.counters.errors, s.counters.tls, s.counters.connections - s.counters.tls, s.counters.cancel]]),
+  CONNECTIONS: (s) =>
+    table(
+      ['total', 'errors', 'tls', 'plain', 'cancel'],
+      [
+        [
+          s.counters.connections,
+          s.counters.errors,
+          s.counters.tls,
+          s.counters.connections - s.counters.tls,
+          s.counters.cancel,
+        ],
+      ],
+    ),
 };
 
 /** What a SHOW needs in its snapshot beyond the pools, clients and servers. */
@@ -137,22 +219,38 @@ export function showTable(p: SnapshotSource<ClientSession>, name: string, snapsh
   const fromSnapshot = SNAPSHOT_SHOWS[name];
   if (fromSnapshot) return fromSnapshot(snapshot ?? takeSnapshot(p, snapshotPartsOf(name)), p);
   switch (name) {
-    case 'USERS': return users(p);
-    case 'CONFIG': return config(p);
-    case 'VERSION': return table(['version'], [[`tidepool ${packageVersion}`]]);
-    case 'LOG_LEVEL': return table(['log_level'], [[p.logs.level]]);
-    case 'SOCKETS': return sockets();
-    case 'HELP': return table(['command'], HELP_LINES.map((l) => [l]));
+    case 'USERS':
+      return users(p);
+    case 'CONFIG':
+      return config(p);
+    case 'VERSION':
+      return table(['version'], [[`tidepool ${packageVersion}`]]);
+    case 'LOG_LEVEL':
+      return table(['log_level'], [[p.logs.level]]);
+    case 'SOCKETS':
+      return sockets();
+    case 'HELP':
+      return table(
+        ['command'],
+        HELP_LINES.map((l) => [l]),
+      );
     case 'AUTH_QUERY':
       if (p.authQuery.configured) return p.authQuery.show();
-      throw new NotConfiguredError('AUTH_QUERY', 'auth_query is not configured (no auth_user): this pooler authenticates clients against the passwords in its config file ([[pools.<db>.users]]), so there is no auth_query cache to show');
-    default: throw new UnknownShowError(name);
+      throw new NotConfiguredError(
+        'AUTH_QUERY',
+        'auth_query is not configured (no auth_user): this pooler authenticates clients against the passwords in its config file ([[pools.<db>.users]]), so there is no auth_query cache to show',
+      );
+    default:
+      throw new UnknownShowError(name);
   }
 }
 
 /** A SHOW of a feature that this configuration does not use (AUTH_QUERY without auth_query). */
 export class NotConfiguredError extends Error {
-  constructor(readonly what: string, message: string) {
+  constructor(
+    readonly what: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'NotConfiguredError';
   }

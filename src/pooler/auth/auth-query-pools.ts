@@ -20,8 +20,21 @@ export interface AuthQueryHost {
   inUse(pool: Pool): boolean;
 }
 
-export const AUTH_QUERY_COLUMNS = ['database', 'cache_entries', 'cache_hits', 'cache_misses', 'cache_refetches', 'cache_rate_limited', 'auth_success', 'auth_failure',
-  'executor_queries', 'executor_errors', 'dynamic_pools_current', 'dynamic_pools_created', 'dynamic_pools_destroyed'];
+export const AUTH_QUERY_COLUMNS = [
+  'database',
+  'cache_entries',
+  'cache_hits',
+  'cache_misses',
+  'cache_refetches',
+  'cache_rate_limited',
+  'auth_success',
+  'auth_failure',
+  'executor_queries',
+  'executor_errors',
+  'dynamic_pools_current',
+  'dynamic_pools_created',
+  'dynamic_pools_destroyed',
+];
 
 export class AuthQueryLogins {
   private readonly databases = new Map<string, AuthQueryDatabase>();
@@ -49,7 +62,9 @@ export class AuthQueryLogins {
       }
       const pool = this.poolFor(database, pc, user, secret, aq);
       return {
-        admin: false, pool, secret,
+        admin: false,
+        pool,
+        secret,
         onAuth: (ok) => {
           if (ok) aq.counters.authSuccess++;
           else {
@@ -65,12 +80,22 @@ export class AuthQueryLogins {
   private database(database: string, pc: PoolConfig, user: string, password: string): AuthQueryDatabase {
     const g = this.host.config.general;
     const target = {
-      database, host: pc.server_host, port: pc.server_port, serverDatabase: pc.server_database ?? database, user, password,
-      query: g.auth_query, tls: this.host.serverTls(),
+      database,
+      host: pc.server_host,
+      port: pc.server_port,
+      serverDatabase: pc.server_database ?? database,
+      user,
+      password,
+      query: g.auth_query,
+      tls: this.host.serverTls(),
     };
-    const limits: AuthQueryLimits = { ttlMs: g.auth_query_cache_ttl, cacheSize: g.auth_query_cache_size, rate: g.auth_query_rate };
+    const limits: AuthQueryLimits = {
+      ttlMs: g.auth_query_cache_ttl,
+      cacheSize: g.auth_query_cache_size,
+      rate: g.auth_query_rate,
+    };
     let aq = this.databases.get(database);
-    if (!aq) this.databases.set(database, aq = new AuthQueryDatabase(target, limits));
+    if (!aq) this.databases.set(database, (aq = new AuthQueryDatabase(target, limits)));
     else {
       if (JSON.stringify({ ...aq.target, tls: null }) !== JSON.stringify({ ...target, tls: null })) aq.close();
       aq.target = target;
@@ -94,7 +119,13 @@ export class AuthQueryLogins {
     if (existing) return existing;
     const g = this.host.config.general;
     const pool = this.host.createPool(database, pc, {
-      username: user, password: secret, pool_size: g.auth_query_pool_size, min_pool_size: 0, pool_mode: null, server_username: null, server_password: null,
+      username: user,
+      password: secret,
+      pool_size: g.auth_query_pool_size,
+      min_pool_size: 0,
+      pool_mode: null,
+      server_username: null,
+      server_password: null,
     });
     this.dynamic.set(pool, { database, lastLogin: Date.now() });
     aq.counters.dynamicPoolsCreated++;
@@ -125,8 +156,21 @@ export class AuthQueryLogins {
       columns: [...AUTH_QUERY_COLUMNS],
       rows: [...this.databases].map(([db, aq]) => {
         const c = aq.counters;
-        return [db, aq.cacheEntries, c.cacheHits, c.cacheMisses, c.cacheRefetches, c.cacheRateLimited, c.authSuccess, c.authFailure,
-          c.executorQueries, c.executorErrors, current.get(db) ?? 0, c.dynamicPoolsCreated, c.dynamicPoolsDestroyed];
+        return [
+          db,
+          aq.cacheEntries,
+          c.cacheHits,
+          c.cacheMisses,
+          c.cacheRefetches,
+          c.cacheRateLimited,
+          c.authSuccess,
+          c.authFailure,
+          c.executorQueries,
+          c.executorErrors,
+          current.get(db) ?? 0,
+          c.dynamicPoolsCreated,
+          c.dynamicPoolsDestroyed,
+        ];
       }),
     };
   }

@@ -39,20 +39,34 @@ export interface AuthQueryCounters {
 }
 
 export class AuthQueryError extends Error {
-  constructor(message: string, readonly sqlstate: string) {
+  constructor(
+    message: string,
+    readonly sqlstate: string,
+  ) {
     super(message);
     this.name = 'AuthQueryError';
   }
 }
 
 /** A cached answer: the secret, or null when PostgreSQL has no such user (or no password for it). */
-interface Entry { secret: string | null; at: number }
+interface Entry {
+  secret: string | null;
+  at: number;
+}
 
 /** One database's cache, rate limit and executor connection (one query at a time). */
 export class AuthQueryDatabase {
   readonly counters: AuthQueryCounters = {
-    cacheHits: 0, cacheMisses: 0, cacheRefetches: 0, cacheRateLimited: 0, authSuccess: 0, authFailure: 0,
-    executorQueries: 0, executorErrors: 0, dynamicPoolsCreated: 0, dynamicPoolsDestroyed: 0,
+    cacheHits: 0,
+    cacheMisses: 0,
+    cacheRefetches: 0,
+    cacheRateLimited: 0,
+    authSuccess: 0,
+    authFailure: 0,
+    executorQueries: 0,
+    executorErrors: 0,
+    dynamicPoolsCreated: 0,
+    dynamicPoolsDestroyed: 0,
   };
   private readonly cache = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<string | null>>();
@@ -62,7 +76,10 @@ export class AuthQueryDatabase {
   private connecting: Promise<pg.Client> | null = null;
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(public target: AuthQueryTarget, public limits: AuthQueryLimits) {
+  constructor(
+    public target: AuthQueryTarget,
+    public limits: AuthQueryLimits,
+  ) {
     this.tokens = limits.rate;
   }
 
@@ -84,7 +101,10 @@ export class AuthQueryDatabase {
     if (pending) return pending;
     if (!this.take()) {
       this.counters.cacheRateLimited++;
-      throw new AuthQueryError(`too many auth_query lookups for database "${this.target.database}" (auth_query_rate ${this.limits.rate}/s); try again`, SqlState.TooManyConnections);
+      throw new AuthQueryError(
+        `too many auth_query lookups for database "${this.target.database}" (auth_query_rate ${this.limits.rate}/s); try again`,
+        SqlState.TooManyConnections,
+      );
     }
     const p = this.fetch(user).finally(() => this.inflight.delete(user));
     this.inflight.set(user, p);
@@ -119,7 +139,10 @@ export class AuthQueryDatabase {
       } catch (err) {
         this.counters.executorErrors++;
         this.drop();
-        throw new AuthQueryError(`auth_query for database "${this.target.database}" failed: ${(err as Error).message}`, SqlState.ConnectionFailure);
+        throw new AuthQueryError(
+          `auth_query for database "${this.target.database}" failed: ${(err as Error).message}`,
+          SqlState.ConnectionFailure,
+        );
       }
     };
     // One query at a time on the executor connection.
@@ -139,14 +162,31 @@ export class AuthQueryDatabase {
     this.connecting ??= (async () => {
       const t = this.target;
       const verify = t.tls.mode === 'verify-ca' || t.tls.mode === 'verify-full';
-      const ssl = t.tls.mode === 'disable' || t.tls.mode === 'allow' ? false
-        : { rejectUnauthorized: verify, secureContext: t.tls.context ?? undefined, ...(t.tls.mode === 'verify-ca' ? { checkServerIdentity: () => undefined } : {}) };
-      const c = new pg.Client({ host: t.host, port: t.port, database: t.serverDatabase, user: t.user, password: t.password, ssl, application_name: 'tidepool auth_query', connectionTimeoutMillis: 5000 });
+      const ssl =
+        t.tls.mode === 'disable' || t.tls.mode === 'allow'
+          ? false
+          : {
+              rejectUnauthorized: verify,
+              secureContext: t.tls.context ?? undefined,
+              ...(t.tls.mode === 'verify-ca' ? { checkServerIdentity: () => undefined } : {}),
+            };
+      const c = new pg.Client({
+        host: t.host,
+        port: t.port,
+        database: t.serverDatabase,
+        user: t.user,
+        password: t.password,
+        ssl,
+        application_name: 'tidepool auth_query',
+        connectionTimeoutMillis: 5000,
+      });
       c.on('error', () => this.drop());
       await c.connect();
       this.client = c;
       return c;
-    })().finally(() => { this.connecting = null; });
+    })().finally(() => {
+      this.connecting = null;
+    });
     return this.connecting;
   }
 

@@ -10,7 +10,11 @@ type ConnType = 'local' | 'host' | 'hostssl' | 'hostnossl' | 'hostgssenc' | 'hos
 const CONN_TYPES: readonly ConnType[] = ['local', 'host', 'hostssl', 'hostnossl', 'hostgssenc', 'hostnogssenc'];
 
 /** A name list: `all`, names, `+group` (role membership, unknown to the pooler: never matches), `@file` (read in). */
-interface NameList { all: boolean; names: Set<string>; sameuser: boolean }
+interface NameList {
+  all: boolean;
+  names: Set<string>;
+  sameuser: boolean;
+}
 
 interface HbaRule {
   line: number;
@@ -66,7 +70,8 @@ function fields(text: string): { value: string; quoted: boolean }[] {
 /** Splits a field on commas outside quotes; quoted items come back as { name, quoted }. */
 function items(field: string): { name: string; quoted: boolean }[] {
   const out: { name: string; quoted: boolean }[] = [];
-  for (const m of field.matchAll(/"([^"]*)"|([^,]+)/g)) out.push(m[1] !== undefined ? { name: m[1], quoted: true } : { name: m[2]!, quoted: false });
+  for (const m of field.matchAll(/"([^"]*)"|([^,]+)/g))
+    out.push(m[1] !== undefined ? { name: m[1], quoted: true } : { name: m[2]!, quoted: false });
   return out;
 }
 
@@ -75,8 +80,10 @@ function nameList(field: string, dir: string, kind: 'database' | 'user'): NameLi
   for (const { name, quoted } of items(field)) {
     if (!quoted && name === 'all') list.all = true;
     else if (!quoted && kind === 'database' && name === 'sameuser') list.sameuser = true;
-    else if (!quoted && kind === 'database' && (name === 'samerole' || name === 'samegroup' || name === 'replication')) continue; // roles and replication: never here
-    else if (!quoted && name.startsWith('+')) continue; // role membership is PostgreSQL's, not the pooler's: never matches
+    else if (!quoted && kind === 'database' && (name === 'samerole' || name === 'samegroup' || name === 'replication'))
+      continue; // roles and replication: never here
+    else if (!quoted && name.startsWith('+'))
+      continue; // role membership is PostgreSQL's, not the pooler's: never matches
     else if (!quoted && name.startsWith('@')) {
       const file = path.resolve(dir, name.slice(1));
       let text: string;
@@ -85,7 +92,12 @@ function nameList(field: string, dir: string, kind: 'database' | 'user'): NameLi
       } catch (err) {
         throw new Error(`could not read ${file} (named by ${name}): ${(err as Error).message}`);
       }
-      for (const line of text.split('\n')) for (const n of line.replace(/#.*/, '').split(/[\s,]+/).filter(Boolean)) list.names.add(n.replace(/^"(.*)"$/, '$1'));
+      for (const line of text.split('\n'))
+        for (const n of line
+          .replace(/#.*/, '')
+          .split(/[\s,]+/)
+          .filter(Boolean))
+          list.names.add(n.replace(/^"(.*)"$/, '$1'));
     } else list.names.add(name);
   }
   return list;
@@ -93,21 +105,26 @@ function nameList(field: string, dir: string, kind: 'database' | 'user'): NameLi
 
 function maskPrefix(mask: string): number {
   if (net.isIP(mask) !== 4) throw new Error(`invalid IP mask "${mask}" (an IPv6 range takes the CIDR form)`);
-  const bits = mask.split('.').map((o) => Number(o).toString(2).padStart(8, '0')).join('');
+  const bits = mask
+    .split('.')
+    .map((o) => Number(o).toString(2).padStart(8, '0'))
+    .join('');
   if (!/^1*0*$/.test(bits)) throw new Error(`invalid IP mask "${mask}": not a prefix`);
   return bits.indexOf('0') < 0 ? bits.length : bits.indexOf('0');
 }
 
 function addressOf(spec: string, mask: string | null): { list: net.BlockList; family: 'ipv4' | 'ipv6' } | null {
   if (spec === 'all') return null;
-  if (spec === 'samehost' || spec === 'samenet') throw new Error(`"${spec}" is not supported by the pooler: write the address range`);
+  if (spec === 'samehost' || spec === 'samenet')
+    throw new Error(`"${spec}" is not supported by the pooler: write the address range`);
   const [addr, prefixText, ...rest] = spec.split('/');
   const family = net.isIP(addr ?? '');
   if (!family || rest.length) throw new Error(`invalid IP address "${spec}" (host names are not supported)`);
   const max = family === 4 ? 32 : 128;
   let prefix = max;
   if (prefixText !== undefined) {
-    if (!/^\d+$/.test(prefixText) || Number(prefixText) > max) throw new Error(`invalid CIDR mask in address "${spec}"`);
+    if (!/^\d+$/.test(prefixText) || Number(prefixText) > max)
+      throw new Error(`invalid CIDR mask in address "${spec}"`);
     prefix = Number(prefixText);
   } else if (mask !== null) {
     if (net.isIP(mask) !== family) throw new Error(`IP address and mask do not match in "${spec} ${mask}"`);
@@ -124,7 +141,10 @@ function parseLine(text: string, line: number, dir: string): HbaRule | null {
   const type = f[0]!.value as ConnType;
   if (!CONN_TYPES.includes(type)) throw new Error(`invalid connection type "${f[0]!.value}"`);
   const need = type === 'local' ? 4 : 5;
-  if (f.length < need) throw new Error(`end-of-line before ${f.length < 2 ? 'database specification' : f.length < 3 ? 'role specification' : type !== 'local' && f.length < 4 ? 'IP address specification' : 'authentication method'}`);
+  if (f.length < need)
+    throw new Error(
+      `end-of-line before ${f.length < 2 ? 'database specification' : f.length < 3 ? 'role specification' : type !== 'local' && f.length < 4 ? 'IP address specification' : 'authentication method'}`,
+    );
   const databases = nameList(f[1]!.value, dir, 'database');
   const users = nameList(f[2]!.value, dir, 'user');
   let next = 3;
@@ -139,7 +159,10 @@ function parseLine(text: string, line: number, dir: string): HbaRule | null {
   const methodField = f[next];
   if (!methodField) throw new Error('end-of-line before authentication method');
   const method = methodField.value as HbaMethod;
-  if (!HBA_METHODS.includes(method)) throw new Error(`invalid authentication method "${methodField.value}" (the pooler takes ${HBA_METHODS.join(', ')})`);
+  if (!HBA_METHODS.includes(method))
+    throw new Error(
+      `invalid authentication method "${methodField.value}" (the pooler takes ${HBA_METHODS.join(', ')})`,
+    );
   for (const opt of f.slice(next + 1)) {
     if (!/^[a-z_]+=/.test(opt.value)) throw new Error(`authentication option not in name=value format: ${opt.value}`);
   }
@@ -152,7 +175,10 @@ function inList(list: NameList, name: string, user: string): boolean {
 
 /** The rules of one auth_hba_file. */
 export class HbaRules {
-  private constructor(readonly file: string, private readonly rules: HbaRule[]) {}
+  private constructor(
+    readonly file: string,
+    private readonly rules: HbaRule[],
+  ) {}
 
   /** Reads and parses `file`; throws HbaError naming the file and line of the first problem. */
   static load(file: string): HbaRules {
@@ -201,7 +227,8 @@ export class HbaRules {
 
   /** The method of the first matching line, with its line number, or null when none matches. */
   match(c: HbaConnection): { method: HbaMethod; line: number } | null {
-    const address = c.address.startsWith('::ffff:') && net.isIP(c.address.slice(7)) === 4 ? c.address.slice(7) : c.address;
+    const address =
+      c.address.startsWith('::ffff:') && net.isIP(c.address.slice(7)) === 4 ? c.address.slice(7) : c.address;
     const family = net.isIP(address) === 6 ? 'ipv6' : 'ipv4';
     for (const r of this.rules) {
       // The pooler listens on TCP only, and never encrypts with GSSAPI.

@@ -111,12 +111,14 @@ export class ScramServer {
     const proofB64 = a.get('p');
     const cut = clientFinal.lastIndexOf(',p=');
     // A proof that is not 32 bytes of standard base64 is a malformed message, as the nonce's echo missing is.
-    if (!proofB64 || a.get('r') !== this.nonce || cut < 0 || !BASE64.test(proofB64)) throw new ScramMalformed('malformed SCRAM client-final-message');
+    if (!proofB64 || a.get('r') !== this.nonce || cut < 0 || !BASE64.test(proofB64))
+      throw new ScramMalformed('malformed SCRAM client-final-message');
     const proof = Buffer.from(proofB64, 'base64');
     if (proof.length !== 32) throw new ScramMalformed('malformed SCRAM client-final-message');
     const authMessage = `${this.clientFirstBare},${this.serverFirst},${clientFinal.slice(0, cut)}`;
     const clientKey = xor(proof, hmac(this.secret.storedKey, authMessage));
-    if (!timingSafeEqual(sha256(clientKey), this.secret.storedKey)) throw new ScramError('password authentication failed');
+    if (!timingSafeEqual(sha256(clientKey), this.secret.storedKey))
+      throw new ScramError('password authentication failed');
     this.clientKey = clientKey;
     return `v=${hmac(this.secret.serverKey, authMessage).toString('base64')}`;
   }
@@ -128,7 +130,11 @@ export class ScramServer {
  * each. Bounded: past 1 000 entries the memory starts over. */
 const derivedKeys = new Map<string, { clientKey: Buffer; serverKey: Buffer }>();
 
-export function keysFromPassword(password: string, salt: Buffer, iterations: number): { clientKey: Buffer; serverKey: Buffer } {
+export function keysFromPassword(
+  password: string,
+  salt: Buffer,
+  iterations: number,
+): { clientKey: Buffer; serverKey: Buffer } {
   const key = `${iterations}:${salt.toString('base64')}:${password}`;
   let keys = derivedKeys.get(key);
   if (!keys) {
@@ -171,7 +177,9 @@ export class ScramClient {
       ({ clientKey, serverKey } = keysFromPassword(this.cred.password, salt, iterations));
     } else {
       if (!salt.equals(this.cred.secret.salt) || iterations !== this.cred.secret.iterations) {
-        throw new ScramError('the SCRAM secret configured for this user does not match the one in PostgreSQL (salt or iterations differ)');
+        throw new ScramError(
+          'the SCRAM secret configured for this user does not match the one in PostgreSQL (salt or iterations differ)',
+        );
       }
       clientKey = this.cred.clientKey;
       serverKey = this.cred.secret.serverKey;

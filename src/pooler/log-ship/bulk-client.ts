@@ -18,7 +18,10 @@ export interface BulkRequest {
 
 /** A route of the log store at ship_to: its URL without credentials (a path prefix kept), the `user:password` of
  * ship_to's `user:password@` (Basic auth) and the address to log. */
-export function shipTarget(shipTo: string, route: string): { endpoint: URL; auth: string | undefined; display: string } {
+export function shipTarget(
+  shipTo: string,
+  route: string,
+): { endpoint: URL; auth: string | undefined; display: string } {
   const url = new URL(shipTo);
   const auth = url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined;
   url.username = '';
@@ -45,32 +48,36 @@ export class BulkClient {
     const mod = this.endpoint.protocol === 'https:' ? https : http;
     let abort: (reason: string) => void = () => undefined;
     const done = new Promise<BulkReply>((resolve, reject) => {
-      const req = mod.request(this.endpoint, {
-        method: 'POST',
-        agent: this.agent,
-        ...(this.auth === undefined ? {} : { auth: this.auth }),
-        headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_ANSWER_BYTES) req.destroy(new Error(`bulk answer larger than ${MAX_ANSWER_BYTES} bytes`));
-          else chunks.push(c);
-        });
-        res.on('end', () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-        });
-        res.on('error', (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
-        res.on('close', () => {
-          clearTimeout(timer);
-          if (!res.complete) reject(new Error('the connection closed before the answer ended'));
-        });
-      });
+      const req = mod.request(
+        this.endpoint,
+        {
+          method: 'POST',
+          agent: this.agent,
+          ...(this.auth === undefined ? {} : { auth: this.auth }),
+          headers: { 'content-type': 'application/x-ndjson', 'content-length': body.length },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_ANSWER_BYTES) req.destroy(new Error(`bulk answer larger than ${MAX_ANSWER_BYTES} bytes`));
+            else chunks.push(c);
+          });
+          res.on('end', () => {
+            clearTimeout(timer);
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+          });
+          res.on('error', (err) => {
+            clearTimeout(timer);
+            reject(err);
+          });
+          res.on('close', () => {
+            clearTimeout(timer);
+            if (!res.complete) reject(new Error('the connection closed before the answer ended'));
+          });
+        },
+      );
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       timer.unref();
       abort = (reason) => req.destroy(new Error(reason));

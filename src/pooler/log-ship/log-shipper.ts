@@ -63,8 +63,11 @@ export class LogShipper {
   get stats(): LogShipStats {
     const c = this.counts;
     return {
-      sent: c.sent, dropped: { queue_full: c.queue_full, rejected: c.rejected, shutdown: c.shutdown },
-      failedRequests: c.failedRequests, queueLength: this.queue.length, queueCapacity: this.queue.capacity,
+      sent: c.sent,
+      dropped: { queue_full: c.queue_full, rejected: c.rejected, shutdown: c.shutdown },
+      failedRequests: c.failedRequests,
+      queueLength: this.queue.length,
+      queueCapacity: this.queue.capacity,
     };
   }
 
@@ -131,7 +134,8 @@ export class LogShipper {
     void this.sendBatch(this.settings.ship_timeout).then((outcome) => {
       if (this.closed) return;
       if (outcome === 'failed') {
-        this.backoffMs = this.backoffMs === 0 ? BACKOFF_MIN_MS : Math.min(this.backoffMs * 2, this.settings.ship_backoff_max);
+        this.backoffMs =
+          this.backoffMs === 0 ? BACKOFF_MIN_MS : Math.min(this.backoffMs * 2, this.settings.ship_backoff_max);
         this.retryAfter(Math.min(this.backoffMs, this.settings.ship_backoff_max));
       } else if (outcome === 'items_retry') {
         this.retryAfter(Math.min(BACKOFF_MIN_MS, this.settings.ship_backoff_max));
@@ -146,22 +150,31 @@ export class LogShipper {
     const items = this.queue.take(this.settings.ship_batch_size);
     const client = this.client;
     const req = client.post(bulkBody(this.action, items), timeoutMs);
-    const settled = req.done.then(
-      (reply) => this.answered(items, reply, client.display),
-      (err: unknown) => this.failed(items, err instanceof Error ? err.message : String(err), client.display),
-    ).catch((err: unknown): Outcome => {
-      // A fault in the bookkeeping above must not become an unhandled rejection in the pooler.
-      this.log.error({ err: err instanceof Error ? err.stack ?? err.message : String(err), records: items.length }, 'log shipping fault; the batch is lost');
-      this.counts.rejected += items.length;
-      return 'stored';
-    }).finally(() => { this.inflight = null; });
+    const settled = req.done
+      .then(
+        (reply) => this.answered(items, reply, client.display),
+        (err: unknown) => this.failed(items, err instanceof Error ? err.message : String(err), client.display),
+      )
+      .catch((err: unknown): Outcome => {
+        // A fault in the bookkeeping above must not become an unhandled rejection in the pooler.
+        this.log.error(
+          { err: err instanceof Error ? (err.stack ?? err.message) : String(err), records: items.length },
+          'log shipping fault; the batch is lost',
+        );
+        this.counts.rejected += items.length;
+        return 'stored';
+      })
+      .finally(() => {
+        this.inflight = null;
+      });
     this.inflight = { abort: req.abort, settled };
     return settled;
   }
 
   private answered(items: QueuedDoc[], reply: BulkReply, display: string): Outcome {
     const { status } = reply;
-    if (status === 429 || status >= 500) return this.failed(items, `HTTP ${status}: ${reply.body.slice(0, 200)}`, display);
+    if (status === 429 || status >= 500)
+      return this.failed(items, `HTTP ${status}: ${reply.body.slice(0, 200)}`, display);
     if (status === 400 || status === 413) {
       // The store refuses this body as such: sending it again cannot help.
       this.rejected(items.length, `HTTP ${status}: ${reply.body.slice(0, 200)}`);
@@ -169,14 +182,18 @@ export class LogShipper {
       return 'stored';
     }
     // Any other answer (a wrong path, missing credentials) is treated as an unreachable store until fixed by RELOAD.
-    if (status < 200 || status >= 300) return this.failed(items, `HTTP ${status}: ${reply.body.slice(0, 200)}`, display);
+    if (status < 200 || status >= 300)
+      return this.failed(items, `HTTP ${status}: ${reply.body.slice(0, 200)}`, display);
     this.resumed(display);
     let answer;
     try {
       answer = readBulkAnswer(reply.body);
     } catch (err) {
       // A 2xx whose item list cannot be read: the store took the request; count the batch as sent.
-      this.log.warn({ ship_to: display, err: (err as Error).message }, 'unreadable bulk answer; the batch counts as sent');
+      this.log.warn(
+        { ship_to: display, err: (err as Error).message },
+        'unreadable bulk answer; the batch counts as sent',
+      );
       this.counts.sent += items.length;
       return 'stored';
     }
@@ -190,7 +207,8 @@ export class LogShipper {
     items.forEach((item, i) => {
       const r = answer.items[i];
       if (!r || (r.status >= 200 && r.status < 300)) this.counts.sent++;
-      else if ((r.status === 429 || r.status >= 500) && item.tries < ITEM_RETRIES) again.push({ doc: item.doc, tries: item.tries + 1 });
+      else if ((r.status === 429 || r.status >= 500) && item.tries < ITEM_RETRIES)
+        again.push({ doc: item.doc, tries: item.tries + 1 });
       else {
         rejected++;
         reason = `${r.status} ${r.reason}`;
@@ -208,8 +226,15 @@ export class LogShipper {
     if (!this.outage) {
       this.outage = { since: Date.now(), droppedBefore: this.counts.queue_full, display };
       // One line per outage, never one per attempt: this line is shipped too once the store is back.
-      this.log.warn({ ship_to: display, err: reason, backoff_max_ms: this.settings.ship_backoff_max, queue_size: this.queue.capacity },
-        `log shipping to ${display} failed; retrying with backoff, keeping the newest ${this.queue.capacity} records`);
+      this.log.warn(
+        {
+          ship_to: display,
+          err: reason,
+          backoff_max_ms: this.settings.ship_backoff_max,
+          queue_size: this.queue.capacity,
+        },
+        `log shipping to ${display} failed; retrying with backoff, keeping the newest ${this.queue.capacity} records`,
+      );
     }
     return 'failed';
   }
@@ -220,8 +245,10 @@ export class LogShipper {
     if (!o) return;
     this.outage = null;
     const dropped = this.counts.queue_full - o.droppedBefore;
-    this.log[dropped > 0 ? 'warn' : 'info']({ ship_to: display, dropped, down_ms: Date.now() - o.since },
-      `log shipping resumed: ${dropped} records dropped while ${o.display} was unreachable`);
+    this.log[dropped > 0 ? 'warn' : 'info'](
+      { ship_to: display, dropped, down_ms: Date.now() - o.since },
+      `log shipping resumed: ${dropped} records dropped while ${o.display} was unreachable`,
+    );
   }
 
   private rejected(n: number, reason: string): void {
@@ -230,8 +257,10 @@ export class LogShipper {
     const now = Date.now();
     if (now - this.lastRejectLog < REJECT_LOG_PERIOD_MS) return;
     this.lastRejectLog = now;
-    this.log.warn({ rejected: this.rejectedSinceLog, last_reason: reason.slice(0, 300) },
-      `the log store rejected ${this.rejectedSinceLog} records (not sent again)`);
+    this.log.warn(
+      { rejected: this.rejectedSinceLog, last_reason: reason.slice(0, 300) },
+      `the log store rejected ${this.rejectedSinceLog} records (not sent again)`,
+    );
     this.rejectedSinceLog = 0;
   }
 
@@ -246,12 +275,17 @@ export class LogShipper {
       this.clearTimers();
       const deadline = Date.now() + flushMs;
       let timer: NodeJS.Timeout | null = null;
-      const expired = new Promise<'expired'>((r) => { timer = setTimeout(() => r('expired'), Math.max(0, flushMs)); });
+      const expired = new Promise<'expired'>((r) => {
+        timer = setTimeout(() => r('expired'), Math.max(0, flushMs));
+      });
       try {
         let outcome: Outcome | 'expired' = 'stored';
         if (this.inflight) outcome = await Promise.race([this.inflight.settled, expired]);
         while (outcome !== 'expired' && outcome !== 'failed' && this.queue.length > 0 && Date.now() < deadline) {
-          outcome = await Promise.race([this.sendBatch(Math.min(this.settings.ship_timeout, Math.max(1, deadline - Date.now()))), expired]);
+          outcome = await Promise.race([
+            this.sendBatch(Math.min(this.settings.ship_timeout, Math.max(1, deadline - Date.now()))),
+            expired,
+          ]);
         }
         if (this.inflight) {
           const last = this.inflight.settled;
@@ -264,7 +298,10 @@ export class LogShipper {
         this.client.close();
       }
       const c = this.counts;
-      this.log.info({ sent: c.sent, dropped_queue_full: c.queue_full, rejected: c.rejected, dropped_shutdown: c.shutdown }, 'log shipping stopped');
+      this.log.info(
+        { sent: c.sent, dropped_queue_full: c.queue_full, rejected: c.rejected, dropped_shutdown: c.shutdown },
+        'log shipping stopped',
+      );
     })();
     return this.closed;
   }

@@ -9,7 +9,8 @@ let isoPrefix = '';
 export function isoTime(ms: number): string {
   // Outside the common case (whole milliseconds after 1970), Date does it; a time Date cannot hold becomes now
   // rather than a RangeError thrown inside the log call that wrote the record.
-  if (!Number.isInteger(ms) || ms < 0 || ms > 8.64e15) return new Date(Math.abs(ms) <= 8.64e15 ? ms : Date.now()).toISOString();
+  if (!Number.isInteger(ms) || ms < 0 || ms > 8.64e15)
+    return new Date(Math.abs(ms) <= 8.64e15 ? ms : Date.now()).toISOString();
   const second = Math.floor(ms / 1000);
   if (second !== isoSecond) {
     isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
@@ -38,7 +39,11 @@ export function shipDocument(rec: LogRecord, line?: string): string {
     }
   }
   const { level: _level, time: _time, ...fields } = rec;
-  return JSON.stringify({ time: isoTime(typeof time === 'number' ? time : Date.now()), level: levelName(level), ...fields });
+  return JSON.stringify({
+    time: isoTime(typeof time === 'number' ? time : Date.now()),
+    level: levelName(level),
+    ...fields,
+  });
 }
 
 /** The action line that precedes every document of a bulk body, with its newline. */
@@ -69,7 +74,10 @@ export function readBulkAnswer(text: string): BulkItemsAnswer {
   return {
     allStored: false,
     items: parsed.items.map((item: unknown) => {
-      const op = item && typeof item === 'object' ? (Object.values(item)[0] as { status?: unknown; error?: { type?: unknown; reason?: unknown } } | undefined) : undefined;
+      const op =
+        item && typeof item === 'object'
+          ? (Object.values(item)[0] as { status?: unknown; error?: { type?: unknown; reason?: unknown } } | undefined)
+          : undefined;
       const status = typeof op?.status === 'number' ? op.status : 0;
       const reason = op?.error ? `${String(op.error.type ?? 'error')}: ${String(op.error.reason ?? '')}` : '';
       return { status, reason };

@@ -3,13 +3,24 @@ import { FrontendMessage } from '../../protocol/codes.js';
 
 /** Types that always go through the rewriter: the extended protocol's statement and portal messages. */
 const EXTENDED = new Uint8Array(256);
-for (const t of [FrontendMessage.Parse, FrontendMessage.Bind, FrontendMessage.Describe, FrontendMessage.Close]) EXTENDED[t] = 1;
+for (const t of [FrontendMessage.Parse, FrontendMessage.Bind, FrontendMessage.Describe, FrontendMessage.Close])
+  EXTENDED[t] = 1;
 
 /** Types whose message may engage the rewriter, for a header cut by a read (its type byte is all there is). */
 export const DIVERT_TYPES = new Uint8Array(EXTENDED);
 DIVERT_TYPES[FrontendMessage.Query] = 1;
 
-const enum Ch { Tab = 9, Lf = 10, Vt = 11, Ff = 12, Cr = 13, Space = 32, Star = 42, Dash = 45, Slash = 47 }
+const enum Ch {
+  Tab = 9,
+  Lf = 10,
+  Vt = 11,
+  Ff = 12,
+  Cr = 13,
+  Space = 32,
+  Star = 42,
+  Dash = 45,
+  Slash = 47,
+}
 
 /** The first words the rewriter acts on (rewriter.ts: SQL PREPARE, EXECUTE, DEALLOCATE; DISCARD and DEALLOCATE ALL drop a client's statements). */
 const WORDS = new Set(['prepare', 'execute', 'deallocate', 'discard']);
@@ -30,7 +41,8 @@ export function wantsRewrite(type: number, buf: Buffer, start: number, len: numb
     if (pos >= stop) return stop < bodyEnd - 1; // cut by the read: maybe; an empty or all-comment text: no
     const c = buf[pos]!;
     if (c === Ch.Space || (c >= Ch.Tab && c <= Ch.Cr)) pos++;
-    else if ((c === Ch.Dash || c === Ch.Slash) && pos + 1 >= stop) return stop < bodyEnd - 1; // a comment may start here
+    else if ((c === Ch.Dash || c === Ch.Slash) && pos + 1 >= stop)
+      return stop < bodyEnd - 1; // a comment may start here
     else if (c === Ch.Dash && buf[pos + 1] === Ch.Dash && pos + 1 < stop) {
       while (pos < stop && buf[pos] !== Ch.Lf) pos++;
     } else if (c === Ch.Slash && buf[pos + 1] === Ch.Star && pos + 1 < stop) {
@@ -39,9 +51,13 @@ export function wantsRewrite(type: number, buf: Buffer, start: number, len: numb
       pos += 2;
       while (depth > 0) {
         if (pos + 1 >= stop) return stop < bodyEnd - 1;
-        if (buf[pos] === Ch.Slash && buf[pos + 1] === Ch.Star) { depth++; pos += 2; }
-        else if (buf[pos] === Ch.Star && buf[pos + 1] === Ch.Slash) { depth--; pos += 2; }
-        else pos++;
+        if (buf[pos] === Ch.Slash && buf[pos + 1] === Ch.Star) {
+          depth++;
+          pos += 2;
+        } else if (buf[pos] === Ch.Star && buf[pos + 1] === Ch.Slash) {
+          depth--;
+          pos += 2;
+        } else pos++;
       }
     } else break;
   }

@@ -63,7 +63,12 @@ export const hashStatement: StatementHash = (query, types, settings) => {
   let [a, b] = lanes(query, 0x811c9dc5, 0x9747b28c ^ query.length);
   [a, b] = lanes(types, a ^ 0xff, b ^ 0xff);
   if (settings) [a, b] = textLanes(settings, a ^ 0xfe, b ^ 0xfe);
-  return fmix(a).toString(16).padStart(8, '0') + fmix(b ^ a).toString(16).padStart(8, '0');
+  return (
+    fmix(a).toString(16).padStart(8, '0') +
+    fmix(b ^ a)
+      .toString(16)
+      .padStart(8, '0')
+  );
 };
 
 export interface InternerOptions {

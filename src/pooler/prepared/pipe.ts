@@ -25,7 +25,11 @@ export class PreparedPipe implements RewriteSink {
   private serverOut: Buffer[] = [];
   private clientOut: Buffer[] = [];
 
-  constructor(readonly rewriter: StatementRewriter, maxMessageSize: number, private readonly sink: PipeSink) {
+  constructor(
+    readonly rewriter: StatementRewriter,
+    maxMessageSize: number,
+    private readonly sink: PipeSink,
+  ) {
     this.client = new MessageSplitter(maxMessageSize, CLIENT_WHOLE, {
       whole: (type, msg) => rewriter.clientMessage(type, msg, this),
       piece: (_type, bytes) => this.serverOut.push(Buffer.from(bytes)),

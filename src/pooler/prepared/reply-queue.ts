@@ -14,7 +14,11 @@ export const PARSED = [BackendMessage.ParseComplete];
 export const BOUND = [BackendMessage.BindComplete];
 export const CLOSED = [BackendMessage.CloseComplete];
 export const DESCRIBED = [BackendMessage.RowDescription, BackendMessage.NoData];
-export const EXECUTED = [BackendMessage.CommandComplete, BackendMessage.EmptyQueryResponse, BackendMessage.PortalSuspended];
+export const EXECUTED = [
+  BackendMessage.CommandComplete,
+  BackendMessage.EmptyQueryResponse,
+  BackendMessage.PortalSuspended,
+];
 export const READY = [BackendMessage.ReadyForQuery];
 
 /** What a server reply belongs to, in the order PostgreSQL answers; `ends` is the reply type that completes it. */
@@ -61,7 +65,10 @@ export class ReplyQueue {
   holdOwn = false;
 
   /** `groupDone`: a Sync, Query or FunctionCall was answered. */
-  constructor(private readonly groupDone: (out: RewriteSink) => void, private readonly retry: RetryHook) {}
+  constructor(
+    private readonly groupDone: (out: RewriteSink) => void,
+    private readonly retry: RetryHook,
+  ) {}
 
   /** A server reply is awaited (the pooler's own replies at the head have gone out already). */
   get awaitingServer(): boolean {
@@ -87,7 +94,12 @@ export class ReplyQueue {
   /** A whole server message that may complete a slot (see `needsWhole`); everything else passes by. */
   serverMessage(type: number, msg: Buffer, out: RewriteSink): void {
     const slot = this.slots[this.head];
-    if (!slot || type === BackendMessage.NoticeResponse || type === BackendMessage.ParameterStatus || type === BackendMessage.NotificationResponse) {
+    if (
+      !slot ||
+      type === BackendMessage.NoticeResponse ||
+      type === BackendMessage.ParameterStatus ||
+      type === BackendMessage.NotificationResponse
+    ) {
       out.toClient(msg);
       return;
     }
@@ -172,7 +184,14 @@ export class ReplyQueue {
 
 /** Server message types the rewriter must see whole; the rest pass through without a look. */
 export const REWRITER_WHOLE_TYPES = [
-  BackendMessage.ParseComplete, BackendMessage.BindComplete, BackendMessage.CloseComplete, BackendMessage.ErrorResponse,
-  BackendMessage.ReadyForQuery, BackendMessage.CommandComplete, BackendMessage.EmptyQueryResponse,
-  BackendMessage.RowDescription, BackendMessage.NoData, BackendMessage.PortalSuspended,
+  BackendMessage.ParseComplete,
+  BackendMessage.BindComplete,
+  BackendMessage.CloseComplete,
+  BackendMessage.ErrorResponse,
+  BackendMessage.ReadyForQuery,
+  BackendMessage.CommandComplete,
+  BackendMessage.EmptyQueryResponse,
+  BackendMessage.RowDescription,
+  BackendMessage.NoData,
+  BackendMessage.PortalSuspended,
 ] as const;

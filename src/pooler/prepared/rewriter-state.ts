@@ -19,7 +19,10 @@ export abstract class RewriterState {
   protected parses = 0;
   protected server: ServerStatements | null = null;
   /** What each awaited reply belongs to; it also knows when PostgreSQL skips to the next Sync after an error. */
-  protected readonly replies = new ReplyQueue((out) => this.groupDone(out), (slot, error, delivered) => this.takeOverError(slot, error, delivered));
+  protected readonly replies = new ReplyQueue(
+    (out) => this.groupDone(out),
+    (slot, error, delivered) => this.takeOverError(slot, error, delivered),
+  );
   /** The status byte of the last ReadyForQuery (the pooler links a transaction-mode client between transactions). */
   protected lastStatus = TxStatus.Idle;
   /** The next message starts a group. */
@@ -214,7 +217,12 @@ export abstract class RewriterState {
    */
   protected takeOverError(slot: Slot, error: Buffer, delivered: boolean): boolean {
     if (slot.statement === undefined || parseErrorFields(error).get('C') !== '0A000') return false;
-    const retry = this.groupLog !== null && slot.at !== undefined && !delivered && this.groupsSent === this.groupsDone + 1 && this.held.length === 0;
+    const retry =
+      this.groupLog !== null &&
+      slot.at !== undefined &&
+      !delivered &&
+      this.groupsSent === this.groupsDone + 1 &&
+      this.held.length === 0;
     if (retry) this.replay = { log: this.groupLog!, from: slot.at!, statement: slot.statement };
     else this.server!.markStale(slot.statement);
     return retry;
@@ -272,17 +280,20 @@ export abstract class RewriterState {
   laneTable(): Buffer | null {
     const server = this.server;
     this.lane = [];
-    if (!server || !this.settled || this.replay || this.groupsDone !== this.groupsSent || server.toClose.length > 0) return null;
+    if (!server || !this.settled || this.replay || this.groupsDone !== this.groupsSent || server.toClose.length > 0)
+      return null;
     // The unnamed statement is answered by the lane only while a Parse of its text would find it now: under the
     // client's current settings and the schema epoch it was parsed in.
     const key = this.interner.key(this.settings);
     for (const [name, statement] of this.named) {
-      if (server.peek(statement)?.state !== 'ready' || server.isStale(statement) || server.isClosing(statement)) continue;
+      if (server.peek(statement)?.state !== 'ready' || server.isStale(statement) || server.isClosing(statement))
+        continue;
       if (name === '' && statement.settings !== key) continue;
       this.lane.push({ name, statement });
     }
     if (this.lane.length === 0) return null;
-    if (this.lane.length > LANE_MAX_ENTRIES) this.lane = this.lane.sort((a, b) => b.statement.lastUsed - a.statement.lastUsed).slice(0, LANE_MAX_ENTRIES);
+    if (this.lane.length > LANE_MAX_ENTRIES)
+      this.lane = this.lane.sort((a, b) => b.statement.lastUsed - a.statement.lastUsed).slice(0, LANE_MAX_ENTRIES);
     return encodeLaneTable(this.lane);
   }
 

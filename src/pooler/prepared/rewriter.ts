@@ -1,6 +1,16 @@
 // One client's prepared statements in transaction mode: its names mapped to pooler-owned ones, prepared lazily on whichever server it holds, replies kept in PostgreSQL's order.
 import { FrontendMessage, TxStatus } from '../../protocol/codes.js';
-import { parseBind, parseParse, parseTarget, writeBind, writeClose, writeCloseComplete, writeDescribe, writeParse, writeParseComplete } from '../../protocol/extended.js';
+import {
+  parseBind,
+  parseParse,
+  parseTarget,
+  writeBind,
+  writeClose,
+  writeCloseComplete,
+  writeDescribe,
+  writeParse,
+  writeParseComplete,
+} from '../../protocol/extended.js';
 import { ProtocolError } from '../../protocol/reader.js';
 import { writeCommandComplete, writeQuery } from '../../protocol/writer.js';
 import type { Statement } from './interner.js';
@@ -37,7 +47,8 @@ export class StatementRewriter extends RewriterState {
     if (this.groupFresh) {
       // Only a group sent while nothing else is in flight, outside a transaction block, can be sent again whole.
       this.groupFresh = false;
-      this.groupLog = !this.noRetry && this.groupsDone === this.groupsSent && this.lastStatus === TxStatus.Idle ? [] : null;
+      this.groupLog =
+        !this.noRetry && this.groupsDone === this.groupsSent && this.lastStatus === TxStatus.Idle ? [] : null;
       this.noRetry = false;
     }
     if (this.groupLog) this.at = this.groupLog.push([type, msg]) - 1;
@@ -51,20 +62,36 @@ export class StatementRewriter extends RewriterState {
     }
     try {
       switch (type) {
-        case FrontendMessage.Parse: return this.onParse(msg, out);
-        case FrontendMessage.Bind: return this.onBind(msg, out);
-        case FrontendMessage.Describe: return this.onDescribe(msg, out);
-        case FrontendMessage.Close: return this.onClose(msg, out);
+        case FrontendMessage.Parse:
+          return this.onParse(msg, out);
+        case FrontendMessage.Bind:
+          return this.onBind(msg, out);
+        case FrontendMessage.Describe:
+          return this.onDescribe(msg, out);
+        case FrontendMessage.Close:
+          return this.onClose(msg, out);
       }
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
       // A malformed body: PostgreSQL reads it as it is and answers with its own error (08P01), then skips to Sync.
-      return this.forward(msg, out, { ends: type === FrontendMessage.Parse ? PARSED : type === FrontendMessage.Bind ? BOUND : type === FrontendMessage.Close ? CLOSED : DESCRIBED });
+      return this.forward(msg, out, {
+        ends:
+          type === FrontendMessage.Parse
+            ? PARSED
+            : type === FrontendMessage.Bind
+              ? BOUND
+              : type === FrontendMessage.Close
+                ? CLOSED
+                : DESCRIBED,
+      });
     }
     switch (type) {
-      case FrontendMessage.Execute: return this.onExecute(msg, out);
-      case FrontendMessage.Sync: return this.sendSync(msg, out);
-      case FrontendMessage.Query: return this.onQuery(msg, out);
+      case FrontendMessage.Execute:
+        return this.onExecute(msg, out);
+      case FrontendMessage.Sync:
+        return this.sendSync(msg, out);
+      case FrontendMessage.Query:
+        return this.onQuery(msg, out);
       case FrontendMessage.FunctionCall:
         this.nextGroup();
         return this.forward(msg, out, { ends: READY, simple: true });
@@ -106,7 +133,14 @@ export class StatementRewriter extends RewriterState {
     if (this.lookup(s, false, out, use)) return;
     const server = this.server!;
     this.sendParse(s, out);
-    this.replies.add({ ends: PARSED, drop: true, rename: [s.name, clientName], onOk: () => server.confirm(s), undo: () => server.remove(s), ...this.mark(s) });
+    this.replies.add({
+      ends: PARSED,
+      drop: true,
+      rename: [s.name, clientName],
+      onOk: () => server.confirm(s),
+      undo: () => server.remove(s),
+      ...this.mark(s),
+    });
   }
 
   private onParse(msg: Buffer, out: RewriteSink): void {
@@ -159,17 +193,20 @@ export class StatementRewriter extends RewriterState {
       return this.push({ ends: OWN, reply: writeParseComplete(), onOk: dropPrevious, undo }, out);
     }
     this.sendParse(s, out);
-    this.push({
-      ends: PARSED,
-      onOk: () => {
-        server.confirm(s);
-        dropPrevious();
+    this.push(
+      {
+        ends: PARSED,
+        onOk: () => {
+          server.confirm(s);
+          dropPrevious();
+        },
+        undo: (skipped) => {
+          server.remove(s);
+          undo(skipped);
+        },
       },
-      undo: (skipped) => {
-        server.remove(s);
-        undo(skipped);
-      },
-    }, out);
+      out,
+    );
   }
 
   /** An Execute of a portal bound to a known statement is timed into it (SHOW PREPARED_STATEMENTS, /api/top/queries). */
@@ -191,7 +228,11 @@ export class StatementRewriter extends RewriterState {
     s.countUsed++;
     s.lastUsed = Date.now();
     this.ensurePrepared(s, b.statement, out, true);
-    this.forward(writeBind(b.portal, s.name, b.rest), out, { ends: BOUND, rename: [s.name, b.statement], ...this.mark(s) });
+    this.forward(writeBind(b.portal, s.name, b.rest), out, {
+      ends: BOUND,
+      rename: [s.name, b.statement],
+      ...this.mark(s),
+    });
   }
 
   private onDescribe(msg: Buffer, out: RewriteSink): void {
@@ -213,15 +254,18 @@ export class StatementRewriter extends RewriterState {
     if (!s) return this.push({ ends: OWN, reply: writeCloseComplete() }, out);
     this.named.delete(c.name);
     this.changedIn.set(c.name, this.groupsSent);
-    this.push({
-      ends: OWN,
-      reply: writeCloseComplete(),
-      onOk: () => this.interner.unref(s),
-      undo: () => {
-        if (this.named.has(c.name)) this.interner.unref(s);
-        else this.named.set(c.name, s);
+    this.push(
+      {
+        ends: OWN,
+        reply: writeCloseComplete(),
+        onOk: () => this.interner.unref(s),
+        undo: () => {
+          if (this.named.has(c.name)) this.interner.unref(s);
+          else this.named.set(c.name, s);
+        },
       },
-    }, out);
+      out,
+    );
   }
 
   private onQuery(msg: Buffer, out: RewriteSink): void {
@@ -297,16 +341,19 @@ export class StatementRewriter extends RewriterState {
     }
     server.add(s);
     out.toServer(writeQuery(sqlPrepare(s)));
-    this.push({
-      ends: READY,
-      simple: true,
-      rename: [s.name, cmd.name],
-      onOk: () => server.confirm(s),
-      undo: () => {
-        server.remove(s);
-        undo();
+    this.push(
+      {
+        ends: READY,
+        simple: true,
+        rename: [s.name, cmd.name],
+        onOk: () => server.confirm(s),
+        undo: () => {
+          server.remove(s);
+          undo();
+        },
       },
-    }, out);
+      out,
+    );
   }
 
   private onSqlExecute(s: Statement, name: string, args: string, out: RewriteSink): void {

@@ -14,7 +14,7 @@ const byDatabase = new Map<string, SchemaEpoch>();
 /** The epoch of a database (`host:port/database` of the servers): the same object for every pool that reaches it. */
 export function schemaEpochFor(database: string): SchemaEpoch {
   let e = byDatabase.get(database);
-  if (!e) byDatabase.set(database, e = new SchemaEpoch());
+  if (!e) byDatabase.set(database, (e = new SchemaEpoch()));
   return e;
 }
 

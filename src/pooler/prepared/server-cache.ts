@@ -28,7 +28,10 @@ export class ServerStatements {
   hits = 0;
   misses = 0;
 
-  constructor(private readonly interner: Interner, private capacity: number) {}
+  constructor(
+    private readonly interner: Interner,
+    private capacity: number,
+  ) {}
 
   get size(): number {
     return this.prepared.size;

@@ -7,7 +7,10 @@ export type SqlCommand =
   | { kind: 'deallocate'; name: string };
 
 const NAME = String.raw`("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)`;
-const PREPARE = new RegExp(String.raw`^\s*prepare\s+${NAME}\s*(?:\(((?:[^()]|\([^()]*\))*)\))?\s+as\s+([\s\S]+?)\s*;?\s*$`, 'i');
+const PREPARE = new RegExp(
+  String.raw`^\s*prepare\s+${NAME}\s*(?:\(((?:[^()]|\([^()]*\))*)\))?\s+as\s+([\s\S]+?)\s*;?\s*$`,
+  'i',
+);
 const EXECUTE = new RegExp(String.raw`^\s*execute\s+${NAME}\s*(\([\s\S]*\))?\s*;?\s*$`, 'i');
 const DEALLOCATE = new RegExp(String.raw`^\s*deallocate\s+(?:prepare\s+)?${NAME}\s*;?\s*$`, 'i');
 

@@ -5,8 +5,21 @@ export const QUERY_TEXT_MAX = 2048;
 const TAG_MAX = 64;
 
 const enum Mode {
-  Normal, Word, Number, Squote, SquoteEnd, Estring, EstringEsc, EstringEnd, Dquote,
-  DollarStart, DollarTag, DollarBody, LineComment, BlockComment, Done,
+  Normal,
+  Word,
+  Number,
+  Squote,
+  SquoteEnd,
+  Estring,
+  EstringEsc,
+  EstringEnd,
+  Dquote,
+  DollarStart,
+  DollarTag,
+  DollarBody,
+  LineComment,
+  BlockComment,
+  Done,
 }
 
 /** Byte classes: 1 letter, 2 digit, 4 word start (letter, _, multibyte), 8 word byte (and $), 16 tag byte, 32 space. */
@@ -15,10 +28,20 @@ for (let c = 0; c < 256; c++) {
   const letter = (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a);
   const digit = c >= 0x30 && c <= 0x39;
   const start = letter || c === 0x5f || c >= 0x80;
-  CLASS[c] = (letter ? 1 : 0) | (digit ? 2 : 0) | (start ? 4 : 0) | (start || digit || c === 0x24 ? 8 : 0)
-    | (start || digit ? 16 : 0) | (c === 0x20 || (c >= 0x09 && c <= 0x0d) ? 32 : 0);
+  CLASS[c] =
+    (letter ? 1 : 0) |
+    (digit ? 2 : 0) |
+    (start ? 4 : 0) |
+    (start || digit || c === 0x24 ? 8 : 0) |
+    (start || digit ? 16 : 0) |
+    (c === 0x20 || (c >= 0x09 && c <= 0x0d) ? 32 : 0);
 }
-const LETTER = 1, DIGIT = 2, WORD_START = 4, WORD_BYTE = 8, TAG_BYTE = 16, SPACE = 32;
+const LETTER = 1,
+  DIGIT = 2,
+  WORD_START = 4,
+  WORD_BYTE = 8,
+  TAG_BYTE = 16,
+  SPACE = 32;
 
 function isPrefix(c: number): boolean {
   const l = c | 0x20;
@@ -91,7 +114,8 @@ export class QueryFingerprint {
   private resolve(c: number): boolean {
     const h = this.held;
     this.held = 0;
-    if (h === 0x2d) { // -
+    if (h === 0x2d) {
+      // -
       if (c === 0x2d) {
         this.mode = Mode.LineComment;
         return true;
@@ -99,7 +123,8 @@ export class QueryFingerprint {
       this.emit(0x2d);
       return false;
     }
-    if (h === 0x2f) { // /
+    if (h === 0x2f) {
+      // /
       if (c === 0x2a) {
         this.mode = Mode.BlockComment;
         this.depth = 1;
@@ -109,7 +134,8 @@ export class QueryFingerprint {
       this.emit(0x2f);
       return false;
     }
-    if (h === 0x2e) { // .
+    if (h === 0x2e) {
+      // .
       if (CLASS[c]! & DIGIT) {
         this.emit(0x3f);
         this.mode = Mode.Number;
@@ -186,7 +212,8 @@ export class QueryFingerprint {
         case Mode.Number: {
           if (this.numLen === 1 && this.numFirst === 0x30 && (c === 0x78 || c === 0x58)) this.numHex = true;
           let more = (CLASS[c]! & (DIGIT | LETTER)) !== 0 || c === 0x5f || c === 0x2e;
-          if (!more && (c === 0x2b || c === 0x2d) && (this.numPrev === 0x65 || this.numPrev === 0x45) && !this.numHex) more = true;
+          if (!more && (c === 0x2b || c === 0x2d) && (this.numPrev === 0x65 || this.numPrev === 0x45) && !this.numHex)
+            more = true;
           if (more) {
             this.numPrev = c;
             this.numLen++;
@@ -247,7 +274,7 @@ export class QueryFingerprint {
           this.mode = Mode.Normal;
           continue;
         case Mode.DollarTag:
-          if ((CLASS[c]! & TAG_BYTE) && this.tagLen < TAG_MAX) {
+          if (CLASS[c]! & TAG_BYTE && this.tagLen < TAG_MAX) {
             this.tag[this.tagLen++] = c;
             return;
           }

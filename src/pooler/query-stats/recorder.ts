@@ -5,7 +5,9 @@ import { NO_ENTRY, QueryRing, QueryStatsTable } from './table.js';
 /** The JavaScript relay's table (the native relay keeps its own, native/query-stats.h). */
 export const jsQueryStats = new QueryStatsTable();
 
-const Q = 0x51, S = 0x53, F = 0x46;
+const Q = 0x51,
+  S = 0x53,
+  F = 0x46;
 
 export class QueryRecorder {
   private print: QueryFingerprint | null = null;
@@ -15,7 +17,11 @@ export class QueryRecorder {
 
   /** `pool`: the pool's id in the table (stats.ts poolQueryId). `tx`: the client's transaction tracker, whose COPY IN
    * state says whether a Sync is a sync point (it has seen every message before the one given to onMessage). */
-  constructor(private readonly pool: number, private readonly tx: { readonly copyIn: boolean }, private readonly table: QueryStatsTable = jsQueryStats) {}
+  constructor(
+    private readonly pool: number,
+    private readonly tx: { readonly copyIn: boolean },
+    private readonly table: QueryStatsTable = jsQueryStats,
+  ) {}
 
   /** Every client read, before it is framed: the rest of a Query cut by the last read. */
   onChunk(chunk: Buffer): void {

@@ -39,5 +39,11 @@ export interface SimpleQueryRow {
 /** Fingerprints with at least one completed query, from the native relay's table and the JavaScript relay's. */
 export function simpleQueryRows(): SimpleQueryRow[] {
   const rows = [...(NativeRelay.get()?.queryStats() ?? []), ...jsQueryStats.rows()];
-  return rows.map((r) => ({ pool: poolNames[r.pool] ?? '', hash: r.hash, text: r.text, count: r.count, timeUs: Math.round(r.timeUs) }));
+  return rows.map((r) => ({
+    pool: poolNames[r.pool] ?? '',
+    hash: r.hash,
+    text: r.text,
+    count: r.count,
+    timeUs: Math.round(r.timeUs),
+  }));
 }

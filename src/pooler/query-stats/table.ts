@@ -113,7 +113,7 @@ export class QueryStatsTable {
       if (s === 0) break;
       const k = this.bucket(this.lo[s - 1]!, this.pool[s - 1]!);
       // The entry at j may move to p when its home bucket k is not cyclically within (p, j].
-      if (p <= j ? (k <= p || k > j) : (k <= p && k > j)) {
+      if (p <= j ? k <= p || k > j : k <= p && k > j) {
         idx[p] = s;
         p = j;
       }
@@ -133,8 +133,11 @@ export class QueryStatsTable {
     for (let s = 0; s < this.n; s++) {
       if (this.counts[s] === 0) continue;
       out.push({
-        pool: this.pool[s]!, hash: this.hi[s]!.toString(16).padStart(8, '0') + this.lo[s]!.toString(16).padStart(8, '0'),
-        text: this.texts[s]!.toString('utf8'), count: this.counts[s]!, timeUs: this.times[s]!,
+        pool: this.pool[s]!,
+        hash: this.hi[s]!.toString(16).padStart(8, '0') + this.lo[s]!.toString(16).padStart(8, '0'),
+        text: this.texts[s]!.toString('utf8'),
+        count: this.counts[s]!,
+        timeUs: this.times[s]!,
       });
     }
     return out;

@@ -4,7 +4,15 @@ import net from 'node:net';
 import { FrontendMessage } from '../../protocol/codes.js';
 import { FrameStream, typeSet } from '../../protocol/frame-stream.js';
 import { TransactionTracker } from '../transaction-tracker.js';
-import type { ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, RelayCounts, RelaySocket, ServerEnd } from './relay.js';
+import type {
+  ClientEnd,
+  ClientEvents,
+  ClientOptions,
+  MessageInterceptor,
+  RelayCounts,
+  RelaySocket,
+  ServerEnd,
+} from './relay.js';
 import { JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
 import { PinWatch } from './js-pins.js';
@@ -68,7 +76,11 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
   /** The first message type of the stream no server takes (FRONTEND_TYPES), -1 while there is none. */
   private badType = -1;
 
-  constructor(conn: RelaySocket, options: ClientOptions, private readonly events: ClientEvents) {
+  constructor(
+    conn: RelaySocket,
+    options: ClientOptions,
+    private readonly events: ClientEvents,
+  ) {
     this.socket = conn.socket;
     this.count = new ClientCounts(options.stats, options.app ?? null, this.tx);
     this.takeover = options.intercept ? new Takeover(this.tx) : null;
@@ -81,12 +93,17 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
         if (this.badType < 0) this.badType = type;
         return;
       }
-      if (type === FrontendMessage.Query || type === FrontendMessage.Parse) this.params.onMessage(type, buf, start, len, complete);
+      if (type === FrontendMessage.Query || type === FrontendMessage.Parse)
+        this.params.onMessage(type, buf, start, len, complete);
       this.queries?.onMessage(type, buf, start, len, complete);
       inner(type, buf, start, len, complete);
     });
-    this.interceptor = options.intercept ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient }) : null;
-    this.socket.on('error', (err) => { this.reason ||= err.message; });
+    this.interceptor = options.intercept
+      ? options.intercept({ toServer: this.writeServer, toClient: this.writeClient })
+      : null;
+    this.socket.on('error', (err) => {
+      this.reason ||= err.message;
+    });
     this.socket.on('close', this.onSocketClose);
     this.socket.on('drain', this.onDrain);
     conn.read(this.onData);
@@ -293,7 +310,14 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
     // Only between whole client messages: one the client has begun must end on the server that got its start. With
     // an interceptor, also only once the client got every reply it is owed (it may swallow ReadyForQuery messages
     // of its own Syncs, and hold client messages back).
-    if (this.transactionMode && this.queue.length === 0 && !this.holding && this.frames.atBoundary && (!this.interceptor || this.interceptor.atBoundary)) this.releaseDue = true;
+    if (
+      this.transactionMode &&
+      this.queue.length === 0 &&
+      !this.holding &&
+      this.frames.atBoundary &&
+      (!this.interceptor || this.interceptor.atBoundary)
+    )
+      this.releaseDue = true;
   }
 
   /** After the server's read that held the transaction's last ReadyForQuery (all of that read went to this
@@ -355,7 +379,12 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
   unlink(): boolean {
     const s = this.server;
     if (!s) return false;
-    const clean = this.tx.between(s.txStatus) && s.atBoundary && this.frames.atBoundary && !this.holding && (!this.interceptor || this.interceptor.atBoundary);
+    const clean =
+      this.tx.between(s.txStatus) &&
+      s.atBoundary &&
+      this.frames.atBoundary &&
+      !this.holding &&
+      (!this.interceptor || this.interceptor.atBoundary);
     this.detach(s);
     return clean;
   }
@@ -378,7 +407,9 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
     this.stop();
     if (!this.socket.destroyed) {
       closingClients++;
-      this.socket.once('close', () => { closingClients--; });
+      this.socket.once('close', () => {
+        closingClients--;
+      });
     }
     this.socket.end();
   }

@@ -13,7 +13,11 @@ export class ClientCounts {
   private errors = 0;
 
   /** `app`: totals of the client's application_name, or null. `tx`: the client's stream, which counts its queries. */
-  constructor(private readonly stats: PoolStats, private readonly app: Float64Array | null, private readonly tx: TransactionTracker) {}
+  constructor(
+    private readonly stats: PoolStats,
+    private readonly app: Float64Array | null,
+    private readonly tx: TransactionTracker,
+  ) {}
 
   /** Bytes from the client, toward PostgreSQL. */
   received(n: number): void {
@@ -66,9 +70,17 @@ export class ClientCounts {
     const now = performance.now();
     const xactStart = tx.xactStartedAt;
     return {
-      transactions: this.transactions, queries: tx.queryCount, errors: this.errors, bytesSent: this.bytesOut, bytesReceived: this.bytesIn,
-      txStatus: TxStatus.Idle, syncs: tx.syncs, unsynced: tx.unsynced, xactTimeUs: this.xactTimeUs,
-      queryAgeUs: tx.syncs > 0 ? (now - tx.syncStartedAt) * 1000 : 0, xactAgeUs: xactStart < 0 ? 0 : (now - xactStart) * 1000,
+      transactions: this.transactions,
+      queries: tx.queryCount,
+      errors: this.errors,
+      bytesSent: this.bytesOut,
+      bytesReceived: this.bytesIn,
+      txStatus: TxStatus.Idle,
+      syncs: tx.syncs,
+      unsynced: tx.unsynced,
+      xactTimeUs: this.xactTimeUs,
+      queryAgeUs: tx.syncs > 0 ? (now - tx.syncStartedAt) * 1000 : 0,
+      xactAgeUs: xactStart < 0 ? 0 : (now - xactStart) * 1000,
     };
   }
 }

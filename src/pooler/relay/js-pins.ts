@@ -12,7 +12,10 @@ export class PinWatch {
   private pinned = 0;
 
   /** `mask`: the kinds that cannot move (ClientOptions.pinMask); `onPin` hears the kinds the client holds now. */
-  constructor(private readonly mask: number, private readonly onPin: (kinds: number) => void) {}
+  constructor(
+    private readonly mask: number,
+    private readonly onPin: (kinds: number) => void,
+  ) {}
 
   /** Every client read. */
   feed(chunk: Buffer): void {

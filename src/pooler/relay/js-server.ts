@@ -14,7 +14,11 @@ const PARAM_TEXT_MAX = 64 * 1024;
 /** ErrorResponse whole for its severity: a FATAL the client got is the last word of its session (see `toldClient`). */
 const SERVER_WHOLE = typeSet(BackendMessage.ReadyForQuery, BackendMessage.ErrorResponse);
 /** With prepared statements, CommandComplete too: its tag tells when the server dropped every statement. */
-const SERVER_WHOLE_REWRITES = typeSet(BackendMessage.ReadyForQuery, BackendMessage.ErrorResponse, BackendMessage.CommandComplete);
+const SERVER_WHOLE_REWRITES = typeSet(
+  BackendMessage.ReadyForQuery,
+  BackendMessage.ErrorResponse,
+  BackendMessage.CommandComplete,
+);
 const DISCARD_ALL = Buffer.from('DISCARD ALL\0');
 const DEALLOCATE_ALL = Buffer.from('DEALLOCATE ALL\0');
 
@@ -63,10 +67,16 @@ export class JsServerEnd implements ServerEnd {
   private paramTexts: string[] = [];
   private paramBytes = 0;
 
-  constructor(conn: RelaySocket, private readonly events: ServerEvents, private readonly rewrites = false) {
+  constructor(
+    conn: RelaySocket,
+    private readonly events: ServerEvents,
+    private readonly rewrites = false,
+  ) {
     this.socket = conn.socket;
     this.frames = new FrameStream(1 << 30, rewrites ? SERVER_WHOLE_REWRITES : SERVER_WHOLE, this.onMessage);
-    this.socket.on('error', (err) => { this.reason ||= err.message; });
+    this.socket.on('error', (err) => {
+      this.reason ||= err.message;
+    });
     this.socket.on('close', this.onSocketClose);
     conn.read(this.onData);
   }
@@ -113,8 +123,10 @@ export class JsServerEnd implements ServerEnd {
         break;
       case BackendMessage.CommandComplete:
         // A client the rewriter does not see (yet) dropped the server's statements (DISCARD ALL inside a longer query).
-        if (this.rewrites && (this.client === null || this.client.repliesThrough) && this.dropsAll(buf, start)) this.events.onStatementsDropped?.();
-        else if (this.rewrites && isSchemaTagAt(buf, start + 5, start + buf.readUInt32BE(start + 1))) this.events.onSchemaChanged?.();
+        if (this.rewrites && (this.client === null || this.client.repliesThrough) && this.dropsAll(buf, start))
+          this.events.onStatementsDropped?.();
+        else if (this.rewrites && isSchemaTagAt(buf, start + 5, start + buf.readUInt32BE(start + 1)))
+          this.events.onSchemaChanged?.();
         break;
       case BackendMessage.ParameterStatus:
         if (this.client) this.paramFlags |= 4;
@@ -210,8 +222,17 @@ export class JsServerEnd implements ServerEnd {
 
   counts(): RelayCounts {
     return {
-      transactions: this.transactions, queries: this.queries, errors: 0, bytesSent: this.sent, bytesReceived: this.received,
-      txStatus: this.txStatus, syncs: 0, unsynced: false, xactTimeUs: 0, queryAgeUs: 0, xactAgeUs: 0,
+      transactions: this.transactions,
+      queries: this.queries,
+      errors: 0,
+      bytesSent: this.sent,
+      bytesReceived: this.received,
+      txStatus: this.txStatus,
+      syncs: 0,
+      unsynced: false,
+      xactTimeUs: 0,
+      queryAgeUs: 0,
+      xactAgeUs: 0,
     };
   }
 }

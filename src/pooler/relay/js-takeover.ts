@@ -20,7 +20,12 @@ export class Takeover {
   /** FrameStream's handler for the client while it may pass through: notes the first message the rewriter must see. */
   readonly onFrame = (type: number, buf: Buffer, start: number, len: number): void => {
     const tx = this.tx;
-    if (this.passthrough && this.divertAt < 0 && tx.terminateAt < 0 && wantsRewrite(type, buf, start, len, buf.length)) {
+    if (
+      this.passthrough &&
+      this.divertAt < 0 &&
+      tx.terminateAt < 0 &&
+      wantsRewrite(type, buf, start, len, buf.length)
+    ) {
       // A message whose header began in an earlier chunk went on already: never one of these (see afterScan).
       this.divertAt = buf === tx.chunk ? start : 0;
       this.divertSyncs = tx.syncs;

@@ -1,7 +1,16 @@
 // The JavaScript relay (js-client.ts has the client side, js-server.ts the server side), the fallback when the native
 // relay is off.
 import net from 'node:net';
-import type { ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, Relay, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
+import type {
+  ClientEnd,
+  ClientEvents,
+  ClientOptions,
+  ClientRelaySocket,
+  Relay,
+  RelaySocket,
+  ServerEnd,
+  ServerEvents,
+} from './relay.js';
 import { JsClientEnd } from './js-client.js';
 import { JsServerEnd } from './js-server.js';
 

@@ -5,7 +5,16 @@ import type { NativeTlsSocket, TlsAddon } from './native-tls.js';
 
 export interface RelayAddon extends TlsAddon {
   relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
-  relayAddClient(fd: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number, queryPool?: number): number;
+  relayAddClient(
+    fd: number,
+    stats: Float64Array,
+    maxMessage: number,
+    initial?: Uint8Array,
+    divert?: boolean,
+    app?: Float64Array,
+    pinMask?: number,
+    queryPool?: number,
+  ): number;
   relayQueryStatsSize(n: number): void;
   relayQueryStats(): { pools: number[]; hashes: string[]; texts: string[]; counts: number[]; times: number[] };
   relayAddServer(fd: number, maxMessage: number, divert?: boolean): number;
@@ -28,11 +37,28 @@ export interface RelayAddon extends TlsAddon {
   relayPeer(id: number): string;
   relayExpireLogins(listener: number, timeoutMs: number): number;
   relayAcceptRefused(listener: number): number;
-  relayAuthSet(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): boolean;
+  relayAuthSet(
+    listener: number,
+    maxConnections: number,
+    slots: Int32Array,
+    users: NativeLoginUser[] | null,
+    sslRefused: boolean,
+  ): boolean;
   relayAppName(id: number): string;
   relayLoginError(id: number): string;
   relayLoginKey(id: number): Buffer | undefined;
-  relayLend(server: number, entry: number, kind: number, stats: Float64Array, app: Float64Array | null, pinMask: number, queryPool: number, divert: boolean, maxMessage: number, slots: Int32Array): boolean;
+  relayLend(
+    server: number,
+    entry: number,
+    kind: number,
+    stats: Float64Array,
+    app: Float64Array | null,
+    pinMask: number,
+    queryPool: number,
+    divert: boolean,
+    maxMessage: number,
+    slots: Int32Array,
+  ): boolean;
   relayUnlend(stats: Float64Array | null, out: Int32Array): number;
   relayMaterialize(stats: Float64Array | null, id: number, out: Int32Array): number;
 }
@@ -54,8 +80,13 @@ export interface LendOptions {
 
 /** A user whose login the relay runs itself (native/relay-auth.cc): one per (database, user) of a transaction-mode pool
  * whose greeting is known. `entry` is the caller's index of the pool, reported back with each login. */
-export type NativeLoginUser = { entry: number; database: string; user: string; greeting: Uint8Array; clientEncoding?: string } & (
-  { md5: string } | { iterations: number; salt: Uint8Array; storedKey: Uint8Array; serverKey: Uint8Array });
+export type NativeLoginUser = {
+  entry: number;
+  database: string;
+  user: string;
+  greeting: Uint8Array;
+  clientEncoding?: string;
+} & ({ md5: string } | { iterations: number; salt: Uint8Array; storedKey: Uint8Array; serverKey: Uint8Array });
 
 /** A login the relay ran: the pool entry, the client's application_name, its BackendKeyData (pid: the relay's id with
  * NATIVE_LOGIN_PID_BIT, cancel-keys.ts). */
@@ -83,7 +114,12 @@ export interface NativeAcceptor {
 }
 
 /** kLoginFailed's SQLSTATE index (relay-auth.cc). */
-export const LOGIN_SQLSTATES = [SqlState.InvalidPassword, SqlState.ProtocolViolation, SqlState.InvalidAuthorization, SqlState.TooManyConnections];
+export const LOGIN_SQLSTATES = [
+  SqlState.InvalidPassword,
+  SqlState.ProtocolViolation,
+  SqlState.InvalidAuthorization,
+  SqlState.TooManyConnections,
+];
 
 /** The events the relay reports (native/relay-engine.h EventKind), five Int32 slots each. */
 export const enum RelayEvent {

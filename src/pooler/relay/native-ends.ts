@@ -3,7 +3,15 @@ import { writeTerminate } from '../../protocol/writer.js';
 import { TxStatus } from '../../protocol/codes.js';
 import type { ParamChanges } from '../session-state/params.js';
 import type { RelayAddon } from './native-addon.js';
-import type { ClientEnd, ClientEvents, ClientOptions, MessageInterceptor, RelayCounts, ServerEnd, ServerEvents } from './relay.js';
+import type {
+  ClientEnd,
+  ClientEvents,
+  ClientOptions,
+  MessageInterceptor,
+  RelayCounts,
+  ServerEnd,
+  ServerEvents,
+} from './relay.js';
 
 /** What the ends need of the native relay (NativeRelay, native.ts, implements it): its addon, a pair's close and
  * destroy and counts, and the lane's count table. */
@@ -34,7 +42,12 @@ export class NativeClientEnd implements ClientEnd {
   /** The last link gave the addon a lane table whose counts JavaScript has not taken yet. */
   private laneOpen = false;
 
-  constructor(private readonly r: NativeEndsRelay, readonly id: number, readonly events: ClientEvents, intercept?: ClientOptions['intercept']) {
+  constructor(
+    private readonly r: NativeEndsRelay,
+    readonly id: number,
+    readonly events: ClientEvents,
+    intercept?: ClientOptions['intercept'],
+  ) {
     this.makeInterceptor = intercept;
   }
 
@@ -43,7 +56,8 @@ export class NativeClientEnd implements ClientEnd {
     if (this.made || !this.makeInterceptor) return this.made;
     const r = this.r;
     this.made = this.makeInterceptor({
-      toServer: (bufs) => void (this.server && r.a.relayWrite(this.server, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs))),
+      toServer: (bufs) =>
+        void (this.server && r.a.relayWrite(this.server, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs))),
       toClient: (bufs) => void r.a.relayWrite(this.id, bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs)),
     });
     return this.made;
@@ -59,7 +73,7 @@ export class NativeClientEnd implements ClientEnd {
     if (!(server instanceof NativeServerEnd)) return false;
     // The rewriter's table for this server: the addon answers its cache hits itself until something else comes.
     // Not while bytes the rewriter must handle wait here: the lane runs only when JavaScript has nothing to send.
-    const lane = transactionMode && this.waiting.length === 0 ? this.made?.laneTable?.() ?? null : null;
+    const lane = transactionMode && this.waiting.length === 0 ? (this.made?.laneTable?.() ?? null) : null;
     if (!this.r.a.relayLink(this.id, server.id, transactionMode, lane ?? undefined, park)) return false;
     this.laneOpen = lane !== null;
     this.server = server.id;
@@ -166,7 +180,11 @@ export class NativeServerEnd implements ServerEnd {
   private closing = false;
   private ready: ((sawError: boolean) => void) | null = null;
 
-  constructor(private readonly r: NativeEndsRelay, readonly id: number, readonly events: ServerEvents) {}
+  constructor(
+    private readonly r: NativeEndsRelay,
+    readonly id: number,
+    readonly events: ServerEvents,
+  ) {}
 
   get alive(): boolean {
     return this.r.info(this.id) !== null;
@@ -192,7 +210,13 @@ export class NativeServerEnd implements ServerEnd {
   takeParams(): ParamChanges | null {
     const b = this.r.a.relayParams(this.id);
     if (b === undefined || b.length === 0) return null;
-    const texts = b.length > 1 ? b.toString('utf8', 1).split('\0').filter((t) => t.length > 0) : [];
+    const texts =
+      b.length > 1
+        ? b
+            .toString('utf8', 1)
+            .split('\0')
+            .filter((t) => t.length > 0)
+        : [];
     return { flags: b[0]!, texts };
   }
 
@@ -224,4 +248,3 @@ export class NativeServerEnd implements ServerEnd {
     return c;
   }
 }
-

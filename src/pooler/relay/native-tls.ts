@@ -20,10 +20,27 @@ export type NativeTlsContext = { readonly __sslCtx: unique symbol };
 
 /** The addon's TLS functions (relay-tls.cc). */
 export interface TlsAddon {
-  relayTlsContext(o: { key: Uint8Array; cert: Uint8Array; ca?: Uint8Array; minVersion: number; maxVersion: number; cipherList: string; cipherSuites: string }): NativeTlsContext;
+  relayTlsContext(o: {
+    key: Uint8Array;
+    cert: Uint8Array;
+    ca?: Uint8Array;
+    minVersion: number;
+    maxVersion: number;
+    cipherList: string;
+    cipherSuites: string;
+  }): NativeTlsContext;
   relayAddTlsClient(fd: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): number;
   relayStartTls(id: number, context: NativeTlsContext, askCertificate: boolean, initial?: Uint8Array): boolean;
-  relayAdopt(id: number, stats: Float64Array, maxMessage: number, initial?: Uint8Array, divert?: boolean, app?: Float64Array, pinMask?: number, queryPool?: number): boolean;
+  relayAdopt(
+    id: number,
+    stats: Float64Array,
+    maxMessage: number,
+    initial?: Uint8Array,
+    divert?: boolean,
+    app?: Float64Array,
+    pinMask?: number,
+    queryPool?: number,
+  ): boolean;
   relayTlsInfo(id: number): NativeTlsInfo | null;
   relayTlsError(id: number): string;
   relayTake(id: number): Buffer;
@@ -32,15 +49,28 @@ export interface TlsAddon {
   relayAcceptedAge(id: number): number;
 }
 
-const VERSION_NUMBERS: Record<TlsVersion, number> = { TLSv1: 0x0301, 'TLSv1.1': 0x0302, 'TLSv1.2': 0x0303, 'TLSv1.3': 0x0304 };
+const VERSION_NUMBERS: Record<TlsVersion, number> = {
+  TLSv1: 0x0301,
+  'TLSv1.1': 0x0302,
+  'TLSv1.2': 0x0303,
+  'TLSv1.3': 0x0304,
+};
 
 /** Builds an OpenSSL context as tls.createSecureContext would from the same options (`ciphers` undefined: Node's
  * default list, split as Node splits it into TLS 1.2 ciphers and TLS 1.3 suites). Throws with OpenSSL's reason. */
-export function nativeTlsContext(a: TlsAddon, o: { key: Buffer; cert: Buffer; ca?: Buffer; min: TlsVersion; max: TlsVersion; ciphers?: string }): NativeTlsContext {
+export function nativeTlsContext(
+  a: TlsAddon,
+  o: { key: Buffer; cert: Buffer; ca?: Buffer; min: TlsVersion; max: TlsVersion; ciphers?: string },
+): NativeTlsContext {
   const all = (o.ciphers ?? tls.DEFAULT_CIPHERS).split(':').filter((c) => c.length > 0);
   return a.relayTlsContext({
-    key: o.key, cert: o.cert, ca: o.ca, minVersion: VERSION_NUMBERS[o.min], maxVersion: VERSION_NUMBERS[o.max],
-    cipherList: all.filter((c) => !c.startsWith('TLS_')).join(':'), cipherSuites: all.filter((c) => c.startsWith('TLS_')).join(':'),
+    key: o.key,
+    cert: o.cert,
+    ca: o.ca,
+    minVersion: VERSION_NUMBERS[o.min],
+    maxVersion: VERSION_NUMBERS[o.max],
+    cipherList: all.filter((c) => !c.startsWith('TLS_')).join(':'),
+    cipherSuites: all.filter((c) => c.startsWith('TLS_')).join(':'),
   });
 }
 
@@ -76,7 +106,11 @@ export class NativeTlsSocket extends EventEmitter {
     private readonly a: TlsAddon,
     readonly id: number,
     private handlers: NativeTlsHandlers,
-    private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void; forget(id: number): void },
+    private readonly closer: {
+      close(id: number, graceMs: number): void;
+      destroy(id: number): void;
+      forget(id: number): void;
+    },
     tls = true,
   ) {
     super();
@@ -90,7 +124,12 @@ export class NativeTlsSocket extends EventEmitter {
 
   /** A plaintext client (accepted by the relay) starts TLS under `context` (after the 'S', or at a direct hello whose
    * bytes so far are `initial`); false when it is gone. Throws when OpenSSL cannot make a session. */
-  startTls(context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): boolean {
+  startTls(
+    context: NativeTlsContext,
+    askCertificate: boolean,
+    initial: Buffer | null,
+    handlers: NativeTlsHandlers,
+  ): boolean {
     if (this.destroyed || this.adopted || this.encryptedByAddon) return false;
     this.handlers = handlers;
     if (!this.a.relayStartTls(this.id, context, askCertificate, initial?.length ? initial : undefined)) return false;
@@ -188,13 +227,24 @@ const NO_HANDLERS: NativeTlsHandlers = { onSecure: () => undefined, onData: () =
 export class NativeTlsLogins {
   private readonly logins = new IdTable<NativeTlsSocket>();
 
-  constructor(private readonly a: TlsAddon, private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void }) {}
+  constructor(
+    private readonly a: TlsAddon,
+    private readonly closer: { close(id: number, graceMs: number): void; destroy(id: number): void },
+  ) {}
 
   /** Hands the descriptor `fd` (a duplicate is taken) to the addon, which runs the handshake under `context`. */
-  start(fd: number, context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): NativeTlsSocket {
+  start(
+    fd: number,
+    context: NativeTlsContext,
+    askCertificate: boolean,
+    initial: Buffer | null,
+    handlers: NativeTlsHandlers,
+  ): NativeTlsSocket {
     const id = this.a.relayAddTlsClient(fd, context, askCertificate, initial?.length ? initial : undefined);
     const s = new NativeTlsSocket(this.a, id, handlers, {
-      close: (i, graceMs) => this.closer.close(i, graceMs), destroy: (i) => this.closer.destroy(i), forget: (i) => void this.logins.delete(i),
+      close: (i, graceMs) => this.closer.close(i, graceMs),
+      destroy: (i) => this.closer.destroy(i),
+      forget: (i) => void this.logins.delete(i),
     });
     this.logins.set(id, s);
     return s;
@@ -203,9 +253,17 @@ export class NativeTlsLogins {
   /** A client the relay accepted (kAccepted): plaintext until its login asks for TLS; reads go nowhere until the
    * session sets its handlers. */
   accepted(id: number, address: string, port: number): NativeTlsSocket {
-    const s = new NativeTlsSocket(this.a, id, NO_HANDLERS, {
-      close: (i, graceMs) => this.closer.close(i, graceMs), destroy: (i) => this.closer.destroy(i), forget: (i) => void this.logins.delete(i),
-    }, false);
+    const s = new NativeTlsSocket(
+      this.a,
+      id,
+      NO_HANDLERS,
+      {
+        close: (i, graceMs) => this.closer.close(i, graceMs),
+        destroy: (i) => this.closer.destroy(i),
+        forget: (i) => void this.logins.delete(i),
+      },
+      false,
+    );
     s.remoteAddress = address;
     s.remotePort = port;
     // A login the relay began and handed on keeps its accept time (client_login_timeout counts from there).
@@ -228,7 +286,13 @@ export class NativeTlsLogins {
     const login = this.logins.get(id);
     if (!login) return false;
     this.logins.delete(id);
-    login.onClosed(reason === 0 ? null : reason === 3 ? this.a.relayTlsError(id) || 'refused by OpenSSL' : reasons[reason] ?? 'socket error');
+    login.onClosed(
+      reason === 0
+        ? null
+        : reason === 3
+          ? this.a.relayTlsError(id) || 'refused by OpenSSL'
+          : (reasons[reason] ?? 'socket error'),
+    );
     return true;
   }
 }

@@ -7,14 +7,34 @@ import type { QueryStatsRow } from '../query-stats/table.js';
 import { NativeClientEnd, NativeServerEnd, type NativeEndsRelay } from './native-ends.js';
 import { IdTable } from '../id-table.js';
 import { NATIVE_LOGIN_PID_BIT } from '../cancel-keys.js';
-import { NativeTlsLogins, NativeTlsSocket, nativeTlsContext, type NativeTlsContext, type NativeTlsHandlers } from './native-tls.js';
+import {
+  NativeTlsLogins,
+  NativeTlsSocket,
+  nativeTlsContext,
+  type NativeTlsContext,
+  type NativeTlsHandlers,
+} from './native-tls.js';
 import type {
-  ClientEnd, ClientEvents, ClientOptions, ClientRelaySocket, Relay, RelayCounts, RelaySocket, ServerEnd, ServerEvents,
+  ClientEnd,
+  ClientEvents,
+  ClientOptions,
+  ClientRelaySocket,
+  Relay,
+  RelayCounts,
+  RelaySocket,
+  ServerEnd,
+  ServerEvents,
 } from './relay.js';
-import { LOGIN_SQLSTATES, RelayEvent, type LendOptions, type NativeAcceptor, type NativeLoginUser, type RelayAddon } from './native-addon.js';
+import {
+  LOGIN_SQLSTATES,
+  RelayEvent,
+  type LendOptions,
+  type NativeAcceptor,
+  type NativeLoginUser,
+  type RelayAddon,
+} from './native-addon.js';
 
 export type { LendOptions, NativeAcceptor, NativeLoginOk, NativeLoginUser, RelayAddon } from './native-addon.js';
-
 
 /** Parking: in transaction mode, while a pool has nobody waiting (and is not paused or draining), the
  * relay keeps a pair linked after its transaction instead of splitting it, so a client that comes back
@@ -69,9 +89,21 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
   readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
 
-  private constructor(readonly a: RelayAddon, eventSlots: number) {
+  private constructor(
+    readonly a: RelayAddon,
+    eventSlots: number,
+  ) {
     this.events = new Int32Array(5 * eventSlots);
-    const layout = Int32Array.from([STATS_LAYOUT.qHist, STATS_LAYOUT.xHist, STATS_LAYOUT.qLog, STATS_LAYOUT.xLog, STATS_LAYOUT.logBuckets, STATS_LAYOUT.parkable, STATS_LAYOUT.sqlStates, SQLSTATE_SLOTS]);
+    const layout = Int32Array.from([
+      STATS_LAYOUT.qHist,
+      STATS_LAYOUT.xHist,
+      STATS_LAYOUT.qLog,
+      STATS_LAYOUT.xLog,
+      STATS_LAYOUT.logBuckets,
+      STATS_LAYOUT.parkable,
+      STATS_LAYOUT.sqlStates,
+      SQLSTATE_SLOTS,
+    ]);
     a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
     this.logins = new NativeTlsLogins(a, this);
   }
@@ -84,7 +116,13 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   /** The table's entries with at least one completed query (read only when /api/top/queries asks). */
   queryStats(): QueryStatsRow[] {
     const t = this.a.relayQueryStats();
-    return t.pools.map((pool, i) => ({ pool, hash: t.hashes[i]!, text: t.texts[i]!, count: t.counts[i]!, timeUs: t.times[i]! }));
+    return t.pools.map((pool, i) => ({
+      pool,
+      hash: t.hashes[i]!,
+      text: t.texts[i]!,
+      count: t.counts[i]!,
+      timeUs: t.times[i]!,
+    }));
   }
 
   /** The process's native relay, made by the first pooler whose [native] relay is on (its relay_events size the event
@@ -92,7 +130,10 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   static start(eventSlots: number): NativeRelay | null {
     if (NativeRelay.instance !== undefined) return NativeRelay.instance;
     const a = addon as unknown as Partial<RelayAddon> | null;
-    NativeRelay.instance = process.platform !== 'win32' && a && typeof a.relayInit === 'function' ? new NativeRelay(a as RelayAddon, eventSlots) : null;
+    NativeRelay.instance =
+      process.platform !== 'win32' && a && typeof a.relayInit === 'function'
+        ? new NativeRelay(a as RelayAddon, eventSlots)
+        : null;
     return NativeRelay.instance;
   }
 
@@ -104,7 +145,13 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   /** A client that asked for TLS: the addon takes its descriptor right after the pooler's 'S' (Node's socket must hold
    * no unsent bytes) and runs the handshake under `context`; `initial` is ciphertext Node already read. The login goes
    * on through the returned socket. Null when the descriptor cannot be had. */
-  startTls(socket: net.Socket, context: NativeTlsContext, askCertificate: boolean, initial: Buffer | null, handlers: NativeTlsHandlers): NativeTlsSocket | null {
+  startTls(
+    socket: net.Socket,
+    context: NativeTlsContext,
+    askCertificate: boolean,
+    initial: Buffer | null,
+    handlers: NativeTlsHandlers,
+  ): NativeTlsSocket | null {
     const fd = socketFd(socket);
     if (fd < 0 || isTls(socket) || socket.writableLength > 0) return null;
     const s = this.logins.start(fd, context, askCertificate, initial, handlers);
@@ -117,7 +164,13 @@ export class NativeRelay implements Relay, NativeEndsRelay {
    * made for it. The caller closes `server` afterwards (the relay keeps a duplicate of its descriptor). Returns the
    * listener's id for unlisten, or 0 when the descriptor cannot be had. `deferAcceptSecs` > 0: TCP_DEFER_ACCEPT on
    * the listening socket (a client is accepted once its first bytes arrived). */
-  listen(server: net.Server, noDelay: boolean, keepAliveMs: number, acceptor: NativeAcceptor, deferAcceptSecs = 0): number {
+  listen(
+    server: net.Server,
+    noDelay: boolean,
+    keepAliveMs: number,
+    acceptor: NativeAcceptor,
+    deferAcceptSecs = 0,
+  ): number {
     const fd = (server as net.Server & { _handle?: { fd?: number } | null })._handle?.fd;
     if (typeof fd !== 'number' || fd < 0) return 0;
     const id = this.a.relayListen(fd, noDelay, Math.max(1, Math.round(keepAliveMs / 1000)), deferAcceptSecs);
@@ -130,7 +183,13 @@ export class NativeRelay implements Relay, NativeEndsRelay {
    * caller's Int32Array(4) — [0] its client count and [1] the native logins it has counted, kept by the caller; [2]
    * native logins under way and [3] native logins reported, kept by the relay. `sslRefused`: the relay answers an
    * SSLRequest N itself (no client TLS). */
-  setLogins(listener: number, maxConnections: number, slots: Int32Array, users: NativeLoginUser[] | null, sslRefused: boolean): void {
+  setLogins(
+    listener: number,
+    maxConnections: number,
+    slots: Int32Array,
+    users: NativeLoginUser[] | null,
+    sslRefused: boolean,
+  ): void {
     this.a.relayAuthSet(listener, maxConnections, slots, users, sslRefused);
   }
 
@@ -188,8 +247,17 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   private readonly listening = new Set<number>();
 
   /** kAccepted, and with `login` the event that followed it (kLoginOk, kLoginFailed: relay-auth.cc). */
-  private accepted(id: number, port: number, listenerV4: number, v4: number, login?: { kind: number; entry: number; c: number; d: number }): void {
-    const address = (listenerV4 & 1) === 1 ? `${v4 >>> 24}.${(v4 >>> 16) & 0xff}.${(v4 >>> 8) & 0xff}.${v4 & 0xff}` : this.a.relayPeer(id);
+  private accepted(
+    id: number,
+    port: number,
+    listenerV4: number,
+    v4: number,
+    login?: { kind: number; entry: number; c: number; d: number },
+  ): void {
+    const address =
+      (listenerV4 & 1) === 1
+        ? `${v4 >>> 24}.${(v4 >>> 16) & 0xff}.${(v4 >>> 8) & 0xff}.${v4 & 0xff}`
+        : this.a.relayPeer(id);
     const acceptor = this.acceptors.get(listenerV4 >>> 1);
     if (login?.kind === RelayEvent.LoginFailed) {
       const message = this.a.relayLoginError(id);
@@ -207,7 +275,15 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     const appId = login.c >>> 2;
     const lent = (login.c & 2) === 2;
     if (lent) socket.lent = true;
-    acceptor.accept(socket, { entry: login.entry, applicationName: this.appName(appId), clientEncoding: (login.c & 1) === 1, cancelPid: id | NATIVE_LOGIN_PID_BIT, cancelSecret: secret, kind: (appId << 1) | (login.c & 1), lent });
+    acceptor.accept(socket, {
+      entry: login.entry,
+      applicationName: this.appName(appId),
+      clientEncoding: (login.c & 1) === 1,
+      cancelPid: id | NATIVE_LOGIN_PID_BIT,
+      cancelSecret: secret,
+      kind: (appId << 1) | (login.c & 1),
+      lent,
+    });
   }
 
   /** An OpenSSL context for startTls (see nativeTlsContext). */
@@ -221,7 +297,20 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     if (conn.socket instanceof NativeTlsSocket) {
       const s = conn.socket;
       // A relay-only login was adopted by the relay itself, with the same options (NativeRelay.lend).
-      if (!s.lent && !this.a.relayAdopt(s.id, options.stats.block, options.maxMessageSize, options.initial, options.intercept !== undefined, options.app, options.pinMask ?? 0, options.queryPool ?? 0)) return null;
+      if (
+        !s.lent &&
+        !this.a.relayAdopt(
+          s.id,
+          options.stats.block,
+          options.maxMessageSize,
+          options.initial,
+          options.intercept !== undefined,
+          options.app,
+          options.pinMask ?? 0,
+          options.queryPool ?? 0,
+        )
+      )
+        return null;
       s.adopt();
       const end = new NativeClientEnd(this, s.id, events, options.intercept);
       this.clients.set(s.id, end);
@@ -231,7 +320,16 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     if (fd < 0 || isTls(conn.socket) || conn.socket.writableLength > 0) return null;
     const initial = options.initial.length ? options.initial : undefined;
     // The end exists before the addon may report on the initial bytes (they are scanned inside relayAddClient).
-    const id = this.a.relayAddClient(fd, options.stats.block, options.maxMessageSize, initial, options.intercept !== undefined, options.app, options.pinMask ?? 0, options.queryPool ?? 0);
+    const id = this.a.relayAddClient(
+      fd,
+      options.stats.block,
+      options.maxMessageSize,
+      initial,
+      options.intercept !== undefined,
+      options.app,
+      options.pinMask ?? 0,
+      options.queryPool ?? 0,
+    );
     const end = new NativeClientEnd(this, id, events, options.intercept);
     this.clients.set(id, end);
     dropNodeSocket(conn.socket);
@@ -265,7 +363,18 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   /** Lends the relay an idle server for relay-only logins of its pool (native/relay-lend.cc); false when it cannot. */
   lend(server: ServerEnd, o: LendOptions): boolean {
     if (!(server instanceof NativeServerEnd)) return false;
-    return this.a.relayLend(server.id, o.entry, o.kind, o.stats, o.app, o.pinMask, o.queryPool, o.divert, o.maxMessage, o.slots);
+    return this.a.relayLend(
+      server.id,
+      o.entry,
+      o.kind,
+      o.stats,
+      o.app,
+      o.pinMask,
+      o.queryPool,
+      o.divert,
+      o.maxMessage,
+      o.slots,
+    );
   }
 
   private readonly unlendOut = new Int32Array(1024);
@@ -320,8 +429,17 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     const o = this.infoOut;
     if (!this.a.relayInfo(id, o)) return null;
     return {
-      transactions: o[0]!, queries: o[1]!, errors: o[2]!, bytesSent: o[3]!, bytesReceived: o[4]!,
-      txStatus: o[5]!, syncs: o[6]!, unsynced: o[7] === 1, xactTimeUs: o[10]!, queryAgeUs: o[11]!, xactAgeUs: o[12]!,
+      transactions: o[0]!,
+      queries: o[1]!,
+      errors: o[2]!,
+      bytesSent: o[3]!,
+      bytesReceived: o[4]!,
+      txStatus: o[5]!,
+      syncs: o[6]!,
+      unsynced: o[7] === 1,
+      xactTimeUs: o[10]!,
+      queryAgeUs: o[11]!,
+      xactAgeUs: o[12]!,
     };
   }
 
@@ -349,7 +467,10 @@ export class NativeRelay implements Relay, NativeEndsRelay {
             this.clients.delete(id);
             c?.takeLane();
             const reason = batch[i + 2]!;
-            const why = reason === CLOSE_TLS ? `TLS error: ${this.a.relayTlsError(id) || 'refused by OpenSSL'}` : CLIENT_CLOSE_REASONS[reason] ?? CLIENT_CLOSE_REASONS[0]!;
+            const why =
+              reason === CLOSE_TLS
+                ? `TLS error: ${this.a.relayTlsError(id) || 'refused by OpenSSL'}`
+                : (CLIENT_CLOSE_REASONS[reason] ?? CLIENT_CLOSE_REASONS[0]!);
             c?.events.onClose(why, batch[i + 4] === 1 && c.settled);
             break;
           }
@@ -393,7 +514,12 @@ export class NativeRelay implements Relay, NativeEndsRelay {
             // A login the relay ran comes as kAccepted and its outcome, always side by side (EmitPair).
             const next = i + 5 < end ? batch[i + 5]! : 0;
             if ((next === RelayEvent.LoginOk || next === RelayEvent.LoginFailed) && batch[i + 6] === id) {
-              this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!, { kind: next, entry: batch[i + 7]!, c: batch[i + 8]!, d: batch[i + 9]! });
+              this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!, {
+                kind: next,
+                entry: batch[i + 7]!,
+                c: batch[i + 8]!,
+                d: batch[i + 9]!,
+              });
               i += 5;
             } else {
               this.accepted(id, batch[i + 2]!, batch[i + 3]!, batch[i + 4]!);

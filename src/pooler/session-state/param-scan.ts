@@ -56,7 +56,15 @@ export function paramWords(buf: Buffer, pos: number, end: number, atStart: boole
  * parameter (cut by the read and nothing found in what is here: `tail.left` gets the bytes still to come, for
  * paramWords on them); 1 when it may (`text` gets the query text); 2 when it may but is cut. Same answers as the
  * native scan (a false hit costs one read-back, never a wrong value). */
-export function paramStatement(type: number, buf: Buffer, start: number, len: number, complete: boolean, text: { value: string }, tail: { left: number }): 0 | 1 | 2 {
+export function paramStatement(
+  type: number,
+  buf: Buffer,
+  start: number,
+  len: number,
+  complete: boolean,
+  text: { value: string },
+  tail: { left: number },
+): 0 | 1 | 2 {
   if (type !== FrontendQuery && type !== FrontendParse) return 0;
   const bodyEnd = start + 1 + len;
   const end = complete ? bodyEnd : Math.min(bodyEnd, buf.length);

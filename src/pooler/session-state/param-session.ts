@@ -23,7 +23,10 @@ export class ParamSession {
   /** The server given last runs a set_config ahead (sync): it is the client's, but not linked yet. */
   syncing = false;
 
-  constructor(readonly client: ClientParams, private readonly host: ParamSessionHost) {}
+  constructor(
+    readonly client: ClientParams,
+    private readonly host: ParamSessionHost,
+  ) {}
 
   /** The client needs a server: false when it must wait for a read-back (acquire() follows it). */
   mayAcquire(): boolean {
@@ -43,7 +46,11 @@ export class ParamSession {
     const client = stays ? this.client : null;
     if (client) this.busy = true;
     readBack(s, changes, client, this.host.tracked(), (reusable, tell) => {
-      if (!reusable) this.host.warn({ server_id: s.id, backend_pid: s.backendPid }, 'session parameters could not be read back: server closed');
+      if (!reusable)
+        this.host.warn(
+          { server_id: s.id, backend_pid: s.backendPid },
+          'session parameters could not be read back: server closed',
+        );
       if (tell) this.host.tell(tell);
       this.host.release(s, reusable);
       if (!client) return;
@@ -69,7 +76,10 @@ export class ParamSession {
       this.syncing = false;
       if (!ok) {
         s.closeOnRelease = true;
-        this.host.warn({ server_id: s.id, backend_pid: s.backendPid }, 'server refused a client\'s session parameters: closed after this transaction');
+        this.host.warn(
+          { server_id: s.id, backend_pid: s.backendPid },
+          "server refused a client's session parameters: closed after this transaction",
+        );
       }
       then(ok);
     });

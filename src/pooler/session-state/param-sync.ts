@@ -2,7 +2,15 @@
 import { writeParameterStatus, writeQuery } from '../../protocol/writer.js';
 import type { ServerConnection } from '../server-connection.js';
 import {
-  applyReadBack, dataRows, effectsOf, ParamValues, readBackNames, readBackQuery, syncQuery, type ClientParams, type ParamChanges,
+  applyReadBack,
+  dataRows,
+  effectsOf,
+  ParamValues,
+  readBackNames,
+  readBackQuery,
+  syncQuery,
+  type ClientParams,
+  type ParamChanges,
 } from './params.js';
 
 /** What the server holds: known from its login until a read-back says more. */
@@ -34,7 +42,13 @@ function askUnowned(s: ServerConnection, query: string, then: (replies: Buffer |
  * server into its values and, when the client is still there, into the client's. `then(reusable, tell)`: `tell` holds
  * ParameterStatus messages for the client when the server told it a value that is not its own (a RESET returns a
  * client to its startup value, a server to the pooler's): the client is between transactions and unlinked. */
-export function readBack(s: ServerConnection, changes: ParamChanges, client: ClientParams | null, tracked: readonly string[], then: (reusable: boolean, tell: Buffer | null) => void): void {
+export function readBack(
+  s: ServerConnection,
+  changes: ParamChanges,
+  client: ClientParams | null,
+  tracked: readonly string[],
+  then: (reusable: boolean, tell: Buffer | null) => void,
+): void {
   const values = serverValues(s, tracked);
   const effects = effectsOf(changes);
   const names = readBackNames(changes, effects, tracked, client?.values ?? null, values);
@@ -43,7 +57,10 @@ export function readBack(s: ServerConnection, changes: ParamChanges, client: Cli
     const retell = applyReadBack(dataRows(replies), names, effects, reportedNames(s), values, client);
     if (!client || retell.length === 0) return then(true, null);
     const spelled = new Map([...s.params.keys()].map((k) => [k.toLowerCase(), k]));
-    then(true, Buffer.concat(retell.map((n) => writeParameterStatus(spelled.get(n) ?? n, client.values.values.get(n) ?? ''))));
+    then(
+      true,
+      Buffer.concat(retell.map((n) => writeParameterStatus(spelled.get(n) ?? n, client.values.values.get(n) ?? ''))),
+    );
   });
 }
 
@@ -59,7 +76,12 @@ export function forgetValues(s: ServerConnection, changes: ParamChanges | null, 
  * combined set_config ahead (its replies, ParameterStatus included, reach no client) and calls `then(ok)`; the server
  * then holds the client's values. `then(false)`: it answered an error (its state is not known). A server whose values
  * were forgotten is read back first. */
-export function syncFor(s: ServerConnection, client: ClientParams, tracked: readonly string[], then: (ok: boolean) => void): boolean {
+export function syncFor(
+  s: ServerConnection,
+  client: ClientParams,
+  tracked: readonly string[],
+  then: (ok: boolean) => void,
+): boolean {
   const unknown = s.paramsUnknown;
   if (unknown) {
     s.paramsUnknown = null;

@@ -5,7 +5,14 @@ import { addParamEffects, emptyEffects, type ParamEffects } from './set-statemen
 
 /** Tracked for every client whatever the configuration: PgBouncer's list, plus search_path (which PostgreSQL reports
  * only from version 18; tidepool reads it back instead). Lower case, as every name here. */
-export const BUILTIN_PARAMS = ['client_encoding', 'datestyle', 'timezone', 'standard_conforming_strings', 'application_name', 'search_path'] as const;
+export const BUILTIN_PARAMS = [
+  'client_encoding',
+  'datestyle',
+  'timezone',
+  'standard_conforming_strings',
+  'application_name',
+  'search_path',
+] as const;
 
 const NO_STARTUP: ReadonlyMap<string, string> = new Map();
 
@@ -100,7 +107,11 @@ export class ParamValues {
 
   /** The tracked ones of a login's ParameterStatus values (PostgreSQL's spelling of names folded), with what servers
    * log in with (server-login.ts) where a server did not report it. */
-  static fromReported(reported: ReadonlyMap<string, string>, tracked: readonly string[], applicationName = ''): ParamValues {
+  static fromReported(
+    reported: ReadonlyMap<string, string>,
+    tracked: readonly string[],
+    applicationName = '',
+  ): ParamValues {
     const p = new ParamValues();
     p.map.set('client_encoding', 'UTF8');
     p.map.set('application_name', applicationName);
@@ -143,7 +154,10 @@ export function optionParams(options: string): Map<string, string> {
 
 /** The parameters of the logins the native relay ran, by the pool's reported values: such logins differ only in
  * application_name and whether they named client_encoding, so each kind is worked out once and copied after. */
-const nativeLoginParams = new WeakMap<ReadonlyMap<string, string>, { tracked: readonly string[]; byKind: Map<string, ClientParams> }>();
+const nativeLoginParams = new WeakMap<
+  ReadonlyMap<string, string>,
+  { tracked: readonly string[]; byKind: Map<string, ClientParams> }
+>();
 /** Kinds kept per pool (application names past it are worked out each time). */
 const NATIVE_KINDS_MAX = 256;
 
@@ -155,7 +169,12 @@ export class ClientParams {
 
   /** `reported`: the pool's login ParameterStatus values (what a client that asks for nothing gets). With `copyOf`,
    * that client's parameters are copied instead (the other arguments are not read). */
-  constructor(reported: ReadonlyMap<string, string>, startupPacket: ReadonlyMap<string, string>, tracked: readonly string[], copyOf?: ClientParams) {
+  constructor(
+    reported: ReadonlyMap<string, string>,
+    startupPacket: ReadonlyMap<string, string>,
+    tracked: readonly string[],
+    copyOf?: ClientParams,
+  ) {
     if (copyOf) {
       this.values = new ParamValues();
       this.values.copyFrom(copyOf.values);
@@ -173,13 +192,24 @@ export class ClientParams {
 
   /** A login the native relay ran (user, database, application_name and, when it named one, the pool's
    * client_encoding): a copy of the first such login's parameters, the comparison key included. */
-  static ofNativeLogin(reported: ReadonlyMap<string, string>, tracked: readonly string[], user: string, database: string, applicationName: string, clientEncoding: string | undefined): ClientParams {
+  static ofNativeLogin(
+    reported: ReadonlyMap<string, string>,
+    tracked: readonly string[],
+    user: string,
+    database: string,
+    applicationName: string,
+    clientEncoding: string | undefined,
+  ): ClientParams {
     let cache = nativeLoginParams.get(reported);
-    if (!cache || cache.tracked !== tracked) nativeLoginParams.set(reported, cache = { tracked, byKind: new Map() });
+    if (!cache || cache.tracked !== tracked) nativeLoginParams.set(reported, (cache = { tracked, byKind: new Map() }));
     const kind = `${clientEncoding ?? ''}\0${applicationName}`;
     let first = cache.byKind.get(kind);
     if (!first) {
-      const startup = new Map([['user', user], ['database', database], ['application_name', applicationName]]);
+      const startup = new Map([
+        ['user', user],
+        ['database', database],
+        ['application_name', applicationName],
+      ]);
       if (clientEncoding !== undefined) startup.set('client_encoding', clientEncoding);
       first = new ClientParams(reported, startup, tracked);
       if (cache.byKind.size >= NATIVE_KINDS_MAX) cache.byKind.clear();
@@ -232,7 +262,13 @@ export function syncQuery(client: ParamValues, server: ParamValues): string | nu
 }
 
 /** Names to read back after a server ran `changes` for a client. */
-export function readBackNames(changes: ParamChanges | null, effects: ParamEffects, tracked: readonly string[], client: ParamValues | null, server: ParamValues): string[] {
+export function readBackNames(
+  changes: ParamChanges | null,
+  effects: ParamEffects,
+  tracked: readonly string[],
+  client: ParamValues | null,
+  server: ParamValues,
+): string[] {
   const names = new Set<string>(tracked);
   for (const n of effects.names) names.add(n);
   if (client) for (const n of client.values.keys()) names.add(n);
@@ -286,7 +322,14 @@ export function dataRows(buf: Buffer): (string | null)[][] {
  * client RESET returns to its startup value, as on its own connection). `reported`: names PostgreSQL reports, kept
  * explicit on both sides (a server's session default of application_name is the pooler's, not the client's). Returns
  * the reported names whose value the client was told by the server but is not its own (RESET to a startup value). */
-export function applyReadBack(rows: (string | null)[][], names: readonly string[], effects: ParamEffects, reported: ReadonlySet<string>, server: ParamValues, client: ClientParams | null): string[] {
+export function applyReadBack(
+  rows: (string | null)[][],
+  names: readonly string[],
+  effects: ParamEffects,
+  reported: ReadonlySet<string>,
+  server: ParamValues,
+  client: ClientParams | null,
+): string[] {
   const retell: string[] = [];
   const got = new Map<string, [string, string]>();
   for (const r of rows) if (r[0] && r[1] !== null && r[1] !== undefined) got.set(r[0], [r[1], r[2] ?? '']);

@@ -3,13 +3,18 @@ import { StateKind, stateKindNames } from './state-scan.js';
 
 /** Every kind a text may name; SQL PREPARE only where the rewriter does not own it (prepared/sql-commands.ts). */
 export function pinMaskFor(rewritesStatements: boolean): number {
-  const all = StateKind.Listen | StateKind.AdvisoryLock | StateKind.TempTable | StateKind.HoldCursor | StateKind.SqlPrepare | StateKind.Load;
+  const all =
+    StateKind.Listen |
+    StateKind.AdvisoryLock |
+    StateKind.TempTable |
+    StateKind.HoldCursor |
+    StateKind.SqlPrepare |
+    StateKind.Load;
   return rewritesStatements ? all & ~StateKind.SqlPrepare : all;
 }
 
 export type CheckIn =
-  | { readonly action: 'clean'; readonly query: string }
-  | { readonly action: 'close'; readonly reason: string };
+  { readonly action: 'clean'; readonly query: string } | { readonly action: 'close'; readonly reason: string };
 
 /**
  * The server of a pinned client that left between transactions: LOAD cannot be undone (the library stays loaded in
@@ -18,7 +23,8 @@ export type CheckIn =
  * cleans every kind, not only those the scan named: a client's functions may have taken more than its texts say.
  */
 export function checkIn(kinds: number): CheckIn {
-  if ((kinds & StateKind.Load) !== 0) return { action: 'close', reason: 'its client used LOAD, which cannot be undone' };
+  if ((kinds & StateKind.Load) !== 0)
+    return { action: 'close', reason: 'its client used LOAD, which cannot be undone' };
   const parts = ['UNLISTEN *', 'SELECT pg_advisory_unlock_all()', 'CLOSE ALL', 'DISCARD TEMP'];
   if ((kinds & StateKind.SqlPrepare) !== 0) parts.push('DEALLOCATE ALL');
   return { action: 'clean', query: parts.join('; ') };
@@ -61,7 +67,12 @@ export function releaseUnpinned<S extends PinnedServer>(c: PinnedClient, pool: P
 
 /** The client of a pinned server left (`s` null: it had lost that server already); `clean`: between transactions and
  * whole messages. The server is cleaned and pooled, or closed. Returns the client_unpinned event's message. */
-export function releaseLeftPinned<S extends PinnedServer>(c: PinnedClient, pool: PinnedPool<S>, s: S | null, clean: boolean): string {
+export function releaseLeftPinned<S extends PinnedServer>(
+  c: PinnedClient,
+  pool: PinnedPool<S>,
+  s: S | null,
+  clean: boolean,
+): string {
   const kinds = stateKindNames(c.pinnedKinds);
   const who = `client ${c.id} (${c.addr})`;
   if (!s) return `${who} left after losing its pinned server (${kinds})`;

@@ -15,7 +15,6 @@ export function emptyEffects(): ParamEffects {
   return { names: new Set(), resets: new Set(), resetAll: false };
 }
 
-
 /** Statements split at top-level semicolons, each as its words (lower-cased unless double-quoted) and the
  * punctuation `=`, `.`, `,` as tokens; string literals become one `'` token, comments go. */
 export function statementTokens(text: string): string[][] {
@@ -37,7 +36,13 @@ export function statementTokens(text: string): string[][] {
       let depth = 1;
       i += 2;
       while (i < n && depth > 0) {
-        if (text[i] === '/' && text[i + 1] === '*') { depth++; i += 2; } else if (text[i] === '*' && text[i + 1] === '/') { depth--; i += 2; } else i++;
+        if (text[i] === '/' && text[i + 1] === '*') {
+          depth++;
+          i += 2;
+        } else if (text[i] === '*' && text[i + 1] === '/') {
+          depth--;
+          i += 2;
+        } else i++;
       }
     } else if (ch === "'" || ((ch === 'e' || ch === 'E') && text[i + 1] === "'")) {
       const backslash = ch !== "'";
@@ -46,14 +51,23 @@ export function statementTokens(text: string): string[][] {
         const c = text[i]!;
         if (backslash && c === '\\') i += 2;
         else if (c === "'" && text[i + 1] === "'") i += 2;
-        else if (c === "'") { i++; break; } else i++;
+        else if (c === "'") {
+          i++;
+          break;
+        } else i++;
       }
       cur.push("'");
     } else if (ch === '"') {
       let word = '';
       i++;
       while (i < n) {
-        if (text[i] === '"' && text[i + 1] === '"') { word += '"'; i += 2; } else if (text[i] === '"') { i++; break; } else word += text[i++];
+        if (text[i] === '"' && text[i + 1] === '"') {
+          word += '"';
+          i += 2;
+        } else if (text[i] === '"') {
+          i++;
+          break;
+        } else word += text[i++];
       }
       cur.push(word);
     } else if (ch === '$') {
@@ -123,7 +137,12 @@ export function addParamEffects(text: string, into: ParamEffects): void {
           continue;
         }
         if (t[i] === 'characteristics') {
-          for (const n of ['default_transaction_isolation', 'default_transaction_read_only', 'default_transaction_deferrable']) note(into, n, false);
+          for (const n of [
+            'default_transaction_isolation',
+            'default_transaction_read_only',
+            'default_transaction_deferrable',
+          ])
+            note(into, n, false);
           continue;
         }
       }
@@ -131,7 +150,19 @@ export function addParamEffects(text: string, into: ParamEffects): void {
       if (w === undefined || w === 'transaction' || w === 'constraints') continue;
       let name: string;
       let j: number;
-      if (w === 'time' && t[i + 1] === 'zone') { name = 'timezone'; j = i + 2; } else if (w === 'schema') { name = 'search_path'; j = i + 1; } else if (w === 'names') { name = 'client_encoding'; j = i + 1; } else if (w === 'xml' && t[i + 1] === 'option') { name = 'xmloption'; j = i + 2; } else [name, j] = nameAt(t, i);
+      if (w === 'time' && t[i + 1] === 'zone') {
+        name = 'timezone';
+        j = i + 2;
+      } else if (w === 'schema') {
+        name = 'search_path';
+        j = i + 1;
+      } else if (w === 'names') {
+        name = 'client_encoding';
+        j = i + 1;
+      } else if (w === 'xml' && t[i + 1] === 'option') {
+        name = 'xmloption';
+        j = i + 2;
+      } else [name, j] = nameAt(t, i);
       if (t[j] === 'to' || t[j] === '=') j++;
       note(into, name, t[j] === 'default' && t.length === j + 1);
     }

@@ -8,7 +8,8 @@ import { dataRows, literal } from './params.js';
 /** A startup key the pooler cannot carry to a pooled server: a replication connection is a walsender, not a session. */
 export function refusedStartupKey(startupPacket: ReadonlyMap<string, string>): string | null {
   const r = startupPacket.get('replication');
-  if (r !== undefined && !/^(?:false|off|no|0)$/i.test(r)) return 'replication connections are not supported by the pooler (connect to PostgreSQL directly)';
+  if (r !== undefined && !/^(?:false|off|no|0)$/i.test(r))
+    return 'replication connections are not supported by the pooler (connect to PostgreSQL directly)';
   return null;
 }
 
@@ -26,13 +27,16 @@ export function needsCheck(wishes: ReadonlyMap<string, string>, reported: Readon
 
 /** What PostgreSQL made of the wishes: each name's value as it now reports it (`UTF8` for `utf8`), or its error. */
 export type StartupCheck =
-  | { ok: true; values: Map<string, string> }
-  | { ok: false; sqlstate: string; message: string; detail?: string };
+  { ok: true; values: Map<string, string> } | { ok: false; sqlstate: string; message: string; detail?: string };
 
 /** Applies the wishes to an unlinked server with one `SELECT set_config(...)` (its replies reach no client) and
  * reports the values PostgreSQL settled on, in the client's order, or PostgreSQL's error for the first it refused
  * (the statement then changed nothing). As `ask`, `done` is never called if the server dies first. */
-export function applyStartup(s: ServerConnection, wishes: ReadonlyMap<string, string>, done: (r: StartupCheck) => void): void {
+export function applyStartup(
+  s: ServerConnection,
+  wishes: ReadonlyMap<string, string>,
+  done: (r: StartupCheck) => void,
+): void {
   const names = [...wishes.keys()];
   const cols = names.map((n) => `pg_catalog.set_config(${literal(n)}, ${literal(wishes.get(n)!)}, false)`);
   s.end.ask(writeQuery(`SELECT ${cols.join(', ')}`), (replies, sawError) => {
@@ -52,7 +56,10 @@ function errorOf(replies: Buffer): StartupCheck {
     if (replies[pos] === BackendMessage.ErrorResponse) {
       const f = parseErrorFields(replies.subarray(pos, pos + 1 + len));
       const sqlstate = f.get('C') ?? SqlState.ProtocolViolation;
-      const detail = sqlstate === '55P02' ? 'tidepool applies startup parameters to a pooled server with set_config; one that only a new backend can take cannot be carried' : f.get('D');
+      const detail =
+        sqlstate === '55P02'
+          ? 'tidepool applies startup parameters to a pooled server with set_config; one that only a new backend can take cannot be carried'
+          : f.get('D');
       return { ok: false, sqlstate, message: f.get('M') ?? 'invalid startup parameter', ...(detail ? { detail } : {}) };
     }
     pos += 1 + len;

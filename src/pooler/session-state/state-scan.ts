@@ -12,12 +12,18 @@ export const enum StateKind {
 
 /** Every kind, in bit order, with the name SHOW and the events use. */
 export const STATE_KIND_NAMES: readonly [StateKind, string][] = [
-  [StateKind.Listen, 'LISTEN'], [StateKind.AdvisoryLock, 'advisory lock'], [StateKind.TempTable, 'temporary table'],
-  [StateKind.HoldCursor, 'WITH HOLD cursor'], [StateKind.SqlPrepare, 'SQL PREPARE'], [StateKind.Load, 'LOAD'],
+  [StateKind.Listen, 'LISTEN'],
+  [StateKind.AdvisoryLock, 'advisory lock'],
+  [StateKind.TempTable, 'temporary table'],
+  [StateKind.HoldCursor, 'WITH HOLD cursor'],
+  [StateKind.SqlPrepare, 'SQL PREPARE'],
+  [StateKind.Load, 'LOAD'],
 ];
 
 export function stateKindNames(flags: number): string {
-  return STATE_KIND_NAMES.filter(([k]) => (flags & k) !== 0).map(([, n]) => n).join(', ');
+  return STATE_KIND_NAMES.filter(([k]) => (flags & k) !== 0)
+    .map(([, n]) => n)
+    .join(', ');
 }
 
 /** Longest word looked at: pg_try_advisory_lock_shared has 27 letters. */
@@ -33,9 +39,13 @@ for (let c = 0x80; c <= 0xff; c++) WORD[c] = 1;
 
 const WORDS = new Map<string, StateKind>([
   ['listen', StateKind.Listen],
-  ['pg_advisory_lock', StateKind.AdvisoryLock], ['pg_advisory_lock_shared', StateKind.AdvisoryLock],
-  ['pg_try_advisory_lock', StateKind.AdvisoryLock], ['pg_try_advisory_lock_shared', StateKind.AdvisoryLock],
-  ['temp', StateKind.TempTable], ['temporary', StateKind.TempTable], ['pg_temp', StateKind.TempTable],
+  ['pg_advisory_lock', StateKind.AdvisoryLock],
+  ['pg_advisory_lock_shared', StateKind.AdvisoryLock],
+  ['pg_try_advisory_lock', StateKind.AdvisoryLock],
+  ['pg_try_advisory_lock_shared', StateKind.AdvisoryLock],
+  ['temp', StateKind.TempTable],
+  ['temporary', StateKind.TempTable],
+  ['pg_temp', StateKind.TempTable],
   ['hold', StateKind.HoldCursor],
   ['prepare', StateKind.SqlPrepare],
   ['load', StateKind.Load],
@@ -46,12 +56,24 @@ const QUERY = 0x51;
 const PARSE = 0x50;
 
 /** Kinds DISCARD ALL drops (everything but a loaded library). */
-const DISCARD_ALL = StateKind.Listen | StateKind.AdvisoryLock | StateKind.TempTable | StateKind.HoldCursor | StateKind.SqlPrepare;
+const DISCARD_ALL =
+  StateKind.Listen | StateKind.AdvisoryLock | StateKind.TempTable | StateKind.HoldCursor | StateKind.SqlPrepare;
 
 /** A statement-opening word whose next token may make it a clean-up (UNLISTEN *, DISCARD ALL|TEMP, CLOSE ALL, DEALLOCATE ALL). */
-const enum Pending { None = 0, Unlisten = 1, Discard = 2, Close = 3, Deallocate = 4 }
+const enum Pending {
+  None = 0,
+  Unlisten = 1,
+  Discard = 2,
+  Close = 3,
+  Deallocate = 4,
+}
 
-const OPENERS = new Map<string, Pending>([['unlisten', Pending.Unlisten], ['discard', Pending.Discard], ['close', Pending.Close], ['deallocate', Pending.Deallocate]]);
+const OPENERS = new Map<string, Pending>([
+  ['unlisten', Pending.Unlisten],
+  ['discard', Pending.Discard],
+  ['close', Pending.Close],
+  ['deallocate', Pending.Deallocate],
+]);
 
 /** Space, tab, newline, vertical tab, form feed, carriage return. */
 const isSpace = (c: number): boolean => c === 0x20 || (c >= 0x09 && c <= 0x0d);
@@ -151,7 +173,14 @@ export class StateScan {
     this.wordLen = 0;
     const pending = this.pending;
     this.pending = Pending.None;
-    if (pending !== Pending.None && n === 3 && this.word[0] === 0x61 && this.word[1] === 0x6c && this.word[2] === 0x6c) { // all
+    if (
+      pending !== Pending.None &&
+      n === 3 &&
+      this.word[0] === 0x61 &&
+      this.word[1] === 0x6c &&
+      this.word[2] === 0x6c
+    ) {
+      // all
       if (pending === Pending.Discard) this.cleared |= DISCARD_ALL;
       else if (pending === Pending.Close) this.cleared |= StateKind.HoldCursor;
       else if (pending === Pending.Deallocate) this.cleared |= StateKind.SqlPrepare;

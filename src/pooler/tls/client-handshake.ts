@@ -31,7 +31,9 @@ export interface HandshakeSession {
 
 /** Why the peer's certificate failed verification (an OpenSSL code such as UNABLE_TO_VERIFY_LEAF_SIGNATURE), or null. */
 function peerVerifyError(socket: tls.TLSSocket): string | null {
-  const handle = (socket as tls.TLSSocket & { _handle?: { verifyError?: () => (Error & { code?: string }) | null } | null })._handle;
+  const handle = (
+    socket as tls.TLSSocket & { _handle?: { verifyError?: () => (Error & { code?: string }) | null } | null }
+  )._handle;
   const err = handle?.verifyError?.() ?? null;
   return err ? (err.code ?? err.message) : null;
 }
@@ -46,7 +48,10 @@ export function startClientTls(s: HandshakeSession, settings: ClientTls, initial
   s.readInto(discardReads);
   if (initial) raw.unshift(initial);
   const secure = new tls.TLSSocket(raw, {
-    isServer: true, secureContext: settings.context ?? undefined, requestCert: s.askCertificate, rejectUnauthorized: false,
+    isServer: true,
+    secureContext: settings.context ?? undefined,
+    requestCert: s.askCertificate,
+    rejectUnauthorized: false,
     ALPNProtocols: ['postgresql'],
   });
   // The TLS socket owns the descriptor from here; errors of the plain one are reported through it.
@@ -57,10 +62,16 @@ export function startClientTls(s: HandshakeSession, settings: ClientTls, initial
     const cert = secure.getPeerCertificate();
     const cn = cert && typeof cert.subject?.CN === 'string' ? cert.subject.CN : '';
     // A TLSSocket made outside tls.Server does not set `authorized`: the verdict is asked of the handle, as tls.Server does.
-    const verifyError = !s.askCertificate ? 'no certificate asked for' : cn === '' ? 'no certificate' : peerVerifyError(secure);
+    const verifyError = !s.askCertificate
+      ? 'no certificate asked for'
+      : cn === ''
+        ? 'no certificate'
+        : peerVerifyError(secure);
     s.secured(tlsDescription(secure), {
       alpn: typeof secure.alpnProtocol === 'string' ? secure.alpnProtocol : '',
-      authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,
+      authorized: verifyError === null,
+      authorizationError: verifyError ?? '',
+      commonName: cn,
     });
   });
 }
@@ -68,7 +79,13 @@ export function startClientTls(s: HandshakeSession, settings: ClientTls, initial
 /** The native relay runs the handshake on the descriptor (relay-tls.cc) once the 'S' has left Node's socket; bytes Node
  * read meanwhile (the start of the hello) go with it. The login then goes on through a NativeTlsSocket, and the relay
  * keeps the same connection when the login hands it over. */
-function startNative(s: HandshakeSession, raw: net.Socket, relay: NativeRelay, settings: ClientTls, initial: Buffer | null): void {
+function startNative(
+  s: HandshakeSession,
+  raw: net.Socket,
+  relay: NativeRelay,
+  settings: ClientTls,
+  initial: Buffer | null,
+): void {
   const early: Buffer[] = initial ? [initial] : [];
   s.readInto((chunk) => {
     early.push(Buffer.from(chunk));
@@ -82,7 +99,8 @@ function startNative(s: HandshakeSession, raw: net.Socket, relay: NativeRelay, s
       onSecure: (info) => nativeSecured(s, info),
       onData: (chunk) => s.deliver(chunk),
     });
-    if (!secure) return s.fatal(SqlState.ConnectionFailure, 'internal error: the TLS connection could not be handed to the relay');
+    if (!secure)
+      return s.fatal(SqlState.ConnectionFailure, 'internal error: the TLS connection could not be handed to the relay');
     s.readInto(discardReads);
     s.replaceSocket(secure);
   };
@@ -91,9 +109,15 @@ function startNative(s: HandshakeSession, raw: net.Socket, relay: NativeRelay, s
 
 /** A client the native relay accepted (no Node socket): the handshake starts on the same endpoint at once (the 'S'
  * went out through the relay's own output queue, ahead of anything TLS writes). */
-function startOnAccepted(s: HandshakeSession, socket: NativeTlsSocket, settings: ClientTls, initial: Buffer | null): void {
+function startOnAccepted(
+  s: HandshakeSession,
+  socket: NativeTlsSocket,
+  settings: ClientTls,
+  initial: Buffer | null,
+): void {
   // The native relay runs whenever it accepts clients, and then it terminates client TLS (tls-settings.ts).
-  if (!settings.native) return s.fatal(SqlState.ConnectionFailure, 'internal error: no native TLS context for a client the relay accepted');
+  if (!settings.native)
+    return s.fatal(SqlState.ConnectionFailure, 'internal error: no native TLS context for a client the relay accepted');
   let started: boolean;
   try {
     started = socket.startTls(settings.native, s.askCertificate, initial, {
@@ -109,8 +133,15 @@ function startOnAccepted(s: HandshakeSession, socket: NativeTlsSocket, settings:
 function nativeSecured(s: HandshakeSession, info: NativeTlsInfo | null): void {
   if (!info) return;
   const cn = info.commonName;
-  const verifyError = !s.askCertificate ? 'no certificate asked for' : cn === '' ? 'no certificate' : info.verifyError || null;
+  const verifyError = !s.askCertificate
+    ? 'no certificate asked for'
+    : cn === ''
+      ? 'no certificate'
+      : info.verifyError || null;
   s.secured(info.cipher ? `${info.protocol}/${info.cipher}` : info.protocol, {
-    alpn: info.alpn, authorized: verifyError === null, authorizationError: verifyError ?? '', commonName: cn,
+    alpn: info.alpn,
+    authorized: verifyError === null,
+    authorizationError: verifyError ?? '',
+    commonName: cn,
   });
 }

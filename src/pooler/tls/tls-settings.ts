@@ -51,10 +51,19 @@ function ciphersOf(text: string): string | undefined {
 }
 
 /** Node's context for `side`, and with `native` the same in OpenSSL for the native relay (client side only). */
-function context(side: 'client' | 'server', g: PoolerConfig['general'], files: { key?: string; cert?: string; ca?: string }, native: NativeRelay | null = null): { node: tls.SecureContext; native: NativeTlsContext | null } {
+function context(
+  side: 'client' | 'server',
+  g: PoolerConfig['general'],
+  files: { key?: string; cert?: string; ca?: string },
+  native: NativeRelay | null = null,
+): { node: tls.SecureContext; native: NativeTlsContext | null } {
   const range = parseTlsProtocols(g[`${side}_tls_protocols`]);
   if (typeof range === 'string') throw new TlsFileError(`${side}_tls_protocols: ${range}`);
-  const opts: tls.SecureContextOptions = { minVersion: range.min, maxVersion: range.max, ciphers: ciphersOf(g[`${side}_tls_ciphers`]) };
+  const opts: tls.SecureContextOptions = {
+    minVersion: range.min,
+    maxVersion: range.max,
+    ciphers: ciphersOf(g[`${side}_tls_ciphers`]),
+  };
   const key = files.key ? readPem(`${side}_tls_key_file`, files.key) : undefined;
   const cert = files.cert ? readPem(`${side}_tls_cert_file`, files.cert) : undefined;
   const ca = files.ca ? readPem(`${side}_tls_ca_file`, files.ca) : undefined;
@@ -64,7 +73,10 @@ function context(side: 'client' | 'server', g: PoolerConfig['general'], files: {
   try {
     const node = tls.createSecureContext(opts);
     // Node checked the files first: the native context is built from the same bytes, and its errors are OpenSSL's.
-    const made = native && key && cert ? native.tlsContext({ key, cert, ca, min: range.min, max: range.max, ciphers: opts.ciphers }) : null;
+    const made =
+      native && key && cert
+        ? native.tlsContext({ key, cert, ca, min: range.min, max: range.max, ciphers: opts.ciphers })
+        : null;
     return { node, native: made };
   } catch (err) {
     const named = [files.key, files.cert, files.ca].filter(Boolean).join(', ');
@@ -78,12 +90,32 @@ export function loadTlsSettings(config: PoolerConfig, native: NativeRelay | null
   const g = config.general;
   const clientMode = g.client_tls_sslmode;
   const verifyClient = clientMode === 'verify-ca' || clientMode === 'verify-full';
-  const made = clientMode === 'disable' ? null : context('client', g, { key: g.client_tls_key_file, cert: g.client_tls_cert_file, ca: g.client_tls_ca_file || undefined }, native);
-  const client: ClientTls = { mode: clientMode, verifyClient, context: made?.node ?? null, native: made?.native ?? null };
+  const made =
+    clientMode === 'disable'
+      ? null
+      : context(
+          'client',
+          g,
+          { key: g.client_tls_key_file, cert: g.client_tls_cert_file, ca: g.client_tls_ca_file || undefined },
+          native,
+        );
+  const client: ClientTls = {
+    mode: clientMode,
+    verifyClient,
+    context: made?.node ?? null,
+    native: made?.native ?? null,
+  };
   const serverMode = g.server_tls_sslmode;
   const server: ServerTls = {
     mode: serverMode,
-    context: serverMode === 'disable' ? null : context('server', g, { key: g.server_tls_key_file || undefined, cert: g.server_tls_cert_file || undefined, ca: g.server_tls_ca_file || undefined }).node,
+    context:
+      serverMode === 'disable'
+        ? null
+        : context('server', g, {
+            key: g.server_tls_key_file || undefined,
+            cert: g.server_tls_cert_file || undefined,
+            ca: g.server_tls_ca_file || undefined,
+          }).node,
   };
   return { client, server };
 }
@@ -115,9 +147,24 @@ export function tlsNeedsJsRelay(config: PoolerConfig): boolean {
  * their OpenSSL context). A file that cannot be used keeps every previous context (`error` says why). `tlsRelay`: the
  * pools run on the JavaScript relay (tlsNeedsJsRelay at start); otherwise what needs it now needs a restart (`restart`
  * names the keys). `native`: the relay terminating client TLS, fixed at start. */
-export function reloadTlsSettings(current: TlsSettings, next: PoolerConfig, tlsRelay: boolean, native: NativeRelay | null): { settings: TlsSettings; restart?: string; error?: string } {
-  if (!tlsRelay && wantsTls(next) && (native === null || nativeTlsRelay(next) === null) && next.native.relay && NativeRelay.get() !== null) {
-    return { settings: current, restart: 'general.client_tls_sslmode/server_tls_sslmode (the pools run on the native relay, which terminates client TLS only: server TLS needs a restart)' };
+export function reloadTlsSettings(
+  current: TlsSettings,
+  next: PoolerConfig,
+  tlsRelay: boolean,
+  native: NativeRelay | null,
+): { settings: TlsSettings; restart?: string; error?: string } {
+  if (
+    !tlsRelay &&
+    wantsTls(next) &&
+    (native === null || nativeTlsRelay(next) === null) &&
+    next.native.relay &&
+    NativeRelay.get() !== null
+  ) {
+    return {
+      settings: current,
+      restart:
+        'general.client_tls_sslmode/server_tls_sslmode (the pools run on the native relay, which terminates client TLS only: server TLS needs a restart)',
+    };
   }
   try {
     return { settings: loadTlsSettings(next, native) };
@@ -127,7 +174,11 @@ export function reloadTlsSettings(current: TlsSettings, next: PoolerConfig, tlsR
 }
 
 /** tls.connect options toward PostgreSQL at `host` under `s` (mode other than disable). */
-export function serverConnectOptions(s: ServerTls, host: string, socket: import('node:net').Socket): tls.ConnectionOptions {
+export function serverConnectOptions(
+  s: ServerTls,
+  host: string,
+  socket: import('node:net').Socket,
+): tls.ConnectionOptions {
   const verify = s.mode === 'verify-ca' || s.mode === 'verify-full';
   const opts: tls.ConnectionOptions = { socket, secureContext: s.context ?? undefined, rejectUnauthorized: verify };
   // SNI takes host names only.

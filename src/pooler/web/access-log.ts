@@ -20,7 +20,13 @@ export interface AccessRecord {
 
 /** Paths whose successful reads carry personal data (SQL text, log lines) and are logged at info. */
 export function isPersonalDataPath(path: string): boolean {
-  return path === '/api/logs' || path === '/api/logs/history' || path.startsWith('/api/prepared/text/') || path === '/api/interner/top' || path === '/api/top/queries';
+  return (
+    path === '/api/logs' ||
+    path === '/api/logs/history' ||
+    path.startsWith('/api/prepared/text/') ||
+    path === '/api/interner/top' ||
+    path === '/api/top/queries'
+  );
 }
 
 /** info: admin actions, personal-data reads, /api/auth/* and /api/sso/*, every non-2xx; debug: other 2xx. */

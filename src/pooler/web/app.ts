@@ -31,7 +31,6 @@ export interface WebAppOptions {
   tapIdleMs?: number;
 }
 
-
 export const DEFAULT_STATIC_DIR = path.join(packageRoot, 'ui', 'dist', 'console');
 
 /** Whether the console and /api/* are served: `ui = true` and a non-default admin password (startup gate). */
@@ -47,9 +46,15 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
   const log = hub.get(WEB_TARGET);
   const sso = new SsoRuntime(hub.get('pooler::web::sso'));
   const ctx: WebContext = {
-    control, sso, log,
+    control,
+    sso,
+    log,
     metrics: new WebMetrics(sso),
-    tap: new LogTap(hub, control.config.web.log_tap_max_entries, opts.tapIdleMs === undefined ? {} : { idleMs: opts.tapIdleMs }),
+    tap: new LogTap(
+      hub,
+      control.config.web.log_tap_max_entries,
+      opts.tapIdleMs === undefined ? {} : { idleMs: opts.tapIdleMs },
+    ),
     version: packageVersion,
     staticDir: opts.staticDir ?? DEFAULT_STATIC_DIR,
   };
@@ -94,7 +99,9 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
       void sendError(reply, 'bad_request', err.message);
     },
   });
-  app.addHook('onClose', async () => { closed = true; });
+  app.addHook('onClose', async () => {
+    closed = true;
+  });
   const access = new AccessLog(hub);
   app.decorateRequest('tp', null as never);
 
@@ -111,7 +118,9 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
         queryToken: typeof query?.['token'] === 'string' ? query['token'] : undefined,
         secure: peer.secure,
       },
-      control.config, sso, (reason) => ctx.metrics.ssoValidationError(reason),
+      control.config,
+      sso,
+      (reason) => ctx.metrics.ssoValidationError(reason),
     );
     req.tp = { startedAt, peer, auth, access: level };
     if (isApi(path)) ctx.metrics.authAttempt(auth.role, auth.source);
@@ -132,7 +141,10 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     if (!st) return;
     const [pathPart, queryPart] = splitUrl(req.url);
     // Console files and /metrics fetched without credentials are Anonymous whatever ui_anonymous says.
-    const role = st.auth.role === 'rejected' && !st.auth.credentials && st.access === 'none' && !isApi(pathPart) ? 'anonymous' : st.auth.role;
+    const role =
+      st.auth.role === 'rejected' && !st.auth.credentials && st.access === 'none' && !isApi(pathPart)
+        ? 'anonymous'
+        : st.auth.role;
     const bytes = Number(reply.getHeader('content-length') ?? 0);
     access.write({
       method: req.method,
@@ -155,7 +167,10 @@ export async function buildWebApp(control: PoolerControl, opts: WebAppOptions = 
     if (status === 413) return sendError(reply, 'payload_too_large', `request body larger than ${BODY_LIMIT} bytes`);
     if (status === 415) return sendError(reply, 'unsupported_media_type', 'send JSON (Content-Type: application/json)');
     if (status >= 400 && status < 500) return sendError(reply, 'bad_request', err.message);
-    log.error({ method: req.method, path: splitUrl(req.url)[0], error: err.message, code: err.code }, 'web request failed');
+    log.error(
+      { method: req.method, path: splitUrl(req.url)[0], error: err.message, code: err.code },
+      'web request failed',
+    );
     return sendError(reply, 'internal', 'internal error');
   });
 

@@ -38,7 +38,10 @@ export class ClientRates {
         const now: Sample = { queries: numberOf(r['query_count']), xacts: numberOf(r['transaction_count']) };
         const before = this.base.get(id);
         if (before && Number.isFinite(dt)) {
-          rates.set(id, { qps: round(Math.max(0, now.queries - before.queries) / dt), tps: round(Math.max(0, now.xacts - before.xacts) / dt) });
+          rates.set(id, {
+            qps: round(Math.max(0, now.queries - before.queries) / dt),
+            tps: round(Math.max(0, now.xacts - before.xacts) / dt),
+          });
         }
         base.set(id, now);
       }

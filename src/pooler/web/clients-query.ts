@@ -6,9 +6,27 @@ import { activityRank } from './activity.js';
 export const CLIENTS_MAX_LIMIT = 100_000;
 
 /** Parameters that select rows by one column (exact match), and the column each reads. */
-const EXACT: Record<string, string> = { database: 'database', user: 'user', state: 'state', activity: 'activity', application_name: 'application_name' };
+const EXACT: Record<string, string> = {
+  database: 'database',
+  user: 'user',
+  state: 'state',
+  activity: 'activity',
+  application_name: 'application_name',
+};
 
-export const CLIENTS_QUERY_PARAMS = ['pool', 'database', 'user', 'state', 'activity', 'application_name', 'addr', 'sort', 'order', 'offset', 'limit'] as const;
+export const CLIENTS_QUERY_PARAMS = [
+  'pool',
+  'database',
+  'user',
+  'state',
+  'activity',
+  'application_name',
+  'addr',
+  'sort',
+  'order',
+  'offset',
+  'limit',
+] as const;
 
 export interface ClientsPage {
   /** The requested page of the filtered, sorted rows. */
@@ -76,7 +94,9 @@ export function queryClients(all: readonly Row[], query: Readonly<Record<string,
   }
   const sort = q['sort'] ?? 'client_id';
   if (!/^[A-Za-z0-9_.]{1,64}$/.test(sort) || (all.length > 0 && !(sort in all[0]!))) {
-    throw new ClientsQueryError(`"sort" must be a column of SHOW CLIENTS${all.length > 0 ? ` (${Object.keys(all[0]!).join(', ')})` : ''}`);
+    throw new ClientsQueryError(
+      `"sort" must be a column of SHOW CLIENTS${all.length > 0 ? ` (${Object.keys(all[0]!).join(', ')})` : ''}`,
+    );
   }
   const order = q['order'] ?? 'asc';
   if (order !== 'asc' && order !== 'desc') throw new ClientsQueryError('"order" must be asc or desc');

@@ -20,6 +20,14 @@ export const WEB_ERRORS = {
 export type WebErrorCode = keyof typeof WEB_ERRORS;
 
 /** Sends `{"error": code, "message": ...}` (plus `extra` fields) with the code's status. */
-export function sendError(reply: FastifyReply, code: WebErrorCode, message: string, extra: Record<string, unknown> = {}): FastifyReply {
-  return reply.code(WEB_ERRORS[code]).type('application/json; charset=utf-8').send({ error: code, message, ...extra });
+export function sendError(
+  reply: FastifyReply,
+  code: WebErrorCode,
+  message: string,
+  extra: Record<string, unknown> = {},
+): FastifyReply {
+  return reply
+    .code(WEB_ERRORS[code])
+    .type('application/json; charset=utf-8')
+    .send({ error: code, message, ...extra });
 }

@@ -49,26 +49,58 @@ export function historyQueryText(q: HistoryQuery): string {
 export function entryOf(doc: Record<string, unknown>, seq: number): TapEntry {
   const fields: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(doc)) if (!OWN.has(k)) fields[k] = v;
-  return { seq, time: String(doc.time ?? ''), level: String(doc.level ?? ''), target: String(doc.target ?? ''), msg: String(doc.msg ?? ''), fields };
+  return {
+    seq,
+    time: String(doc.time ?? ''),
+    level: String(doc.level ?? ''),
+    target: String(doc.target ?? ''),
+    msg: String(doc.msg ?? ''),
+    fields,
+  };
 }
 
-
 /** Reads the history from the log store at `shipTo` (its seq-ql `/search`); rejects with a message when it fails. */
-export async function readHistory(shipTo: string, q: HistoryQuery, timeoutMs: number, now = Date.now()): Promise<HistoryAnswer> {
+export async function readHistory(
+  shipTo: string,
+  q: HistoryQuery,
+  timeoutMs: number,
+  now = Date.now(),
+): Promise<HistoryAnswer> {
   // The same address and credentials the shipper's bulks use.
   const { endpoint: url, auth, display } = shipTarget(shipTo, 'search');
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (auth !== undefined) headers.authorization = `Basic ${Buffer.from(auth).toString('base64')}`;
-  const body = { query: { query: historyQueryText(q), from: new Date(now - q.windowMs).toISOString(), to: new Date(now + 60_000).toISOString() }, size: q.limit, order: 'desc' };
+  const body = {
+    query: {
+      query: historyQueryText(q),
+      from: new Date(now - q.windowMs).toISOString(),
+      to: new Date(now + 60_000).toISOString(),
+    },
+    size: q.limit,
+    order: 'desc',
+  };
   let res: Response;
   try {
-    res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
     throw new Error(`the log store at ${display} did not answer: ${(err as Error).message}`);
   }
   const text = await res.text();
   if (res.status !== 200) throw new Error(`the log store at ${display} answered ${res.status}: ${text.slice(0, 300)}`);
-  const r = JSON.parse(text) as { total: number; docs: { data: Record<string, unknown> }[]; partial_response?: boolean };
+  const r = JSON.parse(text) as {
+    total: number;
+    docs: { data: Record<string, unknown> }[];
+    partial_response?: boolean;
+  };
   const docs = r.docs.map((d) => d.data).reverse();
-  return { entries: docs.map((d, i) => entryOf(d, -(docs.length - i))), total: r.total, partial: r.partial_response === true };
+  return {
+    entries: docs.map((d, i) => entryOf(d, -(docs.length - i))),
+    total: r.total,
+    partial: r.partial_response === true,
+  };
 }

@@ -28,7 +28,10 @@ export async function startWebListener(control: PoolerControl, opts: StartWebOpt
   try {
     // With an inherited socket Node ignores host and port; a host other than "localhost" keeps fastify from opening
     // a second address beside it.
-    const inherited: FastifyListenOptions & { fd?: number } = { fd: opts.fd, host: host === 'localhost' ? '127.0.0.1' : host };
+    const inherited: FastifyListenOptions & { fd?: number } = {
+      fd: opts.fd,
+      host: host === 'localhost' ? '127.0.0.1' : host,
+    };
     await app.listen(opts.fd !== undefined ? inherited : { host, port });
   } catch (err) {
     await app.close();
@@ -36,7 +39,9 @@ export async function startWebListener(control: PoolerControl, opts: StartWebOpt
   }
   const addr = app.server.address();
   const bound = typeof addr === 'object' && addr ? { host: addr.address, port: addr.port } : { host, port };
-  control.logs.get(WEB_TARGET).info({ host: bound.host, port: bound.port, ui: control.config.web.ui }, 'web listener started');
+  control.logs
+    .get(WEB_TARGET)
+    .info({ host: bound.host, port: bound.port, ui: control.config.web.ui }, 'web listener started');
   return {
     ...bound,
     get listeningFd() {

@@ -5,14 +5,17 @@ export type Row = Record<string, string | number | boolean | null>;
 
 function jsonCell(v: Cell | undefined): string | number | boolean | null {
   if (v === undefined) return null;
-  if (typeof v === 'bigint') return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v.toString();
+  if (typeof v === 'bigint')
+    return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v.toString();
   return v;
 }
 
 export function toRows(table: ShowTable): Row[] {
   return table.rows.map((r) => {
     const row: Row = {};
-    table.columns.forEach((c, i) => { row[c] = jsonCell(r[i]); });
+    table.columns.forEach((c, i) => {
+      row[c] = jsonCell(r[i]);
+    });
     return row;
   });
 }
@@ -23,7 +26,8 @@ export function maskConfigRows(rows: Row[]): Row[] {
     const key = String(r['key'] ?? '');
     if (!/password|secret|token/i.test(key)) return r;
     const masked: Row = { ...r };
-    for (const col of ['value', 'default']) if (masked[col] !== null && masked[col] !== '' && col in masked) masked[col] = '********';
+    for (const col of ['value', 'default'])
+      if (masked[col] !== null && masked[col] !== '' && col in masked) masked[col] = '********';
     return masked;
   });
 }

@@ -13,33 +13,60 @@ export class WebMetrics {
   constructor(sso: SsoRuntime) {
     const registers = [this.registry];
     new Gauge({
-      name: 'pooler_web_sso_enabled', help: '1 when SSO loaded, else 0.', registers,
-      collect() { this.set(sso.state === 'loaded' ? 1 : 0); },
+      name: 'pooler_web_sso_enabled',
+      help: '1 when SSO loaded, else 0.',
+      registers,
+      collect() {
+        this.set(sso.state === 'loaded' ? 1 : 0);
+      },
     });
     new Gauge({
-      name: 'pooler_web_sso_config_error', help: '1 when sso_enabled = true but the SSO runtime failed to load.', registers,
-      collect() { this.set(sso.state === 'failed' ? 1 : 0); },
+      name: 'pooler_web_sso_config_error',
+      help: '1 when sso_enabled = true but the SSO runtime failed to load.',
+      registers,
+      collect() {
+        this.set(sso.state === 'failed' ? 1 : 0);
+      },
     });
     this.authAttempts = new Counter({
-      name: 'pooler_web_auth_attempts_total', help: 'API requests by resolved role and credential source.', labelNames: ['role', 'source'], registers,
+      name: 'pooler_web_auth_attempts_total',
+      help: 'API requests by resolved role and credential source.',
+      labelNames: ['role', 'source'],
+      registers,
     });
     this.requests = new Counter({
-      name: 'pooler_web_requests_total', help: 'Web requests by status class and resolved role.', labelNames: ['status_class', 'role'], registers,
+      name: 'pooler_web_requests_total',
+      help: 'Web requests by status class and resolved role.',
+      labelNames: ['status_class', 'role'],
+      registers,
     });
     this.ssoErrors = new Counter({
-      name: 'pooler_web_sso_validation_errors_total', help: 'JWT validation failures by reason.', labelNames: ['reason'], registers,
+      name: 'pooler_web_sso_validation_errors_total',
+      help: 'JWT validation failures by reason.',
+      labelNames: ['reason'],
+      registers,
     });
     // A few process series by hand: prom-client's default set names gauges `_total`, which promtool rejects.
     new Gauge({
-      name: 'pooler_process_resident_memory_bytes', help: 'Resident memory of the pooler process.', registers,
-      collect() { this.set(process.memoryUsage().rss); },
+      name: 'pooler_process_resident_memory_bytes',
+      help: 'Resident memory of the pooler process.',
+      registers,
+      collect() {
+        this.set(process.memoryUsage().rss);
+      },
     });
     new Gauge({
-      name: 'pooler_process_heap_used_bytes', help: 'V8 heap in use.', registers,
-      collect() { this.set(process.memoryUsage().heapUsed); },
+      name: 'pooler_process_heap_used_bytes',
+      help: 'V8 heap in use.',
+      registers,
+      collect() {
+        this.set(process.memoryUsage().heapUsed);
+      },
     });
     new Counter({
-      name: 'pooler_process_cpu_seconds_total', help: 'User and system CPU time of the pooler process.', registers,
+      name: 'pooler_process_cpu_seconds_total',
+      help: 'User and system CPU time of the pooler process.',
+      registers,
       collect() {
         const u = process.cpuUsage();
         this.reset();
@@ -48,8 +75,12 @@ export class WebMetrics {
     });
     const started = Date.now() / 1000 - process.uptime();
     new Gauge({
-      name: 'pooler_process_start_time_seconds', help: 'Start time of the pooler process since the Unix epoch.', registers,
-      collect() { this.set(Math.round(started)); },
+      name: 'pooler_process_start_time_seconds',
+      help: 'Start time of the pooler process since the Unix epoch.',
+      registers,
+      collect() {
+        this.set(Math.round(started));
+      },
     });
   }
 

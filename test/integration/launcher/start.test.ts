@@ -19,11 +19,23 @@ interface Launch {
 
 async function launch(): Promise<Launch> {
   // Eight distinct ports (freePort() one after another can give the same one twice).
-  const names = ['TIDEPOOL_PORT', 'TIDEPOOL_WEB_PORT', 'TIDEPOOL_LOGSTORE_PORT', 'TIDEPOOL_LOGSTORE_GRPC_PORT', 'TIDEPOOL_LOGSTORE_DEBUG_PORT',
-    'TIDEPOOL_UI_PORT', 'TIDEPOOL_UI_GRPC_PORT', 'TIDEPOOL_UI_DEBUG_PORT'] as const;
+  const names = [
+    'TIDEPOOL_PORT',
+    'TIDEPOOL_WEB_PORT',
+    'TIDEPOOL_LOGSTORE_PORT',
+    'TIDEPOOL_LOGSTORE_GRPC_PORT',
+    'TIDEPOOL_LOGSTORE_DEBUG_PORT',
+    'TIDEPOOL_UI_PORT',
+    'TIDEPOOL_UI_GRPC_PORT',
+    'TIDEPOOL_UI_DEBUG_PORT',
+  ] as const;
   const free = await freePorts(names.length);
   const ports = Object.fromEntries(names.map((n, i) => [n, free[i]!])) as Record<(typeof names)[number], number>;
-  const env = { ...process.env, TIDEPOOL_HOME: home, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])) };
+  const env = {
+    ...process.env,
+    TIDEPOOL_HOME: home,
+    ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+  };
   // detached: its own process group, as a terminal gives a foreground job, so a Ctrl-C can be sent to the whole group.
   const child = spawn(process.execPath, [BIN, 'start'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child.pid!);
@@ -77,7 +89,11 @@ async function exited(child: ChildProcess, ms = 40_000): Promise<number | null> 
   });
 }
 
-const credentials = () => JSON.parse(readFileSync(path.join(home, 'credentials.json'), 'utf8')) as { appPassword: string; adminPassword: string };
+const credentials = () =>
+  JSON.parse(readFileSync(path.join(home, 'credentials.json'), 'utf8')) as {
+    appPassword: string;
+    adminPassword: string;
+  };
 
 beforeAll(() => {
   home = mkdtempSync(path.join(os.tmpdir(), 'tidepool-start-'));
@@ -97,7 +113,13 @@ describe('tidepool start (npm start)', () => {
     expect(out()).toContain(`log store        http://127.0.0.1:${ports.TIDEPOOL_LOGSTORE_PORT}`);
     expect(out()).toContain(`web console      http://127.0.0.1:${ports.TIDEPOOL_WEB_PORT}/`);
 
-    const client = new pg.Client({ host: '127.0.0.1', port: ports.TIDEPOOL_PORT, user: 'app', database: 'app', password: credentials().appPassword });
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port: ports.TIDEPOOL_PORT,
+      user: 'app',
+      database: 'app',
+      password: credentials().appPassword,
+    });
     await client.connect();
     expect((await client.query('select current_user as u')).rows).toEqual([{ u: 'app' }]);
     await client.end();
@@ -117,21 +139,37 @@ describe('tidepool start (npm start)', () => {
     const search = await fetch(`${logstore}/search`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: { query: 'service:start-test', from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() }, size: 10 }),
+      body: JSON.stringify({
+        query: {
+          query: 'service:start-test',
+          from: new Date(Date.now() - 3_600_000).toISOString(),
+          to: new Date(Date.now() + 60_000).toISOString(),
+        },
+        size: 10,
+      }),
     });
     expect(search.status).toBe(200);
     expect(JSON.stringify(await search.json())).toContain('hello from the launcher test');
 
     // The log explorer's UI backend, over the log store's gRPC API.
     const explorer = `http://127.0.0.1:${ports.TIDEPOOL_UI_PORT}`;
-    expect(out()).toContain(`log explorer     ${explorer}/  (API ${explorer}/api/v1, gRPC 127.0.0.1:${ports.TIDEPOOL_UI_GRPC_PORT}, debug http://127.0.0.1:${ports.TIDEPOOL_UI_DEBUG_PORT}/metrics)`);
+    expect(out()).toContain(
+      `log explorer     ${explorer}/  (API ${explorer}/api/v1, gRPC 127.0.0.1:${ports.TIDEPOOL_UI_GRPC_PORT}, debug http://127.0.0.1:${ports.TIDEPOOL_UI_DEBUG_PORT}/metrics)`,
+    );
     const uiSearch = await fetch(`${explorer}/api/v1/search`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: 'service:start-test', from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString(), limit: 5 }),
+      body: JSON.stringify({
+        query: 'service:start-test',
+        from: new Date(Date.now() - 3_600_000).toISOString(),
+        to: new Date(Date.now() + 60_000).toISOString(),
+        limit: 5,
+      }),
     });
     expect(uiSearch.status).toBe(200);
-    expect(((await uiSearch.json()) as { events: { data: { message: string } }[] }).events[0]!.data.message).toBe('hello from the launcher test');
+    expect(((await uiSearch.json()) as { events: { data: { message: string } }[] }).events[0]!.data.message).toBe(
+      'hello from the launcher test',
+    );
     expect((await fetch(`${explorer}/`)).headers.get('content-type')).toContain('text/html');
 
     // The pooler's own log lines reach the log store: its "listening" line and an access-log line.
@@ -139,14 +177,31 @@ describe('tidepool start (npm start)', () => {
       const r = await fetch(`${logstore}/search`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: { query, from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() }, size: 5 }),
+        body: JSON.stringify({
+          query: {
+            query,
+            from: new Date(Date.now() - 3_600_000).toISOString(),
+            to: new Date(Date.now() + 60_000).toISOString(),
+          },
+          size: 5,
+        }),
       });
       return JSON.stringify(await r.json());
     };
     // (a request without credentials: its 401 is logged at info, the level shipped)
-    expect((await fetch(`http://127.0.0.1:${ports.TIDEPOOL_WEB_PORT}/api/version`, { headers: { accept: 'application/json' } })).status).toBe(401);
-    await expect.poll(() => find(`msg:"pooler listening" and port:${ports.TIDEPOOL_PORT}`), { timeout: 15_000 }).toContain('pooler listening');
-    await expect.poll(() => find('target:"pooler::web::access" and path:"/api/version"'), { timeout: 15_000 }).toContain('"status":401');
+    expect(
+      (
+        await fetch(`http://127.0.0.1:${ports.TIDEPOOL_WEB_PORT}/api/version`, {
+          headers: { accept: 'application/json' },
+        })
+      ).status,
+    ).toBe(401);
+    await expect
+      .poll(() => find(`msg:"pooler listening" and port:${ports.TIDEPOOL_PORT}`), { timeout: 15_000 })
+      .toContain('pooler listening');
+    await expect
+      .poll(() => find('target:"pooler::web::access" and path:"/api/version"'), { timeout: 15_000 })
+      .toContain('"status":401');
 
     const pids = descendants(child.pid!);
     expect(pids.length).toBeGreaterThanOrEqual(5); // postgres (and its workers), log store, pooler, log explorer
@@ -159,7 +214,13 @@ describe('tidepool start (npm start)', () => {
     const before = credentials();
     const { child, ports } = await launch();
     expect(credentials()).toEqual(before);
-    const client = new pg.Client({ host: '127.0.0.1', port: ports.TIDEPOOL_PORT, user: 'app', database: 'app', password: before.appPassword });
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port: ports.TIDEPOOL_PORT,
+      user: 'app',
+      database: 'app',
+      password: before.appPassword,
+    });
     await client.connect();
     await client.end();
     const pids = descendants(child.pid!);
@@ -185,7 +246,10 @@ describe('tidepool start (npm start)', () => {
     mkdirSync(path.join(closed, 'home'), { recursive: true });
     chmodSync(path.join(closed, 'home'), 0o755);
     chmodSync(closed, 0o700);
-    const child = spawn(process.execPath, [BIN, 'start'], { env: { ...process.env, TIDEPOOL_HOME: path.join(closed, 'home') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'start'], {
+      env: { ...process.env, TIDEPOOL_HOME: path.join(closed, 'home') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     started.push(child.pid!);
     let out = '';
     child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
@@ -193,7 +257,9 @@ describe('tidepool start (npm start)', () => {
     const code = await exited(child);
     if (process.getuid?.() === 0) {
       expect(code).toBe(1);
-      expect(out).toContain(`cannot reach ${path.join(closed, 'home', 'pg')}: ${closed} is not searchable by other users; run chmod o+x ${closed}`);
+      expect(out).toContain(
+        `cannot reach ${path.join(closed, 'home', 'pg')}: ${closed} is not searchable by other users; run chmod o+x ${closed}`,
+      );
     } else {
       // Not root: postgres runs as this user, who owns the directory; the check does not apply.
       expect(out).not.toContain('is not searchable');

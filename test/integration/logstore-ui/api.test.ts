@@ -14,9 +14,20 @@ const T0 = Math.floor((Date.now() - 3_600_000) / 600_000) * 600_000;
 const FROM = new Date(T0 - 60_000).toISOString();
 const TO = new Date(T0 + N * STEP + 60_000).toISOString();
 
-interface Doc { timestamp: string; service: string; level: string; latency: string; n: string; message: string }
+interface Doc {
+  timestamp: string;
+  service: string;
+  level: string;
+  latency: string;
+  n: string;
+  message: string;
+}
 const docs: Doc[] = Array.from({ length: N }, (_, i) => ({
-  timestamp: new Date(T0 + i * STEP).toISOString(), service: SERVICES[i % 4]!, level: LEVELS[i % 3]!, latency: String((i * 7) % 97), n: String(i),
+  timestamp: new Date(T0 + i * STEP).toISOString(),
+  service: SERVICES[i % 4]!,
+  level: LEVELS[i % 3]!,
+  latency: String((i * 7) % 97),
+  n: String(i),
   message: `request ${i} done`,
 }));
 
@@ -27,7 +38,17 @@ beforeAll(async () => {
   store = await startLogstore();
   const r = await bulk(store.url, ndjson(docs));
   expect(r.body.errors).toBe(false);
-  ui = await startUi({ logstoreAddrs: [store.grpcAddr], limits: { max_search_limit: 200, max_search_offset_limit: 300, max_search_total_limit: 400, max_aggregations_per_request: 3, max_export_limit: 1000, cli_max_search_limit: 450 } });
+  ui = await startUi({
+    logstoreAddrs: [store.grpcAddr],
+    limits: {
+      max_search_limit: 200,
+      max_search_offset_limit: 300,
+      max_search_total_limit: 400,
+      max_aggregations_per_request: 3,
+      max_export_limit: 1000,
+      cli_max_search_limit: 450,
+    },
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -59,13 +80,29 @@ describe('search, fields, events', () => {
     expect(r.body.events[0].id).toMatch(/^[0-9a-f]{24}$/);
     const page = await api(ui, 'POST', '/search', { query: 'service:db', from: FROM, to: TO, limit: 5, offset: 5 });
     expect(page.body.events.map(nOf)).toEqual(expected.slice(5, 10).map((d) => Number(d.n)));
-    const asc = await api(ui, 'POST', '/search', { query: 'service:db and level:error', from: FROM, to: TO, limit: 3, order: 'asc' });
-    expect(asc.body.events.map(nOf)).toEqual(docs.filter((d) => d.service === 'db' && d.level === 'error').slice(0, 3).map((d) => Number(d.n)));
+    const asc = await api(ui, 'POST', '/search', {
+      query: 'service:db and level:error',
+      from: FROM,
+      to: TO,
+      limit: 3,
+      order: 'asc',
+    });
+    expect(asc.body.events.map(nOf)).toEqual(
+      docs
+        .filter((d) => d.service === 'db' && d.level === 'error')
+        .slice(0, 3)
+        .map((d) => Number(d.n)),
+    );
   });
 
   it('POST /search with a histogram and aggregations in one answer', async () => {
     const r = await api(ui, 'POST', '/search', {
-      query: 'level:warn', from: FROM, to: TO, limit: 1, histogram: { interval: '10m' }, aggregations: [{ field: 'service', func: 'count' }],
+      query: 'level:warn',
+      from: FROM,
+      to: TO,
+      limit: 1,
+      histogram: { interval: '10m' },
+      aggregations: [{ field: 'service', func: 'count' }],
     });
     expect(r.status).toBe(200);
     const warn = docs.filter((d) => d.level === 'warn');
@@ -74,10 +111,16 @@ describe('search, fields, events', () => {
       const b = new Date(Math.floor(Date.parse(d.timestamp) / 600_000) * 600_000).toISOString();
       hist.set(b, (hist.get(b) ?? 0) + 1);
     }
-    const got = new Map<string, number>(r.body.histogram.buckets.filter((b: { doc_count: number }) => b.doc_count > 0).map((b: { ts: string; doc_count: number }) => [b.ts, b.doc_count]));
+    const got = new Map<string, number>(
+      r.body.histogram.buckets
+        .filter((b: { doc_count: number }) => b.doc_count > 0)
+        .map((b: { ts: string; doc_count: number }) => [b.ts, b.doc_count]),
+    );
     expect(got).toEqual(hist);
     const counts = Object.fromEntries(SERVICES.map((s) => [s, warn.filter((d) => d.service === s).length]));
-    expect(Object.fromEntries(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value]))).toEqual(counts);
+    expect(
+      Object.fromEntries(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value])),
+    ).toEqual(counts);
   });
 
   it('GET /events/{id}: the document, 404 for an unknown id, 400 for a malformed one', async () => {
@@ -107,7 +150,9 @@ describe('search, fields, events', () => {
 describe('aggregations, histogram, context, status', () => {
   it('POST /aggregation: count, sum, avg, quantile per group', async () => {
     const r = await api(ui, 'POST', '/aggregation', {
-      query: '*', from: FROM, to: TO,
+      query: '*',
+      from: FROM,
+      to: TO,
       aggregations: [
         { field: 'latency', func: 'sum', group_by: 'service' },
         { field: 'latency', func: 'avg', group_by: 'level' },
@@ -117,8 +162,12 @@ describe('aggregations, histogram, context, status', () => {
     expect(r.status).toBe(200);
     expect(r.body.total).toBe(N);
     const lat = (d: Doc) => Number(d.latency);
-    const sums = Object.fromEntries(SERVICES.map((s) => [s, docs.filter((d) => d.service === s).reduce((a, d) => a + lat(d), 0)]));
-    expect(Object.fromEntries(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value]))).toEqual(sums);
+    const sums = Object.fromEntries(
+      SERVICES.map((s) => [s, docs.filter((d) => d.service === s).reduce((a, d) => a + lat(d), 0)]),
+    );
+    expect(
+      Object.fromEntries(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value])),
+    ).toEqual(sums);
     for (const b of r.body.aggregations[1].buckets as { key: string; value: number }[]) {
       const group = docs.filter((d) => d.level === b.key);
       expect(b.value).toBeCloseTo(group.reduce((a, d) => a + lat(d), 0) / group.length, 6);
@@ -129,20 +178,38 @@ describe('aggregations, histogram, context, status', () => {
   });
 
   it('POST /aggregation with size: the largest buckets only, and how many there were (value completion, top values)', async () => {
-    const r = await api(ui, 'POST', '/aggregation', { query: '*', from: FROM, to: TO, size: 5, aggregations: [{ field: 'latency', func: 'count' }] });
+    const r = await api(ui, 'POST', '/aggregation', {
+      query: '*',
+      from: FROM,
+      to: TO,
+      size: 5,
+      aggregations: [{ field: 'latency', func: 'count' }],
+    });
     expect(r.status).toBe(200);
     const counts = new Map<string, number>();
     for (const d of docs) counts.set(d.latency, (counts.get(d.latency) ?? 0) + 1);
     const expected = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 5);
-    expect(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value])).toEqual(expected);
+    expect(r.body.aggregations[0].buckets.map((b: { key: string; value: number }) => [b.key, b.value])).toEqual(
+      expected,
+    );
     expect(r.body.aggregations[0].buckets_total).toBe(counts.size);
-    const bad = await api(ui, 'POST', '/aggregation', { query: '*', size: 0, aggregations: [{ field: 'latency', func: 'count' }] });
+    const bad = await api(ui, 'POST', '/aggregation', {
+      query: '*',
+      size: 0,
+      aggregations: [{ field: 'latency', func: 'count' }],
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.field).toBe('size');
   });
 
   it('POST /aggregation_ts: one series per group, points summing to the counts', async () => {
-    const r = await api(ui, 'POST', '/aggregation_ts', { query: '*', from: FROM, to: TO, interval: '10m', aggregations: [{ field: 'level', func: 'count' }] });
+    const r = await api(ui, 'POST', '/aggregation_ts', {
+      query: '*',
+      from: FROM,
+      to: TO,
+      interval: '10m',
+      aggregations: [{ field: 'level', func: 'count' }],
+    });
     expect(r.status).toBe(200);
     const series = r.body.aggregations[0].series as { key: string; points: { ts: string; value: number }[] }[];
     expect(series.map((s) => s.key).sort()).toEqual([...LEVELS].sort());
@@ -151,7 +218,10 @@ describe('aggregations, histogram, context, status', () => {
       const ts = s.points.map((p) => p.ts);
       expect(ts).toEqual([...ts].sort());
     }
-    const missing = await api(ui, 'POST', '/aggregation_ts', { query: '*', aggregations: [{ field: 'level', func: 'count' }] });
+    const missing = await api(ui, 'POST', '/aggregation_ts', {
+      query: '*',
+      aggregations: [{ field: 'level', func: 'count' }],
+    });
     expect(missing.status).toBe(400);
   });
 
@@ -191,8 +261,13 @@ describe('aggregations, histogram, context, status', () => {
     expect(s.body.logstore_addrs).toEqual([store.grpcAddr]);
     const l = await api(ui, 'GET', '/limits');
     expect(l.body).toEqual({
-      cli_max_search_limit: 450, max_search_limit: 200, max_search_total_limit: 400, max_search_offset_limit: 300,
-      max_export_limit: 1000, max_parallel_export_requests: 2, max_aggregations_per_request: 3,
+      cli_max_search_limit: 450,
+      max_search_limit: 200,
+      max_search_total_limit: 400,
+      max_search_offset_limit: 300,
+      max_export_limit: 1000,
+      max_parallel_export_requests: 2,
+      max_aggregations_per_request: 3,
     });
   });
 });
@@ -203,7 +278,12 @@ describe('limits: a 400 naming the limit and its value', () => {
     ['limit of the command-line client', { limit: 451 }, 'cli_max_search_limit', 450, { 'x-tidepool-client': 'cli' }],
     ['offset', { offset: 301, limit: 1 }, 'max_search_offset_limit', 300],
     ['offset + limit', { offset: 250, limit: 151 }, 'max_search_total_limit', 400],
-    ['aggregations', { aggregations: [{ field: 'service' }, { field: 'level' }, { field: 'n' }, { field: 'latency' }] }, 'max_aggregations_per_request', 3],
+    [
+      'aggregations',
+      { aggregations: [{ field: 'service' }, { field: 'level' }, { field: 'n' }, { field: 'latency' }] },
+      'max_aggregations_per_request',
+      3,
+    ],
   ];
   for (const [what, body, limit, value, headers] of cases) {
     it(what, async () => {
@@ -216,15 +296,24 @@ describe('limits: a 400 naming the limit and its value', () => {
   }
 
   it('the limits just at their value pass', async () => {
-    expect((await api(ui, 'POST', '/search', { query: '*', from: FROM, to: TO, limit: 200, offset: 200 })).status).toBe(200);
-    expect((await api(ui, 'POST', '/search', { query: '*', limit: 450 }, { 'x-tidepool-client': 'cli' })).status).toBe(400);
-    expect((await api(ui, 'POST', '/search', { query: '*', limit: 400 }, { 'x-tidepool-client': 'cli' })).status).toBe(200);
+    expect((await api(ui, 'POST', '/search', { query: '*', from: FROM, to: TO, limit: 200, offset: 200 })).status).toBe(
+      200,
+    );
+    expect((await api(ui, 'POST', '/search', { query: '*', limit: 450 }, { 'x-tidepool-client': 'cli' })).status).toBe(
+      400,
+    );
+    expect((await api(ui, 'POST', '/search', { query: '*', limit: 400 }, { 'x-tidepool-client': 'cli' })).status).toBe(
+      200,
+    );
   });
 
   it('export size, aggregation count and context size', async () => {
     const e = await api(ui, 'POST', '/export', { query: '*', limit: 1001 });
     expect(e.body.error).toMatchObject({ code: 'limit_exceeded', limit: 'max_export_limit', value: 1000 });
-    const a = await api(ui, 'POST', '/aggregation', { query: '*', aggregations: [{ field: 'a' }, { field: 'b' }, { field: 'c' }, { field: 'd' }] });
+    const a = await api(ui, 'POST', '/aggregation', {
+      query: '*',
+      aggregations: [{ field: 'a' }, { field: 'b' }, { field: 'c' }, { field: 'd' }],
+    });
     expect(a.body.error).toMatchObject({ code: 'limit_exceeded', limit: 'max_aggregations_per_request', value: 3 });
     const c = await api(ui, 'POST', '/context', { id: '0'.repeat(24), before: 201 });
     expect(c.body.error).toMatchObject({ code: 'limit_exceeded', limit: 'max_search_limit', value: 200 });
@@ -235,20 +324,41 @@ describe('limits: a 400 naming the limit and its value', () => {
 
 describe('export', () => {
   it('JSON lines: every match as {id, time, data}', async () => {
-    const res = await fetch(`${ui.url}/api/v1/export`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'service:auth', from: FROM, to: TO, format: 'jsonl' }) });
+    const res = await fetch(`${ui.url}/api/v1/export`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'service:auth', from: FROM, to: TO, format: 'jsonl' }),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-disposition')).toMatch(/attachment; filename="export-.*\.jsonl"/);
-    const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const expected = docs.filter((d) => d.service === 'auth').sort(byTimeDesc);
     expect(lines.map((l) => l.data)).toEqual(expected);
   });
 
   it('CSV with the chosen columns; without fields a 400', async () => {
-    const res = await fetch(`${ui.url}/api/v1/export`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'level:error and service:api', from: FROM, to: TO, format: 'csv', fields: ['_time', 'n', 'message'], limit: 5 }) });
+    const res = await fetch(`${ui.url}/api/v1/export`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query: 'level:error and service:api',
+        from: FROM,
+        to: TO,
+        format: 'csv',
+        fields: ['_time', 'n', 'message'],
+        limit: 5,
+      }),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/csv');
     const rows = (await res.text()).trimEnd().split('\r\n');
-    const expected = docs.filter((d) => d.level === 'error' && d.service === 'api').sort(byTimeDesc).slice(0, 5);
+    const expected = docs
+      .filter((d) => d.level === 'error' && d.service === 'api')
+      .sort(byTimeDesc)
+      .slice(0, 5);
     expect(rows).toEqual(['_time,n,message', ...expected.map((d) => `${d.timestamp},${d.n},${d.message}`)]);
     const bad = await api(ui, 'POST', '/export', { query: '*', format: 'csv' });
     expect(bad.status).toBe(400);
@@ -259,7 +369,9 @@ describe('export', () => {
 describe('live tail', () => {
   it('GET /tail streams documents ingested while it is open, once each, and only matching ones', async () => {
     const ctrl = new AbortController();
-    const res = await fetch(`${ui.url}/api/v1/tail?query=${encodeURIComponent('service:tailed')}`, { signal: ctrl.signal });
+    const res = await fetch(`${ui.url}/api/v1/tail?query=${encodeURIComponent('service:tailed')}`, {
+      signal: ctrl.signal,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const reader = res.body!.getReader();
@@ -286,7 +398,11 @@ describe('live tail', () => {
     const fresh = [0, 1, 2].map((k) => ({ timestamp: new Date(now + k).toISOString(), service: 'tailed', k: `a${k}` }));
     await bulk(store.url, ndjson([...fresh, { timestamp: new Date(now).toISOString(), service: 'other', k: 'x' }]));
     await readUntil(() => events.length >= 3);
-    const more = [3, 4].map((k) => ({ timestamp: new Date(Date.now() + k).toISOString(), service: 'tailed', k: `b${k}` }));
+    const more = [3, 4].map((k) => ({
+      timestamp: new Date(Date.now() + k).toISOString(),
+      service: 'tailed',
+      k: `b${k}`,
+    }));
     await bulk(store.url, ndjson(more));
     await readUntil(() => events.length >= 5);
     // A few more polls: nothing is sent twice.
@@ -299,18 +415,38 @@ describe('live tail', () => {
 describe('saved queries, per user name', () => {
   it('save, list per user, replace by name, delete; no user is a 400', async () => {
     const alice = { 'x-tidepool-user': 'alice' };
-    const saved = await api(ui, 'POST', '/saved_queries', { name: 'errors', query: 'level:error', view: { range: '1h', columns: ['service'] } }, alice);
+    const saved = await api(
+      ui,
+      'POST',
+      '/saved_queries',
+      { name: 'errors', query: 'level:error', view: { range: '1h', columns: ['service'] } },
+      alice,
+    );
     expect(saved.status).toBe(200);
     await api(ui, 'POST', '/saved_queries', { name: 'db', query: 'service:db' }, alice);
     await api(ui, 'POST', '/saved_queries', { name: 'errors', query: 'level:error and service:api', view: {} }, alice);
     const list = await api(ui, 'GET', '/saved_queries', undefined, alice);
-    expect(list.body.saved_queries.map((q: { name: string; query: string }) => [q.name, q.query])).toEqual([['db', 'service:db'], ['errors', 'level:error and service:api']]);
-    expect((await api(ui, 'GET', '/saved_queries', undefined, { 'x-tidepool-user': 'bob' })).body.saved_queries).toEqual([]);
+    expect(list.body.saved_queries.map((q: { name: string; query: string }) => [q.name, q.query])).toEqual([
+      ['db', 'service:db'],
+      ['errors', 'level:error and service:api'],
+    ]);
+    expect(
+      (await api(ui, 'GET', '/saved_queries', undefined, { 'x-tidepool-user': 'bob' })).body.saved_queries,
+    ).toEqual([]);
     expect((await api(ui, 'GET', '/saved_queries')).status).toBe(400);
-    expect((await api(ui, 'POST', '/saved_queries', { name: 'x', query: 'a:(' }, alice)).body.error.code).toBe('query_syntax');
-    expect((await api(ui, 'DELETE', `/saved_queries/${saved.body.saved_query.id}`, undefined, { 'x-tidepool-user': 'bob' })).status).toBe(404);
+    expect((await api(ui, 'POST', '/saved_queries', { name: 'x', query: 'a:(' }, alice)).body.error.code).toBe(
+      'query_syntax',
+    );
+    expect(
+      (await api(ui, 'DELETE', `/saved_queries/${saved.body.saved_query.id}`, undefined, { 'x-tidepool-user': 'bob' }))
+        .status,
+    ).toBe(404);
     expect((await api(ui, 'DELETE', `/saved_queries/${saved.body.saved_query.id}`, undefined, alice)).status).toBe(200);
-    expect((await api(ui, 'GET', '/saved_queries', undefined, alice)).body.saved_queries.map((q: { name: string }) => q.name)).toEqual(['db']);
+    expect(
+      (await api(ui, 'GET', '/saved_queries', undefined, alice)).body.saved_queries.map(
+        (q: { name: string }) => q.name,
+      ),
+    ).toEqual(['db']);
   });
 });
 
@@ -321,7 +457,10 @@ describe('the same API over gRPC, and the debug listener', () => {
     client = new Ctor(ui.grpcAddr, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
   });
   afterAll(() => client?.close());
-  const call = <T>(method: string, req: unknown) => new Promise<T>((resolve, reject) => client[method](req, (err: Error | null, res: T) => (err ? reject(err) : resolve(res))));
+  const call = <T>(method: string, req: unknown) =>
+    new Promise<T>((resolve, reject) =>
+      client[method](req, (err: Error | null, res: T) => (err ? reject(err) : resolve(res))),
+    );
 
   it('Search answers as POST /search does', async () => {
     const body = { query: 'service:web and level:info', from: FROM, to: TO, limit: 7 };
@@ -332,7 +471,10 @@ describe('the same API over gRPC, and the debug listener', () => {
   });
 
   it('a limit is INVALID_ARGUMENT naming it; GetLimits; Export streams CSV', async () => {
-    await expect(call('Search', { query: '*', limit: 201 })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('max_search_limit (200)') });
+    await expect(call('Search', { query: '*', limit: 201 })).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringContaining('max_search_limit (200)'),
+    });
     expect(await call('GetLimits', {})).toMatchObject({ max_search_limit: 200, max_export_limit: 1000 });
     const chunks: Buffer[] = [];
     await new Promise<void>((resolve, reject) => {

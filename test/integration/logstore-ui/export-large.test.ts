@@ -7,7 +7,12 @@ import { startUi, type UiProcess } from '../../helpers/logstore-ui.js';
 const N = 100_000;
 const T0 = Date.now() - 3_600_000;
 const PAD = 'x'.repeat(400);
-const doc = (i: number) => ({ timestamp: new Date(T0 + i * 10).toISOString(), n: i, service: `svc-${i % 7}`, msg: `line ${i} "quoted", comma ${PAD}` });
+const doc = (i: number) => ({
+  timestamp: new Date(T0 + i * 10).toISOString(),
+  n: i,
+  service: `svc-${i % 7}`,
+  msg: `line ${i} "quoted", comma ${PAD}`,
+});
 
 let store: LogstoreProcess;
 let ui: UiProcess;
@@ -18,7 +23,10 @@ beforeAll(async () => {
     const r = await bulk(store.url, ndjson(Array.from({ length: 10_000 }, (_, k) => doc(i + k))));
     expect(r.body.errors).toBe(false);
   }
-  ui = await startUi({ logstoreAddrs: [store.grpcAddr], clients: { logstore_avg_doc_size: 600, logstore_timeout: '20s' }, limits: { max_export_limit: N, max_parallel_export_requests: 1 },
+  ui = await startUi({
+    logstoreAddrs: [store.grpcAddr],
+    clients: { logstore_avg_doc_size: 600, logstore_timeout: '20s' },
+    limits: { max_export_limit: N, max_parallel_export_requests: 1 },
     // A heap smaller than the export: holding it (as strings, twice its size) would end the process.
     nodeArgs: ['--max-old-space-size=64'],
   });
@@ -30,11 +38,21 @@ afterAll(async () => {
 });
 
 function startExport(body: unknown): Promise<Response> {
-  return fetch(`${ui.url}/api/v1/export`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return fetch(`${ui.url}/api/v1/export`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 }
 
 /** Reads a streamed body line by line without keeping it; `pauseAfter` bytes in, stops reading for a while. */
-async function readLines(res: Response, sep: string, onLine: (line: string) => void, pauseAfter = 0, pause = async () => {}): Promise<number> {
+async function readLines(
+  res: Response,
+  sep: string,
+  onLine: (line: string) => void,
+  pauseAfter = 0,
+  pause = async () => {},
+): Promise<number> {
   const reader = res.body!.getReader();
   const dec = new TextDecoder();
   let rest = '';
@@ -70,23 +88,35 @@ describe('export of 100 000 documents', () => {
     let count = 0;
     let prevN = Infinity;
     let ordered = true;
-    const bytes = await readLines(res, '\n', (line) => {
-      const e = JSON.parse(line) as { id: string; time: string; data: { n: number; msg: string } };
-      if (e.data.n >= prevN) ordered = false;
-      prevN = e.data.n;
-      count++;
-    }, 1 << 20, async () => {
-      // While this export is held by a slow reader: the second one is refused, naming the limit.
-      const second = await startExport({ query: '*', format: 'jsonl', limit: 10 });
-      expect(second.status).toBe(429);
-      expect((await second.json()).error).toMatchObject({ code: 'too_many_requests', limit: 'max_parallel_export_requests', value: 1 });
-      await new Promise((r) => setTimeout(r, 500));
-    });
+    const bytes = await readLines(
+      res,
+      '\n',
+      (line) => {
+        const e = JSON.parse(line) as { id: string; time: string; data: { n: number; msg: string } };
+        if (e.data.n >= prevN) ordered = false;
+        prevN = e.data.n;
+        count++;
+      },
+      1 << 20,
+      async () => {
+        // While this export is held by a slow reader: the second one is refused, naming the limit.
+        const second = await startExport({ query: '*', format: 'jsonl', limit: 10 });
+        expect(second.status).toBe(429);
+        expect((await second.json()).error).toMatchObject({
+          code: 'too_many_requests',
+          limit: 'max_parallel_export_requests',
+          value: 1,
+        });
+        await new Promise((r) => setTimeout(r, 500));
+      },
+    );
     expect(count).toBe(N);
     expect(ordered).toBe(true);
     expect(prevN).toBe(0);
     const grown = ui.peakRss() - rssBefore;
-    process.stdout.write(`export jsonl: ${(bytes / 1e6).toFixed(1)} MB sent; UI backend RSS before ${(rssBefore / 1e6).toFixed(0)} MB, peak growth ${(grown / 1e6).toFixed(1)} MB\n`);
+    process.stdout.write(
+      `export jsonl: ${(bytes / 1e6).toFixed(1)} MB sent; UI backend RSS before ${(rssBefore / 1e6).toFixed(0)} MB, peak growth ${(grown / 1e6).toFixed(1)} MB\n`,
+    );
     // Holding the export would cost more than its size; streaming costs a small, fixed amount.
     expect(grown).toBeLessThan(bytes / 2);
     // The slot is free again.
@@ -112,7 +142,9 @@ describe('export of 100 000 documents', () => {
     expect(header).toBe('n,service,msg');
     expect(rows).toBe(N);
     expect(sample).toBe(`777,svc-0,"line 777 ""quoted"", comma ${PAD}"`);
-    process.stdout.write(`export csv: ${(bytes / 1e6).toFixed(1)} MB sent; UI backend RSS before ${(rssBefore / 1e6).toFixed(0)} MB, peak since start ${(ui.peakRss() / 1e6).toFixed(0)} MB\n`);
+    process.stdout.write(
+      `export csv: ${(bytes / 1e6).toFixed(1)} MB sent; UI backend RSS before ${(rssBefore / 1e6).toFixed(0)} MB, peak since start ${(ui.peakRss() / 1e6).toFixed(0)} MB\n`,
+    );
     expect(ui.peakRss()).toBeLessThan(rssBefore + bytes / 2);
     expect(ui.child.exitCode).toBe(null);
   }, 120_000);

@@ -7,7 +7,11 @@ import { api, startUi, type UiProcess } from '../../helpers/logstore-ui.js';
 
 const N = 300;
 const T0 = Date.now() - 600_000;
-const docs = Array.from({ length: N }, (_, i) => ({ timestamp: new Date(T0 + i * 1000).toISOString(), service: ['a', 'b', 'c'][i % 3]!, n: String(i) }));
+const docs = Array.from({ length: N }, (_, i) => ({
+  timestamp: new Date(T0 + i * 1000).toISOString(),
+  service: ['a', 'b', 'c'][i % 3]!,
+  n: String(i),
+}));
 const FROM = new Date(T0 - 1000).toISOString();
 const TO = new Date(T0 + N * 1000).toISOString();
 
@@ -22,7 +26,10 @@ async function deadAddr(): Promise<string> {
 
 async function retriesOf(ui: UiProcess): Promise<number> {
   const m = await fetch(`${ui.debugUrl}/metrics`).then((r) => r.text());
-  return [...m.matchAll(/tidepool_logstore_ui_logstore_retries_total\{[^}]*\} (\d+)/g)].reduce((a, x) => a + Number(x[1]), 0);
+  return [...m.matchAll(/tidepool_logstore_ui_logstore_retries_total\{[^}]*\} (\d+)/g)].reduce(
+    (a, x) => a + Number(x[1]),
+    0,
+  );
 }
 
 describe('a proxy with two stores', () => {
@@ -34,11 +41,16 @@ describe('a proxy with two stores', () => {
 
   beforeAll(async () => {
     let a: LogstoreProcess, b: LogstoreProcess;
-    [a, b, single] = await Promise.all([startLogstore({ mode: 'store' }), startLogstore({ mode: 'store' }), startLogstore()]);
+    [a, b, single] = await Promise.all([
+      startLogstore({ mode: 'store' }),
+      startLogstore({ mode: 'store' }),
+      startLogstore(),
+    ]);
     stores.push(a, b);
     proxy = await startLogstore({ mode: 'proxy', cluster: { hot_stores: stores.map((s) => s.grpcAddr) } });
     // Small batches so that both of the proxy's shards hold documents.
-    for (let i = 0; i < N; i += 50) expect((await bulk(proxy.url, ndjson(docs.slice(i, i + 50)))).body.errors).toBe(false);
+    for (let i = 0; i < N; i += 50)
+      expect((await bulk(proxy.url, ndjson(docs.slice(i, i + 50)))).body.errors).toBe(false);
     expect((await bulk(single.url, ndjson(docs))).body.errors).toBe(false);
     overProxy = await startUi({ logstoreAddrs: [await deadAddr(), proxy.grpcAddr], clients: { request_retries: 2 } });
     overSingle = await startUi({ logstoreAddrs: [single.grpcAddr] });
@@ -54,8 +66,22 @@ describe('a proxy with two stores', () => {
     expect(status.body.logstore.mode).toBe('proxy');
     expect(status.body.logstore.stores.every((s: { docs: number }) => s.docs > 0)).toBe(true);
     const bodies = [
-      ['/search', { query: 'service:b', from: FROM, to: TO, limit: 20, offset: 3, histogram: { interval: '1m' }, aggregations: [{ field: 'service', func: 'count' }] }],
-      ['/aggregation', { query: '*', from: FROM, to: TO, aggregations: [{ field: 'n', func: 'avg', group_by: 'service' }] }],
+      [
+        '/search',
+        {
+          query: 'service:b',
+          from: FROM,
+          to: TO,
+          limit: 20,
+          offset: 3,
+          histogram: { interval: '1m' },
+          aggregations: [{ field: 'service', func: 'count' }],
+        },
+      ],
+      [
+        '/aggregation',
+        { query: '*', from: FROM, to: TO, aggregations: [{ field: 'n', func: 'avg', group_by: 'service' }] },
+      ],
       ['/histogram', { query: 'service:a', from: FROM, to: TO, interval: '30s' }],
     ] as const;
     for (const [p, body] of bodies) {
@@ -63,11 +89,14 @@ describe('a proxy with two stores', () => {
       const b = await api(overSingle, 'POST', p, body);
       expect(a.status).toBe(200);
       if (p === '/search') {
-        expect(a.body.events.map((e: { data: unknown }) => e.data)).toEqual(b.body.events.map((e: { data: unknown }) => e.data));
+        expect(a.body.events.map((e: { data: unknown }) => e.data)).toEqual(
+          b.body.events.map((e: { data: unknown }) => e.data),
+        );
         expect({ ...a.body, events: null }).toEqual({ ...b.body, events: null });
       } else expect(a.body).toEqual(b.body);
     }
-    const id = (await api(overProxy, 'POST', '/search', { query: 'n:150', from: FROM, to: TO, limit: 1 })).body.events[0].id;
+    const id = (await api(overProxy, 'POST', '/search', { query: 'n:150', from: FROM, to: TO, limit: 1 })).body
+      .events[0].id;
     const ctx = await api(overProxy, 'POST', '/context', { id, before: 2, after: 2, field: 'service' });
     expect(ctx.body.before.map((e: { data: { n: string } }) => e.data.n)).toEqual(['144', '147']);
     expect(ctx.body.after.map((e: { data: { n: string } }) => e.data.n)).toEqual(['153', '156']);
@@ -81,11 +110,13 @@ describe('a proxy with two stores', () => {
       expect(r.body.total).toBe(N);
     }
     // Half of the requests start on the dead address.
-    expect(await retriesOf(overProxy) - before).toBeGreaterThanOrEqual(3);
+    expect((await retriesOf(overProxy)) - before).toBeGreaterThanOrEqual(3);
   });
 
   it('an event on a dead shard is a 502, not a 404; one the dead shard may hold is a 502 naming the partial answer', async () => {
-    const ids = (await api(overProxy, 'POST', '/search', { query: '*', from: FROM, to: TO, limit: N })).body.events.map((e: { id: string }) => e.id) as string[];
+    const ids = (await api(overProxy, 'POST', '/search', { query: '*', from: FROM, to: TO, limit: N })).body.events.map(
+      (e: { id: string }) => e.id,
+    ) as string[];
     // An id's shard byte (hex digits 12-13) names the proxy shard that holds it; stores[1] is shard 1.
     const onLive = ids.find((id) => id.slice(12, 14) === '00')!;
     const onDead = ids.find((id) => id.slice(12, 14) === '01')!;
@@ -113,7 +144,10 @@ describe('a log store that stops or dies', () => {
   beforeAll(async () => {
     store = await startLogstore();
     expect((await bulk(store.url, ndjson(docs))).body.errors).toBe(false);
-    ui = await startUi({ logstoreAddrs: [store.grpcAddr], clients: { logstore_timeout: `${TIMEOUT}ms`, request_retries: 3 } });
+    ui = await startUi({
+      logstoreAddrs: [store.grpcAddr],
+      clients: { logstore_timeout: `${TIMEOUT}ms`, request_retries: 3 },
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -148,7 +182,9 @@ describe('a log store that stops or dies', () => {
     const started = Date.now();
     const r = await api(ui, 'POST', '/search', { query: '*', from: FROM, to: TO });
     expect([502, 504]).toContain(r.status);
-    expect(r.status === 502 ? r.body.error.code === 'logstore_unavailable' : r.body.error.code === 'logstore_timeout').toBe(true);
+    expect(
+      r.status === 502 ? r.body.error.code === 'logstore_unavailable' : r.body.error.code === 'logstore_timeout',
+    ).toBe(true);
     expect(Date.now() - started).toBeLessThan(TIMEOUT + 5000);
     const events = await api(ui, 'GET', `/events/${'1'.repeat(24)}`);
     expect([502, 504]).toContain(events.status);

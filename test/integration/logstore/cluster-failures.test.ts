@@ -12,7 +12,14 @@ beforeAll(async () => {
   stores = await Promise.all([0, 1, 2, 3].map(() => startLogstore({ mode: 'store', storage: { shards: 1 } })));
   proxy = await startLogstore({
     mode: 'ingestor',
-    cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '5s', breaker_cooldown: '1s', keepalive_time: '2s', keepalive_timeout: '1s' },
+    cluster: {
+      hot_stores: stores.map((s) => s.grpcAddr),
+      hot_replicas: 2,
+      request_timeout: '5s',
+      breaker_cooldown: '1s',
+      keepalive_time: '2s',
+      keepalive_timeout: '1s',
+    },
   });
 });
 
@@ -21,7 +28,12 @@ afterAll(async () => {
   await Promise.all([proxy, ...stores].filter(Boolean).map((p) => p.cleanup()));
 });
 
-type Answer = { total: number; docs: { id: string; data: Record<string, unknown> }[]; error?: { code: string; message: string }; partial_response?: boolean };
+type Answer = {
+  total: number;
+  docs: { id: string; data: Record<string, unknown> }[];
+  error?: { code: string; message: string };
+  partial_response?: boolean;
+};
 
 /** Every value of field `n` the proxy finds for `query` (in pages of 1000). */
 async function foundNs(query: string): Promise<Set<number>> {
@@ -38,7 +50,7 @@ async function foundNs(query: string): Promise<Set<number>> {
 /** Waits (30 s at most) until the proxy reaches every store again after a restart or SIGCONT. */
 async function waitWhole(): Promise<void> {
   for (let i = 0; i < 150; i++) {
-    const st = await (await fetch(`${proxy.url}/status`)).json() as { stores: { ok: boolean }[] };
+    const st = (await (await fetch(`${proxy.url}/status`)).json()) as { stores: { ok: boolean }[] };
     if (st.stores.every((s) => s.ok)) return;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -49,7 +61,12 @@ describe('cluster through failures', () => {
   it('the Elasticsearch client bulk helper ingests through the proxy (ingestor mode) and every document is found', async () => {
     const client = new Client({ node: proxy.url });
     const docs = Array.from({ length: 3000 }, (_, n) => ({ run: 'helper', n, msg: `line ${n}` }));
-    const stats = await client.helpers.bulk({ datasource: docs, onDocument: () => ({ index: { _index: 'app' } }), flushBytes: 32 * 1024, concurrency: 3 });
+    const stats = await client.helpers.bulk({
+      datasource: docs,
+      onDocument: () => ({ index: { _index: 'app' } }),
+      flushBytes: 32 * 1024,
+      concurrency: 3,
+    });
     expect(stats.failed).toBe(0);
     expect(stats.successful).toBe(docs.length);
     const found = await foundNs('run:helper');
@@ -60,7 +77,10 @@ describe('cluster through failures', () => {
     expect(new Set(r.body.docs.map((d) => d.id)).size).toBe(r.body.docs.length);
     expect(r.body.docs.length).toBe(docs.length);
     // Past 2048 values a quantile comes from the mergeable sketch: within 1% of the exact value.
-    const q = await postJson<{ aggs: { buckets: { quantiles: number[] }[] }[] }>(`${proxy.url}/aggregate`, { query: { query: 'run:helper' }, aggs: [{ field: 'n', func: 'quantile', quantiles: [0.5, 0.99] }] });
+    const q = await postJson<{ aggs: { buckets: { quantiles: number[] }[] }[] }>(`${proxy.url}/aggregate`, {
+      query: { query: 'run:helper' },
+      aggs: [{ field: 'n', func: 'quantile', quantiles: [0.5, 0.99] }],
+    });
     const [p50, p99] = q.body.aggs[0]!.buckets[0]!.quantiles;
     expect(Math.abs(p50! - 1499)).toBeLessThanOrEqual(15);
     expect(Math.abs(p99! - 2969)).toBeLessThanOrEqual(30);
@@ -69,18 +89,30 @@ describe('cluster through failures', () => {
 
   it('over its write limit the proxy answers items 429 inside a 200, as single mode, and the bulk helper retries them', async () => {
     const tight = await startLogstore({
-      mode: 'proxy', limits: { inflight_bulks: 1, bulk_queue: 0 },
+      mode: 'proxy',
+      limits: { inflight_bulks: 1, bulk_queue: 0 },
       cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '5s' },
     });
     try {
       const body = ndjson(Array.from({ length: 2000 }, (_, n) => ({ run: 'tight', n, pad: 'x'.repeat(200) })));
       const answers = await Promise.all(Array.from({ length: 6 }, () => bulk(tight.url, body)));
       expect(answers.every((a) => a.status === 200)).toBe(true);
-      const rejected = answers.filter((a) => a.body.items.every((it) => it.index!.status === 429 && it.index!.error!.type === 'es_rejected_execution_exception'));
+      const rejected = answers.filter((a) =>
+        a.body.items.every(
+          (it) => it.index!.status === 429 && it.index!.error!.type === 'es_rejected_execution_exception',
+        ),
+      );
       expect(rejected.length).toBeGreaterThan(0);
       const client = new Client({ node: tight.url });
       const docs = Array.from({ length: 4000 }, (_, n) => ({ run: 'tight-helper', n }));
-      const stats = await client.helpers.bulk({ datasource: docs, onDocument: () => ({ index: { _index: 'app' } }), flushBytes: 16 * 1024, concurrency: 4, retries: 50, wait: 100 });
+      const stats = await client.helpers.bulk({
+        datasource: docs,
+        onDocument: () => ({ index: { _index: 'app' } }),
+        flushBytes: 16 * 1024,
+        concurrency: 4,
+        retries: 50,
+        wait: 100,
+      });
       await client.close();
       expect(stats.failed).toBe(0);
       expect(stats.successful).toBe(docs.length);
@@ -97,7 +129,10 @@ describe('cluster through failures', () => {
     expect(new Set(docs.map((d) => d.id.slice(12, 14)))).toEqual(new Set(['00', '01']));
     const r = { body: { docs } };
     const ids = docs.map((d) => d.id);
-    const f = await postJson<{ docs: { id: string; data: unknown }[]; not_found: string[] }>(`${proxy.url}/fetch`, { ids: [...ids, 'ffffffffffff00ffffffffff'], fields: ['n'] });
+    const f = await postJson<{ docs: { id: string; data: unknown }[]; not_found: string[] }>(`${proxy.url}/fetch`, {
+      ids: [...ids, 'ffffffffffff00ffffffffff'],
+      fields: ['n'],
+    });
     expect(f.status).toBe(200);
     expect(f.body.docs.map((d) => d.id)).toEqual(ids);
     expect(f.body.docs.map((d) => d.data)).toEqual(r.body.docs.map((d) => ({ n: d.data.n })));
@@ -113,7 +148,9 @@ describe('cluster through failures', () => {
         const batch = Array.from({ length: 40 }, () => ({ run: 'kill', n: n++ }));
         const r = await bulk(proxy.url, ndjson(batch));
         if (r.status !== 200) continue;
-        r.body.items.forEach((it, i) => { if (it.index!.status === 201) acked.add(batch[i]!.n); });
+        r.body.items.forEach((it, i) => {
+          if (it.index!.status === 201) acked.add(batch[i]!.n);
+        });
       }
     };
     const writers = [writer(), writer()];
@@ -132,7 +169,7 @@ describe('cluster through failures', () => {
     expect(await foundNs('run:kill')).toEqual(found);
   });
 
-  it('a whole shard stopped: a partial answer with the other shard\'s documents; restarted, whole answers again', async () => {
+  it("a whole shard stopped: a partial answer with the other shard's documents; restarted, whole answers again", async () => {
     const whole = await postJson<Answer>(`${proxy.url}/search`, { query: { query: 'run:helper' }, size: 100 });
     expect(whole.body.partial_response).toBeUndefined();
     await Promise.all([stores[2]!.stop(), stores[3]!.stop()]);
@@ -144,7 +181,10 @@ describe('cluster through failures', () => {
     expect(part.body.docs.length).toBeGreaterThan(0);
     expect(part.body.docs.every((d) => d.id.slice(12, 14) === '00')).toBe(true);
     expect(part.body.total).toBeLessThan(whole.body.total);
-    const agg = await postJson<{ partial_response?: boolean; error?: { code: string } }>(`${proxy.url}/aggregate`, { query: { query: 'run:helper' }, aggs: [{ field: 'run', func: 'count' }] });
+    const agg = await postJson<{ partial_response?: boolean; error?: { code: string } }>(`${proxy.url}/aggregate`, {
+      query: { query: 'run:helper' },
+      aggs: [{ field: 'run', func: 'count' }],
+    });
     expect(agg.body.partial_response).toBe(true);
     // Writes go to the shard that works.
     const w = await bulk(proxy.url, ndjson([{ run: 'during', n: 1 }]));
@@ -172,7 +212,10 @@ describe('cluster through failures', () => {
       expect(part.body.error!.message).toMatch(/deadline/i);
       stores[0]!.child.kill('SIGSTOP');
       stores[1]!.child.kill('SIGSTOP');
-      const none = await postJson<{ error: { code: string; message: string } }>(`${proxy.url}/search`, { query: { query: 'run:helper' }, size: 10 });
+      const none = await postJson<{ error: { code: string; message: string } }>(`${proxy.url}/search`, {
+        query: { query: 'run:helper' },
+        size: 10,
+      });
       expect(none.status).toBe(502);
       expect(none.body.error.code).toBe('upstream_failed');
       expect(none.body.error.message).toMatch(/every shard failed/);
@@ -189,7 +232,10 @@ describe('cluster through failures', () => {
     stores[2]!.child.kill('SIGSTOP');
     stores[3]!.child.kill('SIGSTOP');
     try {
-      const started = await postJson<{ search_id: string }>(`${proxy.url}/async-search`, { query: { query: 'run:helper' }, size: 5 });
+      const started = await postJson<{ search_id: string }>(`${proxy.url}/async-search`, {
+        query: { query: 'run:helper' },
+        size: 5,
+      });
       expect(started.status).toBe(200);
       const id = started.body.search_id;
       type Info = { status: string; progress: number; response: { total: number } };
@@ -216,7 +262,14 @@ describe('cluster through failures', () => {
     // A second proxy over the same stores, with a short deadline and a breaker that trips at the first failure.
     const p2 = await startLogstore({
       mode: 'proxy',
-      cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '1s', write_retries: 3, breaker_failures: 1, breaker_cooldown: '2s' },
+      cluster: {
+        hot_stores: stores.map((s) => s.grpcAddr),
+        hot_replicas: 2,
+        request_timeout: '1s',
+        write_retries: 3,
+        breaker_failures: 1,
+        breaker_cooldown: '2s',
+      },
     });
     type Status = { stores: { shard: number; ok: boolean; breaker: string }[] };
     const breakers = async () => {
@@ -229,11 +282,16 @@ describe('cluster through failures', () => {
       const docs = Array.from({ length: count }, () => ({ run, n: next++ }));
       const r = await bulk(p2.url, ndjson(docs));
       expect(r.status).toBe(200);
-      r.body.items.forEach((it, i) => { if (it['index']!.status === 201) acked.add(docs[i]!.n); });
+      r.body.items.forEach((it, i) => {
+        if (it['index']!.status === 201) acked.add(docs[i]!.n);
+      });
       return r.body.items.map((it) => it['index']!);
     };
     try {
-      expect(await breakers()).toEqual([['closed', 'closed'], ['closed', 'closed']]);
+      expect(await breakers()).toEqual([
+        ['closed', 'closed'],
+        ['closed', 'closed'],
+      ]);
       stores[2]!.child.kill('SIGSTOP');
       // Batches that land on shard 1 wait for the hung replica twice, then move to shard 0 (the third try): every
       // item is stored.
@@ -244,7 +302,8 @@ describe('cluster through failures', () => {
       // Every store hung: each try fails at the deadline; after write_retries the items fail with 500.
       for (const s of stores) s.child.kill('SIGSTOP');
       const failedNext = next;
-      for (const item of await send(20, 'hung-all')) expect(item).toMatchObject({ status: 500, error: { type: 'storage_exception' } });
+      for (const item of await send(20, 'hung-all'))
+        expect(item).toMatchObject({ status: 500, error: { type: 'storage_exception' } });
       for (const s of stores) s.child.kill('SIGCONT');
       await waitWhole();
       // The client sends the failed items again, as shippers do. The hung stores took the first send after its
@@ -255,7 +314,11 @@ describe('cluster through failures', () => {
       expect(resent.body.items.map((it) => it['index']!.status)).toEqual(again.map(() => 201));
       const readAll = async () => {
         const r = await postJson<Answer>(`${p2.url}/search`, { query: { query: 'run:hung-all' }, size: 100 });
-        return { total: r.body.total, listed: r.body.docs.length, distinct: new Set(r.body.docs.map((d) => d.data.n)).size };
+        return {
+          total: r.body.total,
+          listed: r.body.docs.length,
+          distinct: new Set(r.body.docs.map((d) => d.data.n)).size,
+        };
       };
       let all = await readAll();
       for (let i = 0; i < 60 && !(all.total === 20 && all.listed === 20 && all.distinct === 20); i++) {
@@ -265,8 +328,12 @@ describe('cluster through failures', () => {
       expect(all).toEqual({ total: 20, listed: 20, distinct: 20 });
       // Past the cooldown a write probes shard 1 again; once one succeeds there its breaker closes.
       await new Promise((r) => setTimeout(r, 2100));
-      for (let k = 0; k < 10 && (await breakers()).flat().includes('open'); k++) for (const item of await send(50)) expect(item.status).toBe(201);
-      expect(await breakers()).toEqual([['closed', 'closed'], ['closed', 'closed']]);
+      for (let k = 0; k < 10 && (await breakers()).flat().includes('open'); k++)
+        for (const item of await send(50)) expect(item.status).toBe(201);
+      expect(await breakers()).toEqual([
+        ['closed', 'closed'],
+        ['closed', 'closed'],
+      ]);
       // Nothing acknowledged is missing (what the hung stores took after their deadline may be there too).
       const found = await foundNs('run:hung-write');
       expect([...acked].filter((n) => !found.has(n))).toEqual([]);
@@ -275,8 +342,16 @@ describe('cluster through failures', () => {
       // breaker_cooldown), so a read's total equals the documents it lists, whichever replicas it asks.
       const read = async () => {
         const r = await postJson<Answer>(`${p2.url}/search`, { query: { query: 'run:hung-write' }, size: 5000 });
-        const agg = await postJson<{ aggs: { buckets: { value: number }[] }[] }>(`${p2.url}/aggregate`, { query: { query: 'run:hung-write' }, aggs: [{ field: 'run', func: 'count' }] });
-        return { total: r.body.total, counted: agg.body.aggs[0]!.buckets[0]!.value, listed: r.body.docs.length, distinct: new Set(r.body.docs.map((d) => d.data.n)).size };
+        const agg = await postJson<{ aggs: { buckets: { value: number }[] }[] }>(`${p2.url}/aggregate`, {
+          query: { query: 'run:hung-write' },
+          aggs: [{ field: 'run', func: 'count' }],
+        });
+        return {
+          total: r.body.total,
+          counted: agg.body.aggs[0]!.buckets[0]!.value,
+          listed: r.body.docs.length,
+          distinct: new Set(r.body.docs.map((d) => d.data.n)).size,
+        };
       };
       let last = await read();
       for (let i = 0; i < 60; i++) {

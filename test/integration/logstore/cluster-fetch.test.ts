@@ -11,7 +11,12 @@ let stores: LogstoreProcess[] = [];
 let proxy: LogstoreProcess;
 
 const base = Date.parse('2026-06-01T00:00:00Z');
-const doc = (run: string, n: number) => ({ timestamp: new Date(base + n * 1000).toISOString(), run, n, level: ['info', 'warn', 'error'][n % 3] });
+const doc = (run: string, n: number) => ({
+  timestamp: new Date(base + n * 1000).toISOString(),
+  run,
+  n,
+  level: ['info', 'warn', 'error'][n % 3],
+});
 
 /** A bulk body whose documents carry client _ids (`c-<n>`). */
 function withIds(docs: { n: number }[]): string {
@@ -26,7 +31,14 @@ beforeAll(async () => {
   ]);
   proxy = await startLogstore({
     mode: 'proxy',
-    cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '3s', breaker_cooldown: '1s', keepalive_time: '2s', keepalive_timeout: '1s' },
+    cluster: {
+      hot_stores: stores.map((s) => s.grpcAddr),
+      hot_replicas: 2,
+      request_timeout: '3s',
+      breaker_cooldown: '1s',
+      keepalive_time: '2s',
+      keepalive_timeout: '1s',
+    },
   });
   for (let k = 0; k < 6; k++) {
     const gen = Array.from({ length: 30 }, (_, i) => doc('gen', k * 30 + i));
@@ -45,7 +57,12 @@ afterAll(async () => {
 });
 
 type Doc = { id: string; time: string; data: Record<string, unknown> };
-type Fetched = { docs: Doc[]; not_found: string[]; error?: { code: string; message: string }; partial_response?: boolean };
+type Fetched = {
+  docs: Doc[];
+  not_found: string[];
+  error?: { code: string; message: string };
+  partial_response?: boolean;
+};
 
 /** Each document's id by `run/n`, from a search of the whole set. */
 async function idsOf(url: string): Promise<Map<string, string>> {
@@ -60,8 +77,12 @@ const MISSING = ['0190000000000000ffffffff', '019000000000ff0000000001', 'not-an
 describe('fetch through a proxy over 2 shards x 2 replicas', () => {
   let proxyIds: Map<string, string>;
   let singleIds: Map<string, string>;
-  const keys = [...Array.from({ length: 40 }, (_, i) => `gen/${(i * 37) % 180}`), ...Array.from({ length: 40 }, (_, i) => `cid/${(i * 53) % 180}`)]
-    .sort((a, b) => (a.length * 7 + a.charCodeAt(a.length - 1)) % 11 - (b.length * 7 + b.charCodeAt(b.length - 1)) % 11);
+  const keys = [
+    ...Array.from({ length: 40 }, (_, i) => `gen/${(i * 37) % 180}`),
+    ...Array.from({ length: 40 }, (_, i) => `cid/${(i * 53) % 180}`),
+  ].sort(
+    (a, b) => ((a.length * 7 + a.charCodeAt(a.length - 1)) % 11) - ((b.length * 7 + b.charCodeAt(b.length - 1)) % 11),
+  );
 
   beforeAll(async () => {
     [proxyIds, singleIds] = await Promise.all([idsOf(proxy.url), idsOf(single.url)]);
@@ -89,7 +110,9 @@ describe('fetch through a proxy over 2 shards x 2 replicas', () => {
     // Restarted (its fractions sealed, their id shard bytes read back), single mode finds the same.
     await single.stop();
     await single.restart();
-    const again = await postJson<Fetched>(`${single.url}/fetch`, { ids: [...keys.map((k) => singleIds.get(k)!), ...MISSING] });
+    const again = await postJson<Fetched>(`${single.url}/fetch`, {
+      ids: [...keys.map((k) => singleIds.get(k)!), ...MISSING],
+    });
     expect(again.body.docs.map((d) => d.id)).toEqual(keys.map((k) => singleIds.get(k)!));
     expect(again.body.not_found).toEqual(MISSING);
     const cid = p0(await postJson<Fetched>(`${proxy.url}/fetch`, { ids: [proxyIds.get('cid/7')!] }));
@@ -113,7 +136,9 @@ describe('fetch through a proxy over 2 shards x 2 replicas', () => {
       expect(r.body.not_found).toEqual([]);
     }
     // An id its shard does not hold may sit on the other shard (a write that moved keeps its ids): partial.
-    const gone = await postJson<Fetched>(`${proxy.url}/fetch`, { ids: [...live.map((x) => proxyIds.get(x)!), MISSING[0]] });
+    const gone = await postJson<Fetched>(`${proxy.url}/fetch`, {
+      ids: [...live.map((x) => proxyIds.get(x)!), MISSING[0]],
+    });
     expect(gone.status).toBe(200);
     expect(gone.body.partial_response).toBe(true);
     expect(gone.body.docs.map((d) => d.id)).toEqual(live.map((x) => proxyIds.get(x)!));
@@ -134,7 +159,9 @@ describe('fetch through a proxy over 2 shards x 2 replicas', () => {
     const whole = await grpcFetch(live.map((x) => proxyIds.get(x)!));
     expect(whole.ids).toEqual(live.map((x) => proxyIds.get(x)!));
     expect(whole.trailer['x-partial-response']).toBeUndefined();
-    const none = await postJson<{ error: { code: string; message: string } }>(`${proxy.url}/fetch`, { ids: down.map((x) => proxyIds.get(x)!) });
+    const none = await postJson<{ error: { code: string; message: string } }>(`${proxy.url}/fetch`, {
+      ids: down.map((x) => proxyIds.get(x)!),
+    });
     expect(none.status).toBe(502);
     expect(none.body.error.code).toBe('upstream_failed');
     expect(none.body.error.message).toMatch(/shard 1/);
@@ -150,12 +177,24 @@ async function grpcFetch(ids: string[]): Promise<{ ids: string[]; trailer: Recor
       const got: string[] = [];
       let trailer: Record<string, unknown[]> | null = null;
       let ended = false;
-      const done = () => { if (ended && trailer) resolve({ ids: got, trailer }); };
-      const s = (c.Fetch as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<{ id: string }>).call(c, { ids, fields: [] }, { deadline: Date.now() + 20_000 });
+      const done = () => {
+        if (ended && trailer) resolve({ ids: got, trailer });
+      };
+      const s = (c.Fetch as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<{ id: string }>).call(
+        c,
+        { ids, fields: [] },
+        { deadline: Date.now() + 20_000 },
+      );
       s.on('data', (d: { id: string }) => got.push(d.id));
-      s.on('status', (st: grpc.StatusObject) => { trailer = st.metadata.toJSON() as Record<string, unknown[]>; done(); });
+      s.on('status', (st: grpc.StatusObject) => {
+        trailer = st.metadata.toJSON() as Record<string, unknown[]>;
+        done();
+      });
       s.on('error', reject);
-      s.on('end', () => { ended = true; done(); });
+      s.on('end', () => {
+        ended = true;
+        done();
+      });
     });
   } finally {
     c.close();

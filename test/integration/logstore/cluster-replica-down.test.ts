@@ -9,7 +9,14 @@ beforeAll(async () => {
   stores = await Promise.all([0, 1].map(() => startLogstore({ mode: 'store', storage: { shards: 1 } })));
   proxy = await startLogstore({
     mode: 'proxy',
-    cluster: { hot_stores: stores.map((s) => s.grpcAddr), hot_replicas: 2, request_timeout: '3s', breaker_cooldown: '300ms', keepalive_time: '2s', keepalive_timeout: '1s' },
+    cluster: {
+      hot_stores: stores.map((s) => s.grpcAddr),
+      hot_replicas: 2,
+      request_timeout: '3s',
+      breaker_cooldown: '300ms',
+      keepalive_time: '2s',
+      keepalive_timeout: '1s',
+    },
   });
 });
 
@@ -36,7 +43,10 @@ async function found(query: string): Promise<{ ns: number[]; total: number }> {
   const ns: number[] = [];
   let total = 0;
   for (let offset = 0; ; offset += 1000) {
-    const r = await postJson<{ total: number; docs: { data: { n: number } }[]; partial_response?: boolean }>(`${proxy.url}/search`, { query: { query }, size: 1000, offset });
+    const r = await postJson<{ total: number; docs: { data: { n: number } }[]; partial_response?: boolean }>(
+      `${proxy.url}/search`,
+      { query: { query }, size: 1000, offset },
+    );
     expect(r.status).toBe(200);
     expect(r.body.partial_response).toBeUndefined();
     total = r.body.total;
@@ -83,7 +93,9 @@ describe('a replica down under hot_replicas: 2 with one shard', () => {
     expect(((await (await fetch(`${proxy.debugUrl}/health`)).json()) as { status: string }).status).toBe('ok');
     // With the other replica gone, the caught-up one alone answers: every acknowledged document, each once.
     await stores[0]!.kill9();
-    await until('reads from the caught-up replica', async () => (await status()).stores.some((x) => x.addr === stores[1]!.grpcAddr && x.ok));
+    await until('reads from the caught-up replica', async () =>
+      (await status()).stores.some((x) => x.addr === stores[1]!.grpcAddr && x.ok),
+    );
     const after = await found('run:down');
     expect([...acked].filter((x) => !after.ns.includes(x))).toEqual([]);
     expect(after.ns.length).toBe(new Set(after.ns).size);

@@ -19,12 +19,21 @@ let sharded: LogstoreProcess;
 /** The same shards, a 2 s deadline. */
 let short: LogstoreProcess;
 
-type Answer = { total: number; docs: { id: string; data: Record<string, unknown> }[]; error?: { code: string; message: string }; partial_response?: boolean };
+type Answer = {
+  total: number;
+  docs: { id: string; data: Record<string, unknown> }[];
+  error?: { code: string; message: string };
+  partial_response?: boolean;
+};
 
-const search = (p: LogstoreProcess, query: string, size = 1000) => postJson<Answer>(`${p.url}/search`, { query: { query }, size });
+const search = (p: LogstoreProcess, query: string, size = 1000) =>
+  postJson<Answer>(`${p.url}/search`, { query: { query }, size });
 
 async function proxy(addrs: string[], replicas: number, timeout: string): Promise<LogstoreProcess> {
-  const p = await startLogstore({ mode: 'proxy', cluster: { hot_stores: addrs, hot_replicas: replicas, request_timeout: timeout } });
+  const p = await startLogstore({
+    mode: 'proxy',
+    cluster: { hot_stores: addrs, hot_replicas: replicas, request_timeout: timeout },
+  });
   proxies.push(p);
   return p;
 }
@@ -32,7 +41,7 @@ async function proxy(addrs: string[], replicas: number, timeout: string): Promis
 /** Waits (30 s at most) until `p` reaches every one of its stores. */
 async function waitWhole(p: LogstoreProcess): Promise<void> {
   for (let i = 0; i < 150; i++) {
-    const st = await (await fetch(`${p.url}/status`)).json() as { stores: { ok: boolean }[] };
+    const st = (await (await fetch(`${p.url}/status`)).json()) as { stores: { ok: boolean }[] };
     if (st.stores.every((s) => s.ok)) return;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -49,7 +58,11 @@ beforeAll(async () => {
   const r = await bulk(replicated.url, ndjson(Array.from({ length: 200 }, (_, n) => ({ run: 'rep', n }))));
   expect(r.body.errors).toBe(false);
   // Bulks one after another go to the two shards in turn.
-  for (let k = 0; k < 4; k++) expect((await bulk(sharded.url, ndjson(Array.from({ length: 50 }, (_, n) => ({ run: 'shd', n: 50 * k + n }))))).body.errors).toBe(false);
+  for (let k = 0; k < 4; k++)
+    expect(
+      (await bulk(sharded.url, ndjson(Array.from({ length: 50 }, (_, n) => ({ run: 'shd', n: 50 * k + n }))))).body
+        .errors,
+    ).toBe(false);
 });
 
 afterAll(async () => {
@@ -58,7 +71,7 @@ afterAll(async () => {
 });
 
 describe('proxy sessions with stores', () => {
-  it('a store that hangs fails at the proxy\'s deadline (partial answer); it answers again once it resumes', async () => {
+  it("a store that hangs fails at the proxy's deadline (partial answer); it answers again once it resumes", async () => {
     const whole = await search(short, 'run:shd');
     expect(whole.body.total).toBe(200);
     expect(new Set(whole.body.docs.map((d) => d.id.slice(12, 14)))).toEqual(new Set(['00', '01']));
@@ -107,7 +120,7 @@ describe('proxy sessions with stores', () => {
     }
   });
 
-  it('a session broken mid-request on a shard\'s only replica gives a partial answer at once; restarted, whole again', async () => {
+  it("a session broken mid-request on a shard's only replica gives a partial answer at once; restarted, whole again", async () => {
     const whole = await search(sharded, 'run:shd');
     expect(whole.body.total).toBe(200);
     stores[2]!.child.kill('SIGSTOP');
@@ -142,7 +155,13 @@ describe('proxy sessions with stores', () => {
     const impl: grpc.UntypedServiceImplementation = {};
     for (const name of ['Bulk', 'Search', 'Status', 'Fetch']) {
       const m = def[name]!;
-      relayDef[name] = { ...m, requestSerialize: ident, requestDeserialize: ident, responseSerialize: ident, responseDeserialize: ident };
+      relayDef[name] = {
+        ...m,
+        requestSerialize: ident,
+        requestDeserialize: ident,
+        responseSerialize: ident,
+        responseDeserialize: ident,
+      };
       relayed[name] = 0;
     }
     for (const name of ['Bulk', 'Search', 'Status']) {
@@ -160,7 +179,9 @@ describe('proxy sessions with stores', () => {
     };
     const server = new grpc.Server();
     server.addService(relayDef, impl);
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
     try {
       const old = await proxy([`127.0.0.1:${port}`], 1, '30s');
       const direct = await proxy([stores[0]!.grpcAddr], 1, '30s');
@@ -172,7 +193,7 @@ describe('proxy sessions with stores', () => {
       const ids = (await search(direct, 'run:rep', 5)).body.docs.map((d) => d.id);
       const f = await postJson<{ docs: { id: string }[] }>(`${old.url}/fetch`, { ids });
       expect(f.body.docs.map((d) => d.id)).toEqual(ids);
-      const st = await (await fetch(`${old.url}/status`)).json() as { stores: { ok: boolean }[] };
+      const st = (await (await fetch(`${old.url}/status`)).json()) as { stores: { ok: boolean }[] };
       expect(st.stores.map((s) => s.ok)).toEqual([true]);
       expect(relayed.Search).toBeGreaterThanOrEqual(3);
       expect(relayed.Fetch).toBeGreaterThanOrEqual(1);
@@ -183,23 +204,44 @@ describe('proxy sessions with stores', () => {
     }
   });
 
-  it('many requests at once on one session each get their own answer; a store\'s refusal is the caller\'s error', async () => {
+  it("many requests at once on one session each get their own answer; a store's refusal is the caller's error", async () => {
     const client = new StoreClient(stores[0]!.grpcAddr, 30_000, { time: 10_000, timeout: 5_000 });
     try {
-      const req = (query: string): StoreSearchRequest => ({ query, from: -8.64e15, to: 8.64e15, limit: 10, order: 'DESC', aggs: [], hist_interval: 0, with_total: true, packed_hits: true });
+      const req = (query: string): StoreSearchRequest => ({
+        query,
+        from: -8.64e15,
+        to: 8.64e15,
+        limit: 10,
+        order: 'DESC',
+        aggs: [],
+        hist_interval: 0,
+        with_total: true,
+        packed_hits: true,
+      });
       const answers = await Promise.all(Array.from({ length: 60 }, (_, n) => client.search(req(`run:rep and n:${n}`))));
       answers.forEach((a, n) => {
         const hits = unpackHits(toShardResult(a).hits);
         expect(hits.map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n)).toEqual([n]);
       });
-      const [st, docs] = await Promise.all([client.status(), client.fetch({ ids: [unpackHits(toShardResult(answers[0]!).hits)[0]!.id], fields: [], fields_except: false, has_fields: false })]);
+      const [st, docs] = await Promise.all([
+        client.status(),
+        client.fetch({
+          ids: [unpackHits(toShardResult(answers[0]!).hits)[0]!.id],
+          fields: [],
+          fields_except: false,
+          has_fields: false,
+        }),
+      ]);
       expect(st.shards.length).toBe(1);
       expect(docs.docs.length).toBe(1);
       expect(docs.damaged_fractions).toEqual([]);
       expect(client.session.unsupported).toBe(false);
       expect(client.session.pending).toBe(0);
       // The store plans the query itself: one it cannot parse is INVALID_ARGUMENT, which the proxy answers 400.
-      const err = await client.search(req('run:(')).then(() => null, (e: unknown) => e);
+      const err = await client.search(req('run:(')).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isCallerError(err)).toBe(true);
       expect((await client.search(req('run:rep and n:7'))).total).toBe(1);
     } finally {

@@ -17,7 +17,10 @@ afterEach(async () => {
 const RANGE = { from: '2000-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' };
 
 async function storedSeqs(url: string): Promise<Set<number>> {
-  const r = await postJson<{ total: number; docs: { data: { seq: number } }[] }>(`${url}/search`, { query: { query: '*', ...RANGE }, size: 100_000 });
+  const r = await postJson<{ total: number; docs: { data: { seq: number } }[] }>(`${url}/search`, {
+    query: { query: '*', ...RANGE },
+    size: 100_000,
+  });
   expect(r.status).toBe(200);
   return new Set(r.body.docs.map((d) => d.data.seq));
 }
@@ -54,7 +57,10 @@ describe('disk full', () => {
 
     // One error line for the episode, however many writes failed.
     expect(ls.output().match(/level=error[^\n]*disk full/g)).toHaveLength(1);
-    const st = (await (await fetch(`${ls.url}/status`)).json()) as { status: string; storage_problems: { kind: string; detail: string }[] };
+    const st = (await (await fetch(`${ls.url}/status`)).json()) as {
+      status: string;
+      storage_problems: { kind: string; detail: string }[];
+    };
     expect(st.status).toBe('degraded');
     expect(st.storage_problems.map((p) => p.kind)).toEqual(['disk_full']);
     expect(st.storage_problems[0]!.detail).toMatch(/EFBIG/);
@@ -82,7 +88,9 @@ describe('disk full', () => {
     try {
       const script = path.join(dir, 'fill.mjs');
       const dist = (f: string) => JSON.stringify(path.join(ROOT, 'dist', 'src', f));
-      writeFileSync(script, `
+      writeFileSync(
+        script,
+        `
         import { Shard } from ${dist('logstore/storage/shard.js')};
         import { autoMapping } from ${dist('logstore/mapping.js')};
         import { LogHub } from ${dist('shared/logger.js')};
@@ -97,18 +105,28 @@ describe('disk full', () => {
         const stored = [];
         for (let i = 0; i < docs.length; i++) if (ids.slice(24 * i, 24 * i + 24).trim()) stored.push(i);
         process.stdout.write(JSON.stringify({ stored, errors: r.errors, status: shard.status().problems }));
-      `);
+      `,
+      );
       // 400 blocks of 512 bytes: about 200 KB of write-ahead file, some 900 of the 2000 documents.
       const shardDir = path.join(dir, 'shard');
-      const run = spawnSync('/bin/sh', ['-c', 'ulimit -f 400 && exec "$0" "$@"', process.execPath, script, shardDir], { encoding: 'utf8', timeout: 60_000 });
+      const run = spawnSync('/bin/sh', ['-c', 'ulimit -f 400 && exec "$0" "$@"', process.execPath, script, shardDir], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(run.status, run.stderr).toBe(0);
-      const out = JSON.parse(run.stdout) as { stored: number[]; errors: [number, string, string, number][]; status: { kind: string }[] };
+      const out = JSON.parse(run.stdout) as {
+        stored: number[];
+        errors: [number, string, string, number][];
+        status: { kind: string }[];
+      };
       expect(out.stored.length).toBeGreaterThan(256);
       expect(out.stored.length).toBeLessThan(2000);
       // Whole chunks: the stored ones are a prefix, every other one is refused with a retryable 429.
       expect(out.stored).toEqual(Array.from({ length: out.stored.length }, (_, i) => i));
       expect(out.stored.length % 256).toBe(0);
-      expect(out.errors.map((e) => e[0]).sort((a, b) => a - b)).toEqual(Array.from({ length: 2000 - out.stored.length }, (_, i) => out.stored.length + i));
+      expect(out.errors.map((e) => e[0]).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 2000 - out.stored.length }, (_, i) => out.stored.length + i),
+      );
       expect(new Set(out.errors.map((e) => `${e[1]} ${e[3]}`))).toEqual(new Set(['cluster_block_exception 429']));
       expect(out.status.map((p) => p.kind)).toEqual(['disk_full']);
       // The write-ahead file holds exactly the stored documents, whole: no torn record after them.

@@ -17,7 +17,11 @@ const DOCS: Record<string, unknown>[] = [
 ];
 
 async function count(url: string, query: string): Promise<number> {
-  const r = await postJson<{ total: number }>(`${url}/search`, { query: { query, from: '2000-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' }, size: 0, with_total: true });
+  const r = await postJson<{ total: number }>(`${url}/search`, {
+    query: { query, from: '2000-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' },
+    size: 0,
+    with_total: true,
+  });
   expect(r.status).toBe(200);
   return r.body.total;
 }
@@ -27,7 +31,9 @@ describe('field names', () => {
     it(`stores documents whose fields are named like Object.prototype members or _exists_ (${mapping} mapping)`, async () => {
       const ls = await startLogstore({
         storage: { shards: 1 },
-        ...(mapping === 'explicit' ? { mapping: 'mapping-list:\n  - {name: seq, type: keyword}\n  - {name: message, type: keyword}\n' } : {}),
+        ...(mapping === 'explicit'
+          ? { mapping: 'mapping-list:\n  - {name: seq, type: keyword}\n  - {name: message, type: keyword}\n' }
+          : {}),
       });
       running.push(ls);
       // __proto__ must be written by hand: as an object literal key it would set the prototype, not a field.
@@ -38,7 +44,8 @@ describe('field names', () => {
       expect(r.body.items.map((it) => Object.values(it)[0]!.status)).toEqual([201, 201, 201, 201, 201]);
       for (const phase of ['live', 'after kill -9 and restart']) {
         expect(await count(ls.url, '*'), phase).toBe(5);
-        for (const m of ['one', 'two', 'three', 'four', 'five']) expect(await count(ls.url, `message:${m}`), `${phase}: ${m}`).toBe(1);
+        for (const m of ['one', 'two', 'three', 'four', 'five'])
+          expect(await count(ls.url, `message:${m}`), `${phase}: ${m}`).toBe(1);
         if (mapping === 'auto') {
           expect(await count(ls.url, 'toString:ts'), phase).toBe(1);
           expect(await count(ls.url, 'constructor:7'), phase).toBe(1);

@@ -4,7 +4,16 @@ import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LogstoreProcess, bulk, ndjson, postJson, runCli, startLogstore, tempDir, ensureBuilt } from '../../helpers/logstore.js';
+import {
+  type LogstoreProcess,
+  bulk,
+  ndjson,
+  postJson,
+  runCli,
+  startLogstore,
+  tempDir,
+  ensureBuilt,
+} from '../../helpers/logstore.js';
 
 let ls: LogstoreProcess;
 beforeAll(async () => {
@@ -17,11 +26,19 @@ afterAll(async () => {
 /** A bulk whose body is sent in two parts: it holds the one write slot until finish() is called. */
 async function holdSlot(tag: string): Promise<{ finish(): Promise<{ status: number; body: string }> }> {
   const url = new URL(ls.url);
-  const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/_bulk', headers: { 'content-type': 'application/x-ndjson' } });
+  const req = http.request({
+    host: url.hostname,
+    port: url.port,
+    method: 'POST',
+    path: '/_bulk',
+    headers: { 'content-type': 'application/x-ndjson' },
+  });
   const done = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.on('response', (res) => {
       let body = '';
-      res.on('data', (d: Buffer) => { body += d.toString(); });
+      res.on('data', (d: Buffer) => {
+        body += d.toString();
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body }));
     });
     req.on('error', reject);
@@ -40,12 +57,20 @@ async function holdSlot(tag: string): Promise<{ finish(): Promise<{ status: numb
   };
 }
 
-type Items = { items: Record<string, { status: number; _id: string | null; error?: { type: string; reason: string } }>[] };
+type Items = {
+  items: Record<string, { status: number; _id: string | null; error?: { type: string; reason: string } }>[];
+};
 
 describe('limits', () => {
   it('over limits.inflight_bulks a bulk waits in the queue, then runs: nothing rejected, nothing lost', async () => {
     const holder = await holdSlot('slow');
-    const queued = bulk(ls.url, ndjson([{ tag: 'queued', k: 1 }, { tag: 'queued', k: 2 }]));
+    const queued = bulk(
+      ls.url,
+      ndjson([
+        { tag: 'queued', k: 1 },
+        { tag: 'queued', k: 2 },
+      ]),
+    );
     await new Promise((r) => setTimeout(r, 100));
     const done = await holder.finish();
     expect(done.status).toBe(200);
@@ -59,7 +84,18 @@ describe('limits', () => {
 
   it('a bulk that waited limits.bulk_queue_wait, or found the queue full, gets 429 es_rejected_execution_exception per item inside a 200', async () => {
     const holder = await holdSlot('slow2');
-    const waited = bulk(ls.url, ['{"index":{}}', '{"tag":"rejected"}', '{"create":{"_id":"r-1"}}', '{"tag":"rejected"}', '{"index":{}}', '{"tag":', '{"delete":{"_id":"x"}}'].join('\n') + '\n');
+    const waited = bulk(
+      ls.url,
+      [
+        '{"index":{}}',
+        '{"tag":"rejected"}',
+        '{"create":{"_id":"r-1"}}',
+        '{"tag":"rejected"}',
+        '{"index":{}}',
+        '{"tag":',
+        '{"delete":{"_id":"x"}}',
+      ].join('\n') + '\n',
+    );
     await new Promise((r) => setTimeout(r, 50));
     const full = await bulk(ls.url, ndjson([{ tag: 'rejected' }]));
     expect(full.status).toBe(200);
@@ -69,7 +105,12 @@ describe('limits', () => {
     expect(w.status).toBe(200);
     expect(w.body.errors).toBe(true);
     const items = (w.body as unknown as Items).items.map((it) => Object.entries(it)[0]!);
-    expect(items.map(([op, x]) => [op, x.status])).toEqual([['index', 429], ['create', 429], ['index', 429], ['delete', 400]]);
+    expect(items.map(([op, x]) => [op, x.status])).toEqual([
+      ['index', 429],
+      ['create', 429],
+      ['index', 429],
+      ['delete', 400],
+    ]);
     expect(items[0]![1].error!.type).toBe('es_rejected_execution_exception');
     expect(items[1]![1]._id).toBe('r-1');
     await holder.finish();
@@ -86,19 +127,37 @@ describe('limits', () => {
     let i = 0;
     const stream = new ReadableStream<Uint8Array>({
       pull(ctrl) {
-        if (i >= n) { ctrl.close(); return; }
+        if (i >= n) {
+          ctrl.close();
+          return;
+        }
         const part: string[] = [];
         for (let k = 0; k < 1000 && i < n; k++, i++) {
-          part.push('{"index":{}}', i === 25_000 ? JSON.stringify({ big: 'x'.repeat(2 * 1024 * 1024) }) : JSON.stringify({ tag: 'stream', i, filler: 'abcdefghij'.repeat(12) }));
+          part.push(
+            '{"index":{}}',
+            i === 25_000
+              ? JSON.stringify({ big: 'x'.repeat(2 * 1024 * 1024) })
+              : JSON.stringify({ tag: 'stream', i, filler: 'abcdefghij'.repeat(12) }),
+          );
         }
         ctrl.enqueue(new TextEncoder().encode(part.join('\n') + '\n'));
       },
     });
-    const res = await fetch(`${ls.url}/_bulk`, { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': 'application/x-ndjson' } } as RequestInit);
+    const res = await fetch(`${ls.url}/_bulk`, {
+      method: 'POST',
+      body: stream,
+      duplex: 'half',
+      headers: { 'content-type': 'application/x-ndjson' },
+    } as RequestInit);
     expect(res.status).toBe(200);
-    const j = (await res.json()) as { errors: boolean; items: { index: { status: number; error?: { type: string } } }[] };
+    const j = (await res.json()) as {
+      errors: boolean;
+      items: { index: { status: number; error?: { type: string } } }[];
+    };
     expect(j.items).toHaveLength(n);
-    expect(j.items.filter((x) => x.index.status !== 201).map((x) => x.index.error!.type)).toEqual(['document_too_large_exception']);
+    expect(j.items.filter((x) => x.index.status !== 201).map((x) => x.index.error!.type)).toEqual([
+      'document_too_large_exception',
+    ]);
     expect(j.items[25_000]!.index.status).toBe(400);
     const s = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'tag:stream' } });
     expect(s.body.total).toBe(n - 1);
@@ -120,11 +179,20 @@ describe('tidepool logstore command line', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/--mode must be one of single, proxy, store, ingestor; found "cluster"/);
     expect(runCli(['logstore', '--mode', '--config', 'x.yaml']).stderr).toMatch(/--mode must be one of/);
-    const cfg = file('nomode.yaml', `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'nomode-data')}\n  shards: 1\nlog:\n  level: warn\n`);
-    const child = spawn(process.execPath, [path.resolve('bin/tidepool.js'), 'logstore', `--config=${cfg}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const cfg = file(
+      'nomode.yaml',
+      `server:\n  http_addr: 127.0.0.1:0\n  grpc_addr: 127.0.0.1:0\n  debug_addr: 127.0.0.1:0\nstorage:\n  data_dir: ${path.join(dir, 'nomode-data')}\n  shards: 1\nlog:\n  level: warn\n`,
+    );
+    const child = spawn(process.execPath, [path.resolve('bin/tidepool.js'), 'logstore', `--config=${cfg}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     try {
       const deadline = Date.now() + 30_000;
       while (!/\(single mode\)/.test(out)) {
@@ -149,7 +217,10 @@ describe('tidepool logstore command line', () => {
   });
 
   it('names the key of every problem, with a did-you-mean', () => {
-    const cfg = file('bad.yaml', 'storage:\n  frac_sise: 1MB\n  shards: zero\nserver:\n  http_addr: nowhere\nlimits:\n  max_doc_size: huge\n');
+    const cfg = file(
+      'bad.yaml',
+      'storage:\n  frac_sise: 1MB\n  shards: zero\nserver:\n  http_addr: nowhere\nlimits:\n  max_doc_size: huge\n',
+    );
     const r = runCli(['logstore', '--mode', 'single', '--config', cfg]);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/storage\.frac_sise: expected one of the known keys .* \(did you mean "frac_size"\?\)/);
@@ -159,16 +230,29 @@ describe('tidepool logstore command line', () => {
   });
 
   it('refuses a cluster whose store count hot_replicas does not divide, a bad store address, and a proxy without stores', () => {
-    const cfg = file('cluster.yaml', 'cluster:\n  hot_stores: ["127.0.0.1:9104", "127.0.0.1:9105", "127.0.0.1:9106"]\n  hot_replicas: 2\n');
+    const cfg = file(
+      'cluster.yaml',
+      'cluster:\n  hot_stores: ["127.0.0.1:9104", "127.0.0.1:9105", "127.0.0.1:9106"]\n  hot_replicas: 2\n',
+    );
     // The check is the config's own (the same for every mode); proxy and store show it for both roles.
     for (const mode of ['proxy', 'store']) {
       const r = runCli(['logstore', '--mode', mode, '--config', cfg]);
       expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/cluster\.hot_stores: expected a number of stores divisible by cluster\.hot_replicas \(2\): shards are groups of hot_replicas consecutive stores, found 3 stores/);
+      expect(r.stderr).toMatch(
+        /cluster\.hot_stores: expected a number of stores divisible by cluster\.hot_replicas \(2\): shards are groups of hot_replicas consecutive stores, found 3 stores/,
+      );
     }
-    const bad = runCli(['logstore', '--mode', 'proxy', '--config', file('addr.yaml', 'cluster:\n  hot_stores: ["nowhere", ":9004"]\n')]);
+    const bad = runCli([
+      'logstore',
+      '--mode',
+      'proxy',
+      '--config',
+      file('addr.yaml', 'cluster:\n  hot_stores: ["nowhere", ":9004"]\n'),
+    ]);
     expect(bad.status).toBe(1);
-    expect(bad.stderr).toMatch(/cluster\.hot_stores\[0\]: expected a store gRPC address "<host>:<port>", found "nowhere"/);
+    expect(bad.stderr).toMatch(
+      /cluster\.hot_stores\[0\]: expected a store gRPC address "<host>:<port>", found "nowhere"/,
+    );
     expect(bad.stderr).toMatch(/cluster\.hot_stores\[1\]: expected a store gRPC address/);
     const none = runCli(['logstore', '--mode', 'proxy', '--config', file('none.yaml', 'mapping:\n  path: auto\n')]);
     expect(none.status).toBe(1);
@@ -176,10 +260,14 @@ describe('tidepool logstore command line', () => {
   }, 180_000);
 
   it('reports YAML syntax errors and bad mapping files', () => {
-    expect(runCli(['logstore', '--mode', 'single', '--config', file('syntax.yaml', 'storage: [unclosed\n')]).stderr).toMatch(/expected valid YAML/);
+    expect(
+      runCli(['logstore', '--mode', 'single', '--config', file('syntax.yaml', 'storage: [unclosed\n')]).stderr,
+    ).toMatch(/expected valid YAML/);
     const mapping = file('mapping.yaml', 'mapping-list:\n  - name: level\n    type: keywrd\n');
     const r = runCli(['logstore', '--mode', 'single', '--config', file('m.yaml', `mapping:\n  path: ${mapping}\n`)]);
     expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/mapping-list\[0\]\.type: expected one of keyword, text, path, exists, object; found "keywrd"/);
+    expect(r.stderr).toMatch(
+      /mapping-list\[0\]\.type: expected one of keyword, text, path, exists, object; found "keywrd"/,
+    );
   });
 });

@@ -5,14 +5,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LogstoreProcess, bulk, ndjson, startLogstore } from '../../helpers/logstore.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
-const MAPPING = 'mapping-list:\n  - {name: a, type: keyword}\n  - {name: t, type: text}\n  - {name: p, type: path}\n  - {name: n, type: keyword}\n';
+const MAPPING =
+  'mapping-list:\n  - {name: a, type: keyword}\n  - {name: t, type: text}\n  - {name: p, type: path}\n  - {name: n, type: keyword}\n';
 
 let ls: LogstoreProcess;
 beforeAll(async () => {
   ls = await startLogstore({ mapping: MAPPING, storage: { frac_size: '8KB' } });
   const base = Date.parse('2026-05-01T00:00:00Z');
   const docs = Array.from({ length: 400 }, (_, i) => ({
-    '@timestamp': new Date(base + i * 1000).toISOString(), a: ['x', 'xy', 'foo', 'x'.repeat(90)][i % 4], t: `word${i % 13} other ${i}`, p: `/v${i % 3}/items/${i}`, n: i % 50,
+    '@timestamp': new Date(base + i * 1000).toISOString(),
+    a: ['x', 'xy', 'foo', 'x'.repeat(90)][i % 4],
+    t: `word${i % 13} other ${i}`,
+    p: `/v${i % 3}/items/${i}`,
+    n: i % 50,
   }));
   expect((await bulk(ls.url, ndjson(docs))).body.errors).toBe(false);
 });
@@ -22,7 +27,11 @@ afterAll(async () => {
 
 /** `body` as JSON text (deep queries come as text: JSON.stringify recurses, and would run out of stack here). */
 async function post(path: string, body: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${ls.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const res = await fetch(`${ls.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
   return { status: res.status, text: await res.text() };
 }
 
@@ -36,10 +45,59 @@ function depth(rnd: Rnd): number {
   return r < 0.7 ? int(rnd, 6) : r < 0.9 ? 95 + int(rnd, 12) : 5000 + int(rnd, 20_000);
 }
 
-const SEQ_PIECES = ['(', ')', 'not ', ' and ', ' or ', 'a:', 't:', 'p:', 'n:', 'zz:', '*', 'x', 'foo', '"', "'", '`', '\\', 'in(', ',', '[', ']', ' to ', '_exists_:', ' | ', 'fields ', 'except ', '#', '\n', ' ', '1', '-', '/v1', 'AND', 'x*x*x*x*x*x*y', ':'];
+const SEQ_PIECES = [
+  '(',
+  ')',
+  'not ',
+  ' and ',
+  ' or ',
+  'a:',
+  't:',
+  'p:',
+  'n:',
+  'zz:',
+  '*',
+  'x',
+  'foo',
+  '"',
+  "'",
+  '`',
+  '\\',
+  'in(',
+  ',',
+  '[',
+  ']',
+  ' to ',
+  '_exists_:',
+  ' | ',
+  'fields ',
+  'except ',
+  '#',
+  '\n',
+  ' ',
+  '1',
+  '-',
+  '/v1',
+  'AND',
+  'x*x*x*x*x*x*y',
+  ':',
+];
 
 function seqValue(rnd: Rnd): string {
-  return pick(rnd, ['x', 'foo', '*x*', '"x y"', '`raw`', 'x*x*x*x*x*x*x*x*x*x*x*x*y', '[1, 20]', '(10 to *]', 'in(x, foo, "xy")', '/v1', 'word3', '*']);
+  return pick(rnd, [
+    'x',
+    'foo',
+    '*x*',
+    '"x y"',
+    '`raw`',
+    'x*x*x*x*x*x*x*x*x*x*x*x*y',
+    '[1, 20]',
+    '(10 to *]',
+    'in(x, foo, "xy")',
+    '/v1',
+    'word3',
+    '*',
+  ]);
 }
 
 /** A seq-ql query: well-formed with random nesting, or a soup of pieces. */
@@ -63,7 +121,38 @@ function seqQuery(rnd: Rnd): string {
   return node(d) + (rnd() < 0.1 ? ' | fields a, t' : '');
 }
 
-const QS_PIECES = ['(', ')', 'AND ', 'OR ', 'NOT ', '+', '-', '!', '&&', '||', 'a:', 't:', 'x', '*', '"', '\\', '[', ']', '{', '}', ' TO ', '>=', '<', '_exists_:', '~', '^', '?', '/', ' ', 'x*x*x*x*x*x*x*y'];
+const QS_PIECES = [
+  '(',
+  ')',
+  'AND ',
+  'OR ',
+  'NOT ',
+  '+',
+  '-',
+  '!',
+  '&&',
+  '||',
+  'a:',
+  't:',
+  'x',
+  '*',
+  '"',
+  '\\',
+  '[',
+  ']',
+  '{',
+  '}',
+  ' TO ',
+  '>=',
+  '<',
+  '_exists_:',
+  '~',
+  '^',
+  '?',
+  '/',
+  ' ',
+  'x*x*x*x*x*x*x*y',
+];
 
 /** `maxDepth`: a query in a URL stays under node:http's 16 KB request line (past it: 431, before any handler). */
 function qsString(rnd: Rnd, maxDepth = Infinity): string {
@@ -80,17 +169,33 @@ function dsl(rnd: Rnd, d: number): unknown {
   if (d > 0 && r < 0.35) {
     const list = () => Array.from({ length: int(rnd, 4) }, () => dsl(rnd, d - 1));
     const body: Record<string, unknown> = {};
-    for (const k of ['must', 'filter', 'should', 'must_not']) if (rnd() < 0.5) body[k] = rnd() < 0.2 ? dsl(rnd, d - 1) : list();
+    for (const k of ['must', 'filter', 'should', 'must_not'])
+      if (rnd() < 0.5) body[k] = rnd() < 0.2 ? dsl(rnd, d - 1) : list();
     if (rnd() < 0.1) body.minimum_should_match = pick(rnd, [0, 1, 2, '1', 'x']);
     return { bool: body };
   }
   const leaves: unknown[] = [
-    { match_all: {} }, { match_none: {} }, { term: { [field]: value } }, { term: { [field]: { value } } }, { terms: { [field]: [value, 'x', 'foo'] } },
-    { match: { [field]: value } }, { match: { [field]: { query: value, operator: pick(rnd, ['and', 'or', 'xor']) } } }, { match_phrase: { [field]: value } },
-    { prefix: { [field]: value } }, { wildcard: { [field]: { value } } }, { wildcard: { [field]: value } }, { exists: { field } }, { ids: { values: [value] } },
+    { match_all: {} },
+    { match_none: {} },
+    { term: { [field]: value } },
+    { term: { [field]: { value } } },
+    { terms: { [field]: [value, 'x', 'foo'] } },
+    { match: { [field]: value } },
+    { match: { [field]: { query: value, operator: pick(rnd, ['and', 'or', 'xor']) } } },
+    { match_phrase: { [field]: value } },
+    { prefix: { [field]: value } },
+    { wildcard: { [field]: { value } } },
+    { wildcard: { [field]: value } },
+    { exists: { field } },
+    { ids: { values: [value] } },
     { range: { [field]: { gte: value, lt: pick(rnd, ['z', 10, 'now', 'now-1d/d', '2026-05-01']) } } },
     { query_string: { query: qsString(rnd), default_field: pick(rnd, ['a', 't', '*', undefined]) } },
-    { unknown_kind: {} }, { term: { a: 'x' }, match: { a: 'x' } }, 'a string', 42, null, [],
+    { unknown_kind: {} },
+    { term: { a: 'x' }, match: { a: 'x' } },
+    'a string',
+    42,
+    null,
+    [],
   ];
   return pick(rnd, leaves);
 }
@@ -109,9 +214,15 @@ function deepBool(rnd: Rnd, d: number): string {
 
 describe('query limits over HTTP', () => {
   it('a query nested 10 000 deep is refused with 400 naming the limit, in seq-ql, the DSL and query_string', async () => {
-    const seq = await post('/search', JSON.stringify({ query: { query: `${'('.repeat(10_000)}a:x${')'.repeat(10_000)}` } }));
+    const seq = await post(
+      '/search',
+      JSON.stringify({ query: { query: `${'('.repeat(10_000)}a:x${')'.repeat(10_000)}` } }),
+    );
     expect(seq.status).toBe(400);
-    expect(JSON.parse(seq.text)).toMatchObject({ status: 400, error: { code: 'query_too_complex', type: 'query_too_complex', limit: 'max_depth', max: 100 } });
+    expect(JSON.parse(seq.text)).toMatchObject({
+      status: 400,
+      error: { code: 'query_too_complex', type: 'query_too_complex', limit: 'max_depth', max: 100 },
+    });
     const dslText = `${'{"bool":{"must":['.repeat(10_000)}{"term":{"a":"x"}}${']}}'.repeat(10_000)}`;
     const es = await post('/logs/_search', `{"query":${dslText}}`);
     expect(es.status).toBe(400);
@@ -119,10 +230,22 @@ describe('query limits over HTTP', () => {
     expect(body.status).toBe(400);
     expect(body.error.type).toBe('illegal_argument_exception');
     expect(body.error.reason).toMatch(/deeper than 100 levels.*max_depth/);
-    const qs = await post('/logs/_search', JSON.stringify({ query: { query_string: { query: `${'('.repeat(10_000)}a:x${')'.repeat(10_000)}` } } }));
-    expect([qs.status, (JSON.parse(qs.text) as { error: { type: string } }).error.type]).toEqual([400, 'illegal_argument_exception']);
-    const terms = await post('/logs/_search', JSON.stringify({ query: { terms: { a: Array.from({ length: 70_000 }, (_, i) => `v${i}`) } } }));
-    expect([terms.status, (JSON.parse(terms.text) as { error: { type: string } }).error.type]).toEqual([400, 'too_many_clauses']);
+    const qs = await post(
+      '/logs/_search',
+      JSON.stringify({ query: { query_string: { query: `${'('.repeat(10_000)}a:x${')'.repeat(10_000)}` } } }),
+    );
+    expect([qs.status, (JSON.parse(qs.text) as { error: { type: string } }).error.type]).toEqual([
+      400,
+      'illegal_argument_exception',
+    ]);
+    const terms = await post(
+      '/logs/_search',
+      JSON.stringify({ query: { terms: { a: Array.from({ length: 70_000 }, (_, i) => `v${i}`) } } }),
+    );
+    expect([terms.status, (JSON.parse(terms.text) as { error: { type: string } }).error.type]).toEqual([
+      400,
+      'too_many_clauses',
+    ]);
   });
 });
 
@@ -133,7 +256,9 @@ describe('query fuzzing', () => {
     for (let i = 0; i < 600; i++) {
       const query = seqQuery(rnd);
       const r = await post('/search', JSON.stringify({ query: { query }, size: 3 }));
-      expect([200, 400], `${r.status} ${r.text.slice(0, 300)} for ${JSON.stringify(query.slice(0, 300))}`).toContain(r.status);
+      expect([200, 400], `${r.status} ${r.text.slice(0, 300)} for ${JSON.stringify(query.slice(0, 300))}`).toContain(
+        r.status,
+      );
       seen.add(r.status);
     }
     // Both answers came up: the generator reaches evaluation as well as every refusal.
@@ -147,11 +272,14 @@ describe('query fuzzing', () => {
       const d = depth(rnd);
       const query = d > 8 ? deepBool(rnd, d) : JSON.stringify(dsl(rnd, d) ?? null);
       const r = rnd();
-      const res = r < 0.7
-        ? await post('/logs/_search', `{"query":${query},"size":2}`)
-        : r < 0.85
-          ? await post('/logs/_count', `{"query":${query}}`)
-          : await fetch(`${ls.url}/logs/_search?q=${encodeURIComponent(qsString(rnd, 2000))}&df=a`).then(async (x) => ({ status: x.status, text: await x.text() }));
+      const res =
+        r < 0.7
+          ? await post('/logs/_search', `{"query":${query},"size":2}`)
+          : r < 0.85
+            ? await post('/logs/_count', `{"query":${query}}`)
+            : await fetch(`${ls.url}/logs/_search?q=${encodeURIComponent(qsString(rnd, 2000))}&df=a`).then(
+                async (x) => ({ status: x.status, text: await x.text() }),
+              );
       expect([200, 400], `${res.status} ${res.text.slice(0, 300)} for ${query.slice(0, 300)}`).toContain(res.status);
       seen.add(res.status);
     }

@@ -16,7 +16,10 @@ let dir = '';
 let input = '';
 
 beforeAll(async () => {
-  if (omelasticsearchModule() === null) throw new Error('rsyslog-elasticsearch is not installed (test/setup/tools.ts installs it: apt-get install rsyslog rsyslog-elasticsearch)');
+  if (omelasticsearchModule() === null)
+    throw new Error(
+      'rsyslog-elasticsearch is not installed (test/setup/tools.ts installs it: apt-get install rsyslog rsyslog-elasticsearch)',
+    );
   dir = tempDir('tidepool-rsyslog-');
   input = path.join(dir, 'in.log');
   const port = await freePort();
@@ -28,7 +31,9 @@ beforeAll(async () => {
   // rsyslog's documentation gives for no loss, and action.resumeInterval="2" (30 s by default) to keep the test short; retryfailures stays off and the action queue direct, as
   // shipped. (An action queue of the default 1 000 messages drops lines after queue.timeoutEnqueue, 2 s,
   // whenever the output is slow, whatever the server answers: seen here with queue.type="linkedlist".)
-  writeFileSync(path.join(dir, 'rsyslog.conf'), `
+  writeFileSync(
+    path.join(dir, 'rsyslog.conf'),
+    `
 global(workDirectory="${path.join(dir, 'work')}")
 module(load="imfile")
 module(load="omelasticsearch")
@@ -40,10 +45,19 @@ template(name="es" type="list" option.jsonf="on") {
 }
 action(type="omelasticsearch" server="127.0.0.1" serverport="${port}" template="es" searchIndex="rsyslog" bulkmode="on"
        action.resumeRetryCount="-1" action.resumeInterval="2" errorfile="${path.join(dir, 'es-errors.json')}")
-`);
-  rsyslog = spawn('/usr/sbin/rsyslogd', ['-n', '-f', path.join(dir, 'rsyslog.conf'), '-i', path.join(dir, 'rsyslogd.pid')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  rsyslog.stdout!.on('data', (d: Buffer) => { rsOut += d.toString(); });
-  rsyslog.stderr!.on('data', (d: Buffer) => { rsOut += d.toString(); });
+`,
+  );
+  rsyslog = spawn(
+    '/usr/sbin/rsyslogd',
+    ['-n', '-f', path.join(dir, 'rsyslog.conf'), '-i', path.join(dir, 'rsyslogd.pid')],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  rsyslog.stdout!.on('data', (d: Buffer) => {
+    rsOut += d.toString();
+  });
+  rsyslog.stderr!.on('data', (d: Buffer) => {
+    rsOut += d.toString();
+  });
 });
 
 afterAll(async () => {
@@ -84,20 +98,32 @@ async function waitFor(n: number): Promise<void> {
   if (c !== n) {
     const have = new Set(await messages());
     const odd = [...have].filter((m) => !/^line \d+ of the rsyslog test$/.test(m));
-    const missing = Array.from({ length: written }, (_, i) => `line ${i} of the rsyslog test`).filter((m) => !have.has(m));
+    const missing = Array.from({ length: written }, (_, i) => `line ${i} of the rsyslog test`).filter(
+      (m) => !have.has(m),
+    );
     let errors = '';
     try {
       errors = readFileSync(path.join(dir, 'es-errors.json'), 'utf8').slice(0, 3000);
     } catch (err) {
       errors = (err as Error).message;
     }
-    expect(c, `odd ${JSON.stringify(odd).slice(0, 2000)}; missing ${missing.slice(0, 20).join('; ')}; rsyslog output:\n${rsOut}\nerrorfile: ${errors}`).toBe(n);
+    expect(
+      c,
+      `odd ${JSON.stringify(odd).slice(0, 2000)}; missing ${missing.slice(0, 20).join('; ')}; rsyslog output:\n${rsOut}\nerrorfile: ${errors}`,
+    ).toBe(n);
   }
 }
 
 async function messages(): Promise<string[]> {
-  const res = await fetch(`${ls.url}/export`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: { query: 'tag:rsyslog | fields message' } }) });
-  return (await res.text()).trim().split('\n').map((l) => (JSON.parse(l) as { data: { message: string } }).data.message);
+  const res = await fetch(`${ls.url}/export`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: { query: 'tag:rsyslog | fields message' } }),
+  });
+  return (await res.text())
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { data: { message: string } }).data.message);
 }
 
 describe('rsyslog with omelasticsearch', () => {
@@ -111,9 +137,18 @@ describe('rsyslog with omelasticsearch', () => {
 
   it('a period of overload (the one write slot held 4 s): rsyslog waits in the bulk queue, nothing lost', async () => {
     const url = new URL(ls.url);
-    const hold = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/_bulk', headers: { 'content-type': 'application/x-ndjson' } });
+    const hold = http.request({
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path: '/_bulk',
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     const held = new Promise<void>((resolve, reject) => {
-      hold.on('response', (res) => { res.resume(); res.on('end', () => resolve()); });
+      hold.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      });
       hold.on('error', reject);
     });
     hold.write(ndjson([{ tag: 'holder' }]));

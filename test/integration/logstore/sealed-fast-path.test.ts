@@ -17,18 +17,34 @@ let dir: string;
 let store: Store;
 
 async function ingest(from: number, count: number): Promise<void> {
-  const lines = Array.from({ length: count }, (_, k) => Buffer.from(JSON.stringify({ timestamp: new Date(base + (from + k) * 1000).toISOString(), level: 'info', n: from + k })));
+  const lines = Array.from({ length: count }, (_, k) =>
+    Buffer.from(
+      JSON.stringify({ timestamp: new Date(base + (from + k) * 1000).toISOString(), level: 'info', n: from + k }),
+    ),
+  );
   const offs = new Int32Array(2 * count);
   let p = 0;
-  lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = p;
+    offs[2 * i + 1] = l.length;
+    p += l.length;
+  });
   expect((await store.ingest(Buffer.concat(lines), offs)).errors).toEqual([]);
 }
 
 const answeredHere = () => store.sealedReaders.reduce((s, r) => s + r.answered, 0);
 
-async function ns(limit: number, order: 'desc' | 'asc', from = -8.64e15, to = 8.64e15): Promise<{ total: number; ns: number[] }> {
+async function ns(
+  limit: number,
+  order: 'desc' | 'asc',
+  from = -8.64e15,
+  to = 8.64e15,
+): Promise<{ total: number; ns: number[] }> {
   const r = await store.query({ plan: all, from, to, limit, order });
-  return { total: r.total, ns: r.hits.slice(0, r.hits.length).map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n) };
+  return {
+    total: r.total,
+    ns: r.hits.slice(0, r.hits.length).map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n),
+  };
 }
 
 beforeAll(async () => {
@@ -68,14 +84,20 @@ describe('plain searches over sealed fractions', () => {
     expect(answeredHere() - before).toBe(3);
   });
 
-  it('read both shards in one pass: equal times across shards come in the shard threads\' order, each shard counted', async () => {
+  it("read both shards in one pass: equal times across shards come in the shard threads' order, each shard counted", async () => {
     // 2 x 30 documents all at one second, one batch per shard (batches go to the least busy shard in turn).
     const at = base + 5_000_000;
     const tie = async (n0: number) => {
-      const lines = Array.from({ length: 30 }, (_, k) => Buffer.from(JSON.stringify({ timestamp: new Date(at).toISOString(), level: 'info', n: n0 + k })));
+      const lines = Array.from({ length: 30 }, (_, k) =>
+        Buffer.from(JSON.stringify({ timestamp: new Date(at).toISOString(), level: 'info', n: n0 + k })),
+      );
       const offs = new Int32Array(60);
       let p = 0;
-      lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+      lines.forEach((l, i) => {
+        offs[2 * i] = p;
+        offs[2 * i + 1] = l.length;
+        p += l.length;
+      });
       expect((await store.ingest(Buffer.concat(lines), offs)).errors).toEqual([]);
     };
     await tie(2000);

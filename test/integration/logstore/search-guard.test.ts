@@ -45,7 +45,9 @@ describe('a pathological wildcard', () => {
     expect(b.body.errors).toBe(false);
     expect(t.status).toBe(200);
     // The same stars without the y (ending in a star) match both long tokens.
-    expect((await postJson<SearchBody>(`${ls.url}/search`, { query: { query: `m:${stars(20, '')}` } })).body.total).toBe(2);
+    expect(
+      (await postJson<SearchBody>(`${ls.url}/search`, { query: { query: `m:${stars(20, '')}` } })).body.total,
+    ).toBe(2);
     expect((await status(ls.url)).body.docs).toBe(1003);
   });
 });
@@ -76,10 +78,16 @@ describe('search.timeout', () => {
     expect(s.status).toBe(504);
     expect(s.body.error).toMatchObject({ code: 'search_timeout', timed_out: true });
     expect(s.body.error!.message).toMatch(/search\.timeout/);
-    const es = await postJson<EsBody>(`${ls.url}/logs/_search`, { query: { query_string: { query: query.replace(/ or /g, ' OR ') } } });
+    const es = await postJson<EsBody>(`${ls.url}/logs/_search`, {
+      query: { query_string: { query: query.replace(/ or /g, ' OR ') } },
+    });
     expect(es.status).toBe(200);
     expect(es.body.timed_out).toBe(true);
-    const count = await postJson<{ count: number; timed_out?: boolean }>(`${ls.url}/logs/_count`, { query: { bool: { should: [{ wildcard: { k: '*1*2*q*' } }, { query_string: { query: query.replace(/ or /g, ' OR ') } }] } } });
+    const count = await postJson<{ count: number; timed_out?: boolean }>(`${ls.url}/logs/_count`, {
+      query: {
+        bool: { should: [{ wildcard: { k: '*1*2*q*' } }, { query_string: { query: query.replace(/ or /g, ' OR ') } }] },
+      },
+    });
     expect(count.status).toBe(200);
     expect(count.body.timed_out).toBe(true);
     expect((await written).body.errors).toBe(false);
@@ -102,10 +110,12 @@ describe('writes and /status while searches hold the shard thread', () => {
 
   it('a bulk waits for the running search at most, not for the searches queued before it; /status does not wait', async () => {
     const settled: string[] = [];
-    const searches = [1, 2, 3].map((i) => postJson<SearchBody>(`${ls.url}/search`, { query: { query } }).then((r) => {
-      settled.push(`search${i}`);
-      return r;
-    }));
+    const searches = [1, 2, 3].map((i) =>
+      postJson<SearchBody>(`${ls.url}/search`, { query: { query } }).then((r) => {
+        settled.push(`search${i}`);
+        return r;
+      }),
+    );
     const written = bulk(ls.url, ndjson([{ k: 'during' }])).then((r) => {
       settled.push('bulk');
       return r;
@@ -120,12 +130,13 @@ describe('writes and /status while searches hold the shard thread', () => {
     expect(t.status).toBe(200);
     // One search at most ran before the bulk (the one holding the thread when it came); the others waited.
     // (A queued search's deadline runs from its request: those behind the first end soon after it.)
-    const before = (what: string) => settled.slice(0, settled.indexOf(what)).filter((x) => x.startsWith('search')).length;
+    const before = (what: string) =>
+      settled.slice(0, settled.indexOf(what)).filter((x) => x.startsWith('search')).length;
     expect(before('bulk')).toBeLessThanOrEqual(1);
     expect(before('status')).toBe(0);
   });
 
-  it('Elasticsearch\'s own timeout (body or ?timeout=) stops a _search sooner than search.timeout', async () => {
+  it("Elasticsearch's own timeout (body or ?timeout=) stops a _search sooner than search.timeout", async () => {
     const qs = { query_string: { query: query.replace(/ or /g, ' OR ') } };
     const inBody = await postJson<EsBody & { took: number }>(`${ls.url}/logs/_search`, { query: qs, timeout: '20ms' });
     const inUrl = await postJson<EsBody & { took: number }>(`${ls.url}/logs/_search?timeout=20ms`, { query: qs });
@@ -145,7 +156,11 @@ describe('search.timeout across a proxy', () => {
   beforeAll(async () => {
     // The store keeps the default search.timeout (30 s): only the proxy's timeout_ms can stop it early.
     store = await startLogstore({ mode: 'store', storage: { shards: 1 } });
-    proxy = await startLogstore({ mode: 'proxy', cluster: { hot_stores: [store.grpcAddr], request_timeout: '20s' }, search: { timeout: '10ms' } });
+    proxy = await startLogstore({
+      mode: 'proxy',
+      cluster: { hot_stores: [store.grpcAddr], request_timeout: '20s' },
+      search: { timeout: '10ms' },
+    });
     const r = await bulk(proxy.url, ndjson(docs));
     expect(r.body.errors).toBe(false);
   });
@@ -154,8 +169,10 @@ describe('search.timeout across a proxy', () => {
     await store?.cleanup();
   });
 
-  it('the store stops at the proxy\'s search.timeout and its answer comes back timed out, not as a failed shard', async () => {
-    const es = await postJson<EsBody & { _shards: { failed: number } }>(`${proxy.url}/logs/_search`, { query: { query_string: { query: query.replace(/ or /g, ' OR ') } } });
+  it("the store stops at the proxy's search.timeout and its answer comes back timed out, not as a failed shard", async () => {
+    const es = await postJson<EsBody & { _shards: { failed: number } }>(`${proxy.url}/logs/_search`, {
+      query: { query_string: { query: query.replace(/ or /g, ' OR ') } },
+    });
     expect(es.status).toBe(200);
     expect(es.body.timed_out).toBe(true);
     expect(es.body._shards.failed).toBe(0);

@@ -24,23 +24,49 @@ describe('Elasticsearch client', () => {
 
   it('bulk helper ingests every document and the search API finds them', async () => {
     const base = Date.parse('2026-02-01T00:00:00Z');
-    const docs = Array.from({ length: 3000 }, (_, i) => ({ '@timestamp': new Date(base + i).toISOString(), seq: i, level: i % 10 === 0 ? 'error' : 'info', message: `request ${i} done` }));
-    const stats = await client.helpers.bulk({ datasource: docs, onDocument: () => ({ index: { _index: 'app-logs' } }), flushBytes: 64 * 1024, concurrency: 3 });
+    const docs = Array.from({ length: 3000 }, (_, i) => ({
+      '@timestamp': new Date(base + i).toISOString(),
+      seq: i,
+      level: i % 10 === 0 ? 'error' : 'info',
+      message: `request ${i} done`,
+    }));
+    const stats = await client.helpers.bulk({
+      datasource: docs,
+      onDocument: () => ({ index: { _index: 'app-logs' } }),
+      flushBytes: 64 * 1024,
+      concurrency: 3,
+    });
     expect(stats.failed).toBe(0);
     expect(stats.successful).toBe(3000);
-    const s = await postJson<{ total: number; docs: { data: { seq: number } }[] }>(`${ls.url}/search`, { query: { query: 'level:error' }, size: 1000 });
+    const s = await postJson<{ total: number; docs: { data: { seq: number } }[] }>(`${ls.url}/search`, {
+      query: { query: 'level:error' },
+      size: 1000,
+    });
     expect(s.body.total).toBe(300);
-    expect(s.body.docs.map((d) => d.data.seq)).toEqual(docs.filter((d) => d.level === 'error').map((d) => d.seq).reverse());
+    expect(s.body.docs.map((d) => d.data.seq)).toEqual(
+      docs
+        .filter((d) => d.level === 'error')
+        .map((d) => d.seq)
+        .reverse(),
+    );
     const gz = new Client({ node: ls.url, compression: true });
     try {
-      const r = await gz.helpers.bulk({ datasource: [{ level: 'gzipped', n: 1 }, { level: 'gzipped', n: 2 }], onDocument: () => ({ create: { _index: 'gz' } }) });
+      const r = await gz.helpers.bulk({
+        datasource: [
+          { level: 'gzipped', n: 1 },
+          { level: 'gzipped', n: 2 },
+        ],
+        onDocument: () => ({ create: { _index: 'gz' } }),
+      });
       expect(r.successful).toBe(2);
     } finally {
       await gz.close();
     }
     const gzs = await postJson<{ total: number }>(`${ls.url}/search`, { query: { query: 'level:gzipped' } });
     expect(gzs.body.total).toBe(2);
-    const direct = await client.bulk({ operations: [{ index: {} }, { seq: 'x', level: 'direct' }, { create: {} }, { seq: 'y', level: 'direct' }] });
+    const direct = await client.bulk({
+      operations: [{ index: {} }, { seq: 'x', level: 'direct' }, { create: {} }, { seq: 'y', level: 'direct' }],
+    });
     expect(direct.errors).toBe(false);
     expect(direct.items).toHaveLength(2);
   });

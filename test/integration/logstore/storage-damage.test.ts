@@ -18,7 +18,12 @@ afterEach(async () => {
 
 const BASE = Date.parse('2026-03-01T00:00:00Z');
 const timeOf = (i: number) => BASE + i * 1000;
-const docOf = (i: number) => ({ timestamp: new Date(timeOf(i)).toISOString(), i, kind: i % 2 ? 'x' : 'y', msg: `event ${i} ${'p'.repeat(i % 40)}` });
+const docOf = (i: number) => ({
+  timestamp: new Date(timeOf(i)).toISOString(),
+  i,
+  kind: i % 2 ? 'x' : 'y',
+  msg: `event ${i} ${'p'.repeat(i % 40)}`,
+});
 const RANGE = { from: new Date(BASE - 3_600_000).toISOString(), to: new Date(BASE + 86_400_000).toISOString() };
 
 interface SearchBody {
@@ -29,18 +34,36 @@ interface SearchBody {
 }
 
 /** /export through node:http, whose response keeps the trailers (fetch drops them). */
-function exportAll(url: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; trailers: NodeJS.Dict<string>; docs: { data: { i: number } }[] }> {
+function exportAll(url: string): Promise<{
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  trailers: NodeJS.Dict<string>;
+  docs: { data: { i: number } }[];
+}> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/export`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { text += d; });
-      res.on('end', () => resolve({
-        status: res.statusCode!, headers: res.headers, trailers: res.trailers,
-        docs: text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { data: { i: number } }),
-      }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      `${url}/export`,
+      { method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            trailers: res.trailers,
+            docs: text
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l) as { data: { i: number } }),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify({ query: { query: '*', ...RANGE } }));
   });
@@ -53,22 +76,46 @@ async function bulkIds(url: string, from: number, n: number): Promise<string[]> 
   return r.body.items.map((it) => Object.values(it)[0]!._id!);
 }
 
-interface FetchBody { docs: { data: { i: number } }[]; not_found: string[]; partial_response?: boolean; error?: { code: string; message: string } }
+interface FetchBody {
+  docs: { data: { i: number } }[];
+  not_found: string[];
+  partial_response?: boolean;
+  error?: { code: string; message: string };
+}
 
 /** The public gRPC API's Export (api.proto): the documents' `i` and the trailing metadata. */
 function grpcExport(addr: string): Promise<{ is: number[]; trailer: Record<string, string> }> {
-  const def = protoLoader.loadSync(path.join(import.meta.dirname, '..', '..', '..', 'proto', 'logstore', 'api.proto'), { keepCase: true, longs: Number, enums: String, defaults: true });
-  const Ctor = (grpc.loadPackageDefinition(def) as unknown as { tidepool: { logstore: { api: { v1: { LogstoreApi: grpc.ServiceClientConstructor } } } } }).tidepool.logstore.api.v1.LogstoreApi;
+  const def = protoLoader.loadSync(path.join(import.meta.dirname, '..', '..', '..', 'proto', 'logstore', 'api.proto'), {
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+  });
+  const Ctor = (
+    grpc.loadPackageDefinition(def) as unknown as {
+      tidepool: { logstore: { api: { v1: { LogstoreApi: grpc.ServiceClientConstructor } } } };
+    }
+  ).tidepool.logstore.api.v1.LogstoreApi;
   const c = new Ctor(addr, grpc.credentials.createInsecure());
   return new Promise((resolve, reject) => {
     const is: number[] = [];
-    const s = (c.Export as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<{ data: Buffer }>).call(c, { query: { query: '*', ...RANGE } }, { deadline: Date.now() + 60_000 });
+    const s = (c.Export as (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<{ data: Buffer }>).call(
+      c,
+      { query: { query: '*', ...RANGE } },
+      { deadline: Date.now() + 60_000 },
+    );
     s.on('data', (d: { data: Buffer }) => is.push((JSON.parse(d.data.toString('utf8')) as { i: number }).i));
-    s.on('error', (e) => { c.close(); reject(e); });
+    s.on('error', (e) => {
+      c.close();
+      reject(e);
+    });
     s.on('status', (st: grpc.StatusObject) => {
       c.close();
       if (st.code !== grpc.status.OK) return;
-      resolve({ is, trailer: Object.fromEntries(Object.entries(st.metadata.getMap()).map(([k, v]) => [k, String(v)])) });
+      resolve({
+        is,
+        trailer: Object.fromEntries(Object.entries(st.metadata.getMap()).map(([k, v]) => [k, String(v)])),
+      });
     });
   });
 }
@@ -106,22 +153,33 @@ describe('damaged storage', () => {
     await ls.stop();
     writeFileSync(ls.configFile, readFileSync(ls.configFile, 'utf8').replace('frac_size: "32KB"', 'frac_size: "64MB"'));
     await ls.restart();
-    for (let k = SEALED; k < ALL; k += 100) expect((await bulk(ls.url, ndjson(Array.from({ length: 100 }, (_, j) => docOf(k + j))))).body.errors).toBe(false);
+    for (let k = SEALED; k < ALL; k += 100)
+      expect((await bulk(ls.url, ndjson(Array.from({ length: 100 }, (_, j) => docOf(k + j))))).body.errors).toBe(false);
     await ls.kill9();
 
     const shardDir = path.join(ls.dataDir, 'shard-0');
-    const fracs = readdirSync(shardDir).filter((e) => e.startsWith('frac-') && statSync(path.join(shardDir, e)).isDirectory()).sort();
+    const fracs = readdirSync(shardDir)
+      .filter((e) => e.startsWith('frac-') && statSync(path.join(shardDir, e)).isDirectory())
+      .sort();
     expect(fracs.length).toBeGreaterThanOrEqual(5);
     const docsIn = (name: string) => {
-      const meta = JSON.parse(readFileSync(path.join(shardDir, name, 'meta.json'), 'utf8')) as { minTime: number; maxTime: number; format: number };
+      const meta = JSON.parse(readFileSync(path.join(shardDir, name, 'meta.json'), 'utf8')) as {
+        minTime: number;
+        maxTime: number;
+        format: number;
+      };
       expect(meta.format).toBe(2);
-      return Array.from({ length: SEALED }, (_, i) => i).filter((i) => timeOf(i) >= meta.minTime && timeOf(i) <= meta.maxTime);
+      return Array.from({ length: SEALED }, (_, i) => i).filter(
+        (i) => timeOf(i) >= meta.minTime && timeOf(i) <= meta.maxTime,
+      );
     };
     const [fa, fb, fc] = [fracs[0]!, fracs[2]!, fracs[3]!];
     const healthySealed = fracs.filter((f) => ![fa, fb, fc].includes(f)).flatMap(docsIn);
     const inA = docsIn(fa);
     expect(healthySealed.length).toBeGreaterThan(0);
-    const wal = readdirSync(shardDir).filter((e) => e.endsWith('.wal')).map((e) => path.join(shardDir, e));
+    const wal = readdirSync(shardDir)
+      .filter((e) => e.endsWith('.wal'))
+      .map((e) => path.join(shardDir, e));
     expect(wal).toHaveLength(1);
     const half = statSync(wal[0]!).size >> 1;
     const walKept = walDocsBefore(wal[0]!, half);
@@ -172,13 +230,28 @@ describe('damaged storage', () => {
     expect(xs.body.docs.map((d) => d.data.i).sort((a, b) => a - b)).toEqual(wantX);
     expect(xs.body.total).toBe(wantX.length);
 
-    const st = (await (await fetch(`${ls.url}/status`)).json()) as { status: string; degraded: string[]; storage_problems: { kind: string; name: string; detail: string; docs?: number; bytes?: number; saved_to?: string }[] };
+    const st = (await (await fetch(`${ls.url}/status`)).json()) as {
+      status: string;
+      degraded: string[];
+      storage_problems: {
+        kind: string;
+        name: string;
+        detail: string;
+        docs?: number;
+        bytes?: number;
+        saved_to?: string;
+      }[];
+    };
     expect(st.status).toBe('degraded');
     const walLoss = st.storage_problems.filter((p) => p.kind === 'wal_tail_dropped');
     expect(walLoss).toHaveLength(1);
     expect(walLoss[0]!.bytes).toBeGreaterThan(0);
     const quarantined = st.storage_problems.filter((p) => p.kind === 'fraction_quarantined');
-    expect(quarantined.map((p) => [p.name, p.detail.split(':')[0]]).sort()).toEqual([[fa, 'docs.bin'], [fb, 'postings.bin'], [fc, 'dict.bin']]);
+    expect(quarantined.map((p) => [p.name, p.detail.split(':')[0]]).sort()).toEqual([
+      [fa, 'docs.bin'],
+      [fb, 'postings.bin'],
+      [fc, 'dict.bin'],
+    ]);
     for (const p of quarantined) expect(readdirSync(p.saved_to!)).toContain('meta.json');
     expect(st.degraded.length).toBe(4);
 
@@ -189,7 +262,10 @@ describe('damaged storage', () => {
     expect(all.body.error?.message).toContain(fb);
     expect(new Set(all.body.docs.map((d) => d.data.i))).toEqual(healthy);
     // The Elasticsearch surface counts the shard that lost fractions as failed.
-    const es = await postJson<{ _shards: { failed: number }; hits: { total: { value: number } } }>(`${ls.url}/_search`, { query: { match_all: {} }, size: 0 });
+    const es = await postJson<{ _shards: { failed: number }; hits: { total: { value: number } } }>(
+      `${ls.url}/_search`,
+      { query: { match_all: {} }, size: 0 },
+    );
     expect(es.status).toBe(200);
     expect(es.body._shards.failed).toBe(1);
 
@@ -205,7 +281,10 @@ describe('damaged storage', () => {
     // After a restart the quarantine is still reported (until the operator empties it), and searches still partial.
     await ls.stop();
     await ls.restart();
-    const st2 = (await (await fetch(`${ls.url}/status`)).json()) as { status: string; storage_problems: { kind: string; name: string }[] };
+    const st2 = (await (await fetch(`${ls.url}/status`)).json()) as {
+      status: string;
+      storage_problems: { kind: string; name: string }[];
+    };
     expect(st2.status).toBe('degraded');
     expect(st2.storage_problems.filter((p) => p.kind === 'quarantine_not_empty').length).toBe(4);
     const again = await postJson<SearchBody>(`${ls.url}/search`, { query: { query: '*', ...RANGE }, size: 10_000 });
@@ -216,17 +295,27 @@ describe('damaged storage', () => {
   it('through a proxy: a store that quarantined a fraction answers partial, and the proxy says so', async () => {
     const store = await startLogstore({ mode: 'store', storage: { frac_size: '32KB', shards: 1 } });
     running.push(store);
-    const proxy = await startLogstore({ mode: 'proxy', cluster: { hot_stores: [store.grpcAddr], request_timeout: '5s' } });
+    const proxy = await startLogstore({
+      mode: 'proxy',
+      cluster: { hot_stores: [store.grpcAddr], request_timeout: '5s' },
+    });
     running.push(proxy);
     const N = 1500;
     const idOf: string[] = [];
     for (let k = 0; k < N; k += 250) idOf.push(...(await bulkIds(proxy.url, k, 250)));
     await store.stop();
     const shardDir = path.join(store.dataDir, 'shard-0');
-    const fracs = readdirSync(shardDir).filter((e) => e.startsWith('frac-') && statSync(path.join(shardDir, e)).isDirectory()).sort();
+    const fracs = readdirSync(shardDir)
+      .filter((e) => e.startsWith('frac-') && statSync(path.join(shardDir, e)).isDirectory())
+      .sort();
     expect(fracs.length).toBeGreaterThanOrEqual(2);
-    const meta = JSON.parse(readFileSync(path.join(shardDir, fracs[0]!, 'meta.json'), 'utf8')) as { minTime: number; maxTime: number };
-    const inA = new Set(Array.from({ length: N }, (_, i) => i).filter((i) => timeOf(i) >= meta.minTime && timeOf(i) <= meta.maxTime));
+    const meta = JSON.parse(readFileSync(path.join(shardDir, fracs[0]!, 'meta.json'), 'utf8')) as {
+      minTime: number;
+      maxTime: number;
+    };
+    const inA = new Set(
+      Array.from({ length: N }, (_, i) => i).filter((i) => timeOf(i) >= meta.minTime && timeOf(i) <= meta.maxTime),
+    );
     flip64(path.join(shardDir, fracs[0]!, 'docs.bin'));
     await store.restart();
 

@@ -24,19 +24,45 @@ function batch(tag: string, count: number): { docs: Buffer; offs: Int32Array } {
   const lines = Array.from({ length: count }, (_, n) => Buffer.from(JSON.stringify({ tag, n })));
   const offs = new Int32Array(2 * count);
   let at = 0;
-  lines.forEach((l, i) => { offs[2 * i] = at; offs[2 * i + 1] = l.length; at += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = at;
+    offs[2 * i + 1] = l.length;
+    at += l.length;
+  });
   return { docs: Buffer.concat(lines), offs };
 }
 
-function request(docs: Buffer, offs: Partial<Pick<StoreBulkRequest, 'offs' | 'offs_le'>>, counter: number): StoreBulkRequest {
+function request(
+  docs: Buffer,
+  offs: Partial<Pick<StoreBulkRequest, 'offs' | 'offs_le'>>,
+  counter: number,
+): StoreBulkRequest {
   return {
-    docs, offs: [], offs_le: new Uint8Array(0), ...offs, now: Date.now(), assign_ids: true, id_shard: 0, id_counter: counter,
-    client_ids: [], has_client_id: new Uint8Array(0), create: new Uint8Array(0),
+    docs,
+    offs: [],
+    offs_le: new Uint8Array(0),
+    ...offs,
+    now: Date.now(),
+    assign_ids: true,
+    id_shard: 0,
+    id_counter: counter,
+    client_ids: [],
+    has_client_id: new Uint8Array(0),
+    create: new Uint8Array(0),
   };
 }
 
 async function found(tag: string): Promise<number[]> {
-  const r = await client.search({ query: `tag:${tag}`, from: -8.64e15, to: 8.64e15, limit: 1000, order: 'ASC', aggs: [], hist_interval: 0, with_total: true });
+  const r = await client.search({
+    query: `tag:${tag}`,
+    from: -8.64e15,
+    to: 8.64e15,
+    limit: 1000,
+    order: 'ASC',
+    aggs: [],
+    hist_interval: 0,
+    with_total: true,
+  });
   return r.docs.map((d) => (JSON.parse(Buffer.from(d.data).toString()) as { n: number }).n).sort((a, b) => a - b);
 }
 
@@ -57,7 +83,11 @@ describe('store Bulk document places', () => {
     const pool = new ScratchPool(4, 2 << 20);
     const decode = services().store.service.Bulk!.requestDeserialize as (b: Buffer) => StoreBulkRequest;
     // Document bytes whose length takes one, two and three bytes of varint.
-    for (const [tag, count] of [['pool1', 1], ['pool300', 300], ['pool9000', 9000]] as const) {
+    for (const [tag, count] of [
+      ['pool1', 1],
+      ['pool300', 300],
+      ['pool9000', 9000],
+    ] as const) {
       const a = batch(tag, count);
       const req = request(a.docs, { offs_le: offsBytes(a.offs) }, 20_000 + count);
       const pooled = StoreClient.encodeBulk(req, pool);
@@ -68,7 +98,16 @@ describe('store Bulk document places', () => {
       const r = await client.bulk(pooled);
       pool.give(pooled);
       expect(r.errors).toEqual([]);
-      const all = await client.search({ query: `tag:${tag}`, from: -8.64e15, to: 8.64e15, limit: 0, order: 'ASC', aggs: [], hist_interval: 0, with_total: true });
+      const all = await client.search({
+        query: `tag:${tag}`,
+        from: -8.64e15,
+        to: 8.64e15,
+        limit: 0,
+        order: 'ASC',
+        aggs: [],
+        hist_interval: 0,
+        with_total: true,
+      });
       expect(all.total).toBe(count);
     }
     // Given back and taken again: the same buffer.
@@ -80,10 +119,18 @@ describe('store Bulk document places', () => {
   it('refuses offs_le that is not whole pairs, and a document outside the docs bytes, and keeps serving', async () => {
     const a = batch('bad', 3);
     const odd = request(a.docs, { offs_le: offsBytes(a.offs).subarray(0, 12) }, 9000);
-    await expect(client.bulk(StoreClient.encodeBulk(odd))).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('pairs') });
+    await expect(client.bulk(StoreClient.encodeBulk(odd))).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringContaining('pairs'),
+    });
     const outside = Int32Array.from(a.offs);
     outside[5] = a.docs.length;
-    await expect(client.bulk(StoreClient.encodeBulk(request(a.docs, { offs_le: offsBytes(outside) }, 9100)))).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('outside the docs bytes') });
+    await expect(
+      client.bulk(StoreClient.encodeBulk(request(a.docs, { offs_le: offsBytes(outside) }, 9100))),
+    ).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringContaining('outside the docs bytes'),
+    });
     expect(await found('bad')).toEqual([]);
     const ok = await client.bulk(StoreClient.encodeBulk(request(a.docs, { offs_le: offsBytes(a.offs) }, 9200)));
     expect(ok.errors).toEqual([]);
@@ -104,7 +151,8 @@ describe('store gRPC flow control', () => {
       expect(settings.initialWindowSize).toBe(FLOW_WINDOW);
       // The connection window comes as a WINDOW_UPDATE right after the settings.
       const deadline = Date.now() + 10_000;
-      while (session.state.remoteWindowSize !== FLOW_WINDOW && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while (session.state.remoteWindowSize !== FLOW_WINDOW && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       expect(session.state.remoteWindowSize).toBe(FLOW_WINDOW);
     } finally {
       session.destroy();

@@ -26,11 +26,20 @@ type Search = { total: number; docs: { id: string; data: { n: number } }[] };
 async function counts(query: string): Promise<{ ns: number[]; total: number; all: number; agg: number; hist: number }> {
   const s = await postJson<Search>(`${ls.url}/search`, { query: { query }, size: 1000 });
   const all = await postJson<Search>(`${ls.url}/search`, { query: { query: '*' }, size: 10 });
-  const a = await postJson<{ aggs: { buckets: { key: string; value: number }[] }[] }>(`${ls.url}/aggregate`, { query: { query }, aggs: [{ field: 'run', func: 'count' }] });
-  const h = await postJson<{ hist: { buckets: { doc_count: number }[] } }>(`${ls.url}/histogram`, { query: { query }, interval: '30m' });
+  const a = await postJson<{ aggs: { buckets: { key: string; value: number }[] }[] }>(`${ls.url}/aggregate`, {
+    query: { query },
+    aggs: [{ field: 'run', func: 'count' }],
+  });
+  const h = await postJson<{ hist: { buckets: { doc_count: number }[] } }>(`${ls.url}/histogram`, {
+    query: { query },
+    interval: '30m',
+  });
   return {
-    ns: s.body.docs.map((d) => d.data.n).sort((x, y) => x - y), total: s.body.total, all: all.body.total,
-    agg: a.body.aggs[0]!.buckets.reduce((n, b) => n + b.value, 0), hist: h.body.hist.buckets.reduce((n, b) => n + b.doc_count, 0),
+    ns: s.body.docs.map((d) => d.data.n).sort((x, y) => x - y),
+    total: s.body.total,
+    all: all.body.total,
+    agg: a.body.aggs[0]!.buckets.reduce((n, b) => n + b.value, 0),
+    hist: h.body.hist.buckets.reduce((n, b) => n + b.doc_count, 0),
   };
 }
 
@@ -39,7 +48,13 @@ describe('store Forget', () => {
     const r = await bulk(ls.url, ndjson(Array.from({ length: 300 }, (_, n) => ({ run: 'fg', n }))));
     expect(r.status).toBe(200);
     const ids = r.body.items.map((it) => it.index!._id as string);
-    expect(await counts('run:fg')).toEqual({ ns: Array.from({ length: 300 }, (_, n) => n), total: 300, all: 300, agg: 300, hist: 300 });
+    expect(await counts('run:fg')).toEqual({
+      ns: Array.from({ length: 300 }, (_, n) => n),
+      total: 300,
+      all: 300,
+      agg: 300,
+      hist: 300,
+    });
     // The first 100, as a BulkResponse would list them, with a failed document's 24 spaces among them.
     const bytes = Buffer.from(ids.slice(0, 50).join('') + ' '.repeat(24) + ids.slice(50, 100).join(''), 'latin1');
     expect(await client.forget(bytes)).toBe(100);
@@ -54,7 +69,14 @@ describe('store Forget', () => {
     expect(await counts('run:fg')).toEqual(want);
     // A forget for a sealed document, now through the HTTP thread's sealed reads too.
     expect(await client.forget(Buffer.from(ids[299]!, 'latin1'))).toBe(1);
-    expect(await counts('run:fg')).toEqual({ ...want, ns: want.ns.slice(0, -1), total: 199, all: 199, agg: 199, hist: 199 });
+    expect(await counts('run:fg')).toEqual({
+      ...want,
+      ns: want.ns.slice(0, -1),
+      total: 199,
+      all: 199,
+      agg: 199,
+      hist: 199,
+    });
   });
 
   it('forgets a proxy batch by its key: once stored when it was taken, refused when it comes after the forget', async () => {
@@ -63,12 +85,24 @@ describe('store Forget', () => {
       const lines = Array.from({ length: 10 }, (_, n) => Buffer.from(JSON.stringify({ run, n })));
       const offs = new Int32Array(20);
       let at = 0;
-      lines.forEach((l, i) => { offs[2 * i] = at; offs[2 * i + 1] = l.length; at += l.length; });
+      lines.forEach((l, i) => {
+        offs[2 * i] = at;
+        offs[2 * i + 1] = l.length;
+        at += l.length;
+      });
       const docs = Buffer.concat(lines);
       const now = Date.now();
       const encoded = StoreClient.encodeBulk({
-        docs, offs: [], offs_le: offsBytes(offs), now, assign_ids: true, id_shard: 7, id_counter: counter,
-        client_ids: [], has_client_id: new Uint8Array(0), create: new Uint8Array(0),
+        docs,
+        offs: [],
+        offs_le: offsBytes(offs),
+        now,
+        assign_ids: true,
+        id_shard: 7,
+        id_counter: counter,
+        client_ids: [],
+        has_client_id: new Uint8Array(0),
+        create: new Uint8Array(0),
       });
       const key: BatchKey = { id_shard: 7, id_counter: counter, offs_count: 20, now, docs_bytes: docs.length };
       return { encoded, key };
@@ -86,7 +120,10 @@ describe('store Forget', () => {
     // Forgotten before it arrives (a hung store): refused when it comes, nothing stored.
     const b = batch('kb-b', 2_000_000);
     expect(await client.forget(empty, [b.key])).toBe(0);
-    await expect(client.bulk(b.encoded)).rejects.toMatchObject({ code: grpc.status.ABORTED, details: expect.stringContaining('forgotten before it arrived') });
+    await expect(client.bulk(b.encoded)).rejects.toMatchObject({
+      code: grpc.status.ABORTED,
+      details: expect.stringContaining('forgotten before it arrived'),
+    });
     expect((await counts('run:kb-b')).total).toBe(0);
     // Another batch is stored as ever.
     const c = batch('kb-c', 3_000_000);
@@ -95,8 +132,14 @@ describe('store Forget', () => {
   });
 
   it('refuses ids that are not 24 bytes each or not hex, and keeps serving', async () => {
-    await expect(client.forget(Buffer.from('abc'))).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('24 bytes each') });
-    await expect(client.forget(Buffer.from('Z'.repeat(24)))).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining('not a document id') });
+    await expect(client.forget(Buffer.from('abc'))).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringContaining('24 bytes each'),
+    });
+    await expect(client.forget(Buffer.from('Z'.repeat(24)))).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT,
+      details: expect.stringContaining('not a document id'),
+    });
     expect((await postJson<Search>(`${ls.url}/search`, { query: { query: 'run:fg' }, size: 1 })).body.total).toBe(199);
   });
 });

@@ -28,15 +28,36 @@ function batch(tag: string, count: number, counter: number): StoreBulkRequest {
   const lines = Array.from({ length: count }, (_, n) => Buffer.from(JSON.stringify({ tag, n, pad: 'x'.repeat(160) })));
   const offs = new Int32Array(2 * count);
   let at = 0;
-  lines.forEach((l, i) => { offs[2 * i] = at; offs[2 * i + 1] = l.length; at += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = at;
+    offs[2 * i + 1] = l.length;
+    at += l.length;
+  });
   return {
-    docs: Buffer.concat(lines), offs: [], offs_le: offsBytes(offs), now: Date.now(), assign_ids: true, id_shard: 0, id_counter: counter,
-    client_ids: [], has_client_id: new Uint8Array(0), create: new Uint8Array(0),
+    docs: Buffer.concat(lines),
+    offs: [],
+    offs_le: offsBytes(offs),
+    now: Date.now(),
+    assign_ids: true,
+    id_shard: 0,
+    id_counter: counter,
+    client_ids: [],
+    has_client_id: new Uint8Array(0),
+    create: new Uint8Array(0),
   };
 }
 
 async function count(query: string): Promise<number> {
-  const r = await client.search({ query, from: -8.64e15, to: 8.64e15, limit: 0, order: 'DESC', aggs: [], hist_interval: 0, with_total: true });
+  const r = await client.search({
+    query,
+    from: -8.64e15,
+    to: 8.64e15,
+    limit: 0,
+    order: 'DESC',
+    aggs: [],
+    hist_interval: 0,
+    with_total: true,
+  });
   return r.total;
 }
 
@@ -46,13 +67,18 @@ describe('store API over limits.bulk_memory', () => {
     // Eight batches of ~80 KiB at once against a 64 KiB budget: the first is always taken, the next ones find it held.
     for (let round = 0; round < 10 && refused === 0; round++) {
       const tags = Array.from({ length: 8 }, (_, i) => `r${round}b${i}`);
-      const settled = await Promise.allSettled(tags.map((tag, i) => client.bulk(StoreClient.encodeBulk(batch(tag, 400, 1_000_000 * (round + 1) + 1000 * i)))));
+      const settled = await Promise.allSettled(
+        tags.map((tag, i) => client.bulk(StoreClient.encodeBulk(batch(tag, 400, 1_000_000 * (round + 1) + 1000 * i)))),
+      );
       for (const [i, r] of settled.entries()) {
         if (r.status === 'fulfilled') {
           expect(r.value.errors).toEqual([]);
           expect(await count(`tag:${tags[i]}`)).toBe(400);
         } else {
-          expect(r.reason).toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED, details: expect.stringContaining('limits.bulk_memory') });
+          expect(r.reason).toMatchObject({
+            code: grpc.status.RESOURCE_EXHAUSTED,
+            details: expect.stringContaining('limits.bulk_memory'),
+          });
           expect(await count(`tag:${tags[i]}`)).toBe(0);
           refused++;
         }
@@ -71,14 +97,21 @@ describe('store API over limits.bulk_memory', () => {
     for (let round = 0; round < 10 && rejected === 0; round++) {
       const bodies = Array.from({ length: 6 }, (_, s) => {
         const lines: string[] = [];
-        for (let n = 0; n < 2000; n++) lines.push('{"index":{}}', JSON.stringify({ via: `p${round}`, s, n, pad: 'y'.repeat(160) }));
+        for (let n = 0; n < 2000; n++)
+          lines.push('{"index":{}}', JSON.stringify({ via: `p${round}`, s, n, pad: 'y'.repeat(160) }));
         return lines.join('\n') + '\n';
       });
-      const answers = await Promise.all(bodies.map(async (body) => {
-        const res = await fetch(`${proxy.url}/_bulk`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
-        expect(res.status).toBe(200);
-        return (await res.json()) as { items: { index: { status: number; error?: { type: string } } }[] };
-      }));
+      const answers = await Promise.all(
+        bodies.map(async (body) => {
+          const res = await fetch(`${proxy.url}/_bulk`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-ndjson' },
+            body,
+          });
+          expect(res.status).toBe(200);
+          return (await res.json()) as { items: { index: { status: number; error?: { type: string } } }[] };
+        }),
+      );
       let ok = 0;
       for (const a of answers) {
         for (const { index } of a.items) {

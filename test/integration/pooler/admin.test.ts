@@ -10,22 +10,151 @@ let tp: TestPooler;
 let admin: pg.Client;
 
 const COLUMNS: Record<string, string[]> = {
-  POOLS: ['database', 'user', 'pool_mode', 'cl_idle', 'cl_active', 'cl_waiting', 'cl_cancel_req', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'avg_xact_time', 'paused', 'fallback_active', 'oldest_active_age_ms', 'cl_pinned',
-    'backend_unreachable', 'unreachable_since', 'last_connect_error', 'last_connect_error_code', 'last_connect_error_at', 'connect_failures_per_sec',
-    'cl_idle_in_transaction', 'sv_idle_in_transaction', 'max_idle_xact_age_ms'],
-  POOLS_EXTENDED: ['database', 'user', 'cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'pool_size', 'maxwait', 'maxwait_us', 'pool_mode', 'bytes_received', 'bytes_sent', 'query_0.99', 'transaction_0.99', 'query_0.95', 'transaction_0.95', 'query_0.5', 'transaction_0.5'],
-  STATS: ['database', 'user', 'total_xact_count', 'total_query_count', 'total_received', 'total_sent', 'total_xact_time', 'total_query_time', 'total_wait_time', 'total_errors', 'avg_xact_count', 'avg_query_count', 'avg_recv', 'avg_sent', 'avg_errors', 'avg_xact_time', 'avg_query_time', 'avg_wait_time'],
-  CLIENTS: ['client_id', 'database', 'user', 'application_name', 'addr', 'tls', 'state', 'wait', 'transaction_count', 'query_count', 'error_count', 'age_seconds'],
-  SERVERS: ['server_id', 'server_process_id', 'database_name', 'user', 'application_name', 'tls', 'state', 'wait', 'transaction_count', 'query_count', 'bytes_sent', 'bytes_received', 'age_seconds', 'prepare_cache_hit', 'prepare_cache_miss', 'prepare_cache_size'],
-  DATABASES: ['name', 'host', 'port', 'database', 'force_user', 'pool_size', 'min_pool_size', 'reserve_pool', 'pool_mode', 'max_connections', 'current_connections'],
+  POOLS: [
+    'database',
+    'user',
+    'pool_mode',
+    'cl_idle',
+    'cl_active',
+    'cl_waiting',
+    'cl_cancel_req',
+    'sv_active',
+    'sv_idle',
+    'sv_used',
+    'sv_login',
+    'pool_size',
+    'maxwait',
+    'maxwait_us',
+    'avg_xact_time',
+    'paused',
+    'fallback_active',
+    'oldest_active_age_ms',
+    'cl_pinned',
+    'backend_unreachable',
+    'unreachable_since',
+    'last_connect_error',
+    'last_connect_error_code',
+    'last_connect_error_at',
+    'connect_failures_per_sec',
+    'cl_idle_in_transaction',
+    'sv_idle_in_transaction',
+    'max_idle_xact_age_ms',
+  ],
+  POOLS_EXTENDED: [
+    'database',
+    'user',
+    'cl_active',
+    'cl_waiting',
+    'sv_active',
+    'sv_idle',
+    'sv_used',
+    'sv_login',
+    'pool_size',
+    'maxwait',
+    'maxwait_us',
+    'pool_mode',
+    'bytes_received',
+    'bytes_sent',
+    'query_0.99',
+    'transaction_0.99',
+    'query_0.95',
+    'transaction_0.95',
+    'query_0.5',
+    'transaction_0.5',
+  ],
+  STATS: [
+    'database',
+    'user',
+    'total_xact_count',
+    'total_query_count',
+    'total_received',
+    'total_sent',
+    'total_xact_time',
+    'total_query_time',
+    'total_wait_time',
+    'total_errors',
+    'avg_xact_count',
+    'avg_query_count',
+    'avg_recv',
+    'avg_sent',
+    'avg_errors',
+    'avg_xact_time',
+    'avg_query_time',
+    'avg_wait_time',
+  ],
+  CLIENTS: [
+    'client_id',
+    'database',
+    'user',
+    'application_name',
+    'addr',
+    'tls',
+    'state',
+    'wait',
+    'transaction_count',
+    'query_count',
+    'error_count',
+    'age_seconds',
+  ],
+  SERVERS: [
+    'server_id',
+    'server_process_id',
+    'database_name',
+    'user',
+    'application_name',
+    'tls',
+    'state',
+    'wait',
+    'transaction_count',
+    'query_count',
+    'bytes_sent',
+    'bytes_received',
+    'age_seconds',
+    'prepare_cache_hit',
+    'prepare_cache_miss',
+    'prepare_cache_size',
+  ],
+  DATABASES: [
+    'name',
+    'host',
+    'port',
+    'database',
+    'force_user',
+    'pool_size',
+    'min_pool_size',
+    'reserve_pool',
+    'pool_mode',
+    'max_connections',
+    'current_connections',
+  ],
   USERS: ['name', 'pool_mode'],
   CONFIG: ['key', 'value', 'default', 'changeable'],
   VERSION: ['version'],
   LOG_LEVEL: ['log_level'],
   LISTS: ['list', 'items'],
   CONNECTIONS: ['total', 'errors', 'tls', 'plain', 'cancel'],
-  POOL_COORDINATOR: ['database', 'max_db_conn', 'current', 'reserve_size', 'reserve_used', 'evictions', 'reserve_acq', 'exhaustions'],
-  POOL_SCALING: ['user', 'database', 'inflight', 'creates', 'gate_waits', 'gate_budget_ex', 'antic_notify', 'antic_timeout', 'create_fallback', 'replenish_def'],
+  POOL_COORDINATOR: [
+    'database',
+    'max_db_conn',
+    'current',
+    'reserve_size',
+    'reserve_used',
+    'evictions',
+    'reserve_acq',
+    'exhaustions',
+  ],
+  POOL_SCALING: [
+    'user',
+    'database',
+    'inflight',
+    'creates',
+    'gate_waits',
+    'gate_budget_ex',
+    'antic_notify',
+    'antic_timeout',
+    'create_fallback',
+    'replenish_def',
+  ],
   EVENTS: ['time', 'kind', 'pool', 'message'],
 };
 
@@ -39,7 +168,13 @@ const ADDED: Record<string, string[]> = {
 beforeAll(async () => {
   db = await startTestPostgres();
   tp = await startTestPooler(poolerToml(db));
-  admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+  admin = new pg.Client({
+    host: '127.0.0.1',
+    port: tp.port,
+    user: 'admin',
+    password: ADMIN_PASSWORD,
+    database: 'tidepool',
+  });
   await admin.connect();
 });
 
@@ -61,7 +196,10 @@ describe('SHOW', () => {
   it('returns the reference columns for every SHOW', async () => {
     for (const [what, cols] of Object.entries(COLUMNS)) {
       const r = await admin.query(`SHOW ${what}`);
-      expect(r.fields.map((f) => f.name), what).toEqual([...cols, ...(ADDED[what] ?? [])]);
+      expect(
+        r.fields.map((f) => f.name),
+        what,
+      ).toEqual([...cols, ...(ADDED[what] ?? [])]);
     }
     const sockets = await admin.query('SHOW SOCKETS');
     expect(sockets.fields.map((f) => f.name)).toContain('tcp_established');
@@ -96,7 +234,10 @@ describe('SHOW', () => {
   });
 
   it('SHOW AUTH_QUERY says auth_query is not configured (0A000); the console keeps serving', async () => {
-    await expect(admin.query('SHOW AUTH_QUERY')).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('auth_query is not configured') });
+    await expect(admin.query('SHOW AUTH_QUERY')).rejects.toMatchObject({
+      code: '0A000',
+      message: expect.stringContaining('auth_query is not configured'),
+    });
     expect((await show('VERSION'))[0]!.version).toMatch(/^tidepool /);
   });
 
@@ -105,8 +246,14 @@ describe('SHOW', () => {
     admin.on('notice', (n) => notices.push(n.message ?? ''));
     await admin.query('SHOW HELP');
     expect(notices.join('\n')).toContain('RECONNECT');
-    await expect(admin.query('SHOW NONSENSE')).rejects.toMatchObject({ code: '42601', message: expect.stringContaining('NONSENSE') });
-    await expect(admin.query('FROBNICATE')).rejects.toMatchObject({ code: '42601', message: expect.stringContaining('unknown admin command') });
+    await expect(admin.query('SHOW NONSENSE')).rejects.toMatchObject({
+      code: '42601',
+      message: expect.stringContaining('NONSENSE'),
+    });
+    await expect(admin.query('FROBNICATE')).rejects.toMatchObject({
+      code: '42601',
+      message: expect.stringContaining('unknown admin command'),
+    });
     await expect(admin.query('SHOW POOLS WHERE $1', [1])).rejects.toMatchObject({ code: '0A000' });
   });
 
@@ -134,7 +281,10 @@ describe('verbs', () => {
     await paused;
     expect(events).toEqual(['commit', 'paused']);
     expect((await show('POOLS')).find((r) => r.database === 'app' && r.user === 'md5user')!.paused).toBe('1');
-    const waiting = inTx.query('select 2 as two').then((r) => { events.push('ran'); return r; });
+    const waiting = inTx.query('select 2 as two').then((r) => {
+      events.push('ran');
+      return r;
+    });
     await new Promise((r) => setTimeout(r, 200));
     expect(events).not.toContain('ran');
     expect(Number((await show('POOLS')).find((r) => r.database === 'app' && r.user === 'md5user')!.cl_waiting)).toBe(1);
@@ -145,7 +295,15 @@ describe('verbs', () => {
 
   it('a client flooding a pipeline while it waits is held back and loses nothing', async () => {
     await admin.query('PAUSE app');
-    const sql = postgres({ host: '127.0.0.1', port: tp.port, user: 'scramuser', password: 'scrampass', database: 'app', max: 1, prepare: false });
+    const sql = postgres({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'scramuser',
+      password: 'scrampass',
+      database: 'app',
+      max: 1,
+      prepare: false,
+    });
     try {
       const pad = 'p'.repeat(1000);
       const all = Promise.all(Array.from({ length: 3000 }, (_, i) => sql`select ${i}::int as i, ${pad}::text as pad`));
@@ -181,7 +339,7 @@ describe('verbs', () => {
     await c.end();
   });
 
-  it('KILL drops the database\'s clients; new ones wait until RESUME', async () => {
+  it("KILL drops the database's clients; new ones wait until RESUME", async () => {
     const c = client();
     await c.connect();
     c.on('error', () => undefined);
@@ -201,14 +359,15 @@ describe('verbs', () => {
   it('RELOAD applies a new pool_size; a bad file is an error and the old config stays', async () => {
     tp.writeConfig(poolerToml(db).replace(/pool_size = 2\n/, 'pool_size = 3\n'));
     await admin.query('RELOAD');
-    const pool = () => (show('POOLS')).then((rows) => rows.find((r) => r.database === 'app' && r.user === 'md5user')!);
+    const pool = () => show('POOLS').then((rows) => rows.find((r) => r.database === 'app' && r.user === 'md5user')!);
     expect((await pool()).pool_size).toBe('3');
     // Shrinking: both servers busy, pool_size 2 -> 1; the surplus server closes when it is released.
     const busy = [client(), client()];
     await Promise.all(busy.map((b) => b.connect()));
     await Promise.all(busy.map((b) => b.query('BEGIN')));
     await Promise.all(busy.map((b) => b.query('select 1')));
-    const appServers = async () => (await show('SERVERS')).filter((r) => r.database_name === 'app' && r.user === 'md5user').length;
+    const appServers = async () =>
+      (await show('SERVERS')).filter((r) => r.database_name === 'app' && r.user === 'md5user').length;
     expect(await appServers()).toBe(2);
     tp.writeConfig(poolerToml(db).replace(/pool_size = 2\n/, 'pool_size = 1\n'));
     await admin.query('RELOAD');
@@ -217,7 +376,9 @@ describe('verbs', () => {
     expect(await appServers()).toBe(1);
     await Promise.all(busy.map((b) => b.end()));
     tp.writeConfig('[general]\nprot = 1\n');
-    await expect(admin.query('RELOAD')).rejects.toMatchObject({ message: expect.stringContaining('did you mean "port"') });
+    await expect(admin.query('RELOAD')).rejects.toMatchObject({
+      message: expect.stringContaining('did you mean "port"'),
+    });
     expect((await pool()).pool_size).toBe('1');
     await expect(admin.query('PAUSE nosuchdb')).rejects.toMatchObject({ code: '3D000' });
   });

@@ -14,9 +14,11 @@ let tp: TestPooler;
 beforeAll(async () => {
   db = await startTestPostgres();
   db.sql('CREATE TABLE after_close (n int)', 'app');
-  tp = await startTestPooler(poolerToml(db, {
-    pools: poolToml(db, 'app', '', [{ username: 'trustuser', password: '', extra: 'pool_size = 1' }]),
-  }));
+  tp = await startTestPooler(
+    poolerToml(db, {
+      pools: poolToml(db, 'app', '', [{ username: 'trustuser', password: '', extra: 'pool_size = 1' }]),
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -25,7 +27,11 @@ afterAll(async () => {
 });
 
 function startup(params: Record<string, string>): Buffer {
-  const body = Buffer.concat([Buffer.from([0, 3, 0, 0]), ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`)), Buffer.from([0])]);
+  const body = Buffer.concat([
+    Buffer.from([0, 3, 0, 0]),
+    ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`)),
+    Buffer.from([0]),
+  ]);
   const len = Buffer.alloc(4);
   len.writeInt32BE(body.length + 4);
   return Buffer.concat([len, body]);
@@ -57,7 +63,13 @@ function scripted(first: Buffer, after: Buffer): Promise<void> {
 }
 
 async function selectOne(): Promise<number> {
-  const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'trustuser', database: 'app', query_timeout: 3000 });
+  const c = new pg.Client({
+    host: '127.0.0.1',
+    port: tp.port,
+    user: 'trustuser',
+    database: 'app',
+    query_timeout: 3000,
+  });
   await c.connect();
   try {
     return (await c.query('select 1 as one')).rows[0].one as number;
@@ -72,7 +84,7 @@ function rows(n: number): number {
 
 // Each test first runs a query, so the one server is idle in the pool when the scripted client writes.
 describe('bytes after the end of a client', () => {
-  it('after a Terminate, the rest of a message cut in the same read does not reach the next client\'s server', async () => {
+  it("after a Terminate, the rest of a message cut in the same read does not reach the next client's server", async () => {
     expect(await selectOne()).toBe(1);
     // The pooler's view: Terminate, then a CopyData of 5 body bytes, cut after its header. What follows
     // (5 bytes) ends that CopyData; PostgreSQL, fed only those, would read them as the header of a

@@ -15,7 +15,11 @@ type Row = Record<string, unknown>;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  h = await startOperator(operatorToml({ pools: poolToml(db, 'apps', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 4' }]) }));
+  h = await startOperator(
+    operatorToml({
+      pools: poolToml(db, 'apps', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 4' }]),
+    }),
+  );
   alpha = h.client('apps', 'md5user', 'md5pass', 'app-alpha');
   beta1 = h.client('apps', 'md5user', 'md5pass', 'app-beta');
   beta2 = h.client('apps', 'md5user', 'md5pass', 'app-beta');
@@ -44,8 +48,22 @@ describe('/api/apps', () => {
     const apps = await rows('/api/apps');
     const by = (name: string) => apps.find((a) => a['application_name'] === name)!;
     expect(apps.map((a) => a['application_name'])).toEqual(['app-alpha', 'app-beta', 'app-gamma']);
-    expect(by('app-alpha')).toMatchObject({ clients: 1, cl_active: 0, cl_waiting: 0, xact_count: 6, query_count: 6, error_count: 0, errors_per_1000: 0 });
-    expect(by('app-beta')).toMatchObject({ clients: 2, xact_count: 4, query_count: 4, error_count: 1, errors_per_1000: 250 });
+    expect(by('app-alpha')).toMatchObject({
+      clients: 1,
+      cl_active: 0,
+      cl_waiting: 0,
+      xact_count: 6,
+      query_count: 6,
+      error_count: 0,
+      errors_per_1000: 0,
+    });
+    expect(by('app-beta')).toMatchObject({
+      clients: 2,
+      xact_count: 4,
+      query_count: 4,
+      error_count: 1,
+      errors_per_1000: 250,
+    });
     expect(by('app-gamma')).toMatchObject({ clients: 1, xact_count: 1, query_count: 1, error_count: 0 });
     expect(by('app-gamma')['bytes_sent']).toBeGreaterThan(100_000);
     expect(by('app-alpha')['bytes_sent']).toBeLessThan(2000);
@@ -56,7 +74,9 @@ describe('/api/apps', () => {
     }
     // The same rows in SHOW APPS.
     const shown = await h.show('APPS');
-    expect(shown.map((r) => [r['application_name'], Number(r['query_count'])])).toEqual(apps.map((a) => [a['application_name'], a['query_count']]));
+    expect(shown.map((r) => [r['application_name'], Number(r['query_count'])])).toEqual(
+      apps.map((a) => [a['application_name'], a['query_count']]),
+    );
   });
 
   it('keeps the load of clients that left', async () => {
@@ -66,28 +86,39 @@ describe('/api/apps', () => {
     await delta.query('SELECT 2');
     await delta.end();
     await new Promise((r) => setTimeout(r, 50));
-    expect((await rows('/api/apps')).find((a) => a['application_name'] === 'app-delta')).toMatchObject({ clients: 0, xact_count: 2, query_count: 2 });
+    expect((await rows('/api/apps')).find((a) => a['application_name'] === 'app-delta')).toMatchObject({
+      clients: 0,
+      xact_count: 2,
+      query_count: 2,
+    });
   });
 });
 
 describe('/api/apps rates over stats_period', () => {
   it('avg_recv, avg_sent and avg_errors per second over the last period, back to 0 after a quiet period', async () => {
-    const x = await startOperator(operatorToml({
-      general: 'stats_period = "1s"',
-      pools: poolToml(db, 'rates', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
-    }));
+    const x = await startOperator(
+      operatorToml({
+        general: 'stats_period = "1s"',
+        pools: poolToml(db, 'rates', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+      }),
+    );
     const c = x.client('rates', 'md5user', 'md5pass', 'app-rate');
-    const app = async () => ((await x.api('/api/apps')).body as Row[]).find((a) => a['application_name'] === 'app-rate')!;
+    const app = async () =>
+      ((await x.api('/api/apps')).body as Row[]).find((a) => a['application_name'] === 'app-rate')!;
     try {
       await c.connect();
       // 50 kB answers and one error each round until a complete period holds both.
       let seen: Row | undefined;
-      await until('a stats period with app-rate\'s bytes and errors', async () => {
-        await c.query(`SELECT repeat('x', 50000)`);
-        await c.query('SELECT 1/0').catch(() => undefined);
-        seen = await app();
-        return Number(seen['avg_sent']) > 0 && Number(seen['avg_errors']) > 0;
-      }, 30_000);
+      await until(
+        "a stats period with app-rate's bytes and errors",
+        async () => {
+          await c.query(`SELECT repeat('x', 50000)`);
+          await c.query('SELECT 1/0').catch(() => undefined);
+          seen = await app();
+          return Number(seen['avg_sent']) > 0 && Number(seen['avg_errors']) > 0;
+        },
+        30_000,
+      );
       // Per second over a 1 s period: at least one round's bytes, never more than all of them.
       expect(Number(seen!['avg_sent'])).toBeGreaterThanOrEqual(50_000);
       expect(Number(seen!['avg_sent'])).toBeLessThanOrEqual(Number(seen!['bytes_sent']));
@@ -110,12 +141,19 @@ describe('/api/apps rates over stats_period', () => {
 });
 
 describe('/api/top/clients', () => {
-  const order = async (by: string) => (await rows(`/api/top/clients?by=${by}`)).filter((r) => r['application_name'] !== 'app-delta');
-  it('by transactions, bytes, errors and time, with the sort key\'s value', async () => {
+  const order = async (by: string) =>
+    (await rows(`/api/top/clients?by=${by}`)).filter((r) => r['application_name'] !== 'app-delta');
+  it("by transactions, bytes, errors and time, with the sort key's value", async () => {
     const tx = await order('transactions');
     expect(tx.map((r) => r['application_name'])).toEqual(['app-alpha', 'app-beta', 'app-beta', 'app-gamma']);
     expect(tx.map((r) => r['value'])).toEqual([6, 2, 2, 1]);
-    expect(tx[0]).toMatchObject({ by: 'transactions', transaction_count: 6, database: 'apps', user: 'md5user', state: 'idle' });
+    expect(tx[0]).toMatchObject({
+      by: 'transactions',
+      transaction_count: 6,
+      database: 'apps',
+      user: 'md5user',
+      state: 'idle',
+    });
     expect((await order('bytes'))[0]).toMatchObject({ application_name: 'app-gamma' });
     const errors = await order('errors');
     expect(errors[0]).toMatchObject({ application_name: 'app-beta', error_count: 1, value: 1 });
@@ -144,8 +182,15 @@ describe('/api/top/queries', () => {
       await c.end();
     }
     // The prepared statements' rows (the simple-protocol ones of the other clients are top-queries-simple.test.ts's).
-    const prepared = async (by: string) => (await rows(`/api/top/queries?by=${by}`)).filter((r) => r['kind'] !== 'simple');
-    const byCount = (await prepared('count')) as { preview: string; count: number; total_time_us: number; avg_time_us: number; hash: string }[];
+    const prepared = async (by: string) =>
+      (await rows(`/api/top/queries?by=${by}`)).filter((r) => r['kind'] !== 'simple');
+    const byCount = (await prepared('count')) as {
+      preview: string;
+      count: number;
+      total_time_us: number;
+      avg_time_us: number;
+      hash: string;
+    }[];
     expect(byCount[0]).toMatchObject({ count: 5, preview: `${long.slice(0, 120)}…` });
     expect(byCount[0]!.preview.length).toBe(121);
     const byTime = (await prepared('time')) as typeof byCount;
@@ -158,8 +203,19 @@ describe('/api/top/queries', () => {
     const full = await h.api(`/api/prepared/text/${byCount[0]!.hash}`);
     expect(full.body).toMatchObject({ query: long });
     // The simple-protocol queries of the same pool (which rewrites prepared statements) are listed beside them, sorted together.
-    const all = (await rows('/api/top/queries?by=time&limit=1000')) as { preview: string; count: number; total_time_us: number; kind: string; pool: string }[];
-    expect(all[0]).toMatchObject({ kind: 'simple', preview: 'SELECT pg_sleep(?), repeat(?, ?)', count: 1, pool: 'md5user@apps' });
+    const all = (await rows('/api/top/queries?by=time&limit=1000')) as {
+      preview: string;
+      count: number;
+      total_time_us: number;
+      kind: string;
+      pool: string;
+    }[];
+    expect(all[0]).toMatchObject({
+      kind: 'simple',
+      preview: 'SELECT pg_sleep(?), repeat(?, ?)',
+      count: 1,
+      pool: 'md5user@apps',
+    });
     expect(all[0]!.total_time_us).toBeGreaterThanOrEqual(190_000);
     expect(all[1]).toMatchObject({ kind: 'protocol', preview: 'SELECT pg_sleep($1)' });
     // This pool's rows only: the other tests' poolers in this process share the relay's table.

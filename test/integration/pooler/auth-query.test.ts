@@ -15,19 +15,24 @@ beforeAll(async () => {
   db = await startTestPostgres();
   db.sql("SET password_encryption = 'md5'; CREATE ROLE authuser LOGIN SUPERUSER PASSWORD 'authpass'");
   // PgBouncer's recommended shape: a SECURITY DEFINER function; track_functions counts each call PostgreSQL runs.
-  db.sql(`CREATE FUNCTION public.auth_lookup(u text, OUT usename name, OUT passwd text) RETURNS record LANGUAGE sql SECURITY DEFINER
-    AS $$ SELECT usename, passwd FROM pg_catalog.pg_shadow WHERE usename = u $$`, 'app');
+  db.sql(
+    `CREATE FUNCTION public.auth_lookup(u text, OUT usename name, OUT passwd text) RETURNS record LANGUAGE sql SECURITY DEFINER
+    AS $$ SELECT usename, passwd FROM pg_catalog.pg_shadow WHERE usename = u $$`,
+    'app',
+  );
   db.sql("ALTER SYSTEM SET track_functions = 'all'");
   db.sql('SELECT pg_reload_conf()');
-  tp = await startTestPooler(poolerToml(db, {
-    general: `auth_user = "authuser"
+  tp = await startTestPooler(
+    poolerToml(db, {
+      general: `auth_user = "authuser"
 auth_password = "authpass"
 auth_query = "SELECT * FROM public.auth_lookup($1)"
 auth_query_cache_ttl = "1s"
 auth_query_rate = 20
 auth_query_pool_size = 3`,
-    extra: '[web]\nui = true',
-  }));
+      extra: '[web]\nui = true',
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -71,10 +76,30 @@ describe('auth_query', () => {
     // /api/auth_query: the same columns as JSON.
     const app = await buildWebApp(tp.pooler);
     try {
-      const res = await app.inject({ method: 'GET', url: '/api/auth_query', headers: { authorization: `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64')}`, accept: 'application/json' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/auth_query',
+        headers: {
+          authorization: `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64')}`,
+          accept: 'application/json',
+        },
+      });
       expect(res.statusCode).toBe(200);
-      expect(Object.keys((res.json() as Record<string, unknown>[])[0]!)).toEqual(['database', 'cache_entries', 'cache_hits', 'cache_misses', 'cache_refetches', 'cache_rate_limited',
-        'auth_success', 'auth_failure', 'executor_queries', 'executor_errors', 'dynamic_pools_current', 'dynamic_pools_created', 'dynamic_pools_destroyed']);
+      expect(Object.keys((res.json() as Record<string, unknown>[])[0]!)).toEqual([
+        'database',
+        'cache_entries',
+        'cache_hits',
+        'cache_misses',
+        'cache_refetches',
+        'cache_rate_limited',
+        'auth_success',
+        'auth_failure',
+        'executor_queries',
+        'executor_errors',
+        'dynamic_pools_current',
+        'dynamic_pools_created',
+        'dynamic_pools_destroyed',
+      ]);
     } finally {
       await app.close();
     }
@@ -91,15 +116,29 @@ describe('auth_query', () => {
   });
 
   it('1 000 logins of unknown users in a burst leave PostgreSQL with a bounded number of auth queries', async () => {
-    const calls = async () => Number(db.sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'auth_lookup'", 'app') || 0);
+    const calls = async () =>
+      Number(
+        db.sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'auth_lookup'", 'app') || 0,
+      );
     await sleep(1200);
     const before = await calls();
     const t0 = Date.now();
-    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => new Promise<string>((resolve) => {
-      const s = net.connect(tp.port, '127.0.0.1', () => s.write(writeStartupMessage({ user: `ghost${i}`, database: 'app' })));
-      s.once('data', (d: Buffer) => { s.destroy(); resolve(/C(\w{5})\0/.exec(d.toString('latin1'))?.[1] ?? String.fromCharCode(d[0]!)); });
-      s.once('error', (e) => resolve(`socket ${e.message}`));
-    })));
+    const answers = await Promise.all(
+      Array.from(
+        { length: 1000 },
+        (_, i) =>
+          new Promise<string>((resolve) => {
+            const s = net.connect(tp.port, '127.0.0.1', () =>
+              s.write(writeStartupMessage({ user: `ghost${i}`, database: 'app' })),
+            );
+            s.once('data', (d: Buffer) => {
+              s.destroy();
+              resolve(/C(\w{5})\0/.exec(d.toString('latin1'))?.[1] ?? String.fromCharCode(d[0]!));
+            });
+            s.once('error', (e) => resolve(`socket ${e.message}`));
+          }),
+      ),
+    );
     const seconds = (Date.now() - t0) / 1000;
     const by = new Map<string, number>();
     for (const a of answers) by.set(a, (by.get(a) ?? 0) + 1);

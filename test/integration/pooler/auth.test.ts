@@ -18,10 +18,15 @@ beforeAll(async () => {
   db = await startTestPostgres();
   const scramSecret = scramSecretOf('scramuser');
   const md5Secret = db.sql(`select rolpassword from pg_authid where rolname = 'md5user'`);
-  tp = await startTestPooler(poolerToml(db, {
-    extra: poolToml(db, 'secrets', '', [{ username: 'scramuser', password: scramSecret }, { username: 'md5user', password: md5Secret }])
-      + poolToml(db, 'trusted', '', [{ username: 'trustuser', password: '' }]),
-  }));
+  tp = await startTestPooler(
+    poolerToml(db, {
+      extra:
+        poolToml(db, 'secrets', '', [
+          { username: 'scramuser', password: scramSecret },
+          { username: 'md5user', password: md5Secret },
+        ]) + poolToml(db, 'trusted', '', [{ username: 'trustuser', password: '' }]),
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -29,7 +34,12 @@ afterAll(async () => {
   await db?.cleanup();
 });
 
-async function query(user: string, password: string | undefined, database: string, sql = 'select current_user as u'): Promise<unknown[]> {
+async function query(
+  user: string,
+  password: string | undefined,
+  database: string,
+  sql = 'select current_user as u',
+): Promise<unknown[]> {
   const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user, password, database });
   await c.connect();
   try {
@@ -39,7 +49,11 @@ async function query(user: string, password: string | undefined, database: strin
   }
 }
 
-async function loginError(user: string, password: string | undefined, database: string): Promise<{ code?: string; message: string }> {
+async function loginError(
+  user: string,
+  password: string | undefined,
+  database: string,
+): Promise<{ code?: string; message: string }> {
   const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user, password, database });
   try {
     await c.connect();
@@ -72,7 +86,14 @@ describe('client authentication', () => {
   });
 
   it('postgres.js logs in with SCRAM', async () => {
-    const sql = postgres({ host: '127.0.0.1', port: tp.port, user: 'scramuser', password: 'scrampass', database: 'app', max: 1 });
+    const sql = postgres({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'scramuser',
+      password: 'scrampass',
+      database: 'app',
+      max: 1,
+    });
     try {
       const rows = await sql`select 1 + 1 as two`;
       expect(rows[0]!.two).toBe(2);
@@ -82,7 +103,11 @@ describe('client authentication', () => {
   });
 
   it('psql logs in after an SSLRequest answered N', async () => {
-    const r = await promisify(execFile)('psql', ['-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', '-d', 'app', '-Atc', 'select 42'], { env: { ...process.env, PGPASSWORD: 'md5pass', PGSSLMODE: 'prefer' } });
+    const r = await promisify(execFile)(
+      'psql',
+      ['-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', '-d', 'app', '-Atc', 'select 42'],
+      { env: { ...process.env, PGPASSWORD: 'md5pass', PGSSLMODE: 'prefer' } },
+    );
     expect(r.stdout.trim()).toBe('42');
   });
 
@@ -98,7 +123,9 @@ describe('client authentication', () => {
   });
 
   it('admin console accepts the admin and refuses others', async () => {
-    expect(await query('admin', ADMIN_PASSWORD, 'tidepool', 'SHOW VERSION')).toEqual([{ version: expect.stringMatching(/^tidepool /) }]);
+    expect(await query('admin', ADMIN_PASSWORD, 'tidepool', 'SHOW VERSION')).toEqual([
+      { version: expect.stringMatching(/^tidepool /) },
+    ]);
     expect((await loginError('admin', 'wrong', 'pgbouncer')).code).toBe('28P01');
     expect((await loginError('md5user', 'md5pass', 'tidepool')).code).toBe('28000');
   });

@@ -10,7 +10,14 @@ let tp: TestPooler;
 beforeAll(async () => {
   fake = await startFakeBackend((sql, s) => {
     if (sql === 'select ok') {
-      s.write(Buffer.concat([fakeResult.rowDescription(['v']), fakeResult.dataRow(['1']), fakeResult.commandComplete('SELECT 1'), fakeResult.readyForQuery()]));
+      s.write(
+        Buffer.concat([
+          fakeResult.rowDescription(['v']),
+          fakeResult.dataRow(['1']),
+          fakeResult.commandComplete('SELECT 1'),
+          fakeResult.readyForQuery(),
+        ]),
+      );
     } else if (sql === 'die after rows') {
       // Rows, then the process vanishes (kill -9): no ErrorResponse, no ReadyForQuery.
       s.write(Buffer.concat([fakeResult.rowDescription(['v']), fakeResult.dataRow(['1']), fakeResult.dataRow(['2'])]));

@@ -28,7 +28,10 @@ afterAll(async () => {
 /** Where a client connects: PostgreSQL itself, or a pool of the pooler (app: transaction mode, appsession: session). */
 type Target = 'direct' | 'app' | 'appsession';
 const TARGETS: Target[] = ['direct', 'app', 'appsession'];
-const at = (t: Target) => (t === 'direct' ? { host: db.host, port: db.port, database: 'app' } : { host: '127.0.0.1', port: tp.port, database: t });
+const at = (t: Target) =>
+  t === 'direct'
+    ? { host: db.host, port: db.port, database: 'app' }
+    : { host: '127.0.0.1', port: tp.port, database: t };
 
 let marks = 0;
 /** A comment that tells one client's statement apart in pg_stat_activity. */
@@ -39,7 +42,10 @@ const mark = () => `/* terminated-${process.pid}-${++marks} */`;
 async function terminate(tag: string, state: 'active' | 'idle' | 'idle in transaction'): Promise<void> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const r = await watch.query<{ pid: number }>(`select pid from pg_stat_activity where state = $1 and query like '%' || $2 || '%' and pid <> pg_backend_pid()`, [state, tag]);
+    const r = await watch.query<{ pid: number }>(
+      `select pid from pg_stat_activity where state = $1 and query like '%' || $2 || '%' and pid <> pg_backend_pid()`,
+      [state, tag],
+    );
     if (r.rows.length === 1) {
       await watch.query('select pg_terminate_backend($1)', [r.rows[0]!.pid]);
       return;
@@ -50,7 +56,11 @@ async function terminate(tag: string, state: 'active' | 'idle' | 'idle in transa
 }
 
 /** A raw connection logged in (PostgreSQL's md5user takes SCRAM, which the raw client does not speak: trustuser there). */
-const raw = (t: Target) => RawConnection.connect({ ...at(t), ...(t === 'direct' ? { user: 'trustuser' } : { user: 'md5user', password: 'md5pass' }) });
+const raw = (t: Target) =>
+  RawConnection.connect({
+    ...at(t),
+    ...(t === 'direct' ? { user: 'trustuser' } : { user: 'md5user', password: 'md5pass' }),
+  });
 
 /** What a raw connection gets after its backend was terminated: messages to the close, then bytes past them. */
 async function after(c: RawConnection): Promise<string[]> {
@@ -116,14 +126,21 @@ describe('a terminated backend, byte for byte', () => {
 
 /** What node-postgres reports when its backend is terminated under `run`: the query's outcome, then every 'error'
  * event until the connection ended. */
-async function pgOutcome(t: Target, run: (c: pg.Client, tag: string) => Promise<unknown>, state: 'active' | 'idle in transaction'): Promise<string[]> {
+async function pgOutcome(
+  t: Target,
+  run: (c: pg.Client, tag: string) => Promise<unknown>,
+  state: 'active' | 'idle in transaction',
+): Promise<string[]> {
   const c = new pg.Client({ ...at(t), user: 'md5user', password: 'md5pass' });
   const events: string[] = [];
   c.on('error', (e: Error & { code?: string }) => events.push(`error event: ${e.code ?? e.message}`));
   const ended = new Promise<void>((r) => c.once('end', () => r()));
   await c.connect();
   const tag = mark();
-  const outcome = run(c, tag).then(() => 'query: ok', (e: Error & { code?: string }) => `query: ${e.code ?? e.message}`);
+  const outcome = run(c, tag).then(
+    () => 'query: ok',
+    (e: Error & { code?: string }) => `query: ${e.code ?? e.message}`,
+  );
   await terminate(tag, state);
   const out = [await outcome];
   await ended;
@@ -142,7 +159,12 @@ describe('a terminated backend through node-postgres', () => {
 
   it('mid-query, extended protocol (through the prepared-statement rewriter): as on a direct connection', async () => {
     const got: Record<string, string[]> = {};
-    for (const t of TARGETS) got[t] = await pgOutcome(t, (c, tag) => c.query({ text: `select pg_sleep($1) ${tag}`, values: [30], name: `sleep${tag.length}` }), 'active');
+    for (const t of TARGETS)
+      got[t] = await pgOutcome(
+        t,
+        (c, tag) => c.query({ text: `select pg_sleep($1) ${tag}`, values: [30], name: `sleep${tag.length}` }),
+        'active',
+      );
     expect(got['direct']![0]).toBe('query: 57P01');
     expect(got).toEqual({ direct: got['direct'], app: got['direct'], appsession: got['direct'] });
   });
@@ -150,10 +172,14 @@ describe('a terminated backend through node-postgres', () => {
   it('idle in a transaction: the error events are those of a direct connection', async () => {
     const got: Record<string, string[]> = {};
     for (const t of TARGETS) {
-      got[t] = await pgOutcome(t, async (c, tag) => {
-        await c.query('begin');
-        await c.query(`select 1 ${tag}`);
-      }, 'idle in transaction');
+      got[t] = await pgOutcome(
+        t,
+        async (c, tag) => {
+          await c.query('begin');
+          await c.query(`select 1 ${tag}`);
+        },
+        'idle in transaction',
+      );
     }
     expect(got['direct']).toContain('error event: 57P01');
     expect(got).toEqual({ direct: got['direct'], app: got['direct'], appsession: got['direct'] });

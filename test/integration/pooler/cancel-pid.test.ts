@@ -15,12 +15,23 @@ const PID_MAX_LIMIT = 4_194_304;
 const processID = (c: pg.Client) => (c as unknown as { processID: number }).processID;
 /** node-postgres's own cancel: a new connection carrying CancelRequest with `c`'s key. */
 const cancelFrom = (canceller: pg.Client, c: pg.Client) =>
-  (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(c, (c as unknown as { activeQuery: unknown }).activeQuery);
+  (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(
+    c,
+    (c as unknown as { activeQuery: unknown }).activeQuery,
+  );
 
 let marks = 0;
 const mark = () => `/* cancel-pid-${++marks} */`;
 const sleeping = (tag: string) =>
-  until(`the sleep ${tag} runs`, () => env.db.sql(`select count(*) from pg_stat_activity where state = 'active' and query like '%${tag}%' and pid <> pg_backend_pid()`).trim() === '1');
+  until(
+    `the sleep ${tag} runs`,
+    () =>
+      env.db
+        .sql(
+          `select count(*) from pg_stat_activity where state = 'active' and query like '%${tag}%' and pid <> pg_backend_pid()`,
+        )
+        .trim() === '1',
+  );
 
 /** Transaction-mode clients of each login path: the relay's (on the native relay project; JavaScript's on the other)
  * for md5 and SCRAM, and JavaScript's (a startup parameter the relay does not take: `options`). */
@@ -33,7 +44,13 @@ const PATHS = [
 
 async function connected(p: (typeof PATHS)[number]): Promise<pg.Client> {
   const c = client(p.user, p.extra);
-  expectPath(await logins(async () => { await c.connect(); }), 1, p.native);
+  expectPath(
+    await logins(async () => {
+      await c.connect();
+    }),
+    1,
+    p.native,
+  );
   return c;
 }
 
@@ -67,7 +84,10 @@ describe('BackendKeyData pids no backend has', () => {
       expect(processID(c)).toBeGreaterThan(PID_MAX_LIMIT);
       if (!lending || relayOnly) {
         const tag = mark();
-        const slow = c.query(`select pg_sleep(30) ${tag}`).then(() => 'finished', (e: { code?: string }) => e.code);
+        const slow = c.query(`select pg_sleep(30) ${tag}`).then(
+          () => 'finished',
+          (e: { code?: string }) => e.code,
+        );
         await sleeping(tag);
         cancelFrom(client('md5user'), c);
         expect(await slow).toBe('57014');
@@ -81,13 +101,19 @@ describe('BackendKeyData pids no backend has', () => {
   });
 
   it('the admin console: past pid_max', async () => {
-    const a = new pg.Client({ host: '127.0.0.1', port: env.tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    const a = new pg.Client({
+      host: '127.0.0.1',
+      port: env.tp.port,
+      user: 'admin',
+      password: ADMIN_PASSWORD,
+      database: 'tidepool',
+    });
     await a.connect();
     expect(processID(a)).toBeGreaterThan(PID_MAX_LIMIT);
     await a.end();
   });
 
-  it('session mode keeps its server\'s real pid', async () => {
+  it("session mode keeps its server's real pid", async () => {
     const s = client('md5user', { database: 'appsession' });
     await s.connect();
     expect(processID(s)).toBeLessThanOrEqual(PID_MAX_LIMIT);
@@ -101,7 +127,10 @@ describe('CancelRequests with those pids', () => {
     for (const p of PATHS) {
       const c = await connected(p);
       const tag = mark();
-      const slow = c.query(`select pg_sleep(30) ${tag}`).then(() => 'finished', (e: { code?: string }) => e.code);
+      const slow = c.query(`select pg_sleep(30) ${tag}`).then(
+        () => 'finished',
+        (e: { code?: string }) => e.code,
+      );
       await sleeping(tag);
       const canceller = client(p.user);
       cancelFrom(canceller, c);
@@ -113,11 +142,22 @@ describe('CancelRequests with those pids', () => {
 
   it('postgres.js query.cancel(): 57014, md5 and SCRAM', async () => {
     for (const user of ['md5user', 'scramuser']) {
-      const sql = postgres({ host: '127.0.0.1', port: env.tp.port, user, password: user === 'md5user' ? 'md5pass' : 'scrampass', database: 'app', max: 1, onnotice: () => undefined });
+      const sql = postgres({
+        host: '127.0.0.1',
+        port: env.tp.port,
+        user,
+        password: user === 'md5user' ? 'md5pass' : 'scrampass',
+        database: 'app',
+        max: 1,
+        onnotice: () => undefined,
+      });
       try {
         const tag = mark();
         const q = sql.unsafe(`select pg_sleep(30) ${tag}`);
-        const outcome = q.then(() => 'finished', (e: { code?: string }) => e.code);
+        const outcome = q.then(
+          () => 'finished',
+          (e: { code?: string }) => e.code,
+        );
         await sleeping(tag);
         await q.cancel();
         expect(await outcome, user).toBe('57014');

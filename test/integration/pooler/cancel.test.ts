@@ -10,7 +10,11 @@ let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { extra: poolToml(db, 'tx1', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]) }));
+  tp = await startTestPooler(
+    poolerToml(db, {
+      extra: poolToml(db, 'tx1', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -41,16 +45,31 @@ function cancel(c: pg.Client, port: number): Promise<void> {
   });
 }
 
-const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code ?? String(e));
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: { code?: string }) => e.code ?? String(e),
+  );
 
 describe('cancel requests', () => {
   it('cancels the query in flight, as on a direct connection', async () => {
-    for (const [db_, direct, port] of [['app', true, db.port], ['tx1', false, tp.port], ['appsession', false, tp.port]] as const) {
+    for (const [db_, direct, port] of [
+      ['app', true, db.port],
+      ['tx1', false, tp.port],
+      ['appsession', false, tp.port],
+    ] as const) {
       const c = await connected(db_, direct);
       const q = outcome(c.query('select pg_sleep(30)'));
       // The query is running once PostgreSQL shows it active.
       const watch = await connected('app', true);
-      await expectEventually(async () => (await watch.query(`select count(*)::int as n from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'`)).rows[0].n === 1);
+      await expectEventually(
+        async () =>
+          (
+            await watch.query(
+              `select count(*)::int as n from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'`,
+            )
+          ).rows[0].n === 1,
+      );
       await watch.end();
       await cancel(c, port);
       expect(await q).toBe('57014');
@@ -60,7 +79,10 @@ describe('cancel requests', () => {
   });
 
   it('a cancel that arrives after its query finished is dropped: the next query of the client runs (as on a direct connection)', async () => {
-    for (const [db_, direct, port] of [['app', true, db.port], ['tx1', false, tp.port]] as const) {
+    for (const [db_, direct, port] of [
+      ['app', true, db.port],
+      ['tx1', false, tp.port],
+    ] as const) {
       const c = await connected(db_, direct);
       const got: string[] = [];
       for (let i = 0; i < 20; i++) {
@@ -73,7 +95,7 @@ describe('cancel requests', () => {
     }
   });
 
-  it('1000 cancels racing the end of their query never cancel another client\'s query (pool_size 1: both share one server)', async () => {
+  it("1000 cancels racing the end of their query never cancel another client's query (pool_size 1: both share one server)", async () => {
     const a = await connected('tx1');
     const b = await connected('tx1');
     let stop = false;
@@ -109,7 +131,10 @@ describe('cancel requests', () => {
 
   it('a cancel with a wrong key or for an idle client does nothing', async () => {
     const c = await connected('tx1');
-    const forged = { processID: (c as unknown as { processID: number }).processID, secretKey: 12345 } as unknown as pg.Client;
+    const forged = {
+      processID: (c as unknown as { processID: number }).processID,
+      secretKey: 12345,
+    } as unknown as pg.Client;
     const q = outcome(c.query('select pg_sleep(0.3)'));
     await cancel(forged, tp.port);
     expect(await q).toBe('ok');
@@ -119,7 +144,10 @@ describe('cancel requests', () => {
 
 describe('session mode BackendKeyData', () => {
   it('carries the real backend pid, which pg_backend_pid() and notification pids match (as on a direct connection)', async () => {
-    for (const [db_, direct] of [['app', true], ['appsession', false]] as const) {
+    for (const [db_, direct] of [
+      ['app', true],
+      ['appsession', false],
+    ] as const) {
       const c = await connected(db_, direct);
       const pid = (c as unknown as { processID: number }).processID;
       expect((await c.query('select pg_backend_pid() as p')).rows[0].p).toBe(pid);
@@ -131,11 +159,12 @@ describe('session mode BackendKeyData', () => {
     }
   });
 
-  it('a second session client waits for a server before its greeting and gets that server\'s pid', async () => {
+  it("a second session client waits for a server before its greeting and gets that server's pid", async () => {
     const clients = await Promise.all([connected('appsession'), connected('appsession')]);
     const pids = clients.map((c) => (c as unknown as { processID: number }).processID);
     expect(new Set(pids).size).toBe(2);
-    for (const [i, c] of clients.entries()) expect((await c.query('select pg_backend_pid() as p')).rows[0].p).toBe(pids[i]);
+    for (const [i, c] of clients.entries())
+      expect((await c.query('select pg_backend_pid() as p')).rows[0].p).toBe(pids[i]);
     await Promise.all(clients.map((c) => c.end()));
   });
 });

@@ -20,8 +20,15 @@ let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres({ max_connections: 50 });
-  const pools = poolToml(db, 'app', 'pool_mode = "transaction"', [{ username: 'md5user', password: 'md5pass', extra: `pool_size = ${POOL_SIZE}` }]);
-  tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nserver_lifetime = "1s"\nquery_wait_timeout = "60s"\nmax_connections = 5000', pools }));
+  const pools = poolToml(db, 'app', 'pool_mode = "transaction"', [
+    { username: 'md5user', password: 'md5pass', extra: `pool_size = ${POOL_SIZE}` },
+  ]);
+  tp = await startTestPooler(
+    poolerToml(db, {
+      general: 'auth_type = "md5"\nserver_lifetime = "1s"\nquery_wait_timeout = "60s"\nmax_connections = 5000',
+      pools,
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -29,7 +36,12 @@ afterAll(async () => {
   await db?.cleanup();
 });
 
-interface RoundStats { logins: number; answered: number; errors: string[]; stalls: number }
+interface RoundStats {
+  logins: number;
+  answered: number;
+  errors: string[];
+  stalls: number;
+}
 
 const md5 = (x: string | Buffer) => createHash('md5').update(x).digest('hex');
 
@@ -68,14 +80,19 @@ function client(port: number, holdMs: number, everyMs: number, st: RoundStats): 
         resolve();
         return;
       }
-      timer = setTimeout(() => {
-        asked++;
-        phase = 'query';
-        since = Date.now();
-        s.write(writeQuery('select 1'));
-      }, everyMs * (0.5 + Math.random()));
+      timer = setTimeout(
+        () => {
+          asked++;
+          phase = 'query';
+          since = Date.now();
+          s.write(writeQuery('select 1'));
+        },
+        everyMs * (0.5 + Math.random()),
+      );
     };
-    s.on('connect', () => s.write(writeStartupMessage({ user: 'md5user', database: 'app', application_name: 'rounds' })));
+    s.on('connect', () =>
+      s.write(writeStartupMessage({ user: 'md5user', database: 'app', application_name: 'rounds' })),
+    );
     s.on('error', (e) => finish(`socket error in ${phase}: ${e.message}`));
     s.on('close', () => finish(`closed by the pooler in ${phase}`));
     s.on('data', (d: Buffer) => {
@@ -121,38 +138,46 @@ async function until(what: string, cond: () => boolean, ms = 30_000): Promise<vo
   }
 }
 
-it(`${ROUNDS} rounds of ${CLIENTS} clients with server_lifetime 1s: every query answered, nobody left in the accounting`, { timeout: 600_000 }, async () => {
-  for (let round = 0; round < ROUNDS; round++) {
-    const st: RoundStats = { logins: 0, answered: 0, errors: [], stalls: 0 };
-    const clients: Promise<void>[] = [];
-    let peakWaiting = 0;
-    const sample = setInterval(() => {
-      const p = poolRow();
-      peakWaiting = Math.max(peakWaiting, Number(p.cl_waiting));
-      // Servers never exceed the pool, whatever lifetime reconnects are on their way.
-      expect(Number(p.sv_active) + Number(p.sv_idle) + Number(p.sv_used) + Number(p.sv_login)).toBeLessThanOrEqual(POOL_SIZE);
-    }, 500);
-    try {
-      for (let i = 0; i < CLIENTS; i++) {
-        clients.push(client(tp.port, 4000 + Math.random() * 4000, [300, 1000, 3000][i % 3]!, st));
-        // Logins arrive in bursts of 100, as an application fleet restarting would send them.
-        if (i % 100 === 99) await new Promise((r) => setTimeout(r, 20));
+it(
+  `${ROUNDS} rounds of ${CLIENTS} clients with server_lifetime 1s: every query answered, nobody left in the accounting`,
+  { timeout: 600_000 },
+  async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const st: RoundStats = { logins: 0, answered: 0, errors: [], stalls: 0 };
+      const clients: Promise<void>[] = [];
+      let peakWaiting = 0;
+      const sample = setInterval(() => {
+        const p = poolRow();
+        peakWaiting = Math.max(peakWaiting, Number(p.cl_waiting));
+        // Servers never exceed the pool, whatever lifetime reconnects are on their way.
+        expect(Number(p.sv_active) + Number(p.sv_idle) + Number(p.sv_used) + Number(p.sv_login)).toBeLessThanOrEqual(
+          POOL_SIZE,
+        );
+      }, 500);
+      try {
+        for (let i = 0; i < CLIENTS; i++) {
+          clients.push(client(tp.port, 4000 + Math.random() * 4000, [300, 1000, 3000][i % 3]!, st));
+          // Logins arrive in bursts of 100, as an application fleet restarting would send them.
+          if (i % 100 === 99) await new Promise((r) => setTimeout(r, 20));
+        }
+        await Promise.all(clients);
+      } finally {
+        clearInterval(sample);
       }
-      await Promise.all(clients);
-    } finally {
-      clearInterval(sample);
+      const counts = new Map<string, number>();
+      for (const e of st.errors) counts.set(e, (counts.get(e) ?? 0) + 1);
+      process.stdout.write(
+        `round ${round + 1}: ${st.logins} logins, ${st.answered} queries answered, peak cl_waiting ${peakWaiting}, ${st.errors.length} errors\n`,
+      );
+      expect([...counts], `round ${round + 1}`).toEqual([]);
+      expect(st.logins).toBe(CLIENTS);
+      expect(st.answered).toBeGreaterThanOrEqual(CLIENTS);
+      // Every client left: the pool counts none, and its servers are back (idle or closed by their lifetime).
+      await until('clients gone from SHOW POOLS', () => {
+        const p = poolRow();
+        return p.cl_idle === 0 && p.cl_active === 0 && p.cl_waiting === 0 && p.sv_active === 0;
+      });
+      await until('SHOW CLIENTS empty', () => tp.pooler.show('CLIENTS').rows.length === 0);
     }
-    const counts = new Map<string, number>();
-    for (const e of st.errors) counts.set(e, (counts.get(e) ?? 0) + 1);
-    process.stdout.write(`round ${round + 1}: ${st.logins} logins, ${st.answered} queries answered, peak cl_waiting ${peakWaiting}, ${st.errors.length} errors\n`);
-    expect([...counts], `round ${round + 1}`).toEqual([]);
-    expect(st.logins).toBe(CLIENTS);
-    expect(st.answered).toBeGreaterThanOrEqual(CLIENTS);
-    // Every client left: the pool counts none, and its servers are back (idle or closed by their lifetime).
-    await until('clients gone from SHOW POOLS', () => {
-      const p = poolRow();
-      return p.cl_idle === 0 && p.cl_active === 0 && p.cl_waiting === 0 && p.sv_active === 0;
-    });
-    await until('SHOW CLIENTS empty', () => tp.pooler.show('CLIENTS').rows.length === 0);
-  }
-});
+  },
+);

@@ -12,8 +12,12 @@ beforeAll(async () => {
   db = await startTestPostgres();
   db.sql('CREATE SCHEMA drv', 'app');
   const pools = [
-    poolToml(db, 'drvtx', 'pool_mode = "transaction"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }]),
-    poolToml(db, 'drvsess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 4' }]),
+    poolToml(db, 'drvtx', 'pool_mode = "transaction"', [
+      { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
+    ]),
+    poolToml(db, 'drvsess', 'pool_mode = "session"', [
+      { username: 'md5user', password: 'md5pass', extra: 'pool_size = 4' },
+    ]),
   ].join('\n');
   tp = await startTestPooler(poolerToml(db, { general: 'prepared_statements = true', pools }));
 });
@@ -27,7 +31,9 @@ type Target = 'direct' | 'drvtx' | 'drvsess';
 const TARGETS: Target[] = ['direct', 'drvtx', 'drvsess'];
 
 function where(t: Target): { host: string; port: number; database: string } {
-  return t === 'direct' ? { host: db.host, port: db.port, database: 'app' } : { host: '127.0.0.1', port: tp.port, database: t };
+  return t === 'direct'
+    ? { host: db.host, port: db.port, database: 'app' }
+    : { host: '127.0.0.1', port: tp.port, database: t };
 }
 
 const STARTUP = { application_name: 'driver-script', options: '-c search_path=drv,public -c statement_timeout=5s' };
@@ -61,7 +67,9 @@ async function nodePostgresScript(t: Target): Promise<unknown[]> {
       out.push(failure(err));
     }
   };
-  await step("SELECT current_setting('application_name') AS app, current_setting('search_path') AS sp, current_setting('statement_timeout') AS st");
+  await step(
+    "SELECT current_setting('application_name') AS app, current_setting('search_path') AS sp, current_setting('statement_timeout') AS st",
+  );
   await step(`DROP TABLE IF EXISTS ${table}`);
   await step(`CREATE TABLE ${table} (id int, v integer)`);
   await step(`INSERT INTO ${table} VALUES ($1, $2)`, [1, 10]);
@@ -93,7 +101,14 @@ async function nodePostgresScript(t: Target): Promise<unknown[]> {
 async function postgresJsScript(t: Target): Promise<unknown[]> {
   const table = `pj_${t}`;
   const out: unknown[] = [];
-  const sql = postgres({ ...where(t), username: 'md5user', password: 'md5pass', max: 1, onnotice: () => undefined, connection: STARTUP });
+  const sql = postgres({
+    ...where(t),
+    username: 'md5user',
+    password: 'md5pass',
+    max: 1,
+    onnotice: () => undefined,
+    connection: STARTUP,
+  });
   const step = async (run: () => Promise<unknown>) => {
     try {
       out.push(await run());
@@ -102,17 +117,29 @@ async function postgresJsScript(t: Target): Promise<unknown[]> {
     }
   };
   try {
-    await step(async () => [...(await sql`SELECT current_setting('application_name') AS app, current_setting('search_path') AS sp`)]);
+    await step(async () => [
+      ...(await sql`SELECT current_setting('application_name') AS app, current_setting('search_path') AS sp`),
+    ]);
     await step(async () => [...(await sql.unsafe(`DROP TABLE IF EXISTS ${table}`))]);
     await step(async () => [...(await sql.unsafe(`CREATE TABLE ${table} (id int, v integer)`))]);
     await step(async () => [...(await sql.unsafe(`INSERT INTO ${table} VALUES ($1, $2) RETURNING v`, [1, 10]))]);
     await step(async () => [...(await sql.unsafe(`ALTER TABLE ${table} ALTER COLUMN v TYPE bigint`))]);
-    await step(async () => [...(await sql.unsafe(`INSERT INTO ${table} VALUES ($1, $2) RETURNING v::text`, [2, '9000000000']))]);
+    await step(async () => [
+      ...(await sql.unsafe(`INSERT INTO ${table} VALUES ($1, $2) RETURNING v::text`, [2, '9000000000'])),
+    ]);
     await step(async () => [...(await sql.unsafe(`SELECT id, v::text FROM ${table} ORDER BY id`))]);
     await step(async () => [...(await sql`SELECT 1 / ${0}::int AS x`)]);
     await step(async () => [...(await sql`SELECT ${'x'}::int AS x`)]);
     // A pipeline: three statements sent before the first answer.
-    await step(async () => (await Promise.all([sql`SELECT 1 AS a`, sql`SELECT ${2}::int AS b`, sql.unsafe(`SELECT count(*)::int AS n FROM ${table}`)])).map((r) => [...r]));
+    await step(async () =>
+      (
+        await Promise.all([
+          sql`SELECT 1 AS a`,
+          sql`SELECT ${2}::int AS b`,
+          sql.unsafe(`SELECT count(*)::int AS n FROM ${table}`),
+        ])
+      ).map((r) => [...r]),
+    );
   } finally {
     await sql.end();
   }

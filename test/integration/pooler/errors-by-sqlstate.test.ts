@@ -15,8 +15,14 @@ beforeAll(async () => {
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   deadPort = (s.address() as net.AddressInfo).port;
   await new Promise<void>((r) => s.close(() => r()));
-  h = await startOperator(operatorToml({
-    pools: poolToml(db, 'errs', '', [{ username: 'md5user', password: 'md5pass' }, { username: 'scramuser', password: 'scrampass' }]) + `
+  h = await startOperator(
+    operatorToml({
+      pools:
+        poolToml(db, 'errs', '', [
+          { username: 'md5user', password: 'md5pass' },
+          { username: 'scramuser', password: 'scrampass' },
+        ]) +
+        `
 [pools.dead]
 server_host = "127.0.0.1"
 server_port = ${deadPort}
@@ -26,14 +32,19 @@ server_database = "postgres"
 username = "md5user"
 password = "md5pass"
 `,
-  }));
+    }),
+  );
 });
 afterAll(async () => {
   await h?.stop();
   await db?.cleanup();
 });
 
-async function failing(user: string, password: string, run: (q: (text: string, values?: unknown[]) => Promise<string>) => Promise<void>): Promise<void> {
+async function failing(
+  user: string,
+  password: string,
+  run: (q: (text: string, values?: unknown[]) => Promise<string>) => Promise<void>,
+): Promise<void> {
   const c = h.client('errs', user, password);
   await c.connect();
   try {
@@ -51,7 +62,7 @@ async function failing(user: string, password: string, run: (q: (text: string, v
 }
 
 describe('errors by SQLSTATE', () => {
-  it('counts each pool\'s errors under their SQLSTATE, most first, the same on SHOW and both API paths', async () => {
+  it("counts each pool's errors under their SQLSTATE, most first, the same on SHOW and both API paths", async () => {
     await failing('md5user', 'md5pass', async (q) => {
       for (let i = 0; i < 3; i++) expect(await q('SELECT 1/0')).toBe('22012');
       // Extended protocol (Parse/Bind/Execute).
@@ -68,7 +79,12 @@ describe('errors by SQLSTATE', () => {
     await failing('scramuser', 'scrampass', async (q) => {
       expect(await q('SELECT * FROM no_such_table')).toBe('42P01');
     });
-    const md5 = [{ sqlstate: '22012', count: 5 }, { sqlstate: '42P01', count: 2 }, { sqlstate: '25P02', count: 1 }, { sqlstate: '42601', count: 1 }];
+    const md5 = [
+      { sqlstate: '22012', count: 5 },
+      { sqlstate: '42P01', count: 2 },
+      { sqlstate: '25P02', count: 1 },
+      { sqlstate: '42601', count: 1 },
+    ];
     const api = await h.api('/api/pools/errs/md5user/errors');
     expect(api).toEqual({ status: 200, body: md5 });
     expect((await h.api('/api/pools/errs/scramuser/errors')).body).toEqual([{ sqlstate: '42P01', count: 1 }]);
@@ -78,13 +94,15 @@ describe('errors by SQLSTATE', () => {
       { database: 'errs', user: 'scramuser', sqlstate: '42P01', count: 1 },
     ]);
     const shown = (await h.show('ERRORS')).filter((r) => r['database'] === 'errs');
-    expect(shown).toEqual(rows.filter((r) => r['database'] === 'errs').map((r) => ({ ...r, count: String(r['count']) })));
+    expect(shown).toEqual(
+      rows.filter((r) => r['database'] === 'errs').map((r) => ({ ...r, count: String(r['count']) })),
+    );
     // The total the console and STATS show is the same errors.
     const stats = (await h.show('STATS')).find((r) => r['database'] === 'errs' && r['user'] === 'md5user')!;
     expect(Number(stats['total_errors'])).toBe(9);
   });
 
-  it('counts the pooler\'s own errors (PostgreSQL unreachable: 08006) and answers 404 for an unknown pool', async () => {
+  it("counts the pooler's own errors (PostgreSQL unreachable: 08006) and answers 404 for an unknown pool", async () => {
     const c = h.client('dead', 'md5user', 'md5pass');
     await expect(c.connect()).rejects.toMatchObject({ code: '08006' });
     expect((await h.api('/api/pools/dead/md5user/errors')).body).toEqual([{ sqlstate: '08006', count: 1 }]);

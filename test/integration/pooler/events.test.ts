@@ -10,7 +10,12 @@ let db: TestPostgres;
 let h: OperatorHarness;
 let deadPort: number;
 
-interface ApiEvent { time: string; kind: string; pool: string | null; message: string }
+interface ApiEvent {
+  time: string;
+  kind: string;
+  pool: string | null;
+  message: string;
+}
 
 /** A port nothing listens on: bound, then closed. */
 async function closedPort(): Promise<number> {
@@ -24,8 +29,9 @@ async function closedPort(): Promise<number> {
 function toml(queryWait: string): string {
   return operatorToml({
     general: `query_wait_timeout = "${queryWait}"`,
-    pools: poolToml(db, 'ev', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
-      + `
+    pools:
+      poolToml(db, 'ev', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]) +
+      `
 [pools.dead]
 server_host = "127.0.0.1"
 server_port = ${deadPort}
@@ -88,22 +94,30 @@ describe('events', () => {
   it('reload says what changed', async () => {
     h.tp.writeConfig(toml('800ms'));
     await h.admin('RELOAD');
-    expect(await newest('reload')).toMatchObject({ pool: null, message: expect.stringContaining('changed: general.query_wait_timeout') });
+    expect(await newest('reload')).toMatchObject({
+      pool: null,
+      message: expect.stringContaining('changed: general.query_wait_timeout'),
+    });
   });
 
   it('a server connect failure and a client login failure', async () => {
     const c = h.client('dead', 'md5user', 'md5pass');
     await expect(c.connect()).rejects.toThrow();
-    expect(await newest('connect_failure')).toMatchObject({ pool: 'dead/md5user', message: expect.stringContaining(`127.0.0.1:${deadPort}`) });
+    expect(await newest('connect_failure')).toMatchObject({
+      pool: 'dead/md5user',
+      message: expect.stringContaining(`127.0.0.1:${deadPort}`),
+    });
     const wrong = h.client('ev', 'md5user', 'not-the-password');
     await expect(wrong.connect()).rejects.toMatchObject({ code: '28P01' });
     expect(await newest('login_failure')).toMatchObject({ pool: null, message: expect.stringContaining('28P01') });
   });
 
-  it('fallback_active: set while a pool\'s server connects fail, cleared by the next that succeeds', async () => {
+  it("fallback_active: set while a pool's server connects fail, cleared by the next that succeeds", async () => {
     const fallback = async () => ({
       show: (await h.show('POOLS')).find((r) => r['database'] === 'dead')?.['fallback_active'],
-      api: ((await h.api('/api/pools')).body as Record<string, unknown>[]).find((r) => r['database'] === 'dead')?.['fallback_active'],
+      api: ((await h.api('/api/pools')).body as Record<string, unknown>[]).find((r) => r['database'] === 'dead')?.[
+        'fallback_active'
+      ],
       metric: /pooler_pool_fallback_active\{database="dead",user="md5user"\} (\d)/.exec(await h.metrics())?.[1],
     });
     // The test before left the pool's last connect failed.
@@ -116,7 +130,13 @@ describe('events', () => {
       for (;;) {
         const c = h.client('dead', 'md5user', 'md5pass');
         c.on('error', () => undefined);
-        const rows = await c.connect().then(() => c.query('SELECT 1 AS one')).then((r) => r.rows, (e: Error) => e);
+        const rows = await c
+          .connect()
+          .then(() => c.query('SELECT 1 AS one'))
+          .then(
+            (r) => r.rows,
+            (e: Error) => e,
+          );
         await c.end().catch(() => undefined);
         if (!(rows instanceof Error)) {
           expect(rows).toEqual([{ one: 1 }]);
@@ -140,7 +160,10 @@ describe('events', () => {
     try {
       await holder.query('BEGIN');
       await expect(waiter.query('SELECT 1')).rejects.toMatchObject({ code: '57014' });
-      expect(await newest('pool_exhaustion')).toMatchObject({ pool: 'ev/md5user', message: expect.stringContaining('query_wait_timeout 800 ms') });
+      expect(await newest('pool_exhaustion')).toMatchObject({
+        pool: 'ev/md5user',
+        message: expect.stringContaining('query_wait_timeout 800 ms'),
+      });
       await holder.query('COMMIT');
     } finally {
       await holder.end();
@@ -154,14 +177,19 @@ describe('events', () => {
     const exhaustions = (await apiEvents()).filter((e) => e.kind === 'pool_exhaustion').length;
     await h.admin('PAUSE ev');
     let answer: unknown = null;
-    const q = waiter.query('SELECT 7 AS seven').then((r) => (answer = r.rows), (e: Error) => (answer = e));
+    const q = waiter.query('SELECT 7 AS seven').then(
+      (r) => (answer = r.rows),
+      (e: Error) => (answer = e),
+    );
     try {
       // Waited two maintenance ticks (1 s each) past query_wait_timeout (800 ms): the timeout would have fired by now.
       await until('the client to wait past query_wait_timeout twice over', async () => {
         const row = (await h.show('CLIENTS')).find((r) => r['database'] === 'ev');
         return row?.['state'] === 'waiting' && Number(row['wait_us']) > 2_800_000;
       });
-      expect((await h.show('CLIENTS')).find((r) => r['database'] === 'ev')).toMatchObject({ wait_reason: 'pool paused' });
+      expect((await h.show('CLIENTS')).find((r) => r['database'] === 'ev')).toMatchObject({
+        wait_reason: 'pool paused',
+      });
       expect(answer).toBeNull();
       expect((await apiEvents()).filter((e) => e.kind === 'pool_exhaustion').length).toBe(exhaustions);
     } finally {
@@ -177,11 +205,18 @@ describe('events', () => {
     await c.connect();
     c.on('error', () => undefined);
     const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-    const sleeping = c.query('SELECT pg_sleep(30)').then(() => null, (e: Error) => e);
+    const sleeping = c.query('SELECT pg_sleep(30)').then(
+      () => null,
+      (e: Error) => e,
+    );
     const killer = new pg.Client({ host: db.host, port: db.port, user: 'trustuser', database: 'postgres' });
     await killer.connect();
     try {
-      await until('the query to run', async () => (await killer.query(`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid} AND state = 'active'`)).rowCount === 1);
+      await until(
+        'the query to run',
+        async () =>
+          (await killer.query(`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid} AND state = 'active'`)).rowCount === 1,
+      );
       await killer.query(`SELECT pg_terminate_backend(${pid})`);
       expect(await sleeping).toBeInstanceOf(Error);
       // The client stays until the pooler has seen the server go (a client leaving first releases a server that is
@@ -191,6 +226,9 @@ describe('events', () => {
       await killer.end();
       await c.end().catch(() => undefined);
     }
-    expect(await newest('backend_lost')).toMatchObject({ pool: 'ev/md5user', message: expect.stringContaining(`backend pid ${pid}`) });
+    expect(await newest('backend_lost')).toMatchObject({
+      pool: 'ev/md5user',
+      message: expect.stringContaining(`backend pid ${pid}`),
+    });
   });
 });

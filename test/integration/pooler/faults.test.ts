@@ -10,7 +10,9 @@ let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { general: 'query_wait_timeout = "700ms"\nmax_message_size = "1MB"\nmax_connections = 30' }));
+  tp = await startTestPooler(
+    poolerToml(db, { general: 'query_wait_timeout = "700ms"\nmax_message_size = "1MB"\nmax_connections = 30' }),
+  );
 });
 
 afterAll(async () => {
@@ -26,7 +28,9 @@ function client(database = 'app'): pg.Client {
 function rawExchange(bytes: Buffer[], firstReplyOnly = false): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const s = net.connect(tp.port, '127.0.0.1', () => { for (const b of bytes) s.write(b); });
+    const s = net.connect(tp.port, '127.0.0.1', () => {
+      for (const b of bytes) s.write(b);
+    });
     s.on('data', (d) => {
       chunks.push(d);
       if (firstReplyOnly) s.destroy();
@@ -38,7 +42,11 @@ function rawExchange(bytes: Buffer[], firstReplyOnly = false): Promise<Buffer> {
 }
 
 function startup(params: Record<string, string>, minor = 0): Buffer {
-  const body = Buffer.concat([Buffer.from([0, 3, 0, minor]), ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`)), Buffer.from([0])]);
+  const body = Buffer.concat([
+    Buffer.from([0, 3, 0, minor]),
+    ...Object.entries(params).map(([k, v]) => Buffer.from(`${k}\0${v}\0`)),
+    Buffer.from([0]),
+  ]);
   const len = Buffer.alloc(4);
   len.writeInt32BE(body.length + 4);
   return Buffer.concat([len, body]);
@@ -131,7 +139,8 @@ describe('malformed input', () => {
     await c.query('BEGIN');
     const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
     expectFatal(await afterLogin(Buffer.from([0x51, 0, 0, 0, 1]), c), '08P01', /^invalid message length 1 /);
-    for (let i = 0; i < 100 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect(tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid)).toBe(false);
     await stillServes();
   });
@@ -145,7 +154,13 @@ describe('malformed input', () => {
   });
 
   it('an admin console Query without its terminating NUL gets 08P01', async () => {
-    const admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    const admin = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'admin',
+      password: ADMIN_PASSWORD,
+      database: 'tidepool',
+    });
     admin.on('error', () => undefined);
     await admin.connect();
     const q = Buffer.from('QxxxxSHOW POOLS');
@@ -155,7 +170,10 @@ describe('malformed input', () => {
   });
 
   it('garbage instead of a password gets 08P01', async () => {
-    const reply = await rawExchange([startup({ user: 'md5user', database: 'app' }), Buffer.from([0x51, 0, 0, 0, 5, 0])]);
+    const reply = await rawExchange([
+      startup({ user: 'md5user', database: 'app' }),
+      Buffer.from([0x51, 0, 0, 0, 5, 0]),
+    ]);
     // The pooler's own authentication request comes first (R), then the error.
     expect(reply[0]).toBe(0x52);
     expectFatal(reply.subarray(1 + reply.readInt32BE(1)), '08P01', /^expected a password message, got "Q"$/);
@@ -187,7 +205,11 @@ describe('limits and timeouts', () => {
     await waiter.connect();
     waiter.on('error', () => undefined);
     try {
-      await expect(waiter.query('select 1')).rejects.toMatchObject({ severity: 'FATAL', code: '57014', message: expect.stringContaining('query_wait_timeout') });
+      await expect(waiter.query('select 1')).rejects.toMatchObject({
+        severity: 'FATAL',
+        code: '57014',
+        message: expect.stringContaining('query_wait_timeout'),
+      });
     } finally {
       await Promise.all(holders.map((h) => h.query('COMMIT').then(() => h.end())));
       await waiter.end().catch(() => undefined);
@@ -200,7 +222,10 @@ describe('limits and timeouts', () => {
     await Promise.all(many.map((c) => c.connect()));
     try {
       const extra = client();
-      await expect(extra.connect()).rejects.toMatchObject({ code: '53300', message: expect.stringContaining('max_connections') });
+      await expect(extra.connect()).rejects.toMatchObject({
+        code: '53300',
+        message: expect.stringContaining('max_connections'),
+      });
     } finally {
       await Promise.all(many.map((c) => c.end()));
     }
@@ -215,7 +240,8 @@ describe('backend failures', () => {
     const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
     const seen = received(c);
     const q = c.query('select pg_sleep(30)');
-    for (let i = 0; i < 200 && !tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid && r[6] === 'active'); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && !tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid && r[6] === 'active'); i++)
+      await new Promise((r) => setTimeout(r, 10));
     db.sql(`select pg_terminate_backend(${pid})`);
     // PostgreSQL's own FATAL reaches the query, then the close: no second error of the pooler's (backend-terminated.test.ts).
     await expect(q).rejects.toMatchObject({ code: '57P01' });
@@ -233,10 +259,12 @@ describe('backend failures', () => {
     c.on('error', () => undefined);
     const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
     void c.query('select pg_sleep(30)').catch(() => undefined);
-    for (let i = 0; i < 200 && !tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid && r[6] === 'active'); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && !tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid && r[6] === 'active'); i++)
+      await new Promise((r) => setTimeout(r, 10));
     (c as unknown as { connection: { stream: net.Socket } }).connection.stream.destroy();
     // The server is mid-query: it must not go back to the pool.
-    for (let i = 0; i < 200 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid); i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(tp.pooler.show('SERVERS').rows.some((r) => r[1] === pid)).toBe(false);
     await stillServes();
   });
@@ -245,14 +273,27 @@ describe('backend failures', () => {
     await db.stop();
     const c = client();
     c.on('error', () => undefined);
-    const failed = await c.connect().then(() => c.query('select 1')).then(() => null, (e: unknown) => e);
-    expect(failed).toMatchObject({ severity: 'FATAL', code: '08006', message: expect.stringMatching(/^could not connect to server .*ECONNREFUSED/) });
+    const failed = await c
+      .connect()
+      .then(() => c.query('select 1'))
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect(failed).toMatchObject({
+      severity: 'FATAL',
+      code: '08006',
+      message: expect.stringMatching(/^could not connect to server .*ECONNREFUSED/),
+    });
     await c.end().catch(() => undefined);
     await db.restart();
     // Within server_login_retry of the failure clients get the cached error at once; then the pool connects again.
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const err = await stillServes().then(() => null, (e: Error) => e);
+      const err = await stillServes().then(
+        () => null,
+        (e: Error) => e,
+      );
       if (!err) break;
       expect(err.message).toMatch(/server login has been failing, cached error: .*\(server_login_retry\)/);
       if (Date.now() > deadline) throw err;

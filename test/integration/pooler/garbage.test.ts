@@ -70,7 +70,13 @@ describe('garbage after login', () => {
     for (let batch = 0; batch < 12; batch++) {
       await Promise.all(Array.from({ length: 10 }, () => sendAndWait(garbage(rand), rand)));
     }
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await c.connect();
     try {
       expect((await c.query('select 42 as answer')).rows[0].answer).toBe(42);
@@ -114,7 +120,8 @@ describe('bytes sent while waiting for a server', () => {
       // FATAL) the pooler's 08006; never the Parse's error or a ReadyForQuery, which only the reordered stream gets.
       const seen = got.map(describeMessage);
       expect(seen.length).toBeGreaterThan(0);
-      for (const m of seen) expect(m).toMatch(/^E (08P01 invalid frontend message type 112|08006 server connection lost)/);
+      for (const m of seen)
+        expect(m).toMatch(/^E (08P01 invalid frontend message type 112|08006 server connection lost)/);
     } finally {
       g.close();
       for (const b of blockers) await b.end().catch(() => undefined);

@@ -13,7 +13,13 @@ let admin: pg.Client;
 beforeAll(async () => {
   db = await startTestPostgres();
   tp = await startTestPooler(poolerToml(db, { pools: appPoolToml(db, 1) }));
-  admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+  admin = new pg.Client({
+    host: '127.0.0.1',
+    port: tp.port,
+    user: 'admin',
+    password: ADMIN_PASSWORD,
+    database: 'tidepool',
+  });
   await admin.connect();
 });
 
@@ -45,7 +51,9 @@ describe('a server between transactions', () => {
       }
       expect(pids.size).toBe(1);
       // Both at once: one waits for the other's transaction, neither fails.
-      const both = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).query('select $1::int as i', [i])));
+      const both = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).query('select $1::int as i', [i])),
+      );
       expect(both.map((r) => r.rows[0].i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     } finally {
       await a.end();
@@ -71,14 +79,24 @@ describe('a server between transactions', () => {
 
   it('dying quietly costs its client nothing: the next query gets a new backend', async () => {
     const a = client();
-    const killer = new pg.Client({ host: db.host, port: db.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const killer = new pg.Client({
+      host: db.host,
+      port: db.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await a.connect();
     await killer.connect();
     try {
       const first = await pid(a);
       await killer.query('select pg_terminate_backend($1)', [first]);
       // The pooler notices the close; until then a query may still meet the dying server (08006), after it never.
-      for (let i = 0; i < 500 && (await admin.query('SHOW SERVERS')).rows.some((r) => Number(r.server_process_id) === first); i++) {
+      for (
+        let i = 0;
+        i < 500 && (await admin.query('SHOW SERVERS')).rows.some((r) => Number(r.server_process_id) === first);
+        i++
+      ) {
         await new Promise((r) => setTimeout(r, 20));
       }
       const second = await pid(a);
@@ -109,7 +127,10 @@ describe('a server between transactions', () => {
       await a.query('select 1');
       await admin.query('PAUSE app');
       let done = false;
-      const q = a.query('select 3 as three').then((r) => { done = true; return r; });
+      const q = a.query('select 3 as three').then((r) => {
+        done = true;
+        return r;
+      });
       await new Promise((r) => setTimeout(r, 200));
       expect(done).toBe(false);
       await admin.query('RESUME app');
@@ -128,7 +149,10 @@ describe('a server between transactions', () => {
       await a.query('BEGIN');
       const inside = await pid(a);
       let bDone = false;
-      const bq = b.query('select pg_backend_pid() as pid').then((r) => { bDone = true; return r; });
+      const bq = b.query('select pg_backend_pid() as pid').then((r) => {
+        bDone = true;
+        return r;
+      });
       await new Promise((r) => setTimeout(r, 200));
       expect(bDone).toBe(false);
       expect(await pid(a)).toBe(inside);

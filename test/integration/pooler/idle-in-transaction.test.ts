@@ -21,8 +21,20 @@ afterAll(async () => {
   await db?.cleanup();
 });
 
-async function connect(user: 'md5user' | 'scramuser', applicationName: string, port = h.tp.port, database = 'app'): Promise<pg.Client> {
-  const c = new pg.Client({ host: '127.0.0.1', port, database, user, password: user === 'md5user' ? 'md5pass' : 'scrampass', application_name: applicationName });
+async function connect(
+  user: 'md5user' | 'scramuser',
+  applicationName: string,
+  port = h.tp.port,
+  database = 'app',
+): Promise<pg.Client> {
+  const c = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    database,
+    user,
+    password: user === 'md5user' ? 'md5pass' : 'scrampass',
+    application_name: applicationName,
+  });
   c.on('error', () => undefined);
   await c.connect();
   clients.push(c);
@@ -35,18 +47,23 @@ async function rows(url: string): Promise<Row[]> {
   return r.json() as Row[];
 }
 const byApp = async (app: string) => (await rows('/api/clients')).find((r) => r['application_name'] === app)!;
-const backendPid = async (c: pg.Client) => (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+const backendPid = async (c: pg.Client) =>
+  (await c.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
 
 describe('idle in transaction', () => {
   it('a client inside BEGIN with nothing running is idle in transaction, its age grows; COMMIT makes it idle', async () => {
     const c = await connect('md5user', 'iit-open');
     await c.query('begin');
     const pid = await backendPid(c);
-    await expect.poll(async () => (await byApp('iit-open'))['activity'], { timeout: 20_000 }).toBe('idle in transaction');
+    await expect
+      .poll(async () => (await byApp('iit-open'))['activity'], { timeout: 20_000 })
+      .toBe('idle in transaction');
     const first = await byApp('iit-open');
     expect(first).toMatchObject({ state: 'active', activity: 'idle in transaction', query_age_ms: 0 });
     // The age counts from BEGIN and keeps growing while the client sits there.
-    await expect.poll(async () => Number((await byApp('iit-open'))['xact_age_ms']), { timeout: 20_000 }).toBeGreaterThan(Number(first['xact_age_ms']) + 100);
+    await expect
+      .poll(async () => Number((await byApp('iit-open'))['xact_age_ms']), { timeout: 20_000 })
+      .toBeGreaterThan(Number(first['xact_age_ms']) + 100);
     const server = (await rows('/api/servers')).find((r) => r['server_process_id'] === pid)!;
     expect(server).toMatchObject({ state: 'active', activity: 'idle in transaction' });
     expect(Number(server['xact_age_ms'])).toBeGreaterThan(0);
@@ -58,7 +75,11 @@ describe('idle in transaction', () => {
     // The relay reports the server's release after the client read its ReadyForQuery: wait for it.
     await expect.poll(async () => (await byApp('iit-open'))['activity'], { timeout: 20_000 }).toBe('idle');
     expect(await byApp('iit-open')).toMatchObject({ state: 'idle', xact_age_ms: 0 });
-    await expect.poll(async () => (await rows('/api/servers')).find((r) => r['server_process_id'] === pid)?.['activity'], { timeout: 20_000 }).toBe('idle');
+    await expect
+      .poll(async () => (await rows('/api/servers')).find((r) => r['server_process_id'] === pid)?.['activity'], {
+        timeout: 20_000,
+      })
+      .toBe('idle');
     expect((await rows('/api/servers')).find((r) => r['server_process_id'] === pid)).toMatchObject({ xact_age_ms: 0 });
     await c.end();
   });
@@ -69,7 +90,9 @@ describe('idle in transaction', () => {
       await c.query('begin');
       await expect(c.query('select 1/0')).rejects.toThrow(/division by zero/);
       // node-postgres rejects at the ErrorResponse; the ReadyForQuery 'E' behind it may still be on its way.
-      await expect.poll(async () => (await byApp('iit-failed'))['activity'], { timeout: 20_000 }).toBe('idle in transaction');
+      await expect
+        .poll(async () => (await byApp('iit-failed'))['activity'], { timeout: 20_000 })
+        .toBe('idle in transaction');
       expect(Number((await byApp('iit-failed'))['xact_age_ms'])).toBeGreaterThan(0);
       await c.query('rollback');
       await expect.poll(async () => (await byApp('iit-failed'))['activity'], { timeout: 20_000 }).toBe('idle');
@@ -90,7 +113,9 @@ describe('idle in transaction', () => {
     expect(Number((await byApp('iit-running'))['xact_age_ms'])).toBeGreaterThanOrEqual(0);
     await direct.query('select pg_advisory_unlock(4242)');
     await blocked;
-    await expect.poll(async () => (await byApp('iit-running'))['activity'], { timeout: 20_000 }).toBe('idle in transaction');
+    await expect
+      .poll(async () => (await byApp('iit-running'))['activity'], { timeout: 20_000 })
+      .toBe('idle in transaction');
     await c.query('rollback');
     await c.end();
   });
@@ -114,7 +139,11 @@ describe('idle in transaction counted per pool, in the overview and in /metrics'
   const overview = async () => {
     const r = await h.app.inject({ method: 'GET', url: '/api/overview', headers: admin });
     expect(r.statusCode).toBe(200);
-    return r.json() as { clients: Record<string, number>; servers: Record<string, number>; max_idle_xact_age_ms: number };
+    return r.json() as {
+      clients: Record<string, number>;
+      servers: Record<string, number>;
+      max_idle_xact_age_ms: number;
+    };
   };
   /** The pool's sample of a /metrics family, or undefined when it is missing. */
   const metric = async (name: string) => {
@@ -125,8 +154,12 @@ describe('idle in transaction counted per pool, in the overview and in /metrics'
   const counts = async () => {
     const [p, o] = [await pool(), await overview()];
     return {
-      cl: p['cl_idle_in_transaction'], sv: p['sv_idle_in_transaction'], ovCl: o.clients['idle_in_transaction'], ovSv: o.servers['idle_in_transaction'],
-      mCl: await metric('pooler_clients_idle_in_transaction'), mSv: await metric('pooler_servers_idle_in_transaction'),
+      cl: p['cl_idle_in_transaction'],
+      sv: p['sv_idle_in_transaction'],
+      ovCl: o.clients['idle_in_transaction'],
+      ovSv: o.servers['idle_in_transaction'],
+      mCl: await metric('pooler_clients_idle_in_transaction'),
+      mSv: await metric('pooler_servers_idle_in_transaction'),
     };
   };
 
@@ -146,9 +179,13 @@ describe('idle in transaction counted per pool, in the overview and in /metrics'
     const first = await pool();
     expect(Number(first['max_idle_xact_age_ms'])).toBeGreaterThan(0);
     // The oldest is a's transaction: no younger than b's, and it keeps growing while both sit there.
-    const ages = (await rows('/api/clients?pool=app/md5user')).filter((r) => r['activity'] === 'idle in transaction').map((r) => Number(r['xact_age_ms']));
+    const ages = (await rows('/api/clients?pool=app/md5user'))
+      .filter((r) => r['activity'] === 'idle in transaction')
+      .map((r) => Number(r['xact_age_ms']));
     expect(ages).toHaveLength(2);
-    await expect.poll(async () => Number((await pool())['max_idle_xact_age_ms']), { timeout: 20_000 }).toBeGreaterThan(Math.max(...ages) + 200);
+    await expect
+      .poll(async () => Number((await pool())['max_idle_xact_age_ms']), { timeout: 20_000 })
+      .toBeGreaterThan(Math.max(...ages) + 200);
     expect((await overview()).max_idle_xact_age_ms).toBeGreaterThan(Math.max(...ages) + 200);
     expect(await metric('pooler_pool_max_idle_xact_age_seconds')).toBeGreaterThan((Math.max(...ages) + 200) / 1000);
 

@@ -8,7 +8,13 @@ import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startWebListener, type WebListener } from '../../../src/pooler/web/server.js';
 import { postJson, startLogstore, type LogstoreProcess } from '../../helpers/logstore.js';
 import { promtoolCheckMetrics } from '../../helpers/promtool.js';
-import { appPoolToml, startChildPooler, startTestPooler, type ChildPooler, type TestPooler } from '../../helpers/pooler.js';
+import {
+  appPoolToml,
+  startChildPooler,
+  startTestPooler,
+  type ChildPooler,
+  type TestPooler,
+} from '../../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 
 let db: TestPostgres;
@@ -51,7 +57,10 @@ ${logs}
 ${appPoolToml(db)}`;
 }
 
-async function startShippingPooler(general: string, logs: string): Promise<{ tp: TestPooler; web: WebListener; base: string }> {
+async function startShippingPooler(
+  general: string,
+  logs: string,
+): Promise<{ tp: TestPooler; web: WebListener; base: string }> {
   const tp = await startTestPooler(toml(general, logs));
   running.tp = tp;
   const web = await startWebListener(tp.pooler, { host: '127.0.0.1', port: 0 });
@@ -66,10 +75,17 @@ async function stopShippingPooler(): Promise<void> {
   delete running.tp;
 }
 
-interface Hit { id: string; time: string; data: Record<string, unknown> }
+interface Hit {
+  id: string;
+  time: string;
+  data: Record<string, unknown>;
+}
 
 async function search(query: string, from?: string): Promise<Hit[]> {
-  const r = await postJson<{ docs: Hit[] }>(`${store.url}/search`, { query: { query, ...(from ? { from } : {}) }, size: 100 });
+  const r = await postJson<{ docs: Hit[] }>(`${store.url}/search`, {
+    query: { query, ...(from ? { from } : {}) },
+    size: 100,
+  });
   expect(r.status).toBe(200);
   return r.body.docs;
 }
@@ -108,13 +124,25 @@ describe('log shipping', () => {
     expect((await fetch(`${base}${marker}`)).status).toBe(404);
 
     const [listening] = await searchUntil(`msg:"pooler listening" and port:${tp.port}`);
-    expect(listening!.data).toMatchObject({ level: 'info', target: 'pooler', msg: 'pooler listening', host: '127.0.0.1', port: tp.port });
+    expect(listening!.data).toMatchObject({
+      level: 'info',
+      target: 'pooler',
+      msg: 'pooler listening',
+      host: '127.0.0.1',
+      port: tp.port,
+    });
     expect(listening!.time).toBe(listening!.data['time']);
     const logged = /time=(\S+) level=info target=pooler msg="pooler listening"/.exec(tp.logText());
     expect(new Date(listening!.time).toISOString()).toBe(logged![1]);
 
     const [access] = await searchUntil(`target:"pooler::web::access" and path:"${marker}"`);
-    expect(access!.data).toMatchObject({ level: 'info', target: 'pooler::web::access', method: 'GET', path: marker, status: 404 });
+    expect(access!.data).toMatchObject({
+      level: 'info',
+      target: 'pooler::web::access',
+      method: 'GET',
+      path: marker,
+      status: 404,
+    });
     expect(access!.time).toBe(access!.data['time']);
 
     const m = await shipMetrics(base);
@@ -127,19 +155,30 @@ describe('log shipping', () => {
 
   it('keeps serving while the store is down, drops the oldest beyond the bound, counts them, and resumes on its own', async () => {
     const QUEUE = 20;
-    const { tp, base } = await startShippingPooler('log_level = "debug"',
-      `ship_queue_size = ${QUEUE}\nship_batch_size = 10\nship_flush_interval = "50ms"\nship_backoff_max = "300ms"\nship_timeout = "2s"`);
+    const { tp, base } = await startShippingPooler(
+      'log_level = "debug"',
+      `ship_queue_size = ${QUEUE}\nship_batch_size = 10\nship_flush_interval = "50ms"\nship_backoff_max = "300ms"\nship_timeout = "2s"`,
+    );
     await searchUntil(`msg:"pooler listening" and port:${tp.port}`);
 
     await store.stop();
     expect((await fetch(`${base}/api/outage-begins`)).status).toBe(404);
-    await until('a failed bulk request', async () => ((await shipMetrics(base))['pooler_log_ship_failed_requests_total'] ?? 0) > 0);
+    await until(
+      'a failed bulk request',
+      async () => ((await shipMetrics(base))['pooler_log_ship_failed_requests_total'] ?? 0) > 0,
+    );
     const before = (await shipMetrics(base))[DROPPED]!;
 
     // Queries and logins go on; every login and web request writes records the queue cannot all hold.
     let maxQueue = 0;
     for (let i = 0; i < 15; i++) {
-      const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: tp.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      });
       await c.connect();
       const r = await c.query('SELECT $1::int + 1 AS n', [i]);
       expect(r.rows[0].n).toBe(i + 1);
@@ -151,11 +190,15 @@ describe('log shipping', () => {
     const during = await shipMetrics(base);
     expect(maxQueue).toBeLessThanOrEqual(QUEUE);
     expect(during[DROPPED]).toBeGreaterThan(before);
-    expect(tp.logText()).toMatch(/level=warn target=pooler::log_ship msg="log shipping to http:\/\/127\.0\.0\.1:\d+ failed; retrying with backoff/);
+    expect(tp.logText()).toMatch(
+      /level=warn target=pooler::log_ship msg="log shipping to http:\/\/127\.0\.0\.1:\d+ failed; retrying with backoff/,
+    );
     expect(tp.logText()).not.toMatch(/log shipping resumed/);
 
     await store.restart();
-    const line = await until('the resumed line', async () => /log shipping resumed: (\d+) records dropped while (\S+) was unreachable/.exec(tp.logText()));
+    const line = await until('the resumed line', async () =>
+      /log shipping resumed: (\d+) records dropped while (\S+) was unreachable/.exec(tp.logText()),
+    );
     expect(line[2]).toBe(store.url);
     const after = await shipMetrics(base);
     expect(Number(line[1])).toBe(after[DROPPED]! - before);
@@ -193,8 +236,12 @@ describe('log shipping', () => {
     const port = await freePort();
     const configFile = path.join(dir, 'pooler.toml');
     // Nothing is sent before shutdown: the batch is large and the flush interval an hour.
-    writeFileSync(configFile, toml('log_level = "info"', 'ship_batch_size = 1000\nship_flush_interval = "1h"')
-      .replace('\nport = 0\n', `\nport = ${port}\n`).replace(/\[web\]\nenabled = true/, '[web]\nenabled = false'));
+    writeFileSync(
+      configFile,
+      toml('log_level = "info"', 'ship_batch_size = 1000\nship_flush_interval = "1h"')
+        .replace('\nport = 0\n', `\nport = ${port}\n`)
+        .replace(/\[web\]\nenabled = true/, '[web]\nenabled = false'),
+    );
     const child = await startChildPooler(configFile, port);
     running.child = child;
     await new Promise((r) => setTimeout(r, 300));

@@ -7,7 +7,13 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { poolerToml, startChildPooler, startTestPooler, type ChildPooler, type TestPooler } from '../../helpers/pooler.js';
+import {
+  poolerToml,
+  startChildPooler,
+  startTestPooler,
+  type ChildPooler,
+  type TestPooler,
+} from '../../helpers/pooler.js';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { errorText, RawConnection, type Message } from '../../helpers/raw-pg.js';
@@ -56,7 +62,9 @@ async function rawConnect(port: number): Promise<Raw> {
   const chunks: Buffer[] = [];
   let closed = false;
   socket.on('data', (d: Buffer) => chunks.push(d));
-  socket.on('close', () => { closed = true; });
+  socket.on('close', () => {
+    closed = true;
+  });
   socket.on('error', () => undefined);
   // A socket the pooler refuses may be reset before its 'connect' is heard: it counts as closed, not as a failure.
   await new Promise<void>((resolve) => socket.once('connect', resolve).once('close', () => resolve()));
@@ -70,7 +78,8 @@ function firstMessage(b: Buffer): Message | null {
   return b.length >= 1 + len ? { type: String.fromCharCode(b[0]!), raw: b.subarray(0, 1 + len) } : null;
 }
 
-const client = (tp: TestPooler) => new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+const client = (tp: TestPooler) =>
+  new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
 
 async function selectOne(tp: TestPooler): Promise<void> {
   const c = client(tp);
@@ -111,7 +120,10 @@ describe('client_login_timeout', () => {
     expect(raws.every((r) => r.received().length === 0)).toBe(true);
     expect(tp.pooler.snapshot().counters.loginTimeouts).toBeGreaterThanOrEqual(n);
     await until('no login left', () => loggingIn() === 0);
-    const lines = tp.logText().split('\n').filter((l) => l.includes('client_login_timeout'));
+    const lines = tp
+      .logText()
+      .split('\n')
+      .filter((l) => l.includes('client_login_timeout'));
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.length).toBeLessThan(10);
     expect(lines[0]).toContain('level=warn');
@@ -148,7 +160,9 @@ describe('client_login_timeout', () => {
   it('a TLS handshake that stalls after the S (and one that stalls half-way) is closed', async () => {
     const certs = makeTestCerts();
     try {
-      const tp = await pooler(`client_login_timeout = "1s"\nclient_tls_sslmode = "prefer"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`);
+      const tp = await pooler(
+        `client_login_timeout = "1s"\nclient_tls_sslmode = "prefer"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
+      );
       const stalled = await rawConnect(tp.port);
       stalled.socket.write(SSL_REQUEST);
       await until('the S', () => stalled.received().length > 0);
@@ -245,12 +259,16 @@ describe('web listener timeouts', () => {
     webs.push(web);
     const slow = net.connect(web.port, '127.0.0.1');
     let closed = false;
-    slow.on('close', () => { closed = true; });
+    slow.on('close', () => {
+      closed = true;
+    });
     slow.on('error', () => undefined);
     await new Promise<void>((resolve) => slow.once('connect', resolve));
     slow.write('GET /metrics HTTP/1.1\r\nHost: x\r\n');
     let lines = 0;
-    const drip = setInterval(() => { if (!closed) slow.write(`X-Slow-${lines++}: y\r\n`); }, 200);
+    const drip = setInterval(() => {
+      if (!closed) slow.write(`X-Slow-${lines++}: y\r\n`);
+    }, 200);
     try {
       expect((await fetch(`http://127.0.0.1:${web.port}/metrics`)).status).toBe(200);
       await until('the slow client to be closed', () => closed);
@@ -274,10 +292,15 @@ describe('descriptors run out (EMFILE)', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-emfile-'));
     const [port, webPort] = [await freePort(), await freePort()];
     const configFile = path.join(dir, 'pooler.toml');
-    writeFileSync(configFile, poolerToml(db, {
-      general: 'client_login_timeout = "2s"',
-      extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}`,
-    }).replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"'));
+    writeFileSync(
+      configFile,
+      poolerToml(db, {
+        general: 'client_login_timeout = "2s"',
+        extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}`,
+      })
+        .replace('port = 0', `port = ${port}`)
+        .replace('log_level = "warn"', 'log_level = "info"'),
+    );
     let child: ChildPooler | null = null;
     const raws: Raw[] = [];
     try {
@@ -288,9 +311,13 @@ describe('descriptors run out (EMFILE)', () => {
         for (const r of batch) r.socket.write(HALF_STARTUP);
         raws.push(...batch);
       }
-      await until('the descriptors log line', () => child!.output().includes('no file descriptors left')).catch((err: Error) => {
-        throw new Error(`${err.message}; closed ${raws.filter((r) => r.closed()).length} of ${raws.length}; output:\n${child!.output().slice(-3000)}`);
-      });
+      await until('the descriptors log line', () => child!.output().includes('no file descriptors left')).catch(
+        (err: Error) => {
+          throw new Error(
+            `${err.message}; closed ${raws.filter((r) => r.closed()).length} of ${raws.length}; output:\n${child!.output().slice(-3000)}`,
+          );
+        },
+      );
       // The flood times out, the descriptors come back, and the pooler serves a real login and the web listener.
       await until('every flooding socket to be closed', () => raws.every((r) => r.closed()));
       const c = new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app' });
@@ -311,7 +338,13 @@ describe('descriptors run out (EMFILE)', () => {
 describe('message types no server takes', () => {
   it('type 0x00 gets FATAL 08P01 from the pooler and never reaches the server, which stays in the pool', async () => {
     const tp = await pooler('auth_type = "md5"');
-    const c = await RawConnection.connect({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const c = await RawConnection.connect({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     c.send(wireQuery('SELECT pg_backend_pid()'));
     const rows = await c.readUntilReady();
     const data = rows.find((m) => m.type === 'D')!;
@@ -319,11 +352,19 @@ describe('message types no server takes', () => {
     expect(pid).toBeGreaterThan(0);
     c.send(Buffer.from([0, 0, 0, 0, 4]));
     const { messages } = await c.rest();
-    expect(messages.map((m) => (m.type === 'E' ? errorText(m) : m.type))).toEqual(['08P01 invalid frontend message type 0']);
+    expect(messages.map((m) => (m.type === 'E' ? errorText(m) : m.type))).toEqual([
+      '08P01 invalid frontend message type 0',
+    ]);
     // The backend that served the client lives on, still the pool's.
     const servers = () => toRows(tp.pooler.show('SERVERS')).map((r) => Number(r['server_process_id']));
     await until('the server back in the pool', () => servers().includes(pid));
-    const direct = new pg.Client({ host: db.host, port: db.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const direct = new pg.Client({
+      host: db.host,
+      port: db.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await direct.connect();
     try {
       const alive = await direct.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid]);
@@ -340,8 +381,12 @@ describe('graceful shutdown', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-sigterm-'));
     const port = await freePort();
     const configFile = path.join(dir, 'pooler.toml');
-    writeFileSync(configFile, poolerToml(db, { general: 'shutdown_timeout = "120s"' })
-      .replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"'));
+    writeFileSync(
+      configFile,
+      poolerToml(db, { general: 'shutdown_timeout = "120s"' })
+        .replace('port = 0', `port = ${port}`)
+        .replace('log_level = "warn"', 'log_level = "info"'),
+    );
     let child: ChildPooler | null = null;
     const busy = new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app' });
     const idle = new pg.Client({ host: '127.0.0.1', port, user: 'scramuser', password: 'scrampass', database: 'app' });
@@ -357,11 +402,16 @@ describe('graceful shutdown', () => {
       child.child.kill('SIGTERM');
       await until('the shutdown to begin', () => child!.output().includes('SIGTERM: graceful shutdown'));
       // The vitest timeout (30 s) is far below shutdown_timeout (120 s): an answer only at the deadline fails.
-      await expect(idle.query('SELECT 2')).rejects.toMatchObject({ code: '57P01', message: 'terminating connection due to administrator command' });
+      await expect(idle.query('SELECT 2')).rejects.toMatchObject({
+        code: '57P01',
+        message: 'terminating connection due to administrator command',
+      });
       // The running transaction is not cut short.
       expect((await busy.query('SELECT 3 AS three')).rows[0].three).toBe(3);
       await busy.query('COMMIT');
-      const code = await new Promise<number | null>((r) => (child!.child.exitCode !== null ? r(child!.child.exitCode) : child!.child.once('exit', (c) => r(c))));
+      const code = await new Promise<number | null>((r) =>
+        child!.child.exitCode !== null ? r(child!.child.exitCode) : child!.child.once('exit', (c) => r(c)),
+      );
       expect(code).toBe(0);
     } finally {
       await busy.end().catch(() => undefined);

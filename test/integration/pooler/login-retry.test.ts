@@ -13,8 +13,15 @@ let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  const pools = poolToml(db, 'lr', 'pool_mode = "transaction"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 4' }]);
-  tp = await startTestPooler(poolerToml(db, { general: `auth_type = "md5"\nconnect_timeout = "1s"\nmax_concurrent_connects = 1\nserver_login_retry = "${RETRY_MS}ms"`, pools }));
+  const pools = poolToml(db, 'lr', 'pool_mode = "transaction"', [
+    { username: 'md5user', password: 'md5pass', extra: 'pool_size = 4' },
+  ]);
+  tp = await startTestPooler(
+    poolerToml(db, {
+      general: `auth_type = "md5"\nconnect_timeout = "1s"\nmax_concurrent_connects = 1\nserver_login_retry = "${RETRY_MS}ms"`,
+      pools,
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -49,17 +56,22 @@ describe('server_login_retry', () => {
     const started = Date.now();
     const errors: { code: string; message: string }[] = [];
     // 20 clients, each trying again as soon as it failed, for about a second.
-    await Promise.all(Array.from({ length: 20 }, async () => {
-      while (Date.now() - started < 1000) {
-        const e = await attempt();
-        if (e) errors.push(e);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (Date.now() - started < 1000) {
+          const e = await attempt();
+          if (e) errors.push(e);
+        }
+      }),
+    );
     const elapsed = Date.now() - started;
     const made = failures() - before;
     expect(errors.length).toBeGreaterThanOrEqual(20);
     for (const e of errors) expect(e.code).toBe('08006');
-    expect(errors.filter((e) => /server login has been failing, cached error: .*\(server_login_retry\)/.test(e.message)).length).toBeGreaterThan(errors.length / 2);
+    expect(
+      errors.filter((e) => /server login has been failing, cached error: .*\(server_login_retry\)/.test(e.message))
+        .length,
+    ).toBeGreaterThan(errors.length / 2);
     // Without the retry period every client's attempt was a connect of its own (hundreds a second).
     expect(made).toBeGreaterThanOrEqual(1);
     expect(made).toBeLessThanOrEqual(Math.ceil(elapsed / RETRY_MS) + 1);

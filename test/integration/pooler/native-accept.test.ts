@@ -37,7 +37,8 @@ afterAll(async () => {
   certs?.cleanup();
 });
 
-const admin = () => new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+const admin = () =>
+  new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
 
 async function show(what: string, p = tp): Promise<Record<string, unknown>[]> {
   return toRows(p.pooler.show(what));
@@ -59,18 +60,34 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
 }
 
 /** Reads whole messages from a raw socket. */
-function reader(socket: net.Socket): { next(ms?: number): Promise<Message | 'closed'>; byte(ms?: number): Promise<string | 'closed'> } {
+function reader(socket: net.Socket): {
+  next(ms?: number): Promise<Message | 'closed'>;
+  byte(ms?: number): Promise<string | 'closed'>;
+} {
   let buf = Buffer.alloc(0);
   let closed = false;
   let wake: (() => void) | null = null;
-  socket.on('data', (d: Buffer) => { buf = Buffer.concat([buf, d]); wake?.(); });
-  socket.on('close', () => { closed = true; wake?.(); });
+  socket.on('data', (d: Buffer) => {
+    buf = Buffer.concat([buf, d]);
+    wake?.();
+  });
+  socket.on('close', () => {
+    closed = true;
+    wake?.();
+  });
   socket.on('error', () => undefined);
   const wait = async (ready: () => boolean, ms: number) => {
     const deadline = Date.now() + ms;
     while (!ready() && !closed) {
       if (Date.now() > deadline) throw new Error('no answer in time');
-      await new Promise<void>((r) => { const t = setTimeout(r, 50); wake = () => { clearTimeout(t); wake = null; r(); }; });
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, 50);
+        wake = () => {
+          clearTimeout(t);
+          wake = null;
+          r();
+        };
+      });
     }
   };
   return {
@@ -105,9 +122,14 @@ describe('logins on connections the relay accepted', () => {
   });
 
   it('every accepted client has TCP keepalive on (the relay sets it once, on the listening socket, where Linux lets it)', async () => {
-    const sockets = await Promise.all([0, 1, 2].map(() => new Promise<net.Socket>((resolve, reject) => {
-      const s = net.connect(tp.port, '127.0.0.1', () => resolve(s)).once('error', reject);
-    })));
+    const sockets = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<net.Socket>((resolve, reject) => {
+            const s = net.connect(tp.port, '127.0.0.1', () => resolve(s)).once('error', reject);
+          }),
+      ),
+    );
     // The first bytes of a startup packet: tcp_defer_accept (the default) keeps a client that has said nothing in the
     // kernel, unaccepted.
     for (const s of sockets) s.write(Buffer.from([0, 0, 0, 8]));
@@ -127,8 +149,29 @@ describe('logins on connections the relay accepted', () => {
     const script = path.join(mkdtempSync(path.join(os.tmpdir(), 'tidepool-accept-')), 'select.sql');
     writeFileSync(script, 'select 1;\n');
     const env = { ...process.env, PGPASSWORD: 'scrampass' };
-    const r = await run('pgbench', ['-n', '-C', '-c', '10', '-j', '2', '-t', '100', '-f', script, '-h', '127.0.0.1', '-p', String(tp.port), '-U', 'scramuser', 'app'], { env })
-      .catch((e: { stdout: string; stderr: string }) => e);
+    const r = await run(
+      'pgbench',
+      [
+        '-n',
+        '-C',
+        '-c',
+        '10',
+        '-j',
+        '2',
+        '-t',
+        '100',
+        '-f',
+        script,
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(tp.port),
+        '-U',
+        'scramuser',
+        'app',
+      ],
+      { env },
+    ).catch((e: { stdout: string; stderr: string }) => e);
     const verdict = r.stdout + r.stderr;
     expect(verdict).toContain('number of transactions actually processed: 1000/1000');
     expect(verdict).toMatch(/number of failed transactions: 0/);
@@ -140,7 +183,13 @@ describe('logins on connections the relay accepted', () => {
   it('200 logins one after another: each on a recycled descriptor number, with its poll handle reused', async () => {
     const before = NativeRelay.get()?.pollHandles ?? 0;
     for (let i = 0; i < 200; i++) {
-      const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: tp.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      });
       await c.connect();
       expect((await c.query('select $1::int * 3 as n', [i])).rows[0]).toEqual({ n: i * 3 });
       await c.end();
@@ -153,19 +202,36 @@ describe('logins on connections the relay accepted', () => {
   it('node-postgres and postgres.js: 200 short logins each (md5 and SCRAM), with the right addresses in SHOW CLIENTS', async () => {
     for (let i = 0; i < 100; i++) {
       const user = i % 2 === 0 ? 'md5user' : 'scramuser';
-      const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user, password: user === 'md5user' ? 'md5pass' : 'scrampass', database: 'app' });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: tp.port,
+        user,
+        password: user === 'md5user' ? 'md5pass' : 'scrampass',
+        database: 'app',
+      });
       await c.connect();
       expect((await c.query('select $1::int + 1 as n', [i])).rows[0]).toEqual({ n: i + 1 });
       if (i === 0) {
         const local = (c as unknown as { connection: { stream: net.Socket } }).connection.stream.localPort;
         const rows = await show('CLIENTS');
-        expect(rows.some((r) => r['addr'] === `127.0.0.1:${local}`), JSON.stringify(rows)).toBe(true);
+        expect(
+          rows.some((r) => r['addr'] === `127.0.0.1:${local}`),
+          JSON.stringify(rows),
+        ).toBe(true);
       }
       await c.end();
     }
     for (let i = 0; i < 100; i++) {
       const user = i % 2 === 0 ? 'scramuser' : 'md5user';
-      const sql = postgres({ host: '127.0.0.1', port: tp.port, user, password: user === 'md5user' ? 'md5pass' : 'scrampass', database: 'app', max: 1, onnotice: () => undefined });
+      const sql = postgres({
+        host: '127.0.0.1',
+        port: tp.port,
+        user,
+        password: user === 'md5user' ? 'md5pass' : 'scrampass',
+        database: 'app',
+        max: 1,
+        onnotice: () => undefined,
+      });
       expect((await sql`select ${i}::int as n`)[0]).toEqual({ n: i });
       await sql.end();
     }
@@ -175,11 +241,20 @@ describe('logins on connections the relay accepted', () => {
   it('a wrong password gets 28P01 (md5 and SCRAM), and the pooler serves the next login', async () => {
     for (const user of ['md5user', 'scramuser']) {
       const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user, password: 'wrong', database: 'app' });
-      const err = await c.connect().then(() => null, (e: { code?: string; message: string }) => e);
+      const err = await c.connect().then(
+        () => null,
+        (e: { code?: string; message: string }) => e,
+      );
       expect(err?.code, user).toBe('28P01');
       expect(err?.message).toContain(`password authentication failed for user "${user}"`);
     }
-    const ok = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'scramuser', password: 'scrampass', database: 'app' });
+    const ok = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'scramuser',
+      password: 'scrampass',
+      database: 'app',
+    });
     await ok.connect();
     expect((await ok.query('select 2 as n')).rows[0]).toEqual({ n: 2 });
     await ok.end();
@@ -204,7 +279,13 @@ describe('logins on connections the relay accepted', () => {
     b.destroy();
     c.destroy();
     await until('nobody in login', async () => (await counts()).login === 0);
-    const ok = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const ok = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await ok.connect();
     await ok.end();
   });
@@ -216,7 +297,13 @@ describe('logins on connections the relay accepted', () => {
       ['an unknown protocol', Buffer.from([0, 0, 0, 9, 0, 9, 0, 0, 0]), ''],
       ['random bytes', Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), ''],
     ];
-    const keep = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const keep = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await keep.connect();
     for (const [what, bytes, text] of cases) {
       const s = await rawSocket();
@@ -240,17 +327,38 @@ describe('logins on connections the relay accepted', () => {
     const held: pg.Client[] = [];
     try {
       for (let i = 0; i < 12; i++) {
-        const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+        const c = new pg.Client({
+          host: '127.0.0.1',
+          port: tp.port,
+          user: 'md5user',
+          password: 'md5pass',
+          database: 'app',
+        });
         await c.connect();
         held.push(c);
       }
-      const over = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
-      const err = await over.connect().then(() => null, (e: { code?: string; message: string }) => e);
+      const over = new pg.Client({
+        host: '127.0.0.1',
+        port: tp.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      });
+      const err = await over.connect().then(
+        () => null,
+        (e: { code?: string; message: string }) => e,
+      );
       expect(err?.code).toBe('53300');
       expect(err?.message).toContain('max_connections = 12');
       await held.pop()!.end();
       await until('a place free', async () => (await counts()).clients === 11);
-      const again = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+      const again = new pg.Client({
+        host: '127.0.0.1',
+        port: tp.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      });
       await again.connect();
       held.push(again);
     } finally {
@@ -268,32 +376,64 @@ describe('logins on connections the relay accepted', () => {
     expect(m !== 'closed' && m.type).toBe('R');
     s.destroy();
     const env = { ...process.env, PGPASSWORD: 'md5pass', PGSSLMODE: 'prefer' };
-    const out = await run('psql', ['-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', '-d', 'app', '-Atc', 'select 41 + 1'], { env });
+    const out = await run(
+      'psql',
+      ['-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', '-d', 'app', '-Atc', 'select 41 + 1'],
+      { env },
+    );
     expect(out.stdout.trim()).toBe('42');
-    const refused = await run('psql', ['-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', '-d', 'app', '-Atc', 'select 1'], { env: { ...env, PGSSLMODE: 'require' } })
-      .then(() => 'connected', (e: { stderr: string }) => e.stderr);
+    const refused = await run(
+      'psql',
+      ['-h', '127.0.0.1', '-p', String(tp.port), '-U', 'md5user', '-d', 'app', '-Atc', 'select 1'],
+      { env: { ...env, PGSSLMODE: 'require' } },
+    ).then(
+      () => 'connected',
+      (e: { stderr: string }) => e.stderr,
+    );
     expect(refused).toMatch(/does not support SSL|server does not support SSL/i);
   });
 
   it('client_tls_sslmode require: TLS logins go through (psql, node-postgres), plaintext ones get 28000', async () => {
-    const tls = await startTestPooler(poolerToml(db, {
-      general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
-    }));
+    const tls = await startTestPooler(
+      poolerToml(db, {
+        general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
+      }),
+    );
     try {
       expect(tls.pooler.acceptsNatively).toBe(nativeRelay);
       const env = { ...process.env, PGPASSWORD: 'scrampass', PGSSLMODE: 'require' };
       for (let i = 0; i < 20; i++) {
-        const out = await run('psql', ['-h', '127.0.0.1', '-p', String(tls.port), '-U', 'scramuser', '-d', 'app', '-Atc', `select ${i} * 2`], { env });
+        const out = await run(
+          'psql',
+          ['-h', '127.0.0.1', '-p', String(tls.port), '-U', 'scramuser', '-d', 'app', '-Atc', `select ${i} * 2`],
+          { env },
+        );
         expect(out.stdout.trim()).toBe(String(i * 2));
       }
-      const c = new pg.Client({ host: '127.0.0.1', port: tls.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false } });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: tls.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+        ssl: { rejectUnauthorized: false },
+      });
       await c.connect();
       expect((await c.query('select 1 as one')).rows[0]).toEqual({ one: 1 });
       const rows = await show('CLIENTS', tls);
       expect(rows.some((r) => String(r['tls']).startsWith('TLSv1.'))).toBe(true);
       await c.end();
-      const plain = new pg.Client({ host: '127.0.0.1', port: tls.port, user: 'md5user', password: 'md5pass', database: 'app' });
-      const err = await plain.connect().then(() => null, (e: { code?: string; message: string }) => e);
+      const plain = new pg.Client({
+        host: '127.0.0.1',
+        port: tls.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      });
+      const err = await plain.connect().then(
+        () => null,
+        (e: { code?: string; message: string }) => e,
+      );
       expect(err?.code).toBe('28000');
       expect(err?.message).toContain('SSL required');
       // Bytes after the SSLRequest and before the S are refused.
@@ -312,15 +452,39 @@ describe('logins on connections the relay accepted', () => {
     const a = admin();
     await a.connect();
     expect((await a.query('SHOW LISTS')).rows.length).toBeGreaterThan(0);
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await c.connect();
-    const slow = c.query('select pg_sleep(30)').then(() => 'finished', (e: { code?: string }) => e.code);
+    const slow = c.query('select pg_sleep(30)').then(
+      () => 'finished',
+      (e: { code?: string }) => e.code,
+    );
     // On PostgreSQL itself: a client is active in SHOW CLIENTS from its checkout, before a session-parameter sync
     // query ahead of its own (the pooler forwards a cancel only while the client's query is in flight).
-    await until('the sleep runs', async () => db.sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`).trim() === '1');
-    const canceller = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    await until(
+      'the sleep runs',
+      async () =>
+        db
+          .sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`)
+          .trim() === '1',
+    );
+    const canceller = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     // node-postgres sends a CancelRequest on a new connection with the key from BackendKeyData.
-    (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(c, (c as unknown as { activeQuery: unknown }).activeQuery);
+    (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(
+      c,
+      (c as unknown as { activeQuery: unknown }).activeQuery,
+    );
     expect(await slow).toBe('57014');
     await c.end();
     await a.end();

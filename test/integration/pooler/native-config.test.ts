@@ -69,11 +69,13 @@ describe('[native] in the pooler config', () => {
     }
   });
 
-  it('accept = false keeps net.Server\'s accepts on the native relay', async () => {
+  it("accept = false keeps net.Server's accepts on the native relay", async () => {
     const tp = await startTestPooler(poolerToml(db, { extra: '[native]\naccept = false\n' }));
     try {
       expect(tp.pooler.acceptsNatively).toBe(false);
-      expect(await relayKinds(tp)).toEqual(nativeRelay ? { client: 'native', servers: ['native'] } : { client: 'js', servers: ['js'] });
+      expect(await relayKinds(tp)).toEqual(
+        nativeRelay ? { client: 'native', servers: ['native'] } : { client: 'js', servers: ['js'] },
+      );
       expect(configRow(tp, 'native.accept')).toEqual(['native.accept', 'false', 'true', 'no']);
     } finally {
       await tp.stop();
@@ -81,7 +83,9 @@ describe('[native] in the pooler config', () => {
   });
 
   it('TIDEPOOL_NATIVE_ACCEPT=0 overrides accept = true, and SHOW CONFIG shows the value in force', async () => {
-    const tp = await withEnv('TIDEPOOL_NATIVE_ACCEPT', '0', () => startTestPooler(poolerToml(db, { extra: '[native]\naccept = true\n' })));
+    const tp = await withEnv('TIDEPOOL_NATIVE_ACCEPT', '0', () =>
+      startTestPooler(poolerToml(db, { extra: '[native]\naccept = true\n' })),
+    );
     try {
       expect(tp.pooler.acceptsNatively).toBe(false);
       expect(configRow(tp, 'native.accept')).toEqual(['native.accept', 'false', 'true', 'no']);
@@ -96,7 +100,12 @@ describe('[native] in the pooler config', () => {
       tp.writeConfig(poolerToml(db, { extra: '[native]\nlend = false\nrelay_events = 64\n' }));
       const msg = await tp.pooler.reload();
       expect(msg).toMatch(/needs a restart to apply: native\.lend, native\.relay_events/);
-      expect(tp.pooler.events.list().map((e) => e.message).join('\n')).toMatch(/changed: .*native\.lend, native\.relay_events/);
+      expect(
+        tp.pooler.events
+          .list()
+          .map((e) => e.message)
+          .join('\n'),
+      ).toMatch(/changed: .*native\.lend, native\.relay_events/);
       expect(configRow(tp, 'native.lend')?.[1]).toBe('true');
       expect(configRow(tp, 'native.relay_events')?.[1]).toBe('2048');
     } finally {
@@ -108,8 +117,17 @@ describe('[native] in the pooler config', () => {
     const tp = await startTestPooler(poolerToml(db));
     try {
       const changeable = (key: string) => configRow(tp, key)?.[3];
-      for (const key of ['general.port', 'general.tcp_defer_accept', 'web.port', 'web.headers_timeout', 'web.idle_timeout', 'native.prepared_relay']) expect(changeable(key), key).toBe('no');
-      for (const key of ['general.query_wait_timeout', 'general.log_level', 'web.ui', 'logs.ship_to']) expect(changeable(key), key).toBe('yes');
+      for (const key of [
+        'general.port',
+        'general.tcp_defer_accept',
+        'web.port',
+        'web.headers_timeout',
+        'web.idle_timeout',
+        'native.prepared_relay',
+      ])
+        expect(changeable(key), key).toBe('no');
+      for (const key of ['general.query_wait_timeout', 'general.log_level', 'web.ui', 'logs.ship_to'])
+        expect(changeable(key), key).toBe('yes');
     } finally {
       await tp.stop();
     }
@@ -117,10 +135,18 @@ describe('[native] in the pooler config', () => {
 
   it('a bad value or a bad override stops the start with a config error naming it', async () => {
     // Also where TIDEPOOL_NATIVE_RELAY overrides the key (the js-relay project): the file is checked all the same.
-    await expect(startTestPooler(poolerToml(db, { extra: '[native]\nrelay = "maybe"\n' })))
-      .rejects.toThrow(/native\.relay: expected true or false, found the string "maybe"/);
-    const err = await withEnv('TIDEPOOL_NATIVE_LEND', 'sure', () => startTestPooler(poolerToml(db)).then(() => null, (e: unknown) => e));
+    await expect(startTestPooler(poolerToml(db, { extra: '[native]\nrelay = "maybe"\n' }))).rejects.toThrow(
+      /native\.relay: expected true or false, found the string "maybe"/,
+    );
+    const err = await withEnv('TIDEPOOL_NATIVE_LEND', 'sure', () =>
+      startTestPooler(poolerToml(db)).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+    );
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toMatch(/TIDEPOOL_NATIVE_LEND \(environment, overrides native\.lend\): expected 0 or 1/);
+    expect((err as Error).message).toMatch(
+      /TIDEPOOL_NATIVE_LEND \(environment, overrides native\.lend\): expected 0 or 1/,
+    );
   });
 });

@@ -30,7 +30,10 @@ export function toml(general?: string): string {
   const md5Secret = env.db.sql(`select rolpassword from pg_authid where rolname = 'md5user'`).trim();
   return poolerToml(env.db, {
     ...(general ? { general } : {}),
-    pools: `${poolToml(env.db, 'app', '', [{ username: 'md5user', password: md5Secret }, { username: 'scramuser', password: 'scrampass' }])}
+    pools: `${poolToml(env.db, 'app', '', [
+      { username: 'md5user', password: md5Secret },
+      { username: 'scramuser', password: 'scrampass' },
+    ])}
 ${poolToml(env.db, 'appsession', 'pool_mode = "session"', [{ username: 'md5user', password: md5Secret }])}`,
   });
 }
@@ -73,7 +76,8 @@ export async function until(what: string, check: () => boolean | Promise<boolean
   }
 }
 
-export const loginClients = async (p = env.tp) => Number((await show('LISTS', p)).find((r) => r['list'] === 'login_clients')?.['items'] ?? -1);
+export const loginClients = async (p = env.tp) =>
+  Number((await show('LISTS', p)).find((r) => r['list'] === 'login_clients')?.['items'] ?? -1);
 
 /** Runs `body` and returns how many logins the native relay and JavaScript ran meanwhile (the native ones include
  * relay-only logins that left unreported, native/relay-lend.cc). */
@@ -82,7 +86,10 @@ export async function logins(body: () => Promise<void>, p = env.tp): Promise<{ n
   const quietBefore = p.pooler.nativeLogins.unreported;
   await body();
   const quiet = p.pooler.nativeLogins.unreported - quietBefore;
-  return { native: p.pooler.counters.nativeLogins - before.nativeLogins + quiet, js: p.pooler.counters.jsLogins - before.jsLogins };
+  return {
+    native: p.pooler.counters.nativeLogins - before.nativeLogins + quiet,
+    js: p.pooler.counters.jsLogins - before.jsLogins,
+  };
 }
 
 /** `n` logins on the native relay's path when it carries this pooler, else on JavaScript's. */
@@ -91,14 +98,22 @@ export function expectPath(got: { native: number; js: number }, n: number, nativ
 }
 
 /** A raw connection reading whole messages. */
-export async function raw(port = env.tp.port): Promise<{ socket: net.Socket; next(ms?: number): Promise<Message | 'closed'> }> {
+export async function raw(
+  port = env.tp.port,
+): Promise<{ socket: net.Socket; next(ms?: number): Promise<Message | 'closed'> }> {
   const socket = net.connect(port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   let buf = Buffer.alloc(0);
   let closed = false;
   let wake: (() => void) | null = null;
-  socket.on('data', (d: Buffer) => { buf = Buffer.concat([buf, d]); wake?.(); });
-  socket.on('close', () => { closed = true; wake?.(); });
+  socket.on('data', (d: Buffer) => {
+    buf = Buffer.concat([buf, d]);
+    wake?.();
+  });
+  socket.on('close', () => {
+    closed = true;
+    wake?.();
+  });
   socket.on('error', () => undefined);
   const whole = () => buf.length >= 5 && buf.length >= 1 + buf.readInt32BE(1);
   return {
@@ -107,7 +122,14 @@ export async function raw(port = env.tp.port): Promise<{ socket: net.Socket; nex
       const deadline = Date.now() + ms;
       while (!whole() && !closed) {
         if (Date.now() > deadline) throw new Error('no answer in time');
-        await new Promise<void>((r) => { const t = setTimeout(r, 50); wake = () => { clearTimeout(t); wake = null; r(); }; });
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, 50);
+          wake = () => {
+            clearTimeout(t);
+            wake = null;
+            r();
+          };
+        });
       }
       if (!whole()) return 'closed';
       const m = buf.subarray(0, 1 + buf.readInt32BE(1));
@@ -124,9 +146,12 @@ export async function rawMd5Login(port: number, password = 'md5pass'): Promise<M
   const c = await raw(port);
   c.socket.write(writeStartupMessage({ user: 'md5user', database: 'app', application_name: 'raw-md5' }));
   const request = await c.next();
-  if (request === 'closed' || request.type !== 'R' || request.raw.readInt32BE(5) !== 5) throw new Error('no md5 request');
+  if (request === 'closed' || request.type !== 'R' || request.raw.readInt32BE(5) !== 5)
+    throw new Error('no md5 request');
   const salt = request.raw.subarray(9, 13);
-  c.socket.write(writePasswordMessage('md5' + md5hex(Buffer.concat([Buffer.from(md5hex(password + 'md5user')), salt]))));
+  c.socket.write(
+    writePasswordMessage('md5' + md5hex(Buffer.concat([Buffer.from(md5hex(password + 'md5user')), salt]))),
+  );
   const out: Message[] = [];
   for (;;) {
     const m = await c.next();
@@ -139,7 +164,11 @@ export async function rawMd5Login(port: number, password = 'md5pass'): Promise<M
 }
 
 /** A SCRAM login by hand up to the server-first-message: the connection, the client and the server's message. */
-export async function scramStarted(): Promise<{ c: Awaited<ReturnType<typeof raw>>; scram: ScramClient; serverFirst: string }> {
+export async function scramStarted(): Promise<{
+  c: Awaited<ReturnType<typeof raw>>;
+  scram: ScramClient;
+  serverFirst: string;
+}> {
   const c = await raw();
   c.socket.write(writeStartupMessage({ user: 'scramuser', database: 'app' }));
   const sasl = await c.next();

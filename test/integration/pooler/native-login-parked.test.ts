@@ -25,7 +25,13 @@ describe('a client logged in by the native relay starts with an idle server park
           pids.add(r.rows[0]!.pid);
           await c.end();
           // The next login finds the server idle again.
-          await until('the server back in the pool', async () => Number((await show('POOLS')).find((p) => p['database'] === 'app' && p['user'] === user)?.['cl_active']) === 0);
+          await until(
+            'the server back in the pool',
+            async () =>
+              Number(
+                (await show('POOLS')).find((p) => p['database'] === 'app' && p['user'] === user)?.['cl_active'],
+              ) === 0,
+          );
         }
       });
       expectPath(got, 20);
@@ -50,7 +56,7 @@ describe('a client logged in by the native relay starts with an idle server park
     }
   });
 
-  it('the client\'s application_name is on the server before its first query', async () => {
+  it("the client's application_name is on the server before its first query", async () => {
     const c = client('md5user', { application_name: 'parked-at-login' });
     await c.connect();
     expect((await c.query('show application_name')).rows[0]).toEqual({ application_name: 'parked-at-login' });
@@ -66,7 +72,11 @@ describe('a server parked at login is taken back when needed (pool_size 1)', () 
   let tp: TestPooler;
   beforeAll(async () => {
     const md5Secret = env.db.sql(`select rolpassword from pg_authid where rolname = 'md5user'`).trim();
-    tp = await startTestPooler(poolerToml(env.db, { pools: poolToml(env.db, 'app', '', [{ username: 'md5user', password: md5Secret, extra: 'pool_size = 1' }]) }));
+    tp = await startTestPooler(
+      poolerToml(env.db, {
+        pools: poolToml(env.db, 'app', '', [{ username: 'md5user', password: md5Secret, extra: 'pool_size = 1' }]),
+      }),
+    );
     // The pool's first login runs in JavaScript and opens its one server.
     const c = client('md5user', {}, tp);
     await c.connect();
@@ -79,11 +89,17 @@ describe('a server parked at login is taken back when needed (pool_size 1)', () 
 
   it('an idle client holding it parked does not keep it from another client, nor from PAUSE; SHOW sees it idle', async () => {
     const idle = client('md5user', {}, tp);
-    const got = await logins(async () => { await idle.connect(); }, tp);
+    const got = await logins(async () => {
+      await idle.connect();
+    }, tp);
     expectPath(got, 1);
     // SHOW takes parked servers back first: the server is idle, nobody active.
     const pool = (await show('POOLS', tp)).find((p) => p['database'] === 'app')!;
-    expect({ sv_idle: pool['sv_idle'], sv_active: pool['sv_active'], cl_active: pool['cl_active'] }).toEqual({ sv_idle: 1, sv_active: 0, cl_active: 0 });
+    expect({ sv_idle: pool['sv_idle'], sv_active: pool['sv_active'], cl_active: pool['cl_active'] }).toEqual({
+      sv_idle: 1,
+      sv_active: 0,
+      cl_active: 0,
+    });
     // Parked again at the next login.
     const idle2 = client('md5user', {}, tp);
     await idle2.connect();
@@ -96,7 +112,13 @@ describe('a server parked at login is taken back when needed (pool_size 1)', () 
     // A fresh login parks the server; PAUSE must not wait for that idle client.
     const waiting = client('md5user', {}, tp);
     await waiting.connect();
-    const admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+    const admin = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'admin',
+      password: ADMIN_PASSWORD,
+      database: 'tidepool',
+    });
     await admin.connect();
     try {
       await admin.query('PAUSE app');
@@ -115,7 +137,11 @@ describe('a server parked at login is taken back when needed (pool_size 1)', () 
     const c = client('md5user', {}, tp);
     await c.connect();
     // Nobody has a query in flight: the pool's one backend is the parked server.
-    const killed = env.db.sql(`select count(pg_terminate_backend(pid)) from pg_stat_activity where usename = 'md5user' and datname = 'app' and state = 'idle' and application_name <> 'keep'`).trim();
+    const killed = env.db
+      .sql(
+        `select count(pg_terminate_backend(pid)) from pg_stat_activity where usename = 'md5user' and datname = 'app' and state = 'idle' and application_name <> 'keep'`,
+      )
+      .trim();
     expect(Number(killed)).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 200));
     const r = await c.query<{ n: number }>('select 5 as n');

@@ -14,7 +14,18 @@ import { ADMIN_PASSWORD, startTestPooler } from '../../helpers/pooler.js';
 import { type Message } from '../../helpers/raw-pg.js';
 import { writeStartupMessage } from '../../../src/protocol/writer.js';
 import {
-  client, expectPath, loginClients, logins, nativeRelay, PASSWORDS, rawMd5Login, run, show, toml, until, useNativeLoginPooler,
+  client,
+  expectPath,
+  loginClients,
+  logins,
+  nativeRelay,
+  PASSWORDS,
+  rawMd5Login,
+  run,
+  show,
+  toml,
+  until,
+  useNativeLoginPooler,
 } from './native-login-harness.js';
 
 const env = useNativeLoginPooler();
@@ -25,11 +36,21 @@ describe('logins run by the native relay', () => {
       for (let i = 0; i < 20; i++) {
         const c = client(i % 2 ? 'md5user' : 'scramuser', { application_name: `app-${i % 3}` });
         await c.connect();
-        expect((await c.query('select $1::int * 2 as n, current_setting($2) as app', [i, 'application_name'])).rows[0]).toEqual({ n: i * 2, app: `app-${i % 3}` });
+        expect(
+          (await c.query('select $1::int * 2 as n, current_setting($2) as app', [i, 'application_name'])).rows[0],
+        ).toEqual({ n: i * 2, app: `app-${i % 3}` });
         await c.end();
       }
       for (const user of ['md5user', 'scramuser']) {
-        const sql = postgres({ host: '127.0.0.1', port: env.tp.port, user, password: PASSWORDS[user], database: 'app', max: 1, onnotice: () => undefined });
+        const sql = postgres({
+          host: '127.0.0.1',
+          port: env.tp.port,
+          user,
+          password: PASSWORDS[user],
+          database: 'app',
+          max: 1,
+          onnotice: () => undefined,
+        });
         expect((await sql`select 5 as n`)[0]).toEqual({ n: 5 });
         await sql.end();
       }
@@ -37,7 +58,11 @@ describe('logins run by the native relay', () => {
     expectPath(got, 22);
     // psql sends client_encoding in its startup packet: that login is JavaScript's, with the same outcome.
     const psql = await logins(async () => {
-      const out = await run('psql', ['-h', '127.0.0.1', '-p', String(env.tp.port), '-U', 'scramuser', '-d', 'app', '-Atc', 'select 6 * 7'], { env: { ...process.env, PGPASSWORD: 'scrampass' } });
+      const out = await run(
+        'psql',
+        ['-h', '127.0.0.1', '-p', String(env.tp.port), '-U', 'scramuser', '-d', 'app', '-Atc', 'select 6 * 7'],
+        { env: { ...process.env, PGPASSWORD: 'scrampass' } },
+      );
       expect(out.stdout.trim()).toBe('42');
     });
     expect(psql.native + psql.js).toBe(1);
@@ -53,9 +78,20 @@ describe('logins run by the native relay', () => {
     try {
       await rawMd5Login(off.port);
       let js: Message[] = [];
-      expectPath(await logins(async () => { js = await rawMd5Login(off.port); }, off), 1, false);
+      expectPath(
+        await logins(async () => {
+          js = await rawMd5Login(off.port);
+        }, off),
+        1,
+        false,
+      );
       let native: Message[] = [];
-      expectPath(await logins(async () => { native = await rawMd5Login(env.tp.port); }), 1);
+      expectPath(
+        await logins(async () => {
+          native = await rawMd5Login(env.tp.port);
+        }),
+        1,
+      );
       const shape = (ms: Message[]) => ms.map((m) => (m.type === 'K' ? `K${m.raw.length}` : m.raw.toString('hex')));
       expect(shape(native)).toEqual(shape(js));
       expect(native.map((m) => m.type).join('')).toMatch(/^RS+KZ$/);
@@ -68,11 +104,35 @@ describe('logins run by the native relay', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-native-login-'));
     const script = path.join(dir, 'select.sql');
     writeFileSync(script, 'select 1;\n');
-    const statsBefore = Number((await show('STATS')).find((r) => r['database'] === 'app' && r['user'] === 'scramuser')?.['total_xact_count'] ?? 0);
+    const statsBefore = Number(
+      (await show('STATS')).find((r) => r['database'] === 'app' && r['user'] === 'scramuser')?.['total_xact_count'] ??
+        0,
+    );
     try {
       const got = await logins(async () => {
-        const r = await run('pgbench', ['-n', '-C', '-c', '10', '-j', '2', '-t', '50', '-f', script, '-h', '127.0.0.1', '-p', String(env.tp.port), '-U', 'scramuser', 'app'], { env: { ...process.env, PGPASSWORD: 'scrampass' } })
-          .catch((e: { stdout: string; stderr: string }) => e);
+        const r = await run(
+          'pgbench',
+          [
+            '-n',
+            '-C',
+            '-c',
+            '10',
+            '-j',
+            '2',
+            '-t',
+            '50',
+            '-f',
+            script,
+            '-h',
+            '127.0.0.1',
+            '-p',
+            String(env.tp.port),
+            '-U',
+            'scramuser',
+            'app',
+          ],
+          { env: { ...process.env, PGPASSWORD: 'scrampass' } },
+        ).catch((e: { stdout: string; stderr: string }) => e);
         const verdict = r.stdout + r.stderr;
         expect(verdict).toContain('number of transactions actually processed: 500/500');
         expect(verdict).toMatch(/number of failed transactions: 0/);
@@ -81,32 +141,62 @@ describe('logins run by the native relay', () => {
       // pgbench logs in once more before its run (501 logins).
       expect(nativeRelay ? got.js : got.native).toBe(0);
       expect(nativeRelay ? got.native : got.js).toBeGreaterThanOrEqual(500);
-      await until('the transactions counted', async () => Number((await show('STATS')).find((r) => r['database'] === 'app' && r['user'] === 'scramuser')?.['total_xact_count'] ?? 0) - statsBefore >= 500);
+      await until(
+        'the transactions counted',
+        async () =>
+          Number(
+            (await show('STATS')).find((r) => r['database'] === 'app' && r['user'] === 'scramuser')?.[
+              'total_xact_count'
+            ] ?? 0,
+          ) -
+            statsBefore >=
+          500,
+      );
       await until('nobody left', async () => (await loginClients()) === 0 && (await show('CLIENTS')).length === 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
 
-  it('SHOW CLIENTS lists a natively logged-in client, a cancel reaches its query, and the admin console is JavaScript\'s', async () => {
+  it("SHOW CLIENTS lists a natively logged-in client, a cancel reaches its query, and the admin console is JavaScript's", async () => {
     const c = client('md5user', { application_name: 'cancel-me' });
-    const got = await logins(async () => { await c.connect(); });
+    const got = await logins(async () => {
+      await c.connect();
+    });
     expectPath(got, 1);
     const local = (c as unknown as { connection: { stream: net.Socket } }).connection.stream.localPort;
     const row = (await show('CLIENTS')).find((r) => r['addr'] === `127.0.0.1:${local}`);
     expect(row?.['user']).toBe('md5user');
     expect(row?.['database']).toBe('app');
     expect(row?.['application_name']).toBe('cancel-me');
-    const slow = c.query('select pg_sleep(30)').then(() => 'finished', (e: { code?: string }) => e.code);
+    const slow = c.query('select pg_sleep(30)').then(
+      () => 'finished',
+      (e: { code?: string }) => e.code,
+    );
     // On PostgreSQL itself: SHOW CLIENTS says active from the checkout, before the backend has read the query, and a
     // cancel that reaches a backend still reading its command is ignored by PostgreSQL.
-    await until('the sleep runs', async () => env.db.sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`).trim() === '1');
+    await until(
+      'the sleep runs',
+      async () =>
+        env.db
+          .sql(`select count(*) from pg_stat_activity where state = 'active' and query = 'select pg_sleep(30)'`)
+          .trim() === '1',
+    );
     const canceller = client('md5user');
-    (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(c, (c as unknown as { activeQuery: unknown }).activeQuery);
+    (canceller as unknown as { cancel(target: pg.Client, q: unknown): void }).cancel(
+      c,
+      (c as unknown as { activeQuery: unknown }).activeQuery,
+    );
     expect(await slow).toBe('57014');
     await c.end();
     const admin = await logins(async () => {
-      const a = new pg.Client({ host: '127.0.0.1', port: env.tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+      const a = new pg.Client({
+        host: '127.0.0.1',
+        port: env.tp.port,
+        user: 'admin',
+        password: ADMIN_PASSWORD,
+        database: 'tidepool',
+      });
       await a.connect();
       await a.end();
     });

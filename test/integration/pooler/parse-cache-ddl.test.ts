@@ -11,7 +11,13 @@ let tp: TestPooler;
 // One server per pool, so every client's statements meet the same server cache; and a pool of two servers.
 beforeAll(async () => {
   db = await startTestPostgres();
-  const pools = ['ddl1', 'ddl2'].map((name, i) => poolToml(db, name, 'pool_mode = "transaction"', [{ username: 'md5user', password: 'md5pass', extra: `pool_size = ${i + 1}` }])).join('\n');
+  const pools = ['ddl1', 'ddl2']
+    .map((name, i) =>
+      poolToml(db, name, 'pool_mode = "transaction"', [
+        { username: 'md5user', password: 'md5pass', extra: `pool_size = ${i + 1}` },
+      ]),
+    )
+    .join('\n');
   tp = await startTestPooler(poolerToml(db, { general: 'prepared_statements = true', pools }));
 });
 
@@ -25,7 +31,13 @@ const TARGETS: Target[] = ['direct', 'ddl1', 'ddl2'];
 
 function client(target: Target): pg.Client {
   const direct = target === 'direct';
-  return new pg.Client({ host: direct ? db.host : '127.0.0.1', port: direct ? db.port : tp.port, user: 'md5user', password: 'md5pass', database: direct ? 'app' : target });
+  return new pg.Client({
+    host: direct ? db.host : '127.0.0.1',
+    port: direct ? db.port : tp.port,
+    user: 'md5user',
+    password: 'md5pass',
+    database: direct ? 'app' : target,
+  });
 }
 
 /** Runs `steps` (text, values) on one client and returns each step's rows or its error's SQLSTATE and message. */
@@ -52,7 +64,13 @@ async function script(target: Target, steps: [string, unknown[]?][]): Promise<un
 /** The same steps on every target, each target on its own table name (`T` is replaced), compared with direct. */
 async function sameAsDirect(table: string, steps: [string, unknown[]?][]): Promise<unknown[]> {
   const results: unknown[][] = [];
-  for (const t of TARGETS) results.push(await script(t, steps.map(([s, v]) => [s.replace(/\bT\b/g, `${table}_${t}`), v])));
+  for (const t of TARGETS)
+    results.push(
+      await script(
+        t,
+        steps.map(([s, v]) => [s.replace(/\bT\b/g, `${table}_${t}`), v]),
+      ),
+    );
   const [direct, ...pooled] = results;
   for (const r of pooled) expect(r).toEqual(direct);
   return direct!;
@@ -102,8 +120,14 @@ describe('the Parse cache after DDL (transaction mode)', () => {
         await a.query(`INSERT INTO ${table} VALUES ($1)`, [1]);
         await b.query(`DROP TABLE ${table}`);
         await b.query(`CREATE TABLE ${table} (col bigint)`);
-        const r = await a.query(`INSERT INTO ${table} VALUES ($1) RETURNING col::text`, [BIG]).then((x) => x.rows, (e: { code: string }) => e.code);
-        const again = await a.query(`INSERT INTO ${table} VALUES ($1)`, [BIG]).then(() => 'ok', (e: { code: string }) => e.code);
+        const r = await a.query(`INSERT INTO ${table} VALUES ($1) RETURNING col::text`, [BIG]).then(
+          (x) => x.rows,
+          (e: { code: string }) => e.code,
+        );
+        const again = await a.query(`INSERT INTO ${table} VALUES ($1)`, [BIG]).then(
+          () => 'ok',
+          (e: { code: string }) => e.code,
+        );
         results.push([r, again]);
       } finally {
         await a.end();
@@ -166,7 +190,15 @@ describe('the Parse cache after DDL (transaction mode)', () => {
     const results: unknown[] = [];
     for (const t of TARGETS) {
       const direct = t === 'direct';
-      const sql = postgres({ host: direct ? db.host : '127.0.0.1', port: direct ? db.port : tp.port, username: 'md5user', password: 'md5pass', database: direct ? 'app' : t, max: 1, onnotice: () => undefined });
+      const sql = postgres({
+        host: direct ? db.host : '127.0.0.1',
+        port: direct ? db.port : tp.port,
+        username: 'md5user',
+        password: 'md5pass',
+        database: direct ? 'app' : t,
+        max: 1,
+        onnotice: () => undefined,
+      });
       const table = `t5_${t}`;
       try {
         await sql.unsafe(`DROP TABLE IF EXISTS ${table}`);

@@ -15,13 +15,18 @@ let h: OperatorHarness;
 beforeAll(async () => {
   db = await startTestPostgres();
   // No stats period ends during these tests: the percentile windows hold everything since the start.
-  h = await startOperator(operatorToml({
-    general: 'stats_period = "1h"',
-    pools: poolToml(db, 'lat', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
-      + poolToml(db, 'xact', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }])
-      + poolToml(db, 'idle_sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
-      + poolToml(db, 'idle_tx', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
-  }));
+  h = await startOperator(
+    operatorToml({
+      general: 'stats_period = "1h"',
+      pools:
+        poolToml(db, 'lat', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]) +
+        poolToml(db, 'xact', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }]) +
+        poolToml(db, 'idle_sess', 'pool_mode = "session"', [
+          { username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' },
+        ]) +
+        poolToml(db, 'idle_tx', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+    }),
+  );
 });
 afterAll(async () => {
   await h?.stop();
@@ -29,7 +34,8 @@ afterAll(async () => {
 });
 
 const us = (v: string | number | null | undefined) => Number(v);
-const row = async (x: OperatorHarness, what: string, database: string) => (await x.show(what)).find((r) => r['database'] === database)!;
+const row = async (x: OperatorHarness, what: string, database: string) =>
+  (await x.show(what)).find((r) => r['database'] === database)!;
 const ERR = 0.0625;
 
 /** The value at the rank the pooler reads a q-quantile at (the ceil(q n)-th smallest). */
@@ -66,7 +72,11 @@ describe('percentiles from a mergeable histogram', () => {
       await c.end();
     }
     const r = await row(h, 'POOLS_EXTENDED', 'lat');
-    for (const [q, col] of [[0.5, '0.5'], [0.95, '0.95'], [0.99, '0.99']] as const) {
+    for (const [q, col] of [
+      [0.5, '0.5'],
+      [0.95, '0.95'],
+      [0.99, '0.99'],
+    ] as const) {
       // One query per transaction: the transaction percentiles tell the same story.
       expectBetween(us(r[`query_${col}`]), sleeps, trips, q, `query_${col}`);
       expectBetween(us(r[`transaction_${col}`]), sleeps, trips, q, `transaction_${col}`);
@@ -74,7 +84,8 @@ describe('percentiles from a mergeable histogram', () => {
     expect(us(r['query_0.99'])).toBeGreaterThanOrEqual(300_000 * (1 - ERR));
     const api = (await h.api('/api/pools_extended')).body as Record<string, number | string>[];
     const a = api.find((x) => x['database'] === 'lat')!;
-    for (const col of ['query_0.5', 'query_0.95', 'query_0.99', 'transaction_0.5', 'wait_0.99']) expect(a[col], col).toBe(Number(r[col]));
+    for (const col of ['query_0.5', 'query_0.95', 'query_0.99', 'transaction_0.5', 'wait_0.99'])
+      expect(a[col], col).toBe(Number(r[col]));
   });
 
   it('transaction percentiles: BEGIN, two 50 ms queries, COMMIT', async () => {
@@ -151,14 +162,22 @@ describe('percentiles from a mergeable histogram', () => {
 
   it('/metrics has the three duration histograms per pool, with counts that match SHOW STATS', async () => {
     const text = await h.metrics();
-    for (const family of ['pooler_query_duration_seconds', 'pooler_transaction_duration_seconds', 'pooler_wait_duration_seconds']) {
+    for (const family of [
+      'pooler_query_duration_seconds',
+      'pooler_transaction_duration_seconds',
+      'pooler_wait_duration_seconds',
+    ]) {
       expect(text).toContain(`# TYPE ${family} histogram`);
       expect(text).toMatch(new RegExp(`^${family}_bucket\\{database="lat",user="md5user",le="\\+Inf"\\} \\d+$`, 'm'));
     }
     const stats = await row(h, 'STATS', 'lat');
-    const count = Number(/^pooler_transaction_duration_seconds_count\{database="lat",user="md5user"\} (\d+)$/m.exec(text)![1]);
+    const count = Number(
+      /^pooler_transaction_duration_seconds_count\{database="lat",user="md5user"\} (\d+)$/m.exec(text)![1],
+    );
     expect(count).toBe(Number(stats['total_xact_count']));
-    const fast = Number(/^pooler_query_duration_seconds_bucket\{database="lat",user="md5user",le="0.25"\} (\d+)$/m.exec(text)![1]);
+    const fast = Number(
+      /^pooler_query_duration_seconds_bucket\{database="lat",user="md5user",le="0.25"\} (\d+)$/m.exec(text)![1],
+    );
     const all = Number(/^pooler_query_duration_seconds_count\{database="lat",user="md5user"\} (\d+)$/m.exec(text)![1]);
     // The 300 ms query at least is above 0.25 s.
     expect(all - fast).toBeGreaterThanOrEqual(1);
@@ -167,11 +186,13 @@ describe('percentiles from a mergeable histogram', () => {
 });
 
 describe('averages over stats_period', () => {
-  it('SHOW STATS avg_* in microseconds over the last period; /api/overview merges the pools\' histograms', async () => {
-    const x = await startOperator(operatorToml({
-      general: 'stats_period = "1s"',
-      pools: poolToml(db, 'avg', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
-    }));
+  it("SHOW STATS avg_* in microseconds over the last period; /api/overview merges the pools' histograms", async () => {
+    const x = await startOperator(
+      operatorToml({
+        general: 'stats_period = "1s"',
+        pools: poolToml(db, 'avg', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
+      }),
+    );
     const c = x.client('avg', 'md5user', 'md5pass');
     try {
       await c.connect();
@@ -179,11 +200,15 @@ describe('averages over stats_period', () => {
       // (two periods at most) hold nothing else.
       let stats: Record<string, string | null> | undefined;
       const t0 = Date.now();
-      await until('a stats period with 40 ms queries', async () => {
-        await c.query('SELECT pg_sleep(0.04)');
-        stats = await row(x, 'STATS', 'avg');
-        return Date.now() - t0 >= 2500 && Number(stats['avg_query_count']) > 0;
-      }, 60_000);
+      await until(
+        'a stats period with 40 ms queries',
+        async () => {
+          await c.query('SELECT pg_sleep(0.04)');
+          stats = await row(x, 'STATS', 'avg');
+          return Date.now() - t0 >= 2500 && Number(stats['avg_query_count']) > 0;
+        },
+        60_000,
+      );
       expect(Number(stats!['avg_xact_count'])).toBeGreaterThan(0);
       expect(us(stats!['avg_query_time'])).toBeGreaterThanOrEqual(40_000);
       expect(us(stats!['avg_xact_time'])).toBeGreaterThanOrEqual(40_000);

@@ -11,9 +11,13 @@ let tp: TestPooler;
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, {
-    extra: poolToml(db, 'appsession1', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
-  }));
+  tp = await startTestPooler(
+    poolerToml(db, {
+      extra: poolToml(db, 'appsession1', 'pool_mode = "session"', [
+        { username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' },
+      ]),
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -52,18 +56,20 @@ describe('transaction pooling', () => {
     await Promise.all(clients.map((c) => c.connect()));
     const pids = new Set<number>();
     try {
-      await Promise.all(clients.map(async (c, i) => {
-        for (let k = 0; k < 5; k++) {
-          await c.query('BEGIN');
-          const a = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
-          await c.query('select pg_sleep(0.002)');
-          const b = (await c.query('select pg_backend_pid() as pid, $1::int as i', [i])).rows[0];
-          await c.query('COMMIT');
-          expect(b.pid).toBe(a);
-          expect(b.i).toBe(i);
-          pids.add(a);
-        }
-      }));
+      await Promise.all(
+        clients.map(async (c, i) => {
+          for (let k = 0; k < 5; k++) {
+            await c.query('BEGIN');
+            const a = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+            await c.query('select pg_sleep(0.002)');
+            const b = (await c.query('select pg_backend_pid() as pid, $1::int as i', [i])).rows[0];
+            await c.query('COMMIT');
+            expect(b.pid).toBe(a);
+            expect(b.i).toBe(i);
+            pids.add(a);
+          }
+        }),
+      );
     } finally {
       await Promise.all(clients.map((c) => c.end()));
     }
@@ -87,9 +93,19 @@ describe('transaction pooling', () => {
   });
 
   it('pipelines extended-protocol queries (postgres.js) and keeps their order', async () => {
-    const sql = postgres({ host: '127.0.0.1', port: tp.port, user: 'scramuser', password: 'scrampass', database: 'app', max: 1, prepare: false });
+    const sql = postgres({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'scramuser',
+      password: 'scrampass',
+      database: 'app',
+      max: 1,
+      prepare: false,
+    });
     try {
-      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => sql`select ${i}::int as i, repeat('x', ${i}) as pad`));
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => sql`select ${i}::int as i, repeat('x', ${i}) as pad`),
+      );
       results.forEach((r, i) => {
         expect(r[0]!.i).toBe(i);
         expect(r[0]!.pad.length).toBe(i);
@@ -139,9 +155,11 @@ describe('session pooling', () => {
     const b = client('appsession1');
     await b.connect();
     try {
-      const r = (await b.query(`select pg_backend_pid() as pid, current_setting('statement_timeout') as st,
+      const r = (
+        await b.query(`select pg_backend_pid() as pid, current_setting('statement_timeout') as st,
         (select count(*)::int from pg_tables where tablename = 'leaked_temp') as temps,
-        (select count(*)::int from pg_prepared_statements where name = 'leaked_stmt') as prepared`)).rows[0];
+        (select count(*)::int from pg_prepared_statements where name = 'leaked_stmt') as prepared`)
+      ).rows[0];
       expect(r).toEqual({ pid: pidA, st: '0', temps: 0, prepared: 0 });
     } finally {
       await b.end();
@@ -169,7 +187,10 @@ async function waitRunning(text: string): Promise<void> {
   await direct.connect();
   try {
     for (let i = 0; i < 500; i++) {
-      const r = await direct.query("select count(*)::int as n from pg_stat_activity where state = 'active' and query = $1", [text]);
+      const r = await direct.query(
+        "select count(*)::int as n from pg_stat_activity where state = 'active' and query = $1",
+        [text],
+      );
       if (r.rows[0].n > 0) return;
       await new Promise((res) => setTimeout(res, 10));
     }

@@ -12,8 +12,16 @@ const open: RawConnection[] = [];
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true', pools: appPoolToml(db, 1) }));
-  admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+  tp = await startTestPooler(
+    poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true', pools: appPoolToml(db, 1) }),
+  );
+  admin = new pg.Client({
+    host: '127.0.0.1',
+    port: tp.port,
+    user: 'admin',
+    password: ADMIN_PASSWORD,
+    database: 'tidepool',
+  });
   await admin.connect();
 });
 afterAll(async () => {
@@ -25,7 +33,13 @@ afterAll(async () => {
 
 async function connect(viaPooler = true): Promise<RawConnection> {
   const c = viaPooler
-    ? await RawConnection.connect({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' })
+    ? await RawConnection.connect({
+        host: '127.0.0.1',
+        port: tp.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      })
     : await RawConnection.connect({ host: db.host, port: db.port, user: 'trustuser', database: 'app' });
   open.push(c);
   return c;
@@ -56,7 +70,14 @@ describe('the rewriter taking over a client mid-stream', () => {
       c.send(msg.query('SELECT 1 AS one'));
       out.push(...(await readAll(c, 1)));
       // A large result in flight, and the first message the rewriter must see behind it in the same write.
-      c.send(msg.query(BIG), msg.query('SELECT 2'), msg.parse('S1', 'SELECT $1::int * 2 AS twice', []), msg.bind('S1', ['21']), msg.execute(), msg.sync());
+      c.send(
+        msg.query(BIG),
+        msg.query('SELECT 2'),
+        msg.parse('S1', 'SELECT $1::int * 2 AS twice', []),
+        msg.bind('S1', ['21']),
+        msg.execute(),
+        msg.sync(),
+      );
       out.push(...(await readAll(c, 3)));
       c.send(msg.bind('S1', ['5']), msg.execute(), msg.sync());
       out.push(...(await readAll(c, 1)));
@@ -92,7 +113,14 @@ describe('the rewriter taking over a client mid-stream', () => {
     // after the rewriter's own: the INSERT committed on its own and the ROLLBACK had nothing to undo.)
     db.sql('CREATE TABLE IF NOT EXISTS divert_order (v int)', 'app');
     const script = async (c: RawConnection): Promise<string[]> => {
-      c.send(msg.query('BEGIN'), msg.parse('', 'INSERT INTO divert_order VALUES ($1::int)', []), msg.bind('', ['7']), msg.execute(), msg.sync(), msg.query('ROLLBACK'));
+      c.send(
+        msg.query('BEGIN'),
+        msg.parse('', 'INSERT INTO divert_order VALUES ($1::int)', []),
+        msg.bind('', ['7']),
+        msg.execute(),
+        msg.sync(),
+        msg.query('ROLLBACK'),
+      );
       const out = await readAll(c, 3);
       c.send(msg.query('SELECT count(*) FROM divert_order'));
       return [...out, ...(await readAll(c, 1))];
@@ -111,7 +139,13 @@ describe('the rewriter taking over a client mid-stream', () => {
   });
 
   it('SQL PREPARE after simple queries, in any case after whitespace, is re-created on the next server', async () => {
-    const a = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const a = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await a.connect();
     try {
       expect((await a.query('SELECT 1 AS one')).rows[0].one).toBe(1);

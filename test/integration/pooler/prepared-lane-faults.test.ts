@@ -17,8 +17,16 @@ const native = nativeLoaded && process.env['TIDEPOOL_NATIVE_RELAY'] !== '0';
 beforeAll(async () => {
   db = await startTestPostgres();
   // One server: whatever a fault leaves behind is what the next client gets.
-  tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true', pools: appPoolToml(db, 1) }));
-  admin = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'admin', password: ADMIN_PASSWORD, database: 'tidepool' });
+  tp = await startTestPooler(
+    poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true', pools: appPoolToml(db, 1) }),
+  );
+  admin = new pg.Client({
+    host: '127.0.0.1',
+    port: tp.port,
+    user: 'admin',
+    password: ADMIN_PASSWORD,
+    database: 'tidepool',
+  });
   await admin.connect();
   direct = new pg.Client({ host: db.host, port: db.port, user: 'trustuser', database: 'app' });
   await direct.connect();
@@ -33,7 +41,13 @@ afterAll(async () => {
 
 async function connect(viaPooler = true): Promise<RawConnection> {
   const c = viaPooler
-    ? await RawConnection.connect({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' })
+    ? await RawConnection.connect({
+        host: '127.0.0.1',
+        port: tp.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+      })
     : await RawConnection.connect({ host: db.host, port: db.port, user: 'trustuser', database: 'app' });
   open.push(c);
   return c;
@@ -41,7 +55,12 @@ async function connect(viaPooler = true): Promise<RawConnection> {
 
 const SLEEPER = 'SELECT $1::int AS n, pg_backend_pid() AS pid FROM pg_sleep($2::float8)';
 const laneAnswered = () => NativeRelay.get()?.laneAnswered ?? 0;
-const hit = (n: number, sleep = 0) => [msg.bind('S1', [String(n), String(sleep)]), msg.describePortal(), msg.execute(), msg.sync()];
+const hit = (n: number, sleep = 0) => [
+  msg.bind('S1', [String(n), String(sleep)]),
+  msg.describePortal(),
+  msg.execute(),
+  msg.sync(),
+];
 
 /** The text columns of a DataRow. */
 function columns(m: Message): (string | null)[] {
@@ -83,7 +102,10 @@ async function until(predicate: () => Promise<boolean>, what: string): Promise<v
 /** Until PostgreSQL shows backend `pid` running the sleeping statement. */
 async function sleeping(pid: number): Promise<void> {
   await until(async () => {
-    const r = await direct.query(`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query = $2 AND pid = $1`, [pid, SLEEPER]);
+    const r = await direct.query(`SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query = $2 AND pid = $1`, [
+      pid,
+      SLEEPER,
+    ]);
     return r.rows.length > 0;
   }, `backend ${pid} running the sleeping statement`);
 }
@@ -122,11 +144,20 @@ describe('faults while the lane answers cache hits', () => {
     await sleeping(pidA);
     await direct.query('SELECT pg_terminate_backend($1)', [pidA]);
     const got: Message[] = [];
-    await expect((async () => { for (;;) got.push(await a.read(20_000)); })()).rejects.toThrow('connection closed');
+    await expect(
+      (async () => {
+        for (;;) got.push(await a.read(20_000));
+      })(),
+    ).rejects.toThrow('connection closed');
     // Whatever came before the error was this group's (BindComplete, RowDescription); then errors only, nothing renamed wrong.
     const types = got.map((m) => m.type).join('');
     expect(types).toMatch(/^2?T?E+$/);
-    expect(got.filter((m) => m.type === 'E').map(errorText).join('\n')).toMatch(/57P01|08006/);
+    expect(
+      got
+        .filter((m) => m.type === 'E')
+        .map(errorText)
+        .join('\n'),
+    ).toMatch(/57P01|08006/);
     const b = await connect();
     await prepareS1(b);
     for (let n = 20; n < 23; n++) expect((await runHit(b, n))[1]).not.toBe(pidA);
@@ -169,7 +200,10 @@ describe('faults while the lane answers cache hits', () => {
     expect(events).toEqual(['answered', 'paused']);
     expect(Number(columns(replies.find((m) => m.type === 'D')!)[0])).toBe(3);
     a.send(...hit(4));
-    const early = await Promise.race([a.read(60_000).then(() => 'answered while paused'), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+    const early = await Promise.race([
+      a.read(60_000).then(() => 'answered while paused'),
+      new Promise((r) => setTimeout(() => r('waiting'), 300)),
+    ]);
     expect(early).toBe('waiting');
     await admin.query('RESUME app');
     const rest = await a.readUntilReady();
@@ -183,7 +217,11 @@ describe('faults while the lane answers cache hits', () => {
     const big = 'x'.repeat(300_000);
     const script = async (c: RawConnection): Promise<string[]> => {
       const out: string[] = [];
-      c.send(msg.parse('S1', SLEEPER, []), msg.parse('L', 'SELECT length($1::text) AS len, md5($1::text) AS sum', []), msg.sync());
+      c.send(
+        msg.parse('S1', SLEEPER, []),
+        msg.parse('L', 'SELECT length($1::text) AS len, md5($1::text) AS sum', []),
+        msg.sync(),
+      );
       out.push(...(await c.readUntilReady()).map(describeMessage));
       for (let round = 0; round < 3; round++) {
         // One byte per write: the relay sees partial headers and partial bodies.

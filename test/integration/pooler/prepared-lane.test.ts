@@ -15,7 +15,10 @@ const native = nativeLoaded && process.env['TIDEPOOL_NATIVE_RELAY'] !== '0';
 
 beforeAll(async () => {
   db = await startTestPostgres();
-  db.sql('CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g', 'app');
+  db.sql(
+    'CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g',
+    'app',
+  );
   tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true' }));
 });
 afterAll(async () => {
@@ -28,9 +31,10 @@ type Round = Buffer[];
 const readies = (round: Round) => round.filter((m) => m[0] === 0x53 || m[0] === 0x51).length;
 
 async function connect(port: number | null): Promise<RawConnection> {
-  const c = port !== null
-    ? await RawConnection.connect({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app' })
-    : await RawConnection.connect({ host: db.host, port: db.port, user: 'trustuser', database: 'app' });
+  const c =
+    port !== null
+      ? await RawConnection.connect({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app' })
+      : await RawConnection.connect({ host: db.host, port: db.port, user: 'trustuser', database: 'app' });
   open.push(c);
   return c;
 }
@@ -54,16 +58,31 @@ const byId = 'SELECT id, name FROM items WHERE id = $1';
 // Not foldable by the planner: the error comes at Execute under a custom or a generic plan alike (a cached statement
 // may get PostgreSQL's generic plan where a direct unnamed one is planned with its values and fails at Bind).
 const div = 'SELECT (id + $1::int) / $2::int AS q FROM items WHERE id = 1';
-const unnamedRound = (a: number, b: number): Round => [msg.parse('', div, [23, 23]), msg.bind('', [String(a), String(b)]), msg.describePortal(), msg.execute(), msg.sync()];
-const namedRound = (id: number): Round => [msg.bind('S1', [String(id)]), msg.describePortal(), msg.execute(), msg.sync()];
+const unnamedRound = (a: number, b: number): Round => [
+  msg.parse('', div, [23, 23]),
+  msg.bind('', [String(a), String(b)]),
+  msg.describePortal(),
+  msg.execute(),
+  msg.sync(),
+];
+const namedRound = (id: number): Round => [
+  msg.bind('S1', [String(id)]),
+  msg.describePortal(),
+  msg.execute(),
+  msg.sync(),
+];
 
 describe('the native lane: cache hits answered without the JavaScript rewriter, and its hand-over', () => {
   it('repeated Binds and unnamed Parses, errors at Bind and at Execute, pipelined groups: what a direct connection gives', async () => {
-    const rounds: (Round | [Round, Round])[] = [
-      [msg.parse('S1', byId, [23]), msg.sync()],
-      unnamedRound(6, 3),
-    ];
-    for (let i = 0; i < 12; i++) rounds.push(i % 3 === 0 ? [...namedRound(i + 1), ...unnamedRound(i, 2)] : i % 3 === 1 ? namedRound(i + 1) : unnamedRound(i, 1));
+    const rounds: (Round | [Round, Round])[] = [[msg.parse('S1', byId, [23]), msg.sync()], unnamedRound(6, 3)];
+    for (let i = 0; i < 12; i++)
+      rounds.push(
+        i % 3 === 0
+          ? [...namedRound(i + 1), ...unnamedRound(i, 2)]
+          : i % 3 === 1
+            ? namedRound(i + 1)
+            : unnamedRound(i, 1),
+      );
     rounds.push(
       unnamedRound(1, 0), // division by zero at Execute, after BindComplete and RowDescription reached the client
       namedRound(4),
@@ -89,7 +108,11 @@ describe('the native lane: cache hits answered without the JavaScript rewriter, 
     await new Promise((r) => setTimeout(r, 100));
     if (native) expect(laneAnswered() - before).toBeGreaterThan(10);
     // Every completed Execute of S1's first text is counted and timed, whoever answered it (13 in the rounds above).
-    const statements = new Set([...tp.pooler.pools.values()].flatMap((pool) => [...pool.servers].flatMap((srv) => [...(srv.statements?.statements() ?? [])])));
+    const statements = new Set(
+      [...tp.pooler.pools.values()].flatMap((pool) =>
+        [...pool.servers].flatMap((srv) => [...(srv.statements?.statements() ?? [])]),
+      ),
+    );
     const first = [...statements].filter((st) => st.query.toString() === byId);
     expect(first.map((st) => st.executions)).toEqual([13]);
     expect(first[0]!.execTimeUs).toBeGreaterThan(0);
@@ -100,7 +123,12 @@ describe('the native lane: cache hits answered without the JavaScript rewriter, 
 
   it('random scripts of mostly cache hits from three clients sharing two servers give what a direct connection gives', async () => {
     const before = laneAnswered();
-    await randomBatches(tp.port, mulberry32(20261123), ['', 'S_1', '_pg3_0'], Number(process.env['LANE_BATCHES'] ?? 10));
+    await randomBatches(
+      tp.port,
+      mulberry32(20261123),
+      ['', 'S_1', '_pg3_0'],
+      Number(process.env['LANE_BATCHES'] ?? 10),
+    );
     if (native) {
       await new Promise((r) => setTimeout(r, 100));
       expect(laneAnswered() - before).toBeGreaterThan(0);
@@ -108,17 +136,35 @@ describe('the native lane: cache hits answered without the JavaScript rewriter, 
   });
 
   it('with a server cache of 2 (evictions closed between lane runs) and every text under one forced 64-bit hash', async () => {
-    const small = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true\nserver_prepared_statements_cache_size = 2' }));
+    const small = await startTestPooler(
+      poolerToml(db, {
+        general: 'auth_type = "md5"\nprepared_statements = true\nserver_prepared_statements_cache_size = 2',
+      }),
+    );
     try {
       // The interner's test hook, set before any server exists: every text collides, so names get suffixes.
       const hashed: string[] = [];
       for (const pool of small.pooler.pools.values()) {
-        if (pool.interner) (pool as { interner: Interner }).interner = new Interner({ idleCapacity: 8192, hash: () => { hashed.push('x'); return 'feedfacecafebeef'; } });
+        if (pool.interner)
+          (pool as { interner: Interner }).interner = new Interner({
+            idleCapacity: 8192,
+            hash: () => {
+              hashed.push('x');
+              return 'feedfacecafebeef';
+            },
+          });
       }
-      await randomBatches(small.port, mulberry32(20261124), ['', 'S_1', 'S_2', '_pg3_0', '_pg3_1'], Number(process.env['LANE_BATCHES'] ?? 10));
+      await randomBatches(
+        small.port,
+        mulberry32(20261124),
+        ['', 'S_1', 'S_2', '_pg3_0', '_pg3_1'],
+        Number(process.env['LANE_BATCHES'] ?? 10),
+      );
       expect(hashed.length).toBeGreaterThan(0);
       // Texts under one hash got suffixed names on the servers.
-      const names = [...small.pooler.pools.values()].flatMap((pool) => [...pool.servers].flatMap((srv) => [...(srv.statements?.statements() ?? [])].map((st) => st.name)));
+      const names = [...small.pooler.pools.values()].flatMap((pool) =>
+        [...pool.servers].flatMap((srv) => [...(srv.statements?.statements() ?? [])].map((st) => st.name)),
+      );
       expect(names.some((n) => /^tp_feedfacecafebeef_\d+$/.test(n))).toBe(true);
     } finally {
       await small.stop();

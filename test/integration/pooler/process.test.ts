@@ -30,7 +30,12 @@ afterAll(async () => {
 async function spawnPooler(extraGeneral = ''): Promise<{ p: ChildPooler; file: string; port: number }> {
   const port = await freePort();
   const file = path.join(dir, `pooler-${port}.toml`);
-  writeFileSync(file, poolerToml(db, { general: extraGeneral }).replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"'));
+  writeFileSync(
+    file,
+    poolerToml(db, { general: extraGeneral })
+      .replace('port = 0', `port = ${port}`)
+      .replace('log_level = "warn"', 'log_level = "info"'),
+  );
   const p = await startChildPooler(file, port);
   children.push(p);
   return { p, file, port };
@@ -60,7 +65,10 @@ describe('the tidepool command', () => {
     expect(ok.stdout).toContain('configuration OK');
     const bad = path.join(dir, 'bad.toml');
     writeFileSync(bad, '[general]\nprot = 1\npool_mode = "statement"\nconnect_timeout = "soon"\n');
-    const err = await run(process.execPath, [bin, 'pooler', '--config', bad, '-t']).then(() => null, (e: { code: number; stderr: string }) => e);
+    const err = await run(process.execPath, [bin, 'pooler', '--config', bad, '-t']).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
     expect(err?.code).toBe(1);
     expect(err?.stderr).toContain('general.prot');
     expect(err?.stderr).toContain('did you mean "port"');
@@ -72,7 +80,12 @@ describe('the tidepool command', () => {
 describe('signals', () => {
   it('SIGHUP reloads the file', async () => {
     const { p, file, port } = await spawnPooler();
-    writeFileSync(file, poolerToml(db).replace('port = 0', `port = ${port}`).replace(/pool_size = 2\n/, 'pool_size = 5\n'));
+    writeFileSync(
+      file,
+      poolerToml(db)
+        .replace('port = 0', `port = ${port}`)
+        .replace(/pool_size = 2\n/, 'pool_size = 5\n'),
+    );
     p.child.kill('SIGHUP');
     const admin = client(port, 'pgbouncer', 'admin', ADMIN_PASSWORD);
     await admin.connect();
@@ -137,7 +150,27 @@ describe('pgbench through the pooler', () => {
     const env = { ...process.env, PGPASSWORD: 'md5pass' };
     await run('pgbench', ['-i', '-s', '1', '-h', db.host, '-p', String(db.port), '-U', 'md5user', 'app'], { env });
     for (const extra of [['--protocol', 'simple'], ['--protocol', 'extended'], ['-C']]) {
-      const r = await run('pgbench', ['-S', '-c', '8', '-j', '2', '-t', '200', ...extra, '-h', '127.0.0.1', '-p', String(port), '-U', 'md5user', 'app'], { env });
+      const r = await run(
+        'pgbench',
+        [
+          '-S',
+          '-c',
+          '8',
+          '-j',
+          '2',
+          '-t',
+          '200',
+          ...extra,
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(port),
+          '-U',
+          'md5user',
+          'app',
+        ],
+        { env },
+      );
       expect(r.stdout).toContain('number of transactions actually processed: 1600/1600');
       expect(r.stdout).toMatch(/number of failed transactions: 0/);
       // pgbench prints a tps even when clients aborted: any error or aborted line fails the run.

@@ -12,14 +12,18 @@ import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js'
 
 type Rec = Record<string, unknown>;
 const s = (v: unknown) => (typeof v === 'string' ? v : '');
-const contains = (d: Rec, word: string) => Object.values(d).some((v) => (typeof v === 'string' || typeof v === 'number') && String(v).toLowerCase().includes(word));
+const contains = (d: Rec, word: string) =>
+  Object.values(d).some(
+    (v) => (typeof v === 'string' || typeof v === 'number') && String(v).toLowerCase().includes(word),
+  );
 
 /** What each query printed in the README must find, over every shipped record. A README query not listed here fails. */
 const EXPECTED: Record<string, (d: Rec) => boolean> = {
   'target:pooler*': (d) => s(d.target).startsWith('pooler'),
   RELOAD: (d) => contains(d, 'reload'),
   '"log shipping on"': (d) => contains(d, 'log shipping on'),
-  'target:pooler::web::access and status:[400, 499]': (d) => d.target === 'pooler::web::access' && typeof d.status === 'number' && d.status >= 400 && d.status <= 499,
+  'target:pooler::web::access and status:[400, 499]': (d) =>
+    d.target === 'pooler::web::access' && typeof d.status === 'number' && d.status >= 400 && d.status <= 499,
   'not target:pooler::web::access': (d) => d.target !== 'pooler::web::access',
 };
 
@@ -35,7 +39,10 @@ function readmeExamples(): { query: string; body: Rec }[] {
   if (!bullet) throw new Error('README.md, docs/explorer.md: no "- **Examples**" bullet');
   for (const m of bullet[1]!.matchAll(/`([^`]+)`/g)) {
     if (m[1] === 'npm start') continue;
-    out.push({ query: m[1]!, body: { query: { query: m[1]!, from: '2020-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' } } });
+    out.push({
+      query: m[1]!,
+      body: { query: { query: m[1]!, from: '2020-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' } },
+    });
   }
   return out;
 }
@@ -62,7 +69,13 @@ ${appPoolToml(db)}`;
   tp = await startTestPooler(toml('info')); // npm start's level
   web = await startWebListener(tp.pooler, { host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${web.port}`;
-  const client = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port: tp.port,
+    user: 'md5user',
+    password: 'md5pass',
+    database: 'app',
+  });
   await client.connect();
   await client.query('SELECT 1');
   await client.end();
@@ -74,7 +87,10 @@ ${appPoolToml(db)}`;
   await fetch(`${base}${marker}`);
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const r = await postJson<{ total: number }>(`${store.url}/search`, { query: { query: `path:"${marker}"` }, size: 0 });
+    const r = await postJson<{ total: number }>(`${store.url}/search`, {
+      query: { query: `path:"${marker}"` },
+      size: 0,
+    });
     if (r.body.total > 0) break;
     if (Date.now() > deadline) throw new Error('the marker record never reached the log store');
     await new Promise((res) => setTimeout(res, 100));
@@ -101,7 +117,10 @@ describe("the README's log examples", () => {
     it(`${query} finds what it says`, async () => {
       const pred = EXPECTED[query];
       if (!pred) throw new Error(`README example ${JSON.stringify(query)} has no expectation in this test`);
-      const r = await postJson<{ total: number; docs: { data: Rec }[] }>(`${store.url}/search`, { ...body, size: 10_000 });
+      const r = await postJson<{ total: number; docs: { data: Rec }[] }>(`${store.url}/search`, {
+        ...body,
+        size: 10_000,
+      });
       expect(r.status).toBe(200);
       const want = shipped.filter(pred);
       expect(r.body.total, query).toBe(want.length);

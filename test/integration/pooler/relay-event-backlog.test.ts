@@ -8,7 +8,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { client, loginClients, logins, nativeRelay, PASSWORDS, run, show, until, useNativeLoginPooler } from './native-login-harness.js';
+import {
+  client,
+  loginClients,
+  logins,
+  nativeRelay,
+  PASSWORDS,
+  run,
+  show,
+  until,
+  useNativeLoginPooler,
+} from './native-login-harness.js';
 
 process.env.TIDEPOOL_RELAY_EVENTS = '3';
 const env = useNativeLoginPooler();
@@ -18,14 +28,43 @@ describe('relay events past the shared buffer', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-event-backlog-'));
     const script = path.join(dir, 'select.sql');
     writeFileSync(script, 'select 1;\n');
-    const xacts = async () => (await show('STATS')).filter((r) => r['database'] === 'app').reduce((n, r) => n + Number(r['total_xact_count']), 0);
+    const xacts = async () =>
+      (await show('STATS'))
+        .filter((r) => r['database'] === 'app')
+        .reduce((n, r) => n + Number(r['total_xact_count']), 0);
     const before = await xacts();
-    const pgbench = (user: string, extra: string[]) => run('pgbench', ['-n', ...extra, '-c', '10', '-j', '2', '-t', '100', '-f', script, '-h', '127.0.0.1', '-p', String(env.tp.port), '-U', user, 'app'],
-      // A client left hanging (an event lost or out of order) ends the run at the timeout, its verdict short.
-      { env: { ...process.env, PGPASSWORD: PASSWORDS[user] }, timeout: 45_000 }).catch((e: { stdout: string; stderr: string }) => e);
+    const pgbench = (user: string, extra: string[]) =>
+      run(
+        'pgbench',
+        [
+          '-n',
+          ...extra,
+          '-c',
+          '10',
+          '-j',
+          '2',
+          '-t',
+          '100',
+          '-f',
+          script,
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(env.tp.port),
+          '-U',
+          user,
+          'app',
+        ],
+        // A client left hanging (an event lost or out of order) ends the run at the timeout, its verdict short.
+        { env: { ...process.env, PGPASSWORD: PASSWORDS[user] }, timeout: 45_000 },
+      ).catch((e: { stdout: string; stderr: string }) => e);
     try {
       const got = await logins(async () => {
-        const verdicts = await Promise.all([pgbench('md5user', ['-C']), pgbench('scramuser', ['-C']), pgbench('scramuser', [])]);
+        const verdicts = await Promise.all([
+          pgbench('md5user', ['-C']),
+          pgbench('scramuser', ['-C']),
+          pgbench('scramuser', []),
+        ]);
         for (const r of verdicts) {
           const verdict = r.stdout + r.stderr;
           expect(verdict).toContain('number of transactions actually processed: 1000/1000');

@@ -55,14 +55,17 @@ function poolRow(database: string, p = tp): Record<string, unknown> {
 }
 
 function events(kind: string): string[] {
-  return toRows(tp.pooler.show('EVENTS')).filter((r) => r['kind'] === kind).map((r) => String(r['message']));
+  return toRows(tp.pooler.show('EVENTS'))
+    .filter((r) => r['kind'] === kind)
+    .map((r) => String(r['message']));
 }
 
 /** Direct connection: no advisory lock, temporary table or cursor of any session is left on `app`. */
 async function leftovers(): Promise<{ locks: number; temps: number }> {
   const c = await connected('direct');
   try {
-    const r = await c.query(`select (select count(*)::int from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()) as locks,
+    const r =
+      await c.query(`select (select count(*)::int from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()) as locks,
       (select count(*)::int from pg_class where relpersistence = 't' and relname like 'st_%') as temps`);
     return r.rows[0];
   } finally {
@@ -124,8 +127,15 @@ describe('session advisory locks', () => {
   });
 
   it('psql: a lock left by a psql run is free for the next run, as on a direct connection', async () => {
-    const run = (db: string, port: number, sql: string) => promisify(execFile)('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'md5user', '-d', db, '-Atc', sql], { env: { ...process.env, PGPASSWORD: 'md5pass' } }).then((r) => r.stdout.trim());
-    for (const [name, port] of [['app', db.port], ['tx1', tp.port], ['tx2', tp.port]] as const) {
+    const run = (db: string, port: number, sql: string) =>
+      promisify(execFile)('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'md5user', '-d', db, '-Atc', sql], {
+        env: { ...process.env, PGPASSWORD: 'md5pass' },
+      }).then((r) => r.stdout.trim());
+    for (const [name, port] of [
+      ['app', db.port],
+      ['tx1', tp.port],
+      ['tx2', tp.port],
+    ] as const) {
       expect(await run(name, port, 'select pg_advisory_lock(99)')).toBe('');
       // A direct backend ends after psql has gone, as the pooler's clean-up does: neither is waited for by psql.
       await until('no lock is left', async () => (await leftovers()).locks === 0);
@@ -144,10 +154,21 @@ describe('temporary tables and WITH HOLD cursors', () => {
       await a.query('create temp table st_a (x int)');
       for (let i = 0; i < 5; i++) {
         await a.query('insert into st_a values ($1)', [i]);
-        got.push((await b.query(`select count(*)::int as n from pg_class where relname = 'st_a' and relnamespace = pg_my_temp_schema()`)).rows[0].n);
+        got.push(
+          (
+            await b.query(
+              `select count(*)::int as n from pg_class where relname = 'st_a' and relnamespace = pg_my_temp_schema()`,
+            )
+          ).rows[0].n,
+        );
       }
       got.push((await a.query('select sum(x)::int as s from st_a')).rows[0].s);
-      got.push(await b.query('select * from st_a').then(() => 'no error', (e: { code: string }) => e.code));
+      got.push(
+        await b.query('select * from st_a').then(
+          () => 'no error',
+          (e: { code: string }) => e.code,
+        ),
+      );
       await a.end();
       await until('the table is dropped', async () => (await leftovers()).temps === 0);
       await b.end();
@@ -160,14 +181,22 @@ describe('temporary tables and WITH HOLD cursors', () => {
 
   it('postgres.js: a WITH HOLD cursor goes on where it stopped, in its client only', async () => {
     const seen = await outcomes(async (t) => {
-      const opts = t === 'direct' ? { host: db.host, port: db.port, database: 'app' } : { host: '127.0.0.1', port: tp.port, database: t };
+      const opts =
+        t === 'direct'
+          ? { host: db.host, port: db.port, database: 'app' }
+          : { host: '127.0.0.1', port: tp.port, database: t };
       const a = postgres({ ...opts, username: 'md5user', password: 'md5pass', max: 1, onnotice: () => undefined });
       const b = postgres({ ...opts, username: 'md5user', password: 'md5pass', max: 1, onnotice: () => undefined });
       const got: unknown[] = [];
       await a.unsafe('declare st_c cursor with hold for select generate_series(1, 10) as n');
       for (let i = 0; i < 3; i++) {
         got.push((await a.unsafe('fetch 2 from st_c')).map((r) => r['n']));
-        got.push(await b.unsafe('fetch 1 from st_c').then(() => 'no error', (e: { code: string }) => e.code));
+        got.push(
+          await b.unsafe('fetch 1 from st_c').then(
+            () => 'no error',
+            (e: { code: string }) => e.code,
+          ),
+        );
       }
       await a.end();
       await b.end();
@@ -197,7 +226,12 @@ describe('temporary tables and WITH HOLD cursors', () => {
   });
 
   it('SQL PREPARE pins where the rewriter does not own it (prepared_statements = false), and is deallocated at check-in', async () => {
-    const other = await startTestPooler(poolerToml(db, { general: 'prepared_statements = false', pools: pool('tx1', 1).replaceAll('PORT', String(db.port)) }));
+    const other = await startTestPooler(
+      poolerToml(db, {
+        general: 'prepared_statements = false',
+        pools: pool('tx1', 1).replaceAll('PORT', String(db.port)),
+      }),
+    );
     try {
       const a = await connected('tx1', other.port);
       await a.query('prepare st_p as select 7 as seven');
@@ -206,7 +240,12 @@ describe('temporary tables and WITH HOLD cursors', () => {
       await a.end();
       await until('unpinned', () => poolRow('tx1', other)['cl_pinned'] === 0);
       const b = await connected('tx1', other.port);
-      expect(await b.query('execute st_p').then(() => 'no error', (e: { code: string }) => e.code)).toBe('26000');
+      expect(
+        await b.query('execute st_p').then(
+          () => 'no error',
+          (e: { code: string }) => e.code,
+        ),
+      ).toBe('26000');
       await b.end();
     } finally {
       await other.stop();
@@ -239,7 +278,12 @@ describe('clearing state', () => {
       expect(poolRow(target)['cl_pinned']).toBe(1);
       await a.query('discard all');
       await until('unpinned', () => poolRow(target)['cl_pinned'] === 0);
-      expect(await a.query('select * from st_d').then(() => 'no error', (e: { code: string }) => e.code)).toBe('42P01');
+      expect(
+        await a.query('select * from st_d').then(
+          () => 'no error',
+          (e: { code: string }) => e.code,
+        ),
+      ).toBe('42P01');
       expect(notes).toEqual(['one']);
       await a.end();
       await notifier.end();
@@ -264,7 +308,9 @@ describe('LISTEN', () => {
         listeners.push(c);
       }
       expect(poolRow(target)['cl_pinned']).toBe(n);
-      expect(renderPoolerMetrics(tp.pooler)).toMatch(new RegExp(`pooler_clients_pinned\\{database="${target}",user="md5user"\\} ${n}`));
+      expect(renderPoolerMetrics(tp.pooler)).toMatch(
+        new RegExp(`pooler_clients_pinned\\{database="${target}",user="md5user"\\} ${n}`),
+      );
       // Bystanders in the same pool never see a notification.
       const bystanders = await Promise.all([connected(target), connected(target)]);
       const stray: string[] = [];
@@ -275,7 +321,11 @@ describe('LISTEN', () => {
         await notifier.query(`notify st_shared, 'all${round}'`);
         for (const b of bystanders) await b.query('select 1');
       }
-      await until('every notification arrived', () => [...got.values()].every((m, i) => m.length === 3 + (i % 10 === 0 ? 3 : 0)), 30_000);
+      await until(
+        'every notification arrived',
+        () => [...got.values()].every((m, i) => m.length === 3 + (i % 10 === 0 ? 3 : 0)),
+        30_000,
+      );
       for (let i = 0; i < n; i++) {
         const want = [0, 1, 2].flatMap((r) => [`st_ch${i}:r${r}`, ...(i % 10 === 0 ? [`st_shared:all${r}`] : [])]);
         expect(got.get(i)).toEqual(want);

@@ -16,14 +16,22 @@ let slow: Forwarder;
 beforeAll(async () => {
   db = await startTestPostgres();
   slow = await startForwarder(db, { delayMs: 4000 });
-  h = await startOperator(operatorToml({
-    general: 'server_reset_query = "SELECT pg_sleep(0.3)"\nconnect_timeout = "15s"\nquery_wait_timeout = "30s"',
-    pools: poolToml(db, 'one', 'max_db_connections = 4\nreserve_pool_size = 1', [
-      { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
-      { username: 'scramuser', password: 'scrampass', extra: 'pool_size = 2' },
-    ]) + poolToml(db, 'sess', 'pool_mode = "session"', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }])
-      + poolToml({ ...db, port: slow.port }, 'slow', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' }]),
-  }));
+  h = await startOperator(
+    operatorToml({
+      general: 'server_reset_query = "SELECT pg_sleep(0.3)"\nconnect_timeout = "15s"\nquery_wait_timeout = "30s"',
+      pools:
+        poolToml(db, 'one', 'max_db_connections = 4\nreserve_pool_size = 1', [
+          { username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' },
+          { username: 'scramuser', password: 'scrampass', extra: 'pool_size = 2' },
+        ]) +
+        poolToml(db, 'sess', 'pool_mode = "session"', [
+          { username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' },
+        ]) +
+        poolToml({ ...db, port: slow.port }, 'slow', '', [
+          { username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' },
+        ]),
+    }),
+  );
 });
 afterAll(async () => {
   await h?.stop();
@@ -50,21 +58,38 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     await b.query(`SELECT repeat('y', 5000)`);
     try {
       const show = async (what: string) => (await h.show(what)).filter((r) => r['database'] === 'one');
-      const api = async (path: string) => ((await h.api(path)).body as Record<string, unknown>[]).filter((r) => r['database'] === 'one');
+      const api = async (path: string) =>
+        ((await h.api(path)).body as Record<string, unknown>[]).filter((r) => r['database'] === 'one');
       const [showPools, showStats, showCoord, apiPools, apiStats, apiCoord, text, overview] = [
-        await show('POOLS'), await show('STATS'), await show('POOL_COORDINATOR'),
-        await api('/api/pools'), await api('/api/stats'), await api('/api/pool_coordinator'), await h.metrics(), (await h.api('/api/overview')).body as Record<string, unknown>,
+        await show('POOLS'),
+        await show('STATS'),
+        await show('POOL_COORDINATOR'),
+        await api('/api/pools'),
+        await api('/api/stats'),
+        await api('/api/pool_coordinator'),
+        await h.metrics(),
+        (await h.api('/api/overview')).body as Record<string, unknown>,
       ];
       expect(showPools).toHaveLength(2);
       for (const user of ['md5user', 'scramuser']) {
         const labels = `database="one",user="${user}"`;
         const sp = showPools.find((r) => r['user'] === user)!;
         const ap = apiPools.find((r) => r['user'] === user)!;
-        for (const [col, state] of [['cl_active', 'active'], ['cl_idle', 'idle'], ['cl_waiting', 'waiting'], ['cl_cancel_req', 'cancel_req']] as const) {
+        for (const [col, state] of [
+          ['cl_active', 'active'],
+          ['cl_idle', 'idle'],
+          ['cl_waiting', 'waiting'],
+          ['cl_cancel_req', 'cancel_req'],
+        ] as const) {
           expect(ap[col], col).toBe(Number(sp[col]));
           expect(sample(text, 'pooler_clients', `${labels},state="${state}"`), col).toBe(Number(sp[col]));
         }
-        for (const [col, state] of [['sv_active', 'active'], ['sv_idle', 'idle'], ['sv_used', 'used'], ['sv_login', 'login']] as const) {
+        for (const [col, state] of [
+          ['sv_active', 'active'],
+          ['sv_idle', 'idle'],
+          ['sv_used', 'used'],
+          ['sv_login', 'login'],
+        ] as const) {
           expect(ap[col], col).toBe(Number(sp[col]));
           expect(sample(text, 'pooler_servers', `${labels},state="${state}"`), col).toBe(Number(sp[col]));
         }
@@ -73,9 +98,14 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
         const as = apiStats.find((r) => r['user'] === user)!;
         for (const col of Object.keys(as)) if (typeof as[col] === 'number') expect(as[col], col).toBe(Number(ss[col]));
         for (const [metric, col, scale] of [
-          ['pooler_transactions_total', 'total_xact_count', 1], ['pooler_queries_total', 'total_query_count', 1], ['pooler_received_bytes_total', 'total_received', 1],
-          ['pooler_sent_bytes_total', 'total_sent', 1], ['pooler_errors_total', 'total_errors', 1], ['pooler_wait_seconds_total', 'total_wait_time', 1e6],
-          ['pooler_transaction_seconds_total', 'total_xact_time', 1e6], ['pooler_query_seconds_total', 'total_query_time', 1e6],
+          ['pooler_transactions_total', 'total_xact_count', 1],
+          ['pooler_queries_total', 'total_query_count', 1],
+          ['pooler_received_bytes_total', 'total_received', 1],
+          ['pooler_sent_bytes_total', 'total_sent', 1],
+          ['pooler_errors_total', 'total_errors', 1],
+          ['pooler_wait_seconds_total', 'total_wait_time', 1e6],
+          ['pooler_transaction_seconds_total', 'total_xact_time', 1e6],
+          ['pooler_query_seconds_total', 'total_query_time', 1e6],
         ] as const) {
           expect(Math.round(sample(text, metric, labels) * scale), metric).toBe(Number(ss[col]));
         }
@@ -85,17 +115,29 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
       expect(md5).toMatchObject({ total_xact_count: '8', total_query_count: '8', total_errors: '1' });
       expect(showPools.find((r) => r['user'] === 'scramuser')).toMatchObject({ cl_active: '1', sv_active: '1' });
       const sc = showCoord[0]!;
-      expect(apiCoord[0]).toEqual(Object.fromEntries(Object.entries(sc).map(([k, v]) => [k, k === 'database' ? v : Number(v)])));
+      expect(apiCoord[0]).toEqual(
+        Object.fromEntries(Object.entries(sc).map(([k, v]) => [k, k === 'database' ? v : Number(v)])),
+      );
       expect(sample(text, 'pooler_db_connections', 'database="one"')).toBe(Number(sc['current']));
       expect(sample(text, 'pooler_db_max_connections', 'database="one"')).toBe(4);
       expect(sample(text, 'pooler_db_evictions_total', 'database="one"')).toBe(Number(sc['evictions']));
       expect(sc).toMatchObject({ max_db_conn: '4', current: '2', reserve_size: '1' });
       // SHOW DATABASES counts the database's connections as its coordinator does.
-      expect((await h.show('DATABASES')).find((r) => r['name'] === 'one')).toMatchObject({ current_connections: sc['current'] });
+      expect((await h.show('DATABASES')).find((r) => r['name'] === 'one')).toMatchObject({
+        current_connections: sc['current'],
+      });
       // The overview adds up the pools (the sess pool has nobody).
       const sum = (col: string) => showPools.reduce((n, r) => n + Number(r[col]), 0);
-      expect(overview).toMatchObject({ cl_waiting: sum('cl_waiting'), sv_active: sum('sv_active'), sv_idle: sum('sv_idle'), sv_used: sum('sv_used'), sv_login: sum('sv_login') });
-      expect((overview['clients'] as Record<string, number>)['total']).toBe(sum('cl_active') + sum('cl_idle') + sum('cl_waiting'));
+      expect(overview).toMatchObject({
+        cl_waiting: sum('cl_waiting'),
+        sv_active: sum('sv_active'),
+        sv_idle: sum('sv_idle'),
+        sv_used: sum('sv_used'),
+        sv_login: sum('sv_login'),
+      });
+      expect((overview['clients'] as Record<string, number>)['total']).toBe(
+        sum('cl_active') + sum('cl_idle') + sum('cl_waiting'),
+      );
       expect(overview['errors']).toBe(1);
       expect(promtoolCheckMetrics(text)).toEqual({ output: '', status: 0 });
     } finally {
@@ -109,28 +151,43 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     const c = h.client('one', 'md5user', 'md5pass', 'snap-prepared');
     await c.connect();
     try {
-      for (let i = 0; i < 5; i++) await c.query({ name: 'snap_q', text: 'SELECT $1::int + 40 AS snap_answer', values: [i] });
-      for (let i = 0; i < 2; i++) await c.query({ name: 'snap_r', text: 'SELECT $1::text AS snap_echo', values: ['x'] });
-      const mine = <T extends Record<string, unknown>>(rows: T[]) => rows.filter((r) => /snap_(answer|echo)/.test(String(r['query'] ?? r['preview'] ?? '')));
+      for (let i = 0; i < 5; i++)
+        await c.query({ name: 'snap_q', text: 'SELECT $1::int + 40 AS snap_answer', values: [i] });
+      for (let i = 0; i < 2; i++)
+        await c.query({ name: 'snap_r', text: 'SELECT $1::text AS snap_echo', values: ['x'] });
+      const mine = <T extends Record<string, unknown>>(rows: T[]) =>
+        rows.filter((r) => /snap_(answer|echo)/.test(String(r['query'] ?? r['preview'] ?? '')));
       const shown = mine(await h.show('PREPARED_STATEMENTS'));
       // count_used: the first call's Parse and each call's Bind.
       expect(shown.map((r) => [r['query'], r['count_used'], r['executions'], r['kind']]).sort()).toEqual([
-        ['SELECT $1::int + 40 AS snap_answer', '6', '5', 'protocol'], ['SELECT $1::text AS snap_echo', '3', '2', 'protocol'],
+        ['SELECT $1::int + 40 AS snap_answer', '6', '5', 'protocol'],
+        ['SELECT $1::text AS snap_echo', '3', '2', 'protocol'],
       ]);
       const hashes = new Map(shown.map((r) => [r['hash'], r]));
       // /api/prepared: the same rows without the text (personal data).
-      const listed = ((await h.api('/api/prepared')).body as Record<string, unknown>[]).filter((r) => hashes.has(String(r['hash'])));
+      const listed = ((await h.api('/api/prepared')).body as Record<string, unknown>[]).filter((r) =>
+        hashes.has(String(r['hash'])),
+      );
       expect(listed).toHaveLength(2);
       for (const r of listed) {
         const s = hashes.get(String(r['hash']))!;
         expect(r).not.toHaveProperty('query');
-        for (const col of ['count_used', 'executions', 'total_time_us', 'cache_hits', 'cache_misses']) expect(r[col], col).toBe(Number(s[col]));
+        for (const col of ['count_used', 'executions', 'total_time_us', 'cache_hits', 'cache_misses'])
+          expect(r[col], col).toBe(Number(s[col]));
       }
-      const topPrepared = ((await h.api('/api/top/prepared')).body as Record<string, unknown>[]).filter((r) => hashes.has(String(r['hash'])));
+      const topPrepared = ((await h.api('/api/top/prepared')).body as Record<string, unknown>[]).filter((r) =>
+        hashes.has(String(r['hash'])),
+      );
       expect(topPrepared.map((r) => r['count_used'])).toEqual([6, 3]);
-      const topQueries = ((await h.api('/api/top/queries?limit=1000')).body as Record<string, unknown>[]).filter((r) => hashes.has(String(r['hash'])));
-      expect(topQueries.map((r) => [r['count'], r['count_used'], r['pool'], r['kind']])).toEqual([[5, 6, 'md5user@one', 'protocol'], [2, 3, 'md5user@one', 'protocol']]);
-      for (const r of topQueries) expect(r['total_time_us']).toBe(Number(hashes.get(String(r['hash']))!['total_time_us']));
+      const topQueries = ((await h.api('/api/top/queries?limit=1000')).body as Record<string, unknown>[]).filter((r) =>
+        hashes.has(String(r['hash'])),
+      );
+      expect(topQueries.map((r) => [r['count'], r['count_used'], r['pool'], r['kind']])).toEqual([
+        [5, 6, 'md5user@one', 'protocol'],
+        [2, 3, 'md5user@one', 'protocol'],
+      ]);
+      for (const r of topQueries)
+        expect(r['total_time_us']).toBe(Number(hashes.get(String(r['hash']))!['total_time_us']));
       const text = await h.api(`/api/prepared/text/${String(topQueries[0]!['hash'])}`);
       expect(text.body).toEqual({ hash: topQueries[0]!['hash'], query: 'SELECT $1::int + 40 AS snap_answer' });
       // INTERNER counts the same statements' bytes.
@@ -173,19 +230,23 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     await until('the connection to leave', async () => (await lists())['login_clients'] === 0);
   });
 
-  it('SHOW CLIENTS: why and how long a client waits, and the age of the query in flight (also on its server\'s row)', async () => {
+  it("SHOW CLIENTS: why and how long a client waits, and the age of the query in flight (also on its server's row)", async () => {
     const holder = h.client('sess', 'md5user', 'md5pass');
     await holder.connect();
     try {
       const sleeping = holder.query('SELECT pg_sleep(3)');
       const clients = async () => (await h.show('CLIENTS')).filter((r) => r['database'] === 'sess');
-      await until('the running query to be 100 ms old', async () => (await clients()).some((r) => Number(r['query_age_ms']) >= 100));
+      await until('the running query to be 100 ms old', async () =>
+        (await clients()).some((r) => Number(r['query_age_ms']) >= 100),
+      );
       const running = (await clients()).find((r) => Number(r['query_age_ms']) >= 100)!;
       expect(running).toMatchObject({ state: 'active', wait: '0', wait_reason: '', wait_us: '0' });
       const server = (await h.show('SERVERS')).find((r) => r['database_name'] === 'sess')!;
       expect(Number(server['query_age_ms'])).toBeGreaterThanOrEqual(100);
       await sleeping;
-      expect((await clients()).find((r) => r['client_id'] === running['client_id'])).toMatchObject({ query_age_ms: '0' });
+      expect((await clients()).find((r) => r['client_id'] === running['client_id'])).toMatchObject({
+        query_age_ms: '0',
+      });
     } finally {
       await holder.end();
     }
@@ -199,7 +260,8 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     await h.admin('PAUSE one');
     try {
       const pending = waiters.map((w) => w.query('SELECT 1'));
-      const waiting = async () => (await h.show('CLIENTS')).filter((r) => r['database'] === 'one' && r['state'] === 'waiting');
+      const waiting = async () =>
+        (await h.show('CLIENTS')).filter((r) => r['database'] === 'one' && r['state'] === 'waiting');
       await until('two waiting clients', async () => (await waiting()).length === 2);
       // wait in whole seconds (as PgBouncer), wait_us the whole wait.
       await until('a wait past one second', async () => (await waiting()).every((r) => Number(r['wait']) >= 1));
@@ -208,7 +270,9 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
         expect(Number(r['wait_us'])).toBeGreaterThanOrEqual(1_000_000);
         expect(Math.floor(Number(r['wait_us']) / 1e6)).toBe(Number(r['wait']));
       }
-      const api = ((await h.api('/api/clients')).body as Record<string, unknown>[]).filter((r) => r['state'] === 'waiting');
+      const api = ((await h.api('/api/clients')).body as Record<string, unknown>[]).filter(
+        (r) => r['state'] === 'waiting',
+      );
       expect(api.map((r) => r['wait_reason'])).toEqual(['pool paused', 'pool paused']);
       expect(api.every((r) => typeof r['wait'] === 'number' && r['wait'] >= 1)).toBe(true);
       await h.admin('RESUME one');
@@ -224,7 +288,8 @@ describe('SHOW, /api and /metrics format one snapshot', () => {
     const holders = [h.client('one', 'md5user', 'md5pass'), h.client('one', 'md5user', 'md5pass')];
     const waiter = h.client('one', 'md5user', 'md5pass', 'busy-waiter');
     const slowClient = h.client('slow', 'md5user', 'md5pass', 'slow-waiter');
-    const reason = async (app: string) => (await h.show('CLIENTS')).find((r) => r['application_name'] === app && r['state'] === 'waiting')?.['wait_reason'];
+    const reason = async (app: string) =>
+      (await h.show('CLIENTS')).find((r) => r['application_name'] === app && r['state'] === 'waiting')?.['wait_reason'];
     for (const c of [...holders, waiter]) await c.connect();
     try {
       for (const c of holders) await c.query('BEGIN');

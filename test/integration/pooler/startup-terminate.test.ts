@@ -28,17 +28,25 @@ function sendAndCollect(port: number, parts: Buffer[], afterReply = false): Prom
   return new Promise((resolve, reject) => {
     const got: Buffer[] = [];
     let replied: () => void = () => undefined;
-    const reply = new Promise<void>((r) => { replied = r; });
+    const reply = new Promise<void>((r) => {
+      replied = r;
+    });
     const sock = net.connect(port, '127.0.0.1', async () => {
       for (const [i, p] of parts.entries()) {
         if (i > 0) await (afterReply ? reply : new Promise((r) => setTimeout(r, 30)));
         sock.write(p);
       }
     });
-    sock.on('data', (d: Buffer) => { got.push(d); replied(); });
+    sock.on('data', (d: Buffer) => {
+      got.push(d);
+      replied();
+    });
     sock.on('error', reject);
     sock.on('close', () => resolve(Buffer.concat(got)));
-    setTimeout(() => { sock.destroy(); reject(new Error('the connection was not closed')); }, 10_000).unref();
+    setTimeout(() => {
+      sock.destroy();
+      reject(new Error('the connection was not closed'));
+    }, 10_000).unref();
   });
 }
 
@@ -67,11 +75,18 @@ describe('Terminate as the first message', () => {
 
   it('node-postgres connect() then end() at once: no error event, and connect() ends as against PostgreSQL', async () => {
     const outcomes: string[] = [];
-    for (const [port, database] of [[db.port, 'app'], [tp.port, 'app'], [tp.port, 'appsession']] as const) {
+    for (const [port, database] of [
+      [db.port, 'app'],
+      [tp.port, 'app'],
+      [tp.port, 'appsession'],
+    ] as const) {
       const c = new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database });
       const errors: Error[] = [];
       c.on('error', (e) => errors.push(e));
-      const connected = c.connect().then(() => 'connected', (e: Error) => `rejected: ${e.message}`);
+      const connected = c.connect().then(
+        () => 'connected',
+        (e: Error) => `rejected: ${e.message}`,
+      );
       await c.end();
       // (Against PostgreSQL this node-postgres leaves connect() pending: nobody answers its startup packet.)
       outcomes.push(await Promise.race([connected, new Promise<string>((r) => setTimeout(() => r('pending'), 100))]));
@@ -79,7 +94,13 @@ describe('Terminate as the first message', () => {
     }
     expect(outcomes.slice(1)).toEqual([outcomes[0], outcomes[0]]);
     // The pooler serves the next client as before.
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await c.connect();
     expect((await c.query('select 1 as one')).rows[0].one).toBe(1);
     await c.end();

@@ -40,7 +40,9 @@ async function writeConfig(name: string): Promise<{ file: string; port: number; 
   const toml = poolerToml(db, {
     general: 'shutdown_timeout = "5s"',
     extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n`,
-  }).replace('port = 0', `port = ${port}`).replace('log_level = "warn"', 'log_level = "info"');
+  })
+    .replace('port = 0', `port = ${port}`)
+    .replace('log_level = "warn"', 'log_level = "info"');
   writeFileSync(file, toml);
   return { file, port, webPort };
 }
@@ -53,11 +55,18 @@ interface Proc {
 
 /** `tidepool pooler --config file --takeover`, its output gathered. */
 function spawnTakeover(file: string): Proc {
-  const child = spawn(process.execPath, [bin, 'pooler', '--config', file, '--takeover'], { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, 'pooler', '--config', file, '--takeover'], {
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return { child, output: () => out, exited };
 }
@@ -85,7 +94,14 @@ function alive(pid: number): boolean {
 }
 
 function client(port: number): pg.Client {
-  return new pg.Client({ host: '127.0.0.1', port, user: 'md5user', password: 'md5pass', database: 'app', connectionTimeoutMillis: 20_000 });
+  return new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'md5user',
+    password: 'md5pass',
+    database: 'app',
+    connectionTimeoutMillis: 20_000,
+  });
 }
 
 /** What a loop of fresh connections met: successes, and each failure by its code (SQLSTATE, errno) or message. */
@@ -95,7 +111,10 @@ class ConnectLoop {
   private running = true;
   private readonly workers: Promise<void>[] = [];
 
-  constructor(private readonly port: number, parallel: number) {
+  constructor(
+    private readonly port: number,
+    parallel: number,
+  ) {
     for (let i = 0; i < parallel; i++) this.workers.push(this.work());
   }
 
@@ -104,7 +123,9 @@ class ConnectLoop {
       const c = client(this.port);
       // An unsolicited FATAL (an idle client told 57P01) comes as an 'error' event; the query then fails too.
       let seen: string | null = null;
-      c.on('error', (err: Error & { code?: string }) => { seen ??= err.code ?? err.message; });
+      c.on('error', (err: Error & { code?: string }) => {
+        seen ??= err.code ?? err.message;
+      });
       try {
         await c.connect();
         const r = await c.query('select 1 as one');
@@ -112,7 +133,7 @@ class ConnectLoop {
         this.ok++;
       } catch (err) {
         const e = err as Error & { code?: string };
-        const key = seen === '57P01' ? '57P01' : e.code ?? seen ?? e.message;
+        const key = seen === '57P01' ? '57P01' : (e.code ?? seen ?? e.message);
         this.failures.set(key, (this.failures.get(key) ?? 0) + 1);
       } finally {
         await c.end().catch(() => undefined);
@@ -189,7 +210,10 @@ describe('takeover', () => {
     await waitFor('the loop to run on the first process', () => loop.ok >= 20 && web.ok >= 5);
 
     const second = spawnTakeover(file);
-    await waitFor('the second process to serve', () => /serving on the inherited sockets/.test(second.output()) || second.child.exitCode !== null);
+    await waitFor(
+      'the second process to serve',
+      () => /serving on the inherited sockets/.test(second.output()) || second.child.exitCode !== null,
+    );
     expect(second.child.exitCode, second.output()).toBeNull();
     // The transaction begun on the first process ends there, after the takeover.
     expect((await busy.query('select 2 as two')).rows[0].two).toBe(2);
@@ -203,7 +227,10 @@ describe('takeover', () => {
 
     // The new process answers takeovers in its turn.
     const third = spawnTakeover(file);
-    await waitFor('the third process to serve', () => /serving on the inherited sockets/.test(third.output()) || third.child.exitCode !== null);
+    await waitFor(
+      'the third process to serve',
+      () => /serving on the inherited sockets/.test(third.output()) || third.child.exitCode !== null,
+    );
     expect(third.child.exitCode, third.output()).toBeNull();
     expect(await second.exited).toBe(0);
     expect(alive(second.child.pid!)).toBe(false);
@@ -217,7 +244,10 @@ describe('takeover', () => {
     // No refusal, no reset, nothing but 57P01 for a client that had connected to a process that then handed over.
     const failures = Object.fromEntries(loop.failures);
     expect(loop.failures.get('ECONNREFUSED') ?? 0, JSON.stringify(failures)).toBe(0);
-    expect([...loop.failures.keys()].filter((k) => k !== '57P01'), JSON.stringify(failures)).toEqual([]);
+    expect(
+      [...loop.failures.keys()].filter((k) => k !== '57P01'),
+      JSON.stringify(failures),
+    ).toEqual([]);
     expect(Object.fromEntries(web.failures)).toEqual({});
     expect(loop.ok).toBeGreaterThan(60);
 
@@ -236,7 +266,10 @@ describe('takeover', () => {
     const running = await startChildPooler(file, port);
     children.push(running.child);
     const good = readFileSync(file, 'utf8');
-    writeFileSync(file, good.replace('pool_mode = "session"', 'pool_mode = "statement"').replace('[general]\n', '[general]\nprot = 1\n'));
+    writeFileSync(
+      file,
+      good.replace('pool_mode = "session"', 'pool_mode = "statement"').replace('[general]\n', '[general]\nprot = 1\n'),
+    );
     const bad = spawnTakeover(file);
     expect(await bad.exited).toBe(1);
     expect(bad.output()).toContain('pool_mode');
@@ -250,14 +283,22 @@ describe('takeover', () => {
     // The running pooler's address cannot move by takeover: the new process refuses, the old one serves on.
     const elsewhere = await freePort();
     const movedFile = path.join(dir, 'moved.toml');
-    writeFileSync(movedFile, good.replace(`port = ${port}`, `port = ${elsewhere}`).replace('[general]\n', `[general]\ntakeover_socket = "${path.join(dir, `.tidepool-${port}.takeover`)}"\n`));
+    writeFileSync(
+      movedFile,
+      good
+        .replace(`port = ${port}`, `port = ${elsewhere}`)
+        .replace('[general]\n', `[general]\ntakeover_socket = "${path.join(dir, `.tidepool-${port}.takeover`)}"\n`),
+    );
     const moved = spawnTakeover(movedFile);
     expect(await moved.exited).toBe(1);
     expect(moved.output()).toContain('takeover keeps the listening address');
 
     writeFileSync(file, good);
     const next = spawnTakeover(file);
-    await waitFor('the good takeover', () => /serving on the inherited sockets/.test(next.output()) || next.child.exitCode !== null);
+    await waitFor(
+      'the good takeover',
+      () => /serving on the inherited sockets/.test(next.output()) || next.child.exitCode !== null,
+    );
     expect(next.child.exitCode, next.output()).toBeNull();
     expect(await exitOf(running.child)).toBe(0);
     const d = client(port);

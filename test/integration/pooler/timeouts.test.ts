@@ -51,7 +51,10 @@ describe('timeouts', () => {
   it('connect_timeout: a server that never answers the login gives the client an error', async () => {
     await withPooler(toml('connect_timeout = "300ms"', appPool(blackholePort)), async (tp) => {
       const c = client(tp);
-      await expect(c.connect()).rejects.toMatchObject({ code: '08006', message: expect.stringContaining('connect_timeout') });
+      await expect(c.connect()).rejects.toMatchObject({
+        code: '08006',
+        message: expect.stringContaining('connect_timeout'),
+      });
     });
   });
 
@@ -81,9 +84,12 @@ describe('timeouts', () => {
   });
 
   it('min_pool_size: servers are opened ahead of clients once credentials are usable', async () => {
-    await withPooler(toml('', appPool(db.port).replace('pool_size = 2', 'pool_size = 3\nmin_pool_size = 2')), async (tp) => {
-      await new Promise((r) => setTimeout(r, 2500));
-      expect(tp.pooler.show('SERVERS').rows.length).toBe(2);
-    });
+    await withPooler(
+      toml('', appPool(db.port).replace('pool_size = 2', 'pool_size = 3\nmin_pool_size = 2')),
+      async (tp) => {
+        await new Promise((r) => setTimeout(r, 2500));
+        expect(tp.pooler.show('SERVERS').rows.length).toBe(2);
+      },
+    );
   });
 });

@@ -31,24 +31,35 @@ afterAll(async () => {
 });
 
 async function pooler(mode: string, extra = '', sections = ''): Promise<TestPooler> {
-  const p = await startTestPooler(poolerToml(db, {
-    general: `client_tls_sslmode = "${mode}"
+  const p = await startTestPooler(
+    poolerToml(db, {
+      general: `client_tls_sslmode = "${mode}"
 client_tls_key_file = "${certs.serverKey}"
 client_tls_cert_file = "${certs.serverCert}"
 ${extra}`,
-    extra: sections,
-  }));
+      extra: sections,
+    }),
+  );
   poolers.push(p);
   return p;
 }
 
-interface PsqlOptions { sslmode: string; host?: string; user?: string; password?: string; database?: string; extra?: string }
+interface PsqlOptions {
+  sslmode: string;
+  host?: string;
+  user?: string;
+  password?: string;
+  database?: string;
+  extra?: string;
+}
 
 /** psql's answer, or its error output when it fails. */
 async function psql(port: number, o: PsqlOptions, sql = 'select 42'): Promise<{ ok: boolean; out: string }> {
   const conninfo = `host=${o.host ?? '127.0.0.1'} port=${port} dbname=${o.database ?? 'app'} user=${o.user ?? 'md5user'} sslmode=${o.sslmode} ${o.extra ?? ''}`;
   try {
-    const r = await promisify(execFile)('psql', [conninfo, '-Atc', sql], { env: { ...process.env, PGPASSWORD: o.password ?? 'md5pass', PGSSLMODE: '', PGCONNECT_TIMEOUT: '10' } });
+    const r = await promisify(execFile)('psql', [conninfo, '-Atc', sql], {
+      env: { ...process.env, PGPASSWORD: o.password ?? 'md5pass', PGSSLMODE: '', PGCONNECT_TIMEOUT: '10' },
+    });
     return { ok: true, out: r.stdout.trim() };
   } catch (err) {
     const e = err as { stderr?: string; message: string };
@@ -75,23 +86,43 @@ const TLS_COLUMN = /^TLSv1\.[23]\/TLS_\w+$/;
 describe('client_tls_sslmode = require', () => {
   let tp: TestPooler;
   // md5 toward clients: the raw protocol client of the direct TLS test speaks md5.
-  beforeAll(async () => { tp = await pooler('require', 'auth_type = "md5"', '[web]\nui = true'); });
+  beforeAll(async () => {
+    tp = await pooler('require', 'auth_type = "md5"', '[web]\nui = true');
+  });
 
   it('psql gets through with sslmode require, verify-ca and verify-full (host name and IP address)', async () => {
     expect(await psql(tp.port, { sslmode: 'require' })).toEqual({ ok: true, out: '42' });
     expect(await psql(tp.port, { sslmode: 'prefer' })).toEqual({ ok: true, out: '42' });
     expect(await psql(tp.port, { sslmode: 'allow' })).toEqual({ ok: true, out: '42' });
-    expect(await psql(tp.port, { sslmode: 'verify-ca', extra: `sslrootcert=${certs.caCert}` })).toEqual({ ok: true, out: '42' });
-    expect(await psql(tp.port, { sslmode: 'verify-full', host: 'localhost', extra: `sslrootcert=${certs.caCert}` })).toEqual({ ok: true, out: '42' });
-    expect(await psql(tp.port, { sslmode: 'verify-full', extra: `sslrootcert=${certs.caCert}` })).toEqual({ ok: true, out: '42' });
+    expect(await psql(tp.port, { sslmode: 'verify-ca', extra: `sslrootcert=${certs.caCert}` })).toEqual({
+      ok: true,
+      out: '42',
+    });
+    expect(
+      await psql(tp.port, { sslmode: 'verify-full', host: 'localhost', extra: `sslrootcert=${certs.caCert}` }),
+    ).toEqual({ ok: true, out: '42' });
+    expect(await psql(tp.port, { sslmode: 'verify-full', extra: `sslrootcert=${certs.caCert}` })).toEqual({
+      ok: true,
+      out: '42',
+    });
   });
 
   it('refuses a plaintext client with 28000 and keeps serving the others', async () => {
     const r = await psql(tp.port, { sslmode: 'disable' });
     expect(r.ok).toBe(false);
     expect(r.out).toMatch(/SSL required/);
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: false });
-    const err = await c.connect().then(() => null, (e: { code?: string; message: string }) => e);
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+      ssl: false,
+    });
+    const err = await c.connect().then(
+      () => null,
+      (e: { code?: string; message: string }) => e,
+    );
     expect(err?.code).toBe('28000');
     expect(await psql(tp.port, { sslmode: 'require' })).toEqual({ ok: true, out: '42' });
   });
@@ -104,7 +135,15 @@ describe('client_tls_sslmode = require', () => {
   });
 
   it('SHOW CLIENTS and SHOW CONNECTIONS show the TLS protocol and cipher of each client', async () => {
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false }, application_name: 'tls-probe' });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+      ssl: { rejectUnauthorized: false },
+      application_name: 'tls-probe',
+    });
     await c.connect();
     try {
       await c.query('select 1');
@@ -122,12 +161,17 @@ describe('client_tls_sslmode = require', () => {
       // And /api/clients, /api/connections: the same rows as JSON.
       const app = await buildWebApp(tp.pooler);
       try {
-        const headers = { authorization: `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64')}`, accept: 'application/json' };
+        const headers = {
+          authorization: `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64')}`,
+          accept: 'application/json',
+        };
         const res = await app.inject({ method: 'GET', url: '/api/clients', headers });
         expect(res.statusCode).toBe(200);
         const rows = res.json() as { application_name: string; tls: string }[];
         expect(rows.find((r) => r.application_name === 'tls-probe')?.tls).toMatch(TLS_COLUMN);
-        const conn = (await app.inject({ method: 'GET', url: '/api/connections', headers })).json() as { tls: number }[];
+        const conn = (await app.inject({ method: 'GET', url: '/api/connections', headers })).json() as {
+          tls: number;
+        }[];
         expect(conn[0]!.tls).toBeGreaterThan(0);
       } finally {
         await app.close();
@@ -142,7 +186,12 @@ describe('client_tls_sslmode = require', () => {
     await new Promise((r) => sock.once('connect', r));
     const got: Buffer[] = [];
     sock.on('data', (d: Buffer) => got.push(d));
-    sock.write(Buffer.concat([Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]), writeStartupMessage({ user: 'md5user', database: 'app' })]));
+    sock.write(
+      Buffer.concat([
+        Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]),
+        writeStartupMessage({ user: 'md5user', database: 'app' }),
+      ]),
+    );
     await new Promise((r) => sock.once('close', r));
     const all = Buffer.concat(got);
     expect(String.fromCharCode(all[0]!)).toBe('E');
@@ -151,7 +200,15 @@ describe('client_tls_sslmode = require', () => {
 
   it('TLS clients ride the native relay when it runs, with replies and queries larger than a TLS record and a read', async () => {
     const expectNative = nativeLoaded && process.env.TIDEPOOL_NATIVE_RELAY !== '0';
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false }, application_name: 'tls-big' });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+      ssl: { rejectUnauthorized: false },
+      application_name: 'tls-big',
+    });
     await c.connect();
     try {
       const big = 'q'.repeat(300_000);
@@ -161,7 +218,9 @@ describe('client_tls_sslmode = require', () => {
       const s = await c.query(`select repeat('ab', 400000) as r, '${'z'.repeat(100_000)}' as z`);
       expect(s.rows[0].r.length).toBe(800_000);
       expect(s.rows[0].z.length).toBe(100_000);
-      const all = await Promise.all(Array.from({ length: 20 }, (_, i) => c.query(`select ${i} as i, repeat('x', 20000) as x`)));
+      const all = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => c.query(`select ${i} as i, repeat('x', 20000) as x`)),
+      );
       expect(all.map((q) => q.rows[0].i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
       const session = [...tp.pooler.clients].find((x) => x.applicationName === 'tls-big');
       expect(session?.relayKind).toBe(expectNative ? 'native' : 'js');
@@ -191,13 +250,22 @@ describe('client_tls_sslmode = require', () => {
     const raw = net.connect(tp.port, '127.0.0.1');
     raw.on('error', () => undefined);
     await new Promise((r) => raw.once('connect', r));
-    const wire = new Duplex({ read() {}, write(chunk: Buffer, _enc, cb) { raw.write(chunk, cb); } });
+    const wire = new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, cb) {
+        raw.write(chunk, cb);
+      },
+    });
     raw.on('data', (d: Buffer) => wire.push(d));
     raw.on('end', () => wire.push(null));
     const secure = tls.connect({ socket: wire, ALPNProtocols: ['postgresql'], rejectUnauthorized: false });
     secure.on('error', () => undefined);
     await new Promise((r, j) => secure.once('secureConnect', r).once('error', j));
-    const c = await RawConnection.login(secure as unknown as net.Socket, { user: 'md5user', database: 'app', password: 'md5pass' });
+    const c = await RawConnection.login(secure as unknown as net.Socket, {
+      user: 'md5user',
+      database: 'app',
+      password: 'md5pass',
+    });
     c.send(Buffer.concat([Buffer.from('Q'), Buffer.from([0, 0, 0, 13]), Buffer.from('select 6\0')]));
     expect((await c.readUntilReady()).map((m) => m.type).join('')).toBe('TDCZ');
     const closed = new Promise((r) => raw.once('close', r));
@@ -211,7 +279,12 @@ describe('client_tls_sslmode = require', () => {
   });
 
   it('PostgreSQL 17 direct TLS (ALPN "postgresql") is accepted; without ALPN it is refused', async () => {
-    const secure = tls.connect({ host: '127.0.0.1', port: tp.port, ALPNProtocols: ['postgresql'], rejectUnauthorized: false });
+    const secure = tls.connect({
+      host: '127.0.0.1',
+      port: tp.port,
+      ALPNProtocols: ['postgresql'],
+      rejectUnauthorized: false,
+    });
     await new Promise((r, j) => secure.once('secureConnect', r).once('error', j));
     expect(secure.alpnProtocol).toBe('postgresql');
     const c = await RawConnection.login(secure, { user: 'md5user', database: 'app', password: 'md5pass' });
@@ -222,8 +295,9 @@ describe('client_tls_sslmode = require', () => {
 
     const bare = tls.connect({ host: '127.0.0.1', port: tp.port, rejectUnauthorized: false });
     await new Promise((r, j) => bare.once('secureConnect', r).once('error', j));
-    await expect(RawConnection.login(bare, { user: 'md5user', database: 'app', password: 'md5pass' }))
-      .rejects.toThrow('08P01 received direct SSL connection request without ALPN protocol negotiation extension');
+    await expect(RawConnection.login(bare, { user: 'md5user', database: 'app', password: 'md5pass' })).rejects.toThrow(
+      '08P01 received direct SSL connection request without ALPN protocol negotiation extension',
+    );
   });
 });
 
@@ -258,7 +332,9 @@ describe('client certificates (verify-ca, verify-full)', () => {
 
   it('verify-ca: a certificate signed by client_tls_ca_file gets in; none, or one of another CA, gets 28000', async () => {
     const good = certs.client('anyone');
-    expect(await psql(verifyCa.port, { sslmode: 'require', extra: `sslcert=${good.cert} sslkey=${good.key}` })).toEqual({ ok: true, out: '42' });
+    expect(await psql(verifyCa.port, { sslmode: 'require', extra: `sslcert=${good.cert} sslkey=${good.key}` })).toEqual(
+      { ok: true, out: '42' },
+    );
     const none = await psql(verifyCa.port, { sslmode: 'require', extra: 'sslcert=/nonexistent sslkey=/nonexistent' });
     expect(none.ok).toBe(false);
     expect(none.out).toMatch(/connection requires a valid client certificate/);
@@ -267,14 +343,29 @@ describe('client certificates (verify-ca, verify-full)', () => {
     expect(other.ok).toBe(false);
     expect(other.out).toMatch(/connection requires a valid client certificate/);
     // node-postgres with a certificate.
-    expect(await nodePg(verifyCa.port, { rejectUnauthorized: false, cert: readFileSync(good.cert), key: readFileSync(good.key) })).toBe('7');
+    expect(
+      await nodePg(verifyCa.port, {
+        rejectUnauthorized: false,
+        cert: readFileSync(good.cert),
+        key: readFileSync(good.key),
+      }),
+    ).toBe('7');
   });
 
   it('verify-full: the certificate CN must be the user name', async () => {
     const md5user = certs.client('md5user');
-    expect(await psql(verifyFull.port, { sslmode: 'verify-full', host: 'localhost', extra: `sslrootcert=${certs.caCert} sslcert=${md5user.cert} sslkey=${md5user.key}` })).toEqual({ ok: true, out: '42' });
+    expect(
+      await psql(verifyFull.port, {
+        sslmode: 'verify-full',
+        host: 'localhost',
+        extra: `sslrootcert=${certs.caCert} sslcert=${md5user.cert} sslkey=${md5user.key}`,
+      }),
+    ).toEqual({ ok: true, out: '42' });
     const someoneElse = certs.client('scramuser');
-    const r = await psql(verifyFull.port, { sslmode: 'require', extra: `sslcert=${someoneElse.cert} sslkey=${someoneElse.key}` });
+    const r = await psql(verifyFull.port, {
+      sslmode: 'require',
+      extra: `sslcert=${someoneElse.cert} sslkey=${someoneElse.key}`,
+    });
     expect(r.ok).toBe(false);
     expect(r.out).toMatch(/certificate validation \(clientcert=verify-full\) failed for user "md5user": CN mismatch/);
   });

@@ -16,10 +16,14 @@ beforeAll(async () => {
   certs = makeTestCerts();
   db = await startTestPostgres();
   // A user the pooler trusts (no password exchange to script through s_client); its server login uses md5pass.
-  tp = await startTestPooler(poolerToml(db, {
-    general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
-    pools: poolToml(db, 'app', '', [{ username: 'md5user', password: '', extra: 'server_password = "md5pass"\npool_size = 2' }]),
-  }));
+  tp = await startTestPooler(
+    poolerToml(db, {
+      general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
+      pools: poolToml(db, 'app', '', [
+        { username: 'md5user', password: '', extra: 'server_password = "md5pass"\npool_size = 2' },
+      ]),
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -47,18 +51,32 @@ function extendedQuery(sql: string): Buffer {
 
 describe('TLS 1.3 KeyUpdate', () => {
   it('a client that updates its keys (and asks for ours) keeps its session and gets its answers', async () => {
-    const child = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${tp.port}`, '-starttls', 'postgres', '-tls1_3', '-servername', 'localhost'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(
+      'openssl',
+      ['s_client', '-connect', `127.0.0.1:${tp.port}`, '-starttls', 'postgres', '-tls1_3', '-servername', 'localhost'],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     children.push(child);
     let out = Buffer.alloc(0);
     let err = '';
-    child.stdout!.on('data', (d: Buffer) => { out = Buffer.concat([out, d]); });
-    child.stderr!.on('data', (d: Buffer) => { err += d.toString('latin1'); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out = Buffer.concat([out, d]);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString('latin1');
+    });
     const until = async (what: () => boolean, label: string) => {
       for (let i = 0; i < 600 && !what(); i++) await new Promise((r) => setTimeout(r, 50));
-      if (!what()) throw new Error(`s_client: no ${label}; stderr: ${err.slice(-2000)}; stdout: ${out.toString('latin1').slice(-2000)}`);
+      if (!what())
+        throw new Error(
+          `s_client: no ${label}; stderr: ${err.slice(-2000)}; stdout: ${out.toString('latin1').slice(-2000)}`,
+        );
     };
     try {
-      await until(() => out.includes('---\n') && /Verify return code|Cipher is/.test(out.toString('latin1') + err), 'handshake');
+      await until(
+        () => out.includes('---\n') && /Verify return code|Cipher is/.test(out.toString('latin1') + err),
+        'handshake',
+      );
       child.stdin!.write(writeStartupMessage({ user: 'md5user', database: 'app' }));
       await until(() => out.includes('server_version'), 'login');
       for (let round = 1; round <= 3; round++) {

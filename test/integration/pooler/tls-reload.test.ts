@@ -25,7 +25,11 @@ beforeAll(async () => {
   const first = certs.server('first');
   copyFileSync(first.cert, certFile);
   copyFileSync(first.key, keyFile);
-  tp = await startTestPooler(poolerToml(db, { general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${keyFile}"\nclient_tls_cert_file = "${certFile}"` }));
+  tp = await startTestPooler(
+    poolerToml(db, {
+      general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${keyFile}"\nclient_tls_cert_file = "${certFile}"`,
+    }),
+  );
 });
 
 afterAll(async () => {
@@ -47,7 +51,14 @@ async function presentedCn(): Promise<string> {
 
 describe('RELOAD and TLS files', () => {
   it('a rotated certificate is served to new clients; a connected TLS client keeps working', async () => {
-    const held = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false } });
+    const held = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+      ssl: { rejectUnauthorized: false },
+    });
     await held.connect();
     try {
       await held.query('select 1');
@@ -67,13 +78,22 @@ describe('RELOAD and TLS files', () => {
     const before = await presentedCn();
     writeFileSync(certFile, '-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n');
     const msg = await tp.pooler.reload();
-    expect(msg).toMatch(/TLS files not loaded, the previous certificates and keys stay: client TLS files \(.*live\.key, .*live\.crt\) could not be used/);
+    expect(msg).toMatch(
+      /TLS files not loaded, the previous certificates and keys stay: client TLS files \(.*live\.key, .*live\.crt\) could not be used/,
+    );
     expect(tp.logText()).toMatch(/TLS files not loaded/);
     const events = tp.pooler.show('EVENTS');
     expect(events.rows.some((r) => /TLS files not loaded/.test(String(r[3])))).toBe(true);
     expect(await presentedCn()).toBe(before);
     // Plaintext is still refused and TLS clients still get in.
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false } });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+      ssl: { rejectUnauthorized: false },
+    });
     await c.connect();
     expect((await c.query('select 3 as n')).rows[0].n).toBe(3);
     await c.end();
@@ -82,11 +102,30 @@ describe('RELOAD and TLS files', () => {
   it('RELOAD turns client TLS on in a pooler started without it (no restart: the relay its pools run on carries it)', async () => {
     const plain = await startTestPooler(poolerToml(db));
     try {
-      const before = new pg.Client({ host: '127.0.0.1', port: plain.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false } });
+      const before = new pg.Client({
+        host: '127.0.0.1',
+        port: plain.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+        ssl: { rejectUnauthorized: false },
+      });
       await expect(before.connect()).rejects.toThrow(/does not support SSL/);
-      plain.writeConfig(poolerToml(db, { general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"` }));
+      plain.writeConfig(
+        poolerToml(db, {
+          general: `client_tls_sslmode = "require"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
+        }),
+      );
       expect(await plain.pooler.reload()).toBe('RELOAD done');
-      const c = new pg.Client({ host: '127.0.0.1', port: plain.port, user: 'md5user', password: 'md5pass', database: 'app', ssl: { rejectUnauthorized: false }, application_name: 'after-reload' });
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: plain.port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+        ssl: { rejectUnauthorized: false },
+        application_name: 'after-reload',
+      });
       await c.connect();
       try {
         expect((await c.query('select 4 as n')).rows[0].n).toBe(4);
@@ -104,7 +143,14 @@ describe('RELOAD and TLS files', () => {
   it('a missing file at start stops the start and names the key and the file', async () => {
     const dir = path.join(certs.dir, 'start');
     const file = `${dir}.toml`;
-    writeFileSync(file, poolerToml(db, { general: `client_tls_sslmode = "prefer"\nclient_tls_key_file = "${dir}/missing.key"\nclient_tls_cert_file = "${certFile}"` }));
-    await expect(Pooler.start(file, new LogHub({ out: { write: () => true } as unknown as NodeJS.WritableStream }))).rejects.toThrow(/client_tls_key_file .*missing\.key: ENOENT/);
+    writeFileSync(
+      file,
+      poolerToml(db, {
+        general: `client_tls_sslmode = "prefer"\nclient_tls_key_file = "${dir}/missing.key"\nclient_tls_cert_file = "${certFile}"`,
+      }),
+    );
+    await expect(
+      Pooler.start(file, new LogHub({ out: { write: () => true } as unknown as NodeJS.WritableStream })),
+    ).rejects.toThrow(/client_tls_key_file .*missing\.key: ENOENT/);
   });
 });

@@ -30,9 +30,10 @@ afterAll(async () => {
 });
 
 async function pooler(general: string, host = '127.0.0.1'): Promise<TestPooler> {
-  const p = await startTestPooler(poolerToml(db, {
-    general,
-    pools: `
+  const p = await startTestPooler(
+    poolerToml(db, {
+      general,
+      pools: `
 [pools.app]
 server_host = "${host}"
 server_port = ${db.port}
@@ -45,14 +46,21 @@ username = "trustuser"
 password = ""
 pool_size = 2
 `,
-  }));
+    }),
+  );
   poolers.push(p);
   return p;
 }
 
 /** Through the pooler: whether this backend's connection is encrypted, or the error the client got. */
 async function backendSsl(port: number, user = 'md5user'): Promise<string> {
-  const c = new pg.Client({ host: '127.0.0.1', port, user, password: user === 'md5user' ? 'md5pass' : undefined, database: 'app' });
+  const c = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user,
+    password: user === 'md5user' ? 'md5pass' : undefined,
+    database: 'app',
+  });
   try {
     await c.connect();
     const r = await c.query('select ssl::text as ssl from pg_stat_ssl where pid = pg_backend_pid()');
@@ -89,24 +97,42 @@ describe('server_tls_sslmode', () => {
   });
 
   it('verify-ca: the certificate must chain to server_tls_ca_file', async () => {
-    expect(await backendSsl((await pooler(`server_tls_sslmode = "verify-ca"\nserver_tls_ca_file = "${certs.caCert}"`)).port)).toBe('true');
+    expect(
+      await backendSsl((await pooler(`server_tls_sslmode = "verify-ca"\nserver_tls_ca_file = "${certs.caCert}"`)).port),
+    ).toBe('true');
     const other = await pooler(`server_tls_sslmode = "verify-ca"\nserver_tls_ca_file = "${certs.dir}/otherca.crt"`);
     const r = await backendSsl(other.port);
-    expect(r).toMatch(/^error 08006: TLS to server 127\.0\.0\.1:\d+ failed \(server_tls_sslmode verify-ca\): .*(unable to verify|self.signed|certificate)/i);
+    expect(r).toMatch(
+      /^error 08006: TLS to server 127\.0\.0\.1:\d+ failed \(server_tls_sslmode verify-ca\): .*(unable to verify|self.signed|certificate)/i,
+    );
   });
 
   it('verify-full: the certificate must also name server_host', async () => {
-    expect(await backendSsl((await pooler(`server_tls_sslmode = "verify-full"\nserver_tls_ca_file = "${certs.caCert}"`)).port)).toBe('true');
-    const byName = await pooler(`server_tls_sslmode = "verify-full"\nserver_tls_ca_file = "${certs.caCert}"`, 'localhost');
-    expect(await backendSsl(byName.port)).toMatch(/^error 08006: .*Hostname\/IP does not match certificate's altnames: Host: localhost\./);
+    expect(
+      await backendSsl(
+        (await pooler(`server_tls_sslmode = "verify-full"\nserver_tls_ca_file = "${certs.caCert}"`)).port,
+      ),
+    ).toBe('true');
+    const byName = await pooler(
+      `server_tls_sslmode = "verify-full"\nserver_tls_ca_file = "${certs.caCert}"`,
+      'localhost',
+    );
+    expect(await backendSsl(byName.port)).toMatch(
+      /^error 08006: .*Hostname\/IP does not match certificate's altnames: Host: localhost\./,
+    );
     // verify-ca does not look at the name.
-    const caOnly = await pooler(`server_tls_sslmode = "verify-ca"\nserver_tls_ca_file = "${certs.caCert}"`, 'localhost');
+    const caOnly = await pooler(
+      `server_tls_sslmode = "verify-ca"\nserver_tls_ca_file = "${certs.caCert}"`,
+      'localhost',
+    );
     expect(await backendSsl(caOnly.port)).toBe('true');
   });
 
-  it('a client certificate (server_tls_cert_file) logs in with PostgreSQL\'s cert method', async () => {
+  it("a client certificate (server_tls_cert_file) logs in with PostgreSQL's cert method", async () => {
     const cert = certs.client('trustuser');
-    const tp = await pooler(`server_tls_sslmode = "verify-full"\nserver_tls_ca_file = "${certs.caCert}"\nserver_tls_cert_file = "${cert.cert}"\nserver_tls_key_file = "${cert.key}"`);
+    const tp = await pooler(
+      `server_tls_sslmode = "verify-full"\nserver_tls_ca_file = "${certs.caCert}"\nserver_tls_cert_file = "${cert.cert}"\nserver_tls_key_file = "${cert.key}"`,
+    );
     expect(await backendSsl(tp.port, 'trustuser')).toBe('true');
     const without = await pooler('server_tls_sslmode = "require"');
     expect(await backendSsl(without.port, 'trustuser')).toMatch(/^error 28000: .*certificate/);

@@ -4,13 +4,26 @@ import type pg from 'pg';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { operatorToml, poolToml, startOperator, until, type OperatorHarness } from '../../helpers/operator.js';
 
-type TopRow = { hash: string; preview: string; count: number; total_time_us: number; avg_time_us: number; pool: string; kind: string; count_used: number };
+type TopRow = {
+  hash: string;
+  preview: string;
+  count: number;
+  total_time_us: number;
+  avg_time_us: number;
+  pool: string;
+  kind: string;
+  count_used: number;
+};
 
 let db: TestPostgres;
 let h: OperatorHarness;
 const clients: pg.Client[] = [];
 
-const toml = (general = '') => operatorToml({ general, pools: poolToml(db, 'qs', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }]) });
+const toml = (general = '') =>
+  operatorToml({
+    general,
+    pools: poolToml(db, 'qs', '', [{ username: 'md5user', password: 'md5pass', extra: 'pool_size = 2' }]),
+  });
 const SECRET = 'tenant-secret-4711';
 const LONG = `SELECT '${SECRET}' AS a, ${Array.from({ length: 60 }, (_, i) => `${i * 7919} AS c${i}`).join(', ')}`;
 
@@ -56,13 +69,20 @@ describe('/api/top/queries: simple-protocol queries', () => {
     await until('the last query is counted', async () => (await top()).some((r) => r.preview.startsWith('SELECT ?/?')));
 
     const rows = await top('count');
-    expect(byPreview(rows, 'SELECT pg_sleep(?)')).toMatchObject({ count: 3, pool: 'md5user@qs', kind: 'simple', count_used: 3 });
+    expect(byPreview(rows, 'SELECT pg_sleep(?)')).toMatchObject({
+      count: 3,
+      pool: 'md5user@qs',
+      kind: 'simple',
+      count_used: 3,
+    });
     expect(byPreview(rows, 'SELECT ?')).toMatchObject({ count: 4 });
     expect(byPreview(rows, 'SELECT ? AS c')).toMatchObject({ count: 1 });
     expect(byPreview(rows, 'SELECT ?; SELECT ?, ?')).toMatchObject({ count: 1 });
     expect(byPreview(rows, 'SELECT ?/? AS "qqq"')).toMatchObject({ count: 1 });
     expect(byPreview(rows, 'SELECT $?::int AS v')).toBeUndefined();
-    expect((await h.api('/api/top/queries?limit=1000')).body).toContainEqual(expect.objectContaining({ kind: 'protocol', preview: 'SELECT $1::int AS v', count: 1 }));
+    expect((await h.api('/api/top/queries?limit=1000')).body).toContainEqual(
+      expect.objectContaining({ kind: 'protocol', preview: 'SELECT $1::int AS v', count: 1 }),
+    );
     // By count: the most counted first.
     expect(rows[0]).toMatchObject({ preview: 'SELECT ?', count: 4 });
     for (let i = 1; i < rows.length; i++) expect(rows[i - 1]!.count).toBeGreaterThanOrEqual(rows[i]!.count);
@@ -73,14 +93,16 @@ describe('/api/top/queries: simple-protocol queries', () => {
     expect(sleep.total_time_us).toBeLessThan(5_000_000);
     const byTime = await top('time');
     expect(byTime[0]).toMatchObject({ preview: 'SELECT pg_sleep(?)' });
-    for (let i = 1; i < byTime.length; i++) expect(byTime[i - 1]!.total_time_us).toBeGreaterThanOrEqual(byTime[i]!.total_time_us);
+    for (let i = 1; i < byTime.length; i++)
+      expect(byTime[i - 1]!.total_time_us).toBeGreaterThanOrEqual(byTime[i]!.total_time_us);
 
     const long = rows.find((r) => r.preview.startsWith('SELECT ? AS a, ? AS c0'))!;
     expect(long.preview.length).toBe(121);
     expect(long.preview.endsWith('…')).toBe(true);
     for (const r of rows) {
       expect(r.preview.length).toBeLessThanOrEqual(121);
-      for (const literal of [SECRET, "'a'", "'b'", '7919', 'x\'\'y', '0.05']) expect(r.preview, r.preview).not.toContain(literal);
+      for (const literal of [SECRET, "'a'", "'b'", '7919', "x''y", '0.05'])
+        expect(r.preview, r.preview).not.toContain(literal);
     }
     // The whole normalized text stays server-side, behind the personal-data route; it holds no literal either.
     const full = await h.api(`/api/prepared/text/${long.hash}`);
@@ -97,7 +119,11 @@ describe('/api/top/queries: simple-protocol queries', () => {
     // Bytes that are no UTF-8, written under node-postgres: PostgreSQL refuses them (22021), the relay still counts the Query.
     const raw = await client();
     const rawStream = (raw as unknown as { connection: { stream: import('node:net').Socket } }).connection.stream;
-    const text = Buffer.concat([Buffer.from('SELECT '), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(" AS bad_utf8, 'x'\0")]);
+    const text = Buffer.concat([
+      Buffer.from('SELECT '),
+      Buffer.from([0xff, 0xfe, 0xc3]),
+      Buffer.from(" AS bad_utf8, 'x'\0"),
+    ]);
     const msg = Buffer.alloc(5);
     msg[0] = 0x51;
     msg.writeUInt32BE(4 + text.length, 1);
@@ -113,7 +139,12 @@ describe('/api/top/queries: simple-protocol queries', () => {
       return Buffer.concat([head, body]);
     };
     const split = query("SELECT 'cut' AS split_read");
-    for (const [from, to] of [[0, 3], [3, 12], [12, 20], [20, split.length]]) {
+    for (const [from, to] of [
+      [0, 3],
+      [3, 12],
+      [12, 20],
+      [20, split.length],
+    ]) {
       rawStream.write(split.subarray(from, to));
       await new Promise((r) => setTimeout(r, 30));
     }
@@ -122,9 +153,13 @@ describe('/api/top/queries: simple-protocol queries', () => {
     const bad = (await top()).find((r) => r.preview.includes('AS bad_utf8'))!;
     expect(bad).toMatchObject({ count: 1 });
     expect(bad.preview.endsWith(', ?')).toBe(true);
-    await until('the cut and pipelined texts are counted', async () => (await top()).filter((r) => /split_read|piped_/.test(r.preview)).length === 3);
+    await until(
+      'the cut and pipelined texts are counted',
+      async () => (await top()).filter((r) => /split_read|piped_/.test(r.preview)).length === 3,
+    );
     const pieces = await top();
-    for (const p of ['SELECT ? AS split_read', 'SELECT ? AS piped_a', 'SELECT ? AS piped_b']) expect(byPreview(pieces, p), p).toMatchObject({ count: 1 });
+    for (const p of ['SELECT ? AS split_read', 'SELECT ? AS piped_a', 'SELECT ? AS piped_b'])
+      expect(byPreview(pieces, p), p).toMatchObject({ count: 1 });
 
     const huge = `SELECT cardinality(ARRAY[${Array.from({ length: 20_000 }, (_, i) => String(i)).join(', ')}]) AS huge`;
     const r = await c.query(huge);
@@ -159,6 +194,10 @@ describe('/api/top/queries: simple-protocol queries', () => {
     expect(rows.length).toBeLessThanOrEqual(2);
     expect(rows[0]).toMatchObject({ preview: 'SELECT ? AS one', count: 6 });
     const shown = await h.show('CONFIG');
-    expect(shown.find((r) => r['key'] === 'general.query_stats_size')).toMatchObject({ value: '2', default: '1000', changeable: 'yes' });
+    expect(shown.find((r) => r['key'] === 'general.query_stats_size')).toMatchObject({
+      value: '2',
+      default: '1000',
+      changeable: 'yes',
+    });
   });
 });

@@ -20,7 +20,10 @@ export async function connect(): Promise<RawConnection> {
 export function usePostgres(): void {
   beforeAll(async () => {
     db = await startTestPostgres();
-    db.sql('CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g', 'app');
+    db.sql(
+      'CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g',
+      'app',
+    );
   });
   afterAll(async () => {
     for (const c of open) c.close();
@@ -71,7 +74,10 @@ type Exchange = (rw: StatementRewriter, conn: RawConnection, round: Round) => Pr
 const wholeMessages: Exchange = async (rw, conn, round) => {
   const toClient: Message[] = [];
   // Messages held back for an earlier group's answer are sent while replies are read: write as they come.
-  const sink = { toServer: (b: Buffer) => conn.send(b), toClient: (b: Buffer) => toClient.push({ type: String.fromCharCode(b[0]!), raw: b }) };
+  const sink = {
+    toServer: (b: Buffer) => conn.send(b),
+    toClient: (b: Buffer) => toClient.push({ type: String.fromCharCode(b[0]!), raw: b }),
+  };
   for (const m of round) rw.clientMessage(m[0]!, m, sink);
   while (toClient.filter((m) => m.type === 'Z').length < readies(round)) {
     const m = await conn.read();
@@ -82,36 +88,41 @@ const wholeMessages: Exchange = async (rw, conn, round) => {
 };
 
 /** Through PreparedPipe, client bytes and server bytes fed in random cuts of 1 to 12 bytes. */
-const randomCuts = (rand: () => number): Exchange => async (rw, conn, round) => {
-  const cuts = (b: Buffer): Buffer[] => {
-    const out: Buffer[] = [];
-    for (let pos = 0; pos < b.length; ) {
-      const n = 1 + Math.floor(rand() * 12);
-      out.push(b.subarray(pos, pos + n));
-      pos += n;
+const randomCuts =
+  (rand: () => number): Exchange =>
+  async (rw, conn, round) => {
+    const cuts = (b: Buffer): Buffer[] => {
+      const out: Buffer[] = [];
+      for (let pos = 0; pos < b.length;) {
+        const n = 1 + Math.floor(rand() * 12);
+        out.push(b.subarray(pos, pos + n));
+        pos += n;
+      }
+      return out;
+    };
+    let toClient = Buffer.alloc(0);
+    const pipe = new PreparedPipe(rw, 1 << 20, {
+      toServer: (bufs) => conn.send(...bufs),
+      toClient: (bufs) => (toClient = Buffer.concat([toClient, ...bufs])),
+    });
+    const messages = (): Message[] => {
+      const out: Message[] = [];
+      for (let pos = 0; pos + 5 <= toClient.length; pos += 1 + toClient.readInt32BE(pos + 1)) {
+        out.push({
+          type: String.fromCharCode(toClient[pos]!),
+          raw: toClient.subarray(pos, pos + 1 + toClient.readInt32BE(pos + 1)),
+        });
+      }
+      return out;
+    };
+    for (const c of cuts(Buffer.concat(round))) expect(pipe.clientBytes(c)).toBe(true);
+    while (messages().filter((m) => m.type === 'Z').length < readies(round)) {
+      const m = await conn.read();
+      for (const c of cuts(m.raw)) expect(pipe.serverBytes(c)).toBe(true);
     }
-    return out;
+    expect(pipe.atBoundary).toBe(true);
+    return messages();
   };
-  let toClient = Buffer.alloc(0);
-  const pipe = new PreparedPipe(rw, 1 << 20, {
-    toServer: (bufs) => conn.send(...bufs),
-    toClient: (bufs) => (toClient = Buffer.concat([toClient, ...bufs])),
-  });
-  const messages = (): Message[] => {
-    const out: Message[] = [];
-    for (let pos = 0; pos + 5 <= toClient.length; pos += 1 + toClient.readInt32BE(pos + 1)) {
-      out.push({ type: String.fromCharCode(toClient[pos]!), raw: toClient.subarray(pos, pos + 1 + toClient.readInt32BE(pos + 1)) });
-    }
-    return out;
-  };
-  for (const c of cuts(Buffer.concat(round))) expect(pipe.clientBytes(c)).toBe(true);
-  while (messages().filter((m) => m.type === 'Z').length < readies(round)) {
-    const m = await conn.read();
-    for (const c of cuts(m.raw)) expect(pipe.serverBytes(c)).toBe(true);
-  }
-  expect(pipe.atBoundary).toBe(true);
-  return messages();
-};
 
 /** The rounds through one rewriter; a round starts on the other server whenever the client is between transactions. */
 export async function rewritten(rounds: Round[], opts: Options = {}): Promise<Through> {

@@ -53,7 +53,10 @@ describe('SQL-level PREPARE, EXECUTE and DEALLOCATE in transaction mode', () => 
     const run = async (rw: StatementRewriter, sql: string) => {
       rw.attach(cache);
       const got: string[] = [];
-      const sink = { toServer: (buf: Buffer) => conn.send(buf), toClient: (buf: Buffer) => got.push(describeMessage({ type: String.fromCharCode(buf[0]!), raw: buf })) };
+      const sink = {
+        toServer: (buf: Buffer) => conn.send(buf),
+        toClient: (buf: Buffer) => got.push(describeMessage({ type: String.fromCharCode(buf[0]!), raw: buf })),
+      };
       rw.clientMessage(0x51, msg.query(sql), sink);
       while (got.at(-1) !== 'Z I') {
         const m = await conn.read();
@@ -66,7 +69,12 @@ describe('SQL-level PREPARE, EXECUTE and DEALLOCATE in transaction mode', () => 
     expect(await run(b, 'PREPARE mine AS SELECT 40 + $1::int AS v')).toEqual(['C PREPARE', 'Z I']);
     expect(cache.size).toBe(1);
     expect(await run(a, 'DEALLOCATE mine')).toEqual(['C DEALLOCATE', 'Z I']);
-    expect(await run(b, 'EXECUTE mine(2)')).toEqual(['T', 'D 000100000002' + Buffer.from('42').toString('hex'), 'C SELECT 1', 'Z I']);
+    expect(await run(b, 'EXECUTE mine(2)')).toEqual([
+      'T',
+      'D 000100000002' + Buffer.from('42').toString('hex'),
+      'C SELECT 1',
+      'Z I',
+    ]);
     expect(await run(a, 'EXECUTE mine(2)')).toEqual(['E 26000 prepared statement "mine" does not exist', 'Z I']);
   });
 });
@@ -92,7 +100,10 @@ describe('a DDL change under statements the pooler cached', () => {
         got.push(...(await conn.readUntilReady(readies(step))));
       } else {
         if (idle) rw.attach(cache);
-        const sink = { toServer: (b: Buffer) => conn.send(b), toClient: (b: Buffer) => got.push({ type: String.fromCharCode(b[0]!), raw: b }) };
+        const sink = {
+          toServer: (b: Buffer) => conn.send(b),
+          toClient: (b: Buffer) => got.push({ type: String.fromCharCode(b[0]!), raw: b }),
+        };
         for (const m of step) rw.clientMessage(m[0]!, m, sink);
         while (got.filter((m) => m.type === 'Z').length < readies(step)) {
           const m = await conn.read();
@@ -109,10 +120,23 @@ describe('a DDL change under statements the pooler cached', () => {
   }
   let column = 0;
   const alter = () => database().sql(`ALTER TABLE ddl ADD COLUMN c${++column} text DEFAULT $$x$$`, 'app');
-  const select: Round = [msg.parse('', 'SELECT * FROM ddl'), msg.bind(''), msg.describePortal(), msg.execute(), msg.sync()];
+  const select: Round = [
+    msg.parse('', 'SELECT * FROM ddl'),
+    msg.bind(''),
+    msg.describePortal(),
+    msg.execute(),
+    msg.sync(),
+  ];
 
   it('an unnamed statement answered from the cache is prepared again and retried: the client sees the new columns, no 0A000', async () => {
-    const steps = [select, alter, select, [msg.parse('', 'SELECT * FROM ddl'), msg.describeStatement(''), msg.bind(''), msg.execute(), msg.sync()], alter, select];
+    const steps = [
+      select,
+      alter,
+      select,
+      [msg.parse('', 'SELECT * FROM ddl'), msg.describeStatement(''), msg.bind(''), msg.execute(), msg.sync()],
+      alter,
+      select,
+    ];
     const want = await oneServer(steps, false);
     const got = await oneServer(steps, true);
     expect(got).toEqual(want);

@@ -36,7 +36,13 @@ describe('prepared-statement rewriter (transaction mode) against PostgreSQL', ()
     const got = await same([
       [msg.parse('S_1', byId, [23]), msg.bind('S_1', ['1']), msg.execute(), msg.closeStatement('S_1'), msg.sync()],
       [msg.bind('S_1', ['1']), msg.execute(), msg.sync()],
-      [msg.closeStatement('never-was'), msg.parse('S_1', 'SELECT count(*) FROM items'), msg.bind('S_1'), msg.execute(), msg.sync()],
+      [
+        msg.closeStatement('never-was'),
+        msg.parse('S_1', 'SELECT count(*) FROM items'),
+        msg.bind('S_1'),
+        msg.execute(),
+        msg.sync(),
+      ],
       [msg.bind('S_1'), msg.execute(), msg.sync()],
     ]);
     expect(got.caches[0]!.size + got.caches[1]!.size).toBeGreaterThanOrEqual(2);
@@ -45,15 +51,30 @@ describe('prepared-statement rewriter (transaction mode) against PostgreSQL', ()
   it('an error mid-pipeline skips to Sync exactly as PostgreSQL does, and forgets what the skipped messages would have created', async () => {
     await same([
       [
-        msg.parse('ok', byId, [23]), msg.bind('ok', ['1']), msg.execute(),
-        msg.parse('bad', 'SELEC nothing'), msg.bind('bad'), msg.execute(),
-        msg.parse('skipped', 'SELECT 1'), msg.sync(),
-        msg.bind('ok', ['2']), msg.execute(), msg.sync(),
+        msg.parse('ok', byId, [23]),
+        msg.bind('ok', ['1']),
+        msg.execute(),
+        msg.parse('bad', 'SELEC nothing'),
+        msg.bind('bad'),
+        msg.execute(),
+        msg.parse('skipped', 'SELECT 1'),
+        msg.sync(),
+        msg.bind('ok', ['2']),
+        msg.execute(),
+        msg.sync(),
       ],
       [msg.bind('skipped'), msg.execute(), msg.sync()],
       [msg.bind('bad'), msg.execute(), msg.sync()],
       [msg.parse('bad', 'SELECT 3'), msg.bind('bad'), msg.execute(), msg.sync()],
-      [msg.bind('ok', ['x']), msg.execute(), msg.parse('after', 'SELECT 4'), msg.sync(), msg.bind('after'), msg.execute(), msg.sync()],
+      [
+        msg.bind('ok', ['x']),
+        msg.execute(),
+        msg.parse('after', 'SELECT 4'),
+        msg.sync(),
+        msg.bind('after'),
+        msg.execute(),
+        msg.sync(),
+      ],
     ]);
   });
 
@@ -74,7 +95,16 @@ describe('prepared-statement rewriter (transaction mode) against PostgreSQL', ()
 
   it('the same text twice in one pipeline, the first failing at run time', async () => {
     await same([
-      [msg.parse('a', 'SELECT 1/$1::int'), msg.parse('b', 'SELECT 1/$1::int'), msg.bind('a', ['0']), msg.execute(), msg.sync(), msg.bind('b', ['1']), msg.execute(), msg.sync()],
+      [
+        msg.parse('a', 'SELECT 1/$1::int'),
+        msg.parse('b', 'SELECT 1/$1::int'),
+        msg.bind('a', ['0']),
+        msg.execute(),
+        msg.sync(),
+        msg.bind('b', ['1']),
+        msg.execute(),
+        msg.sync(),
+      ],
       [msg.parse('', 'SELECT nothing_here'), msg.sync(), msg.parse('', 'SELECT nothing_here'), msg.sync()],
     ]);
   });
@@ -82,7 +112,14 @@ describe('prepared-statement rewriter (transaction mode) against PostgreSQL', ()
   it('Describe of a statement, Flush, and explicit transaction blocks keep the client on its server until they end', async () => {
     const got = await same([
       [msg.query('BEGIN')],
-      [msg.parse('S_1', byId, [23]), msg.describeStatement('S_1'), msg.flush(), msg.bind('S_1', ['7']), msg.execute(), msg.sync()],
+      [
+        msg.parse('S_1', byId, [23]),
+        msg.describeStatement('S_1'),
+        msg.flush(),
+        msg.bind('S_1', ['7']),
+        msg.execute(),
+        msg.sync(),
+      ],
       [msg.bind('S_1', ['x']), msg.execute(), msg.sync()],
       [msg.query('ROLLBACK')],
       [msg.bind('S_1', ['8']), msg.execute(), msg.sync()],
@@ -120,7 +157,14 @@ describe('prepared-statement rewriter (transaction mode) against PostgreSQL', ()
     const rounds: Round[] = [];
     for (let i = 1; i <= 4; i++) rounds.push([msg.parse(`s${i}`, `SELECT ${i} AS n, $1::int AS id`, [23]), msg.sync()]);
     for (let rep = 0; rep < 3; rep++) {
-      for (let i = 1; i <= 4; i++) rounds.push([msg.bind(`s${i}`, [String(rep)]), msg.execute(), msg.bind(`s${(i % 4) + 1}`, ['9']), msg.execute(), msg.sync()]);
+      for (let i = 1; i <= 4; i++)
+        rounds.push([
+          msg.bind(`s${i}`, [String(rep)]),
+          msg.execute(),
+          msg.bind(`s${(i % 4) + 1}`, ['9']),
+          msg.execute(),
+          msg.sync(),
+        ]);
     }
     const got = await same(rounds, { capacity: 2 });
     expect(got.caches.map((c) => c.size)).toEqual([2, 2]);
@@ -130,11 +174,22 @@ describe('prepared-statement rewriter (transaction mode) against PostgreSQL', ()
   });
 
   it('a forced 64-bit collision gives two texts two names and the right rows', async () => {
-    const got = await same([
-      [msg.parse('a', 'SELECT 1 AS one'), msg.parse('b', 'SELECT 2 AS two'), msg.bind('a'), msg.execute(), msg.bind('b'), msg.execute(), msg.sync()],
-      [msg.bind('b'), msg.execute(), msg.bind('a'), msg.execute(), msg.sync()],
-      [msg.parse('', 'SELECT 3 AS three'), msg.bind(''), msg.execute(), msg.sync()],
-    ], { hash: () => '00000000deadbeef' });
+    const got = await same(
+      [
+        [
+          msg.parse('a', 'SELECT 1 AS one'),
+          msg.parse('b', 'SELECT 2 AS two'),
+          msg.bind('a'),
+          msg.execute(),
+          msg.bind('b'),
+          msg.execute(),
+          msg.sync(),
+        ],
+        [msg.bind('b'), msg.execute(), msg.bind('a'), msg.execute(), msg.sync()],
+        [msg.parse('', 'SELECT 3 AS three'), msg.bind(''), msg.execute(), msg.sync()],
+      ],
+      { hash: () => '00000000deadbeef' },
+    );
     const names = [...got.interner.statements()].map((s) => s.name).sort();
     expect(names).toEqual(['tp_00000000deadbeef', 'tp_00000000deadbeef_1', 'tp_00000000deadbeef_2']);
   });
@@ -181,7 +236,12 @@ describe('prepared-statement rewriter: random pipelines', () => {
           else if (x < 0.78) round.push(msg.closeStatement(name));
           else if (x < 0.86) round.push(msg.sync());
           else if (x < 0.9) round.push(msg.flush());
-          else if (x < 0.95 && round.at(-1)?.[0] === 0x53) round.push(msg.query(pick(['SELECT 1', 'DEALLOCATE S_1', 'DEALLOCATE "_pg3_0"', 'DEALLOCATE ALL', 'DISCARD ALL', 'SELEC 2'])));
+          else if (x < 0.95 && round.at(-1)?.[0] === 0x53)
+            round.push(
+              msg.query(
+                pick(['SELECT 1', 'DEALLOCATE S_1', 'DEALLOCATE "_pg3_0"', 'DEALLOCATE ALL', 'DISCARD ALL', 'SELEC 2']),
+              ),
+            );
         }
         round.push(msg.sync());
         rounds.push(round);

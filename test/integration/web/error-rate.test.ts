@@ -45,7 +45,13 @@ async function overview(): Promise<{ errors: number; errors_per_sec: number; qps
 
 describe('errors per second', () => {
   it('three errors in a 10 s period read as a fraction, not 0', { timeout: 60_000 }, async () => {
-    const c = new pg.Client({ host: '127.0.0.1', port: tp.port, user: 'md5user', password: 'md5pass', database: 'app' });
+    const c = new pg.Client({
+      host: '127.0.0.1',
+      port: tp.port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+    });
     await c.connect();
     try {
       for (let i = 0; i < 3; i++) await expect(c.query('select 1/0')).rejects.toMatchObject({ code: '22012' });

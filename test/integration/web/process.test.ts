@@ -36,11 +36,15 @@ describe('pooler process with the web listener', () => {
     writeFileSync(configFile, toml);
     child = await startChildPooler(configFile, pgPort);
     const base = `http://127.0.0.1:${webPort}`;
-    for (let i = 0; i < 100 && !/web listener started/.test(child.output()); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !/web listener started/.test(child.output()); i++)
+      await new Promise((r) => setTimeout(r, 50));
     expect(child.output()).toMatch(/target=pooler::web msg="web listener started"/);
 
     expect((await fetch(`${base}/metrics`)).status).toBe(200);
-    expect(await (await fetch(`${base}/api/auth/config`)).json()).toMatchObject({ sso_enabled: false, sso_config_error: expect.stringMatching(/cannot read/) });
+    expect(await (await fetch(`${base}/api/auth/config`)).json()).toMatchObject({
+      sso_enabled: false,
+      sso_config_error: expect.stringMatching(/cannot read/),
+    });
     expect((await fetch(`${base}/api/pools`, { headers: { authorization: basicHeader() } })).status).toBe(200);
 
     writeFileSync(pem, key.publicPem);
@@ -53,6 +57,8 @@ describe('pooler process with the web listener', () => {
     expect(cfg).toMatchObject({ sso_enabled: true });
     const token = await signToken(key, { aud: 'console', preferred_username: 'alice' });
     expect((await fetch(`${base}/api/pools`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
-    expect(child.output()).toMatch(/level=info target=pooler::web::access method=GET path=\/api\/auth\/config query=false status=200 bytes=\d+ latency_ms=\d+ peer=127\.0\.0\.1:\d+ auth_role=rejected auth_source=- auth_user=-/);
+    expect(child.output()).toMatch(
+      /level=info target=pooler::web::access method=GET path=\/api\/auth\/config query=false status=200 bytes=\d+ latency_ms=\d+ peer=127\.0\.0\.1:\d+ auth_role=rejected auth_source=- auth_user=-/,
+    );
   });
 });

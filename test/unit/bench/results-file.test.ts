@@ -19,20 +19,29 @@ describe('writeResults', () => {
   it('a new file gets the title and the report in the generated block', () => {
     const f = path.join(tmp(), 'sub', 'r.md');
     writeResults(f, '# Bench\n\n| a | b |\n|---|---|\n| 1 | 2 |\n');
-    expect(readFileSync(f, 'utf8')).toBe('# Bench\n\n<!-- generated -->\n| a | b |\n|---|---|\n| 1 | 2 |\n<!-- /generated -->\n');
+    expect(readFileSync(f, 'utf8')).toBe(
+      '# Bench\n\n<!-- generated -->\n| a | b |\n|---|---|\n| 1 | 2 |\n<!-- /generated -->\n',
+    );
   });
 
   it('a file written before the markers keeps its text below the new block', () => {
     const f = path.join(tmp(), 'r.md');
     writeFileSync(f, '# Bench\n\nold top table\n\n## 2026-11-24 run\n\nhand-written findings\n');
     writeResults(f, '# Bench\n\nnew table\n');
-    expect(readFileSync(f, 'utf8')).toBe('# Bench\n\n<!-- generated -->\nnew table\n<!-- /generated -->\n\nold top table\n\n## 2026-11-24 run\n\nhand-written findings\n');
+    expect(readFileSync(f, 'utf8')).toBe(
+      '# Bench\n\n<!-- generated -->\nnew table\n<!-- /generated -->\n\nold top table\n\n## 2026-11-24 run\n\nhand-written findings\n',
+    );
   });
 
   it('the next report replaces only the block; the sections around it stay', () => {
     const f = path.join(tmp(), 'r.md');
-    writeFileSync(f, '# Bench\n\nintro by hand\n\n<!-- generated -->\nfirst\n<!-- /generated -->\n\n## Later section\n\ntext\n');
+    writeFileSync(
+      f,
+      '# Bench\n\nintro by hand\n\n<!-- generated -->\nfirst\n<!-- /generated -->\n\n## Later section\n\ntext\n',
+    );
     writeResults(f, '# Bench\n\nsecond\nwith two lines\n');
-    expect(readFileSync(f, 'utf8')).toBe('# Bench\n\nintro by hand\n\n<!-- generated -->\nsecond\nwith two lines\n<!-- /generated -->\n\n## Later section\n\ntext\n');
+    expect(readFileSync(f, 'utf8')).toBe(
+      '# Bench\n\nintro by hand\n\n<!-- generated -->\nsecond\nwith two lines\n<!-- /generated -->\n\n## Later section\n\ntext\n',
+    );
   });
 });

@@ -18,7 +18,9 @@ function undocumented(shape: Shape, prefix = ''): string[] {
 
 describe('config reference', () => {
   it('documents every key', () => {
-    expect([...undocumented(poolerShape), ...undocumented(logstoreShape), ...undocumented(logstoreUiShape)]).toEqual([]);
+    expect([...undocumented(poolerShape), ...undocumented(logstoreShape), ...undocumented(logstoreUiShape)]).toEqual(
+      [],
+    );
   });
 
   for (const doc of configDocs()) {

@@ -58,15 +58,21 @@ pool_size = 5
     expect(config.web.port).toBe(9127);
     expect(config.web.sso_allowed_users).toEqual(['*']);
     expect(Object.isFrozen(config.general)).toBe(true);
-    expect([config.general.prepared_statements, config.general.prepared_statements_cache_size, config.general.server_prepared_statements_cache_size]).toEqual([true, 8192, 256]);
+    expect([
+      config.general.prepared_statements,
+      config.general.prepared_statements_cache_size,
+      config.general.server_prepared_statements_cache_size,
+    ]).toEqual([true, 8192, 256]);
   });
 
   it('checks the prepared-statement keys', () => {
-    const { problems } = parsePoolerConfig(`${good}
+    const { problems } = parsePoolerConfig(
+      `${good}
 [general]
 prepared_statement = false
 server_prepared_statements_cache_size = 0
-`.replace('[general]\n', ''));
+`.replace('[general]\n', ''),
+    );
     const byPath = Object.fromEntries(problems.map((p) => [p.path, p]));
     expect(byPath['general.prepared_statement']!.hint).toBe('did you mean "prepared_statements"?');
     expect(byPath['general.server_prepared_statements_cache_size']!.expected).toContain('1');
@@ -105,13 +111,19 @@ ui = "yes"
 
   it('accepts [prometheus] as an alias of [web], but not both', () => {
     expect(parsePoolerConfig('[prometheus]\nenabled = true\nport = 9999\n').config.web.port).toBe(9999);
-    expect(parsePoolerConfig('[prometheus]\nenabled = true\n[web]\nport = 1\n').problems.map((p) => p.path)).toContain('prometheus');
+    expect(parsePoolerConfig('[prometheus]\nenabled = true\n[web]\nport = 1\n').problems.map((p) => p.path)).toContain(
+      'prometheus',
+    );
   });
 
   it('checks trusted_proxies are addresses or CIDR ranges', () => {
     expect(parsePoolerConfig('[web]\ntrusted_proxies = ["10.0.0.0/8", "::1/128", "127.0.0.1"]\n').problems).toEqual([]);
     const { problems } = parsePoolerConfig('[web]\ntrusted_proxies = ["10.0.0.0/33", "proxy.local", "1.2.3.4/8/9"]\n');
-    expect(problems.map((p) => p.path)).toEqual(['web.trusted_proxies[0]', 'web.trusted_proxies[1]', 'web.trusted_proxies[2]']);
+    expect(problems.map((p) => p.path)).toEqual([
+      'web.trusted_proxies[0]',
+      'web.trusted_proxies[1]',
+      'web.trusted_proxies[2]',
+    ]);
   });
 
   it('reports TOML syntax errors with a line', () => {
@@ -123,19 +135,38 @@ ui = "yes"
 
 describe('TLS keys', () => {
   const withGeneral = (lines: string) => `[general]\n${lines}\n[pools.app]\n[[pools.app.users]]\nusername = "u"\n`;
-  it('defaults to no TLS either way, and reads PgBouncer\'s protocol names', async () => {
+  it("defaults to no TLS either way, and reads PgBouncer's protocol names", async () => {
     const { parseTlsProtocols } = await import('../../../src/config/pooler.js');
     const { config, problems } = parsePoolerConfig(withGeneral(''));
     expect(problems).toEqual([]);
-    expect(config.general).toMatchObject({ client_tls_sslmode: 'disable', server_tls_sslmode: 'disable', client_tls_protocols: 'secure', client_tls_ciphers: 'default' });
+    expect(config.general).toMatchObject({
+      client_tls_sslmode: 'disable',
+      server_tls_sslmode: 'disable',
+      client_tls_protocols: 'secure',
+      client_tls_ciphers: 'default',
+    });
     expect(parseTlsProtocols('secure')).toEqual({ min: 'TLSv1.2', max: 'TLSv1.3' });
     expect(parseTlsProtocols('tlsv1.3')).toEqual({ min: 'TLSv1.3', max: 'TLSv1.3' });
     expect(parseTlsProtocols('all')).toEqual({ min: 'TLSv1', max: 'TLSv1.3' });
   });
   it('names each key that is missing or wrong', () => {
-    const { problems } = parsePoolerConfig(withGeneral('client_tls_sslmode = "verify-full"\nserver_tls_key_file = "/k.pem"\nserver_tls_protocols = "tlsv9"\nclient_tls_sslmode_typo = 1'));
+    const { problems } = parsePoolerConfig(
+      withGeneral(
+        'client_tls_sslmode = "verify-full"\nserver_tls_key_file = "/k.pem"\nserver_tls_protocols = "tlsv9"\nclient_tls_sslmode_typo = 1',
+      ),
+    );
     const paths = problems.map((p) => p.path);
-    expect(paths).toEqual(expect.arrayContaining(['general.client_tls_key_file', 'general.client_tls_cert_file', 'general.client_tls_ca_file', 'general.server_tls_cert_file', 'general.server_tls_protocols']));
-    expect(parsePoolerConfig(withGeneral('client_tls_sslmode = "sometimes"')).problems[0]!.path).toBe('general.client_tls_sslmode');
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'general.client_tls_key_file',
+        'general.client_tls_cert_file',
+        'general.client_tls_ca_file',
+        'general.server_tls_cert_file',
+        'general.server_tls_protocols',
+      ]),
+    );
+    expect(parsePoolerConfig(withGeneral('client_tls_sslmode = "sometimes"')).problems[0]!.path).toBe(
+      'general.client_tls_sslmode',
+    );
   });
 });

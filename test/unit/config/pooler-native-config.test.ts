@@ -3,7 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadPoolerConfig, NATIVE_ENV, nativeShape, parsePoolerConfig } from '../../../src/config/pooler.js';
+import {
+  ConfigError,
+  loadPoolerConfig,
+  NATIVE_ENV,
+  nativeShape,
+  parsePoolerConfig,
+} from '../../../src/config/pooler.js';
 import { formatProblem } from '../../../src/config/schema.js';
 
 const problems = (toml: string, env = {}) => parsePoolerConfig(toml, env).problems.map(formatProblem);
@@ -12,13 +18,29 @@ describe('[native]', () => {
   it('defaults to every native path on, 2048 relay events, prepared pools on the native relay', () => {
     const { config, problems: list } = parsePoolerConfig('');
     expect(list).toEqual([]);
-    expect(config.native).toEqual({ relay: true, accept: true, login: true, lend: true, relay_events: 2048, prepared_relay: 'native' });
+    expect(config.native).toEqual({
+      relay: true,
+      accept: true,
+      login: true,
+      lend: true,
+      relay_events: 2048,
+      prepared_relay: 'native',
+    });
   });
 
   it('reads each key', () => {
-    const { config, problems: list } = parsePoolerConfig('[native]\nrelay = false\naccept = false\nlogin = false\nlend = false\nrelay_events = 3\nprepared_relay = "js"\n');
+    const { config, problems: list } = parsePoolerConfig(
+      '[native]\nrelay = false\naccept = false\nlogin = false\nlend = false\nrelay_events = 3\nprepared_relay = "js"\n',
+    );
     expect(list).toEqual([]);
-    expect(config.native).toEqual({ relay: false, accept: false, login: false, lend: false, relay_events: 3, prepared_relay: 'js' });
+    expect(config.native).toEqual({
+      relay: false,
+      accept: false,
+      login: false,
+      lend: false,
+      relay_events: 3,
+      prepared_relay: 'js',
+    });
     expect(Object.isFrozen(config.native)).toBe(true);
   });
 
@@ -38,20 +60,40 @@ describe('[native]', () => {
   it('lets the environment override the file, and ignores unset or empty variables', () => {
     const toml = '[native]\nrelay = true\nlogin = false\nrelay_events = 100\n';
     const { config, problems: list } = parsePoolerConfig(toml, {
-      TIDEPOOL_NATIVE_RELAY: '0', TIDEPOOL_NATIVE_LOGIN: '1', TIDEPOOL_NATIVE_LEND: 'off', TIDEPOOL_RELAY_EVENTS: '3', TIDEPOOL_REWRITE_RELAY: 'js', TIDEPOOL_NATIVE_ACCEPT: '',
+      TIDEPOOL_NATIVE_RELAY: '0',
+      TIDEPOOL_NATIVE_LOGIN: '1',
+      TIDEPOOL_NATIVE_LEND: 'off',
+      TIDEPOOL_RELAY_EVENTS: '3',
+      TIDEPOOL_REWRITE_RELAY: 'js',
+      TIDEPOOL_NATIVE_ACCEPT: '',
     });
     expect(list).toEqual([]);
-    expect(config.native).toEqual({ relay: false, accept: true, login: true, lend: false, relay_events: 3, prepared_relay: 'js' });
+    expect(config.native).toEqual({
+      relay: false,
+      accept: true,
+      login: true,
+      lend: false,
+      relay_events: 3,
+      prepared_relay: 'js',
+    });
     expect(parsePoolerConfig(toml, { TIDEPOOL_NATIVE_ACCEPT: 'TRUE' }).config.native.accept).toBe(true);
   });
 
   it('refuses a bad environment value, naming the variable and the key it overrides', () => {
-    expect(problems('', { TIDEPOOL_NATIVE_RELAY: 'yes please', TIDEPOOL_RELAY_EVENTS: '1e3', TIDEPOOL_REWRITE_RELAY: 'rust' })).toEqual([
+    expect(
+      problems('', {
+        TIDEPOOL_NATIVE_RELAY: 'yes please',
+        TIDEPOOL_RELAY_EVENTS: '1e3',
+        TIDEPOOL_REWRITE_RELAY: 'rust',
+      }),
+    ).toEqual([
       'TIDEPOOL_NATIVE_RELAY (environment, overrides native.relay): expected 0 or 1 (also false/true, off/on), found "yes please"',
       'TIDEPOOL_RELAY_EVENTS (environment, overrides native.relay_events): expected an integer in [3, 65536], found "1e3"',
       'TIDEPOOL_REWRITE_RELAY (environment, overrides native.prepared_relay): expected one of "native", "js", found "rust"',
     ]);
-    expect(problems('', { TIDEPOOL_RELAY_EVENTS: '99999' })[0]).toMatch(/^TIDEPOOL_RELAY_EVENTS .*\[3, 65536\], found "99999"$/);
+    expect(problems('', { TIDEPOOL_RELAY_EVENTS: '99999' })[0]).toMatch(
+      /^TIDEPOOL_RELAY_EVENTS .*\[3, 65536\], found "99999"$/,
+    );
   });
 
   it('loadPoolerConfig reads the process environment by default and throws ConfigError', () => {
@@ -63,7 +105,9 @@ describe('[native]', () => {
       expect(loadPoolerConfig(file, {}).native.accept).toBe(true);
       writeFileSync(file, '[native]\naccept = "sometimes"\n');
       expect(() => loadPoolerConfig(file, {})).toThrow(ConfigError);
-      expect(() => loadPoolerConfig(file, {})).toThrow(/native\.accept: expected true or false, found the string "sometimes"/);
+      expect(() => loadPoolerConfig(file, {})).toThrow(
+        /native\.accept: expected true or false, found the string "sometimes"/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -15,8 +15,12 @@ describe.each([
   });
 
   it('a list or a scalar at the top is one problem naming the sections', () => {
-    expect(parse('- a\n- b\n').problems).toEqual([{ path: '(file)', expected: `a YAML mapping of sections (${sections})`, found: 'a list' }]);
-    expect(parse('42\n').problems).toEqual([{ path: '(file)', expected: `a YAML mapping of sections (${sections})`, found: '42' }]);
+    expect(parse('- a\n- b\n').problems).toEqual([
+      { path: '(file)', expected: `a YAML mapping of sections (${sections})`, found: 'a list' },
+    ]);
+    expect(parse('42\n').problems).toEqual([
+      { path: '(file)', expected: `a YAML mapping of sections (${sections})`, found: '42' },
+    ]);
   });
 
   it('an empty file is every default, with no problem', () => {

@@ -1,6 +1,15 @@
 // The console's one duration formatter and the axis tick labels: every duration carries a unit, ticks share one.
 import { describe, expect, it } from 'vitest';
-import { bytes, duration, micros, microsTicks, millis, numberTicks, seconds, unitOf } from '../../../ui/console/src/format.js';
+import {
+  bytes,
+  duration,
+  micros,
+  microsTicks,
+  millis,
+  numberTicks,
+  seconds,
+  unitOf,
+} from '../../../ui/console/src/format.js';
 
 describe('duration', () => {
   it('under a second: µs, then ms with three digits', () => {

@@ -3,15 +3,56 @@ import { describe, expect, it } from 'vitest';
 import { parseQuery } from '../../../src/logstore/query/parser.js';
 import { addTerm, completionAt, quoteValue, tokenize } from '../../../ui/explorer/src/seql.js';
 
-const kinds = (q: string) => tokenize(q).filter((t) => t.kind !== 'space').map((t) => `${t.kind}:${t.text}`);
+const kinds = (q: string) =>
+  tokenize(q)
+    .filter((t) => t.kind !== 'space')
+    .map((t) => `${t.kind}:${t.text}`);
 
 describe('tokenize', () => {
   it('covers every character and names the parts', () => {
-    const queries = ['service:api and not level:error', 'latency:[10 to 50] or code:in(a, "b c")', "msg:'x y' | fields a, b  # note", 'a:`raw*`', '(x:1 or y:2) and *', 'unterminated:"abc'];
-    for (const q of queries) expect(tokenize(q).map((t) => t.text).join('')).toBe(q);
-    expect(kinds('service:api and not level:error')).toEqual(['field:service', 'colon::', 'value:api', 'keyword:and', 'keyword:not', 'field:level', 'colon::', 'value:error']);
-    expect(kinds('latency:[10 to 50]')).toEqual(['field:latency', 'colon::', 'op:[', 'value:10', 'keyword:to', 'value:50', 'op:]']);
-    expect(kinds('code:in(a, b)')).toEqual(['field:code', 'colon::', 'keyword:in', 'op:(', 'value:a', 'op:,', 'value:b', 'op:)']);
+    const queries = [
+      'service:api and not level:error',
+      'latency:[10 to 50] or code:in(a, "b c")',
+      "msg:'x y' | fields a, b  # note",
+      'a:`raw*`',
+      '(x:1 or y:2) and *',
+      'unterminated:"abc',
+    ];
+    for (const q of queries)
+      expect(
+        tokenize(q)
+          .map((t) => t.text)
+          .join(''),
+      ).toBe(q);
+    expect(kinds('service:api and not level:error')).toEqual([
+      'field:service',
+      'colon::',
+      'value:api',
+      'keyword:and',
+      'keyword:not',
+      'field:level',
+      'colon::',
+      'value:error',
+    ]);
+    expect(kinds('latency:[10 to 50]')).toEqual([
+      'field:latency',
+      'colon::',
+      'op:[',
+      'value:10',
+      'keyword:to',
+      'value:50',
+      'op:]',
+    ]);
+    expect(kinds('code:in(a, b)')).toEqual([
+      'field:code',
+      'colon::',
+      'keyword:in',
+      'op:(',
+      'value:a',
+      'op:,',
+      'value:b',
+      'op:)',
+    ]);
     expect(kinds('m:"a b" # c')).toEqual(['field:m', 'colon::', 'string:"a b"', 'comment:# c']);
     expect(kinds('x:*')).toEqual(['field:x', 'colon::', 'wildcard:*']);
   });
@@ -45,6 +86,7 @@ describe('quoteValue and addTerm', () => {
     expect(addTerm('service:api', 'level', 'GET /x', false)).toBe('service:api and level:`GET /x`');
     expect(addTerm('a:1 or b:2', 'c', '3', true)).toBe('(a:1 or b:2) and not c:3');
     expect(addTerm('a:1 | fields a, b', 'c', '3', false)).toBe('a:1 and c:3 | fields a, b');
-    for (const q of ['a:1 or b:2', 'a:1 | fields a']) expect(() => parseQuery(addTerm(q, 'c', 'x y', true))).not.toThrow();
+    for (const q of ['a:1 or b:2', 'a:1 | fields a'])
+      expect(() => parseQuery(addTerm(q, 'c', 'x y', true))).not.toThrow();
   });
 });

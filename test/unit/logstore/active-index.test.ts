@@ -4,7 +4,9 @@ import { ActiveIndex } from '../../../src/logstore/storage/active-index.js';
 import { fieldTypes, mappedTypes, parseMapping } from '../../../src/logstore/mapping.js';
 import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
 
-const mapping = parseMapping('- {name: level, type: keyword}\n- {name: msg, types: [text, keyword]}\n- {name: n, type: keyword}\n');
+const mapping = parseMapping(
+  '- {name: level, type: keyword}\n- {name: msg, types: [text, keyword]}\n- {name: n, type: keyword}\n',
+);
 
 function rng(seed: number): () => number {
   return () => {
@@ -36,9 +38,13 @@ describe('ActiveIndex', () => {
       for (const w of words) expect([...idx.postings('msg', w)]).toEqual(ids((d) => d.msg.split(' ').includes(w)));
       expect([...idx.postings('n', '7')]).toEqual(ids((d) => (Array.isArray(d.n) ? d.n.includes(7) : d.n === 7)));
       const col = idx.column('level')!;
-      expect(Array.from(col.ords, (o) => (o === MISSING ? undefined : col.tokens[o]))).toEqual(docs.map((d) => d.level?.toLowerCase()));
+      expect(Array.from(col.ords, (o) => (o === MISSING ? undefined : col.tokens[o]))).toEqual(
+        docs.map((d) => d.level?.toLowerCase()),
+      );
       const ncol = idx.column('n')!;
-      expect(Array.from(ncol.ords, (o) => Number(ncol.tokens[o]))).toEqual(docs.map((d) => (Array.isArray(d.n) ? d.n[0] : d.n)));
+      expect(Array.from(ncol.ords, (o) => Number(ncol.tokens[o]))).toEqual(
+        docs.map((d) => (Array.isArray(d.n) ? d.n[0] : d.n)),
+      );
     }
     const all = idx.all();
     expect(all.data.length).toBe(all.start[all.start.length - 1]);
@@ -47,7 +53,9 @@ describe('ActiveIndex', () => {
 
 describe('mapping entries named like Object.prototype members', () => {
   it('are own entries of the mapping, and unmapped ones never find a prototype member', () => {
-    const m = parseMapping('- {name: toString, type: keyword}\n- {name: __proto__, types: [text]}\n- {name: msg, type: keyword}\n');
+    const m = parseMapping(
+      '- {name: toString, type: keyword}\n- {name: __proto__, types: [text]}\n- {name: msg, type: keyword}\n',
+    );
     expect(mappedTypes(m, 'toString')).toEqual(['keyword']);
     expect(mappedTypes(m, '__proto__')).toEqual(['text']);
     expect(mappedTypes(m, 'constructor')).toBeUndefined();

@@ -27,8 +27,13 @@ describe('write breaker', () => {
   });
 
   it('groups hot_stores into shards of hot_replicas consecutive stores, and refuses a count that does not divide', () => {
-    expect(shardsOf(['a:1', 'b:1', 'c:1', 'd:1'], 2)).toEqual([['a:1', 'b:1'], ['c:1', 'd:1']]);
+    expect(shardsOf(['a:1', 'b:1', 'c:1', 'd:1'], 2)).toEqual([
+      ['a:1', 'b:1'],
+      ['c:1', 'd:1'],
+    ]);
     expect(shardsOf(['a:1', 'b:1'], 1)).toEqual([['a:1'], ['b:1']]);
-    expect(() => shardsOf(['a:1', 'b:1', 'c:1'], 2)).toThrow(/lists 3 stores, which cluster.hot_replicas \(2\) does not divide/);
+    expect(() => shardsOf(['a:1', 'b:1', 'c:1'], 2)).toThrow(
+      /lists 3 stores, which cluster.hot_replicas \(2\) does not divide/,
+    );
   });
 });

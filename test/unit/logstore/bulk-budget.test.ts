@@ -24,7 +24,10 @@ function slowTarget(ms: number): BulkTarget & { docs: number } {
 function body(n: number, idLen = 0): Readable {
   const lines: string[] = [];
   for (let i = 0; i < n; i++) {
-    lines.push(idLen ? `{"index":{"_id":"${String(i).padStart(idLen, 'x')}"}}` : '{"index":{}}', `{"msg":"line ${i} of the body","n":${i}}`);
+    lines.push(
+      idLen ? `{"index":{"_id":"${String(i).padStart(idLen, 'x')}"}}` : '{"index":{}}',
+      `{"msg":"line ${i} of the body","n":${i}}`,
+    );
   }
   const all = Buffer.from(lines.join('\n') + '\n');
   const chunks: Buffer[] = [];
@@ -39,7 +42,9 @@ describe('limits.bulk_memory and item state', () => {
     // 20 000 items hold about 370 KiB (codes and id pages) by the end, and up to 8 batches of 32 KiB are in flight.
     const budget = new BulkBudget(448 * 1024);
     const out = await runBulk(body(20_000), slowTarget(20), { ...opts, maxOutstanding: 8, budget });
-    const rejected = Array.from({ length: out.items.count }, (_, i) => out.items.error(i)?.status === 429).filter(Boolean).length;
+    const rejected = Array.from({ length: out.items.count }, (_, i) => out.items.error(i)?.status === 429).filter(
+      Boolean,
+    ).length;
     expect(rejected).toBeGreaterThan(0);
     expect(rejected).toBeLessThan(out.items.count);
     // The code of every item (4 bytes) and the id pages are held, rejected items included.
@@ -54,7 +59,10 @@ describe('limits.bulk_memory and item state', () => {
     const budget = new BulkBudget(64 * 1024);
     const target = slowTarget(1);
     // 400-character ids: about 860 bytes of state an item, so about 86 items fill 72 KiB.
-    const err = await runBulk(body(2_000, 400), target, { ...opts, budget }).then(() => null, (e: unknown) => e);
+    const err = await runBulk(body(2_000, 400), target, { ...opts, budget }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(BulkTooLargeError);
     expect((err as BulkTooLargeError).items).toBeLessThan(2_000);
     expect(budget.used).toBe(0);
@@ -73,7 +81,10 @@ describe('limits.bulk_memory and item state', () => {
     expect(out.held).toBe(out.items.stateBytes);
     expect(budget.used).toBe(out.held);
     budget.give(out.held!);
-    const err = await rejectBulk(body(20_000, 400), { ...opts, budget }, 'overloaded').then(() => null, (e: unknown) => e);
+    const err = await rejectBulk(body(20_000, 400), { ...opts, budget }, 'overloaded').then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(BulkTooLargeError);
     expect(budget.used).toBe(0);
   });

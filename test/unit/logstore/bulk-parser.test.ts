@@ -7,31 +7,52 @@ import { ScratchPool } from '../../../src/logstore/search/scratch.js';
 function parse(chunks: Buffer[], maxDocSize = 1000, batchBytes = 64) {
   const batches: { docs: string[]; items: number[] }[] = [];
   const p = new BulkParser({
-    maxDocSize, defaultIndex: 'logs', batchBytes,
+    maxDocSize,
+    defaultIndex: 'logs',
+    batchBytes,
     onBatch(b: Batch) {
       const docs: string[] = [];
-      for (let i = 0; i < b.offs.length; i += 2) docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
+      for (let i = 0; i < b.offs.length; i += 2)
+        docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
       batches.push({ docs, items: [...b.items] });
     },
   });
   for (const c of chunks) p.push(c);
   p.end();
-  return { docs: batches.flatMap((b) => b.docs), items: batches.flatMap((b) => b.items), errors: [...p.items.errors], ops: p.items.ops(), indexes: p.items.indexes() };
+  return {
+    docs: batches.flatMap((b) => b.docs),
+    items: batches.flatMap((b) => b.items),
+    errors: [...p.items.errors],
+    ops: p.items.ops(),
+    indexes: p.items.indexes(),
+  };
 }
 
-const body = Buffer.from([
-  '{"index":{"_index":"a"}}', '{"m":"one"}',
-  '', '{"create":{}}\r', '{"m":"two é"}',
-  '{"index":{}}', `{"m":"${'x'.repeat(1200)}"}`,
-  'garbage action', '{"m":"skipped"}',
-  '{"index":{}}', '{"m":"three"}',
-].join('\n'));
+const body = Buffer.from(
+  [
+    '{"index":{"_index":"a"}}',
+    '{"m":"one"}',
+    '',
+    '{"create":{}}\r',
+    '{"m":"two é"}',
+    '{"index":{}}',
+    `{"m":"${'x'.repeat(1200)}"}`,
+    'garbage action',
+    '{"m":"skipped"}',
+    '{"index":{}}',
+    '{"m":"three"}',
+  ].join('\n'),
+);
 
 function chunkings(buf: Buffer): [string, Buffer[]][] {
   const out: [string, Buffer[]][] = [['one chunk', [buf]]];
   out.push(['one byte at a time', [...buf].map((b) => Buffer.from([b]))]);
-  for (const cut of [1, 23, 24, 25, 30, 60, 100, 700, buf.length - 1]) out.push([`cut at ${cut}`, [buf.subarray(0, cut), buf.subarray(cut)]]);
-  out.push(['7-byte chunks', Array.from({ length: Math.ceil(buf.length / 7) }, (_, i) => buf.subarray(i * 7, i * 7 + 7))]);
+  for (const cut of [1, 23, 24, 25, 30, 60, 100, 700, buf.length - 1])
+    out.push([`cut at ${cut}`, [buf.subarray(0, cut), buf.subarray(cut)]]);
+  out.push([
+    '7-byte chunks',
+    Array.from({ length: Math.ceil(buf.length / 7) }, (_, i) => buf.subarray(i * 7, i * 7 + 7)),
+  ]);
   return out;
 }
 
@@ -43,7 +64,10 @@ describe('BulkParser', () => {
     expect(want.items).toEqual([0, 1, 4]);
     expect(want.ops).toEqual(['index', 'create', 'index', 'index', 'index']);
     expect(want.indexes).toEqual(['a', 'logs', 'logs', 'logs', 'logs']);
-    expect(want.errors.map(([i, e]) => [i, e.type])).toEqual([[2, 'document_too_large_exception'], [3, 'illegal_argument_exception']]);
+    expect(want.errors.map(([i, e]) => [i, e.type])).toEqual([
+      [2, 'document_too_large_exception'],
+      [3, 'illegal_argument_exception'],
+    ]);
   });
 
   it.each(chunkings(body))('gives the same result for %s', (_name, chunks) => {
@@ -76,7 +100,12 @@ describe('BulkParser', () => {
     const docs = Array.from({ length: 7000 }, (_, i) => `{"i":${i}}`);
     const buf = Buffer.from(docs.map((d) => `{"index":{}}\n${d}\n`).join(''));
     const seen: Batch[] = [];
-    const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 3000 * 12, onBatch: (b) => seen.push(b) });
+    const p = new BulkParser({
+      maxDocSize: 1000,
+      defaultIndex: 'logs',
+      batchBytes: 3000 * 12,
+      onBatch: (b) => seen.push(b),
+    });
     for (let at = 0; at < buf.length; at += 4096) p.push(buf.subarray(at, at + 4096));
     p.end();
     expect(seen.length).toBeGreaterThanOrEqual(3);
@@ -84,7 +113,8 @@ describe('BulkParser', () => {
     const items: number[] = [];
     for (const b of seen) {
       expect(b.offs.length).toBe(2 * b.items.length);
-      for (let i = 0; i < b.offs.length; i += 2) got.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
+      for (let i = 0; i < b.offs.length; i += 2)
+        got.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
       items.push(...b.items);
     }
     expect(got).toEqual(docs);
@@ -92,17 +122,30 @@ describe('BulkParser', () => {
   });
 
   it('routes documents with a client _id to the batch of their shard, with their ids and create flags', () => {
-    const text = [
-      '{"index":{}}', '{"n":0}',
-      '{"create":{"_id":"b"}}', '{"n":1}',
-      '{"index":{"_id":"a"}}', '{"n":2}',
-      '{"delete":{"_id":"a"}}',
-      '{"update":{"_id":"a"}}', '{"doc":{}}',
-      '{"index":{}}', '{"n":5}',
-      '{"create":{"_id":"a"}}', '{"n":6}',
-    ].join('\n') + '\n';
+    const text =
+      [
+        '{"index":{}}',
+        '{"n":0}',
+        '{"create":{"_id":"b"}}',
+        '{"n":1}',
+        '{"index":{"_id":"a"}}',
+        '{"n":2}',
+        '{"delete":{"_id":"a"}}',
+        '{"update":{"_id":"a"}}',
+        '{"doc":{}}',
+        '{"index":{}}',
+        '{"n":5}',
+        '{"create":{"_id":"a"}}',
+        '{"n":6}',
+      ].join('\n') + '\n';
     const seen: Batch[] = [];
-    const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, route: (id) => (id === 'a' ? 0 : 1), onBatch: (b) => seen.push(b) });
+    const p = new BulkParser({
+      maxDocSize: 1000,
+      defaultIndex: 'logs',
+      batchBytes: 1024,
+      route: (id) => (id === 'a' ? 0 : 1),
+      onBatch: (b) => seen.push(b),
+    });
     p.push(Buffer.from(text));
     p.end();
     const view = (b: Batch) => ({ shard: b.shard, items: [...b.items], ids: b.ids, create: b.create && [...b.create] });
@@ -119,7 +162,12 @@ describe('BulkParser', () => {
 
   it('without a router, documents with ids stay in the ordinary batches and carry their ids', () => {
     const seen: Batch[] = [];
-    const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, onBatch: (b) => seen.push(b) });
+    const p = new BulkParser({
+      maxDocSize: 1000,
+      defaultIndex: 'logs',
+      batchBytes: 1024,
+      onBatch: (b) => seen.push(b),
+    });
     p.push(Buffer.from('{"index":{}}\n{"n":0}\n{"create":{"_id":"x"}}\n{"n":1}\n'));
     p.end();
     expect(seen).toHaveLength(1);
@@ -138,10 +186,21 @@ describe('BulkParser', () => {
     ];
     for (const [fast, slow] of actions) {
       const run = (action: string) => {
-        const p = new BulkParser({ maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 1024, onBatch: () => undefined });
+        const p = new BulkParser({
+          maxDocSize: 1000,
+          defaultIndex: 'logs',
+          batchBytes: 1024,
+          onBatch: () => undefined,
+        });
         p.push(Buffer.from(`${action}\n{"a":1}\n`));
         p.end();
-        return { ops: p.items.ops(), ids: p.items.ids(), indexes: p.items.indexes(), kept: [...p.items.kept], errors: [...p.items.errors.values()].map((e) => e.reason.replace(/^line \d+: /, '')) };
+        return {
+          ops: p.items.ops(),
+          ids: p.items.ids(),
+          indexes: p.items.indexes(),
+          kept: [...p.items.kept],
+          errors: [...p.items.errors.values()].map((e) => e.reason.replace(/^line \d+: /, '')),
+        };
       };
       expect(run(fast!), fast).toEqual(run(slow!));
     }
@@ -152,10 +211,14 @@ describe('BulkParser', () => {
     const bufs: Uint8Array[] = [];
     const docs: string[] = [];
     const p = new BulkParser({
-      maxDocSize: 1000, defaultIndex: 'logs', batchBytes: 64, pool,
+      maxDocSize: 1000,
+      defaultIndex: 'logs',
+      batchBytes: 64,
+      pool,
       onBatch(b: Batch) {
         bufs.push(b.buf);
-        for (let i = 0; i < b.offs.length; i += 2) docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
+        for (let i = 0; i < b.offs.length; i += 2)
+          docs.push(Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[i]!, b.offs[i + 1]!).toString());
       },
     });
     p.push(body);

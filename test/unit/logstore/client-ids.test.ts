@@ -4,7 +4,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ClientIdTable, SealedClientIds, clientIdHash, encodeClientIds, findHash, routeClientId, withClientId, withClientIdBound } from '../../../src/logstore/storage/client-ids.js';
+import {
+  ClientIdTable,
+  SealedClientIds,
+  clientIdHash,
+  encodeClientIds,
+  findHash,
+  routeClientId,
+  withClientId,
+  withClientIdBound,
+} from '../../../src/logstore/storage/client-ids.js';
 
 describe('client ids', () => {
   it('findHash finds every present hash at its first position, and no absent one', () => {
@@ -40,7 +49,9 @@ describe('client ids', () => {
     ];
     for (const id of ['plain', 'q"b\\s', '\u0001ctl', 'é', '€', '😀', '\ud800lone']) {
       expect(withClientId(Buffer.from('{"a":1}'), id).length).toBeLessThanOrEqual(withClientIdBound(7, id));
-      expect(JSON.parse(withClientId(Buffer.from('{"a":1}'), id).toString())._id).toBe(id.replace('\ud800', '\ufffd') === id ? id : JSON.parse(JSON.stringify(id)));
+      expect(JSON.parse(withClientId(Buffer.from('{"a":1}'), id).toString())._id).toBe(
+        id.replace('\ud800', '\ufffd') === id ? id : JSON.parse(JSON.stringify(id)),
+      );
     }
     for (const [doc, want] of cases) {
       const out = withClientId(Buffer.from(doc), 'x"y').toString();
@@ -53,7 +64,13 @@ describe('client ids', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-cid-'));
     try {
       const entries: [string, number][] = Array.from({ length: 1000 }, (_, i) => [`k${i}`, 999 - i]);
-      writeFileSync(path.join(dir, 'f'), encodeClientIds(Uint32Array.from(entries, ([id]) => clientIdHash(id)), entries.map(([, l]) => l)));
+      writeFileSync(
+        path.join(dir, 'f'),
+        encodeClientIds(
+          Uint32Array.from(entries, ([id]) => clientIdHash(id)),
+          entries.map(([, l]) => l),
+        ),
+      );
       const f = new SealedClientIds(path.join(dir, 'f'));
       for (const [id, local] of entries) expect(f.candidates(clientIdHash(id))).toContain(local);
       expect(f.candidates(clientIdHash('nope')).length).toBeLessThanOrEqual(1);

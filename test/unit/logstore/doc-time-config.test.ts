@@ -1,7 +1,14 @@
 // Document time formats and clamping, time-sorted ids, config defaults and errors, text tokenization.
 import { describe, expect, it } from 'vitest';
 import { parseLogstoreConfig, parseAddr } from '../../../src/config/logstore.js';
-import { IdMaker, docTime, formatIdTail, formatIdTailInto, idTime, parseDocTime } from '../../../src/logstore/doc-time.js';
+import {
+  IdMaker,
+  docTime,
+  formatIdTail,
+  formatIdTailInto,
+  idTime,
+  parseDocTime,
+} from '../../../src/logstore/doc-time.js';
 
 describe('document time', () => {
   it.each([
@@ -29,13 +36,26 @@ describe('document time', () => {
     expect(parseDocTime(v)).toBe(want);
   });
 
-  it.each(['yesterday', '2026-01-02', '-1767323045', '17673e5', 12345, 0.25, -5, Infinity, null, '2026-01-02X03:04:05Z'])('does not parse %s', (v) => {
+  it.each([
+    'yesterday',
+    '2026-01-02',
+    '-1767323045',
+    '17673e5',
+    12345,
+    0.25,
+    -5,
+    Infinity,
+    null,
+    '2026-01-02X03:04:05Z',
+  ])('does not parse %s', (v) => {
     expect(parseDocTime(v)).toBeNull();
   });
 
   it('takes the first of timestamp, time, ts, @timestamp that parses; else ingest time', () => {
     const now = Date.UTC(2026, 5, 1);
-    expect(docTime({ time: 'junk', ts: '2026-05-01T00:00:00Z', '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({ time: Date.UTC(2026, 4, 1) });
+    expect(docTime({ time: 'junk', ts: '2026-05-01T00:00:00Z', '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({
+      time: Date.UTC(2026, 4, 1),
+    });
     expect(docTime({ '@timestamp': '2026-04-01T00:00:00Z' }, now)).toEqual({ time: Date.UTC(2026, 3, 1) });
     expect(docTime({ msg: 'no time' }, now)).toEqual({ time: now });
     expect(docTime({ time: 0.25, '@timestamp': 1780000000000 }, now)).toEqual({ time: 1780000000000 });
@@ -43,8 +63,14 @@ describe('document time', () => {
 
   it('clamps far-future and pre-1971 times to ingest time, keeping the original', () => {
     const now = Date.UTC(2026, 5, 1);
-    expect(docTime({ timestamp: '2031-01-01T00:00:00Z' }, now)).toEqual({ time: now, clampedFrom: '2031-01-01T00:00:00Z' });
-    expect(docTime({ timestamp: '1970-01-01T00:00:00Z' }, now)).toEqual({ time: now, clampedFrom: '1970-01-01T00:00:00Z' });
+    expect(docTime({ timestamp: '2031-01-01T00:00:00Z' }, now)).toEqual({
+      time: now,
+      clampedFrom: '2031-01-01T00:00:00Z',
+    });
+    expect(docTime({ timestamp: '1970-01-01T00:00:00Z' }, now)).toEqual({
+      time: now,
+      clampedFrom: '1970-01-01T00:00:00Z',
+    });
   });
 
   it('ids sort by time and carry it', () => {
@@ -99,12 +125,21 @@ describe('log-store config', () => {
     expect(config.storage.retention).toBe(0);
     expect(config.storage.shards).toBeGreaterThanOrEqual(1);
     expect(config.mapping.path).toBe('auto');
-    expect(config.limits).toEqual({ max_doc_size: 1024 ** 2, inflight_bulks: 32, bulk_queue: 1024, bulk_queue_wait: 10_000, bulk_memory: 128 * 1024 ** 2, search_docs: 100_000 });
+    expect(config.limits).toEqual({
+      max_doc_size: 1024 ** 2,
+      inflight_bulks: 32,
+      bulk_queue: 1024,
+      bulk_queue_wait: 10_000,
+      bulk_memory: 128 * 1024 ** 2,
+      search_docs: 100_000,
+    });
     expect(Object.isFrozen(config.storage)).toBe(true);
   });
 
   it('reads units and addresses', () => {
-    const { config, problems } = parseLogstoreConfig('storage:\n  frac_size: 64MB\n  total_size: 2GB\n  retention: 7d\nserver:\n  http_addr: "127.0.0.1:0"\n');
+    const { config, problems } = parseLogstoreConfig(
+      'storage:\n  frac_size: 64MB\n  total_size: 2GB\n  retention: 7d\nserver:\n  http_addr: "127.0.0.1:0"\n',
+    );
     expect(problems).toEqual([]);
     expect(config.storage.frac_size).toBe(64 * 1024 ** 2);
     expect(config.storage.total_size).toBe(2 * 1024 ** 3);
@@ -116,7 +151,9 @@ describe('log-store config', () => {
   });
 
   it('names each bad key', () => {
-    const { problems } = parseLogstoreConfig('storage:\n  frac_size: 1KB\nlimits:\n  inflight_bulks: 0\nmapping: auto\n');
+    const { problems } = parseLogstoreConfig(
+      'storage:\n  frac_size: 1KB\nlimits:\n  inflight_bulks: 0\nmapping: auto\n',
+    );
     expect(problems.map((p) => p.path).sort()).toEqual(['limits.inflight_bulks', 'mapping', 'storage.frac_size']);
   });
 });
@@ -124,8 +161,23 @@ describe('log-store config', () => {
 describe('text tokens', () => {
   it('split ASCII and Unicode text the same way as the Unicode word split', async () => {
     const { textTokens } = await import('../../../src/logstore/tokenize.js');
-    const split = (s: string, max: number) => s.toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter(Boolean).map((w) => w.slice(0, max));
-    for (const s of ['GET /images/French_12.gif HTTP/1.0', '  lead and trail  ', 'a', '', '--', 'x_y-z', 'Grüße aus Köln 42', 'naïve café', 'long'.repeat(30)]) {
+    const split = (s: string, max: number) =>
+      s
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}_]+/u)
+        .filter(Boolean)
+        .map((w) => w.slice(0, max));
+    for (const s of [
+      'GET /images/French_12.gif HTTP/1.0',
+      '  lead and trail  ',
+      'a',
+      '',
+      '--',
+      'x_y-z',
+      'Grüße aus Köln 42',
+      'naïve café',
+      'long'.repeat(30),
+    ]) {
       expect(textTokens(s, 72)).toEqual(split(s, 72));
       expect(textTokens(s, 3)).toEqual(split(s, 3));
     }
@@ -135,7 +187,17 @@ describe('text tokens', () => {
 describe('isoTime', () => {
   it('equals Date.toISOString', async () => {
     const { isoTime } = await import('../../../src/logstore/search/hit-json.js');
-    const times = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2026, 10, 22, 23, 59, 59, 999), Date.UTC(2024, 1, 29, 12, 0, 0, 5), Date.UTC(1999, 11, 31, 23, 59, 59, 90), 1_700_000_000_123.7];
+    const times = [
+      0,
+      1,
+      999,
+      86_399_999,
+      86_400_000,
+      Date.UTC(2026, 10, 22, 23, 59, 59, 999),
+      Date.UTC(2024, 1, 29, 12, 0, 0, 5),
+      Date.UTC(1999, 11, 31, 23, 59, 59, 90),
+      1_700_000_000_123.7,
+    ];
     for (let i = 0; i < 2000; i++) times.push(Math.floor(Date.UTC(2026, 0, 1) + i * 12_345_678.9));
     for (const t of times) expect(isoTime(t), String(t)).toBe(new Date(t).toISOString());
   });
@@ -145,7 +207,14 @@ describe('fast ISO time path', () => {
   it('agrees with Date.parse on valid and invalid "YYYY-MM-DDTHH:MM:SS.mmmZ" values', () => {
     const values: string[] = [];
     for (let i = 0; i < 3000; i++) values.push(new Date(Date.UTC(2020, 0, 1) + i * 987_654_321.7).toISOString());
-    values.push('2026-02-30T00:00:00.000Z', '2026-13-01T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '2026-01-01T00:60:00.000Z', '2026-01-0xT00:00:00.000Z', '2024-02-29T23:59:59.999Z');
+    values.push(
+      '2026-02-30T00:00:00.000Z',
+      '2026-13-01T00:00:00.000Z',
+      '2026-01-01T24:00:00.000Z',
+      '2026-01-01T00:60:00.000Z',
+      '2026-01-0xT00:00:00.000Z',
+      '2024-02-29T23:59:59.999Z',
+    );
     for (const v of values) {
       const want = Date.parse(v);
       const got = parseDocTime(v);

@@ -1,7 +1,14 @@
 // Domain errors (src/logstore/errors.ts) mapped at the edge: the HTTP status and JSON body, and the gRPC status, of each.
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { BadRequest, ErrorCode, isOverload, LogstoreError, Overloaded, UpstreamFailed } from '../../../src/logstore/errors.js';
+import {
+  BadRequest,
+  ErrorCode,
+  isOverload,
+  LogstoreError,
+  Overloaded,
+  UpstreamFailed,
+} from '../../../src/logstore/errors.js';
 import { grpcError } from '../../../src/logstore/grpc/grpc-status.js';
 import { HttpError, httpStatus } from '../../../src/logstore/http/errors.js';
 
@@ -20,10 +27,17 @@ describe('log-store errors at the edge', () => {
     }
   });
 
-  it('keeps a route\'s HttpError status, and maps every code to gRPC as its status did', () => {
+  it("keeps a route's HttpError status, and maps every code to gRPC as its status did", () => {
     const byStatus: Record<number, grpc.status> = {
-      400: grpc.status.INVALID_ARGUMENT, 413: grpc.status.INVALID_ARGUMENT, 404: grpc.status.NOT_FOUND, 429: grpc.status.RESOURCE_EXHAUSTED,
-      409: grpc.status.ABORTED, 502: grpc.status.UNAVAILABLE, 504: grpc.status.DEADLINE_EXCEEDED, 405: grpc.status.INTERNAL, 500: grpc.status.INTERNAL,
+      400: grpc.status.INVALID_ARGUMENT,
+      413: grpc.status.INVALID_ARGUMENT,
+      404: grpc.status.NOT_FOUND,
+      429: grpc.status.RESOURCE_EXHAUSTED,
+      409: grpc.status.ABORTED,
+      502: grpc.status.UNAVAILABLE,
+      504: grpc.status.DEADLINE_EXCEEDED,
+      405: grpc.status.INTERNAL,
+      500: grpc.status.INTERNAL,
     };
     for (const code of Object.values(ErrorCode)) {
       const status = httpStatus(new LogstoreError(code, 'x'));

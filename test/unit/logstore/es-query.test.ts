@@ -12,18 +12,27 @@ const auto = { auto: true, fields: {} } as unknown as MappingSpec;
 /** A compact seq-ql-like rendering of a tree, to compare translations. */
 function show(n: QueryNode): string {
   switch (n.kind) {
-    case 'all': return '*';
-    case 'term': return `${n.field}:${n.value.segments.join('*')}`;
-    case 'text': return `"${n.value.segments.join('*')}"`;
-    case 'exists': return `_exists_:${n.field}`;
-    case 'range': return `${n.field}:${n.lo?.inclusive === false ? '(' : '['}${n.lo?.value ?? '*'},${n.hi?.value ?? '*'}${n.hi?.inclusive === false ? ')' : ']'}`;
-    case 'and': return `(${show(n.left)} and ${show(n.right)})`;
-    case 'or': return `(${show(n.left)} or ${show(n.right)})`;
-    case 'not': return `not ${show(n.inner)}`;
+    case 'all':
+      return '*';
+    case 'term':
+      return `${n.field}:${n.value.segments.join('*')}`;
+    case 'text':
+      return `"${n.value.segments.join('*')}"`;
+    case 'exists':
+      return `_exists_:${n.field}`;
+    case 'range':
+      return `${n.field}:${n.lo?.inclusive === false ? '(' : '['}${n.lo?.value ?? '*'},${n.hi?.value ?? '*'}${n.hi?.inclusive === false ? ')' : ']'}`;
+    case 'and':
+      return `(${show(n.left)} and ${show(n.right)})`;
+    case 'or':
+      return `(${show(n.left)} or ${show(n.right)})`;
+    case 'not':
+      return `not ${show(n.inner)}`;
   }
 }
 
-const qs = (q: string, df: string | null = null, op: 'or' | 'and' = 'or') => show(translateQueryString(q, { defaultField: df, defaultOperator: op }));
+const qs = (q: string, df: string | null = null, op: 'or' | 'and' = 'or') =>
+  show(translateQueryString(q, { defaultField: df, defaultOperator: op }));
 
 describe('query_string (Lucene classic rules)', () => {
   it.each([
@@ -71,7 +80,12 @@ describe('query DSL', () => {
   const tr = (q: unknown) => translateQuery(q, auto, now);
 
   it('translates the subset', () => {
-    expect(show(tr({ bool: { must: [{ term: { a: 1 } }], should: [{ term: { b: 2 } }], must_not: { exists: { field: 'c' } } } }).root)).toBe('(a:1 and not _exists_:c)');
+    expect(
+      show(
+        tr({ bool: { must: [{ term: { a: 1 } }], should: [{ term: { b: 2 } }], must_not: { exists: { field: 'c' } } } })
+          .root,
+      ),
+    ).toBe('(a:1 and not _exists_:c)');
     expect(show(tr({ bool: { should: [{ term: { b: 2 } }, { prefix: { c: 'x' } }] } }).root)).toBe('(b:2 or c:x*)');
     expect(show(tr({ terms: { s: [1, 'x'] } }).root)).toBe('(s:1 or s:x)');
     expect(show(tr({ match: { m: 'a b' } }).root)).toBe('m:a b');
@@ -80,7 +94,9 @@ describe('query DSL', () => {
   });
 
   it('lifts ranges on the document time into the window, only where every match must satisfy them', () => {
-    const t = tr({ bool: { filter: [{ range: { '@timestamp': { gte: 'now-15m', lt: 'now' } } }, { term: { a: 1 } }] } });
+    const t = tr({
+      bool: { filter: [{ range: { '@timestamp': { gte: 'now-15m', lt: 'now' } } }, { term: { a: 1 } }] },
+    });
     expect(show(t.root)).toBe('a:1');
     expect([t.from, t.to]).toEqual([now - 15 * 60_000, now - 1]);
     const s = tr({ bool: { should: [{ range: { timestamp: { gte: '2026-01-01' } } }, { term: { a: 1 } }] } });

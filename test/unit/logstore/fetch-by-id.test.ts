@@ -20,24 +20,41 @@ afterEach(() => {
 function openShard(dir?: string): Shard {
   const d = dir ?? mkdtempSync(path.join(os.tmpdir(), 'tidepool-fetch-'));
   if (!dir) dirs.push(d);
-  return new Shard({ dir: d, shard: 1, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+  return new Shard(
+    { dir: d, shard: 1, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 },
+    pino({ level: 'silent' }),
+  );
 }
 
 /** Ingests `n` documents (numbered from `from`) and returns their ids. */
-function ingest(shard: Shard, from: number, n: number, assign?: { shard: number; counter: number; counters?: number[] }): string[] {
-  const lines = Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ timestamp: new Date(base + (from + i) * 10).toISOString(), level: 'info', n: from + i })));
+function ingest(
+  shard: Shard,
+  from: number,
+  n: number,
+  assign?: { shard: number; counter: number; counters?: number[] },
+): string[] {
+  const lines = Array.from({ length: n }, (_, i) =>
+    Buffer.from(
+      JSON.stringify({ timestamp: new Date(base + (from + i) * 10).toISOString(), level: 'info', n: from + i }),
+    ),
+  );
   const offs = new Int32Array(n * 2);
   let p = 0;
-  lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = p;
+    offs[2 * i + 1] = l.length;
+    p += l.length;
+  });
   const r = shard.ingest(Buffer.concat(lines), offs, base, assign);
   expect(r.errors).toEqual([]);
   return Array.from({ length: n }, (_, i) => Buffer.from(r.ids).toString('latin1', 24 * i, 24 * i + 24));
 }
 
-const ns = (shard: Shard, ids: string[]) => shard.fetch(ids).hits.map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n);
+const ns = (shard: Shard, ids: string[]) =>
+  shard.fetch(ids).hits.map((h) => (JSON.parse(h.json) as { data: { n: number } }).data.n);
 
 describe('fetch by id in a shard', () => {
-  it('finds ids of its own counter and of a proxy\'s jumping counters, active and sealed; not others', () => {
+  it("finds ids of its own counter and of a proxy's jumping counters, active and sealed; not others", () => {
     const shard = openShard();
     const own = ingest(shard, 0, 50);
     const a = ingest(shard, 50, 40, { shard: 3, counter: 1000 });
@@ -47,7 +64,12 @@ describe('fetch by id in a shard', () => {
     const all = [...own, ...a, ...b, ...c];
     const wanted = [all[134]!, all[3]!, all[60]!, all[129]!, all[131]!, all[90]!, all[49]!];
     // Absent: a known id's time with another counter, another shard byte, a counter between two batches, junk.
-    const absent = [all[3]!.slice(0, 14) + 'ffffffffff', all[60]!.slice(0, 12) + '04' + all[60]!.slice(14), all[60]!.slice(0, 14) + '0000000bb8', 'zz' + all[3]!.slice(2)];
+    const absent = [
+      all[3]!.slice(0, 14) + 'ffffffffff',
+      all[60]!.slice(0, 12) + '04' + all[60]!.slice(14),
+      all[60]!.slice(0, 14) + '0000000bb8',
+      'zz' + all[3]!.slice(2),
+    ];
     for (let round = 0; round < 2; round++) {
       expect(ns(shard, [...wanted, ...absent])).toEqual([134, 3, 60, 129, 131, 90, 49]);
       expect(ns(shard, all)).toEqual(Array.from({ length: 135 }, (_, i) => i));

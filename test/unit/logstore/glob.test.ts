@@ -30,7 +30,8 @@ describe('globMatches', () => {
     const rnd = mulberry32(20261128);
     // A two-letter alphabet (plus a dot and a newline, which a RegExp treats specially) makes matches common.
     const alphabet = ['a', 'a', 'a', 'a', 'b', '.', '\n'];
-    const pick = (n: number) => Array.from({ length: n }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join('');
+    const pick = (n: number) =>
+      Array.from({ length: n }, () => alphabet[Math.floor(rnd() * alphabet.length)]!).join('');
     let matched = 0;
     for (let n = 0; n < 20_000; n++) {
       const text = pick(Math.floor(rnd() * 9));

@@ -8,19 +8,30 @@ function ctx(status: () => Promise<BackendStatus>, timeout = 1000) {
   return { store: { status } as unknown as LogBackend, config: { search: { timeout } } as unknown as LogstoreConfig };
 }
 
-const shard = (extra: Record<string, unknown> = {}) => ({ shard: 0, fractions: [], fields: [], problems: [], ...extra }) as unknown as BackendStatus['shards'][number];
+const shard = (extra: Record<string, unknown> = {}) =>
+  ({ shard: 0, fractions: [], fields: [], problems: [], ...extra }) as unknown as BackendStatus['shards'][number];
 
 describe('/health', () => {
   it('ok when nothing is wrong, and a shard busy within search.timeout plus the grace is not stuck', async () => {
     expect(await healthOf(ctx(async () => ({ shards: [shard()], stores: [] })))).toEqual({ status: 'ok' });
-    expect(await healthOf(ctx(async () => ({ shards: [shard({ stale: true, busy_ms: 3000 })], stores: [] })))).toEqual({ status: 'ok' });
+    expect(await healthOf(ctx(async () => ({ shards: [shard({ stale: true, busy_ms: 3000 })], stores: [] })))).toEqual({
+      status: 'ok',
+    });
   });
 
   it('degraded: a shard thread past search.timeout, storage problems, stores down or behind', async () => {
-    const h = await healthOf(ctx(async () => ({
-      shards: [shard({ stale: true, busy_ms: 60_000 }), shard({ shard: 1, problems: [{ kind: 'disk_full', name: 'wal', detail: 'ENOSPC' }] })],
-      stores: [{ addr: 'a:1', shard: 0, ok: false, error: 'refused', docs: 0 }, { addr: 'b:1', shard: 0, ok: true, error: '', docs: 5, behind: 3 }],
-    })));
+    const h = await healthOf(
+      ctx(async () => ({
+        shards: [
+          shard({ stale: true, busy_ms: 60_000 }),
+          shard({ shard: 1, problems: [{ kind: 'disk_full', name: 'wal', detail: 'ENOSPC' }] }),
+        ],
+        stores: [
+          { addr: 'a:1', shard: 0, ok: false, error: 'refused', docs: 0 },
+          { addr: 'b:1', shard: 0, ok: true, error: '', docs: 5, behind: 3 },
+        ],
+      })),
+    );
     expect(h.status).toBe('degraded');
     expect(h.degraded).toEqual([
       'shard 0 thread busy for 60000 ms, past search.timeout',

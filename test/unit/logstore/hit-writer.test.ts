@@ -16,7 +16,8 @@ import { mergeHitList, unpackHits } from '../../../src/logstore/search/packed-hi
 import { mulberry32 } from '../../helpers/prng.js';
 
 const impls: [string, WriteHits, JoinHits][] = [['TypeScript', writeHitsTs, joinHitsTs]];
-if (addon && typeof addon.writeHits === 'function') impls.push(['native', addon.writeHits as WriteHits, addon.joinHits as JoinHits]);
+if (addon && typeof addon.writeHits === 'function')
+  impls.push(['native', addon.writeHits as WriteHits, addon.joinHits as JoinHits]);
 
 /** Documents that are valid stored JSON and awkward to copy: escapes, unicode, nesting, big and odd numbers. */
 const DOCS = [
@@ -31,14 +32,31 @@ const DOCS = [
 ];
 
 /** Times from the epoch to the last millisecond of 9999: leap days, century rules, year ends, a fraction of a millisecond. */
-const TIMES = [0, 1, 999, 86_399_999, Date.UTC(2000, 2, 1), Date.UTC(2000, 1, 29, 23, 59, 59, 999), Date.UTC(2100, 1, 28, 12), Date.UTC(2024, 11, 31, 23, 59, 59, 999),
-  Date.UTC(1970, 0, 1, 0, 0, 0, 7), Date.UTC(2400, 1, 29), Date.UTC(9999, 0, 1), Date.UTC(2026, 10, 26, 13, 14, 15, 16), 253_402_300_799_999, 1_700_000_000_123.75];
+const TIMES = [
+  0,
+  1,
+  999,
+  86_399_999,
+  Date.UTC(2000, 2, 1),
+  Date.UTC(2000, 1, 29, 23, 59, 59, 999),
+  Date.UTC(2100, 1, 28, 12),
+  Date.UTC(2024, 11, 31, 23, 59, 59, 999),
+  Date.UTC(1970, 0, 1, 0, 0, 0, 7),
+  Date.UTC(2400, 1, 29),
+  Date.UTC(9999, 0, 1),
+  Date.UTC(2026, 10, 26, 13, 14, 15, 16),
+  253_402_300_799_999,
+  1_700_000_000_123.75,
+];
 
 function block(docs: string[]): { raw: Buffer; offsets: Uint32Array } {
   const parts = docs.map((d) => Buffer.from(d));
   const offsets = new Uint32Array(docs.length + 1);
   let p = 3;
-  parts.forEach((b, i) => { offsets[i] = p; p += b.length; });
+  parts.forEach((b, i) => {
+    offsets[i] = p;
+    p += b.length;
+  });
   offsets[docs.length] = p;
   return { raw: Buffer.concat([Buffer.from('xyz'), ...parts, Buffer.from('tail')]), offsets };
 }
@@ -54,11 +72,18 @@ describe('writeHits and joinHits', () => {
   const times = new Float64Array(base + n + 2);
   for (let i = 0; i < n; i++) times[base + i] = TIMES[i % TIMES.length]!;
   const { raw, offsets } = block(docs);
-  const want = (b: number) => hitJson(ids.toString('hex', 12 * (base + b), 12 * (base + b + 1)), times[base + b]!, docs[b]!, []);
+  const want = (b: number) =>
+    hitJson(ids.toString('hex', 12 * (base + b), 12 * (base + b + 1)), times[base + b]!, docs[b]!, []);
 
   for (const [name, writeHits, joinHits] of impls) {
     it(`${name}: every hit equals its JSON text, ascending and descending, from any start, with its id, time and offset`, () => {
-      for (const [first, count, step] of [[0, n, 1], [n - 1, n, -1], [3, 4, 1], [6, 5, -1], [2, 1, 1]] as const) {
+      for (const [first, count, step] of [
+        [0, n, 1],
+        [n - 1, n, -1],
+        [3, 4, 1],
+        [6, 5, -1],
+        [2, 1, 1],
+      ] as const) {
         const out = Buffer.alloc(200_000, 0xee);
         const hex = Buffer.alloc(24 * (count + 2));
         const hitOffs = new Uint32Array(count + 3);
@@ -71,12 +96,16 @@ describe('writeHits and joinHits', () => {
         for (let j = 0; j < count; j++) {
           const b = first + j * step;
           expect(hitTimes[1 + j]).toBe(times[base + b]);
-          expect(hex.toString('latin1', 24 * (1 + j), 24 * (2 + j))).toBe(ids.toString('hex', 12 * (base + b), 12 * (base + b + 1)));
+          expect(hex.toString('latin1', 24 * (1 + j), 24 * (2 + j))).toBe(
+            ids.toString('hex', 12 * (base + b), 12 * (base + b + 1)),
+          );
           expect(out.toString('utf8', hitOffs[1 + j], j + 1 < count ? hitOffs[2 + j] : end)).toBe(expected[j]);
         }
         // The whole size is the documents plus HIT_BYTES each.
         expect(end - 10).toBe(expected.reduce((s, h) => s + Buffer.byteLength(h), 0));
-        expect(end - 10).toBe(HIT_BYTES * count + expected.reduce((s, _, j) => s + Buffer.byteLength(docs[first + j * step]!), 0));
+        expect(end - 10).toBe(
+          HIT_BYTES * count + expected.reduce((s, _, j) => s + Buffer.byteLength(docs[first + j * step]!), 0),
+        );
         // Joined with commas: the JSON array of the hits.
         const all = Buffer.alloc(end + count);
         const joined = joinHits(all, 1, out, Uint32Array.from([...hitOffs.subarray(1, 1 + count), end]), 0, count);
@@ -98,11 +127,36 @@ describe('writeHits and joinHits', () => {
         t[base + 1] = bad;
         expect(writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, 3, 1, ids, t, base, hex, offs, ts, 0)).toBe(-1);
       }
-      expect(() => writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, n + 1, 1, ids, times, base, hex, offs, ts, 0)).toThrow(RangeError);
-      expect(() => writeHits(Buffer.alloc(100_000), 0, raw, offsets, 1, 3, -1, ids, times, base, hex, offs, ts, 0)).toThrow(RangeError);
-      expect(() => writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, 2, 2, ids, times, base, hex, offs, ts, 0)).toThrow(RangeError);
-      expect(() => writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, n, 1, ids, times, base, hex, offs, ts, 1)).toThrow(RangeError);
-      expect(() => writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, 1, 1, ids.subarray(0, 12 * base), times, base, hex, offs, ts, 0)).toThrow(RangeError);
+      expect(() =>
+        writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, n + 1, 1, ids, times, base, hex, offs, ts, 0),
+      ).toThrow(RangeError);
+      expect(() =>
+        writeHits(Buffer.alloc(100_000), 0, raw, offsets, 1, 3, -1, ids, times, base, hex, offs, ts, 0),
+      ).toThrow(RangeError);
+      expect(() =>
+        writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, 2, 2, ids, times, base, hex, offs, ts, 0),
+      ).toThrow(RangeError);
+      expect(() =>
+        writeHits(Buffer.alloc(100_000), 0, raw, offsets, 0, n, 1, ids, times, base, hex, offs, ts, 1),
+      ).toThrow(RangeError);
+      expect(() =>
+        writeHits(
+          Buffer.alloc(100_000),
+          0,
+          raw,
+          offsets,
+          0,
+          1,
+          1,
+          ids.subarray(0, 12 * base),
+          times,
+          base,
+          hex,
+          offs,
+          ts,
+          0,
+        ),
+      ).toThrow(RangeError);
       expect(() => joinHits(Buffer.alloc(10), 0, raw, offsets, 0, n + 1)).toThrow(RangeError);
       expect(joinHits(Buffer.alloc(10), 0, raw, offsets, 0, n)).toBe(-1);
       expect(joinHits(Buffer.alloc(10), 4, raw, offsets, 2, 2)).toBe(4);
@@ -132,9 +186,17 @@ describe('hits of a sealed fraction', () => {
     sealFraction(active, path.join(dir, 'frac'));
     const sealed = new SealedFraction(path.join(dir, 'frac'));
     expect(sealed.meta.blocks.length).toBeGreaterThan(2);
-    const q = (over: Partial<ShardQuery>): ShardQuery => ({ plan: { op: 'all' }, from: -8.64e15, to: 8.64e15, limit: 100, order: 'desc', ...over } as ShardQuery);
-    const queries = [q({}), q({ order: 'asc' }), q({ limit: 5000 }), q({ limit: 5000, order: 'asc' }), q({ from: Date.UTC(2026, 0, 1, 0, 0, 5), to: Date.UTC(2026, 0, 1, 0, 9), limit: 700 }),
-      q({ from: Date.UTC(2026, 0, 1, 0, 0, 5), limit: 1, order: 'asc' }), q({ limit: 0 })];
+    const q = (over: Partial<ShardQuery>): ShardQuery =>
+      ({ plan: { op: 'all' }, from: -8.64e15, to: 8.64e15, limit: 100, order: 'desc', ...over }) as ShardQuery;
+    const queries = [
+      q({}),
+      q({ order: 'asc' }),
+      q({ limit: 5000 }),
+      q({ limit: 5000, order: 'asc' }),
+      q({ from: Date.UTC(2026, 0, 1, 0, 0, 5), to: Date.UTC(2026, 0, 1, 0, 9), limit: 700 }),
+      q({ from: Date.UTC(2026, 0, 1, 0, 0, 5), limit: 1, order: 'asc' }),
+      q({ limit: 0 }),
+    ];
     for (const query of queries) {
       const a = executeQuery([active], { ...query });
       const s = executeQuery([sealed], { ...query });

@@ -4,7 +4,10 @@ import { messageTemplate } from '../../../src/logstore/ui-backend/patterns.js';
 
 describe('messageTemplate', () => {
   it.each([
-    ['server login failed: connection to 10.0.3.7:5432 refused after 12 ms', 'server login failed: connection to <ip> refused after <num> ms'],
+    [
+      'server login failed: connection to 10.0.3.7:5432 refused after 12 ms',
+      'server login failed: connection to <ip> refused after <num> ms',
+    ],
     ['client 4711 closed: "query_wait_timeout"', 'client <num> closed: <str>'],
     ["user 'app' at [::1]:6432", 'user <str> at <ip>'],
     ['request 3f2c1a9e-8b7d-4c6e-9f01-23456789abcd took 3.5s', 'request <uuid> took <num>s'],
@@ -18,7 +21,10 @@ describe('messageTemplate', () => {
   });
 
   it('gives one template to lines that differ only in their variable parts', () => {
-    const lines = Array.from({ length: 50 }, (_, i) => `server login failed: connection to 10.0.${i % 7}.${i}:5432 refused after ${i * 3} ms`);
+    const lines = Array.from(
+      { length: 50 },
+      (_, i) => `server login failed: connection to 10.0.${i % 7}.${i}:5432 refused after ${i * 3} ms`,
+    );
     expect(new Set(lines.map(messageTemplate)).size).toBe(1);
   });
 });

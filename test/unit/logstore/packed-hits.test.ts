@@ -1,6 +1,13 @@
 // Hits packed in a shard thread and merged in the HTTP thread keep (time, id) order and the limit.
 import { describe, expect, it } from 'vitest';
-import { HitWriter, mergeHitList, mergeHits, packHits, unpackHits, type ShardHit } from '../../../src/logstore/search/packed-hits.js';
+import {
+  HitWriter,
+  mergeHitList,
+  mergeHits,
+  packHits,
+  unpackHits,
+  type ShardHit,
+} from '../../../src/logstore/search/packed-hits.js';
 import { ISO_TIME_BYTES, hitJson, isoTime, writeIsoTime } from '../../../src/logstore/search/hit-json.js';
 
 const hit = (time: number, n: number): ShardHit => {
@@ -52,14 +59,26 @@ describe('packed hits', () => {
     const packed = w.finish();
     expect(unpackHits(packed)).toEqual(want);
     const list = mergeHitList([packed, packHits([])], 10, false);
-    expect(JSON.parse(list.jsonBytes(1, 3, '{"docs":[', ']}').toString())).toEqual({ docs: want.slice(1).map((h) => JSON.parse(h.json)) });
+    expect(JSON.parse(list.jsonBytes(1, 3, '{"docs":[', ']}').toString())).toEqual({
+      docs: want.slice(1).map((h) => JSON.parse(h.json)),
+    });
     expect(list.jsonBytes(3, 3).length).toBe(0);
   });
 
   it('writes ISO times as bytes exactly as toISOString, and leaves years past 9999 or before 0 to the text form', () => {
     const out = new Uint8Array(ISO_TIME_BYTES + 2);
-    const times = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2026, 10, 24, 7, 8, 9, 10), Date.UTC(2024, 1, 29, 23, 59, 59, 999), 253_402_300_799_999];
-    for (let i = 0; i < 2000; i++) times.push(Math.floor(((i * 2654435761) % 1_000_003) / 1_000_003 * 253_402_300_800_000));
+    const times = [
+      0,
+      1,
+      999,
+      86_399_999,
+      86_400_000,
+      Date.UTC(2026, 10, 24, 7, 8, 9, 10),
+      Date.UTC(2024, 1, 29, 23, 59, 59, 999),
+      253_402_300_799_999,
+    ];
+    for (let i = 0; i < 2000; i++)
+      times.push(Math.floor((((i * 2654435761) % 1_000_003) / 1_000_003) * 253_402_300_800_000));
     for (const t of times) {
       out.fill(0);
       expect(writeIsoTime(t, out, 1)).toBe(true);
@@ -77,7 +96,9 @@ describe('packed hits', () => {
     const doc = Buffer.from('{"x":1}');
     const far = [8.64e15, -62_198_755_200_000];
     far.forEach((t, i) => w.addRef(`${'f'.repeat(23)}${i}`, t, doc, 0, doc.length));
-    expect(unpackHits(w.finish()).map((h) => h.json)).toEqual(far.map((t, i) => hitJson(`${'f'.repeat(23)}${i}`, t, '{"x":1}', [])));
+    expect(unpackHits(w.finish()).map((h) => h.json)).toEqual(
+      far.map((t, i) => hitJson(`${'f'.repeat(23)}${i}`, t, '{"x":1}', [])),
+    );
     expect(isoTime(far[1]!)).toBe(new Date(far[1]!).toISOString());
   });
 
@@ -85,6 +106,10 @@ describe('packed hits', () => {
     const bad = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]);
     const w = new HitWriter(1);
     w.addRef('0'.repeat(24), 0, bad, 0, bad.length);
-    expect(JSON.parse(unpackHits(w.finish())[0]!.json)).toEqual({ id: '0'.repeat(24), data: { a: '\ufffd' }, time: '1970-01-01T00:00:00.000Z' });
+    expect(JSON.parse(unpackHits(w.finish())[0]!.json)).toEqual({
+      id: '0'.repeat(24),
+      data: { a: '\ufffd' },
+      time: '1970-01-01T00:00:00.000Z',
+    });
   });
 });

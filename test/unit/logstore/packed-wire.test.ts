@@ -1,7 +1,13 @@
 // Packed hits as the store API's bytes (StoreSearchResponse.hits): a merged hit list survives the trip whole and
 // in order, the JSON is not copied on the way in, and bytes that do not add up are refused with a clear error.
 import { describe, expect, it } from 'vitest';
-import { HitWriter, mergeHitList, packHits, unpackHits, type ShardHit } from '../../../src/logstore/search/packed-hits.js';
+import {
+  HitWriter,
+  mergeHitList,
+  packHits,
+  unpackHits,
+  type ShardHit,
+} from '../../../src/logstore/search/packed-hits.js';
 import { decodeHits, encodeHits } from '../../../src/logstore/search/packed-wire.js';
 
 const hit = (time: number, n: number): ShardHit => {

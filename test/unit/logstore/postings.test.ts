@@ -1,7 +1,13 @@
 // Posting lists: the native addon and the TypeScript twins agree with each other and with a naive model.
 import { describe, expect, it } from 'vitest';
 import { addon } from '../../../src/native/index.js';
-import { checkedNativePostings, encodePostings, encodePostingsInto, postingsTs, type PostingsImpl } from '../../../src/native/postings.js';
+import {
+  checkedNativePostings,
+  encodePostings,
+  encodePostingsInto,
+  postingsTs,
+  type PostingsImpl,
+} from '../../../src/native/postings.js';
 import { mulberry32 } from '../../helpers/prng.js';
 import { expectSameNumbers } from '../../helpers/typed-arrays.js';
 
@@ -24,7 +30,8 @@ function naive(a: Uint32Array, b: Uint32Array) {
   };
 }
 
-const native: PostingsImpl | null = addon && typeof addon.decodePostings === 'function' ? checkedNativePostings(addon as unknown as PostingsImpl) : null;
+const native: PostingsImpl | null =
+  addon && typeof addon.decodePostings === 'function' ? checkedNativePostings(addon as unknown as PostingsImpl) : null;
 
 describe('posting lists', () => {
   it('the native addon is built (the twins are compared against it)', () => {
@@ -78,7 +85,9 @@ describe('posting lists', () => {
 
   it('encodes many lists into one buffer, each decodable at its offset and equal to its own encoding', () => {
     const r = rng(7);
-    const lists = Array.from({ length: 200 }, (_, i) => randomList(r, 1 + ((r() * 5000) | 0), i % 3 === 0 ? 0.9 : r() * 0.05));
+    const lists = Array.from({ length: 200 }, (_, i) =>
+      randomList(r, 1 + ((r() * 5000) | 0), i % 3 === 0 ? 0.9 : r() * 0.05),
+    );
     const total = lists.reduce((s, l) => s + l.length, 0);
     const out = new Uint8Array(total * 5);
     let pos = 0;
@@ -86,16 +95,23 @@ describe('posting lists', () => {
       const start = pos;
       pos = encodePostingsInto(list, out, pos);
       expectSameNumbers(out.subarray(start, pos), encodePostings(list));
-      for (const p of native ? [postingsTs, native] : [postingsTs]) expectSameNumbers(p.decodePostings(out, start, pos - start, list.length), list);
+      for (const p of native ? [postingsTs, native] : [postingsTs])
+        expectSameNumbers(p.decodePostings(out, start, pos - start, list.length), list);
     }
     // The same lists as ranges of one concatenated array (as the seal encodes them) give the same bytes.
     const all = new Uint32Array(total);
     let at = 0;
-    for (const list of lists) { all.set(list, at); at += list.length; }
+    for (const list of lists) {
+      all.set(list, at);
+      at += list.length;
+    }
     const ranged = new Uint8Array(total * 5);
     let rpos = 0;
     at = 0;
-    for (const list of lists) { rpos = encodePostingsInto(all, ranged, rpos, at, at + list.length); at += list.length; }
+    for (const list of lists) {
+      rpos = encodePostingsInto(all, ranged, rpos, at, at + list.length);
+      at += list.length;
+    }
     expect(rpos).toBe(pos);
     expect(ranged.subarray(0, rpos)).toEqual(out.subarray(0, pos));
   });

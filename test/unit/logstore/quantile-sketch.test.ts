@@ -2,7 +2,14 @@
 // were split over shards and merged (what makes a cluster answer as single mode does).
 import { describe, expect, it } from 'vitest';
 import { quantile } from '../../../src/logstore/aggregate/aggregate.js';
-import { EXACT_VALUES, SKETCH_ALPHA, type QuantileState, quantileAdd, quantileMerge, sketchQuantile } from '../../../src/logstore/aggregate/quantile-sketch.js';
+import {
+  EXACT_VALUES,
+  SKETCH_ALPHA,
+  type QuantileState,
+  quantileAdd,
+  quantileMerge,
+  sketchQuantile,
+} from '../../../src/logstore/aggregate/quantile-sketch.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const QS = [0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1];
@@ -15,7 +22,9 @@ function answer(st: QuantileState): number[] {
 
 function values(n: number, seed: number): number[] {
   const r = mulberry32(seed);
-  return Array.from({ length: n }, (_, i) => (i % 50 === 0 ? 0 : (r() < 0.2 ? -1 : 1) * Math.floor(r() * r() * 1e6) / 10));
+  return Array.from({ length: n }, (_, i) =>
+    i % 50 === 0 ? 0 : ((r() < 0.2 ? -1 : 1) * Math.floor(r() * r() * 1e6)) / 10,
+  );
 }
 
 describe('quantile sketch', () => {

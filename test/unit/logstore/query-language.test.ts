@@ -36,7 +36,20 @@ mapping-list:
         type: keyword
 `);
 
-interface Doc { n: number; level: string; service: string; status: number; msg: string; path: string; user?: string; tags: string[]; trace?: string; k8s: { pod: string }; secret: string; timestamp: string }
+interface Doc {
+  n: number;
+  level: string;
+  service: string;
+  status: number;
+  msg: string;
+  path: string;
+  user?: string;
+  tags: string[];
+  trace?: string;
+  k8s: { pod: string };
+  secret: string;
+  timestamp: string;
+}
 
 const LEVELS = ['info', 'warn', 'error', 'ERROR'];
 const SERVICES = ['api-gw', 'web', 'auth', 'we*b', 'billing'];
@@ -47,9 +60,16 @@ const USERS = [undefined, 'alice', 'bob', 'x:y', 'q"uote'];
 const base = Date.parse('2026-03-01T00:00:00Z');
 const docs: Doc[] = Array.from({ length: 400 }, (_, n) => {
   const d: Doc = {
-    n, level: LEVELS[n % 4]!, service: SERVICES[(n * 7) % 5]!, status: [200, 201, 301, 400, 404, 499, 500, 503][(n * 3) % 8]!,
-    msg: `${WORDS[n % 8]} ${WORDS[(n * 5) % 8]} id=${n}`, path: PATHS[(n * 11) % 5]!, tags: n % 3 ? ['a', `t${n % 5}`] : [],
-    k8s: { pod: `pod-${n % 6}` }, secret: `s${n}`, timestamp: new Date(base + n * 60_000).toISOString(),
+    n,
+    level: LEVELS[n % 4]!,
+    service: SERVICES[(n * 7) % 5]!,
+    status: [200, 201, 301, 400, 404, 499, 500, 503][(n * 3) % 8]!,
+    msg: `${WORDS[n % 8]} ${WORDS[(n * 5) % 8]} id=${n}`,
+    path: PATHS[(n * 11) % 5]!,
+    tags: n % 3 ? ['a', `t${n % 5}`] : [],
+    k8s: { pod: `pod-${n % 6}` },
+    secret: `s${n}`,
+    timestamp: new Date(base + n * 60_000).toISOString(),
   };
   const u = USERS[n % 5];
   if (u !== undefined) d.user = u;
@@ -57,7 +77,11 @@ const docs: Doc[] = Array.from({ length: 400 }, (_, n) => {
   return d;
 });
 
-const words = (s: string) => s.toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter(Boolean);
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}_]+/u)
+    .filter(Boolean);
 const num = (s: number) => s;
 
 const cases: [string, (d: Doc) => boolean][] = [
@@ -83,11 +107,20 @@ const cases: [string, (d: Doc) => boolean][] = [
   ['k8s.pod:pod-1', (d) => d.k8s.pod === 'pod-1'],
   ['tags:t1', (d) => d.tags.includes('t1')],
   ['level:error and service:api-gw', (d) => d.level.toLowerCase() === 'error' && d.service === 'api-gw'],
-  ['level:error or level:warn and service:web', (d) => d.level.toLowerCase() === 'error' || (d.level === 'warn' && d.service === 'web')],
-  ['(level:error or level:warn) and service:web', (d) => (d.level.toLowerCase() === 'error' || d.level === 'warn') && d.service === 'web'],
+  [
+    'level:error or level:warn and service:web',
+    (d) => d.level.toLowerCase() === 'error' || (d.level === 'warn' && d.service === 'web'),
+  ],
+  [
+    '(level:error or level:warn) and service:web',
+    (d) => (d.level.toLowerCase() === 'error' || d.level === 'warn') && d.service === 'web',
+  ],
   ['not level:info', (d) => d.level !== 'info'],
   ['NOT level:info AND NOT service:web', (d) => d.level !== 'info' && d.service !== 'web'],
-  ['not (level:info or level:warn) or status:200', (d) => !(d.level === 'info' || d.level === 'warn') || d.status === 200],
+  [
+    'not (level:info or level:warn) or status:200',
+    (d) => !(d.level === 'info' || d.level === 'warn') || d.status === 200,
+  ],
   ['status:[400, 499]', (d) => num(d.status) >= 400 && d.status <= 499],
   ['status:(400, 500]', (d) => d.status > 400 && d.status <= 500],
   ['status:[500 to *]', (d) => d.status >= 500],
@@ -104,13 +137,21 @@ const cases: [string, (d: Doc) => boolean][] = [
   ['level:error # only errors\n and status:500', (d) => d.level.toLowerCase() === 'error' && d.status === 500],
   ['* | fields level, n', () => true],
   // Free text: words of text fields (msg), values of keyword and path fields that contain it.
-  ['timeout', (d) => words(d.msg).includes('timeout') || [d.level, d.service, d.user ?? '', d.k8s.pod, d.path, ...d.tags].some((v) => v.toLowerCase().includes('timeout'))],
-  ['"connection timeout"', (d) => (words(d.msg).includes('connection') && words(d.msg).includes('timeout'))],
+  [
+    'timeout',
+    (d) =>
+      words(d.msg).includes('timeout') ||
+      [d.level, d.service, d.user ?? '', d.k8s.pod, d.path, ...d.tags].some((v) => v.toLowerCase().includes('timeout')),
+  ],
+  ['"connection timeout"', (d) => words(d.msg).includes('connection') && words(d.msg).includes('timeout')],
   ['API', (d) => d.service.includes('api') || d.path.includes('api')],
   ["'pod-3'", (d) => d.k8s.pod === 'pod-3'],
   ['`we*b`', (d) => d.service === 'we*b'],
   ['time*', (d) => words(d.msg).some((w) => w.startsWith('time'))],
-  ['ERROR and not api', (d) => d.level.toLowerCase() === 'error' && !d.service.includes('api') && !d.path.includes('api')],
+  [
+    'ERROR and not api',
+    (d) => d.level.toLowerCase() === 'error' && !d.service.includes('api') && !d.path.includes('api'),
+  ],
   ['users or orders', (d) => d.path.includes('users') || d.path.includes('orders')],
 ];
 
@@ -124,19 +165,28 @@ function run(q: string, from = -Infinity, to = Infinity): number[] {
 }
 
 function expected(pred: (d: Doc) => boolean, from = -Infinity, to = Infinity): number[] {
-  return docs.filter((d) => pred(d) && Date.parse(d.timestamp) >= from && Date.parse(d.timestamp) <= to).map((d) => d.n);
+  return docs
+    .filter((d) => pred(d) && Date.parse(d.timestamp) >= from && Date.parse(d.timestamp) <= to)
+    .map((d) => d.n);
 }
 
 beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-ql-'));
-  shard = new Shard({ dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+  shard = new Shard(
+    { dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 },
+    pino({ level: 'silent' }),
+  );
   // Shuffled so that insertion order differs from time order.
   const order = docs.map((d) => d.n).sort((a, b) => ((a * 7919) % 400) - ((b * 7919) % 400));
   const lines = order.map((n) => Buffer.from(JSON.stringify(docs[n])));
   const buf = Buffer.concat(lines);
   const offs = new Int32Array(lines.length * 2);
   let p = 0;
-  lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = p;
+    offs[2 * i + 1] = l.length;
+    p += l.length;
+  });
   expect(shard.ingest(buf, offs).errors).toEqual([]);
 });
 
@@ -166,7 +216,9 @@ describe.each(['active', 'sealed'])('seq-ql on the %s fraction', (state) => {
     const r = shard.query({ plan, from: -Infinity, to: Infinity, limit: 7, order: 'desc' });
     const want = expected((d) => d.level === 'warn' || d.service === 'web');
     expect(r.total).toBe(want.length);
-    expect(unpackHits(r.hits).map((h) => (JSON.parse(h.json) as { data: Doc }).data.n)).toEqual(want.reverse().slice(0, 7));
+    expect(unpackHits(r.hits).map((h) => (JSON.parse(h.json) as { data: Doc }).data.n)).toEqual(
+      want.reverse().slice(0, 7),
+    );
   });
 });
 
@@ -210,7 +262,10 @@ describe('free text in auto mode (every field a keyword)', () => {
   it('matches any field whose value contains the word or phrase, _exists_ excepted, active and sealed', () => {
     const d = mkdtempSync(path.join(os.tmpdir(), 'tidepool-free-'));
     const m = autoMapping();
-    const s = new Shard({ dir: d, shard: 0, mapping: m, fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+    const s = new Shard(
+      { dir: d, shard: 0, mapping: m, fracSize: 1 << 30, totalSize: 0, retention: 0 },
+      pino({ level: 'silent' }),
+    );
     try {
       const docs = [
         { target: 'pooler::admin', msg: 'RELOAD failed, the old configuration stays' },
@@ -222,14 +277,34 @@ describe('free text in auto mode (every field a keyword)', () => {
       const lines = docs.map((x) => Buffer.from(JSON.stringify(x)));
       const offs = new Int32Array(lines.length * 2);
       let p = 0;
-      lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+      lines.forEach((l, i) => {
+        offs[2 * i] = p;
+        offs[2 * i + 1] = l.length;
+        p += l.length;
+      });
       s.ingest(Buffer.concat(lines), offs);
       for (const state of ['active', 'sealed']) {
         if (state === 'sealed') s.seal();
-        const n = (q: string) => unpackHits(s.query({ plan: planQuery(parseQuery(q), m), from: -Infinity, to: Infinity, limit: 100, order: 'asc' }).hits).length;
+        const n = (q: string) =>
+          unpackHits(
+            s.query({ plan: planQuery(parseQuery(q), m), from: -Infinity, to: Infinity, limit: 100, order: 'asc' })
+              .hits,
+          ).length;
         // `msg` is a field name, not a value of `_exists_`: only the document whose path holds it.
-        expect([n('RELOAD'), n('reload'), n('failed'), n('"login failed"'), n('pooler'), n('6432'), n('msg'), n('reload*'), n('nothing')], state)
-          .toEqual([2, 2, 2, 1, 4, 1, 1, 2, 0]);
+        expect(
+          [
+            n('RELOAD'),
+            n('reload'),
+            n('failed'),
+            n('"login failed"'),
+            n('pooler'),
+            n('6432'),
+            n('msg'),
+            n('reload*'),
+            n('nothing'),
+          ],
+          state,
+        ).toEqual([2, 2, 2, 1, 4, 1, 1, 2, 0]);
       }
     } finally {
       s.close();
@@ -241,19 +316,37 @@ describe('free text in auto mode (every field a keyword)', () => {
 describe('numbers and strings of one keyword field', () => {
   it('index to the same tokens and column values', () => {
     const d = mkdtempSync(path.join(os.tmpdir(), 'tidepool-num-'));
-    const s = new Shard({ dir: d, shard: 0, mapping: parseMapping('- {name: code, type: keyword}\n'), fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+    const s = new Shard(
+      {
+        dir: d,
+        shard: 0,
+        mapping: parseMapping('- {name: code, type: keyword}\n'),
+        fracSize: 1 << 30,
+        totalSize: 0,
+        retention: 0,
+      },
+      pino({ level: 'silent' }),
+    );
     try {
       const docs = [{ code: 200 }, { code: '200' }, { code: 1.5 }, { code: [300, 200] }, { code: 300 }, { other: 1 }];
       const lines = docs.map((x) => Buffer.from(JSON.stringify(x)));
       const offs = new Int32Array(lines.length * 2);
       let p = 0;
-      lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+      lines.forEach((l, i) => {
+        offs[2 * i] = p;
+        offs[2 * i + 1] = l.length;
+        p += l.length;
+      });
       s.ingest(Buffer.concat(lines), offs);
       const m = parseMapping('- {name: code, type: keyword}\n');
       for (const state of ['active', 'sealed']) {
         if (state === 'sealed') s.seal();
-        const count = (q: string) => s.query({ plan: planQuery(parseQuery(q), m), from: -Infinity, to: Infinity, limit: 0, order: 'desc' }).total;
-        expect([count('code:200'), count('code:1.5'), count('code:300'), count('code:[100, 250]'), count('_exists_:code')], state).toEqual([3, 1, 2, 3, 5]);
+        const count = (q: string) =>
+          s.query({ plan: planQuery(parseQuery(q), m), from: -Infinity, to: Infinity, limit: 0, order: 'desc' }).total;
+        expect(
+          [count('code:200'), count('code:1.5'), count('code:300'), count('code:[100, 250]'), count('_exists_:code')],
+          state,
+        ).toEqual([3, 1, 2, 3, 5]);
       }
     } finally {
       s.close();

@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { translateQuery } from '../../../src/logstore/es/query-dsl.js';
 import { translateQueryString } from '../../../src/logstore/es/query-string.js';
 import { parseMapping } from '../../../src/logstore/mapping.js';
-import { MAX_QUERY_CLAUSES, MAX_QUERY_DEPTH, QueryBudget, QueryLimitError } from '../../../src/logstore/query/limits.js';
+import {
+  MAX_QUERY_CLAUSES,
+  MAX_QUERY_DEPTH,
+  QueryBudget,
+  QueryLimitError,
+} from '../../../src/logstore/query/limits.js';
 import { parseQuery } from '../../../src/logstore/query/parser.js';
 import { planQuery } from '../../../src/logstore/query/plan.js';
 import { queryText } from '../../../src/logstore/query/print.js';
@@ -57,7 +62,9 @@ describe('query limits', () => {
 
   it('Elasticsearch DSL: bool nesting up to the limit; deeper is refused before the stack runs out', () => {
     expect(limitOf(() => translateQuery(nestedBool(MAX_QUERY_DEPTH), mapping))).toBe('accepted');
-    expect(limitOf(() => translateQuery(nestedBool(MAX_QUERY_DEPTH + 1), mapping))).toBe(`max_depth ${MAX_QUERY_DEPTH}`);
+    expect(limitOf(() => translateQuery(nestedBool(MAX_QUERY_DEPTH + 1), mapping))).toBe(
+      `max_depth ${MAX_QUERY_DEPTH}`,
+    );
     expect(limitOf(() => translateQuery(nestedBool(10_000), mapping))).toBe(`max_depth ${MAX_QUERY_DEPTH}`);
     // What a proxy sends its stores for the deepest accepted query may be deeper as seq-ql (a must and a must_not
     // per bool print as parentheses and a not): the stores parse it with room for that (store-service.ts).
@@ -72,7 +79,9 @@ describe('query limits', () => {
     const terms = (n: number) => ({ terms: { m: Array.from({ length: n }, (_, i) => `v${i}`) } });
     const t = translateQuery(terms(MAX_QUERY_CLAUSES), mapping);
     expect(queryText({ root: t.root, pipes: [] }).length).toBeGreaterThan(MAX_QUERY_CLAUSES);
-    expect(limitOf(() => translateQuery(terms(MAX_QUERY_CLAUSES + 1), mapping))).toBe(`max_clauses ${MAX_QUERY_CLAUSES}`);
+    expect(limitOf(() => translateQuery(terms(MAX_QUERY_CLAUSES + 1), mapping))).toBe(
+      `max_clauses ${MAX_QUERY_CLAUSES}`,
+    );
     const qs = (n: number) => `${'('.repeat(n)}m:x${')'.repeat(n)}`;
     expect(limitOf(() => translateQueryString(qs(MAX_QUERY_DEPTH), opts))).toBe('accepted');
     expect(limitOf(() => translateQueryString(qs(50_000), opts))).toBe(`max_depth ${MAX_QUERY_DEPTH}`);

@@ -24,7 +24,9 @@ afterEach(() => {
 });
 
 function build(n: number, ordered: boolean, seed: number): ActiveFraction {
-  const mapping = parseMapping('mapping-list:\n  - {name: ip, type: keyword}\n  - {name: msg, type: text}\n  - {name: code, type: keyword}\n  - {name: tag, type: keyword}\n');
+  const mapping = parseMapping(
+    'mapping-list:\n  - {name: ip, type: keyword}\n  - {name: msg, type: text}\n  - {name: code, type: keyword}\n  - {name: tag, type: keyword}\n',
+  );
   const frac = new ActiveFraction('frac-0000000001', mapping, '03');
   const r = rng(seed);
   const word = () => {
@@ -34,7 +36,11 @@ function build(n: number, ordered: boolean, seed: number): ActiveFraction {
     return w;
   };
   for (let i = 0; i < n; i++) {
-    const doc: Record<string, unknown> = { ip: `${(r() * 20) | 0}.${(r() * 20) | 0}`, msg: `${word()} ${word()} ${word()}`, code: (r() * 7) | 0 };
+    const doc: Record<string, unknown> = {
+      ip: `${(r() * 20) | 0}.${(r() * 20) | 0}`,
+      msg: `${word()} ${word()} ${word()}`,
+      code: (r() * 7) | 0,
+    };
     if (r() < 0.5) doc['tag'] = word();
     const bytes = Buffer.from(JSON.stringify(doc));
     const time = ordered ? 1_000_000 + i * 10 : 1_000_000 + ((r() * n) | 0) * 10;
@@ -74,7 +80,9 @@ describe('sealFraction', () => {
       expect(new Set(newOf).size).toBe(n);
       const all = Array.from({ length: n }, (_, i) => i);
       expect(all.map((i) => sealed.time(newOf[i]!))).toEqual(all.map((i) => active.time(i)));
-      expect(sealed.data(newOf as number[]).map((d) => Buffer.from(d).toString())).toEqual(all.map((i) => Buffer.from(active.doc(i)).toString()));
+      expect(sealed.data(newOf as number[]).map((d) => Buffer.from(d).toString())).toEqual(
+        all.map((i) => Buffer.from(active.doc(i)).toString()),
+      );
       expect(all.every((i) => i === 0 || sealed.time(i) >= sealed.time(i - 1))).toBe(true);
       for (const field of ['ip', 'msg', 'code', 'tag', '_exists_']) {
         const a = active.tokenLists(field);
@@ -122,7 +130,11 @@ describe('sealFraction', () => {
       const sealed = new SealedFraction(frac);
       const out = fields.map((f) => {
         const { tokens, lists } = sealed.tokenLists(f);
-        return { tokens, lists: lists.map((l) => Array.from(l)), first: tokens.length ? Array.from(sealed.postings(f, tokens[0]!)) : [] };
+        return {
+          tokens,
+          lists: lists.map((l) => Array.from(l)),
+          first: tokens.length ? Array.from(sealed.postings(f, tokens[0]!)) : [],
+        };
       });
       sealed.close();
       return out;
@@ -175,7 +187,11 @@ describe('sealFraction', () => {
 
     it('reads an intact fraction, and finds 64 changed bytes in the middle of each file kind when it reads them', () => {
       const frac = sealedCopy();
-      const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as { format: number; blocks: number[][]; postingsChunks: number[] };
+      const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as {
+        format: number;
+        blocks: number[][];
+        postingsChunks: number[];
+      };
       expect(meta.format).toBe(2);
       expect(meta.blocks.length).toBeGreaterThan(1);
       expect(meta.blocks.every((b) => b.length === 4)).toBe(true);

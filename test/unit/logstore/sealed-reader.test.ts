@@ -28,10 +28,18 @@ let reader: SealedReader;
 function batch(from: number, count: number, shuffle = false): void {
   const ns = Array.from({ length: count }, (_, k) => from + k);
   if (shuffle) ns.reverse();
-  const lines = ns.map((n) => Buffer.from(JSON.stringify({ timestamp: new Date(base + n * 1000).toISOString(), level: n % 3 === 0 ? 'error' : 'info', n })));
+  const lines = ns.map((n) =>
+    Buffer.from(
+      JSON.stringify({ timestamp: new Date(base + n * 1000).toISOString(), level: n % 3 === 0 ? 'error' : 'info', n }),
+    ),
+  );
   const offs = new Int32Array(lines.length * 2);
   let p = 0;
-  lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = p;
+    offs[2 * i + 1] = l.length;
+    p += l.length;
+  });
   change(() => expect(shard.ingest(Buffer.concat(lines), offs).errors).toEqual([]));
 }
 
@@ -45,14 +53,23 @@ function change(fn: () => void): void {
   }
 }
 
-const plain = (r: ShardQueryResult) => ({ total: r.total, fractionsRead: r.fractionsRead, hits: unpackHits(r.hits), aggs: r.aggs, hist: r.hist });
+const plain = (r: ShardQueryResult) => ({
+  total: r.total,
+  fractionsRead: r.fractionsRead,
+  hits: unpackHits(r.hits),
+  aggs: r.aggs,
+  hist: r.hist,
+});
 
 beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-sealed-reader-'));
   const state = newShardState();
   writer = new ShardStateWriter(state);
   writer.begin();
-  shard = new Shard({ dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: YEAR }, pino({ level: 'silent' }));
+  shard = new Shard(
+    { dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: YEAR },
+    pino({ level: 'silent' }),
+  );
   writer.end(shard.activeBounds());
   reader = new SealedReader(dir, new ShardStateReader(state));
   // Ten sealed fractions of 100 documents (more than the reader keeps open; one written out of time order),
@@ -72,11 +89,15 @@ afterAll(() => {
 
 const sealedTo = base + 999 * 1000;
 
-
 describe('SealedReader', () => {
   it('answers plain time-range searches over sealed fractions exactly as the shard thread does', () => {
     const before = reader.answered;
-    const ranges: [number, number][] = [[-Infinity, sealedTo], [base + 250_500, base + 730_000], [base + 350_000, base + 350_000], [base + 999_000, sealedTo]];
+    const ranges: [number, number][] = [
+      [-Infinity, sealedTo],
+      [base + 250_500, base + 730_000],
+      [base + 350_000, base + 350_000],
+      [base + 999_000, sealedTo],
+    ];
     for (const [from, to] of ranges) {
       for (const order of ['desc', 'asc'] as const) {
         for (const limit of [0, 1, 7, 100, 250, 2000]) {
@@ -107,7 +128,9 @@ describe('SealedReader', () => {
 
   it('leaves a range the active fraction overlaps to the shard thread', () => {
     expect(reader.query({ plan: all, from: -Infinity, to: Infinity, limit: 10, order: 'desc' })).toBeNull();
-    expect(reader.query({ plan: all, from: base + 1_050_000, to: base + 1_060_000, limit: 10, order: 'asc' })).toBeNull();
+    expect(
+      reader.query({ plan: all, from: base + 1_050_000, to: base + 1_060_000, limit: 10, order: 'asc' }),
+    ).toBeNull();
   });
 
   it('reads nothing while the shard changes its fractions, and sees a new seal afterwards', () => {
@@ -137,7 +160,7 @@ describe('SealedReader', () => {
     expect(unpackHits(got!.hits)[0]!.time).toBe(base + 200_000);
   });
 
-  it('steps aside when a fraction\'s files disappear under it, then reads afresh', () => {
+  it("steps aside when a fraction's files disappear under it, then reads afresh", () => {
     const q: ShardQuery = { plan: all, from: -Infinity, to: Infinity, limit: 5, order: 'asc' };
     const fresh = new SealedReader(dir, new ShardStateReader(newShardStateLike()));
     try {

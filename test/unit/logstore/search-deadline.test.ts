@@ -21,10 +21,18 @@ beforeAll(() => {
   // Small fractions: the search walks several sealed ones and the active one.
   shard = new Shard({ dir, shard: 0, mapping, fracSize: 4096, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
   for (let b = 0; b < 10; b++) {
-    const lines = Array.from({ length: 100 }, (_, i) => Buffer.from(JSON.stringify({ m: `v${b}-${i}`, timestamp: new Date(Date.UTC(2026, 0, 1, 0, b, i % 60)).toISOString() })));
+    const lines = Array.from({ length: 100 }, (_, i) =>
+      Buffer.from(
+        JSON.stringify({ m: `v${b}-${i}`, timestamp: new Date(Date.UTC(2026, 0, 1, 0, b, i % 60)).toISOString() }),
+      ),
+    );
     const offs = new Int32Array(lines.length * 2);
     let p = 0;
-    lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+    lines.forEach((l, i) => {
+      offs[2 * i] = p;
+      offs[2 * i + 1] = l.length;
+      p += l.length;
+    });
     expect(shard.ingest(Buffer.concat(lines), offs).errors).toEqual([]);
   }
 });
@@ -44,7 +52,14 @@ describe('search deadline', () => {
   });
 
   it('a deadline to come: the whole answer, not marked', () => {
-    const r = shard.query({ plan, from: -Infinity, to: Infinity, limit: 5, order: 'desc', deadline: Date.now() + 60_000 });
+    const r = shard.query({
+      plan,
+      from: -Infinity,
+      to: Infinity,
+      limit: 5,
+      order: 'desc',
+      deadline: Date.now() + 60_000,
+    });
     expect(r.timedOut).toBeUndefined();
     expect(r.total).toBe(1000);
     expect(r.fractionsRead).toBeGreaterThan(1);
@@ -54,7 +69,12 @@ describe('search deadline', () => {
     const d = new Deadline(Date.now() - 1);
     expect(() => d.check()).toThrow(SearchTimedOut);
     let calls = 0;
-    expect(() => { for (;;) { calls++; d.tick(); } }).toThrow(SearchTimedOut);
+    expect(() => {
+      for (;;) {
+        calls++;
+        d.tick();
+      }
+    }).toThrow(SearchTimedOut);
     expect(calls).toBeLessThanOrEqual(256);
     const never = new Deadline(Infinity);
     for (let i = 0; i < 10_000; i++) never.tick();

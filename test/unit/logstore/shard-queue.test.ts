@@ -5,7 +5,8 @@ import type { PiscinaTask } from 'piscina';
 import { FRONT_BURST, ShardTaskQueue } from '../../../src/logstore/storage/shard-queue.js';
 
 const task = (name: string, n: number) => ({ name, n }) as unknown as PiscinaTask;
-const label = (t: PiscinaTask | null) => (t ? `${(t as unknown as { name: string }).name}${(t as unknown as { n: number }).n}` : null);
+const label = (t: PiscinaTask | null) =>
+  t ? `${(t as unknown as { name: string }).name}${(t as unknown as { n: number }).n}` : null;
 
 function drain(q: ShardTaskQueue): (string | null)[] {
   const out: (string | null)[] = [];

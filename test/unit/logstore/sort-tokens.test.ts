@@ -21,7 +21,10 @@ describe('sortedOrder', () => {
 
   it('sorts client addresses with shared prefixes like Array.prototype.sort', () => {
     const r = rng(3);
-    const ips = Array.from({ length: 20_000 }, () => `${(r() * 223 + 1) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}`);
+    const ips = Array.from(
+      { length: 20_000 },
+      () => `${(r() * 223 + 1) | 0}.${(r() * 255) | 0}.${(r() * 255) | 0}.${(r() * 40) | 0}`,
+    );
     check([...new Set(ips)]);
   });
 

@@ -11,7 +11,11 @@ const hit = (time: number, n: number, pad = 0): ShardHit => {
   return { id, time, json: `{"id":"${id}","data":{"n":${n},"é":"ü 😀","pad":"${'x'.repeat(pad)}"}}` };
 };
 
-type Decoded = { id: number; reply: string; search: { total: number; hits: Buffer; aggs: unknown[]; hist: unknown[]; fractions_read: number } };
+type Decoded = {
+  id: number;
+  reply: string;
+  search: { total: number; hits: Buffer; aggs: unknown[]; hist: unknown[]; fractions_read: number };
+};
 
 describe('StoreReply with hits written in place', () => {
   const svc = services().store.service;
@@ -19,14 +23,29 @@ describe('StoreReply with hits written in place', () => {
   const library = svc.Session!.responseSerialize as (v: unknown) => Buffer;
   const ours = storeReplySerializer();
 
-  it('decodes to the same reply as the library\'s encoding, for small and large ids and hit lists', () => {
-    for (const [id, count, pad] of [[1, 0, 0], [127, 3, 10], [128, 50, 100], [2 ** 32 - 1, 600, 300]] as const) {
+  it("decodes to the same reply as the library's encoding, for small and large ids and hit lists", () => {
+    for (const [id, count, pad] of [
+      [1, 0, 0],
+      [127, 3, 10],
+      [128, 50, 100],
+      [2 ** 32 - 1, 600, 300],
+    ] as const) {
       const a = Array.from({ length: count }, (_, i) => hit(10_000 - 2 * i, i, pad));
       const b = Array.from({ length: count }, (_, i) => hit(10_001 - 2 * i, count + i, pad));
       const list = mergeHitList([packHits(a), packHits(b)], count + 7, true);
       const search = {
-        total: 2 * count + 5, docs: [], aggs: [{ buckets: [{ key: 'k', count: 3, sum: 1, min: 0, max: 2, not_exists: 0, values: [], uniq: [], sketch: null }], no_group: 0 }],
-        hist: [{ ts: 60_000, count: 4 }], fractions_read: 3,
+        total: 2 * count + 5,
+        docs: [],
+        aggs: [
+          {
+            buckets: [
+              { key: 'k', count: 3, sum: 1, min: 0, max: 2, not_exists: 0, values: [], uniq: [], sketch: null },
+            ],
+            no_group: 0,
+          },
+        ],
+        hist: [{ ts: 60_000, count: 4 }],
+        fractions_read: 3,
       };
       const mine = decode(ours({ id, search: { ...search, hits: list } }));
       const theirs = decode(library({ id, search: { ...search, hits: encodeHits(list) } }));
@@ -37,10 +56,20 @@ describe('StoreReply with hits written in place', () => {
     }
   });
 
-  it('other replies (errors, status, hits already bytes) are the library\'s own bytes', () => {
+  it("other replies (errors, status, hits already bytes) are the library's own bytes", () => {
     const err = { id: 9, error: { code: 3, message: 'bad query' } };
     expect(ours(err)).toEqual(library(err));
-    const bytes = { id: 10, search: { total: 1, docs: [], hits: encodeHits(mergeHitList([packHits([hit(5, 1)])], 10, true)), aggs: [], hist: [], fractions_read: 1 } };
+    const bytes = {
+      id: 10,
+      search: {
+        total: 1,
+        docs: [],
+        hits: encodeHits(mergeHitList([packHits([hit(5, 1)])], 10, true)),
+        aggs: [],
+        hist: [],
+        fractions_read: 1,
+      },
+    };
     expect(ours(bytes)).toEqual(library(bytes));
   });
 

@@ -8,9 +8,18 @@ import { mulberry32 } from '../../helpers/prng.js';
 const byJs = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function roundTrip(fields: [string, string[]][]): [string, string[]][] {
-  const enc = encodeDict(fields.map(([name, strs]) => {
-    return { name, ...sortField({ text: strs.join(''), lens: Uint32Array.from(strs, (s) => s.length), ids: Uint32Array.from(strs, (_, i) => i) }) };
-  }));
+  const enc = encodeDict(
+    fields.map(([name, strs]) => {
+      return {
+        name,
+        ...sortField({
+          text: strs.join(''),
+          lens: Uint32Array.from(strs, (s) => s.length),
+          ids: Uint32Array.from(strs, (_, i) => i),
+        }),
+      };
+    }),
+  );
   return decodeDict(enc);
 }
 
@@ -18,20 +27,31 @@ describe('token dictionary file', () => {
   it('round-trips Latin-1, UTF-16, astral, lone surrogates, empty tokens and empty fields, sorted', () => {
     const r = mulberry32(7);
     const units = ['a', 'Z', '0', '.', 'é', '\u00ff', '\u0000', '中', '😀', '\ud800', '\udfff', '\uffff', ' '];
-    const words = (pick: string[]) => [...new Set(Array.from({ length: 3000 }, () => {
-      let s = '';
-      const len = (r() * 7) | 0;
-      for (let i = 0; i < len; i++) s += pick[(r() * pick.length) | 0];
-      return s;
-    }))];
-    const fields: [string, string[]][] = [['latin', words(units.slice(0, 7))], ['wide', words(units)], ['none', []], ['é名', ['', 'x']]];
+    const words = (pick: string[]) => [
+      ...new Set(
+        Array.from({ length: 3000 }, () => {
+          let s = '';
+          const len = (r() * 7) | 0;
+          for (let i = 0; i < len; i++) s += pick[(r() * pick.length) | 0];
+          return s;
+        }),
+      ),
+    ];
+    const fields: [string, string[]][] = [
+      ['latin', words(units.slice(0, 7))],
+      ['wide', words(units)],
+      ['none', []],
+      ['é名', ['', 'x']],
+    ];
     expect(roundTrip(fields)).toEqual(fields.map(([f, t]) => [f, [...t].sort(byJs)]));
   });
 
   it('reads the JSON form and refuses unknown or truncated files', () => {
     const json: [string, string[]][] = [['f', ['a', 'b\ud800']]];
     expect(decodeDict(Buffer.from(JSON.stringify(json)))).toEqual(json);
-    const bin = encodeDict([{ name: 'f', ids: Uint32Array.of(1, 0), lens: Uint32Array.of(1, 2), bytes: Buffer.from('abb'), wide: false }]);
+    const bin = encodeDict([
+      { name: 'f', ids: Uint32Array.of(1, 0), lens: Uint32Array.of(1, 2), bytes: Buffer.from('abb'), wide: false },
+    ]);
     expect(decodeDict(bin)).toEqual([['f', ['a', 'bb']]]);
     expect(() => decodeDict(Buffer.from('XYZ\u0001'))).toThrow(/unknown format/);
     expect(() => decodeDict(bin.subarray(0, bin.length - 1))).toThrow(/past the end/);

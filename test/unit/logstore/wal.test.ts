@@ -1,10 +1,30 @@
 // The write-ahead file: records survive reopening, a torn tail or a changed record ends replay (reported and set
 // aside), format 2 files are rewritten as format 3, another format is refused.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { QUARANTINE_DIR, WAL_HEADER, WAL_MAGIC, WAL_MAGIC_V2, Wal, WalFormatError, type WalReplay, encodeWalInto, encodeWalRecords, type WalRecord } from '../../../src/logstore/storage/wal.js';
+import {
+  QUARANTINE_DIR,
+  WAL_HEADER,
+  WAL_MAGIC,
+  WAL_MAGIC_V2,
+  Wal,
+  WalFormatError,
+  type WalReplay,
+  encodeWalInto,
+  encodeWalRecords,
+  type WalRecord,
+} from '../../../src/logstore/storage/wal.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-wal-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -21,12 +41,20 @@ function replayWith(file: string): { docs: { time: number; counter: number; doc:
   return { docs, result };
 }
 
-const recs: WalRecord[] = [1, 2, 3, 4].map((i) => ({ time: 1_700_000_000_000 + i, counter: 40 + i, doc: Buffer.from(`{"n":${i},"msg":"record ${i}"}`) }));
+const recs: WalRecord[] = [1, 2, 3, 4].map((i) => ({
+  time: 1_700_000_000_000 + i,
+  counter: 40 + i,
+  doc: Buffer.from(`{"n":${i},"msg":"record ${i}"}`),
+}));
 const want = recs.map((r) => ({ time: r.time, counter: r.counter, doc: Buffer.from(r.doc).toString() }));
 
 describe('Wal', () => {
   it('replays what was appended, and cuts a torn tail at every possible length', () => {
-    const recs: WalRecord[] = [1, 2, 3].map((i) => ({ time: 1_700_000_000_000 + i, counter: 40 + i, doc: Buffer.from(`{"n":${i}}`) }));
+    const recs: WalRecord[] = [1, 2, 3].map((i) => ({
+      time: 1_700_000_000_000 + i,
+      counter: 40 + i,
+      doc: Buffer.from(`{"n":${i}}`),
+    }));
     const whole = path.join(dir, 'whole.wal');
     const w = new Wal(whole);
     w.append(encodeWalRecords(recs.slice(0, 2)));
@@ -106,7 +134,11 @@ describe('Wal', () => {
     const { docs, result } = replayWith(f);
     const whole = want.filter((_, i) => WAL_MAGIC.length + encodeWalRecords(recs.slice(0, i + 1)).length <= half);
     expect(docs).toEqual(whole);
-    expect(result.loss).toMatchObject({ reason: 'cut', bytes: half - WAL_MAGIC.length - encodeWalRecords(recs.slice(0, whole.length)).length, records: 1 });
+    expect(result.loss).toMatchObject({
+      reason: 'cut',
+      bytes: half - WAL_MAGIC.length - encodeWalRecords(recs.slice(0, whole.length)).length,
+      records: 1,
+    });
     expect(readdirSync(path.join(dir, QUARANTINE_DIR)).some((e) => e.startsWith('half.wal.'))).toBe(true);
   });
 

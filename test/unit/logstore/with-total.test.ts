@@ -18,17 +18,26 @@ let shard: Shard;
 function batch(from: number, count: number): void {
   const lines = Array.from({ length: count }, (_, k) => {
     const n = from + k;
-    return Buffer.from(JSON.stringify({ timestamp: new Date(base + n * 1000).toISOString(), level: n % 3 === 0 ? 'error' : 'info', n }));
+    return Buffer.from(
+      JSON.stringify({ timestamp: new Date(base + n * 1000).toISOString(), level: n % 3 === 0 ? 'error' : 'info', n }),
+    );
   });
   const offs = new Int32Array(lines.length * 2);
   let p = 0;
-  lines.forEach((l, i) => { offs[2 * i] = p; offs[2 * i + 1] = l.length; p += l.length; });
+  lines.forEach((l, i) => {
+    offs[2 * i] = p;
+    offs[2 * i + 1] = l.length;
+    p += l.length;
+  });
   expect(shard.ingest(Buffer.concat(lines), offs).errors).toEqual([]);
 }
 
 beforeAll(() => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-total-'));
-  shard = new Shard({ dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 }, pino({ level: 'silent' }));
+  shard = new Shard(
+    { dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 },
+    pino({ level: 'silent' }),
+  );
   // Four sealed fractions of 100 documents and an active one, in time order.
   for (let f = 0; f < 5; f++) {
     batch(f * 100, 100);
@@ -43,7 +52,11 @@ afterAll(() => {
 
 describe('with_total', () => {
   it.each([
-    ['level:error', 'desc'], ['level:error', 'asc'], ['*', 'desc'], ['*', 'asc'], ['not level:error', 'desc'],
+    ['level:error', 'desc'],
+    ['level:error', 'asc'],
+    ['*', 'desc'],
+    ['*', 'asc'],
+    ['not level:error', 'desc'],
   ] as const)('%s %s: same hits, fewer fractions read, total a lower bound', (query, order) => {
     const plan = planQuery(parseQuery(query), mapping);
     for (const limit of [0, 5, 60, 150, 1000]) {

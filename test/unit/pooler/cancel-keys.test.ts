@@ -10,10 +10,14 @@ describe('CancelKeys', () => {
     const keys = new CancelKeys<ReturnType<typeof keyed>>();
     expect(FIRST_POOLER_PID).toBe(2 ** 22 + 1);
     keys.add(keyed(FIRST_POOLER_PID + 1));
-    expect([keys.newPid(), keys.newPid(), keys.newPid()]).toEqual([FIRST_POOLER_PID, FIRST_POOLER_PID + 2, FIRST_POOLER_PID + 3]);
+    expect([keys.newPid(), keys.newPid(), keys.newPid()]).toEqual([
+      FIRST_POOLER_PID,
+      FIRST_POOLER_PID + 2,
+      FIRST_POOLER_PID + 3,
+    ]);
   });
 
-  it('starts over below the native relay\'s pids, still skipping those in use', () => {
+  it("starts over below the native relay's pids, still skipping those in use", () => {
     const keys = new CancelKeys<ReturnType<typeof keyed>>();
     keys.add(keyed(FIRST_POOLER_PID));
     (keys as unknown as { nextPid: number }).nextPid = NATIVE_LOGIN_PID_BIT - 1;

@@ -18,16 +18,45 @@ describe('wantsRewrite', () => {
     expect(whole(msg.sync())).toBe(false);
     expect(whole(msg.flush())).toBe(false);
     expect(whole(Buffer.from([0x64, 0, 0, 0, 7, 1, 2, 3]))).toBe(false);
-    for (const text of ['SELECT 1', 'select aid from pgbench_accounts', 'BEGIN', 'executed', 'prepared', 'deallocatex', 'discarding', '', '   ', '-- only a comment', '/* only */', '(SELECT 1)', 'SELECT 1; DISCARD ALL']) {
+    for (const text of [
+      'SELECT 1',
+      'select aid from pgbench_accounts',
+      'BEGIN',
+      'executed',
+      'prepared',
+      'deallocatex',
+      'discarding',
+      '',
+      '   ',
+      '-- only a comment',
+      '/* only */',
+      '(SELECT 1)',
+      'SELECT 1; DISCARD ALL',
+    ]) {
       expect(whole(query(text)), text).toBe(false);
     }
   });
 
   it('takes a Query whose first word is PREPARE, EXECUTE, DEALLOCATE or DISCARD in any case, after whitespace and comments', () => {
     for (const text of [
-      'PREPARE q AS SELECT 1', 'prepare q(int) as select $1', 'Execute q', 'execute q(1)', 'DEALLOCATE q', 'deallocate all', 'DISCARD ALL', 'discard plans',
-      '  \t\r\n\f\vPREPARE q AS SELECT 1', '-- why\nEXECUTE q', '/* a /* nested */ comment */ DEALLOCATE q', '/**/discard all', 'prepare', 'execute;', 'prepare_q', 'PREPARE"q" AS SELECT 1',
-    ]) expect(whole(query(text)), text).toBe(true);
+      'PREPARE q AS SELECT 1',
+      'prepare q(int) as select $1',
+      'Execute q',
+      'execute q(1)',
+      'DEALLOCATE q',
+      'deallocate all',
+      'DISCARD ALL',
+      'discard plans',
+      '  \t\r\n\f\vPREPARE q AS SELECT 1',
+      '-- why\nEXECUTE q',
+      '/* a /* nested */ comment */ DEALLOCATE q',
+      '/**/discard all',
+      'prepare',
+      'execute;',
+      'prepare_q',
+      'PREPARE"q" AS SELECT 1',
+    ])
+      expect(whole(query(text)), text).toBe(true);
   });
 
   it('says maybe (yes) when the read cuts the first word, a comment before it, or starts with a byte it cannot read as ASCII', () => {

@@ -15,7 +15,11 @@ function rng(seed: number): () => number {
 
 describe('IdTable', () => {
   it('answers as a Map does through 200 000 random sets, gets and deletes (sequential ids, pids, collisions)', () => {
-    for (const [seed, space] of [[1, 50], [2, 5000], [3, 1 << 30]] as const) {
+    for (const [seed, space] of [
+      [1, 50],
+      [2, 5000],
+      [3, 1 << 30],
+    ] as const) {
       const r = rng(seed);
       const t = new IdTable<number>(4);
       const m = new Map<number, number>();
@@ -80,7 +84,11 @@ describe('garbage under login churn (node --trace-gc-nvp)', () => {
       if (live.length > 10) t.delete(live.shift());
     }`;
   const survival = (kind: string) => {
-    const out = execFileSync(process.execPath, ['--expose-gc', '--trace-gc-nvp', '--max-semi-space-size=8', '--input-type=module', '-e', script(kind)], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      ['--expose-gc', '--trace-gc-nvp', '--max-semi-space-size=8', '--input-type=module', '-e', script(kind)],
+      { encoding: 'utf8' },
+    );
     const ratios = [...out.matchAll(/gc=s .*?average_survival_ratio=([\d.]+)%/g)].map((m) => Number(m[1]));
     expect(ratios.length, out.slice(0, 500)).toBeGreaterThan(5);
     return ratios[ratios.length - 1]!;

@@ -1,6 +1,13 @@
 // The log-linear histogram behind the percentiles: bucket bounds, quantiles within a bucket's error, merging by adding.
 import { describe, expect, it } from 'vitest';
-import { LOG_BUCKETS, LogHistogram, logBucketMiddle, logBucketOf, percentilesOf, quantileOf } from '../../../src/pooler/log-histogram.js';
+import {
+  LOG_BUCKETS,
+  LogHistogram,
+  logBucketMiddle,
+  logBucketOf,
+  percentilesOf,
+  quantileOf,
+} from '../../../src/pooler/log-histogram.js';
 
 describe('log histogram', () => {
   it('puts each duration in the bucket whose range holds it; the middle is within 6.25%', () => {

@@ -6,9 +6,22 @@ import { LogLimiter } from '../../../src/pooler/log-limiter.js';
 
 function capture(): { log: pino.Logger; lines: () => Record<string, unknown>[] } {
   const out: string[] = [];
-  const stream = new Writable({ write(chunk: Buffer, _e, cb) { out.push(chunk.toString()); cb(); } });
+  const stream = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      out.push(chunk.toString());
+      cb();
+    },
+  });
   const log = pino({ level: 'info' }, stream);
-  return { log, lines: () => out.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+  return {
+    log,
+    lines: () =>
+      out
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
 }
 
 describe('LogLimiter', () => {
@@ -21,7 +34,11 @@ describe('LogLimiter', () => {
     expect(lines()).toHaveLength(1);
     l.flush(11_000);
     l.add(3, {}, 30_000);
-    expect(lines().map((x) => [x['level'], x['count'], x['msg']])).toEqual([[40, 1, 'refused'], [40, 5000, 'refused'], [40, 3, 'refused']]);
+    expect(lines().map((x) => [x['level'], x['count'], x['msg']])).toEqual([
+      [40, 1, 'refused'],
+      [40, 5000, 'refused'],
+      [40, 3, 'refused'],
+    ]);
     // The latest event's fields go with the line that counts it.
     expect(lines()[1]!['addr']).toBe('b4999');
   });

@@ -11,7 +11,11 @@ describe('pool health', () => {
     expect(h.connectFailed('could not connect: ECONNREFUSED', 'ECONNREFUSED', 2000, true)).toBeNull();
     expect(h.check(3999, false)).toBeNull();
     expect(h.snapshot().unreachableSince).toBeNull();
-    expect(h.check(4000, false)).toEqual({ kind: 'unreachable', since: 1000, error: { message: 'could not connect: ECONNREFUSED', code: 'ECONNREFUSED', time: 2000 } });
+    expect(h.check(4000, false)).toEqual({
+      kind: 'unreachable',
+      since: 1000,
+      error: { message: 'could not connect: ECONNREFUSED', code: 'ECONNREFUSED', time: 2000 },
+    });
     expect(h.snapshot().unreachableSince).toBe(1000);
     // Once only.
     expect(h.connectFailed('again', '57P03', 5000, true)).toBeNull();

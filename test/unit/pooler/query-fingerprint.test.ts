@@ -27,7 +27,7 @@ const VECTORS: [string, string][] = [
   ['SELECT $$a $ b$$, $tag$ x $$ $ta $tag$', 'SELECT ?, ?'],
   ['SELECT $1, $23 FROM t WHERE a = $1', 'SELECT $1, $23 FROM t WHERE a = $1'],
   ['SELECT a$b, $x', 'SELECT a$b, $x'],
-  ['SELECT t1.c2, int4 \'5\', x::int4', 'SELECT t1.c2, int4 ?, x::int4'],
+  ["SELECT t1.c2, int4 '5', x::int4", 'SELECT t1.c2, int4 ?, x::int4'],
   ['SELECT "Col 1", "a""b", "x 1"', 'SELECT "Col 1", "a""b", "x 1"'],
   ['  SELECT\n\t1  ,\r\n  2  ', 'SELECT ? , ?'],
   ['SELECT 1 -- trailing comment', 'SELECT ?'],
@@ -44,7 +44,7 @@ const VECTORS: [string, string][] = [
   ["SELECT 'unterminated", 'SELECT ?'],
   ['SELECT $q$ never closed', 'SELECT ?'],
   ['SELECT 1\0SELECT 2', 'SELECT ?'],
-  ['SELECT ärger, 名前, \'ü\'', 'SELECT ärger, 名前, ?'],
+  ["SELECT ärger, 名前, 'ü'", 'SELECT ärger, 名前, ?'],
   ['SELECT 1e+5, 0xE+1', 'SELECT ?, ?+?'],
   ['', ''],
   ['   ', ''],
@@ -133,7 +133,11 @@ describe('query fingerprint', () => {
     const ts = fingerprintOf([huge]);
     expect(Buffer.byteLength(ts[1])).toBeLessThanOrEqual(QUERY_TEXT_MAX * 3);
     expect(native([huge])).toEqual(ts);
-    expect(createHash('sha1').update(ts[1]).digest('hex')).toBe(createHash('sha1').update(native([huge])[1]).digest('hex'));
+    expect(createHash('sha1').update(ts[1]).digest('hex')).toBe(
+      createHash('sha1')
+        .update(native([huge])[1])
+        .digest('hex'),
+    );
   });
 });
 
@@ -227,7 +231,10 @@ describe('query recorder (JavaScript relay)', () => {
     read(Buffer.concat([message('d', 'row\n'), message('S', ''), message('c', ''), q('SELECT 3 AS x')]), true);
     r.onReady(5, 0);
     const rows = table.rows().map((x) => [x.text, x.count, x.timeUs, x.pool]);
-    expect(rows).toEqual([['SELECT ? AS x', 3, 115, 3], ['SELECT ? AS y', 1, 20, 3]]);
+    expect(rows).toEqual([
+      ['SELECT ? AS x', 3, 115, 3],
+      ['SELECT ? AS y', 1, 20, 3],
+    ]);
   });
 
   it('a pipeline longer than its ring is counted but not misattributed; nothing in flight clears the ring', async () => {

@@ -5,7 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { FrameStream, typeSet } from '../../../src/protocol/frame-stream.js';
 import { TransactionTracker } from '../../../src/pooler/transaction-tracker.js';
 import { FRONTEND_TYPES } from '../../../src/pooler/relay/js-client.js';
-import { RELAY_VECTORS, type RelayVector, type Side, type Step, type StepExpect, type Twin } from '../../fixtures/relay-vectors.js';
+import {
+  RELAY_VECTORS,
+  type RelayVector,
+  type Side,
+  type Step,
+  type StepExpect,
+  type Twin,
+} from '../../fixtures/relay-vectors.js';
 import { requireAddon } from '../../helpers/native.js';
 
 type TwinName = 'js' | 'native';
@@ -37,7 +44,10 @@ class Offsets {
 
   /** Records a header at `at` (an offset in the side's stream) of a message of `length` (counting itself). */
   header(side: Side, type: number, at: number, length: number, seen: Seen): void {
-    expect(at, `${String.fromCharCode(type)} header at ${at} where the previous ${side} message ended at ${this.next[side]}`).toBe(this.next[side]);
+    expect(
+      at,
+      `${String.fromCharCode(type)} header at ${at} where the previous ${side} message ended at ${this.next[side]}`,
+    ).toBe(this.next[side]);
     this.next[side] = at + 1 + length;
     seen.headers.push(`${String.fromCharCode(type)}@${at}`);
   }
@@ -164,7 +174,12 @@ class NativeRelay implements Relay {
   }
 
   state() {
-    return { syncs: this.st[S.syncs]!, unsynced: this.st[S.unsynced] === 1, copyIn: this.st[S.copyIn] === 1, queries: this.st[S.queries]! };
+    return {
+      syncs: this.st[S.syncs]!,
+      unsynced: this.st[S.unsynced] === 1,
+      copyIn: this.st[S.copyIn] === 1,
+      queries: this.st[S.queries]!,
+    };
   }
 }
 
@@ -174,7 +189,10 @@ function expected(e: StepExpect, twin: TwinName): Seen {
   const out: Seen = {
     headers: e.headers,
     ready: (e.ready ?? []).map((r) => ({ status: r.status, ended: r.ended, release: pick(r.release, twin) })),
-    syncs: e.syncs, unsynced: pick(e.unsynced, twin), copyIn: e.copyIn, queries: e.queries,
+    syncs: e.syncs,
+    unsynced: pick(e.unsynced, twin),
+    copyIn: e.copyIn,
+    queries: e.queries,
   };
   if (e.terminateAt !== undefined) out.terminateAt = e.terminateAt;
   if (e.badLength !== undefined) out.badLength = e.badLength;

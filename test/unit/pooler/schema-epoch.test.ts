@@ -11,9 +11,28 @@ function tag(t: string): boolean {
 
 describe('schema changes', () => {
   it('texts that may change the schema, at the start or after a semicolon, past comments', () => {
-    const yes = ['CREATE TABLE t (a int)', '  alter table t add b int', 'drop table t', 'DO $$ begin end $$', 'select 1; drop table t',
-      '-- note\nCREATE INDEX i ON t (a)', '/* a /* b */ */ alter type x add value \'y\'', 'IMPORT FOREIGN SCHEMA s FROM SERVER f INTO p'];
-    const no = ['select 1', 'insert into t values ($1)', 'delete from t', 'select * from created', 'update t set drop = 1', 'double', 'select \'x\' as dropped', 'do_it()', 'creates', 'commit'];
+    const yes = [
+      'CREATE TABLE t (a int)',
+      '  alter table t add b int',
+      'drop table t',
+      'DO $$ begin end $$',
+      'select 1; drop table t',
+      '-- note\nCREATE INDEX i ON t (a)',
+      "/* a /* b */ */ alter type x add value 'y'",
+      'IMPORT FOREIGN SCHEMA s FROM SERVER f INTO p',
+    ];
+    const no = [
+      'select 1',
+      'insert into t values ($1)',
+      'delete from t',
+      'select * from created',
+      'update t set drop = 1',
+      'double',
+      "select 'x' as dropped",
+      'do_it()',
+      'creates',
+      'commit',
+    ];
     for (const t of yes) {
       expect(maySchemaChange(t), t).toBe(true);
       expect(maySchemaChangeBytes(Buffer.from(t)), t).toBe(true);
@@ -28,7 +47,18 @@ describe('schema changes', () => {
     for (const t of ['CREATE TABLE', 'ALTER TABLE', 'DROP TYPE', 'DO', 'CREATE INDEX', 'IMPORT FOREIGN SCHEMA']) {
       expect(tag(t), t).toBe(true);
     }
-    for (const t of ['SELECT 1', 'INSERT 0 1', 'DELETE 3', 'COPY 2', 'COMMIT', 'DISCARD ALL', 'DECLARE CURSOR', 'D', 'DOX']) expect(tag(t), t).toBe(false);
+    for (const t of [
+      'SELECT 1',
+      'INSERT 0 1',
+      'DELETE 3',
+      'COPY 2',
+      'COMMIT',
+      'DISCARD ALL',
+      'DECLARE CURSOR',
+      'D',
+      'DOX',
+    ])
+      expect(tag(t), t).toBe(false);
   });
 
   it('a text interned after a schema change is another statement with another server name', () => {

@@ -2,7 +2,14 @@
 // remembered, and the exchange they make still proves the password (and only it) to a SCRAM server.
 import { createHmac, pbkdf2Sync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ScramClient, ScramError, ScramServer, keysFromPassword, secretFromPassword, type ScramSecret } from '../../../src/pooler/auth/scram.js';
+import {
+  ScramClient,
+  ScramError,
+  ScramServer,
+  keysFromPassword,
+  secretFromPassword,
+  type ScramSecret,
+} from '../../../src/pooler/auth/scram.js';
 
 /** One whole exchange of a ScramClient proving `password` to a server holding `secret`; throws when it fails. */
 function exchange(password: string, secret: ScramSecret): void {
@@ -25,7 +32,11 @@ describe('keysFromPassword', () => {
   it('a new salt, iteration count or password derives new keys', () => {
     const salt = Buffer.alloc(16, 1);
     const keys = keysFromPassword('pencil', salt, 4096);
-    for (const other of [keysFromPassword('pencil', Buffer.alloc(16, 2), 4096), keysFromPassword('pencil', salt, 4097), keysFromPassword('pencil2', salt, 4096)]) {
+    for (const other of [
+      keysFromPassword('pencil', Buffer.alloc(16, 2), 4096),
+      keysFromPassword('pencil', salt, 4097),
+      keysFromPassword('pencil2', salt, 4096),
+    ]) {
       expect(other).not.toBe(keys);
       expect(other.clientKey).not.toEqual(keys.clientKey);
     }

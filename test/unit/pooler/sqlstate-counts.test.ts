@@ -1,12 +1,20 @@
 // Errors by SQLSTATE in a pool's stats block: the encoding the native relay shares, the slots, and `other` past them.
 import { describe, expect, it } from 'vitest';
-import { countSqlState, decodeSqlState, encodeSqlState, PoolStats, SQLSTATE_SLOTS, sqlStateCounts } from '../../../src/pooler/stats.js';
+import {
+  countSqlState,
+  decodeSqlState,
+  encodeSqlState,
+  PoolStats,
+  SQLSTATE_SLOTS,
+  sqlStateCounts,
+} from '../../../src/pooler/stats.js';
 import { sqlStateOf } from '../../../src/protocol/reader.js';
 import { writeErrorResponse } from '../../../src/protocol/writer.js';
 
 describe('errors by SQLSTATE', () => {
   it('encodes five of 0-9, A-Z as base 36 plus 1, and nothing else', () => {
-    for (const code of ['00000', '22012', '42P01', '08006', 'ZZZZZ', 'XX000']) expect(decodeSqlState(encodeSqlState(code))).toBe(code);
+    for (const code of ['00000', '22012', '42P01', '08006', 'ZZZZZ', 'XX000'])
+      expect(decodeSqlState(encodeSqlState(code))).toBe(code);
     expect(encodeSqlState('00000')).toBe(1);
     for (const bad of [null, '', '2201', '220123', '42p01', '42_01']) expect(encodeSqlState(bad)).toBe(0);
   });
@@ -17,7 +25,11 @@ describe('errors by SQLSTATE', () => {
     countSqlState(block, '22012');
     countSqlState(block, '22012');
     countSqlState(block, null);
-    expect(sqlStateCounts(block)).toEqual([{ sqlstate: '22012', count: 2 }, { sqlstate: '42P01', count: 1 }, { sqlstate: 'other', count: 1 }]);
+    expect(sqlStateCounts(block)).toEqual([
+      { sqlstate: '22012', count: 2 },
+      { sqlstate: '42P01', count: 1 },
+      { sqlstate: 'other', count: 1 },
+    ]);
     for (let i = 0; i < SQLSTATE_SLOTS + 3; i++) countSqlState(block, `P${String(i).padStart(4, '0')}`);
     const counts = sqlStateCounts(block);
     expect(counts).toHaveLength(SQLSTATE_SLOTS + 1);

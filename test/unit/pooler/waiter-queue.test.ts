@@ -5,7 +5,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { WaiterQueue, type PoolWaiter } from '../../../src/pooler/waiter-queue.js';
 
-const waiter = (n: number): PoolWaiter & { n: number } => ({ n, waitingSince: n, onServer: () => undefined, onPoolError: () => undefined });
+const waiter = (n: number): PoolWaiter & { n: number } => ({
+  n,
+  waitingSince: n,
+  onServer: () => undefined,
+  onPoolError: () => undefined,
+});
 
 describe('WaiterQueue', () => {
   it('hands out waiters in order, skips removed ones, and compacts past 1 024 taken', () => {
@@ -22,7 +27,13 @@ describe('WaiterQueue', () => {
 
   it('keeps no waiter alive once it was taken', () => {
     const mod = fileURLToPath(new URL('../../../dist/src/pooler/waiter-queue.js', import.meta.url));
-    const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', `
+    const out = execFileSync(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--input-type=module',
+        '-e',
+        `
       const { WaiterQueue } = await import(${JSON.stringify(mod)});
       const q = new WaiterQueue();
       const refs = [];
@@ -36,7 +47,10 @@ describe('WaiterQueue', () => {
       })();
       await new Promise((r) => setTimeout(r, 0));
       globalThis.gc();
-      console.log(refs.filter((r) => r.deref() !== undefined).length, q.length);`], { encoding: 'utf8' });
+      console.log(refs.filter((r) => r.deref() !== undefined).length, q.length);`,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(out.trim()).toBe('0 0');
   });
 });

@@ -5,12 +5,22 @@ import { endsSession } from '../../../src/protocol/reader.js';
 import { writeErrorResponse } from '../../../src/protocol/writer.js';
 import { wireMessage } from '../../helpers/wire.js';
 
-const at = (m: Buffer, before: Buffer = Buffer.alloc(0)) => endsSession(Buffer.concat([before, m]), before.length, m.readUInt32BE(1));
-const fields = (...pairs: [string, string][]) => wireMessage('E', Buffer.concat([...pairs.map(([k, v]) => Buffer.from(`${k}${v}\0`)), Buffer.from([0])]));
+const at = (m: Buffer, before: Buffer = Buffer.alloc(0)) =>
+  endsSession(Buffer.concat([before, m]), before.length, m.readUInt32BE(1));
+const fields = (...pairs: [string, string][]) =>
+  wireMessage('E', Buffer.concat([...pairs.map(([k, v]) => Buffer.from(`${k}${v}\0`)), Buffer.from([0])]));
 
 describe('endsSession', () => {
   it('FATAL and PANIC end the session; ERROR does not', () => {
-    expect(at(writeErrorResponse({ severity: 'FATAL', code: '57P01', message: 'terminating connection due to administrator command' }))).toBe(true);
+    expect(
+      at(
+        writeErrorResponse({
+          severity: 'FATAL',
+          code: '57P01',
+          message: 'terminating connection due to administrator command',
+        }),
+      ),
+    ).toBe(true);
     expect(at(writeErrorResponse({ severity: 'PANIC', code: 'XX000', message: 'x' }))).toBe(true);
     expect(at(writeErrorResponse({ severity: 'ERROR', code: '42601', message: 'syntax error' }))).toBe(false);
   });

@@ -7,8 +7,15 @@ const msg = wireMessage;
 
 const Z = 'Z'.charCodeAt(0);
 const stream = Buffer.concat([
-  msg('T', 'rowdesc'), msg('D', Buffer.alloc(5000, 1)), msg('D', 'x'), msg('C', 'SELECT 2\0'), msg('Z', 'I'),
-  msg('S', ''), msg('Z', 'T'), msg('D', Buffer.alloc(300, 2)), msg('Z', 'E'),
+  msg('T', 'rowdesc'),
+  msg('D', Buffer.alloc(5000, 1)),
+  msg('D', 'x'),
+  msg('C', 'SELECT 2\0'),
+  msg('Z', 'I'),
+  msg('S', ''),
+  msg('Z', 'T'),
+  msg('D', Buffer.alloc(300, 2)),
+  msg('Z', 'E'),
 ]);
 const expected = ['T', 'D', 'D', 'C', 'Z:I', 'S', 'Z:T', 'D', 'Z:E'];
 
@@ -77,7 +84,9 @@ describe('FrameStream', () => {
   });
 
   it('hands a chunk of many messages from the TypeScript scan to the native one without losing any', () => {
-    const many = Buffer.concat(Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? msg('Z', 'I') : msg('D', 'r'.repeat(i % 7)))));
+    const many = Buffer.concat(
+      Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? msg('Z', 'I') : msg('D', 'r'.repeat(i % 7)))),
+    );
     const want = Array.from({ length: 300 }, (_, i) => (i % 50 === 49 ? 'Z:I' : 'D'));
     expect(collect([many])).toEqual(want);
     expect(collect([many.subarray(0, 1001), many.subarray(1001)])).toEqual(want);

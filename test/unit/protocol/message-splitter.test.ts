@@ -57,7 +57,7 @@ describe('MessageSplitter', () => {
     for (let i = 0; i < 500; i++) {
       const s = stream(rand);
       const chunks: Buffer[] = [];
-      for (let pos = 0; pos < s.bytes.length; ) {
+      for (let pos = 0; pos < s.bytes.length;) {
         const n = 1 + Math.floor(rand() * 9);
         chunks.push(s.bytes.subarray(pos, pos + n));
         pos += n;

@@ -2,7 +2,11 @@
 import { authorizationHeader } from './auth';
 
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -72,12 +76,18 @@ export class OfflineError extends Error {
   }
 }
 
-export async function api<T>(path: string, init: { method?: string; body?: unknown; authorization?: string | null } = {}): Promise<T> {
+export async function api<T>(
+  path: string,
+  init: { method?: string; body?: unknown; authorization?: string | null } = {},
+): Promise<T> {
   return (await apiWithHeaders<T>(path, init)).data;
 }
 
 /** Like api(), also returning the response headers (X-Total-Count of /api/clients). */
-export async function apiWithHeaders<T>(path: string, init: { method?: string; body?: unknown; authorization?: string | null } = {}): Promise<{ data: T; headers: Headers }> {
+export async function apiWithHeaders<T>(
+  path: string,
+  init: { method?: string; body?: unknown; authorization?: string | null } = {},
+): Promise<{ data: T; headers: Headers }> {
   const headers: Record<string, string> = { accept: 'application/json' };
   const auth = init.authorization === undefined ? authorizationHeader() : init.authorization;
   if (auth) headers['authorization'] = auth;
@@ -101,7 +111,11 @@ export async function apiWithHeaders<T>(path: string, init: { method?: string; b
     text = await res.text();
   } catch (err) {
     missed(sentAt);
-    throw new OfflineError(abort.signal.aborted ? `the pooler is not answering (no answer within ${timeoutMs / 1000} s)` : `the pooler is not answering (${(err as Error).message})`);
+    throw new OfflineError(
+      abort.signal.aborted
+        ? `the pooler is not answering (no answer within ${timeoutMs / 1000} s)`
+        : `the pooler is not answering (${(err as Error).message})`,
+    );
   } finally {
     window.clearTimeout(timer);
   }

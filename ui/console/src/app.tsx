@@ -1,6 +1,14 @@
 // The console shell: auth config, sign-in modal on 401, 'admin role required' banner on 403, offline banner, sidebar, palette, pages.
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, lastAnswerAt, notAnsweringSince, onAuthProblem, onConnectionChange, OfflineError, type AuthConfig } from './api';
+import {
+  api,
+  lastAnswerAt,
+  notAnsweringSince,
+  onAuthProblem,
+  onConnectionChange,
+  OfflineError,
+  type AuthConfig,
+} from './api';
 import { basicCredential, dropSsoToken, onCredentialsChange, signOut, ssoToken, tokenClaims } from './auth';
 import { Palette, paletteItems } from './components/palette';
 import { SignInModal } from './components/sign-in-modal';
@@ -25,7 +33,9 @@ const RETRY_MS = 2000;
 export function App(props: { ssoError: string | null }) {
   const location = useLocation();
   const [config, setConfig] = useState<AuthConfig | null>(null);
-  const [signIn, setSignIn] = useState<string | null>(props.ssoError === null ? null : `SSO sign-in failed: ${props.ssoError}`);
+  const [signIn, setSignIn] = useState<string | null>(
+    props.ssoError === null ? null : `SSO sign-in failed: ${props.ssoError}`,
+  );
   const [ssoError, setSsoError] = useState(props.ssoError);
   const [forbidden, setForbidden] = useState(false);
   const [generation, setGeneration] = useState(0);
@@ -33,7 +43,10 @@ export function App(props: { ssoError: string | null }) {
   const [palette, setPalette] = useState(false);
 
   useEffect(() => onCredentialsChange(() => setGeneration((g) => g + 1)), []);
-  useEffect(() => onAuthProblem((status) => (status === 401 ? setSignIn('Sign in to continue.') : setForbidden(true))), []);
+  useEffect(
+    () => onAuthProblem((status) => (status === 401 ? setSignIn('Sign in to continue.') : setForbidden(true))),
+    [],
+  );
   useEffect(() => onConnectionChange(setOfflineSince), []);
 
   const loadConfig = useCallback(async () => {
@@ -44,7 +57,14 @@ export function App(props: { ssoError: string | null }) {
       return;
     }
     setConfig(cfg);
-    if (cfg.role === 'none') setSignIn(ssoError !== null ? `SSO sign-in failed: ${ssoError}` : basicCredential() ? 'The saved credentials were refused.' : 'Sign in to continue.');
+    if (cfg.role === 'none')
+      setSignIn(
+        ssoError !== null
+          ? `SSO sign-in failed: ${ssoError}`
+          : basicCredential()
+            ? 'The saved credentials were refused.'
+            : 'Sign in to continue.',
+      );
     else setSignIn(null);
   }, [ssoError]);
 
@@ -58,7 +78,9 @@ export function App(props: { ssoError: string | null }) {
       });
     };
     attempt();
-    return () => { if (timer !== null) window.clearTimeout(timer); };
+    return () => {
+      if (timer !== null) window.clearTimeout(timer);
+    };
   }, [generation, loadConfig]);
 
   useEffect(() => {
@@ -82,7 +104,10 @@ export function App(props: { ssoError: string | null }) {
 
   const history = useHistory();
   const pools = latest(history)?.pools;
-  const items = useMemo(() => paletteItems((pools ?? []).map((r) => ({ database: String(r['database']), user: String(r['user']) }))), [pools]);
+  const items = useMemo(
+    () => paletteItems((pools ?? []).map((r) => ({ database: String(r['database']), user: String(r['user']) }))),
+    [pools],
+  );
   const role: Role = config?.role === 'admin' || config?.role === 'sso' ? config.role : 'anonymous';
   const roleInfo = useMemo(() => ({ role, requestSignIn: (reason: string) => setSignIn(reason) }), [role]);
 
@@ -91,7 +116,9 @@ export function App(props: { ssoError: string | null }) {
   const offline = offlineSince !== null ? <OfflineBanner since={offlineSince} lastAnswer={lastAnswerAt()} /> : null;
   return (
     <RoleContext.Provider value={roleInfo}>
-      <a className="skip-link" href="#content">Skip to content</a>
+      <a className="skip-link" href="#content">
+        Skip to content
+      </a>
       <div className={wall ? 'layout wall-layout' : 'layout'}>
         {!wall && (
           <Sidebar
@@ -101,7 +128,10 @@ export function App(props: { ssoError: string | null }) {
             anonymous={role === 'anonymous'}
             onPalette={() => setPalette(true)}
             onSignIn={() => setSignIn('Sign in as admin, or through SSO.')}
-            onSignOut={() => { signOut(); setForbidden(false); }}
+            onSignOut={() => {
+              signOut();
+              setForbidden(false);
+            }}
           />
         )}
         <main id="content" tabIndex={-1}>
@@ -109,12 +139,18 @@ export function App(props: { ssoError: string | null }) {
           {forbidden && (
             <div className="banner" role="status" data-testid="forbidden-banner">
               admin role required
-              <button className="link" aria-label="dismiss" onClick={() => setForbidden(false)}>×</button>
+              <button className="link" aria-label="dismiss" onClick={() => setForbidden(false)}>
+                ×
+              </button>
             </div>
           )}
           {canRead && (
             // While the pooler does not answer, the figures are the last ones received: dimmed, the banner says since when.
-            <div className={offlineSince !== null ? 'page-figures stale' : 'page-figures'} data-testid="page-figures" data-stale={offlineSince !== null ? '' : undefined}>
+            <div
+              className={offlineSince !== null ? 'page-figures stale' : 'page-figures'}
+              data-testid="page-figures"
+              data-stale={offlineSince !== null ? '' : undefined}
+            >
               <Page key={generation} path={location.path} search={location.search} />
             </div>
           )}
@@ -123,7 +159,11 @@ export function App(props: { ssoError: string | null }) {
           <SignInModal
             config={config}
             reason={signIn}
-            onSignedIn={(c) => { setConfig(c); setSignIn(null); setSsoError(null); }}
+            onSignedIn={(c) => {
+              setConfig(c);
+              setSignIn(null);
+              setSsoError(null);
+            }}
             onCancel={canRead ? () => setSignIn(null) : undefined}
           />
         )}

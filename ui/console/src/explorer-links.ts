@@ -8,13 +8,20 @@ let asked: Promise<string | null> | null = null;
 export function useExplorerUrl(): string | null {
   const [url, setUrl] = useState<string | null>(null);
   useEffect(() => {
-    asked ??= api<{ explorer_url: string | null }>('/api/links').then((r) => r.explorer_url, () => {
-      asked = null;
-      return null;
-    });
+    asked ??= api<{ explorer_url: string | null }>('/api/links').then(
+      (r) => r.explorer_url,
+      () => {
+        asked = null;
+        return null;
+      },
+    );
     let live = true;
-    void asked.then((u) => { if (live) setUrl(u); });
-    return () => { live = false; };
+    void asked.then((u) => {
+      if (live) setUrl(u);
+    });
+    return () => {
+      live = false;
+    };
   }, []);
   return url;
 }

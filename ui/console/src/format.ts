@@ -108,7 +108,9 @@ function stepOf(vals: readonly number[]): number {
 /** Axis labels of plain numbers: as many decimals as the step between ticks needs, the same for every tick. */
 export function numberTicks(vals: readonly number[]): string[] {
   const d = decimalsFor(stepOf(vals));
-  return vals.map((v) => (v === 0 ? '0' : v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d })));
+  return vals.map((v) =>
+    v === 0 ? '0' : v.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }),
+  );
 }
 
 /** Axis labels of durations in microseconds: one unit for every tick (the largest tick's), as many decimals as the

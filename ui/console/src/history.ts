@@ -63,11 +63,14 @@ let noExtended = false;
 
 async function poll(): Promise<void> {
   const [overview, pools, stats, extended] = await Promise.allSettled([
-    api<Overview>('/api/overview'), api<Row[]>('/api/pools'), api<Row[]>('/api/stats'),
+    api<Overview>('/api/overview'),
+    api<Row[]>('/api/pools'),
+    api<Row[]>('/api/stats'),
     noExtended ? Promise.resolve(null) : api<Row[]>('/api/pools_extended'),
   ]);
-  if (extended.status === 'rejected' && extended.reason instanceof ApiError && extended.reason.status === 404) noExtended = true;
-  const value = <T,>(r: PromiseSettledResult<T>) => (r.status === 'fulfilled' ? r.value : null);
+  if (extended.status === 'rejected' && extended.reason instanceof ApiError && extended.reason.status === 404)
+    noExtended = true;
+  const value = <T>(r: PromiseSettledResult<T>) => (r.status === 'fulfilled' ? r.value : null);
   const failed = [overview, pools, stats].find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
   const t = Date.now() / 1000;
   if (overview.status === 'rejected' && pools.status === 'rejected') {
@@ -136,7 +139,10 @@ export function latest(h: HistoryState): Sample | null {
 }
 
 /** x values and one series per key, null where a sample lacks the value (a gap, not a zero). */
-export function series(samples: readonly Sample[], pick: (s: Sample, prev: Sample | null) => number | null | undefined): (number | null)[] {
+export function series(
+  samples: readonly Sample[],
+  pick: (s: Sample, prev: Sample | null) => number | null | undefined,
+): (number | null)[] {
   return samples.map((s, i) => {
     const v = pick(s, i > 0 ? samples[i - 1]! : null);
     return v === undefined || v === null || !Number.isFinite(v) ? null : v;

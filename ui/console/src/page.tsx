@@ -15,15 +15,24 @@ export function Page(props: { path: string; search: string }) {
   const p = props.path.replace(/\/+$/, '') || '/';
   switch (p) {
     case '/':
-    case '/overview': return <OverviewPage />;
-    case '/pools': return <PoolsPage />;
-    case '/clients': return <ClientsPage search={props.search} />;
-    case '/servers': return <ServersPage />;
-    case '/apps': return <AppsPage />;
-    case '/caches': return <CachesPage />;
-    case '/logs': return <LogsPage search={props.search} />;
-    case '/config': return <ConfigPage />;
-    case '/wall': return <WallPage />;
+    case '/overview':
+      return <OverviewPage />;
+    case '/pools':
+      return <PoolsPage />;
+    case '/clients':
+      return <ClientsPage search={props.search} />;
+    case '/servers':
+      return <ServersPage />;
+    case '/apps':
+      return <AppsPage />;
+    case '/caches':
+      return <CachesPage />;
+    case '/logs':
+      return <LogsPage search={props.search} />;
+    case '/config':
+      return <ConfigPage />;
+    case '/wall':
+      return <WallPage />;
   }
   const id = parsePoolId(p);
   if (id) return <PoolDetailPage database={id.database} user={id.user} />;
@@ -31,7 +40,8 @@ export function Page(props: { path: string; search: string }) {
     <section>
       <h1>No such page</h1>
       <p className="muted">
-        There is no page at <code>{p}</code>. <a {...linkProps('/overview')}>Go to the overview</a>, or press Ctrl K to find a page or a pool.
+        There is no page at <code>{p}</code>. <a {...linkProps('/overview')}>Go to the overview</a>, or press Ctrl K to
+        find a page or a pool.
       </p>
     </section>
   );

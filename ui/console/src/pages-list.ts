@@ -14,7 +14,7 @@ export const PAGES: readonly PageInfo[] = [
   { path: '/servers', title: 'Servers', description: 'PostgreSQL connections and pids' },
   { path: '/apps', title: 'Apps', description: 'traffic per application_name' },
   { path: '/caches', title: 'Caches', description: 'prepared statements, SQL-text cache', personal: true },
-  { path: '/logs', title: 'Logs', description: 'the pooler\'s own log records', personal: true },
+  { path: '/logs', title: 'Logs', description: "the pooler's own log records", personal: true },
   { path: '/config', title: 'Config', description: 'settings, databases, users, RELOAD' },
   { path: '/wall', title: 'Wall', description: 'big-screen view for an incident room' },
 ];

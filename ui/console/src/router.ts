@@ -30,10 +30,11 @@ export function useLocation(): Location {
   const read = () => ({ path: window.location.pathname, search: window.location.search });
   const [loc, setLoc] = useState(read);
   useEffect(() => {
-    const update = () => setLoc((old) => {
-      const now = read();
-      return old.path === now.path && old.search === now.search ? old : now;
-    });
+    const update = () =>
+      setLoc((old) => {
+        const now = read();
+        return old.path === now.path && old.search === now.search ? old : now;
+      });
     window.addEventListener('popstate', update);
     window.addEventListener(EVENT, update);
     return () => {

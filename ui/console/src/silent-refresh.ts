@@ -17,7 +17,8 @@ export function runSilentFrame(proxyUrl: string | undefined, token: string | nul
   const url = new URL(window.location.href);
   const post = (m: SilentMessage) => window.parent.postMessage(m, window.location.origin);
   if (token) return post({ type: MESSAGE, token });
-  if (url.searchParams.has('sso_error')) return post({ type: MESSAGE, error: url.searchParams.get('sso_error') ?? 'error' });
+  if (url.searchParams.has('sso_error'))
+    return post({ type: MESSAGE, error: url.searchParams.get('sso_error') ?? 'error' });
   if (!proxyUrl) return post({ type: MESSAGE, error: 'sso is not configured' });
   redirectToSso(proxyUrl, `${window.location.origin}/?sso_silent=1`);
 }

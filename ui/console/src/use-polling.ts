@@ -19,7 +19,13 @@ export interface Polled<T> {
 
 /** `path` null polls nothing (a page that waits for something else first). */
 export function usePolling<T>(path: string | null, opts: { paused?: boolean; intervalMs?: number } = {}): Polled<T> {
-  const [state, setState] = useState<{ data: T | null; error: string | null; offline: boolean; headers: Headers | null; path: string | null }>({ data: null, error: null, offline: false, headers: null, path: null });
+  const [state, setState] = useState<{
+    data: T | null;
+    error: string | null;
+    offline: boolean;
+    headers: Headers | null;
+    path: string | null;
+  }>({ data: null, error: null, offline: false, headers: null, path: null });
   const [tick, setTick] = useState(0);
   const refresh = useCallback(() => setTick((t) => t + 1), []);
   const inFlight = useRef(false);
@@ -29,14 +35,20 @@ export function usePolling<T>(path: string | null, opts: { paused?: boolean; int
     const load = () => {
       if (inFlight.current) return;
       inFlight.current = true;
-      apiWithHeaders<T>(path).then(
-        (r) => { if (alive) setState({ data: r.data, error: null, offline: false, headers: r.headers, path }); },
-        (e: unknown) => {
-          if (!alive) return;
-          const error = e instanceof ApiError ? `${e.status}: ${e.message}` : (e as Error).message;
-          setState((s) => ({ ...s, error, offline: e instanceof OfflineError, path }));
-        },
-      ).finally(() => { inFlight.current = false; });
+      apiWithHeaders<T>(path)
+        .then(
+          (r) => {
+            if (alive) setState({ data: r.data, error: null, offline: false, headers: r.headers, path });
+          },
+          (e: unknown) => {
+            if (!alive) return;
+            const error = e instanceof ApiError ? `${e.status}: ${e.message}` : (e as Error).message;
+            setState((s) => ({ ...s, error, offline: e instanceof OfflineError, path }));
+          },
+        )
+        .finally(() => {
+          inFlight.current = false;
+        });
     };
     const stop = everyWhileVisible(load, opts.intervalMs ?? POLL_MS);
     return () => {
@@ -46,5 +58,12 @@ export function usePolling<T>(path: string | null, opts: { paused?: boolean; int
     };
   }, [path, tick, opts.paused, opts.intervalMs]);
   // Data of an earlier path stays on screen while the new one loads (filters change without a blank table).
-  return { data: state.data, error: state.error, offline: state.offline, loading: state.data === null && state.error === null, headers: state.headers, refresh };
+  return {
+    data: state.data,
+    error: state.error,
+    offline: state.offline,
+    loading: state.data === null && state.error === null,
+    headers: state.headers,
+    refresh,
+  };
 }

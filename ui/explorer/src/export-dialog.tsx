@@ -21,16 +21,28 @@ export function ExportDialog(props: ExportDialogProps) {
   const [problem, setProblem] = useState<string | null>(null);
 
   const start = async () => {
-    const list = fields.split(',').map((f) => f.trim()).filter(Boolean);
-    if (format === 'csv' && list.length === 0) return setProblem('A CSV export needs its columns: list the fields (_id and _time are the event\'s own).');
+    const list = fields
+      .split(',')
+      .map((f) => f.trim())
+      .filter(Boolean);
+    if (format === 'csv' && list.length === 0)
+      return setProblem("A CSV export needs its columns: list the fields (_id and _time are the event's own).");
     const n = Number(limit);
     if (!Number.isInteger(n) || n <= 0) return setProblem('The number of documents is a positive whole number.');
     setBusy(true);
     setProblem(null);
     try {
       const res = await fetch('/api/v1/export', {
-        method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: props.query, from: props.from, to: props.to, limit: n, format, ...(list.length ? { fields: list } : {}) }),
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query: props.query,
+          from: props.from,
+          to: props.to,
+          limit: n,
+          format,
+          ...(list.length ? { fields: list } : {}),
+        }),
       });
       if (!res.ok) {
         const body = (await res.json().catch(() => ({}))) as { error?: { message?: string; code?: string } };
@@ -55,26 +67,76 @@ export function ExportDialog(props: ExportDialogProps) {
   };
 
   return (
-    <div className="modal-back" onMouseDown={(e) => { if (e.target === e.currentTarget) props.onClose(); }}>
-      <form className="modal small" role="dialog" aria-modal="true" aria-labelledby="export-title" data-testid="export" onSubmit={(e) => { e.preventDefault(); void start(); }}>
+    <div
+      className="modal-back"
+      onMouseDown={(e) => {
+        if (e.target === e.currentTarget) props.onClose();
+      }}
+    >
+      <form
+        className="modal small"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="export-title"
+        data-testid="export"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void start();
+        }}
+      >
         <div className="modal-head">
           <h2 id="export-title">Export {props.total.toLocaleString('en-US')} matches</h2>
-          <button type="button" aria-label="Close the export" onClick={props.onClose}>×</button>
+          <button type="button" aria-label="Close the export" onClick={props.onClose}>
+            ×
+          </button>
         </div>
         <fieldset className="export-format">
           <legend>Format</legend>
-          <label><input type="radio" name="format" checked={format === 'jsonl'} onChange={() => setFormat('jsonl')} /> JSON lines</label>
-          <label><input type="radio" name="format" data-testid="export-csv" checked={format === 'csv'} onChange={() => { setFormat('csv'); if (!fields) setFields(['_time', ...props.fieldNames.filter((f) => f !== 'timestamp')].join(', ')); }} /> CSV</label>
+          <label>
+            <input type="radio" name="format" checked={format === 'jsonl'} onChange={() => setFormat('jsonl')} /> JSON
+            lines
+          </label>
+          <label>
+            <input
+              type="radio"
+              name="format"
+              data-testid="export-csv"
+              checked={format === 'csv'}
+              onChange={() => {
+                setFormat('csv');
+                if (!fields) setFields(['_time', ...props.fieldNames.filter((f) => f !== 'timestamp')].join(', '));
+              }}
+            />{' '}
+            CSV
+          </label>
         </fieldset>
-        <label className="stack">Fields ({format === 'jsonl' ? 'empty: whole documents' : 'the columns, in order'})
-          <input data-testid="export-fields" value={fields} onChange={(e) => setFields(e.target.value)} placeholder="_time, service, message" />
+        <label className="stack">
+          Fields ({format === 'jsonl' ? 'empty: whole documents' : 'the columns, in order'})
+          <input
+            data-testid="export-fields"
+            value={fields}
+            onChange={(e) => setFields(e.target.value)}
+            placeholder="_time, service, message"
+          />
         </label>
-        <label className="stack">Documents (at most {props.maxExport.toLocaleString('en-US')})
-          <input data-testid="export-limit" value={limit} onChange={(e) => setLimit(e.target.value)} inputMode="numeric" />
+        <label className="stack">
+          Documents (at most {props.maxExport.toLocaleString('en-US')})
+          <input
+            data-testid="export-limit"
+            value={limit}
+            onChange={(e) => setLimit(e.target.value)}
+            inputMode="numeric"
+          />
         </label>
-        {problem && <p className="banner bad" role="alert" data-testid="export-problem">{problem}</p>}
+        {problem && (
+          <p className="banner bad" role="alert" data-testid="export-problem">
+            {problem}
+          </p>
+        )}
         <div className="modal-foot">
-          <button type="submit" className="primary" data-testid="export-start" disabled={busy}>{busy ? 'Exporting…' : 'Download'}</button>
+          <button type="submit" className="primary" data-testid="export-start" disabled={busy}>
+            {busy ? 'Exporting…' : 'Download'}
+          </button>
         </div>
       </form>
     </div>

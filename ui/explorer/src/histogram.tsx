@@ -46,7 +46,11 @@ export function Histogram(props: HistogramProps) {
     const el = box.current;
     if (!el || xs.length === 0) return undefined;
     const span = (Date.parse(props.to) - Date.parse(props.from)) / 1000;
-    const axis = { stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid'), width: 1 }, ticks: { stroke: cssVar('--grid'), width: 1 } };
+    const axis = {
+      stroke: cssVar('--muted'),
+      grid: { stroke: cssVar('--grid'), width: 1 },
+      ticks: { stroke: cssVar('--grid'), width: 1 },
+    };
     const bar = cssVar('--accent-2');
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth),
@@ -54,20 +58,38 @@ export function Histogram(props: HistogramProps) {
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       select: { show: true, left: 0, top: 0, width: 0, height: 0 },
-      scales: { x: { time: true, range: [Date.parse(props.from) / 1000, Date.parse(props.to) / 1000] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: {
+        x: { time: true, range: [Date.parse(props.from) / 1000, Date.parse(props.to) / 1000] },
+        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
       axes: [
         { ...axis, values: (_u, vals) => vals.map((v) => label(v, span)) },
-        { ...axis, size: 48, values: (_u, vals) => vals.map((v) => (v >= 1000 ? `${Math.round(v / 100) / 10}k` : String(Math.round(v)))) },
+        {
+          ...axis,
+          size: 48,
+          values: (_u, vals) => vals.map((v) => (v >= 1000 ? `${Math.round(v / 100) / 10}k` : String(Math.round(v)))),
+        },
       ],
-      series: [{}, { label: 'matches', fill: bar, stroke: bar, paths: uPlot.paths.bars!({ size: [0.85, 40], align: 1 }), points: { show: false } }],
+      series: [
+        {},
+        {
+          label: 'matches',
+          fill: bar,
+          stroke: bar,
+          paths: uPlot.paths.bars!({ size: [0.85, 40], align: 1 }),
+          points: { show: false },
+        },
+      ],
       hooks: {
-        setSelect: [(u) => {
-          if (u.select.width < 4) return;
-          const a = u.posToVal(u.select.left, 'x');
-          const b = u.posToVal(u.select.left + u.select.width, 'x');
-          u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-          zoom.current(new Date(Math.round(a * 1000)).toISOString(), new Date(Math.round(b * 1000)).toISOString());
-        }],
+        setSelect: [
+          (u) => {
+            if (u.select.width < 4) return;
+            const a = u.posToVal(u.select.left, 'x');
+            const b = u.posToVal(u.select.left + u.select.width, 'x');
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            zoom.current(new Date(Math.round(a * 1000)).toISOString(), new Date(Math.round(b * 1000)).toISOString());
+          },
+        ],
       },
     };
     const u = new uPlot(opts, [xs, ys], el);
@@ -83,7 +105,9 @@ export function Histogram(props: HistogramProps) {
 
   return (
     <figure className="histogram" data-testid="histogram" data-total={total} data-bars={xs.length}>
-      <figcaption className="sr-only">Matches per {props.interval}, {total} in all; drag across the bars to zoom in.</figcaption>
+      <figcaption className="sr-only">
+        Matches per {props.interval}, {total} in all; drag across the bars to zoom in.
+      </figcaption>
       <div ref={box} className="hist-plot" role="img" aria-label={`Matches per ${props.interval}: ${total}`} />
     </figure>
   );

@@ -3,9 +3,15 @@ import { useEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNod
 import type { Field } from './api';
 import { completionAt, quoteValue, tokenize, type CompletionSpot } from './seql';
 
-export interface QueryError { message: string; position: number | null }
+export interface QueryError {
+  message: string;
+  position: number | null;
+}
 
-export interface ValueSuggestions { values: { key: string; count: number }[]; capped: boolean }
+export interface ValueSuggestions {
+  values: { key: string; count: number }[];
+  capped: boolean;
+}
 
 export interface QueryEditorProps {
   value: string;
@@ -17,8 +23,13 @@ export interface QueryEditorProps {
 }
 
 /** A completion, with what it completes: a field name, or a value of `field` (items of an older spot are never applied). */
-interface Item { label: string; insert: string; detail: string; kind: CompletionSpot['kind']; field: string }
-
+interface Item {
+  label: string;
+  insert: string;
+  detail: string;
+  kind: CompletionSpot['kind'];
+  field: string;
+}
 
 const MAX_ITEMS = 12;
 
@@ -28,13 +39,35 @@ function highlighted(src: string, errorAt: number | null): ReactNode[] {
     const end = t.start + t.text.length;
     if (errorAt !== null && errorAt >= t.start && errorAt < end) {
       const k = errorAt - t.start;
-      nodes.push(<span key={`${t.start}a`} className={`tok-${t.kind}`}>{t.text.slice(0, k)}</span>);
-      nodes.push(<span key={`${t.start}e`} className={`tok-${t.kind} err-mark`} data-testid="error-mark">{t.text.slice(k, k + 1)}</span>);
-      nodes.push(<span key={`${t.start}b`} className={`tok-${t.kind}`}>{t.text.slice(k + 1)}</span>);
-    } else nodes.push(<span key={t.start} className={`tok-${t.kind}`}>{t.text}</span>);
+      nodes.push(
+        <span key={`${t.start}a`} className={`tok-${t.kind}`}>
+          {t.text.slice(0, k)}
+        </span>,
+      );
+      nodes.push(
+        <span key={`${t.start}e`} className={`tok-${t.kind} err-mark`} data-testid="error-mark">
+          {t.text.slice(k, k + 1)}
+        </span>,
+      );
+      nodes.push(
+        <span key={`${t.start}b`} className={`tok-${t.kind}`}>
+          {t.text.slice(k + 1)}
+        </span>,
+      );
+    } else
+      nodes.push(
+        <span key={t.start} className={`tok-${t.kind}`}>
+          {t.text}
+        </span>,
+      );
   }
   // At the end of the text the mark is a visible space.
-  if (errorAt !== null && errorAt >= src.length) nodes.push(<span key="end" className="err-mark" data-testid="error-mark">{' '}</span>);
+  if (errorAt !== null && errorAt >= src.length)
+    nodes.push(
+      <span key="end" className="err-mark" data-testid="error-mark">
+        {' '}
+      </span>,
+    );
   return nodes;
 }
 
@@ -70,8 +103,14 @@ export function QueryEditor(props: QueryEditorProps) {
     if (s.kind === 'field') {
       const p = s.prefix.toLowerCase();
       const starts = props.fields.filter((f) => f.name.toLowerCase().startsWith(p));
-      const contains = props.fields.filter((f) => !f.name.toLowerCase().startsWith(p) && f.name.toLowerCase().includes(p));
-      setItems([...starts, ...contains].slice(0, MAX_ITEMS).map((f) => ({ label: f.name, insert: `${f.name}:`, detail: f.type, kind: 'field', field: '' })));
+      const contains = props.fields.filter(
+        (f) => !f.name.toLowerCase().startsWith(p) && f.name.toLowerCase().includes(p),
+      );
+      setItems(
+        [...starts, ...contains]
+          .slice(0, MAX_ITEMS)
+          .map((f) => ({ label: f.name, insert: `${f.name}:`, detail: f.type, kind: 'field', field: '' })),
+      );
       setCapped(false);
       return;
     }
@@ -82,7 +121,15 @@ export function QueryEditor(props: QueryEditorProps) {
     props.suggestValues(s.field, s.prefix).then(
       (r) => {
         if (ask !== asked.current) return;
-        setItems(r.values.slice(0, MAX_ITEMS).map((v) => ({ label: v.key, insert: `${quoteValue(v.key)} `, detail: String(v.count), kind: 'value', field: s.field })));
+        setItems(
+          r.values.slice(0, MAX_ITEMS).map((v) => ({
+            label: v.key,
+            insert: `${quoteValue(v.key)} `,
+            detail: String(v.count),
+            kind: 'value',
+            field: s.field,
+          })),
+        );
         setCapped(r.capped);
       },
       () => {
@@ -117,16 +164,32 @@ export function QueryEditor(props: QueryEditorProps) {
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
     const open = items.length > 0;
-    if (open && e.key === 'ArrowDown') { e.preventDefault(); setActive((a) => (a + 1) % items.length); return; }
-    if (open && e.key === 'ArrowUp') { e.preventDefault(); setActive((a) => (a - 1 + items.length) % items.length); return; }
+    if (open && e.key === 'ArrowDown') {
+      e.preventDefault();
+      setActive((a) => (a + 1) % items.length);
+      return;
+    }
+    if (open && e.key === 'ArrowUp') {
+      e.preventDefault();
+      setActive((a) => (a - 1 + items.length) % items.length);
+      return;
+    }
     // Tab (or a click) takes the highlighted item; Enter always runs the query as typed, list open or not.
-    if (open && e.key === 'Tab') { e.preventDefault(); accept(items[active]!); return; }
+    if (open && e.key === 'Tab') {
+      e.preventDefault();
+      accept(items[active]!);
+      return;
+    }
     if (e.key === 'Escape') {
       if (open) e.preventDefault();
       close();
       return;
     }
-    if (e.key === ' ' && e.ctrlKey) { e.preventDefault(); refresh(props.value, e.currentTarget.selectionStart, true); return; }
+    if (e.key === ' ' && e.ctrlKey) {
+      e.preventDefault();
+      refresh(props.value, e.currentTarget.selectionStart, true);
+      return;
+    }
     if (e.key === 'Enter' && !e.shiftKey) {
       e.preventDefault();
       close();
@@ -152,7 +215,10 @@ export function QueryEditor(props: QueryEditorProps) {
   return (
     <div className="query-editor">
       <div className={`editor-box${props.error ? ' has-error' : ''}`} style={{ height: `${rows * 20 + 14}px` }}>
-        <pre ref={mirror} className="editor-mirror" aria-hidden="true">{nodes}{'\n'}</pre>
+        <pre ref={mirror} className="editor-mirror" aria-hidden="true">
+          {nodes}
+          {'\n'}
+        </pre>
         <textarea
           ref={area}
           className="editor-input"
@@ -173,18 +239,33 @@ export function QueryEditor(props: QueryEditorProps) {
             refresh(e.target.value, e.target.selectionStart, false);
           }}
           onKeyDown={onKeyDown}
-          onBlur={() => { blurTimer.current = setTimeout(close, 150); }}
+          onBlur={() => {
+            blurTimer.current = setTimeout(close, 150);
+          }}
           onFocus={() => clearTimeout(blurTimer.current)}
         />
         {items.length > 0 && (
           <ul className="completions" id="query-completions" role="listbox" data-testid="completions">
             {items.map((it, i) => (
-              <li key={it.label} role="option" aria-selected={i === active} className={i === active ? 'active' : undefined}
-                onMouseDown={(e) => { e.preventDefault(); accept(it); }}>
-                <span className="c-label">{it.label}</span><span className="c-detail">{it.detail}</span>
+              <li
+                key={it.label}
+                role="option"
+                aria-selected={i === active}
+                className={i === active ? 'active' : undefined}
+                onMouseDown={(e) => {
+                  e.preventDefault();
+                  accept(it);
+                }}
+              >
+                <span className="c-label">{it.label}</span>
+                <span className="c-detail">{it.detail}</span>
               </li>
             ))}
-            {capped && <li className="c-note" role="presentation">most frequent values only; type to narrow</li>}
+            {capped && (
+              <li className="c-note" role="presentation">
+                most frequent values only; type to narrow
+              </li>
+            )}
           </ul>
         )}
       </div>

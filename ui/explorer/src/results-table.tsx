@@ -46,7 +46,14 @@ const MESSAGE_FIELDS = ['message', 'msg', 'log', 'text', 'event.original'];
 /** Not repeated among the other fields of a row: the row's time column shows them. */
 const TIME_FIELDS = new Set(['timestamp', 'time', 'ts', '@timestamp']);
 /** pino's numeric levels. */
-const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+const PINO_LEVELS: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
 
 function firstOf(data: unknown, names: readonly string[]): { name: string; value: unknown } | null {
   for (const name of names) {
@@ -61,10 +68,15 @@ export function levelOf(data: unknown): { text: string; tone: string } | null {
   const f = firstOf(data, LEVEL_FIELDS);
   if (!f || (typeof f.value !== 'string' && typeof f.value !== 'number')) return null;
   const text = typeof f.value === 'number' ? (PINO_LEVELS[f.value] ?? String(f.value)) : f.value.toLowerCase();
-  const tone = /^(fatal|panic|crit|critical|alert|emerg|emergency|err|error)$/.test(text) ? 'error'
-    : /^(warn|warning)$/.test(text) ? 'warn'
-      : /^(info|notice|information)$/.test(text) ? 'info'
-        : /^(debug|trace|verbose)$/.test(text) ? 'debug' : 'other';
+  const tone = /^(fatal|panic|crit|critical|alert|emerg|emergency|err|error)$/.test(text)
+    ? 'error'
+    : /^(warn|warning)$/.test(text)
+      ? 'warn'
+      : /^(info|notice|information)$/.test(text)
+        ? 'info'
+        : /^(debug|trace|verbose)$/.test(text)
+          ? 'debug'
+          : 'other';
   return { text, tone };
 }
 
@@ -75,7 +87,8 @@ function summary(data: UiEvent['data']): { message: string; rest: string } {
   const lvl = firstOf(data, LEVEL_FIELDS);
   const rest = Object.entries(data)
     .filter(([k]) => k !== msg?.name && k !== lvl?.name && !TIME_FIELDS.has(k))
-    .map(([k, v]) => `${k}=${cellText(v)}`).join('  ');
+    .map(([k, v]) => `${k}=${cellText(v)}`)
+    .join('  ');
   return { message: msg ? cellText(msg.value) : '', rest };
 }
 
@@ -166,12 +179,13 @@ export function ResultsTable(props: ResultsTableProps) {
     setHeights((m) => (m.get(id) === h ? m : new Map(m).set(id, h)));
   }, []);
 
-  const toggle = (id: string) => setOpen((s) => {
-    const n = new Set(s);
-    if (n.has(id)) n.delete(id);
-    else n.add(id);
-    return n;
-  });
+  const toggle = (id: string) =>
+    setOpen((s) => {
+      const n = new Set(s);
+      if (n.has(id)) n.delete(id);
+      else n.add(id);
+      return n;
+    });
 
   const rows: ReactNode[] = [];
   for (let i = first; i <= last; i++) {
@@ -179,18 +193,54 @@ export function ResultsTable(props: ResultsTableProps) {
     const isOpen = open.has(e.id);
     const lvl = levelOf(e.data);
     rows.push(
-      <div key={e.id} role="row" className={`r-row${isOpen ? ' open' : ''}${i % 2 ? ' odd' : ''}`} data-tone={lvl?.tone} style={{ top: offsets[i] }} data-testid="result-row" data-id={e.id} data-index={i}
-        ref={isOpen ? (el) => measure(e.id, el) : undefined}>
+      <div
+        key={e.id}
+        role="row"
+        className={`r-row${isOpen ? ' open' : ''}${i % 2 ? ' odd' : ''}`}
+        data-tone={lvl?.tone}
+        style={{ top: offsets[i] }}
+        data-testid="result-row"
+        data-id={e.id}
+        data-index={i}
+        ref={isOpen ? (el) => measure(e.id, el) : undefined}
+      >
         <div className="r-line">
-          <button type="button" role="cell" className="r-toggle" aria-expanded={isOpen} aria-label={isOpen ? 'Close the document' : 'Open the document'} onClick={() => toggle(e.id)}>{isOpen ? '▾' : '▸'}</button>
-          <span role="cell" className="r-time"><span className="r-date">{utc(e.time).slice(0, 11)}</span>{utc(e.time).slice(11, 23)}</span>
-          <span role="cell" className="r-level" data-testid="row-level" data-tone={lvl?.tone}>{lvl?.text}</span>
+          <button
+            type="button"
+            role="cell"
+            className="r-toggle"
+            aria-expanded={isOpen}
+            aria-label={isOpen ? 'Close the document' : 'Open the document'}
+            onClick={() => toggle(e.id)}
+          >
+            {isOpen ? '▾' : '▸'}
+          </button>
+          <span role="cell" className="r-time">
+            <span className="r-date">{utc(e.time).slice(0, 11)}</span>
+            {utc(e.time).slice(11, 23)}
+          </span>
+          <span role="cell" className="r-level" data-testid="row-level" data-tone={lvl?.tone}>
+            {lvl?.text}
+          </span>
           {props.columns.length === 0
             ? (() => {
-              const sm = summary(e.data);
-              return <span role="cell" className="r-doc">{sm.message && <span className="r-msg" data-testid="row-message">{sm.message}</span>}<span className="r-rest">{sm.rest}</span></span>;
-            })()
-            : props.columns.map((c) => <span role="cell" key={c} className="r-col" data-col={c}>{cellText(fieldOf(e.data, c))}</span>)}
+                const sm = summary(e.data);
+                return (
+                  <span role="cell" className="r-doc">
+                    {sm.message && (
+                      <span className="r-msg" data-testid="row-message">
+                        {sm.message}
+                      </span>
+                    )}
+                    <span className="r-rest">{sm.rest}</span>
+                  </span>
+                );
+              })()
+            : props.columns.map((c) => (
+                <span role="cell" key={c} className="r-col" data-col={c}>
+                  {cellText(fieldOf(e.data, c))}
+                </span>
+              ))}
         </div>
         {isOpen && (
           <div className="r-detail" data-testid="row-detail">
@@ -206,27 +256,54 @@ export function ResultsTable(props: ResultsTableProps) {
     <div className="results" role="table" aria-label="Results" aria-rowcount={events.length}>
       <div className="r-head" role="row">
         <span className="r-toggle" aria-hidden="true" />
-        <span role="columnheader" className="r-time">Time (UTC)</span>
-        <span role="columnheader" className="r-level">Level</span>
-        {props.columns.length === 0
-          ? <span role="columnheader" className="r-doc">Message and fields</span>
-          : props.columns.map((c) => (
+        <span role="columnheader" className="r-time">
+          Time (UTC)
+        </span>
+        <span role="columnheader" className="r-level">
+          Level
+        </span>
+        {props.columns.length === 0 ? (
+          <span role="columnheader" className="r-doc">
+            Message and fields
+          </span>
+        ) : (
+          props.columns.map((c) => (
             <span role="columnheader" key={c} className="r-col" data-testid="column-header">
               {c}
-              <button type="button" className="r-remove" aria-label={`Remove column ${c}`} onClick={() => props.onRemoveColumn(c)}>×</button>
+              <button
+                type="button"
+                className="r-remove"
+                aria-label={`Remove column ${c}`}
+                onClick={() => props.onRemoveColumn(c)}
+              >
+                ×
+              </button>
             </span>
-          ))}
+          ))
+        )}
       </div>
-      <div className="r-scroll" ref={scroller} data-testid="results-scroll" onScroll={(ev) => {
-        const el = ev.currentTarget;
-        atBottom.current = el.scrollTop + el.clientHeight >= el.scrollHeight - ROW_HEIGHT;
-        if (atBottom.current) setSeen(events.length);
-        setScrollTop(el.scrollTop);
-      }}>
-        <div className="r-space" style={{ height: total }}>{rows}</div>
+      <div
+        className="r-scroll"
+        ref={scroller}
+        data-testid="results-scroll"
+        onScroll={(ev) => {
+          const el = ev.currentTarget;
+          atBottom.current = el.scrollTop + el.clientHeight >= el.scrollHeight - ROW_HEIGHT;
+          if (atBottom.current) setSeen(events.length);
+          setScrollTop(el.scrollTop);
+        }}
+      >
+        <div className="r-space" style={{ height: total }}>
+          {rows}
+        </div>
         {props.footer}
         {unseen > 0 && (
-          <button type="button" className="new-rows" data-testid="new-rows" onClick={() => scroller.current?.scrollTo({ top: scroller.current.scrollHeight })}>
+          <button
+            type="button"
+            className="new-rows"
+            data-testid="new-rows"
+            onClick={() => scroller.current?.scrollTo({ top: scroller.current.scrollHeight })}
+          >
             {unseen.toLocaleString('en-US')} new ↓
           </button>
         )}

@@ -1,7 +1,12 @@
 // seq-ql in the editor: tokens for highlighting, what to complete at the caret, and field:value terms to add.
-export type TokenKind = 'field' | 'colon' | 'value' | 'string' | 'keyword' | 'op' | 'wildcard' | 'comment' | 'space' | 'text';
+export type TokenKind =
+  'field' | 'colon' | 'value' | 'string' | 'keyword' | 'op' | 'wildcard' | 'comment' | 'space' | 'text';
 
-export interface Token { kind: TokenKind; text: string; start: number }
+export interface Token {
+  kind: TokenKind;
+  text: string;
+  start: number;
+}
 
 const KEYWORDS = new Set(['and', 'or', 'not', 'to', 'in', 'fields', 'except']);
 const FIELD_CHAR = /[^\s:()|,"'`[\]#]/;
@@ -58,7 +63,8 @@ export function tokenize(src: string): Token[] {
     }
     if (afterColon) {
       let j = i;
-      while (j < src.length && !VALUE_STOP.test(src[j]!) && !(inRange && (src[j] === ',' || src[j] === ']'))) j += src[j] === '\\' ? 2 : 1;
+      while (j < src.length && !VALUE_STOP.test(src[j]!) && !(inRange && (src[j] === ',' || src[j] === ']')))
+        j += src[j] === '\\' ? 2 : 1;
       const text = src.slice(i, j);
       if (text.toLowerCase().startsWith('in(') || text.toLowerCase() === 'in') {
         push('keyword', i + 2);
@@ -102,7 +108,8 @@ export function completionAt(src: string, caret: number): CompletionSpot | null 
   const value = /([^\s:()|,"'`[\]#]+):([^\s()|"'`]*)$/.exec(before);
   if (value) {
     const field = value[1]!;
-    if (field.toLowerCase() === '_exists_') return { kind: 'field', field: '', prefix: value[2]!, start: caret - value[2]!.length };
+    if (field.toLowerCase() === '_exists_')
+      return { kind: 'field', field: '', prefix: value[2]!, start: caret - value[2]!.length };
     if (value[2]!.startsWith('[') || value[2]!.startsWith('(')) return null;
     return { kind: 'value', field, prefix: value[2]!, start: caret - value[2]!.length };
   }

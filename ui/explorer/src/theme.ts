@@ -34,4 +34,5 @@ export function useTheme(): { choice: ThemeChoice; scheme: 'light' | 'dark'; set
   return { choice, scheme, setChoice };
 }
 
-export const cssVar = (name: string) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+export const cssVar = (name: string) =>
+  getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';

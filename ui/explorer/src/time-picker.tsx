@@ -29,7 +29,9 @@ export function TimePicker(props: { range: Range; onChange: (r: Range) => void }
     const onDown = (e: MouseEvent) => {
       if (box.current && !box.current.contains(e.target as Node)) setOpen(false);
     };
-    const onKey = (e: KeyboardEvent) => { if (e.key === 'Escape') setOpen(false); };
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') setOpen(false);
+    };
     document.addEventListener('mousedown', onDown);
     document.addEventListener('keydown', onKey);
     return () => {
@@ -58,28 +60,74 @@ export function TimePicker(props: { range: Range; onChange: (r: Range) => void }
 
   return (
     <div className="time-picker" ref={box}>
-      <button type="button" className="tp-button" data-testid="time-button" aria-haspopup="dialog" aria-expanded={open} onClick={toggle}>
-        <span aria-hidden="true">◷ </span>{describe(props.range)}
+      <button
+        type="button"
+        className="tp-button"
+        data-testid="time-button"
+        aria-haspopup="dialog"
+        aria-expanded={open}
+        onClick={toggle}
+      >
+        <span aria-hidden="true">◷ </span>
+        {describe(props.range)}
       </button>
       {open && (
         <div className="tp-panel" role="dialog" aria-label="Time range" data-testid="time-panel">
           <div className="tp-col">
             <h3>Relative</h3>
             {RELATIVE.map(([k, label]) => (
-              <button type="button" key={k} className={props.range.rel === k ? 'tp-opt active' : 'tp-opt'} onClick={() => pick({ rel: k, from: '', to: '' })}>{label}</button>
+              <button
+                type="button"
+                key={k}
+                className={props.range.rel === k ? 'tp-opt active' : 'tp-opt'}
+                onClick={() => pick({ rel: k, from: '', to: '' })}
+              >
+                {label}
+              </button>
             ))}
-            <form className="tp-row" onSubmit={(e) => { e.preventDefault(); applyCustom(); }}>
-              <label>Last <input data-testid="custom-rel" value={custom} size={5} placeholder="45m" onChange={(e) => setCustom(e.target.value)} /></label>
+            <form
+              className="tp-row"
+              onSubmit={(e) => {
+                e.preventDefault();
+                applyCustom();
+              }}
+            >
+              <label>
+                Last{' '}
+                <input
+                  data-testid="custom-rel"
+                  value={custom}
+                  size={5}
+                  placeholder="45m"
+                  onChange={(e) => setCustom(e.target.value)}
+                />
+              </label>
               <button type="submit">Apply</button>
             </form>
           </div>
-          <form className="tp-col" onSubmit={(e) => { e.preventDefault(); applyAbsolute(); }}>
+          <form
+            className="tp-col"
+            onSubmit={(e) => {
+              e.preventDefault();
+              applyAbsolute();
+            }}
+          >
             <h3>Absolute (UTC)</h3>
-            <label>From <input data-testid="abs-from" value={from} onChange={(e) => setFrom(e.target.value)} /></label>
-            <label>To <input data-testid="abs-to" value={to} onChange={(e) => setTo(e.target.value)} /></label>
-            <button type="submit" data-testid="abs-apply">Apply range</button>
+            <label>
+              From <input data-testid="abs-from" value={from} onChange={(e) => setFrom(e.target.value)} />
+            </label>
+            <label>
+              To <input data-testid="abs-to" value={to} onChange={(e) => setTo(e.target.value)} />
+            </label>
+            <button type="submit" data-testid="abs-apply">
+              Apply range
+            </button>
           </form>
-          {problem && <p className="tp-problem" role="alert">{problem}</p>}
+          {problem && (
+            <p className="tp-problem" role="alert">
+              {problem}
+            </p>
+          )}
         </div>
       )}
     </div>

@@ -1,7 +1,16 @@
 // Time ranges of the view: relative ("15m" back from now) or absolute (two instants), shown in UTC.
-export interface Range { rel: string | null; from: string; to: string }
+export interface Range {
+  rel: string | null;
+  from: string;
+  to: string;
+}
 
-export const RELATIVE = [['15m', 'Last 15 minutes'], ['1h', 'Last hour'], ['24h', 'Last 24 hours'], ['7d', 'Last 7 days']] as const;
+export const RELATIVE = [
+  ['15m', 'Last 15 minutes'],
+  ['1h', 'Last hour'],
+  ['24h', 'Last 24 hours'],
+  ['7d', 'Last 7 days'],
+] as const;
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -21,8 +30,21 @@ export function resolve(r: Range, now = Date.now()): { from: string; to: string 
 
 /** A histogram bucket width giving about 60-120 bars over the span. */
 export function bucketFor(spanMs: number): string {
-  const steps: [number, string][] = [[1000, '1s'], [5000, '5s'], [10_000, '10s'], [30_000, '30s'], [60_000, '1m'], [300_000, '5m'], [600_000, '10m'],
-    [1_800_000, '30m'], [3_600_000, '1h'], [10_800_000, '3h'], [21_600_000, '6h'], [43_200_000, '12h'], [86_400_000, '1d']];
+  const steps: [number, string][] = [
+    [1000, '1s'],
+    [5000, '5s'],
+    [10_000, '10s'],
+    [30_000, '30s'],
+    [60_000, '1m'],
+    [300_000, '5m'],
+    [600_000, '10m'],
+    [1_800_000, '30m'],
+    [3_600_000, '1h'],
+    [10_800_000, '3h'],
+    [21_600_000, '6h'],
+    [43_200_000, '12h'],
+    [86_400_000, '1d'],
+  ];
   for (const [ms, name] of steps) if (spanMs / ms <= 120) return name;
   return '1d';
 }

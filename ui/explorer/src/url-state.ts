@@ -1,7 +1,13 @@
 // The whole view in the URL (query, range, columns, tab, aggregation): a link reproduces what its sender saw.
 import type { Range } from './time';
 
-export interface AggForm { func: string; field: string; group_by: string; quantiles: string; interval: string }
+export interface AggForm {
+  func: string;
+  field: string;
+  group_by: string;
+  quantiles: string;
+  interval: string;
+}
 
 export interface ViewState {
   q: string;
@@ -13,7 +19,13 @@ export interface ViewState {
   live: boolean;
 }
 
-export const DEFAULT_AGG: AggForm = { func: 'count', field: '', group_by: '', quantiles: '0.5,0.95,0.99', interval: '' };
+export const DEFAULT_AGG: AggForm = {
+  func: 'count',
+  field: '',
+  group_by: '',
+  quantiles: '0.5,0.95,0.99',
+  interval: '',
+};
 
 export function readUrl(search = window.location.search): ViewState {
   const p = new URLSearchParams(search);
@@ -26,8 +38,11 @@ export function readUrl(search = window.location.search): ViewState {
     cols: (p.get('cols') ?? '').split(',').filter(Boolean),
     tab: p.get('tab') === 'aggs' ? 'aggs' : p.get('tab') === 'patterns' ? 'patterns' : 'events',
     agg: {
-      func: p.get('af') ?? DEFAULT_AGG.func, field: p.get('afield') ?? '', group_by: p.get('agroup') ?? '',
-      quantiles: p.get('aq') ?? DEFAULT_AGG.quantiles, interval: p.get('aint') ?? '',
+      func: p.get('af') ?? DEFAULT_AGG.func,
+      field: p.get('afield') ?? '',
+      group_by: p.get('agroup') ?? '',
+      quantiles: p.get('aq') ?? DEFAULT_AGG.quantiles,
+      interval: p.get('aint') ?? '',
     },
     live: p.get('live') === '1',
   };

@@ -18,9 +18,28 @@ export interface SearchState {
   tookMs: number;
 }
 
-const EMPTY: SearchState = { events: [], total: 0, buckets: [], from: '', to: '', interval: '1m', loading: true, loadingMore: false, error: null, partial: false, tookMs: 0 };
+const EMPTY: SearchState = {
+  events: [],
+  total: 0,
+  buckets: [],
+  from: '',
+  to: '',
+  interval: '1m',
+  loading: true,
+  loadingMore: false,
+  error: null,
+  partial: false,
+  tookMs: 0,
+};
 
-export function useSearch(query: string, range: Range, pageSize: number, maxTotal: number, tick: number, enabled: boolean): SearchState & { loadMore: () => void } {
+export function useSearch(
+  query: string,
+  range: Range,
+  pageSize: number,
+  maxTotal: number,
+  tick: number,
+  enabled: boolean,
+): SearchState & { loadMore: () => void } {
   const [state, setState] = useState<SearchState>(EMPTY);
   const current = useRef(state);
   current.current = state;
@@ -35,12 +54,26 @@ export function useSearch(query: string, range: Range, pageSize: number, maxTota
     const interval = bucketFor(Date.parse(to) - Date.parse(from));
     const started = performance.now();
     setState((s) => ({ ...s, loading: true, error: null }));
-    call<SearchAnswer>('POST', '/search', { query, from, to, limit: pageSize, with_total: true, histogram: { interval } }, ctl.signal).then(
+    call<SearchAnswer>(
+      'POST',
+      '/search',
+      { query, from, to, limit: pageSize, with_total: true, histogram: { interval } },
+      ctl.signal,
+    ).then(
       (r) => {
         if (gen !== generation.current) return;
         setState({
-          events: r.events, total: r.total, buckets: r.histogram?.buckets ?? [], from, to, interval,
-          loading: false, loadingMore: false, error: null, partial: r.partial_response, tookMs: Math.round(performance.now() - started),
+          events: r.events,
+          total: r.total,
+          buckets: r.histogram?.buckets ?? [],
+          from,
+          to,
+          interval,
+          loading: false,
+          loadingMore: false,
+          error: null,
+          partial: r.partial_response,
+          tookMs: Math.round(performance.now() - started),
         });
       },
       (err: unknown) => {
@@ -60,7 +93,14 @@ export function useSearch(query: string, range: Range, pageSize: number, maxTota
     const gen = generation.current;
     const limit = Math.min(pageSize, maxTotal - s.events.length);
     setState({ ...s, loadingMore: true });
-    call<SearchAnswer>('POST', '/search', { query, from: s.from, to: s.to, limit, offset: s.events.length, with_total: false }).then(
+    call<SearchAnswer>('POST', '/search', {
+      query,
+      from: s.from,
+      to: s.to,
+      limit,
+      offset: s.events.length,
+      with_total: false,
+    }).then(
       (r) => {
         if (gen !== generation.current) return;
         setState((p) => ({ ...p, events: [...p.events, ...r.events], loadingMore: false }));

@@ -5,7 +5,12 @@ import type { UiEvent } from './api';
 /** Rows kept in the tail view; older ones are dropped in blocks. */
 export const MAX_TAIL = 10_000;
 
-export interface TailState { events: UiEvent[]; status: 'connecting' | 'open' | 'error'; error: string | null; dropped: number }
+export interface TailState {
+  events: UiEvent[];
+  status: 'connecting' | 'open' | 'error';
+  error: string | null;
+  dropped: number;
+}
 
 export function useTail(query: string, enabled: boolean): TailState {
   const [state, setState] = useState<TailState>({ events: [], status: 'connecting', error: null, dropped: 0 });

@@ -33,7 +33,8 @@ export class TrustedProxies {
     const type = family === 4 ? 'ipv4' : 'ipv6';
     const max = family === 4 ? 32 : 128;
     const prefix = bits === undefined ? max : Number(bits);
-    if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) throw new Error(`trusted_proxies: "${cidr}" has a bad prefix length`);
+    if (!Number.isInteger(prefix) || prefix < 0 || prefix > max)
+      throw new Error(`trusted_proxies: "${cidr}" has a bad prefix length`);
     this.list.addSubnet(addr, prefix, type);
     // An IPv4 range also matches the IPv4-mapped IPv6 form a dual-stack socket reports (::ffff:a.b.c.d).
     if (family === 4) this.list.addSubnet(`::ffff:${addr}`, 96 + prefix, 'ipv6');
@@ -133,7 +134,10 @@ export function resolvePeer(
   peer.viaTrustedProxy = true;
   const proto = headerText(headers['x-forwarded-proto']);
   if (proto !== undefined) {
-    const values = proto.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    const values = proto
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean);
     peer.secure = values.length > 0 && values.every((v) => v === 'https');
   }
   const xff = headerText(headers['x-forwarded-for']);

@@ -77,14 +77,22 @@ export async function resolveAuth(
     }
     const r = await sso.verify(token, config.web);
     if (r.ok) {
-      const result: AuthResult = { role: r.admin ? 'admin' : 'sso', source: 'sso', user: r.username, credentials: true };
+      const result: AuthResult = {
+        role: r.admin ? 'admin' : 'sso',
+        source: 'sso',
+        user: r.username,
+        credentials: true,
+      };
       if (r.exp !== undefined) result.exp = r.exp;
       return result;
     }
     onSsoFailure(r.reason);
     return { role: 'rejected', source: 'sso', user: null, credentials: true, ssoFailure: r.reason };
   }
-  if (basic || (input.authorization !== undefined && input.authorization.trim() !== '' && !/^Bearer\s/i.test(input.authorization))) {
+  if (
+    basic ||
+    (input.authorization !== undefined && input.authorization.trim() !== '' && !/^Bearer\s/i.test(input.authorization))
+  ) {
     return { role: 'rejected', source: 'basic', user: null, credentials: true };
   }
   if (config.web.ui_anonymous) return { role: 'anonymous', source: 'none', user: null, credentials: false };

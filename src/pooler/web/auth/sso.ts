@@ -48,10 +48,14 @@ export class SsoRuntime {
       try {
         key = createPublicKey({ key: pem, format: 'pem' });
       } catch (err) {
-        throw new Error(`sso_public_key_file ${web.sso_public_key_file} holds no PEM public key: ${(err as Error).message}`);
+        throw new Error(
+          `sso_public_key_file ${web.sso_public_key_file} holds no PEM public key: ${(err as Error).message}`,
+        );
       }
       if (key.asymmetricKeyType !== 'rsa' && key.asymmetricKeyType !== 'rsa-pss') {
-        throw new Error(`sso_public_key_file ${web.sso_public_key_file} holds a ${key.asymmetricKeyType ?? 'non-RSA'} key, not an RSA key`);
+        throw new Error(
+          `sso_public_key_file ${web.sso_public_key_file} holds a ${key.asymmetricKeyType ?? 'non-RSA'} key, not an RSA key`,
+        );
       }
       this.key = key;
       this.state = 'loaded';
@@ -81,13 +85,23 @@ export class SsoRuntime {
       return { ok: false, reason: failureReason(err), detail: (err as Error).message };
     }
     const preferred = payload['preferred_username'];
-    const username = typeof preferred === 'string' && preferred !== '' ? preferred : typeof payload.sub === 'string' && payload.sub !== '' ? payload.sub : null;
-    if (username === null) return { ok: false, reason: 'no_username', detail: 'token has neither preferred_username nor sub' };
+    const username =
+      typeof preferred === 'string' && preferred !== ''
+        ? preferred
+        : typeof payload.sub === 'string' && payload.sub !== ''
+          ? payload.sub
+          : null;
+    if (username === null)
+      return { ok: false, reason: 'no_username', detail: 'token has neither preferred_username nor sub' };
     if (!web.sso_allowed_users.includes('*') && !web.sso_allowed_users.includes(username)) {
       return { ok: false, reason: 'allowlist', detail: `user ${username} is not in sso_allowed_users` };
     }
     const claim = payload[web.sso_groups_claim];
-    const groups = Array.isArray(claim) ? claim.filter((g): g is string => typeof g === 'string') : typeof claim === 'string' ? [claim] : [];
+    const groups = Array.isArray(claim)
+      ? claim.filter((g): g is string => typeof g === 'string')
+      : typeof claim === 'string'
+        ? [claim]
+        : [];
     const admin = web.sso_admin_groups.length > 0 && groups.some((g) => web.sso_admin_groups.includes(g));
     return { ok: true, username, admin, exp: payload.exp, groups };
   }

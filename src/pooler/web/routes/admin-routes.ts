@@ -11,7 +11,8 @@ interface PoolTarget {
 }
 
 function poolTarget(body: unknown): PoolTarget | string {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'body must be a JSON object {"database": "...", "user": "..."}';
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return 'body must be a JSON object {"database": "...", "user": "..."}';
   const { database, user } = body as Record<string, unknown>;
   if (typeof database !== 'string' || database === '') return '"database" must be a non-empty string';
   if (typeof user !== 'string' || user === '') return '"user" must be a non-empty string';
@@ -20,13 +21,19 @@ function poolTarget(body: unknown): PoolTarget | string {
 
 export function registerAdminRoutes(app: FastifyInstance, ctx: WebContext): void {
   const admin = { config: { access: 'admin' as const } };
-  const action = (name: 'pause' | 'resume' | 'reconnect', run: (t: PoolTarget) => Record<string, unknown> & { message: string }) =>
+  const action = (
+    name: 'pause' | 'resume' | 'reconnect',
+    run: (t: PoolTarget) => Record<string, unknown> & { message: string },
+  ) =>
     app.post(`/api/admin/${name}`, admin, async (req, reply) => {
       const target = poolTarget(req.body);
       if (typeof target === 'string') return sendError(reply, 'bad_request', target);
       try {
         const answer = run(target);
-        ctx.log.info({ action: name, database: target.database, user: target.user, by: req.tp.auth.user ?? '-' }, `web admin action ${name}`);
+        ctx.log.info(
+          { action: name, database: target.database, user: target.user, by: req.tp.auth.user ?? '-' },
+          `web admin action ${name}`,
+        );
         return { ok: true, ...answer };
       } catch (err) {
         return actionError(reply, err);

@@ -6,7 +6,9 @@ import { sendError } from '../errors.js';
 
 /** A same-origin path (`/pools?x=1`), never an absolute URL or `//host` (no open redirect). */
 export function safeReturnPath(v: unknown): string {
-  return typeof v === 'string' && v.startsWith('/') && !v.startsWith('//') && !v.startsWith('/\\') && !/[\r\n]/.test(v) ? v : '/';
+  return typeof v === 'string' && v.startsWith('/') && !v.startsWith('//') && !v.startsWith('/\\') && !/[\r\n]/.test(v)
+    ? v
+    : '/';
 }
 
 export function registerAuthRoutes(app: FastifyInstance, ctx: WebContext): void {

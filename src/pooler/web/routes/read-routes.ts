@@ -39,7 +39,8 @@ function showReply(ctx: WebContext, name: string, reply: FastifyReply): Row[] | 
   try {
     return showRows(ctx, name);
   } catch (err) {
-    if (err instanceof NotConfiguredError) return sendError(reply, 'not_configured', err.message, { feature: err.what.toLowerCase() });
+    if (err instanceof NotConfiguredError)
+      return sendError(reply, 'not_configured', err.message, { feature: err.what.toLowerCase() });
     if (err instanceof UnknownShowError) return sendError(reply, 'internal', err.message);
     throw err;
   }
@@ -83,7 +84,8 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   const pub = { config: { access: 'public' as const } };
   const personal = { config: { access: 'personal' as const } };
   const clientRates = new ClientRates();
-  for (const [path, show] of Object.entries(SHOW_ENDPOINTS)) app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
+  for (const [path, show] of Object.entries(SHOW_ENDPOINTS))
+    app.get(path, pub, async (_req, reply) => showReply(ctx, show, reply));
   app.get<{ Querystring: Record<string, unknown> }>('/api/clients', pub, async (req, reply) => {
     try {
       const snap = ctx.control.snapshot();
@@ -102,12 +104,16 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
   });
   app.get('/api/overview', pub, async () => ctx.control.overview());
   // One pool's errors by SQLSTATE: [{ sqlstate, count }], most first; 404 for a pool the pooler does not have.
-  app.get<{ Params: { database: string; user: string } }>('/api/pools/:database/:user/errors', pub, async (req, reply) => {
-    const { database, user } = req.params;
-    const pool = ctx.control.snapshot().pools.find((p) => p.database === database && p.user === user);
-    if (!pool) return sendError(reply, 'not_found', `no pool ${database}/${user}`);
-    return pool.errorsBySqlState;
-  });
+  app.get<{ Params: { database: string; user: string } }>(
+    '/api/pools/:database/:user/errors',
+    pub,
+    async (req, reply) => {
+      const { database, user } = req.params;
+      const pool = ctx.control.snapshot().pools.find((p) => p.database === database && p.user === user);
+      if (!pool) return sendError(reply, 'not_found', `no pool ${database}/${user}`);
+      return pool.errorsBySqlState;
+    },
+  );
   // The overview's last 15 minutes, sampled in the pooler every 2 s whether or not a console polls (overview-history.ts).
   const history = new OverviewHistory(() => ctx.control.overview());
   history.start();
@@ -128,11 +134,15 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     const key = Object.hasOwn(TOP_CLIENT_KEYS, by) ? TOP_CLIENT_KEYS[by]! : null;
     if (!key) return sendError(reply, 'bad_request', `by must be one of ${Object.keys(TOP_CLIENT_KEYS).join(', ')}`);
     const limit = parseLimit(req.query.limit);
-    if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
+    if (limit === null)
+      return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
     // One snapshot: SHOW CLIENTS rows are its clients in order; the key and the admin flag are read from the client.
     const snap = ctx.control.snapshot();
     const rows = toRows(ctx.control.show('CLIENTS', snap));
-    return snap.clients.flatMap((c, i) => (c.admin ? [] : [{ ...rows[i]!, by, value: key(c) }])).sort((a, b) => b.value - a.value).slice(0, limit);
+    return snap.clients
+      .flatMap((c, i) => (c.admin ? [] : [{ ...rows[i]!, by, value: key(c) }]))
+      .sort((a, b) => b.value - a.value)
+      .slice(0, limit);
   });
   app.get('/api/interner/top', personal, async () => showRows(ctx, 'INTERNER_TOP'));
   // Statements whose text the pooler keeps (prepared_statements in transaction mode) and simple-protocol queries by
@@ -141,22 +151,43 @@ export function registerReadRoutes(app: FastifyInstance, ctx: WebContext): void 
     const by = req.query.by ?? 'count';
     if (by !== 'count' && by !== 'time') return sendError(reply, 'bad_request', 'by must be count or time');
     const limit = parseLimit(req.query.limit);
-    if (limit === null) return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
+    if (limit === null)
+      return sendError(reply, 'bad_request', `limit must be a whole number from 1 to ${TOP_LIMIT_MAX}`);
     // One snapshot: the prepared statements and the simple-protocol fingerprints counted at the same moment.
     const snap = ctx.control.snapshot({ statements: true, queries: true });
     const rows = snap.statements!.map((s) => ({
-      hash: s.hash, preview: preview(s.query), count: s.executions, total_time_us: s.execTimeUs,
-      avg_time_us: s.executions ? Math.round(s.execTimeUs / s.executions) : 0, pool: s.pool, kind: s.kind as string, count_used: s.countUsed,
+      hash: s.hash,
+      preview: preview(s.query),
+      count: s.executions,
+      total_time_us: s.execTimeUs,
+      avg_time_us: s.executions ? Math.round(s.execTimeUs / s.executions) : 0,
+      pool: s.pool,
+      kind: s.kind as string,
+      count_used: s.countUsed,
     }));
     for (const q of snap.queries!) {
       rows.push({
-        hash: q.hash, preview: preview(q.text), count: q.count, total_time_us: q.timeUs, avg_time_us: Math.round(q.timeUs / q.count),
-        pool: q.pool, kind: 'simple', count_used: q.count,
+        hash: q.hash,
+        preview: preview(q.text),
+        count: q.count,
+        total_time_us: q.timeUs,
+        avg_time_us: Math.round(q.timeUs / q.count),
+        pool: q.pool,
+        kind: 'simple',
+        count_used: q.count,
       });
     }
     const key = by === 'count' ? (r: { count: number }) => r.count : (r: { total_time_us: number }) => r.total_time_us;
     // Ties in a stable order (pool, then hash), so a page that polls does not shuffle equal rows.
-    return rows.sort((a, b) => key(b) - key(a) || b.count_used - a.count_used || a.pool.localeCompare(b.pool) || a.hash.localeCompare(b.hash)).slice(0, limit);
+    return rows
+      .sort(
+        (a, b) =>
+          key(b) - key(a) ||
+          b.count_used - a.count_used ||
+          a.pool.localeCompare(b.pool) ||
+          a.hash.localeCompare(b.hash),
+      )
+      .slice(0, limit);
   });
   app.get<{ Params: { hash: string } }>('/api/prepared/text/:hash', personal, async (req, reply) => {
     const hash = req.params.hash;

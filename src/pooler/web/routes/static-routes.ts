@@ -83,7 +83,11 @@ export function registerStaticRoutes(app: FastifyInstance, staticDir: string, lo
 
   return {
     sendShell(reply, ssoProxyUrl) {
-      return reply.headers({ ...SHELL_HEADERS, 'content-security-policy': shellCsp(ssoProxyUrl) }).type('text/html; charset=utf-8').code(shell ? 200 : 503).send(shell ?? MISSING_BUNDLE);
+      return reply
+        .headers({ ...SHELL_HEADERS, 'content-security-policy': shellCsp(ssoProxyUrl) })
+        .type('text/html; charset=utf-8')
+        .code(shell ? 200 : 503)
+        .send(shell ?? MISSING_BUNDLE);
     },
   };
 }

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { addParamEffects, emptyEffects } from '../../../../src/pooler/session-state/set-statements.js';
 import { paramStatement, paramWords } from '../../../../src/pooler/session-state/param-scan.js';
 import {
-  applyReadBack, ClientParams, dataRows, optionParams, ParamValues, readBackQuery, syncQuery, trackedParams,
+  applyReadBack,
+  ClientParams,
+  dataRows,
+  optionParams,
+  ParamValues,
+  readBackQuery,
+  syncQuery,
+  trackedParams,
 } from '../../../../src/pooler/session-state/params.js';
 import { parsePoolerConfig } from '../../../../src/config/pooler.js';
 import { writeQuery } from '../../../../src/protocol/writer.js';
@@ -17,19 +24,39 @@ function effects(text: string) {
 
 describe('SET / RESET statements', () => {
   it('names what session-level statements set or reset, and skips SET LOCAL, TRANSACTION, CONSTRAINTS', () => {
-    expect(effects("SET search_path = a, public; set TIME ZONE 'UTC'; SET SESSION myapp.tenant TO 'x'")).toEqual({ names: ['myapp.tenant', 'search_path', 'timezone'], resets: [], resetAll: false });
-    expect(effects("SET LOCAL search_path = a; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET CONSTRAINTS ALL DEFERRED")).toEqual({ names: [], resets: [], resetAll: false });
-    expect(effects('RESET search_path; SET DateStyle TO DEFAULT; RESET "MyApp".Tenant')).toEqual({ names: ['datestyle', 'myapp.tenant', 'search_path'], resets: ['datestyle', 'myapp.tenant', 'search_path'], resetAll: false });
-    expect(effects('SET search_path = x; RESET search_path; SET search_path = y')).toEqual({ names: ['search_path'], resets: [], resetAll: false });
+    expect(effects("SET search_path = a, public; set TIME ZONE 'UTC'; SET SESSION myapp.tenant TO 'x'")).toEqual({
+      names: ['myapp.tenant', 'search_path', 'timezone'],
+      resets: [],
+      resetAll: false,
+    });
+    expect(
+      effects('SET LOCAL search_path = a; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET CONSTRAINTS ALL DEFERRED'),
+    ).toEqual({ names: [], resets: [], resetAll: false });
+    expect(effects('RESET search_path; SET DateStyle TO DEFAULT; RESET "MyApp".Tenant')).toEqual({
+      names: ['datestyle', 'myapp.tenant', 'search_path'],
+      resets: ['datestyle', 'myapp.tenant', 'search_path'],
+      resetAll: false,
+    });
+    expect(effects('SET search_path = x; RESET search_path; SET search_path = y')).toEqual({
+      names: ['search_path'],
+      resets: [],
+      resetAll: false,
+    });
     expect(effects('RESET ALL')).toMatchObject({ resetAll: true });
     expect(effects('discard all')).toMatchObject({ resetAll: true });
     expect(effects('DISCARD PLANS')).toMatchObject({ resetAll: false, names: [] });
-    expect(effects("SET SCHEMA 'x'; SET NAMES 'UTF8'; SET ROLE other")).toMatchObject({ names: ['client_encoding', 'role', 'search_path'] });
+    expect(effects("SET SCHEMA 'x'; SET NAMES 'UTF8'; SET ROLE other")).toMatchObject({
+      names: ['client_encoding', 'role', 'search_path'],
+    });
     expect(effects("SELECT set_config('MyApp.Tenant', 'x', false)")).toMatchObject({ names: ['myapp.tenant'] });
   });
 
   it('is not fooled by semicolons and keywords inside literals, quoted names and comments', () => {
-    expect(effects("SELECT 'a; SET x.y = 1'; /* SET a.b = 1; */ -- SET c.d = 1\nSET e.f = $$;$$")).toEqual({ names: ['e.f'], resets: [], resetAll: false });
+    expect(effects("SELECT 'a; SET x.y = 1'; /* SET a.b = 1; */ -- SET c.d = 1\nSET e.f = $$;$$")).toEqual({
+      names: ['e.f'],
+      resets: [],
+      resetAll: false,
+    });
     expect(effects("SELECT E'\\'; SET g.h = 1'")).toEqual({ names: [], resets: [], resetAll: false });
   });
 });
@@ -67,21 +94,57 @@ describe('the relay scan (TypeScript twin of native ParamStatement)', () => {
 
 describe('parameter values', () => {
   it('reads -c and -- options of a startup packet', () => {
-    expect([...optionParams('-c search_path=a,b --statement-timeout=5s -cDateStyle=ISO\\ DMY')]).toEqual([['search_path', 'a,b'], ['statement_timeout', '5s'], ['datestyle', 'ISO DMY']]);
+    expect([...optionParams('-c search_path=a,b --statement-timeout=5s -cDateStyle=ISO\\ DMY')]).toEqual([
+      ['search_path', 'a,b'],
+      ['statement_timeout', '5s'],
+      ['datestyle', 'ISO DMY'],
+    ]);
   });
 
-  it('starts a client from the pool\'s reported values and its own startup values, and greets it with them', () => {
-    const reported = new Map([['TimeZone', 'UTC'], ['application_name', 'tidepool'], ['server_version', '15']]);
-    const c = new ClientParams(reported, new Map([['user', 'u'], ['TimeZone', 'Asia/Tokyo'], ['options', '-c myapp.tenant=t']]), trackedParams('IntervalStyle'));
-    expect(Object.fromEntries(c.values.values)).toEqual({ client_encoding: 'UTF8', timezone: 'Asia/Tokyo', application_name: 'tidepool', 'myapp.tenant': 't' });
+  it("starts a client from the pool's reported values and its own startup values, and greets it with them", () => {
+    const reported = new Map([
+      ['TimeZone', 'UTC'],
+      ['application_name', 'tidepool'],
+      ['server_version', '15'],
+    ]);
+    const c = new ClientParams(
+      reported,
+      new Map([
+        ['user', 'u'],
+        ['TimeZone', 'Asia/Tokyo'],
+        ['options', '-c myapp.tenant=t'],
+      ]),
+      trackedParams('IntervalStyle'),
+    );
+    expect(Object.fromEntries(c.values.values)).toEqual({
+      client_encoding: 'UTF8',
+      timezone: 'Asia/Tokyo',
+      application_name: 'tidepool',
+      'myapp.tenant': 't',
+    });
     expect(c.greeting(reported)?.get('TimeZone')).toBe('Asia/Tokyo');
   });
 
-  it('a native login\'s parameters equal those worked out from its startup packet, and no client\'s SET reaches the next', () => {
-    const reported = new Map([['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'], ['TimeZone', 'UTC'], ['application_name', ''], ['server_version', '17.0']]);
+  it("a native login's parameters equal those worked out from its startup packet, and no client's SET reaches the next", () => {
+    const reported = new Map([
+      ['client_encoding', 'UTF8'],
+      ['DateStyle', 'ISO, MDY'],
+      ['TimeZone', 'UTC'],
+      ['application_name', ''],
+      ['server_version', '17.0'],
+    ]);
     const tracked = trackedParams('IntervalStyle');
-    for (const [app, encoding] of [['', undefined], ['billing', undefined], ['billing', 'UTF8'], ['', 'UTF8']] as const) {
-      const startup = new Map([['user', 'u'], ['database', 'd'], ['application_name', app]]);
+    for (const [app, encoding] of [
+      ['', undefined],
+      ['billing', undefined],
+      ['billing', 'UTF8'],
+      ['', 'UTF8'],
+    ] as const) {
+      const startup = new Map([
+        ['user', 'u'],
+        ['database', 'd'],
+        ['application_name', app],
+      ]);
       if (encoding !== undefined) startup.set('client_encoding', encoding);
       const want = new ClientParams(reported, startup, tracked);
       for (let n = 0; n < 2; n++) {
@@ -122,7 +185,9 @@ describe('parameter values', () => {
     b.set('myapp.tenant', 'x');
     b.set('timezone', 'UTC');
     a.set('timezone', 'UTC');
-    expect(syncQuery(a, b)).toBe("SELECT pg_catalog.set_config(E'search_path', E'it''s', false), pg_catalog.set_config(E'myapp.tenant', NULL, false)");
+    expect(syncQuery(a, b)).toBe(
+      "SELECT pg_catalog.set_config(E'search_path', E'it''s', false), pg_catalog.set_config(E'myapp.tenant', NULL, false)",
+    );
     b.copyFrom(a);
     expect(syncQuery(a, b)).toBeNull();
     expect(a.key).toBe(b.key);
@@ -132,17 +197,36 @@ describe('parameter values', () => {
     const reported = new Map([['application_name', 'tidepool']]);
     const c = new ClientParams(reported, new Map([['application_name', 'psql']]), trackedParams(''));
     const server = new ParamValues();
-    const rows = [['search_path', '"$user", public', '"$user", public'], ['application_name', 'tidepool', 'tidepool'], ['myapp.tenant', 'x', null]];
+    const rows = [
+      ['search_path', '"$user", public', '"$user", public'],
+      ['application_name', 'tidepool', 'tidepool'],
+      ['myapp.tenant', 'x', null],
+    ];
     const e = emptyEffects();
     addParamEffects("RESET ALL; SET myapp.tenant = 'x'", e);
-    applyReadBack(rows, ['search_path', 'application_name', 'myapp.tenant'], e, new Set(['application_name']), server, c);
+    applyReadBack(
+      rows,
+      ['search_path', 'application_name', 'myapp.tenant'],
+      e,
+      new Set(['application_name']),
+      server,
+      c,
+    );
     expect(Object.fromEntries(server.values)).toEqual({ application_name: 'tidepool', 'myapp.tenant': 'x' });
-    expect(Object.fromEntries(c.values.values)).toEqual({ client_encoding: 'UTF8', application_name: 'psql', 'myapp.tenant': 'x' });
+    expect(Object.fromEntries(c.values.values)).toEqual({
+      client_encoding: 'UTF8',
+      application_name: 'psql',
+      'myapp.tenant': 'x',
+    });
     expect(readBackQuery(['a.b'])).toContain("ARRAY[E'a.b']");
   });
 
   it('parses DataRows of a captured reply', () => {
-    const row = Buffer.concat([Buffer.from([0x44, 0, 0, 0, 17, 0, 2, 0, 0, 0, 3]), Buffer.from('abc'), Buffer.from([0xff, 0xff, 0xff, 0xff])]);
+    const row = Buffer.concat([
+      Buffer.from([0x44, 0, 0, 0, 17, 0, 2, 0, 0, 0, 3]),
+      Buffer.from('abc'),
+      Buffer.from([0xff, 0xff, 0xff, 0xff]),
+    ]);
     expect(dataRows(Buffer.concat([row, Buffer.from([0x5a, 0, 0, 0, 5, 0x49])]))).toEqual([['abc', null]]);
   });
 });
@@ -153,7 +237,9 @@ describe('track_extra_parameters', () => {
     expect(ok.problems).toEqual([]);
     expect(ok.config.general.track_extra_parameters).toBe('IntervalStyle');
     expect(trackedParams(ok.config.general.track_extra_parameters)).toContain('intervalstyle');
-    expect(trackedParams('myapp.tenant, work_mem')).toEqual(expect.arrayContaining(['myapp.tenant', 'work_mem', 'search_path']));
+    expect(trackedParams('myapp.tenant, work_mem')).toEqual(
+      expect.arrayContaining(['myapp.tenant', 'work_mem', 'search_path']),
+    );
     const bad = parsePoolerConfig('[general]\ntrack_extra_parameters = "IntervalStyle, bad name;"\n');
     expect(bad.problems.map((p) => p.path)).toEqual(['general.track_extra_parameters']);
   });

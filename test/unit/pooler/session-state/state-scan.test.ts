@@ -32,8 +32,12 @@ const tsScan = (reads: Buffer[]): number => {
 };
 
 const { Listen, AdvisoryLock, TempTable, HoldCursor, SqlPrepare, Load } = {
-  Listen: StateKind.Listen, AdvisoryLock: StateKind.AdvisoryLock, TempTable: StateKind.TempTable,
-  HoldCursor: StateKind.HoldCursor, SqlPrepare: StateKind.SqlPrepare, Load: StateKind.Load,
+  Listen: StateKind.Listen,
+  AdvisoryLock: StateKind.AdvisoryLock,
+  TempTable: StateKind.TempTable,
+  HoldCursor: StateKind.HoldCursor,
+  SqlPrepare: StateKind.SqlPrepare,
+  Load: StateKind.Load,
 };
 
 const VECTORS: [string, Buffer, number][] = [
@@ -66,7 +70,11 @@ const VECTORS: [string, Buffer, number][] = [
   ['plain select', writeQuery('select 1'), 0],
   ['words in a Bind are not looked at', message('B', Buffer.from('\0listen\0\0\0\0\0\0\0')), 0],
   ['nor in CopyData', message('d', Buffer.from('listen temp hold load\n')), 0],
-  ['several kinds', writeQuery('listen a; select pg_advisory_lock(1); create temp table t(); declare c cursor with hold for select 1'), Listen | AdvisoryLock | TempTable | HoldCursor],
+  [
+    'several kinds',
+    writeQuery('listen a; select pg_advisory_lock(1); create temp table t(); declare c cursor with hold for select 1'),
+    Listen | AdvisoryLock | TempTable | HoldCursor,
+  ],
   ['word at the very end of the text', message('Q', Buffer.from('listen')), Listen],
   ['a multibyte letter joins the word', writeQuery('select 1 as listené'), 0],
   ['$ joins the word', writeQuery('select 1 as hold$'), 0],
@@ -98,8 +106,42 @@ describe('session-state scan', () => {
   it('agrees with its native twin on random streams and random cuts', () => {
     const native = nativeScan();
     const rnd = mulberry32(1717);
-    const words = ['listen', 'LISTEN', 'unlisten', 'unlisten *', 'discard all', 'DISCARD TEMP', 'close all', 'deallocate all', 'pg_advisory_unlock_all', '*', 'all', 'pg_advisory_lock', 'pg_advisory_xact_lock', 'pg_try_advisory_lock_shared', 'temp', 'temporary', 'template',
-      'pg_temp', 'hold', 'holding', 'prepare', 'load', 'select', '1', '(', ')', ';', ' ', '\n', '"', "'", '$$', 'é', '_'];
+    const words = [
+      'listen',
+      'LISTEN',
+      'unlisten',
+      'unlisten *',
+      'discard all',
+      'DISCARD TEMP',
+      'close all',
+      'deallocate all',
+      'pg_advisory_unlock_all',
+      '*',
+      'all',
+      'pg_advisory_lock',
+      'pg_advisory_xact_lock',
+      'pg_try_advisory_lock_shared',
+      'temp',
+      'temporary',
+      'template',
+      'pg_temp',
+      'hold',
+      'holding',
+      'prepare',
+      'load',
+      'select',
+      '1',
+      '(',
+      ')',
+      ';',
+      ' ',
+      '\n',
+      '"',
+      "'",
+      '$$',
+      'é',
+      '_',
+    ];
     for (let round = 0; round < 300; round++) {
       const msgs: Buffer[] = [];
       const n = 1 + Math.floor(rnd() * 6);
@@ -108,7 +150,13 @@ describe('session-state scan', () => {
         const len = Math.floor(rnd() * 12);
         for (let k = 0; k < len; k++) text += words[Math.floor(rnd() * words.length)] + (rnd() < 0.6 ? ' ' : '');
         const kind = rnd();
-        msgs.push(kind < 0.5 ? writeQuery(text) : kind < 0.8 ? parse(rnd() < 0.5 ? '' : 'hold', text) : message('B', Buffer.from(text)));
+        msgs.push(
+          kind < 0.5
+            ? writeQuery(text)
+            : kind < 0.8
+              ? parse(rnd() < 0.5 ? '' : 'hold', text)
+              : message('B', Buffer.from(text)),
+        );
       }
       const stream = Buffer.concat(msgs);
       const reads: Buffer[] = [];

@@ -18,7 +18,9 @@ describe('Basic', () => {
     expect(basicMatches({ username: 'admin', password: '' }, 'admin', '')).toBe(false);
   });
   it('compares fixed-length digests with timingSafeEqual (no early exit on length or prefix)', async () => {
-    const src = await import('node:fs').then((fs) => fs.readFileSync(new URL('../../../../src/pooler/web/auth/basic.ts', import.meta.url), 'utf8'));
+    const src = await import('node:fs').then((fs) =>
+      fs.readFileSync(new URL('../../../../src/pooler/web/auth/basic.ts', import.meta.url), 'utf8'),
+    );
     expect(src).toMatch(/timingSafeEqual\(digest\(given\.username\), digest\(username\)\)/);
     expect(src).toMatch(/timingSafeEqual\(digest\(given\.password\), digest\(password\)\)/);
   });

@@ -4,7 +4,12 @@ import { ClientRates, CLIENT_RATE_MIN_WINDOW_MS } from '../../../../src/pooler/w
 import { queryClients } from '../../../../src/pooler/web/clients-query.js';
 import type { Row } from '../../../../src/pooler/web/show-rows.js';
 
-const row = (client_id: number, query_count: number, transaction_count: number): Row => ({ client_id, query_count, transaction_count, state: 'idle' });
+const row = (client_id: number, query_count: number, transaction_count: number): Row => ({
+  client_id,
+  query_count,
+  transaction_count,
+  state: 'idle',
+});
 
 describe('ClientRates', () => {
   it('gives null until a client has been seen in two windows, then the change over the window', () => {

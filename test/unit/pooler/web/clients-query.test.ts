@@ -3,8 +3,27 @@ import { describe, expect, it } from 'vitest';
 import { ClientsQueryError, CLIENTS_MAX_LIMIT, queryClients } from '../../../../src/pooler/web/clients-query.js';
 import type { Row } from '../../../../src/pooler/web/show-rows.js';
 
-const row = (client_id: number, database: string, user: string, application_name: string, addr: string, state: string, query_count: number): Row => ({
-  client_id, database, user, application_name, addr, tls: '', state, wait: 0, transaction_count: query_count, query_count, error_count: 0, age_seconds: 1,
+const row = (
+  client_id: number,
+  database: string,
+  user: string,
+  application_name: string,
+  addr: string,
+  state: string,
+  query_count: number,
+): Row => ({
+  client_id,
+  database,
+  user,
+  application_name,
+  addr,
+  tls: '',
+  state,
+  wait: 0,
+  transaction_count: query_count,
+  query_count,
+  error_count: 0,
+  age_seconds: 1,
 });
 
 const ROWS: Row[] = [
@@ -32,7 +51,9 @@ describe('queryClients', () => {
     expect(ids(queryClients(ROWS, { application_name: '' }).rows)).toEqual([10]);
     expect(ids(queryClients(ROWS, { addr: '127.0.0.1' }).rows)).toEqual([1, 3, 10]);
     expect(ids(queryClients(ROWS, { addr: '127.0.0.1:50001' }).rows)).toEqual([1]);
-    expect(ids(queryClients(ROWS, { pool: 'app/md5user', application_name: 'web', state: 'waiting' }).rows)).toEqual([2]);
+    expect(ids(queryClients(ROWS, { pool: 'app/md5user', application_name: 'web', state: 'waiting' }).rows)).toEqual([
+      2,
+    ]);
     expect(queryClients(ROWS, { pool: 'nope/none' })).toEqual({ rows: [], total: 0 });
   });
 
@@ -50,7 +71,12 @@ describe('queryClients', () => {
   });
 
   it('bigints (strings of digits) sort by value; nulls go last', () => {
-    const big = [{ client_id: 1, n: '90071992547409930' }, { client_id: 2, n: '9' }, { client_id: 3, n: null }, { client_id: 4, n: 10 }];
+    const big = [
+      { client_id: 1, n: '90071992547409930' },
+      { client_id: 2, n: '9' },
+      { client_id: 3, n: null },
+      { client_id: 4, n: 10 },
+    ];
     expect(ids(queryClients(big, { sort: 'n' }).rows)).toEqual([2, 4, 1, 3]);
   });
 
@@ -97,8 +123,26 @@ describe('queryClients', () => {
   });
 
   it('sort=activity lists active, waiting, idle in transaction, then idle (order desc reverses); activity filters exactly', () => {
-    const act = (id: number, activity: string): Row => ({ ...row(id, 'app', 'u', '', '127.0.0.1:1', activity === 'waiting' ? 'waiting' : activity === 'idle' ? 'idle' : 'active', 0), activity });
-    const rows = [act(1, 'idle'), act(2, 'idle in transaction'), act(3, 'idle'), act(4, 'waiting'), act(5, 'active'), act(6, 'idle in transaction')];
+    const act = (id: number, activity: string): Row => ({
+      ...row(
+        id,
+        'app',
+        'u',
+        '',
+        '127.0.0.1:1',
+        activity === 'waiting' ? 'waiting' : activity === 'idle' ? 'idle' : 'active',
+        0,
+      ),
+      activity,
+    });
+    const rows = [
+      act(1, 'idle'),
+      act(2, 'idle in transaction'),
+      act(3, 'idle'),
+      act(4, 'waiting'),
+      act(5, 'active'),
+      act(6, 'idle in transaction'),
+    ];
     expect(ids(queryClients(rows, { sort: 'activity' }).rows)).toEqual([5, 4, 2, 6, 1, 3]);
     expect(ids(queryClients(rows, { sort: 'activity', limit: '3' }).rows)).toEqual([5, 4, 2]);
     expect(ids(queryClients(rows, { sort: 'activity', order: 'desc' }).rows)).toEqual([1, 3, 2, 6, 4, 5]);

@@ -5,7 +5,14 @@ import { LogHub } from '../../../../src/shared/logger.js';
 import { LogTap } from '../../../../src/pooler/web/log-tap.js';
 
 function hub(): LogHub {
-  return new LogHub({ level: 'debug', out: new Writable({ write(_c, _e, cb) { cb(); } }) });
+  return new LogHub({
+    level: 'debug',
+    out: new Writable({
+      write(_c, _e, cb) {
+        cb();
+      },
+    }),
+  });
 }
 const tick = () => new Promise((r) => setImmediate(r));
 

@@ -3,13 +3,30 @@ import { describe, expect, it } from 'vitest';
 import { addDurationHistograms, Exposition } from '../../../../src/pooler/web/pooler-metrics.js';
 import { promtoolCheckMetrics } from '../../../helpers/promtool.js';
 
-const buckets = (counts: number[], over: number, sum: number) => ({ bounds: [0.001, 0.01, 0.1, 1], counts, count: counts.reduce((a, b) => a + b, 0) + over, sum });
+const buckets = (counts: number[], over: number, sum: number) => ({
+  bounds: [0.001, 0.01, 0.1, 1],
+  counts,
+  count: counts.reduce((a, b) => a + b, 0) + over,
+  sum,
+});
 
 describe('duration histograms', () => {
   const ex = new Exposition();
   addDurationHistograms(ex, [
-    { database: 'app', user: 'md5user', query: buckets([5, 3, 1, 0], 1, 2.5), transaction: buckets([0, 2, 0, 1], 0, 0.9), wait: buckets([4, 0, 0, 0], 0, 0.001) },
-    { database: 'we"ird\\db', user: 'u\nv', query: buckets([0, 0, 0, 0], 0, 0), transaction: buckets([0, 0, 0, 0], 0, 0), wait: buckets([0, 0, 0, 0], 0, 0) },
+    {
+      database: 'app',
+      user: 'md5user',
+      query: buckets([5, 3, 1, 0], 1, 2.5),
+      transaction: buckets([0, 2, 0, 1], 0, 0.9),
+      wait: buckets([4, 0, 0, 0], 0, 0.001),
+    },
+    {
+      database: 'we"ird\\db',
+      user: 'u\nv',
+      query: buckets([0, 0, 0, 0], 0, 0),
+      transaction: buckets([0, 0, 0, 0], 0, 0),
+      wait: buckets([0, 0, 0, 0], 0, 0),
+    },
   ]);
   const text = ex.text();
 

@@ -31,12 +31,22 @@ describe('TrustedProxies', () => {
 
 describe('resolvePeer', () => {
   it('ignores proxy headers from an untrusted peer', () => {
-    const p = resolvePeer('203.0.113.9', 5555, { 'x-forwarded-for': '1.2.3.4', forwarded: 'for=5.6.7.8', 'x-forwarded-proto': 'https' }, trusted);
+    const p = resolvePeer(
+      '203.0.113.9',
+      5555,
+      { 'x-forwarded-for': '1.2.3.4', forwarded: 'for=5.6.7.8', 'x-forwarded-proto': 'https' },
+      trusted,
+    );
     expect(formatPeer(p)).toBe('203.0.113.9:5555');
     expect(p.secure).toBe(false);
   });
   it('reads X-Forwarded-For right to left, skipping trusted hops', () => {
-    const p = resolvePeer('10.0.0.1', 4000, { 'x-forwarded-for': '6.6.6.6, 198.51.100.7, 10.9.9.9, 192.168.1.5' }, trusted);
+    const p = resolvePeer(
+      '10.0.0.1',
+      4000,
+      { 'x-forwarded-for': '6.6.6.6, 198.51.100.7, 10.9.9.9, 192.168.1.5' },
+      trusted,
+    );
     expect(p.address).toBe('198.51.100.7');
     expect(formatPeer(p)).toBe('198.51.100.7');
   });
@@ -45,9 +55,18 @@ describe('resolvePeer', () => {
     expect(p.address).toBe('203.0.113.50');
   });
   it('reads RFC 7239 Forwarded with ports, IPv6 and quotes', () => {
-    const p = resolvePeer('::ffff:10.0.0.1', 4000, { forwarded: 'for="[2001:db8::17]:4711";proto=https, for=10.2.2.2' }, trusted);
+    const p = resolvePeer(
+      '::ffff:10.0.0.1',
+      4000,
+      { forwarded: 'for="[2001:db8::17]:4711";proto=https, for=10.2.2.2' },
+      trusted,
+    );
     expect(formatPeer(p)).toBe('[2001:db8::17]:4711');
-    expect(parseForwarded('for=unknown, for="_hidden", for=1.2.3.4:80')).toEqual([null, null, { address: '1.2.3.4', port: 80 }]);
+    expect(parseForwarded('for=unknown, for="_hidden", for=1.2.3.4:80')).toEqual([
+      null,
+      null,
+      { address: '1.2.3.4', port: 80 },
+    ]);
   });
   it('stops at an obfuscated hop', () => {
     const p = resolvePeer('10.0.0.1', 4000, { forwarded: 'for=198.51.100.1, for=_hidden, for=10.3.3.3' }, trusted);

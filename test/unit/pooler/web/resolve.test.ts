@@ -12,13 +12,23 @@ const pem = dir.write('k.pem', key.publicPem);
 afterAll(() => dir.cleanup());
 
 function config(web: string): PoolerConfig {
-  const { config, problems } = parsePoolerConfig(`[general]\nadmin_username = "root"\nadmin_password = "s3cret"\n[web]\nui = true\n${web}\n`);
+  const { config, problems } = parsePoolerConfig(
+    `[general]\nadmin_username = "root"\nadmin_password = "s3cret"\n[web]\nui = true\n${web}\n`,
+  );
   expect(problems).toEqual([]);
   return config;
 }
-const ssoCfg = config(`sso_enabled = true\nsso_public_key_file = "${pem}"\nsso_audience = ["console"]\nsso_admin_groups = ["dba"]`);
+const ssoCfg = config(
+  `sso_enabled = true\nsso_public_key_file = "${pem}"\nsso_audience = ["console"]\nsso_admin_groups = ["dba"]`,
+);
 const basic = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
-const input = (o: Partial<AuthInput>): AuthInput => ({ authorization: undefined, cookie: undefined, queryToken: undefined, secure: false, ...o });
+const input = (o: Partial<AuthInput>): AuthInput => ({
+  authorization: undefined,
+  cookie: undefined,
+  queryToken: undefined,
+  secure: false,
+  ...o,
+});
 
 function runtime(cfg: PoolerConfig): SsoRuntime {
   const sso = new SsoRuntime(pino({ level: 'silent' }));
@@ -29,25 +39,43 @@ function runtime(cfg: PoolerConfig): SsoRuntime {
 describe('resolveAuth', () => {
   const sso = runtime(ssoCfg);
   const failures: SsoFailureReason[] = [];
-  const resolve = (i: Partial<AuthInput>, cfg = ssoCfg, rt = sso) => resolveAuth(input(i), cfg, rt, (r) => failures.push(r));
+  const resolve = (i: Partial<AuthInput>, cfg = ssoCfg, rt = sso) =>
+    resolveAuth(input(i), cfg, rt, (r) => failures.push(r));
 
   it('correct Basic is Admin, with the configured user name', async () => {
-    expect(await resolve({ authorization: basic('root', 's3cret') })).toMatchObject({ role: 'admin', source: 'basic', user: 'root' });
+    expect(await resolve({ authorization: basic('root', 's3cret') })).toMatchObject({
+      role: 'admin',
+      source: 'basic',
+      user: 'root',
+    });
   });
   it('correct Basic is Admin even when SSO failed to load', async () => {
     const broken = config('sso_enabled = true');
-    expect(await resolve({ authorization: basic('root', 's3cret') }, broken, runtime(broken))).toMatchObject({ role: 'admin', source: 'basic' });
+    expect(await resolve({ authorization: basic('root', 's3cret') }, broken, runtime(broken))).toMatchObject({
+      role: 'admin',
+      source: 'basic',
+    });
   });
   it('wrong Basic alone is rejected', async () => {
-    expect(await resolve({ authorization: basic('root', 'nope') })).toMatchObject({ role: 'rejected', source: 'basic', credentials: true });
+    expect(await resolve({ authorization: basic('root', 'nope') })).toMatchObject({
+      role: 'rejected',
+      source: 'basic',
+      credentials: true,
+    });
   });
   it('wrong Basic does not block a valid JWT in the cookie', async () => {
     const t = await signToken(key, { aud: 'console', preferred_username: 'alice' });
-    expect(await resolve({ authorization: basic('root', 'nope'), cookie: `x=1; sso_access_token=${t}` })).toMatchObject({ role: 'sso', source: 'sso', user: 'alice' });
+    expect(await resolve({ authorization: basic('root', 'nope'), cookie: `x=1; sso_access_token=${t}` })).toMatchObject(
+      { role: 'sso', source: 'sso', user: 'alice' },
+    );
   });
   it('a JWT in an admin group is Admin with source sso', async () => {
     const t = await signToken(key, { aud: 'console', preferred_username: 'carol', groups: ['dba'] });
-    expect(await resolve({ authorization: `Bearer ${t}` })).toMatchObject({ role: 'admin', source: 'sso', user: 'carol' });
+    expect(await resolve({ authorization: `Bearer ${t}` })).toMatchObject({
+      role: 'admin',
+      source: 'sso',
+      user: 'carol',
+    });
   });
   it('each carrier works: Bearer, cookie, ?token=', async () => {
     const t = await signToken(key, { aud: 'console', preferred_username: 'alice' });
@@ -60,18 +88,28 @@ describe('resolveAuth', () => {
   it('an invalid JWT is rejected and its reason reported', async () => {
     failures.length = 0;
     const t = await signToken(key, { aud: 'wrong', preferred_username: 'alice' });
-    expect(await resolve({ authorization: `Bearer ${t}` })).toMatchObject({ role: 'rejected', source: 'sso', ssoFailure: 'audience' });
+    expect(await resolve({ authorization: `Bearer ${t}` })).toMatchObject({
+      role: 'rejected',
+      source: 'sso',
+      ssoFailure: 'audience',
+    });
     expect(failures).toEqual(['audience']);
   });
   it('with SSO off, tokens are no credential at all', async () => {
     const off = config('ui_anonymous = true');
     const t = await signToken(key, { aud: 'console', preferred_username: 'alice' });
-    expect(await resolve({ authorization: `Bearer ${t}` }, off, runtime(off))).toMatchObject({ role: 'anonymous', source: 'none' });
+    expect(await resolve({ authorization: `Bearer ${t}` }, off, runtime(off))).toMatchObject({
+      role: 'anonymous',
+      source: 'none',
+    });
   });
   it('sso_require_https rejects tokens unless the request is secure', async () => {
     const strict = { ...ssoCfg, web: { ...ssoCfg.web, sso_require_https: true } };
     const t = await signToken(key, { aud: 'console', preferred_username: 'alice' });
-    expect(await resolve({ authorization: `Bearer ${t}` }, strict)).toMatchObject({ role: 'rejected', ssoFailure: 'https_required' });
+    expect(await resolve({ authorization: `Bearer ${t}` }, strict)).toMatchObject({
+      role: 'rejected',
+      ssoFailure: 'https_required',
+    });
     expect(await resolve({ authorization: `Bearer ${t}`, secure: true }, strict)).toMatchObject({ role: 'sso' });
     expect(await resolve({ authorization: basic('root', 's3cret') }, strict)).toMatchObject({ role: 'admin' });
   });
@@ -83,7 +121,12 @@ describe('resolveAuth', () => {
 });
 
 describe('authorize', () => {
-  const r = (role: 'admin' | 'sso' | 'anonymous' | 'rejected') => ({ role, source: 'none' as const, user: null, credentials: false });
+  const r = (role: 'admin' | 'sso' | 'anonymous' | 'rejected') => ({
+    role,
+    source: 'none' as const,
+    user: null,
+    credentials: false,
+  });
   it('applies the role table', () => {
     expect(authorize(r('anonymous'), 'public')).toEqual({ allow: true });
     expect(authorize(r('anonymous'), 'personal')).toEqual({ allow: false, status: 401 });

@@ -17,7 +17,9 @@ function web(extra: string): WebConfig {
   return config.web;
 }
 
-const good = web(`sso_enabled = true\nsso_public_key_file = "${pemFile}"\nsso_audience = ["console", "other"]\nsso_allowed_users = ["alice", "bob"]\nsso_admin_groups = ["dba"]`);
+const good = web(
+  `sso_enabled = true\nsso_public_key_file = "${pemFile}"\nsso_audience = ["console", "other"]\nsso_allowed_users = ["alice", "bob"]\nsso_admin_groups = ["dba"]`,
+);
 const quiet = pino({ level: 'silent' });
 
 async function loaded(): Promise<SsoRuntime> {
@@ -35,9 +37,17 @@ describe('SsoRuntime.load', () => {
     expect(sso.usable).toBe(false);
   });
   it.each([
-    ['missing PEM file', `sso_enabled = true\nsso_public_key_file = "${dir.dir}/missing.pem"\nsso_audience = ["console"]`, /cannot read/],
+    [
+      'missing PEM file',
+      `sso_enabled = true\nsso_public_key_file = "${dir.dir}/missing.pem"\nsso_audience = ["console"]`,
+      /cannot read/,
+    ],
     ['empty audience', `sso_enabled = true\nsso_public_key_file = "${pemFile}"`, /sso_audience is empty/],
-    ['unparsable PEM', `sso_enabled = true\nsso_public_key_file = "${dir.write('bad.pem', '-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n')}"\nsso_audience = ["console"]`, /no PEM public key/],
+    [
+      'unparsable PEM',
+      `sso_enabled = true\nsso_public_key_file = "${dir.write('bad.pem', '-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n')}"\nsso_audience = ["console"]`,
+      /no PEM public key/,
+    ],
   ])('fails on %s and says why', (_name, cfg, why) => {
     const sso = new SsoRuntime(quiet);
     sso.load(web(cfg));
@@ -58,14 +68,37 @@ describe('SsoRuntime.load', () => {
 describe('SsoRuntime.verify', () => {
   it('accepts a valid token; admin groups promote', async () => {
     const sso = await loaded();
-    expect(await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'alice' }), good)).toMatchObject({ ok: true, username: 'alice', admin: false });
-    expect(await sso.verify(await signToken(key, { aud: ['x', 'other'], sub: 'bob', groups: ['dev', 'dba'] }), good)).toMatchObject({ ok: true, username: 'bob', admin: true });
-    expect(await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'alice', alg: 'PS256' }), good)).toMatchObject({ ok: true });
+    expect(await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'alice' }), good)).toMatchObject(
+      { ok: true, username: 'alice', admin: false },
+    );
+    expect(
+      await sso.verify(await signToken(key, { aud: ['x', 'other'], sub: 'bob', groups: ['dev', 'dba'] }), good),
+    ).toMatchObject({ ok: true, username: 'bob', admin: true });
+    expect(
+      await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'alice', alg: 'PS256' }), good),
+    ).toMatchObject({ ok: true });
   });
   it.each<[string, () => Promise<string>, string]>([
-    ['alg none', async () => noneToken({ aud: 'console', preferred_username: 'alice', exp: Math.floor(Date.now() / 1000) + 600 }), 'signature'],
-    ['HS256 signed with the public key as secret', () => hs256WithPublicKey(key, { aud: 'console', preferred_username: 'alice', exp: Math.floor(Date.now() / 1000) + 600 }), 'signature'],
-    ['a token signed by another key', () => signToken(other, { aud: 'console', preferred_username: 'alice' }), 'signature'],
+    [
+      'alg none',
+      async () => noneToken({ aud: 'console', preferred_username: 'alice', exp: Math.floor(Date.now() / 1000) + 600 }),
+      'signature',
+    ],
+    [
+      'HS256 signed with the public key as secret',
+      () =>
+        hs256WithPublicKey(key, {
+          aud: 'console',
+          preferred_username: 'alice',
+          exp: Math.floor(Date.now() / 1000) + 600,
+        }),
+      'signature',
+    ],
+    [
+      'a token signed by another key',
+      () => signToken(other, { aud: 'console', preferred_username: 'alice' }),
+      'signature',
+    ],
     ['garbage', async () => 'not.a.jwt', 'signature'],
     ['expired', () => signToken(key, { aud: 'console', preferred_username: 'alice', expiresIn: -3600 }), 'expired'],
     ['wrong aud', () => signToken(key, { aud: 'elsewhere', preferred_username: 'alice' }), 'audience'],
@@ -81,7 +114,9 @@ describe('SsoRuntime.verify', () => {
   it('a "*" allowlist accepts every valid user', async () => {
     const sso = await loaded();
     const open = { ...good, sso_allowed_users: ['*'] };
-    expect((await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'mallory' }), open)).ok).toBe(true);
+    expect((await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'mallory' }), open)).ok).toBe(
+      true,
+    );
   });
   it('picks up a rotated key on load', async () => {
     const sso = await loaded();
@@ -89,7 +124,12 @@ describe('SsoRuntime.verify', () => {
     const file = dir.write('rotated.pem', rotated.publicPem);
     const cfg = { ...good, sso_public_key_file: file };
     sso.load(cfg);
-    expect((await sso.verify(await signToken(rotated, { aud: 'console', preferred_username: 'alice' }), cfg)).ok).toBe(true);
-    expect(await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'alice' }), cfg)).toMatchObject({ ok: false, reason: 'signature' });
+    expect((await sso.verify(await signToken(rotated, { aud: 'console', preferred_username: 'alice' }), cfg)).ok).toBe(
+      true,
+    );
+    expect(await sso.verify(await signToken(key, { aud: 'console', preferred_username: 'alice' }), cfg)).toMatchObject({
+      ok: false,
+      reason: 'signature',
+    });
   });
 });

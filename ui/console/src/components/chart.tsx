@@ -33,7 +33,8 @@ export interface ChartProps {
 }
 
 const cssVar = (name: string) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
-const clock = (s: number) => new Date(s * 1000).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+const clock = (s: number) =>
+  new Date(s * 1000).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' });
 const plain = (v: number) => (Math.abs(v) >= 100 ? Math.round(v).toString() : (Math.round(v * 100) / 100).toString());
 const FONT_FAMILY = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 const TICK = 6;
@@ -81,11 +82,20 @@ export function Chart(props: ChartProps) {
     const el = box.current;
     if (!el || !hasData) return undefined;
     const font = `${fontPx}px ${FONT_FAMILY}`;
-    const axis = { stroke: cssVar('--muted'), font, gap: GAP, grid: { stroke: cssVar('--grid'), width: 1 }, ticks: { stroke: cssVar('--grid'), width: 1, size: TICK } };
+    const axis = {
+      stroke: cssVar('--muted'),
+      font,
+      gap: GAP,
+      grid: { stroke: cssVar('--grid'), width: 1 },
+      ticks: { stroke: cssVar('--grid'), width: 1, size: TICK },
+    };
     // The value axis is as wide as its longest label; the labels and width drawn are kept on the figure (tests read them).
     const ySize = (_u: uPlot, labels: string[] | null) => {
       const w = axisWidth(labels ?? [], font);
-      fig.current?.setAttribute('data-y-axis', JSON.stringify({ font, width: w, inner: TICK + GAP, labels: labels ?? [] }));
+      fig.current?.setAttribute(
+        'data-y-axis',
+        JSON.stringify({ font, width: w, inner: TICK + GAP, labels: labels ?? [] }),
+      );
       return w;
     };
     const opts: uPlot.Options = {
@@ -97,14 +107,30 @@ export function Chart(props: ChartProps) {
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { ...axis, size: fontPx * 2 + TICK + GAP, space: textWidth('00:00:00', font) + fontPx * 2, values: (_u, vals) => vals.map((v) => clock(v)) },
+        {
+          ...axis,
+          size: fontPx * 2 + TICK + GAP,
+          space: textWidth('00:00:00', font) + fontPx * 2,
+          values: (_u, vals) => vals.map((v) => clock(v)),
+        },
         { ...axis, size: ySize, space: fontPx * 3, values: (_u, vals) => ticks(vals) },
       ],
-      series: [{}, ...props.series.map((s) => ({ label: s.label, stroke: cssVar(s.color), width: 2, points: { show: false }, value: (_u: uPlot, v: number | null) => (v === null ? '–' : format(v)) }))],
+      series: [
+        {},
+        ...props.series.map((s) => ({
+          label: s.label,
+          stroke: cssVar(s.color),
+          width: 2,
+          points: { show: false },
+          value: (_u: uPlot, v: number | null) => (v === null ? '–' : format(v)),
+        })),
+      ],
     };
     const u = new uPlot(opts, [props.x, ...props.series.map((s) => s.values)] as uPlot.AlignedData, el);
     plot.current = u;
-    const ro = new ResizeObserver(() => u.setSize({ width: Math.max(200, el.clientWidth), height: props.height ?? 160 }));
+    const ro = new ResizeObserver(() =>
+      u.setSize({ width: Math.max(200, el.clientWidth), height: props.height ?? 160 }),
+    );
     ro.observe(el);
     return () => {
       ro.disconnect();
@@ -134,7 +160,9 @@ export function Chart(props: ChartProps) {
       {hasData ? (
         <div ref={box} className="chart-plot" role="img" aria-label={`${props.title}, last 15 minutes: ${summary}`} />
       ) : (
-        <div className="chart-empty" role="note">{props.emptyText ?? 'Collecting data: the chart fills as the console polls.'}</div>
+        <div className="chart-empty" role="note">
+          {props.emptyText ?? 'Collecting data: the chart fills as the console polls.'}
+        </div>
       )}
     </figure>
   );

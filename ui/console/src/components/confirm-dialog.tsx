@@ -2,7 +2,14 @@
 import { useState, type FormEvent } from 'react';
 import { useEscape } from './use-escape';
 
-export function ConfirmDialog(props: { title: string; expected: string; prompt: string; busy?: boolean; onConfirm: () => void; onCancel: () => void }) {
+export function ConfirmDialog(props: {
+  title: string;
+  expected: string;
+  prompt: string;
+  busy?: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
   const [typed, setTyped] = useState('');
   const armed = typed === props.expected && !props.busy;
   useEscape(props.onCancel);
@@ -17,10 +24,20 @@ export function ConfirmDialog(props: { title: string; expected: string; prompt: 
         <p>
           {props.prompt} Type <code>{props.expected}</code> to confirm.
         </p>
-        <input name="confirmation" aria-label="confirmation" value={typed} onChange={(e) => setTyped(e.target.value)} autoFocus />
+        <input
+          name="confirmation"
+          aria-label="confirmation"
+          value={typed}
+          onChange={(e) => setTyped(e.target.value)}
+          autoFocus
+        />
         <div className="actions">
-          <button type="submit" className="danger" disabled={!armed}>{props.busy ? 'Working…' : 'Confirm'}</button>
-          <button type="button" className="secondary" onClick={props.onCancel}>Cancel</button>
+          <button type="submit" className="danger" disabled={!armed}>
+            {props.busy ? 'Working…' : 'Confirm'}
+          </button>
+          <button type="button" className="secondary" onClick={props.onCancel}>
+            Cancel
+          </button>
         </div>
       </form>
     </div>

@@ -67,7 +67,7 @@ function compare(a: unknown, b: unknown): number {
 
 export function DataTable(props: DataTableProps) {
   const [localSort, setLocalSort] = useState<Sort | null>(props.defaultSort ?? null);
-  const sort = props.onSort ? props.sort ?? null : localSort;
+  const sort = props.onSort ? (props.sort ?? null) : localSort;
   const onSort = props.onSort ?? setLocalSort;
   const rows = useMemo(() => {
     if (props.onSort || !sort) return props.rows;
@@ -76,7 +76,12 @@ export function DataTable(props: DataTableProps) {
     const sign = sort.order === 'asc' ? 1 : -1;
     return [...props.rows].sort((a, b) => sign * compare(value(a), value(b)));
   }, [props.rows, props.columns, props.onSort, sort]);
-  if (props.rows.length === 0) return <div className="empty" data-testid={props.testId ? `${props.testId}-empty` : undefined}>{props.empty ?? 'No rows.'}</div>;
+  if (props.rows.length === 0)
+    return (
+      <div className="empty" data-testid={props.testId ? `${props.testId}-empty` : undefined}>
+        {props.empty ?? 'No rows.'}
+      </div>
+    );
   return (
     <div className="table-wrap">
       <table data-testid={props.testId}>
@@ -89,11 +94,28 @@ export function DataTable(props: DataTableProps) {
               const label = c.label ?? c.key;
               const sortable = c.sortable !== false;
               return (
-                <th key={c.key} className={c.num ? 'num' : undefined} aria-sort={sortable ? ariaSort : undefined} scope="col" data-extra={c.extra ? '' : undefined}>
+                <th
+                  key={c.key}
+                  className={c.num ? 'num' : undefined}
+                  aria-sort={sortable ? ariaSort : undefined}
+                  scope="col"
+                  data-extra={c.extra ? '' : undefined}
+                >
                   {sortable ? (
-                    <button type="button" className="sort" onClick={() => onSort({ key: c.key, order: active && sort!.order === 'asc' ? 'desc' : active ? 'asc' : c.num ? 'desc' : 'asc' })}>
+                    <button
+                      type="button"
+                      className="sort"
+                      onClick={() =>
+                        onSort({
+                          key: c.key,
+                          order: active && sort!.order === 'asc' ? 'desc' : active ? 'asc' : c.num ? 'desc' : 'asc',
+                        })
+                      }
+                    >
                       {label}
-                      <span aria-hidden="true" className="sort-mark">{active ? (sort!.order === 'asc' ? '▲' : '▼') : ''}</span>
+                      <span aria-hidden="true" className="sort-mark">
+                        {active ? (sort!.order === 'asc' ? '▲' : '▼') : ''}
+                      </span>
                     </button>
                   ) : (
                     label
@@ -108,7 +130,17 @@ export function DataTable(props: DataTableProps) {
           {rows.map((r, i) => {
             const href = props.rowHref?.(r);
             return (
-              <tr key={props.rowKey ? props.rowKey(r, i) : i} className={href ? 'clickable' : undefined} onClick={href ? (e) => { if (!(e.target as HTMLElement).closest('a,button')) linkProps(href).onClick(e); } : undefined}>
+              <tr
+                key={props.rowKey ? props.rowKey(r, i) : i}
+                className={href ? 'clickable' : undefined}
+                onClick={
+                  href
+                    ? (e) => {
+                        if (!(e.target as HTMLElement).closest('a,button')) linkProps(href).onClick(e);
+                      }
+                    : undefined
+                }
+              >
                 {props.columns.map((c, ci) => {
                   const content = c.render ? c.render(r) : cell(r[c.key]);
                   return (

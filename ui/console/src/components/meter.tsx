@@ -5,8 +5,17 @@ export function Meter(props: { value: number | null; label: string; big?: boolea
   const v = props.value === null ? null : Math.max(0, props.value);
   const tone = v === null ? '' : v >= 1 ? 'bad' : v >= 0.8 ? 'warn' : 'ok';
   return (
-    <span className={`meter ${tone}${props.big ? ' big' : ''}`} role="meter" aria-label={props.label} aria-valuemin={0} aria-valuemax={100} aria-valuenow={v === null ? undefined : Math.round(v * 100)}>
-      <span className="meter-track" aria-hidden="true"><span className="meter-fill" style={{ width: `${Math.min(100, (v ?? 0) * 100)}%` }} /></span>
+    <span
+      className={`meter ${tone}${props.big ? ' big' : ''}`}
+      role="meter"
+      aria-label={props.label}
+      aria-valuemin={0}
+      aria-valuemax={100}
+      aria-valuenow={v === null ? undefined : Math.round(v * 100)}
+    >
+      <span className="meter-track" aria-hidden="true">
+        <span className="meter-fill" style={{ width: `${Math.min(100, (v ?? 0) * 100)}%` }} />
+      </span>
       <span className="meter-text">{percent(v)}</span>
     </span>
   );

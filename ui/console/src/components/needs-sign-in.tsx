@@ -6,7 +6,9 @@ export function NeedsSignIn(props: { what: string }) {
   return (
     <div className="state locked" data-testid="needs-sign-in" role="note">
       <p>{props.what} can hold SQL text, literal values and tenant names: this page needs an Sso or Admin sign-in.</p>
-      <button type="button" onClick={() => requestSignIn(`${props.what} need an Sso or Admin sign-in.`)}>Sign in</button>
+      <button type="button" onClick={() => requestSignIn(`${props.what} need an Sso or Admin sign-in.`)}>
+        Sign in
+      </button>
     </div>
   );
 }

@@ -12,7 +12,8 @@ export interface DatabaseOutage {
   last_error_at: string | null;
 }
 
-export const clock = (iso: unknown) => (typeof iso === 'string' && iso ? new Date(iso).toLocaleTimeString('en-GB') : '–');
+export const clock = (iso: unknown) =>
+  typeof iso === 'string' && iso ? new Date(iso).toLocaleTimeString('en-GB') : '–';
 
 /** The outages of the last poll; none when the pooler does not report them. */
 export function outagesOf(h: HistoryState): DatabaseOutage[] {
@@ -36,8 +37,13 @@ export function OutageBanner(props: { outages: DatabaseOutage[]; testId: string;
     <div className={props.big ? 'outage big' : 'outage'} role="alert" data-testid={props.testId}>
       {props.outages.map((o) => (
         <div key={o.database} className="outage-line">
-          <strong>PostgreSQL unreachable since {clock(o.since)}</strong> <span className="outage-db">database {o.database}</span>
-          {lastErrorText(o.last_error, o.last_error_code, o.last_error_at) && <div className="outage-error">Last error: {lastErrorText(o.last_error, o.last_error_code, o.last_error_at)}</div>}
+          <strong>PostgreSQL unreachable since {clock(o.since)}</strong>{' '}
+          <span className="outage-db">database {o.database}</span>
+          {lastErrorText(o.last_error, o.last_error_code, o.last_error_at) && (
+            <div className="outage-error">
+              Last error: {lastErrorText(o.last_error, o.last_error_code, o.last_error_at)}
+            </div>
+          )}
         </div>
       ))}
     </div>

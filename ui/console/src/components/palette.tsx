@@ -37,13 +37,26 @@ export function Palette(props: { items: PaletteItem[]; onClose: () => void }) {
     navigate(item.href);
   };
   const onKey = (e: KeyboardEvent) => {
-    if (e.key === 'ArrowDown') { e.preventDefault(); setIndex((i) => Math.min(shown.length - 1, i + 1)); }
-    else if (e.key === 'ArrowUp') { e.preventDefault(); setIndex((i) => Math.max(0, i - 1)); }
-    else if (e.key === 'Enter') { e.preventDefault(); go(shown[index]); }
+    if (e.key === 'ArrowDown') {
+      e.preventDefault();
+      setIndex((i) => Math.min(shown.length - 1, i + 1));
+    } else if (e.key === 'ArrowUp') {
+      e.preventDefault();
+      setIndex((i) => Math.max(0, i - 1));
+    } else if (e.key === 'Enter') {
+      e.preventDefault();
+      go(shown[index]);
+    }
   };
   return (
     <div className="modal-backdrop palette-backdrop" onClick={props.onClose}>
-      <div className="modal palette" role="dialog" aria-modal="true" aria-label="Go to a page or a pool" onClick={(e) => e.stopPropagation()}>
+      <div
+        className="modal palette"
+        role="dialog"
+        aria-modal="true"
+        aria-label="Go to a page or a pool"
+        onClick={(e) => e.stopPropagation()}
+      >
         <input
           ref={input}
           role="combobox"
@@ -58,11 +71,23 @@ export function Palette(props: { items: PaletteItem[]; onClose: () => void }) {
         />
         <ul id="palette-list" role="listbox" aria-label="Matches">
           {shown.map((item, i) => (
-            <li key={item.href} id={`palette-${i}`} role="option" aria-selected={i === index} className={i === index ? 'selected' : undefined} onMouseEnter={() => setIndex(i)} onClick={() => go(item)}>
+            <li
+              key={item.href}
+              id={`palette-${i}`}
+              role="option"
+              aria-selected={i === index}
+              className={i === index ? 'selected' : undefined}
+              onMouseEnter={() => setIndex(i)}
+              onClick={() => go(item)}
+            >
               <span className="label">{item.label}</span> <span className="hint">{item.hint}</span>
             </li>
           ))}
-          {shown.length === 0 && <li className="muted" role="presentation">Nothing matches.</li>}
+          {shown.length === 0 && (
+            <li className="muted" role="presentation">
+              Nothing matches.
+            </li>
+          )}
         </ul>
       </div>
     </div>

@@ -4,7 +4,12 @@ import { api, type AuthConfig } from '../api';
 import { redirectToSso, setBasic } from '../auth';
 import { useEscape } from './use-escape';
 
-export function SignInModal(props: { config: AuthConfig | null; reason: string | null; onSignedIn: (c: AuthConfig) => void; onCancel?: () => void }) {
+export function SignInModal(props: {
+  config: AuthConfig | null;
+  reason: string | null;
+  onSignedIn: (c: AuthConfig) => void;
+  onCancel?: () => void;
+}) {
   const [user, setUser] = useState('');
   const [password, setPassword] = useState('');
   const [remember, setRemember] = useState(false);
@@ -41,18 +46,37 @@ export function SignInModal(props: { config: AuthConfig | null; reason: string |
         {props.reason && <p className="muted">{props.reason}</p>}
         <label>
           User
-          <input name="username" autoComplete="username" value={user} onChange={(e) => setUser(e.target.value)} autoFocus />
+          <input
+            name="username"
+            autoComplete="username"
+            value={user}
+            onChange={(e) => setUser(e.target.value)}
+            autoFocus
+          />
         </label>
         <label>
           Password
-          <input name="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} />
+          <input
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
         </label>
         <label className="check">
-          <input name="remember" type="checkbox" checked={remember} onChange={(e) => setRemember(e.target.checked)} /> Remember me
+          <input name="remember" type="checkbox" checked={remember} onChange={(e) => setRemember(e.target.checked)} />{' '}
+          Remember me
         </label>
-        {error && <p className="error" role="alert">{error}</p>}
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
         <div className="actions">
-          <button type="submit" disabled={busy || !user}>Sign in</button>
+          <button type="submit" disabled={busy || !user}>
+            Sign in
+          </button>
           {proxy && (
             <button type="button" className="secondary" onClick={() => redirectToSso(proxy)}>
               Sign in via SSO

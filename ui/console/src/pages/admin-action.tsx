@@ -14,17 +14,35 @@ interface ActionAnswer {
   running_transactions?: number;
 }
 
-export function AdminAction(props: { verb: Verb; expected: string; prompt: string; body?: { database: string; user: string }; onActed?: () => void; onDone: (message: string | null) => void }) {
+export function AdminAction(props: {
+  verb: Verb;
+  expected: string;
+  prompt: string;
+  body?: { database: string; user: string };
+  onActed?: () => void;
+  onDone: (message: string | null) => void;
+}) {
   const [result, setResult] = useState<{ text: string; answer: ActionAnswer | null } | null>(null);
   const [busy, setBusy] = useState(false);
   if (result !== null && result.answer && props.verb === 'pause' && props.body) {
-    return <PauseProgress pool={props.body} result={result.text} running={result.answer.running_transactions ?? null} onActed={props.onActed} onDone={props.onDone} />;
+    return (
+      <PauseProgress
+        pool={props.body}
+        result={result.text}
+        running={result.answer.running_transactions ?? null}
+        onActed={props.onActed}
+        onDone={props.onDone}
+      />
+    );
   }
   if (result !== null) return <ResultDialog text={result.text} onClose={() => props.onDone(result.text)} />;
   const run = async () => {
     setBusy(true);
     try {
-      const r = await api<ActionAnswer>(`/api/admin/${props.verb}`, props.body ? { method: 'POST', body: props.body } : { method: 'POST' });
+      const r = await api<ActionAnswer>(
+        `/api/admin/${props.verb}`,
+        props.body ? { method: 'POST', body: props.body } : { method: 'POST' },
+      );
       setResult({ text: `${props.verb.toUpperCase()}: ${r.message}`, answer: r });
       // The page behind the dialog shows the new state now, not at its next poll.
       props.onActed?.();
@@ -35,7 +53,16 @@ export function AdminAction(props: { verb: Verb; expected: string; prompt: strin
       setBusy(false);
     }
   };
-  return <ConfirmDialog title={props.verb.toUpperCase()} expected={props.expected} prompt={props.prompt} busy={busy} onConfirm={() => void run()} onCancel={() => props.onDone(null)} />;
+  return (
+    <ConfirmDialog
+      title={props.verb.toUpperCase()}
+      expected={props.expected}
+      prompt={props.prompt}
+      busy={busy}
+      onConfirm={() => void run()}
+      onCancel={() => props.onDone(null)}
+    />
+  );
 }
 
 function ResultDialog(props: { text: string; onClose: () => void }) {
@@ -44,7 +71,11 @@ function ResultDialog(props: { text: string; onClose: () => void }) {
     <div className="modal-backdrop">
       <div className="modal" role="dialog">
         <p data-testid="action-result">{props.text}</p>
-        <div className="actions"><button onClick={props.onClose} autoFocus>Close</button></div>
+        <div className="actions">
+          <button onClick={props.onClose} autoFocus>
+            Close
+          </button>
+        </div>
       </div>
     </div>
   );

@@ -15,14 +15,61 @@ const APP_COLUMNS: Column[] = [
   { key: 'cl_waiting', num: true, live: true },
   { key: 'qps', label: 'Q/s', num: true, live: true, render: (r) => rate(r['qps']) },
   { key: 'tps', label: 'Tx/s', num: true, live: true, render: (r) => rate(r['tps']) },
-  { key: 'errors_per_1000', label: 'errors / 1 000 q', help: 'app_errors', num: true, live: true, render: (r) => rate(r['errors_per_1000']) },
-  { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true, render: (r) => count(r['query_count']) },
-  { key: 'xact_count', label: 'transactions', help: 'total_xact_count', num: true, live: true, render: (r) => count(r['xact_count'] ?? r['transaction_count']) },
-  { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true, render: (r) => count(r['error_count']) },
-  { key: 'bytes_received', label: 'received', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_received']) },
+  {
+    key: 'errors_per_1000',
+    label: 'errors / 1 000 q',
+    help: 'app_errors',
+    num: true,
+    live: true,
+    render: (r) => rate(r['errors_per_1000']),
+  },
+  {
+    key: 'query_count',
+    label: 'queries',
+    help: 'total_query_count',
+    num: true,
+    live: true,
+    render: (r) => count(r['query_count']),
+  },
+  {
+    key: 'xact_count',
+    label: 'transactions',
+    help: 'total_xact_count',
+    num: true,
+    live: true,
+    render: (r) => count(r['xact_count'] ?? r['transaction_count']),
+  },
+  {
+    key: 'error_count',
+    label: 'errors',
+    help: 'total_errors',
+    num: true,
+    live: true,
+    render: (r) => count(r['error_count']),
+  },
+  {
+    key: 'bytes_received',
+    label: 'received',
+    help: 'bytes',
+    num: true,
+    live: true,
+    render: (r) => bytes(r['bytes_received']),
+  },
   { key: 'bytes_sent', label: 'sent', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_sent']) },
-  { key: 'query_time_us', label: 'query time', help: 'avg_query_time', num: true, live: true, render: (r) => micros(r['query_time_us']) },
-  { key: 'link', label: '', sortable: false, render: (r) => <a {...linkProps(clientsOfApp(String(r['application_name'])))}>clients →</a> },
+  {
+    key: 'query_time_us',
+    label: 'query time',
+    help: 'avg_query_time',
+    num: true,
+    live: true,
+    render: (r) => micros(r['query_time_us']),
+  },
+  {
+    key: 'link',
+    label: '',
+    sortable: false,
+    render: (r) => <a {...linkProps(clientsOfApp(String(r['application_name'])))}>clients →</a>,
+  },
 ];
 
 export function AppsPage() {
@@ -39,7 +86,11 @@ export function AppsPage() {
             columns={withExtraColumns(APP_COLUMNS, polled.data!, ['cl_idle', 'transaction_count', 'xact_time_us'])}
             rowKey={(r) => String(r['application_name'])}
             defaultSort={{ key: 'clients', order: 'desc' }}
-            empty={<Empty testId="apps-empty">No applications yet: rows appear as clients connect (each client's <code>application_name</code>).</Empty>}
+            empty={
+              <Empty testId="apps-empty">
+                No applications yet: rows appear as clients connect (each client's <code>application_name</code>).
+              </Empty>
+            }
           />
         )}
       </Gate>

@@ -58,7 +58,8 @@ function apiPath(c: ClientsQuery): string {
 
 export function ClientsPage(props: { search: string }) {
   const query = useMemo(() => parseClientsQuery(props.search), [props.search]);
-  const update = (change: Partial<ClientsQuery>, keepOffset = false) => setQuery(toParams({ ...query, ...change, offset: keepOffset ? change.offset ?? query.offset : 0 }));
+  const update = (change: Partial<ClientsQuery>, keepOffset = false) =>
+    setQuery(toParams({ ...query, ...change, offset: keepOffset ? (change.offset ?? query.offset) : 0 }));
   const polled = usePolling<Row[]>(apiPath(query));
   const history = useHistory();
   const explorer = useExplorerUrl();
@@ -73,30 +74,98 @@ export function ClientsPage(props: { search: string }) {
     return pool['paused'] ? 'pool paused' : 'all servers busy';
   };
   const columns: Column[] = [
-    { key: 'client_id', label: 'id', num: true, live: true, render: (r) => (explorer
-      ? <>{String(r['client_id'])} <a href={explorerHref(explorer, clientLogsQuery(String(r['client_id'])))} target="_blank" rel="noreferrer" data-testid="client-logs" title="This client's log records in the log explorer">logs</a></>
-      : String(r['client_id'])) },
+    {
+      key: 'client_id',
+      label: 'id',
+      num: true,
+      live: true,
+      render: (r) =>
+        explorer ? (
+          <>
+            {String(r['client_id'])}{' '}
+            <a
+              href={explorerHref(explorer, clientLogsQuery(String(r['client_id'])))}
+              target="_blank"
+              rel="noreferrer"
+              data-testid="client-logs"
+              title="This client's log records in the log explorer"
+            >
+              logs
+            </a>
+          </>
+        ) : (
+          String(r['client_id'])
+        ),
+    },
     { key: 'database' },
     { key: 'user' },
     { key: 'application_name', label: 'application' },
     { key: 'addr', label: 'peer address', live: true },
     { key: 'state', render: (r) => <StateTag row={r} /> },
-    { key: 'wait', num: true, live: true, render: (r) => (r['state'] !== 'waiting' ? '' : typeof r['wait_us'] === 'number' ? micros(r['wait_us']) : seconds(r['wait'])) },
+    {
+      key: 'wait',
+      num: true,
+      live: true,
+      render: (r) =>
+        r['state'] !== 'waiting' ? '' : typeof r['wait_us'] === 'number' ? micros(r['wait_us']) : seconds(r['wait']),
+    },
     { key: 'wait_reason', label: 'wait reason', render: waitReason },
-    { key: 'qps', label: 'Q/s', help: 'client_qps', num: true, live: true, render: (r) => rate(r['qps'] as number | null | undefined) },
-    { key: 'tps', label: 'Tx/s', help: 'client_tps', num: true, live: true, render: (r) => rate(r['tps'] as number | null | undefined) },
+    {
+      key: 'qps',
+      label: 'Q/s',
+      help: 'client_qps',
+      num: true,
+      live: true,
+      render: (r) => rate(r['qps'] as number | null | undefined),
+    },
+    {
+      key: 'tps',
+      label: 'Tx/s',
+      help: 'client_tps',
+      num: true,
+      live: true,
+      render: (r) => rate(r['tps'] as number | null | undefined),
+    },
     { key: 'transaction_count', label: 'transactions', help: 'total_xact_count', num: true, live: true },
     { key: 'query_count', label: 'queries', help: 'total_query_count', num: true, live: true },
     { key: 'error_count', label: 'errors', help: 'total_errors', num: true, live: true },
-    { key: 'query_age_ms', label: 'query age', help: 'client_query_age', num: true, live: true, render: (r) => (r['query_age_ms'] === null || r['query_age_ms'] === undefined || activityOf(r) !== 'active' ? '' : millis(r['query_age_ms'])) },
-    { key: 'xact_age_ms', label: 'transaction age', help: 'xact_age', num: true, live: true, render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : '') },
-    { key: 'bytes_received', label: 'received', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_received']) },
+    {
+      key: 'query_age_ms',
+      label: 'query age',
+      help: 'client_query_age',
+      num: true,
+      live: true,
+      render: (r) =>
+        r['query_age_ms'] === null || r['query_age_ms'] === undefined || activityOf(r) !== 'active'
+          ? ''
+          : millis(r['query_age_ms']),
+    },
+    {
+      key: 'xact_age_ms',
+      label: 'transaction age',
+      help: 'xact_age',
+      num: true,
+      live: true,
+      render: (r) => (Number(r['xact_age_ms']) > 0 ? millis(r['xact_age_ms']) : ''),
+    },
+    {
+      key: 'bytes_received',
+      label: 'received',
+      help: 'bytes',
+      num: true,
+      live: true,
+      render: (r) => bytes(r['bytes_received']),
+    },
     { key: 'bytes_sent', label: 'sent', help: 'bytes', num: true, live: true, render: (r) => bytes(r['bytes_sent']) },
     { key: 'age_seconds', label: 'age', num: true, live: true, render: (r) => seconds(r['age_seconds']) },
   ];
   const present = polled.data?.[0];
   // Columns of fields this pooler reports (a pooler without query ages or bytes per client leaves them out).
-  const shown = withExtraColumns(columns.filter((c) => !present || !OPTIONAL_COLUMNS.has(c.key) || c.key in present), polled.data ?? [], ['tls', 'wait_us', 'xact_time_us', 'activity']);
+  const shown = withExtraColumns(
+    columns.filter((c) => !present || !OPTIONAL_COLUMNS.has(c.key) || c.key in present),
+    polled.data ?? [],
+    ['tls', 'wait_us', 'xact_time_us', 'activity'],
+  );
   const from = total === 0 ? 0 : query.offset + 1;
   const to = Math.min(total, query.offset + query.limit);
   const anyFilter = CLIENT_FILTERS.some((f) => query.filters[f] !== '');
@@ -108,13 +177,33 @@ export function ClientsPage(props: { search: string }) {
         {() => (
           <>
             <div className="pager" role="navigation" aria-label="Pages of clients">
-              <span data-testid="clients-count" aria-live="polite">{from}–{to} of {count(total)}</span>
-              <button type="button" className="secondary" disabled={query.offset === 0} onClick={() => update({ offset: Math.max(0, query.offset - query.limit) }, true)}>Previous</button>
-              <button type="button" className="secondary" disabled={to >= total} onClick={() => update({ offset: query.offset + query.limit }, true)}>Next</button>
+              <span data-testid="clients-count" aria-live="polite">
+                {from}–{to} of {count(total)}
+              </span>
+              <button
+                type="button"
+                className="secondary"
+                disabled={query.offset === 0}
+                onClick={() => update({ offset: Math.max(0, query.offset - query.limit) }, true)}
+              >
+                Previous
+              </button>
+              <button
+                type="button"
+                className="secondary"
+                disabled={to >= total}
+                onClick={() => update({ offset: query.offset + query.limit }, true)}
+              >
+                Next
+              </button>
               <label className="inline">
                 Per page
                 <select value={query.limit} onChange={(e) => update({ limit: Number(e.target.value) })}>
-                  {PAGE_SIZES.map((s) => <option key={s} value={s}>{s}</option>)}
+                  {PAGE_SIZES.map((s) => (
+                    <option key={s} value={s}>
+                      {s}
+                    </option>
+                  ))}
                 </select>
               </label>
             </div>
@@ -126,7 +215,11 @@ export function ClientsPage(props: { search: string }) {
               rowKey={(r) => String(r['client_id'])}
               sort={query.sort}
               onSort={(sort) => update({ sort })}
-              empty={<Empty testId="clients-empty">{anyFilter ? 'No client matches these filters.' : 'No clients are connected.'}</Empty>}
+              empty={
+                <Empty testId="clients-empty">
+                  {anyFilter ? 'No client matches these filters.' : 'No clients are connected.'}
+                </Empty>
+              }
             />
           </>
         )}
@@ -152,7 +245,12 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
   }, [draft]);
   const set = (f: Filter, v: string) => setDraft((d) => ({ ...d, [f]: v }));
   // 'idle in transaction' is an activity (SHOW CLIENTS counts those clients as active): one select sets either filter.
-  const setState = (v: string) => setDraft((d) => ({ ...d, state: v === IDLE_IN_TRANSACTION ? '' : v, activity: v === IDLE_IN_TRANSACTION ? v : '' }));
+  const setState = (v: string) =>
+    setDraft((d) => ({
+      ...d,
+      state: v === IDLE_IN_TRANSACTION ? '' : v,
+      activity: v === IDLE_IN_TRANSACTION ? v : '',
+    }));
   const text = (f: Filter, label: string, placeholder: string) => (
     <label>
       {label}
@@ -160,12 +258,24 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
     </label>
   );
   return (
-    <form className="filters" role="search" aria-label="Filter clients" onSubmit={(e) => { e.preventDefault(); props.onChange(draft); }}>
+    <form
+      className="filters"
+      role="search"
+      aria-label="Filter clients"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onChange(draft);
+      }}
+    >
       <label>
         Pool
         <select name="pool" value={draft.pool} onChange={(e) => set('pool', e.target.value)}>
           <option value="">any</option>
-          {[...new Set([...props.pools, ...(draft.pool ? [draft.pool] : [])])].map((p) => <option key={p} value={p}>{p}</option>)}
+          {[...new Set([...props.pools, ...(draft.pool ? [draft.pool] : [])])].map((p) => (
+            <option key={p} value={p}>
+              {p}
+            </option>
+          ))}
         </select>
       </label>
       {text('database', 'Database', 'any')}
@@ -174,12 +284,26 @@ function ClientFilters(props: { query: ClientsQuery; pools: string[]; onChange: 
         State
         <select name="state" value={draft.activity || draft.state} onChange={(e) => setState(e.target.value)}>
           <option value="">any</option>
-          {['active', 'idle', 'waiting', IDLE_IN_TRANSACTION].map((s) => <option key={s} value={s}>{s}</option>)}
+          {['active', 'idle', 'waiting', IDLE_IN_TRANSACTION].map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
         </select>
       </label>
       {text('application_name', 'Application', 'exact name')}
       {text('addr', 'Peer address', 'host or host:port')}
-      <button type="button" className="secondary" onClick={() => { const empty = Object.fromEntries(CLIENT_FILTERS.map((f) => [f, ''])) as Record<Filter, string>; setDraft(empty); props.onChange(empty); }}>Clear</button>
+      <button
+        type="button"
+        className="secondary"
+        onClick={() => {
+          const empty = Object.fromEntries(CLIENT_FILTERS.map((f) => [f, ''])) as Record<Filter, string>;
+          setDraft(empty);
+          props.onChange(empty);
+        }}
+      >
+        Clear
+      </button>
     </form>
   );
 }

@@ -26,7 +26,8 @@ export function OverviewPage() {
   const samples = history.samples;
   const data = latest(history)?.overview ?? null;
   const x = samples.map((s) => s.t);
-  const o = (pick: (ov: NonNullable<typeof data>) => number | undefined) => series(samples, (s) => (s.overview ? pick(s.overview) : null));
+  const o = (pick: (ov: NonNullable<typeof data>) => number | undefined) =>
+    series(samples, (s) => (s.overview ? pick(s.overview) : null));
   const waiting = (ov: NonNullable<typeof data>) => ov.cl_waiting ?? ov.clients['waiting'];
   // Idle in transaction is counted in active by the pooler: shown apart here, so the parts add up to the total.
   const clIdleXact = (ov: NonNullable<typeof data>) => idleXact(ov.clients['idle_in_transaction']);
@@ -42,47 +43,146 @@ export function OverviewPage() {
         {() => (
           <>
             <div className="cards" data-testid="overview-cards">
-              <Card label="Clients" help="clients" testId="overview-clients" value={count(data!.clients['total'])} tone={clIdleXact(data!) ? 'warn' : null} detail={<>
-                {`${running(data!.clients['active'], clIdleXact(data!))} active · ${data!.clients['idle'] ?? 0} idle · ${waiting(data!) ?? 0} waiting`}
-                <IdleXactLine n={clIdleXact(data!)} oldestMs={data!.max_idle_xact_age_ms} testId="overview-clients-idle-xact" />
-              </>} />
-              <Card label="Servers" help="servers" testId="overview-servers" value={count(data!.servers['total'])} tone={svIdleXact(data!) ? 'warn' : null} detail={<>
-                {`${running(svActive(data!), svIdleXact(data!))} active · ${data!.sv_idle ?? data!.servers['idle'] ?? 0} idle · ${data!.sv_used ?? data!.servers['used'] ?? 0} used · ${data!.sv_login ?? data!.servers['login'] ?? 0} login`}
-                <IdleXactLine n={svIdleXact(data!)} oldestMs={data!.max_idle_xact_age_ms} testId="overview-servers-idle-xact" />
-              </>} />
+              <Card
+                label="Clients"
+                help="clients"
+                testId="overview-clients"
+                value={count(data!.clients['total'])}
+                tone={clIdleXact(data!) ? 'warn' : null}
+                detail={
+                  <>
+                    {`${running(data!.clients['active'], clIdleXact(data!))} active · ${data!.clients['idle'] ?? 0} idle · ${waiting(data!) ?? 0} waiting`}
+                    <IdleXactLine
+                      n={clIdleXact(data!)}
+                      oldestMs={data!.max_idle_xact_age_ms}
+                      testId="overview-clients-idle-xact"
+                    />
+                  </>
+                }
+              />
+              <Card
+                label="Servers"
+                help="servers"
+                testId="overview-servers"
+                value={count(data!.servers['total'])}
+                tone={svIdleXact(data!) ? 'warn' : null}
+                detail={
+                  <>
+                    {`${running(svActive(data!), svIdleXact(data!))} active · ${data!.sv_idle ?? data!.servers['idle'] ?? 0} idle · ${data!.sv_used ?? data!.servers['used'] ?? 0} used · ${data!.sv_login ?? data!.servers['login'] ?? 0} login`}
+                    <IdleXactLine
+                      n={svIdleXact(data!)}
+                      oldestMs={data!.max_idle_xact_age_ms}
+                      testId="overview-servers-idle-xact"
+                    />
+                  </>
+                }
+              />
               <Card label="Transactions/s" help="tps" value={rate(data!.tps)} />
-              <Card label="Queries/s" help="qps" value={rate(data!.qps)} detail={data!.query_p95_us !== undefined ? `p95 ${micros(data!.query_p95_us)}` : undefined} />
-              <Card label="Errors" help="errors" value={count(data!.errors)} detail={`${rate(lastErrors)} /s`} tone={lastErrors ? 'bad' : null} />
-              <Card label="Pools" help="pools" value={count(data!.pools)} detail={`${data!.pools_paused} paused`} tone={data!.pools_paused ? 'warn' : null} />
+              <Card
+                label="Queries/s"
+                help="qps"
+                value={rate(data!.qps)}
+                detail={data!.query_p95_us !== undefined ? `p95 ${micros(data!.query_p95_us)}` : undefined}
+              />
+              <Card
+                label="Errors"
+                help="errors"
+                value={count(data!.errors)}
+                detail={`${rate(lastErrors)} /s`}
+                tone={lastErrors ? 'bad' : null}
+              />
+              <Card
+                label="Pools"
+                help="pools"
+                value={count(data!.pools)}
+                detail={`${data!.pools_paused} paused`}
+                tone={data!.pools_paused ? 'warn' : null}
+              />
             </div>
             <div className="charts" data-testid="overview-charts">
-              <Chart testId="chart-rates" title="Transactions and queries per second" help="tps" x={x} series={[
-                { label: 'tps', values: o((ov) => ov.tps), color: '--series-1' },
-                { label: 'qps', values: o((ov) => ov.qps), color: '--series-2' },
-              ]} />
-              <Chart testId="chart-latency" title="Query latency" help="latency" x={x} format={micros} ticks={microsTicks} emptyText={hasLatency ? undefined : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'} series={[
-                { label: 'p50', values: o((ov) => ov.query_p50_us), color: '--series-1' },
-                { label: 'p95', values: o((ov) => ov.query_p95_us), color: '--series-3' },
-                { label: 'p99', values: o((ov) => ov.query_p99_us), color: '--series-4' },
-              ]} />
-              <Chart testId="chart-waiting" title="Waiting clients" help="waiting" x={x} series={[{ label: 'waiting', values: o(waiting), color: '--series-3' }]} />
-              <Chart testId="chart-errors" title="Errors per second" help="errors_per_sec" x={x} series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]} />
-              <Chart testId="chart-servers" title="Server connections by state" help="servers" x={x} series={[
-                { label: 'active', values: o((ov) => running(svActive(ov), svIdleXact(ov))), color: '--series-1' },
-                { label: 'idle', values: o((ov) => ov.sv_idle ?? ov.servers['idle']), color: '--series-2' },
-                { label: 'used', values: o((ov) => ov.sv_used ?? ov.servers['used']), color: '--series-3' },
-                { label: 'login', values: o((ov) => ov.sv_login ?? ov.servers['login']), color: '--series-4' },
-                { label: 'idle in transaction', values: o((ov) => ov.servers['idle_in_transaction']), color: '--warn' },
-              ]} />
+              <Chart
+                testId="chart-rates"
+                title="Transactions and queries per second"
+                help="tps"
+                x={x}
+                series={[
+                  { label: 'tps', values: o((ov) => ov.tps), color: '--series-1' },
+                  { label: 'qps', values: o((ov) => ov.qps), color: '--series-2' },
+                ]}
+              />
+              <Chart
+                testId="chart-latency"
+                title="Query latency"
+                help="latency"
+                x={x}
+                format={micros}
+                ticks={microsTicks}
+                emptyText={
+                  hasLatency
+                    ? undefined
+                    : 'The pooler does not report latency percentiles yet (query_p50_us, query_p95_us, query_p99_us of /api/overview).'
+                }
+                series={[
+                  { label: 'p50', values: o((ov) => ov.query_p50_us), color: '--series-1' },
+                  { label: 'p95', values: o((ov) => ov.query_p95_us), color: '--series-3' },
+                  { label: 'p99', values: o((ov) => ov.query_p99_us), color: '--series-4' },
+                ]}
+              />
+              <Chart
+                testId="chart-waiting"
+                title="Waiting clients"
+                help="waiting"
+                x={x}
+                series={[{ label: 'waiting', values: o(waiting), color: '--series-3' }]}
+              />
+              <Chart
+                testId="chart-errors"
+                title="Errors per second"
+                help="errors_per_sec"
+                x={x}
+                series={[{ label: 'errors/s', values: series(samples, errorsPerSec), color: '--series-4' }]}
+              />
+              <Chart
+                testId="chart-servers"
+                title="Server connections by state"
+                help="servers"
+                x={x}
+                series={[
+                  { label: 'active', values: o((ov) => running(svActive(ov), svIdleXact(ov))), color: '--series-1' },
+                  { label: 'idle', values: o((ov) => ov.sv_idle ?? ov.servers['idle']), color: '--series-2' },
+                  { label: 'used', values: o((ov) => ov.sv_used ?? ov.servers['used']), color: '--series-3' },
+                  { label: 'login', values: o((ov) => ov.sv_login ?? ov.servers['login']), color: '--series-4' },
+                  {
+                    label: 'idle in transaction',
+                    values: o((ov) => ov.servers['idle_in_transaction']),
+                    color: '--warn',
+                  },
+                ]}
+              />
             </div>
           </>
         )}
       </Gate>
       {proc.data && (
         <div className="cards" data-testid="process-cards">
-          <Card label="Process" help="process" value={`pid ${proc.data.pid}`} detail={`tidepool ${proc.data.version} · up ${seconds(proc.data.uptime_seconds)}`} />
-          <Card label="Memory" help="memory" value={mb(proc.data.rss_bytes)} detail={`heap ${mb(proc.data.heap_used_bytes)}`} />
-          <Card label="CPU" help="cpu" value={`${proc.data.cpu_percent}%`} detail={`event loop p99 ${millis(proc.data.event_loop_delay_ms.p99)}`} />
+          <Card
+            label="Process"
+            help="process"
+            value={`pid ${proc.data.pid}`}
+            detail={`tidepool ${proc.data.version} · up ${seconds(proc.data.uptime_seconds)}`}
+          />
+          <Card
+            label="Memory"
+            help="memory"
+            value={mb(proc.data.rss_bytes)}
+            detail={`heap ${mb(proc.data.heap_used_bytes)}`}
+          />
+          <Card
+            label="CPU"
+            help="cpu"
+            value={`${proc.data.cpu_percent}%`}
+            detail={`event loop p99 ${millis(proc.data.event_loop_delay_ms.p99)}`}
+          />
         </div>
       )}
     </section>

@@ -14,7 +14,13 @@ export function pauseStatus(paused: boolean, running: number): string {
   return `paused, waiting for ${count(running)} transaction${running === 1 ? '' : 's'}`;
 }
 
-export function PauseProgress(props: { pool: { database: string; user: string }; result: string; running: number | null; onActed?: () => void; onDone: (message: string | null) => void }) {
+export function PauseProgress(props: {
+  pool: { database: string; user: string };
+  result: string;
+  running: number | null;
+  onActed?: () => void;
+  onDone: (message: string | null) => void;
+}) {
   const { database, user } = props.pool;
   const [resumed, setResumed] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -42,21 +48,37 @@ export function PauseProgress(props: { pool: { database: string; user: string };
   return (
     <div className="modal-backdrop">
       <div className="modal" role="dialog" aria-labelledby="pause-title">
-        <h2 id="pause-title">PAUSE {database}/{user}</h2>
+        <h2 id="pause-title">
+          PAUSE {database}/{user}
+        </h2>
         <p data-testid="action-result">{resumed ?? props.result}</p>
         {resumed === null && (
           <>
-            <p data-testid="pause-status" role="status">{running === null ? 'paused' : pauseStatus(paused, running)}</p>
+            <p data-testid="pause-status" role="status">
+              {running === null ? 'paused' : pauseStatus(paused, running)}
+            </p>
             {/* Clients wait through a PAUSE, past query_wait_timeout (README: PAUSE); the operator sees how many and how long. */}
             <p className="muted" data-testid="pause-waiting">
-              {waiting > 0 ? `${count(waiting)} client${waiting === 1 ? '' : 's'} waiting for a server, the longest for ${seconds(row?.['maxwait'])}` : 'No client is waiting for a server.'}
+              {waiting > 0
+                ? `${count(waiting)} client${waiting === 1 ? '' : 's'} waiting for a server, the longest for ${seconds(row?.['maxwait'])}`
+                : 'No client is waiting for a server.'}
             </p>
-            {pools.error && <p className="error" role="alert">The pool's numbers are not updating: {pools.error}</p>}
+            {pools.error && (
+              <p className="error" role="alert">
+                The pool's numbers are not updating: {pools.error}
+              </p>
+            )}
           </>
         )}
         <div className="actions">
-          {resumed === null && <button className="danger" onClick={() => void resume()} disabled={busy}>Resume</button>}
-          <button className="secondary" onClick={close} autoFocus>Close</button>
+          {resumed === null && (
+            <button className="danger" onClick={() => void resume()} disabled={busy}>
+              Resume
+            </button>
+          )}
+          <button className="secondary" onClick={close} autoFocus>
+            Close
+          </button>
         </div>
       </div>
     </div>
