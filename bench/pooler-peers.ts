@@ -142,10 +142,13 @@ async function waitListening(
         });
       }));
     if (portOk) return;
-    if (Date.now() > deadline)
+    if (Date.now() > deadline) {
+      // The caller never gets a handle on a peer that did not come up: stop it here, or it outlives the bench.
+      child.kill('SIGKILL');
       throw new Error(
         `${what} did not listen on ${host}:${port} in 20 s: ${readFileSync(logFile, 'utf8').slice(-2000)}`,
       );
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -1,0 +1,310 @@
+// Many clients in rounds on one long-running pooler (issue 35 item 3, issue 40's 10 000 clients): each round N md5
+// clients log in, send `select 1` every 5, 20 or 60 s and leave after 60-150 s, while pgbench -S runs on the same
+// pool; the pooler's server_lifetime is shorter than a round, so servers are recycled under the load. Every login
+// and query must be answered (no error, none unanswered for 60 s), pgbench must end clean, and after each round
+// SHOW POOLS must count no client left. Writes bench/results/pooler-client-rounds.md; exits 1 when a round fails.
+// Usage: npm run build && node dist/bench/pooler-client-rounds.js [--clients 10000] [--rounds 3] [--hold 60,150]
+//   [--every 5,20,60] [--lifetime 30s] [--pool-size 10] [--pgbench-clients 10] [--out FILE] [--help]
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { writeQuery, writeStartupMessage, writeTerminate } from '../src/protocol/writer.js';
+import { stopOnExit } from './bench-exit.js';
+import { clockTicks, cpuSeconds, rssBytes } from './pooler-cpu.js';
+import {
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  startBenchPostgres,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
+import { runPgbench } from './pooler-pgbench.js';
+import { writeResults } from './results-file.js';
+
+const USAGE = `Usage: node dist/bench/pooler-client-rounds.js [options]
+  --clients N          clients per round (default 10000)
+  --rounds N           rounds on the same pooler process (default 3)
+  --hold MIN,MAX       seconds each client stays (default 60,150)
+  --every A,B,C        seconds between a client's queries, by client in turn (default 5,20,60)
+  --lifetime D         the pooler's server_lifetime (default 30s: shorter than a round)
+  --pool-size N        servers of the pool (default 10)
+  --pgbench-clients N  pgbench -S clients on the same pool during each round (default 10; 0: none)
+  --out FILE           write the table there instead of bench/results/pooler-client-rounds.md
+  --help               print this and exit
+`;
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+function opt(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : dflt;
+}
+const CLIENTS = Number(opt('clients', '10000'));
+const ROUNDS = Number(opt('rounds', '3'));
+const [HOLD_MIN, HOLD_MAX] = opt('hold', '60,150').split(',').map(Number) as [number, number];
+const EVERY = opt('every', '5,20,60').split(',').map(Number);
+const LIFETIME = opt('lifetime', '30s');
+const POOL_SIZE = Number(opt('pool-size', '10'));
+const PGBENCH_CLIENTS = Number(opt('pgbench-clients', '10'));
+/** A query or login unanswered this long is a stall. */
+const STALL_MS = 60_000;
+
+const say = (msg: string) => process.stderr.write(`[client-rounds] ${msg}\n`);
+const md5 = (x: string | Buffer) => createHash('md5').update(x).digest('hex');
+
+interface RoundStats {
+  logins: number;
+  queries: number;
+  errors: Map<string, number>;
+  stalls: number;
+  loginMs: number[];
+  queryMs: number[];
+}
+
+function addError(st: RoundStats, what: string): void {
+  st.errors.set(what, (st.errors.get(what) ?? 0) + 1);
+}
+
+/** SQLSTATE and message of an ErrorResponse body. */
+function errorText(body: Buffer): string {
+  let code = '';
+  let msg = '';
+  let i = 0;
+  while (i < body.length && body[i] !== 0) {
+    const t = String.fromCharCode(body[i]!);
+    const end = body.indexOf(0, i + 1);
+    const v = body.toString('utf8', i + 1, end);
+    if (t === 'C') code = v;
+    if (t === 'M') msg = v;
+    i = end + 1;
+  }
+  return `${code} ${msg.slice(0, 80)}`;
+}
+
+/** One client: md5 login, `select 1` every ~everyMs (at least once), Terminate after holdMs. */
+function client(port: number, holdMs: number, everyMs: number, st: RoundStats): Promise<void> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    let buf: Buffer = Buffer.alloc(0);
+    let phase: 'login' | 'idle' | 'query' = 'login';
+    let since = Date.now();
+    const leaveAt = Date.now() + holdMs;
+    let asked = false;
+    let timer: NodeJS.Timeout | null = null;
+    let done = false;
+    const finish = (why?: string) => {
+      if (done) return;
+      done = true;
+      if (why) addError(st, why);
+      if (timer) clearTimeout(timer);
+      clearInterval(watch);
+      s.destroy();
+      resolve();
+    };
+    const watch = setInterval(() => {
+      if (phase !== 'idle' && Date.now() - since > STALL_MS) {
+        st.stalls++;
+        finish(`no answer to ${phase} in ${STALL_MS / 1000} s`);
+      }
+    }, 1000);
+    const next = () => {
+      if (asked && Date.now() >= leaveAt) {
+        done = true;
+        clearInterval(watch);
+        s.end(writeTerminate());
+        resolve();
+        return;
+      }
+      timer = setTimeout(
+        () => {
+          phase = 'query';
+          since = Date.now();
+          asked = true;
+          s.write(writeQuery('select 1'));
+        },
+        everyMs * (0.5 + Math.random()),
+      );
+    };
+    s.setNoDelay(true);
+    s.on('connect', () => s.write(writeStartupMessage({ user: BENCH_USER, database: BENCH_DB })));
+    s.on('error', (e) => finish(`socket: ${e.message}`));
+    s.on('close', () => finish(`closed by the pooler during ${phase}`));
+    s.on('data', (d: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, d]) : d;
+      while (buf.length >= 5) {
+        const len = buf.readInt32BE(1);
+        if (buf.length < 1 + len) break;
+        const type = buf[0]!;
+        const body = buf.subarray(5, 1 + len);
+        buf = buf.subarray(1 + len);
+        if (type === 0x52 /* R */ && body.readInt32BE(0) === 5) {
+          const hash = 'md5' + md5(Buffer.concat([Buffer.from(md5(BENCH_PASSWORD + BENCH_USER)), body.subarray(4, 8)]));
+          const out = Buffer.alloc(6 + hash.length);
+          out.write('p', 0);
+          out.writeInt32BE(5 + hash.length, 1);
+          out.write(hash, 5);
+          s.write(out);
+        } else if (type === 0x45 /* E */) {
+          finish(`${phase}: ${errorText(body)}`);
+          return;
+        } else if (type === 0x5a /* Z */) {
+          if (phase === 'login') {
+            st.logins++;
+            st.loginMs.push(Date.now() - since);
+          } else if (phase === 'query') {
+            st.queries++;
+            st.queryMs.push(Date.now() - since);
+          }
+          phase = 'idle';
+          next();
+        }
+      }
+    });
+  });
+}
+
+function pct(xs: number[], q: number): number {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+async function showPools(port: number): Promise<Record<string, string>[]> {
+  const c = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'admin',
+    password: 'bench-admin-password',
+    database: 'pgbouncer',
+  });
+  await c.connect();
+  try {
+    return (await c.query<Record<string, string>>('SHOW POOLS')).rows;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-client-rounds-'));
+  let pgsrv: Awaited<ReturnType<typeof startBenchPostgres>> | null = null;
+  let pooler: RunningPeer | null = null;
+  const cleanup = stopOnExit(
+    async () => {
+      await pooler?.stop().catch(() => undefined);
+      await pgsrv?.stop().catch(() => undefined);
+    },
+    () => [pooler?.pid, pgsrv?.pid],
+    () => dir,
+    say,
+  );
+  const ticks = clockTicks();
+  const rows: string[] = [];
+  let failed = false;
+  const loadAtStart = os.loadavg();
+  try {
+    pgsrv = await startBenchPostgres(dir, { maxConnections: 100, scale: 1, progress: say });
+    pooler = await startTidepool({
+      dir: path.join(dir, 'tidepool'),
+      root: ROOT,
+      serverHost: pgsrv.host,
+      serverPort: pgsrv.port,
+      poolSize: POOL_SIZE,
+      generalToml: `server_lifetime = "${LIFETIME}"\nmax_connections = ${CLIENTS + 1000}`,
+    });
+    say(`tidepool pid ${pooler.pid} on ${pooler.port}; ${ROUNDS} rounds of ${CLIENTS} clients`);
+    const started = Date.now();
+    for (let round = 1; round <= ROUNDS; round++) {
+      const st: RoundStats = { logins: 0, queries: 0, errors: new Map(), stalls: 0, loginMs: [], queryMs: [] };
+      const cpu0 = cpuSeconds(pooler.pid, ticks);
+      const t0 = Date.now();
+      const bench =
+        PGBENCH_CLIENTS > 0
+          ? runPgbench(
+              { key: `simple-c${PGBENCH_CLIENTS}`, protocol: 'simple', clients: PGBENCH_CLIENTS, reconnect: false },
+              { host: '127.0.0.1', port: pooler.port, user: BENCH_USER, password: BENCH_PASSWORD, database: BENCH_DB },
+              HOLD_MAX,
+              dir,
+              `round-${round}`,
+            )
+          : null;
+      let maxWaiting = 0;
+      let maxRss = 0;
+      const sampler = setInterval(() => {
+        maxRss = Math.max(maxRss, rssBytes(pooler!.pid));
+        void showPools(pooler!.port).then(
+          (p) => {
+            const w = p.reduce((a, r) => a + Number(r.cl_waiting ?? 0), 0);
+            maxWaiting = Math.max(maxWaiting, w);
+            say(
+              `round ${round} t=${((Date.now() - t0) / 1000).toFixed(0)} s: logins ${st.logins}, queries ${st.queries}, errors ${[...st.errors.values()].reduce((a, b) => a + b, 0)}, stalls ${st.stalls}, cl_waiting ${w}`,
+            );
+          },
+          (err: Error) => addError(st, `SHOW POOLS failed: ${err.message}`),
+        );
+      }, 10_000);
+      const all: Promise<void>[] = [];
+      for (let i = 0; i < CLIENTS; i++) {
+        const hold = (HOLD_MIN + Math.random() * (HOLD_MAX - HOLD_MIN)) * 1000;
+        all.push(client(pooler.port, hold, EVERY[i % EVERY.length]! * 1000, st));
+        if (i % 200 === 199) await new Promise((r) => setTimeout(r, 20));
+      }
+      await Promise.all(all);
+      const pb = bench ? await bench.done : null;
+      clearInterval(sampler);
+      const cpu = cpuSeconds(pooler.pid, ticks) - cpu0;
+      // Every client has left: the pool must count none (pgbench has ended too).
+      const after = await showPools(pooler.port);
+      const left = after.reduce((a, r) => a + Number(r.cl_active) + Number(r.cl_waiting) + Number(r.cl_idle ?? 0), 0);
+      const errors = [...st.errors].sort((a, b) => b[1] - a[1]);
+      const ok = errors.length === 0 && st.stalls === 0 && left === 0 && st.logins === CLIENTS && !pb?.error;
+      if (!ok) failed = true;
+      rows.push(
+        `| ${round} | ${((t0 - started) / 60_000).toFixed(1)} | ${st.logins} / ${CLIENTS} | ${st.queries} | ${pct(st.loginMs, 0.5)} / ${pct(st.loginMs, 0.99)} | ${pct(st.queryMs, 0.5)} / ${pct(st.queryMs, 0.99)} / ${Math.max(0, ...st.queryMs)} | ${errors.length ? errors.map(([k, n]) => `${n}x ${k}`).join('; ') : 0} | ${st.stalls} | ${maxWaiting} | ${left} | ${pb ? (pb.error ? `failed: ${pb.error}` : `${pb.tps.toFixed(0)} tps`) : '-'} | ${(maxRss / 2 ** 20).toFixed(0)} | ${cpu.toFixed(1)} | ${ok ? 'yes' : 'no'} |`,
+      );
+      say(rows[rows.length - 1]!);
+    }
+  } finally {
+    await cleanup();
+  }
+  const out = [
+    '# Many clients in rounds on one pooler',
+    '',
+    `${ROUNDS} rounds of ${CLIENTS.toLocaleString('en-US')} md5 clients on one tidepool process (transaction mode, pool_size ${POOL_SIZE}, ` +
+      `server_lifetime ${LIFETIME}, default query_wait_timeout), each client logging in, sending \`select 1\` every ` +
+      `${EVERY.join('/')} s (by client in turn, 0.5-1.5x at random) and leaving after ${HOLD_MIN}-${HOLD_MAX} s; pgbench -S with ` +
+      `${PGBENCH_CLIENTS} clients on the same pool during each round. Machine: ${os.cpus().length} CPU, Node ${process.version}, ` +
+      `load average at the start ${loadAtStart.map((x) => x.toFixed(1)).join(', ')}, at the end ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(', ')}.`,
+    '',
+    '| Round | Started, min | Logins | Queries | Login ms p50 / p99 | Query ms p50 / p99 / max | Errors | Stalls (60 s) | Max cl_waiting | Clients left after | pgbench | Pooler RSS max, MiB | Pooler CPU-s | Clean |',
+    '|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|',
+    ...rows,
+    '',
+    `Run: \`node dist/bench/pooler-client-rounds.js ${process.argv.slice(2).join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`,
+    '',
+  ].join('\n');
+  const outIdx = process.argv.indexOf('--out');
+  if (outIdx >= 0) writeFileSync(path.resolve(process.argv[outIdx + 1]!), out);
+  else writeResults(path.join(ROOT, 'bench', 'results', 'pooler-client-rounds.md'), out);
+  process.stdout.write(out);
+  if (failed) {
+    say('a round was not clean (see the table)');
+    process.exitCode = 1;
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`${err.stack ?? err.message}\n`);
+  process.exitCode = 1;
+});
