@@ -119,7 +119,8 @@ describe.each(['single', 'store'] as const)('a long search beside bulks to its s
     console.log(
       `[${mode}] search alone ${aloneMs.toFixed(0)} ms, beside bulks ${searchMs.toFixed(0)} ms; ` +
         `${all.length} bulks sent during it (${acked.length} acknowledged before it answered): ` +
-        `median ${median(all).toFixed(1)} ms, max ${Math.max(...all).toFixed(1)} ms`,
+        `median ${median(all).toFixed(1)} ms, max ${Math.max(...all).toFixed(1)} ms, ` +
+        `${all.filter((x) => x > 100).length} over 100 ms`,
     );
     checkSame(alone, answer);
     // Before searches left the shard thread a bulk waited for the whole search: at most one got in before it.
