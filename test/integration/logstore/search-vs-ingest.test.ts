@@ -1,7 +1,8 @@
 // A long search does not hold back writes to its shard: while one search reads many sealed fractions (several
 // seconds of wildcard scans), bulks to the same shard are acknowledged one after another, and the search's answer
 // (total, hits in order, aggregations, histogram) is the one it gives with nothing written beside it. In single
-// mode and in a store behind a proxy.
+// mode and in a store behind a proxy; with retention dropping the fractions the search reads while it reads them;
+// and past search.timeout (504, or timed_out), as over the active fraction (search-guard.test.ts).
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -170,5 +171,34 @@ describe('retention dropping the fractions a long search reads', () => {
     expect(after.body.total).toBeLessThan(11_111);
     const health = (await (await fetch(`${ls.debugUrl}/health`)).json()) as { status: string };
     expect(health.status).toBe('ok');
+  });
+});
+
+describe('search.timeout over sealed fractions read by the search thread', () => {
+  let ls: LogstoreProcess;
+  beforeAll(async () => {
+    // 300 ms: the long search (seconds of wildcard scans over the sealed fractions) cannot finish in it.
+    ls = await startLogstore({ storage: { shards: 1, frac_size: '64KB' }, search: { timeout: '300ms' } });
+    for (let i = 0; i < DOCS; i += 2000)
+      expect((await bulk(ls.url, ndjson(docs.slice(i, i + 2000)))).body.errors).toBe(false);
+  });
+  afterAll(async () => {
+    await ls?.cleanup();
+  });
+
+  it('the search API answers 504 search_timeout, _search what it found marked timed_out, and bulks go on', async () => {
+    const written = bulk(ls.url, ndjson([{ k: 'during' }]));
+    const s = await postJson<{ error?: { code: string; timed_out?: boolean } }>(`${ls.url}/complex-search`, request);
+    expect(s.status).toBe(504);
+    expect(s.body.error).toMatchObject({ code: 'search_timeout', timed_out: true });
+    const es = await postJson<{ timed_out: boolean; hits: { total: { value: number } } }>(`${ls.url}/logs/_search`, {
+      query: { query_string: { query: query.replace(/ or /g, ' OR ') } },
+      size: 5,
+    });
+    expect(es.status).toBe(200);
+    expect(es.body.timed_out).toBe(true);
+    // What it found before the deadline, never more than the whole answer.
+    expect(es.body.hits.total.value).toBeLessThanOrEqual(11_111);
+    expect((await written).body.errors).toBe(false);
   });
 });
