@@ -9,10 +9,11 @@ import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
-import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
+import type { ActiveStep, IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
 import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery } from './search/execute.js';
 import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
 import type { ShardWorkerData } from './storage/shard-worker.js';
+import type { SealedTask, SearchWorkerData } from './storage/search-worker.js';
 import type { BatchMeta } from './ingest/bulk.js';
 import { routeClientId } from './storage/client-ids.js';
 import { fixMmapThreshold } from '../native/malloc-tune.js';
@@ -22,13 +23,13 @@ import type { SealedFraction } from './storage/sealed-fraction.js';
 import { ForgottenIds } from './storage/forgotten.js';
 import { ShardTaskQueue } from './storage/shard-queue.js';
 
-/** The compiled shard worker beside this module; from TypeScript sources (vitest), the build's copy of it. */
-function workerFile(): string {
+/** A compiled worker beside this module (storage/<name>.js); from TypeScript sources (vitest), the build's copy. */
+function workerFile(name = 'shard-worker'): string {
   const here = fileURLToPath(import.meta.url);
   const file = here.endsWith('.js')
-    ? path.join(path.dirname(here), 'storage', 'shard-worker.js')
-    : path.join(packageRoot, 'dist', 'src', 'logstore', 'storage', 'shard-worker.js');
-  if (!existsSync(file)) throw new Error(`shard worker ${file} is missing: run "npm run build"`);
+    ? path.join(path.dirname(here), 'storage', `${name}.js`)
+    : path.join(packageRoot, 'dist', 'src', 'logstore', 'storage', `${name}.js`);
+  if (!existsSync(file)) throw new Error(`worker ${file} is missing: run "npm run build"`);
   return file;
 }
 
@@ -56,6 +57,12 @@ const SHARD_YOUNG_GENERATION_MB = 12;
 
 export class Store {
   private readonly pools: Piscina[] = [];
+  /**
+   * Per shard: its search thread (made at its first search over sealed fractions), which reads the sealed
+   * fractions of the shard's searches while the shard thread goes on taking writes (storage/search-worker.ts).
+   */
+  private readonly searchPools: (Piscina | null)[] = [];
+  private readonly shardDirs: string[] = [];
   /** Per shard: writes and searches sent to its thread and not answered yet (a write goes to the least busy). */
   private readonly pending: number[] = [];
   /** Per shard: its last status, answered while its thread is busy. */
@@ -120,6 +127,8 @@ export class Store {
           resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
         }),
       );
+      this.searchPools.push(null);
+      this.shardDirs.push(dir);
       this.pending.push(0);
       this.lastStatus.push(null);
       this.idBytes.push(null);
@@ -250,19 +259,57 @@ export class Store {
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
     q = this.prepared(q);
-    return Promise.all(
-      this.pools.map(async (p, i) => {
-        const here = this.sealedReaders[i]!.query(q);
-        if (here) return here;
-        // Counted as pending so that writes without a routed shard go to a thread that is not searching.
-        this.pending[i]!++;
-        try {
-          return (await p.run(q, { name: 'query' })) as ShardQueryResult;
-        } finally {
-          this.pending[i]!--;
-        }
-      }),
-    );
+    return Promise.all(this.pools.map((_, i) => this.queryShard(i, q)));
+  }
+
+  /** A task on shard i's thread, counted as pending so that writes without a routed shard go to a thread not searching. */
+  private async onShardThread<T>(i: number, q: ShardQuery, name: 'query' | 'queryActive'): Promise<T> {
+    this.pending[i]!++;
+    try {
+      return (await this.pools[i]!.run(q, { name })) as T;
+    } finally {
+      this.pending[i]!--;
+    }
+  }
+
+  /**
+   * Shard i's answer: from this thread's sealed reader when it can; else the shard thread reads the active fraction
+   * and pins the sealed ones (one task, one moment of the shard), and the shard's search thread reads those with
+   * the active part in its place, so that the shard thread takes writes meanwhile. A damaged or missing fraction
+   * there: the shard thread answers the whole search (quarantining it), as it did before search threads.
+   */
+  private async queryShard(i: number, q: ShardQuery): Promise<ShardQueryResult> {
+    const here = this.sealedReaders[i]!.query(q);
+    if (here) return here;
+    const step = await this.onShardThread<ActiveStep>(i, q, 'queryActive');
+    if (!step.sealed) return step.result;
+    const { pin, names } = step.sealed;
+    let result: ShardQueryResult | null;
+    try {
+      const task: SealedTask = { q, names, ...(step.part ? { part: { ...step.part, result: step.result } } : {}) };
+      result = (await this.searchPool(i).run(task, {
+        name: 'query',
+        transferList: task.part ? [task.part.result.hits.json.buffer as ArrayBuffer] : [],
+      })) as ShardQueryResult | null;
+    } finally {
+      this.pools[i]!.run({ pin }, { name: 'unpin' }).catch(() => {});
+    }
+    if (!result) return this.onShardThread<ShardQueryResult>(i, q, 'query');
+    return step.damaged ? { ...result, damaged: step.damaged } : result;
+  }
+
+  private searchPool(i: number): Piscina {
+    const data: SearchWorkerData = { dir: this.shardDirs[i]! };
+    return (this.searchPools[i] ??= new Piscina({
+      filename: workerFile('search-worker'),
+      minThreads: 1,
+      maxThreads: 1,
+      // Kept: it holds the fractions it read open (a thread ended by piscina would leave their files open).
+      idleTimeout: 2 ** 31 - 1,
+      concurrentTasksPerWorker: 1,
+      workerData: data,
+      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
+    }));
   }
 
   /**
@@ -334,6 +381,8 @@ export class Store {
   async close(): Promise<void> {
     for (const r of this.sealedReaders) r.close();
     await Promise.allSettled(this.pools.map((p) => p.run({}, { name: 'close' })));
-    await Promise.allSettled(this.pools.map((p) => p.destroy()));
+    const searching = this.searchPools.filter((p) => p !== null);
+    await Promise.allSettled(searching.map((p) => p.run({}, { name: 'close' })));
+    await Promise.allSettled([...this.pools, ...searching].map((p) => p.destroy()));
   }
 }

@@ -111,25 +111,22 @@ export function emptyPartial(): AggPartial {
   return { buckets: new Map(), noGroup: 0 };
 }
 
-/** Adds the documents `matches` of one fraction to `partial`. */
-export function aggregateFraction(view: FractionView, matches: Uint32Array, spec: AggSpec, partial: AggPartial): void {
+/**
+ * Adds the documents `matches` of one fraction to `partial`: the fraction's own partial, merged in. Every path
+ * merges a fraction's sums whole, so an answer depends only on the fractions' order, never on which thread read
+ * which of them (a search reads its shard's active fraction on the shard thread, the sealed ones elsewhere).
+ */
+export function aggregateFraction(view: FractionView, matches: Uint32Array, spec: AggSpec, into: AggPartial): void {
   const fv = valuesOf(view, spec.field);
   const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
   const gv = groupField ? (groupField === spec.field ? fv : valuesOf(view, groupField)) : null;
   const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   if (!interval && spec.func !== 'quantile' && spec.func !== 'unique' && !fv?.start && !gv?.start) {
-    aggregateByOrdinal(
-      matches,
-      spec,
-      groupField !== undefined,
-      gv as Column | null,
-      fv as Column | null,
-      nums,
-      partial,
-    );
+    aggregateByOrdinal(matches, spec, groupField !== undefined, gv as Column | null, fv as Column | null, nums, into);
     return;
   }
+  const partial = emptyPartial();
   for (let i = 0; i < matches.length; i++) {
     const local = matches[i]!;
     // Group ordinals of the document: gv.ords[gs .. ge) (a text or path group has one per token).
@@ -181,6 +178,7 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
       if (spec.func === 'quantile') quantileAdd(st, v);
     }
   }
+  mergePartials(into, partial);
 }
 
 /** The common case (no time buckets, a running value) over typed arrays indexed by group ordinal. */

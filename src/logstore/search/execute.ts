@@ -4,7 +4,13 @@ import { idTime } from '../doc-time.js';
 import { postings as P } from '../../native/index.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { Plan } from '../query/plan.js';
-import { type AggPartial, type AggSpec, aggregateFraction, emptyPartial } from '../aggregate/aggregate.js';
+import {
+  type AggPartial,
+  type AggSpec,
+  aggregateFraction,
+  emptyPartial,
+  mergePartials,
+} from '../aggregate/aggregate.js';
 import type { DocRun, FractionView, TimeOrder } from '../storage/fraction-view.js';
 import { HIT_BYTES } from '../../native/hit-writer.js';
 import { Deadline, NO_DEADLINE, SearchTimedOut } from './deadline.js';
@@ -43,15 +49,36 @@ export interface ShardQuery {
   deadline?: number;
 }
 
-/** One of the best hits so far. Its id (a hex string) is made only when a tie on time needs it or the hit is written. */
+/**
+ * One of the best hits so far. Its id (a hex string) is made only when a tie on time needs it or the hit is written.
+ * A hit of a part run elsewhere (RunPart) has no view: it is hit `local` of `packed`, written already.
+ */
 interface Cand {
   time: number;
   id: string | null;
-  view: FractionView;
+  view: FractionView | null;
   local: number;
+  packed?: PackedHits;
 }
 
-const idOf = (c: Cand) => (c.id ??= c.view.id(c.local));
+const idOf = (c: Cand) => (c.id ??= c.view!.id(c.local));
+
+/**
+ * One fraction's part of a search, run by another thread: the active fraction, which only its shard thread can
+ * read, while the sealed ones are read elsewhere (storage/search-worker.ts). executeQuery takes it in the place
+ * the fraction's time bounds give it among the others, as if it had read the fraction itself there: the same
+ * order of totals, aggregation partials, histogram buckets and hits, and the same skipping without a total.
+ */
+export interface RunPart {
+  minTime: number;
+  maxTime: number;
+  /** executeQuery over that fraction alone (it must not have timed out). */
+  result: ShardQueryResult;
+}
+
+function isRunPart(v: FractionView | RunPart): v is RunPart {
+  return (v as RunPart).result !== undefined;
+}
 
 export interface ShardQueryResult {
   total: number;
@@ -131,10 +158,12 @@ export function topByRank(t: TimeOrder, matches: Uint32Array, k: number, desc: b
  * Runs a query over fractions (those that overlap [from, to]): matches, total, aggregation partials, histogram
  * and the best `limit` hits, packed. Single mode and store mode both reach it through a Shard.
  */
-export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQueryResult {
+export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: RunPart): ShardQueryResult {
   const desc = q.order !== 'asc';
-  // Newest fractions first (oldest first for "asc"), so that without a total the rest can be skipped.
-  const views = overlapping.sort((a, b) => (desc ? b.maxTime - a.maxTime : a.minTime - b.minTime));
+  // Newest fractions first (oldest first for "asc"), so that without a total the rest can be skipped. A part run
+  // elsewhere comes last before the sort, where Shard.views puts the active fraction.
+  const all: (FractionView | RunPart)[] = part ? [...overlapping, part] : overlapping;
+  const views = all.sort((a, b) => (desc ? b.maxTime - a.maxTime : a.minTime - b.minTime));
   const aggs = (q.aggs ?? []).map(() => emptyPartial());
   const hist = new Map<number, number>();
   let total = 0;
@@ -179,6 +208,19 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     if (!fresh || !inOrder) cands.sort(better);
     if (cands.length > q.limit) cands = cands.slice(0, q.limit);
   };
+  /** As take(), for hits already made candidates (a part run elsewhere), in order. */
+  const takeCands = (picked: Cand[]) => {
+    const old = cands;
+    const out: Cand[] = [];
+    let i = 0;
+    let j = 0;
+    while (out.length < q.limit) {
+      if (i < old.length && (j >= picked.length || better(old[i]!, picked[j]!) <= 0)) out.push(old[i++]!);
+      else if (j < picked.length) out.push(picked[j++]!);
+      else break;
+    }
+    cands = out;
+  };
   const counting = q.withTotal !== false || !!q.aggs?.length || !!(q.histInterval && q.histInterval > 0);
   const forgotten = q.forgotten?.length ? q.forgotten : null;
   // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
@@ -198,6 +240,27 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery): ShardQ
     if (!counting && cands.length >= q.limit) {
       const worst = cands[cands.length - 1];
       if (q.limit === 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time))) continue;
+    }
+    if (isRunPart(view)) {
+      const r = view.result;
+      read += r.fractionsRead;
+      total += r.total;
+      q.aggs?.forEach((_, i) => mergePartials(aggs[i]!, r.aggs[i]!));
+      for (const [ts, c] of r.hist) hist.set(ts, (hist.get(ts) ?? 0) + c);
+      const n = r.hits.times.length;
+      if (n > 0) {
+        const picked: Cand[] = [];
+        for (let i = 0; i < n; i++)
+          picked.push({
+            time: r.hits.times[i]!,
+            id: r.hits.ids.slice(24 * i, 24 * i + 24),
+            view: null,
+            local: i,
+            packed: r.hits,
+          });
+        takeCands(picked);
+      }
+      continue;
     }
     read++;
     // A fraction holding forgotten documents takes the general path, which leaves them out of the matches.
@@ -295,7 +358,7 @@ function writeCands(cands: Cand[], pipes: FieldsPipe[]): PackedHits {
   let alone = 0;
   for (let i = 0; i < cands.length && pipes.length === 0;) {
     const c = cands[i]!;
-    const r = c.view.docRun?.(c.local);
+    const r = c.view?.docRun?.(c.local);
     if (!r || !r.utf8) {
       alone++;
       i++;
@@ -336,7 +399,12 @@ function writeCands(cands: Cand[], pipes: FieldsPipe[]): PackedHits {
     const end = run && run.at === i ? i + run.count : i + 1;
     for (; i < end; i++) {
       const c = cands[i]!;
-      const r = c.view.docRef(c.local);
+      if (c.packed) {
+        const p = c.packed;
+        w.addJson(c.id!, c.time, p.json.subarray(p.offs[c.local]!, p.offs[c.local + 1]!));
+        continue;
+      }
+      const r = c.view!.docRef(c.local);
       if (pipes.length) w.addText(idOf(c), c.time, applyPipes(r.buf.toString('utf8', r.start, r.end), pipes));
       else w.addRef(idOf(c), c.time, r.buf, r.start, r.end, r.utf8 === true);
     }

@@ -3,7 +3,7 @@
 import type { PiscinaTask, TaskQueue } from 'piscina';
 
 /** Tasks that wait behind the others: searches, and closing (which must come after the searches queued before it). */
-const BACK = new Set(['query', 'close']);
+const BACK = new Set(['query', 'queryActive', 'close']);
 
 /** Front tasks taken in a row while a search waits, before one search is taken: writes cannot starve searches either. */
 export const FRONT_BURST = 8;

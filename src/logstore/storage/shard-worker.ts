@@ -77,6 +77,17 @@ export function query(task: ShardQuery) {
   return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
 }
 
+/** A search's step here (Shard.queryActive): the active fraction's part, the sealed fractions pinned for a search thread. */
+export function queryActive(task: ShardQuery) {
+  const step = reading(() => shard.queryActive(task));
+  return move({ [transferableSymbol]: [step.result.hits.json.buffer], [valueSymbol]: step } as never);
+}
+
+export function unpin(task: { pin: number }) {
+  shard.unpin(task.pin);
+  return true;
+}
+
 export function fetch(task: { ids: string[]; pipes?: FieldsPipe[] }) {
   return reading(() => shard.fetch(task.ids, task.pipes));
 }

@@ -82,6 +82,21 @@ export interface ShardStatus {
   problems: StorageProblem[];
 }
 
+/**
+ * A search's first step on its shard thread (Shard.queryActive): the whole answer when no sealed fraction is in
+ * its range, else the active fraction's part and the sealed fractions (pinned) that a search thread reads next.
+ */
+export interface ActiveStep {
+  /** The answer (no `sealed`), or the active fraction's part of it (when `part` is true). */
+  result: ShardQueryResult;
+  /** The active fraction overlaps the range: `result` is its part (a RunPart with these bounds). */
+  part?: { minTime: number; maxTime: number };
+  /** The sealed fractions to read, in the shard's order, pinned until unpin(pin). */
+  sealed?: { pin: number; names: string[] };
+  /** Quarantined fractions in the range (the answer is partial): added to the sealed part's answer. */
+  damaged?: string[];
+}
+
 /** Wait before a seal that failed for a full disk is tried again (each try writes most of a fraction). */
 const SEAL_RETRY_MS = 10_000;
 
@@ -107,6 +122,13 @@ export class Shard {
   private sealRetryAt = 0;
   /** Time ranges of the fractions in quarantine/ (this run's and earlier ones'): a search over them is partial. */
   private readonly setAside: { name: string; min_time: number; max_time: number }[] = [];
+  /** Sealed fractions a search thread reads (name -> searches): retention leaves their files until they end. */
+  private readonly pinned = new Map<string, number>();
+  /** Pins handed out by queryActive and not given back: the fractions each holds. */
+  private readonly pins = new Map<number, string[]>();
+  private pinSeq = 0;
+  /** Pinned fractions retention dropped: their directories are removed when the last search reading them ends. */
+  private readonly doomed = new Set<string>();
 
   /**
    * `beforeSeal` runs right before a seal (the shard thread collects its garbage there): the seal's own
@@ -626,7 +648,9 @@ export class Shard {
       this.sealed.delete(f.row.name);
       this.idFractions = null;
       f.frac.close();
-      rmSync(this.fracDir(f.row.name), { recursive: true, force: true });
+      // A search thread reading it keeps its files until it ends (unpin); a restart removes them (not in the catalog).
+      if (this.pinned.has(f.row.name)) this.doomed.add(f.row.name);
+      else rmSync(this.fracDir(f.row.name), { recursive: true, force: true });
       total -= f.row.disk_bytes;
       dropped.push(f.row.name);
       this.log.info({ fraction: f.row.name, reason: tooBig ? 'total_size' : 'retention' }, 'fraction dropped');
@@ -645,10 +669,64 @@ export class Shard {
   /** The answer over every healthy fraction; `damaged` names the quarantined ones in the range (found now or before). */
   query(q: ShardQuery): ShardQueryResult {
     const { value } = this.readAround(() => executeQuery(this.views(q.from, q.to), q));
-    const missing = this.setAside
-      .filter((r) => r.max_time >= q.from && r.min_time <= q.to)
-      .map((r) => `shard-${this.opts.shard}/${r.name}`);
-    return missing.length ? { ...value, damaged: [...new Set(missing)] } : value;
+    const missing = this.setAsideIn(q.from, q.to);
+    return missing.length ? { ...value, damaged: missing } : value;
+  }
+
+  /** The quarantined fractions (found now or before) in [from, to], as `damaged` names them. */
+  private setAsideIn(from: number, to: number): string[] {
+    return [
+      ...new Set(
+        this.setAside
+          .filter((r) => r.max_time >= from && r.min_time <= to)
+          .map((r) => `shard-${this.opts.shard}/${r.name}`),
+      ),
+    ];
+  }
+
+  /**
+   * A search's step on this thread: the active fraction's part (it changes with every write, so only this thread
+   * reads it), and the sealed fractions of the range, pinned, for a search thread to read without holding this
+   * thread (storage/search-worker.ts; executeQuery takes the active part in its place among them). Both are taken
+   * together, so the search sees the shard as it is now: every document once, whatever seals or retention do
+   * next. Without a sealed fraction in the range this is the whole answer.
+   */
+  queryActive(q: ShardQuery): ActiveStep {
+    const names: string[] = [];
+    for (const { row } of this.sealed.values())
+      if (row.max_time >= q.from && row.min_time <= q.to) names.push(row.name);
+    if (names.length === 0) return { result: this.query(q) };
+    const a = this.active;
+    const overlaps = a.docCount > 0 && a.maxTime >= q.from && a.minTime <= q.to;
+    const result = executeQuery(overlaps ? [a] : [], q);
+    const damaged = this.setAsideIn(q.from, q.to);
+    // Past the deadline already: nothing more is read, as executeQuery stops at the first fraction it cannot start.
+    if (result.timedOut) return { result: damaged.length ? { ...result, damaged } : result };
+    const pin = ++this.pinSeq;
+    this.pins.set(pin, names);
+    for (const n of names) this.pinned.set(n, (this.pinned.get(n) ?? 0) + 1);
+    return {
+      result,
+      ...(overlaps ? { part: { minTime: a.minTime, maxTime: a.maxTime } } : {}),
+      sealed: { pin, names },
+      ...(damaged.length ? { damaged } : {}),
+    };
+  }
+
+  /** The search of `pin` is over: its fractions may go (those retention dropped meanwhile go now). */
+  unpin(pin: number): void {
+    const names = this.pins.get(pin);
+    if (!names) return;
+    this.pins.delete(pin);
+    for (const n of names) {
+      const left = (this.pinned.get(n) ?? 1) - 1;
+      if (left > 0) {
+        this.pinned.set(n, left);
+        continue;
+      }
+      this.pinned.delete(n);
+      if (this.doomed.delete(n)) rmSync(this.fracDir(n), { recursive: true, force: true });
+    }
   }
 
   /**

@@ -1,0 +1,79 @@
+// Piscina entry point of one shard's search thread: reads the sealed fractions of a search (immutable files, pinned
+// by the shard thread for as long as the search runs) so that the shard thread, which takes the writes, only reads
+// the active fraction (Shard.queryActive). A search then holds back a write to its shard for its active part only.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { workerData } from 'node:worker_threads';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { type RunPart, type ShardQuery, executeQuery } from '../search/execute.js';
+import { FractionDamagedError } from './fraction-files.js';
+import { SealedFraction } from './sealed-fraction.js';
+
+export interface SearchWorkerData {
+  /** The shard's directory. */
+  dir: string;
+}
+
+/** How often fractions kept open are checked for removal (retention, quarantine), to close their files. */
+const SWEEP_MS = 1000;
+
+const { dir } = workerData as SearchWorkerData;
+
+/**
+ * The shard's sealed fractions this thread has read, kept open (their times, ids, dictionaries and a few blocks,
+ * as the shard thread kept them when it read them itself). A fraction's files never change; one dropped by
+ * retention or quarantined is closed by the sweep once its directory is gone (pinned, it stays while read).
+ */
+const open = new Map<string, SealedFraction>();
+
+function fraction(name: string): SealedFraction {
+  let f = open.get(name);
+  if (!f) open.set(name, (f = new SealedFraction(path.join(dir, name))));
+  return f;
+}
+
+function forget(): void {
+  for (const f of open.values()) f.close();
+  open.clear();
+}
+
+setInterval(() => {
+  for (const [name, f] of open) {
+    if (existsSync(f.dir)) continue;
+    f.close();
+    open.delete(name);
+  }
+}, SWEEP_MS).unref();
+
+export interface SealedTask {
+  q: ShardQuery;
+  /** The sealed fractions to read (pinned), in the shard's order. */
+  names: string[];
+  /** The active fraction's part, run by the shard thread. */
+  part?: RunPart;
+}
+
+/**
+ * The shard's answer: the sealed fractions read here with the active part in its place. Null when a fraction
+ * turns out damaged or missing: the shard thread then answers the whole search itself, quarantining it.
+ */
+export function query(task: SealedTask) {
+  let result;
+  try {
+    result = executeQuery(
+      task.names.map((n) => fraction(n)),
+      task.q,
+      task.part,
+    );
+  } catch (err) {
+    if (!(err instanceof FractionDamagedError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    forget();
+    return null;
+  }
+  return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
+}
+
+export function close() {
+  forget();
+  return true;
+}
