@@ -234,6 +234,28 @@ export class Wal {
     fdatasyncSync(this.fd);
   }
 
+  /**
+   * Cuts the file back to `size` bytes and makes that durable: after an fsync that failed, the bytes written since
+   * may or may not be on disk, and a replay must not find them (their documents were answered not stored). The
+   * first fsync after the cut can report the failed write-back of the very pages cut off (the kernel reports a
+   * write-back error once, to the next fsync), so the cut is made and synced up to three times; it throws only
+   * when every try failed.
+   */
+  truncate(size: number): void {
+    let last: unknown;
+    for (let t = 0; t < 3; t++) {
+      try {
+        ftruncateSync(this.fd, size);
+        fdatasyncSync(this.fd);
+        this.size = size;
+        return;
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw last;
+  }
+
   get bytes(): number {
     return this.size;
   }
