@@ -627,10 +627,14 @@ export class Shard {
       this.sealRetryAt = 0;
       this.noteWritten();
     } catch (err) {
-      if (!isDiskFull(err)) throw err;
-      rmSync(`${this.fracDir(this.active.name)}.tmp`, { recursive: true, force: true });
+      // Nothing of a failed seal is kept (see seal), so the active fraction and its write-ahead file are as before.
       this.sealRetryAt = Date.now() + SEAL_RETRY_MS;
-      this.noteWriteFailure(err, 'seal');
+      if (isDiskFull(err, this.opts.dir)) this.noteWriteFailure(err, 'seal');
+      else
+        this.log.error(
+          { fraction: this.active.name, err: (err as Error).message },
+          `seal failed: the active fraction keeps its documents and the seal is tried again in ${SEAL_RETRY_MS / 1000} s`,
+        );
     }
   }
 
@@ -640,7 +644,7 @@ export class Shard {
    */
   private noteWriteFailure(err: unknown, during: string): void {
     const code = (err as NodeJS.ErrnoException).code;
-    const kind = isDiskFull(err) ? 'disk_full' : 'write_failed';
+    const kind = isDiskFull(err, this.opts.dir) ? 'disk_full' : 'write_failed';
     if (this.diskFull) {
       this.diskFull.kind = kind;
       this.diskFull.detail = `${during} failed: ${code}`;
@@ -670,40 +674,63 @@ export class Shard {
     this.diskFull = null;
   }
 
-  /** Seals the active fraction (when it holds documents) and applies retention. */
+  /**
+   * Seals the active fraction (when it holds documents) and applies retention. Everything that can fail for room
+   * (the sealed files, the next write-ahead file, the catalog) comes before the one catalog transaction that swaps
+   * the fractions; a failure before it removes what it wrote and leaves the active fraction as it was, so the seal
+   * can be tried again, and a crash anywhere leaves either the old state or the new one (recover removes the rest).
+   */
   seal(): void {
     const frac = this.active;
     if (frac.docCount === 0) return;
     this.beforeSeal?.();
     const started = Date.now();
-    const { meta, diskBytes } = sealFraction(frac, this.fracDir(frac.name));
-    const row: FractionRow = {
-      name: frac.name,
-      state: 'sealed',
-      min_time: meta.minTime,
-      max_time: meta.maxTime,
-      docs: meta.docCount,
-      raw_bytes: meta.rawBytes,
-      disk_bytes: diskBytes,
-    };
-    this.catalog.markSealed(row);
+    const dir = this.fracDir(frac.name);
+    const next = `frac-${String(this.seq + 1).padStart(10, '0')}`;
+    let nextWal: Wal | null = null;
+    let row: FractionRow;
+    let diskBytes: number;
+    try {
+      const sealed = sealFraction(frac, dir);
+      const meta = sealed.meta;
+      diskBytes = sealed.diskBytes;
+      row = {
+        name: frac.name,
+        state: 'sealed',
+        min_time: meta.minTime,
+        max_time: meta.maxTime,
+        docs: meta.docCount,
+        raw_bytes: meta.rawBytes,
+        disk_bytes: diskBytes,
+      };
+      nextWal = new Wal(this.walFile(next));
+      this.catalog.seal(row, next);
+    } catch (err) {
+      nextWal?.close();
+      rmSync(this.walFile(next), { force: true });
+      rmSync(`${dir}.tmp`, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    this.seq++;
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
-    this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
+    this.sealed.set(frac.name, { frac: new SealedFraction(dir), row });
     frac.index.release();
     this.idFractions = null;
     this.seals++;
     this.log.info(
       {
         fraction: frac.name,
-        docs: meta.docCount,
-        raw_bytes: meta.rawBytes,
+        docs: row.docs,
+        raw_bytes: row.raw_bytes,
         disk_bytes: diskBytes,
         ms: Date.now() - started,
       },
       'fraction sealed',
     );
-    this.newActive();
+    this.active = new ActiveFraction(next, this.opts.mapping, this.ids.shardHex);
+    this.wal = nextWal;
     this.applyRetention();
   }
 
@@ -802,7 +829,16 @@ export class Shard {
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */
   close(sealActive = true): void {
-    if (sealActive && this.active.docCount > 0) this.seal();
+    if (sealActive && this.active.docCount > 0)
+      try {
+        this.seal();
+      } catch (err) {
+        // The write-ahead file stays: the next start replays it and seals later.
+        this.log.error(
+          { fraction: this.active.name, err: (err as Error).message },
+          'seal at shutdown failed; the active fraction is replayed from its write-ahead file at the next start',
+        );
+      }
     this.wal.close();
     for (const s of this.sealed.values()) s.frac.close();
     this.catalog.close();

@@ -12,6 +12,7 @@ import {
   openSync,
   readSync,
   renameSync,
+  statfsSync,
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -31,10 +32,24 @@ export const WAL_MAGIC_V2 = Buffer.from('TPWAL\0\0\x02', 'latin1');
 /** Where damaged fractions and cut write-ahead tails are set aside, beside a shard's fractions. */
 export const QUARANTINE_DIR = 'quarantine';
 
-/** Whether `err` says the disk (or the process's file size limit, or a quota) has no room for a write. */
-export function isDiskFull(err: unknown): boolean {
+/** Free bytes below which an SQLite I/O error is taken for a full disk (SQLite does not say why a write failed). */
+const SQLITE_FULL_ROOM = 1 << 20;
+
+/**
+ * Whether `err` says the disk (or the process's file size limit, or a quota) has no room for a write: ENOSPC,
+ * EFBIG, EDQUOT, SQLite's SQLITE_FULL, or an SQLite I/O error (SQLITE_IOERR_*) while the filesystem of `dir` has
+ * less than 1 MiB free for this process.
+ */
+export function isDiskFull(err: unknown, dir?: string): boolean {
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code === 'ENOSPC' || code === 'EFBIG' || code === 'EDQUOT';
+  if (code === 'ENOSPC' || code === 'EFBIG' || code === 'EDQUOT' || code === 'SQLITE_FULL') return true;
+  if (dir === undefined || typeof code !== 'string' || !code.startsWith('SQLITE_IOERR')) return false;
+  try {
+    const st = statfsSync(dir);
+    return st.bavail * st.bsize < SQLITE_FULL_ROOM;
+  } catch {
+    return false;
+  }
 }
 
 export class WalFormatError extends Error {

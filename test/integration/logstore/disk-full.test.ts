@@ -258,4 +258,98 @@ describe('disk full', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a seal that fails at its next write-ahead file or at the catalog keeps the active fraction whole and can be redone', () => {
+    // The real Shard in a child process; node:fs's openSync (the next write-ahead file) and the catalog's SQLite
+    // statement are made to fail once each, as a full disk makes them fail.
+    const dir = tempDir('tidepool-sealfail-');
+    try {
+      const script = path.join(dir, 'seal.mjs');
+      const dist = (f: string) => JSON.stringify(path.join(ROOT, 'dist', 'src', f));
+      writeFileSync(
+        script,
+        `
+        import fs from 'node:fs';
+        import { syncBuiltinESMExports } from 'node:module';
+        import { createRequire } from 'node:module';
+        import { Shard } from ${dist('logstore/storage/shard.js')};
+        import { autoMapping } from ${dist('logstore/mapping.js')};
+        import { LogHub } from ${dist('shared/logger.js')};
+        const realOpen = fs.openSync;
+        let failOpen = false;
+        fs.openSync = (file, ...rest) => {
+          if (failOpen && String(file).endsWith('.wal')) {
+            failOpen = false;
+            throw Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC', errno: -28, syscall: 'open' });
+          }
+          return realOpen(file, ...rest);
+        };
+        syncBuiltinESMExports();
+        const Database = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('better-sqlite3');
+        const realTx = Database.prototype.transaction;
+        let failTx = false;
+        Database.prototype.transaction = function (fn) {
+          const tx = realTx.call(this, fn);
+          return (...args) => {
+            if (failTx) {
+              failTx = false;
+              throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+            }
+            return tx(...args);
+          };
+        };
+        const dir = process.argv[2];
+        const shard = new Shard({ dir, shard: 0, mapping: autoMapping(), fracSize: 1 << 30, totalSize: 0, retention: 0 }, new LogHub({ level: 'silent' }).get('test'));
+        let next = 0;
+        const docs = Array.from({ length: 500 }, () => Buffer.from(JSON.stringify({ n: next++, msg: 'y'.repeat(100) })));
+        const buf = Buffer.concat(docs);
+        const offs = new Int32Array(2 * docs.length);
+        for (let i = 0, at = 0; i < docs.length; at += docs[i].length, i++) { offs[2 * i] = at; offs[2 * i + 1] = docs[i].length; }
+        shard.ingest(buf, offs);
+        const out = [];
+        const look = (what) => {
+          const st = shard.status();
+          out.push({ what, fractions: st.fractions.map((f) => f.name + ':' + f.state + ':' + f.docs), files: fs.readdirSync(dir).filter((f) => f.startsWith('frac-')).sort(), problems: st.problems.map((p) => p.kind) });
+        };
+        for (const how of ['open', 'catalog']) {
+          if (how === 'open') failOpen = true; else failTx = true;
+          try { shard.seal(); out.push({ what: how, sealed: true }); } catch (err) { out.push({ what: how, error: err.code }); }
+          look('after ' + how);
+        }
+        shard.seal();
+        look('after the third try');
+        shard.ingest(buf, offs);
+        shard.close(false);
+        const again = new Shard({ dir, shard: 0, mapping: autoMapping(), fracSize: 1 << 30, totalSize: 0, retention: 0 }, new LogHub({ level: 'silent' }).get('test'));
+        const st = again.status();
+        out.push({ what: 'reopened', fractions: st.fractions.map((f) => f.name + ':' + f.state + ':' + f.docs) });
+        again.close(false);
+        process.stdout.write(JSON.stringify(out));
+      `,
+      );
+      const run = spawnSync(process.execPath, [script, path.join(dir, 'shard')], { encoding: 'utf8', timeout: 60_000 });
+      expect(run.status, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual([
+        { what: 'open', error: 'ENOSPC' },
+        // Nothing of the failed seal is left: no sealed directory, no next write-ahead file; the active one holds all.
+        { what: 'after open', fractions: ['frac-0000000001:active:500'], files: ['frac-0000000001.wal'], problems: [] },
+        { what: 'catalog', error: 'SQLITE_FULL' },
+        {
+          what: 'after catalog',
+          fractions: ['frac-0000000001:active:500'],
+          files: ['frac-0000000001.wal'],
+          problems: [],
+        },
+        {
+          what: 'after the third try',
+          fractions: ['frac-0000000001:sealed:500', 'frac-0000000002:active:0'],
+          files: ['frac-0000000001', 'frac-0000000002.wal'],
+          problems: [],
+        },
+        { what: 'reopened', fractions: ['frac-0000000001:sealed:500', 'frac-0000000002:active:500'] },
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
