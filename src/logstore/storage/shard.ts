@@ -731,7 +731,12 @@ export class Shard {
     );
     this.active = new ActiveFraction(next, this.opts.mapping, this.ids.shardHex);
     this.wal = nextWal;
-    this.applyRetention();
+    try {
+      this.applyRetention();
+    } catch (err) {
+      // The seal is done; retention runs again at its next pass.
+      this.log.error({ err: (err as Error).message }, 'retention after a seal failed');
+    }
   }
 
   /** Drops whole sealed fractions, oldest first, past the size share or the age limit. */
@@ -745,7 +750,16 @@ export class Shard {
       const tooBig = this.opts.totalSize > 0 && total > this.opts.totalSize;
       const tooOld = this.opts.retention > 0 && f.row.max_time < now - this.opts.retention;
       if (!tooBig && !tooOld) continue;
-      this.catalog.remove(f.row.name);
+      try {
+        this.catalog.remove(f.row.name);
+      } catch (err) {
+        // The catalog could not be written (SQLITE_FULL): the fraction stays, in the catalog and on disk, until the
+        // next pass (every minute, and after each seal).
+        if (isDiskFull(err, this.opts.dir)) this.noteWriteFailure(err, 'retention');
+        else
+          this.log.error({ fraction: f.row.name, err: (err as Error).message }, 'retention could not drop a fraction');
+        break;
+      }
       this.sealed.delete(f.row.name);
       this.idFractions = null;
       f.frac.close();

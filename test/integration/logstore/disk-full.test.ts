@@ -259,7 +259,7 @@ describe('disk full', () => {
     }
   });
 
-  it('a seal that fails at its next write-ahead file or at the catalog keeps the active fraction whole and can be redone', () => {
+  it('a seal that fails at its next write-ahead file or at the catalog (SQLITE_FULL) keeps the active fraction whole, reports the full disk and is redone', () => {
     // The real Shard in a child process; node:fs's openSync (the next write-ahead file) and the catalog's SQLite
     // statement are made to fail once each, as a full disk makes them fail.
     const dir = tempDir('tidepool-sealfail-');
@@ -311,13 +311,21 @@ describe('disk full', () => {
           const st = shard.status();
           out.push({ what, fractions: st.fractions.map((f) => f.name + ':' + f.state + ':' + f.docs), files: fs.readdirSync(dir).filter((f) => f.startsWith('frac-')).sort(), problems: st.problems.map((p) => p.kind) });
         };
-        for (const how of ['open', 'catalog']) {
-          if (how === 'open') failOpen = true; else failTx = true;
-          try { shard.seal(); out.push({ what: how, sealed: true }); } catch (err) { out.push({ what: how, error: err.code }); }
-          look('after ' + how);
-        }
-        shard.seal();
+        // The next write-ahead file cannot be created: the seal throws, nothing of it is left.
+        failOpen = true;
+        try { shard.seal(); out.push({ what: 'open', sealed: true }); } catch (err) { out.push({ what: 'open', error: err.code }); }
+        look('after open');
+        // The catalog is full, in a seal set off by a batch: the batch is stored (fsynced before), the disk reported full.
+        shard.opts.fracSize = 1;
+        failTx = true;
+        const r = shard.ingest(buf, offs);
+        out.push({ what: 'catalog', errors: r.errors.length, stored: Buffer.from(r.ids).toString('latin1').replace(/ /g, '').length / 24 });
+        look('after catalog');
+        // Tried again (its 10 s are made up): sealed, the episode over.
+        shard.sealRetryAt = 0;
+        shard.ingest(buf, offs);
         look('after the third try');
+        shard.opts.fracSize = 1 << 30;
         shard.ingest(buf, offs);
         shard.close(false);
         const again = new Shard({ dir, shard: 0, mapping: autoMapping(), fracSize: 1 << 30, totalSize: 0, retention: 0 }, new LogHub({ level: 'silent' }).get('test'));
@@ -333,20 +341,20 @@ describe('disk full', () => {
         { what: 'open', error: 'ENOSPC' },
         // Nothing of the failed seal is left: no sealed directory, no next write-ahead file; the active one holds all.
         { what: 'after open', fractions: ['frac-0000000001:active:500'], files: ['frac-0000000001.wal'], problems: [] },
-        { what: 'catalog', error: 'SQLITE_FULL' },
+        { what: 'catalog', errors: 0, stored: 500 },
         {
           what: 'after catalog',
-          fractions: ['frac-0000000001:active:500'],
+          fractions: ['frac-0000000001:active:1000'],
           files: ['frac-0000000001.wal'],
-          problems: [],
+          problems: ['disk_full'],
         },
         {
           what: 'after the third try',
-          fractions: ['frac-0000000001:sealed:500', 'frac-0000000002:active:0'],
+          fractions: ['frac-0000000001:sealed:1500', 'frac-0000000002:active:0'],
           files: ['frac-0000000001', 'frac-0000000002.wal'],
           problems: [],
         },
-        { what: 'reopened', fractions: ['frac-0000000001:sealed:500', 'frac-0000000002:active:500'] },
+        { what: 'reopened', fractions: ['frac-0000000001:sealed:1500', 'frac-0000000002:active:500'] },
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
