@@ -48,3 +48,41 @@ export function mountTmpfs(bytes: number): SmallFs {
     },
   };
 }
+
+export interface FreezableFs extends SmallFs {
+  /** Freezes the filesystem (fsfreeze): every write to it blocks, uninterruptibly, until thaw(), as on a stalled disk. */
+  freeze(): void;
+  /** Thaws it (a no-op when it is not frozen). Call before stopping a process that writes there: a thread blocked in a
+   *  write to a frozen filesystem cannot be killed until then. */
+  thaw(): void;
+}
+
+/** An ext4 filesystem of `bytes` on a loop device (a sparse image in a temporary directory), which can be frozen. */
+export function mountFreezable(bytes: number): FreezableFs {
+  const root = tempDir('tidepool-freeze-');
+  const dir = path.join(root, 'fs');
+  const image = path.join(root, 'fs.img');
+  mkdirSync(dir);
+  try {
+    run('truncate', ['-s', String(bytes), image]);
+    run('mkfs.ext4', ['-q', '-F', image]);
+    run('mount', ['-o', 'loop', image, dir]);
+  } catch (err) {
+    rmSync(root, { recursive: true, force: true });
+    throw err;
+  }
+  const thaw = () => void spawnSync('fsfreeze', ['-u', dir]);
+  return {
+    dir,
+    resize() {
+      throw new Error('an ext4 image keeps its size');
+    },
+    freeze: () => run('fsfreeze', ['-f', dir]),
+    thaw,
+    cleanup() {
+      thaw();
+      unmount(dir);
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
