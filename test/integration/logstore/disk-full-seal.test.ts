@@ -94,7 +94,10 @@ describe('disk full during a seal', () => {
     // A third of the next fraction in, the filesystem is shrunk to what it holds plus room for the write-ahead file
     // to reach the seal and half a seal more: the seal fails, the write-ahead file then fills what is left.
     while ((await activeRaw()).raw_bytes < sealRaw / 3) expect(await send()).toBe(false);
-    const room = 1.15 * (sealRaw - (await activeRaw()).raw_bytes) + sealDisk / 2;
+    const now = await activeRaw();
+    // Write-ahead bytes per raw byte (record headers), measured on this fraction.
+    const walPerRaw = now.disk_bytes / now.raw_bytes;
+    const room = 1.05 * walPerRaw * (sealRaw - now.raw_bytes) + sealDisk / 2;
     fs.resize(Math.ceil((usedBytes(fs.dir) + room) / 4096) * 4096);
     let failed = 0;
     for (let b = 0; b < 400 && failed < 3; b++) if (await send()) failed++;
