@@ -141,7 +141,7 @@ describe('disk full', () => {
     }
   });
 
-  it('an fsync that fails after the write succeeded: the batch is cut from the write-ahead file and from memory', () => {
+  it('an fsync that fails after the write succeeded (or a write that fails with EIO): the batch is cut from the write-ahead file and from memory', () => {
     // The real Shard in a child process (the built code) whose fdatasync fails when told: node:fs's export is
     // replaced and the ES module bindings synced, so no seam is needed in the product code. The failed batch's
     // bytes are really in the file (the write succeeded): the worst case, a replay would find them unless cut.
@@ -165,6 +165,16 @@ describe('disk full', () => {
             throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO', errno: -5, syscall: 'fdatasync' });
           }
           return real(fd);
+        };
+        const realWrite = fs.writeSync;
+        let writesBeforeFailure = -1; // the write that many calls from now fails (EIO)
+        fs.writeSync = (...args) => {
+          if (writesBeforeFailure === 0) {
+            writesBeforeFailure = -1;
+            throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO', errno: -5, syscall: 'write' });
+          }
+          if (writesBeforeFailure > 0) writesBeforeFailure--;
+          return realWrite(...args);
         };
         syncBuiltinESMExports();
         const lines = [];
@@ -192,6 +202,9 @@ describe('disk full', () => {
         send(0, false);
         send(2, false); // the fsync fails, and so does the first fsync after the cut (retried)
         send(1, true);
+        send(0, false);
+        writesBeforeFailure = 1; // the first chunk is written (not synced), the second fails
+        send(0, false);
         send(0, false);
         if (process.argv[3] === 'fatal') send(4, false); // the fsync and every try to cut back fail
         process.stdout.write(JSON.stringify(out));
@@ -234,9 +247,22 @@ describe('disk full', () => {
       expect(out[3]!.stored).toEqual(all(out[3]!));
       expect(out[3]!.activeDocs).toBe(1200);
       expect(out[3]!.problems).toEqual([]);
-      // One error line for the episode (two failed batches), a warning per batch undone, the end of the episode.
-      expect(run.stderr.match(/level=error[^\n]*write failed/g)).toHaveLength(1);
-      expect(run.stderr.match(/batch not stored: the write-ahead file was cut back/g)).toHaveLength(2);
+      // A write that fails after a chunk of the batch was written: the whole batch is undone the same way.
+      const w = out[4]!;
+      expect(w.stored).toEqual([]);
+      expect(w.errors.map((e) => `${e[0]} ${e[1]} ${e[3]}`)).toEqual(
+        Array.from({ length: 600 }, (_, i) => `${i} storage_exception 500`),
+      );
+      expect(w.errors[0]![2]).toMatch(/not stored: .*EIO/);
+      expect(w.activeDocs).toBe(1200);
+      expect(w.walBytes).toBe(out[3]!.walBytes);
+      expect(w.problems.map((p) => `${p.kind} ${p.detail}`)).toEqual(['write_failed write-ahead append failed: EIO']);
+      expect(out[5]!.stored).toEqual(all(out[5]!));
+      expect(out[5]!.activeDocs).toBe(1800);
+      expect(out[5]!.problems).toEqual([]);
+      // One error line per episode (two failed batches, then one), a warning per batch undone, each episode's end.
+      expect(run.stderr.match(/level=error[^\n]*write failed/g)).toHaveLength(2);
+      expect(run.stderr.match(/batch not stored: the write-ahead file was cut back/g)).toHaveLength(3);
       expect(run.stderr).toMatch(/writes succeed again/);
       // What a restart replays: exactly the stored documents.
       const wal = new Wal(path.join(shardDir, 'frac-0000000001.wal'));
@@ -244,7 +270,7 @@ describe('disk full', () => {
       const { loss } = wal.replay((r) => replayed.push((JSON.parse(Buffer.from(r.doc).toString()) as { n: number }).n));
       wal.close();
       expect(loss).toBeNull();
-      expect(replayed).toEqual([...out[0]!.stored, ...out[3]!.stored]);
+      expect(replayed).toEqual([...out[0]!.stored, ...out[3]!.stored, ...out[5]!.stored]);
 
       // When even cutting back fails, nothing can say what is on disk: the process stops without answering.
       const fatal = spawnSync(process.execPath, [script, path.join(dir, 'shard2'), 'fatal'], {
