@@ -67,7 +67,7 @@ export interface BackendStatus {
 }
 
 export interface LogBackend extends BulkTarget {
-  readonly mode: 'single' | 'proxy';
+  readonly mode: 'single' | 'store' | 'proxy';
   /** Batches of one bulk worth sending at once (local shards, or cluster shards). */
   readonly shardCount: number;
   query(q: SearchTask): Promise<QueryAnswer>;
@@ -79,9 +79,11 @@ export interface LogBackend extends BulkTarget {
 
 /** Single mode: the process's own store. */
 export class LocalBackend implements LogBackend {
-  readonly mode = 'single' as const;
-
-  constructor(readonly store: Store) {}
+  /** `store`: store mode's debug listener reads its /status through this too (no HTTP API there). */
+  constructor(
+    readonly store: Store,
+    readonly mode: 'single' | 'store' = 'single',
+  ) {}
 
   get shardCount(): number {
     return this.store.shardCount;

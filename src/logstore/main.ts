@@ -176,7 +176,14 @@ export async function startStore(config: LogstoreConfig, hub: LogHub): Promise<R
     );
   const metrics = new LogstoreMetrics();
   metrics.watchStorage(async () => (await store.status()).flatMap((s) => s.problems));
-  const debug = createDebugServer({ metrics, inflight } as HttpContext);
+  // No HTTP API in store mode: the debug listener serves /status and /health over the local shards.
+  const debug = createDebugServer({
+    metrics,
+    inflight,
+    config,
+    mapping,
+    store: new LocalBackend(store, 'store'),
+  });
   const debugAddr = await listen(debug, config.server.debug_addr);
   const retention = retentionTimer(store, log);
   log.info(

@@ -27,6 +27,8 @@ export interface UiOptions {
   extraYaml?: string;
   /** Node.js flags for the process (e.g. a heap cap). */
   nodeArgs?: string[];
+  /** saved_queries.path; absent: saved.db in the temporary directory. */
+  savedQueriesPath?: string;
 }
 
 function status(pid: number, key: string): number {
@@ -54,7 +56,7 @@ export async function startUi(opts: UiOptions): Promise<UiProcess> {
       server: { http_addr: '127.0.0.1:0', grpc_addr: '127.0.0.1:0', debug_addr: '127.0.0.1:0' },
       clients: { logstore_addrs: opts.logstoreAddrs, logstore_timeout: '5s', ...opts.clients },
       handlers: { logstore_api: { ...opts.limits } },
-      saved_queries: { path: path.join(dir, 'saved.db') },
+      saved_queries: { path: opts.savedQueriesPath ?? path.join(dir, 'saved.db') },
       tail: { poll_interval: '200ms', ...opts.tail },
       log: { level: 'warn' },
     })}\n${opts.extraYaml ?? ''}`,

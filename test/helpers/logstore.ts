@@ -104,6 +104,8 @@ export interface LogstoreOptions {
   mapping?: string;
   /** `ulimit -f` of the process, in 512-byte blocks (sh's unit): a write past it fails with EFBIG, as on a full disk. */
   fileBlocks?: number;
+  /** storage.data_dir (e.g. on a small filesystem); absent: `data` in the temporary directory. */
+  dataDir?: string;
 }
 
 function yamlOf(obj: Record<string, Record<string, unknown>>): string {
@@ -134,7 +136,7 @@ export function runCli(args: string[]): { status: number | null; stdout: string;
 export async function startLogstore(opts: LogstoreOptions = {}): Promise<LogstoreProcess> {
   ensureBuilt();
   const dir = tempDir();
-  const dataDir = path.join(dir, 'data');
+  const dataDir = opts.dataDir ?? path.join(dir, 'data');
   const mapping: Record<string, unknown> = { path: 'auto' };
   if (opts.mapping) {
     writeFileSync(path.join(dir, 'mapping.yaml'), opts.mapping);

@@ -13,8 +13,12 @@ import { type SearchSpec, parseAggs, parseInterval, parseQuerySpec, parseSearchS
 export interface ApiEnv {
   store: LogBackend;
   mapping: MappingSpec;
-  config: { limits: { search_docs: number } };
+  config: { limits: { search_docs: number }; search?: { timeout: number } };
 }
+
+/** Extra time a shard thread may stay busy past search.timeout before /status and /health call it stuck (a search
+ * stops at its deadline only at its next check). */
+export const STUCK_GRACE_MS = 5000;
 
 export interface SearchOutcome {
   spec: SearchSpec;
@@ -228,7 +232,11 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
   // Lost or set-aside data (a write-ahead tail dropped, a fraction quarantined) keeps the status degraded until
   // a restart finds nothing to report (quarantine/ emptied by the operator).
   const problems = shards.flatMap((s) => (s.problems ?? []).map((p) => ({ shard: s.shard, ...p })));
+  // A shard thread busy past search.timeout (and a grace) is stuck: its figures here are from before.
+  const stuckAfter = (env.config.search?.timeout ?? 0) + STUCK_GRACE_MS;
+  const stuck = shards.filter((s) => s.stale && (s.busy_ms ?? 0) > stuckAfter);
   const degraded = [
+    ...stuck.map((s) => `shard ${s.shard} thread busy for ${s.busy_ms} ms, past search.timeout`),
     ...st.stores.filter((s) => !s.ok).map((s) => `store ${s.addr} is down: ${s.error}`),
     ...st.stores
       .filter((s) => s.ok && (s.behind ?? 0) > 0)
@@ -251,7 +259,11 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
     oldest_time: withDocs.length ? new Date(Math.min(...withDocs.map((f) => f.min_time))).toISOString() : null,
     newest_time: withDocs.length ? new Date(Math.max(...withDocs.map((f) => f.max_time))).toISOString() : null,
     inflight_bulks: inflightBulks,
-    per_shard: shards.map((s) => ({ shard: s.shard, fractions: s.fractions, ...(s.stale ? { stale: true } : {}) })),
+    per_shard: shards.map((s) => ({
+      shard: s.shard,
+      fractions: s.fractions,
+      ...(s.stale ? { stale: true, busy_ms: s.busy_ms ?? 0 } : {}),
+    })),
     ...(env.store.mode === 'proxy' ? { stores: st.stores } : {}),
   };
 }

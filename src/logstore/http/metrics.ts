@@ -8,6 +8,7 @@ const PROBLEM_KINDS: StorageProblem['kind'][] = [
   'fraction_quarantined',
   'quarantine_not_empty',
   'disk_full',
+  'write_failed',
 ];
 
 export class LogstoreMetrics {

@@ -6,6 +6,7 @@ import { LogstoreError } from '../errors.js';
 import { bulk, license, probe, rootInfo } from './es-routes.js';
 import * as api from './search-routes.js';
 import { readJsonBody } from '../es/body.js';
+import { STUCK_GRACE_MS, statusOf } from '../api/operations.js';
 import { esRoute } from '../es/router.js';
 
 type Handler = (ctx: HttpContext, req: IncomingMessage, res: ServerResponse) => Promise<number>;
@@ -175,9 +176,6 @@ export function createApiServer(ctx: HttpContext): http.Server {
   });
 }
 
-/** Extra time a shard thread may stay busy past search.timeout before /health calls it stuck (a search stops at its
- * deadline only at its next check). */
-const STUCK_GRACE_MS = 5000;
 /** /health answers within this even when a store (proxy mode) hangs. */
 const HEALTH_WAIT_MS = 2000;
 
@@ -209,7 +207,10 @@ export async function healthOf(
   return reasons.length ? { status: 'degraded', degraded: reasons } : { status: 'ok' };
 }
 
-export function createDebugServer(ctx: HttpContext): http.Server {
+/** What the debug listener reads: the store's status (local shards or the cluster), metrics, bulks in flight. */
+export type DebugContext = Pick<HttpContext, 'store' | 'config' | 'mapping' | 'metrics' | 'inflight'>;
+
+export function createDebugServer(ctx: DebugContext): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     req.resume();
@@ -219,6 +220,14 @@ export function createDebugServer(ctx: HttpContext): http.Server {
           res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType });
           res.end(text);
         },
+        (err: Error) => sendError(res, new HttpError(500, ErrorCode.Internal, err.message)),
+      );
+      return;
+    }
+    if (path === '/status') {
+      // The HTTP API's /status, here too: store mode has no HTTP API, and this listener is the operator's.
+      statusOf(ctx, ctx.inflight.bulks).then(
+        (st) => sendJson(res, 200, st),
         (err: Error) => sendError(res, new HttpError(500, ErrorCode.Internal, err.message)),
       );
       return;
@@ -235,6 +244,9 @@ export function createDebugServer(ctx: HttpContext): http.Server {
       );
       return;
     }
-    sendError(res, new HttpError(404, ErrorCode.NotFound, `no route ${req.method} ${path}; try /metrics or /health`));
+    sendError(
+      res,
+      new HttpError(404, ErrorCode.NotFound, `no route ${req.method} ${path}; try /metrics, /health or /status`),
+    );
   });
 }

@@ -43,6 +43,14 @@ export class Catalog {
       .run(row.min_time, row.max_time, row.docs, row.raw_bytes, row.disk_bytes, row.name);
   }
 
+  /** Marks `row` sealed and adds `next` as the active fraction, in one transaction: both or neither. */
+  seal(row: Omit<FractionRow, 'state'>, next: string): void {
+    this.db.transaction(() => {
+      this.markSealed(row);
+      this.addActive(next);
+    })();
+  }
+
   remove(name: string): void {
     this.db.prepare('DELETE FROM fractions WHERE name = ?').run(name);
   }

@@ -1,7 +1,7 @@
 // A shard: one directory of fractions (one active, many sealed) with its catalog; owned by one thread.
 // The same class serves single mode and store mode: callers hand it batches and query plans.
 import { isUtf8 } from 'node:buffer';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { IdMaker, OWN_SHARD, docTime, formatIdTailInto, idTime } from '../doc-time.js';
@@ -13,7 +13,7 @@ import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
 import { sealFraction } from './seal.js';
-import { QUARANTINE_DIR, Wal, encodeWalInto, isDiskFull } from './wal.js';
+import { QUARANTINE_DIR, Wal, type WalReplay, encodeWalInto, isDiskFull } from './wal.js';
 import { readReason, writeReason } from './quarantine.js';
 import { FractionDamagedError, fsyncDir } from './fraction-files.js';
 import { ChunkQueue, INGEST_CHUNK } from './chunk-queue.js';
@@ -58,7 +58,7 @@ export interface IngestIds {
 
 /** Data this shard lost or set aside since it was opened, or finds set aside by an earlier run (quarantine/). */
 export interface StorageProblem {
-  kind: 'wal_tail_dropped' | 'fraction_quarantined' | 'quarantine_not_empty' | 'disk_full';
+  kind: 'wal_tail_dropped' | 'fraction_quarantined' | 'quarantine_not_empty' | 'disk_full' | 'write_failed';
   /** The fraction (or, for quarantine_not_empty, the entry of quarantine/) concerned. */
   name: string;
   detail: string;
@@ -192,10 +192,7 @@ export class Shard {
       // A directory under the active name is a seal that did not reach the catalog: it is redone later.
       rmSync(this.fracDir(activeRow.name), { recursive: true, force: true });
       this.openActive(activeRow.name);
-      const { records: n, loss } = this.wal.replay((r, buf, docOffset) => {
-        const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
-        this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.counter);
-      });
+      const { records: n, loss } = this.replayActive();
       for (const f of this.active.fields()) this.fieldsSeen.add(f);
       if (n > 0) this.ids.continueAfter(this.active.id(n - 1));
       if (loss) {
@@ -233,6 +230,14 @@ export class Shard {
       }
       this.log.info({ fraction: activeRow.name, docs: n }, 'active fraction replayed');
     } else this.newActive();
+  }
+
+  /** Indexes the records of the active fraction's write-ahead file into the active fraction (a fresh one). */
+  private replayActive(): WalReplay {
+    return this.wal.replay((r, buf, docOffset) => {
+      const doc = JSON.parse(buf.toString('utf8', docOffset, docOffset + r.doc.length)) as Record<string, unknown>;
+      this.active.add(doc, buf, docOffset, r.doc.length, r.time, r.counter);
+    });
   }
 
   /** Entries an earlier run left in quarantine/: reported until the operator removes them. */
@@ -375,6 +380,8 @@ export class Shard {
     // The first document of the chunk being queued: when its write fails, it and every one after it are not stored.
     let chunkFirst = 0;
     let full = false;
+    // Where this batch's records start in the write-ahead file: a failed fsync cuts the file back to here.
+    const walStart = this.wal.bytes;
     try {
       for (let i = 0; i < n; i++) {
         const start = offs[2 * i]!;
@@ -452,25 +459,29 @@ export class Shard {
       }
       stored += this.flush(queue, scanned, pending);
     } catch (err) {
-      if (!isDiskFull(err)) throw err;
+      if (!isDiskFull(err)) {
+        // Another write error (EIO): the chunks written before it are not synced, so none of the batch is stored.
+        this.rollBack(walStart, err, 'write-ahead append');
+        this.refuse(0, err, n, ids, errors, kept);
+        return { ids, errors };
+      }
       full = true;
       // Nothing of the failed chunk reached the index, and the write-ahead file is cut back to the chunks before it:
       // those are answered stored (after the sync below), this one and the rest of the batch not stored.
-      this.noteDiskFull(err, 'write-ahead append');
-      const answered = new Set<number>([...errors.map((e) => e[0]), ...kept]);
-      // Elasticsearch's answer past its flood-stage watermark: 429 cluster_block_exception, which shippers (Beats,
-      // Logstash, the clients' bulk helpers) retry; a 5xx item they may drop.
-      const reason = `blocked by: [TOO_MANY_REQUESTS/12/disk full: not stored, no room to write it (${(err as NodeJS.ErrnoException).code})]`;
-      for (let j = chunkFirst; j < n; j++) {
-        if (answered.has(j)) continue;
-        errors.push([j, 'cluster_block_exception', reason, 429]);
-        ids.fill(0x20, 24 * j, 24 * j + 24);
-      }
+      this.noteWriteFailure(err, 'write-ahead append');
+      this.refuse(chunkFirst, err, n, ids, errors, kept);
       queue.clear();
       pending.clear();
     }
     if (stored) {
-      this.wal.sync();
+      try {
+        this.wal.sync();
+      } catch (err) {
+        // The bytes may or may not be on disk: cut back and rebuilt, the batch is surely not stored, then so answered.
+        this.rollBack(walStart, err, 'write-ahead fsync');
+        this.refuse(0, err, n, ids, errors, kept);
+        return { ids, errors };
+      }
       if (this.fieldsSeen.size < 10_000) for (const f of this.active.fields()) this.fieldsSeen.add(f);
       // Sealed at frac_size of raw documents, or at half of it in memory: writing the sealed files takes about as
       // much again for a moment, so a shard stays near frac_size of memory whatever its documents' cardinality.
@@ -482,6 +493,77 @@ export class Shard {
       else if (this.sealRetryAt === 0 && !full) this.noteWritten();
     }
     return kept.length ? { ids, errors, kept } : { ids, errors };
+  }
+
+  /**
+   * Answers documents `from` on of a batch of `n` not stored (a failed write or fsync). Documents answered 409 or
+   * kept there are refused too: the copy they deferred to may be one of this batch's, now not stored. Invalid
+   * ones stay 400.
+   */
+  private refuse(
+    from: number,
+    err: unknown,
+    n: number,
+    ids: Buffer,
+    errors: IngestResult['errors'],
+    kept: number[],
+  ): void {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    // Elasticsearch's answer past its flood-stage watermark: 429 cluster_block_exception, which shippers (Beats,
+    // Logstash, the clients' bulk helpers) retry; a 5xx item they may drop.
+    const [type, reason, status] = isDiskFull(err)
+      ? [
+          'cluster_block_exception',
+          `blocked by: [TOO_MANY_REQUESTS/12/disk full: not stored, no room to write it (${code})]`,
+          429,
+        ]
+      : ['storage_exception', `not stored: the write-ahead file could not be written (${code})`, 500];
+    const answered = new Set<number>();
+    const keep = errors.filter((x) => x[0] < from || x[3] === undefined);
+    for (const x of keep) answered.add(x[0]);
+    const keptBefore = kept.filter((k) => k < from);
+    for (const k of keptBefore) answered.add(k);
+    errors.length = 0;
+    errors.push(...keep);
+    kept.length = 0;
+    kept.push(...keptBefore);
+    for (let j = from; j < n; j++) {
+      if (answered.has(j)) continue;
+      errors.push([j, type, reason, status]);
+      ids.fill(0x20, 24 * j, 24 * j + 24);
+    }
+    errors.sort((x, y) => x[0] - y[0]);
+  }
+
+  /**
+   * Undoes a batch after a write or fsync failed: the write-ahead file is cut back to `walStart` (durably) and the
+   * active fraction rebuilt from it, so neither memory nor a replay holds any of the batch. When even the cut fails
+   * nothing can say what is on disk; the process stops at once (as PostgreSQL panics on a failed fsync) without
+   * answering the batch, and the next start replays what the disk holds.
+   */
+  private rollBack(walStart: number, err: unknown, during: string): void {
+    this.noteWriteFailure(err, during);
+    try {
+      this.wal.truncate(walStart);
+    } catch (cutErr) {
+      const line = `${new Date().toISOString()} level=fatal shard=${this.opts.shard} fraction=${this.active.name} msg="${during} failed (${(err as Error).message}) and cutting the write-ahead file back failed too (${(cutErr as Error).message}): what is on disk is unknown; stopping, the next start replays it"\n`;
+      try {
+        writeSync(2, line);
+      } finally {
+        process.kill(process.pid, 'SIGKILL');
+      }
+      throw cutErr;
+    }
+    const started = Date.now();
+    const name = this.active.name;
+    this.active.index.release();
+    this.active = new ActiveFraction(name, this.opts.mapping, this.ids.shardHex);
+    const { records, loss } = this.replayActive();
+    if (loss) this.log.error({ fraction: name, ...loss }, 'write-ahead file damaged while a failed batch was undone');
+    this.log.warn(
+      { fraction: name, during, code: (err as NodeJS.ErrnoException).code, docs: records, ms: Date.now() - started },
+      'batch not stored: the write-ahead file was cut back to before it and the active fraction rebuilt',
+    );
   }
 
   /** Queued documents of a batch (one chunk at a time), reused from batch to batch. */
@@ -567,23 +649,41 @@ export class Shard {
       this.sealRetryAt = 0;
       this.noteWritten();
     } catch (err) {
-      if (!isDiskFull(err)) throw err;
-      rmSync(`${this.fracDir(this.active.name)}.tmp`, { recursive: true, force: true });
+      // Nothing of a failed seal is kept (see seal), so the active fraction and its write-ahead file are as before.
       this.sealRetryAt = Date.now() + SEAL_RETRY_MS;
-      this.noteDiskFull(err, 'seal');
+      if (isDiskFull(err, this.opts.dir)) this.noteWriteFailure(err, 'seal');
+      else
+        this.log.error(
+          { fraction: this.active.name, err: (err as Error).message },
+          `seal failed: the active fraction keeps its documents and the seal is tried again in ${SEAL_RETRY_MS / 1000} s`,
+        );
     }
   }
 
-  /** A full disk: logged at error once per episode, reported in the status until writes succeed again. */
-  private noteDiskFull(err: unknown, during: string): void {
-    if (this.diskFull) return;
+  /**
+   * A full disk (or another write error: EIO): logged at error once per episode, reported in the status until
+   * writes succeed again (the kind and detail follow the latest failure).
+   */
+  private noteWriteFailure(err: unknown, during: string): void {
     const code = (err as NodeJS.ErrnoException).code;
-    this.log.error(
-      { during, code, err: (err as Error).message },
-      'disk full: writes fail (documents answered not stored) until there is room again',
-    );
+    const kind = isDiskFull(err, this.opts.dir) ? 'disk_full' : 'write_failed';
+    if (this.diskFull) {
+      this.diskFull.kind = kind;
+      this.diskFull.detail = `${during} failed: ${code}`;
+      return;
+    }
+    if (kind === 'disk_full')
+      this.log.error(
+        { during, code, err: (err as Error).message },
+        'disk full: writes fail (documents answered not stored) until there is room again',
+      );
+    else
+      this.log.error(
+        { during, code, err: (err as Error).message },
+        'write failed: documents answered not stored until writes succeed again',
+      );
     this.diskFull = {
-      kind: 'disk_full',
+      kind,
       name: this.active.name,
       detail: `${during} failed: ${code}`,
       at: new Date().toISOString(),
@@ -596,41 +696,69 @@ export class Shard {
     this.diskFull = null;
   }
 
-  /** Seals the active fraction (when it holds documents) and applies retention. */
+  /**
+   * Seals the active fraction (when it holds documents) and applies retention. Everything that can fail for room
+   * (the sealed files, the next write-ahead file, the catalog) comes before the one catalog transaction that swaps
+   * the fractions; a failure before it removes what it wrote and leaves the active fraction as it was, so the seal
+   * can be tried again, and a crash anywhere leaves either the old state or the new one (recover removes the rest).
+   */
   seal(): void {
     const frac = this.active;
     if (frac.docCount === 0) return;
     this.beforeSeal?.();
     const started = Date.now();
-    const { meta, diskBytes } = sealFraction(frac, this.fracDir(frac.name));
-    const row: FractionRow = {
-      name: frac.name,
-      state: 'sealed',
-      min_time: meta.minTime,
-      max_time: meta.maxTime,
-      docs: meta.docCount,
-      raw_bytes: meta.rawBytes,
-      disk_bytes: diskBytes,
-    };
-    this.catalog.markSealed(row);
+    const dir = this.fracDir(frac.name);
+    const next = `frac-${String(this.seq + 1).padStart(10, '0')}`;
+    let nextWal: Wal | null = null;
+    let row: FractionRow;
+    let diskBytes: number;
+    try {
+      const sealed = sealFraction(frac, dir);
+      const meta = sealed.meta;
+      diskBytes = sealed.diskBytes;
+      row = {
+        name: frac.name,
+        state: 'sealed',
+        min_time: meta.minTime,
+        max_time: meta.maxTime,
+        docs: meta.docCount,
+        raw_bytes: meta.rawBytes,
+        disk_bytes: diskBytes,
+      };
+      nextWal = new Wal(this.walFile(next));
+      this.catalog.seal(row, next);
+    } catch (err) {
+      nextWal?.close();
+      rmSync(this.walFile(next), { force: true });
+      rmSync(`${dir}.tmp`, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    this.seq++;
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
-    this.sealed.set(frac.name, { frac: new SealedFraction(this.fracDir(frac.name)), row });
+    this.sealed.set(frac.name, { frac: new SealedFraction(dir), row });
     frac.index.release();
     this.idFractions = null;
     this.seals++;
     this.log.info(
       {
         fraction: frac.name,
-        docs: meta.docCount,
-        raw_bytes: meta.rawBytes,
+        docs: row.docs,
+        raw_bytes: row.raw_bytes,
         disk_bytes: diskBytes,
         ms: Date.now() - started,
       },
       'fraction sealed',
     );
-    this.newActive();
-    this.applyRetention();
+    this.active = new ActiveFraction(next, this.opts.mapping, this.ids.shardHex);
+    this.wal = nextWal;
+    try {
+      this.applyRetention();
+    } catch (err) {
+      // The seal is done; retention runs again at its next pass.
+      this.log.error({ err: (err as Error).message }, 'retention after a seal failed');
+    }
   }
 
   /** Drops whole sealed fractions, oldest first, past the size share or the age limit. */
@@ -644,7 +772,16 @@ export class Shard {
       const tooBig = this.opts.totalSize > 0 && total > this.opts.totalSize;
       const tooOld = this.opts.retention > 0 && f.row.max_time < now - this.opts.retention;
       if (!tooBig && !tooOld) continue;
-      this.catalog.remove(f.row.name);
+      try {
+        this.catalog.remove(f.row.name);
+      } catch (err) {
+        // The catalog could not be written (SQLITE_FULL): the fraction stays, in the catalog and on disk, until the
+        // next pass (every minute, and after each seal).
+        if (isDiskFull(err, this.opts.dir)) this.noteWriteFailure(err, 'retention');
+        else
+          this.log.error({ fraction: f.row.name, err: (err as Error).message }, 'retention could not drop a fraction');
+        break;
+      }
       this.sealed.delete(f.row.name);
       this.idFractions = null;
       f.frac.close();
@@ -784,7 +921,16 @@ export class Shard {
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */
   close(sealActive = true): void {
-    if (sealActive && this.active.docCount > 0) this.seal();
+    if (sealActive && this.active.docCount > 0)
+      try {
+        this.seal();
+      } catch (err) {
+        // The write-ahead file stays: the next start replays it and seals later.
+        this.log.error(
+          { fraction: this.active.name, err: (err as Error).message },
+          'seal at shutdown failed; the active fraction is replayed from its write-ahead file at the next start',
+        );
+      }
     this.wal.close();
     for (const s of this.sealed.values()) s.frac.close();
     this.catalog.close();

@@ -12,6 +12,7 @@ import {
   openSync,
   readSync,
   renameSync,
+  statfsSync,
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -31,10 +32,24 @@ export const WAL_MAGIC_V2 = Buffer.from('TPWAL\0\0\x02', 'latin1');
 /** Where damaged fractions and cut write-ahead tails are set aside, beside a shard's fractions. */
 export const QUARANTINE_DIR = 'quarantine';
 
-/** Whether `err` says the disk (or the process's file size limit, or a quota) has no room for a write. */
-export function isDiskFull(err: unknown): boolean {
+/** Free bytes below which an SQLite I/O error is taken for a full disk (SQLite does not say why a write failed). */
+const SQLITE_FULL_ROOM = 1 << 20;
+
+/**
+ * Whether `err` says the disk (or the process's file size limit, or a quota) has no room for a write: ENOSPC,
+ * EFBIG, EDQUOT, SQLite's SQLITE_FULL, or an SQLite I/O error (SQLITE_IOERR_*) while the filesystem of `dir` has
+ * less than 1 MiB free for this process.
+ */
+export function isDiskFull(err: unknown, dir?: string): boolean {
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  return code === 'ENOSPC' || code === 'EFBIG' || code === 'EDQUOT';
+  if (code === 'ENOSPC' || code === 'EFBIG' || code === 'EDQUOT' || code === 'SQLITE_FULL') return true;
+  if (dir === undefined || typeof code !== 'string' || !code.startsWith('SQLITE_IOERR')) return false;
+  try {
+    const st = statfsSync(dir);
+    return st.bavail * st.bsize < SQLITE_FULL_ROOM;
+  } catch {
+    return false;
+  }
 }
 
 export class WalFormatError extends Error {
@@ -232,6 +247,28 @@ export class Wal {
 
   sync(): void {
     fdatasyncSync(this.fd);
+  }
+
+  /**
+   * Cuts the file back to `size` bytes and makes that durable: after an fsync that failed, the bytes written since
+   * may or may not be on disk, and a replay must not find them (their documents were answered not stored). The
+   * first fsync after the cut can report the failed write-back of the very pages cut off (the kernel reports a
+   * write-back error once, to the next fsync), so the cut is made and synced up to three times; it throws only
+   * when every try failed.
+   */
+  truncate(size: number): void {
+    let last: unknown;
+    for (let t = 0; t < 3; t++) {
+      try {
+        ftruncateSync(this.fd, size);
+        fdatasyncSync(this.fd);
+        this.size = size;
+        return;
+      } catch (err) {
+        last = err;
+      }
+    }
+    throw last;
   }
 
   get bytes(): number {

@@ -16,6 +16,8 @@ export const UI_ERRORS = {
   logstore_unavailable: { status: 502, grpc: grpc.status.UNAVAILABLE },
   /** The log store did not answer within clients.logstore_timeout. */
   logstore_timeout: { status: 504, grpc: grpc.status.DEADLINE_EXCEEDED },
+  /** The disk under the UI backend's own files (saved queries) is full: nothing was written. 507 Insufficient Storage. */
+  disk_full: { status: 507, grpc: grpc.status.RESOURCE_EXHAUSTED },
   internal: { status: 500, grpc: grpc.status.INTERNAL },
 } as const;
 

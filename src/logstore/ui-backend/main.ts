@@ -34,7 +34,7 @@ function listen(server: http.Server, addr: string): Promise<string> {
   });
 }
 
-function debugServer(metrics: UiMetrics): http.Server {
+function debugServer(metrics: UiMetrics, saved: SavedQueries): http.Server {
   return http.createServer((req, res) => {
     const p = (req.url ?? '/').split('?')[0];
     req.resume();
@@ -52,7 +52,11 @@ function debugServer(metrics: UiMetrics): http.Server {
       );
       return;
     }
-    if (p === '/health') return json(200, { status: 'ok' });
+    if (p === '/health') {
+      // Always 200 (the process answers); the body says how well, as the log store's /health does.
+      const problem = saved.problem();
+      return json(200, problem ? { status: 'degraded', degraded: [problem] } : { status: 'ok' });
+    }
     return json(404, {
       error: { code: 'not_found', message: `no route ${req.method} ${p}; try /metrics or /health` },
       status: 404,
@@ -65,7 +69,7 @@ export async function startUi(config: LogstoreUiConfig, hub: LogHub): Promise<Ru
   const log = hub.get('logstore::ui');
   const metrics = new UiMetrics();
   const client = new LogstoreClient(config.clients, hub.get('logstore::ui::client'), metrics);
-  const saved = new SavedQueries(config.saved_queries.path);
+  const saved = new SavedQueries(config.saved_queries.path, hub.get('logstore::ui::saved'));
   const env: UiAppEnv = {
     client,
     metrics,
@@ -88,7 +92,7 @@ export async function startUi(config: LogstoreUiConfig, hub: LogHub): Promise<Ru
   await app.listen({ host, port });
   const a = app.server.address();
   const httpAddr = typeof a === 'object' && a ? `${a.address}:${a.port}` : String(a);
-  const debug = debugServer(metrics);
+  const debug = debugServer(metrics, saved);
   const debugAddr = await listen(debug, config.server.debug_addr);
   log.info(
     { http: httpAddr, grpc: grpcListener.addr, debug: debugAddr, logstore_addrs: config.clients.logstore_addrs },

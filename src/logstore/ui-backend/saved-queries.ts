@@ -1,5 +1,8 @@
 // Saved queries per user name, kept in SQLite (better-sqlite3): a name, the seq-ql text and the view (range, columns).
+import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { Logger } from 'pino';
+import { isDiskFull } from '../storage/wal.js';
 import { badRequest, UiError } from './errors.js';
 import type { Body } from './requests.js';
 
@@ -28,8 +31,13 @@ const MAX_VIEW = 16 * 1024;
 
 export class SavedQueries {
   private readonly db: Database.Database;
+  /** The current full-disk episode (since when, what failed), or null. */
+  private full: { since: string; detail: string } | null = null;
 
-  constructor(file: string) {
+  constructor(
+    private readonly file: string,
+    private readonly log?: Logger,
+  ) {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.exec(`CREATE TABLE IF NOT EXISTS saved_queries (
@@ -55,6 +63,41 @@ export class SavedQueries {
     };
   }
 
+  /** Why the saved queries cannot be written now (a full disk), or null: the UI backend's /health reports it. */
+  problem(): string | null {
+    return this.full ? `saved queries: disk full since ${this.full.since} (${this.full.detail})` : null;
+  }
+
+  /**
+   * Runs a write; a full disk (SQLITE_FULL, or an SQLite I/O error with the disk nearly full) is logged at error
+   * once per episode and answered 507 disk_full (nothing was written: SQLite rolled the statement back).
+   */
+  private write<T>(fn: () => T): T {
+    let out: T;
+    try {
+      out = fn();
+    } catch (err) {
+      if (!isDiskFull(err, path.dirname(this.file))) throw err;
+      const code = (err as { code?: string }).code ?? 'error';
+      if (!this.full) {
+        this.log?.error(
+          { file: this.file, code, err: (err as Error).message },
+          'disk full: saved queries cannot be written (answered 507) until there is room again',
+        );
+        this.full = { since: new Date().toISOString(), detail: code };
+      }
+      throw new UiError(
+        'disk_full',
+        `the saved query was not written: the disk under ${this.file} is full (${code}); try again once there is room`,
+      );
+    }
+    if (this.full) {
+      this.log?.warn({ since: this.full.since }, 'disk full episode over: saved queries are written again');
+      this.full = null;
+    }
+    return out;
+  }
+
   list(user: string): SavedQuery[] {
     return (
       this.db
@@ -76,18 +119,27 @@ export class SavedQueries {
     if (viewText.length > MAX_VIEW)
       throw badRequest(`view must be at most ${MAX_VIEW} bytes of JSON`, { field: 'view' });
     const now = new Date().toISOString();
-    const row = this.db
-      .prepare(
-        `INSERT INTO saved_queries (user, name, query, view, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+    const name = b.name.trim();
+    const query = b.query;
+    // In an explicit transaction: an INSERT ... RETURNING read with .get() hands back its row at the first step, and
+    // better-sqlite3 drops the error of the implicit commit that follows (a full disk answered 200, nothing stored).
+    const row = this.write(
+      this.db.transaction(
+        () =>
+          this.db
+            .prepare(
+              `INSERT INTO saved_queries (user, name, query, view, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (user, name) DO UPDATE SET query = excluded.query, view = excluded.view, updated_at = excluded.updated_at
       RETURNING id, name, query, view, created_at, updated_at`,
-      )
-      .get(user, b.name.trim(), b.query, viewText, now, now) as Row;
+            )
+            .get(user, name, query, viewText, now, now) as Row,
+      ),
+    );
     return SavedQueries.row(row);
   }
 
   remove(user: string, id: number): void {
-    const r = this.db.prepare('DELETE FROM saved_queries WHERE user = ? AND id = ?').run(user, id);
+    const r = this.write(() => this.db.prepare('DELETE FROM saved_queries WHERE user = ? AND id = ?').run(user, id));
     if (r.changes === 0) throw new UiError('not_found', `no saved query ${id} of user ${JSON.stringify(user)}`);
   }
 
