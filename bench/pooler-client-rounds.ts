@@ -6,7 +6,7 @@
 // Usage: npm run build && node dist/bench/pooler-client-rounds.js [--clients 10000] [--rounds 3] [--hold 60,150]
 //   [--every 5,20,60] [--lifetime 30s] [--pool-size 10] [--pgbench-clients 10] [--out FILE] [--help]
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -209,6 +209,7 @@ async function main(): Promise<void> {
   const ticks = clockTicks();
   const rows: string[] = [];
   let failed = false;
+  let poolerSaid: [string, number][] = [];
   const loadAtStart = os.loadavg();
   try {
     pgsrv = await startBenchPostgres(dir, { maxConnections: 100, scale: 1, progress: say });
@@ -245,7 +246,7 @@ async function main(): Promise<void> {
             const w = p.reduce((a, r) => a + Number(r.cl_waiting ?? 0), 0);
             maxWaiting = Math.max(maxWaiting, w);
             say(
-              `round ${round} t=${((Date.now() - t0) / 1000).toFixed(0)} s: logins ${st.logins}, queries ${st.queries}, errors ${[...st.errors.values()].reduce((a, b) => a + b, 0)}, stalls ${st.stalls}, cl_waiting ${w}`,
+              `round ${round} t=${((Date.now() - t0) / 1000).toFixed(0)} s: logins ${st.logins}, queries ${st.queries}, errors ${[...st.errors.values()].reduce((a, b) => a + b, 0)}, stalls ${st.stalls}, pools ${p.map((r) => ['cl_active', 'cl_waiting', 'sv_active', 'sv_idle', 'sv_used', 'sv_login', 'maxwait'].map((k) => `${k}=${r[k]}`).join(' ')).join('; ')}`,
             );
           },
           (err: Error) => addError(st, `SHOW POOLS failed: ${err.message}`),
@@ -272,6 +273,16 @@ async function main(): Promise<void> {
       );
       say(rows[rows.length - 1]!);
     }
+    // The pooler's warnings and errors, by message: what it said about a round that was not clean.
+    const said = new Map<string, number>();
+    for (const line of readFileSync(pooler.logFile, 'utf8').split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const rec = JSON.parse(line) as { level?: number; msg?: string };
+      if ((rec.level ?? 0) < 40) continue;
+      const msg = (rec.msg ?? '').replace(/\d+/g, 'N').slice(0, 120);
+      said.set(msg, (said.get(msg) ?? 0) + 1);
+    }
+    poolerSaid = [...said].sort((a, b) => b[1] - a[1]).slice(0, 12);
   } finally {
     await cleanup();
   }
@@ -290,6 +301,10 @@ async function main(): Promise<void> {
     '| Round | Started, min | Logins | Queries | Login ms p50 / p99 | Query ms p50 / p99 / max | Errors | Stalls (60 s) | Max cl_waiting | Clients left after | pgbench | Pooler RSS max, MiB | Pooler CPU-s | Clean |',
     '|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|',
     ...rows,
+    '',
+    poolerSaid.length
+      ? `The pooler's warnings and errors over the run (by message, numbers as N): ${poolerSaid.map(([m, n]) => `${n}x "${m}"`).join('; ')}.`
+      : 'The pooler logged no warning or error over the run.',
     '',
     `Run: \`node dist/bench/pooler-client-rounds.js ${process.argv.slice(2).join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`,
     '',
