@@ -26,8 +26,8 @@ const graphOf = (dir: string): Promise<MadgeResult> =>
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
 const CIRCLE_BASELINE: Record<string, number> = {
-  'src/pooler': 2,
-  'src/logstore': 1,
+  'src/pooler': 1,
+  'src/logstore': 0,
 };
 
 /** The pooler's floors, lowest first (paths under src/pooler/; a folder ends with '/', the longest match wins). An
