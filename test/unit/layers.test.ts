@@ -26,7 +26,7 @@ const graphOf = (dir: string): Promise<MadgeResult> =>
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
 const CIRCLE_BASELINE: Record<string, number> = {
-  'src/pooler': 1,
+  'src/pooler': 0,
   'src/logstore': 0,
 };
 
