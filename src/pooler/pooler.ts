@@ -139,7 +139,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.hba = config.general.auth_hba_file ? HbaRules.load(config.general.auth_hba_file) : null;
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.poolSet.apply(config);
-    setQueryStatsSize(config.general.query_stats_size);
+    setQueryStatsSize(config.general.query_stats_size, NativeRelay.get());
   }
 
   /** Loads `configFile` and listens; resolves with the bound address. `listenFd`: a listening socket received from the
@@ -409,7 +409,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
     this.poolSet.apply(next);
-    setQueryStatsSize(next.general.query_stats_size);
+    setQueryStatsSize(next.general.query_stats_size, NativeRelay.get());
     this.nativeLogins.push();
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);

@@ -10,6 +10,7 @@ import { sqlStateCounts, totalsOf, type Averages, type TotalsRecord } from './st
 import { isSql } from './prepared/sql-commands.js';
 import { TxStatus } from '../protocol/codes.js';
 import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
+import { NativeRelay } from './relay/native.js';
 
 /** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
 export interface DurationBuckets {
@@ -409,7 +410,7 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
     events: p.events.list(),
     // After settle() above: the uses the native relay's lane answered are counted into the statements.
     statements: parts.statements ? statementsOf(p, now) : null,
-    queries: parts.queries ? simpleQueryRows() : null,
+    queries: parts.queries ? simpleQueryRows(NativeRelay.get()) : null,
   };
 }
 

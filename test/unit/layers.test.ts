@@ -91,7 +91,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   ['pooler.ts', 'process.ts', 'main.ts', 'web/'],
 ];
 /** Pooler imports that climb back up a floor today. Lower it as they go; never raise it. */
-const UP_FLOOR_BASELINE = 1;
+const UP_FLOOR_BASELINE = 0;
 
 function floorOf(file: string): number {
   if (!file.startsWith('src/pooler/')) return -1;
