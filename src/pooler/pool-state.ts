@@ -1,4 +1,4 @@
-// A pool's bookkeeping (pool.ts has what the pool does with it): servers, the idle stack, waiting clients and logins, connects in flight, the flags that let a pair stay parked, the counts read over them.
+// A pool's bookkeeping (pool.ts has what the pool does with it): its server lists (server-lists.ts), waiting clients and logins, connects in flight, the flags that let a pair stay parked, the counts read over them.
 import type { Logger } from 'pino';
 import type { ServerConnection } from './server-connection.js';
 import type { ServerLoginError } from './server-login.js';
@@ -13,10 +13,11 @@ import type { Coordinator } from './coordinator.js';
 import type { PoolerEventKind } from './events.js';
 import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
 import type { PoolSettings, ScalingCounters } from './pool-settings.js';
+import { ServerLists } from './server-lists.js';
 
 export abstract class PoolState {
-  readonly servers = new Set<ServerConnection>();
-  protected idle: ServerConnection[] = [];
+  /** The pool's open servers, each in one list (idle, lent, active, used); they move only through servers.move. */
+  readonly servers = new ServerLists<ServerConnection>();
   protected readonly waiters = new WaiterQueue();
   connecting = 0;
   protected isPaused = false;
@@ -131,14 +132,14 @@ export abstract class PoolState {
    * knows, then relay-only clients' (each reported first). Stops as soon as one is idle. */
   protected findIdle(): void {
     this.takeBackLent(true);
-    if (this.idle.length > 0) return;
+    if (this.servers.count('idle') > 0) return;
     this.relay.reclaim(this.stats, true);
-    if (this.idle.length > 0) return;
+    if (this.servers.count('idle') > 0) return;
     // Every lent server is now a relay-only client's, held until it leaves (one that leaves while someone waits is
     // reported, and its server goes to the waiter). While the pool may grow, the waiter gets a new server or that one
     // first; at max_db_connections a new server may be long in coming, so theirs come back now.
     if (
-      this.lentCount > 0 &&
+      this.servers.count('lent') > 0 &&
       this.servers.size - this.pinned + this.connecting < this.settings.poolSize &&
       !this.coordinator?.atCap()
     )
@@ -146,42 +147,29 @@ export abstract class PoolState {
     this.relay.reclaim(this.stats);
   }
 
-  /** Servers lent to the relay now. */
-  protected lentCount = 0;
-
   /** The lent servers no client uses (one with `one`), back in the idle stack. */
   protected takeBackLent(one = false): void {
-    if (this.lentCount === 0) return;
+    if (this.servers.count('lent') === 0) return;
     for (const id of this.relay.unlend?.(this.stats, one) ?? []) {
-      const s = this.unlent(id);
-      if (s?.state === 'idle') this.idle.push(s);
+      const s = this.lentServer(id);
+      if (s) this.servers.move(s, 'idle');
     }
   }
 
   /** A relay-only client was reported holding the lent server whose end is `endId`: it is that client's now. */
   takeLent(endId: number): ServerConnection | null {
-    const s = this.unlent(endId);
+    const s = this.lentServer(endId);
     if (!s) return null;
-    s.state = 'active';
+    this.servers.move(s, 'active');
     s.lastUsed = Date.now();
     return s;
   }
 
-  /** The lent server whose relay end is `endId`, no longer marked lent; null when none is. */
-  private unlent(endId: number): ServerConnection | null {
-    if (this.lentCount === 0) return null;
-    for (const s of this.servers) {
-      if (!s.lent || (s.end as { id?: number }).id !== endId) continue;
-      this.markLent(s, false);
-      return s;
-    }
+  /** The lent server whose relay end is `endId` (still in the lent list); null when none is. */
+  private lentServer(endId: number): ServerConnection | null {
+    if (this.servers.count('lent') === 0) return null;
+    for (const s of this.servers) if (s.lent && (s.end as { id?: number }).id === endId) return s;
     return null;
-  }
-
-  protected markLent(s: ServerConnection, lent: boolean): void {
-    if (s.lent === lent) return;
-    s.lent = lent;
-    this.lentCount += lent ? 1 : -1;
   }
 
   private lendQueued = false;
@@ -199,14 +187,17 @@ export abstract class PoolState {
   /** Lends the relay the idle servers that hold a native login kind's parameters, while nobody else could want them. */
   protected lendIdle(): void {
     const lender = this.lender;
-    if (!lender || !this.mayPark || (this.coordinator && this.coordinator.blocked.size > 0) || this.idle.length === 0)
+    if (
+      !lender ||
+      !this.mayPark ||
+      (this.coordinator && this.coordinator.blocked.size > 0) ||
+      this.servers.count('idle') === 0
+    )
       return;
     const now = Date.now();
     // Bottom of the stack first: the most recently used is lent last, and the relay gives it first.
-    const kept: ServerConnection[] = [];
-    for (const s of this.idle) {
+    for (const s of [...this.servers.idle()]) {
       if (
-        s.state !== 'idle' ||
         s.lendKind < 0 ||
         s.closeOnRelease ||
         now >= s.expiresAt ||
@@ -214,13 +205,10 @@ export abstract class PoolState {
         s.pinned ||
         s.cancelsInFlight > 0 ||
         !lender(s)
-      ) {
-        kept.push(s);
+      )
         continue;
-      }
-      this.markLent(s, true);
+      this.servers.move(s, 'lent');
     }
-    this.idle = kept;
   }
 
   get name(): string {
@@ -241,8 +229,8 @@ export abstract class PoolState {
   /** The least recently used idle server created at or before `createdBefore`, or null (coordinator eviction). */
   evictable(createdBefore: number): ServerConnection | null {
     let pick: ServerConnection | null = null;
-    for (const s of this.idle) {
-      if (s.state !== 'idle' || s.createdAt > createdBefore) continue;
+    for (const s of this.servers.idle()) {
+      if (s.createdAt > createdBefore) continue;
       if (!pick || s.lastUsed < pick.lastUsed) pick = s;
     }
     return pick;
@@ -251,7 +239,7 @@ export abstract class PoolState {
   /** Creation time of the oldest idle server, or null when none is idle. */
   oldestIdleCreatedAt(): number | null {
     let t: number | null = null;
-    for (const s of this.idle) if (s.state === 'idle' && (t === null || s.createdAt < t)) t = s.createdAt;
+    for (const s of this.servers.idle()) if (t === null || s.createdAt < t) t = s.createdAt;
     return t;
   }
 
@@ -269,7 +257,7 @@ export abstract class PoolState {
 
   protected give(s: ServerConnection, w: PoolWaiter): void {
     s.lendKind = -1;
-    s.state = 'active';
+    this.servers.move(s, 'active');
     s.lastUsed = Date.now();
     this.stats.observeWait((s.lastUsed - w.waitingSince) * 1000);
     w.onServer(s);

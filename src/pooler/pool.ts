@@ -33,7 +33,7 @@ export class Pool extends PoolState {
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
-      if (this.idle.length === 0) this.findIdle();
+      if (this.servers.count('idle') === 0) this.findIdle();
       if (this.giveIdle(w)) return;
       const cached = this.cachedLoginError(Date.now());
       if (cached) return w.onPoolError(cached.message, cached.sqlstate);
@@ -61,13 +61,10 @@ export class Pool extends PoolState {
 
   /** The most recently used idle server to `w`; false when none is idle. */
   private giveIdle(w: PoolWaiter): boolean {
-    while (this.idle.length) {
-      const s = this.idle.pop()!;
-      if (s.state !== 'idle') continue;
-      this.give(s, w);
-      return true;
-    }
-    return false;
+    const s = this.servers.topIdle();
+    if (!s) return false;
+    this.give(s, w);
+    return true;
   }
 
   /** Sends PostgreSQL a CancelRequest for `s` (whose client has a query in flight) on a new connection. Until
@@ -99,8 +96,10 @@ export class Pool extends PoolState {
   /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
   release(s: ServerConnection, reusable: boolean): void {
     s.owner = null;
+    // A server the pool no longer holds (its socket closed under the client, or KILL dropped it) joins no list again.
+    if (!this.servers.has(s)) reusable = false;
     if (reusable && s.cancelsInFlight > 0 && s.state !== 'closed') {
-      s.state = 'used';
+      this.servers.move(s, 'used');
       s.afterCancel = () => this.release(s, true);
       return;
     }
@@ -130,9 +129,8 @@ export class Pool extends PoolState {
       if (this.connecting > 0) this.scaling.anticNotify++;
       this.give(s, this.nextWaiter()!);
     } else {
-      s.state = 'idle';
+      this.servers.move(s, 'idle');
       s.lastUsed = now;
-      this.idle.push(s);
       this.queueLend();
       // Another user of the database may be waiting for this one to be evicted.
       if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
@@ -173,11 +171,11 @@ export class Pool extends PoolState {
     if (!query) return this.release(s, true);
     s.owner = null;
     if (s.cancelsInFlight > 0 && s.state !== 'closed') {
-      s.state = 'used';
+      this.servers.move(s, 'used');
       s.afterCancel = () => this.resetAndRelease(s, query);
       return;
     }
-    s.state = 'used';
+    this.servers.move(s, 'used');
     s.end.reset(writeQuery(query), (sawError) => {
       if (sawError) s.closeOnRelease = true;
       this.release(s, true);
@@ -186,10 +184,7 @@ export class Pool extends PoolState {
 
   private forget(s: ServerConnection): void {
     this.unpin(s);
-    this.servers.delete(s);
-    this.markLent(s, false);
-    const i = this.idle.indexOf(s);
-    if (i >= 0) this.idle.splice(i, 1);
+    this.servers.move(s, null);
     if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
   }
 
@@ -249,7 +244,8 @@ export class Pool extends PoolState {
           this.forget(dead);
           this.checkPaused();
         };
-        this.servers.add(s);
+        // Placed at once by the release below (idle, a waiter's, or closed).
+        this.servers.move(s, 'used');
         if (!this.serverParams) {
           this.serverParams = new Map(s.params);
           for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
@@ -383,13 +379,13 @@ export class Pool extends PoolState {
       this.updateParkable();
     }
     let closed = false;
-    for (let i = this.idle.length - 1; i >= 0; i--) {
-      const s = this.idle[i]!;
+    const idle = this.servers.idle();
+    for (let i = idle.length - 1; i >= 0; i--) {
+      const s = idle[i]!;
       const tooOld = now >= s.expiresAt;
       const tooIdle = idleTimeoutMs > 0 && now - s.lastUsed > idleTimeoutMs && this.servers.size > minPoolSize;
       if (tooOld || tooIdle || this.retired) {
-        this.idle.splice(i, 1);
-        this.servers.delete(s);
+        this.servers.move(s, null);
         s.close(tooOld ? 'server_lifetime' : 'idle_timeout');
         closed = true;
       }
@@ -461,9 +457,7 @@ export class Pool extends PoolState {
 
   /** Servers lent to a client now (SHOW POOLS sv_active). */
   activeServers(): number {
-    let n = 0;
-    for (const s of this.servers) if (s.state === 'active') n++;
-    return n;
+    return this.servers.count('active');
   }
 
   /** Resolves when no server of this pool is serving a client. */
@@ -475,17 +469,14 @@ export class Pool extends PoolState {
   }
 
   private checkPaused(): void {
-    if (!this.pauseWaiters.length) return;
-    for (const s of this.servers) if (s.state === 'active') return;
+    if (!this.pauseWaiters.length || this.servers.count('active') > 0) return;
     for (const r of this.pauseWaiters.splice(0)) r();
   }
 
   resume(): void {
     this.paused = false;
-    while (this.idle.length && this.waiting > 0) {
-      const s = this.idle.pop()!;
-      if (s.state === 'idle') this.give(s, this.nextWaiter()!);
-    }
+    for (let s = this.servers.topIdle(); s && this.waiting > 0; s = this.servers.topIdle())
+      this.give(s, this.nextWaiter()!);
     this.growForWaiters();
   }
 
@@ -497,8 +488,8 @@ export class Pool extends PoolState {
     this.draining = true;
     this.updateParkable();
     this.settle();
-    for (const s of this.idle.splice(0)) {
-      this.servers.delete(s);
+    for (const s of [...this.servers.idle()]) {
+      this.servers.move(s, null);
       s.close('reconnect');
     }
   }
@@ -510,7 +501,6 @@ export class Pool extends PoolState {
       s.close(reason);
       s.destroy();
     }
-    this.idle = [];
     this.servers.clear();
   }
 

@@ -66,6 +66,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   [
     'server-login.ts',
     'server-connection.ts',
+    'server-lists.ts',
     'waiter-queue.ts',
     'session-state/param-session.ts',
     'session-state/param-sync.ts',
