@@ -295,7 +295,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       else this.pool!.release(s, true);
     },
     onLent: (serverEndId) => {
-      const s = this.pool!.takeLent(serverEndId);
+      const s = this.pool!.lending.take(serverEndId);
       if (!s) return;
       this.server = s;
       s.owner = this;
@@ -523,7 +523,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   }
 
   /** A server back from this client, through its parameters' check-in (`stays`: the client lives on). It holds this
-   * native login's kind of values (Pool.lendIdle may lend it) unless they are read back: then neither it nor any later
+   * native login's kind of values (the pool's ServerLending may lend it) unless they are read back: then neither it nor any later
    * server of this client does, the client's own values may differ from its login's from now on. */
   private checkIn(s: ServerConnection, stays: boolean): void {
     s.lendKind = this.nativeKind;

@@ -73,7 +73,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
     'session-state/startup-params.ts',
   ],
   // pools
-  ['pool.ts', 'pool-state.ts', 'pool-settings.ts', 'coordinator.ts', 'pool-set.ts', 'auth/auth-query.ts'],
+  ['pool.ts', 'pool-lending.ts', 'pool-settings.ts', 'coordinator.ts', 'pool-set.ts', 'auth/auth-query.ts'],
   // client logins and sessions, and the host interfaces they are given
   [
     'client-login.ts',
