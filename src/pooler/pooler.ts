@@ -277,7 +277,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   }
 
   registerClient(c: ClientSession, native = false): void {
-    this.logins.delete(c);
+    this.logins.delete(c.startup);
     this.clients.add(c);
     this.loginCountChanged(-1);
     if (native) this.counters.nativeLogins++;
@@ -289,11 +289,17 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   }
 
   unregisterClient(c: ClientSession): void {
-    // A connection that closed before its login completed was never registered.
-    this.logins.delete(c);
+    // A session that closed before its greeting (a server awaited for it) was never registered.
+    this.logins.delete(c.startup);
     if (!this.clients.delete(c)) this.loginCountChanged(-1);
     else this.nativeLogins.clients(this.clients.size + this.loggingIn);
     this.cancelKeys.drop(c);
+  }
+
+  /** A connection closed before its login succeeded (client-startup.ts). */
+  loginEnded(c: ClientStartup): void {
+    this.logins.delete(c);
+    this.loginCountChanged(-1);
   }
 
   /** The pid of a new client's BackendKeyData (cancel-keys.ts): never a backend's. */
