@@ -1,7 +1,7 @@
 // Document indexer (native/doc-indexer.cc, twin DocIndexerTs): a batch of NDJSON documents into the active
 // fraction's token ids in one call. It keeps the fraction's only dictionary; ActiveIndex numbers what it adds and reads it back.
 import { mappedTypes, type MappingSpec } from '../logstore/mapping.js';
-import { type SortedField, sortField } from '../logstore/storage/sort-tokens.js';
+import { type FieldTokens, type SortedField, sortField } from '../logstore/storage/sort-tokens.js';
 import { LEAF_NUMBER, LEAF_STRING, scanDoc, scannedDocTime, type Leaf } from './doc-scan.js';
 
 /** What one index() call found, for documents first .. first + count - 1 of the batch (numbered 0 .. count - 1). */
@@ -18,13 +18,6 @@ export interface DocBatch {
   newFields: string[];
   /** The field of each token made by this call (numbered on from the ones before). */
   newTokFields: Uint32Array;
-}
-
-/** Tokens of one field: token i is text[start_i, start_i + lens[i]) (starts by summing lens), its id ids[i]; in no set order. */
-export interface FieldTokens {
-  text: string;
-  lens: Uint32Array;
-  ids: Uint32Array;
 }
 
 export interface DocIndexer {

@@ -1,13 +1,15 @@
-// One client connection: login (client-startup.ts, client-login.ts), then the relay (relay/relay.ts) and a server per
-// transaction or session.
+// One client connection from its login on: born logged in (from a ClientStartup's LoginResult, or a login the native
+// relay ran), it greets the client, then the relay (relay/relay.ts) carries it, with a server per transaction or
+// session.
 import type net from 'node:net';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
+import { ALL_TYPES, FrameStream, type MessageHandler } from '../protocol/frame-stream.js';
 import type { SessionHost } from './hosts.js';
 import type { Pool, PoolWaiter } from './pool.js';
 import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
-import { loginGreeting } from './client-login.js';
+import { loginGreeting, type LoginResult } from './client-login.js';
 import type { ChunkHandler } from './read-buffer.js';
 import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
 import { PreparedPipe } from './prepared/pipe.js';
@@ -16,21 +18,55 @@ import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
 import { countSqlState } from './stats.js';
 import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
 import type { NativeTlsSocket } from './relay/native-tls.js';
-import { ClientParams, trackedParams } from './session-state/params.js';
+import { ClientParams, startupWishes, trackedParams } from './session-state/params.js';
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 import { serverValues } from './session-state/param-sync.js';
-import { applyStartup } from './session-state/startup-params.js';
-import { ClientStartup, EMPTY, discardReads } from './client-startup.js';
+import { applyStartup, needsCheck, refusedStartupKey } from './session-state/startup-params.js';
+import { discardReads, type ClientStartup, type ConnectionOwner } from './client-startup.js';
 
-export type { ClientState } from './client-startup.js';
+/** A session is born logged in: idle, waiting for a server, active on one, or closed. */
+export type ClientState = 'idle' | 'waiting' | 'active' | 'closed';
 
 const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 
-export class ClientSession extends ClientStartup implements ServerOwner, PoolWaiter {
+/** How the session was logged in: by client-login.ts (through its connection's ClientStartup), or by the native relay,
+ * which greeted the client too. */
+export type SessionLogin = { result: LoginResult } | { native: { pool: Pool; login: NativeLoginOk } };
+
+export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
+  readonly id: number;
+  /** Its place in the pooler's registry (Pooler.clients, a SlotSet), -1 outside it. */
+  slot = -1;
+  /** When the connection was accepted (a login the native relay began keeps the relay's time). */
+  readonly connectedAt: number;
+  /** The pid of the client's BackendKeyData: in transaction mode and on the admin console, one of the pooler's own
+   * (cancel-keys.ts: no backend has it, and it is not the client id SHOW CLIENTS shows); in session mode, the pid of
+   * the server the client keeps (so pg_backend_pid() and NotificationResponse pids match it). The secret is the
+   * pooler's own either way: cancels come to the pooler, which forwards them with the server's key. */
+  cancelPid: number;
+  readonly cancelSecret: Buffer;
+  state: ClientState = 'idle';
+  readonly database: string;
+  readonly user: string;
+  applicationName: string;
+  readonly isAdmin: boolean;
+  /** Null for the admin console. */
+  readonly pool: Pool | null;
+  readonly protocol32: boolean;
+  server: ServerConnection | null = null;
+  waitingSince = 0;
+  /** Peer address, kept: the native relay drops the socket object when it takes the descriptor. */
+  readonly addr: string;
   cancelRequested = 0;
   /** Transaction mode: the kinds of session state (session-state/state-scan.ts) that keep this client on its server;
    * 0 while it is not pinned. */
   pinnedKinds = 0;
+  /** Admin console sessions get every whole message here (see admin/console.ts). */
+  onAdminMessage: MessageHandler = () => undefined;
+  private adminFrames: FrameStream | null = null;
+  /** Transaction mode: this client's session parameters (session-state/), or null (session mode, admin). */
+  private params: ParamSession | null = null;
+  private closeReason = '';
   /** The relay's side of this client after login; null before, for admin sessions, and once closed. */
   private end: ClientEnd | null = null;
   /** Transaction mode with prepared_statements: this client's statement names and pipeline (prepared/). */
@@ -41,28 +77,118 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   /** A relay-only login reported with its lent server (NativeLoginOk.lent): kLent follows, instead of a prelink. */
   private lentLogin = false;
 
-  /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
-   * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
+  /** `startup`: the client's connection, whose login succeeded (its socket events and reads come here now). */
   constructor(
-    accepted: net.Socket | NativeTlsSocket,
-    core: SessionHost<ClientSession>,
-    native?: { pool: Pool; login: NativeLoginOk },
+    readonly core: SessionHost<ClientSession>,
+    readonly startup: ClientStartup,
+    login: SessionLogin,
   ) {
-    super(accepted, core, native?.login);
-    if (native) this.nativeLoggedIn(native.pool, native.login);
+    startup.adopt(this);
+    this.id = startup.id;
+    this.connectedAt = startup.connectedAt;
+    this.cancelPid = startup.cancelPid;
+    this.cancelSecret = startup.cancelSecret;
+    this.addr = startup.addr;
+    if ('native' in login) {
+      const { pool, login: ok } = login.native;
+      this.user = pool.settings.user;
+      this.database = pool.settings.database;
+      this.applicationName = ok.applicationName;
+      this.isAdmin = false;
+      this.pool = pool;
+      this.protocol32 = false;
+      this.nativeLoggedIn(pool, ok);
+      return;
+    }
+    const r = login.result;
+    this.user = r.user;
+    this.database = r.database;
+    this.applicationName = r.applicationName;
+    this.protocol32 = r.protocol32;
+    this.isAdmin = r.admin;
+    this.pool = r.pool;
+    this.loggedIn(r);
   }
 
+  /** The socket: the accepted one, or its TLS socket (the handshake ran before the login). */
+  get socket(): net.Socket | NativeTlsSocket {
+    return this.startup.socket;
+  }
+
+  /** TLS protocol and cipher as SHOW CLIENTS shows them, '' for plaintext. */
+  get tls(): string {
+    return this.startup.tls;
+  }
+
+  /** The socket's reads (see read-buffer.ts), which the connection delivers. */
+  private set handler(h: ChunkHandler) {
+    this.startup.handler = h;
+  }
+
+  /** The client proved who it is (client-login.ts): greet it, then relay. The greeting is written in the same call
+   * when the pool knows its server's parameters (the login's last reply and the greeting then share one send). */
+  private loggedIn(r: LoginResult): void {
+    if (r.clientKey && r.scramSecret && this.pool)
+      this.pool.scramCredential = { clientKey: r.clientKey, secret: r.scramSecret };
+    const known = this.isAdmin ? this.core.adminParams() : this.pool!.serverParams;
+    if (known) return this.greetLogin(known, r.startupParams);
+    this.pool!.params().then(
+      (params) => this.greetLogin(params, r.startupParams),
+      (err: { message: string; sqlstate?: string }) => {
+        this.fatal(err.sqlstate ?? SqlState.ConnectionFailure, err.message);
+      },
+    );
+  }
+
+  private greetLogin(pooled: ReadonlyMap<string, string>, startupParams: ReadonlyMap<string, string>): void {
+    let params = pooled;
+    if (this.socket.destroyed) return;
+    if (this.isAdmin) return this.greetNow(params);
+    const refused = refusedStartupKey(startupParams);
+    if (refused) return this.fatal(SqlState.FeatureNotSupported, refused);
+    const wishes = startupWishes(startupParams);
+    // The greeting waits for the server: its BackendKeyData carries that server's pid, and the client's startup
+    // parameters are applied to it (and checked by PostgreSQL) first.
+    if (this.pool!.settings.mode === 'session') return this.awaitServerToGreet(pooled, wishes);
+    const own = new ClientParams(params, startupParams, this.paramHost.tracked());
+    this.params = new ParamSession(own, this.paramHost);
+    // Parameters PostgreSQL may refuse or spell otherwise are checked on a server before the greeting, as a direct
+    // connection refuses them at startup.
+    if (needsCheck(wishes, pooled)) return this.awaitServerToGreet(pooled, wishes);
+    params = own.greeting(params) ?? params;
+    this.greetNow(params);
+  }
+
+  /** Greets with `params` and hands the connection on (to the relay, or the admin console); `registered`: the pooler
+   * counts the client already (it waited for a server to check its startup parameters). */
+  private greetNow(params: ReadonlyMap<string, string>, registered = false): void {
+    this.socket.write(loginGreeting(params, this.applicationName, this.cancelPid, this.cancelSecret));
+    if (!registered) this.core.registerClient(this);
+    // The relay takes the connection once the greeting has left the socket's cork (see ClientLogin's cork).
+    this.startup.whenUncorked(this.isAdmin ? () => this.serveAdmin() : () => this.handOff());
+  }
+
+  private serveAdmin(): void {
+    const rest = this.startup.takeRest();
+    this.adminFrames = new FrameStream(1024 * 1024, ALL_TYPES, (type, buf, start, len, complete) =>
+      this.onAdminMessage(type, buf, start, len, complete),
+    );
+    this.handler = this.onAdminData;
+    if (rest.length) this.onAdminData(rest);
+  }
+
+  private readonly onAdminData = (chunk: Buffer): boolean => {
+    if (!this.adminFrames!.feed(chunk))
+      this.fatal(SqlState.ProtocolViolation, `invalid message length ${this.adminFrames!.badLength}`);
+    return false;
+  };
+
   /** The relay checked the password and sent the greeting (a transaction-mode pool, no startup parameter but user,
-   * database, application_name and the pool's client_encoding): what loginOk and greetLogin would have set, then the relay takes the client. */
+   * database, application_name and the pool's client_encoding): what loggedIn and greetLogin would have set, then the
+   * relay takes the client. */
   private nativeLoggedIn(pool: Pool, login: NativeLoginOk): void {
-    const applicationName = login.applicationName;
     this.nativeKind = login.kind;
     this.lentLogin = login.lent;
-    this.state = 'idle';
-    this.user = pool.settings.user;
-    this.database = pool.settings.database;
-    this.applicationName = applicationName;
-    this.pool = pool;
     // The parameters the greeting was made from (a RELOAD that changed the server may have cleared them since).
     const reported = pool.serverParams ?? NO_PARAMS;
     const encoding = login.clientEncoding ? reported.get('client_encoding') : undefined;
@@ -71,16 +197,12 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       this.paramHost.tracked(),
       this.user,
       this.database,
-      applicationName,
+      this.applicationName,
       encoding,
     );
     this.params = new ParamSession(params, this.paramHost);
     this.core.registerClient(this, true);
     this.handOff();
-  }
-
-  protected register(): void {
-    this.core.registerClient(this);
   }
 
   /** A login waiting for a server before its greeting: the pool's ParameterStatus set and the client's startup
@@ -89,7 +211,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   /** Session mode: startup parameters were applied to the server, which its reset must undo (see onClientClosed). */
   private appliedStartup = false;
 
-  protected awaitServerToGreet(params: ReadonlyMap<string, string>, wishes: ReadonlyMap<string, string>): void {
+  /** Waits for a server, applies the client's startup `wishes` to it (PostgreSQL checks them), then greets with the
+   * pool's `params` and PostgreSQL's values of the wishes. Session mode keeps that server (its pid is the greeting's);
+   * transaction mode gives it back. */
+  private awaitServerToGreet(params: ReadonlyMap<string, string>, wishes: ReadonlyMap<string, string>): void {
     this.greeting = { params, wishes };
     this.core.registerClient(this);
     this.state = 'waiting';
@@ -178,8 +303,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     }
     this.socket.write(loginGreeting(greeting, this.applicationName, this.cancelPid, this.cancelSecret));
     // A server free at once is given inside the login's cork: the relay takes the connection after it.
-    if (this.corks > 0) this.afterUncork = () => this.handOff();
-    else this.handOff();
+    this.startup.whenUncorked(() => this.handOff());
   }
 
   /** Session mode: the query that cleans a server after its client. Startup parameters applied to it are undone by
@@ -193,7 +317,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   /** Hands the socket to the relay once the greeting has left Node's plaintext socket (the native relay takes the
    * descriptor, and bytes still queued in Node would be lost); bytes that arrive meanwhile stay with the login
    * and go along. Servers are on the same relay, so a client the relay cannot take is closed. */
-  protected handOff(): void {
+  private handOff(): void {
     if (this.state === 'closed' || this.socket.destroyed) return;
     // A TLS socket goes to the JavaScript relay, which writes through the same socket: nothing to wait for (and its
     // queued bytes may never raise 'drain', which comes only after a write that returned false).
@@ -213,7 +337,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       stats: pool.stats,
       app: this.core.apps.get(this.applicationName).block,
       maxMessageSize,
-      initial: this.login?.takeRest() ?? EMPTY,
+      initial: this.startup.takeRest(),
     };
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (queryStatsOn()) options.queryPool = poolQueryId(pool.name);
@@ -240,8 +364,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     if (!end)
       return this.fatal(SqlState.ConnectionFailure, 'internal error: the connection could not be handed to the relay');
     this.end = end;
-    this.socket.off('error', this.onSocketError);
-    this.socket.off('close', this.onSocketClose);
+    this.startup.detach();
     // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
     if (this.server) end.link(this.server.end, false);
     else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)
@@ -295,7 +418,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       else this.pool!.release(s, true);
     },
     onLent: (serverEndId) => {
-      const s = this.pool!.takeLent(serverEndId);
+      const s = this.pool!.lending.take(serverEndId);
       if (!s) return;
       this.server = s;
       s.owner = this;
@@ -353,7 +476,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
 
   // ---- the pool ----
 
-  protected readonly paramHost: ParamSessionHost = {
+  private readonly paramHost: ParamSessionHost = {
     release: (s, reusable) => this.pool!.release(s, reusable),
     tell: (data) => this.end?.write(data),
     acquire: () => {
@@ -489,7 +612,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   }
 
   /** `clean`: the relay's verdict on the server it unlinked (between transactions and whole messages). */
-  protected onClientClosed(clean: boolean): void {
+  onClientClosed(clean: boolean): void {
     if (this.state === 'closed') return;
     const wasWaiting = this.state === 'waiting';
     this.state = 'closed';
@@ -523,7 +646,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   }
 
   /** A server back from this client, through its parameters' check-in (`stays`: the client lives on). It holds this
-   * native login's kind of values (Pool.lendIdle may lend it) unless they are read back: then neither it nor any later
+   * native login's kind of values (the pool's ServerLending may lend it) unless they are read back: then neither it nor any later
    * server of this client does, the client's own values may differ from its login's from now on. */
   private checkIn(s: ServerConnection, stays: boolean): void {
     s.lendKind = this.nativeKind;

@@ -1,6 +1,24 @@
 // The pool coordinator of one database: max_db_connections across its users, the reserve, fair eviction of idle connections.
-import type { Pool } from './pool.js';
 import type { ServerConnection } from './server-connection.js';
+
+/** What the coordinator reads and asks of one pool of its database (pool.ts implements it). The coordinator names no
+ * pool class: pool-settings.ts, which a pool imports, imports this file. */
+export interface CoordinatedPool {
+  readonly name: string;
+  readonly servers: { readonly size: number };
+  readonly connecting: number;
+  readonly stats: { readonly xactTimes: { percentiles(): { p95: number } } };
+  /** Connections taken from the database's reserve, open or connecting. */
+  reserveHeld(): number;
+  /** The least recently used idle server created at or before `createdBefore`, or null. */
+  evictable(createdBefore: number): ServerConnection | null;
+  /** Creation time of the oldest idle server, or null when none is idle. */
+  oldestIdleCreatedAt(): number | null;
+  /** Closes an idle server for another user of the database. */
+  evict(s: ServerConnection, reason: string): void;
+  /** Starts connects for waiting clients (a slot may have freed). */
+  grow(): void;
+}
 
 export interface CoordinatorSettings {
   /** Server connections of all users of the database together; 0: no cap. */
@@ -28,14 +46,14 @@ const CLOSING_POLL_MS = 5;
  * reserve; else the client waits (and past query_wait_timeout, that is an exhaustion).
  */
 export class Coordinator {
-  readonly pools = new Set<Pool>();
+  readonly pools = new Set<CoordinatedPool>();
   evictions = 0;
   reserveAcquisitions = 0;
   exhaustions = 0;
   /** Evicted connections whose socket is not closed yet: they still hold their slot. */
   private closing: ServerConnection[] = [];
   /** Pools that wanted a connection the cap refused: told when a slot may have freed. */
-  readonly blocked = new Set<Pool>();
+  readonly blocked = new Set<CoordinatedPool>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
 
@@ -64,7 +82,7 @@ export class Coordinator {
 
   /** May `pool` open one more connection? `waitedMs`: how long its oldest waiter has waited, or -1 when nobody waits
    * (min_pool_size): such a connection only takes a free slot. */
-  admit(pool: Pool, waitedMs: number): Admission {
+  admit(pool: CoordinatedPool, waitedMs: number): Admission {
     const s = this.settings;
     if (s.maxDbConnections <= 0) return 'free';
     this.sweep();
@@ -92,10 +110,10 @@ export class Coordinator {
 
   /** Closes the idle connection of the user with the largest surplus over its guarantee, for `pool`; false when none
    * may go (it then checks again when the youngest candidate reaches min_connection_lifetime). */
-  private evictFor(pool: Pool): boolean {
+  private evictFor(pool: CoordinatedPool): boolean {
     const { minGuaranteed, minConnectionLifetimeMs } = this.settings;
     const now = Date.now();
-    let best: { pool: Pool; server: ServerConnection; surplus: number; p95: number } | null = null;
+    let best: { pool: CoordinatedPool; server: ServerConnection; surplus: number; p95: number } | null = null;
     let soonest = Infinity;
     for (const p of this.pools) {
       if (p === pool) continue;

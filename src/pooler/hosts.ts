@@ -1,7 +1,8 @@
-// The narrow faces of the pooler its parts are given (Pooler implements them): a client connection gets a SessionHost,
-// the snapshot and SHOW a read-only SnapshotSource. No part imports the Pooler class. `Client` is the session class
-// (client-session.ts), a parameter so that this file, which the sessions import, names none of their classes (type
-// imports tie files into circles too: test/unit/layers.test.ts).
+// The narrow faces of the pooler its parts are given (Pooler implements them): a client connection's login gets a
+// StartupHost, a session a SessionHost, the snapshot and SHOW a read-only SnapshotSource. No part imports the Pooler
+// class. `Login` and `Client` are the connection and session classes (client-startup.ts, client-session.ts),
+// parameters so that this file, which they import, names none of their classes (type imports tie files into circles
+// too: test/unit/layers.test.ts).
 import type { PoolerConfig } from '../config/pooler.js';
 import type { LogHub } from '../shared/logger.js';
 import type { AppRegistry } from './apps.js';
@@ -28,19 +29,27 @@ export interface PoolerCounters {
   refusedDescriptors: number;
 }
 
-/** What a client connection (client-startup.ts, client-session.ts) needs of the pooler, its login's needs included. */
+/** What a client connection until its login is done (client-startup.ts) needs of the pooler, its login's included. */
+export interface StartupHost<Login> extends LoginCore {
+  readonly events: EventRing;
+  readonly counters: PoolerCounters;
+  /** The native relay when it terminates client TLS (fixed at start); null when Node's tls does. */
+  readonly nativeTls: NativeRelay | null;
+  /** JavaScript logins in progress, in accept order (client_login_timeout closes the oldest). */
+  readonly logins: { add(c: Login): void };
+  /** The pid of a new client's BackendKeyData (cancel-keys.ts): never a backend's. */
+  newCancelPid(): number;
+  hbaWantsCertificates(): boolean;
+  /** The connection closed before its login succeeded: it is no longer a login in progress. */
+  loginEnded(c: Login): void;
+}
+
+/** What a logged-in client (client-session.ts) needs of the pooler. */
 export interface SessionHost<Client> extends LoginCore {
   readonly events: EventRing;
   readonly apps: AppRegistry;
   readonly counters: PoolerCounters;
-  /** The native relay when it terminates client TLS (fixed at start); null when Node's tls does. */
-  readonly nativeTls: NativeRelay | null;
   readonly shuttingDown: boolean;
-  /** JavaScript logins in progress, in accept order (client_login_timeout closes the oldest). */
-  readonly logins: { add(c: Client): void };
-  /** The pid of a new client's BackendKeyData (cancel-keys.ts): never a backend's. */
-  newCancelPid(): number;
-  hbaWantsCertificates(): boolean;
   /** ParameterStatus values the admin console reports at login. */
   adminParams(): ReadonlyMap<string, string>;
   /** The login is done: the client joins the registry (and its cancel key), `native` when the relay ran it. */

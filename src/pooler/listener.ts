@@ -1,10 +1,12 @@
-// The client listener (PgBouncer: pooler.c): listen, accept, admit, and hand the socket to a ClientSession's login,
-// from net.Server or from the native relay's own accept.
+// The client listener (PgBouncer: pooler.c): listen, accept, admit, and hand the socket to a login (ClientStartup),
+// from which a ClientSession is born logged in; from net.Server or from the native relay's own accept.
 import net from 'node:net';
 import { SqlState } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
 import { ClientSession } from './client-session.js';
-import type { SessionHost } from './hosts.js';
+import { ClientStartup } from './client-startup.js';
+import type { LoginResult } from './client-login.js';
+import type { SessionHost, StartupHost } from './hosts.js';
 import type { LogLimiter } from './log-limiter.js';
 import type { NativeLogins } from './native-logins.js';
 import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
@@ -16,7 +18,7 @@ import { clientSocketCap, openFileLimit } from './fd-limit.js';
 const DEFER_ACCEPT_SECS = 45;
 
 /** What the listener needs of the pooler: the sessions' host, and the counts and log lines it admits clients by. */
-export interface ListenerHost extends SessionHost<ClientSession> {
+export interface ListenerHost extends SessionHost<ClientSession>, StartupHost<ClientStartup> {
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
   readonly limitedLogs: { readonly maxConnections: LogLimiter; readonly descriptors: LogLimiter };
   /** The logins the native relay runs itself. */
@@ -71,19 +73,19 @@ function acceptSocket(p: ListenerHost, accepted: net.Socket, socketCap: number):
     return;
   }
   if (refuseIfFull(p, accepted)) return;
-  let session: ClientSession | null = null;
+  let conn: ClientStartup | null = null;
   p.loginCountChanged(1);
   const socket = adoptWithOnread(
     accepted,
-    new ReadBuffer(CLIENT_READ_BUFFER).onread(() => session!.handler),
+    new ReadBuffer(CLIENT_READ_BUFFER).onread(() => conn!.handler),
   );
   if (socket) {
     socket.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
-    session = new ClientSession(socket, p);
+    conn = new ClientStartup(socket, p, sessionMaker(p));
   } else {
     accepted.setKeepAlive(true, CLIENT_KEEPALIVE_MS);
-    const s = new ClientSession(accepted, p);
-    accepted.on('data', (chunk: Buffer) => s.handler(chunk));
+    const c = new ClientStartup(accepted, p, sessionMaker(p));
+    accepted.on('data', (chunk: Buffer) => c.handler(chunk));
     accepted.resume();
   }
 }
@@ -100,8 +102,14 @@ function acceptNative(p: ListenerHost, socket: NativeTlsSocket, login: NativeLog
   }
   if (!login && refuseIfFull(p, socket)) return;
   p.loginCountChanged(1);
-  if (login && pool) new ClientSession(socket, p, { pool, login });
-  else new ClientSession(socket, p);
+  if (login && pool)
+    new ClientSession(p, new ClientStartup(socket, p, sessionMaker(p), login), { native: { pool, login } });
+  else new ClientStartup(socket, p, sessionMaker(p));
+}
+
+/** A login that succeeded gives birth to its session, which greets the client. */
+function sessionMaker(p: ListenerHost): (startup: ClientStartup, result: LoginResult) => void {
+  return (startup, result) => void new ClientSession(p, startup, { result });
 }
 
 /** Clients the native relay accepted (NativeRelay.listen): their logins run on the addon's endpoint, in JavaScript

@@ -168,12 +168,12 @@ export class NativeLogins {
     for (const pool of this.pools) {
       const lend = on && pools.has(pool) && !pool.retired;
       if (!lend) {
-        pool.lender = null;
+        pool.lending.lender = null;
         continue;
       }
-      if (pool.lender) continue;
+      if (pool.lending.lender) continue;
       const entry = this.entries.get(pool)!;
-      pool.lender = (s: ServerConnection) =>
+      pool.lending.lender = (s: ServerConnection) =>
         relay!.lend(s.end, {
           entry,
           kind: s.lendKind,

@@ -1,19 +1,234 @@
-// One pool of server connections for a (database, user): FIFO handoff, bounded connects, timeouts, pause.
+// One pool of server connections for a (database, user): its server lists and waiting clients, FIFO handoff, bounded connects, timeouts, pause.
+import type { Logger } from 'pino';
 import { SqlState } from '../protocol/codes.js';
 import { writeQuery } from '../protocol/writer.js';
 import { sendCancelRequest } from './cancel-forward.js';
 import { ServerConnection } from './server-connection.js';
 import { ServerLoginError, type ServerCredential } from './server-login.js';
 import { ServerStatements } from './prepared/server-cache.js';
-import type { PoolWaiter } from './waiter-queue.js';
-import { PoolState } from './pool-state.js';
-import type { HealthChange } from './pool-health.js';
+import { PoolStats, STATS_LAYOUT } from './stats.js';
+import { PoolHealth, type HealthChange } from './pool-health.js';
+import type { ScramCredential } from './auth/scram.js';
+import type { Relay } from './relay/relay.js';
+import { relayFor } from './relay/choose.js';
+import { Interner } from './prepared/interner.js';
+import { schemaEpochFor } from './prepared/schema-epoch.js';
+import type { Coordinator } from './coordinator.js';
+import type { PoolerEventKind } from './events.js';
+import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
+import type { PoolSettings, ScalingCounters } from './pool-settings.js';
+import { ServerLists } from './server-lists.js';
+import { ServerLending } from './pool-lending.js';
 
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
-/** What a pool does with its bookkeeping (pool-state.ts): lends and takes back servers, connects, ticks, pauses. */
-export class Pool extends PoolState {
+/** A pool of server connections for a (database, user): its server lists, its waiting clients, what it lends the
+ * native relay, and what it does with them (hand out, take back, connect, tick, pause). */
+export class Pool {
+  /** The pool's open servers, each in one list (idle, lent, active, used); they move only through servers.move. */
+  readonly servers = new ServerLists<ServerConnection>();
+  private readonly waiters = new WaiterQueue();
+  connecting = 0;
+  private isPaused = false;
+  private isRetired = false;
+  /** RECONNECT is waiting for active servers to come back: none may stay parked. */
+  private draining = false;
+  readonly stats = new PoolStats();
+  /** The last connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
+  readonly health: PoolHealth;
+  /** Carries this pool's clients and servers; the JavaScript relay when their statements are rewritten. */
+  readonly relay: Relay;
+  /** The idle servers it lends the native relay for relay-only logins (pool-lending.ts). */
+  readonly lending: ServerLending;
+  /** The pool's query texts (prepared_statements in transaction mode), else null. Fixed at start, as is the relay. */
+  readonly interner: Interner | null;
+  private readonly serverCacheSize: number;
+  /** ParameterStatus values of the first server that logged in, replayed to clients at login. */
+  serverParams: Map<string, string> | null = null;
+  /** The last server connect failed and none has logged in since (SHOW POOLS `fallback_active`): clients are being
+   * refused or kept waiting while the pool retries. */
+  connectFailing = false;
+  /** server_login_retry: no connect starts before this time (ms since the epoch) after one failed. */
+  private loginRetryAt = 0;
+  /** The last failed server connect's error (what clients get at once within server_login_retry). */
+  private lastLoginError: ServerLoginError | null = null;
+  /** Called when serverParams becomes known (the pooler gives the native relay the pool's greeting then). */
+  onParamsKnown: (() => void) | null = null;
+  /** A SCRAM credential recovered from a client's proof (pass-through). */
+  scramCredential: ScramCredential | null = null;
+  private pauseWaiters: (() => void)[] = [];
+  private paramWaiters: { resolve: (p: Map<string, string>) => void; reject: (e: ServerLoginError) => void }[] = [];
+  private paramWaitSince = 0;
+  /** The database's coordinator (max_db_connections, reserve, eviction); set by the pooler. */
+  coordinator: Coordinator | null = null;
+  /** Connects in flight that were granted from the reserve. */
+  private connectingReserve = 0;
+  readonly scaling: ScalingCounters = {
+    creates: 0,
+    gateWaits: 0,
+    gateBudgetEx: 0,
+    anticNotify: 0,
+    anticTimeout: 0,
+    createFallback: 0,
+    replenishDef: 0,
+  };
+  /** Servers pinned to their client (session state that cannot move, session-state/): outside pool_size, as a
+   * session-mode server is its client's, until the client leaves. */
+  pinned = 0;
+  /** Forwarded CancelRequests not finished yet: no pair is parked meanwhile (a parked client's next query would go to
+   * the server the cancel is on its way to). */
+  private cancelling = 0;
+  /** Where the pool reports what an operator needs to see later (the pooler's event ring). */
+  onEvent: (kind: PoolerEventKind, message: string) => void = () => undefined;
+
+  constructor(
+    public settings: PoolSettings,
+    private readonly log: Logger,
+  ) {
+    this.health = new PoolHealth(() => this.settings.connectTimeoutMs);
+    const prepared = settings.prepared;
+    const t = settings.target;
+    // Pools of one database share its schema epoch: DDL seen through any of them re-parses every pool's texts.
+    this.interner = prepared
+      ? new Interner({ idleCapacity: prepared.cacheSize, schema: schemaEpochFor(`${t.host}:${t.port}/${t.database}`) })
+      : null;
+    this.serverCacheSize = prepared?.serverCacheSize ?? 0;
+    this.relay = relayFor(settings.relay);
+    this.lending = new ServerLending(this.servers, this.relay, this.stats, () => this.mayStillPark());
+    this.updateParkable();
+  }
+
+  get paused(): boolean {
+    return this.isPaused;
+  }
+  set paused(v: boolean) {
+    this.isPaused = v;
+    this.updateParkable();
+  }
+
+  /** Set when the pool left the config on RELOAD: it drains and is then dropped. */
+  get retired(): boolean {
+    return this.isRetired;
+  }
+  set retired(v: boolean) {
+    this.isRetired = v;
+    this.updateParkable();
+  }
+
+  /** The native relay may keep a finished transaction's server with its client only while nobody else
+   * could want that server. */
+  private updateParkable(): void {
+    this.stats.block[STATS_LAYOUT.parkable] = this.mayPark ? 1 : 0;
+  }
+
+  /** Nobody else could want a server of this pool now: not paused, retired or draining, nobody waiting, no cancel in flight. */
+  private get mayPark(): boolean {
+    return !this.isPaused && !this.isRetired && !this.draining && this.waiting === 0 && this.cancelling === 0;
+  }
+
+  /** Returns parked and lent servers to the pool, so what follows sees (and SHOW reports) its real state: relay-only
+   * clients are reported (each a session holding its lent server, parked), parked pairs split, and the lent servers no
+   * client uses come back to the idle stack. */
+  settle(): void {
+    // Free lent servers first: the parked ones then land on top of the idle stack, as the most recently used.
+    this.lending.takeBack();
+    this.relay.reclaim(this.stats);
+    // What could still be lent goes back to the relay after this turn.
+    this.lending.queue();
+  }
+
+  /** A server for a waiter, cheapest first: a lent server no client uses, then parked pairs of clients JavaScript
+   * knows, then relay-only clients' (each reported first). Stops as soon as one is idle. */
+  private findIdle(): void {
+    this.lending.takeBack(true);
+    if (this.servers.count('idle') > 0) return;
+    this.relay.reclaim(this.stats, true);
+    if (this.servers.count('idle') > 0) return;
+    // Every lent server is now a relay-only client's, held until it leaves (one that leaves while someone waits is
+    // reported, and its server goes to the waiter). While the pool may grow, the waiter gets a new server or that one
+    // first; at max_db_connections a new server may be long in coming, so theirs come back now.
+    if (
+      this.servers.count('lent') > 0 &&
+      this.servers.size - this.pinned + this.connecting < this.settings.poolSize &&
+      !this.coordinator?.atCap()
+    )
+      return;
+    this.relay.reclaim(this.stats);
+  }
+
+  get name(): string {
+    return `${this.settings.user}@${this.settings.database}`;
+  }
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /** Connections taken from the database's reserve, open or connecting. */
+  reserveHeld(): number {
+    let n = this.connectingReserve;
+    for (const s of this.servers) if (s.reserve) n++;
+    return n;
+  }
+
+  /** The least recently used idle server created at or before `createdBefore`, or null (coordinator eviction). */
+  evictable(createdBefore: number): ServerConnection | null {
+    let pick: ServerConnection | null = null;
+    for (const s of this.servers.idle()) {
+      if (s.createdAt > createdBefore) continue;
+      if (!pick || s.lastUsed < pick.lastUsed) pick = s;
+    }
+    return pick;
+  }
+
+  /** Creation time of the oldest idle server, or null when none is idle. */
+  oldestIdleCreatedAt(): number | null {
+    let t: number | null = null;
+    for (const s of this.servers.idle()) if (t === null || s.createdAt < t) t = s.createdAt;
+    return t;
+  }
+
+  /** Age in ms of the longest-waiting client. */
+  maxWaitMs(now = Date.now()): number {
+    const w = this.waiters.peek();
+    return w ? now - w.waitingSince : 0;
+  }
+
+  /** Removes a waiter that gave up (timeout, disconnect). */
+  cancelWait(w: PoolWaiter): void {
+    this.waiters.remove(w);
+    this.updateParkable();
+  }
+
+  private give(s: ServerConnection, w: PoolWaiter): void {
+    s.lendKind = -1;
+    this.servers.move(s, 'active');
+    s.lastUsed = Date.now();
+    this.stats.observeWait((s.lastUsed - w.waitingSince) * 1000);
+    w.onServer(s);
+  }
+
+  private nextWaiter(): PoolWaiter | undefined {
+    const w = this.waiters.shift();
+    if (this.waiters.length === 0) this.updateParkable();
+    return w;
+  }
+
+  /** Clients (and logins waiting for the first server's parameters) that need a server. */
+  private get demand(): number {
+    return this.waiting + (this.paramWaiters.length > 0 && this.servers.size === 0 ? 1 : 0);
+  }
+
+  /** How long the oldest client that needs a server has waited (ms). */
+  private demandWaitMs(now: number): number {
+    if (this.waiting > 0) return this.maxWaitMs(now);
+    return this.paramWaiters.length ? now - this.paramWaitSince : 0;
+  }
+
+  private scramOrPasswordKnown(): boolean {
+    return this.settings.serverPassword !== null || this.scramCredential !== null;
+  }
   /** Closes an idle server for another user of the database (coordinator.ts). */
   evict(s: ServerConnection, reason: string): void {
     this.forget(s);
@@ -33,7 +248,7 @@ export class Pool extends PoolState {
   /** Hands a server to `w` now or when one is free; FIFO among waiters. */
   acquire(w: PoolWaiter): void {
     if (!this.paused) {
-      if (this.idle.length === 0) this.findIdle();
+      if (this.servers.count('idle') === 0) this.findIdle();
       if (this.giveIdle(w)) return;
       const cached = this.cachedLoginError(Date.now());
       if (cached) return w.onPoolError(cached.message, cached.sqlstate);
@@ -61,13 +276,10 @@ export class Pool extends PoolState {
 
   /** The most recently used idle server to `w`; false when none is idle. */
   private giveIdle(w: PoolWaiter): boolean {
-    while (this.idle.length) {
-      const s = this.idle.pop()!;
-      if (s.state !== 'idle') continue;
-      this.give(s, w);
-      return true;
-    }
-    return false;
+    const s = this.servers.topIdle();
+    if (!s) return false;
+    this.give(s, w);
+    return true;
   }
 
   /** Sends PostgreSQL a CancelRequest for `s` (whose client has a query in flight) on a new connection. Until
@@ -99,8 +311,10 @@ export class Pool extends PoolState {
   /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
   release(s: ServerConnection, reusable: boolean): void {
     s.owner = null;
+    // A server the pool no longer holds (its socket closed under the client, or KILL dropped it) joins no list again.
+    if (!this.servers.has(s)) reusable = false;
     if (reusable && s.cancelsInFlight > 0 && s.state !== 'closed') {
-      s.state = 'used';
+      this.servers.move(s, 'used');
       s.afterCancel = () => this.release(s, true);
       return;
     }
@@ -130,10 +344,9 @@ export class Pool extends PoolState {
       if (this.connecting > 0) this.scaling.anticNotify++;
       this.give(s, this.nextWaiter()!);
     } else {
-      s.state = 'idle';
+      this.servers.move(s, 'idle');
       s.lastUsed = now;
-      this.idle.push(s);
-      this.queueLend();
+      this.lending.queue();
       // Another user of the database may be waiting for this one to be evicted.
       if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
     }
@@ -173,11 +386,11 @@ export class Pool extends PoolState {
     if (!query) return this.release(s, true);
     s.owner = null;
     if (s.cancelsInFlight > 0 && s.state !== 'closed') {
-      s.state = 'used';
+      this.servers.move(s, 'used');
       s.afterCancel = () => this.resetAndRelease(s, query);
       return;
     }
-    s.state = 'used';
+    this.servers.move(s, 'used');
     s.end.reset(writeQuery(query), (sawError) => {
       if (sawError) s.closeOnRelease = true;
       this.release(s, true);
@@ -186,10 +399,7 @@ export class Pool extends PoolState {
 
   private forget(s: ServerConnection): void {
     this.unpin(s);
-    this.servers.delete(s);
-    this.markLent(s, false);
-    const i = this.idle.indexOf(s);
-    if (i >= 0) this.idle.splice(i, 1);
+    this.servers.move(s, null);
     if (this.coordinator && this.coordinator.blocked.size > 0) this.coordinator.kick();
   }
 
@@ -249,7 +459,8 @@ export class Pool extends PoolState {
           this.forget(dead);
           this.checkPaused();
         };
-        this.servers.add(s);
+        // Placed at once by the release below (idle, a waiter's, or closed).
+        this.servers.move(s, 'used');
         if (!this.serverParams) {
           this.serverParams = new Map(s.params);
           for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
@@ -383,13 +594,13 @@ export class Pool extends PoolState {
       this.updateParkable();
     }
     let closed = false;
-    for (let i = this.idle.length - 1; i >= 0; i--) {
-      const s = this.idle[i]!;
+    const idle = this.servers.idle();
+    for (let i = idle.length - 1; i >= 0; i--) {
+      const s = idle[i]!;
       const tooOld = now >= s.expiresAt;
       const tooIdle = idleTimeoutMs > 0 && now - s.lastUsed > idleTimeoutMs && this.servers.size > minPoolSize;
       if (tooOld || tooIdle || this.retired) {
-        this.idle.splice(i, 1);
-        this.servers.delete(s);
+        this.servers.move(s, null);
         s.close(tooOld ? 'server_lifetime' : 'idle_timeout');
         closed = true;
       }
@@ -461,9 +672,7 @@ export class Pool extends PoolState {
 
   /** Servers lent to a client now (SHOW POOLS sv_active). */
   activeServers(): number {
-    let n = 0;
-    for (const s of this.servers) if (s.state === 'active') n++;
-    return n;
+    return this.servers.count('active');
   }
 
   /** Resolves when no server of this pool is serving a client. */
@@ -475,17 +684,14 @@ export class Pool extends PoolState {
   }
 
   private checkPaused(): void {
-    if (!this.pauseWaiters.length) return;
-    for (const s of this.servers) if (s.state === 'active') return;
+    if (!this.pauseWaiters.length || this.servers.count('active') > 0) return;
     for (const r of this.pauseWaiters.splice(0)) r();
   }
 
   resume(): void {
     this.paused = false;
-    while (this.idle.length && this.waiting > 0) {
-      const s = this.idle.pop()!;
-      if (s.state === 'idle') this.give(s, this.nextWaiter()!);
-    }
+    for (let s = this.servers.topIdle(); s && this.waiting > 0; s = this.servers.topIdle())
+      this.give(s, this.nextWaiter()!);
     this.growForWaiters();
   }
 
@@ -497,8 +703,8 @@ export class Pool extends PoolState {
     this.draining = true;
     this.updateParkable();
     this.settle();
-    for (const s of this.idle.splice(0)) {
-      this.servers.delete(s);
+    for (const s of [...this.servers.idle()]) {
+      this.servers.move(s, null);
       s.close('reconnect');
     }
   }
@@ -510,7 +716,6 @@ export class Pool extends PoolState {
       s.close(reason);
       s.destroy();
     }
-    this.idle = [];
     this.servers.clear();
   }
 

@@ -139,7 +139,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.hba = config.general.auth_hba_file ? HbaRules.load(config.general.auth_hba_file) : null;
     this.shipper = reconcileLogShipper(null, logs, config.logs);
     this.poolSet.apply(config);
-    setQueryStatsSize(config.general.query_stats_size);
+    setQueryStatsSize(config.general.query_stats_size, NativeRelay.get());
   }
 
   /** Loads `configFile` and listens; resolves with the bound address. `listenFd`: a listening socket received from the
@@ -277,7 +277,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   }
 
   registerClient(c: ClientSession, native = false): void {
-    this.logins.delete(c);
+    this.logins.delete(c.startup);
     this.clients.add(c);
     this.loginCountChanged(-1);
     if (native) this.counters.nativeLogins++;
@@ -289,11 +289,17 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   }
 
   unregisterClient(c: ClientSession): void {
-    // A connection that closed before its login completed was never registered.
-    this.logins.delete(c);
+    // A session that closed before its greeting (a server awaited for it) was never registered.
+    this.logins.delete(c.startup);
     if (!this.clients.delete(c)) this.loginCountChanged(-1);
     else this.nativeLogins.clients(this.clients.size + this.loggingIn);
     this.cancelKeys.drop(c);
+  }
+
+  /** A connection closed before its login succeeded (client-startup.ts). */
+  loginEnded(c: ClientStartup): void {
+    this.logins.delete(c);
+    this.loginCountChanged(-1);
   }
 
   /** The pid of a new client's BackendKeyData (cancel-keys.ts): never a backend's. */
@@ -409,7 +415,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.logs.level = next.general.log_level;
     this.logs.format = next.general.log_format;
     this.poolSet.apply(next);
-    setQueryStatsSize(next.general.query_stats_size);
+    setQueryStatsSize(next.general.query_stats_size, NativeRelay.get());
     this.nativeLogins.push();
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);

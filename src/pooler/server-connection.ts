@@ -59,8 +59,9 @@ export class ServerConnection {
   paramValues: ParamValues | null = null;
   /** Names whose values it may hold but are not known (a pinned client's server): read back before its next sync. */
   paramsUnknown: string[] | null = null;
-  /** Lent to the native relay for relay-only logins (Pool.lendIdle): out of the idle stack, state 'idle', until the
-   * pool takes it back (Pool.settle) or a relay-only client that used it is reported with it (Pool.takeLent). */
+  /** Lent to the native relay for relay-only logins (pool-lending.ts): in the pool's lent list, state 'idle', until the
+   * pool takes it back (Pool.settle) or a relay-only client that used it is reported with it (ServerLending.take); set
+   * only by ServerLists.move. */
   lent = false;
   /** The kind of native login (NativeLoginOk.kind) whose session parameters this server holds as it came back, or -1:
    * only such a server is lent, and only to logins of that kind. */

@@ -10,6 +10,8 @@ import { sqlStateCounts, totalsOf, type Averages, type TotalsRecord } from './st
 import { isSql } from './prepared/sql-commands.js';
 import { TxStatus } from '../protocol/codes.js';
 import { simpleQueryRows, type SimpleQueryRow } from './query-stats/stats.js';
+import { NativeRelay } from './relay/native.js';
+import type { ListedServer, ServerLists } from './server-lists.js';
 
 /** Duration histogram of one kind (seconds): `counts[i]` observations fell in (bounds[i-1], bounds[i]]. */
 export interface DurationBuckets {
@@ -232,6 +234,15 @@ function statementsOf(p: SnapshotSource<ClientSession>, now: number): StatementS
   return out;
 }
 
+/** A pool's server counts as SHOW POOLS, /api and /metrics report them: the lengths of its server lists
+ * (server-lists.ts), and the connects in flight as `login`; `idleInTransaction` is added as the clients are read. */
+export function poolServerCounts(
+  lists: ServerLists<ListedServer>,
+  connecting: number,
+): { active: number; idle: number; used: number; login: number; idleInTransaction: number } {
+  return { ...lists.counts(), login: connecting, idleInTransaction: 0 };
+}
+
 function noClients(): { -readonly [K in keyof PoolSnapshot['clients']]: number } {
   return { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0, idleInTransaction: 0, maxIdleXactAgeMs: 0 };
 }
@@ -299,14 +310,10 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
   const pools: PoolSnapshot[] = [];
   const servers: ServerSnapshot[] = [];
   for (const pool of p.pools.values()) {
-    const sv = { active: 0, idle: 0, used: 0, login: pool.connecting, idleInTransaction: 0 };
+    const sv = poolServerCounts(pool.servers, pool.connecting);
     let oldestActiveMs = 0;
     for (const s of pool.servers) {
-      if (s.state === 'active') {
-        sv.active++;
-        oldestActiveMs = Math.max(oldestActiveMs, now - s.lastUsed);
-      } else if (s.state === 'idle') sv.idle++;
-      else if (s.state === 'used') sv.used++;
+      if (s.state === 'active') oldestActiveMs = Math.max(oldestActiveMs, now - s.lastUsed);
       const cache = s.statements;
       // One call into the relay per server (the native relay answers from C++).
       const counts = s.end.counts();
@@ -409,7 +416,7 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
     events: p.events.list(),
     // After settle() above: the uses the native relay's lane answered are counted into the statements.
     statements: parts.statements ? statementsOf(p, now) : null,
-    queries: parts.queries ? simpleQueryRows() : null,
+    queries: parts.queries ? simpleQueryRows(NativeRelay.get()) : null,
   };
 }
 

@@ -26,8 +26,8 @@ const graphOf = (dir: string): Promise<MadgeResult> =>
 /** Circles as madge finds them from each folder (the circles of what it imports elsewhere included). Lower these as
  * circles are broken; never raise them. */
 const CIRCLE_BASELINE: Record<string, number> = {
-  'src/pooler': 2,
-  'src/logstore': 1,
+  'src/pooler': 0,
+  'src/logstore': 0,
 };
 
 /** The pooler's floors, lowest first (paths under src/pooler/; a folder ends with '/', the longest match wins). An
@@ -66,13 +66,14 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   [
     'server-login.ts',
     'server-connection.ts',
+    'server-lists.ts',
     'waiter-queue.ts',
     'session-state/param-session.ts',
     'session-state/param-sync.ts',
     'session-state/startup-params.ts',
   ],
   // pools
-  ['pool.ts', 'pool-state.ts', 'pool-settings.ts', 'coordinator.ts', 'pool-set.ts', 'auth/auth-query.ts'],
+  ['pool.ts', 'pool-lending.ts', 'pool-settings.ts', 'coordinator.ts', 'pool-set.ts', 'auth/auth-query.ts'],
   // client logins and sessions, and the host interfaces they are given
   [
     'client-login.ts',
@@ -91,7 +92,7 @@ const POOLER_FLOORS: readonly (readonly string[])[] = [
   ['pooler.ts', 'process.ts', 'main.ts', 'web/'],
 ];
 /** Pooler imports that climb back up a floor today. Lower it as they go; never raise it. */
-const UP_FLOOR_BASELINE = 1;
+const UP_FLOOR_BASELINE = 0;
 
 function floorOf(file: string): number {
   if (!file.startsWith('src/pooler/')) return -1;

@@ -1,7 +1,14 @@
 // Sorting a fraction's token dictionary at seal time: an MSD radix sort on UTF-16 code units packed in one typed
 // array (JavaScript's `<` order on strings, which sealed readers binary-search with). The seal sorts in the
 // native addon (native/dict-sort.cc); sortField here is its twin, and the sort of tests and the JSON-era tools.
-import type { FieldTokens } from '../../native/doc-indexer.js';
+
+/** Tokens of one field: token i is text[start_i, start_i + lens[i]) (starts by summing lens), its id ids[i]; in no set
+ * order. Declared here, where they are sorted, so that this file imports nothing from the indexer that calls it. */
+export interface FieldTokens {
+  text: string;
+  lens: Uint32Array;
+  ids: Uint32Array;
+}
 
 /** A field's tokens in sorted order, as dict.bin stores them (see token-dict.ts). */
 export interface SortedField {

@@ -1,6 +1,13 @@
 // Simple-protocol query statistics of the process: the table size (general.query_stats_size), pool ids, and the rows of both relays' tables for /api/top/queries.
-import { NativeRelay } from '../relay/native.js';
 import { jsQueryStats } from './recorder.js';
+import type { QueryStatsRow } from './table.js';
+
+/** The native relay's table (relay/native.ts), passed in by the caller so this file imports no relay; null when no
+ * native relay runs in the process. */
+export interface NativeQueryTable {
+  queryStatsSize(n: number): void;
+  queryStats(): QueryStatsRow[];
+}
 
 const poolIds = new Map<string, number>();
 const poolNames: string[] = [''];
@@ -17,9 +24,9 @@ export function poolQueryId(name: string): number {
 }
 
 /** At most `n` fingerprints in each relay's table (0: recording off); a new size empties the tables. */
-export function setQueryStatsSize(n: number): void {
+export function setQueryStatsSize(n: number, native: NativeQueryTable | null): void {
   jsQueryStats.resize(n);
-  NativeRelay.get()?.queryStatsSize(n);
+  native?.queryStatsSize(n);
 }
 
 export function queryStatsOn(): boolean {
@@ -37,8 +44,8 @@ export interface SimpleQueryRow {
 }
 
 /** Fingerprints with at least one completed query, from the native relay's table and the JavaScript relay's. */
-export function simpleQueryRows(): SimpleQueryRow[] {
-  const rows = [...(NativeRelay.get()?.queryStats() ?? []), ...jsQueryStats.rows()];
+export function simpleQueryRows(native: NativeQueryTable | null): SimpleQueryRow[] {
+  const rows = [...(native?.queryStats() ?? []), ...jsQueryStats.rows()];
   return rows.map((r) => ({
     pool: poolNames[r.pool] ?? '',
     hash: r.hash,
