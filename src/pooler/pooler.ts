@@ -18,14 +18,13 @@ import { EventRing } from './events.js';
 import { AppRegistry } from './apps.js';
 import { takeSnapshot, type PoolerSnapshot, type SnapshotParts } from './snapshot.js';
 import { overviewOf } from './overview.js';
-import { configChanges, restartNeeded } from './config-diff.js';
+import { planReload, reloadMessage, type ReloadPlan } from './reload.js';
 import { attachAdminConsole } from './admin/console.js';
 import { Listener, type ListenerHost } from './listener.js';
 import { Maintenance, type MaintenanceHost } from './maintenance.js';
 import { setQueryStatsSize } from './query-stats/stats.js';
 import {
   loadTlsSettings,
-  reloadTlsSettings,
   nativeTlsRelay,
   tlsNeedsJsRelay,
   NO_TLS,
@@ -380,11 +379,12 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     return killDatabase(this, database);
   }
 
+  /** RELOAD: the plan is made in reload.ts (nothing changes when the file is bad); here it is applied to the parts. */
   async reload(): Promise<string> {
     if (!this.configFile) throw new Error('no config file to reload');
-    let next: PoolerConfig;
+    let plan: ReloadPlan;
     try {
-      next = loadPoolerConfig(this.configFile);
+      plan = planReload(this, this.configFile);
     } catch (err) {
       this.events.add(
         'reload',
@@ -393,22 +393,10 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
       );
       throw err;
     }
-    const changed = configChanges(this.config, next);
-    const restart = restartNeeded(this.config, next);
-    // [native] picks code paths at start: the running ones stay in force (and in SHOW CONFIG) until a restart.
-    next = Object.freeze({ ...next, native: this.config.native });
-    const tls = reloadTlsSettings(this.tls, next, this.tlsRelay, this.nativeTls);
-    this.tls = tls.settings;
-    if (tls.restart) restart.push(tls.restart);
-    if (tls.error)
-      this.log.warn({ err: tls.error }, 'RELOAD: TLS files not loaded, the previous certificates and keys stay');
-    const notes = tls.error ? [`TLS files not loaded, the previous certificates and keys stay: ${tls.error}`] : [];
-    try {
-      this.hba = next.general.auth_hba_file ? HbaRules.load(next.general.auth_hba_file) : null;
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'RELOAD: auth_hba_file not loaded, the previous rules stay');
-      notes.push(`auth_hba_file not loaded, the previous rules stay: ${(err as Error).message}`);
-    }
+    const { next } = plan;
+    for (const note of plan.notes) this.log.warn(`RELOAD: ${note}`);
+    this.tls = plan.tls;
+    if (plan.hba !== undefined) this.hba = plan.hba;
     // Relay-only clients become sessions and lent servers come back before the pools change.
     for (const p of this.pools.values()) p.settle();
     this.config = next;
@@ -419,9 +407,8 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.nativeLogins.push();
     this.shipper = reconcileLogShipper(this.shipper, this.logs, next.logs);
     for (const l of this.reloadListeners) l(next);
-    let msg = restart.length ? `RELOAD done; needs a restart to apply: ${restart.join(', ')}` : 'RELOAD done';
-    if (notes.length) msg += `; ${notes.join('; ')}`;
-    this.events.add('reload', null, `${msg}; changed: ${changed.length ? changed.join(', ') : 'nothing'}`);
+    const msg = reloadMessage(plan);
+    this.events.add('reload', null, `${msg}; changed: ${plan.changed.length ? plan.changed.join(', ') : 'nothing'}`);
     this.log.info({ file: this.configFile }, msg);
     return msg;
   }
