@@ -265,6 +265,7 @@ void Relay::CloseClient(Endpoint* c, int reason) {
 /** Stops polling and closes the descriptor; the memory goes at the end of this loop iteration (Bury), as callers
  *  up the stack may still look at the endpoint. */
 void Relay::Destroy(Endpoint* ep) {
+  parked_.erase(ep);
   if (ep->fd < 0) return;
   if (ep->lend) DropLend(ep);
   if (ep->relayOnly) {

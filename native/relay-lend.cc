@@ -51,7 +51,7 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
   s->capture = false;
   c->transactionMode = true;
   c->needServerSent = false;
-  c->parked = true;
+  MarkParked(c);
   c->relayOnly = true;
   std::memcpy(c->held, accepted, 5 * sizeof(int32_t));
   std::memcpy(c->held + 5, ok, 5 * sizeof(int32_t));

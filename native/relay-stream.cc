@@ -292,7 +292,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             const bool jsOwes = c->intercept && !(c->lane.on && c->lane.groups.empty() && handAt == SIZE_MAX && c->interceptIn.empty() && !c->dataQueued);
             if (c->transactionMode && c->pendingIn.empty() && MayRelease(*c) && !jsOwes) {
               // A transaction that may have changed a session parameter is not parked: JavaScript reads it back.
-              if (!unpinned && c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1 && s->paramFlags == 0) c->parked = true;
+              if (!unpinned && c->stats && layout_.parkable >= 0 && c->stats[layout_.parkable] == 1 && s->paramFlags == 0) MarkParked(c);
               else release = true;
             }
           }

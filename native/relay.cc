@@ -194,7 +194,7 @@ Napi::Value RelayLink(const Napi::CallbackInfo& info) {
     r->Write(s, reinterpret_cast<const uint8_t*>(c->pendingIn.data()), c->pendingIn.size());
     c->pendingIn.clear();
   }
-  if (info.Length() > 4 && info[4].ToBoolean().Value() && c->transactionMode && nothingSent) c->parked = true;
+  if (info.Length() > 4 && info[4].ToBoolean().Value() && c->transactionMode && nothingSent) r->MarkParked(c);
   if (c->fd >= 0) r->UpdatePoll(c);
   if (s->fd >= 0) r->UpdatePoll(s);
   return Napi::Boolean::New(env, true);
@@ -293,11 +293,20 @@ Napi::Value RelayReclaim(const Napi::CallbackInfo& info) {
   }
   const bool skipRelayOnly = info.Length() > 2 && info[2].ToBoolean().Value();
   size_t n = 0;
-  for (auto& [id, ep] : r->byId_) {
+  for (auto it = r->parked_.begin(); it != r->parked_.end();) {
+    Endpoint* ep = *it;
+    if (!ep->parked || ep->dead || ep->server) {
+      it = r->parked_.erase(it);
+      continue;
+    }
     if (n >= nOut) break;
-    if (ep->server || !ep->parked || ep->stats != stats || ep->dead || (skipRelayOnly && ep->relayOnly)) continue;
+    if (ep->stats != stats || (skipRelayOnly && ep->relayOnly)) {
+      ++it;
+      continue;
+    }
     r->Unlink(ep);
-    out[n++] = id;
+    out[n++] = ep->id;
+    it = r->parked_.erase(it);
   }
   return Napi::Number::New(env, static_cast<double>(n));
 }

@@ -130,7 +130,8 @@ describe('PostgreSQL unreachable', () => {
           await c.query('SELECT 1').catch(() => undefined);
           return (await pool())['backend_unreachable'] === true;
         },
-        10_000,
+        // connect_timeout of failed logins while the client asks: seconds when idle, more on a loaded machine.
+        30_000,
       );
     } finally {
       await c.end().catch(() => undefined);
