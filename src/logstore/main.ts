@@ -8,8 +8,7 @@ import { Cluster } from './cluster/cluster.js';
 import { apiHandlers } from './grpc/api-service.js';
 import { FLOW_WINDOW, services } from './grpc/proto.js';
 import { startGrpc } from './grpc/server.js';
-import { storeHandlers } from './grpc/store-service.js';
-import { storeServiceDefinition } from './grpc/store-reply.js';
+import { storeHandlers, storeServiceDefinition } from './grpc/store/index.js';
 import { BulkBudget } from './ingest/bulk-budget.js';
 import type { HttpContext } from './context.js';
 import {

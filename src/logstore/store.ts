@@ -9,17 +9,16 @@ import type { Logger } from 'pino';
 import type { LogstoreConfig } from '../config/logstore.js';
 import type { MappingSpec } from './mapping.js';
 import type { FieldsPipe } from './query/ast.js';
-import type { ActiveStep, IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
-import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery } from './search/execute.js';
+import type { IdAssign, IngestResult, ShardStatus } from './storage/shard.js';
+import type { ShardHit, ShardQuery, ShardQueryResult } from './search/execute.js';
 import { type MergedQueryResult, mergeFetched, mergeQueryResults } from './search/merge.js';
 import type { ShardWorkerData } from './storage/shard-worker.js';
-import type { SealedTask, SearchWorkerData } from './storage/search-worker.js';
 import type { BatchMeta } from './ingest/bulk.js';
 import { routeClientId } from './storage/client-ids.js';
 import { fixMmapThreshold } from '../native/malloc-tune.js';
-import { newShardState, ShardStateReader } from './storage/shard-state.js';
-import { SealedReader } from './storage/sealed-reader.js';
-import type { SealedFraction } from './storage/sealed-fraction.js';
+import { newShardState } from './storage/shard-state.js';
+import type { SealedReader } from './storage/sealed-reader.js';
+import { ReadPlan } from './search/read-plan.js';
 import { ForgottenIds } from './storage/forgotten.js';
 import { ShardTaskQueue } from './storage/shard-queue.js';
 
@@ -57,20 +56,14 @@ const SHARD_YOUNG_GENERATION_MB = 12;
 
 export class Store {
   private readonly pools: Piscina[] = [];
-  /**
-   * Per shard: its search thread (made at its first search over sealed fractions), which reads the sealed
-   * fractions of the shard's searches while the shard thread goes on taking writes (storage/search-worker.ts).
-   */
-  private readonly searchPools: (Piscina | null)[] = [];
-  private readonly shardDirs: string[] = [];
+  /** Which fractions of a search are read by which thread: this one, the shard threads, their search threads. */
+  private readonly reads: ReadPlan;
   /** Per shard: writes and searches sent to its thread and not answered yet (a write goes to the least busy). */
   private readonly pending: number[] = [];
   /** Per shard: its last status, answered while its thread is busy. */
   private readonly lastStatus: (ShardStatus | null)[] = [];
   /** When the oldest status request a shard thread has not answered yet was made (0: none waiting). */
   private readonly statusAsked: number[] = [];
-  /** Per shard: the HTTP thread's reader of its sealed fractions (plain time-range searches skip the hop). */
-  readonly sealedReaders: SealedReader[] = [];
   private next = 0;
   /**
    * Per shard thread, which id shard bytes (byte 7 of an id) its documents carry: 1 at [b] when some id with
@@ -97,10 +90,11 @@ export class Store {
         'data_dir holds more shards than storage.shards; all of them are opened so no data is hidden',
       );
     }
+    const shared: { dir: string; state: SharedArrayBuffer }[] = [];
     for (let i = 0; i < shards; i++) {
       const dir = path.join(path.resolve(cfg.storage.data_dir), `shard-${i}`);
       const state = newShardState();
-      this.sealedReaders.push(new SealedReader(dir, new ShardStateReader(state)));
+      shared.push({ dir, state });
       const workerData: ShardWorkerData = {
         dir,
         shard: i,
@@ -127,12 +121,27 @@ export class Store {
           resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
         }),
       );
-      this.searchPools.push(null);
-      this.shardDirs.push(dir);
       this.pending.push(0);
       this.lastStatus.push(null);
       this.idBytes.push(null);
     }
+    this.reads = new ReadPlan(
+      {
+        shards: shared,
+        searchWorker: () => workerFile('search-worker'),
+        youngGenerationMb: SHARD_YOUNG_GENERATION_MB,
+        ...(log ? { log } : {}),
+      },
+      {
+        run: (i, q, name) => this.onShardThread(i, q, name),
+        unpin: (i, pin) => this.pools[i]!.run({ pin }, { name: 'unpin' }),
+      },
+    );
+  }
+
+  /** Per shard: the HTTP thread's reader of its sealed fractions (for tests: how many reads it answered). */
+  get sealedReaders(): readonly SealedReader[] {
+    return this.reads.sealedReaders;
   }
 
   get shardCount(): number {
@@ -220,46 +229,17 @@ export class Store {
     return this.querySync(q) ?? mergeQueryResults(await this.queryShards(q), q);
   }
 
-  /** The answer when this thread can give it at once (querySealed), else null: query() then asks the shard threads. */
+  /** The answer when this thread can give it at once (search/read-plan.ts), else null: query() then asks the shards. */
   querySync(q: ShardQuery): StoreQueryResult | null {
     q = this.prepared(q);
-    const sealed = this.querySealed(q);
+    const sealed = this.reads.here(q);
     return sealed ? mergeQueryResults([sealed], q) : null;
-  }
-
-  /**
-   * A plain time-range query every shard can answer from its sealed fractions, run once over all the shards'
-   * fractions together on this thread: one pass picks the best `limit` hits of all, so only those are written
-   * (one run per shard wrote `limit` hits each, and the merge dropped all but `limit` of them). Null when a shard
-   * cannot (its thread answers, queryShards) or one changed during the read.
-   */
-  private querySealed(q: ShardQuery): ShardQueryResult | null {
-    if (this.sealedReaders.length < 2) return null;
-    const reads: { gen: number; views: SealedFraction[] }[] = [];
-    for (const r of this.sealedReaders) {
-      const read = r.begin(q);
-      if (!read) return null;
-      reads.push(read);
-    }
-    let result: ShardQueryResult;
-    try {
-      result = executeQuery(
-        reads.flatMap((r) => r.views),
-        q,
-      );
-    } catch {
-      for (const r of this.sealedReaders) r.failed();
-      return null;
-    }
-    let settled = true;
-    for (const [i, r] of this.sealedReaders.entries()) settled = r.settle(reads[i]!.gen) && settled;
-    return settled ? result : null;
   }
 
   /** Each shard's own answer, unmerged (store mode sends them to a proxy, which merges across stores). */
   async queryShards(q: ShardQuery): Promise<ShardQueryResult[]> {
     q = this.prepared(q);
-    return Promise.all(this.pools.map((_, i) => this.queryShard(i, q)));
+    return Promise.all(this.pools.map((_, i) => this.reads.shard(i, q)));
   }
 
   /** A task on shard i's thread, counted as pending so that writes without a routed shard go to a thread not searching. */
@@ -270,46 +250,6 @@ export class Store {
     } finally {
       this.pending[i]!--;
     }
-  }
-
-  /**
-   * Shard i's answer: from this thread's sealed reader when it can; else the shard thread reads the active fraction
-   * and pins the sealed ones (one task, one moment of the shard), and the shard's search thread reads those with
-   * the active part in its place, so that the shard thread takes writes meanwhile. A damaged or missing fraction
-   * there: the shard thread answers the whole search (quarantining it), as it did before search threads.
-   */
-  private async queryShard(i: number, q: ShardQuery): Promise<ShardQueryResult> {
-    const here = this.sealedReaders[i]!.query(q);
-    if (here) return here;
-    const step = await this.onShardThread<ActiveStep>(i, q, 'queryActive');
-    if (!step.sealed) return step.result;
-    const { pin, names } = step.sealed;
-    let result: ShardQueryResult | null;
-    try {
-      const task: SealedTask = { q, names, ...(step.part ? { part: { ...step.part, result: step.result } } : {}) };
-      result = (await this.searchPool(i).run(task, {
-        name: 'query',
-        transferList: task.part ? [task.part.result.hits.json.buffer as ArrayBuffer] : [],
-      })) as ShardQueryResult | null;
-    } finally {
-      this.pools[i]!.run({ pin }, { name: 'unpin' }).catch(() => {});
-    }
-    if (!result) return this.onShardThread<ShardQueryResult>(i, q, 'query');
-    return step.damaged ? { ...result, damaged: step.damaged } : result;
-  }
-
-  private searchPool(i: number): Piscina {
-    const data: SearchWorkerData = { dir: this.shardDirs[i]! };
-    return (this.searchPools[i] ??= new Piscina({
-      filename: workerFile('search-worker'),
-      minThreads: 1,
-      maxThreads: 1,
-      // Kept: it holds the fractions it read open (a thread ended by piscina would leave their files open).
-      idleTimeout: 2 ** 31 - 1,
-      concurrentTasksPerWorker: 1,
-      workerData: data,
-      resourceLimits: { maxYoungGenerationSizeMb: SHARD_YOUNG_GENERATION_MB },
-    }));
   }
 
   /**
@@ -379,10 +319,9 @@ export class Store {
   }
 
   async close(): Promise<void> {
-    for (const r of this.sealedReaders) r.close();
+    this.reads.closeReaders();
     await Promise.allSettled(this.pools.map((p) => p.run({}, { name: 'close' })));
-    const searching = this.searchPools.filter((p) => p !== null);
-    await Promise.allSettled(searching.map((p) => p.run({}, { name: 'close' })));
-    await Promise.allSettled([...this.pools, ...searching].map((p) => p.destroy()));
+    await this.reads.close();
+    await Promise.allSettled(this.pools.map((p) => p.destroy()));
   }
 }

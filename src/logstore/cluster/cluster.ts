@@ -23,7 +23,7 @@ import type { IngestResult, ShardStatus } from '../storage/shard.js';
 import type { BatchMeta } from '../ingest/bulk.js';
 import { routeClientId } from '../storage/client-ids.js';
 import { aggToPb, partialFromPb } from '../grpc/convert.js';
-import type { BatchKey } from '../grpc/store-service.js';
+import type { BatchKey } from '../grpc/store/messages.js';
 import { ScratchPool } from '../search/scratch.js';
 import { Breaker } from './breaker.js';
 import { ForgetOutbox, type Leftover } from './forget-outbox.js';

@@ -5,7 +5,7 @@
 // too (store.proto BatchKey): a store that took it forgets its ids once stored, one it has not reached yet refuses
 // it, so a copy is forgotten even when no replica answered in time and the proxy never learned its ids.
 import type { Logger } from 'pino';
-import type { BatchKey } from '../grpc/store-service.js';
+import type { BatchKey } from '../grpc/store/messages.js';
 import type { StoreClient } from './store-client.js';
 
 /** The replicas of one shard, as the proxy's shard groups list them. */

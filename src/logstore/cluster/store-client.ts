@@ -8,8 +8,7 @@ import { keepaliveOptions, services } from '../grpc/proto.js';
 import { type SessionKind, SessionClient } from './session-client.js';
 import type { PbAggPartial, PbAggQuery, PbDoc } from '../grpc/convert.js';
 import type { ShardStatus } from '../storage/shard.js';
-import type { BatchKey } from '../grpc/store-service.js';
-import { DAMAGED_TRAILER, type FetchResponse } from '../grpc/store-session.js';
+import { type BatchKey, DAMAGED_TRAILER, type FetchResponse } from '../grpc/store/messages.js';
 
 export interface StoreBulkRequest {
   docs: Uint8Array;

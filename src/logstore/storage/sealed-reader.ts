@@ -1,9 +1,9 @@
-// The HTTP thread's own reader of one shard's sealed fractions (immutable files): plain time-range searches
-// (no filter, aggregation or histogram) are answered here without a hop to the shard thread, when the shard's
-// active fraction holds nothing in the range. The shard state's generation guards every read.
+// The HTTP thread's own reader of one shard's sealed fractions (immutable files), for the plain time-range searches
+// search/read-plan.ts sends here when the shard's active fraction holds nothing in the range. The shard state's
+// generation guards every read.
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { type ShardQuery, type ShardQueryResult, executeQuery } from '../search/execute.js';
+import type { ShardQuery } from '../search/execute.js';
 import { SealedFraction } from './sealed-fraction.js';
 import type { ShardStateReader } from './shard-state.js';
 import { quarantinedRows } from './quarantine.js';
@@ -17,11 +17,6 @@ interface SealedRow {
   max_time: number;
 }
 
-/** Whether the HTTP thread may run `q` itself: a time range in time order, nothing to count per document. */
-export function readsOnlyTimeRange(q: ShardQuery): boolean {
-  return q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
-}
-
 export class SealedReader {
   private db: Database.Database | null = null;
   private rows: SealedRow[] = [];
@@ -30,7 +25,7 @@ export class SealedReader {
   /** Time ranges of quarantined fractions: a search over one is answered by the shard thread, which marks it partial. */
   private setAside: SealedRow[] = [];
   private readonly open = new Map<string, SealedFraction>();
-  /** Queries answered here, and reads that failed and went to the shard thread (for tests). */
+  /** Reads settled here, and reads that failed and went to the shard thread (for tests). */
   answered = 0;
   fallbacks = 0;
 
@@ -39,40 +34,21 @@ export class SealedReader {
     private readonly state: ShardStateReader,
   ) {}
 
-  /** The shard's answer from its sealed fractions, or null when the shard thread must answer it. */
-  query(q: ShardQuery): ShardQueryResult | null {
-    const read = this.begin(q);
-    if (!read) return null;
-    let result: ShardQueryResult;
-    try {
-      result = executeQuery(read.views, q);
-    } catch {
-      this.failed();
-      return null;
-    }
-    return this.settle(read.gen) ? result : null;
-  }
-
   /**
-   * The sealed fractions `q` reads in this shard and the generation they were listed at; null when the shard
-   * thread must answer (not a plain time range, the active fraction overlaps it, the shard is changing, or the
-   * catalog could not be read). After reading them, call settle(gen), or failed() when the read threw.
+   * The sealed fractions in [q.from, q.to] and the generation they were listed at; null when the shard thread must
+   * answer (the active fraction overlaps the range, the shard is changing, or a fraction there is quarantined).
+   * Throws when the catalog or a fraction cannot be read: call failed() then. After reading the fractions, call
+   * settle(gen), or failed() when the read threw.
    */
   begin(q: ShardQuery): { gen: number; views: SealedFraction[] } | null {
-    if (!readsOnlyTimeRange(q)) return null;
     const gen = this.state.generation();
     if ((gen & 1) === 1 || this.state.activeOverlaps(q.from, q.to)) return null;
-    try {
-      if (gen !== this.rowsGen) this.reload(gen);
-      if (this.setAside.some((r) => r.max_time >= q.from && r.min_time <= q.to)) return null;
-      return {
-        gen,
-        views: this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name)),
-      };
-    } catch {
-      this.failed();
-      return null;
-    }
+    if (gen !== this.rowsGen) this.reload(gen);
+    if (this.setAside.some((r) => r.max_time >= q.from && r.min_time <= q.to)) return null;
+    return {
+      gen,
+      views: this.rows.filter((r) => r.max_time >= q.from && r.min_time <= q.to).map((r) => this.fraction(r.name)),
+    };
   }
 
   /** After a read begun at `gen`: true when the shard did not change meanwhile (the answer stands). */

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { type RunPart, type ShardQuery, executeQuery } from '../search/execute.js';
+import { type RunPart, type ShardQuery, type ShardQueryResult, executeQuery } from '../search/execute.js';
 import { FractionDamagedError } from './fraction-files.js';
 import { SealedFraction } from './sealed-fraction.js';
 
@@ -53,12 +53,16 @@ export interface SealedTask {
   part?: RunPart;
 }
 
+/** A search thread's answer to a SealedTask: the shard's answer, or why a fraction could not be read. */
+export type SealedAnswer = ShardQueryResult | { unreadable: string };
+
 /**
- * The shard's answer: the sealed fractions read here with the active part in its place. Null when a fraction
- * turns out damaged or missing: the shard thread then answers the whole search itself, quarantining it.
+ * The shard's answer: the sealed fractions read here with the active part in its place. When a fraction turns out
+ * damaged or missing, its error (search/read-plan.ts logs it and has the shard thread answer the whole search,
+ * quarantining the fraction).
  */
 export function query(task: SealedTask) {
-  let result;
+  let result: ShardQueryResult;
   try {
     result = executeQuery(
       task.names.map((n) => fraction(n)),
@@ -68,7 +72,8 @@ export function query(task: SealedTask) {
   } catch (err) {
     if (!(err instanceof FractionDamagedError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     forget();
-    return null;
+    const unreadable: SealedAnswer = { unreadable: (err as Error).message };
+    return unreadable;
   }
   return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
 }

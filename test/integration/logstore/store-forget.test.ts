@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreClient, offsBytes } from '../../../src/logstore/cluster/store-client.js';
-import type { BatchKey } from '../../../src/logstore/grpc/store-service.js';
+import type { BatchKey } from '../../../src/logstore/grpc/store/messages.js';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 
 let ls: LogstoreProcess;

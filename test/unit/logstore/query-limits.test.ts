@@ -67,7 +67,7 @@ describe('query limits', () => {
     );
     expect(limitOf(() => translateQuery(nestedBool(10_000), mapping))).toBe(`max_depth ${MAX_QUERY_DEPTH}`);
     // What a proxy sends its stores for the deepest accepted query may be deeper as seq-ql (a must and a must_not
-    // per bool print as parentheses and a not): the stores parse it with room for that (store-service.ts).
+    // per bool print as parentheses and a not): the stores parse it with room for that (grpc/store/search.ts).
     let q: unknown = { term: { m: 'x' } };
     for (let i = 0; i < MAX_QUERY_DEPTH; i++) q = { bool: { must: [{ term: { m: 'y' } }], must_not: [q] } };
     const text = queryText({ root: translateQuery(q, mapping).root, pipes: [] });

@@ -1,5 +1,6 @@
-// The HTTP thread's reader of sealed fractions answers plain time-range searches exactly as the shard does, and
-// steps aside (null) whenever the shard thread must answer: active fraction in range, fractions changing, files gone.
+// The HTTP thread's reads of sealed fractions (search/read-plan.ts over a SealedReader) answer plain time-range
+// searches exactly as the shard does, and step aside (null) whenever the shard thread must answer: active fraction
+// in range, fractions changing, files gone.
 import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,8 @@ import { parseQuery } from '../../../src/logstore/query/parser.js';
 import { planQuery } from '../../../src/logstore/query/plan.js';
 import type { ShardQuery, ShardQueryResult } from '../../../src/logstore/search/execute.js';
 import { unpackHits } from '../../../src/logstore/search/packed-hits.js';
-import { SealedReader, readsOnlyTimeRange } from '../../../src/logstore/storage/sealed-reader.js';
+import { readSealed, readsOnlyTimeRange } from '../../../src/logstore/search/read-plan.js';
+import { SealedReader } from '../../../src/logstore/storage/sealed-reader.js';
 import { Shard } from '../../../src/logstore/storage/shard.js';
 import { ShardStateReader, ShardStateWriter, newShardState } from '../../../src/logstore/storage/shard-state.js';
 
@@ -104,7 +106,7 @@ describe('SealedReader', () => {
           for (const withTotal of [true, false]) {
             for (const pipes of [undefined, [{ kind: 'fields' as const, except: false, names: ['n'] }]]) {
               const q: ShardQuery = { plan: all, from, to, limit, order, withTotal, pipes };
-              const got = reader.query(q);
+              const got = readSealed([reader], q);
               expect(got, `${from} ${to} ${order} ${limit}`).not.toBeNull();
               expect(plain(got!)).toEqual(plain(shard.query(q)));
             }
@@ -122,14 +124,14 @@ describe('SealedReader', () => {
     const hist: ShardQuery = { plan: all, ...range, histInterval: 60_000 };
     for (const q of [filtered, agg, hist]) {
       expect(readsOnlyTimeRange(q)).toBe(false);
-      expect(reader.query(q)).toBeNull();
+      expect(readSealed([reader], q)).toBeNull();
     }
   });
 
   it('leaves a range the active fraction overlaps to the shard thread', () => {
-    expect(reader.query({ plan: all, from: -Infinity, to: Infinity, limit: 10, order: 'desc' })).toBeNull();
+    expect(readSealed([reader], { plan: all, from: -Infinity, to: Infinity, limit: 10, order: 'desc' })).toBeNull();
     expect(
-      reader.query({ plan: all, from: base + 1_050_000, to: base + 1_060_000, limit: 10, order: 'asc' }),
+      readSealed([reader], { plan: all, from: base + 1_050_000, to: base + 1_060_000, limit: 10, order: 'asc' }),
     ).toBeNull();
   });
 
@@ -138,12 +140,12 @@ describe('SealedReader', () => {
     writer.begin();
     try {
       shard.seal();
-      expect(reader.query(q)).toBeNull();
+      expect(readSealed([reader], q)).toBeNull();
     } finally {
       writer.end(shard.activeBounds());
     }
     // The former active fraction is sealed now: the reader lists it and answers with its newest documents.
-    const got = reader.query(q);
+    const got = readSealed([reader], q);
     expect(got).not.toBeNull();
     expect(plain(got!)).toEqual(plain(shard.query(q)));
     expect(unpackHits(got!.hits)[0]!.time).toBe(base + 1_099_000);
@@ -151,10 +153,10 @@ describe('SealedReader', () => {
 
   it('follows fractions dropped by retention', () => {
     const q: ShardQuery = { plan: all, from: -Infinity, to: Infinity, limit: 50, order: 'asc' };
-    expect(unpackHits(reader.query(q)!.hits)[0]!.time).toBe(base);
+    expect(unpackHits(readSealed([reader], q)!.hits)[0]!.time).toBe(base);
     // Fractions whose newest document is older than a year before `now` go: the two oldest here.
     change(() => expect(shard.applyRetention(base + YEAR + 199_500)).toHaveLength(2));
-    const got = reader.query(q);
+    const got = readSealed([reader], q);
     expect(got).not.toBeNull();
     expect(plain(got!)).toEqual(plain(shard.query(q)));
     expect(unpackHits(got!.hits)[0]!.time).toBe(base + 200_000);
@@ -169,13 +171,19 @@ describe('SealedReader', () => {
       const moved = path.join(dir, `${victim}.gone`);
       rmSync(moved, { recursive: true, force: true });
       renameSync(path.join(dir, victim), moved);
+      const warned: { shard?: number; err?: { message?: string } }[] = [];
+      const log = pino({ level: 'warn' }, { write: (line: string) => warned.push(JSON.parse(line)) });
       try {
-        expect(fresh.query(q)).toBeNull();
+        expect(readSealed([fresh], q, log, [3])).toBeNull();
         expect(fresh.fallbacks).toBe(1);
+        // Logged, not swallowed: the shard and the error.
+        expect(warned).toHaveLength(1);
+        expect(warned[0]!.shard).toBe(3);
+        expect(warned[0]!.err?.message).toBeTruthy();
       } finally {
         renameSync(moved, path.join(dir, victim));
       }
-      expect(plain(fresh.query(q)!)).toEqual(plain(shard.query(q)));
+      expect(plain(readSealed([fresh], q)!)).toEqual(plain(shard.query(q)));
     } finally {
       fresh.close();
     }

@@ -1,8 +1,8 @@
-// A Session's StoreReply with the hits written in place (grpc/store-reply.ts) is the message the protobuf library
+// A Session's StoreReply with the hits written in place (grpc/store/session-reply.ts) is the message the protobuf library
 // writes with the hits encoded first: the proxy decodes the same answer, whatever the id's and the hits' sizes.
 import { describe, expect, it } from 'vitest';
 import { services } from '../../../src/logstore/grpc/proto.js';
-import { storeReplySerializer } from '../../../src/logstore/grpc/store-reply.js';
+import { storeReplySerializer } from '../../../src/logstore/grpc/store/session-reply.js';
 import { mergeHitList, packHits, unpackHits, type ShardHit } from '../../../src/logstore/search/packed-hits.js';
 import { decodeHits, encodeHits, hitsWireSize, writeHits } from '../../../src/logstore/search/packed-wire.js';
 

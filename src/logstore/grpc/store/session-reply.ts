@@ -1,10 +1,9 @@
 // A store's StoreReply bytes for a Session: a search answer's hits are written once, straight from the merged hit
 // list into the message (the protobuf encoder would copy an encoded hits buffer a second time).
-import * as grpc from '@grpc/grpc-js';
-import { HitList } from '../search/packed-hits.js';
-import { hitsWireSize, writeHits } from '../search/packed-wire.js';
-import { giveBack } from '../search/scratch.js';
-import { services } from './proto.js';
+import { HitList } from '../../search/packed-hits.js';
+import { hitsWireSize, writeHits } from '../../search/packed-wire.js';
+import { giveBack } from '../../search/scratch.js';
+import { services } from '../proto.js';
 
 type Serialize = (value: unknown) => Buffer;
 
@@ -62,10 +61,4 @@ export function storeReplySerializer(): Serialize {
     for (const p of hits.parts) giveBack(p.json);
     return out;
   };
-}
-
-/** The store service's definition with the Session's replies serialized by storeReplySerializer(). */
-export function storeServiceDefinition(): grpc.ServiceDefinition {
-  const svc = services().store.service;
-  return { ...svc, Session: { ...svc.Session!, responseSerialize: storeReplySerializer() } };
 }

@@ -2,52 +2,8 @@
 // requests tagged with ids; each answer (or error) goes back with its request's id as soon as it is ready.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import type { HitList } from '../search/packed-hits.js';
-import type { ShardStatus } from '../storage/shard.js';
-import type { PbAggPartial, PbAggQuery, PbDoc } from './convert.js';
-import { grpcError } from './grpc-status.js';
-
-export interface SearchRequest {
-  query: string;
-  from: number;
-  to: number;
-  limit: number;
-  order: 'DESC' | 'ASC';
-  aggs: PbAggQuery[];
-  hist_interval: number;
-  with_total: boolean;
-  packed_hits: boolean;
-  timeout_ms?: number;
-}
-export interface FetchRequest {
-  ids: string[];
-  fields: string[];
-  fields_except: boolean;
-  has_fields: boolean;
-}
-/** hits: the packed bytes, or (for a Session, whose reply encoder writes them in place) the merged list itself. */
-export interface SearchResponse {
-  total: number;
-  docs: PbDoc[];
-  hits: Buffer | HitList;
-  aggs: PbAggPartial[];
-  hist: { ts: number; count: number }[];
-  fractions_read: number;
-  timed_out?: boolean;
-  damaged_fractions?: string[];
-}
-/** Trailing metadata of a store's Fetch stream: StoreFetchResponse.damaged_fractions, comma-separated. */
-export const DAMAGED_TRAILER = 'x-damaged-fractions';
-
-/** The documents found; `damaged_fractions` as in store.proto's StoreFetchResponse. */
-export interface FetchResponse {
-  docs: PbDoc[];
-  damaged_fractions: string[];
-}
-export interface StatusResponse {
-  shards: ShardStatus[];
-  inflight_bulks: number;
-}
+import { grpcError } from '../grpc-status.js';
+import type { FetchRequest, FetchResponse, SearchRequest, SearchResponse, StatusResponse } from './messages.js';
 
 /** What a store answers, whichever way it is asked (unary calls or a Session). */
 export interface StoreOps {
