@@ -1,6 +1,6 @@
 // One client connection: login (client-startup.ts, client-login.ts), then the relay (relay/relay.ts) and a server per
 // transaction or session.
-import type net from 'node:net';
+import net from 'node:net';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
 import type { SessionHost } from './hosts.js';
@@ -21,6 +21,8 @@ import { ParamSession, type ParamSessionHost } from './session-state/param-sessi
 import { serverValues } from './session-state/param-sync.js';
 import { applyStartup } from './session-state/startup-params.js';
 import { ClientStartup, EMPTY, discardReads } from './client-startup.js';
+import type { MovedClient, MovedStatement } from './takeover-clients.js';
+import { fdPassing } from '../native/fd-passing.js';
 
 export type { ClientState } from './client-startup.js';
 
@@ -46,10 +48,141 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
   constructor(
     accepted: net.Socket | NativeTlsSocket,
     core: SessionHost<ClientSession>,
-    native?: { pool: Pool; login: NativeLoginOk },
+    native?: { pool: Pool; login: NativeLoginOk } | { pool: Pool; moved: MovedClient },
   ) {
-    super(accepted, core, native?.login);
-    if (native) this.nativeLoggedIn(native.pool, native.login);
+    super(accepted, core, native && ('login' in native ? native.login : native.moved));
+    if (!native) return;
+    if ('login' in native) this.nativeLoggedIn(native.pool, native.login);
+    else this.movedIn(native.pool, native.moved);
+  }
+
+  // ---- takeover: moving between processes (takeover-clients.ts) ----
+
+  /** Sent to the new process, not answered yet: its relay end is gone, the descriptor is the mover's. */
+  private moving = false;
+  /** The new process refused it once: it stays here (as on SIGTERM, its next transaction gets 57P01). */
+  private stays = false;
+  /** Prepared statements it had on the process it came from (or before it came back): the rewriter takes them. */
+  private movedStatements: MovedStatement[] | null = null;
+  /** Bytes it sent that no server got, relayed at the handoff. */
+  private pendingBytes: Buffer = EMPTY;
+
+  /** A client moved here by a takeover, logged in on the old process: what it had there, then the relay takes it
+   * (no greeting: it has had one). */
+  private movedIn(pool: Pool, m: MovedClient): void {
+    this.state = 'idle';
+    this.user = m.user;
+    this.database = m.database;
+    this.applicationName = m.applicationName;
+    this.protocol32 = m.protocol32;
+    this.pool = pool;
+    this.params = new ParamSession(ClientParams.restore(m.params, m.startup), this.paramHost);
+    this.movedStatements = m.statements.length > 0 ? m.statements : null;
+    this.pendingBytes = m.pending;
+    this.core.registerClient(this);
+    this.handOff();
+  }
+
+  /** Its protocol-level prepared statements, as the rewriter holds them (or holds them for it). */
+  private statementList(): MovedStatement[] {
+    if (this.rewriter)
+      return [...this.rewriter.statements()].map(([name, st]) => ({ name, query: st.query, types: st.types }));
+    return this.movedStatements ?? [];
+  }
+
+  /** The old process of a takeover: lets go of the connection if the client is between transactions in transaction
+   * mode (no server, nothing pinned, no read-back or reply under way, no TLS), with its state; else why not. */
+  moveOut(): { client: MovedClient; fd: number } | string {
+    if (this.moving) return 'on its way';
+    if (this.stays) return 'refused by the new process';
+    // A client waiting for a server goes with the bytes it sent (this process's pools are paused now).
+    const waiting = this.state === 'waiting';
+    if (this.state !== 'idle' && !waiting) return `state ${this.state}`;
+    if (this.isAdmin) return 'admin console';
+    const pool = this.pool;
+    if (!pool || pool.settings.mode !== 'transaction' || !this.params) return 'session mode';
+    if (this.tls) return 'TLS';
+    if (this.server || this.parkOnLink || this.greeting) return 'holds a server';
+    if (this.pinnedKinds !== 0) return 'pinned';
+    if (!this.params.idle) return 'session parameters being read back';
+    if (this.rewriter && !this.rewriter.settled) return 'prepared statements in flight';
+    const end = this.end;
+    if (!end) return 'not relayed';
+    const statements = this.statementList();
+    if (waiting) pool.cancelWait(this);
+    const released = end.release();
+    if (!released) {
+      if (waiting) pool.acquire(this);
+      return 'the relay cannot let it go now';
+    }
+    this.state = 'idle';
+    this.end = null;
+    this.moving = true;
+    if (this.core.log.isLevelEnabled('debug'))
+      this.core.log.debug(
+        { client_id: this.id, addr: this.addr, pending: released.pending.length, statements: statements.length },
+        'takeover: client sent to the new process',
+      );
+    const values = this.params.client;
+    return {
+      fd: released.fd,
+      client: {
+        database: this.database,
+        user: this.user,
+        applicationName: this.applicationName,
+        protocol32: this.protocol32,
+        connectedAt: this.connectedAt,
+        cancelPid: this.cancelPid,
+        cancelSecret: this.cancelSecret,
+        params: [...values.values.values],
+        startup: [...values.startup],
+        statements,
+        pending: released.pending,
+      },
+    };
+  }
+
+  /** The new process took it: it leaves this process without a word to it. */
+  movedAway(): void {
+    if (!this.moving) return;
+    this.moving = false;
+    this.closeReason = 'moved to the new process (takeover)';
+    this.onClientClosed(true);
+  }
+
+  /** The new process refused it (or is gone): the relay takes it again from `fd`, with the bytes it had sent. */
+  moveBack(fd: number, pending: Buffer, why: string): void {
+    if (!this.moving) return;
+    this.moving = false;
+    this.stays = true;
+    this.core.log.info({ client_id: this.id, reason: why }, 'takeover: client stays on this process');
+    let socket: net.Socket;
+    try {
+      socket = new net.Socket({
+        fd,
+        readable: true,
+        writable: true,
+        pauseOnCreate: true,
+      } as net.SocketConstructorOpts & {
+        pauseOnCreate: boolean;
+      });
+    } catch {
+      fdPassing?.fdClose(fd);
+      this.closeReason = 'lost while moving (takeover)';
+      return this.onClientClosed(true);
+    }
+    if (this.rewriter) {
+      this.movedStatements = this.statementList();
+      this.rewriter.close();
+      this.rewriter = null;
+    }
+    this.pendingBytes = pending;
+    this.socket = socket;
+    socket.on('data', (chunk: Buffer) => void this.handler(chunk));
+    socket.on('error', this.onSocketError);
+    socket.on('close', this.onSocketClose);
+    this.handOff();
+    if (this.end?.kind === 'js' && !socket.destroyed) socket.resume();
   }
 
   /** The relay checked the password and sent the greeting (a transaction-mode pool, no startup parameter but user,
@@ -213,8 +346,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       stats: pool.stats,
       app: this.core.apps.get(this.applicationName).block,
       maxMessageSize,
-      initial: this.login?.takeRest() ?? EMPTY,
+      initial: this.login?.takeRest() ?? this.pendingBytes,
     };
+    this.pendingBytes = EMPTY;
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (queryStatsOn()) options.queryPool = poolQueryId(pool.name);
     if (pool.interner && pool.settings.mode === 'transaction') {
@@ -228,6 +362,9 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
           interner,
           () => this.params?.client.values.values.get('search_path') ?? '',
         );
+        // Moved by a takeover: the names it prepared before, as if parsed here (servers get them at first use).
+        if (this.movedStatements) rewriter.restore(this.movedStatements);
+        this.movedStatements = null;
         if (this.state === 'closed') rewriter.close();
         else this.rewriter = rewriter;
         // Made while this client holds a server: the rewriter works on that server's statements from here on.
@@ -244,7 +381,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.socket.off('close', this.onSocketClose);
     // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
     if (this.server) end.link(this.server.end, false);
-    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)
+    else if (this.core.shuttingDown) {
+      // A login that ended after a takeover: the new process serves it from now on, if it takes it.
+      if (this.state === 'idle') this.core.offerMove(this);
+    } else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)
       this.prelink(pool);
   }
 
@@ -274,8 +414,11 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       }
       // A graceful shutdown lets running transactions finish; a new one would only wait, silent, for
       // shutdown_timeout: the client hears at once, in PostgreSQL's words for a backend told to stop.
-      if (this.core.shuttingDown)
+      // After a takeover the client goes to the new process instead, its bytes with it, when it can move.
+      if (this.core.shuttingDown) {
+        if (this.core.offerMove(this)) return;
         return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+      }
       this.state = 'waiting';
       this.waitingSince = Date.now();
       // Its next server is synced to values a read-back may still be learning.
@@ -293,6 +436,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       }
       if (this.params) this.checkIn(s, true);
       else this.pool!.release(s, true);
+      if (this.core.shuttingDown && this.state === 'idle') this.core.offerMove(this);
     },
     onLent: (serverEndId) => {
       const s = this.pool!.takeLent(serverEndId);
@@ -554,4 +698,14 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     const s = this.server.end.counts();
     return !c || !s || (c.syncs === 0 && s.txStatus === TxStatus.Idle);
   }
+}
+
+/** A client a takeover moved here (Pooler.adoptMoved): logged in on the old process, relayed here from now on. */
+export function newMovedSession(
+  socket: net.Socket,
+  core: SessionHost<ClientSession>,
+  pool: Pool,
+  moved: MovedClient,
+): ClientSession {
+  return new ClientSession(socket, core, { pool, moved });
 }

@@ -65,15 +65,18 @@ export abstract class ClientStartup {
   socket: net.Socket | NativeTlsSocket;
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
-   * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc). */
+   * `native`: the relay ran the login itself and greeted the client (native/relay-auth.cc), or a takeover moved the
+   * client here logged in (its key, and when it was accepted). */
   constructor(
     accepted: net.Socket | NativeTlsSocket,
     readonly core: SessionHost<ClientStartup>,
-    native?: NativeLoginOk,
+    native?: Pick<NativeLoginOk, 'cancelPid' | 'cancelSecret'> & { connectedAt?: number },
   ) {
     const socket = accepted;
     this.socket = socket;
-    this.connectedAt = socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now();
+    this.connectedAt =
+      native?.connectedAt ??
+      (socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now());
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);

@@ -26,6 +26,8 @@ export interface PoolerCounters {
   loginTimeouts: number;
   refusedMaxConnections: number;
   refusedDescriptors: number;
+  /** Clients a takeover moved here from the process before (takeover-clients.ts). */
+  movedIn: number;
 }
 
 /** What a client connection (client-startup.ts, client-session.ts) needs of the pooler, its login's needs included. */
@@ -48,6 +50,8 @@ export interface SessionHost<Client> extends LoginCore {
   unregisterClient(c: Client): void;
   /** Session mode: the client's BackendKeyData names its server's pid from now on. */
   rekeyCancel(c: Client, pid: number): void;
+  /** After a takeover: a client between transactions is offered to the new process; true when it is on its way. */
+  offerMove(c: Client): boolean;
 }
 
 /** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler: no field of it is written through here

@@ -4,7 +4,10 @@ import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
-import type { ClientSession } from './client-session.js';
+import net from 'node:net';
+import { newMovedSession, type ClientSession } from './client-session.js';
+import type { ClientMover, MovedClient } from './takeover-clients.js';
+import { fdPassing } from '../native/fd-passing.js';
 import { CancelKeys, NATIVE_LOGIN_PID_BIT } from './cancel-keys.js';
 import { SlotSet } from './id-table.js';
 import { killDatabase, pausePools, reconnectPools, resumePools, startPause } from './pool-verbs.js';
@@ -73,6 +76,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     loginTimeouts: 0,
     refusedMaxConnections: 0,
     refusedDescriptors: 0,
+    movedIn: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
   readonly limitedLogs: {
@@ -318,7 +322,9 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
       c = this.cancelKeys.find(pid, secret);
     }
     if (!c) {
-      this.log.debug({ pid }, 'cancel request for an unknown key');
+      // After a takeover, the client may still be on the old process (in a transaction there).
+      const forwarded = this.cancelElsewhere?.(pid, secret) ?? false;
+      this.log.debug({ pid, forwarded_to_old_process: forwarded }, 'cancel request for an unknown key');
       return;
     }
     c.cancelRequested++;
@@ -333,6 +339,69 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     );
     if (!inFlight || !c.pool) return;
     c.pool.forwardCancel(s, (message) => this.log.warn({ err: message }, 'forwarding a cancel request failed'));
+  }
+
+  // ---- takeover: clients moved between processes (takeover-clients.ts) ----
+
+  /** The new process of a takeover: a CancelRequest for a key it does not know goes to the old one (true when sent). */
+  cancelElsewhere: ((pid: number, secret: Buffer) => boolean) | null = null;
+  /** The old process of a takeover: moves its clients to the new one. */
+  private mover: ClientMover<ClientSession> | null = null;
+
+  /** The old process of a takeover: from now on every client between transactions is sent to the new process. */
+  moveClients(mover: ClientMover<ClientSession>): void {
+    this.mover = mover;
+    // After the shutdown has begun (pools paused, parked servers back): the first offer of every client.
+    setImmediate(() => mover.offerAll());
+  }
+
+  /** A client came between transactions (or asked for a server while this process drains): true when it is on its way
+   * to the new process. */
+  offerMove(c: ClientSession): boolean {
+    return this.mover?.offer(c) ?? false;
+  }
+
+  /** Clients sent to the new process and not answered yet. */
+  get clientsMoving(): number {
+    return this.mover?.pending ?? 0;
+  }
+
+  /** The new process of a takeover: a client of the old one, logged in there, served here from now on (null), or why
+   * not (the old process keeps it). `fd` is this process's: used or closed here. */
+  adoptMoved(m: MovedClient, fd: number): string | null {
+    const refuse = (why: string) => {
+      fdPassing?.fdClose(fd);
+      return why;
+    };
+    if (this.shuttingDown) return refuse('this process is shutting down');
+    const pool = this.poolSet.get(m.database, m.user);
+    if (!pool) return refuse(`no pool for database "${m.database}" and user "${m.user}" here`);
+    if (pool.settings.mode !== 'transaction') return refuse(`pool ${pool.name} is not in transaction mode here`);
+    if (m.statements.length > 0 && !pool.interner)
+      return refuse(`the client has prepared statements and pool ${pool.name} has prepared_statements off here`);
+    if (this.connectionCount() >= this.config.general.max_connections) return refuse('max_connections reached here');
+    let socket: net.Socket;
+    try {
+      socket = new net.Socket({
+        fd,
+        readable: true,
+        writable: true,
+        pauseOnCreate: true,
+      } as net.SocketConstructorOpts & {
+        pauseOnCreate: boolean;
+      });
+    } catch (err) {
+      return refuse(`not a socket: ${(err as Error).message}`);
+    }
+    this.counters.connections++;
+    this.loginCountChanged(1);
+    let session: ClientSession | null = null;
+    // Node's reads (the JavaScript relay) start once the relay has the client; the native relay takes the descriptor.
+    socket.on('data', (chunk: Buffer) => void session?.handler(chunk));
+    session = newMovedSession(socket, this, pool, m);
+    if (session.relayKind === 'js' && !socket.destroyed) socket.resume();
+    this.counters.movedIn++;
+    return null;
   }
 
   // ---- AdminHost ----
@@ -437,6 +506,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   /** The shutdown's last step: queued log records get up to ship_timeout; SIGINT exits at once and counts them as
    * dropped. */
   async finishShutdown(graceful: boolean): Promise<void> {
+    this.mover?.close();
     await this.shipper?.close(graceful ? undefined : 0);
     this.resolveStopped();
   }
