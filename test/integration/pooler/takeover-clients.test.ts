@@ -3,7 +3,7 @@
 // statements and cancel keys; pgbench across a takeover fails no transaction. Runs on both relays (vitest projects).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -252,6 +252,31 @@ describe('takeover moves clients', () => {
     await b.end();
     await c.end();
     await sql.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('a client the new process refuses stays on the old one, which tells it 57P01 at its next transaction', async () => {
+    const { file, port } = await writeConfig('refused');
+    const first = await startFirst(file);
+    const a = client(port);
+    const errors: string[] = [];
+    a.on('error', (e: Error & { code?: string }) => errors.push(e.code ?? e.message));
+    await a.connect();
+    await a.query('select 1');
+    // The new process runs pool app in session mode: it takes no transaction-mode client of it.
+    writeFileSync(file, readFileSync(file, 'utf8').replace('[pools.app]\n', '[pools.app]\npool_mode = "session"\n'));
+    const second = await takeOver(file);
+    await waitFor('the refusal', () => /client stays on this process/.test(first.output()));
+    expect(first.output()).toMatch(/not in transaction mode here/);
+    await expect(a.query('select 1')).rejects.toMatchObject({ code: '57P01' });
+    await a.end().catch(() => undefined);
+    expect(await first.exited, first.output()).toBe(0);
+    // New clients are the new process's, in session mode.
+    const b = client(port);
+    await b.connect();
+    expect((await b.query('select 8 as eight')).rows[0].eight).toBe(8);
+    await b.end();
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });
