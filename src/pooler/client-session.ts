@@ -147,6 +147,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     if (!this.moving) return;
     this.moving = false;
     this.closeReason = 'moved to the new process (takeover)';
+    this.core.counters.movedOut++;
     this.onClientClosed(true);
   }
 

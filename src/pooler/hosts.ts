@@ -26,8 +26,9 @@ export interface PoolerCounters {
   loginTimeouts: number;
   refusedMaxConnections: number;
   refusedDescriptors: number;
-  /** Clients a takeover moved here from the process before (takeover-clients.ts). */
+  /** Clients a takeover moved here from the process before, and from here to the next (takeover-clients.ts). */
   movedIn: number;
+  movedOut: number;
 }
 
 /** What a client connection (client-startup.ts, client-session.ts) needs of the pooler, its login's needs included. */

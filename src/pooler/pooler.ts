@@ -77,6 +77,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     refusedMaxConnections: 0,
     refusedDescriptors: 0,
     movedIn: 0,
+    movedOut: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
   readonly limitedLogs: {

@@ -35,10 +35,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function writeConfig(name: string, general = ''): Promise<{ file: string; port: number }> {
+async function writeConfig(name: string, webPort = 0): Promise<{ file: string; port: number }> {
   const port = await freePort();
   const file = path.join(dir, `${name}.toml`);
-  const toml = poolerToml(db, { general: `shutdown_timeout = "20s"\n${general}` })
+  const extra = webPort ? `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` : '';
+  const toml = poolerToml(db, { general: 'shutdown_timeout = "20s"', extra })
     .replace('port = 0', `port = ${port}`)
     .replace('log_level = "warn"', 'log_level = "info"');
   writeFileSync(file, toml);
@@ -151,7 +152,8 @@ function keyOf(c: pg.Client): { pid: number; secret: number } {
 
 describe('takeover moves clients', () => {
   it('clients connected before keep their connection, parameters, prepared statements and cancel key', async () => {
-    const { file, port } = await writeConfig('keep');
+    const webPort = await freePort();
+    const { file, port } = await writeConfig('keep', webPort);
     const first = await startFirst(file);
 
     const a = client(port);
@@ -247,6 +249,8 @@ describe('takeover moves clients', () => {
 
     expect(errors).toEqual([]);
     expect(closes).toEqual([]);
+    const metrics = await (await fetch(`http://127.0.0.1:${webPort}/metrics`)).text();
+    expect(metrics).toMatch(/pooler_takeover_clients_moved_total\{direction="in"\} 4\n/);
     expect(second.output()).toMatch(/the old process is done handing over clients/);
     await a.end();
     await b.end();
