@@ -142,6 +142,13 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     };
   }
 
+  /** Nothing keeps it here for good: it can move once what is under way settles. */
+  private get mayMoveLater(): boolean {
+    return (
+      !this.stays && !this.isAdmin && !this.tls && this.pinnedKinds === 0 && this.pool?.settings.mode === 'transaction'
+    );
+  }
+
   /** The new process took it: it leaves this process without a word to it. */
   movedAway(): void {
     if (!this.moving) return;
@@ -418,7 +425,10 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
       // After a takeover the client goes to the new process instead, its bytes with it, when it can move.
       if (this.core.shuttingDown) {
         if (this.core.offerMove(this)) return;
-        return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+        if (!this.core.movingClients || !this.mayMoveLater)
+          return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+        // It cannot go this instant (a reply still leaving, a read-back under way): it waits in its paused pool, with
+        // its bytes in the relay, and the mover's next sweep sends it.
       }
       this.state = 'waiting';
       this.waitingSince = Date.now();

@@ -53,6 +53,8 @@ export interface SessionHost<Client> extends LoginCore {
   rekeyCancel(c: Client, pid: number): void;
   /** After a takeover: a client between transactions is offered to the new process; true when it is on its way. */
   offerMove(c: Client): boolean;
+  /** After a takeover, while the new process takes clients: one that cannot move this instant may later. */
+  readonly movingClients: boolean;
 }
 
 /** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler: no field of it is written through here

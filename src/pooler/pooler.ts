@@ -352,6 +352,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   /** The old process of a takeover: from now on every client between transactions is sent to the new process. */
   moveClients(mover: ClientMover<ClientSession>): void {
     this.mover = mover;
+    mover.onClose = () => this.moverClosed();
     // After the shutdown has begun (pools paused, parked servers back): the first offer of every client.
     setImmediate(() => mover.offerAll());
   }
@@ -362,9 +363,18 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     return this.mover?.offer(c) ?? false;
   }
 
-  /** Clients sent to the new process and not answered yet. */
-  get clientsMoving(): number {
-    return this.mover?.pending ?? 0;
+  /** Clients are moving to the new process: it answers. */
+  get movingClients(): boolean {
+    return this.mover?.active ?? false;
+  }
+
+  /** The takeover connection closed while clients waited to move (their pools are paused): they hear 57P01 now, as
+   * they would have without the hand-over. */
+  private moverClosed(): void {
+    for (const c of [...this.clients]) {
+      if (c.state === 'waiting' && !c.isAdmin)
+        c.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+    }
   }
 
   /** The new process of a takeover: a client of the old one, logged in there, served here from now on (null), or why

@@ -142,6 +142,8 @@ export class ClientMover<C extends MovableClient> {
   /** Clients the new process took, and refused. */
   moved = 0;
   refused = 0;
+  /** Called once the connection is gone (after the clients on their way came back). */
+  onClose: () => void = () => undefined;
 
   constructor(
     private readonly socket: net.Socket,
@@ -267,6 +269,7 @@ export class ClientMover<C extends MovableClient> {
       this.refused++;
       v.c.moveBack(v.fd, v.pending, why);
     }
+    this.onClose();
   }
 
   /** This process stops (after shutdown_timeout if clients were still on their way): the connection closes, and a
