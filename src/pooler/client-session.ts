@@ -79,7 +79,8 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.params = new ParamSession(ClientParams.restore(m.params, m.startup), this.paramHost);
     this.movedStatements = m.statements.length > 0 ? m.statements : null;
     this.pendingBytes = m.pending;
-    this.core.registerClient(this);
+    // Counted as moved in, not as a login: it logged in on the old process.
+    this.core.registerClient(this, 'moved');
     this.handOff();
   }
 

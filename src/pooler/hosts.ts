@@ -46,8 +46,9 @@ export interface SessionHost<Client> extends LoginCore {
   hbaWantsCertificates(): boolean;
   /** ParameterStatus values the admin console reports at login. */
   adminParams(): ReadonlyMap<string, string>;
-  /** The login is done: the client joins the registry (and its cancel key), `native` when the relay ran it. */
-  registerClient(c: Client, native?: boolean): void;
+  /** The login is done: the client joins the registry (and its cancel key), `native` when the relay ran it, 'moved' for
+   * a client a takeover moved here logged in. */
+  registerClient(c: Client, native?: boolean | 'moved'): void;
   unregisterClient(c: Client): void;
   /** Session mode: the client's BackendKeyData names its server's pid from now on. */
   rekeyCancel(c: Client, pid: number): void;

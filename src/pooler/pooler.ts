@@ -281,11 +281,12 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     return this.log.isLevelEnabled('debug');
   }
 
-  registerClient(c: ClientSession, native = false): void {
+  registerClient(c: ClientSession, native: boolean | 'moved' = false): void {
     this.logins.delete(c);
     this.clients.add(c);
     this.loginCountChanged(-1);
-    if (native) this.counters.nativeLogins++;
+    if (native === 'moved') this.counters.movedIn++;
+    else if (native) this.counters.nativeLogins++;
     else this.counters.jsLogins++;
     this.cancelKeys.add(c);
     if (c.isAdmin) attachAdminConsole(this, c);
@@ -411,7 +412,6 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     socket.on('data', (chunk: Buffer) => void session?.handler(chunk));
     session = newMovedSession(socket, this, pool, m);
     if (session.relayKind === 'js' && !socket.destroyed) socket.resume();
-    this.counters.movedIn++;
     return null;
   }
 

@@ -286,7 +286,7 @@ describe('takeover moves clients', () => {
   });
 
   for (const mode of ['simple', 'extended', 'prepared']) {
-    it(`pgbench -c 10 -M ${mode} across a takeover: no failed transaction, no error line`, async () => {
+    it(`pgbench -c 10 -M ${mode} across two takeovers: no failed transaction, no error line`, async () => {
       const { file, port } = await writeConfig(`bench-${mode}`);
       const first = await startFirst(file);
       const script = path.join(dir, `bench-${mode}.sql`);
@@ -305,7 +305,7 @@ describe('takeover moves clients', () => {
             '-j',
             '2',
             '-T',
-            '6',
+            '8',
             '-h',
             '127.0.0.1',
             '-p',
@@ -328,14 +328,19 @@ describe('takeover moves clients', () => {
       }
       const second = await takeOver(file);
       expect(await first.exited, first.output()).toBe(0);
+      // Twice in a row: the clients the second process adopted move again.
+      const third = await takeOver(file);
+      expect(await second.exited, second.output()).toBe(0);
       const r = await bench;
       expect(r.out, r.out).toMatch(/number of failed transactions: 0/);
-      expect(r.out, `${r.out}\n--- old process:\n${first.output()}\n--- new process:\n${second.output()}`).not.toMatch(
-        /\berror\b|aborted/i,
-      );
+      expect(
+        r.out,
+        `${r.out}\n--- old process:\n${first.output()}\n--- second process:\n${second.output()}`,
+      ).not.toMatch(/\berror\b|aborted/i);
       expect(r.code, r.out).toBe(0);
-      second.child.kill('SIGTERM');
-      expect(await second.exited).toBe(0);
+      expect(third.output()).toMatch(/the old process is done handing over clients" took=10 refused=0/);
+      third.child.kill('SIGTERM');
+      expect(await third.exited).toBe(0);
     });
   }
 });
