@@ -405,7 +405,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     } catch (err) {
       return refuse(`not a socket: ${(err as Error).message}`);
     }
-    this.counters.connections++;
+    // Counted as a login under way until the session registers (registerClient), as any accepted client.
     this.loginCountChanged(1);
     let session: ClientSession | null = null;
     // Node's reads (the JavaScript relay) start once the relay has the client; the native relay takes the descriptor.
