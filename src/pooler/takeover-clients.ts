@@ -180,7 +180,7 @@ export class ClientMover<C extends MovableClient> {
   /** Sends `c` to the new process if it is between transactions: true when it is on its way (or moved). */
   offer(c: C): boolean {
     if (!this.open) return false;
-    for (const v of this.inFlight.values()) if (v.c === c) return true;
+    // (A client on its way answers that it cannot move: its relay end is gone.)
     const out = c.moveOut();
     if (typeof out === 'string') return false;
     const id = this.nextId++;

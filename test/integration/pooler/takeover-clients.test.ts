@@ -12,6 +12,7 @@ import postgres from 'postgres';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { ADMIN_PASSWORD, poolerToml } from '../../helpers/pooler.js';
+import { makeTestCerts } from '../../helpers/tls-certs.js';
 
 const bin = path.resolve('bin/tidepool.js');
 let db: TestPostgres;
@@ -35,11 +36,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function writeConfig(name: string, webPort = 0): Promise<{ file: string; port: number }> {
+async function writeConfig(name: string, webPort = 0, general = ''): Promise<{ file: string; port: number }> {
   const port = await freePort();
   const file = path.join(dir, `${name}.toml`);
   const extra = webPort ? `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` : '';
-  const toml = poolerToml(db, { general: 'shutdown_timeout = "20s"', extra })
+  const toml = poolerToml(db, { general: `shutdown_timeout = "20s"\n${general}`, extra })
     .replace('port = 0', `port = ${port}`)
     .replace('log_level = "warn"', 'log_level = "info"');
   writeFileSync(file, toml);
@@ -283,6 +284,44 @@ describe('takeover moves clients', () => {
     await b.end();
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
+  });
+
+  it('a TLS client stays on the old process (57P01 at its next transaction) while a plaintext one moves', async () => {
+    const certs = makeTestCerts();
+    try {
+      const { file, port } = await writeConfig(
+        'tls',
+        0,
+        `client_tls_sslmode = "prefer"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
+      );
+      const first = await startFirst(file);
+      const secure = new pg.Client({
+        host: '127.0.0.1',
+        port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+        ssl: { rejectUnauthorized: false },
+      });
+      secure.on('error', () => undefined);
+      await secure.connect();
+      await secure.query('select 1');
+      const plain = client(port);
+      await plain.connect();
+      await plain.query('select 1');
+      const second = await takeOver(file);
+      expect((await plain.query('select 9 as nine')).rows[0].nine).toBe(9);
+      await expect(secure.query('select 1')).rejects.toMatchObject({ code: '57P01' });
+      await secure.end().catch(() => undefined);
+      expect(await first.exited, first.output()).toBe(0);
+      const listed = (await showClients(port)).map((r) => r.addr);
+      expect(listed).toContain(`127.0.0.1:${localPort(plain)}`);
+      await plain.end();
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    } finally {
+      certs.cleanup();
+    }
   });
 
   for (const mode of ['simple', 'extended', 'prepared']) {
