@@ -1,6 +1,6 @@
 // One client connection: login (client-startup.ts, client-login.ts), then the relay (relay/relay.ts) and a server per
 // transaction or session.
-import net from 'node:net';
+import type net from 'node:net';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
 import type { SessionHost } from './hosts.js';
@@ -8,7 +8,7 @@ import type { Pool, PoolWaiter } from './pool.js';
 import type { NativeLoginOk } from './relay/native.js';
 import type { ServerConnection, ServerOwner } from './server-connection.js';
 import { loginGreeting } from './client-login.js';
-import type { ChunkHandler } from './read-buffer.js';
+import { CLIENT_READ_BUFFER, socketFromFd, type ChunkHandler } from './read-buffer.js';
 import type { ClientEnd, ClientEvents, ClientOptions, RelayCounts, RelayKind } from './relay/relay.js';
 import { PreparedPipe } from './prepared/pipe.js';
 import { StatementRewriter } from './prepared/rewriter.js';
@@ -167,14 +167,7 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     this.core.log.info({ client_id: this.id, reason: why }, 'takeover: client stays on this process');
     let socket: net.Socket;
     try {
-      socket = new net.Socket({
-        fd,
-        readable: true,
-        writable: true,
-        pauseOnCreate: true,
-      } as net.SocketConstructorOpts & {
-        pauseOnCreate: boolean;
-      });
+      socket = socketFromFd(fd, CLIENT_READ_BUFFER, () => this.handler);
     } catch {
       fdPassing?.fdClose(fd);
       this.closeReason = 'lost while moving (takeover)';
@@ -187,7 +180,6 @@ export class ClientSession extends ClientStartup implements ServerOwner, PoolWai
     }
     this.pendingBytes = pending;
     this.socket = socket;
-    socket.on('data', (chunk: Buffer) => void this.handler(chunk));
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);
     this.handOff();

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
-import net from 'node:net';
+import type net from 'node:net';
+import { CLIENT_READ_BUFFER, socketFromFd } from './read-buffer.js';
 import { newMovedSession, type ClientSession } from './client-session.js';
 import type { ClientMover, MovedClient } from './takeover-clients.js';
 import { fdPassing } from '../native/fd-passing.js';
@@ -392,24 +393,16 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     if (m.statements.length > 0 && !pool.interner)
       return refuse(`the client has prepared statements and pool ${pool.name} has prepared_statements off here`);
     if (this.connectionCount() >= this.config.general.max_connections) return refuse('max_connections reached here');
+    let session: ClientSession | null = null;
     let socket: net.Socket;
     try {
-      socket = new net.Socket({
-        fd,
-        readable: true,
-        writable: true,
-        pauseOnCreate: true,
-      } as net.SocketConstructorOpts & {
-        pauseOnCreate: boolean;
-      });
+      socket = socketFromFd(fd, CLIENT_READ_BUFFER, () => session!.handler);
     } catch (err) {
       return refuse(`not a socket: ${(err as Error).message}`);
     }
     // Counted as a login under way until the session registers (registerClient), as any accepted client.
     this.loginCountChanged(1);
-    let session: ClientSession | null = null;
     // Node's reads (the JavaScript relay) start once the relay has the client; the native relay takes the descriptor.
-    socket.on('data', (chunk: Buffer) => void session?.handler(chunk));
     session = newMovedSession(socket, this, pool, m);
     if (session.relayKind === 'js' && !socket.destroyed) socket.resume();
     return null;
