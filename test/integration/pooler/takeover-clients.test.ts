@@ -13,6 +13,7 @@ import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { ADMIN_PASSWORD, poolerToml } from '../../helpers/pooler.js';
 import { makeTestCerts } from '../../helpers/tls-certs.js';
+import { RawConnection, msg } from '../../helpers/raw-pg.js';
 
 const bin = path.resolve('bin/tidepool.js');
 let db: TestPostgres;
@@ -321,6 +322,41 @@ describe('takeover moves clients', () => {
       expect(await second.exited).toBe(0);
     } finally {
       certs.cleanup();
+    }
+  });
+
+  it('a client in the middle of a message in a transaction at the takeover finishes both on the old process, then moves', async () => {
+    const { file, port } = await writeConfig('mid-message', 0, 'auth_type = "md5"');
+    const first = await startFirst(file);
+    const raw = await RawConnection.connect({
+      host: '127.0.0.1',
+      port,
+      user: 'md5user',
+      database: 'app',
+      password: 'md5pass',
+    });
+    try {
+      raw.send(msg.query('BEGIN'));
+      await raw.readUntilReady();
+      // Half a Query in a transaction: its start went to the client's server on the old process.
+      const q = msg.query('select 42 as answer');
+      raw.send(q.subarray(0, 9));
+      const second = await takeOver(file);
+      raw.send(q.subarray(9));
+      const answered = await raw.readUntilReady();
+      expect(answered.map((m) => m.type).join('')).toBe('TDCZ');
+      expect(answered[1]!.raw.toString('utf8', 11, 13)).toBe('42');
+      raw.send(msg.query('COMMIT'));
+      await raw.readUntilReady();
+      // Its transaction over, it moved: the first process has no client left, and the second answers it.
+      expect(await first.exited, first.output()).toBe(0);
+      raw.send(msg.query('select 43 as answer'));
+      const next = await raw.readUntilReady();
+      expect(next.map((m) => m.type).join('')).toBe('TDCZ');
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    } finally {
+      raw.close();
     }
   });
 
