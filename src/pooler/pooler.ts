@@ -403,7 +403,15 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     // Counted as a login under way until the session registers (registerClient), as any accepted client.
     this.loginCountChanged(1);
     // Node's reads (the JavaScript relay) start once the relay has the client; the native relay takes the descriptor.
-    session = newMovedSession(socket, this, pool, m);
+    try {
+      session = newMovedSession(socket, this, pool, m);
+    } catch (err) {
+      // A bug, not a state of the client: it goes back to the old process rather than nowhere.
+      socket.destroy();
+      this.loginCountChanged(-1);
+      this.log.error({ err: (err as Error).stack ?? String(err) }, 'takeover: adopting a client failed');
+      return `adopting it failed: ${(err as Error).message}`;
+    }
     if (session.relayKind === 'js' && !socket.destroyed) socket.resume();
     return null;
   }
