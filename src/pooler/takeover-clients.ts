@@ -182,7 +182,10 @@ export class ClientMover<C extends MovableClient> {
     if (!this.open) return false;
     // (A client on its way answers that it cannot move: its relay end is gone.)
     const out = c.moveOut();
-    if (typeof out === 'string') return false;
+    if (typeof out === 'string') {
+      if (this.log.isLevelEnabled('debug')) this.log.debug({ reason: out }, 'takeover: client cannot move now');
+      return false;
+    }
     const id = this.nextId++;
     this.inFlight.set(id, { c, fd: out.fd, pending: out.client.pending });
     this.out.push({ buf: encodeMoved(id, out.client), fds: [out.fd] });
