@@ -14,7 +14,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <uv.h>
+
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -125,10 +128,15 @@ Napi::Value FdSend(const Napi::CallbackInfo& info) {
   ssize_t n;
   do n = sendmsg(sock, &msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
+  // fdSendSome: a full socket buffer sends nothing (0), a nearly full one part of the bytes (the descriptors went
+  // with the first of them); the caller sends the rest later.
+  const bool some = info.Data() != nullptr;
+  if (some && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Napi::Number::New(env, 0);
   if (n < 0) {
     ThrowErrno(env, "sendmsg", errno);
     return env.Undefined();
   }
+  if (some) return Napi::Number::New(env, static_cast<double>(n));
   if (static_cast<size_t>(n) != data.Length()) {
     ThrowErrno(env, "sendmsg (short)", EAGAIN);
     return env.Undefined();
@@ -156,9 +164,12 @@ Napi::Value FdReceive(const Napi::CallbackInfo& info) {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
+  // fdReceive(socket, true): nothing there yet is undefined rather than a wait.
+  const bool dontWait = info.Length() > 1 && info[1].ToBoolean().Value();
   ssize_t n;
-  do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (dontWait ? MSG_DONTWAIT : 0));
   while (n < 0 && errno == EINTR);
+  if (n < 0 && dontWait && (errno == EAGAIN || errno == EWOULDBLOCK)) return env.Undefined();
   if (n < 0) {
     ThrowErrno(env, "recvmsg", errno);
     return env.Undefined();
@@ -214,6 +225,94 @@ Napi::Value FdClose(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+/** fdDup(fd) -> a close-on-exec duplicate of `fd` (the same open socket), the caller's to close. */
+Napi::Value FdDup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !IsFd(info[0])) {
+    Napi::TypeError::New(env, "fdDup(fd)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int fd = fcntl(info[0].As<Napi::Number>().Int32Value(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    ThrowErrno(env, "dup", errno);
+    return env.Undefined();
+  }
+  return Napi::Number::New(env, fd);
+}
+
+/** A descriptor watched for reads on Node's loop (fdWatch): the callback runs when it is readable or hung up. */
+struct Watch {
+  uv_poll_t poll;
+  napi_env env;
+  napi_ref callback = nullptr;
+};
+std::map<int, Watch*> watches;
+
+void OnWatch(uv_poll_t* h, int, int) {
+  Watch* w = static_cast<Watch*>(h->data);
+  napi_handle_scope scope;
+  napi_open_handle_scope(w->env, &scope);
+  napi_value cb, global, result;
+  napi_get_reference_value(w->env, w->callback, &cb);
+  napi_get_global(w->env, &global);
+  // make_callback drains the microtask queue afterwards, as any I/O callback into JavaScript does.
+  if (napi_make_callback(w->env, nullptr, global, cb, 0, nullptr, &result) != napi_ok) {
+    bool pending = false;
+    napi_is_exception_pending(w->env, &pending);
+    if (pending) {
+      napi_value ex;
+      napi_get_and_clear_last_exception(w->env, &ex);
+      napi_fatal_exception(w->env, ex);
+    }
+  }
+  napi_close_handle_scope(w->env, scope);
+}
+
+/** fdWatch(fd, callback): calls `callback` on Node's loop whenever `fd` is readable (or its peer hung up) until
+ *  fdUnwatch(fd). The watch keeps the process alive, as an open socket does. */
+Napi::Value FdWatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !IsFd(info[0]) || !info[1].IsFunction()) {
+    Napi::TypeError::New(env, "fdWatch(fd, callback)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  const int fd = info[0].As<Napi::Number>().Int32Value();
+  if (watches.count(fd)) {
+    Napi::Error::New(env, "fdWatch: already watched").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  Watch* w = new Watch();
+  w->env = env;
+  napi_create_reference(env, info[1], 1, &w->callback);
+  if (uv_poll_init(loop, &w->poll, fd) != 0) {
+    napi_delete_reference(env, w->callback);
+    delete w;
+    ThrowErrno(env, "uv_poll_init", EBADF);
+    return env.Undefined();
+  }
+  w->poll.data = w;
+  uv_poll_start(&w->poll, UV_READABLE | UV_DISCONNECT, OnWatch);
+  watches[fd] = w;
+  return env.Undefined();
+}
+
+/** fdUnwatch(fd): stops fdWatch's calls (before the descriptor is closed). */
+Napi::Value FdUnwatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !IsFd(info[0])) return env.Undefined();
+  auto it = watches.find(info[0].As<Napi::Number>().Int32Value());
+  if (it == watches.end()) return env.Undefined();
+  Watch* w = it->second;
+  watches.erase(it);
+  uv_poll_stop(&w->poll);
+  napi_delete_reference(env, w->callback);
+  w->callback = nullptr;
+  uv_close(reinterpret_cast<uv_handle_t*>(&w->poll), [](uv_handle_t* h) { delete static_cast<Watch*>(h->data); });
+  return env.Undefined();
+}
+
 }  // namespace
 
 void InitFdPassing(Napi::Env env, Napi::Object exports) {
@@ -222,6 +321,10 @@ void InitFdPassing(Napi::Env env, Napi::Object exports) {
   exports.Set("fdReceive", Napi::Function::New(env, FdReceive, "fdReceive"));
   exports.Set("fdPeerUid", Napi::Function::New(env, FdPeerUid, "fdPeerUid"));
   exports.Set("fdClose", Napi::Function::New(env, FdClose, "fdClose"));
+  exports.Set("fdSendSome", Napi::Function::New(env, FdSend, "fdSendSome", reinterpret_cast<void*>(1)));
+  exports.Set("fdDup", Napi::Function::New(env, FdDup, "fdDup"));
+  exports.Set("fdWatch", Napi::Function::New(env, FdWatch, "fdWatch"));
+  exports.Set("fdUnwatch", Napi::Function::New(env, FdUnwatch, "fdUnwatch"));
 }
 
 }  // namespace tidepool

@@ -3,6 +3,6 @@
 #include <napi.h>
 
 namespace tidepool {
-/** Registers fdUnixConnect, fdSend, fdReceive, fdPeerUid and fdClose. */
+/** Registers fdUnixConnect, fdSend, fdSendSome, fdReceive, fdPeerUid, fdClose, fdDup, fdWatch and fdUnwatch. */
 void InitFdPassing(Napi::Env env, Napi::Object exports);
 }  // namespace tidepool

@@ -247,6 +247,30 @@ Napi::Value RelayDestroy(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+/** relayRelease(id) -> { fd, pending } | undefined: a client between transactions leaves the relay without a word to
+ *  it (a pooler takeover moves it to the next process, src/pooler/takeover-clients.ts): a duplicate of its descriptor,
+ *  the caller's to close, and the bytes it sent that no server got (they begin at a message boundary). Only an
+ *  unlinked plaintext client with nothing unsent and nothing held for JavaScript; undefined otherwise (it stays). The
+ *  endpoint goes without an event, and closing it leaves the connection open: the duplicate holds it. */
+Napi::Value RelayRelease(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = Get(info);
+  if (!r || info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
+  Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
+  if (!c || c->server || c->fd < 0 || c->dead || c->closing || c->stopped || c->login || c->exchange || c->ssl ||
+      c->peer || c->relayOnly || c->switchPending || c->pendingOut() > 0 || !c->interceptIn.empty() ||
+      c->dataQueued || !c->tlsPlainOut.empty())
+    return env.Undefined();
+  const int fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return env.Undefined();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("fd", Napi::Number::New(env, fd));
+  out.Set("pending", Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(c->pendingIn.data()), c->pendingIn.size()));
+  c->dead = true;
+  r->Destroy(c);
+  return out;
+}
+
 /** relayWatchReady(server): report the next ReadyForQuery of this unlinked server (SERVER_READY). */
 Napi::Value RelayWatchReady(const Napi::CallbackInfo& info) {
   Relay* r = Get(info);
@@ -405,6 +429,7 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayWrite", Napi::Function::New(env, RelayWrite, "relayWrite"));
   exports.Set("relayClose", Napi::Function::New(env, RelayClose, "relayClose"));
   exports.Set("relayDestroy", Napi::Function::New(env, RelayDestroy, "relayDestroy"));
+  exports.Set("relayRelease", Napi::Function::New(env, RelayRelease, "relayRelease"));
   exports.Set("relayWatchReady", Napi::Function::New(env, RelayWatchReady, "relayWatchReady"));
   exports.Set("relayInfo", Napi::Function::New(env, RelayInfo, "relayInfo"));
   exports.Set("relayReclaim", Napi::Function::New(env, RelayReclaim, "relayReclaim"));

@@ -13,9 +13,22 @@ export interface FdPassing {
   /** The user id of the process at the other end of a Unix socket, -1 when unknown. */
   fdPeerUid(socket: number): number;
   fdClose(fd: number): void;
+  /** One sendmsg on a non-blocking socket: the bytes that went (0 when its buffer is full), `fds` with the first. */
+  fdSendSome(socket: number, data: Buffer, fds: number[]): number;
+  /** fdReceive without waiting: undefined when nothing is there yet. */
+  fdReceiveNow(socket: number): { data: Buffer; fds: number[] } | undefined;
+  /** A close-on-exec duplicate of `fd`, the caller's to close. */
+  fdDup(fd: number): number;
+  /** Calls `callback` on the event loop whenever `fd` is readable or hung up, until fdUnwatch. */
+  fdWatch(fd: number, callback: () => void): void;
+  fdUnwatch(fd: number): void;
 }
 
-function checked(a: FdPassing): FdPassing {
+interface FdAddon extends Omit<FdPassing, 'fdReceiveNow' | 'fdReceive'> {
+  fdReceive(socket: number, dontWait?: boolean): { data: Buffer; fds: number[] } | undefined;
+}
+
+function checked(a: FdAddon): FdPassing {
   const fd = (n: number, what: string) => {
     if (!Number.isInteger(n) || n < 0 || n > 0x7fffffff) throw new TypeError(`${what}: not a descriptor: ${n}`);
   };
@@ -33,7 +46,29 @@ function checked(a: FdPassing): FdPassing {
     },
     fdReceive: (s) => {
       fd(s, 'fdReceive');
-      return a.fdReceive(s);
+      return a.fdReceive(s)!;
+    },
+    fdReceiveNow: (s) => {
+      fd(s, 'fdReceive');
+      return a.fdReceive(s, true);
+    },
+    fdSendSome: (s, data, fds) => {
+      fd(s, 'fdSendSome');
+      for (const f of fds) fd(f, 'fdSendSome');
+      if (data.length === 0 || fds.length > 16) throw new RangeError('fdSendSome: data must not be empty, at most 16 descriptors');
+      return a.fdSendSome(s, data, fds);
+    },
+    fdDup: (f) => {
+      fd(f, 'fdDup');
+      return a.fdDup(f);
+    },
+    fdWatch: (f, cb) => {
+      fd(f, 'fdWatch');
+      a.fdWatch(f, cb);
+    },
+    fdUnwatch: (f) => {
+      fd(f, 'fdUnwatch');
+      a.fdUnwatch(f);
     },
     fdPeerUid: (s) => {
       fd(s, 'fdPeerUid');
@@ -47,4 +82,4 @@ function checked(a: FdPassing): FdPassing {
 }
 
 /** The functions, or null when the addon is not loaded. */
-export const fdPassing: FdPassing | null = addon && typeof addon.fdSend === 'function' ? checked(addon as unknown as FdPassing) : null;
+export const fdPassing: FdPassing | null = addon && typeof addon.fdSend === 'function' ? checked(addon as unknown as FdAddon) : null;

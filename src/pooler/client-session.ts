@@ -1,6 +1,6 @@
-// One client connection from its login on: born logged in (from a ClientStartup's LoginResult, or a login the native
-// relay ran), it greets the client, then the relay (relay/relay.ts) carries it, with a server per transaction or
-// session.
+// One client connection from its login on: born logged in (from a ClientStartup's LoginResult, a login the native
+// relay ran, or a client a takeover moved here from the old process), it greets the client (the first two), then the
+// relay (relay/relay.ts) carries it, with a server per transaction or session.
 import type net from 'node:net';
 import { SqlState, TxStatus } from '../protocol/codes.js';
 import { writeErrorResponse } from '../protocol/writer.js';
@@ -22,16 +22,22 @@ import { ClientParams, startupWishes, trackedParams } from './session-state/para
 import { ParamSession, type ParamSessionHost } from './session-state/param-session.js';
 import { serverValues } from './session-state/param-sync.js';
 import { applyStartup, needsCheck, refusedStartupKey } from './session-state/startup-params.js';
-import { discardReads, type ClientStartup, type ConnectionOwner } from './client-startup.js';
+import { EMPTY, discardReads, type ClientStartup, type ConnectionOwner } from './client-startup.js';
+import type { MovedClient, MovedStatement } from './takeover-clients.js';
+import { fdPassing } from '../native/fd-passing.js';
 
 /** A session is born logged in: idle, waiting for a server, active on one, or closed. */
 export type ClientState = 'idle' | 'waiting' | 'active' | 'closed';
 
 const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 
-/** How the session was logged in: by client-login.ts (through its connection's ClientStartup), or by the native relay,
- * which greeted the client too. */
-export type SessionLogin = { result: LoginResult } | { native: { pool: Pool; login: NativeLoginOk } };
+/** How the session was logged in: by client-login.ts (through its connection's ClientStartup), by the native relay,
+ * which greeted the client too, or on the process a takeover moved the client from (takeover-clients.ts; greeted
+ * there). */
+export type SessionLogin =
+  | { result: LoginResult }
+  | { native: { pool: Pool; login: NativeLoginOk } }
+  | { moved: { pool: Pool; client: MovedClient } };
 
 export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
   readonly id: number;
@@ -98,6 +104,17 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       this.pool = pool;
       this.protocol32 = false;
       this.nativeLoggedIn(pool, ok);
+      return;
+    }
+    if ('moved' in login) {
+      const { pool, client: m } = login.moved;
+      this.user = m.user;
+      this.database = m.database;
+      this.applicationName = m.applicationName;
+      this.isAdmin = false;
+      this.pool = pool;
+      this.protocol32 = m.protocol32;
+      this.movedIn(m);
       return;
     }
     const r = login.result;
@@ -203,6 +220,128 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     this.params = new ParamSession(params, this.paramHost);
     this.core.registerClient(this, true);
     this.handOff();
+  }
+
+  // ---- takeover: moving between processes (takeover-clients.ts) ----
+
+  /** Sent to the new process, not answered yet: its relay end is gone, the descriptor is the mover's. */
+  private moving = false;
+  /** The new process refused it once: it stays here (as on SIGTERM, its next transaction gets 57P01). */
+  private stays = false;
+  /** Prepared statements it had on the process it came from (or before it came back): the rewriter takes them. */
+  private movedStatements: MovedStatement[] | null = null;
+  /** Bytes it sent that no server got, relayed at the handoff. */
+  private pendingBytes: Buffer = EMPTY;
+
+  /** A client moved here by a takeover, logged in on the old process: what it had there, then the relay takes it
+   * (no greeting: it has had one). */
+  private movedIn(m: MovedClient): void {
+    this.params = new ParamSession(ClientParams.restore(m.params, m.startup), this.paramHost);
+    this.movedStatements = m.statements.length > 0 ? m.statements : null;
+    this.pendingBytes = m.pending;
+    // Counted as moved in, not as a login: it logged in on the old process.
+    this.core.registerClient(this, 'moved');
+    this.handOff();
+    if (this.end?.kind === 'js') this.startup.resumeReads();
+  }
+
+  /** Its protocol-level prepared statements, as the rewriter holds them (or holds them for it). */
+  private statementList(): MovedStatement[] {
+    if (this.rewriter)
+      return [...this.rewriter.statements()].map(([name, st]) => ({ name, query: st.query, types: st.types }));
+    return this.movedStatements ?? [];
+  }
+
+  /** The old process of a takeover: lets go of the connection if the client is between transactions in transaction
+   * mode (no server, nothing pinned, no read-back or reply under way, no TLS), with its state; else why not. */
+  moveOut(): { client: MovedClient; fd: number } | string {
+    if (this.moving) return 'on its way';
+    if (this.stays) return 'refused by the new process';
+    // A client waiting for a server goes with the bytes it sent (this process's pools are paused now).
+    const waiting = this.state === 'waiting';
+    if (this.state !== 'idle' && !waiting) return `state ${this.state}`;
+    if (this.isAdmin) return 'admin console';
+    const pool = this.pool;
+    if (!pool || pool.settings.mode !== 'transaction' || !this.params) return 'session mode';
+    if (this.tls) return 'TLS';
+    if (this.server || this.parkOnLink || this.greeting) return 'holds a server';
+    if (this.pinnedKinds !== 0) return 'pinned';
+    if (!this.params.idle) return 'session parameters being read back';
+    if (this.rewriter && !this.rewriter.settled) return 'prepared statements in flight';
+    const end = this.end;
+    if (!end) return 'not relayed';
+    const statements = this.statementList();
+    if (waiting) pool.cancelWait(this);
+    const released = end.release();
+    if (!released) {
+      if (waiting) pool.acquire(this);
+      return 'the relay cannot let it go now';
+    }
+    this.state = 'idle';
+    this.end = null;
+    this.moving = true;
+    if (this.core.log.isLevelEnabled('debug'))
+      this.core.log.debug(
+        { client_id: this.id, addr: this.addr, pending: released.pending.length, statements: statements.length },
+        'takeover: client sent to the new process',
+      );
+    const values = this.params.client;
+    return {
+      fd: released.fd,
+      client: {
+        database: this.database,
+        user: this.user,
+        applicationName: this.applicationName,
+        protocol32: this.protocol32,
+        connectedAt: this.connectedAt,
+        cancelPid: this.cancelPid,
+        cancelSecret: this.cancelSecret,
+        params: [...values.values.values],
+        startup: [...values.startup],
+        statements,
+        pending: released.pending,
+      },
+    };
+  }
+
+  /** Nothing keeps it here for good: it can move once what is under way settles. */
+  private get mayMoveLater(): boolean {
+    return (
+      !this.stays && !this.isAdmin && !this.tls && this.pinnedKinds === 0 && this.pool?.settings.mode === 'transaction'
+    );
+  }
+
+  /** The new process took it: it leaves this process without a word to it. */
+  movedAway(): void {
+    if (!this.moving) return;
+    this.moving = false;
+    this.closeReason = 'moved to the new process (takeover)';
+    this.core.counters.movedOut++;
+    this.onClientClosed(true);
+  }
+
+  /** The new process refused it (or is gone): the relay takes it again from `fd`, with the bytes it had sent. */
+  moveBack(fd: number, pending: Buffer, why: string): void {
+    if (!this.moving) return;
+    this.moving = false;
+    this.stays = true;
+    this.core.log.info({ client_id: this.id, reason: why }, 'takeover: client stays on this process');
+    try {
+      // The connection reads through its ClientStartup again, and reports there until the relay takes it.
+      this.startup.takeSocket(fd);
+    } catch {
+      fdPassing?.fdClose(fd);
+      this.closeReason = 'lost while moving (takeover)';
+      return this.onClientClosed(true);
+    }
+    if (this.rewriter) {
+      this.movedStatements = this.statementList();
+      this.rewriter.close();
+      this.rewriter = null;
+    }
+    this.pendingBytes = pending;
+    this.handOff();
+    if (this.end?.kind === 'js') this.startup.resumeReads();
   }
 
   /** A login waiting for a server before its greeting: the pool's ParameterStatus set and the client's startup
@@ -337,8 +476,10 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       stats: pool.stats,
       app: this.core.apps.get(this.applicationName).block,
       maxMessageSize,
-      initial: this.startup.takeRest(),
+      // A client moved by a takeover (or back after a refused move): the bytes it sent that no server got.
+      initial: this.pendingBytes.length > 0 ? this.pendingBytes : this.startup.takeRest(),
     };
+    this.pendingBytes = EMPTY;
     if (pool.settings.mode === 'transaction') options.pinMask = pinMaskFor(pool.interner !== null);
     if (queryStatsOn()) options.queryPool = poolQueryId(pool.name);
     if (pool.interner && pool.settings.mode === 'transaction') {
@@ -352,6 +493,9 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
           interner,
           () => this.params?.client.values.values.get('search_path') ?? '',
         );
+        // Moved by a takeover: the names it prepared before, as if parsed here (servers get them at first use).
+        if (this.movedStatements) rewriter.restore(this.movedStatements);
+        this.movedStatements = null;
         if (this.state === 'closed') rewriter.close();
         else this.rewriter = rewriter;
         // Made while this client holds a server: the rewriter works on that server's statements from here on.
@@ -367,7 +511,10 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     this.startup.detach();
     // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
     if (this.server) end.link(this.server.end, false);
-    else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)
+    else if (this.core.shuttingDown) {
+      // A login that ended after a takeover: the new process serves it from now on, if it takes it.
+      if (this.state === 'idle') this.core.offerMove(this);
+    } else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)
       this.prelink(pool);
   }
 
@@ -397,8 +544,14 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       }
       // A graceful shutdown lets running transactions finish; a new one would only wait, silent, for
       // shutdown_timeout: the client hears at once, in PostgreSQL's words for a backend told to stop.
-      if (this.core.shuttingDown)
-        return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+      // After a takeover the client goes to the new process instead, its bytes with it, when it can move.
+      if (this.core.shuttingDown) {
+        if (this.core.offerMove(this)) return;
+        if (!this.core.movingClients || !this.mayMoveLater)
+          return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+        // It cannot go this instant (a reply still leaving, a read-back under way): it waits in its paused pool, with
+        // its bytes in the relay, and the mover's next sweep sends it.
+      }
       this.state = 'waiting';
       this.waitingSince = Date.now();
       // Its next server is synced to values a read-back may still be learning.
@@ -416,6 +569,7 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       }
       if (this.params) this.checkIn(s, true);
       else this.pool!.release(s, true);
+      if (this.core.shuttingDown && this.state === 'idle') this.core.offerMove(this);
     },
     onLent: (serverEndId) => {
       const s = this.pool!.lending.take(serverEndId);

@@ -1,7 +1,8 @@
 // A client connection and its login: the accepted socket, its TLS start, the startup packets and password exchange
 // (client-login.ts) with their corks, client_login_timeout, a FATAL before the login is done. The login ends in a
 // LoginResult from which a ClientSession is born logged in (listener.ts makes it); the connection then carries the
-// session's socket events and reads until the relay takes the socket.
+// session's socket events and reads until the relay takes the socket. A client a takeover moved here (moved) or took
+// back (takeSocket) runs no login: its connection is made from the descriptor the old process passed.
 import type net from 'node:net';
 import { randomBytesPooled } from './random-pool.js';
 import { SqlState } from '../protocol/codes.js';
@@ -9,7 +10,7 @@ import { writeErrorResponse } from '../protocol/writer.js';
 import type { StartupHost } from './hosts.js';
 import type { NativeLoginOk } from './relay/native.js';
 import { ClientLogin, type LoginResult } from './client-login.js';
-import type { ChunkHandler } from './read-buffer.js';
+import { CLIENT_READ_BUFFER, socketFromFd, type ChunkHandler } from './read-buffer.js';
 import type { ClientTls } from './tls/tls-settings.js';
 import { startClientTls } from './tls/client-handshake.js';
 import { NativeTlsSocket } from './relay/native-tls.js';
@@ -58,16 +59,19 @@ export class ClientStartup {
 
   /** `accepted`: Node's socket, or a client the native relay accepted itself (its login runs on the addon's endpoint);
    * `loggedIn`: the session to make when the login succeeds; `native`: the relay ran the login itself and greeted the
-   * client (native/relay-auth.cc): no login runs here, and the caller makes the session at once. */
+   * client (native/relay-auth.cc), or a takeover moved the client here logged in (its key, and when it was accepted):
+   * no login runs here, and the caller makes the session at once. */
   constructor(
     accepted: net.Socket | NativeTlsSocket,
     private readonly core: StartupHost<ClientStartup>,
     loggedIn: (startup: ClientStartup, result: LoginResult) => void,
-    native?: NativeLoginOk,
+    native?: Pick<NativeLoginOk, 'cancelPid' | 'cancelSecret'> & { connectedAt?: number },
   ) {
     const socket = accepted;
     this.socket = socket;
-    this.connectedAt = socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now();
+    this.connectedAt =
+      native?.connectedAt ??
+      (socket instanceof NativeTlsSocket && socket.acceptedAt > 0 ? socket.acceptedAt : Date.now());
     this.addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`;
     socket.on('error', this.onSocketError);
     socket.on('close', this.onSocketClose);
@@ -119,6 +123,39 @@ export class ClientStartup {
     core.logins.add(this);
     if (socket instanceof NativeTlsSocket)
       socket.setHandlers({ onSecure: () => undefined, onData: (chunk) => void this.handler(chunk) });
+  }
+
+  /** A client a takeover moved here logged in (Pooler.adoptMoved, takeover-clients.ts): the connection from `fd`, read
+   * through a ReadBuffer as an accepted socket is (paused until a relay has it), with the cancel key and accept time
+   * it had on the old process; no login runs, and the caller makes the session at once. Throws when `fd` is not a
+   * socket. */
+  static moved(
+    fd: number,
+    core: StartupHost<ClientStartup>,
+    key: Pick<NativeLoginOk, 'cancelPid' | 'cancelSecret'> & { connectedAt: number },
+  ): ClientStartup {
+    let startup: ClientStartup | null = null;
+    const socket = socketFromFd(fd, CLIENT_READ_BUFFER, () => startup?.handler ?? discardReads);
+    startup = new ClientStartup(socket, core, () => undefined, key);
+    return startup;
+  }
+
+  /** A takeover's move that failed (ClientSession.moveBack): the relay let go of the socket, and the connection goes
+   * on from `fd`, this process's copy of the client's descriptor, paused and read through the handler; its errors and
+   * close come here until the relay takes it again (detach). Throws when `fd` is not a socket. */
+  takeSocket(fd: number): net.Socket {
+    const socket = socketFromFd(fd, CLIENT_READ_BUFFER, () => this.handler);
+    this.socket = socket;
+    socket.on('error', this.onSocketError);
+    socket.on('close', this.onSocketClose);
+    return socket;
+  }
+
+  /** A socket made from a descriptor (moved, takeSocket) is paused until the JavaScript relay has it (the native relay
+   * takes the descriptor unread): its reads start here. */
+  resumeReads(): void {
+    const s = this.socket;
+    if (!(s instanceof NativeTlsSocket) && !s.destroyed) s.resume();
   }
 
   /** The session born from this login takes the connection's reports (ClientSession's constructor calls it first). */

@@ -27,6 +27,9 @@ export interface PoolerCounters {
   loginTimeouts: number;
   refusedMaxConnections: number;
   refusedDescriptors: number;
+  /** Clients a takeover moved here from the process before, and from here to the next (takeover-clients.ts). */
+  movedIn: number;
+  movedOut: number;
 }
 
 /** What a client connection until its login is done (client-startup.ts) needs of the pooler, its login's included. */
@@ -52,11 +55,16 @@ export interface SessionHost<Client> extends LoginCore {
   readonly shuttingDown: boolean;
   /** ParameterStatus values the admin console reports at login. */
   adminParams(): ReadonlyMap<string, string>;
-  /** The login is done: the client joins the registry (and its cancel key), `native` when the relay ran it. */
-  registerClient(c: Client, native?: boolean): void;
+  /** The login is done: the client joins the registry (and its cancel key), `native` when the relay ran it, 'moved' for
+   * a client a takeover moved here logged in. */
+  registerClient(c: Client, native?: boolean | 'moved'): void;
   unregisterClient(c: Client): void;
   /** Session mode: the client's BackendKeyData names its server's pid from now on. */
   rekeyCancel(c: Client, pid: number): void;
+  /** After a takeover: a client between transactions is offered to the new process; true when it is on its way. */
+  offerMove(c: Client): boolean;
+  /** After a takeover, while the new process takes clients: one that cannot move this instant may later. */
+  readonly movingClients: boolean;
 }
 
 /** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler: no field of it is written through here

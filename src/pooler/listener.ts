@@ -9,7 +9,7 @@ import type { LoginResult } from './client-login.js';
 import type { SessionHost, StartupHost } from './hosts.js';
 import type { LogLimiter } from './log-limiter.js';
 import type { NativeLogins } from './native-logins.js';
-import { ReadBuffer, adoptWithOnread } from './read-buffer.js';
+import { CLIENT_READ_BUFFER, ReadBuffer, adoptWithOnread } from './read-buffer.js';
 import type { NativeAcceptor, NativeLoginOk } from './relay/native.js';
 import { NativeTlsSocket } from './relay/native-tls.js';
 import { clientSocketCap, openFileLimit } from './fd-limit.js';
@@ -31,8 +31,6 @@ export interface ListenerHost extends SessionHost<ClientSession>, StartupHost<Cl
 
 /** TCP keepalive idle time of client connections. */
 export const CLIENT_KEEPALIVE_MS = 60_000;
-/** Read buffer per client socket: clients send small messages, and there can be many of them. */
-const CLIENT_READ_BUFFER = 16 * 1024;
 
 /** max_connections counts logins in progress: the client past it gets PostgreSQL's 53300 at once, and its socket
  * goes once the error is sent (a client that never reads or closes keeps no descriptor). True when refused. */

@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
-import type { ClientSession } from './client-session.js';
+import { ClientSession } from './client-session.js';
+import type { ClientMover, MovedClient } from './takeover-clients.js';
+import { fdPassing } from '../native/fd-passing.js';
 import { CancelKeys, NATIVE_LOGIN_PID_BIT } from './cancel-keys.js';
 import { SlotSet } from './id-table.js';
 import { killDatabase, pausePools, reconnectPools, resumePools, startPause } from './pool-verbs.js';
@@ -37,7 +39,7 @@ import { HbaRules, type HbaConnection, type HbaMethod } from './auth/hba.js';
 import { NativeRelay } from './relay/native.js';
 import { NativeLogins } from './native-logins.js';
 import { LogLimiter } from './log-limiter.js';
-import type { ClientStartup } from './client-startup.js';
+import { ClientStartup } from './client-startup.js';
 import { reconcileLogShipper, type LogShipStats, type LogShipper } from './log-ship/log-shipper.js';
 
 export const ADMIN_DATABASES = new Set(['tidepool', 'pgbouncer']);
@@ -72,6 +74,8 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     loginTimeouts: 0,
     refusedMaxConnections: 0,
     refusedDescriptors: 0,
+    movedIn: 0,
+    movedOut: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
   readonly limitedLogs: {
@@ -275,11 +279,12 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     return this.log.isLevelEnabled('debug');
   }
 
-  registerClient(c: ClientSession, native = false): void {
+  registerClient(c: ClientSession, native: boolean | 'moved' = false): void {
     this.logins.delete(c.startup);
     this.clients.add(c);
     this.loginCountChanged(-1);
-    if (native) this.counters.nativeLogins++;
+    if (native === 'moved') this.counters.movedIn++;
+    else if (native) this.counters.nativeLogins++;
     else this.counters.jsLogins++;
     this.cancelKeys.add(c);
     if (c.isAdmin) attachAdminConsole(this, c);
@@ -323,7 +328,9 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
       c = this.cancelKeys.find(pid, secret);
     }
     if (!c) {
-      this.log.debug({ pid }, 'cancel request for an unknown key');
+      // After a takeover, the client may still be on the old process (in a transaction there).
+      const forwarded = this.cancelElsewhere?.(pid, secret) ?? false;
+      this.log.debug({ pid, forwarded_to_old_process: forwarded }, 'cancel request for an unknown key');
       return;
     }
     c.cancelRequested++;
@@ -338,6 +345,80 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     );
     if (!inFlight || !c.pool) return;
     c.pool.forwardCancel(s, (message) => this.log.warn({ err: message }, 'forwarding a cancel request failed'));
+  }
+
+  // ---- takeover: clients moved between processes (takeover-clients.ts) ----
+
+  /** The new process of a takeover: a CancelRequest for a key it does not know goes to the old one (true when sent). */
+  cancelElsewhere: ((pid: number, secret: Buffer) => boolean) | null = null;
+  /** The old process of a takeover: moves its clients to the new one. */
+  private mover: ClientMover<ClientSession> | null = null;
+
+  /** The old process of a takeover: from now on every client between transactions is sent to the new process. */
+  moveClients(mover: ClientMover<ClientSession>): void {
+    this.mover = mover;
+    mover.onClose = () => this.moverClosed();
+    // After the shutdown has begun (pools paused, parked servers back): the first offer of every client.
+    setImmediate(() => mover.offerAll());
+  }
+
+  /** A client came between transactions (or asked for a server while this process drains): true when it is on its way
+   * to the new process. */
+  offerMove(c: ClientSession): boolean {
+    return this.mover?.offer(c) ?? false;
+  }
+
+  /** Clients are moving to the new process: it answers. */
+  get movingClients(): boolean {
+    return this.mover?.active ?? false;
+  }
+
+  /** The takeover connection closed while clients waited to move (their pools are paused): they hear 57P01 now, as
+   * they would have without the hand-over. */
+  private moverClosed(): void {
+    for (const c of [...this.clients]) {
+      if (c.state === 'waiting' && !c.isAdmin)
+        c.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+    }
+  }
+
+  /** The new process of a takeover: a client of the old one, logged in there, served here from now on (null), or why
+   * not (the old process keeps it). `fd` is this process's: used or closed here. */
+  adoptMoved(m: MovedClient, fd: number): string | null {
+    const refuse = (why: string) => {
+      fdPassing?.fdClose(fd);
+      return why;
+    };
+    if (this.shuttingDown) return refuse('this process is shutting down');
+    const pool = this.poolSet.get(m.database, m.user);
+    if (!pool) return refuse(`no pool for database "${m.database}" and user "${m.user}" here`);
+    if (pool.settings.mode !== 'transaction') return refuse(`pool ${pool.name} is not in transaction mode here`);
+    if (m.statements.length > 0 && !pool.interner)
+      return refuse(`the client has prepared statements and pool ${pool.name} has prepared_statements off here`);
+    if (this.connectionCount() >= this.config.general.max_connections) return refuse('max_connections reached here');
+    // The connection, as if accepted here, with the cancel key and accept time the client had there: no login runs.
+    let startup: ClientStartup;
+    try {
+      startup = ClientStartup.moved(fd, this, m);
+    } catch (err) {
+      return refuse(`not a socket: ${(err as Error).message}`);
+    }
+    const socket = startup.socket;
+    // Counted as a login under way until the session registers (registerClient), as any accepted client.
+    this.loginCountChanged(1);
+    // Born logged in: the relay takes it at once (the session starts Node's reads if it is the JavaScript relay).
+    try {
+      new ClientSession(this, startup, { moved: { pool, client: m } });
+    } catch (err) {
+      // A bug, not a state of the client: it goes back to the old process rather than nowhere.
+      startup.detach();
+      socket.on('error', () => undefined);
+      socket.destroy();
+      this.loginCountChanged(-1);
+      this.log.error({ err: (err as Error).stack ?? String(err) }, 'takeover: adopting a client failed');
+      return `adopting it failed: ${(err as Error).message}`;
+    }
+    return null;
   }
 
   // ---- AdminHost ----
@@ -430,6 +511,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   /** The shutdown's last step: queued log records get up to ship_timeout; SIGINT exits at once and counts them as
    * dropped. */
   async finishShutdown(graceful: boolean): Promise<void> {
+    this.mover?.close();
     await this.shipper?.close(graceful ? undefined : 0);
     this.resolveStopped();
   }

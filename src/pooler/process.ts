@@ -12,6 +12,7 @@ import {
   type PassedListener,
 } from './takeover.js';
 import type { WebListener } from './web/server.js';
+import { ClientMover, ClientReceiver } from './takeover-clients.js';
 
 /** `takeover`: the listening sockets come from the pooler process running with this config (--takeover). */
 export async function startPoolerProcess(file: string, opts: { takeover?: boolean } = {}): Promise<number> {
@@ -90,12 +91,20 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
       return 1;
     }
   }
+  let receiver: ClientReceiver | null = null;
   if (handoff) {
-    handoff.ready([inheritedPooler?.fd, inheritedWeb?.fd].filter((fd): fd is number => fd !== undefined));
+    const channel = handoff.ready(
+      [inheritedPooler?.fd, inheritedWeb?.fd].filter((fd): fd is number => fd !== undefined),
+    );
     log.info(
       { from_pid: handoff.oldPid },
       'takeover: serving on the inherited sockets; the old process stops accepting',
     );
+    // The old process moves its clients next, each as soon as it is between transactions.
+    if (channel >= 0) {
+      receiver = new ClientReceiver(channel, pooler, logs.get('pooler::takeover'));
+      pooler.cancelElsewhere = (pid, secret) => receiver!.forwardCancel(pid, secret);
+    }
   }
   if (!pooler.shuttingDown) {
     takeover = new TakeoverServer(
@@ -117,9 +126,12 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
             });
           return list;
         },
-        handedOver: () => {
+        handedOver: (_pid, channel) => {
           pooler.listener.close();
           web?.stopAccepting();
+          pooler.moveClients(
+            new ClientMover(channel.socket, channel.fd, pooler, logs.get('pooler::takeover'), channel.rest),
+          );
           void pooler.shutdown(true, { drain: true });
         },
       },
@@ -128,6 +140,7 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
     await takeover.open();
   }
   await pooler.stopped;
+  receiver?.close();
   takeover?.close();
   await web?.close();
   return 0;

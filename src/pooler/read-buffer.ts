@@ -27,7 +27,23 @@ export class ReadBuffer {
   }
 }
 
+/** Read buffer per client socket: clients send small messages, and there can be many of them. */
+export const CLIENT_READ_BUFFER = 16 * 1024;
+
 type WithHandle = net.Socket & { _handle?: unknown };
+
+/** A connected TCP socket made from a descriptor (a client a takeover moved: takeover-clients.ts), paused until
+ * resume() so nothing is read before a relay has it (the native relay takes the descriptor unread), its reads then
+ * through a ReadBuffer of `size` bytes into `handler()`. Throws when `fd` is not a socket. */
+export function socketFromFd(fd: number, size: number, handler: () => ChunkHandler): net.Socket {
+  return new net.Socket({
+    fd,
+    readable: true,
+    writable: true,
+    pauseOnCreate: true,
+    onread: new ReadBuffer(size).onread(handler),
+  } as net.SocketConstructorOpts & { pauseOnCreate: boolean; onread: unknown });
+}
 
 /**
  * Re-wraps a socket accepted by net.Server (created with pauseOnConnect) so its reads go through onread;

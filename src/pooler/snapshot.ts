@@ -199,6 +199,8 @@ export interface PoolerSnapshot {
     readonly loginTimeouts: number;
     readonly refusedMaxConnections: number;
     readonly refusedDescriptors: number;
+    readonly movedIn: number;
+    readonly movedOut: number;
   };
   readonly events: readonly PoolerEvent[];
   /** Null unless asked for (SnapshotParts). */

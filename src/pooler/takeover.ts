@@ -6,6 +6,7 @@
 // The exchange, one JSON line each way: the new process sends {"takeover":1,"pid"}; the old one answers
 // {"pid","listeners":[{name,host,port,bound}]} with one descriptor per listener attached, or {"error"}; the new one
 // listens on them and sends {"ready":true}, or closes the connection (the old one then keeps serving as before).
+// After the ready the connection stays open: the old process moves its clients over it (takeover-clients.ts).
 import { existsSync, chmodSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -118,16 +119,20 @@ export class Handoff {
   }
 
   /** This process listens on what it took: the old one stops accepting and shuts down. Descriptors not used are
-   * closed here (a listener this config no longer has: it closes with the old process). */
-  ready(used: readonly number[]): void {
-    if (this.closed) return;
+   * closed here (a listener this config no longer has: it closes with the old process). Returns the connection's
+   * descriptor, over which the old process moves its clients next (takeover-clients.ts ClientReceiver), or -1 when
+   * the ready could not be sent. */
+  ready(used: readonly number[]): number {
+    if (this.closed) return -1;
     this.closed = true;
     for (const l of this.listeners) if (!used.includes(l.fd)) this.f.fdClose(l.fd);
     try {
       this.f.fdSend(this.socket, Buffer.from(`${JSON.stringify({ ready: true })}\n`), []);
-    } finally {
+    } catch (err) {
       this.f.fdClose(this.socket);
+      throw err;
     }
+    return this.socket;
   }
 
   /** This process will not serve: every descriptor it received is closed, and the old process serves on. */
@@ -143,8 +148,9 @@ export class Handoff {
 export interface TakeoverSource {
   /** The listeners to pass with their descriptors in this process; null: nothing to pass (shutting down). */
   listeners(): { passed: PassedListener; fd: number }[] | null;
-  /** The successor listens: stop accepting and shut down as on SIGTERM. */
-  handedOver(successorPid: number): void;
+  /** The successor listens: stop accepting and shut down as on SIGTERM, moving the clients over `channel` (the
+   * connection to the successor, its descriptor, and what it sent after its ready). */
+  handedOver(successorPid: number, channel: { socket: net.Socket; fd: number; rest: string }): void;
 }
 
 /** The running process's side: a Unix socket at `socketPath` that answers one takeover at a time. */
@@ -282,34 +288,38 @@ export class TakeoverServer {
     let buffered = '';
     let settled = false;
     const timer = setTimeout(() => finish(false, `no word within ${READY_TIMEOUT_MS} ms`), READY_TIMEOUT_MS);
-    const finish = (ready: boolean, why: string) => {
+    const finish = (ready: boolean, why: string, rest = '') => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      socket.destroy();
+      socket.removeListener('data', onReady);
+      socket.removeListener('close', onClose);
       if (ready) {
         this.done = true;
         this.log.info(
           { successor: pid },
-          'takeover: the new process listens; this one stops accepting and shuts down as on SIGTERM',
+          'takeover: the new process listens; this one stops accepting, moves its clients there and shuts down',
         );
-        this.source.handedOver(pid);
+        this.source.handedOver(pid, { socket, fd, rest });
         return;
       }
+      socket.destroy();
       this.log.warn(
         { successor: pid, reason: why },
         'takeover abandoned: the new process did not take over; serving on',
       );
       void this.resume();
     };
-    socket.on('data', (chunk: Buffer) => {
+    const onReady = (chunk: Buffer) => {
       buffered += chunk.toString('utf8');
       const nl = buffered.indexOf('\n');
       if (nl < 0) return;
       const ready = /^\{"ready":true\}$/.test(buffered.slice(0, nl));
-      finish(ready, ready ? '' : 'it sent no ready');
-    });
-    socket.on('close', () => finish(false, 'it closed the connection'));
+      finish(ready, ready ? '' : 'it sent no ready', buffered.slice(nl + 1));
+    };
+    const onClose = () => finish(false, 'it closed the connection');
+    socket.on('data', onReady);
+    socket.on('close', onClose);
   }
 
   private async resume(): Promise<void> {

@@ -148,6 +148,19 @@ export class StatementRewriter {
     return this.named.entries();
   }
 
+  /** Statements the client prepared on the process a takeover moved it from (takeover-clients.ts): its names, as if
+   * parsed here; a server gets each at its first use, as after any change of server. */
+  restore(list: readonly { name: string; query: Buffer; types: Buffer }[]): void {
+    for (const m of list) {
+      const s = this.interner.intern(m.query, m.types, this.settings);
+      this.interner.ref(s);
+      const previous = this.named.get(m.name);
+      if (previous) this.interner.unref(previous);
+      this.named.set(m.name, s);
+      this.namedAt.set(m.name, ++this.parses);
+    }
+  }
+
   /** The client is gone: its names go. */
   close(): void {
     for (const s of this.named.values()) this.interner.unref(s);

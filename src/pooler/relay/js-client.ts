@@ -18,6 +18,7 @@ import { Takeover } from './js-takeover.js';
 import { PinWatch } from './js-pins.js';
 import { ClientCounts } from './js-counts.js';
 import { ClientParamNotes } from './js-params.js';
+import { fdPassing } from '../../native/fd-passing.js';
 
 /** Client sockets closed by the pooler (a FATAL sent, writes shut) whose peer has not closed yet: reads are discarded
  * until then. A process that exits before resets them, and a reset can drop the FATAL unread (graceful shutdown). */
@@ -73,6 +74,8 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
   private readonly params = new ClientParamNotes(() => this.server);
   /** Simple-protocol query statistics (query-stats/recorder.ts), when the pool records them. */
   private readonly queries: QueryRecorder | null;
+  /** The bytes the login read past its end are still to be relayed (a microtask away). */
+  private initialDue = false;
   /** The first message type of the stream no server takes (FRONTEND_TYPES), -1 while there is none. */
   private badType = -1;
 
@@ -109,7 +112,13 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
     conn.read(this.onData);
     // After the caller holds this end (what these bytes cause may need it), before any further read.
     const initial = options.initial;
-    if (initial.length) queueMicrotask(() => this.onData(initial));
+    if (initial.length) {
+      this.initialDue = true;
+      queueMicrotask(() => {
+        this.initialDue = false;
+        this.onData(initial);
+      });
+    }
   }
 
   get alive(): boolean {
@@ -439,5 +448,30 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
 
   counts(): RelayCounts {
     return this.count.relayCounts();
+  }
+
+  release(): { fd: number; pending: Buffer } | null {
+    const socket = this.socket;
+    if (this.closed || this.server || this.discarding || this.initialDue) return null;
+    if (socket.destroyed || socket.writableLength > 0) return null;
+    if ((socket as net.Socket & { encrypted?: boolean }).encrypted === true || !fdPassing) return null;
+    if (this.interceptor && !this.interceptor.atBoundary) return null;
+    const raw = (socket as net.Socket & { _handle?: { fd?: number } | null })._handle?.fd;
+    if (typeof raw !== 'number' || raw < 0) return null;
+    let fd: number;
+    try {
+      fd = fdPassing.fdDup(raw);
+    } catch {
+      return null;
+    }
+    // What waited for a server, then what waited for the rewriter to take over (js-takeover.ts), in the order read.
+    const parts = [...this.queue, ...(this.takeover?.held ?? [])];
+    const pending = parts.length ? Buffer.concat(parts) : Buffer.alloc(0);
+    this.stop();
+    // Node's socket goes, its descriptor closed: the duplicate keeps the connection, and nothing is sent on it.
+    socket.removeAllListeners();
+    socket.on('error', () => undefined);
+    socket.destroy();
+    return { fd, pending };
   }
 }

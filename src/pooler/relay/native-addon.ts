@@ -25,6 +25,7 @@ export interface RelayAddon extends TlsAddon {
   relayWrite(id: number, data: Uint8Array): boolean;
   relayClose(id: number): void;
   relayDestroy(id: number): void;
+  relayRelease(id: number): { fd: number; pending: Buffer } | undefined;
   relayWatchReady(server: number, capture?: boolean): boolean;
   relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;

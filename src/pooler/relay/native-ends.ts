@@ -20,6 +20,8 @@ export interface NativeEndsRelay {
   /** Sends what is pending, shuts down writes and discards reads until EOF; forced after `graceMs`. */
   close(id: number, graceMs: number): void;
   destroy(id: number): void;
+  /** The client `id` left the relay (relayRelease): no more reports for it. */
+  forget(id: number): void;
   info(id: number): RelayCounts | null;
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered: number;
@@ -170,6 +172,18 @@ export class NativeClientEnd implements ClientEnd {
 
   counts(): RelayCounts | null {
     return this.r.info(this.id);
+  }
+
+  release(): { fd: number; pending: Buffer } | null {
+    if (this.server || !this.settled) return null;
+    this.takeLane();
+    const out = this.r.a.relayRelease(this.id);
+    if (!out) return null;
+    this.r.forget(this.id);
+    // Bytes the rewriter's ClientData brought while no server was linked came before what the relay holds.
+    const pending = this.waiting.length ? Buffer.concat([...this.waiting, out.pending]) : out.pending;
+    this.waiting = [];
+    return { fd: out.fd, pending };
   }
 }
 

@@ -354,6 +354,10 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     setTimeout(() => this.a.relayDestroy(id), graceMs).unref();
   }
 
+  forget(id: number): void {
+    this.clients.delete(id);
+  }
+
   destroy(id: number): void {
     this.clients.delete(id);
     this.servers.delete(id);

@@ -127,6 +127,12 @@ export interface ClientEnd {
   destroy(): void;
   /** Null once the socket is gone (native relay). */
   counts(): RelayCounts | null;
+  /** Lets go of the client between transactions, for a takeover to move it to the next process
+   * (takeover-clients.ts): a duplicate of its descriptor (the caller's to close) and the bytes it sent that no server
+   * got, which begin at a message boundary. The end is gone without a report, and the connection stays open: nothing
+   * is written to it, nothing shut down. Null when it cannot now (linked, TLS, bytes to it unsent, bytes held for a
+   * rewriter), and then nothing changed. */
+  release(): { fd: number; pending: Buffer } | null;
 }
 
 /** A server socket inside a relay. */

@@ -28,6 +28,11 @@ export class ParamSession {
     private readonly host: ParamSessionHost,
   ) {}
 
+  /** No read-back or sync under way, and no server awaited: the client may move to another process (takeover). */
+  get idle(): boolean {
+    return !this.busy && !this.syncing && !this.wantsServer;
+  }
+
   /** The client needs a server: false when it must wait for a read-back (acquire() follows it). */
   mayAcquire(): boolean {
     if (!this.busy) return true;

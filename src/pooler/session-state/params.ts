@@ -218,6 +218,15 @@ export class ClientParams {
     return new ClientParams(reported, NO_STARTUP, tracked, first);
   }
 
+  /** A client a takeover moved here (takeover-clients.ts): its values and startup wishes as the old process had them. */
+  static restore(values: Iterable<[string, string]>, startup: Iterable<[string, string]>): ClientParams {
+    const p = new ClientParams(NO_STARTUP, NO_STARTUP, []);
+    p.values.clear();
+    for (const [n, v] of values) p.values.set(n, v);
+    p.startup = new Map(startup);
+    return p;
+  }
+
   /** PostgreSQL checked the startup values on a server (startup-params.ts): its spelling of each replaces the
    * client's (`UTF8` for `utf8`), so the greeting, RESET and every later comparison use what servers report. */
   settle(values: ReadonlyMap<string, string>): void {

@@ -237,6 +237,15 @@ export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnap
       { labels: { reason: 'descriptors' }, value: c.refusedDescriptors },
     ],
   );
+  ex.family(
+    'pooler_takeover_clients_moved_total',
+    'counter',
+    'Client connections a takeover moved: "in" from the process this one took over from, "out" to the one that took over from this one.',
+    [
+      { labels: { direction: 'in' }, value: c.movedIn },
+      { labels: { direction: 'out' }, value: c.movedOut },
+    ],
+  );
   ex.family('pooler_uptime_seconds', 'gauge', 'Seconds since the pooler started.', [
     { labels: {}, value: Math.round((Date.now() - control.startedAt.getTime()) / 1000) },
   ]);

@@ -101,4 +101,52 @@ describe('fd passing (SCM_RIGHTS)', () => {
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('fdWatch calls back when a message waits; fdReceiveNow takes it without waiting; fdSendSome and fdDup', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'payload');
+    writeFileSync(file, 'moved');
+    const socketPath = path.join(dir, 's');
+    let conn!: net.Socket;
+    const server = net.createServer();
+    const accepted = new Promise<void>((r) => {
+      server.once('connection', (c: net.Socket) => {
+        conn = c;
+        r();
+      });
+    });
+    await new Promise<void>((r) => server.listen(socketPath, r));
+    const sock = f.fdUnixConnect(socketPath, 5000);
+    try {
+      await accepted;
+      expect(f.fdReceiveNow(sock)).toBeUndefined();
+      let calls = 0;
+      const readable = new Promise<void>((r) =>
+        f.fdWatch(sock, () => {
+          calls++;
+          r();
+        }),
+      );
+      const fd = openSync(file, 'r');
+      const copy = f.fdDup(fd);
+      closeSync(fd);
+      // The sender's side is Node's non-blocking socket: every byte goes at once here, the descriptor with the first.
+      expect(f.fdSendSome(handleFd(conn), Buffer.from('abc'), [copy])).toBe(3);
+      f.fdClose(copy);
+      await readable;
+      f.fdUnwatch(sock);
+      expect(calls).toBeGreaterThanOrEqual(1);
+      const got = f.fdReceiveNow(sock)!;
+      expect(got.data.toString()).toBe('abc');
+      expect(got.fds).toHaveLength(1);
+      const buf = Buffer.alloc(16);
+      expect(buf.subarray(0, readSync(got.fds[0]!, buf, 0, 16, 0)).toString()).toBe('moved');
+      f.fdClose(got.fds[0]!);
+      expect(f.fdReceiveNow(sock)).toBeUndefined();
+    } finally {
+      f.fdClose(sock);
+      conn?.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

@@ -84,6 +84,8 @@ function snapshotOf(pool: PoolSnapshot): PoolerSnapshot {
       loginTimeouts: 0,
       refusedMaxConnections: 0,
       refusedDescriptors: 0,
+      movedIn: 0,
+      movedOut: 0,
     },
     events: [],
     statements: null,

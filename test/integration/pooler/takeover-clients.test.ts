@@ -1,0 +1,425 @@
+// `tidepool pooler --takeover` moves the old process's clients (takeover-clients.ts): clients connected before the
+// takeover go on, on the same connection, answered by the new process, with their session parameters, prepared
+// statements and cancel keys; pgbench across a takeover fails no transaction. Runs on both relays (vitest projects).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import postgres from 'postgres';
+import { freePort } from '../../../src/launcher/embedded-postgres.js';
+import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { ADMIN_PASSWORD, poolerToml } from '../../helpers/pooler.js';
+import { makeTestCerts } from '../../helpers/tls-certs.js';
+import { RawConnection, msg } from '../../helpers/raw-pg.js';
+
+const bin = path.resolve('bin/tidepool.js');
+let db: TestPostgres;
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  db = await startTestPostgres();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-clients-'));
+});
+
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      const gone = new Promise((r) => c.once('exit', r));
+      c.kill('SIGKILL');
+      await gone;
+    }
+  }
+  await db?.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function writeConfig(name: string, webPort = 0, general = ''): Promise<{ file: string; port: number }> {
+  const port = await freePort();
+  const file = path.join(dir, `${name}.toml`);
+  const extra = webPort ? `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` : '';
+  const toml = poolerToml(db, { general: `shutdown_timeout = "20s"\n${general}`, extra })
+    .replace('port = 0', `port = ${port}`)
+    .replace('log_level = "warn"', 'log_level = "info"');
+  writeFileSync(file, toml);
+  return { file, port };
+}
+
+interface Proc {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+function spawnPooler(file: string, takeover: boolean): Proc {
+  const args = [bin, 'pooler', '--config', file];
+  if (takeover) args.push('--takeover');
+  const child = spawn(process.execPath, args, { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, output: () => out, exited };
+}
+
+async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function startFirst(file: string): Promise<Proc> {
+  const p = spawnPooler(file, false);
+  await waitFor(
+    'the pooler to listen',
+    () => /takeover socket|pooler listening/.test(p.output()) || p.child.exitCode !== null,
+  );
+  expect(p.child.exitCode, p.output()).toBeNull();
+  return p;
+}
+
+/** A takeover: the new process serves (the old one exits once its clients have moved). */
+async function takeOver(file: string): Promise<Proc> {
+  const next = spawnPooler(file, true);
+  await waitFor(
+    'the new process to serve',
+    () => /serving on the inherited sockets/.test(next.output()) || next.child.exitCode !== null,
+  );
+  expect(next.child.exitCode, next.output()).toBeNull();
+  return next;
+}
+
+function client(port: number): pg.Client {
+  return new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'md5user',
+    password: 'md5pass',
+    database: 'app',
+    connectionTimeoutMillis: 20_000,
+  });
+}
+
+function localPort(c: pg.Client): number {
+  return (c as unknown as { connection: { stream: net.Socket } }).connection.stream.localPort!;
+}
+
+/** SHOW CLIENTS on the admin console of whichever process accepts on `port` now. */
+async function showClients(port: number): Promise<{ addr: string; state: string }[]> {
+  const admin = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'admin',
+    password: ADMIN_PASSWORD,
+    database: 'tidepool',
+  });
+  await admin.connect();
+  try {
+    return (await admin.query('SHOW CLIENTS')).rows as { addr: string; state: string }[];
+  } finally {
+    await admin.end();
+  }
+}
+
+/** A CancelRequest with `pid` and `secret`, on a new connection to `port`. */
+function sendCancel(port: number, pid: number, secret: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      const b = Buffer.alloc(16);
+      b.writeInt32BE(16, 0);
+      b.writeInt32BE(80877102, 4);
+      b.writeInt32BE(pid, 8);
+      b.writeInt32BE(secret, 12);
+      s.end(b);
+    });
+    s.on('close', () => resolve());
+    s.on('error', reject);
+  });
+}
+
+function keyOf(c: pg.Client): { pid: number; secret: number } {
+  const k = c as unknown as { processID: number; secretKey: number };
+  return { pid: k.processID, secret: k.secretKey };
+}
+
+describe('takeover moves clients', () => {
+  it('clients connected before keep their connection, parameters, prepared statements and cancel key', async () => {
+    const webPort = await freePort();
+    const { file, port } = await writeConfig('keep', webPort);
+    const first = await startFirst(file);
+
+    const a = client(port);
+    const errors: string[] = [];
+    a.on('error', (e) => errors.push(e.message));
+    a.on('end', () => errors.push('ended'));
+    await a.connect();
+    await a.query("SET TimeZone = 'Asia/Tokyo'");
+    // A named statement: node-postgres parses it once and from then on sends Bind and Execute only.
+    expect((await a.query({ name: 'plus_one', text: 'select $1::int + 1 as v', values: [1] })).rows[0].v).toBe(2);
+    const aPort = localPort(a);
+
+    // postgres.js with prepare: true keeps its statements by text and binds them again without a Parse.
+    const closes: number[] = [];
+    const sql = postgres({
+      host: '127.0.0.1',
+      port,
+      user: 'md5user',
+      password: 'md5pass',
+      database: 'app',
+      max: 1,
+      prepare: true,
+      onclose: (id) => closes.push(id),
+    });
+    expect((await sql`select ${41}::int + 1 as v`)[0]!.v).toBe(42);
+
+    // Cancel after the takeover, with the key the first process gave.
+    const b = client(port);
+    b.on('error', () => undefined);
+    await b.connect();
+    await b.query('select 1');
+    const bKey = keyOf(b);
+
+    // In a transaction across the takeover: stays on the first process until it ends, then moves.
+    const c = client(port);
+    c.on('error', (e) => errors.push(`c: ${e.message}`));
+    await c.connect();
+    await c.query('BEGIN');
+    await c.query('select 1');
+    const cKey = keyOf(c);
+    const cPort = localPort(c);
+
+    const second = await takeOver(file);
+    // A cancel for the client still on the first process, sent to the port (the second process answers it).
+    const cSleep = c.query('select pg_sleep(30)').then(
+      () => 'finished',
+      (e: Error & { code?: string }) => e.code ?? e.message,
+    );
+    // The cancel must come while the query runs: the first process answers SHOW there no more, so wait on PostgreSQL.
+    await waitFor(
+      'the sleep to run',
+      () =>
+        db
+          .sql("select count(*) from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'", 'app')
+          .trim() === '1',
+    );
+    await sendCancel(port, cKey.pid, cKey.secret);
+    expect(await cSleep).toBe('57014');
+    await c.query('ROLLBACK');
+    // Every client moved: the first process has none left and exits.
+    expect(await first.exited, first.output()).toBe(0);
+    expect(first.output()).not.toMatch(/"level":(50|60)/);
+
+    // The same connections, answered by the second process.
+    expect((await a.query('show timezone')).rows[0].TimeZone).toBe('Asia/Tokyo');
+    expect((await a.query({ name: 'plus_one', text: 'select $1::int + 1 as v', values: [41] })).rows[0].v).toBe(42);
+    expect(localPort(a)).toBe(aPort);
+    expect((await sql`select ${41}::int + 1 as v`)[0]!.v).toBe(42);
+    expect((await c.query('select 5 as five')).rows[0].five).toBe(5);
+    expect(localPort(c)).toBe(cPort);
+    const listed = (await showClients(port)).map((r) => r.addr);
+    expect(listed).toContain(`127.0.0.1:${aPort}`);
+    expect(listed).toContain(`127.0.0.1:${cPort}`);
+    expect(listed).toContain(`127.0.0.1:${localPort(b)}`);
+
+    // A CancelRequest with b's original key, sent after the takeover, cancels its query on the second process.
+    const sleeping = b.query('select pg_sleep(30)').then(
+      () => 'finished',
+      (e: Error & { code?: string }) => e.code ?? e.message,
+    );
+    await waitFor(
+      'the sleep to run',
+      () =>
+        db
+          .sql("select count(*) from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'", 'app')
+          .trim() === '1',
+    );
+    const t0 = Date.now();
+    await sendCancel(port, bKey.pid, bKey.secret);
+    expect(await sleeping).toBe('57014');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect((await b.query('select 6 as six')).rows[0].six).toBe(6);
+
+    expect(errors).toEqual([]);
+    expect(closes).toEqual([]);
+    const metrics = await (await fetch(`http://127.0.0.1:${webPort}/metrics`)).text();
+    expect(metrics).toMatch(/pooler_takeover_clients_moved_total\{direction="in"\} 4\n/);
+    expect(second.output()).toMatch(/the old process is done handing over clients/);
+    await a.end();
+    await b.end();
+    await c.end();
+    await sql.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('a client the new process refuses stays on the old one, which tells it 57P01 at its next transaction', async () => {
+    const { file, port } = await writeConfig('refused');
+    const first = await startFirst(file);
+    const a = client(port);
+    const errors: string[] = [];
+    a.on('error', (e: Error & { code?: string }) => errors.push(e.code ?? e.message));
+    await a.connect();
+    await a.query('select 1');
+    // The new process runs pool app in session mode: it takes no transaction-mode client of it.
+    writeFileSync(file, readFileSync(file, 'utf8').replace('[pools.app]\n', '[pools.app]\npool_mode = "session"\n'));
+    const second = await takeOver(file);
+    await waitFor('the refusal', () => /client stays on this process/.test(first.output()));
+    expect(first.output()).toMatch(/not in transaction mode here/);
+    await expect(a.query('select 1')).rejects.toMatchObject({ code: '57P01' });
+    await a.end().catch(() => undefined);
+    expect(await first.exited, first.output()).toBe(0);
+    // New clients are the new process's, in session mode.
+    const b = client(port);
+    await b.connect();
+    expect((await b.query('select 8 as eight')).rows[0].eight).toBe(8);
+    await b.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('a TLS client stays on the old process (57P01 at its next transaction) while a plaintext one moves', async () => {
+    const certs = makeTestCerts();
+    try {
+      const { file, port } = await writeConfig(
+        'tls',
+        0,
+        `client_tls_sslmode = "prefer"\nclient_tls_key_file = "${certs.serverKey}"\nclient_tls_cert_file = "${certs.serverCert}"`,
+      );
+      const first = await startFirst(file);
+      const secure = new pg.Client({
+        host: '127.0.0.1',
+        port,
+        user: 'md5user',
+        password: 'md5pass',
+        database: 'app',
+        ssl: { rejectUnauthorized: false },
+      });
+      secure.on('error', () => undefined);
+      await secure.connect();
+      await secure.query('select 1');
+      const plain = client(port);
+      await plain.connect();
+      await plain.query('select 1');
+      const second = await takeOver(file);
+      expect((await plain.query('select 9 as nine')).rows[0].nine).toBe(9);
+      await expect(secure.query('select 1')).rejects.toMatchObject({ code: '57P01' });
+      await secure.end().catch(() => undefined);
+      expect(await first.exited, first.output()).toBe(0);
+      const listed = (await showClients(port)).map((r) => r.addr);
+      expect(listed).toContain(`127.0.0.1:${localPort(plain)}`);
+      await plain.end();
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    } finally {
+      certs.cleanup();
+    }
+  });
+
+  it('a client in the middle of a message in a transaction at the takeover finishes both on the old process, then moves', async () => {
+    const { file, port } = await writeConfig('mid-message', 0, 'auth_type = "md5"');
+    const first = await startFirst(file);
+    const raw = await RawConnection.connect({
+      host: '127.0.0.1',
+      port,
+      user: 'md5user',
+      database: 'app',
+      password: 'md5pass',
+    });
+    try {
+      raw.send(msg.query('BEGIN'));
+      await raw.readUntilReady();
+      // Half a Query in a transaction: its start went to the client's server on the old process.
+      const q = msg.query('select 42 as answer');
+      raw.send(q.subarray(0, 9));
+      const second = await takeOver(file);
+      raw.send(q.subarray(9));
+      const answered = await raw.readUntilReady();
+      expect(answered.map((m) => m.type).join('')).toBe('TDCZ');
+      expect(answered[1]!.raw.toString('utf8', 11, 13)).toBe('42');
+      raw.send(msg.query('COMMIT'));
+      await raw.readUntilReady();
+      // Its transaction over, it moved: the first process has no client left, and the second answers it.
+      expect(await first.exited, first.output()).toBe(0);
+      raw.send(msg.query('select 43 as answer'));
+      const next = await raw.readUntilReady();
+      expect(next.map((m) => m.type).join('')).toBe('TDCZ');
+      second.child.kill('SIGTERM');
+      expect(await second.exited).toBe(0);
+    } finally {
+      raw.close();
+    }
+  });
+
+  for (const mode of ['simple', 'extended', 'prepared']) {
+    it(`pgbench -c 10 -M ${mode} across two takeovers: no failed transaction, no error line`, async () => {
+      const { file, port } = await writeConfig(`bench-${mode}`);
+      const first = await startFirst(file);
+      const script = path.join(dir, `bench-${mode}.sql`);
+      writeFileSync(script, '\\set x random(1, 1000)\nselect :x as x;\nselect now();\n');
+      const bench = new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = execFile(
+          'pgbench',
+          [
+            '-n',
+            '-f',
+            script,
+            '-M',
+            mode,
+            '-c',
+            '10',
+            '-j',
+            '2',
+            '-T',
+            '12',
+            '-h',
+            '127.0.0.1',
+            '-p',
+            String(port),
+            '-U',
+            'md5user',
+            'app',
+          ],
+          { env: { ...process.env, PGPASSWORD: 'md5pass' } },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+        );
+        children.push(child);
+      });
+      // pgbench's ten clients are connected to the process about to be taken over (and the admin session asking).
+      const tenClients = async () => {
+        const deadline = Date.now() + 20_000;
+        while ((await showClients(port)).filter((c) => c.state !== 'closed').length < 11) {
+          if (Date.now() > deadline) throw new Error('pgbench is not connected');
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      await tenClients();
+      const second = await takeOver(file);
+      expect(await first.exited, first.output()).toBe(0);
+      // Twice in a row: the clients the second process adopted move again.
+      await tenClients();
+      const third = await takeOver(file);
+      expect(await second.exited, second.output()).toBe(0);
+      const r = await bench;
+      expect(r.out, r.out).toMatch(/number of failed transactions: 0/);
+      expect(
+        r.out,
+        `${r.out}\n--- old process:\n${first.output()}\n--- second process:\n${second.output()}`,
+      ).not.toMatch(/\berror\b|aborted/i);
+      expect(r.code, r.out).toBe(0);
+      expect(third.output()).toMatch(/the old process is done handing over clients" took=10 refused=0/);
+      third.child.kill('SIGTERM');
+      expect(await third.exited).toBe(0);
+    });
+  }
+});
