@@ -192,6 +192,8 @@ export interface PgBouncerOptions {
   secret?: string;
   /** More auth_file users (createScramRole). */
   extraUsers?: { name: string; secret: string }[];
+  /** max_client_conn (default 2000). */
+  maxClients?: number;
 }
 
 /** PgBouncer in transaction mode as user nobody, BENCH_AUTH auth from a plaintext auth_file, connection logging off; the
@@ -226,7 +228,7 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<RunningPee
       `auth_file = ${authFile}`,
       'pool_mode = transaction',
       `default_pool_size = ${opts.poolSize}`,
-      'max_client_conn = 2000',
+      `max_client_conn = ${opts.maxClients ?? 2000}`,
       'ignore_startup_parameters = extra_float_digits',
       'log_connections = 0',
       'log_disconnections = 0',
@@ -411,6 +413,8 @@ interface FieldPeerOptions {
   progress: (msg: string) => void;
   /** The client-side secret (benchSecret: plaintext with md5, the role's SCRAM secret with scram-sha-256). */
   secret: string;
+  /** Clients the pooler admits (PgBouncer max_client_conn, Odyssey client_max; default 2000). */
+  maxClients?: number;
 }
 
 /** Makes `dir` (and what is in it) the property of nobody, when we are root. */
@@ -496,7 +500,7 @@ database "${BENCH_DB}" {
 		client_fwd_error yes
 		server_lifetime 3600
 		log_debug no
-		client_max 2000
+		client_max ${opts.maxClients ?? 2000}
 	}
 }
 `,

@@ -1,0 +1,219 @@
+// Many idle clients (issue 40, "Many clients"): for tidepool, PgBouncer 1.25 and Odyssey 1.5, one at a time, the
+// pooler's RSS with 100 clients and with 10 000 logged-in clients (RSS per idle client), and the latency of 100
+// active clients (select 1 in a closed loop) with 100 and with 10 000 connected (p99 at 10 000 over p99 at 100).
+// Usage: npm run build && node dist/bench/pooler-idle-clients.js [--clients 10000] [--active 100] [--seconds 10]
+//   [--targets tidepool,PgBouncer 1.25,Odyssey] [--out FILE] [--help]. The peers come from ../shared/peers (see
+//   bench/pooler-peers.ts); the run stops naming the archive when one is missing.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stopOnExit } from './bench-exit.js';
+import { rssBytes, treePids } from './pooler-cpu.js';
+import {
+  BENCH_DB,
+  BENCH_PASSWORD,
+  BENCH_USER,
+  benchSecret,
+  startBenchPostgres,
+  startOdyssey,
+  startPgBouncer125,
+  startTidepool,
+  type RunningPeer,
+} from './pooler-peers.js';
+import { rawLogin, type RawClient } from './raw-pg-client.js';
+import { writeResults } from './results-file.js';
+
+const USAGE = `Usage: node dist/bench/pooler-idle-clients.js [options]
+  --clients N      connected clients in the large phase (default 10000)
+  --active N       clients running select 1 in a closed loop (default 100)
+  --seconds N      length of each latency phase (default 10)
+  --targets LIST   comma-separated: tidepool, PgBouncer 1.25, Odyssey (default all three)
+  --out FILE       write the table there instead of bench/results/pooler-idle-clients.md
+  --help           print this and exit
+`;
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+function opt(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : dflt;
+}
+const CLIENTS = Number(opt('clients', '10000'));
+const ACTIVE = Number(opt('active', '100'));
+const SECONDS = Number(opt('seconds', '10'));
+const TARGETS = opt('targets', 'tidepool,PgBouncer 1.25,Odyssey').split(',');
+const POOL_SIZE = 20;
+const say = (msg: string) => process.stderr.write(`[idle-clients] ${msg}\n`);
+
+/** RSS of the pooler's whole process tree (Odyssey and PgBouncer run as one process; tidepool too). */
+function treeRss(pid: number): number {
+  return treePids(pid).reduce((a, p) => a + (rssBytes(p) || 0), 0);
+}
+
+function pct(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
+}
+
+/** `n` logins, at most 200 in flight. */
+async function loginMany(port: number, n: number): Promise<RawClient[]> {
+  const out: RawClient[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(200, n) }, async () => {
+      while (next < n) {
+        next++;
+        out.push(await rawLogin(port, BENCH_USER, BENCH_PASSWORD, BENCH_DB));
+      }
+    }),
+  );
+  return out;
+}
+
+/** `clients` each run select 1 back to back for SECONDS; every latency in ms. */
+async function closedLoop(clients: RawClient[]): Promise<{ lat: number[]; errors: number }> {
+  const lat: number[] = [];
+  let errors = 0;
+  const until = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    clients.map(async (c) => {
+      while (performance.now() < until) {
+        try {
+          lat.push(await c.query('select 1'));
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  return { lat, errors };
+}
+
+async function settle(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 2000));
+}
+
+interface Row {
+  target: string;
+  rssBase: number;
+  rssMany: number;
+  perIdle: number;
+  p50Few: number;
+  p99Few: number;
+  p50Many: number;
+  p99Many: number;
+  errors: number;
+}
+
+async function measure(peer: RunningPeer): Promise<Row> {
+  const active = await loginMany(peer.port, ACTIVE);
+  await closedLoop(active.slice(0, 10)); // warm-up: servers open, caches warm
+  await settle();
+  const rssBase = treeRss(peer.pid);
+  say(`${peer.name}: ${ACTIVE} connected, RSS ${(rssBase / 2 ** 20).toFixed(1)} MiB; latency with ${ACTIVE} connected`);
+  const few = await closedLoop(active);
+  say(`${peer.name}: logging in ${CLIENTS - ACTIVE} idle clients`);
+  const idle = await loginMany(peer.port, CLIENTS - ACTIVE);
+  await settle();
+  const rssMany = treeRss(peer.pid);
+  say(`${peer.name}: ${CLIENTS} connected, RSS ${(rssMany / 2 ** 20).toFixed(1)} MiB; latency of ${ACTIVE} active`);
+  const many = await closedLoop(active);
+  for (const c of [...active, ...idle]) c.end();
+  return {
+    target:
+      peer.name === 'tidepool'
+        ? `tidepool ${peer.version}`
+        : `${peer.name} (${/\d+\.\d+(\.\d+)?/.exec(peer.version)?.[0] ?? '?'})`,
+    rssBase,
+    rssMany,
+    perIdle: (rssMany - rssBase) / (CLIENTS - ACTIVE),
+    p50Few: pct(few.lat, 0.5),
+    p99Few: pct(few.lat, 0.99),
+    p50Many: pct(many.lat, 0.5),
+    p99Many: pct(many.lat, 0.99),
+    errors: few.errors + many.errors,
+  };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-idle-clients-'));
+  let pg: Awaited<ReturnType<typeof startBenchPostgres>> | null = null;
+  let peer: RunningPeer | null = null;
+  const cleanup = stopOnExit(
+    async () => {
+      await peer?.stop().catch(() => undefined);
+      await pg?.stop().catch(() => undefined);
+    },
+    () => [peer?.pid, pg?.pid],
+    () => dir,
+    say,
+  );
+  const rows: Row[] = [];
+  const load0 = os.loadavg();
+  try {
+    pg = await startBenchPostgres(dir, { maxConnections: 200, scale: 1, progress: say });
+    const secret = benchSecret((q) => pg!.sql(q));
+    for (const t of TARGETS) {
+      const common = {
+        dir: path.join(dir, t.replace(/\W+/g, '-')),
+        serverHost: pg.host,
+        serverPort: pg.port,
+        poolSize: POOL_SIZE,
+      };
+      if (t === 'tidepool')
+        peer = await startTidepool({ ...common, root: ROOT, generalToml: `max_connections = ${CLIENTS + 1000}` });
+      else if (t === 'PgBouncer 1.25')
+        peer = await startPgBouncer125({
+          ...common,
+          progress: say,
+          secret,
+          sessionPoolSize: 1,
+          maxClients: CLIENTS + 1000,
+        });
+      else if (t === 'Odyssey')
+        peer = await startOdyssey({ ...common, progress: say, secret, maxClients: CLIENTS + 1000 });
+      else throw new Error(`unknown target ${t} (tidepool, PgBouncer 1.25, Odyssey)`);
+      rows.push(await measure(peer));
+      await peer.stop();
+      peer = null;
+    }
+  } finally {
+    await cleanup();
+  }
+  const mib = (b: number) => (b / 2 ** 20).toFixed(1);
+  const pgb = rows.find((r) => r.target.startsWith('PgBouncer'));
+  const out = [
+    '# Many idle clients',
+    '',
+    `Each pooler alone in turn (transaction mode, pool size ${POOL_SIZE}, md5), ${ACTIVE} clients running \`select 1\` back to back ` +
+      `for ${SECONDS} s with ${ACTIVE} connected, then again with ${CLIENTS.toLocaleString('en-US')} connected (the others logged in and idle). ` +
+      `RSS of the pooler's process tree 2 s after each phase's logins; per idle client: the difference over the ${(CLIENTS - ACTIVE).toLocaleString('en-US')} idle ones. ` +
+      `Machine: ${os.cpus().length} CPU, Node ${process.version}; load average at the start ${load0.map((x) => x.toFixed(1)).join(', ')}, at the end ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(', ')}.`,
+    '',
+    `| Pooler | RSS, ${ACTIVE} clients, MiB | RSS, ${CLIENTS} clients, MiB | per idle client, KiB | vs PgBouncer (target <= 1.5x) | p50 / p99 ms, ${ACTIVE} connected | p50 / p99 ms, ${CLIENTS} connected | p99 ratio (target <= 1.2x) | errors |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.target} | ${mib(r.rssBase)} | ${mib(r.rssMany)} | ${(r.perIdle / 1024).toFixed(2)} | ${pgb ? `${(r.perIdle / pgb.perIdle).toFixed(2)}x` : '-'} | ${r.p50Few.toFixed(2)} / ${r.p99Few.toFixed(2)} | ${r.p50Many.toFixed(2)} / ${r.p99Many.toFixed(2)} | ${(r.p99Many / r.p99Few).toFixed(2)}x | ${r.errors} |`,
+    ),
+    '',
+    `Run: \`node dist/bench/pooler-idle-clients.js ${process.argv.slice(2).join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`,
+    '',
+  ].join('\n');
+  const outIdx = process.argv.indexOf('--out');
+  if (outIdx >= 0) writeFileSync(path.resolve(process.argv[outIdx + 1]!), out);
+  else writeResults(path.join(ROOT, 'bench', 'results', 'pooler-idle-clients.md'), out);
+  process.stdout.write(out);
+  if (rows.some((r) => r.errors > 0)) process.exitCode = 1;
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`${err.stack ?? err.message}\n`);
+  process.exitCode = 1;
+});
