@@ -78,13 +78,14 @@ export const FILES = {
 export const BLOCK_BYTES = 128 * 1024;
 
 /**
- * Brotli quality of document blocks and keyword columns: 0, the fastest. On a 174 000-document http_logs fraction
- * (26 MiB of documents) quality 0 compresses the blocks in 175 ms against 422 at quality 1 and 562 at 2, to 5.8 MB
- * against 4.9 and 4.6 (a sealed fraction grows from 0.44x to about 0.47x of its raw bytes, within the 0.5x
- * budget), and the four columns in 15 ms against 56 at 2, 1.16 MB against 1.03. Not for ids, times and the
- * dictionary: quality 0 leaves them 40-90% larger.
+ * Brotli quality of document blocks: 1. On the bench's 1 M http_logs documents, sealed, quality 1 against 0: the
+ * store's CPU to every document sealed 4.50 against 4.40 CPU-seconds (medians of three alternated runs, +2%), disk
+ * 0.442x against 0.473x of the raw NDJSON (-7%), and a block decompresses about 20% faster (fetch, export, context).
+ * An earlier measurement on another host had quality 1 at 2.4x quality 0's time per block; this Node's Brotli does
+ * not. Keyword columns stay at 0 (the four columns in 15 ms against 56 at 2, 1.16 MB against 1.03). Not for ids,
+ * times and the dictionary: quality 0 leaves them 40-90% larger.
  */
-export const DOC_QUALITY = 0;
+export const DOC_QUALITY = 1;
 export const COLUMN_QUALITY = 0;
 /** offsets.bin: quality 1 is faster and smaller than 2 there (8 against 13 ms, 669 against 718 KB). */
 export const OFFSETS_QUALITY = 1;
