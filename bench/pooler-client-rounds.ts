@@ -5,7 +5,6 @@
 // SHOW POOLS must count no client left. Writes bench/results/pooler-client-rounds.md; exits 1 when a round fails.
 // Usage: npm run build && node dist/bench/pooler-client-rounds.js [--clients 10000] [--rounds 3] [--hold 60,150]
 //   [--every 5,20,60] [--lifetime 30s] [--pool-size 10] [--pgbench-clients 10] [--out FILE] [--help]
-import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -24,6 +23,7 @@ import {
   type RunningPeer,
 } from './pooler-peers.js';
 import { runPgbench } from './pooler-pgbench.js';
+import { benchOpt, errorText, md5Answer } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
 
 const USAGE = `Usage: node dist/bench/pooler-client-rounds.js [options]
@@ -43,10 +43,7 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
 }
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-function opt(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : dflt;
-}
+const opt = benchOpt;
 const CLIENTS = Number(opt('clients', '10000'));
 const ROUNDS = Number(opt('rounds', '3'));
 const [HOLD_MIN, HOLD_MAX] = opt('hold', '60,150').split(',').map(Number) as [number, number];
@@ -58,7 +55,6 @@ const PGBENCH_CLIENTS = Number(opt('pgbench-clients', '10'));
 const STALL_MS = 60_000;
 
 const say = (msg: string) => process.stderr.write(`[client-rounds] ${msg}\n`);
-const md5 = (x: string | Buffer) => createHash('md5').update(x).digest('hex');
 
 interface RoundStats {
   logins: number;
@@ -71,22 +67,6 @@ interface RoundStats {
 
 function addError(st: RoundStats, what: string): void {
   st.errors.set(what, (st.errors.get(what) ?? 0) + 1);
-}
-
-/** SQLSTATE and message of an ErrorResponse body. */
-function errorText(body: Buffer): string {
-  let code = '';
-  let msg = '';
-  let i = 0;
-  while (i < body.length && body[i] !== 0) {
-    const t = String.fromCharCode(body[i]!);
-    const end = body.indexOf(0, i + 1);
-    const v = body.toString('utf8', i + 1, end);
-    if (t === 'C') code = v;
-    if (t === 'M') msg = v;
-    i = end + 1;
-  }
-  return `${code} ${msg.slice(0, 80)}`;
 }
 
 /** One client: md5 login, `select 1` every ~everyMs (at least once), Terminate after holdMs. */
@@ -146,12 +126,7 @@ function client(port: number, holdMs: number, everyMs: number, st: RoundStats): 
         const body = buf.subarray(5, 1 + len);
         buf = buf.subarray(1 + len);
         if (type === 0x52 /* R */ && body.readInt32BE(0) === 5) {
-          const hash = 'md5' + md5(Buffer.concat([Buffer.from(md5(BENCH_PASSWORD + BENCH_USER)), body.subarray(4, 8)]));
-          const out = Buffer.alloc(6 + hash.length);
-          out.write('p', 0);
-          out.writeInt32BE(5 + hash.length, 1);
-          out.write(hash, 5);
-          s.write(out);
+          s.write(md5Answer(body, BENCH_USER, BENCH_PASSWORD));
         } else if (type === 0x45 /* E */) {
           finish(`${phase}: ${errorText(body)}`);
           return;
@@ -261,6 +236,8 @@ async function main(): Promise<void> {
       await Promise.all(all);
       const pb = bench ? await bench.done : null;
       clearInterval(sampler);
+      // A round shorter than the sampling period still reports its RSS.
+      maxRss = Math.max(maxRss, rssBytes(pooler.pid));
       const cpu = cpuSeconds(pooler.pid, ticks) - cpu0;
       // Every client has left: the pool must count none (pgbench has ended too).
       const after = await showPools(pooler.port);

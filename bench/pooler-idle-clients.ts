@@ -21,7 +21,7 @@ import {
   startTidepool,
   type RunningPeer,
 } from './pooler-peers.js';
-import { rawLogin, type RawClient } from './raw-pg-client.js';
+import { benchOpt, rawLogin, type RawClient } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
 
 const USAGE = `Usage: node dist/bench/pooler-idle-clients.js [options]
@@ -37,10 +37,7 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
   process.exit(0);
 }
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-function opt(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : dflt;
-}
+const opt = benchOpt;
 const CLIENTS = Number(opt('clients', '10000'));
 const ACTIVE = Number(opt('active', '100'));
 const SECONDS = Number(opt('seconds', '10'));

@@ -1,25 +1,25 @@
 // A bare PostgreSQL client for benchmarks that hold thousands of connections: one socket, an md5 (or trust) login,
 // simple-protocol queries one at a time, nothing kept per connection but the socket and a small buffer.
-import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { writeQuery, writeStartupMessage, writeTerminate } from '../src/protocol/writer.js';
-
-const md5 = (x: string | Buffer) => createHash('md5').update(x).digest('hex');
+import { md5Inner, md5Response } from '../src/pooler/auth/md5.js';
+import { parseErrorFields } from '../src/protocol/reader.js';
+import { writePasswordMessage, writeQuery, writeStartupMessage, writeTerminate } from '../src/protocol/writer.js';
 
 /** SQLSTATE and message of an ErrorResponse body. */
 export function errorText(body: Buffer): string {
-  let code = '';
-  let msg = '';
-  let i = 0;
-  while (i < body.length && body[i] !== 0) {
-    const t = String.fromCharCode(body[i]!);
-    const end = body.indexOf(0, i + 1);
-    const v = body.toString('utf8', i + 1, end);
-    if (t === 'C') code = v;
-    if (t === 'M') msg = v;
-    i = end + 1;
-  }
-  return `${code} ${msg.slice(0, 80)}`;
+  const f = parseErrorFields(body);
+  return `${f.get('C') ?? ''} ${(f.get('M') ?? '').slice(0, 80)}`;
+}
+
+/** The PasswordMessage answering an AuthenticationMD5Password request whose body is `body`. */
+export function md5Answer(body: Buffer, user: string, password: string): Buffer {
+  return writePasswordMessage(md5Response(md5Inner(password, user), body.subarray(4, 8)));
+}
+
+/** A benchmark's `--name value` option, or `dflt`. */
+export function benchOpt(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : dflt;
 }
 
 export interface RawClient {
@@ -74,12 +74,7 @@ export function rawLogin(
         const body = buf.subarray(5, 1 + len);
         buf = buf.subarray(1 + len);
         if (type === 0x52 /* R */ && body.readInt32BE(0) === 5) {
-          const hash = 'md5' + md5(Buffer.concat([Buffer.from(md5(password + user)), body.subarray(4, 8)]));
-          const out = Buffer.alloc(6 + hash.length);
-          out.write('p', 0);
-          out.writeInt32BE(5 + hash.length, 1);
-          out.write(hash, 5);
-          s.write(out);
+          s.write(md5Answer(body, user, password));
         } else if (type === 0x45 /* E */) {
           if (!loggedIn) return reject(new Error(errorText(body)));
           if (pending) pending.error = errorText(body);
