@@ -12,6 +12,7 @@ import postgres from 'postgres';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { ADMIN_PASSWORD, poolerToml } from '../../helpers/pooler.js';
+import { until } from '../../helpers/operator.js';
 import { makeTestCerts } from '../../helpers/tls-certs.js';
 import { RawConnection, msg } from '../../helpers/raw-pg.js';
 
@@ -70,13 +71,8 @@ function spawnPooler(file: string, takeover: boolean): Proc {
   return { child, output: () => out, exited };
 }
 
-async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** operator.ts's `until`, with 30 s by default: a takeover starts a whole pooler process. */
+const waitFor = (what: string, cond: () => boolean, ms = 30_000): Promise<void> => until(what, cond, ms);
 
 async function startFirst(file: string): Promise<Proc> {
   const p = spawnPooler(file, false);

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { poolerToml, startChildPooler } from '../../helpers/pooler.js';
+import { until } from '../../helpers/operator.js';
 
 const bin = path.resolve('bin/tidepool.js');
 let db: TestPostgres;
@@ -76,13 +77,8 @@ function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((r) => child.once('exit', (code) => r(code)));
 }
 
-async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** operator.ts's `until`, with 30 s by default: a takeover starts a whole pooler process. */
+const waitFor = (what: string, cond: () => boolean, ms = 30_000): Promise<void> => until(what, cond, ms);
 
 function alive(pid: number): boolean {
   try {
