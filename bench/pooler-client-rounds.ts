@@ -4,8 +4,8 @@
 // and query must be answered (no error, none unanswered for 60 s), pgbench must end clean, and after each round
 // SHOW POOLS must count no client left. Writes bench/results/pooler-client-rounds.md; exits 1 when a round fails.
 // Usage: npm run build && node dist/bench/pooler-client-rounds.js [--clients 10000] [--rounds 3] [--hold 60,150]
-//   [--every 5,20,60] [--lifetime 30s] [--pool-size 10] [--pgbench-clients 10] [--out FILE] [--help]
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+//   [--every 5,20,60] [--lifetime 30s] [--pool-size 10] [--pgbench-clients 10] [--out FILE] [--keep-log FILE] [--help]
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +35,7 @@ const USAGE = `Usage: node dist/bench/pooler-client-rounds.js [options]
   --pool-size N        servers of the pool (default 10)
   --pgbench-clients N  pgbench -S clients on the same pool during each round (default 10; 0: none)
   --out FILE           write the table there instead of bench/results/pooler-client-rounds.md
+  --keep-log FILE      copy the pooler's whole log there (JSON lines) before the run's directory is removed
   --help               print this and exit
 `;
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
@@ -260,6 +261,8 @@ async function main(): Promise<void> {
       said.set(msg, (said.get(msg) ?? 0) + 1);
     }
     poolerSaid = [...said].sort((a, b) => b[1] - a[1]).slice(0, 12);
+    const keepIdx = process.argv.indexOf('--keep-log');
+    if (keepIdx >= 0) copyFileSync(pooler.logFile, path.resolve(process.argv[keepIdx + 1]!));
   } finally {
     await cleanup();
   }

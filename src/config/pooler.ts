@@ -93,7 +93,10 @@ export const generalShape = {
   ),
   query_wait_timeout: t.duration(5000, 'A client waiting this long for a server gets an error (0: forever).'),
   idle_timeout: t.duration(600_000, 'Idle server connections are closed after this (0: never).'),
-  server_lifetime: t.duration(1_200_000, 'Server connections are closed after this, with up to 10% jitter (0: never).'),
+  server_lifetime: t.duration(
+    1_200_000,
+    'Server connections are closed after this, with up to 10% jitter (0: never). While clients use the pool, expired servers are retired one at a time, each replacement connect started as the old one closes.',
+  ),
   shutdown_timeout: t.duration(10_000, 'On SIGTERM or SHUTDOWN, time given to running transactions.'),
   takeover_socket: restartOnly(
     t.string(

@@ -320,10 +320,11 @@ export class Pool {
     }
     const now = Date.now();
     const waiting = !this.paused && this.waiting > 0;
+    const expired = now >= s.expiresAt && this.mayRetire();
     if (
       !reusable ||
       s.closeOnRelease ||
-      now >= s.expiresAt ||
+      expired ||
       this.retired ||
       this.servers.size - this.pinned > this.settings.poolSize ||
       (s.reserve && !waiting)
@@ -339,6 +340,7 @@ export class Pool {
       );
       this.forget(s);
       this.growForWaiters();
+      if (expired && reusable && !s.closeOnRelease) this.replaceRetired();
     } else if (waiting) {
       // A connect started for the waiters is still on its way: the returned server came first.
       if (this.connecting > 0) this.scaling.anticNotify++;
@@ -407,6 +409,32 @@ export class Pool {
    * coordinator. */
   grow(): void {
     this.growForWaiters();
+  }
+
+  /**
+   * server_lifetime retires servers one at a time while the pool is in use: a server past its lifetime is closed
+   * only when no connect of this pool is under way, and its replacement is started at once (replaceRetired), so
+   * the others keep serving until the new one is in. Servers opened together (at start, or after RECONNECT)
+   * reach their lifetime together; closing them all at once left the pool with none while PostgreSQL forked their
+   * replacements, which on a loaded host took long enough for waiting clients to reach query_wait_timeout
+   * (issue 35, item 3). An idle pool (no client served or waiting) lets every expired server go at once.
+   */
+  private mayRetire(): boolean {
+    if (this.retired) return true;
+    const inUse = this.waiting > 0 || this.servers.count('active') > 0;
+    return !inUse || this.connecting === 0;
+  }
+
+  /** Opens the replacement of a server retired for its lifetime while the pool is in use, within pool_size,
+   * max_concurrent_connects, server_login_retry and the database's coordinator. */
+  private replaceRetired(): void {
+    if (this.paused || this.retired || Date.now() < this.loginRetryAt) return;
+    if (this.waiting === 0 && this.servers.count('active') === 0) return;
+    if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) return;
+    if (this.connecting >= this.settings.maxConcurrentConnects) return;
+    const admission = this.coordinator ? this.coordinator.admit(this, this.demandWaitMs(Date.now())) : 'free';
+    if (admission === 'none') return;
+    this.connectOne(admission === 'reserve');
   }
 
   private growForWaiters(): void {
@@ -597,12 +625,13 @@ export class Pool {
     const idle = this.servers.idle();
     for (let i = idle.length - 1; i >= 0; i--) {
       const s = idle[i]!;
-      const tooOld = now >= s.expiresAt;
+      const tooOld = now >= s.expiresAt && this.mayRetire();
       const tooIdle = idleTimeoutMs > 0 && now - s.lastUsed > idleTimeoutMs && this.servers.size > minPoolSize;
       if (tooOld || tooIdle || this.retired) {
         this.servers.move(s, null);
         s.close(tooOld ? 'server_lifetime' : 'idle_timeout');
         closed = true;
+        if (tooOld && !tooIdle) this.replaceRetired();
       }
     }
     // A slot of the database freed: a user waiting at max_db_connections may take it now.
