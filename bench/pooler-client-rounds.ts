@@ -254,11 +254,29 @@ async function main(): Promise<void> {
     // The pooler's warnings and errors, by message: what it said about a round that was not clean.
     const said = new Map<string, number>();
     for (const line of readFileSync(pooler.logFile, 'utf8').split('\n')) {
-      if (!line.startsWith('{')) continue;
-      const rec = JSON.parse(line) as { level?: number; msg?: string };
-      if ((rec.level ?? 0) < 40) continue;
-      const msg = (rec.msg ?? '').replace(/\d+/g, 'N').slice(0, 120);
-      said.set(msg, (said.get(msg) ?? 0) + 1);
+      // JSON lines (log_format json) or logfmt (the default): level and msg of each.
+      let level = '';
+      let msg = '';
+      if (line.startsWith('{')) {
+        const rec = JSON.parse(line) as { level?: number | string; msg?: string };
+        level =
+          typeof rec.level === 'number'
+            ? rec.level >= 50
+              ? 'error'
+              : rec.level >= 40
+                ? 'warn'
+                : ''
+            : String(rec.level ?? '');
+        msg = rec.msg ?? '';
+      } else {
+        level = /(?:^| )level=(\w+)/.exec(line)?.[1] ?? '';
+        msg = /(?:^| )msg="((?:[^"\\]|\\.)*)"/.exec(line)?.[1] ?? /(?:^| )msg=(\S+)/.exec(line)?.[1] ?? '';
+        const err = /(?:^| )err="((?:[^"\\]|\\.)*)"/.exec(line)?.[1];
+        if (err) msg += ` (${err})`;
+      }
+      if (!['warn', 'error', 'fatal'].includes(level)) continue;
+      const key = `${level}: ${msg}`.replace(/\d+/g, 'N').slice(0, 120);
+      said.set(key, (said.get(key) ?? 0) + 1);
     }
     poolerSaid = [...said].sort((a, b) => b[1] - a[1]).slice(0, 12);
     const keepIdx = process.argv.indexOf('--keep-log');

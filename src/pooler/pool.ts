@@ -23,6 +23,9 @@ import { ServerLending } from './pool-lending.js';
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
 
+/** A pool used within this long retires expired servers one at a time (Pool.mayRetire). */
+const IN_USE_MS = 3000;
+
 /** A pool of server connections for a (database, user): its server lists, its waiting clients, what it lends the
  * native relay, and what it does with them (hand out, take back, connect, tick, pause). */
 export class Pool {
@@ -35,6 +38,9 @@ export class Pool {
   /** RECONNECT is waiting for active servers to come back: none may stay parked. */
   private draining = false;
   readonly stats = new PoolStats();
+  /** When a client last used a server of this pool (release, or the query count moving between two ticks). */
+  private usedAt = 0;
+  private queriesAtTick = 0;
   /** The last connect error, connect failures per second, PostgreSQL unreachable since (pool-health.ts). */
   readonly health: PoolHealth;
   /** Carries this pool's clients and servers; the JavaScript relay when their statements are rewritten. */
@@ -311,6 +317,7 @@ export class Pool {
   /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
   release(s: ServerConnection, reusable: boolean): void {
     s.owner = null;
+    this.usedAt = Date.now();
     // A server the pool no longer holds (its socket closed under the client, or KILL dropped it) joins no list again.
     if (!this.servers.has(s)) reusable = false;
     if (reusable && s.cancelsInFlight > 0 && s.state !== 'closed') {
@@ -420,16 +427,20 @@ export class Pool {
    * (issue 35, item 3). An idle pool (no client served or waiting) lets every expired server go at once.
    */
   private mayRetire(): boolean {
-    if (this.retired) return true;
-    const inUse = this.waiting > 0 || this.servers.count('active') > 0;
-    return !inUse || this.connecting === 0;
+    return this.retired || !this.inUse() || this.connecting === 0;
+  }
+
+  /** Clients wait, hold a server, or ran queries within the last few seconds (the native relay's count, read at
+   * each tick: its servers come back to the idle list at every tick however busy they are). */
+  private inUse(): boolean {
+    return this.waiting > 0 || this.servers.count('active') > 0 || Date.now() - this.usedAt < IN_USE_MS;
   }
 
   /** Opens the replacement of a server retired for its lifetime while the pool is in use, within pool_size,
    * max_concurrent_connects, server_login_retry and the database's coordinator. */
   private replaceRetired(): void {
     if (this.paused || this.retired || Date.now() < this.loginRetryAt) return;
-    if (this.waiting === 0 && this.servers.count('active') === 0) return;
+    if (!this.inUse()) return;
     if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) return;
     if (this.connecting >= this.settings.maxConcurrentConnects) return;
     const admission = this.coordinator ? this.coordinator.admit(this, this.demandWaitMs(Date.now())) : 'free';
@@ -615,6 +626,11 @@ export class Pool {
     const { idleTimeoutMs, minPoolSize, queryWaitTimeoutMs } = this.settings;
     // Parked and lent servers come back once a tick, so idle_timeout, server_lifetime and RECONNECT see them.
     this.settle();
+    const queries = this.stats.totals.queryCount;
+    if (queries !== this.queriesAtTick) {
+      this.queriesAtTick = queries;
+      this.usedAt = now;
+    }
     if (this.draining) {
       let pending = false;
       for (const s of this.servers) if (s.closeOnRelease) pending = true;
