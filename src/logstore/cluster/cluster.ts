@@ -192,17 +192,76 @@ export class Cluster implements LogBackend {
     }
   }
 
+  /**
+   * One answer for the client from the answers of a shard's replicas. They agree unless a replica could not store
+   * some items another one stored (its disk full: per-item 429 or 5xx, "not stored"). Such an item is answered with
+   * the refusal, so the client sends it again, and, unless the batch carries client ids, the replicas that stored it
+   * forget it (by its id alone, not the batch's key, which would forget the whole batch): the resend gets new ids,
+   * so neither a duplicate on the replica that stored it nor replicas that differ is left. With client ids the
+   * copies stay: the resend finds them (200 noop) where they are and stores them where they are not.
+   */
+  private async uneven(s: ShardGroup, answers: Map<number, IngestResult>, routed: boolean): Promise<IngestResult> {
+    const all = [...answers.values()];
+    const answer = all[0]!;
+    if (all.length < 2) return answer;
+    const notStored = new Map<number, IngestResult['errors'][number]>();
+    for (const a of all)
+      for (const e of a.errors) if ((e[3] ?? 400) !== 400 && !notStored.has(e[0])) notStored.set(e[0], e);
+    if (notStored.size === 0) return answer;
+    const errors = new Map<number, IngestResult['errors'][number]>();
+    for (const e of answer.errors) errors.set(e[0], e);
+    const ids = new Uint8Array(answer.ids);
+    const forget = new Map<number, Uint8Array>();
+    for (const [i, e] of notStored) {
+      // Stored by the replicas whose answer has its id: take it back from them.
+      for (const [r, a] of answers) {
+        if (a.ids[24 * i] === 0x20) continue;
+        const f = forget.get(r) ?? new Uint8Array(ids.length).fill(0x20);
+        f.set(a.ids.subarray(24 * i, 24 * i + 24), 24 * i);
+        forget.set(r, f);
+      }
+      if (!errors.has(i)) errors.set(i, e);
+      ids.fill(0x20, 24 * i, 24 * i + 24);
+    }
+    if (!routed && forget.size > 0) {
+      this.log.warn(
+        { items: notStored.size, shard: s.index },
+        'replicas of a shard differ on a batch (one could not store some items): those items are answered not stored and forgotten where they were stored',
+      );
+      await Promise.all(
+        [...forget].map(async ([r, f]) => {
+          try {
+            await s.replicas[r]!.forget(f);
+          } catch (err) {
+            this.log.error(
+              { store: s.replicas[r]!.addr, err: message(err) },
+              'items one replica could not store stay on another: forgetting them failed',
+            );
+          }
+        }),
+      );
+    }
+    const kept = answer.kept?.filter((k) => !notStored.has(k));
+    return {
+      ids,
+      errors: [...errors.values()].sort((a, b) => a[0] - b[0]),
+      ...(kept && kept.length ? { kept } : {}),
+    };
+  }
+
   /** ingest()'s attempts: the shard's replicas, their missing ones again, then other shards, up to write_retries. */
   private async sendBatch(first: ShardGroup, encoded: Buffer, routed: boolean, key: BatchKey): Promise<IngestResult> {
     const tried = new Set<number>();
     // Shards the batch left (it moved on, or failed): a copy there (on the replicas that took it, or on one that
     // stored it after its deadline) is forgotten, by the ids any replica answered (every replica makes the same).
-    const leftovers: (Leftover & { answer: IngestResult | null })[] = [];
+    const leftovers: (Leftover & { answer: IngestResult | null; answers: Map<number, IngestResult> })[] = [];
     let known: Uint8Array | null = null;
     let shard: ShardGroup | null = first;
     let acked = new Set<number>();
     let refused = new Set<number>();
     let answer: IngestResult | null = null;
+    // Each replica's own answer on the current shard: they may differ item by item (one's disk is full).
+    let answers = new Map<number, IngestResult>();
     const errors: string[] = [];
     // Every failure so far was a store refusing the batch for its limits.bulk_memory (RESOURCE_EXHAUSTED): the
     // stores are busy, not broken, so their breakers stay closed and the items are answered 429 (retry later).
@@ -222,11 +281,13 @@ export class Cluster implements LogBackend {
       results.forEach((r, k) => {
         if (r.status === 'fulfilled') {
           acked.add(missing[k]!);
-          answer ??= {
+          const own: IngestResult = {
             ids: new Uint8Array(r.value.ids),
             errors: r.value.errors.map((e) => [e.index, e.type, e.reason, e.status || 400]),
             ...(r.value.kept.length ? { kept: r.value.kept } : {}),
           };
+          answers.set(missing[k]!, own);
+          answer ??= own;
         } else {
           errors.push(`${s.replicas[missing[k]!]!.addr}: ${message(r.reason)}`);
           if (isCallerError(r.reason)) throw new BadRequest(message(r.reason));
@@ -251,21 +312,22 @@ export class Cluster implements LogBackend {
         );
         // (`answer` is set in the forEach callback above, which the compiler does not follow.)
         await this.forgets.forget(leftovers, answer!.ids, key);
-        return answer!;
+        return this.uneven(s, answers, routed);
       }
       // The same shard's missing replicas once more; after that, another shard (all of its replicas).
       if (!routed && (attempt >= 1 || acked.size === 0)) {
         if (!overloadOnly) s.breaker.failure();
         known ??= (answer as IngestResult | null)?.ids ?? null;
-        leftovers.push({ shard: s, acked, refused, answer });
+        leftovers.push({ shard: s, acked, refused, answer, answers });
         tried.add(s.index);
         shard = this.pickShard(tried);
         acked = new Set();
         refused = new Set();
         answer = null;
+        answers = new Map();
       }
     }
-    if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused, answer });
+    if (shard && !tried.has(shard.index)) leftovers.push({ shard, acked, refused, answer, answers });
     // No shard stored it whole: the one whose replicas that answered make the quorum acknowledges it, and its
     // missing replicas are caught up later (catch-up.ts); its copies elsewhere are forgotten as usual.
     const quorate = leftovers
@@ -283,7 +345,7 @@ export class Cluster implements LogBackend {
         quorate.answer!.ids,
         key,
       );
-      return quorate.answer!;
+      return this.uneven(g, quorate.answers, routed);
     }
     // The loop ended on a shard it had not given up on yet (retries spent on its missing replicas).
     if (shard && !tried.has(shard.index) && !overloadOnly) shard.breaker.failure();
