@@ -127,7 +127,12 @@ export class Handoff {
     this.closed = true;
     for (const l of this.listeners) if (!used.includes(l.fd)) this.f.fdClose(l.fd);
     try {
-      this.f.fdSend(this.socket, Buffer.from(`${JSON.stringify({ ready: true })}\n`), []);
+      // With the ready, in the same send: this process takes server connections too (takeover-servers.ts).
+      this.f.fdSend(
+        this.socket,
+        Buffer.from(`${JSON.stringify({ ready: true })}\n${JSON.stringify({ servers: 1 })}\n`),
+        [],
+      );
     } catch (err) {
       this.f.fdClose(this.socket);
       throw err;
