@@ -36,12 +36,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Pool app with `poolSize` servers for md5user; `webPort` > 0 turns the web listener on. */
+/** Pool app with `poolSize` servers for md5user (0: the helpers' pools, appsession in session mode among them);
+ * `webPort` > 0 turns the web listener on. */
 async function writeConfig(name: string, poolSize: number, webPort = 0): Promise<{ file: string; port: number }> {
   const port = await freePort();
   const file = path.join(dir, `${name}.toml`);
   const extra = webPort ? `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` : '';
-  const toml = poolerToml(db, { general: 'shutdown_timeout = "20s"', pools: appPoolToml(db, poolSize), extra })
+  const pools = poolSize > 0 ? appPoolToml(db, poolSize) : undefined;
+  const toml = poolerToml(db, { general: 'shutdown_timeout = "20s"', pools, extra })
     .replace('port = 0', `port = ${port}`)
     .replace('log_level = "warn"', 'log_level = "info"');
   writeFileSync(file, toml);
@@ -92,13 +94,13 @@ async function takeOver(file: string): Promise<Proc> {
   return next;
 }
 
-function client(port: number): pg.Client {
+function client(port: number, database = 'app'): pg.Client {
   return new pg.Client({
     host: '127.0.0.1',
     port,
     user: 'md5user',
     password: 'md5pass',
-    database: 'app',
+    database,
     connectionTimeoutMillis: 20_000,
   });
 }
@@ -300,6 +302,33 @@ describe('takeover moves server connections', () => {
     const [kept] = await pidsAtOnce(port, 1);
     expect(before).toContain(kept);
     expect(backends().map((l) => Number(l.split(' ')[0]))).toEqual([kept]);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('the server of a session-mode pool moves once its client has left (after server_reset_query)', async () => {
+    const { file, port } = await writeConfig('session', 0);
+    const first = await startFirst(file);
+    const c = client(port, 'appsession');
+    await c.connect();
+    await c.query('SET work_mem = 1234');
+    const pid = (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+    await c.end();
+    // Back in its pool once reset (DISCARD ALL).
+    await waitFor('the server to be reset', () =>
+      db.sql(`select query from pg_stat_activity where pid = ${pid}`, 'app').trim().startsWith('DISCARD ALL'),
+    );
+    const backendsBefore = backends();
+    const second = await takeOver(file);
+    expect(await first.exited, first.output()).toBe(0);
+    await waitFor('the server to be pooled there', () => /servers_took=1/.test(second.output()));
+    const d = client(port, 'appsession');
+    await d.connect();
+    // The same backend, as it was left: reset.
+    expect((await d.query('select pg_backend_pid() as pid')).rows[0].pid).toBe(pid);
+    expect((await d.query('show work_mem')).rows[0].work_mem).toBe('4MB');
+    await d.end();
+    expect(backends()).toEqual(backendsBefore);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });
