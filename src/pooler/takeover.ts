@@ -209,6 +209,7 @@ export class TakeoverServer {
         // Only this user may connect; the peer's user id is checked as well (fdPeerUid).
         chmodSync(this.socketPath, 0o600);
         this.server = server;
+        this.log.info({ socket: this.socketPath }, 'takeover socket listening');
         resolve();
       });
     });
