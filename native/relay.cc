@@ -247,7 +247,8 @@ Napi::Value RelayDestroy(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-/** relayRelease(id) -> { fd, pending } | undefined: a client between transactions leaves the relay without a word to
+/** relayRelease(id) -> { fd, pending } | undefined: a server between transactions (pending always empty), or a client
+ *  between transactions, leaves the relay without a word to
  *  it (a pooler takeover moves it to the next process, src/pooler/takeover-clients.ts): a duplicate of its descriptor,
  *  the caller's to close, and the bytes it sent that no server got (they begin at a message boundary). Only an
  *  unlinked plaintext client with nothing unsent and nothing held for JavaScript; undefined otherwise (it stays). The
@@ -257,6 +258,22 @@ Napi::Value RelayRelease(const Napi::CallbackInfo& info) {
   Relay* r = Get(info);
   if (!r || info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
   Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
+  if (c && c->server) {
+    // A server moves only unlinked, not lent, plaintext, idle (ReadyForQuery 'I'), between whole messages, with nothing
+    // unsent, nothing held for JavaScript and no ReadyForQuery awaited: its session is then exactly what JavaScript
+    // knows of it (src/pooler/takeover-servers.ts).
+    if (c->fd < 0 || c->dead || c->closing || c->peer || c->lend || c->ssl || c->wantReady || !c->between() ||
+        !c->atBoundary() || c->pendingOut() > 0 || !c->interceptIn.empty() || c->dataQueued || !c->pendingIn.empty())
+      return env.Undefined();
+    const int sfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+    if (sfd < 0) return env.Undefined();
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("fd", Napi::Number::New(env, sfd));
+    out.Set("pending", Napi::Buffer<uint8_t>::New(env, 0));
+    c->dead = true;
+    r->Destroy(c);
+    return out;
+  }
   if (!c || c->server || c->fd < 0 || c->dead || c->closing || c->stopped || c->login || c->exchange || c->ssl ||
       c->peer || c->relayOnly || c->switchPending || c->pendingOut() > 0 || !c->interceptIn.empty() ||
       c->dataQueued || !c->tlsPlainOut.empty())

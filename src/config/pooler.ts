@@ -101,7 +101,7 @@ export const generalShape = {
   takeover_socket: restartOnly(
     t.string(
       '',
-      'Unix socket on which the running `tidepool pooler` process hands its listening sockets (pooler port, web port) to a new one started with --takeover, then its client connections as each comes between transactions, while this one shuts down as on SIGTERM (docs/pooler.md, "Upgrading without dropping connections"). Empty: .tidepool-<port>.takeover beside the config file. Only processes of the same user (or root) are answered.',
+      'Unix socket on which the running `tidepool pooler` process hands its listening sockets (pooler port, web port) to a new one started with --takeover, then its client and server connections as each comes between transactions, while this one shuts down as on SIGTERM (docs/pooler.md, "Upgrading without dropping connections"). Empty: .tidepool-<port>.takeover beside the config file. Only processes of the same user (or root) are answered.',
     ),
   ),
   max_concurrent_connects: t.int(4, 'Backend connects in progress at once per pool.', 1, 1000),

@@ -30,6 +30,9 @@ export interface PoolerCounters {
   /** Clients a takeover moved here from the process before, and from here to the next (takeover-clients.ts). */
   movedIn: number;
   movedOut: number;
+  /** Server connections a takeover moved likewise (takeover-servers.ts). */
+  serversMovedIn: number;
+  serversMovedOut: number;
 }
 
 /** What a client connection until its login is done (client-startup.ts) needs of the pooler, its login's included. */

@@ -42,6 +42,8 @@ export interface MaintenanceHost {
   onReload(listener: (config: PoolerConfig) => void): void;
   /** The last step of a shutdown, once everything is closed (the log shipper's flush; `graceful` false: at once). */
   finishShutdown(graceful: boolean): Promise<void>;
+  /** After a takeover, before the servers close: the idle ones move to the next process. */
+  lastServerMoves?(): Promise<void>;
 }
 
 /** How long a graceful shutdown waits, at most, for the clients it closed to close their end. */
@@ -170,6 +172,7 @@ export class Maintenance {
         const until = Date.now() + CLOSING_LINGER_MS;
         while (Date.now() < until && closingClients() > 0) await new Promise((r) => setTimeout(r, 10));
       }
+      if (drain) await this.host.lastServerMoves?.();
       for (const p of this.host.poolSet.pools.values()) {
         p.failWaiters('the pooler is shutting down', SqlState.AdminShutdown);
         p.closeAll('shutdown');

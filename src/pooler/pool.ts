@@ -19,6 +19,9 @@ import { WaiterQueue, type PoolWaiter } from './waiter-queue.js';
 import type { PoolSettings, ScalingCounters } from './pool-settings.js';
 import { ServerLists } from './server-lists.js';
 import { ServerLending } from './pool-lending.js';
+import { ParamValues } from './session-state/params.js';
+import type { MovedServer } from './takeover-servers.js';
+import { fdPassing } from '../native/fd-passing.js';
 
 export type { PoolWaiter } from './waiter-queue.js';
 export type { PoolSettings, ScalingCounters } from './pool-settings.js';
@@ -752,6 +755,117 @@ export class Pool {
       this.servers.move(s, null);
       s.close('reconnect');
     }
+  }
+
+  /** `host:port/database` of the pool's PostgreSQL: a moved server must come from the same one. */
+  private targetKey(): string {
+    const t = this.settings.target;
+    return `${t.host}:${t.port}/${t.database}`;
+  }
+
+  /** The old process of a takeover (takeover-servers.ts): lets go of `s` if it is idle in this pool and in a known
+   * state (not pinned, reserved, expired or to be closed, no cancel in flight, plaintext, every statement on it
+   * answered, the relay's end idle between whole messages): what the new process needs and a descriptor of the
+   * socket, the caller's to close. It leaves the pool as if closed, without a word to PostgreSQL. Else why not. */
+  moveOut(s: ServerConnection): { server: MovedServer; fd: number } | string {
+    if (this.servers.listOf(s) !== 'idle') return 'not idle';
+    if (s.pinned || s.owner !== null || s.cancelsInFlight > 0) return 'in use';
+    if (s.closeOnRelease || s.reserve || Date.now() >= s.expiresAt) return 'to be closed';
+    if (s.tls) return 'TLS to PostgreSQL';
+    const held = s.statements ? s.statements.settled() : [];
+    if (held === null) return 'statements being prepared or closed';
+    const fd = s.end.release();
+    if (fd === null) return 'the relay cannot let it go now';
+    const server: MovedServer = {
+      database: this.settings.database,
+      user: this.settings.user,
+      target: this.targetKey(),
+      serverUser: this.settings.serverUser,
+      backendPid: s.backendPid,
+      backendSecret: s.backendSecret,
+      params: [...s.params],
+      applicationName: s.applicationName,
+      createdAt: s.createdAt,
+      lastUsed: s.lastUsed,
+      values: s.paramValues ? [...s.paramValues.values] : null,
+      unknown: s.paramsUnknown ? [...s.paramsUnknown] : null,
+      statements: held.map(({ statement, stale }) => ({
+        name: statement.name,
+        query: statement.query,
+        types: statement.types,
+        settings: statement.settings,
+        stale,
+      })),
+    };
+    s.onClosed = null;
+    this.forget(s);
+    s.state = 'closed';
+    s.statements?.clear();
+    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: server sent');
+    return { server, fd };
+  }
+
+  /** The new process of a takeover: an idle server of the old process's pool of the same name joins this pool, with
+   * the statements prepared on it, its session parameters and its age (server_lifetime counts from its connect there).
+   * Null when pooled (or handed to a waiter), else why not; `fd` is this pool's from the call on (closed when refused). */
+  adoptMoved(m: MovedServer, fd: number): string | null {
+    const refuse = (why: string): string => {
+      fdPassing?.fdClose(fd);
+      return why;
+    };
+    if (this.retired) return refuse(`pool ${this.name} is retired here`);
+    const mode = this.settings.target.tls.mode;
+    if (m.target !== this.targetKey() || m.serverUser !== this.settings.serverUser)
+      return refuse(`pool ${this.name} connects to ${this.targetKey()} as ${this.settings.serverUser} here`);
+    if (mode !== 'disable' && mode !== 'allow' && mode !== 'prefer')
+      return refuse(`pool ${this.name} has server_tls_sslmode = "${mode}" here`);
+    if (m.statements.length > 0 && !this.interner)
+      return refuse(`the server has prepared statements and pool ${this.name} has prepared_statements off here`);
+    if (this.servers.size - this.pinned >= this.settings.poolSize) return refuse(`pool ${this.name} is full here`);
+    if (this.coordinator && this.coordinator.admit(this, -1) === 'none')
+      return refuse(`database ${this.settings.database} is at max_db_connections here`);
+    let statements: ServerStatements | null = null;
+    if (this.interner) {
+      statements = new ServerStatements(this.interner, this.serverCacheSize);
+      for (const st of m.statements) {
+        const s = this.interner.internKeyed(st.query, st.types, st.settings);
+        if (s.name !== st.name) {
+          statements.clear();
+          return refuse(`its statement ${st.name} has another name here (${s.name})`);
+        }
+        statements.adopt(s, st.stale);
+      }
+    }
+    let s: ServerConnection;
+    try {
+      s = ServerConnection.adopt(m, fd, this.relay, this.interner !== null);
+    } catch (err) {
+      statements?.clear();
+      return `the relay cannot take it: ${(err as Error).message}`;
+    }
+    s.statements = statements;
+    if (m.values) {
+      const values = new ParamValues();
+      for (const [name, value] of m.values) values.set(name, value);
+      s.paramValues = values;
+    }
+    s.paramsUnknown = m.unknown;
+    const lifetime = this.settings.lifetimeMs;
+    if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
+    s.onClosed = (dead) => {
+      this.forget(dead);
+      this.checkPaused();
+    };
+    this.servers.move(s, 'used');
+    if (!this.serverParams) {
+      this.serverParams = new Map(s.params);
+      for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
+      this.onParamsKnown?.();
+    }
+    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: server adopted');
+    // Idle, a waiter's, or closed when its lifetime is over.
+    this.release(s, true);
+    return null;
   }
 
   /** Every server closed at once (KILL, shutdown). */

@@ -6,6 +6,7 @@ import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
 import { ClientSession } from './client-session.js';
 import type { ClientMover, MovedClient } from './takeover-clients.js';
+import type { MovableServer, MovedServer } from './takeover-servers.js';
 import { fdPassing } from '../native/fd-passing.js';
 import { CancelKeys, NATIVE_LOGIN_PID_BIT } from './cancel-keys.js';
 import { SlotSet } from './id-table.js';
@@ -76,6 +77,8 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     refusedDescriptors: 0,
     movedIn: 0,
     movedOut: 0,
+    serversMovedIn: 0,
+    serversMovedOut: 0,
   };
   /** One warn line per period for what attackers can trigger by the thousand (log-limiter.ts). */
   readonly limitedLogs: {
@@ -358,6 +361,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
   moveClients(mover: ClientMover<ClientSession>): void {
     this.mover = mover;
     mover.onClose = () => this.moverClosed();
+    mover.onServerMoved = () => this.counters.serversMovedOut++;
     // After the shutdown has begun (pools paused, parked servers back): the first offer of every client.
     setImmediate(() => mover.offerAll());
   }
@@ -380,6 +384,39 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
       if (c.state === 'waiting' && !c.isAdmin)
         c.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
     }
+  }
+
+  /** The old process of a takeover: the servers idle in its pools now, each offered to the new process. */
+  *movableServers(): Iterable<MovableServer> {
+    for (const pool of this.poolSet.pools.values()) {
+      for (const s of [...pool.servers.idle()]) yield { moveOut: () => pool.moveOut(s) };
+    }
+  }
+
+  /** The old process of a takeover, before it closes its servers: the idle ones go to the new process, whose answers
+   * are awaited (up to two seconds), so a server freed by the last client's leaving is not closed for nothing. */
+  async lastServerMoves(): Promise<void> {
+    const mover = this.mover;
+    if (!mover?.active) return;
+    for (const pool of this.poolSet.pools.values()) pool.settle();
+    mover.offerServers();
+    const until = Date.now() + 2000;
+    while (mover.active && mover.pending > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** The new process of a takeover: an idle server connection of the old one joins the pool of the same name here
+   * (null), or why not (the old process closes it). `fd` is this process's: used or closed here. */
+  adoptMovedServer(m: MovedServer, fd: number): string | null {
+    const pool = this.shuttingDown ? undefined : this.poolSet.get(m.database, m.user);
+    if (!pool) {
+      fdPassing?.fdClose(fd);
+      return this.shuttingDown
+        ? 'this process is shutting down'
+        : `no pool for database "${m.database}" and user "${m.user}" here`;
+    }
+    const why = pool.adoptMoved(m, fd);
+    if (why === null) this.counters.serversMovedIn++;
+    return why;
   }
 
   /** The new process of a takeover: a client of the old one, logged in there, served here from now on (null), or why

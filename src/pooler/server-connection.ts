@@ -2,6 +2,7 @@
 import { SqlState } from '../protocol/codes.js';
 import {
   serverLogin,
+  SERVER_READ_BUFFER,
   ServerLoginError,
   type ServerCredential,
   type ServerLogin,
@@ -10,6 +11,8 @@ import {
 import type { Relay, ServerEnd, ServerEvents } from './relay/relay.js';
 import type { ServerStatements } from './prepared/server-cache.js';
 import type { ParamValues } from './session-state/params.js';
+import type { MovedServer } from './takeover-servers.js';
+import { socketFromFd, type ChunkHandler } from './read-buffer.js';
 
 /** The session a server currently serves: told when the server goes away under it. */
 export interface ServerOwner {
@@ -99,6 +102,40 @@ export class ServerConnection {
     rewrites = false,
   ): Promise<ServerConnection> {
     return serverLogin(target, cred, timeoutMs, noDelay, (login) => new ServerConnection(login, relay, rewrites));
+  }
+
+  /** A server connection a takeover moved here (takeover-servers.ts), logged in by the old process: the connection
+   * from `fd` (this process's from now on, closed here when the relay cannot take it), with the backend key,
+   * ParameterStatus values and start time it had there. Throws when it cannot be relayed. */
+  static adopt(m: MovedServer, fd: number, relay: Relay, rewrites: boolean): ServerConnection {
+    let handler: ChunkHandler = () => false;
+    const socket = socketFromFd(fd, SERVER_READ_BUFFER, () => handler);
+    const login: ServerLogin = {
+      conn: {
+        socket,
+        read: (h) => {
+          handler = h;
+        },
+      },
+      startedAt: m.createdAt,
+      backendPid: m.backendPid,
+      backendSecret: m.backendSecret,
+      params: new Map(m.params),
+      applicationName: m.applicationName,
+      tls: '',
+    };
+    let s: ServerConnection;
+    try {
+      s = new ServerConnection(login, relay, rewrites);
+    } catch (err) {
+      socket.on('error', () => undefined);
+      socket.destroy();
+      throw err;
+    }
+    // The JavaScript relay reads through Node's socket, made paused (the native relay took the descriptor unread).
+    if (s.end.kind === 'js' && !socket.destroyed) socket.resume();
+    s.lastUsed = m.lastUsed;
+    return s;
   }
 
   /** The socket closed by itself (EOF, error, a malformed message). */

@@ -64,7 +64,7 @@ export interface ServerLogin {
 const SSL_REQUEST_PACKET = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 
 /** Read buffer per server socket: results can be large, and there are few servers. */
-const SERVER_READ_BUFFER = 64 * 1024;
+export const SERVER_READ_BUFFER = 64 * 1024;
 
 /**
  * Connects and logs in, over TLS as server_tls_sslmode says (allow: plaintext first, TLS when PostgreSQL refuses the

@@ -201,6 +201,8 @@ export interface PoolerSnapshot {
     readonly refusedDescriptors: number;
     readonly movedIn: number;
     readonly movedOut: number;
+    readonly serversMovedIn: number;
+    readonly serversMovedOut: number;
   };
   readonly events: readonly PoolerEvent[];
   /** Null unless asked for (SnapshotParts). */

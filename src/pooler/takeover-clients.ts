@@ -7,10 +7,19 @@
 // Old -> new, one frame per client: u32 length of the rest, u32 length of the JSON header, the header (UTF-8), then
 // the pending bytes; the client's descriptor rides with the frame's first byte (descriptors are taken in order).
 // New -> old, one JSON line each: {"took":id}, {"refused":id,"reason"}, or {"cancel":pid,"secret":hex} (a
-// CancelRequest for a client the new process does not have: it may still be on the old one).
+// CancelRequest for a client the new process does not have: it may still be on the old one), and first
+// {"servers":1}: it takes server connections too (takeover-servers.ts; their frames' headers have "server":1).
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import { fdPassing, type FdPassing } from '../native/fd-passing.js';
+import {
+  closeMovedServer,
+  decodeServer,
+  encodeServer,
+  type MovableServer,
+  type MovedServer,
+  type ServerHeader,
+} from './takeover-servers.js';
 
 /** A protocol-level prepared statement of a moved client: its own name, text and parameter type OIDs (as in Parse:
  * the Int16 count, then Int32 each). */
@@ -79,11 +88,26 @@ export function encodeMoved(id: number, m: MovedClient): Buffer {
   return Buffer.concat([head, json, m.pending]);
 }
 
-/** A frame's body (after its length): the id and the client. Throws on a malformed one. */
+/** A frame's body (after its length): the id and the client or server. Throws on a malformed one. */
+export function decodeFrame(body: Buffer): { id: number; client?: MovedClient; server?: MovedServer } {
+  const jsonLen = body.readUInt32BE(0);
+  if (4 + jsonLen > body.length) throw new Error('takeover: client header longer than its frame');
+  const h = JSON.parse(body.toString('utf8', 4, 4 + jsonLen)) as Header | ServerHeader;
+  if ('server' in h && h.server === 1) {
+    if (typeof h.id !== 'number') throw new Error('takeover: malformed server header');
+    return { id: h.id, server: decodeServer(h) };
+  }
+  return decodeClient(body, h as Header, jsonLen);
+}
+
+/** A client's frame body (after its length): the id and the client. Throws on a malformed one. */
 export function decodeMoved(body: Buffer): { id: number; client: MovedClient } {
   const jsonLen = body.readUInt32BE(0);
   if (4 + jsonLen > body.length) throw new Error('takeover: client header longer than its frame');
-  const h = JSON.parse(body.toString('utf8', 4, 4 + jsonLen)) as Header;
+  return decodeClient(body, JSON.parse(body.toString('utf8', 4, 4 + jsonLen)) as Header, jsonLen);
+}
+
+function decodeClient(body: Buffer, h: Header, jsonLen: number): { id: number; client: MovedClient } {
   if (typeof h.id !== 'number' || typeof h.database !== 'string' || typeof h.user !== 'string')
     throw new Error('takeover: malformed client header');
   return {
@@ -121,6 +145,8 @@ export interface MovableClient {
 /** What the old process's mover needs of the pooler. */
 export interface MoverHost<C extends MovableClient> {
   readonly clients: Iterable<C>;
+  /** The server connections idle in its pools now (offered once the new process takes servers). */
+  movableServers?(): Iterable<MovableServer>;
   /** A CancelRequest the new process got for a key it does not know. */
   cancel(pid: number, secret: Buffer): void;
 }
@@ -133,17 +159,24 @@ const SWEEP_MS = 50;
 export class ClientMover<C extends MovableClient> {
   private readonly f: FdPassing;
   private nextId = 1;
-  private readonly inFlight = new Map<number, { c: C; fd: number; pending: Buffer }>();
+  /** Clients (`c`) and servers (`c` null) sent and not answered yet. */
+  private readonly inFlight = new Map<number, { c: C | null; fd: number; pending: Buffer }>();
+  /** The new process said it takes server connections ({"servers":1}). */
+  private takesServers = false;
   private out: { buf: Buffer; fds: number[] }[] = [];
   private retry: NodeJS.Timeout | null = null;
   private readonly sweep: NodeJS.Timeout;
   private lines = '';
   private open = true;
-  /** Clients the new process took, and refused. */
+  /** Clients the new process took, and refused; servers likewise. */
   moved = 0;
   refused = 0;
+  serversMoved = 0;
+  serversRefused = 0;
   /** Called once the connection is gone (after the clients on their way came back). */
   onClose: () => void = () => undefined;
+  /** Called for each server connection the new process took. */
+  onServerMoved: () => void = () => undefined;
 
   constructor(
     private readonly socket: net.Socket,
@@ -171,10 +204,28 @@ export class ClientMover<C extends MovableClient> {
     return this.inFlight.size;
   }
 
-  /** Offers every client of the pooler (the first sweep, and each later one). */
+  /** Offers every idle server (first: a client that moves next finds them there) and every client of the pooler
+   * (the first sweep, and each later one). */
   offerAll(): void {
     if (!this.open) return;
+    this.offerServers();
     for (const c of [...this.host.clients]) this.offer(c);
+  }
+
+  /** Sends every server idle in the pools now, if the new process takes servers. */
+  offerServers(): void {
+    if (!this.open || !this.takesServers || !this.host.movableServers) return;
+    for (const s of [...this.host.movableServers()]) {
+      const out = s.moveOut();
+      if (typeof out === 'string') {
+        if (this.log.isLevelEnabled('debug')) this.log.debug({ reason: out }, 'takeover: server cannot move now');
+        continue;
+      }
+      const id = this.nextId++;
+      this.inFlight.set(id, { c: null, fd: out.fd, pending: Buffer.alloc(0) });
+      this.out.push({ buf: encodeServer(id, out.server), fds: [out.fd] });
+    }
+    this.pump();
   }
 
   /** Sends `c` to the new process if it is between transactions: true when it is on its way (or moved). */
@@ -225,7 +276,14 @@ export class ClientMover<C extends MovableClient> {
     while ((nl = this.lines.indexOf('\n')) >= 0) {
       const line = this.lines.slice(0, nl);
       this.lines = this.lines.slice(nl + 1);
-      let msg: { took?: number; refused?: number; reason?: string; cancel?: number; secret?: string };
+      let msg: {
+        took?: number;
+        refused?: number;
+        reason?: string;
+        cancel?: number;
+        secret?: string;
+        servers?: number;
+      };
       try {
         msg = JSON.parse(line) as typeof msg;
       } catch {
@@ -236,6 +294,10 @@ export class ClientMover<C extends MovableClient> {
       else if (typeof msg.refused === 'number') this.answer(msg.refused, msg.reason ?? 'refused');
       else if (typeof msg.cancel === 'number' && typeof msg.secret === 'string')
         this.host.cancel(msg.cancel, Buffer.from(msg.secret, 'hex'));
+      else if (msg.servers === 1 && !this.takesServers) {
+        this.takesServers = true;
+        this.offerServers();
+      }
     }
   }
 
@@ -243,6 +305,19 @@ export class ClientMover<C extends MovableClient> {
     const v = this.inFlight.get(id);
     if (!v) return;
     this.inFlight.delete(id);
+    if (v.c === null) {
+      // A server: this process's copy closes either way; a refused one is told to end.
+      if (refused === null) {
+        this.serversMoved++;
+        this.f.fdClose(v.fd);
+        this.onServerMoved();
+      } else {
+        this.serversRefused++;
+        this.log.info({ reason: refused }, 'takeover: the new process refused a server connection; it is closed');
+        closeMovedServer(v.fd);
+      }
+      return;
+    }
     if (refused === null) {
       this.moved++;
       this.log.debug({ move: id }, 'takeover: client moved');
@@ -269,6 +344,11 @@ export class ClientMover<C extends MovableClient> {
     const back = [...this.inFlight.values()];
     this.inFlight.clear();
     for (const v of back) {
+      if (v.c === null) {
+        // A server on its way: the new process may have it (and then its own descriptor): this copy just closes.
+        this.f.fdClose(v.fd);
+        continue;
+      }
       this.refused++;
       v.c.moveBack(v.fd, v.pending, why);
     }
@@ -289,6 +369,9 @@ export interface ReceiverHost {
   /** Takes over a client from the old process: null when it serves it now, else why not (the old one keeps it). The
    * descriptor is the host's from the call on, whatever the answer. */
   adoptMoved(m: MovedClient, fd: number): string | null;
+  /** Takes over an idle server connection of the old process into its pool: null when pooled, else why not (the old
+   * one closes it). The descriptor is the host's from the call on, whatever the answer. */
+  adoptMovedServer(m: MovedServer, fd: number): string | null;
 }
 
 /** The new process's side: takes the clients the old one sends, until it closes the connection. */
@@ -297,9 +380,11 @@ export class ClientReceiver {
   private buf: Buffer = Buffer.alloc(0);
   private readonly fds: number[] = [];
   private open = true;
-  /** Clients taken, and refused. */
+  /** Clients taken, and refused; servers likewise. */
   took = 0;
   refused = 0;
+  serversTook = 0;
+  serversRefused = 0;
 
   constructor(
     private readonly fd: number,
@@ -342,10 +427,10 @@ export class ClientReceiver {
       const body = this.buf.subarray(4, 4 + total);
       this.buf = this.buf.subarray(4 + total);
       const fd = this.fds.shift();
-      let decoded: { id: number; client: MovedClient };
+      let decoded: { id: number; client?: MovedClient; server?: MovedServer };
       try {
         if (fd === undefined) throw new Error('takeover: a client came without its descriptor');
-        decoded = decodeMoved(body);
+        decoded = decodeFrame(body);
       } catch (err) {
         if (fd !== undefined) this.f.fdClose(fd);
         this.log.error({ err: (err as Error).message }, 'takeover: malformed client frame; no more clients taken');
@@ -354,11 +439,16 @@ export class ClientReceiver {
       }
       let why: string | null;
       try {
-        why = this.host.adoptMoved(decoded.client, fd);
+        why = decoded.server
+          ? this.host.adoptMovedServer(decoded.server, fd)
+          : this.host.adoptMoved(decoded.client!, fd);
       } catch (err) {
         why = `adopting it failed: ${(err as Error).message}`;
       }
-      if (why === null) this.took++;
+      if (decoded.server) {
+        if (why === null) this.serversTook++;
+        else this.serversRefused++;
+      } else if (why === null) this.took++;
       else this.refused++;
       this.send(why === null ? { took: decoded.id } : { refused: decoded.id, reason: why });
     }
@@ -386,6 +476,14 @@ export class ClientReceiver {
     this.f.fdUnwatch(this.fd);
     this.f.fdClose(this.fd);
     for (const fd of this.fds.splice(0)) this.f.fdClose(fd);
-    this.log.info({ took: this.took, refused: this.refused }, 'takeover: the old process is done handing over clients');
+    this.log.info(
+      {
+        took: this.took,
+        refused: this.refused,
+        servers_took: this.serversTook,
+        servers_refused: this.serversRefused,
+      },
+      'takeover: the old process is done handing over clients',
+    );
   }
 }

@@ -127,7 +127,10 @@ export class Handoff {
     this.closed = true;
     for (const l of this.listeners) if (!used.includes(l.fd)) this.f.fdClose(l.fd);
     try {
-      this.f.fdSend(this.socket, Buffer.from(`${JSON.stringify({ ready: true })}\n`), []);
+      // With the ready, in the same send: this process takes server connections too (takeover-servers.ts), unless
+      // TIDEPOOL_TAKEOVER_SERVERS=0 (it then opens its own, and the old process closes its servers as it ends).
+      const servers = takesServers() ? `${JSON.stringify({ servers: 1 })}\n` : '';
+      this.f.fdSend(this.socket, Buffer.from(`${JSON.stringify({ ready: true })}\n${servers}`), []);
     } catch (err) {
       this.f.fdClose(this.socket);
       throw err;
@@ -206,6 +209,7 @@ export class TakeoverServer {
         // Only this user may connect; the peer's user id is checked as well (fdPeerUid).
         chmodSync(this.socketPath, 0o600);
         this.server = server;
+        this.log.info({ socket: this.socketPath }, 'takeover socket listening');
         resolve();
       });
     });
@@ -327,6 +331,11 @@ export class TakeoverServer {
     if (this.done || this.server) return;
     await this.open();
   }
+}
+
+/** The new process of a takeover takes the old one's server connections, unless TIDEPOOL_TAKEOVER_SERVERS=0. */
+export function takesServers(): boolean {
+  return process.env.TIDEPOOL_TAKEOVER_SERVERS !== '0';
 }
 
 /** True when a process answers at `socketPath` (a socket file left by a process that died answers nobody). */

@@ -123,7 +123,13 @@ export class Interner {
 
   /** The statement for these bytes (copied when new); a new or idle one has refs 0 until `ref`. */
   intern(query: Buffer, types: Buffer, clientSettings: string): Statement {
-    const settings = this.key(clientSettings);
+    return this.internKeyed(query, types, this.key(clientSettings));
+  }
+
+  /** The statement for a server connection a takeover moved here (takeover-clients.ts): `settings` as the old
+   * process keyed it (Statement.settings, its schema epoch included), so the name is the one the server holds unless
+   * another text took that hash here first (the caller compares the names). */
+  internKeyed(query: Buffer, types: Buffer, settings: string): Statement {
     const hash = this.hash(query, types, settings);
     const chain = this.byHash.get(hash);
     if (chain) {

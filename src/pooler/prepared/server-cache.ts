@@ -184,4 +184,23 @@ export class ServerStatements {
   statements(): IterableIterator<Statement> {
     return this.prepared.keys();
   }
+
+  /** What the server holds, oldest use first, for a takeover to move it (takeover-clients.ts); null while a Parse
+   * is unanswered or a Close is queued or unanswered (what the server holds is not settled). */
+  settled(): { statement: Statement; stale: boolean }[] | null {
+    if (this.toClose.length > 0 || this.closing.size > 0) return null;
+    const out: { statement: Statement; stale: boolean }[] = [];
+    for (const [s, entry] of this.prepared) {
+      if (entry.state !== 'ready') return null;
+      out.push({ statement: s, stale: this.stale.has(s) });
+    }
+    return out;
+  }
+
+  /** A statement the server held when a takeover moved it here: prepared and answered. */
+  adopt(s: Statement, stale: boolean): void {
+    this.interner.ref(s);
+    this.prepared.set(s, { state: 'ready', seq: ++this.seq });
+    if (stale) this.stale.add(s);
+  }
 }

@@ -7,6 +7,7 @@ import { writeTerminate } from '../../protocol/writer.js';
 import type { RelayCounts, RelaySocket, ServerEnd, ServerEvents } from './relay.js';
 import type { ParamChanges } from '../session-state/params.js';
 import { isSchemaTagAt } from '../prepared/schema-epoch.js';
+import { fdPassing } from '../../native/fd-passing.js';
 
 /** Texts kept for takeParams at most (as the native relay's kParamTextMax): past it, flag 2 says some are missing. */
 const PARAM_TEXT_MAX = 64 * 1024;
@@ -205,6 +206,28 @@ export class JsServerEnd implements ServerEnd {
     this.closed = true;
     this.dropClient();
     this.socket.destroy();
+  }
+
+  release(): number | null {
+    const socket = this.socket;
+    if (this.closed || this.client !== null || this.resetDone !== null || this.captured !== null) return null;
+    if (!this.frames.atBoundary || this.txStatus !== TxStatus.Idle || !fdPassing) return null;
+    if (socket.destroyed || socket.writableLength > 0) return null;
+    if ((socket as net.Socket & { encrypted?: boolean }).encrypted === true) return null;
+    const raw = (socket as net.Socket & { _handle?: { fd?: number } | null })._handle?.fd;
+    if (typeof raw !== 'number' || raw < 0) return null;
+    let fd: number;
+    try {
+      fd = fdPassing.fdDup(raw);
+    } catch {
+      return null;
+    }
+    this.closed = true;
+    // Node's socket goes, its descriptor closed: the duplicate keeps the connection, and nothing is sent on it.
+    socket.removeAllListeners();
+    socket.on('error', () => undefined);
+    socket.destroy();
+    return fd;
   }
 
   private dropClient(): void {

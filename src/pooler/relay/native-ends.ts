@@ -22,6 +22,8 @@ export interface NativeEndsRelay {
   destroy(id: number): void;
   /** The client `id` left the relay (relayRelease): no more reports for it. */
   forget(id: number): void;
+  /** The server `id` left the relay (relayRelease): no more reports for it. */
+  forgetServer(id: number): void;
   info(id: number): RelayCounts | null;
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered: number;
@@ -254,6 +256,14 @@ export class NativeServerEnd implements ServerEnd {
   /** After close() the graceful close runs its course (forced after its second). */
   destroy(): void {
     if (!this.closing) this.r.destroy(this.id);
+  }
+
+  release(): number | null {
+    if (this.closing || this.ready !== null) return null;
+    const out = this.r.a.relayRelease(this.id);
+    if (!out) return null;
+    this.r.forgetServer(this.id);
+    return out.fd;
   }
 
   counts(): RelayCounts | null {

@@ -358,6 +358,10 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     this.clients.delete(id);
   }
 
+  forgetServer(id: number): void {
+    this.servers.delete(id);
+  }
+
   destroy(id: number): void {
     this.clients.delete(id);
     this.servers.delete(id);

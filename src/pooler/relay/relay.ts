@@ -159,6 +159,11 @@ export interface ServerEnd {
    * after destroy() or a close report. The pool coordinator counts a closing connection until then. */
   readonly gone: boolean;
   counts(): RelayCounts | null;
+  /** Lets go of the server for a takeover to move it to the next process (takeover-clients.ts): a duplicate of its
+   * descriptor, the caller's to close, when it is unlinked, idle (its last ReadyForQuery 'I'), between whole messages,
+   * plaintext, with nothing unsent and no reply awaited. The end is gone without a report and the connection stays
+   * open (nothing is written to it). Null when it cannot now, and then nothing changed. */
+  release(): number | null;
 }
 
 export interface Relay {

@@ -246,6 +246,15 @@ export function renderPoolerMetrics(control: PoolerControl, snapshot: PoolerSnap
       { labels: { direction: 'out' }, value: c.movedOut },
     ],
   );
+  ex.family(
+    'pooler_takeover_servers_moved_total',
+    'counter',
+    'Server connections a takeover moved with their PostgreSQL session: "in" from the process this one took over from, "out" to the one that took over from this one.',
+    [
+      { labels: { direction: 'in' }, value: c.serversMovedIn },
+      { labels: { direction: 'out' }, value: c.serversMovedOut },
+    ],
+  );
   ex.family('pooler_uptime_seconds', 'gauge', 'Seconds since the pooler started.', [
     { labels: {}, value: Math.round((Date.now() - control.startedAt.getTime()) / 1000) },
   ]);

@@ -78,7 +78,7 @@ async function startFirst(file: string): Promise<Proc> {
   const p = spawnPooler(file, false);
   await waitFor(
     'the pooler to listen',
-    () => /takeover socket|pooler listening/.test(p.output()) || p.child.exitCode !== null,
+    () => /takeover socket listening/.test(p.output()) || p.child.exitCode !== null,
   );
   expect(p.child.exitCode, p.output()).toBeNull();
   return p;
@@ -89,7 +89,10 @@ async function takeOver(file: string): Promise<Proc> {
   const next = spawnPooler(file, true);
   await waitFor(
     'the new process to serve',
-    () => /serving on the inherited sockets/.test(next.output()) || next.child.exitCode !== null,
+    // Its own takeover socket open too: a takeover of it may follow at once.
+    () =>
+      (/serving on the inherited sockets/.test(next.output()) && /takeover socket listening/.test(next.output())) ||
+      next.child.exitCode !== null,
   );
   expect(next.child.exitCode, next.output()).toBeNull();
   return next;

@@ -258,6 +258,8 @@ describe('takeover', () => {
     const { file, port } = await writeConfig('bad');
     const running = await startChildPooler(file, port);
     children.push(running.child);
+    // The takeover socket opens after the pooler listens.
+    await waitFor('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)));
     const good = readFileSync(file, 'utf8');
     writeFileSync(
       file,

@@ -86,6 +86,8 @@ function snapshotOf(pool: PoolSnapshot): PoolerSnapshot {
       refusedDescriptors: 0,
       movedIn: 0,
       movedOut: 0,
+      serversMovedIn: 0,
+      serversMovedOut: 0,
     },
     events: [],
     statements: null,

@@ -1,6 +1,8 @@
-// takeover-clients.ts: a moved client's frame reads back as it was written (the wire format docs/pooler.md describes).
+// takeover-clients.ts: a moved client's or server's frame reads back as it was written (the wire format docs/pooler.md
+// describes).
 import { describe, expect, it } from 'vitest';
-import { decodeMoved, encodeMoved, type MovedClient } from '../../../src/pooler/takeover-clients.js';
+import { decodeFrame, decodeMoved, encodeMoved, type MovedClient } from '../../../src/pooler/takeover-clients.js';
+import { encodeServer, type MovedServer } from '../../../src/pooler/takeover-servers.js';
 
 describe('moved client frames', () => {
   it('round-trips every field, binary texts and pending bytes included', () => {
@@ -44,5 +46,68 @@ describe('moved client frames', () => {
       pending: Buffer.alloc(0),
     });
     expect(() => decodeMoved(frame.subarray(4, 10))).toThrow(/longer than its frame/);
+  });
+});
+
+describe('moved server frames', () => {
+  const m: MovedServer = {
+    database: 'app',
+    user: 'md5user',
+    target: '127.0.0.1:5432/app',
+    serverUser: 'md5user',
+    backendPid: 4242,
+    backendSecret: Buffer.from([1, 2, 3, 4, 0xff]),
+    params: [
+      ['TimeZone', 'UTC'],
+      ['server_version', '17.2'],
+    ],
+    applicationName: 'tidepool',
+    createdAt: 1_700_000_000_000,
+    lastUsed: 1_700_000_005_000,
+    values: [['timezone', 'Asia/Tokyo']],
+    unknown: ['search_path'],
+    statements: [
+      {
+        name: 'tp_0123456789abcdef',
+        query: Buffer.from([0x73, 0xff, 0x00, 0x31]),
+        types: Buffer.from([0, 1, 0, 0, 0, 23]),
+        settings: 'public\u00001',
+        stale: true,
+      },
+    ],
+  };
+
+  it('round-trips every field, and is told from a client frame by its header', () => {
+    const frame = encodeServer(12, m);
+    expect(frame.readUInt32BE(0)).toBe(frame.length - 4);
+    const back = decodeFrame(frame.subarray(4));
+    expect(back).toEqual({ id: 12, server: m });
+    const client = decodeFrame(
+      encodeMoved(3, {
+        database: 'd',
+        user: 'u',
+        applicationName: '',
+        protocol32: false,
+        connectedAt: 0,
+        cancelPid: 1,
+        cancelSecret: Buffer.alloc(4),
+        params: [],
+        startup: [],
+        statements: [],
+        pending: Buffer.alloc(0),
+      }).subarray(4),
+    );
+    expect(client.server).toBeUndefined();
+    expect(client.client?.database).toBe('d');
+  });
+
+  it('refuses a server header without its backend key', () => {
+    const frame = encodeServer(1, m);
+    const json = JSON.parse(frame.toString('utf8', 8)) as Record<string, unknown>;
+    delete json.backend_pid;
+    const body = Buffer.from(JSON.stringify(json));
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(body.length, 0);
+    expect(() => decodeFrame(Buffer.concat([head, body]))).toThrow(/malformed server header/);
   });
 });
