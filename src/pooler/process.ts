@@ -1,5 +1,6 @@
-// Runs the pooler as the process's main job: logs, web listener, signals (SIGHUP reload, SIGTERM graceful, SIGINT now),
-// and the takeover socket a successor takes the listening sockets from (takeover.ts).
+// Runs the pooler as the process's main job: logs, web listener, signals (SIGHUP reload, SIGTERM graceful, SIGINT now,
+// SIGUSR2 takeover by a new process: takeover-signal.ts), and the takeover socket a successor takes the listening
+// sockets from (takeover.ts).
 import { LogHub } from '../shared/logger.js';
 import { ConfigError, loadPoolerConfig } from '../config/pooler.js';
 import { Pooler } from './pooler.js';
@@ -13,6 +14,7 @@ import {
 } from './takeover.js';
 import type { WebListener } from './web/server.js';
 import { ClientMover, ClientReceiver } from './takeover-clients.js';
+import { SignalTakeover } from './takeover-signal.js';
 
 /** `takeover`: the listening sockets come from the pooler process running with this config (--takeover). */
 export async function startPoolerProcess(file: string, opts: { takeover?: boolean } = {}): Promise<number> {
@@ -53,6 +55,19 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
     if (started) reload(started);
     else reloadAtStart = true;
   });
+  // SIGUSR2 (whose default action ends the process) starts a takeover once this process answers takeovers.
+  let takeoverOpen = false;
+  new SignalTakeover(
+    {
+      refuse: () => {
+        if (!started) return 'the pooler is still starting';
+        if (started.shuttingDown) return 'this process is shutting down';
+        if (!takeoverOpen) return 'this process does not answer takeovers (see the takeover socket warning)';
+        return null;
+      },
+    },
+    logs.get('pooler::takeover'),
+  ).install();
   const inheritedPooler = handoff?.listener('pooler') ?? null;
   const inheritedWeb = config.web.enabled ? (handoff?.listener('web') ?? null) : null;
   let pooler: Pooler;
@@ -137,7 +152,7 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
       },
       logs.get('pooler::takeover'),
     );
-    await takeover.open();
+    takeoverOpen = await takeover.open();
   }
   await pooler.stopped;
   receiver?.close();
