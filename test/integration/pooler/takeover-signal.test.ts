@@ -22,6 +22,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // Every successor any pooler logged, including one a failed test did not get to record.
+  for (const p of started)
+    for (const m of p.output().matchAll(/takeover process started.*successor[=":]+(\d+)/g))
+      if (!successors.includes(Number(m[1]))) successors.push(Number(m[1]));
   for (const pid of successors) {
     if (alive(pid)) {
       process.kill(pid, 'SIGKILL');
