@@ -25,6 +25,8 @@ export function benchOpt(name: string, dflt: string): string {
 export interface RawClient {
   /** Runs one simple query; resolves with its round trip in ms, rejects with the server's error. */
   query(sql: string): Promise<number>;
+  /** Sends protocol messages as given (e.g. Bind, Execute, Sync) and resolves at the next ReadyForQuery, as query. */
+  exec(messages: Buffer): Promise<number>;
   /** Terminate and close. */
   end(): void;
 }
@@ -53,9 +55,13 @@ export function rawLogin(
     };
     const client: RawClient = {
       query(sql) {
+        return client.exec(writeQuery(sql));
+      },
+      exec(messages) {
         return new Promise((res, rej) => {
+          if (s.destroyed) return rej(new Error('connection closed'));
           pending = { resolve: res, reject: rej, at: performance.now(), error: '' };
-          s.write(writeQuery(sql));
+          s.write(messages);
         });
       },
       end() {

@@ -26,7 +26,8 @@ Usage:
   tidepool help             This text.
 
 Signals (pooler): SIGHUP reloads the config, SIGTERM shuts down gracefully
-(transactions may finish for shutdown_timeout), SIGINT exits at once.
+(transactions may finish for shutdown_timeout), SIGINT exits at once, SIGUSR2 checks the config
+with the code on disk (-t) and starts it with --takeover (a failed check is logged, nothing changes).
 `;
 
 /** Splits `--flag value`, `--flag=value` and `-t` style arguments. */

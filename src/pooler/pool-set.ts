@@ -22,6 +22,9 @@ export class PoolSet {
   /** Per database: max_db_connections, reserve, eviction (coordinator.ts). */
   readonly coordinators = new Map<string, Coordinator>();
 
+  /** Called with each pool made (a takeover's counters wait for pools made after it: takeover-stats.ts). */
+  onCreated: ((database: string, user: string) => void) | null = null;
+
   constructor(private readonly host: PoolSetHost) {}
 
   get(database: string, user: string): Pool | null {
@@ -85,6 +88,7 @@ export class PoolSet {
     const label = `${db}/${settings.user}`;
     pool.onEvent = (kind, message) => this.host.events.add(kind, label, message);
     this.pools.set(poolKey(db, settings.user), pool);
+    this.onCreated?.(db, settings.user);
     return pool;
   }
 }

@@ -1,5 +1,6 @@
-// Runs the pooler as the process's main job: logs, web listener, signals (SIGHUP reload, SIGTERM graceful, SIGINT now),
-// and the takeover socket a successor takes the listening sockets from (takeover.ts).
+// Runs the pooler as the process's main job: logs, web listener, signals (SIGHUP reload, SIGTERM graceful, SIGINT now,
+// SIGUSR2 takeover by a new process: takeover-signal.ts), and the takeover socket a successor takes the listening
+// sockets from (takeover.ts).
 import { LogHub } from '../shared/logger.js';
 import { ConfigError, loadPoolerConfig } from '../config/pooler.js';
 import { Pooler } from './pooler.js';
@@ -13,6 +14,8 @@ import {
 } from './takeover.js';
 import type { WebListener } from './web/server.js';
 import { ClientMover, ClientReceiver } from './takeover-clients.js';
+import { SignalTakeover } from './takeover-signal.js';
+import { StatsCarry, StatsPusher, collectStats, type StatsHost } from './takeover-stats.js';
 
 /** `takeover`: the listening sockets come from the pooler process running with this config (--takeover). */
 export async function startPoolerProcess(file: string, opts: { takeover?: boolean } = {}): Promise<number> {
@@ -53,6 +56,19 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
     if (started) reload(started);
     else reloadAtStart = true;
   });
+  // SIGUSR2 (whose default action ends the process) starts a takeover once this process answers takeovers.
+  let takeoverOpen = false;
+  new SignalTakeover(
+    {
+      refuse: () => {
+        if (!started) return 'the pooler is still starting';
+        if (started.shuttingDown) return 'this process is shutting down';
+        if (!takeoverOpen) return 'this process does not answer takeovers (see the takeover socket warning)';
+        return null;
+      },
+    },
+    logs.get('pooler::takeover'),
+  ).install();
   const inheritedPooler = handoff?.listener('pooler') ?? null;
   const inheritedWeb = config.web.enabled ? (handoff?.listener('web') ?? null) : null;
   let pooler: Pooler;
@@ -65,6 +81,22 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
   }
   started = pooler;
   if (reloadAtStart) reload(pooler);
+  // Counters: the old process's, carried (before the web listener answers a scrape), then its later ones as they come.
+  const statsHost: StatsHost = {
+    pools: pooler.pools,
+    apps: pooler.apps,
+    counters: pooler.counters,
+    coordinators: pooler.poolSet.coordinators,
+  };
+  let carry: StatsCarry | null = null;
+  if (handoff) {
+    const c = new StatsCarry(statsHost, handoff.oldPid);
+    carry = c;
+    pooler.poolSet.onCreated = (database, user) => c.poolCreated(database, user);
+    if (!c.apply(handoff.stats))
+      log.warn({ from_pid: handoff.oldPid }, 'takeover: the old process sent no counters; they restart at zero');
+  }
+  let pusher: StatsPusher | null = null;
   let takeover: TakeoverServer | null = null;
   process.on('SIGTERM', () => {
     log.info({ shutdown_timeout_ms: pooler.config.general.shutdown_timeout }, 'SIGTERM: graceful shutdown');
@@ -126,9 +158,13 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
             });
           return list;
         },
+        stats: () => collectStats(statsHost),
+        carried: (pid, stats) => carry !== null && pid === carry.fromPid && carry.apply(stats),
         handedOver: (_pid, channel) => {
           pooler.listener.close();
           web?.stopAccepting();
+          pusher = new StatsPusher(socketPath, () => collectStats(statsHost), logs.get('pooler::takeover'));
+          pusher.start();
           pooler.moveClients(
             new ClientMover(channel.socket, channel.fd, pooler, logs.get('pooler::takeover'), channel.rest),
           );
@@ -137,9 +173,11 @@ export async function startPoolerProcess(file: string, opts: { takeover?: boolea
       },
       logs.get('pooler::takeover'),
     );
-    await takeover.open();
+    takeoverOpen = await takeover.open();
   }
   await pooler.stopped;
+  // Handed over: the successor takes this process's final counters.
+  await (pusher as StatsPusher | null)?.final();
   receiver?.close();
   takeover?.close();
   await web?.close();

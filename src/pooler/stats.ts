@@ -46,23 +46,28 @@ export function decodeSqlState(n: number): string {
 
 /** Counts one error sent to a client under its SQLSTATE (native/relay-scan.h CountSqlState is the native twin). */
 export function countSqlState(block: Float64Array, code: string | null): void {
+  countSqlStateN(block, code, 1);
+}
+
+/** Counts `count` errors under a SQLSTATE (a takeover carries the old process's counts: takeover-stats.ts). */
+export function countSqlStateN(block: Float64Array, code: string | null, count: number): void {
   const n = encodeSqlState(code);
   const off = STATS_LAYOUT.sqlStates;
   if (n > 0) {
     for (let i = 0; i < SQLSTATE_SLOTS; i++) {
       const at = off + 2 * i;
       if (block[at] === n) {
-        block[at + 1]!++;
+        block[at + 1]! += count;
         return;
       }
       if (block[at] === 0) {
         block[at] = n;
-        block[at + 1] = 1;
+        block[at + 1] = count;
         return;
       }
     }
   }
-  block[off + 2 * SQLSTATE_SLOTS]!++;
+  block[off + 2 * SQLSTATE_SLOTS]! += count;
 }
 
 /** Errors sent to clients per SQLSTATE, most first (ties by code); `other`: past the slots, or none readable. */
@@ -242,6 +247,25 @@ export class PeriodTotals {
     this.prevWaits = this.lastWaits;
     this.lastWaits = this.waitCountSlot >= 0 ? this.block[this.waitCountSlot]! : 0;
     this.lastPeriodMs = periodMs;
+  }
+
+  /** Counts carried from another process (a takeover), just added to the block: added to both ends of the period as
+   * well, so the averages do not count them. `delta`: the eight totals in slot order; `waits`: checkouts. */
+  carry(delta: readonly number[], waits: number): void {
+    const add = (t: TotalsRecord): TotalsRecord => ({
+      xactCount: t.xactCount + (delta[Total.Xact] ?? 0),
+      queryCount: t.queryCount + (delta[Total.Queries] ?? 0),
+      received: t.received + (delta[Total.Recv] ?? 0),
+      sent: t.sent + (delta[Total.Sent] ?? 0),
+      xactTimeUs: t.xactTimeUs + (delta[Total.XactTime] ?? 0),
+      queryTimeUs: t.queryTimeUs + (delta[Total.QueryTime] ?? 0),
+      waitTimeUs: t.waitTimeUs + (delta[Total.Wait] ?? 0),
+      errors: t.errors + (delta[Total.Errors] ?? 0),
+    });
+    this.prev = add(this.prev);
+    this.last = add(this.last);
+    this.prevWaits += waits;
+    this.lastWaits += waits;
   }
 
   averages(): Averages {

@@ -7,6 +7,8 @@
 // {"pid","listeners":[{name,host,port,bound}]} with one descriptor per listener attached, or {"error"}; the new one
 // listens on them and sends {"ready":true}, or closes the connection (the old one then keeps serving as before).
 // After the ready the connection stays open: the old process moves its clients over it (takeover-clients.ts).
+// The answer carries the old process's counters too ("stats"), and the old process sends them again, on the new
+// one's takeover socket, until it exits: {"stats":1,"pid","carry"}, answered {"ok":true} (takeover-stats.ts).
 import { existsSync, chmodSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -18,8 +20,8 @@ import { fdPassing, type FdPassing } from '../native/fd-passing.js';
 export const TAKEOVER_TIMEOUT_MS = 10_000;
 /** How long the old process waits for the new one to listen before it keeps serving on its own. */
 const READY_TIMEOUT_MS = 60_000;
-/** Longest request line the old process reads. */
-const MAX_LINE = 4096;
+/** Longest request line the old process reads (a counters line from a predecessor: a few KB per pool). */
+const MAX_LINE = 16 * 1024 * 1024;
 
 /** A listening socket as passed: what it was configured with (host, port) and the port it is bound to. */
 export interface PassedListener {
@@ -61,6 +63,8 @@ export class Handoff {
     private readonly socket: number,
     readonly oldPid: number,
     readonly listeners: InheritedListener[],
+    /** The old process's counters at the answer (takeover-stats.ts CarriedStats), or undefined. */
+    readonly stats: unknown,
   ) {}
 
   /** Connects to the running pooler at `socketPath` and receives its listening sockets (blocking, up to timeoutMs). */
@@ -85,12 +89,13 @@ export class Handoff {
         if (got.data.length === 0)
           throw new TakeoverError('takeover: the running pooler closed the connection without an answer');
         text += got.data.toString('utf8');
-        if (text.length > 64 * 1024) throw new TakeoverError('takeover: answer too long');
+        if (text.length > MAX_LINE) throw new TakeoverError('takeover: answer too long');
       }
       const answer = JSON.parse(text.slice(0, text.indexOf('\n'))) as {
         error?: string;
         pid?: number;
         listeners?: PassedListener[];
+        stats?: unknown;
       };
       if (answer.error) throw new TakeoverError(`takeover refused by the running pooler: ${answer.error}`);
       const listed = answer.listeners ?? [];
@@ -102,6 +107,7 @@ export class Handoff {
         socket,
         answer.pid,
         listed.map((l, i) => ({ ...l, fd: fds[i]! })),
+        answer.stats,
       );
     } catch (err) {
       for (const fd of fds) f.fdClose(fd);
@@ -154,6 +160,10 @@ export interface TakeoverSource {
   /** The successor listens: stop accepting and shut down as on SIGTERM, moving the clients over `channel` (the
    * connection to the successor, its descriptor, and what it sent after its ready). */
   handedOver(successorPid: number, channel: { socket: net.Socket; fd: number; rest: string }): void;
+  /** This process's counters, sent with the listeners (takeover-stats.ts). */
+  stats?(): unknown;
+  /** Counters from the process `pid` (this one's predecessor, finishing its clients): true when taken. */
+  carried?(pid: number, stats: unknown): boolean;
 }
 
 /** The running process's side: a Unix socket at `socketPath` that answers one takeover at a time. */
@@ -231,12 +241,6 @@ export class TakeoverServer {
       socket.end(`${JSON.stringify({ error: 'the takeover socket answers only its own user' })}\n`);
       return;
     }
-    if (this.busy || this.done) {
-      socket.end(
-        `${JSON.stringify({ error: this.done ? 'this process has handed over already' : 'a takeover is under way' })}\n`,
-      );
-      return;
-    }
     let buffered = '';
     const onRequest = (chunk: Buffer) => {
       buffered += chunk.toString('utf8');
@@ -246,18 +250,33 @@ export class TakeoverServer {
         return;
       }
       socket.removeListener('data', onRequest);
-      let pid = 0;
+      let req: { takeover?: number; pid?: number; stats?: number; carry?: unknown };
       try {
-        const req = JSON.parse(buffered.slice(0, nl)) as { takeover?: number; pid?: number };
-        if (req.takeover !== 1 || typeof req.pid !== 'number') throw new Error('not a takeover request');
-        pid = req.pid;
+        req = JSON.parse(buffered.slice(0, nl)) as typeof req;
+        if (typeof req.pid !== 'number' || (req.takeover !== 1 && req.stats !== 1))
+          throw new Error('not a takeover request');
       } catch (err) {
         socket.end(`${JSON.stringify({ error: `bad request: ${(err as Error).message}` })}\n`);
         return;
       }
-      this.handOver(socket, fd, pid);
+      if (req.stats === 1) {
+        const ok = this.source.carried?.(req.pid, req.carry) ?? false;
+        socket.end(`${JSON.stringify(ok ? { ok: true } : { error: 'counters not taken' })}\n`);
+        return;
+      }
+      this.request(socket, fd, req.pid);
     };
     socket.on('data', onRequest);
+  }
+
+  private request(socket: net.Socket, fd: number, pid: number): void {
+    if (this.busy || this.done) {
+      socket.end(
+        `${JSON.stringify({ error: this.done ? 'this process has handed over already' : 'a takeover is under way' })}\n`,
+      );
+      return;
+    }
+    this.handOver(socket, fd, pid);
   }
 
   private handOver(socket: net.Socket, fd: number, pid: number): void {
@@ -269,7 +288,7 @@ export class TakeoverServer {
     this.busy = true;
     // The path is freed now, so the successor can listen there once it serves.
     this.close();
-    const answer = `${JSON.stringify({ pid: process.pid, listeners: listeners.map((l) => l.passed) })}\n`;
+    const answer = `${JSON.stringify({ pid: process.pid, listeners: listeners.map((l) => l.passed), stats: this.source.stats?.() })}\n`;
     try {
       fdPassing!.fdSend(
         fd,
