@@ -220,7 +220,8 @@ export function renderPeersReport(
   labels: PeerLabels,
   section?: string,
 ): string {
-  const targets = PEER_TARGETS;
+  // The targets the run had (--targets may leave some out).
+  const targets = PEER_TARGETS.filter((t) => records.length === 0 || records.some((r) => r.target === t));
   const peers = targets.filter((t) => t !== 'direct' && t !== 'tidepool');
   const label = (t: TargetName) => labels[t] ?? t;
   const of = (s: Scenario, t: TargetName) => records.filter((r) => r.scenario === s.key && r.target === t);

@@ -73,7 +73,12 @@ const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1
 const KEEP = process.argv.includes('--keep');
 /** The field comparison: PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 beside the usual three targets. */
 const PEERS = process.argv.includes('--peers') || process.env.BENCH_PEERS === '1';
-const RUN_TARGETS: readonly TargetName[] = PEERS ? PEER_TARGETS : TARGETS;
+/** --targets (field comparison): a subset of the targets, e.g. "PgBouncer 1.25,tidepool" for a quick look. */
+const ONLY = (() => {
+  const i = process.argv.indexOf('--targets');
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]!.split(',').map((t) => t.trim()) : null;
+})();
+const RUN_TARGETS: readonly TargetName[] = (PEERS ? PEER_TARGETS : TARGETS).filter((t) => !ONLY || ONLY.includes(t));
 
 function opt(name: string, env: string, dflt: string, quick?: string): string {
   const i = process.argv.indexOf(`--${name}`);
