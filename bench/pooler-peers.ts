@@ -43,10 +43,63 @@ export function createScramRole(
   sql: (q: string, db?: string) => string,
   user: string,
 ): { name: string; secret: string } {
-  sql(`SET password_encryption = 'scram-sha-256'; CREATE ROLE ${user} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
-  sql(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${user}`, BENCH_DB);
-  return { name: user, secret: sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${user}'`).trim() };
+  return createRole(sql, user, 'scram-sha-256');
 }
+/** A login role with BENCH_PASSWORD stored as `encryption` (md5 or scram-sha-256) and read rights on the bench
+ * tables; returns its secret from pg_authid (what a pooler holds to authenticate its clients). */
+export function createRole(
+  sql: (q: string, db?: string) => string,
+  user: string,
+  encryption: 'md5' | 'scram-sha-256',
+): { name: string; secret: string; method: 'md5' | 'scram-sha-256' } {
+  sql(`SET password_encryption = '${encryption}'; CREATE ROLE ${user} LOGIN PASSWORD '${BENCH_PASSWORD}'`);
+  sql(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${user}`, BENCH_DB);
+  return {
+    name: user,
+    secret: sql(`SELECT rolpassword FROM pg_authid WHERE rolname = '${user}'`).trim(),
+    method: encryption,
+  };
+}
+/** A user a pooler authenticates besides BENCH_USER: its secret (from pg_authid) and method. */
+export interface ExtraUser {
+  name: string;
+  secret: string;
+  method?: 'md5' | 'scram-sha-256';
+}
+
+/** A self-signed certificate for 127.0.0.1 in `dir` for client TLS (owned by nobody when root: the C poolers run as
+ * nobody and must read it). */
+export function makeCert(dir: string): { cert: string; key: string } {
+  mkdirSync(dir, { recursive: true });
+  const cert = path.join(dir, 'server.crt');
+  const key = path.join(dir, 'server.key');
+  const r = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0 || !existsSync(cert)) throw new Error(`openssl failed: ${r.stderr}`);
+  chmodSync(key, 0o600);
+  if (process.getuid?.() === 0) for (const f of [dir, cert, key]) chownSync(f, NOBODY.uid, NOBODY.gid);
+  return { cert, key };
+}
+
 export const BENCH_DB = 'bench';
 
 /** `pgbench -i` for the bench database at `scale` on `host`:`port`. */
@@ -191,7 +244,7 @@ export interface PgBouncerOptions {
    * pg_authid, so PgBouncer does not run PBKDF2 for every login (as with a plaintext password it must). */
   secret?: string;
   /** More auth_file users (createScramRole). */
-  extraUsers?: { name: string; secret: string }[];
+  extraUsers?: ExtraUser[];
   /** max_client_conn (default 2000). */
   maxClients?: number;
 }
@@ -279,7 +332,7 @@ export interface TidepoolOptions {
   /** The user's configured password (default BENCH_PASSWORD); the role's SCRAM secret as PgBouncer gets it. */
   secret?: string;
   /** More users of the bench pool (createScramRole), each with its own pool of poolSize. */
-  extraUsers?: { name: string; secret: string }[];
+  extraUsers?: ExtraUser[];
 }
 
 /** `tidepool pooler` in transaction mode, BENCH_AUTH client auth, log_level info unless told (it logs no line per client at info). */
@@ -415,6 +468,10 @@ interface FieldPeerOptions {
   secret: string;
   /** Clients the pooler admits (PgBouncer max_client_conn, Odyssey client_max; default 2000). */
   maxClients?: number;
+  /** More users with their own secrets (createRole), each with a pool of poolSize. */
+  extraUsers?: ExtraUser[];
+  /** Client TLS required with this certificate (makeCert). */
+  tls?: { cert: string; key: string };
 }
 
 /** Makes `dir` (and what is in it) the property of nobody, when we are root. */
@@ -432,7 +489,22 @@ function giveToNobody(dir: string): boolean {
  * `prepared` rows run in transaction mode. */
 export async function startPgBouncer125(opts: FieldPeerOptions & { sessionPoolSize: number }): Promise<RunningPeer> {
   const bin = ensurePeer('PgBouncer 1.25', opts.progress);
-  return startPgBouncer({ ...opts, bin, name: 'PgBouncer 1.25', extraIni: ['max_prepared_statements = 200'] });
+  return startPgBouncer({
+    ...opts,
+    bin,
+    name: 'PgBouncer 1.25',
+    extraIni: ['max_prepared_statements = 200', ...(opts.tls ? pgBouncerTlsIni(opts.tls) : [])],
+  });
+}
+
+/** PgBouncer's [pgbouncer] lines for required client TLS. */
+export function pgBouncerTlsIni(tls: { cert: string; key: string }): string[] {
+  return ['client_tls_sslmode = require', `client_tls_key_file = ${tls.key}`, `client_tls_cert_file = ${tls.cert}`];
+}
+
+/** tidepool's [general] lines for required client TLS. */
+export function tidepoolTlsToml(tls: { cert: string; key: string }): string {
+  return `client_tls_sslmode = "require"\nclient_tls_key_file = "${tls.key}"\nclient_tls_cert_file = "${tls.cert}"`;
 }
 
 /** Odyssey 1.5 in transaction mode with `workers 2` and `pool_reserve_prepared_statement yes`, BENCH_AUTH client auth
@@ -474,7 +546,7 @@ listen {
 	host "${host}"
 	port ${port}
 	backlog 128
-	tls "disable"
+${opts.tls ? `\ttls "require"\n\ttls_cert_file "${opts.tls.cert}"\n\ttls_key_file "${opts.tls.key}"` : '\ttls "disable"'}
 }
 
 storage "postgres_server" {
@@ -484,9 +556,11 @@ storage "postgres_server" {
 }
 
 database "${BENCH_DB}" {
-	user "${BENCH_USER}" {
-		authentication "${BENCH_AUTH}"
-		password "${opts.secret}"
+${[{ name: BENCH_USER, secret: opts.secret, method: BENCH_AUTH }, ...(opts.extraUsers ?? [])]
+  .map(
+    (u) => `	user "${u.name}" {
+		authentication "${u.method ?? BENCH_AUTH}"
+		password "${u.secret}"
 		storage "postgres_server"
 		storage_password "${BENCH_PASSWORD}"
 		pool "transaction"
@@ -502,7 +576,9 @@ database "${BENCH_DB}" {
 		log_debug no
 		client_max ${opts.maxClients ?? 2000}
 	}
-}
+`,
+  )
+  .join('')}}
 `,
   );
   writeFileSync(logFile, '');
@@ -570,8 +646,9 @@ export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer
       'log_type = file',
       'log_level = warn',
       `log_path = ${path.join(opts.dir, 'pgagroal-file.log')}`,
-      `max_connections = ${opts.poolSize}`,
+      `max_connections = ${opts.poolSize * (1 + (opts.extraUsers?.length ?? 0))}`,
       'pipeline = transaction',
+      ...(opts.tls ? ['tls = on', `tls_cert_file = ${opts.tls.cert}`, `tls_key_file = ${opts.tls.key}`] : []),
       'blocking_timeout = 0',
       'idle_timeout = 0',
       'max_connection_age = 0',
@@ -586,8 +663,26 @@ export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer
       '',
     ].join('\n'),
   );
-  writeFileSync(hbaFile, `host ${BENCH_DB} ${BENCH_USER} all ${BENCH_AUTH}\n`);
-  writeFileSync(limitFile, `${BENCH_DB} ${BENCH_USER} ${opts.poolSize} ${opts.poolSize} ${opts.poolSize}\n`);
+  const extra = opts.extraUsers ?? [];
+  writeFileSync(
+    hbaFile,
+    [
+      `host ${BENCH_DB} ${BENCH_USER} all ${BENCH_AUTH}`,
+      ...extra.map((u) => `host ${BENCH_DB} ${u.name} all ${u.method ?? BENCH_AUTH}`),
+    ]
+      .map((l) => `${l}\n`)
+      .join(''),
+  );
+  // Every user's pool prefilled (its transaction pipeline wants a min_size above 0).
+  writeFileSync(
+    limitFile,
+    [
+      `${BENCH_DB} ${BENCH_USER} ${opts.poolSize} ${opts.poolSize} ${opts.poolSize}`,
+      ...extra.map((u) => `${BENCH_DB} ${u.name} ${opts.poolSize} ${opts.poolSize} ${opts.poolSize}`),
+    ]
+      .map((l) => `${l}\n`)
+      .join(''),
+  );
   writeFileSync(logFile, '');
   giveToNobody(opts.dir);
   // As nobody, with /etc/passwd bind-mounted from the copy in this mount namespace only; exec keeps the pid.
@@ -603,6 +698,7 @@ export async function startPgagroal(opts: FieldPeerOptions): Promise<RunningPeer
   for (const args of [
     [admin, '-P', masterKey, 'master-key'],
     [admin, '-f', usersFile, '-U', BENCH_USER, '-P', BENCH_PASSWORD, 'user', 'add'],
+    ...extra.map((u) => [admin, '-f', usersFile, '-U', u.name, '-P', BENCH_PASSWORD, 'user', 'add']),
   ]) {
     const r = spawnSync('unshare', asNobody(args), { encoding: 'utf8', cwd: opts.dir });
     if (r.status !== 0)

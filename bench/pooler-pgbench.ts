@@ -8,6 +8,8 @@ export const PGBENCH = '/usr/bin/pgbench';
 
 /** The role of the SCRAM-SHA-256 `-C` rows (pooler-peers.ts creates it). */
 export const SCRAM_USER = 'bench_scram';
+/** The role of the field comparison's md5 `-C` rows: an md5 secret, which every pooler holds as it is. */
+export const MD5_USER = 'bench_md5';
 
 export interface Scenario {
   /** Short key, e.g. `simple-c50` or `simple-C-c50`. */
@@ -18,8 +20,19 @@ export interface Scenario {
   reconnect: boolean;
   /** Logs in as SCRAM_USER (a role with a SCRAM-SHA-256 secret) whatever the run's BENCH_AUTH. */
   scram?: boolean;
+  /** Logs in as MD5_USER (a role with an md5 secret the poolers hold as it is). */
+  md5?: boolean;
+  /** Client TLS: pgbench with PGSSLMODE=require. */
+  tls?: boolean;
+  /** Clients logged in and idle beside pgbench's `clients` during the run (the bench opens and closes them). */
+  idle?: number;
   /** pgbench -j (default min(2, clients)). */
   threads?: number;
+}
+
+/** The role a scenario logs in as. */
+export function scenarioUser(s: Scenario, dflt: string): string {
+  return s.scram ? SCRAM_USER : s.md5 ? MD5_USER : dflt;
 }
 
 export interface PgbenchTarget {
@@ -67,8 +80,8 @@ export function pgbenchArgs(s: Scenario, t: PgbenchTarget, seconds: number, logP
 
 /** The exact command line, with the port shown as $PORT. */
 export function pgbenchCommand(s: Scenario, seconds: number): string {
-  const t = { host: '127.0.0.1', port: 0, user: s.scram ? SCRAM_USER : 'bench', password: '', database: 'bench' };
-  return `pgbench ${pgbenchArgs(s, t, seconds, '<dir>/run').join(' ').replace('-p 0', '-p $PORT')}`;
+  const t = { host: '127.0.0.1', port: 0, user: scenarioUser(s, 'bench'), password: '', database: 'bench' };
+  return `${s.tls ? 'PGSSLMODE=require ' : ''}pgbench ${pgbenchArgs(s, t, seconds, '<dir>/run').join(' ').replace('-p 0', '-p $PORT')}`;
 }
 
 function percentile(sorted: Float64Array, q: number): number {
@@ -119,7 +132,12 @@ export function runPgbench(
 ): RunningPgbench {
   const child = spawn(PGBENCH, pgbenchArgs(s, t, seconds, path.join(logDir, base)), {
     cwd: logDir,
-    env: { ...process.env, PGPASSWORD: t.password, PGCONNECT_TIMEOUT: '10' },
+    env: {
+      ...process.env,
+      PGPASSWORD: t.password,
+      PGCONNECT_TIMEOUT: '10',
+      ...(s.tls ? { PGSSLMODE: 'require' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -84,14 +84,17 @@ export function targetMode(target: TargetName, s: Scenario): 'direct' | 'transac
 
 /** Whether the bench runs a target in a scenario: pgagroal's transaction pipeline cannot keep prepared statements. */
 export function targetRuns(target: TargetName, s: Scenario): boolean {
-  return !(target === 'pgagroal' && s.protocol === 'prepared');
+  return !(target === 'pgagroal' && (s.protocol === 'prepared' || (s.idle ?? 0) > 0));
 }
 
 const targetLabel = (target: TargetName, s: Scenario) =>
   targetMode(target, s) === 'session' ? `${target} (session mode)` : target;
 
 export function scenarioTitle(s: Scenario): string {
-  return `${s.protocol}${s.reconnect ? ', -C (reconnect per transaction)' : ''}, ${s.clients} client${s.clients === 1 ? '' : 's'}${s.scram ? ', SCRAM-SHA-256' : ''}`;
+  const who = s.idle
+    ? `${s.clients} active of ${(s.clients + s.idle).toLocaleString('en-US')} clients`
+    : `${s.clients} client${s.clients === 1 ? '' : 's'}`;
+  return `${s.protocol}${s.tls ? ', client TLS' : ''}${s.reconnect ? ', -C (reconnect per transaction)' : ''}, ${who}${s.scram ? ', SCRAM-SHA-256' : s.md5 ? ', md5' : ''}`;
 }
 
 export function renderReport(ctx: ReportContext, scenarios: Scenario[], records: RunRecord[]): string {
@@ -215,8 +218,10 @@ export function renderPeersReport(
   scenarios: Scenario[],
   records: RunRecord[],
   labels: PeerLabels,
+  section?: string,
 ): string {
-  const targets = PEER_TARGETS;
+  // The targets the run had (--targets may leave some out).
+  const targets = PEER_TARGETS.filter((t) => records.length === 0 || records.some((r) => r.target === t));
   const peers = targets.filter((t) => t !== 'direct' && t !== 'tidepool');
   const label = (t: TargetName) => labels[t] ?? t;
   const of = (s: Scenario, t: TargetName) => records.filter((r) => r.scenario === s.key && r.target === t);
@@ -248,7 +253,7 @@ export function renderPeersReport(
     return top;
   };
   const out: string[] = [];
-  out.push('# Pooler benchmark: tidepool against the field', '');
+  out.push(section ? `# Rows run apart (${ctx.date})` : '# Pooler benchmark: tidepool against the field', '');
   out.push(
     `pgbench select-only (\`-S\`) against PostgreSQL directly, ${peers.map(label).join(', ')} and tidepool, every target once a round in a rotated order. ${ctx.settings}`,
     '',
@@ -266,7 +271,7 @@ export function renderPeersReport(
   }
   out.push('');
   out.push(
-    '"not run": pgagroal\'s transaction pipeline cannot keep protocol-level prepared statements. "(session)": PgBouncer 1.18 cannot keep them in transaction mode, so its `prepared` rows run in session mode (one server connection per client) and it is left out of "best peer" there. The best peer is the peer with the highest median tps in transaction mode; a target with a failed run (any `error` or `aborted` line from pgbench) is marked and its median is over its other runs; a target whose runs all failed has no tps.',
+    '"not run": pgagroal\'s transaction pipeline cannot keep protocol-level prepared statements (and it does not run the rows with idle clients, see above). "(session)": PgBouncer 1.18 cannot keep them in transaction mode, so its `prepared` rows run in session mode (one server connection per client) and it is left out of "best peer" there. The best peer is the peer with the highest median tps in transaction mode; a target with a failed run (any `error` or `aborted` line from pgbench) is marked and its median is over its other runs; a target whose runs all failed has no tps.',
     '',
   );
   out.push('## Pooler CPU per transaction', '');
@@ -294,6 +299,28 @@ export function renderPeersReport(
     "The pooler's user + system CPU from /proc/<pid>/stat over each run divided by the transactions pgbench counted, median over the runs (pgagroal: its whole process tree, one process per client, living and reaped).",
     '',
   );
+  const logins = scenarios.filter((s) => s.reconnect);
+  if (logins.length) {
+    const poolers = targets.filter((t) => t !== 'direct');
+    out.push('## Pooler CPU per login (-C rows)', '');
+    out.push(`| Row | ${poolers.map(label).join(' | ')} | tidepool / best peer |`);
+    out.push(`|---|${poolers.map(() => '---:').join('|')}|---:|`);
+    for (const s of logins) {
+      const peerCpu = peers
+        .filter((t) => targetRuns(t, s))
+        .map((t) => cpuPerTx(s, t))
+        .filter(Number.isFinite);
+      const lowest = peerCpu.length ? Math.min(...peerCpu) : Number.NaN;
+      out.push(
+        `| ${scenarioTitle(s)} | ${poolers.map((t) => (targetRuns(t, s) ? usTx(cpuPerTx(s, t)) : 'not run')).join(' | ')} | **${ratio(cpuPerTx(s, 'tidepool'), lowest)}** |`,
+      );
+    }
+    out.push('');
+    out.push(
+      "With -C every transaction is a connection: TCP accept, startup, authentication (and the pooler's server pick), one `SELECT`, Terminate. The pooler's CPU per transaction of those rows is its CPU per login. tidepool / best peer: tidepool's CPU per login over the lowest peer's (below 1 is less CPU).",
+      '',
+    );
+  }
   for (const s of scenarios) {
     out.push(`## ${scenarioTitle(s)}`, '');
     out.push(
@@ -332,7 +359,7 @@ export function renderPeersReport(
     }
   }
   out.push(
-    'tps: median over the ok runs (pgbench "tps = ... (without initial connection time)"). Latency p50/p99: per-transaction latencies from pgbench `--log`, median over the runs. Pooler CPU: percent of one core over the run. Pooler memory: peak VmRSS sampled every 200 ms (pgagroal: the summed PSS of its process tree every 2 s), max over the runs. Other load: CPU taken during the runs by processes this benchmark did not start, in cores, median over the runs.',
+    'tps: median over the ok runs (pgbench "tps = ... (without initial connection time)"; -C rows: "(including reconnection times)"). Latency p50/p99: per-transaction latencies from pgbench `--log`, median over the runs. Pooler CPU: percent of one core over the run. Pooler memory: peak VmRSS sampled every 200 ms (pgagroal: the summed PSS of its process tree every 2 s), max over the runs. Other load: CPU taken during the runs by processes this benchmark did not start, in cores, median over the runs.',
     '',
   );
   if (ctx.notes.length) {

@@ -4,7 +4,7 @@
 // block in bench/results/pooler.md.
 // Usage: npm run build && node dist/bench/pooler-tls.js [--duration 10 --repeats 3 --clients 10,50]
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,10 @@ import {
   BENCH_DB,
   BENCH_PASSWORD,
   BENCH_USER,
+  makeCert,
+  pgBouncerTlsIni,
   startBenchPostgres,
+  tidepoolTlsToml,
   startPgBouncer,
   startTidepool,
   type RunningPeer,
@@ -67,37 +70,6 @@ const stop = stopOnExit(
   progress,
 );
 
-/** A self-signed certificate for 127.0.0.1 both poolers present (PgBouncer runs as nobody: it must read them). */
-function makeCert(dir: string): { cert: string; key: string } {
-  mkdirSync(dir, { recursive: true });
-  const cert = path.join(dir, 'server.crt');
-  const key = path.join(dir, 'server.key');
-  const r = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { encoding: 'utf8' },
-  );
-  if (r.status !== 0 || !existsSync(cert)) throw new Error(`openssl failed: ${r.stderr}`);
-  if (process.getuid?.() === 0) for (const f of [dir, cert, key]) chownSync(f, 65534, 65534);
-  return { cert, key };
-}
-
 interface Run {
   clients: number;
   target: Target;
@@ -129,10 +101,10 @@ async function main(): Promise<void> {
       sessionPoolSize: 1,
       dir: path.join(workDir, 'pgbouncer'),
       progress,
-      extraIni: ['client_tls_sslmode = require', `client_tls_key_file = ${key}`, `client_tls_cert_file = ${cert}`],
+      extraIni: pgBouncerTlsIni({ cert, key }),
     }),
   );
-  const tidepoolToml = `client_tls_sslmode = "require"\nclient_tls_key_file = "${key}"\nclient_tls_cert_file = "${cert}"`;
+  const tidepoolToml = tidepoolTlsToml({ cert, key });
   peers.set(
     'tidepool',
     await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT, generalToml: tidepoolToml }),

@@ -3,20 +3,25 @@
 // Usage: npm run build && npm run bench:pooler [-- --duration 10 --repeats 3 --clients 1,10,50,200 --quick]
 // With --peers (BENCH_PEERS=1): the field comparison, also PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 from
 // BENCH_PEERS_DIR (default /opt/peers; the run stops with an error when one is missing), simple, extended and
-// prepared at 10 and 50 clients, 8 s runs, 5 rounds, no -C rows; to bench/results/pooler-peers.md.
+// prepared at 10 and 50 clients, then -C at 10 clients with an md5 and with a SCRAM role (--reconnect-clients), 1 000
+// clients of which 200 active (--idle-rows 1000:200) and client TLS, simple, 10 clients (--tls-clients: the poolers
+// are restarted with TLS required for those rows, last), 8 s runs, 5 rounds; to bench/results/pooler-peers.md, or with
+// --section NAME into a generated section of that name (a run of some rows only: the main tables stay).
 // Env: BENCH_DURATION, BENCH_REPEATS, BENCH_WARMUP, BENCH_CLIENTS, BENCH_PREPARED_CLIENTS, BENCH_RECONNECT_CLIENTS,
-// BENCH_PROTOCOLS, BENCH_POOL_SIZE, BENCH_SCALE, BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each
+// BENCH_TLS_CLIENTS, BENCH_IDLE_ROWS, BENCH_SECTION, BENCH_PROTOCOLS, BENCH_POOL_SIZE, BENCH_SCALE, BENCH_MAX_OTHER_LOAD, BENCH_RETRIES, BENCH_QUIET_WAIT, BENCH_OUT (each
 // also a --flag of the same name in kebab case).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
 import {
+  MD5_USER,
   PGBENCH,
   SCRAM_USER,
   pgbenchCommand,
+  scenarioUser,
   runPgbench,
   type PgbenchTarget,
   type RunningPgbench,
@@ -30,8 +35,13 @@ import {
   BENCH_PASSWORD,
   BENCH_SESSION_DB,
   BENCH_USER,
+  createRole,
   createScramRole,
   ensurePeer,
+  makeCert,
+  pgBouncerTlsIni,
+  tidepoolTlsToml,
+  type ExtraUser,
   PEER_BINARIES,
   pgbenchInitArgs,
   startBenchPostgres,
@@ -55,6 +65,7 @@ import {
   type RunRecord,
   type TargetName,
 } from './pooler-report.js';
+import { rawLogin, type RawClient } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -62,7 +73,12 @@ const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1
 const KEEP = process.argv.includes('--keep');
 /** The field comparison: PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 beside the usual three targets. */
 const PEERS = process.argv.includes('--peers') || process.env.BENCH_PEERS === '1';
-const RUN_TARGETS: readonly TargetName[] = PEERS ? PEER_TARGETS : TARGETS;
+/** --targets (field comparison): a subset of the targets, e.g. "PgBouncer 1.25,tidepool" for a quick look. */
+const ONLY = (() => {
+  const i = process.argv.indexOf('--targets');
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]!.split(',').map((t) => t.trim()) : null;
+})();
+const RUN_TARGETS: readonly TargetName[] = (PEERS ? PEER_TARGETS : TARGETS).filter((t) => !ONLY || ONLY.includes(t));
 
 function opt(name: string, env: string, dflt: string, quick?: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -87,8 +103,23 @@ const PROTOCOLS = opt('protocols', 'BENCH_PROTOCOLS', 'simple,extended,prepared'
   .map((p) => p.trim())
   .filter((p): p is Scenario['protocol'] => p === 'simple' || p === 'extended' || p === 'prepared');
 const RECONNECT_CLIENTS = numList(
-  opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', PEERS ? '' : '10,50', PEERS ? '' : '10'),
+  opt('reconnect-clients', 'BENCH_RECONNECT_CLIENTS', PEERS ? '10' : '10,50', PEERS ? '' : '10'),
 );
+/** Field comparison: client counts of the client-TLS rows (simple protocol, every target restarted with TLS required). */
+const TLS_CLIENTS = PEERS ? numList(opt('tls-clients', 'BENCH_TLS_CLIENTS', '10', '')) : [];
+/** Field comparison: "connected:active" rows, e.g. 1000:200: the idle clients stay logged in beside pgbench's. */
+const IDLE_ROWS = PEERS
+  ? opt('idle-rows', 'BENCH_IDLE_ROWS', '1000:200', '')
+      .split(',')
+      .filter(Boolean)
+      .map((x) => {
+        const [connected, active] = x.split(':').map(Number);
+        if (!connected || !active || active > connected) throw new Error(`--idle-rows: ${x} is not connected:active`);
+        return { connected, active };
+      })
+  : [];
+/** Writes the report into the generated section of this name instead of the file's main block. */
+const SECTION = opt('section', 'BENCH_SECTION', '');
 const MAX_OTHER_LOAD = Number(opt('max-other-load', 'BENCH_MAX_OTHER_LOAD', '0.5'));
 const RETRIES = Number(opt('retries', 'BENCH_RETRIES', '1', '0'));
 const QUIET_WAIT = Number(opt('quiet-wait', 'BENCH_QUIET_WAIT', '30', '0'));
@@ -166,9 +197,25 @@ function scenarios(): Scenario[] {
           list.push({ key: `${protocol}-c${clients}`, protocol, clients, reconnect: false });
       }
     }
-    for (const clients of RECONNECT_CLIENTS)
-      if (PROTOCOLS.includes('simple'))
-        list.push({ key: `simple-C-c${clients}`, protocol: 'simple', clients, reconnect: true });
+    // -C: a login per transaction, as a role with an md5 secret and as one with a SCRAM secret, every pooler holding
+    // the role's secret (pgagroal its password, which its vault needs).
+    if (PROTOCOLS.includes('simple')) {
+      for (const clients of RECONNECT_CLIENTS) {
+        list.push({ key: `simple-C-c${clients}-md5`, protocol: 'simple', clients, reconnect: true, md5: true });
+        list.push({ key: `simple-C-c${clients}-scram`, protocol: 'simple', clients, reconnect: true, scram: true });
+      }
+      for (const { connected, active } of IDLE_ROWS)
+        list.push({
+          key: `simple-c${active}-of${connected}`,
+          protocol: 'simple',
+          clients: active,
+          idle: connected - active,
+          reconnect: false,
+        });
+      // Last: the targets are restarted with client TLS required before these rows.
+      for (const clients of TLS_CLIENTS)
+        list.push({ key: `simple-tls-c${clients}`, protocol: 'simple', clients, reconnect: false, tls: true });
+    }
     return list;
   }
   for (const protocol of PROTOCOLS) {
@@ -193,6 +240,10 @@ function versionOf(cmd: string, args: string[]): string {
 
 /** The SCRAM role of the `-C, SCRAM` rows, when the run has them. */
 let scramUser: { name: string; secret: string } | null = null;
+/** The field comparison's extra roles (md5 and SCRAM secrets) every pooler holds. */
+let extraUsers: ExtraUser[] = [];
+/** Set once the run reaches its client-TLS rows: the poolers restart with TLS required (and PostgreSQL gets ssl on). */
+let tlsCert: { cert: string; key: string } | null = null;
 
 async function startPeer(name: TargetName): Promise<RunningPeer> {
   const common = {
@@ -200,30 +251,47 @@ async function startPeer(name: TargetName): Promise<RunningPeer> {
     serverPort: pg!.port,
     poolSize: POOL_SIZE,
     secret: benchSecret((q) => pg!.sql(q)),
-    extraUsers: scramUser ? [scramUser] : [],
+    extraUsers: PEERS ? extraUsers : scramUser ? [scramUser] : [],
+    maxClients: Math.max(2000, ...IDLE_ROWS.map((r) => r.connected + 100)),
+    ...(tlsCert ? { tls: tlsCert } : {}),
   };
   const sessionPoolSize = Math.max(1, ...PREPARED_CLIENTS);
   let peer: RunningPeer;
   switch (name) {
     case 'PgBouncer':
-      peer = await startPgBouncer({ ...common, sessionPoolSize, dir: path.join(workDir, 'pgbouncer'), progress });
+      peer = await startPgBouncer({
+        ...common,
+        sessionPoolSize,
+        dir: path.join(workDir, tlsCert ? 'pgbouncer-tls' : 'pgbouncer'),
+        progress,
+        ...(tlsCert ? { extraIni: pgBouncerTlsIni(tlsCert) } : {}),
+      });
       break;
     case 'PgBouncer 1.25':
       peer = await startPgBouncer125({
         ...common,
         sessionPoolSize,
-        dir: path.join(workDir, 'pgbouncer-1.25'),
+        dir: path.join(workDir, tlsCert ? 'pgbouncer-1.25-tls' : 'pgbouncer-1.25'),
         progress,
       });
       break;
     case 'Odyssey':
-      peer = await startOdyssey({ ...common, dir: path.join(workDir, 'odyssey'), progress });
+      peer = await startOdyssey({ ...common, dir: path.join(workDir, tlsCert ? 'odyssey-tls' : 'odyssey'), progress });
       break;
     case 'pgagroal':
-      peer = await startPgagroal({ ...common, dir: path.join(workDir, 'pgagroal'), progress });
+      peer = await startPgagroal({
+        ...common,
+        dir: path.join(workDir, tlsCert ? 'pgagroal-tls' : 'pgagroal'),
+        progress,
+      });
       break;
     case 'tidepool':
-      peer = await startTidepool({ ...common, dir: path.join(workDir, 'tidepool'), root: ROOT });
+      peer = await startTidepool({
+        ...common,
+        dir: path.join(workDir, tlsCert ? 'tidepool-tls' : 'tidepool'),
+        root: ROOT,
+        ...(tlsCert ? { generalToml: tidepoolTlsToml(tlsCert) } : {}),
+      });
       break;
     default:
       throw new Error(`no peer ${name}`);
@@ -237,7 +305,13 @@ async function startPeer(name: TargetName): Promise<RunningPeer> {
 function targetOf(name: TargetName, s?: Scenario): PgbenchTarget {
   const p = name === 'direct' ? { host: pg!.host, port: pg!.port } : peers.get(name)!;
   const database = s && targetMode(name, s) === 'session' ? BENCH_SESSION_DB : BENCH_DB;
-  return { host: p.host, port: p.port, user: s?.scram ? SCRAM_USER : BENCH_USER, password: BENCH_PASSWORD, database };
+  return {
+    host: p.host,
+    port: p.port,
+    user: s ? scenarioUser(s, BENCH_USER) : BENCH_USER,
+    password: BENCH_PASSWORD,
+    database,
+  };
 }
 
 /** Waits (up to QUIET_WAIT seconds) until other work on the machine takes at most MAX_OTHER_LOAD cores. */
@@ -268,12 +342,71 @@ async function measure(
     await startPeer(target);
   }
   const live = target === 'direct' ? null : peers.get(target)!;
-  const sampler = new RunSampler(live ? live.pid : null, ticks, live?.cpuTree ?? false);
-  sampler.start();
-  pgbench = runPgbench(s, targetOf(target, s), DURATION, logDir, `${s.key}-${target}-${rep}`);
-  const r = await pgbench.done;
-  pgbench = null;
-  return { ...r, scenario: s.key, target, repeat: rep, ...sampler.stop() };
+  const idle = s.idle ? await openIdle(targetOf(target, s), s.idle) : [];
+  try {
+    const sampler = new RunSampler(live ? live.pid : null, ticks, live?.cpuTree ?? false);
+    sampler.start();
+    pgbench = runPgbench(s, targetOf(target, s), DURATION, logDir, `${s.key}-${target}-${rep}`);
+    const r = await pgbench.done;
+    pgbench = null;
+    return { ...r, scenario: s.key, target, repeat: rep, ...sampler.stop() };
+  } finally {
+    for (const c of idle) c.end();
+  }
+}
+
+/** `n` clients logged in (md5, 50 at a time) and left idle; they leave when the run is over. */
+async function openIdle(t: PgbenchTarget, n: number): Promise<RawClient[]> {
+  const clients: RawClient[] = [];
+  try {
+    while (clients.length < n) {
+      const batch = Math.min(50, n - clients.length);
+      clients.push(
+        ...(await Promise.all(
+          Array.from({ length: batch }, () => rawLogin(t.port, BENCH_USER, t.password, t.database, t.host)),
+        )),
+      );
+    }
+  } catch (err) {
+    for (const c of clients) c.end();
+    throw new Error(`opening ${n} idle clients on port ${t.port}: ${(err as Error).message}`);
+  }
+  return clients;
+}
+
+/** Before the client-TLS rows: a certificate, ssl on in PostgreSQL (reloaded), every pooler restarted with client TLS
+ * required, and a warm-up of each over TLS. */
+async function switchToTls(logDir: string, notes: string[]): Promise<void> {
+  tlsCert = makeCert(path.join(workDir, 'certs'));
+  const owner = statSync(pg!.dataDir);
+  for (const f of ['server.crt', 'server.key']) {
+    const to = path.join(pg!.dataDir, `bench-${f}`);
+    copyFileSync(path.join(workDir, 'certs', f), to);
+    chmodSync(to, 0o600);
+    if (process.getuid?.() === 0) chownSync(to, owner.uid, owner.gid);
+  }
+  for (const set of ["ssl_cert_file = 'bench-server.crt'", "ssl_key_file = 'bench-server.key'", 'ssl = on'])
+    pg!.sql(`ALTER SYSTEM SET ${set}`);
+  pg!.sql('SELECT pg_reload_conf()');
+  for (const name of [...peers.keys()]) {
+    progress(`restarting ${name} with client TLS required`);
+    await peers.get(name)!.stop();
+    peers.delete(name);
+    await startPeer(name);
+  }
+  for (const t of RUN_TARGETS) {
+    if (interrupted) throw new Error('interrupted');
+    pgbench = runPgbench(
+      { key: 'warmup-tls', protocol: 'simple', clients: 10, reconnect: false, tls: true },
+      targetOf(t),
+      WARMUP,
+      logDir,
+      'warmup',
+    );
+    const r = await pgbench.done;
+    pgbench = null;
+    if (!r.ok) notes.push(`TLS warm-up against ${t} failed: ${r.error}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -288,11 +421,13 @@ async function main(): Promise<void> {
 
   // Room for every pool at once: PgBouncer's two (and PgBouncer 1.25's), every other pooler's, and the direct run's clients.
   const pooled = RUN_TARGETS.filter((t) => t !== 'direct').length;
+  // The field comparison's poolers hold three roles (bench, md5, SCRAM), a pool of POOL_SIZE each; the direct run
+  // of a 1 000-client row has all of them on PostgreSQL.
   const maxConnections = Math.max(
     300,
-    (pooled + 1) * POOL_SIZE +
+    (pooled + 1) * POOL_SIZE * (PEERS && RECONNECT_CLIENTS.length ? 3 : 1) +
       (PEERS ? 2 : 1) * Math.max(0, ...PREPARED_CLIENTS) +
-      Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS) +
+      Math.max(0, ...CLIENTS, ...RECONNECT_CLIENTS, ...IDLE_ROWS.map((r) => r.connected)) +
       20,
   );
   // A missing peer stops the run here, before PostgreSQL is loaded: the field comparison never skips one silently.
@@ -300,7 +435,12 @@ async function main(): Promise<void> {
     for (const name of Object.keys(PEER_BINARIES) as (keyof typeof PEER_BINARIES)[]) ensurePeer(name, progress);
   pg = await startBenchPostgres(workDir, { maxConnections, scale: SCALE, progress });
   const pgVersion = pg.sql('SHOW server_version');
-  if (scenarios().some((x) => x.scram)) scramUser = createScramRole((q, db) => pg!.sql(q, db), SCRAM_USER);
+  if (PEERS && scenarios().some((x) => x.scram || x.md5))
+    extraUsers = [
+      createRole((q, db) => pg!.sql(q, db), MD5_USER, 'md5'),
+      createRole((q, db) => pg!.sql(q, db), SCRAM_USER, 'scram-sha-256'),
+    ];
+  else if (scenarios().some((x) => x.scram)) scramUser = createScramRole((q, db) => pg!.sql(q, db), SCRAM_USER);
 
   for (const t of RUN_TARGETS) if (t !== 'direct') await startPeer(t);
   const labels: PeerLabels = {};
@@ -328,18 +468,24 @@ async function main(): Promise<void> {
   const logDir = path.join(workDir, 'pgbench');
   mkdirSync(logDir, { recursive: true });
   if (WARMUP > 0) {
+    // Each role's pool too (the md5 and SCRAM roles of the -C rows), so no row pays for opening its servers.
+    const roles: Scenario[] = [
+      { key: 'warmup', protocol: 'simple', clients: 10, reconnect: false },
+      ...(extraUsers.length
+        ? [
+            { key: 'warmup', protocol: 'simple' as const, clients: 10, reconnect: false, md5: true },
+            { key: 'warmup', protocol: 'simple' as const, clients: 10, reconnect: false, scram: true },
+          ]
+        : []),
+    ];
     for (const t of RUN_TARGETS) {
-      if (interrupted) throw new Error('interrupted');
-      progress(`warm-up ${t}: simple, 10 clients, ${WARMUP} s`);
-      pgbench = runPgbench(
-        { key: 'warmup', protocol: 'simple', clients: 10, reconnect: false },
-        targetOf(t),
-        WARMUP,
-        logDir,
-        'warmup',
-      );
-      const r = await pgbench.done;
-      if (!r.ok) notes.push(`Warm-up against ${t} failed: ${r.error}`);
+      for (const w of roles) {
+        if (interrupted) throw new Error('interrupted');
+        progress(`warm-up ${t}: simple, 10 clients as ${scenarioUser(w, BENCH_USER)}, ${WARMUP} s`);
+        pgbench = runPgbench(w, targetOf(t, w), WARMUP, logDir, 'warmup');
+        const r = await pgbench.done;
+        if (!r.ok) notes.push(`Warm-up against ${t} as ${scenarioUser(w, BENCH_USER)} failed: ${r.error}`);
+      }
     }
   }
 
@@ -368,7 +514,23 @@ async function main(): Promise<void> {
           .split('\n')
           .map((l) => l.replace(workDir, '$WORK')),
       ];
-  const flags = [QUICK ? '--quick' : '', PEERS ? '--peers' : ''].filter(Boolean).join(' ');
+  const flags = [
+    QUICK ? '--quick' : '',
+    PEERS ? '--peers' : '',
+    ...(PEERS
+      ? [
+          `--clients "${CLIENTS.join(',')}"`,
+          `--prepared-clients "${PREPARED_CLIENTS.join(',')}"`,
+          `--reconnect-clients "${RECONNECT_CLIENTS.join(',')}"`,
+          `--idle-rows "${IDLE_ROWS.map((r) => `${r.connected}:${r.active}`).join(',')}"`,
+          `--tls-clients "${TLS_CLIENTS.join(',')}"`,
+          `--protocols ${PROTOCOLS.join(',')}`,
+        ]
+      : []),
+    SECTION ? `--section ${SECTION}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   const commands = [
     `npm run build && ${flags ? `npm run bench:pooler -- ${flags}` : 'npm run bench:pooler'}   # BENCH_AUTH=${BENCH_AUTH} BENCH_DURATION=${DURATION} BENCH_REPEATS=${REPEATS} BENCH_WARMUP=${WARMUP} BENCH_POOL_SIZE=${POOL_SIZE} BENCH_SCALE=${SCALE} BENCH_MAX_OTHER_LOAD=${MAX_OTHER_LOAD} BENCH_RETRIES=${RETRIES} BENCH_QUIET_WAIT=${QUIET_WAIT}`,
     `pgbench ${pgbenchInitArgs(pg.host, '$PG_PORT', SCALE).join(' ')}`,
@@ -382,7 +544,7 @@ async function main(): Promise<void> {
       .split('\n'),
   ];
   const settings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} repeat${REPEATS === 1 ? '' : 's'} per scenario and target (order rotated every repeat), medians quoted; a ${WARMUP} s warm-up per target first. Both poolers in transaction mode with pool size ${POOL_SIZE} (tidepool with its default \`prepared_statements = true\`), except PgBouncer under \`--protocol prepared\`: PgBouncer 1.18 cannot keep protocol-level prepared statements in transaction mode, so those rows run it in session mode (one server connection per client, pool size ${Math.max(1, ...PREPARED_CLIENTS)}), marked "(session mode)". ${BENCH_AUTH} client auth (the role's secret is ${BENCH_AUTH} so direct connections pay the same${BENCH_AUTH === 'md5' ? `; the rows marked SCRAM-SHA-256 log in as ${SCRAM_USER}, a role with a SCRAM secret, which both poolers and PostgreSQL then authenticate with SCRAM` : ''}), all on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. Latency p50/p99: per-transaction latencies from pgbench \`--log\` (all transactions of a run; with -C they include the connection and login), median over the repeats.`;
-  const peersSettings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} round${REPEATS === 1 ? '' : 's'}: every round runs each target once, the order rotated from round to round, medians quoted; a ${WARMUP} s warm-up per target first. Every pooler in transaction mode with ${POOL_SIZE} server connections: PgBouncer 1.25 with \`max_prepared_statements = 200\`, Odyssey with \`workers 2\` and \`pool_reserve_prepared_statement yes\`, pgagroal with its transaction pipeline (prefilled; it cannot keep prepared statements, so it does not run the \`prepared\` rows), tidepool with its default \`prepared_statements = true\`; PgBouncer 1.18 runs \`prepared\` in session mode (pool size ${Math.max(1, ...PREPARED_CLIENTS)}). ${BENCH_AUTH} client auth for every target with the bench role's password (the role's secret is ${BENCH_AUTH}, so direct connections pay the same${BENCH_AUTH === 'scram-sha-256' ? "; both PgBouncers, Odyssey and tidepool are given the role's SCRAM secret, pgagroal the password in its vault, which is all it takes" : ''}). All on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. The C poolers run as nobody.`;
+  const peersSettings = `pgbench -S -n -j min(2, clients), ${DURATION} s per run, ${REPEATS} round${REPEATS === 1 ? '' : 's'}: every round runs each target once, the order rotated from round to round, medians quoted; a ${WARMUP} s warm-up per target first. Every pooler in transaction mode with ${POOL_SIZE} server connections per user: PgBouncer 1.25 with \`max_prepared_statements = 200\`, Odyssey with \`workers 2\` and \`pool_reserve_prepared_statement yes\`, pgagroal with its transaction pipeline (prefilled; it cannot keep prepared statements, so it does not run the \`prepared\` rows), tidepool with its default \`prepared_statements = true\`; PgBouncer 1.18 runs \`prepared\` in session mode (pool size ${Math.max(1, ...PREPARED_CLIENTS)}). ${BENCH_AUTH} client auth for every target with the bench role's password (the role's secret is ${BENCH_AUTH}, so direct connections pay the same${BENCH_AUTH === 'scram-sha-256' ? "; both PgBouncers, Odyssey and tidepool are given the role's SCRAM secret, pgagroal the password in its vault, which is all it takes" : ''}).${extraUsers.length ? ` The -C rows (a connection and login per transaction) log in as ${MD5_USER}, a role with an md5 secret, or as ${SCRAM_USER}, one with a SCRAM-SHA-256 secret; both PgBouncers, Odyssey and tidepool hold that secret as PostgreSQL stores it (pg_authid), pgagroal the password in its vault (it has no other way), and PostgreSQL authenticates the server logins with the same method.` : ''}${IDLE_ROWS.length ? ' The "of N connected" rows log N - active clients in (md5, before each run) and leave them idle during the run beside pgbench\'s active clients; pgagroal does not run them (a process per client: with 200 pgbench clients on its 20 connections it answered 12-14 tps in the 200-client run, its waiting processes spinning on both cores).' : ''}${TLS_CLIENTS.length ? ' The TLS rows come last: PostgreSQL gets `ssl = on` (reloaded) and every pooler is restarted with client TLS required (PgBouncer `client_tls_sslmode = require`, Odyssey `tls "require"`, pgagroal `tls = on`, tidepool `client_tls_sslmode = "require"`), one self-signed RSA-2048 certificate for all, pgbench with PGSSLMODE=require (TLS 1.3, OpenSSL\'s default ciphers); the poolers talk to PostgreSQL without TLS.' : ''} All on 127.0.0.1 on one machine with PostgreSQL (max_connections ${maxConnections}, shared_buffers 256MB, fsync off) and pgbench sharing the cores; pgbench_accounts at scale ${SCALE}. The C poolers run as nobody.`;
   const write = () => {
     const ctx = {
       date: new Date().toISOString().slice(0, 10),
@@ -392,10 +554,15 @@ async function main(): Promise<void> {
       notes,
     };
     // The results file keeps its other sections (TLS, logins, dated runs: results-file.ts).
-    writeResults(OUT, PEERS ? renderPeersReport(ctx, list, records, labels) : renderReport(ctx, list, records));
+    writeResults(
+      OUT,
+      PEERS ? renderPeersReport(ctx, list, records, labels, SECTION) : renderReport(ctx, list, records),
+      SECTION || undefined,
+    );
   };
 
   for (const [si, s] of list.entries()) {
+    if (s.tls && !tlsCert) await switchToTls(logDir, notes);
     const targets = RUN_TARGETS.filter((t) => targetRuns(t, s));
     for (let rep = 0; rep < REPEATS; rep++) {
       const shift = (rep + si) % targets.length;

@@ -2,8 +2,16 @@
 // simple-protocol queries one at a time, nothing kept per connection but the socket and a small buffer.
 import net from 'node:net';
 import { md5Inner, md5Response } from '../src/pooler/auth/md5.js';
+import { ScramClient } from '../src/pooler/auth/scram.js';
 import { parseErrorFields } from '../src/protocol/reader.js';
-import { writePasswordMessage, writeQuery, writeStartupMessage, writeTerminate } from '../src/protocol/writer.js';
+import {
+  writePasswordMessage,
+  writeQuery,
+  writeSASLInitialResponse,
+  writeSASLResponse,
+  writeStartupMessage,
+  writeTerminate,
+} from '../src/protocol/writer.js';
 
 /** SQLSTATE and message of an ErrorResponse body. */
 export function errorText(body: Buffer): string {
@@ -31,7 +39,9 @@ export interface RawClient {
   end(): void;
 }
 
-/** Connects and logs in as `user` (md5 with `password`, or trust); rejects with the login's error. */
+/** Connects and logs in as `user` (md5 or SCRAM-SHA-256 with `password`, or trust); rejects with the login's error.
+ * SCRAM derives the password's keys once per salt in this process (keysFromPassword), so a client logging in again
+ * and again costs the pooler a login without costing itself PBKDF2 each time. */
 export function rawLogin(
   port: number,
   user: string,
@@ -45,6 +55,7 @@ export function rawLogin(
     let buf: Buffer = Buffer.alloc(0);
     let pending: { resolve: (ms: number) => void; reject: (e: Error) => void; at: number; error: string } | null = null;
     let loggedIn = false;
+    let scram: ScramClient | null = null;
     const fail = (e: Error) => {
       if (!loggedIn) reject(e);
       else if (pending) {
@@ -79,8 +90,20 @@ export function rawLogin(
         const type = buf[0]!;
         const body = buf.subarray(5, 1 + len);
         buf = buf.subarray(1 + len);
-        if (type === 0x52 /* R */ && body.readInt32BE(0) === 5) {
+        const code = type === 0x52 /* R */ ? body.readInt32BE(0) : -1;
+        if (code === 5) {
           s.write(md5Answer(body, user, password));
+        } else if (code === 10) {
+          scram = new ScramClient({ password });
+          s.write(writeSASLInitialResponse('SCRAM-SHA-256', scram.first()));
+        } else if ((code === 11 || code === 12) && scram) {
+          try {
+            if (code === 11) s.write(writeSASLResponse(scram.final(body.subarray(4).toString('utf8'))));
+            else scram.verify(body.subarray(4).toString('utf8'));
+          } catch (e) {
+            s.destroy();
+            return reject(e as Error);
+          }
         } else if (type === 0x45 /* E */) {
           if (!loggedIn) return reject(new Error(errorText(body)));
           if (pending) pending.error = errorText(body);

@@ -44,4 +44,18 @@ describe('writeResults', () => {
       '# Bench\n\nintro by hand\n\n<!-- generated -->\nsecond\nwith two lines\n<!-- /generated -->\n\n## Later section\n\ntext\n',
     );
   });
+
+  it('a named section goes at the end, is replaced in place later, and leaves the main block alone', () => {
+    const f = path.join(tmp(), 'r.md');
+    writeFileSync(f, '# Bench\n\n<!-- generated -->\nmain\n<!-- /generated -->\n\n## By hand\n\ntext\n');
+    writeResults(f, '# New rows\n\nfirst\n', 'new-rows');
+    expect(readFileSync(f, 'utf8')).toBe(
+      '# Bench\n\n<!-- generated -->\nmain\n<!-- /generated -->\n\n## By hand\n\ntext\n\n<!-- generated:new-rows -->\n## New rows\n\nfirst\n<!-- /generated:new-rows -->\n',
+    );
+    writeResults(f, '# New rows\n\nsecond\n', 'new-rows');
+    writeResults(f, '# Bench\n\nmain 2\n');
+    expect(readFileSync(f, 'utf8')).toBe(
+      '# Bench\n\n<!-- generated -->\nmain 2\n<!-- /generated -->\n\n## By hand\n\ntext\n\n<!-- generated:new-rows -->\n## New rows\n\nsecond\n<!-- /generated:new-rows -->\n',
+    );
+  });
 });
