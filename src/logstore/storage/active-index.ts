@@ -353,6 +353,16 @@ export class ActiveIndex {
     return this.indexer.fieldTokens(fs.idx);
   }
 
+  /**
+   * Part of a field's dictionary: the tokens whose place is in [from, to), and where places end now (see
+   * DocIndexer.fieldTokensIn); null when the field has no token.
+   */
+  dictionaryIn(field: string, from: number, to: number): { tokens: FieldTokens; end: number } | null {
+    const fs = this.fieldStates.get(field);
+    if (!fs || fs.tokCount === 0) return null;
+    return this.indexer.fieldTokensIn(fs.idx, from, to);
+  }
+
   /** A field's tokens as strings, with their ids (in no set order). */
   private tokenTexts(field: string): { tokens: string[]; ids: Uint32Array } {
     const fs = this.fieldStates.get(field);

@@ -18,10 +18,10 @@ const docs = Array.from({ length: DOCS }, (_, i) => ({
 }));
 
 /**
- * `k:tok1*` (11 111 documents) or 1 000 wildcard clauses that match nothing but each scan every token of k: seconds
+ * `k:tok1*` (11 111 documents) or 600 wildcard clauses that match nothing but each scan every token of k: seconds
  * of dictionary scans, all of them over the active fraction (the default frac_size keeps every document in it).
  */
-const query = ['k:tok1*', ...Array.from({ length: 1000 }, (_, i) => `k:*${i}*${i + 1}*q*`)].join(' or ');
+const query = ['k:tok1*', ...Array.from({ length: 600 }, (_, i) => `k:*${i}*${i + 1}*q*`)].join(' or ');
 
 const request = {
   query: { query, from: new Date(BASE).toISOString(), to: new Date(BASE + DOCS * 1000).toISOString() },
@@ -111,5 +111,6 @@ describe.each(['single', 'store'] as const)('a long search over the active fract
     expect(during.body.hist).toEqual(alone.body.hist);
     // With the active part run in one task, a bulk waited for the whole search: at most one got in before it.
     expect(acked.length).toBeGreaterThanOrEqual(10);
-  });
+    // Seconds of work, twice, on a loaded 2-CPU machine: the search may take many times its usual time.
+  }, 300_000);
 });

@@ -14,6 +14,7 @@ import { parseQuery } from '../../../src/logstore/query/parser.js';
 import { planQuery } from '../../../src/logstore/query/plan.js';
 import { type ShardQuery, type ShardQueryResult, executeQuery } from '../../../src/logstore/search/execute.js';
 import { unpackHits } from '../../../src/logstore/search/packed-hits.js';
+import { DICT_RANGE } from '../../../src/logstore/storage/active-search.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
 import { type ActiveStep, Shard } from '../../../src/logstore/storage/shard.js';
 
@@ -199,6 +200,14 @@ function wordy(shard: Shard, seconds: number[], tag = 'w'): void {
 }
 
 describe('writes between the slices of a search over the active fraction', () => {
+  // Dictionaries copied out in ranges of a 16th of them, each read over several slices.
+  const range0 = DICT_RANGE.bytes;
+  beforeAll(() => {
+    DICT_RANGE.bytes = 64;
+  });
+  afterAll(() => {
+    DICT_RANGE.bytes = range0;
+  });
   const wordyMapping = parseMapping(
     '- {name: level, type: keyword}\n- {name: g, type: keyword}\n- {name: v, type: keyword}\n' +
       '- {name: k, type: keyword}\n- {name: msg, type: text}\n- {name: n, type: keyword}\n',
