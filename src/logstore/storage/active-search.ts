@@ -174,10 +174,11 @@ interface Dict {
 
 /**
  * Places (key bytes, for the addon's dictionaries) of one copy of a field's dictionary: a field of 300 000 tokens of
- * 64 bytes took 0.4 s to copy out whole on a loaded machine. A range at most a 16th of the dictionary: each copy
- * walks the field's whole hash table to pick the range's tokens. (An object: tests make the ranges small.)
+ * 64 bytes took 0.4 s to copy out whole on a loaded machine. A range is a 16th of the dictionary when that is more
+ * (each copy walks the field's whole hash table to pick the range's tokens). An object: tests make the ranges small.
  */
 export const DICT_RANGE = { bytes: 1 << 20 };
+
 /**
  * A search's part over the active fraction, run in slices (step) and then answered (result): executeQuery over
  * the fraction as it was at the start, with the dictionary scans done by the slices.
@@ -189,8 +190,6 @@ export class ActiveSearch {
   /** Dictionaries copied out for this search, range by range (several leaves often scan the same field). */
   private readonly dicts = new Map<string, Dict | null>();
   private readonly deadline: number;
-  /** Slices run (step calls that did some work). */
-  slices = 0;
 
   constructor(
     frac: ActiveFraction,
@@ -238,7 +237,6 @@ export class ActiveSearch {
    * search's deadline every scan left is marked so (evaluate() then stops the search as it would have).
    */
   step(until: number): boolean {
-    this.slices++;
     for (;;) {
       const s = this.scans[this.next];
       if (!s) return true;
