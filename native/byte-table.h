@@ -68,6 +68,18 @@ class ByteTable {
       if (s.value != kMissing) f(arena_.data() + s.off, s.len, s.value);
   }
 
+  // Calls f(bytes, length, value) for every key whose bytes start at arena offset [from, to), in slot order. A key's
+  // offset never changes (keys are appended to the arena, never moved within it or removed), so a reader can take a
+  // table a range at a time while keys are added between the ranges (they start at ArenaBytes() or later).
+  template <typename F>
+  void ForEachIn(size_t from, size_t to, F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.value != kMissing && s.off >= from && s.off < to) f(arena_.data() + s.off, s.len, s.value);
+  }
+
+  // Bytes of the keys added so far: the next key's arena offset.
+  size_t ArenaBytes() const { return arena_.size(); }
+
   size_t Count() const { return count_; }
 
   size_t Bytes() const { return slots_.size() * sizeof(Slot) + arena_.capacity(); }

@@ -142,25 +142,33 @@ Napi::Value DocIndexerFind(const Napi::CallbackInfo& info) {
 Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DocIndexer* ix = info.Length() >= 2 ? UnwrapLive(info[0]) : nullptr;
-  if (!ix || !info[1].IsNumber()) {
-    Napi::TypeError::New(env, "docIndexerFieldTokens(handle, field)").ThrowAsJavaScriptException();
+  const bool ranged = info.Length() >= 4;
+  if (!ix || !info[1].IsNumber() || (ranged && (!info[2].IsNumber() || !info[3].IsNumber()))) {
+    Napi::TypeError::New(env, "docIndexerFieldTokens(handle, field[, from, to])").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   const ByteTable* table = ix->Tokens(info[1].As<Napi::Number>().Uint32Value());
   std::vector<uint32_t> lens, ids;
   std::string bytes;
   bool ascii = true;
-  if (table) {
+  auto take = [&](const char* p, uint32_t n, int32_t v) {
+    for (uint32_t i = 0; i < n && ascii; i++) ascii = static_cast<uint8_t>(p[i]) < 0x80;
+    bytes.append(p, n);
+    lens.push_back(n);
+    ids.push_back(static_cast<uint32_t>(v));
+  };
+  if (table && ranged) {
+    // The keys whose bytes start in arena bytes [from, to): a search takes a large dictionary a range at a time.
+    const double from = info[2].As<Napi::Number>().DoubleValue();
+    const double to = info[3].As<Napi::Number>().DoubleValue();
+    table->ForEachIn(from < 0 ? 0 : static_cast<size_t>(from), to < 0 ? 0 : static_cast<size_t>(to), take);
+  } else if (table) {
     lens.reserve(table->Count());
     ids.reserve(table->Count());
-    table->ForEach([&](const char* p, uint32_t n, int32_t v) {
-      for (uint32_t i = 0; i < n && ascii; i++) ascii = static_cast<uint8_t>(p[i]) < 0x80;
-      bytes.append(p, n);
-      lens.push_back(n);
-      ids.push_back(static_cast<uint32_t>(v));
-    });
+    table->ForEach(take);
   }
   Napi::Object out = Napi::Object::New(env);
+  out.Set("end", Napi::Number::New(env, table ? static_cast<double>(table->ArenaBytes()) : 0.0));
   if (ascii) {
     napi_value s;
     napi_create_string_latin1(env, bytes.data(), bytes.size(), &s);

@@ -11,7 +11,8 @@ Napi::Value DocIndexerIndex(const Napi::CallbackInfo& info);
 Napi::Value DocIndexerLearnField(const Napi::CallbackInfo& info);
 Napi::Value DocIndexerLearnToken(const Napi::CallbackInfo& info);
 // docIndexerFind(handle, field, text) -> token id or -1;
-// docIndexerFieldTokens(handle, field) -> {text (all ASCII) or units (UTF-16 code units), lens, ids}
+// docIndexerFieldTokens(handle, field[, from, to]) -> {text (all ASCII) or units (UTF-16 code units), lens, ids, end}:
+// every token of the field, or those whose bytes start at [from, to) of its arena; end: the arena's bytes so far
 Napi::Value DocIndexerFind(const Napi::CallbackInfo& info);
 Napi::Value DocIndexerFieldTokens(const Napi::CallbackInfo& info);
 // docIndexerSortedField(handle, field) -> {ids, lens, bytes, wide}: the field's tokens sorted (see dict-sort.h)

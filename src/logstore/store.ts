@@ -134,6 +134,7 @@ export class Store {
       },
       {
         run: (i, q, name) => this.onShardThread(i, q, name),
+        more: (i, id) => this.onShardThread(i, { more: id }, 'queryActiveMore'),
         unpin: (i, pin) => this.pools[i]!.run({ pin }, { name: 'unpin' }),
       },
     );
@@ -243,7 +244,11 @@ export class Store {
   }
 
   /** A task on shard i's thread, counted as pending so that writes without a routed shard go to a thread not searching. */
-  private async onShardThread<T>(i: number, q: ShardQuery, name: 'query' | 'queryActive'): Promise<T> {
+  private async onShardThread<T>(
+    i: number,
+    q: ShardQuery | { more: number },
+    name: 'query' | 'queryActive' | 'queryActiveMore',
+  ): Promise<T> {
     this.pending[i]!++;
     try {
       return (await this.pools[i]!.run(q, { name })) as T;

@@ -30,6 +30,12 @@ export interface DocIndexer {
   find(field: number, text: string): number;
   /** Every token of a field with its id. */
   fieldTokens(field: number): FieldTokens;
+  /**
+   * The tokens of a field whose place is in [from, to), and the end of the places so far: a token's place never
+   * changes and tokens added later come at `end` or after, so a reader can take a large dictionary a range at a time
+   * while tokens are added in between (the addon's places are bytes of the field's key arena, this one's are counts).
+   */
+  fieldTokensIn(field: number, from: number, to: number): { tokens: FieldTokens; end: number };
   /** A field's tokens sorted as JavaScript sorts strings, for the seal. */
   sortedField(field: number): SortedField;
   /** Frees the dictionary now (its fraction is sealed); only `bytes` may be read after. */
@@ -96,6 +102,23 @@ export class DocIndexerTs implements DocIndexer {
       ids[i++] = t;
     }
     return { text: [...m.keys()].join(''), lens, ids };
+  }
+
+  fieldTokensIn(field: number, from: number, to: number): { tokens: FieldTokens; end: number } {
+    this.live();
+    const m = this.tokens[field] ?? new Map<string, number>();
+    const texts: string[] = [];
+    const lens: number[] = [];
+    const ids: number[] = [];
+    let i = 0;
+    for (const [tok, t] of m) {
+      if (i >= to) break;
+      if (i++ < from) continue;
+      texts.push(tok);
+      lens.push(tok.length);
+      ids.push(t);
+    }
+    return { tokens: { text: texts.join(''), lens: Uint32Array.from(lens), ids: Uint32Array.from(ids) }, end: m.size };
   }
 
   sortedField(field: number): SortedField {
@@ -275,7 +298,12 @@ interface NativeDocIndexerFns {
   docIndexerLearnField(h: unknown, name: string): number;
   docIndexerLearnToken(h: unknown, field: number, text: string): number;
   docIndexerFind(h: unknown, field: number, text: string): number;
-  docIndexerFieldTokens(h: unknown, field: number): { text?: string; units?: Uint16Array; lens: Uint32Array; ids: Uint32Array };
+  docIndexerFieldTokens(
+    h: unknown,
+    field: number,
+    from?: number,
+    to?: number,
+  ): { text?: string; units?: Uint16Array; lens: Uint32Array; ids: Uint32Array; end: number };
   docIndexerSortedField(h: unknown, field: number): SortedField;
   docIndexerRelease(h: unknown): void;
   docIndexerBytes(h: unknown): number;
@@ -309,6 +337,12 @@ class NativeDocIndexer implements DocIndexer {
     const { text, units, lens, ids } = this.addon.docIndexerFieldTokens(this.h, field);
     // Code units (not all ASCII) are decoded here: Buffer's UTF-16LE keeps lone surrogates.
     return { text: text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le'), lens, ids };
+  }
+
+  fieldTokensIn(field: number, from: number, to: number): { tokens: FieldTokens; end: number } {
+    const { text, units, lens, ids, end } = this.addon.docIndexerFieldTokens(this.h, field, from, to);
+    const t = text ?? Buffer.from(units!.buffer, units!.byteOffset, units!.byteLength).toString('utf16le');
+    return { tokens: { text: t, lens, ids }, end };
   }
 
   sortedField(field: number): SortedField {

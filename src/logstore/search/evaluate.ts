@@ -5,9 +5,10 @@ import { EXISTS_FIELD } from '../mapping.js';
 import type { Plan } from '../query/plan.js';
 import { compileGlob, globMatches } from '../query/glob.js';
 import type { FractionView } from '../storage/fraction-view.js';
-import { type Deadline, NO_DEADLINE } from './deadline.js';
+import { type Deadline, NO_DEADLINE, SearchTimedOut } from './deadline.js';
 
-function union(lists: Uint32Array[], universe: number): Uint32Array {
+/** The ids in any of `lists` (each ascending), ascending; `universe` is the fraction's document count. */
+export function union(lists: Uint32Array[], universe: number): Uint32Array {
   if (lists.length === 0) return new Uint32Array(0);
   if (lists.length === 1) return lists[0]!;
   let total = 0;
@@ -34,6 +35,39 @@ function rangeAccept(p: Extract<Plan, { op: 'range' }>): (tok: string) => boolea
   return (tok) =>
     (p.lo === null || (p.loIncl ? tok >= p.lo : tok > p.lo)) &&
     (p.hi === null || (p.hiIncl ? tok <= p.hi : tok < p.hi));
+}
+
+/** A plan leaf that scans dictionaries: what a scan of its fields accepts, and the narrowing of sealed scans. */
+export type ScanLeaf = Extract<Plan, { op: 'pattern' | 'anyField' | 'range' }>;
+
+export function isScanLeaf(p: Plan): p is ScanLeaf {
+  return p.op === 'pattern' || p.op === 'anyField' || p.op === 'range';
+}
+
+/**
+ * The dictionary scan of a leaf over `view`: the fields it reads (every field but `_exists_` for anyField), which
+ * tokens it accepts, and the prefix / upper bound a sorted dictionary may narrow the scan to.
+ */
+export function scanOf(
+  plan: ScanLeaf,
+  view: FractionView,
+): { fields: string[]; accept: (token: string) => boolean; prefix?: string; upTo?: string } {
+  switch (plan.op) {
+    case 'pattern': {
+      const glob = compileGlob(plan.segments);
+      return { fields: [plan.field], accept: (t) => globMatches(glob, t), prefix: plan.segments[0] || undefined };
+    }
+    case 'anyField': {
+      const glob = compileGlob(plan.segments);
+      return { fields: view.fields().filter((f) => f !== EXISTS_FIELD), accept: (t) => globMatches(glob, t) };
+    }
+    case 'range': {
+      const accept = rangeAccept(plan);
+      return plan.numeric || plan.lo === null
+        ? { fields: [plan.field], accept }
+        : { fields: [plan.field], accept, prefix: plan.lo, upTo: plan.hi ?? '\uffff' };
+    }
+  }
 }
 
 /** The ids a query may match: a list, or the id range [lo, hi) of a time-ordered fraction (never built). */
@@ -73,26 +107,18 @@ export function evaluate(
       return new Uint32Array(0);
     case 'token':
       return within(view.postings(plan.field, plan.token), universe, view);
-    case 'pattern': {
-      const glob = compileGlob(plan.segments);
-      const prefix = plan.segments[0] || undefined;
-      const lists = view.postingsWhere(plan.field, (t) => (deadline.tick(), globMatches(glob, t)), prefix);
-      return within(union(lists, view.docCount), universe, view);
-    }
-    case 'anyField': {
-      const glob = compileGlob(plan.segments);
-      const accept = (t: string) => (deadline.tick(), globMatches(glob, t));
-      const lists: Uint32Array[] = [];
-      for (const field of view.fields()) if (field !== EXISTS_FIELD) lists.push(...view.postingsWhere(field, accept));
-      return within(union(lists, view.docCount), universe, view);
-    }
+    case 'pattern':
+    case 'anyField':
     case 'range': {
-      const inRange = rangeAccept(plan);
-      const accept = (t: string) => (deadline.tick(), inRange(t));
-      const lists =
-        plan.numeric || plan.lo === null
-          ? view.postingsWhere(plan.field, accept)
-          : view.postingsWhere(plan.field, accept, plan.lo, plan.hi ?? '\uffff');
+      // Scanned already (the active fraction's scans run in slices: storage/active-search.ts); null: past the deadline.
+      const done = view.scanned?.(plan);
+      if (done === null) throw new SearchTimedOut();
+      if (done) return within(done, universe, view);
+      const scan = scanOf(plan, view);
+      const accept = (t: string) => (deadline.tick(), scan.accept(t));
+      const lists: Uint32Array[] = [];
+      for (const field of scan.fields)
+        for (const l of view.postingsWhere(field, accept, scan.prefix, scan.upTo)) lists.push(l);
       return within(union(lists, view.docCount), universe, view);
     }
     case 'and': {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { SealedFraction } from '../storage/sealed-fraction.js';
 import { SealedReader } from '../storage/sealed-reader.js';
 import { ShardStateReader } from '../storage/shard-state.js';
-import type { ActiveStep } from '../storage/shard.js';
+import type { ActiveAnswer, ActiveStep } from '../storage/shard.js';
 import type { SealedAnswer, SealedTask, SearchWorkerData } from '../storage/search-worker.js';
 import { type ShardQuery, type ShardQueryResult, executeQuery } from './execute.js';
 
@@ -62,6 +62,8 @@ export function readSealed(
 export interface ShardThreads {
   /** Runs a search task on shard i's thread, counted as pending so that writes go to a thread not searching. */
   run<T>(i: number, q: ShardQuery, name: 'query' | 'queryActive'): Promise<T>;
+  /** Runs the next slice of a search's active part on shard i's thread (Shard.queryActiveMore), counted as run(). */
+  more(i: number, id: number): Promise<ActiveAnswer>;
   /** Gives the fractions a search pinned (ActiveStep.sealed.pin) back to shard i's thread. */
   unpin(i: number, pin: number): Promise<unknown>;
 }
@@ -115,7 +117,10 @@ export class ReadPlan {
   async shard(i: number, q: ShardQuery): Promise<ShardQueryResult> {
     const here = readSealed([this.sealedReaders[i]!], q, this.log, [i]);
     if (here) return here;
-    const step = await this.threads.run<ActiveStep>(i, q, 'queryActive');
+    let next = await this.threads.run<ActiveAnswer>(i, q, 'queryActive');
+    // The active part in slices, each queued behind the writes that came during the last (shard-queue.ts).
+    while ('more' in next) next = await this.threads.more(i, next.more);
+    const step: ActiveStep = next;
     if (!step.sealed) return step.result;
     const { pin, names } = step.sealed;
     let answer: SealedAnswer;

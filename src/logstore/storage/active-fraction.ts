@@ -299,7 +299,7 @@ export class ActiveFraction implements FractionView {
 }
 
 /** First index whose time is >= t (or > t when `after`), in a non-decreasing array. */
-function firstAtLeast(times: ArrayLike<number>, t: number, after: boolean): number {
+export function firstAtLeast(times: ArrayLike<number>, t: number, after: boolean): number {
   let lo = 0;
   let hi = times.length;
   while (lo < hi) {

@@ -6,7 +6,7 @@ import { EXISTS_FIELD, mappedTypes, type FieldType, type MappingSpec } from '../
 import { keywordToken, pathTokens, textTokens } from '../tokenize.js';
 import { docIndexer } from '../../native/index.js';
 import type { DocBatch, DocIndexer } from '../../native/doc-indexer.js';
-import type { SortedField } from './sort-tokens.js';
+import type { FieldTokens, SortedField } from './sort-tokens.js';
 import { type Column, MISSING } from './fraction-view.js';
 import { U32List, grownFilled, grownTable } from './growable.js';
 import { type Segment, invertInOrder, invertRange } from './invert.js';
@@ -298,8 +298,17 @@ export class ActiveIndex {
     return invertInOrder(this.entries.data, this.docEnd.data, this.tokCount, order);
   }
 
-  private listOf(t: number): Uint32Array {
-    const segs = this.refresh();
+  /**
+   * The posting lists as of now, for a search that reads them over several slices (storage/active-search.ts):
+   * segments are never changed once made, so these keep giving the lists of the documents indexed now, whatever
+   * comes after (later documents go to segments added after them, or to a new whole inversion).
+   */
+  segmentsNow(): Segment[] {
+    return [...this.refresh()];
+  }
+
+  /** Token t's list over `segs` (segmentsNow()), or over every document now. */
+  listOf(t: number, segs: Segment[] = this.refresh()): Uint32Array {
     if (segs.length === 1) {
       const s = segs[0]!;
       return t < s.tokens ? s.data.slice(s.start[t]!, s.start[t + 1]!) : new Uint32Array(0);
@@ -316,22 +325,42 @@ export class ActiveIndex {
     return out;
   }
 
-  postings(field: string, token: string): Uint32Array {
+  postings(field: string, token: string, segs?: Segment[]): Uint32Array {
     const fs = this.fieldStates.get(field);
     const t = fs ? this.indexer.find(fs.idx, token) : -1;
-    return t < 0 ? new Uint32Array(0) : this.listOf(t);
+    return t < 0 ? new Uint32Array(0) : this.listOf(t, segs);
   }
 
-  postingsWhere(field: string, accept: (token: string) => boolean): Uint32Array[] {
+  postingsWhere(field: string, accept: (token: string) => boolean, segs?: Segment[]): Uint32Array[] {
     const out: Uint32Array[] = [];
     const { tokens, ids } = this.tokenTexts(field);
-    for (let i = 0; i < tokens.length; i++) if (accept(tokens[i]!)) out.push(this.listOf(ids[i]!));
+    for (let i = 0; i < tokens.length; i++) if (accept(tokens[i]!)) out.push(this.listOf(ids[i]!, segs));
     return out;
   }
 
-  tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] } {
+  tokenLists(field: string, segs?: Segment[]): { tokens: string[]; lists: Uint32Array[] } {
     const { tokens, ids } = this.tokenTexts(field);
-    return { tokens, lists: Array.from(ids, (t) => this.listOf(t)) };
+    return { tokens, lists: Array.from(ids, (t) => this.listOf(t, segs)) };
+  }
+
+  /**
+   * A field's dictionary as the document indexer copies it out (token i is the next lens[i] characters of `text`,
+   * with id ids[i]), or null when it has no token: for a scan that a search runs in slices.
+   */
+  dictionary(field: string): FieldTokens | null {
+    const fs = this.fieldStates.get(field);
+    if (!fs || fs.tokCount === 0) return null;
+    return this.indexer.fieldTokens(fs.idx);
+  }
+
+  /**
+   * Part of a field's dictionary: the tokens whose place is in [from, to), and where places end now (see
+   * DocIndexer.fieldTokensIn); null when the field has no token.
+   */
+  dictionaryIn(field: string, from: number, to: number): { tokens: FieldTokens; end: number } | null {
+    const fs = this.fieldStates.get(field);
+    if (!fs || fs.tokCount === 0) return null;
+    return this.indexer.fieldTokensIn(fs.idx, from, to);
   }
 
   /** A field's tokens as strings, with their ids (in no set order). */

@@ -1,4 +1,5 @@
 // What search and aggregation read from a fraction, active (in memory) or sealed (files).
+import type { Plan } from '../query/plan.js';
 
 export interface Column {
   /** Token of each ordinal. */
@@ -78,4 +79,10 @@ export interface FractionView {
   tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] };
   /** Field names seen in this fraction. */
   fields(): string[];
+  /**
+   * A dictionary-scanning leaf of the plan (pattern, anyField, range) already scanned over this fraction: the union
+   * of its matching lists, null when the deadline passed during the scan, undefined when not scanned (the usual
+   * case: evaluate() scans). The active fraction's scans run in slices beforehand (storage/active-search.ts).
+   */
+  scanned?(leaf: Plan): Uint32Array | null | undefined;
 }

@@ -1,6 +1,7 @@
 // Piscina entry point of one shard's search thread: reads the sealed fractions of a search (immutable files, pinned
 // by the shard thread for as long as the search runs) so that the shard thread, which takes the writes, only reads
-// the active fraction (Shard.queryActive). A search then holds back a write to its shard for its active part only.
+// the active fraction (Shard.queryActive, in slices). A search then holds back a write to its shard for one slice of
+// its active part at most.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { workerData } from 'node:worker_threads';

@@ -2,8 +2,11 @@
 // queued behind one another (each up to search.timeout) never hold a write back; searches still get a turn.
 import type { PiscinaTask, TaskQueue } from 'piscina';
 
-/** Tasks that wait behind the others: searches, and closing (which must come after the searches queued before it). */
-const BACK = new Set(['query', 'queryActive', 'close']);
+/**
+ * Tasks that wait behind the others: searches (and the next slice of one, queued behind the writes that came
+ * during the last: Shard.queryActiveMore), and closing (which must come after the searches queued before it).
+ */
+const BACK = new Set(['query', 'queryActive', 'queryActiveMore', 'close']);
 
 /** Front tasks taken in a row while a search waits, before one search is taken: writes cannot starve searches either. */
 export const FRONT_BURST = 8;

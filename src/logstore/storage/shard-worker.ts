@@ -7,7 +7,7 @@ import { trimMalloc } from '../../native/malloc-tune.js';
 import { LogHub } from '../../shared/logger.js';
 import type { FieldsPipe } from '../query/ast.js';
 import type { ShardQuery } from '../search/execute.js';
-import { type IdAssign, type IngestIds, Shard, type ShardOptions } from './shard.js';
+import { type ActiveAnswer, type IdAssign, type IngestIds, Shard, type ShardOptions } from './shard.js';
 import { ShardStateWriter } from './shard-state.js';
 
 export interface ShardWorkerData extends ShardOptions {
@@ -77,10 +77,22 @@ export function query(task: ShardQuery) {
   return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
 }
 
-/** A search's step here (Shard.queryActive): the active fraction's part, the sealed fractions pinned for a search thread. */
+/** The step's hits' bytes are moved to the HTTP thread; { more } goes as it is. */
+function answer(a: ActiveAnswer) {
+  if ('more' in a) return a;
+  return move({ [transferableSymbol]: [a.result.hits.json.buffer], [valueSymbol]: a } as never);
+}
+
+/**
+ * A search's step here (Shard.queryActive): the active fraction's part, the sealed fractions pinned for a search
+ * thread; or { more: id } when the active part has slices left, each run by queryActiveMore.
+ */
 export function queryActive(task: ShardQuery) {
-  const step = reading(() => shard.queryActive(task));
-  return move({ [transferableSymbol]: [step.result.hits.json.buffer], [valueSymbol]: step } as never);
+  return answer(reading(() => shard.queryActive(task)));
+}
+
+export function queryActiveMore(task: { more: number }) {
+  return answer(reading(() => shard.queryActiveMore(task.more)));
 }
 
 export function unpin(task: { pin: number }) {

@@ -9,6 +9,7 @@ import type { MappingSpec } from '../mapping.js';
 import type { FieldsPipe } from '../query/ast.js';
 import { type ShardHit, type ShardQuery, type ShardQueryResult, executeQuery, fetchByIds } from '../search/execute.js';
 import { ActiveFraction } from './active-fraction.js';
+import { ActiveSearch } from './active-search.js';
 import { Catalog, type FractionRow } from './catalog.js';
 import type { FractionView } from './fraction-view.js';
 import { SealedFraction } from './sealed-fraction.js';
@@ -97,6 +98,15 @@ export interface ActiveStep {
   damaged?: string[];
 }
 
+/** queryActive's answer: the step, or { more } while the active part has slices left (queryActiveMore). */
+export type ActiveAnswer = ActiveStep | { more: number };
+
+/**
+ * Time a slice of a search's active part may take before the writes queued meanwhile get the shard thread (a slice
+ * ends at the first chunk of work past it: a few hundred dictionary tokens, or the last step of the search).
+ */
+export const ACTIVE_SLICE_MS = 10;
+
 /** Wait before a seal that failed for a full disk is tried again (each try writes most of a fraction). */
 const SEAL_RETRY_MS = 10_000;
 
@@ -129,6 +139,12 @@ export class Shard {
   private pinSeq = 0;
   /** Pinned fractions retention dropped: their directories are removed when the last search reading them ends. */
   private readonly doomed = new Set<string>();
+  /** Active parts of searches under way (queryActive / queryActiveMore), by id. */
+  private readonly searches = new Map<number, { search: ActiveSearch; names: string[]; pin: number }>();
+  private searchSeq = 0;
+  /** Active fractions searches read (fraction -> searches), and those of them replaced since (seal, rollback). */
+  private readonly reading = new Map<ActiveFraction, number>();
+  private readonly retired = new Set<ActiveFraction>();
 
   /**
    * `beforeSeal` runs right before a seal (the shard thread collects its garbage there): the seal's own
@@ -556,7 +572,7 @@ export class Shard {
     }
     const started = Date.now();
     const name = this.active.name;
-    this.active.index.release();
+    this.retire(this.active);
     this.active = new ActiveFraction(name, this.opts.mapping, this.ids.shardHex);
     const { records, loss } = this.replayActive();
     if (loss) this.log.error({ fraction: name, ...loss }, 'write-ahead file damaged while a failed batch was undone');
@@ -738,7 +754,7 @@ export class Shard {
     this.wal.close();
     rmSync(this.walFile(frac.name), { force: true });
     this.sealed.set(frac.name, { frac: new SealedFraction(dir), row });
-    frac.index.release();
+    this.retire(frac);
     this.idFractions = null;
     this.seals++;
     this.log.info(
@@ -827,27 +843,105 @@ export class Shard {
    * thread (storage/search-worker.ts; executeQuery takes the active part in its place among them). Both are taken
    * together, so the search sees the shard as it is now: every document once, whatever seals or retention do
    * next. Without a sealed fraction in the range this is the whole answer.
+   *
+   * The active part runs in slices of about `sliceMs` (storage/active-search.ts): when one is not enough this answers
+   * { more: id }, and queryActiveMore(id) runs the next slice; the writes queued meanwhile run between them (the
+   * caller queues the next slice behind them: shard-queue.ts). The part answers as of this call.
    */
-  queryActive(q: ShardQuery): ActiveStep {
+  queryActive(q: ShardQuery, sliceMs = ACTIVE_SLICE_MS): ActiveAnswer {
     const names: string[] = [];
     for (const { row } of this.sealed.values())
       if (row.max_time >= q.from && row.min_time <= q.to) names.push(row.name);
-    if (names.length === 0) return { result: this.query(q) };
     const a = this.active;
     const overlaps = a.docCount > 0 && a.maxTime >= q.from && a.minTime <= q.to;
-    const result = executeQuery(overlaps ? [a] : [], q);
+    if (!overlaps) {
+      if (names.length === 0) return { result: this.query(q) };
+      return this.stepOf(q, executeQuery([], q), names, null);
+    }
+    // The active fraction's part runs in slices (storage/active-search.ts): the sealed fractions are pinned now,
+    // with the documents the part reads, so the search covers the shard as it is now.
+    const id = ++this.searchSeq;
+    const pin = names.length ? this.pin(names) : 0;
+    this.reading.set(a, (this.reading.get(a) ?? 0) + 1);
+    this.searches.set(id, { search: new ActiveSearch(a, q), names, pin });
+    return this.queryActiveMore(id, sliceMs);
+  }
+
+  /** The next slice of search `id` (begun by queryActive): its ActiveStep once done, else { more: id } again. */
+  queryActiveMore(id: number, sliceMs = ACTIVE_SLICE_MS): ActiveAnswer {
+    const job = this.searches.get(id);
+    if (!job) throw new Error(`no search ${id} on this shard (ended, or the shard was closed)`);
+    let result: ShardQueryResult;
+    try {
+      if (!job.search.step(Date.now() + sliceMs)) return { more: id };
+      result = job.search.result();
+    } catch (err) {
+      this.endSearch(id);
+      if (job.pin) this.unpin(job.pin);
+      throw err;
+    }
+    this.endSearch(id);
+    const frac = job.search.view;
+    if (job.names.length === 0) {
+      const damaged = this.setAsideIn(job.search.q.from, job.search.q.to);
+      return { result: damaged.length ? { ...result, damaged } : result };
+    }
+    return this.stepOf(job.search.q, result, job.names, { minTime: frac.minTime, maxTime: frac.maxTime }, job.pin);
+  }
+
+  /** A search over sealed fractions `names`, its active part (with the bounds it read) `result`: its step. */
+  private stepOf(
+    q: ShardQuery,
+    result: ShardQueryResult,
+    names: string[],
+    part: { minTime: number; maxTime: number } | null,
+    pin = 0,
+  ): ActiveStep {
     const damaged = this.setAsideIn(q.from, q.to);
     // Past the deadline already: nothing more is read, as executeQuery stops at the first fraction it cannot start.
-    if (result.timedOut) return { result: damaged.length ? { ...result, damaged } : result };
+    if (result.timedOut) {
+      if (pin) this.unpin(pin);
+      return { result: damaged.length ? { ...result, damaged } : result };
+    }
+    return {
+      result,
+      ...(part ? { part } : {}),
+      sealed: { pin: pin || this.pin(names), names },
+      ...(damaged.length ? { damaged } : {}),
+    };
+  }
+
+  private pin(names: string[]): number {
     const pin = ++this.pinSeq;
     this.pins.set(pin, names);
     for (const n of names) this.pinned.set(n, (this.pinned.get(n) ?? 0) + 1);
-    return {
-      result,
-      ...(overlaps ? { part: { minTime: a.minTime, maxTime: a.maxTime } } : {}),
-      sealed: { pin, names },
-      ...(damaged.length ? { damaged } : {}),
-    };
+    return pin;
+  }
+
+  /** Search `id` no longer reads its active fraction: one a seal or a rollback replaced meanwhile frees its dictionary. */
+  private endSearch(id: number): void {
+    const job = this.searches.get(id);
+    if (!job) return;
+    this.searches.delete(id);
+    const frac = job.search.view.frac;
+    const left = (this.reading.get(frac) ?? 1) - 1;
+    if (left > 0) {
+      this.reading.set(frac, left);
+      return;
+    }
+    this.reading.delete(frac);
+    if (this.retired.delete(frac)) frac.index.release();
+  }
+
+  /** An active fraction replaced (sealed, or rebuilt after a failed write): its dictionary goes once no search reads it. */
+  private retire(frac: ActiveFraction): void {
+    if (this.reading.has(frac)) this.retired.add(frac);
+    else frac.index.release();
+  }
+
+  /** Searches whose active part is under way (begun by queryActive, not yet answered). */
+  get activeSearches(): number {
+    return this.searches.size;
   }
 
   /** The search of `pin` is over: its fractions may go (those retention dropped meanwhile go now). */
@@ -921,6 +1015,11 @@ export class Shard {
 
   /** Seals the active fraction (a clean shutdown leaves nothing to replay) and closes every file. */
   close(sealActive = true): void {
+    // Searches left unfinished (their callers are gone with the thread): their fractions go.
+    for (const [id, job] of [...this.searches]) {
+      this.endSearch(id);
+      if (job.pin) this.unpin(job.pin);
+    }
     if (sealActive && this.active.docCount > 0)
       try {
         this.seal();

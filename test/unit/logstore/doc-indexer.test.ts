@@ -304,6 +304,42 @@ describe('document indexer', () => {
     ['native', native],
     ['twin', docIndexerTs],
   ] as const)(
+    'fieldTokensIn gives a dictionary back range by range, tokens added between ranges after its end (%s)',
+    (_n, make) => {
+      const ix = make!(autoMapping());
+      const field = ix.learnField('k');
+      const words = Array.from({ length: 500 }, (_, i) =>
+        i % 7 === 0 ? `caf\u00e9${i}` : `w${i}`.repeat(1 + (i % 3)),
+      );
+      const ids = words.map((w) => ix.learnToken(field, w));
+      const { end } = ix.fieldTokensIn(field, 0, 0);
+      expect(ix.fieldTokensIn(field, 0, 0).tokens.lens).toHaveLength(0);
+      const back = new Map<number, string>();
+      const read = (from: number, to: number) => {
+        const { text, lens, ids: got } = ix.fieldTokensIn(field, from, to).tokens;
+        let at = 0;
+        lens.forEach((l, i) => {
+          expect(back.has(got[i]!)).toBe(false);
+          back.set(got[i]!, text.slice(at, at + l));
+          at += l;
+        });
+        expect(at).toBe(text.length);
+      };
+      const step = Math.ceil(end / 9);
+      for (let from = 0; from < end; from += step) {
+        read(from, Math.min(end, from + step));
+        // Added while the ranges are read: at the end or after, so in none of them.
+        ix.learnToken(field, `late${from}`);
+      }
+      expect(back).toEqual(new Map(ids.map((t, i) => [t, words[i]!])));
+      expect(ix.fieldTokensIn(field, 0, 0).end).toBeGreaterThan(end);
+    },
+  );
+
+  it.each([
+    ['native', native],
+    ['twin', docIndexerTs],
+  ] as const)(
     'is the only dictionary: find and fieldTokens give every token back exactly, lone surrogates too (%s)',
     (_n, make) => {
       const ix = make!(autoMapping());
