@@ -331,26 +331,129 @@ const Fn = { Min: 0, Max: 1, Sum: 2, All: 3 } as const;
 type Fn = (typeof Fn)[keyof typeof Fn];
 
 /**
- * Numeric functions over each document's number (NaN: none): min and max keep only their bound, sum and avg their
- * sum, quantile everything. Ungrouped min and max over a numeric column take a whole block matched from its bounds.
+ * Per block of a numeric column and value of a keyword group (one group when ungrouped): what the block's documents
+ * add to each slot, for a block matched whole. Made from the two columns in one pass the first time a sealed
+ * fraction is aggregated so, and kept with the column (at most two groupings per column).
  */
-function numberSlots(p: Place, vals: Float64Array | undefined, fn: Fn, col: NumericColumn | null, sl: Slots) {
+interface GroupBlocks {
+  blockDocs: number;
+  groups: number;
+  /** [b * groups + g] */
+  count: Float64Array;
+  notExists: Float64Array;
+  min: Float64Array;
+  max: Float64Array;
+  /** Null when a sum in another order could round differently (a value not an integer, or |sum| reaching 2^53). */
+  sum: Float64Array | null;
+  /** [b]: documents without a group value. */
+  noGroup: Float64Array;
+}
+
+/** Groups past which no per-block summary is made (it costs blocks x groups). */
+const BLOCK_GROUPS_MAX = 256;
+const groupBlocksCache = new WeakMap<NumericColumn, Map<Column | null, GroupBlocks>>();
+
+function groupBlocks(col: NumericColumn, groupCol: Column | null, grouped: boolean): GroupBlocks | null {
+  if (grouped && (!groupCol || groupCol.tokens.length > BLOCK_GROUPS_MAX)) return null;
+  let byGroup = groupBlocksCache.get(col);
+  if (!byGroup) groupBlocksCache.set(col, (byGroup = new Map()));
+  const key = grouped ? groupCol : null;
+  const hit = byGroup.get(key);
+  if (hit) return hit;
+  const gb = summarize(col, grouped ? groupCol!.ords : null, grouped ? groupCol!.tokens.length : 1);
+  if (byGroup.size >= 2) byGroup.delete(byGroup.keys().next().value!);
+  byGroup.set(key, gb);
+  return gb;
+}
+
+function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, groups: number): GroupBlocks {
+  const vals = col.values;
+  const n = vals.length;
+  const bd = col.blockDocs;
+  const blocks = Math.ceil(n / bd);
+  const size = blocks * groups;
+  const gb: GroupBlocks = {
+    blockDocs: bd,
+    groups,
+    count: new Float64Array(size),
+    notExists: new Float64Array(size),
+    min: new Float64Array(size).fill(Infinity),
+    max: new Float64Array(size).fill(-Infinity),
+    sum: new Float64Array(size),
+    noGroup: new Float64Array(blocks),
+  };
+  const { count, notExists, min, max, sum, noGroup } = gb;
+  let exact = true;
+  let abs = 0;
+  for (let d = 0; d < n; d++) {
+    const b = (d / bd) | 0;
+    const g = gOrds ? gOrds[d]! : 0;
+    if (g === MISSING) {
+      noGroup[b]++;
+      continue;
+    }
+    const v = vals[d]!;
+    const s = b * groups + g;
+    if (v !== v) {
+      notExists[s]++;
+      continue;
+    }
+    count[s]++;
+    sum![s] += v;
+    if (v < min[s]!) min[s] = v;
+    if (v > max[s]!) max[s] = v;
+    if (exact && !Number.isInteger(v)) exact = false;
+    abs += Math.abs(v);
+  }
+  if (!exact || !(abs < 2 ** 53)) gb.sum = null;
+  return gb;
+}
+
+/**
+ * Numeric functions over each document's number (NaN: none): min and max keep only their bound, sum and avg their
+ * sum, quantile everything. A block matched whole takes its bounds from the column (ungrouped min and max) or its
+ * per-group summary (`gb`) at once.
+ */
+function numberSlots(
+  p: Place,
+  vals: Float64Array | undefined,
+  fn: Fn,
+  col: NumericColumn | null,
+  gb: GroupBlocks | null,
+  sl: Slots,
+) {
   const { matches, lo } = p;
   const n = matches.length;
   const { count, sum, min, max, notExists, quantiles } = sl;
-  const bd = col ? col.blockDocs : 0;
+  const bd = col ? col.blockDocs : gb ? gb.blockDocs : 0;
   let noGroup = 0;
   let i = 0;
   while (i < n) {
     const local = lo >= 0 ? lo + i : matches[i]!;
-    if (col && wholeBlock(p, i, local, bd)) {
+    if (bd > 0 && wholeBlock(p, i, local, bd)) {
       const b = local / bd;
-      const k = col.present[b]!;
-      notExists[0] += bd - k;
-      if (k > 0) {
-        count[0] += k;
-        if (col.min[b]! < min[0]!) min[0] = col.min[b]!;
-        if (col.max[b]! > max[0]!) max[0] = col.max[b]!;
+      if (col) {
+        const k = col.present[b]!;
+        notExists[0] += bd - k;
+        if (k > 0) {
+          count[0] += k;
+          if (col.min[b]! < min[0]!) min[0] = col.min[b]!;
+          if (col.max[b]! > max[0]!) max[0] = col.max[b]!;
+        }
+      } else {
+        const G = gb!.groups;
+        noGroup += gb!.noGroup[b]!;
+        for (let g = 0, s0 = b * G; g < G; g++) {
+          const c = gb!.count[s0 + g]!;
+          notExists[g] += gb!.notExists[s0 + g]!;
+          if (c === 0) continue;
+          count[g] += c;
+          if (fn === Fn.Min) {
+            if (gb!.min[s0 + g]! < min[g]!) min[g] = gb!.min[s0 + g]!;
+          } else if (fn === Fn.Max) {
+            if (gb!.max[s0 + g]! > max[g]!) max[g] = gb!.max[s0 + g]!;
+          } else sum[g] += gb!.sum![s0 + g]!;
+        }
       }
       i += bd;
       continue;
@@ -436,8 +539,13 @@ function aggregateColumns(
     countSlots(place, fieldCol?.ords, same, blocks, sl);
   } else {
     const fn = spec.func === 'min' ? Fn.Min : spec.func === 'max' ? Fn.Max : spec.func === 'quantile' ? Fn.All : Fn.Sum;
-    const col = !grouped && !interval && (fn === Fn.Min || fn === Fn.Max) ? (numeric?.col ?? null) : null;
-    numberSlots(place, numeric?.values, fn, col, sl);
+    const minMax = fn === Fn.Min || fn === Fn.Max;
+    const ncol = !interval && fn !== Fn.All ? (numeric?.col ?? null) : null;
+    // Ungrouped min and max read the column's own block bounds; grouped ones, and sums, a per-group summary.
+    const col = !grouped && minMax ? ncol : null;
+    let gb = ncol && !col ? groupBlocks(ncol, groupCol, grouped) : null;
+    if (gb && !minMax && !gb.sum) gb = null;
+    numberSlots(place, numeric?.values, fn, col, gb, sl);
   }
   partial.noGroup += sl.noGroup;
   const from: AggPartial = { buckets: new Map(), noGroup: 0 };

@@ -44,41 +44,83 @@ function packedBytes(count: number, width: number): number {
   return 4 * Math.ceil((count * width) / 32);
 }
 
-/** Packs `count` unsigned values below 2^width (from `get`) into little-endian 32-bit words at out[at ..). */
-function pack(out: Buffer, at: number, count: number, width: number, get: (k: number) => number): number {
+/** Packs values[0 .. count) (each below 2^width) into little-endian 32-bit words at out[at ..); returns the end. */
+function pack(out: Buffer, at: number, values: Uint32Array, count: number, width: number): number {
   const words = packedBytes(count, width) >>> 2;
   const tmp = new Uint32Array(words);
   let bit = 0;
   for (let k = 0; k < count; k++) {
-    const v = get(k) >>> 0;
+    const v = values[k]!;
     const w = bit >>> 5;
     const s = bit & 31;
     tmp[w] |= v << s;
     if (s + width > 32) tmp[w + 1] |= v >>> (32 - s);
     bit += width;
   }
-  for (let w = 0; w < words; w++) out.writeUInt32LE(tmp[w]!, at + 4 * w);
+  Buffer.from(tmp.buffer, 0, 4 * words).copy(out, at);
   return at + 4 * words;
 }
 
-/** The values of one block's documents that have one, and the block's encoding. */
-function encodeBlock(vals: Float64Array): { body: Buffer; present: number; min: number; max: number; kind: number } {
-  const n = vals.length;
-  const present: number[] = [];
+/** Scratch of one block: its values with a number, their codes (offsets or dictionary indices). */
+const vals = new Float64Array(BLOCK_DOCS);
+const codes = new Uint32Array(BLOCK_DOCS);
+/** Integer ranges below this find their dictionary index in a table (index + 1, 0: not seen), reset after use. */
+const TABLE = 1 << 16;
+const table = new Int32Array(TABLE);
+
+/**
+ * The distinct values of vals[0 .. p) in first-seen order when there are at most DICT_MAX, with each value's index
+ * in codes; else null. Integers of a narrow range look their index up in a table, others in a Map.
+ */
+function dictionary(p: number, ints: boolean, min: number, max: number): Float64Array | null {
+  const dict = new Float64Array(DICT_MAX);
+  let size = 0;
+  if (ints && max - min < TABLE) {
+    let k = 0;
+    for (; k < p; k++) {
+      const at = vals[k]! - min;
+      let i = table[at]!;
+      if (i === 0) {
+        if (size === DICT_MAX) break;
+        dict[size] = vals[k]!;
+        i = table[at] = ++size;
+      }
+      codes[k] = i - 1;
+    }
+    for (let j = 0; j < size; j++) table[dict[j]! - min] = 0;
+    return k === p ? dict.subarray(0, size) : null;
+  }
+  const seen = new Map<number, number>();
+  for (let k = 0; k < p; k++) {
+    const v = vals[k]!;
+    let i = seen.get(v);
+    if (i === undefined) {
+      if (size === DICT_MAX) return null;
+      dict[size] = v;
+      seen.set(v, (i = size++));
+    }
+    codes[k] = i;
+  }
+  return dict.subarray(0, size);
+}
+
+/** One block's bytes (see the file comment), with its count of values, bounds and encoding. */
+function encodeBlock(block: Float64Array): { body: Buffer; present: number; min: number; max: number; kind: number } {
+  const n = block.length;
+  let p = 0;
   let min = Infinity;
   let max = -Infinity;
   let ints = true;
   let negZero = false;
   for (let d = 0; d < n; d++) {
-    const v = vals[d]!;
+    const v = block[d]!;
     if (v !== v) continue;
-    present.push(v);
+    vals[p++] = v;
     if (v < min) min = v;
     if (v > max) max = v;
-    if (!Number.isInteger(v)) ints = false;
-    else if (v === 0 && 1 / v < 0) negZero = true;
+    if (ints && !Number.isInteger(v)) ints = false;
+    if (v === 0 && 1 / v < 0) negZero = true;
   }
-  const p = present.length;
   const all = p === n;
   const head = 2 + (all ? 0 : Math.ceil(n / 8));
   if (p === 0) {
@@ -86,22 +128,14 @@ function encodeBlock(vals: Float64Array): { body: Buffer; present: number; min: 
     body[0] = NumEncoding.None;
     return { body, present: 0, min: NaN, max: NaN, kind: NumEncoding.None };
   }
-  // -0 keeps its sign only in plain f64 (a Map and integer offsets take it for 0).
+  // -0 keeps its sign only in plain f64 (integer offsets and a dictionary of equal values take it for 0).
   const forOk = ints && !negZero && max - min < 2 ** 32;
   const forWidth = forOk ? widthOf(max - min) : 0;
   const forSize = forOk ? 9 + packedBytes(p, forWidth) : Infinity;
-  let dict: Map<number, number> | null = negZero ? null : new Map();
-  if (dict) {
-    for (const v of present) {
-      if (!dict.has(v)) dict.set(v, dict.size);
-      if (dict.size > DICT_MAX) {
-        dict = null;
-        break;
-      }
-    }
-  }
-  const dictWidth = dict ? widthOf(dict.size - 1) : 0;
-  const dictSize = dict ? 3 + 8 * dict.size + packedBytes(p, dictWidth) : Infinity;
+  // A dictionary is smaller only with an index narrower than the offsets (or no frame of reference at all).
+  const dict = !negZero && (!forOk || forWidth > 2) ? dictionary(p, ints, min, max) : null;
+  const dictWidth = dict ? widthOf(dict.length - 1) : 0;
+  const dictSize = dict ? 3 + 8 * dict.length + packedBytes(p, dictWidth) : Infinity;
   const plainSize = 8 * p;
   const kind =
     forSize <= dictSize && forSize <= plainSize
@@ -113,26 +147,22 @@ function encodeBlock(vals: Float64Array): { body: Buffer; present: number; min: 
   const body = Buffer.alloc(head + size);
   body[0] = kind;
   body[1] = all ? 1 : 0;
-  if (!all) for (let d = 0; d < n; d++) if (vals[d] === vals[d]) body[2 + (d >>> 3)] |= 1 << (d & 7);
+  if (!all) for (let d = 0; d < n; d++) if (block[d] === block[d]) body[2 + (d >>> 3)] |= 1 << (d & 7);
   let at = head;
   if (kind === NumEncoding.FrameOfReference) {
     body.writeDoubleLE(min, at);
     body[at + 8] = forWidth;
-    pack(body, at + 9, p, forWidth, (k) => present[k]! - min);
+    for (let k = 0; k < p; k++) codes[k] = vals[k]! - min;
+    pack(body, at + 9, codes, p, forWidth);
   } else if (kind === NumEncoding.Dictionary) {
-    body.writeUInt16LE(dict!.size, at);
+    body.writeUInt16LE(dict!.length, at);
     at += 2;
-    for (const v of dict!.keys()) {
-      body.writeDoubleLE(v, at);
-      at += 8;
-    }
+    for (let i = 0; i < dict!.length; i++) body.writeDoubleLE(dict![i]!, at + 8 * i);
+    at += 8 * dict!.length;
     body[at] = dictWidth;
-    pack(body, at + 1, p, dictWidth, (k) => dict!.get(present[k]!)!);
+    pack(body, at + 1, codes, p, dictWidth);
   } else {
-    for (const v of present) {
-      body.writeDoubleLE(v, at);
-      at += 8;
-    }
+    for (let k = 0; k < p; k++) body.writeDoubleLE(vals[k]!, at + 8 * k);
   }
   return { body, present: p, min, max, kind };
 }
@@ -162,12 +192,16 @@ export function encodeNumericColumn(values: Float64Array, kinds?: number[]): Buf
   return Buffer.concat(bodies, off);
 }
 
-/** Unpacks `count` values of `width` bits at buf[at ..) through `put`. */
-function unpack(buf: Buffer, at: number, count: number, width: number, put: (k: number, v: number) => void): void {
+/** Unpacks `count` values of `width` bits at buf[at ..) into out[0 .. count). */
+function unpack(buf: Buffer, at: number, count: number, width: number, out: Uint32Array): void {
   const words = packedBytes(count, width) >>> 2;
   if (at + 4 * words > buf.length) throw new Error('packed values past the end');
+  if (width === 0) {
+    out.fill(0, 0, count);
+    return;
+  }
   const w32 = new Uint32Array(words + 1);
-  for (let w = 0; w < words; w++) w32[w] = buf.readUInt32LE(at + 4 * w);
+  new Uint8Array(w32.buffer, 0, 4 * words).set(buf.subarray(at, at + 4 * words));
   const mask = width === 32 ? 0xffffffff : (1 << width) - 1;
   let bit = 0;
   for (let k = 0; k < count; k++) {
@@ -175,7 +209,7 @@ function unpack(buf: Buffer, at: number, count: number, width: number, put: (k: 
     const s = bit & 31;
     let v = w32[w]! >>> s;
     if (s + width > 32) v |= w32[w + 1]! << (32 - s);
-    put(k, width === 0 ? 0 : (v & mask) >>> 0);
+    out[k] = v & mask;
     bit += width;
   }
 }
@@ -194,6 +228,7 @@ export function decodeNumericColumn(buf: Buffer): NumericColumn {
   const min = new Float64Array(blocks);
   const max = new Float64Array(blocks);
   const dense = new Float64Array(bd);
+  const scratch = new Uint32Array(bd);
   for (let b = 0; b < blocks; b++) {
     const e = HEADER + INDEX_ENTRY * b;
     let at = buf.readUInt32LE(e);
@@ -222,7 +257,8 @@ export function decodeNumericColumn(buf: Buffer): NumericColumn {
         const width = buf[at + 8]!;
         bodyEnd = at + 9 + packedBytes(p, width);
         if (width > 32 || bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
-        unpack(buf, at + 9, p, width, (k, v) => (dense[k] = base + v));
+        unpack(buf, at + 9, p, width, scratch);
+        for (let k = 0; k < p; k++) dense[k] = base + scratch[k]!;
         break;
       }
       case NumEncoding.Dictionary: {
@@ -236,10 +272,12 @@ export function decodeNumericColumn(buf: Buffer): NumericColumn {
         const width = buf[at]!;
         bodyEnd = at + 1 + packedBytes(p, width);
         if (width > 32 || bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
-        unpack(buf, at + 1, p, width, (k, v) => {
+        unpack(buf, at + 1, p, width, scratch);
+        for (let k = 0; k < p; k++) {
+          const v = scratch[k]!;
           if (v >= count) throw new Error(`numeric column block ${b}: index ${v} past its dictionary`);
           dense[k] = dict[v]!;
-        });
+        }
         break;
       }
       case NumEncoding.Plain:

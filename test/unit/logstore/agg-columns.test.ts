@@ -27,6 +27,8 @@ interface Doc {
   i: number;
   timestamp: string;
   n?: unknown;
+  /** Integers only (sums exact in any order): what a per-block summary may add whole. */
+  m?: number;
   g?: unknown;
 }
 
@@ -57,6 +59,7 @@ function makeDocs(seed: number): Doc[] {
     if (shape !== 9) d.n = v;
     else if (x < 0.5) d.n = null;
     if (r() < 0.9) d.g = ['a', 'b', 'c', 200, 404][(r() * 5) | 0];
+    if (r() < 0.95) d.m = ((r() * 1000) | 0) - 300;
     docs.push(d);
   }
   return docs;
@@ -77,8 +80,8 @@ function keyword(v: unknown): string | undefined {
 }
 
 /** The number an aggregation reads from a document: its first keyword value as a number, NaN for none. */
-function numberOf(d: Doc): number {
-  const k = keyword(d.n);
+function numberOf(d: Doc, field: 'n' | 'm' = 'n'): number {
+  const k = keyword(d[field]);
   return k === undefined || k.trim() === '' ? NaN : Number(k);
 }
 
@@ -94,16 +97,20 @@ for (const func of ['count', 'sum', 'min', 'max', 'avg', 'quantile'] as const) {
     }
   }
 }
+for (const func of ['sum', 'avg', 'min', 'max'] as const) {
+  SPECS.push({ field: 'm', func }, { field: 'm', func, group_by: 'g' });
+}
 
 /** The answer computed from the documents alone. */
 function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResult {
-  const groupField = spec.func === 'count' && !spec.group_by ? 'n' : spec.group_by;
+  const field = spec.field as 'n' | 'm';
+  const groupField = spec.func === 'count' && !spec.group_by ? field : spec.group_by;
   const buckets = new Map<string, { values: number[]; present: number; notExists: number }>();
   let noGroup = 0;
   for (const d of docs.filter(match)) {
     let key = '';
     if (groupField) {
-      const g = keyword(groupField === 'n' ? d.n : d.g);
+      const g = keyword(groupField === field ? d[field] : d.g);
       if (g === undefined) {
         noGroup++;
         continue;
@@ -114,11 +121,11 @@ function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResu
     let b = buckets.get(key);
     if (!b) buckets.set(key, (b = { values: [], present: 0, notExists: 0 }));
     if (spec.func === 'count') {
-      if (keyword(d.n) === undefined) b.notExists++;
+      if (keyword(d[field]) === undefined) b.notExists++;
       else b.present++;
       continue;
     }
-    const v = numberOf(d);
+    const v = numberOf(d, field);
     if (Number.isNaN(v)) b.notExists++;
     else b.values.push(v);
   }
