@@ -351,13 +351,14 @@ interface GroupBlocks {
 
 /** Groups past which no per-block summary is made (it costs blocks x groups). */
 const BLOCK_GROUPS_MAX = 256;
-const groupBlocksCache = new WeakMap<NumericColumn, Map<Column | null, GroupBlocks>>();
+/** Per numeric column, by the group column's ordinals (the array a sealed fraction keeps; null: ungrouped). */
+const groupBlocksCache = new WeakMap<NumericColumn, Map<ArrayLike<number> | null, GroupBlocks>>();
 
 function groupBlocks(col: NumericColumn, groupCol: Column | null, grouped: boolean): GroupBlocks | null {
   if (grouped && (!groupCol || groupCol.tokens.length > BLOCK_GROUPS_MAX)) return null;
   let byGroup = groupBlocksCache.get(col);
   if (!byGroup) groupBlocksCache.set(col, (byGroup = new Map()));
-  const key = grouped ? groupCol : null;
+  const key = grouped ? groupCol!.ords : null;
   const hit = byGroup.get(key);
   if (hit) return hit;
   const gb = summarize(col, grouped ? groupCol!.ords : null, grouped ? groupCol!.tokens.length : 1);

@@ -1,5 +1,5 @@
 // Seals an active fraction into immutable files: documents sorted by (time, id), compressed blocks,
-// a sorted token dictionary, delta-varint posting lists and keyword columns.
+// a sorted token dictionary, delta-varint posting lists, keyword columns and numeric columns.
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { encodePostingsInto } from '../../native/postings.js';
