@@ -188,13 +188,14 @@ function ordinalRanks(frac: ActiveFraction, sortedIds: Uint32Array, rankOf: Uint
  * sorted dictionary; null when the field's tokens are mostly not numbers (see tokenNumbers).
  */
 function columnNumbers(ranks: Uint32Array, sorted: DictField): Float64Array | null {
-  const text = Buffer.from(sorted.bytes.buffer, sorted.bytes.byteOffset, sorted.bytes.byteLength).toString(
-    sorted.wide ? 'utf16le' : 'latin1',
-  );
+  const bytes = Buffer.from(sorted.bytes.buffer, sorted.bytes.byteOffset, sorted.bytes.byteLength);
+  const enc = sorted.wide ? 'utf16le' : 'latin1';
+  const unit = sorted.wide ? 2 : 1;
   let at = 0;
   const lens = sorted.lens;
-  // tokenNumbers asks for the tokens in order, so each is the next slice.
-  const nums = tokenNumbers(lens.length, (r) => text.slice(at, (at += lens[r]!)));
+  // tokenNumbers asks for the tokens in order, so each is the next run of bytes; a field of words or addresses is
+  // given up after a few tokens, before its dictionary is made into strings.
+  const nums = tokenNumbers(lens.length, (r) => bytes.toString(enc, at, (at += unit * lens[r]!)));
   if (!nums) return null;
   const n = ranks.length;
   const out = new Float64Array(n);
