@@ -1,6 +1,7 @@
 // Aggregations over matching documents: count, sum, min, max, avg, quantile, unique, by group and time bucket.
 // Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
-import { type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
+import { type BlockCounts, type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
+import { type NumericColumn, tokenNumber } from '../storage/numeric-column.js';
 import { type Sketch, quantileAdd, quantileMerge, sketchQuantile } from './quantile-sketch.js';
 
 export const AGG_FUNCS = ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] as const;
@@ -53,7 +54,7 @@ function numbers(tokens: readonly string[]): Float64Array {
   if (!n) {
     n = new Float64Array(tokens.length);
     tokens.forEach((t, i) => {
-      n![i] = t.trim() === '' ? NaN : Number(t);
+      n![i] = tokenNumber(t);
     });
     numericCache.set(tokens, n);
   }
@@ -120,12 +121,24 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
   const fv = valuesOf(view, spec.field);
   const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
   const gv = groupField ? (groupField === spec.field ? fv : valuesOf(view, groupField)) : null;
-  const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
-  if (!interval && spec.func !== 'quantile' && spec.func !== 'unique' && !fv?.start && !gv?.start) {
-    aggregateByOrdinal(matches, spec, groupField !== undefined, gv as Column | null, fv as Column | null, nums, into);
-    return;
+  if (spec.func !== 'unique' && !fv?.start && !gv?.start) {
+    const numeric = spec.func === 'count' ? null : numbersOf(view, spec.field, fv);
+    if (
+      aggregateColumns(
+        view,
+        matches,
+        spec,
+        groupField !== undefined,
+        gv as Column | null,
+        fv as Column | null,
+        numeric,
+        into,
+      )
+    )
+      return;
   }
+  const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const partial = emptyPartial();
   for (let i = 0; i < matches.length; i++) {
     const local = matches[i]!;
@@ -181,68 +194,377 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
   mergePartials(into, partial);
 }
 
-/** The common case (no time buckets, a running value) over typed arrays indexed by group ordinal. */
-function aggregateByOrdinal(
+/** Each document's number of a field (NaN: none), and the numeric column it was read from, if any. */
+interface Numbers {
+  values: Float64Array;
+  col: NumericColumn | null;
+}
+
+const derivedCache = new WeakMap<FractionView, Map<string, { docs: number; values: Float64Array }>>();
+
+/**
+ * A keyword field's numbers by document: a sealed fraction's numeric column (format 3), else the number of each
+ * document's column token (the active fraction, older fractions), made once per fraction and size.
+ */
+function numbersOf(view: FractionView, field: string, fv: Values | null): Numbers | null {
+  const col = view.numeric?.(field) ?? null;
+  if (col) return { values: col.values, col };
+  if (!fv) return null;
+  let byField = derivedCache.get(view);
+  if (!byField) derivedCache.set(view, (byField = new Map()));
+  const n = view.docCount;
+  const hit = byField.get(field);
+  if (hit && hit.docs === n) return { values: hit.values, col: null };
+  const values = derive(fv.ords, numbers(fv.tokens), n);
+  if (byField.size >= 2 && !byField.has(field)) byField.delete(byField.keys().next().value!);
+  byField.set(field, { docs: n, values });
+  return { values, col: null };
+}
+
+function derive(ords: ArrayLike<number>, nums: Float64Array, n: number): Float64Array {
+  const values = new Float64Array(n);
+  for (let d = 0; d < n; d++) {
+    const o = ords[d]!;
+    values[d] = o === MISSING ? NaN : nums[o]!;
+  }
+  return values;
+}
+
+/** Time buckets of a fraction's matches: bucket k (time in [k * interval, (k + 1) * interval)) is slot k - lo. */
+function bucketRange(times: Float64Array, matches: Uint32Array, interval: number): [lo: number, count: number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < matches.length; i++) {
+    const k = Math.floor(times[matches[i]!]! / interval);
+    if (k < lo) lo = k;
+    if (k > hi) hi = k;
+  }
+  return matches.length ? [lo, hi - lo + 1] : [0, 1];
+}
+
+/** Slots (group x time bucket) past which the generic path (a map of buckets) takes over. */
+const MAX_SLOTS = 1 << 20;
+
+/** Per slot (group ordinal x time bucket): the running state of the documents in it. */
+interface Slots {
+  count: Float64Array;
+  sum: Float64Array;
+  min: Float64Array;
+  max: Float64Array;
+  notExists: Float64Array;
+  quantiles: AggState[] | null;
+  noGroup: number;
+}
+
+/** Where the documents of one fraction's matches fall: group ordinals, and time buckets when `times` is given. */
+interface Place {
+  matches: Uint32Array;
+  /** The first id when the matches are the contiguous ids lo .. lo + length - 1 (read without the list), else -1. */
+  lo: number;
+  grouped: boolean;
+  gOrds: ArrayLike<number> | undefined;
+  times: Float64Array | null;
+  interval: number;
+  kLo: number;
+  buckets: number;
+}
+
+/** The i-th match's slot, or -1 when it has no group value. */
+function slotOf(p: Place, local: number): number {
+  let s = 0;
+  if (p.grouped) {
+    const g = p.gOrds ? p.gOrds[local]! : MISSING;
+    if (g === MISSING) return -1;
+    s = g * p.buckets;
+  }
+  if (p.times) s += Math.floor(p.times[local]! / p.interval) - p.kLo;
+  return s;
+}
+
+/** A whole block of `bd` ids starting at the i-th match (ids ascending, so its last is bd - 1 further)? */
+function wholeBlock(p: Place, i: number, local: number, bd: number): boolean {
+  return local % bd === 0 && i + bd <= p.matches.length && (p.lo >= 0 || p.matches[i + bd - 1] === local + bd - 1);
+}
+
+/**
+ * count: documents with a value of the field per slot. Grouped by the field itself, a whole block matched adds its
+ * per-value counts (`blocks`) at once.
+ */
+function countSlots(
+  p: Place,
+  fOrds: ArrayLike<number> | undefined,
+  same: boolean,
+  blocks: BlockCounts | null,
+  sl: Slots,
+) {
+  const { matches, lo } = p;
+  const n = matches.length;
+  const count = sl.count;
+  const notExists = sl.notExists;
+  const bd = blocks ? blocks.blockDocs : 0;
+  let noGroup = 0;
+  let i = 0;
+  while (i < n) {
+    const local = lo >= 0 ? lo + i : matches[i]!;
+    if (blocks && wholeBlock(p, i, local, bd)) {
+      const g0 = (local / bd) * blocks.groups;
+      let had = 0;
+      for (let g = 0; g < blocks.groups; g++) {
+        const c = blocks.counts[g0 + g]!;
+        count[g] += c;
+        had += c;
+      }
+      noGroup += bd - had;
+      i += bd;
+      continue;
+    }
+    i++;
+    const s = slotOf(p, local);
+    if (s < 0) noGroup++;
+    else if (same || (fOrds !== undefined && fOrds[local] !== MISSING)) count[s]++;
+    else notExists[s]++;
+  }
+  sl.noGroup += noGroup;
+}
+
+const Fn = { Min: 0, Max: 1, Sum: 2, All: 3 } as const;
+type Fn = (typeof Fn)[keyof typeof Fn];
+
+/**
+ * Per block of a numeric column and value of a keyword group (one group when ungrouped): what the block's documents
+ * add to each slot, for a block matched whole. Made from the two columns in one pass the first time a sealed
+ * fraction is aggregated so, and kept with the column (at most two groupings per column).
+ */
+interface GroupBlocks {
+  blockDocs: number;
+  groups: number;
+  /** [b * groups + g] */
+  count: Float64Array;
+  notExists: Float64Array;
+  min: Float64Array;
+  max: Float64Array;
+  /** Null when a sum in another order could round differently (a value not an integer, or |sum| reaching 2^53). */
+  sum: Float64Array | null;
+  /** [b]: documents without a group value. */
+  noGroup: Float64Array;
+}
+
+/** Groups past which no per-block summary is made (it costs blocks x groups). */
+const BLOCK_GROUPS_MAX = 256;
+/** Per numeric column, by the group column's ordinals (the array a sealed fraction keeps; null: ungrouped). */
+const groupBlocksCache = new WeakMap<NumericColumn, Map<ArrayLike<number> | null, GroupBlocks>>();
+
+function groupBlocks(col: NumericColumn, groupCol: Column | null, grouped: boolean): GroupBlocks | null {
+  if (grouped && (!groupCol || groupCol.tokens.length > BLOCK_GROUPS_MAX)) return null;
+  let byGroup = groupBlocksCache.get(col);
+  if (!byGroup) groupBlocksCache.set(col, (byGroup = new Map()));
+  const key = grouped ? groupCol!.ords : null;
+  const hit = byGroup.get(key);
+  if (hit) return hit;
+  const gb = summarize(col, grouped ? groupCol!.ords : null, grouped ? groupCol!.tokens.length : 1);
+  if (byGroup.size >= 2) byGroup.delete(byGroup.keys().next().value!);
+  byGroup.set(key, gb);
+  return gb;
+}
+
+function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, groups: number): GroupBlocks {
+  const vals = col.values;
+  const n = vals.length;
+  const bd = col.blockDocs;
+  const blocks = Math.ceil(n / bd);
+  const size = blocks * groups;
+  const gb: GroupBlocks = {
+    blockDocs: bd,
+    groups,
+    count: new Float64Array(size),
+    notExists: new Float64Array(size),
+    min: new Float64Array(size).fill(Infinity),
+    max: new Float64Array(size).fill(-Infinity),
+    sum: new Float64Array(size),
+    noGroup: new Float64Array(blocks),
+  };
+  const { count, notExists, min, max, sum, noGroup } = gb;
+  let exact = true;
+  let abs = 0;
+  for (let d = 0; d < n; d++) {
+    const b = (d / bd) | 0;
+    const g = gOrds ? gOrds[d]! : 0;
+    if (g === MISSING) {
+      noGroup[b]++;
+      continue;
+    }
+    const v = vals[d]!;
+    const s = b * groups + g;
+    if (v !== v) {
+      notExists[s]++;
+      continue;
+    }
+    count[s]++;
+    sum![s] += v;
+    if (v < min[s]!) min[s] = v;
+    if (v > max[s]!) max[s] = v;
+    if (exact && !Number.isInteger(v)) exact = false;
+    abs += Math.abs(v);
+  }
+  if (!exact || !(abs < 2 ** 53)) gb.sum = null;
+  return gb;
+}
+
+/**
+ * Numeric functions over each document's number (NaN: none): min and max keep only their bound, sum and avg their
+ * sum, quantile everything. A block matched whole takes its bounds from the column (ungrouped min and max) or its
+ * per-group summary (`gb`) at once.
+ */
+function numberSlots(
+  p: Place,
+  vals: Float64Array | undefined,
+  fn: Fn,
+  col: NumericColumn | null,
+  gb: GroupBlocks | null,
+  sl: Slots,
+) {
+  const { matches, lo } = p;
+  const n = matches.length;
+  const { count, sum, min, max, notExists, quantiles } = sl;
+  const bd = col ? col.blockDocs : gb ? gb.blockDocs : 0;
+  let noGroup = 0;
+  let i = 0;
+  while (i < n) {
+    const local = lo >= 0 ? lo + i : matches[i]!;
+    if (bd > 0 && wholeBlock(p, i, local, bd)) {
+      const b = local / bd;
+      if (col) {
+        const k = col.present[b]!;
+        notExists[0] += bd - k;
+        if (k > 0) {
+          count[0] += k;
+          if (col.min[b]! < min[0]!) min[0] = col.min[b]!;
+          if (col.max[b]! > max[0]!) max[0] = col.max[b]!;
+        }
+      } else {
+        const G = gb!.groups;
+        noGroup += gb!.noGroup[b]!;
+        for (let g = 0, s0 = b * G; g < G; g++) {
+          const c = gb!.count[s0 + g]!;
+          notExists[g] += gb!.notExists[s0 + g]!;
+          if (c === 0) continue;
+          count[g] += c;
+          if (fn === Fn.Min) {
+            if (gb!.min[s0 + g]! < min[g]!) min[g] = gb!.min[s0 + g]!;
+          } else if (fn === Fn.Max) {
+            if (gb!.max[s0 + g]! > max[g]!) max[g] = gb!.max[s0 + g]!;
+          } else sum[g] += gb!.sum![s0 + g]!;
+        }
+      }
+      i += bd;
+      continue;
+    }
+    i++;
+    const s = slotOf(p, local);
+    if (s < 0) {
+      noGroup++;
+      continue;
+    }
+    const v = vals ? vals[local]! : NaN;
+    if (v !== v) {
+      notExists[s]++;
+      continue;
+    }
+    count[s]++;
+    if (fn === Fn.Min) {
+      if (v < min[s]!) min[s] = v;
+    } else if (fn === Fn.Max) {
+      if (v > max[s]!) max[s] = v;
+    } else {
+      sum[s] += v;
+      if (fn === Fn.All) {
+        if (v < min[s]!) min[s] = v;
+        if (v > max[s]!) max[s] = v;
+        if (quantiles) quantileAdd((quantiles[s] ??= newState()), v);
+      }
+    }
+  }
+  sl.noGroup += noGroup;
+}
+
+/**
+ * Aggregation over columns with typed arrays indexed by slot (group ordinal x time bucket): keyword group and
+ * field, every function but unique. Each slot adds its documents in the order the generic path does, so sums and
+ * quantiles come out the same. False when the slots would be too many (the caller takes the generic path).
+ */
+function aggregateColumns(
+  view: FractionView,
   matches: Uint32Array,
   spec: AggSpec,
   grouped: boolean,
   groupCol: Column | null,
   fieldCol: Column | null,
-  nums: Float64Array | null,
+  numeric: Numbers | null,
   partial: AggPartial,
-): void {
+): boolean {
+  const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   const groups = grouped ? (groupCol?.tokens.length ?? 0) : 1;
-  const count = new Float64Array(groups);
-  const sum = new Float64Array(groups);
-  const min = new Float64Array(groups).fill(Infinity);
-  const max = new Float64Array(groups).fill(-Infinity);
-  const notExists = new Float64Array(groups);
-  const gOrds = groupCol?.ords;
-  const fOrds = fieldCol?.ords;
-  const isCount = spec.func === 'count';
-  let noGroup = 0;
-  for (let i = 0; i < matches.length; i++) {
-    const local = matches[i]!;
-    let g = 0;
-    if (grouped) {
-      g = gOrds ? gOrds[local]! : MISSING;
-      if (g === MISSING) {
-        noGroup++;
-        continue;
-      }
-    }
-    const o = fOrds ? fOrds[local]! : MISSING;
-    if (o === MISSING) {
-      notExists[g]++;
-      continue;
-    }
-    if (isCount) {
-      count[g]++;
-      continue;
-    }
-    const v = nums![o]!;
-    if (v !== v) {
-      notExists[g]++;
-      continue;
-    }
-    count[g]++;
-    sum[g] += v;
-    if (v < min[g]!) min[g] = v;
-    if (v > max[g]!) max[g] = v;
+  let times: Float64Array | null = null;
+  let kLo = 0;
+  let buckets = 1;
+  if (interval) {
+    times = view.timeArray?.() ?? null;
+    if (!times) return false;
+    [kLo, buckets] = bucketRange(times, matches, interval);
   }
-  partial.noGroup += noGroup;
+  const slots = groups * buckets;
+  if (slots > MAX_SLOTS) return false;
+  const n = matches.length;
+  const place: Place = {
+    matches,
+    lo: n > 0 && matches[n - 1]! - matches[0]! === n - 1 ? matches[0]! : -1,
+    grouped,
+    gOrds: grouped ? groupCol?.ords : undefined,
+    times,
+    interval,
+    kLo,
+    buckets,
+  };
+  const sl: Slots = {
+    count: new Float64Array(slots),
+    sum: new Float64Array(slots),
+    min: new Float64Array(slots).fill(Infinity),
+    max: new Float64Array(slots).fill(-Infinity),
+    notExists: new Float64Array(slots),
+    quantiles: spec.func === 'quantile' ? new Array<AggState>(slots) : null,
+    noGroup: 0,
+  };
+  if (spec.func === 'count') {
+    const same = grouped && groupCol !== null && groupCol === fieldCol;
+    const blocks = same && !interval ? (view.blockCounts?.(spec.field) ?? null) : null;
+    countSlots(place, fieldCol?.ords, same, blocks, sl);
+  } else {
+    const fn = spec.func === 'min' ? Fn.Min : spec.func === 'max' ? Fn.Max : spec.func === 'quantile' ? Fn.All : Fn.Sum;
+    const minMax = fn === Fn.Min || fn === Fn.Max;
+    const ncol = !interval && fn !== Fn.All ? (numeric?.col ?? null) : null;
+    // Ungrouped min and max read the column's own block bounds; grouped ones, and sums, a per-group summary.
+    const col = !grouped && minMax ? ncol : null;
+    let gb = ncol && !col ? groupBlocks(ncol, groupCol, grouped) : null;
+    if (gb && !minMax && !gb.sum) gb = null;
+    numberSlots(place, numeric?.values, fn, col, gb, sl);
+  }
+  partial.noGroup += sl.noGroup;
   const from: AggPartial = { buckets: new Map(), noGroup: 0 };
-  for (let g = 0; g < groups; g++) {
-    if (count[g] === 0 && notExists[g] === 0) continue;
-    from.buckets.set(grouped ? groupCol!.tokens[g]! : '', {
-      count: count[g]!,
-      sum: sum[g]!,
-      min: min[g]!,
-      max: max[g]!,
-      notExists: notExists[g]!,
-    });
+  for (let s = 0; s < slots; s++) {
+    if (sl.count[s] === 0 && sl.notExists[s] === 0) continue;
+    const g = (s / buckets) | 0;
+    let key = grouped ? groupCol!.tokens[g]! : '';
+    if (interval) key += `\0${(kLo + (s - g * buckets)) * interval}`;
+    const st: AggState = sl.quantiles?.[s] ?? newState();
+    st.count = sl.count[s]!;
+    st.sum = sl.sum[s]!;
+    st.min = sl.min[s]!;
+    st.max = sl.max[s]!;
+    st.notExists = sl.notExists[s]!;
+    from.buckets.set(key, st);
   }
   mergePartials(partial, from);
+  return true;
 }
 
 export function mergePartials(into: AggPartial, from: AggPartial): AggPartial {

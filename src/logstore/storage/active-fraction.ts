@@ -279,6 +279,10 @@ export class ActiveFraction implements FractionView {
     return this.batches[this.docBatch[local]!]!.subarray(off, off + this.docLen[local]!);
   }
 
+  timeArray(): Float64Array {
+    return this.times;
+  }
+
   column(field: string): Column | null {
     return this.index.column(field);
   }

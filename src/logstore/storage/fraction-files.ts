@@ -7,8 +7,10 @@ import zlib from 'node:zlib';
  * 2: checksums (CRC-32C) in meta.json: of meta.json itself (`check`), of every file read whole (`files`), of each
  * document block (the 4th number of `blocks`) and of each POSTINGS_CHUNK bytes of postings.bin. Format 1 fractions
  * (no checksums) are still read; their damage shows only as a decompression error.
+ * 3: numeric columns (num-<i>.bin, see numeric-column.ts, listed in `numeric`), read by aggregations. Format 2
+ * fractions have none and aggregate from their keyword columns and dictionary.
  */
-export const FRACTION_FORMAT = 2;
+export const FRACTION_FORMAT = 3;
 
 /** Bytes of postings.bin per checksum: a posting list read verifies the chunks it touches, once per open fraction. */
 export const POSTINGS_CHUNK = 64 * 1024;
@@ -58,6 +60,8 @@ export interface FractionMeta {
   files?: Record<string, FileCheck>;
   /** Format 2: CRC-32C of each POSTINGS_CHUNK bytes of postings.bin. */
   postingsChunks?: number[];
+  /** Format 3: fields with a numeric column, num-<i>.bin for the i-th (absent before: none). */
+  numeric?: string[];
   /** Format 2: CRC-32C of meta.json written without this field (JSON.stringify of the rest, in its order). */
   check?: number;
 }
@@ -72,6 +76,7 @@ export const FILES = {
   postings: 'postings.bin',
   clientIds: 'client-ids.bin',
   column: (i: number) => `col-${i}.bin`,
+  numeric: (i: number) => `num-${i}.bin`,
 };
 
 /** Raw bytes per compressed document block. */

@@ -1,5 +1,6 @@
 // What search and aggregation read from a fraction, active (in memory) or sealed (files).
 import type { Plan } from '../query/plan.js';
+import type { NumericColumn } from './numeric-column.js';
 
 export interface Column {
   /** Token of each ordinal. */
@@ -9,6 +10,14 @@ export interface Column {
 }
 
 export const MISSING = 0xffffffff;
+
+/** Per block of a keyword column: how many of its documents have each value. */
+export interface BlockCounts {
+  blockDocs: number;
+  groups: number;
+  /** counts[b * groups + g]: documents of block b whose value is ordinal g. */
+  counts: Uint32Array;
+}
 
 /** Where a stored document's bytes are: buf[start .. end). */
 export interface DocRef {
@@ -75,6 +84,18 @@ export interface FractionView {
   docRun?(local: number): DocRun;
   /** Keyword values by doc, for aggregations; null when the field has no keyword values here. */
   column(field: string): Column | null;
+  /**
+   * A sealed fraction's numeric column of a field (format 3): each document's number, NaN for none, with per-block
+   * counts and bounds. Absent or null elsewhere: aggregations read numbers from the keyword column then.
+   */
+  numeric?(field: string): NumericColumn | null;
+  /**
+   * A sealed fraction's per-block value counts of a keyword column with few values (at most 256), made from the
+   * column when first asked: a count grouped by the field adds a whole block matched at once. Absent or null elsewhere.
+   */
+  blockCounts?(field: string): BlockCounts | null;
+  /** Each document's time by local id, when the fraction holds them in one array. */
+  timeArray?(): Float64Array;
   /** Every token of a field with its posting list (text and path fields aggregate by token). */
   tokenLists(field: string): { tokens: string[]; lists: Uint32Array[] };
   /** Field names seen in this fraction. */

@@ -1,5 +1,5 @@
 // Seals an active fraction into immutable files: documents sorted by (time, id), compressed blocks,
-// a sorted token dictionary, delta-varint posting lists and keyword columns.
+// a sorted token dictionary, delta-varint posting lists, keyword columns and numeric columns.
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { encodePostingsInto } from '../../native/postings.js';
@@ -24,6 +24,7 @@ import {
   writeFileDurable,
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
+import { encodeNumericColumn, tokenNumbers } from './numeric-column.js';
 
 /** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
 function writeU48(out: Buffer, at: number, v: number): void {
@@ -182,6 +183,29 @@ function ordinalRanks(frac: ActiveFraction, sortedIds: Uint32Array, rankOf: Uint
   return ordMap;
 }
 
+/**
+ * A keyword column's numbers, per sealed document (NaN: no value, or not a number), from its ranks and its field's
+ * sorted dictionary; null when the field's tokens are mostly not numbers (see tokenNumbers).
+ */
+function columnNumbers(ranks: Uint32Array, sorted: DictField): Float64Array | null {
+  const bytes = Buffer.from(sorted.bytes.buffer, sorted.bytes.byteOffset, sorted.bytes.byteLength);
+  const enc = sorted.wide ? 'utf16le' : 'latin1';
+  const unit = sorted.wide ? 2 : 1;
+  let at = 0;
+  const lens = sorted.lens;
+  // tokenNumbers asks for the tokens in order, so each is the next run of bytes; a field of words or addresses is
+  // given up after a few tokens, before its dictionary is made into strings.
+  const nums = tokenNumbers(lens.length, (r) => bytes.toString(enc, at, (at += unit * lens[r]!)));
+  if (!nums) return null;
+  const n = ranks.length;
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = ranks[i]!;
+    out[i] = r === MISSING ? NaN : nums[r]!;
+  }
+  return out;
+}
+
 /** Local ids of client-id entries renumbered to sealed ids. */
 function renumber(locals: Uint32Array | number[], newOf: Uint32Array): void {
   for (let i = 0; i < locals.length; i++) locals[i] = newOf[locals[i]!]!;
@@ -256,8 +280,10 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   for (let at = 0; at < postings.length; at += POSTINGS_CHUNK)
     postingsChunks.push(crc32c(postings, at, Math.min(postings.length, at + POSTINGS_CHUNK)));
 
-  // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary.
+  // Keyword columns: per doc, the ordinal of its token in the field's sorted dictionary; and the numeric column of
+  // each whose tokens are numbers (what numeric aggregations read).
   const columns: string[] = [];
+  const numeric: string[] = [];
   for (let fi = 0; fi < fields.length; fi++) {
     const f = fields[fi]!;
     const col = frac.index.columnOrds(f);
@@ -265,6 +291,11 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     const ords = columnRanks(col, ordinalRanks(frac, dictIds[fi]!, rankOf, col.count), identity ? null : order, n);
     put(FILES.column(columns.length), compress(bytesOf(ords), COLUMN_QUALITY));
     columns.push(f);
+    const nums = columnNumbers(ords, dict[fi]!);
+    if (nums) {
+      put(FILES.numeric(numeric.length), encodeNumericColumn(nums));
+      numeric.push(f);
+    }
   }
 
   if (frac.clientIds.size > 0) {
@@ -283,6 +314,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     blocks,
     fields,
     columns,
+    numeric,
     seen,
     clientIds: frac.clientIds.size,
     idShards: frac.idShards(),

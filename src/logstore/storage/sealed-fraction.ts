@@ -4,7 +4,14 @@ import { isUtf8 } from 'node:buffer';
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { postings as P } from '../../native/index.js';
-import { type Column, type DocRef, type DocRun, type FractionView } from './fraction-view.js';
+import {
+  type BlockCounts,
+  type Column,
+  type DocRef,
+  type DocRun,
+  type FractionView,
+  MISSING,
+} from './fraction-view.js';
 import {
   FILES,
   FractionDamagedError,
@@ -17,6 +24,7 @@ import {
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
+import { BLOCK_DOCS, type NumericColumn, decodeNumericColumn } from './numeric-column.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
 interface Block {
@@ -54,6 +62,8 @@ export class SealedFraction implements FractionView {
   private offs: Uint32Array | null = null;
   private counts: Uint32Array | null = null;
   private readonly cols = new Map<string, Column>();
+  private readonly nums = new Map<string, NumericColumn>();
+  private readonly blockCountsOf = new Map<string, BlockCounts | null>();
   private postingsFd = -1;
   private docsFd = -1;
   /** Recently decompressed document blocks, oldest first (a small LRU). */
@@ -151,6 +161,11 @@ export class SealedFraction implements FractionView {
 
   /** A whole compressed file, checked against its checksum (format 2) and decompressed. */
   private read(file: string): Buffer {
+    return this.inflate(file, this.readChecked(file));
+  }
+
+  /** A whole file, checked against its checksum (format 2). */
+  private readChecked(file: string): Buffer {
     let buf: Buffer;
     try {
       buf = readFileSync(path.join(this.dir, file));
@@ -163,7 +178,7 @@ export class SealedFraction implements FractionView {
         file,
         buf.length !== want.bytes ? `${buf.length} bytes, ${want.bytes} written` : 'checksum mismatch',
       );
-    return this.inflate(file, buf);
+    return buf;
   }
 
   private times(): Float64Array {
@@ -357,6 +372,42 @@ export class SealedFraction implements FractionView {
     return col;
   }
 
+  numeric(field: string): NumericColumn | null {
+    const cached = this.nums.get(field);
+    if (cached) return cached;
+    const i = this.meta.numeric?.indexOf(field) ?? -1;
+    if (i < 0) return null;
+    const file = FILES.numeric(i);
+    let col: NumericColumn;
+    try {
+      col = decodeNumericColumn(this.readChecked(file));
+    } catch (err) {
+      if (err instanceof FractionDamagedError) throw err;
+      throw this.damaged(file, (err as Error).message);
+    }
+    if (col.values.length !== this.docCount)
+      throw this.damaged(file, `${col.values.length} documents, the fraction has ${this.docCount}`);
+    this.nums.set(field, col);
+    return col;
+  }
+
+  blockCounts(field: string): BlockCounts | null {
+    const hit = this.blockCountsOf.get(field);
+    if (hit !== undefined) return hit;
+    const col = this.column(field);
+    let bc: BlockCounts | null = null;
+    if (col && col.tokens.length <= 256) {
+      const groups = col.tokens.length;
+      bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords as Uint32Array, groups) };
+    }
+    this.blockCountsOf.set(field, bc);
+    return bc;
+  }
+
+  timeArray(): Float64Array {
+    return this.times();
+  }
+
   fields(): string[] {
     return this.meta.seen ?? this.loadDict().get('_exists_')?.tokens ?? [];
   }
@@ -368,6 +419,16 @@ export class SealedFraction implements FractionView {
     this.postingsFd = -1;
     this.docsFd = -1;
   }
+}
+
+function blockCountsOfColumn(ords: Uint32Array, groups: number): Uint32Array {
+  const n = ords.length;
+  const counts = new Uint32Array(Math.ceil(n / BLOCK_DOCS) * groups);
+  for (let d = 0; d < n; d++) {
+    const o = ords[d]!;
+    if (o !== MISSING) counts[Math.floor(d / BLOCK_DOCS) * groups + o]++;
+  }
+  return counts;
 }
 
 /** meta.json of the fraction in `dir`, checked (format 2: its own checksum and every file's length). */

@@ -192,11 +192,12 @@ describe('sealFraction', () => {
         blocks: number[][];
         postingsChunks: number[];
       };
-      expect(meta.format).toBe(2);
+      expect(meta.format).toBe(3);
       expect(meta.blocks.length).toBeGreaterThan(1);
       expect(meta.blocks.every((b) => b.length === 4)).toBe(true);
       readAll(frac);
-      for (const file of ['docs.bin', 'postings.bin', 'dict.bin', 'offsets.bin', 'times.bin', 'ids.bin', 'col-0.bin']) {
+      const files = ['docs.bin', 'postings.bin', 'dict.bin', 'offsets.bin', 'times.bin', 'ids.bin', 'col-0.bin'];
+      for (const file of [...files, 'num-0.bin']) {
         const f = sealedCopy();
         flip(path.join(f, file), Math.floor(statSync(path.join(f, file)).size / 2));
         // Opening checks lengths only: changed bytes are found by the read of them.
@@ -206,6 +207,7 @@ describe('sealFraction', () => {
           sealed.id(0);
           sealed.time(0);
           for (const c of sealed.meta.columns) sealed.column(c);
+          for (const c of sealed.meta.numeric ?? []) sealed.numeric(c);
         }, file);
         expect(err.file).toBe(file);
         expect(err.fraction).toBe('frac');
