@@ -126,6 +126,11 @@ export class ActivePrefix implements FractionView {
     return this.frac.time(local);
   }
 
+  /** The times of these documents (aggregations by time bucket read them as the fraction's own do). */
+  timeArray(): Float64Array {
+    return this.times;
+  }
+
   id(local: number): string {
     return this.frac.id(local);
   }
