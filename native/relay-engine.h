@@ -99,6 +99,7 @@ class Relay;
 struct Listener;
 struct LoginExchange;
 struct AuthTable;
+struct AuthUser;
 struct Endpoint;
 
 /** A reference that keeps a JavaScript array (a stats block) alive while native code writes to its memory. Shared:
@@ -278,6 +279,11 @@ class Relay {
   /** A native login that just succeeded takes a lent server of its pool and kind, parked: true when it did (its
    *  events are then held, not emitted). */
   bool Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table);
+  /** A native login that just succeeded while no lent server suits it, when the table allows holding (slots[6] == 1)
+   *  and the user's pool has no idle server, lent for another kind of login or in JavaScript (whose session would link
+   *  one at login): true when it is held, relay-only with no server and its events kept, until it sends bytes or
+   *  JavaScript asks. */
+  bool Hold(Endpoint* c, const AuthUser& u, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table);
   /** Reports a relay-only client to JavaScript: its held kAccepted and kLoginOk (flagged lent), emitted, or written to
    *  `out` (10 ints) when given. */
   void Materialize(Endpoint* c, int32_t* out = nullptr);
