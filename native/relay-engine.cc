@@ -272,6 +272,7 @@ void Relay::CloseClient(Endpoint* c, int reason) {
  *  up the stack may still look at the endpoint. */
 void Relay::Destroy(Endpoint* ep) {
   parked_.erase(ep);
+  lentClients_.erase(ep);
   if (ep->fd < 0) return;
   if (ep->lend) DropLend(ep);
   if (ep->relayOnly) {

@@ -414,8 +414,11 @@ class Relay {
   QueryStatsTable queryStats_;
   // Lent servers no client uses now (relayLend), in lending order.
   std::vector<Endpoint*> lendable_;
-  // Relay-only clients now (Lend .. Materialize or CloseLent): Emit looks for them only while there are some.
+  // Relay-only clients now (Lend or Hold .. Materialize or CloseLent): Emit looks for them only while there are some.
   int32_t relayOnly_ = 0;
+  // The relay-only clients on a lent server (Lend .. Materialize or CloseLent), which relayMaterialize of one pool
+  // visits: held logins (no server) can be thousands, and a checkout that finds no idle server reports these.
+  std::unordered_set<Endpoint*> lentClients_;
   // Clients marked parked (MarkParked), so that relayReclaim visits them and not every endpoint: with 10 000 idle
   // clients a scan of all of them ran on every checkout that found no idle server. An entry whose client is no
   // longer parked is dropped when visited; Destroy drops a client's own.

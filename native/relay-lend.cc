@@ -60,6 +60,7 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
   c->lentTable = std::move(table);
   c->lentTable->slots[4]++;
   relayOnly_++;
+  lentClients_.insert(c);
   UpdatePoll(c);
   UpdatePoll(s);
   return true;
@@ -100,6 +101,7 @@ void Relay::Materialize(Endpoint* c, int32_t* out) {
   if (!c->relayOnly) return;
   c->relayOnly = false;
   relayOnly_--;
+  lentClients_.erase(c);
   int32_t* slots = c->lentTable->slots;
   slots[4]--;
   slots[3]++;  // reported: JavaScript counts it in [1]
@@ -181,6 +183,7 @@ bool Relay::CloseLent(Endpoint* c) {
   c->parked = false;
   c->relayOnly = false;
   relayOnly_--;
+  lentClients_.erase(c);
   int32_t* slots = c->lentTable->slots;
   slots[4]--;
   slots[5]++;
@@ -321,11 +324,26 @@ Napi::Value RelayMaterialize(const Napi::CallbackInfo& info) {
     }
     return Napi::Number::New(env, static_cast<double>(n));
   }
-  for (auto& [cid, c] : r->byId_) {
-    if (n + 15 > a.nOut) break;
-    if (!c->relayOnly || (!a.all && c->stats != a.stats)) continue;
-    r->Materialize(c, a.out + n);
-    n += 15;
+  if (a.all) {
+    for (auto& [cid, c] : r->byId_) {
+      if (n + 15 > a.nOut) break;
+      if (!c->relayOnly) continue;
+      r->Materialize(c, a.out + n);
+      n += 15;
+    }
+    return Napi::Number::New(env, static_cast<double>(n));
+  }
+  // One pool's: only clients on lent servers have its stats (a held login has none), and Materialize drops each from
+  // the set, so the walk restarts after each.
+  for (bool found = true; found && n + 15 <= a.nOut;) {
+    found = false;
+    for (Endpoint* c : r->lentClients_) {
+      if (c->stats != a.stats) continue;
+      r->Materialize(c, a.out + n);
+      n += 15;
+      found = true;
+      break;
+    }
   }
   return Napi::Number::New(env, static_cast<double>(n));
 }
