@@ -146,6 +146,16 @@ struct LendInfo {
   Endpoint* client = nullptr;
 };
 
+/** A client's scans of its own bytes (280 bytes), made at their first use (Endpoint::Scans): a client that logs in and
+ *  stays idle, or a server, never needs them. */
+struct ClientScans {
+  // The session-state scan of the client's texts (relay-state-scan.h; pinMask below).
+  StateScan stateScan;
+  // Simple-protocol query statistics: the fingerprint of the Query being read and the sync points in flight.
+  QueryFingerprint queryPrint;
+  QueryRing queryRing;
+};
+
 /** A socket on the relay: its framing (Framing::server tells the side) and, for a client, what it has in flight. */
 struct Endpoint : Framing, TxCount {
   Relay* relay = nullptr;
@@ -210,7 +220,6 @@ struct Endpoint : Framing, TxCount {
   // client whose texts named one of them is not split from its server at the transaction's end: the pair stays
   // linked, as in session mode, until its texts clear every kind (UNLISTEN *, DISCARD ALL...) or it leaves.
   uint32_t pinMask = 0;
-  StateScan stateScan;
   uint32_t pinned = 0;
   // TLS terminated here (relay-tls.cc): ciphertext through memory BIOs, so a write never blocks inside OpenSSL.
   ssl_st* ssl = nullptr;
@@ -247,8 +256,6 @@ struct Endpoint : Framing, TxCount {
   // fingerprint of the Query being read, its bytes still to come (cut by a read), and the sync points in flight.
   int32_t queryPool = 0;
   uint32_t queryTailLeft = 0;
-  QueryFingerprint queryPrint;
-  QueryRing queryRing;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -260,6 +267,13 @@ struct Endpoint : Framing, TxCount {
   bool toldClient = false;
   // Server: bytes to and from PostgreSQL. Client: bytes to and from the client.
   double bytesSent = 0, bytesReceived = 0;
+
+  // The scans (ClientScans), null until the first use.
+  std::unique_ptr<ClientScans> scans;
+  ClientScans& Scans() {
+    if (!scans) scans = std::make_unique<ClientScans>();
+    return *scans;
+  }
 
   size_t pendingOut() const { return out.size() - outOff; }
   bool between() const { return txStatus == kIdle; }
