@@ -44,6 +44,7 @@ Napi::Value RelayAuthSet(const Napi::CallbackInfo& info) {
   auto table = std::make_shared<AuthTable>();
   table->slots = slots;
   table->lending = nSlots >= 6;
+  table->holding = nSlots >= 7;
   table->env = env;
   napi_create_reference(env, info[2], 1, &table->slotsRef);
   table->maxConnections = info[1].As<Napi::Number>().Int32Value();
@@ -65,6 +66,15 @@ Napi::Value RelayAuthSet(const Napi::CallbackInfo& info) {
     if (encoding.IsString()) {
       u.hasEncoding = true;
       u.clientEncoding = encoding.As<Napi::String>().Utf8Value();
+    }
+    int32_t* idle = nullptr;
+    size_t nIdle = 0;
+    Napi::Value idleArray = o.Get("idle");
+    if (Typed(idleArray, napi_int32_array, &idle, &nIdle) && nIdle >= 1) {
+      napi_ref ref = nullptr;
+      napi_create_reference(env, idleArray, 1, &ref);
+      table->idleRefs.push_back(ref);
+      u.idle = idle;
     }
     Napi::Value md5 = o.Get("md5");
     if (md5.IsString()) {

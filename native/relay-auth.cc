@@ -178,6 +178,12 @@ void Succeed(Relay* r, Endpoint* ep, std::string reply) {
     if (!rest.empty()) r->OnClientBytes(ep, reinterpret_cast<const uint8_t*>(rest.data()), rest.size());
     return;
   }
+  // No server to lend, nothing sent past the login: the client waits here, unreported, until it sends something
+  // (relay-lend.cc Hold); an idle client then costs JavaScript nothing.
+  if (rest.empty() && r->Hold(ep, *u, accepted, ok, x->table)) {
+    r->Write(ep, reinterpret_cast<const uint8_t*>(reply.data()), reply.size());
+    return;
+  }
   x->table->slots[3]++;
   r->EmitPair(accepted, ok);
   if (!r->Write(ep, reinterpret_cast<const uint8_t*>(reply.data()), reply.size()) || ep->fd < 0) return;

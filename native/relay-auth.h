@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <node_api.h>
 
@@ -21,6 +22,8 @@ struct AuthUser {
   std::string user;
   bool scram = false;
   std::string md5Inner;    // md5: the 32 hex digits of md5(password + user)
+  // [0]: the pool's idle servers JavaScript holds (NativeLoginUser.idle), or null; the table holds the array.
+  const int32_t* idle = nullptr;
   int32_t iterations = 0;  // SCRAM-SHA-256
   std::string saltB64;
   uint8_t storedKey[32];
@@ -42,13 +45,17 @@ struct AuthTable {
   // The slots go on: [4] relay-only clients now, [5] relay-only logins that left unreported (relay-lend.cc, written
   // here); only then may a login take a lent server.
   bool lending = false;
+  // [6]: 1 while a login that finds no lent server may be held (relay-lend.cc Hold), written by JavaScript.
+  bool holding = false;
   napi_env env = nullptr;
   napi_ref slotsRef = nullptr;
+  std::vector<napi_ref> idleRefs;  // the users' `idle` arrays
   AuthTable() = default;
   AuthTable(const AuthTable&) = delete;
   AuthTable& operator=(const AuthTable&) = delete;
   ~AuthTable() {
     if (slotsRef) napi_delete_reference(env, slotsRef);
+    for (napi_ref r : idleRefs) napi_delete_reference(env, r);
   }
 };
 

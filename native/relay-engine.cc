@@ -179,6 +179,12 @@ bool Relay::FlushOut(Endpoint* ep) {
 }
 
 void Relay::LoginBytes(Endpoint* ep, const uint8_t* buf, size_t len) {
+  // A held login (relay-lend.cc Hold) is reported at its first bytes, and JavaScript adopts it and takes them; a
+  // Terminate alone ends it here, unreported.
+  if (ep->relayOnly && ep->interceptIn.empty()) {
+    if (len == 5 && buf[0] == 'X' && ReadU32(buf + 1) == 4) return CloseClient(ep, 1);
+    Materialize(ep);
+  }
   if (ep->exchange) {
     NativeLogin(ep, buf, len);
     return;
@@ -266,6 +272,7 @@ void Relay::CloseClient(Endpoint* c, int reason) {
  *  up the stack may still look at the endpoint. */
 void Relay::Destroy(Endpoint* ep) {
   parked_.erase(ep);
+  lentClients_.erase(ep);
   if (ep->fd < 0) return;
   if (ep->lend) DropLend(ep);
   if (ep->relayOnly) {

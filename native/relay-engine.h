@@ -99,6 +99,7 @@ class Relay;
 struct Listener;
 struct LoginExchange;
 struct AuthTable;
+struct AuthUser;
 struct Endpoint;
 
 /** A reference that keeps a JavaScript array (a stats block) alive while native code writes to its memory. Shared:
@@ -143,6 +144,16 @@ struct LendInfo {
   ClientOptions opts;
   // The relay-only client using it, or null while it waits in Relay::lendable_.
   Endpoint* client = nullptr;
+};
+
+/** A client's scans of its own bytes (280 bytes), made at their first use (Endpoint::Scans): a client that logs in and
+ *  stays idle, or a server, never needs them. */
+struct ClientScans {
+  // The session-state scan of the client's texts (relay-state-scan.h; pinMask below).
+  StateScan stateScan;
+  // Simple-protocol query statistics: the fingerprint of the Query being read and the sync points in flight.
+  QueryFingerprint queryPrint;
+  QueryRing queryRing;
 };
 
 /** A socket on the relay: its framing (Framing::server tells the side) and, for a client, what it has in flight. */
@@ -209,7 +220,6 @@ struct Endpoint : Framing, TxCount {
   // client whose texts named one of them is not split from its server at the transaction's end: the pair stays
   // linked, as in session mode, until its texts clear every kind (UNLISTEN *, DISCARD ALL...) or it leaves.
   uint32_t pinMask = 0;
-  StateScan stateScan;
   uint32_t pinned = 0;
   // TLS terminated here (relay-tls.cc): ciphertext through memory BIOs, so a write never blocks inside OpenSSL.
   ssl_st* ssl = nullptr;
@@ -246,8 +256,6 @@ struct Endpoint : Framing, TxCount {
   // fingerprint of the Query being read, its bytes still to come (cut by a read), and the sync points in flight.
   int32_t queryPool = 0;
   uint32_t queryTailLeft = 0;
-  QueryFingerprint queryPrint;
-  QueryRing queryRing;
   // Server side.
   uint8_t txStatus = kIdle;
   bool wantReady = false;
@@ -259,6 +267,13 @@ struct Endpoint : Framing, TxCount {
   bool toldClient = false;
   // Server: bytes to and from PostgreSQL. Client: bytes to and from the client.
   double bytesSent = 0, bytesReceived = 0;
+
+  // The scans (ClientScans), null until the first use.
+  std::unique_ptr<ClientScans> scans;
+  ClientScans& Scans() {
+    if (!scans) scans = std::make_unique<ClientScans>();
+    return *scans;
+  }
 
   size_t pendingOut() const { return out.size() - outOff; }
   bool between() const { return txStatus == kIdle; }
@@ -278,6 +293,11 @@ class Relay {
   /** A native login that just succeeded takes a lent server of its pool and kind, parked: true when it did (its
    *  events are then held, not emitted). */
   bool Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table);
+  /** A native login that just succeeded while no lent server suits it, when the table allows holding (slots[6] == 1)
+   *  and the user's pool has no idle server, lent for another kind of login or in JavaScript (whose session would link
+   *  one at login): true when it is held, relay-only with no server and its events kept, until it sends bytes or
+   *  JavaScript asks. */
+  bool Hold(Endpoint* c, const AuthUser& u, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table);
   /** Reports a relay-only client to JavaScript: its held kAccepted and kLoginOk (flagged lent), emitted, or written to
    *  `out` (10 ints) when given. */
   void Materialize(Endpoint* c, int32_t* out = nullptr);
@@ -408,8 +428,11 @@ class Relay {
   QueryStatsTable queryStats_;
   // Lent servers no client uses now (relayLend), in lending order.
   std::vector<Endpoint*> lendable_;
-  // Relay-only clients now (Lend .. Materialize or CloseLent): Emit looks for them only while there are some.
+  // Relay-only clients now (Lend or Hold .. Materialize or CloseLent): Emit looks for them only while there are some.
   int32_t relayOnly_ = 0;
+  // The relay-only clients on a lent server (Lend .. Materialize or CloseLent), which relayMaterialize of one pool
+  // visits: held logins (no server) can be thousands, and a checkout that finds no idle server reports these.
+  std::unordered_set<Endpoint*> lentClients_;
   // Clients marked parked (MarkParked), so that relayReclaim visits them and not every endpoint: with 10 000 idle
   // clients a scan of all of them ran on every checkout that found no idle server. An entry whose client is no
   // longer parked is dropped when visited; Destroy drops a client's own.

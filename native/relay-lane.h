@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -43,10 +42,17 @@ struct LaneGroup {
   std::vector<double> execTimes;  // per answered Execute, in order (added to the entries when the group is answered)
 };
 
+/** Fast groups in flight, oldest first: a vector, as there are few at a time. Not a std::deque, whose empty instance
+ *  holds some 600 bytes of heap in libstdc++ (its map and a first block): every endpoint has a Lane, and with ten
+ *  thousand idle clients that alone was most of the relay's memory per client. */
+struct LaneGroups : std::vector<LaneGroup> {
+  void pop_front() { erase(begin()); }
+};
+
 struct Lane {
   bool on = false;  // a table for the linked server: fast reads are rewritten
   std::vector<LaneEntry> entries;
-  std::deque<LaneGroup> groups;  // fast groups sent and not answered yet, oldest first
+  LaneGroups groups;  // fast groups sent and not answered yet, oldest first
   double parseHits = 0;          // of answered fast groups
   bool held = false;             // client bytes for JavaScript wait until `groups` are answered
   uint64_t schemaGen = 0;        // Relay::schemaGen_ when the table was given: a schema change since voids its Parse body
@@ -105,10 +111,10 @@ inline int LaneFind(const std::vector<LaneEntry>& entries, const uint8_t* name, 
  *  what goes to the server to *out and the groups to *groups. False, with nothing appended, otherwise. A Parse is
  *  answered by the pooler only where the transaction is known not to have failed (rewriter.ts, onParse): in the
  *  read's first group, with nothing in flight (`groups` empty) and a last ReadyForQuery other than 'E'. */
-inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* buf, size_t len, std::string* out, std::deque<LaneGroup>* groups, uint8_t txStatus) {
+inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* buf, size_t len, std::string* out, LaneGroups* groups, uint8_t txStatus) {
   const bool parseOk = groups->empty() && txStatus != 'E';
   std::string o;
-  std::deque<LaneGroup> made;
+  std::vector<LaneGroup> made;
   LaneGroup g;
   // Portals bound in the group so far (the statement's entry): an Execute is timed into the statement, as rewriter.ts does.
   std::vector<std::pair<std::string, uint16_t>> portals;

@@ -60,8 +60,40 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
   c->lentTable = std::move(table);
   c->lentTable->slots[4]++;
   relayOnly_++;
+  lentClients_.insert(c);
   UpdatePoll(c);
   UpdatePoll(s);
+  return true;
+}
+
+bool Relay::Hold(Endpoint* c, const AuthUser& u, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table) {
+  if (!table || !table->holding || table->slots[6] != 1 || c->fd < 0) return false;
+  // An idle server of the pool, in JavaScript or lent for another kind of login: JavaScript links it to this client at
+  // once (ClientSession.prelink), so that its first query needs no trip into JavaScript.
+  if (u.idle && u.idle[0] > 0) return false;
+  for (const Endpoint* s : lendable_) {
+    if (s->lend->owner == table->slots && s->lend->entry == u.entry && !s->dead && s->fd >= 0 && !s->peer) return false;
+  }
+  // Still in login (relayAdopt takes it); its exchange is kept only for the ClientKey a SCRAM login proved
+  // (relayLoginKey), without what the exchange no longer needs.
+  LoginExchange* x = c->exchange;
+  if (x && !x->hasClientKey) {
+    DeleteExchange(x);
+    c->exchange = nullptr;
+  } else if (x) {
+    std::string().swap(x->in);
+    std::string().swap(x->clientFirstBare);
+    std::string().swap(x->serverFirst);
+    std::string().swap(x->nonce);
+  }
+  c->dataQueued = true;
+  c->relayOnly = true;
+  std::memcpy(c->held, accepted, 5 * sizeof(int32_t));
+  std::memcpy(c->held + 5, ok, 5 * sizeof(int32_t));
+  c->lentServer = nullptr;
+  c->lentTable = std::move(table);
+  c->lentTable->slots[4]++;
+  relayOnly_++;
   return true;
 }
 
@@ -69,6 +101,7 @@ void Relay::Materialize(Endpoint* c, int32_t* out) {
   if (!c->relayOnly) return;
   c->relayOnly = false;
   relayOnly_--;
+  lentClients_.erase(c);
   int32_t* slots = c->lentTable->slots;
   slots[4]--;
   slots[3]++;  // reported: JavaScript counts it in [1]
@@ -82,15 +115,18 @@ void Relay::Materialize(Endpoint* c, int32_t* out) {
     s->lend->client = nullptr;
     DropLend(s);
   }
+  // A held login (Hold) was never lent a server: its kAccepted and kLoginOk as the relay would have sent them, then
+  // JavaScript adopts it (relayAdopt); in `out` the third event's place is kind 0, which JavaScript skips.
+  const bool lent = (c->held[8] & 2) != 0;
   int32_t group[5 * kLongestEventGroup];
   std::memcpy(group, c->held, 10 * sizeof(int32_t));
-  group[10] = kLent;
-  group[11] = c->id;
+  group[10] = lent ? kLent : 0;
+  group[11] = lent ? c->id : 0;
   group[12] = server;
   group[13] = 0;
   group[14] = 0;
   if (out) std::memcpy(out, group, sizeof group);
-  else EmitGroup(group, kLongestEventGroup);
+  else EmitGroup(group, lent ? kLongestEventGroup : 2);
 }
 
 void Relay::MaterializeFor(int32_t kind, int32_t a, int32_t b) {
@@ -124,6 +160,17 @@ void Relay::MaterializeFor(int32_t kind, int32_t a, int32_t b) {
 
 bool Relay::CloseLent(Endpoint* c) {
   Endpoint* s = c->peer;
+  if (!s && !c->lentServer && c->login && c->interceptIn.empty()) {
+    // A held login leaving: counted, as a relay-only login that left unreported.
+    c->relayOnly = false;
+    relayOnly_--;
+    int32_t* slots = c->lentTable->slots;
+    slots[4]--;
+    slots[5]++;
+    c->lentTable.reset();
+    Destroy(c);
+    return true;
+  }
   if (!s || s != c->lentServer || !s->lend || s->lend->client != c || s->dead || s->fd < 0) return false;
   // Someone waits for a server of the pool (or it is paused, draining...): JavaScript takes this one, through the report.
   if (layout_.parkable >= 0 && c->stats && c->stats[layout_.parkable] != 1) return false;
@@ -136,6 +183,7 @@ bool Relay::CloseLent(Endpoint* c) {
   c->parked = false;
   c->relayOnly = false;
   relayOnly_--;
+  lentClients_.erase(c);
   int32_t* slots = c->lentTable->slots;
   slots[4]--;
   slots[5]++;
@@ -276,11 +324,26 @@ Napi::Value RelayMaterialize(const Napi::CallbackInfo& info) {
     }
     return Napi::Number::New(env, static_cast<double>(n));
   }
-  for (auto& [cid, c] : r->byId_) {
-    if (n + 15 > a.nOut) break;
-    if (!c->relayOnly || (!a.all && c->stats != a.stats)) continue;
-    r->Materialize(c, a.out + n);
-    n += 15;
+  if (a.all) {
+    for (auto& [cid, c] : r->byId_) {
+      if (n + 15 > a.nOut) break;
+      if (!c->relayOnly) continue;
+      r->Materialize(c, a.out + n);
+      n += 15;
+    }
+    return Napi::Number::New(env, static_cast<double>(n));
+  }
+  // One pool's: only clients on lent servers have its stats (a held login has none), and Materialize drops each from
+  // the set, so the walk restarts after each.
+  for (bool found = true; found && n + 15 <= a.nOut;) {
+    found = false;
+    for (Endpoint* c : r->lentClients_) {
+      if (c->stats != a.stats) continue;
+      r->Materialize(c, a.out + n);
+      n += 15;
+      found = true;
+      break;
+    }
   }
   return Napi::Number::New(env, static_cast<double>(n));
 }

@@ -45,7 +45,7 @@ void Relay::OnReadable(Endpoint* ep) {
 
 void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   // The carried partial header (buf's first carryLen bytes) was fed with the read it came in.
-  if (c->pinMask != 0) c->stateScan.Feed(buf + c->carryLen, total - c->carryLen);
+  if (c->pinMask != 0) c->Scans().stateScan.Feed(buf + c->carryLen, total - c->carryLen);
   if (c->paramTailLeft > 0) {
     // The rest of a Query or Parse cut by the last read (no carried header: it is mid-message).
     const size_t n = c->paramTailLeft < total ? c->paramTailLeft : total;
@@ -58,7 +58,7 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
   if (c->queryTailLeft > 0) {
     // The rest of a Query cut by the last read.
     const size_t n = c->queryTailLeft < total ? c->queryTailLeft : total;
-    c->queryPrint.Feed(buf, n);
+    c->Scans().queryPrint.Feed(buf, n);
     c->queryTailLeft -= static_cast<uint32_t>(n);
     if (c->queryTailLeft == 0) QueryTextEnd(c);
   }
@@ -154,7 +154,7 @@ void Relay::OnClientBytes(Endpoint* c, const uint8_t* buf, size_t total) {
 }
 
 bool Relay::PinAtEnd(Endpoint* c, Endpoint* s) {
-  const uint32_t both = c->stateScan.Take();
+  const uint32_t both = c->Scans().stateScan.Take();
   const uint32_t named = both & c->pinMask;
   const uint32_t cleared = (both >> 8) & c->pinMask;
   if (c->pinned == 0) {
@@ -189,21 +189,23 @@ void Relay::NoteParams(Endpoint* c, int kind, const uint8_t* text, size_t len) {
 
 void Relay::NoteSyncPoint(Endpoint* c, uint8_t type, const uint8_t* buf, size_t offset, uint32_t len, size_t total) {
   if (type == kSync && c->copyIn) return;
-  c->queryRing.Push();
+  ClientScans& sc = c->Scans();
+  sc.queryRing.Push();
   if (type != kQuery) return;
-  c->queryPrint.Start();
+  sc.queryPrint.Start();
   const size_t bodyEnd = offset + 1 + static_cast<size_t>(len);
   const size_t from = offset + 5;
   const size_t end = bodyEnd < total ? bodyEnd : total;
-  if (end > from) c->queryPrint.Feed(buf + from, end - from);
+  if (end > from) sc.queryPrint.Feed(buf + from, end - from);
   if (bodyEnd <= total) QueryTextEnd(c);
   else c->queryTailLeft = static_cast<uint32_t>(bodyEnd - total);
 }
 
 void Relay::QueryTextEnd(Endpoint* c) {
-  c->queryPrint.Finish();
+  ClientScans& sc = c->Scans();
+  sc.queryPrint.Finish();
   uint32_t slot, gen;
-  if (queryStats_.Find(c->queryPrint, c->queryPool, &slot, &gen)) c->queryRing.SetLast(slot, gen);
+  if (queryStats_.Find(sc.queryPrint, c->queryPool, &slot, &gen)) sc.queryRing.SetLast(slot, gen);
 }
 
 void Relay::ObserveHist(double* s, int off, double us) {
@@ -261,11 +263,11 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
             ObserveHist(c->stats, layout_.qHist, us);
           }
           if (c->app) c->app[kQueryTime] += us;
-          if (!c->queryRing.Empty()) {
+          if (c->scans && !c->scans->queryRing.Empty()) {
             uint32_t slot, gen;
-            if (c->queryRing.Pop(&slot, &gen) && slot != kNoEntry) queryStats_.Observe(slot, gen, us);
+            if (c->scans->queryRing.Pop(&slot, &gen) && slot != kNoEntry) queryStats_.Observe(slot, gen, us);
             // Nothing in flight: whatever the ring still holds belongs to no query.
-            if (c->syncs == 0) c->queryRing.Clear();
+            if (c->syncs == 0) c->scans->queryRing.Clear();
           }
           if (ended) {
             double xus = now - c->xactStart;

@@ -86,7 +86,7 @@ export interface SnapshotSource<Client> {
   /** Client connections accepted and not yet logged in (JavaScript's count). */
   readonly loggingIn: number;
   /** The native relay's logins: under way, and relay-only clients that left unreported (native-logins.ts). */
-  readonly nativeLogins: { readonly underWay: number; readonly unreported: number };
+  readonly nativeLogins: { readonly underWay: number; readonly unreported: number; materializeHeld(): void };
   /** auth_query's cache (SHOW AUTH_QUERY). */
   readonly authQuery: { readonly configured: boolean; show(): ShowTable };
 }

@@ -224,6 +224,7 @@ export class Listener {
   close(): void {
     this.server?.close();
     this.server = null;
+    this.p.nativeLogins.stopHolding();
     if (this.nativeListener) this.p.nativeTls?.unlisten(this.nativeListener);
   }
 }

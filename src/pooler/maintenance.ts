@@ -35,7 +35,7 @@ export interface MaintenanceHost {
   readonly clients: Iterable<ClientSession>;
   readonly poolSet: PoolSet;
   readonly authQuery: { maintain(now: number): void; close(): void };
-  readonly nativeLogins: { readonly underWay: number };
+  readonly nativeLogins: { readonly underWay: number; materializeHeld(): void };
   readonly nativeTls: NativeRelay | null;
   readonly listener: Listener;
   poolHasClients(pool: Pool): boolean;
@@ -152,6 +152,7 @@ export class Maintenance {
     );
     this.shutdownDone = (async () => {
       this.host.listener.close();
+      this.host.nativeLogins.materializeHeld();
       for (const p of this.host.poolSet.pools.values()) p.settle();
       if (graceful) {
         const deadline = Date.now() + this.host.config.general.shutdown_timeout;

@@ -34,9 +34,11 @@ const ADMIN = new Set(['tidepool', 'pgbouncer']);
  * [native] login = false turns it off. */
 export class NativeLogins {
   /** Shared with the relay: [0] clients, [1] native logins counted here, [2] native logins under way, [3] native
-   * logins the relay reported (see NativeRelay.setLogins), [4] relay-only clients now and [5] relay-only logins that
-   * left unreported (native/relay-lend.cc). */
-  private readonly slots = new Int32Array(6);
+   * logins the relay reported (see NativeRelay.setLogins), [4] relay-only clients now, [5] relay-only logins that
+   * left unreported and [6] 1 while a login that finds no lent server may be held (native/relay-lend.cc). */
+  private readonly slots = new Int32Array(7);
+  /** Set when the listener closed (shutdown, takeover): no login is held from then on. */
+  private stopped = false;
   /** Pools by the entry number the relay reports logins with (stable for the pool's life), and the SCRAM secret of
    * each entry whose user is configured with one (the pool logs in to PostgreSQL with the key a client proved). */
   private readonly pools: Pool[] = [];
@@ -66,9 +68,22 @@ export class NativeLogins {
     return this.slots[4]!;
   }
 
-  /** Relay-only logins that left without JavaScript hearing of them (counted as connections and native logins). */
+  /** Relay-only logins JavaScript has not heard of (counted as connections and native logins): those that left, and
+   * those still connected (none once materializeHeld ran). */
   get unreported(): number {
-    return this.slots[5]!;
+    return this.slots[5]! + this.slots[4]!;
+  }
+
+  /** Reports every relay-only client now (held logins included), so that what walks the pooler's clients sees them
+   * all: a snapshot (SHOW, the web API), KILL, RELOAD, a shutdown. */
+  materializeHeld(): void {
+    if (this.slots[4]! > 0) this.host.nativeTls?.materialize(null);
+  }
+
+  /** The listener closed: logins that finish from now on are reported at once, never held. */
+  stopHolding(): void {
+    this.stopped = true;
+    this.slots[6] = 0;
   }
 
   /** The pooler's client count changed. */
@@ -94,6 +109,9 @@ export class NativeLogins {
     this.queued = false;
     const relay = this.host.nativeTls;
     if (!this.listener || !relay) return;
+    // An idle client costs JavaScript nothing until it sends something: a login that finds no lent server is held in
+    // the relay (native/relay-lend.cc Hold). Off with lending, and while each login is logged (at its login).
+    this.slots[6] = !this.stopped && this.on && this.lending && !this.host.logsEachLogin() ? 1 : 0;
     relay.setLogins(
       this.listener,
       this.host.config.general.max_connections,
@@ -144,6 +162,7 @@ export class NativeLogins {
           database,
           user: u.username,
           greeting: loginPrefix(pool.serverParams),
+          idle: pool.idleCount,
           clientEncoding: pool.serverParams.get('client_encoding'),
         };
         if (method === 'md5') {
@@ -185,6 +204,8 @@ export class NativeLogins {
           maxMessage: this.host.config.general.max_message_size,
           slots: this.slots,
         });
+      // Its idle servers go to the relay now, not at the next tick: a login meanwhile would find none lent.
+      pool.lending.queue();
     }
   }
 

@@ -10,6 +10,8 @@ export interface VerbTarget {
   readonly pools: ReadonlyMap<string, Pool>;
   readonly clients: Iterable<ClientSession>;
   readonly events: EventRing;
+  /** The native relay's held logins (native-logins.ts). */
+  readonly nativeLogins?: { materializeHeld(): void };
 }
 
 /** The live pools of `database` and `user` (each optional); naming one that has none is PoolNotFoundError. */
@@ -88,6 +90,7 @@ export function reconnectPools(t: VerbTarget, database?: string, user?: string):
 export function killDatabase(t: VerbTarget, database: string): string {
   const pools = selectPools(t, database);
   // Relay-only clients become sessions first, so they are counted and killed with the others.
+  t.nativeLogins?.materializeHeld();
   for (const p of pools) p.settle();
   let killed = 0;
   for (const c of t.clients) if (c.pool && pools.includes(c.pool)) killed++;

@@ -32,8 +32,10 @@ const IN_USE_MS = 3000;
 /** A pool of server connections for a (database, user): its server lists, its waiting clients, what it lends the
  * native relay, and what it does with them (hand out, take back, connect, tick, pause). */
 export class Pool {
+  /** [0]: the idle list's length, kept by `servers` and read by the native relay (NativeLoginUser.idle). */
+  readonly idleCount = new Int32Array(1);
   /** The pool's open servers, each in one list (idle, lent, active, used); they move only through servers.move. */
-  readonly servers = new ServerLists<ServerConnection>();
+  readonly servers = new ServerLists<ServerConnection>(this.idleCount);
   private readonly waiters = new WaiterQueue();
   connecting = 0;
   private isPaused = false;

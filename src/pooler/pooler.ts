@@ -516,6 +516,7 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     this.tls = plan.tls;
     if (plan.hba !== undefined) this.hba = plan.hba;
     // Relay-only clients become sessions and lent servers come back before the pools change.
+    this.nativeLogins.materializeHeld();
     for (const p of this.pools.values()) p.settle();
     this.config = next;
     this.logs.level = next.general.log_level;

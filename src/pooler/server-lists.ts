@@ -29,6 +29,9 @@ export class ServerLists<S extends ListedServer> implements Iterable<S> {
   private stack: S[] = [];
   private readonly n: Record<ServerList, number> = { idle: 0, lent: 0, active: 0, used: 0 };
 
+  /** `idleOut`: [0] is kept equal to the idle list's length. */
+  constructor(private readonly idleOut?: Int32Array) {}
+
   /** Open servers of the pool, in any list. */
   get size(): number {
     return this.where.size;
@@ -79,11 +82,13 @@ export class ServerLists<S extends ListedServer> implements Iterable<S> {
     if (to === null) {
       this.where.delete(s);
       s.lent = false;
+      if (this.idleOut) this.idleOut[0] = this.n.idle;
       return;
     }
     this.where.set(s, to);
     this.n[to]++;
     if (to === 'idle') this.stack.push(s);
+    if (this.idleOut) this.idleOut[0] = this.n.idle;
     s.lent = to === 'lent';
     s.state = to === 'lent' ? 'idle' : to;
   }
@@ -94,6 +99,7 @@ export class ServerLists<S extends ListedServer> implements Iterable<S> {
     this.where.clear();
     this.stack = [];
     this.n.idle = this.n.lent = this.n.active = this.n.used = 0;
+    if (this.idleOut) this.idleOut[0] = 0;
   }
 
   private unstack(s: S): void {

@@ -252,6 +252,8 @@ function noClients(): { -readonly [K in keyof PoolSnapshot['clients']]: number }
 }
 
 export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotParts = {}): PoolerSnapshot {
+  // Held logins (native/relay-lend.cc) become sessions first, so they are listed and counted with the others.
+  p.nativeLogins.materializeHeld();
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];

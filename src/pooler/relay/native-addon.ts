@@ -87,6 +87,9 @@ export type NativeLoginUser = {
   user: string;
   greeting: Uint8Array;
   clientEncoding?: string;
+  /** [0]: the pool's idle servers JavaScript holds (not lent): while there are any, a login is not held
+   * (native/relay-lend.cc Hold), as its session would take one at once (ClientSession.prelink). */
+  idle?: Int32Array;
 } & ({ md5: string } | { iterations: number; salt: Uint8Array; storedKey: Uint8Array; serverKey: Uint8Array });
 
 /** A login the relay ran: the pool entry, the client's application_name, its BackendKeyData (pid: the relay's id with

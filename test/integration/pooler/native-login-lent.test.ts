@@ -155,15 +155,15 @@ if (lending)
       try {
         await once('md5user', 'lent-max', tp);
         await warm('md5user', 'lent-max', tp);
-        // Logged in, no query yet: the first takes the lent server, the others wait as sessions (a query of theirs would
-        // take that server back, as from any parked pair).
+        // Logged in, no query yet: the first takes the lent server, the others (no idle server left) are held in the
+        // relay with none (native/relay-lend.cc Hold): all three relay-only, JavaScript has no session yet.
         for (let i = 0; i < 3; i++) {
           const c = client('md5user', { application_name: 'lent-max' }, tp);
           await c.connect();
           cs.push(c);
         }
-        expect(tp.pooler.nativeLogins.relayOnly).toBe(1);
-        expect(tp.pooler.clients.size).toBe(2);
+        expect(tp.pooler.nativeLogins.relayOnly).toBe(3);
+        expect(tp.pooler.clients.size).toBe(0);
         const extra = client('md5user', { application_name: 'lent-max' }, tp);
         await expect(extra.connect()).rejects.toMatchObject({ code: '53300' });
         await cs.pop()!.end();

@@ -261,6 +261,41 @@ describe('takeover moves clients', () => {
     expect(await second.exited).toBe(0);
   });
 
+  it('clients idle since their login while no server was idle (held in the native relay) move and go on', async () => {
+    const webPort = await freePort();
+    const { file, port } = await writeConfig('held', webPort);
+    const first = await startFirst(file);
+    const warm = client(port);
+    await warm.connect();
+    await warm.query('select 1');
+    await warm.end();
+    // Both servers of the pool (pool_size 2) in transactions: the logins that follow find none idle.
+    const busy = [client(port), client(port)];
+    for (const b of busy) {
+      await b.connect();
+      await b.query('BEGIN');
+      await b.query('select 1');
+    }
+    const errors: string[] = [];
+    const idle = [client(port), client(port), client(port)];
+    for (const c of idle) {
+      c.on('error', (e) => errors.push(e.message));
+      await c.connect();
+    }
+    const second = await takeOver(file);
+    for (const b of busy) await b.query('COMMIT');
+    expect(await first.exited, first.output()).toBe(0);
+    const listed = (await showClients(port)).map((r) => r.addr);
+    for (const c of [...idle, ...busy]) expect(listed).toContain(`127.0.0.1:${localPort(c)}`);
+    for (const [i, c] of idle.entries()) expect((await c.query('select $1::int as i', [i])).rows[0].i).toBe(i);
+    const metrics = await (await fetch(`http://127.0.0.1:${webPort}/metrics`)).text();
+    expect(metrics).toMatch(/pooler_takeover_clients_moved_total\{direction="in"\} 5\n/);
+    expect(errors).toEqual([]);
+    for (const c of [...idle, ...busy]) await c.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
   it('a client the new process refuses stays on the old one, which tells it 57P01 at its next transaction', async () => {
     const { file, port } = await writeConfig('refused');
     const first = await startFirst(file);
