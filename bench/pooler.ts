@@ -69,6 +69,24 @@ import { rawLogin, type RawClient } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(`Usage: node dist/bench/pooler.js [options]   (npm run bench:pooler -- [options])
+pgbench -S through direct PostgreSQL, PgBouncer and tidepool side by side, targets alternated within every scenario;
+medians to bench/results/pooler.md.
+  --peers               the field: also PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 from BENCH_PEERS_DIR (/opt/peers),
+                        simple/extended/prepared, -C with md5 and SCRAM roles, 1 000 clients of which 200 active and
+                        client TLS; to bench/results/pooler-peers.md
+  --targets LIST        a subset of the targets (e.g. "PgBouncer 1.25,tidepool")
+  --section NAME        write into a generated section of that name (the main tables stay)
+  --duration S --repeats N --clients LIST --prepared-clients LIST --reconnect-clients LIST --tls-clients LIST
+  --idle-rows TOTAL:ACTIVE,... --protocols LIST --pool-size N --scale N --warmup S --out FILE
+                        (each also BENCH_<NAME> in the environment)
+  --quick               short runs; --keep keeps the work directory
+  --help                print this and exit
+`);
+  process.exit(0);
+}
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const KEEP = process.argv.includes('--keep');
 /** The field comparison: PgBouncer 1.25, Odyssey 1.5 and pgagroal 1.6 beside the usual three targets. */
