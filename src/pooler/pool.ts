@@ -444,35 +444,35 @@ export class Pool {
   /** Opens the replacement of a server retired for its lifetime while the pool is in use, within pool_size,
    * max_concurrent_connects, server_login_retry and the database's coordinator. */
   private replaceRetired(): void {
-    if (this.paused || this.retired || Date.now() < this.loginRetryAt) return;
-    if (!this.inUse()) return;
-    if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) return;
-    if (this.connecting >= this.settings.maxConcurrentConnects) return;
-    const admission = this.coordinator ? this.coordinator.admit(this, this.demandWaitMs(Date.now())) : 'free';
-    if (admission === 'none') return;
-    this.connectOne(admission === 'reserve');
+    if (this.paused || this.retired || Date.now() < this.loginRetryAt || !this.inUse()) return;
+    this.connectIfAdmitted();
   }
 
   private growForWaiters(): void {
     if (this.paused || this.retired) return;
     // server_login_retry: after a failed connect the next waits (the maintenance tick tries again).
     if (Date.now() < this.loginRetryAt) return;
-    while (this.demand > this.connecting) {
-      if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) {
-        this.scaling.gateBudgetEx++;
-        return;
-      }
-      if (this.connecting >= this.settings.maxConcurrentConnects) {
-        this.scaling.gateWaits++;
-        return;
-      }
-      const admission = this.coordinator ? this.coordinator.admit(this, this.demandWaitMs(Date.now())) : 'free';
-      if (admission === 'none') {
-        this.scaling.gateBudgetEx++;
-        return;
-      }
-      this.connectOne(admission === 'reserve');
+    while (this.demand > this.connecting) if (!this.connectIfAdmitted()) return;
+  }
+
+  /** Starts one connect within pool_size, max_concurrent_connects and the database's coordinator (counting the gate
+   * that refused it, SHOW POOL_SCALING); false when refused. */
+  private connectIfAdmitted(): boolean {
+    if (this.servers.size - this.pinned + this.connecting >= this.settings.poolSize) {
+      this.scaling.gateBudgetEx++;
+      return false;
     }
+    if (this.connecting >= this.settings.maxConcurrentConnects) {
+      this.scaling.gateWaits++;
+      return false;
+    }
+    const admission = this.coordinator ? this.coordinator.admit(this, this.demandWaitMs(Date.now())) : 'free';
+    if (admission === 'none') {
+      this.scaling.gateBudgetEx++;
+      return false;
+    }
+    this.connectOne(admission === 'reserve');
+    return true;
   }
 
   private connectOne(reserve = false): void {
@@ -497,21 +497,7 @@ export class Pool {
           s.reserve = true;
         }
         if (this.interner) s.statements = new ServerStatements(this.interner, this.serverCacheSize);
-        const lifetime = this.settings.lifetimeMs;
-        if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
-        s.onClosed = (dead) => {
-          this.forget(dead);
-          this.checkPaused();
-        };
-        // Placed at once by the release below (idle, a waiter's, or closed).
-        this.servers.move(s, 'used');
-        if (!this.serverParams) {
-          this.serverParams = new Map(s.params);
-          for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
-          this.onParamsKnown?.();
-        }
-        this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'server connection ready');
-        this.release(s, true);
+        this.join(s, 'server connection ready');
       },
       (err: ServerLoginError) => {
         this.connecting--;
@@ -852,6 +838,14 @@ export class Pool {
       s.paramValues = values;
     }
     s.paramsUnknown = m.unknown;
+    this.join(s, 'takeover: server adopted');
+    return null;
+  }
+
+  /** A server that logged in here (or came from the old process of a takeover) joins the pool: its lifetime (with
+   * jitter, from its connect), its close handler, the pool's greeting if it is the first, then release() places it
+   * (idle, a waiter's, or closed when its lifetime is over). */
+  private join(s: ServerConnection, logMsg: string): void {
     const lifetime = this.settings.lifetimeMs;
     if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
     s.onClosed = (dead) => {
@@ -864,10 +858,8 @@ export class Pool {
       for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
       this.onParamsKnown?.();
     }
-    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: server adopted');
-    // Idle, a waiter's, or closed when its lifetime is over.
+    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, logMsg);
     this.release(s, true);
-    return null;
   }
 
   /** Every server closed at once (KILL, shutdown). */
