@@ -288,6 +288,66 @@ Napi::Value RelayRelease(const Napi::CallbackInfo& info) {
   return out;
 }
 
+/** relayReleasePair(client) -> { fd, serverFd, toClient, pinned } | undefined: a client linked to its server between
+ *  transactions (session mode, or pinned: src/pooler/session-state/pins.ts) leaves the relay with that server, for a
+ *  takeover to move the pair to the next process (src/pooler/takeover-clients.ts): duplicates of both descriptors,
+ *  the caller's to close, the bytes read from the server that the client has not been sent yet (whole messages:
+ *  the new process writes them to the client first) and the kinds of session state the client is pinned for. Only
+ *  plaintext, with the server idle (ReadyForQuery 'I'), both streams between whole messages, no sync point in
+ *  flight, nothing unsent to the server and nothing held for JavaScript; undefined otherwise (both stay). Both
+ *  endpoints go without an event, and the connections stay open: the duplicates hold them. */
+Napi::Value RelayReleasePair(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = Get(info);
+  if (!r || info.Length() < 1 || !info[0].IsNumber()) return env.Undefined();
+  Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
+  if (!c || c->server || !c->peer) return env.Undefined();
+  Endpoint* s = c->peer;
+  if (c->fd < 0 || c->dead || c->closing || c->stopped || c->login || c->exchange || c->ssl || c->relayOnly ||
+      c->transactionMode || c->parked || c->switchPending || !c->pendingIn.empty() || !c->interceptIn.empty() ||
+      c->dataQueued || !c->tlsPlainOut.empty() || !c->atBoundary() || c->syncs != 0 || c->unsynced || c->copyIn ||
+      !c->lane.groups.empty() || c->lane.held)
+    return env.Undefined();
+  if (s->fd < 0 || s->dead || s->closing || s->lend || s->ssl || s->wantReady || !s->between() || !s->atBoundary() ||
+      s->pendingOut() > 0 || !s->interceptIn.empty() || s->dataQueued)
+    return env.Undefined();
+  const int cfd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+  if (cfd < 0) return env.Undefined();
+  const int sfd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+  if (sfd < 0) {
+    close(cfd);
+    return env.Undefined();
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("fd", Napi::Number::New(env, cfd));
+  out.Set("serverFd", Napi::Number::New(env, sfd));
+  out.Set("toClient", Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(c->out.data()) + c->outOff,
+                                                   c->pendingOut()));
+  out.Set("pinned", Napi::Number::New(env, c->pinned));
+  c->peer = nullptr;
+  s->peer = nullptr;
+  c->dead = true;
+  s->dead = true;
+  r->Destroy(c);
+  r->Destroy(s);
+  return out;
+}
+
+/** relaySetPinned(client, kinds): a linked client a takeover moved here pinned (relayReleasePair on the old process)
+ *  is pinned for `kinds` again, as PinAtEnd left it there: the pair splits once its texts clear them all. */
+Napi::Value RelaySetPinned(const Napi::CallbackInfo& info) {
+  Relay* r = Get(info);
+  if (!r || info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber()) return info.Env().Undefined();
+  Endpoint* c = r->Find(info[0].As<Napi::Number>().Int32Value());
+  const uint32_t kinds = info[1].As<Napi::Number>().Uint32Value() & 0xff;
+  if (c && !c->server && c->peer && kinds != 0 && c->pinMask != 0) {
+    c->pinned = kinds & c->pinMask;
+    c->transactionMode = c->pinned == 0;
+    c->parked = false;
+  }
+  return Napi::Boolean::New(info.Env(), c != nullptr);
+}
+
 /** relayWatchReady(server): report the next ReadyForQuery of this unlinked server (SERVER_READY). */
 Napi::Value RelayWatchReady(const Napi::CallbackInfo& info) {
   Relay* r = Get(info);
@@ -447,6 +507,8 @@ void InitRelay(Napi::Env env, Napi::Object exports) {
   exports.Set("relayClose", Napi::Function::New(env, RelayClose, "relayClose"));
   exports.Set("relayDestroy", Napi::Function::New(env, RelayDestroy, "relayDestroy"));
   exports.Set("relayRelease", Napi::Function::New(env, RelayRelease, "relayRelease"));
+  exports.Set("relayReleasePair", Napi::Function::New(env, RelayReleasePair, "relayReleasePair"));
+  exports.Set("relaySetPinned", Napi::Function::New(env, RelaySetPinned, "relaySetPinned"));
   exports.Set("relayWatchReady", Napi::Function::New(env, RelayWatchReady, "relayWatchReady"));
   exports.Set("relayInfo", Napi::Function::New(env, RelayInfo, "relayInfo"));
   exports.Set("relayReclaim", Napi::Function::New(env, RelayReclaim, "relayReclaim"));

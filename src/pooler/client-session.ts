@@ -37,7 +37,7 @@ const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 export type SessionLogin =
   | { result: LoginResult }
   | { native: { pool: Pool; login: NativeLoginOk } }
-  | { moved: { pool: Pool; client: MovedClient } };
+  | { moved: { pool: Pool; client: MovedClient; server?: ServerConnection } };
 
 export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
   readonly id: number;
@@ -107,14 +107,14 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       return;
     }
     if ('moved' in login) {
-      const { pool, client: m } = login.moved;
+      const { pool, client: m, server } = login.moved;
       this.user = m.user;
       this.database = m.database;
       this.applicationName = m.applicationName;
       this.isAdmin = false;
       this.pool = pool;
       this.protocol32 = m.protocol32;
-      this.movedIn(m);
+      this.movedIn(m, server);
       return;
     }
     const r = login.result;
@@ -232,14 +232,36 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
   private movedStatements: MovedStatement[] | null = null;
   /** Bytes it sent that no server got, relayed at the handoff. */
   private pendingBytes: Buffer = EMPTY;
+  /** Moved with its linked server: PostgreSQL's bytes it was not sent yet there, written to it at the handoff. */
+  private toClient: Buffer = EMPTY;
 
   /** A client moved here by a takeover, logged in on the old process: what it had there, then the relay takes it
    * (no greeting: it has had one). */
-  private movedIn(m: MovedClient): void {
+  private movedIn(m: MovedClient, server?: ServerConnection): void {
+    if (server && m.linked) return this.movedInLinked(m, server);
     this.params = new ParamSession(ClientParams.restore(m.params, m.startup), this.paramHost);
     this.movedStatements = m.statements.length > 0 ? m.statements : null;
     this.pendingBytes = m.pending;
     // Counted as moved in, not as a login: it logged in on the old process.
+    this.core.registerClient(this, 'moved');
+    this.handOff();
+    if (this.end?.kind === 'js') this.startup.resumeReads();
+  }
+
+  /** A client moved here with the server it is linked to (session mode, or pinned; Pooler.adoptMoved made the server
+   * this client's): the relay takes both, linked as on the old process, and the client gets first what PostgreSQL
+   * sent there that it had not been sent. */
+  private movedInLinked(m: MovedClient, s: ServerConnection): void {
+    const linked = m.linked!;
+    if (!linked.session) this.params = new ParamSession(ClientParams.restore(m.params, m.startup), this.paramHost);
+    this.movedStatements = m.statements.length > 0 ? m.statements : null;
+    this.appliedStartup = linked.appliedStartup;
+    this.pinnedKinds = linked.session ? 0 : linked.pinned;
+    this.server = s;
+    s.owner = this;
+    this.state = 'active';
+    this.pendingBytes = m.pending;
+    this.toClient = linked.toClient;
     this.core.registerClient(this, 'moved');
     this.handOff();
     if (this.end?.kind === 'js') this.startup.resumeReads();
@@ -254,9 +276,11 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
 
   /** The old process of a takeover: lets go of the connection if the client is between transactions in transaction
    * mode (no server, nothing pinned, no read-back or reply under way, no TLS), with its state; else why not. */
-  moveOut(): { client: MovedClient; fd: number } | string {
+  moveOut(pairs = false): { client: MovedClient; fd: number; serverFd?: number } | string {
     if (this.moving) return 'on its way';
     if (this.stays) return 'refused by the new process';
+    if (this.state === 'active' && this.server && (this.pinnedKinds !== 0 || this.pool?.settings.mode === 'session'))
+      return pairs ? this.moveOutLinked(this.server) : 'linked to its server';
     // A client waiting for a server goes with the bytes it sent (this process's pools are paused now).
     const waiting = this.state === 'waiting';
     if (this.state !== 'idle' && !waiting) return `state ${this.state}`;
@@ -304,28 +328,95 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     };
   }
 
+  /** moveOut for a client linked to its server (session mode, or pinned), between transactions: both go as a pair, the
+   * server as this client's, with what PostgreSQL sent that the client was not sent yet. */
+  private moveOutLinked(s: ServerConnection): { client: MovedClient; fd: number; serverFd: number } | string {
+    const pool = this.pool!;
+    if (this.isAdmin) return 'admin console';
+    if (this.tls) return 'TLS';
+    if (this.greeting || this.parkOnLink) return 'logging in';
+    const session = pool.settings.mode === 'session';
+    if (!session && (!this.params || !this.params.idle)) return 'session parameters being read back';
+    if (this.rewriter && !this.rewriter.settled) return 'prepared statements in flight';
+    const end = this.end;
+    if (!end) return 'not relayed';
+    const server = pool.describeLinked(s);
+    if (typeof server === 'string') return server;
+    const statements = this.statementList();
+    const released = end.releasePair();
+    if (!released) return 'the relay cannot let the pair go now';
+    this.rewriter?.detach();
+    this.end = null;
+    this.moving = true;
+    if (this.core.log.isLevelEnabled('debug'))
+      this.core.log.debug(
+        { client_id: this.id, server_id: s.id, backend_pid: s.backendPid, pinned: released.pinned },
+        'takeover: client sent to the new process with its server',
+      );
+    return {
+      fd: released.fd,
+      serverFd: released.serverFd,
+      client: {
+        database: this.database,
+        user: this.user,
+        applicationName: this.applicationName,
+        protocol32: this.protocol32,
+        connectedAt: this.connectedAt,
+        cancelPid: this.cancelPid,
+        cancelSecret: this.cancelSecret,
+        params: this.params ? [...this.params.client.values.values] : [],
+        startup: this.params ? [...this.params.client.startup] : [],
+        statements,
+        pending: EMPTY,
+        linked: {
+          server,
+          pinned: session ? 0 : released.pinned || this.pinnedKinds,
+          session,
+          appliedStartup: this.appliedStartup,
+          toClient: released.toClient,
+        },
+      },
+    };
+  }
+
   /** Nothing keeps it here for good: it can move once what is under way settles. */
   private get mayMoveLater(): boolean {
-    return (
-      !this.stays && !this.isAdmin && !this.tls && this.pinnedKinds === 0 && this.pool?.settings.mode === 'transaction'
-    );
+    return !this.stays && !this.isAdmin && !this.tls && this.pool !== null;
   }
 
   /** The new process took it: it leaves this process without a word to it. */
   movedAway(): void {
     if (!this.moving) return;
     this.moving = false;
+    const s = this.server;
+    if (s) {
+      // Its linked server went with it.
+      this.server = null;
+      this.pinnedKinds = 0;
+      this.pool!.forgetMoved(s);
+      this.core.counters.serversMovedOut++;
+    }
     this.closeReason = 'moved to the new process (takeover)';
     this.core.counters.movedOut++;
     this.onClientClosed(true);
   }
 
   /** The new process refused it (or is gone): the relay takes it again from `fd`, with the bytes it had sent. */
-  moveBack(fd: number, pending: Buffer, why: string): void {
+  moveBack(fd: number, pending: Buffer, why: string, serverFd?: number): void {
     if (!this.moving) return;
     this.moving = false;
     this.stays = true;
     this.core.log.info({ client_id: this.id, reason: why }, 'takeover: client stays on this process');
+    const s = this.server;
+    if (s && (serverFd === undefined || !this.pool!.takeBack(s, serverFd))) {
+      // Its linked server is lost: the client cannot go on without the session it held there.
+      if (serverFd === undefined) this.pool!.forgetMoved(s);
+      this.server = null;
+      this.pinnedKinds = 0;
+      fdPassing?.fdClose(fd);
+      this.closeReason = 'its server was lost while moving (takeover)';
+      return this.onClientClosed(true);
+    }
     try {
       // The connection reads through its ClientStartup again, and reports there until the relay takes it.
       this.startup.takeSocket(fd);
@@ -509,9 +600,14 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       return this.fatal(SqlState.ConnectionFailure, 'internal error: the connection could not be handed to the relay');
     this.end = end;
     this.startup.detach();
-    // Session mode: the server the greeting named. When either side is gone, its close report is on the way.
-    if (this.server) end.link(this.server.end, false);
-    else if (this.core.shuttingDown) {
+    // Moved with its linked server: what PostgreSQL sent that the client was not sent on the old process comes first.
+    if (this.toClient.length > 0) end.write(this.toClient);
+    this.toClient = EMPTY;
+    // Session mode (or moved pinned): the server the greeting named. When either side is gone, its close report is on
+    // the way.
+    if (this.server) {
+      if (end.link(this.server.end, false) && this.pinnedKinds !== 0) end.restorePins(this.pinnedKinds);
+    } else if (this.core.shuttingDown) {
       // A login that ended after a takeover: the new process serves it from now on, if it takes it.
       if (this.state === 'idle') this.core.offerMove(this);
     } else if (end.parks && pool.settings.mode === 'transaction' && this.state === 'idle' && !this.lentLogin)

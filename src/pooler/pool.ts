@@ -11,7 +11,7 @@ import { PoolHealth, type HealthChange } from './pool-health.js';
 import type { ScramCredential } from './auth/scram.js';
 import type { Relay } from './relay/relay.js';
 import { relayFor } from './relay/choose.js';
-import { Interner } from './prepared/interner.js';
+import { Interner, type Statement } from './prepared/interner.js';
 import { schemaEpochFor } from './prepared/schema-epoch.js';
 import type { Coordinator } from './coordinator.js';
 import type { PoolerEventKind } from './events.js';
@@ -764,7 +764,18 @@ export class Pool {
     if (held === null) return 'statements being prepared or closed';
     const fd = s.end.release();
     if (fd === null) return 'the relay cannot let it go now';
-    const server: MovedServer = {
+    const server = this.describe(s, held);
+    s.onClosed = null;
+    this.forget(s);
+    s.state = 'closed';
+    s.statements?.clear();
+    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: server sent');
+    return { server, fd };
+  }
+
+  /** What the new process needs of `s` (moveOut, or a client's linked server), `held` its settled statements. */
+  private describe(s: ServerConnection, held: { statement: Statement; stale: boolean }[]): MovedServer {
+    return {
       database: this.settings.database,
       user: this.settings.user,
       target: this.targetKey(),
@@ -785,12 +796,39 @@ export class Pool {
         stale,
       })),
     };
+  }
+
+  /** The old process of a takeover, for a client that moves with `s`, the server it is linked to (session mode, or
+   * pinned): what the new process needs of it, or why it cannot go now (the relay lets go of the pair after this). */
+  describeLinked(s: ServerConnection): MovedServer | string {
+    if (s.cancelsInFlight > 0) return 'a cancel in flight';
+    if (s.tls) return 'TLS to PostgreSQL';
+    const held = s.statements ? s.statements.settled() : [];
+    if (held === null) return 'statements being prepared or closed';
+    return this.describe(s, held);
+  }
+
+  /** The new process took a client's linked server: it leaves this pool as if closed, without a word to PostgreSQL
+   * (the relay let go of it already). */
+  forgetMoved(s: ServerConnection): void {
+    s.owner = null;
     s.onClosed = null;
     this.forget(s);
     s.state = 'closed';
     s.statements?.clear();
-    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: server sent');
-    return { server, fd };
+  }
+
+  /** The new process refused a client's linked server (or is gone): the relay takes it again from `fd`; false when
+   * it cannot (the server is then closed and forgotten). */
+  takeBack(s: ServerConnection, fd: number): boolean {
+    try {
+      s.readopt(fd, this.relay, this.interner !== null);
+      return true;
+    } catch (err) {
+      this.log.warn({ pool: this.name, server_id: s.id, err: (err as Error).message }, 'takeover: server lost');
+      this.forgetMoved(s);
+      return false;
+    }
   }
 
   /** The new process of a takeover: an idle server of the old process's pool of the same name joins this pool, with
@@ -812,18 +850,8 @@ export class Pool {
     if (this.servers.size - this.pinned >= this.settings.poolSize) return refuse(`pool ${this.name} is full here`);
     if (this.coordinator && this.coordinator.admit(this, -1) === 'none')
       return refuse(`database ${this.settings.database} is at max_db_connections here`);
-    let statements: ServerStatements | null = null;
-    if (this.interner) {
-      statements = new ServerStatements(this.interner, this.serverCacheSize);
-      for (const st of m.statements) {
-        const s = this.interner.internKeyed(st.query, st.types, st.settings);
-        if (s.name !== st.name) {
-          statements.clear();
-          return refuse(`its statement ${st.name} has another name here (${s.name})`);
-        }
-        statements.adopt(s, st.stale);
-      }
-    }
+    const statements = this.adoptStatements(m);
+    if (typeof statements === 'string') return refuse(statements);
     let s: ServerConnection;
     try {
       s = ServerConnection.adopt(m, fd, this.relay, this.interner !== null);
@@ -840,6 +868,75 @@ export class Pool {
     s.paramsUnknown = m.unknown;
     this.join(s, 'takeover: server adopted');
     return null;
+  }
+
+  /** The new process of a takeover: the server a moved client is linked to (session mode, or pinned: `pinned`) joins
+   * this pool as that client's, not the idle list: with its statements, session parameters and age as in adoptMoved.
+   * The server, or why not; `fd` is this pool's from the call on (closed when refused). A pinned server is outside
+   * pool_size, as here; a session-mode one counts. */
+  adoptLinked(m: MovedServer, fd: number, pinned: boolean): ServerConnection | string {
+    const refuse = (why: string): string => {
+      fdPassing?.fdClose(fd);
+      return why;
+    };
+    if (this.retired) return refuse(`pool ${this.name} is retired here`);
+    const mode = this.settings.target.tls.mode;
+    if (m.target !== this.targetKey() || m.serverUser !== this.settings.serverUser)
+      return refuse(`pool ${this.name} connects to ${this.targetKey()} as ${this.settings.serverUser} here`);
+    if (mode !== 'disable' && mode !== 'allow' && mode !== 'prefer')
+      return refuse(`pool ${this.name} has server_tls_sslmode = "${mode}" here`);
+    if (m.statements.length > 0 && !this.interner)
+      return refuse(`the server has prepared statements and pool ${this.name} has prepared_statements off here`);
+    if (!pinned && this.servers.size - this.pinned + this.connecting >= this.settings.poolSize)
+      return refuse(`pool ${this.name} is full here`);
+    if (this.coordinator && this.coordinator.admit(this, -1) === 'none')
+      return refuse(`database ${this.settings.database} is at max_db_connections here`);
+    const statements = this.adoptStatements(m);
+    if (typeof statements === 'string') return refuse(statements);
+    let s: ServerConnection;
+    try {
+      s = ServerConnection.adopt(m, fd, this.relay, this.interner !== null);
+    } catch (err) {
+      statements?.clear();
+      return `the relay cannot take it: ${(err as Error).message}`;
+    }
+    s.statements = statements;
+    if (m.values) {
+      const values = new ParamValues();
+      for (const [name, value] of m.values) values.set(name, value);
+      s.paramValues = values;
+    }
+    s.paramsUnknown = m.unknown;
+    const lifetime = this.settings.lifetimeMs;
+    if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
+    s.onClosed = (dead) => {
+      this.forget(dead);
+      this.checkPaused();
+    };
+    this.servers.move(s, 'active');
+    if (pinned) this.pin(s);
+    if (!this.serverParams) {
+      this.serverParams = new Map(s.params);
+      for (const p of this.paramWaiters.splice(0)) p.resolve(this.serverParams);
+      this.onParamsKnown?.();
+    }
+    this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: linked server adopted');
+    return s;
+  }
+
+  /** A moved server's statements, interned here under the names they had there; why not when a name differs. */
+  private adoptStatements(m: MovedServer): ServerStatements | null | string {
+    if (!this.interner) return null;
+    const statements = new ServerStatements(this.interner, this.serverCacheSize);
+    for (const st of m.statements) {
+      const s = this.interner.internKeyed(st.query, st.types, st.settings);
+      if (s.name !== st.name) {
+        statements.clear();
+        return `its statement ${st.name} has another name here (${s.name})`;
+      }
+      statements.adopt(s, st.stale);
+    }
+    return statements;
   }
 
   /** A server that logged in here (or came from the old process of a takeover) joins the pool: its lifetime (with

@@ -13,6 +13,7 @@ import { SlotSet } from './id-table.js';
 import { killDatabase, pausePools, reconnectPools, resumePools, startPause } from './pool-verbs.js';
 import type { LoginTarget } from './client-login.js';
 import type { Pool } from './pool.js';
+import type { ServerConnection } from './server-connection.js';
 import { PoolSet } from './pool-set.js';
 import type { AdminHost, DurationHistogram, Overview, PauseAnswer, ShowTable } from './control.js';
 import type { PoolerCounters, SnapshotSource } from './hosts.js';
@@ -421,15 +422,19 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
 
   /** The new process of a takeover: a client of the old one, logged in there, served here from now on (null), or why
    * not (the old process keeps it). `fd` is this process's: used or closed here. */
-  adoptMoved(m: MovedClient, fd: number): string | null {
+  adoptMoved(m: MovedClient, fd: number, serverFd?: number): string | null {
+    let sfd = serverFd;
     const refuse = (why: string) => {
       fdPassing?.fdClose(fd);
+      if (sfd !== undefined) fdPassing?.fdClose(sfd);
       return why;
     };
     if (this.shuttingDown) return refuse('this process is shutting down');
+    if (m.linked && sfd === undefined) return refuse('a linked client came without its server');
     const pool = this.poolSet.get(m.database, m.user);
     if (!pool) return refuse(`no pool for database "${m.database}" and user "${m.user}" here`);
-    if (pool.settings.mode !== 'transaction') return refuse(`pool ${pool.name} is not in transaction mode here`);
+    const mode = m.linked?.session ? 'session' : 'transaction';
+    if (pool.settings.mode !== mode) return refuse(`pool ${pool.name} is not in ${mode} mode here`);
     if (m.statements.length > 0 && !pool.interner)
       return refuse(`the client has prepared statements and pool ${pool.name} has prepared_statements off here`);
     if (this.connectionCount() >= this.config.general.max_connections) return refuse('max_connections reached here');
@@ -440,17 +445,35 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     } catch (err) {
       return refuse(`not a socket: ${(err as Error).message}`);
     }
+    // A client linked to its server (session mode, or pinned) takes that server here as its own, not into the pool.
+    let server: ServerConnection | undefined;
+    if (m.linked && sfd !== undefined) {
+      const adopted = pool.adoptLinked(m.linked.server, sfd, !m.linked.session);
+      sfd = undefined;
+      if (typeof adopted === 'string') {
+        startup.detach();
+        startup.socket.on('error', () => undefined);
+        startup.socket.destroy();
+        return adopted;
+      }
+      server = adopted;
+    }
     const socket = startup.socket;
     // Counted as a login under way until the session registers (registerClient), as any accepted client.
     this.loginCountChanged(1);
     // Born logged in: the relay takes it at once (the session starts Node's reads if it is the JavaScript relay).
     try {
-      new ClientSession(this, startup, { moved: { pool, client: m } });
+      new ClientSession(this, startup, { moved: { pool, client: m, ...(server ? { server } : {}) } });
+      if (server) this.counters.serversMovedIn++;
     } catch (err) {
       // A bug, not a state of the client: it goes back to the old process rather than nowhere.
       startup.detach();
       socket.on('error', () => undefined);
       socket.destroy();
+      if (server) {
+        pool.forgetMoved(server);
+        server.destroy();
+      }
       this.loginCountChanged(-1);
       this.log.error({ err: (err as Error).stack ?? String(err) }, 'takeover: adopting a client failed');
       return `adopting it failed: ${(err as Error).message}`;

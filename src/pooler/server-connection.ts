@@ -52,8 +52,9 @@ export class ServerConnection {
   /** Deadline for replacement: server_lifetime with jitter. */
   expiresAt = Infinity;
   lastUsed = Date.now();
-  /** The relay's side of this socket. */
-  readonly end: ServerEnd;
+  /** The relay's side of this socket (a new one after a takeover's refused move: readopt). */
+  end: ServerEnd;
+  private readonly events: ServerEvents;
   /** Set by the pool: told once when the socket is gone by itself. */
   onClosed: ((server: ServerConnection) => void) | null = null;
   /** Statements prepared here under pooler names (transaction mode with prepared_statements), else null. */
@@ -83,6 +84,7 @@ export class ServerConnection {
       onStatementsDropped: () => this.statements?.clearUpTo(Infinity),
       onSchemaChanged: () => this.statements?.schemaChanged(),
     };
+    this.events = events;
     const end = relay.adoptServer(login.conn, events, rewrites);
     if (!end)
       throw new ServerLoginError(
@@ -136,6 +138,31 @@ export class ServerConnection {
     if (s.end.kind === 'js' && !socket.destroyed) socket.resume();
     s.lastUsed = m.lastUsed;
     return s;
+  }
+
+  /** The old process of a takeover took back a server whose move with its client was refused (the relay let go of it
+   * for the move): the relay takes the connection again from `fd` (this process's copy). Throws when it cannot (the
+   * descriptor is closed then). */
+  readopt(fd: number, relay: Relay, rewrites: boolean): void {
+    let handler: ChunkHandler = () => false;
+    const socket = socketFromFd(fd, SERVER_READ_BUFFER, () => handler);
+    const end = relay.adoptServer(
+      {
+        socket,
+        read: (h) => {
+          handler = h;
+        },
+      },
+      this.events,
+      rewrites,
+    );
+    if (!end) {
+      socket.on('error', () => undefined);
+      socket.destroy();
+      throw new Error('the relay cannot take it');
+    }
+    this.end = end;
+    if (end.kind === 'js' && !socket.destroyed) socket.resume();
   }
 
   /** The socket closed by itself (EOF, error, a malformed message). */

@@ -8,7 +8,9 @@
 // the pending bytes; the client's descriptor rides with the frame's first byte (descriptors are taken in order).
 // New -> old, one JSON line each: {"took":id}, {"refused":id,"reason"}, or {"cancel":pid,"secret":hex} (a
 // CancelRequest for a client the new process does not have: it may still be on the old one), and first
-// {"servers":1}: it takes server connections too (takeover-servers.ts; their frames' headers have "server":1).
+// {"servers":1}: it takes server connections too (takeover-servers.ts; their frames' headers have "server":1), and
+// {"pairs":1}: it takes a client linked to its server (session mode, or pinned by session state) with that server, in
+// one frame whose header has "linked" (the server's header) and which carries two descriptors, the client's first.
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import { fdPassing, type FdPassing } from '../native/fd-passing.js';
@@ -16,6 +18,7 @@ import {
   closeMovedServer,
   decodeServer,
   encodeServer,
+  serverHeader,
   type MovableServer,
   type MovedServer,
   type ServerHeader,
@@ -46,6 +49,21 @@ export interface MovedClient {
   statements: MovedStatement[];
   /** Bytes it sent that no server got, from a message boundary on. */
   pending: Buffer;
+  /** A client that moves with the server it is linked to (session mode, or pinned), or absent. */
+  linked?: LinkedServer;
+}
+
+/** The server a client moves with, and the state of the pair. */
+export interface LinkedServer {
+  server: MovedServer;
+  /** The kinds of session state the client is pinned for (session-state/state-scan.ts), 0 in session mode. */
+  pinned: number;
+  /** Session mode (else a pinned transaction-mode client): the new process's pool must be in the same mode. */
+  session: boolean;
+  /** Session mode: startup parameters were applied to the server (its reset must undo them). */
+  appliedStartup: boolean;
+  /** Bytes PostgreSQL sent that the client was not sent yet (whole messages): written to it first. */
+  toClient: Buffer;
 }
 
 interface Header {
@@ -60,6 +78,11 @@ interface Header {
   params: [string, string][];
   startup: [string, string][];
   statements: { name: string; query: string; types: string }[];
+  linked?: ServerHeader;
+  pinned?: number;
+  session?: boolean;
+  applied_startup?: boolean;
+  to_client?: string;
 }
 
 /** One client's frame (see the top of this file). */
@@ -81,6 +104,14 @@ export function encodeMoved(id: number, m: MovedClient): Buffer {
       types: s.types.toString('base64'),
     })),
   };
+  const l = m.linked;
+  if (l) {
+    header.linked = serverHeader(0, l.server);
+    header.pinned = l.pinned;
+    header.session = l.session;
+    header.applied_startup = l.appliedStartup;
+    header.to_client = l.toClient.toString('base64');
+  }
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const head = Buffer.allocUnsafe(8);
   head.writeUInt32BE(4 + json.length + m.pending.length, 0);
@@ -128,18 +159,31 @@ function decodeClient(body: Buffer, h: Header, jsonLen: number): { id: number; c
         types: Buffer.from(s.types, 'base64'),
       })),
       pending: Buffer.from(body.subarray(4 + jsonLen)),
+      ...(h.linked
+        ? {
+            linked: {
+              server: decodeServer(h.linked),
+              pinned: typeof h.pinned === 'number' ? h.pinned : 0,
+              session: h.session === true,
+              appliedStartup: h.applied_startup === true,
+              toClient: Buffer.from(h.to_client ?? '', 'base64'),
+            },
+          }
+        : {}),
     },
   };
 }
 
 /** What the old process's clients offer the mover (ClientSession). */
 export interface MovableClient {
-  /** Lets go of the connection if it is between transactions: its state and a descriptor of it, or why not. */
-  moveOut(): { client: MovedClient; fd: number } | string;
+  /** Lets go of the connection if it is between transactions: its state and a descriptor of it (and of its linked
+   * server, `serverFd`, when it moves as a pair: only if `pairs`, the new process takes pairs), or why not. */
+  moveOut(pairs: boolean): { client: MovedClient; fd: number; serverFd?: number } | string;
   /** The new process took it: forget it, without a word to it. */
   movedAway(): void;
-  /** The new process refused it or is gone: serve it again from `fd` (this process's copy). */
-  moveBack(fd: number, pending: Buffer, why: string): void;
+  /** The new process refused it or is gone: serve it again from `fd` (this process's copy), with its linked server
+   * from `serverFd` when it went as a pair. */
+  moveBack(fd: number, pending: Buffer, why: string, serverFd?: number): void;
 }
 
 /** What the old process's mover needs of the pooler. */
@@ -160,9 +204,11 @@ export class ClientMover<C extends MovableClient> {
   private readonly f: FdPassing;
   private nextId = 1;
   /** Clients (`c`) and servers (`c` null) sent and not answered yet. */
-  private readonly inFlight = new Map<number, { c: C | null; fd: number; pending: Buffer }>();
+  private readonly inFlight = new Map<number, { c: C | null; fd: number; pending: Buffer; serverFd?: number }>();
   /** The new process said it takes server connections ({"servers":1}). */
   private takesServers = false;
+  /** The new process said it takes a client with its linked server ({"pairs":1}). */
+  private takesPairs = false;
   private out: { buf: Buffer; fds: number[] }[] = [];
   private retry: NodeJS.Timeout | null = null;
   private readonly sweep: NodeJS.Timeout;
@@ -232,14 +278,15 @@ export class ClientMover<C extends MovableClient> {
   offer(c: C): boolean {
     if (!this.open) return false;
     // (A client on its way answers that it cannot move: its relay end is gone.)
-    const out = c.moveOut();
+    const out = c.moveOut(this.takesPairs);
     if (typeof out === 'string') {
       if (this.log.isLevelEnabled('debug')) this.log.debug({ reason: out }, 'takeover: client cannot move now');
       return false;
     }
     const id = this.nextId++;
-    this.inFlight.set(id, { c, fd: out.fd, pending: out.client.pending });
-    this.out.push({ buf: encodeMoved(id, out.client), fds: [out.fd] });
+    const serverFd = out.serverFd;
+    this.inFlight.set(id, { c, fd: out.fd, pending: out.client.pending, serverFd });
+    this.out.push({ buf: encodeMoved(id, out.client), fds: serverFd === undefined ? [out.fd] : [out.fd, serverFd] });
     this.pump();
     return true;
   }
@@ -283,6 +330,7 @@ export class ClientMover<C extends MovableClient> {
         cancel?: number;
         secret?: string;
         servers?: number;
+        pairs?: number;
       };
       try {
         msg = JSON.parse(line) as typeof msg;
@@ -294,6 +342,7 @@ export class ClientMover<C extends MovableClient> {
       else if (typeof msg.refused === 'number') this.answer(msg.refused, msg.reason ?? 'refused');
       else if (typeof msg.cancel === 'number' && typeof msg.secret === 'string')
         this.host.cancel(msg.cancel, Buffer.from(msg.secret, 'hex'));
+      else if (msg.pairs === 1) this.takesPairs = true;
       else if (msg.servers === 1 && !this.takesServers) {
         this.takesServers = true;
         this.offerServers();
@@ -322,12 +371,13 @@ export class ClientMover<C extends MovableClient> {
       this.moved++;
       this.log.debug({ move: id }, 'takeover: client moved');
       this.f.fdClose(v.fd);
+      if (v.serverFd !== undefined) this.f.fdClose(v.serverFd);
       v.c.movedAway();
       return;
     }
     this.refused++;
     this.log.info({ reason: refused }, 'takeover: the new process refused a client; it stays here');
-    v.c.moveBack(v.fd, v.pending, refused);
+    v.c.moveBack(v.fd, v.pending, refused, v.serverFd);
   }
 
   /** The connection is gone (the new process exited, or this one stops): clients on their way come back. */
@@ -350,7 +400,7 @@ export class ClientMover<C extends MovableClient> {
         continue;
       }
       this.refused++;
-      v.c.moveBack(v.fd, v.pending, why);
+      v.c.moveBack(v.fd, v.pending, why, v.serverFd);
     }
     this.onClose();
   }
@@ -358,7 +408,10 @@ export class ClientMover<C extends MovableClient> {
   /** This process stops (after shutdown_timeout if clients were still on their way): the connection closes, and a
    * client not answered for is left to the new process, which has its own descriptor if it took it. */
   close(): void {
-    for (const v of this.inFlight.values()) this.f.fdClose(v.fd);
+    for (const v of this.inFlight.values()) {
+      this.f.fdClose(v.fd);
+      if (v.serverFd !== undefined) this.f.fdClose(v.serverFd);
+    }
     this.inFlight.clear();
     this.closed('this process stops');
   }
@@ -368,7 +421,7 @@ export class ClientMover<C extends MovableClient> {
 export interface ReceiverHost {
   /** Takes over a client from the old process: null when it serves it now, else why not (the old one keeps it). The
    * descriptor is the host's from the call on, whatever the answer. */
-  adoptMoved(m: MovedClient, fd: number): string | null;
+  adoptMoved(m: MovedClient, fd: number, serverFd?: number): string | null;
   /** Takes over an idle server connection of the old process into its pool: null when pooled, else why not (the old
    * one closes it). The descriptor is the host's from the call on, whatever the answer. */
   adoptMovedServer(m: MovedServer, fd: number): string | null;
@@ -427,12 +480,19 @@ export class ClientReceiver {
       const body = this.buf.subarray(4, 4 + total);
       this.buf = this.buf.subarray(4 + total);
       const fd = this.fds.shift();
+      let serverFd: number | undefined;
       let decoded: { id: number; client?: MovedClient; server?: MovedServer };
       try {
         if (fd === undefined) throw new Error('takeover: a client came without its descriptor');
         decoded = decodeFrame(body);
+        // A pair's second descriptor is its server's.
+        if (decoded.client?.linked) {
+          serverFd = this.fds.shift();
+          if (serverFd === undefined) throw new Error('takeover: a linked client came without its server descriptor');
+        }
       } catch (err) {
         if (fd !== undefined) this.f.fdClose(fd);
+        if (serverFd !== undefined) this.f.fdClose(serverFd);
         this.log.error({ err: (err as Error).message }, 'takeover: malformed client frame; no more clients taken');
         this.close();
         return;
@@ -441,7 +501,7 @@ export class ClientReceiver {
       try {
         why = decoded.server
           ? this.host.adoptMovedServer(decoded.server, fd)
-          : this.host.adoptMoved(decoded.client!, fd);
+          : this.host.adoptMoved(decoded.client!, fd, serverFd);
       } catch (err) {
         why = `adopting it failed: ${(err as Error).message}`;
       }

@@ -64,7 +64,16 @@ export interface ServerHeader {
 
 /** One server's frame: the same layout as a client's (takeover-clients.ts), with no pending bytes. */
 export function encodeServer(id: number, m: MovedServer): Buffer {
-  const header: ServerHeader = {
+  const json = Buffer.from(JSON.stringify(serverHeader(id, m)), 'utf8');
+  const head = Buffer.allocUnsafe(8);
+  head.writeUInt32BE(4 + json.length, 0);
+  head.writeUInt32BE(json.length, 4);
+  return Buffer.concat([head, json]);
+}
+
+/** A server's header (its own frame's, or a linked client's `linked`). */
+export function serverHeader(id: number, m: MovedServer): ServerHeader {
+  return {
     id,
     server: 1,
     database: m.database,
@@ -87,11 +96,6 @@ export function encodeServer(id: number, m: MovedServer): Buffer {
       stale: s.stale,
     })),
   };
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const head = Buffer.allocUnsafe(8);
-  head.writeUInt32BE(4 + json.length, 0);
-  head.writeUInt32BE(json.length, 4);
-  return Buffer.concat([head, json]);
 }
 
 /** A server's header, decoded; throws on a malformed one. */

@@ -135,7 +135,8 @@ export class Handoff {
     try {
       // With the ready, in the same send: this process takes server connections too (takeover-servers.ts), unless
       // TIDEPOOL_TAKEOVER_SERVERS=0 (it then opens its own, and the old process closes its servers as it ends).
-      const servers = takesServers() ? `${JSON.stringify({ servers: 1 })}\n` : '';
+      // And it takes a client linked to its server (session mode, pinned) as a pair (takeover-clients.ts).
+      const servers = `${takesServers() ? `${JSON.stringify({ servers: 1 })}\n` : ''}${JSON.stringify({ pairs: 1 })}\n`;
       this.f.fdSend(this.socket, Buffer.from(`${JSON.stringify({ ready: true })}\n${servers}`), []);
     } catch (err) {
       this.f.fdClose(this.socket);

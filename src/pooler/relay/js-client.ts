@@ -9,11 +9,12 @@ import type {
   ClientEvents,
   ClientOptions,
   MessageInterceptor,
+  PairRelease,
   RelayCounts,
   RelaySocket,
   ServerEnd,
 } from './relay.js';
-import { JsServerEnd, type LinkedClient } from './js-server.js';
+import { dupOf, JsServerEnd, type LinkedClient } from './js-server.js';
 import { Takeover } from './js-takeover.js';
 import { PinWatch } from './js-pins.js';
 import { ClientCounts } from './js-counts.js';
@@ -448,6 +449,34 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
 
   counts(): RelayCounts {
     return this.count.relayCounts();
+  }
+
+  releasePair(): PairRelease | null {
+    const s = this.server;
+    if (!s || this.transactionMode || this.closed || this.discarding || this.initialDue || this.releaseDue) return null;
+    const tx = this.tx;
+    if (tx.syncs !== 0 || tx.unsynced || tx.copyIn || this.queue.length > 0 || this.holding) return null;
+    if (!this.frames.atBoundary || (this.interceptor && !this.interceptor.atBoundary)) return null;
+    const fd = dupOf(this.socket);
+    if (fd === null) return null;
+    const serverFd = s.releaseLinked();
+    if (serverFd === null) {
+      fdPassing!.fdClose(fd);
+      return null;
+    }
+    const pinned = this.pins?.kinds ?? 0;
+    this.detach(s);
+    s.dropReleased();
+    this.stop();
+    const socket = this.socket;
+    socket.removeAllListeners();
+    socket.on('error', () => undefined);
+    socket.destroy();
+    return { fd, serverFd, toClient: Buffer.alloc(0), pinned };
+  }
+
+  restorePins(kinds: number): void {
+    if (this.server) this.pins?.restore(kinds, this);
   }
 
   release(): { fd: number; pending: Buffer } | null {

@@ -17,6 +17,19 @@ export class PinWatch {
     private readonly onPin: (kinds: number) => void,
   ) {}
 
+  /** A pair a takeover moved here pinned (ClientEnd.restorePins): pinned for `kinds` as on the process it came from. */
+  restore(kinds: number, pair: PairMode): void {
+    const k = kinds & this.mask;
+    if (k === 0) return;
+    this.pinned = k;
+    pair.transactionMode = false;
+  }
+
+  /** The kinds the client is pinned for now (0: none). */
+  get kinds(): number {
+    return this.pinned;
+  }
+
   /** Every client read. */
   feed(chunk: Buffer): void {
     this.scan.feed(chunk);

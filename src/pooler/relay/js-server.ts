@@ -230,6 +230,25 @@ export class JsServerEnd implements ServerEnd {
     return fd;
   }
 
+  /** The linked client's release of the pair (JsClientEnd.releasePair): a duplicate of the descriptor when this end is
+   * idle (ReadyForQuery 'I'), between whole messages, plaintext, with nothing unsent and no reply awaited; the end is
+   * then gone without a report (the client end detaches itself). Null otherwise, and nothing changed. */
+  releaseLinked(): number | null {
+    const socket = this.socket;
+    if (this.closed || this.resetDone !== null || this.captured !== null) return null;
+    if (!this.frames.atBoundary || this.txStatus !== TxStatus.Idle || !fdPassing) return null;
+    return dupOf(socket);
+  }
+
+  /** After releaseLinked: Node's socket goes, its descriptor closed (the duplicate keeps the connection). */
+  dropReleased(): void {
+    this.closed = true;
+    this.client = null;
+    this.socket.removeAllListeners();
+    this.socket.on('error', () => undefined);
+    this.socket.destroy();
+  }
+
   private dropClient(): void {
     const c = this.client;
     this.client = null;
@@ -257,5 +276,18 @@ export class JsServerEnd implements ServerEnd {
       queryAgeUs: 0,
       xactAgeUs: 0,
     };
+  }
+}
+
+/** A duplicate of a plaintext socket's descriptor with nothing left to write, or null. */
+export function dupOf(socket: net.Socket): number | null {
+  if (!fdPassing || socket.destroyed || socket.writableLength > 0) return null;
+  if ((socket as net.Socket & { encrypted?: boolean }).encrypted === true) return null;
+  const raw = (socket as net.Socket & { _handle?: { fd?: number } | null })._handle?.fd;
+  if (typeof raw !== 'number' || raw < 0) return null;
+  try {
+    return fdPassing.fdDup(raw);
+  } catch {
+    return null;
   }
 }

@@ -26,6 +26,8 @@ export interface RelayAddon extends TlsAddon {
   relayClose(id: number): void;
   relayDestroy(id: number): void;
   relayRelease(id: number): { fd: number; pending: Buffer } | undefined;
+  relayReleasePair(client: number): { fd: number; serverFd: number; toClient: Buffer; pinned: number } | undefined;
+  relaySetPinned(client: number, kinds: number): boolean;
   relayWatchReady(server: number, capture?: boolean): boolean;
   relayParams(server: number): Buffer | undefined;
   relayInfo(id: number, out: Float64Array): boolean;

@@ -8,6 +8,7 @@ import type {
   ClientEvents,
   ClientOptions,
   MessageInterceptor,
+  PairRelease,
   RelayCounts,
   ServerEnd,
   ServerEvents,
@@ -186,6 +187,24 @@ export class NativeClientEnd implements ClientEnd {
     const pending = this.waiting.length ? Buffer.concat([...this.waiting, out.pending]) : out.pending;
     this.waiting = [];
     return { fd: out.fd, pending };
+  }
+
+  releasePair(): PairRelease | null {
+    const server = this.server;
+    if (!server || this.transactionMode || !this.settled || this.waiting.length > 0) return null;
+    this.takeLane();
+    const out = this.r.a.relayReleasePair(this.id);
+    if (!out) return null;
+    this.r.forget(this.id);
+    this.r.forgetServer(server);
+    this.server = 0;
+    return out;
+  }
+
+  restorePins(kinds: number): void {
+    if (kinds === 0 || !this.server) return;
+    this.r.a.relaySetPinned(this.id, kinds);
+    this.transactionMode = false;
   }
 }
 

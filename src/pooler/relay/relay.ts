@@ -133,6 +133,24 @@ export interface ClientEnd {
    * is written to it, nothing shut down. Null when it cannot now (linked, TLS, bytes to it unsent, bytes held for a
    * rewriter), and then nothing changed. */
   release(): { fd: number; pending: Buffer } | null;
+  /** Lets go of the client together with the server it is linked to (session mode, or pinned: ClientEvents.onPin),
+   * for a takeover to move the pair to the next process: duplicates of both descriptors (the caller's to close), the
+   * server's bytes not yet written to the client (whole messages, to be written first there) and the kinds it is
+   * pinned for (0: none). Only between transactions: the server idle, both streams between whole messages, no sync
+   * point in flight, nothing unsent to the server. Both ends are gone without a report, nothing is written to either
+   * connection. Null when it cannot now, and then nothing changed. */
+  releasePair(): PairRelease | null;
+  /** After `link` in session style, for a pair a takeover moved here pinned: the client is pinned for `kinds` again
+   * (the pair splits once its texts clear them all, as on the process it came from). */
+  restorePins(kinds: number): void;
+}
+
+/** What ClientEnd.releasePair hands over. */
+export interface PairRelease {
+  fd: number;
+  serverFd: number;
+  toClient: Buffer;
+  pinned: number;
 }
 
 /** A server socket inside a relay. */

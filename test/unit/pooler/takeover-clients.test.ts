@@ -101,6 +101,33 @@ describe('moved server frames', () => {
     expect(client.client?.database).toBe('d');
   });
 
+  it('a linked client carries its server, its pins and the bytes owed to it, and reads back as a client', () => {
+    const linked: MovedClient = {
+      database: 'app',
+      user: 'md5user',
+      applicationName: 'listener',
+      protocol32: false,
+      connectedAt: 1_700_000_000_000,
+      cancelPid: 4242,
+      cancelSecret: Buffer.from([9, 8, 7, 6]),
+      params: [['timezone', 'UTC']],
+      startup: [],
+      statements: [],
+      pending: Buffer.alloc(0),
+      linked: {
+        server: m,
+        pinned: 1,
+        session: false,
+        appliedStartup: true,
+        // A NotificationResponse PostgreSQL sent that the client was not sent yet.
+        toClient: Buffer.from('A\0\0\0\x0f\0\0\x10\x92ch\0x\0'),
+      },
+    };
+    const back = decodeFrame(encodeMoved(5, linked).subarray(4));
+    expect(back.server).toBeUndefined();
+    expect(back).toEqual({ id: 5, client: linked });
+  });
+
   it('refuses a server header without its backend key', () => {
     const frame = encodeServer(1, m);
     const json = JSON.parse(frame.toString('utf8', 8)) as Record<string, unknown>;
