@@ -31,6 +31,16 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((r) => child.once('exit', (code) => r(code)));
 }
 
+/** The process `pid` still exists (or exists as a zombie not reaped yet). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
 export interface ConfigOptions {
   /** > 0: the web listener on this port. */
   webPort?: number;

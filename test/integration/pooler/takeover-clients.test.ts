@@ -1,155 +1,32 @@
 // `tidepool pooler --takeover` moves the old process's clients (takeover-clients.ts): clients connected before the
 // takeover go on, on the same connection, answered by the new process, with their session parameters, prepared
-// statements and cancel keys; pgbench across a takeover fails no transaction. Runs on both relays (vitest projects).
+// statements and cancel keys. pgbench across two takeovers is takeover-linked.test.ts's. Runs on both relays (vitest
+// projects).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import postgres from 'postgres';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { ADMIN_PASSWORD, poolerToml } from '../../helpers/pooler.js';
-import { until } from '../../helpers/operator.js';
+import {
+  TakeoverBed,
+  keyOf,
+  localPort,
+  pgClient as client,
+  sendCancel,
+  showClients,
+  waitFor,
+} from '../../helpers/takeover.js';
 import { makeTestCerts } from '../../helpers/tls-certs.js';
 import { RawConnection, msg } from '../../helpers/raw-pg.js';
 
-const bin = path.resolve('bin/tidepool.js');
-let db: TestPostgres;
-let dir: string;
-const children: ChildProcess[] = [];
+const bed = new TakeoverBed('takeover-clients');
 
-beforeAll(async () => {
-  db = await startTestPostgres();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-clients-'));
-});
+beforeAll(() => bed.start());
+afterAll(() => bed.stop());
 
-afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGKILL');
-      await gone;
-    }
-  }
-  await db?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function writeConfig(name: string, webPort = 0, general = ''): Promise<{ file: string; port: number }> {
-  const port = await freePort();
-  const file = path.join(dir, `${name}.toml`);
-  const extra = webPort ? `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` : '';
-  const toml = poolerToml(db, { general: `shutdown_timeout = "20s"\n${general}`, extra })
-    .replace('port = 0', `port = ${port}`)
-    .replace('log_level = "warn"', 'log_level = "info"');
-  writeFileSync(file, toml);
-  return { file, port };
-}
-
-interface Proc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function spawnPooler(file: string, takeover: boolean): Proc {
-  const args = [bin, 'pooler', '--config', file];
-  if (takeover) args.push('--takeover');
-  const child = spawn(process.execPath, args, { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, output: () => out, exited };
-}
-
-/** operator.ts's `until`, with 30 s by default: a takeover starts a whole pooler process. */
-const waitFor = (what: string, cond: () => boolean, ms = 30_000): Promise<void> => until(what, cond, ms);
-
-async function startFirst(file: string): Promise<Proc> {
-  const p = spawnPooler(file, false);
-  await waitFor(
-    'the pooler to listen',
-    () => /takeover socket listening/.test(p.output()) || p.child.exitCode !== null,
-  );
-  expect(p.child.exitCode, p.output()).toBeNull();
-  return p;
-}
-
-/** A takeover: the new process serves (the old one exits once its clients have moved). */
-async function takeOver(file: string): Promise<Proc> {
-  const next = spawnPooler(file, true);
-  await waitFor(
-    'the new process to serve',
-    // Its own takeover socket open too: a takeover of it may follow at once.
-    () =>
-      (/serving on the inherited sockets/.test(next.output()) && /takeover socket listening/.test(next.output())) ||
-      next.child.exitCode !== null,
-  );
-  expect(next.child.exitCode, next.output()).toBeNull();
-  return next;
-}
-
-function client(port: number): pg.Client {
-  return new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'md5user',
-    password: 'md5pass',
-    database: 'app',
-    connectionTimeoutMillis: 20_000,
-  });
-}
-
-function localPort(c: pg.Client): number {
-  return (c as unknown as { connection: { stream: net.Socket } }).connection.stream.localPort!;
-}
-
-/** SHOW CLIENTS on the admin console of whichever process accepts on `port` now. */
-async function showClients(port: number): Promise<{ addr: string; state: string }[]> {
-  const admin = new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'admin',
-    password: ADMIN_PASSWORD,
-    database: 'tidepool',
-  });
-  await admin.connect();
-  try {
-    return (await admin.query('SHOW CLIENTS')).rows as { addr: string; state: string }[];
-  } finally {
-    await admin.end();
-  }
-}
-
-/** A CancelRequest with `pid` and `secret`, on a new connection to `port`. */
-function sendCancel(port: number, pid: number, secret: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1', () => {
-      const b = Buffer.alloc(16);
-      b.writeInt32BE(16, 0);
-      b.writeInt32BE(80877102, 4);
-      b.writeInt32BE(pid, 8);
-      b.writeInt32BE(secret, 12);
-      s.end(b);
-    });
-    s.on('close', () => resolve());
-    s.on('error', reject);
-  });
-}
-
-function keyOf(c: pg.Client): { pid: number; secret: number } {
-  const k = c as unknown as { processID: number; secretKey: number };
-  return { pid: k.processID, secret: k.secretKey };
-}
+const writeConfig = (name: string, webPort = 0, general = '') => bed.writeConfig(name, { webPort, general });
+const startFirst = (file: string) => bed.startFirst(file);
+const takeOver = (file: string) => bed.takeOver(file);
 
 describe('takeover moves clients', () => {
   it('clients connected before keep their connection, parameters, prepared statements and cancel key', async () => {
@@ -204,13 +81,7 @@ describe('takeover moves clients', () => {
       (e: Error & { code?: string }) => e.code ?? e.message,
     );
     // The cancel must come while the query runs: the first process answers SHOW there no more, so wait on PostgreSQL.
-    await waitFor(
-      'the sleep to run',
-      () =>
-        db
-          .sql("select count(*) from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'", 'app')
-          .trim() === '1',
-    );
+    await bed.running('select pg_sleep(30)');
     await sendCancel(port, cKey.pid, cKey.secret);
     expect(await cSleep).toBe('57014');
     await c.query('ROLLBACK');
@@ -235,13 +106,7 @@ describe('takeover moves clients', () => {
       () => 'finished',
       (e: Error & { code?: string }) => e.code ?? e.message,
     );
-    await waitFor(
-      'the sleep to run',
-      () =>
-        db
-          .sql("select count(*) from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'", 'app')
-          .trim() === '1',
-    );
+    await bed.running('select pg_sleep(30)');
     const t0 = Date.now();
     await sendCancel(port, bKey.pid, bKey.secret);
     expect(await sleeping).toBe('57014');
@@ -393,67 +258,4 @@ describe('takeover moves clients', () => {
       raw.close();
     }
   });
-
-  for (const mode of ['simple', 'extended', 'prepared']) {
-    it(`pgbench -c 10 -M ${mode} across two takeovers: no failed transaction, no error line`, async () => {
-      const { file, port } = await writeConfig(`bench-${mode}`);
-      const first = await startFirst(file);
-      const script = path.join(dir, `bench-${mode}.sql`);
-      writeFileSync(script, '\\set x random(1, 1000)\nselect :x as x;\nselect now();\n');
-      const bench = new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = execFile(
-          'pgbench',
-          [
-            '-n',
-            '-f',
-            script,
-            '-M',
-            mode,
-            '-c',
-            '10',
-            '-j',
-            '2',
-            '-T',
-            '12',
-            '-h',
-            '127.0.0.1',
-            '-p',
-            String(port),
-            '-U',
-            'md5user',
-            'app',
-          ],
-          { env: { ...process.env, PGPASSWORD: 'md5pass' } },
-          (err, stdout, stderr) =>
-            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-        );
-        children.push(child);
-      });
-      // pgbench's ten clients are connected to the process about to be taken over (and the admin session asking).
-      const tenClients = async () => {
-        const deadline = Date.now() + 20_000;
-        while ((await showClients(port)).filter((c) => c.state !== 'closed').length < 11) {
-          if (Date.now() > deadline) throw new Error('pgbench is not connected');
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      };
-      await tenClients();
-      const second = await takeOver(file);
-      expect(await first.exited, first.output()).toBe(0);
-      // Twice in a row: the clients the second process adopted move again.
-      await tenClients();
-      const third = await takeOver(file);
-      expect(await second.exited, second.output()).toBe(0);
-      const r = await bench;
-      expect(r.out, r.out).toMatch(/number of failed transactions: 0/);
-      expect(
-        r.out,
-        `${r.out}\n--- old process:\n${first.output()}\n--- second process:\n${second.output()}`,
-      ).not.toMatch(/\berror\b|aborted/i);
-      expect(r.code, r.out).toBe(0);
-      expect(third.output()).toMatch(/the old process is done handing over clients" took=10 refused=0/);
-      third.child.kill('SIGTERM');
-      expect(await third.exited).toBe(0);
-    });
-  }
 });

@@ -3,115 +3,29 @@
 // and cancels reach them with the backend key they had. A server in a transaction at the takeover moves once its
 // transaction ends. Runs on both relays (vitest projects).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
+import { readFileSync, writeFileSync } from 'node:fs';
+import type pg from 'pg';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { ADMIN_PASSWORD, appPoolToml, poolerToml } from '../../helpers/pooler.js';
-import { until } from '../../helpers/operator.js';
+import { appPoolToml } from '../../helpers/pooler.js';
+import { TakeoverBed, adminShow, keyOf, pgClient as client, sendCancel, waitFor } from '../../helpers/takeover.js';
 
-const bin = path.resolve('bin/tidepool.js');
-let db: TestPostgres;
-let dir: string;
-const children: ChildProcess[] = [];
+const bed = new TakeoverBed('takeover-servers');
 
-beforeAll(async () => {
-  db = await startTestPostgres();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-servers-'));
-});
-
-afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGKILL');
-      await gone;
-    }
-  }
-  await db?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => bed.start());
+afterAll(() => bed.stop());
 
 /** Pool app with `poolSize` servers for md5user (0: the helpers' pools, appsession in session mode among them);
  * `webPort` > 0 turns the web listener on. */
-async function writeConfig(name: string, poolSize: number, webPort = 0): Promise<{ file: string; port: number }> {
-  const port = await freePort();
-  const file = path.join(dir, `${name}.toml`);
-  const extra = webPort ? `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` : '';
-  const pools = poolSize > 0 ? appPoolToml(db, poolSize) : undefined;
-  const toml = poolerToml(db, { general: 'shutdown_timeout = "20s"', pools, extra })
-    .replace('port = 0', `port = ${port}`)
-    .replace('log_level = "warn"', 'log_level = "info"');
-  writeFileSync(file, toml);
-  return { file, port };
-}
-
-interface Proc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function spawnPooler(file: string, takeover: boolean): Proc {
-  const args = [bin, 'pooler', '--config', file];
-  if (takeover) args.push('--takeover');
-  const child = spawn(process.execPath, args, { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, output: () => out, exited };
-}
-
-const waitFor = (what: string, cond: () => boolean, ms = 30_000): Promise<void> => until(what, cond, ms);
-
-async function startFirst(file: string): Promise<Proc> {
-  const p = spawnPooler(file, false);
-  await waitFor(
-    'the pooler to listen',
-    () => /takeover socket listening/.test(p.output()) || p.child.exitCode !== null,
-  );
-  expect(p.child.exitCode, p.output()).toBeNull();
-  return p;
-}
-
-async function takeOver(file: string): Promise<Proc> {
-  const next = spawnPooler(file, true);
-  await waitFor(
-    'the new process to serve',
-    // Its own takeover socket open too: a takeover of it may follow at once.
-    () =>
-      (/serving on the inherited sockets/.test(next.output()) && /takeover socket listening/.test(next.output())) ||
-      next.child.exitCode !== null,
-  );
-  expect(next.child.exitCode, next.output()).toBeNull();
-  return next;
-}
-
-function client(port: number, database = 'app'): pg.Client {
-  return new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'md5user',
-    password: 'md5pass',
-    database,
-    connectionTimeoutMillis: 20_000,
-  });
-}
+const writeConfig = (name: string, poolSize: number, webPort = 0) =>
+  bed.writeConfig(name, { webPort, ...(poolSize > 0 ? { pools: appPoolToml(bed.db, poolSize) } : {}) });
+const startFirst = (file: string) => bed.startFirst(file);
+const takeOver = (file: string) => bed.takeOver(file);
+const showServers = (port: number) => adminShow(port, 'SERVERS');
 
 /** The backends of md5user on database app as PostgreSQL lists them (the pooler's servers; psql runs as another
  * user): pid and connect time, sorted. */
 function backends(): string[] {
-  return db
+  return bed.db
     .sql(
       "select pid || ' ' || backend_start from pg_stat_activity where datname = 'app' and usename = 'md5user' order by pid",
       'app',
@@ -131,42 +45,6 @@ async function pidsAtOnce(port: number, n: number): Promise<number[]> {
   for (const c of cs) await c.query('COMMIT');
   await Promise.all(cs.map((c) => c.end()));
   return (pids as number[]).sort((a, b) => a - b);
-}
-
-function sendCancel(port: number, pid: number, secret: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1', () => {
-      const b = Buffer.alloc(16);
-      b.writeInt32BE(16, 0);
-      b.writeInt32BE(80877102, 4);
-      b.writeInt32BE(pid, 8);
-      b.writeInt32BE(secret, 12);
-      s.end(b);
-    });
-    s.on('close', () => resolve());
-    s.on('error', reject);
-  });
-}
-
-function keyOf(c: pg.Client): { pid: number; secret: number } {
-  const k = c as unknown as { processID: number; secretKey: number };
-  return { pid: k.processID, secret: k.secretKey };
-}
-
-async function showServers(port: number): Promise<Record<string, unknown>[]> {
-  const admin = new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'admin',
-    password: ADMIN_PASSWORD,
-    database: 'tidepool',
-  });
-  await admin.connect();
-  try {
-    return (await admin.query('SHOW SERVERS')).rows as Record<string, unknown>[];
-  } finally {
-    await admin.end();
-  }
 }
 
 describe('takeover moves server connections', () => {
@@ -194,7 +72,10 @@ describe('takeover moves server connections', () => {
     expect((await plus(b, 2)).rows[0].v).toBe(3);
     await a.query('COMMIT');
     await b.query('COMMIT');
-    const held = db.sql("select count(*) from pg_stat_activity where datname = 'app' and usename = 'md5user'", 'app');
+    const held = bed.db.sql(
+      "select count(*) from pg_stat_activity where datname = 'app' and usename = 'md5user'",
+      'app',
+    );
     expect(held.trim()).toBe('2');
     const backendsBefore = backends();
     // The servers logged in before this time at the latest.
@@ -233,13 +114,7 @@ describe('takeover moves server connections', () => {
       () => 'finished',
       (e: Error & { code?: string }) => e.code ?? e.message,
     );
-    await waitFor(
-      'the sleep to run',
-      () =>
-        db
-          .sql("select count(*) from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'", 'app')
-          .trim() === '1',
-    );
+    await bed.running('select pg_sleep(30)');
     await sendCancel(port, bKey.pid, bKey.secret);
     expect(await sleeping).toBe('57014');
     expect((await b.query('select 6 as six')).rows[0].six).toBe(6);
@@ -319,7 +194,7 @@ describe('takeover moves server connections', () => {
     await c.end();
     // Back in its pool once reset (DISCARD ALL).
     await waitFor('the server to be reset', () =>
-      db.sql(`select query from pg_stat_activity where pid = ${pid}`, 'app').trim().startsWith('DISCARD ALL'),
+      bed.db.sql(`select query from pg_stat_activity where pid = ${pid}`, 'app').trim().startsWith('DISCARD ALL'),
     );
     const backendsBefore = backends();
     const second = await takeOver(file);

@@ -1,25 +1,18 @@
 // SIGUSR2 to a running `tidepool pooler`: it checks the config with the new code, spawns itself with --takeover, and
 // the new process takes the port and the idle clients; a bad config leaves the old process serving and logs why.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
-import { freePort } from '../../../src/launcher/embedded-postgres.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startChildPooler, type ChildPooler } from '../../helpers/pooler.js';
+import { startChildPooler, type ChildPooler } from '../../helpers/pooler.js';
 import { until } from '../../helpers/operator.js';
+import { TakeoverBed, alive, pgClient as client } from '../../helpers/takeover.js';
 
-let db: TestPostgres;
-let dir: string;
+const bed = new TakeoverBed('takeover-usr2');
 const started: ChildPooler[] = [];
 /** Pids of takeover processes (not children of the test: the pooler spawned them). */
 const successors: number[] = [];
 
-beforeAll(async () => {
-  db = await startTestPostgres();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-usr2-'));
-});
+beforeAll(() => bed.start());
 
 afterAll(async () => {
   // Every successor any pooler logged, including one a failed test did not get to record.
@@ -33,39 +26,10 @@ afterAll(async () => {
     }
   }
   for (const p of started) await p.stop();
-  await db?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
+  await bed.stop();
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
-
-async function writeConfig(name: string): Promise<{ file: string; port: number }> {
-  const port = await freePort();
-  const file = path.join(dir, `${name}.toml`);
-  const toml = poolerToml(db, { general: 'shutdown_timeout = "5s"' })
-    .replace('port = 0', `port = ${port}`)
-    .replace('log_level = "warn"', 'log_level = "info"');
-  writeFileSync(file, toml);
-  return { file, port };
-}
-
-function client(port: number): pg.Client {
-  return new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'md5user',
-    password: 'md5pass',
-    database: 'app',
-    connectionTimeoutMillis: 20_000,
-  });
-}
+const writeConfig = (name: string) => bed.writeConfig(name, { general: 'shutdown_timeout = "5s"' });
 
 /** The pid of the first takeover process the pooler logged it started after `from` characters of its output. */
 function successorPid(out: string, from: number): number | null {
@@ -91,7 +55,7 @@ describe('takeover on SIGUSR2', () => {
     const { file, port } = await writeConfig('usr2');
     const old = await startChildPooler(file, port);
     started.push(old);
-    await waitFor('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)));
+    await waitFor('the takeover socket', () => existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`)));
     const idle = client(port);
     const idleErrors: string[] = [];
     idle.on('error', (e: Error & { code?: string }) => idleErrors.push(e.code ?? e.message));
@@ -125,14 +89,14 @@ describe('takeover on SIGUSR2', () => {
 
     process.kill(pid, 'SIGTERM');
     await waitFor('the successor to exit', () => !alive(pid));
-    expect(existsSync(path.join(dir, `.tidepool-${port}.takeover`))).toBe(false);
+    expect(existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`))).toBe(false);
   });
 
   it('a bad config: the running pooler logs the check errors, starts nothing and serves on', async () => {
     const { file, port } = await writeConfig('usr2-bad');
     const running = await startChildPooler(file, port);
     started.push(running);
-    await waitFor('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)));
+    await waitFor('the takeover socket', () => existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`)));
     const good = readFileSync(file, 'utf8');
     writeFileSync(file, good.replace('[general]\n', '[general]\nprot = 1\n'));
     const mark = running.output().length;

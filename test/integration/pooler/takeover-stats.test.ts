@@ -1,38 +1,16 @@
 // Counters across a takeover: the new process starts from the old one's totals (SHOW STATS, /metrics), and adds what
 // the old one counts while it finishes its clients, so a counter read before the takeover never reads lower after.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { ADMIN_PASSWORD, poolerToml, startChildPooler } from '../../helpers/pooler.js';
-import { until } from '../../helpers/operator.js';
+import { ADMIN_PASSWORD } from '../../helpers/pooler.js';
+import { TakeoverBed, waitFor } from '../../helpers/takeover.js';
 
-const bin = path.resolve('bin/tidepool.js');
-let db: TestPostgres;
-let dir: string;
-const children: ChildProcess[] = [];
+const bed = new TakeoverBed('takeover-stats');
 
-beforeAll(async () => {
-  db = await startTestPostgres();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-stats-'));
-});
-
-afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGKILL');
-      await gone;
-    }
-  }
-  await db?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => bed.start());
+afterAll(() => bed.stop());
 
 function client(port: number, user = 'md5user', password = 'md5pass', database = 'app'): pg.Client {
   return new pg.Client({ host: '127.0.0.1', port, user, password, database, connectionTimeoutMillis: 20_000 });
@@ -91,21 +69,9 @@ async function counters(port: number, webPort: number): Promise<Counters> {
 
 describe('counters across a takeover', () => {
   it('SHOW STATS totals and /metrics counters carry over, with what the old process counts while it drains', async () => {
-    const port = await freePort();
     const webPort = await freePort();
-    const file = path.join(dir, 'stats.toml');
-    writeFileSync(
-      file,
-      poolerToml(db, {
-        general: 'shutdown_timeout = "10s"',
-        extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n`,
-      })
-        .replace('port = 0', `port = ${port}`)
-        .replace('log_level = "warn"', 'log_level = "info"'),
-    );
-    const first = await startChildPooler(file, port);
-    children.push(first.child);
-    await until('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)), 30_000);
+    const { file, port } = await bed.writeConfig('stats', { webPort, general: 'shutdown_timeout = "10s"' });
+    const first = await bed.startFirst(file);
 
     const idle = client(port);
     await idle.connect();
@@ -121,20 +87,7 @@ describe('counters across a takeover', () => {
     expect(before.division).toBe(1);
     expect(before.showXacts).toBe(before.xacts);
 
-    const second = spawn(process.execPath, [bin, 'pooler', '--config', file, '--takeover'], {
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(second);
-    let out = '';
-    second.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    second.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    await until(
-      'the new process to serve',
-      () => /serving on the inherited sockets/.test(out) || second.exitCode !== null,
-      30_000,
-    );
-    expect(second.exitCode, out).toBeNull();
+    const second = await bed.takeOver(file);
 
     // Answered by the new process now (the old one stopped accepting): nothing went down.
     const during = await counters(port, webPort);
@@ -145,7 +98,7 @@ describe('counters across a takeover', () => {
     await busy.query('COMMIT');
     // The idle client moved: the new process counts these.
     for (let i = 0; i < 10; i++) await idle.query('select 1');
-    await until('the old process to exit', () => first.child.exitCode !== null, 30_000);
+    await waitFor('the old process to exit', () => first.child.exitCode !== null);
     expect(first.child.exitCode).toBe(0);
     expect(first.output()).not.toContain('did not take this process last counters');
 
@@ -162,8 +115,7 @@ describe('counters across a takeover', () => {
 
     await idle.end();
     await busy.end();
-    const exited = new Promise((r) => second.once('exit', r));
-    second.kill('SIGTERM');
-    await exited;
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
   });
 });

@@ -1,104 +1,26 @@
 // `tidepool pooler --takeover`: a new process takes the running one's listening sockets (pooler and web port), so a
 // loop of fresh connections across the restart meets no refused connection; a bad config leaves the old one serving.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { poolerToml, startChildPooler } from '../../helpers/pooler.js';
-import { until } from '../../helpers/operator.js';
+import { startChildPooler } from '../../helpers/pooler.js';
+import { TakeoverBed, alive, exitOf, pgClient as client, waitFor } from '../../helpers/takeover.js';
 
-const bin = path.resolve('bin/tidepool.js');
-let db: TestPostgres;
-let dir: string;
-const children: ChildProcess[] = [];
+const bed = new TakeoverBed('takeover');
 
-beforeAll(async () => {
-  db = await startTestPostgres();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'tp-takeover-'));
-});
-
-afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGKILL');
-      await gone;
-    }
-  }
-  await db?.cleanup();
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => bed.start());
+afterAll(() => bed.stop());
 
 async function writeConfig(name: string): Promise<{ file: string; port: number; webPort: number }> {
-  const port = await freePort();
   const webPort = await freePort();
-  const file = path.join(dir, `${name}.toml`);
-  const toml = poolerToml(db, {
-    general: 'shutdown_timeout = "5s"',
-    extra: `[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n`,
-  })
-    .replace('port = 0', `port = ${port}`)
-    .replace('log_level = "warn"', 'log_level = "info"');
-  writeFileSync(file, toml);
+  const { file, port } = await bed.writeConfig(name, { webPort, general: 'shutdown_timeout = "5s"' });
   return { file, port, webPort };
 }
 
-interface Proc {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
 /** `tidepool pooler --config file --takeover`, its output gathered. */
-function spawnTakeover(file: string): Proc {
-  const child = spawn(process.execPath, [bin, 'pooler', '--config', file, '--takeover'], {
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr!.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, output: () => out, exited };
-}
-
-function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((r) => child.once('exit', (code) => r(code)));
-}
-
-/** operator.ts's `until`, with 30 s by default: a takeover starts a whole pooler process. */
-const waitFor = (what: string, cond: () => boolean, ms = 30_000): Promise<void> => until(what, cond, ms);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
-
-function client(port: number): pg.Client {
-  return new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'md5user',
-    password: 'md5pass',
-    database: 'app',
-    connectionTimeoutMillis: 20_000,
-  });
-}
+const spawnTakeover = (file: string) => bed.spawn(file, true);
 
 /** What a loop of fresh connections met: successes, and each failure by its code (SQLSTATE, errno) or message. */
 class ConnectLoop {
@@ -180,9 +102,9 @@ describe('takeover', () => {
   it('hands the listening sockets over: fresh connections meet no refusal across two takeovers, old processes exit', async () => {
     const { file, port, webPort } = await writeConfig('loop');
     const first = await startChildPooler(file, port);
-    children.push(first.child);
+    bed.children.push(first.child);
     // The takeover socket opens once the pooler and its web listener serve.
-    await waitFor('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)));
+    await waitFor('the takeover socket', () => existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`)));
     // The pool knows its server's parameters before the loop starts (a login then needs no server).
     const warm = client(port);
     await warm.connect();
@@ -251,15 +173,15 @@ describe('takeover', () => {
 
     third.child.kill('SIGTERM');
     expect(await third.exited).toBe(0);
-    expect(existsSync(path.join(dir, `.tidepool-${port}.takeover`))).toBe(false);
+    expect(existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`))).toBe(false);
   });
 
   it('a bad config exits 1 with its errors and the running pooler serves on, and takes a good takeover after', async () => {
     const { file, port } = await writeConfig('bad');
     const running = await startChildPooler(file, port);
-    children.push(running.child);
+    bed.children.push(running.child);
     // The takeover socket opens after the pooler listens.
-    await waitFor('the takeover socket', () => existsSync(path.join(dir, `.tidepool-${port}.takeover`)));
+    await waitFor('the takeover socket', () => existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`)));
     const good = readFileSync(file, 'utf8');
     writeFileSync(
       file,
@@ -277,12 +199,12 @@ describe('takeover', () => {
 
     // The running pooler's address cannot move by takeover: the new process refuses, the old one serves on.
     const elsewhere = await freePort();
-    const movedFile = path.join(dir, 'moved.toml');
+    const movedFile = path.join(bed.dir, 'moved.toml');
     writeFileSync(
       movedFile,
       good
         .replace(`port = ${port}`, `port = ${elsewhere}`)
-        .replace('[general]\n', `[general]\ntakeover_socket = "${path.join(dir, `.tidepool-${port}.takeover`)}"\n`),
+        .replace('[general]\n', `[general]\ntakeover_socket = "${path.join(bed.dir, `.tidepool-${port}.takeover`)}"\n`),
     );
     const moved = spawnTakeover(movedFile);
     expect(await moved.exited).toBe(1);
