@@ -350,7 +350,13 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     this.moving = true;
     if (this.core.log.isLevelEnabled('debug'))
       this.core.log.debug(
-        { client_id: this.id, server_id: s.id, backend_pid: s.backendPid, pinned: released.pinned },
+        {
+          client_id: this.id,
+          server_id: s.id,
+          backend_pid: s.backendPid,
+          pinned: released.pinned,
+          to_client: released.toClient.length,
+        },
         'takeover: client sent to the new process with its server',
       );
     return {
@@ -405,6 +411,12 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
   moveBack(fd: number, pending: Buffer, why: string, serverFd?: number): void {
     if (!this.moving) return;
     this.moving = false;
+    if (this.state === 'closed') {
+      // Closed meanwhile (shutdown_timeout): its copies of the descriptors just close.
+      fdPassing?.fdClose(fd);
+      if (serverFd !== undefined) fdPassing?.fdClose(serverFd);
+      return;
+    }
     this.stays = true;
     this.core.log.info({ client_id: this.id, reason: why }, 'takeover: client stays on this process');
     const s = this.server;
@@ -870,7 +882,13 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     this.handler = discardReads;
     if (wasWaiting) this.pool?.cancelWait(this);
     const s = this.server;
-    if (this.pinnedKinds !== 0) {
+    if (s && this.moving) {
+      // Closed while on its way with its linked server (shutdown_timeout): the relay let go of both, the mover holds
+      // the descriptors and the new process may have the pair; nothing may be sent to that server from here.
+      this.server = null;
+      this.pinnedKinds = 0;
+      this.pool!.forgetMoved(s);
+    } else if (this.pinnedKinds !== 0) {
       if (s) this.params?.forget(s);
       this.leavePinned(s, clean);
     } else if (s && this.params?.syncing) {

@@ -5,6 +5,7 @@
 // notifications and a cancel after each takeover, across two takeovers in a row. Both relays (vitest projects).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
+import type net from 'node:net';
 import pg from 'pg';
 import postgres from 'postgres';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
@@ -127,6 +128,43 @@ describe('takeover moves a client with its linked server', () => {
     for (const c of [session, pinned, listener, notifier]) await c.end();
     third.child.kill('SIGTERM');
     expect(await third.exited).toBe(0);
+  });
+
+  it('a LISTEN client that stops reading while notifications pile up moves with them: each once, in order', async () => {
+    const { file, port } = await bed.writeConfig('pile-up');
+    const first = await bed.startFirst(file);
+    const listener = pgClient(port);
+    const errors: string[] = [];
+    listener.on('error', (e) => errors.push(e.message));
+    const heard: number[] = [];
+    listener.on('notification', (n) => heard.push(Number((n.payload ?? '').split(':')[0])));
+    await listener.connect();
+    await listener.query('LISTEN pile');
+    // The client reads nothing for now: notifications fill its socket buffers, then the pooler's output queue.
+    const stream = (listener as unknown as { connection: { stream: net.Socket } }).connection.stream;
+    stream.pause();
+    const notifier = direct();
+    await notifier.connect();
+    // NotificationResponses of 4 096 bytes each ('A', length, pid, "pile", the payload): PostgreSQL sends 8 KiB at a
+    // time, so the pooler's reads tend to end between messages, and the native relay can hand over the pair with the
+    // bytes queued for the client (the pair waits otherwise, until the client reads again).
+    const total = 4000;
+    const pad = 'x'.repeat(4075);
+    for (let i = 1; i <= total; i += 100)
+      await notifier.query(
+        Array.from({ length: 100 }, (_, k) => `NOTIFY pile, '${String(i + k).padStart(5, '0')}:${pad}'`).join('; '),
+      );
+    const second = await bed.takeOver(file);
+    stream.resume();
+    await waitFor(`all ${total} notifications`, () => heard.length >= total);
+    expect(heard).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    await movedAll(first);
+    expect((await listener.query('select 1 as one')).rows[0].one).toBe(1);
+    expect(errors).toEqual([]);
+    await listener.end();
+    await notifier.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
   });
 
   it('a pair the new process refuses (pool not in the same mode there) stays on the old process, linked', async () => {
