@@ -135,8 +135,11 @@ export class Handoff {
     try {
       // With the ready, in the same send: this process takes server connections too (takeover-servers.ts), unless
       // TIDEPOOL_TAKEOVER_SERVERS=0 (it then opens its own, and the old process closes its servers as it ends).
-      // And it takes a client linked to its server (session mode, pinned) as a pair (takeover-clients.ts).
-      const servers = `${takesServers() ? `${JSON.stringify({ servers: 1 })}\n` : ''}${JSON.stringify({ pairs: 1 })}\n`;
+      // And it takes a client linked to its server (session mode, pinned) as a pair (takeover-clients.ts), unless
+      // TIDEPOOL_TAKEOVER_PAIRS=0 (such clients then finish on the old process, as before pairs moved).
+      const servers =
+        (takesServers() ? `${JSON.stringify({ servers: 1 })}\n` : '') +
+        (takesPairs() ? `${JSON.stringify({ pairs: 1 })}\n` : '');
       this.f.fdSend(this.socket, Buffer.from(`${JSON.stringify({ ready: true })}\n${servers}`), []);
     } catch (err) {
       this.f.fdClose(this.socket);
@@ -356,6 +359,12 @@ export class TakeoverServer {
 /** The new process of a takeover takes the old one's server connections, unless TIDEPOOL_TAKEOVER_SERVERS=0. */
 export function takesServers(): boolean {
   return process.env.TIDEPOOL_TAKEOVER_SERVERS !== '0';
+}
+
+/** The new process of a takeover takes clients linked to their server with it, unless TIDEPOOL_TAKEOVER_PAIRS=0 (for a
+ * fault, or a comparison: bench/pooler-takeover-linked.ts). */
+export function takesPairs(): boolean {
+  return process.env.TIDEPOOL_TAKEOVER_PAIRS !== '0';
 }
 
 /** True when a process answers at `socketPath` (a socket file left by a process that died answers nobody). */
