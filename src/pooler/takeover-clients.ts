@@ -5,7 +5,8 @@
 // one: taken (the old process closes its copy and forgets the client) or refused (the old process takes it back).
 //
 // Old -> new, one frame per client: u32 length of the rest, u32 length of the JSON header, the header (UTF-8), then
-// the pending bytes; the client's descriptor rides with the frame's first byte (descriptors are taken in order).
+// the pending bytes; the client's descriptor rides with the frame's first byte (descriptors are taken in order; a
+// linked client's frame has two).
 // New -> old, one JSON line each: {"took":id}, {"refused":id,"reason"}, or {"cancel":pid,"secret":hex} (a
 // CancelRequest for a client the new process does not have: it may still be on the old one), and first
 // {"servers":1}: it takes server connections too (takeover-servers.ts; their frames' headers have "server":1), and
