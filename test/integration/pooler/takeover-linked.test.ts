@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { freePort } from '../../../src/launcher/embedded-postgres.js';
 import {
   TakeoverBed,
+  adminShow,
   keyOf,
   localPort,
   pgClient,
@@ -116,12 +117,18 @@ describe('takeover moves a client with its linked server', () => {
     await sendCancel(port, keyOf(session).pid, keyOf(session).secret);
     expect(await sleeping).toBe('57014');
 
-    // The pinned client lets go of what pinned it: it is a transaction-mode client again on the new process.
+    // Both transaction-mode clients are pinned on the third process, as they were on the first.
+    const pinnedNow = async () =>
+      Number((await adminShow(port, 'POOLS')).find((r) => r.database === 'app' && r.user === 'md5user')!.cl_pinned);
+    expect(await pinnedNow()).toBe(2);
+    // They let go of what pinned them: the relay splits each from its server again (it knew their pins), and they are
+    // transaction-mode clients again there.
     await pinned.query('select pg_advisory_unlock_all()');
     await pinned.query('discard temp');
     expect((await pinned.query('select 1 as one')).rows[0].one).toBe(1);
     await listener.query('UNLISTEN *');
     expect((await listener.query('select 2 as two')).rows[0].two).toBe(2);
+    expect(await pinnedNow()).toBe(0);
 
     expect(errors).toEqual([]);
     expect(third.output()).toMatch(/the old process is done handing over clients" took=3 refused=0/);
