@@ -274,8 +274,9 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     return this.movedStatements ?? [];
   }
 
-  /** The old process of a takeover: lets go of the connection if the client is between transactions in transaction
-   * mode (no server, nothing pinned, no read-back or reply under way, no TLS), with its state; else why not. */
+  /** The old process of a takeover: lets go of the connection if the client is between transactions (no server, no
+   * read-back or reply under way, no TLS), with its state; a client linked to its server (session mode, pinned) goes
+   * with that server when `pairs` (the new process takes pairs: moveOutLinked). Else why not. */
   moveOut(pairs = false): { client: MovedClient; fd: number; serverFd?: number } | string {
     if (this.moving) return 'on its way';
     if (this.stays) return 'refused by the new process';
