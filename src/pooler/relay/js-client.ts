@@ -482,17 +482,9 @@ export class JsClientEnd implements ClientEnd, LinkedClient {
   release(): { fd: number; pending: Buffer } | null {
     const socket = this.socket;
     if (this.closed || this.server || this.discarding || this.initialDue) return null;
-    if (socket.destroyed || socket.writableLength > 0) return null;
-    if ((socket as net.Socket & { encrypted?: boolean }).encrypted === true || !fdPassing) return null;
     if (this.interceptor && !this.interceptor.atBoundary) return null;
-    const raw = (socket as net.Socket & { _handle?: { fd?: number } | null })._handle?.fd;
-    if (typeof raw !== 'number' || raw < 0) return null;
-    let fd: number;
-    try {
-      fd = fdPassing.fdDup(raw);
-    } catch {
-      return null;
-    }
+    const fd = dupOf(socket);
+    if (fd === null) return null;
     // What waited for a server, then what waited for the rewriter to take over (js-takeover.ts), in the order read.
     const parts = [...this.queue, ...(this.takeover?.held ?? [])];
     const pending = parts.length ? Buffer.concat(parts) : Buffer.alloc(0);

@@ -211,17 +211,9 @@ export class JsServerEnd implements ServerEnd {
   release(): number | null {
     const socket = this.socket;
     if (this.closed || this.client !== null || this.resetDone !== null || this.captured !== null) return null;
-    if (!this.frames.atBoundary || this.txStatus !== TxStatus.Idle || !fdPassing) return null;
-    if (socket.destroyed || socket.writableLength > 0) return null;
-    if ((socket as net.Socket & { encrypted?: boolean }).encrypted === true) return null;
-    const raw = (socket as net.Socket & { _handle?: { fd?: number } | null })._handle?.fd;
-    if (typeof raw !== 'number' || raw < 0) return null;
-    let fd: number;
-    try {
-      fd = fdPassing.fdDup(raw);
-    } catch {
-      return null;
-    }
+    if (!this.frames.atBoundary || this.txStatus !== TxStatus.Idle) return null;
+    const fd = dupOf(socket);
+    if (fd === null) return null;
     this.closed = true;
     // Node's socket goes, its descriptor closed: the duplicate keeps the connection, and nothing is sent on it.
     socket.removeAllListeners();
