@@ -56,7 +56,7 @@ function machineBusyTicks(): number {
  * CPU ticks of this process and every descendant, living or reaped: utime + stime + cutime + cstime summed
  * over the tree. A reaped child's time moves into its parent's cutime, so nothing is counted twice.
  */
-function treeTicks(root: number): number {
+export function treeTicks(root: number): number {
   const children = new Map<number, number[]>();
   const ticks = new Map<number, number>();
   for (const name of readdirSync('/proc')) {

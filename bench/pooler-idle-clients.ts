@@ -1,9 +1,11 @@
 // Many idle clients (issue 40, "Many clients"): for tidepool, PgBouncer 1.25 and Odyssey 1.5, one at a time, the
 // pooler's RSS with 100 clients and with 10 000 logged-in clients (RSS per idle client), and the latency of 100
 // active clients (select 1 in a closed loop) with 100 and with 10 000 connected (p99 at 10 000 over p99 at 100).
+// With --scrape-every MS, a monitor scrapes /metrics (tidepool) and runs SHOW POOLS on the admin console (tidepool,
+// PgBouncer) every MS ms through the large phase, as Prometheus and an operator's script would.
 // Usage: npm run build && node dist/bench/pooler-idle-clients.js [--clients 10000] [--active 100] [--seconds 10]
-//   [--targets tidepool,PgBouncer 1.25,Odyssey] [--out FILE] [--help]. The peers come from ../shared/peers (see
-//   bench/pooler-peers.ts); the run stops naming the archive when one is missing.
+//   [--targets tidepool,PgBouncer 1.25,Odyssey] [--scrape-every MS] [--out FILE] [--help]. The peers come from
+//   ../shared/peers (see bench/pooler-peers.ts); the run stops naming the archive when one is missing.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,12 +25,16 @@ import {
 } from './pooler-peers.js';
 import { benchOpt, rawLogin, type RawClient } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
+import { freePort } from '../src/launcher/embedded-postgres.js';
 
 const USAGE = `Usage: node dist/bench/pooler-idle-clients.js [options]
   --clients N      connected clients in the large phase (default 10000)
   --active N       clients running select 1 in a closed loop (default 100)
   --seconds N      length of each latency phase (default 10)
-  --targets LIST   comma-separated: tidepool, PgBouncer 1.25, Odyssey (default all three)
+  --targets LIST   comma-separated: tidepool, PgBouncer 1.25, Odyssey (default all three); tidepool@DIR runs the
+                   tidepool built in DIR (e.g. a git archive of another commit, compiled) as one more row
+  --scrape-every MS  through the large phase, scrape /metrics (tidepool) and run SHOW POOLS on the admin console
+                   (tidepool, PgBouncer; not Odyssey) every MS ms; the RSS is sampled after two scrapes (default 0: off)
   --out FILE       write the table there instead of bench/results/pooler-idle-clients.md
   --help           print this and exit
 `;
@@ -42,6 +48,8 @@ const CLIENTS = Number(opt('clients', '10000'));
 const ACTIVE = Number(opt('active', '100'));
 const SECONDS = Number(opt('seconds', '10'));
 const TARGETS = opt('targets', 'tidepool,PgBouncer 1.25,Odyssey').split(',');
+const SCRAPE_MS = Number(opt('scrape-every', '0'));
+const ADMIN = { user: 'admin', password: 'bench-admin-password' };
 const POOL_SIZE = 20;
 const say = (msg: string) => process.stderr.write(`[idle-clients] ${msg}\n`);
 
@@ -93,8 +101,52 @@ async function settle(): Promise<void> {
   await new Promise((r) => setTimeout(r, 2000));
 }
 
+/** The monitor of --scrape-every: /metrics (when the pooler has one) and SHOW POOLS every SCRAPE_MS ms. */
+interface Scraper {
+  /** Rounds done so far. */
+  readonly rounds: number;
+  /** Milliseconds each round took (the slowest of /metrics and SHOW POOLS). */
+  readonly times: number[];
+  errors: number;
+  stop(): Promise<void>;
+}
+
+function startScraper(metricsUrl: string | null, admin: RawClient | null): Scraper {
+  let stopped = false;
+  const s: Scraper & { rounds: number } = {
+    rounds: 0,
+    times: [],
+    errors: 0,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      const t0 = performance.now();
+      try {
+        await Promise.all([
+          metricsUrl ? fetch(metricsUrl).then((r) => r.text()) : null,
+          admin ? admin.query('SHOW POOLS') : null,
+        ]);
+        s.times.push(performance.now() - t0);
+      } catch {
+        s.errors++;
+      }
+      s.rounds++;
+      const next = t0 + SCRAPE_MS;
+      while (!stopped && performance.now() < next) await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return s;
+}
+
 interface Row {
   target: string;
+  /** --scrape-every: rounds during the large phase and their median time (ms). */
+  scrapes: number;
+  scrapeMs: number;
   rssBase: number;
   rssMany: number;
   perIdle: number;
@@ -105,7 +157,13 @@ interface Row {
   errors: number;
 }
 
-async function measure(peer: RunningPeer): Promise<Row> {
+/** How the monitor reaches a peer: its /metrics URL (tidepool's web listener) and its admin console login. */
+interface Monitor {
+  metricsUrl: string | null;
+  admin: { user: string; password: string; database: string } | null;
+}
+
+async function measure(peer: RunningPeer, monitor: Monitor): Promise<Row> {
   const active = await loginMany(peer.port, ACTIVE);
   await closedLoop(active.slice(0, 10)); // warm-up: servers open, caches warm
   await settle();
@@ -114,16 +172,29 @@ async function measure(peer: RunningPeer): Promise<Row> {
   const few = await closedLoop(active);
   say(`${peer.name}: logging in ${CLIENTS - ACTIVE} idle clients`);
   const idle = await loginMany(peer.port, CLIENTS - ACTIVE);
+  let scraper: Scraper | null = null;
+  let adminClient: RawClient | null = null;
+  if (SCRAPE_MS > 0) {
+    const a = monitor.admin;
+    adminClient = a ? await rawLogin(peer.port, a.user, a.password, a.database) : null;
+    scraper = startScraper(monitor.metricsUrl, adminClient);
+    // Two rounds at least: the first may come before the pooler settled what the logins left.
+    while (scraper.rounds < 2) await new Promise((r) => setTimeout(r, 50));
+  }
   await settle();
   const rssMany = treeRss(peer.pid);
   say(`${peer.name}: ${CLIENTS} connected, RSS ${(rssMany / 2 ** 20).toFixed(1)} MiB; latency of ${ACTIVE} active`);
   const many = await closedLoop(active);
+  await scraper?.stop();
+  adminClient?.end();
   for (const c of [...active, ...idle]) c.end();
   return {
     target:
       peer.name === 'tidepool'
         ? `tidepool ${peer.version}`
         : `${peer.name} (${/\d+\.\d+(\.\d+)?/.exec(peer.version)?.[0] ?? '?'})`,
+    scrapes: scraper?.rounds ?? 0,
+    scrapeMs: scraper ? pct(scraper.times, 0.5) : NaN,
     rssBase,
     rssMany,
     perIdle: (rssMany - rssBase) / (CLIENTS - ACTIVE),
@@ -131,7 +202,7 @@ async function measure(peer: RunningPeer): Promise<Row> {
     p99Few: pct(few.lat, 0.99),
     p50Many: pct(many.lat, 0.5),
     p99Many: pct(many.lat, 0.99),
-    errors: few.errors + many.errors,
+    errors: few.errors + many.errors + (scraper?.errors ?? 0),
   };
 }
 
@@ -160,20 +231,35 @@ async function main(): Promise<void> {
         serverPort: pg.port,
         poolSize: POOL_SIZE,
       };
-      if (t === 'tidepool')
-        peer = await startTidepool({ ...common, root: ROOT, generalToml: `max_connections = ${CLIENTS + 1000}` });
-      else if (t === 'PgBouncer 1.25')
+      const monitor: Monitor = { metricsUrl: null, admin: null };
+      if (t === 'tidepool' || t.startsWith('tidepool@')) {
+        const root = t === 'tidepool' ? ROOT : path.resolve(t.slice('tidepool@'.length));
+        const webPort = SCRAPE_MS > 0 ? await freePort('127.0.0.1') : 0;
+        peer = await startTidepool({
+          ...common,
+          root,
+          generalToml: `max_connections = ${CLIENTS + 1000}`,
+          ...(webPort ? { extraToml: `\n[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` } : {}),
+        });
+        if (root !== ROOT) peer = { ...peer, version: `${peer.version} (${path.basename(root)})` };
+        if (webPort) {
+          monitor.metricsUrl = `http://127.0.0.1:${webPort}/metrics`;
+          monitor.admin = { ...ADMIN, database: 'pgbouncer' };
+        }
+      } else if (t === 'PgBouncer 1.25') {
         peer = await startPgBouncer125({
           ...common,
           progress: say,
           secret,
           sessionPoolSize: 1,
           maxClients: CLIENTS + 1000,
+          extraIni: [`stats_users = ${BENCH_USER}`],
         });
-      else if (t === 'Odyssey')
+        monitor.admin = { user: BENCH_USER, password: BENCH_PASSWORD, database: 'pgbouncer' };
+      } else if (t === 'Odyssey')
         peer = await startOdyssey({ ...common, progress: say, secret, maxClients: CLIENTS + 1000 });
-      else throw new Error(`unknown target ${t} (tidepool, PgBouncer 1.25, Odyssey)`);
-      rows.push(await measure(peer));
+      else throw new Error(`unknown target ${t} (tidepool, tidepool@DIR, PgBouncer 1.25, Odyssey)`);
+      rows.push(await measure(peer, monitor));
       await peer.stop();
       peer = null;
     }
@@ -188,16 +274,19 @@ async function main(): Promise<void> {
     `Each pooler alone in turn (transaction mode, pool size ${POOL_SIZE}, md5), ${ACTIVE} clients running \`select 1\` back to back ` +
       `for ${SECONDS} s with ${ACTIVE} connected, then again with ${CLIENTS.toLocaleString('en-US')} connected (the others logged in and idle). ` +
       `RSS of the pooler's process tree 2 s after each phase's logins; per idle client: the difference over the ${(CLIENTS - ACTIVE).toLocaleString('en-US')} idle ones. ` +
+      (SCRAPE_MS > 0
+        ? `Through the ${CLIENTS.toLocaleString('en-US')}-client phase a monitor scraped /metrics (tidepool, its web listener on) and ran SHOW POOLS on the admin console (tidepool, PgBouncer; Odyssey: neither) every ${SCRAPE_MS} ms; that phase's RSS was sampled 2 s after its second round. `
+        : '') +
       `Machine: ${os.cpus().length} CPU, Node ${process.version}; load average at the start ${load0.map((x) => x.toFixed(1)).join(', ')}, at the end ${os
         .loadavg()
         .map((x) => x.toFixed(1))
         .join(', ')}.`,
     '',
-    `| Pooler | RSS, ${ACTIVE} clients, MiB | RSS, ${CLIENTS} clients, MiB | per idle client, KiB | vs PgBouncer (target <= 1.5x) | p50 / p99 ms, ${ACTIVE} connected | p50 / p99 ms, ${CLIENTS} connected | p99 ratio (target <= 1.2x) | errors |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| Pooler | RSS, ${ACTIVE} clients, MiB | RSS, ${CLIENTS} clients, MiB | per idle client, KiB | vs PgBouncer (target <= 1.5x) | p50 / p99 ms, ${ACTIVE} connected | p50 / p99 ms, ${CLIENTS} connected | p99 ratio (target <= 1.2x) |${SCRAPE_MS > 0 ? ' scrape rounds, median ms |' : ''} errors |`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|${SCRAPE_MS > 0 ? '---:|' : ''}---:|`,
     ...rows.map(
       (r) =>
-        `| ${r.target} | ${mib(r.rssBase)} | ${mib(r.rssMany)} | ${(r.perIdle / 1024).toFixed(2)} | ${pgb ? `${(r.perIdle / pgb.perIdle).toFixed(2)}x` : '-'} | ${r.p50Few.toFixed(2)} / ${r.p99Few.toFixed(2)} | ${r.p50Many.toFixed(2)} / ${r.p99Many.toFixed(2)} | ${(r.p99Many / r.p99Few).toFixed(2)}x | ${r.errors} |`,
+        `| ${r.target} | ${mib(r.rssBase)} | ${mib(r.rssMany)} | ${(r.perIdle / 1024).toFixed(2)} | ${pgb ? `${(r.perIdle / pgb.perIdle).toFixed(2)}x` : '-'} | ${r.p50Few.toFixed(2)} / ${r.p99Few.toFixed(2)} | ${r.p50Many.toFixed(2)} / ${r.p99Many.toFixed(2)} | ${(r.p99Many / r.p99Few).toFixed(2)}x |${SCRAPE_MS > 0 ? ` ${r.scrapes}, ${r.scrapes ? r.scrapeMs.toFixed(1) : '-'} |` : ''} ${r.errors} |`,
     ),
     '',
     `Run: \`node dist/bench/pooler-idle-clients.js ${process.argv.slice(2).join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`,

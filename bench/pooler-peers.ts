@@ -472,6 +472,8 @@ interface FieldPeerOptions {
   extraUsers?: ExtraUser[];
   /** Client TLS required with this certificate (makeCert). */
   tls?: { cert: string; key: string };
+  /** More [pgbouncer] lines (PgBouncer only; e.g. `stats_users = bench` for SHOW POOLS). */
+  extraIni?: string[];
 }
 
 /** Makes `dir` (and what is in it) the property of nobody, when we are root. */
@@ -493,7 +495,11 @@ export async function startPgBouncer125(opts: FieldPeerOptions & { sessionPoolSi
     ...opts,
     bin,
     name: 'PgBouncer 1.25',
-    extraIni: ['max_prepared_statements = 200', ...(opts.tls ? pgBouncerTlsIni(opts.tls) : [])],
+    extraIni: [
+      'max_prepared_statements = 200',
+      ...(opts.tls ? pgBouncerTlsIni(opts.tls) : []),
+      ...(opts.extraIni ?? []),
+    ],
   });
 }
 

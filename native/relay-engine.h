@@ -240,6 +240,9 @@ struct Endpoint : Framing, TxCount {
   // its kAccepted and kLoginOk held here until Materialize reports them; `lentTable` holds the slots it is counted in.
   bool relayOnly = false;
   int32_t held[10] = {};
+  // A held login listed by a snapshot (relayHeldRows): the client id it was shown with, which its session keeps once it
+  // is reported (relayListedId); 0 until listed.
+  int32_t listedId = 0;
   Endpoint* lentServer = nullptr;
   std::shared_ptr<const AuthTable> lentTable;
   // Server: lent to the relay (relayLend), or null.

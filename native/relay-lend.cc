@@ -10,7 +10,10 @@
 // side by side, then the event. JavaScript materializes them itself (relayMaterialize) before it needs its pools'
 // real state, and takes its lent servers back (relayUnlend).
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "relay-auth.h"
 #include "relay-engine.h"
@@ -348,12 +351,102 @@ Napi::Value RelayMaterialize(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(n));
 }
 
+/** The held logins (Relay::Hold: relay-only, no server) of the pooler whose slots (relayAuthSet) are info[0]. */
+bool HeldOf(const Napi::CallbackInfo& info, Relay* r, std::vector<Endpoint*>* out) {
+  int32_t* slots = nullptr;
+  size_t nSlots = 0;
+  if (info.Length() < 1 || !Typed(info[0], napi_int32_array, &slots, &nSlots)) return false;
+  if (r->relayOnly_ == 0) return true;
+  for (auto& [id, c] : r->byId_) {
+    if (c->relayOnly && !c->lentServer && !c->dead && c->lentTable && c->lentTable->slots == slots) out->push_back(c);
+  }
+  return true;
+}
+
+/** relayHeldCounts(slots: Int32Array, out: Int32Array) -> pairs: the pooler's held logins counted by pool entry and
+ *  application_name id, written to `out` as (entry, app id, count) triples, as many as fit; the return value is how
+ *  many pairs there are (a caller whose `out` was short asks again with a longer one). Reports nothing: a snapshot
+ *  counts held logins with this without making them sessions. */
+Napi::Value RelayHeldCounts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  std::vector<Endpoint*> held;
+  int32_t* out = nullptr;
+  size_t nOut = 0;
+  if (!HeldOf(info, r, &held) || info.Length() < 2 || !Typed(info[1], napi_int32_array, &out, &nOut)) {
+    Napi::TypeError::New(env, "relayHeldCounts(Int32Array, Int32Array)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::map<std::pair<int32_t, int32_t>, int32_t> counts;
+  for (const Endpoint* c : held) counts[{c->held[7], c->held[8] >> 2}]++;
+  size_t n = 0;
+  for (const auto& [key, count] : counts) {
+    if (n + 3 > nOut) break;
+    out[n++] = key.first;
+    out[n++] = key.second;
+    out[n++] = count;
+  }
+  return Napi::Number::New(env, static_cast<double>(counts.size()));
+}
+
+/** Doubles per row of relayHeldRows. */
+constexpr size_t kHeldRow = 8;
+
+/** relayHeldRows(slots: Int32Array, nextId, out: Float64Array) -> rows: the pooler's held logins in accept order, as
+ *  many as fit, kHeldRow doubles each: client id, pool entry, application_name id, port, listener << 1 | 1 for IPv4,
+ *  IPv4 address, milliseconds since accepted, relay id. A login listed for the first time takes the next client id
+ *  from `nextId` on and keeps it (relayListedId). Reports nothing. */
+Napi::Value RelayHeldRows(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  std::vector<Endpoint*> held;
+  double* out = nullptr;
+  size_t nOut = 0;
+  if (!HeldOf(info, r, &held) || info.Length() < 3 || !info[1].IsNumber() || !Typed(info[2], napi_float64_array, &out, &nOut)) {
+    Napi::TypeError::New(env, "relayHeldRows(Int32Array, nextId, Float64Array)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  int32_t next = info[1].As<Napi::Number>().Int32Value();
+  std::sort(held.begin(), held.end(), [](const Endpoint* a, const Endpoint* b) { return a->id < b->id; });
+  const uint64_t now = uv_now(r->loop_);
+  size_t n = 0;
+  for (Endpoint* c : held) {
+    if ((n + 1) * kHeldRow > nOut) break;
+    if (c->listedId == 0) c->listedId = next++;
+    double* row = out + n * kHeldRow;
+    row[0] = c->listedId;
+    row[1] = c->held[7];
+    row[2] = c->held[8] >> 2;
+    row[3] = c->held[2];
+    row[4] = c->held[3];
+    row[5] = static_cast<double>(static_cast<uint32_t>(c->held[4]));
+    row[6] = c->acceptedAt > 0 && now > c->acceptedAt ? static_cast<double>(now - c->acceptedAt) : 0;
+    row[7] = c->id;
+    n++;
+  }
+  return Napi::Number::New(env, static_cast<double>(n));
+}
+
+/** relayListedId(id) -> the client id a held login was listed with (relayHeldRows), 0 when never listed or unknown. */
+Napi::Value RelayListedId(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Relay* r = CurrentRelay(info);
+  if (!r) return env.Undefined();
+  Endpoint* c = info.Length() > 0 && info[0].IsNumber() ? r->Find(info[0].As<Napi::Number>().Int32Value()) : nullptr;
+  return Napi::Number::New(env, c ? c->listedId : 0);
+}
+
 }  // namespace
 
 void InitRelayLend(Napi::Env env, Napi::Object exports) {
   exports.Set("relayLend", Napi::Function::New(env, RelayLend, "relayLend"));
   exports.Set("relayUnlend", Napi::Function::New(env, RelayUnlend, "relayUnlend"));
   exports.Set("relayMaterialize", Napi::Function::New(env, RelayMaterialize, "relayMaterialize"));
+  exports.Set("relayHeldCounts", Napi::Function::New(env, RelayHeldCounts, "relayHeldCounts"));
+  exports.Set("relayHeldRows", Napi::Function::New(env, RelayHeldRows, "relayHeldRows"));
+  exports.Set("relayListedId", Napi::Function::New(env, RelayListedId, "relayListedId"));
 }
 
 }  // namespace tidepool

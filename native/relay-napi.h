@@ -28,7 +28,7 @@ void InitRelayTls(Napi::Env env, Napi::Object exports);
 /** Registers relayListen, relayUnlisten, relayListenerFd and relayPeer (relay-login.cc). */
 void InitRelayLogin(Napi::Env env, Napi::Object exports);
 
-/** Registers relayLend, relayUnlend and relayMaterialize (relay-lend.cc). */
+/** Registers relayLend, relayUnlend, relayMaterialize, relayHeldCounts, relayHeldRows and relayListedId (relay-lend.cc). */
 void InitRelayLend(Napi::Env env, Napi::Object exports);
 
 /** Registers relayAuthSet, relayAppName, relayLoginError and relayLoginKey (relay-auth.cc). */

@@ -17,6 +17,16 @@ import { NativeTlsSocket } from './relay/native-tls.js';
 
 let nextClientId = 1;
 
+/** The id the next client gets: a held login a snapshot lists takes its id from here (NativeRelay.heldRows). */
+export function peekClientId(): number {
+  return nextClientId;
+}
+
+/** Ids up to `last` are taken (given to held logins listed by a snapshot): the next client gets a later one. */
+export function claimClientIds(last: number): void {
+  if (last >= nextClientId) nextClientId = last + 1;
+}
+
 /** A read handler that drops what it is given (nothing a client sends then may reach a server). */
 export const discardReads: ChunkHandler = () => false;
 export const EMPTY = Buffer.alloc(0);
@@ -30,7 +40,8 @@ export interface ConnectionOwner {
 }
 
 export class ClientStartup {
-  readonly id = nextClientId++;
+  /** In login order; a held login a snapshot listed keeps the id it was listed with (NativeLoginOk.clientId). */
+  readonly id: number;
   /** When the connection was accepted (a login the native relay began keeps the relay's time). */
   readonly connectedAt: number;
   /** The BackendKeyData the login sends (cancel-keys.ts; a native login's come from the relay). */
@@ -65,8 +76,9 @@ export class ClientStartup {
     accepted: net.Socket | NativeTlsSocket,
     private readonly core: StartupHost<ClientStartup>,
     loggedIn: (startup: ClientStartup, result: LoginResult) => void,
-    native?: Pick<NativeLoginOk, 'cancelPid' | 'cancelSecret'> & { connectedAt?: number },
+    native?: Pick<NativeLoginOk, 'cancelPid' | 'cancelSecret'> & { connectedAt?: number; clientId?: number },
   ) {
+    this.id = native?.clientId || nextClientId++;
     const socket = accepted;
     this.socket = socket;
     this.connectedAt =

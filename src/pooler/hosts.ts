@@ -10,7 +10,7 @@ import type { LoginCore } from './client-login.js';
 import type { Coordinator } from './coordinator.js';
 import type { EventRing } from './events.js';
 import type { Pool } from './pool.js';
-import type { NativeRelay } from './relay/native.js';
+import type { HeldRow, NativeRelay } from './relay/native.js';
 import type { ShowTable } from './show-table.js';
 
 /** connections: accepted; tls: of them, those that completed a TLS handshake; nativeLogins / jsLogins: logins that
@@ -70,8 +70,21 @@ export interface SessionHost<Client> extends LoginCore {
   readonly movingClients: boolean;
 }
 
+/** Held logins of one pool and application_name (NativeLogins.heldCounts). */
+export interface HeldCount {
+  readonly pool: Pool;
+  readonly applicationName: string;
+  readonly count: number;
+}
+
+/** A held login as a client row (NativeLogins.heldRows). */
+export interface HeldClient extends HeldRow {
+  readonly pool: Pool;
+}
+
 /** What the snapshot (snapshot.ts) and SHOW (admin/show.ts) read of the pooler: no field of it is written through here
- * (a snapshot only settles the pools' relay-only clients first). */
+ * (a snapshot only settles the pools' parked and lent servers first, gives held logins it lists their client ids, and
+ * makes the registry entry of a held login's application_name, as its session would). */
 export interface SnapshotSource<Client> {
   /** Current, validated config (replaced on RELOAD). */
   readonly config: PoolerConfig;
@@ -85,8 +98,14 @@ export interface SnapshotSource<Client> {
   readonly counters: Readonly<PoolerCounters>;
   /** Client connections accepted and not yet logged in (JavaScript's count). */
   readonly loggingIn: number;
-  /** The native relay's logins: under way, and relay-only clients that left unreported (native-logins.ts). */
-  readonly nativeLogins: { readonly underWay: number; readonly unreported: number; materializeHeld(): void };
+  /** The native relay's logins: under way, relay-only clients unreported (those that left, and held logins), and the
+   * held logins counted and listed without reporting them (native-logins.ts). */
+  readonly nativeLogins: {
+    readonly underWay: number;
+    readonly unreported: number;
+    heldCounts(): readonly HeldCount[];
+    heldRows(): readonly HeldClient[];
+  };
   /** auth_query's cache (SHOW AUTH_QUERY). */
   readonly authQuery: { readonly configured: boolean; show(): ShowTable };
 }

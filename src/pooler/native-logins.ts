@@ -6,6 +6,8 @@ import { cachedScramSecret, type ScramSecret } from './auth/scram.js';
 import { loginPrefix } from './client-login.js';
 import type { Pool } from './pool.js';
 import type { NativeLoginOk, NativeLoginUser, NativeRelay } from './relay/native.js';
+import type { HeldClient, HeldCount } from './hosts.js';
+import { claimClientIds, peekClientId } from './client-startup.js';
 import type { TlsSettings } from './tls/tls-settings.js';
 import type { ServerConnection } from './server-connection.js';
 import { pinMaskFor } from './session-state/pins.js';
@@ -69,15 +71,44 @@ export class NativeLogins {
   }
 
   /** Relay-only logins JavaScript has not heard of (counted as connections and native logins): those that left, and
-   * those still connected (none once materializeHeld ran). */
+   * those still connected (held, or none once materializeHeld ran). */
   get unreported(): number {
     return this.slots[5]! + this.slots[4]!;
   }
 
   /** Reports every relay-only client now (held logins included), so that what walks the pooler's clients sees them
-   * all: a snapshot (SHOW, the web API), KILL, RELOAD, a shutdown. */
+   * all: KILL, RELOAD, a shutdown (a snapshot counts and lists held logins without this: heldCounts, heldRows). */
   materializeHeld(): void {
     if (this.slots[4]! > 0) this.host.nativeTls?.materialize(null);
+  }
+
+  /** Held logins (native/relay-lend.cc Hold) by pool and application_name, left held: a snapshot counts them so
+   * (cl_idle, an application's clients) without making them sessions. */
+  heldCounts(): HeldCount[] {
+    const relay = this.host.nativeTls;
+    if (!relay || this.slots[4]! === 0) return [];
+    const out: HeldCount[] = [];
+    for (const h of relay.heldCounts(this.slots)) {
+      // A login for a pool this pooler does not know would be dropped when reported: it is not counted.
+      const pool = this.pools[h.entry];
+      if (pool) out.push({ pool, applicationName: h.applicationName, count: h.count });
+    }
+    return out;
+  }
+
+  /** Held logins as client rows (SHOW CLIENTS), left held: each has the client id it keeps once reported. */
+  heldRows(): HeldClient[] {
+    const relay = this.host.nativeTls;
+    if (!relay || this.slots[4]! === 0) return [];
+    const out: HeldClient[] = [];
+    let last = 0;
+    for (const r of relay.heldRows(this.slots, peekClientId(), this.slots[4]!)) {
+      last = Math.max(last, r.clientId);
+      const pool = this.pools[r.entry];
+      if (pool) out.push({ ...r, pool });
+    }
+    claimClientIds(last);
+    return out;
   }
 
   /** The listener closed: logins that finish from now on are reported at once, never held. */

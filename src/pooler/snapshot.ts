@@ -4,7 +4,7 @@ import { LOG_BUCKETS, percentilesOf, type Percentiles } from './log-histogram.js
 import type { PoolerEvent } from './events.js';
 import type { ScalingCounters } from './pool.js';
 import type { HealthSnapshot } from './pool-health.js';
-import type { SnapshotSource } from './hosts.js';
+import type { HeldClient, SnapshotSource } from './hosts.js';
 import type { ClientSession, ClientState } from './client-session.js';
 import { sqlStateCounts, totalsOf, type Averages, type TotalsRecord } from './stats.js';
 import { isSql } from './prepared/sql-commands.js';
@@ -183,7 +183,8 @@ export interface SnapshotParts {
 export interface PoolerSnapshot {
   readonly takenAt: number;
   readonly pools: readonly PoolSnapshot[];
-  /** Every logged-in client, admin console sessions included (SHOW CLIENTS lists them; counts per pool do not). */
+  /** Every logged-in client, admin console sessions and held logins included (SHOW CLIENTS lists them; counts per pool
+   * do not count admin sessions). Held logins' rows are made when this is first read: read it in the snapshot's turn. */
   readonly clients: readonly ClientSnapshot[];
   readonly servers: readonly ServerSnapshot[];
   readonly coordinators: readonly CoordinatorSnapshot[];
@@ -251,9 +252,36 @@ function noClients(): { -readonly [K in keyof PoolSnapshot['clients']]: number }
   return { idle: 0, active: 0, waiting: 0, cancelReq: 0, pinned: 0, idleInTransaction: 0, maxIdleXactAgeMs: 0 };
 }
 
+/** A held login (native/relay-lend.cc Hold) as its session's row would read: it has sent nothing since its login (its
+ * first byte makes it a session), so it is idle with no counts, and plaintext (a TLS login is never the relay's). */
+function heldClientRow(h: HeldClient): ClientSnapshot {
+  return {
+    id: h.clientId,
+    database: h.pool.settings.database,
+    user: h.pool.settings.user,
+    applicationName: h.applicationName,
+    addr: h.addr,
+    tls: '',
+    state: 'idle',
+    waitReason: '',
+    waitUs: 0,
+    transactions: 0,
+    queries: 0,
+    errors: 0,
+    bytesReceived: 0,
+    bytesSent: 0,
+    xactTimeUs: 0,
+    queryAgeMs: 0,
+    idleInTransaction: false,
+    xactAgeMs: 0,
+    ageSeconds: Math.round(h.ageMs / 1000),
+    admin: false,
+  };
+}
+
 export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotParts = {}): PoolerSnapshot {
-  // Held logins (native/relay-lend.cc) become sessions first, so they are listed and counted with the others.
-  p.nativeLogins.materializeHeld();
+  // Parked and lent servers come back (lent servers' relay-only clients become sessions: a few per pool). Held logins
+  // stay held: they are counted here and listed when `clients` is read, from the relay, never made sessions.
   for (const pool of p.pools.values()) pool.settle();
   const now = Date.now();
   const clients: ClientSnapshot[] = [];
@@ -310,8 +338,27 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
       cl.maxIdleXactAgeMs = Math.max(cl.maxIdleXactAgeMs, xactAgeMs);
     }
   }
-  // In login order, as before the registry became a SlotSet (whose order changes as clients leave).
-  clients.sort((a, b) => a.id - b.id);
+  for (const h of p.nativeLogins.heldCounts()) {
+    let cl = perPool.get(h.pool);
+    if (!cl) perPool.set(h.pool, (cl = noClients()));
+    cl.idle += h.count;
+    // The registry entry its session would make at its login (an application's clients are listed by SHOW APPS).
+    p.apps.get(h.applicationName);
+    let app = perApp.get(h.applicationName);
+    if (!app) perApp.set(h.applicationName, (app = { clients: 0, active: 0, waiting: 0 }));
+    app.clients += h.count;
+  }
+  // Held logins' rows are made only when read (SHOW CLIENTS, /api/clients, SHOW LISTS), in the same turn: /metrics and
+  // the overview count them above and never build ten thousand rows. Then in login order, as before the registry
+  // became a SlotSet (whose order changes as clients leave).
+  let listed: ClientSnapshot[] | null = null;
+  const listClients = (): ClientSnapshot[] => {
+    if (listed) return listed;
+    listed = clients;
+    for (const h of p.nativeLogins.heldRows()) listed.push(heldClientRow(h));
+    listed.sort((a, b) => a.id - b.id);
+    return listed;
+  };
 
   const pools: PoolSnapshot[] = [];
   const servers: ServerSnapshot[] = [];
@@ -408,7 +455,9 @@ export function takeSnapshot(p: SnapshotSource<ClientSession>, parts: SnapshotPa
   return {
     takenAt: now,
     pools,
-    clients,
+    get clients() {
+      return listClients();
+    },
     servers,
     coordinators,
     apps,

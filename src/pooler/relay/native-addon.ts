@@ -64,6 +64,9 @@ export interface RelayAddon extends TlsAddon {
   ): boolean;
   relayUnlend(stats: Float64Array | null, out: Int32Array): number;
   relayMaterialize(stats: Float64Array | null, id: number, out: Int32Array): number;
+  relayHeldCounts(slots: Int32Array, out: Int32Array): number;
+  relayHeldRows(slots: Int32Array, nextId: number, out: Float64Array): number;
+  relayListedId(id: number): number;
 }
 
 /** What a server is lent with (NativeRelay.lend): the options the pool's clients get, and the kind of login it suits. */
@@ -107,6 +110,9 @@ export interface NativeLoginOk {
   kind: number;
   /** The relay ran it relay-only on a lent server (native/relay-lend.cc): its kLent follows, and it is adopted already. */
   lent: boolean;
+  /** The client id a snapshot listed it with while it was held (NativeRelay.heldRows), which its session keeps; 0 when
+   * it was never listed. */
+  clientId: number;
 }
 
 /** Where the clients of one listener go (NativeRelay.listen). */

@@ -61,6 +61,20 @@ function dropNodeSocket(socket: net.Socket): void {
   socket.destroy();
 }
 
+/** Doubles per row of relayHeldRows (native/relay-lend.cc kHeldRow). */
+const HELD_ROW = 8;
+
+/** A held login as a snapshot lists it (NativeRelay.heldRows): it has sent nothing since its login. */
+export interface HeldRow {
+  readonly clientId: number;
+  readonly entry: number;
+  readonly applicationName: string;
+  /** address:port, as ClientStartup.addr. */
+  readonly addr: string;
+  /** Milliseconds since the relay accepted it. */
+  readonly ageMs: number;
+}
+
 /** reason: 0 EOF, 1 Terminate, 2 socket error, 3 TLS error (relayTlsError says which). */
 const CLIENT_CLOSE_REASONS = ['client closed the connection', 'client terminated', 'socket error', 'TLS error'];
 const CLOSE_TLS = 3;
@@ -275,6 +289,8 @@ export class NativeRelay implements Relay, NativeEndsRelay {
     const appId = login.c >>> 2;
     const lent = (login.c & 2) === 2;
     if (lent) socket.lent = true;
+    // A held login a snapshot listed (heldRows) keeps the client id it was shown with.
+    const clientId = this.listedHeld ? this.a.relayListedId(id) : 0;
     acceptor.accept(socket, {
       entry: login.entry,
       applicationName: this.appName(appId),
@@ -283,6 +299,7 @@ export class NativeRelay implements Relay, NativeEndsRelay {
       cancelSecret: secret,
       kind: (appId << 1) | (login.c & 1),
       lent,
+      clientId,
     });
   }
 
@@ -399,6 +416,54 @@ export class NativeRelay implements Relay, NativeEndsRelay {
       for (let k = 0; k < n; k++) ids.push(this.unlendOut[k]!);
       if (n < this.unlendOut.length) return ids;
     }
+  }
+
+  /** Set once a snapshot listed held logins (heldRows): from then on a reported login asks for its listed id. */
+  private listedHeld = false;
+  private heldCountsOut = new Int32Array(3 * 64);
+
+  /** The held logins (native/relay-lend.cc Hold) of the pooler whose slots are `slots`, counted by pool entry and
+   * application_name, without reporting them: [entry, application_name, count] triples. */
+  heldCounts(slots: Int32Array): { entry: number; applicationName: string; count: number }[] {
+    let pairs = this.a.relayHeldCounts(slots, this.heldCountsOut);
+    if (pairs * 3 > this.heldCountsOut.length) {
+      this.heldCountsOut = new Int32Array(3 * pairs);
+      pairs = this.a.relayHeldCounts(slots, this.heldCountsOut);
+    }
+    const out: { entry: number; applicationName: string; count: number }[] = [];
+    const o = this.heldCountsOut;
+    for (let k = 0; k < Math.min(pairs, o.length / 3); k++) {
+      out.push({ entry: o[3 * k]!, applicationName: this.appName(o[3 * k + 1]!), count: o[3 * k + 2]! });
+    }
+    return out;
+  }
+
+  /** At most `max` held logins of the pooler whose slots are `slots`, in accept order, without reporting them: each
+   * is given a client id from `nextId` on the first time it is listed, and its session keeps that id once it is
+   * reported (NativeLoginOk.clientId). */
+  heldRows(slots: Int32Array, nextId: number, max: number): HeldRow[] {
+    if (max <= 0) return [];
+    const o = new Float64Array(HELD_ROW * max);
+    const n = this.a.relayHeldRows(slots, nextId, o);
+    if (n > 0) this.listedHeld = true;
+    const rows: HeldRow[] = [];
+    for (let k = 0; k < n; k++) {
+      const r = k * HELD_ROW;
+      const listenerV4 = o[r + 4]!;
+      const v4 = o[r + 5]!;
+      rows.push({
+        clientId: o[r]!,
+        entry: o[r + 1]!,
+        applicationName: this.appName(o[r + 2]!),
+        addr: `${
+          (listenerV4 & 1) === 1
+            ? `${v4 >>> 24}.${(v4 >>> 16) & 0xff}.${(v4 >>> 8) & 0xff}.${v4 & 0xff}`
+            : this.a.relayPeer(o[r + 7]!)
+        }:${o[r + 3]!}`,
+        ageMs: o[r + 6]!,
+      });
+    }
+    return rows;
   }
 
   private readonly materializeOut = new Int32Array(15 * 256);
