@@ -16,6 +16,12 @@ import { PreparedPipe } from './prepared/pipe.js';
 import { StatementRewriter } from './prepared/rewriter.js';
 import { poolQueryId, queryStatsOn } from './query-stats/stats.js';
 import { countSqlState } from './stats.js';
+/** 57P01 to a client a takeover left on the old process (refused by the new one, TLS, its hand-over lost). */
+export const TAKEOVER_LEFT_MESSAGE =
+  'terminating connection: the pooler restarted (takeover) and this connection could not move to the new process';
+/** 57P01 at shutdown_timeout to a client still on the old process of a takeover (a transaction that did not end). */
+export const TAKEOVER_TIMEOUT_MESSAGE =
+  'terminating connection: the pooler restarted (takeover) and this connection did not finish its transaction within shutdown_timeout';
 import { pinMaskFor, releaseLeftPinned, releaseUnpinned, stateKindNames } from './session-state/pins.js';
 import type { NativeTlsSocket } from './relay/native-tls.js';
 import { ClientParams, startupWishes, trackedParams } from './session-state/params.js';
@@ -657,7 +663,10 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
       if (this.core.shuttingDown) {
         if (this.core.offerMove(this)) return;
         if (!this.core.movingClients || !this.mayMoveLater)
-          return this.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+          return this.kill(
+            this.core.handedOver ? TAKEOVER_LEFT_MESSAGE : 'terminating connection due to administrator command',
+            SqlState.AdminShutdown,
+          );
         // It cannot go this instant (a reply still leaving, a read-back under way): it waits in its paused pool, with
         // its bytes in the relay, and the mover's next sweep sends it.
       }

@@ -68,6 +68,8 @@ export interface SessionHost<Client> extends LoginCore {
   offerMove(c: Client): boolean;
   /** After a takeover, while the new process takes clients: one that cannot move this instant may later. */
   readonly movingClients: boolean;
+  /** A takeover handed this process's sockets to a new one: what is told 57P01 here names the restart. */
+  readonly handedOver: boolean;
 }
 
 /** Held logins of one pool and application_name (NativeLogins.heldCounts). */

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { PoolerConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import type { AppRegistry } from './apps.js';
-import type { ClientSession } from './client-session.js';
+import { TAKEOVER_TIMEOUT_MESSAGE, type ClientSession } from './client-session.js';
 import type { ClientStartup } from './client-startup.js';
 import type { EventRing } from './events.js';
 import type { PoolerCounters } from './hosts.js';
@@ -166,7 +166,7 @@ export class Maintenance {
           (this.loginsUnderWay() || [...this.host.clients].some((c) => !c.isAdmin && (drain || !c.quiescent)))
         );
       }
-      for (const c of [...this.host.clients]) c.kill('the pooler is shutting down');
+      for (const c of [...this.host.clients]) c.kill(drain ? TAKEOVER_TIMEOUT_MESSAGE : 'the pooler is shutting down');
       // A closed client's FATAL is on its way and what it sends meanwhile is read and dropped until it closes: exiting
       // first would reset the connection, and a reset can drop the FATAL unread. Bounded: a client may never close.
       if (graceful) {

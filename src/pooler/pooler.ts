@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { loadPoolerConfig, type PoolConfig, type PoolerConfig, type UserConfig } from '../config/pooler.js';
 import { SqlState } from '../protocol/codes.js';
 import type { LogHub } from '../shared/logger.js';
-import { ClientSession } from './client-session.js';
+import { ClientSession, TAKEOVER_LEFT_MESSAGE } from './client-session.js';
 import type { ClientMover, MovedClient } from './takeover-clients.js';
 import type { MovableServer, MovedServer } from './takeover-servers.js';
 import { fdPassing } from '../native/fd-passing.js';
@@ -378,12 +378,15 @@ export class Pooler implements AdminHost, ListenerHost, SnapshotSource<ClientSes
     return this.mover?.active ?? false;
   }
 
+  get handedOver(): boolean {
+    return this.mover !== null;
+  }
+
   /** The takeover connection closed while clients waited to move (their pools are paused): they hear 57P01 now, as
    * they would have without the hand-over. */
   private moverClosed(): void {
     for (const c of [...this.clients]) {
-      if (c.state === 'waiting' && !c.isAdmin)
-        c.kill('terminating connection due to administrator command', SqlState.AdminShutdown);
+      if (c.state === 'waiting' && !c.isAdmin) c.kill(TAKEOVER_LEFT_MESSAGE, SqlState.AdminShutdown);
     }
   }
 

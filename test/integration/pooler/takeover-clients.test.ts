@@ -174,7 +174,10 @@ describe('takeover moves clients', () => {
     const second = await takeOver(file);
     await waitFor('the refusal', () => /client stays on this process/.test(first.output()));
     expect(first.output()).toMatch(/not in transaction mode here/);
-    await expect(a.query('select 1')).rejects.toMatchObject({ code: '57P01' });
+    await expect(a.query('select 1')).rejects.toMatchObject({
+      code: '57P01',
+      message: expect.stringMatching(/the pooler restarted \(takeover\) and this connection could not move/),
+    });
     await a.end().catch(() => undefined);
     expect(await first.exited, first.output()).toBe(0);
     // New clients are the new process's, in session mode.

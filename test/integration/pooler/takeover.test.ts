@@ -176,6 +176,33 @@ describe('takeover', () => {
     expect(existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`))).toBe(false);
   });
 
+  it('a client stuck in a transaction past shutdown_timeout is told 57P01 naming the restart; the old process leaves nothing', async () => {
+    const { file, port } = await bed.writeConfig('stuck', { general: 'shutdown_timeout = "2s"' });
+    const first = await bed.startFirst(file);
+    const stuck = client(port);
+    const heard: { code?: string; message: string }[] = [];
+    stuck.on('error', (e: Error & { code?: string }) => heard.push({ code: e.code, message: e.message }));
+    await stuck.connect();
+    await stuck.query('BEGIN');
+    await stuck.query('select 1');
+    // It never ends its transaction: the old process keeps it until shutdown_timeout, then says why it goes.
+    const second = await bed.takeOver(file);
+    expect(await exitOf(first.child)).toBe(0);
+    expect(alive(first.child.pid!)).toBe(false);
+    await waitFor('the stuck client to hear', () => heard.length > 0);
+    expect(heard[0]).toMatchObject({ code: '57P01' });
+    expect(heard[0]!.message).toMatch(/restarted \(takeover\).*shutdown_timeout/);
+    await stuck.end().catch(() => undefined);
+    // The new process serves, its own takeover socket is the only one; once it stops, none is left.
+    const c = client(port);
+    await c.connect();
+    expect((await c.query('select 5 as five')).rows[0].five).toBe(5);
+    await c.end();
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    expect(existsSync(path.join(bed.dir, `.tidepool-${port}.takeover`))).toBe(false);
+  });
+
   it('a bad config exits 1 with its errors and the running pooler serves on, and takes a good takeover after', async () => {
     const { file, port } = await writeConfig('bad');
     const running = await startChildPooler(file, port);
