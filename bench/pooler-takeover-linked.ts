@@ -259,7 +259,7 @@ async function main(): Promise<void> {
       `errors ${med('stay', (r) => r.errors)} vs ${med('pairs', (r) => r.errors)}; notifications lost ` +
       `${med('stay', (r) => r.sent - r.delivered)} vs ${med('pairs', (r) => r.sent - r.delivered)}.`,
     '',
-    'Regenerate: `npx tsc -p tsconfig.json && node dist/bench/pooler-takeover-linked.js [--session 20] [--listeners 20]`.',
+    'Regenerate: `npx tsc -p tsconfig.json && npm run bench:takeover-linked -- [--session 20] [--listeners 20]`.',
   ];
   writeResults(path.join(ROOT, 'bench', 'results', 'pooler-takeover-linked.md'), lines.join('\n'));
   console.log(lines.join('\n'));
