@@ -192,6 +192,9 @@ export function encodeNumericColumn(values: Float64Array, kinds?: number[]): Buf
   return Buffer.concat(bodies, off);
 }
 
+/** The packed words of unpack(), copied out aligned (plus one word past them). */
+let wordScratch = new Uint32Array(BLOCK_DOCS + 1);
+
 /** Unpacks `count` values of `width` bits at buf[at ..) into out[0 .. count). */
 function unpack(buf: Buffer, at: number, count: number, width: number, out: Uint32Array): void {
   const words = packedBytes(count, width) >>> 2;
@@ -200,8 +203,10 @@ function unpack(buf: Buffer, at: number, count: number, width: number, out: Uint
     out.fill(0, 0, count);
     return;
   }
-  const w32 = new Uint32Array(words + 1);
+  if (wordScratch.length < words + 1) wordScratch = new Uint32Array(words + 1);
+  const w32 = wordScratch;
   new Uint8Array(w32.buffer, 0, 4 * words).set(buf.subarray(at, at + 4 * words));
+  w32[words] = 0;
   const mask = width === 32 ? 0xffffffff : (1 << width) - 1;
   let bit = 0;
   for (let k = 0; k < count; k++) {
@@ -261,7 +266,6 @@ export function decodeNumericBlock(nb: NumericBlocks, b: number, out: Float64Arr
     denseScratch = new Float64Array(bd);
     codeScratch = new Uint32Array(bd);
   }
-  const dense = denseScratch;
   const scratch = codeScratch;
   const e = HEADER + INDEX_ENTRY * b;
   let at = buf.readUInt32LE(e);
@@ -273,6 +277,8 @@ export function decodeNumericBlock(nb: NumericBlocks, b: number, out: Float64Arr
   const end = b + 1 < blocks ? buf.readUInt32LE(e + INDEX_ENTRY) : buf.length;
   const kind = buf[at]!;
   const all = buf[at + 1] === 1;
+  // Values of a block where every document has one go straight to `out`.
+  const dense = all && p === docs ? out : denseScratch;
   const bitmap = at + 2;
   at += 2 + (all ? 0 : Math.ceil(docs / 8));
   let bodyEnd = at;
@@ -325,7 +331,6 @@ export function decodeNumericBlock(nb: NumericBlocks, b: number, out: Float64Arr
   }
   if (all) {
     if (p !== docs) throw new Error(`numeric column block ${b}: ${p} values for ${docs} documents`);
-    out.set(dense.subarray(0, p), 0);
     return;
   }
   let k = 0;

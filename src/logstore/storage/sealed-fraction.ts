@@ -81,7 +81,7 @@ export const NUMERIC_RANGE: { mode: 'auto' | 'column' | 'dictionary' } = { mode:
  * bench/results/numeric-range.md): a posting list read costs a read call and its checksummed chunk, each of its
  * ids a decode and a union step; a column block decoded costs per document, a block taken whole per id written.
  */
-const COST = { list: 1500, listId: 5, decodedDoc: 4, wholeDoc: 1 };
+const COST = { list: 3000, listId: 3, decodedDoc: 8, wholeDoc: 1 };
 
 function lowerBoundStr(arr: readonly string[], x: string): number {
   let lo = 0;
