@@ -35,6 +35,7 @@ import {
   tokenNumber,
 } from './numeric-column.js';
 import { rangeNumber } from '../query/plan.js';
+import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
 interface Block {
@@ -405,20 +406,32 @@ export class SealedFraction implements FractionView {
     return this.ref;
   }
 
+  /** The key of a kept column in the thread's column memory (column-memory.ts). */
+  private key(kind: string, field: string): string {
+    return `${this.dir}\0${kind}\0${field}`;
+  }
+
   column(field: string): Column | null {
     const cached = this.cols.get(field);
-    if (cached) return cached;
+    if (cached) {
+      touchColumn(this.key('col', field));
+      return cached;
+    }
     const i = this.meta.columns.indexOf(field);
     if (i < 0) return null;
     const fd = this.loadDict().get(field)!;
     const col: Column = { tokens: fd.tokens, ords: u32Of(this.read(FILES.column(i))) };
     this.cols.set(field, col);
+    chargeColumn(this.key('col', field), (col.ords as Uint32Array).byteLength, () => this.cols.delete(field));
     return col;
   }
 
   numeric(field: string): NumericColumn | null {
     const cached = this.nums.get(field);
-    if (cached) return cached;
+    if (cached) {
+      touchColumn(this.key('num', field));
+      return cached;
+    }
     const i = this.meta.numeric?.indexOf(field) ?? -1;
     if (i < 0) return null;
     const file = FILES.numeric(i);
@@ -432,15 +445,21 @@ export class SealedFraction implements FractionView {
     if (col.values.length !== this.docCount)
       throw this.damaged(file, `${col.values.length} documents, the fraction has ${this.docCount}`);
     this.nums.set(field, col);
+    chargeColumn(this.key('num', field), col.values.byteLength + 16 * col.present.length + 4 * col.present.length, () =>
+      this.nums.delete(field),
+    );
     // The decoded column answers ranges too: its bytes go.
-    this.numBlocks.delete(field);
+    if (this.numBlocks.delete(field)) forgetColumn(this.key('numBytes', field));
     return col;
   }
 
   /** A numeric column's bytes and block index, read and checked whole but not decoded; null without one. */
   private numericBlocks(field: string): NumericBlocks | null {
     const cached = this.numBlocks.get(field);
-    if (cached) return cached;
+    if (cached) {
+      touchColumn(this.key('numBytes', field));
+      return cached;
+    }
     const i = this.meta.numeric?.indexOf(field) ?? -1;
     if (i < 0) return null;
     const file = FILES.numeric(i);
@@ -453,12 +472,18 @@ export class SealedFraction implements FractionView {
     }
     if (nb.docs !== this.docCount) throw this.damaged(file, `${nb.docs} documents, the fraction has ${this.docCount}`);
     this.numBlocks.set(field, nb);
+    chargeColumn(this.key('numBytes', field), nb.buf.length + 20 * nb.present.length, () =>
+      this.numBlocks.delete(field),
+    );
     return nb;
   }
 
   private rangeIndex(field: string, fd: FieldDict): RangeIndex {
     const hit = this.rangeIndexes.get(field);
-    if (hit) return hit;
+    if (hit) {
+      touchColumn(this.key('range', field));
+      return hit;
+    }
     const counts = this.counts!;
     const all = fd.tokens.length;
     const num = new Float64Array(all);
@@ -503,6 +528,7 @@ export class SealedFraction implements FractionView {
     }
     const ri: RangeIndex = { nums, toks, cum, column };
     this.rangeIndexes.set(field, ri);
+    chargeColumn(this.key('range', field), 20 * k + 8, () => this.rangeIndexes.delete(field));
     return ri;
   }
 
@@ -540,6 +566,7 @@ export class SealedFraction implements FractionView {
     const mode = NUMERIC_RANGE.mode;
     if (ri.column && mode !== 'dictionary' && b > a) {
       const col = this.nums.get(field);
+      if (col) touchColumn(this.key('num', field));
       const nb = col
         ? {
             buf: Buffer.alloc(0),
@@ -563,7 +590,10 @@ export class SealedFraction implements FractionView {
 
   blockCounts(field: string): BlockCounts | null {
     const hit = this.blockCountsOf.get(field);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      if (hit) touchColumn(this.key('counts', field));
+      return hit;
+    }
     const col = this.column(field);
     let bc: BlockCounts | null = null;
     if (col && col.tokens.length <= 256) {
@@ -571,6 +601,7 @@ export class SealedFraction implements FractionView {
       bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords as Uint32Array, groups) };
     }
     this.blockCountsOf.set(field, bc);
+    if (bc) chargeColumn(this.key('counts', field), bc.counts.byteLength, () => this.blockCountsOf.delete(field));
     return bc;
   }
 
@@ -583,6 +614,12 @@ export class SealedFraction implements FractionView {
   }
 
   close(): void {
+    releaseColumns(`${this.dir}\0`);
+    this.cols.clear();
+    this.nums.clear();
+    this.numBlocks.clear();
+    this.rangeIndexes.clear();
+    this.blockCountsOf.clear();
     this.clientIds?.close();
     if (this.postingsFd >= 0) closeSync(this.postingsFd);
     if (this.docsFd >= 0) closeSync(this.docsFd);
