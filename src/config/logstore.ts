@@ -126,8 +126,8 @@ export const logstoreShape = {
   }),
   search: t.section({
     column_memory: t.size(
-      256 * 1024 ** 2,
-      'Memory each thread that reads sealed fractions (a shard\'s search thread; its shard thread when it answers a search itself) may keep in columns for aggregations and numeric range filters (keyword columns 4 bytes a document, decoded numeric columns 8, a numeric column read for ranges its size on disk, per-block counts); past it the least recently used column is dropped and read from its file again when next needed (docs/logstore.md, "Memory").',
+      128 * 1024 ** 2,
+      'Memory each thread that reads sealed fractions (a shard\'s search thread; its shard thread when it answers a search itself) may keep in columns for aggregations and numeric range filters (keyword columns 4 bytes a document, decoded numeric columns 8, a numeric column read for ranges its size on disk, the tokens of a text or path field 4 bytes a document and 4 a token, per-block counts); past it the least recently used column is dropped and read from its file again when next needed (docs/logstore.md, "Memory").',
     ),
     timeout: t.duration(
       30_000,

@@ -2,6 +2,7 @@
 // Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
 import { type BlockCounts, type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
 import { type NumericColumn, tokenNumber } from '../storage/numeric-column.js';
+import { chargeColumn, forgetColumn, touchColumn } from '../storage/column-memory.js';
 import { type Sketch, quantileAdd, quantileMerge, sketchQuantile } from './quantile-sketch.js';
 
 export const AGG_FUNCS = ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] as const;
@@ -73,13 +74,26 @@ interface Values {
 
 const tokenCache = new WeakMap<FractionView, Map<string, { docs: number; values: Values | null }>>();
 
+/** A number per fraction view, for the keys of what aggregations keep of it in the thread's column memory. */
+const viewSerial = new WeakMap<FractionView, number>();
+let serials = 0;
+
+function memoryKey(view: FractionView, kind: string, field: string): string {
+  let n = viewSerial.get(view);
+  if (n === undefined) viewSerial.set(view, (n = ++serials));
+  return `aggregate\0${n}\0${kind}\0${field}`;
+}
+
 /** The tokens of each document of a field without a keyword column, inverted from its posting lists. */
 function tokenValues(view: FractionView, field: string): Values | null {
   let byField = tokenCache.get(view);
   if (!byField) tokenCache.set(view, (byField = new Map()));
   const n = view.docCount;
   const hit = byField.get(field);
-  if (hit && hit.docs === n) return hit.values;
+  if (hit && hit.docs === n) {
+    touchColumn(memoryKey(view, 'tokens', field));
+    return hit.values;
+  }
   const { tokens, lists } = view.tokenLists(field);
   let values: Values | null = null;
   if (tokens.length > 0) {
@@ -94,8 +108,16 @@ function tokenValues(view: FractionView, field: string): Values | null {
     values = { tokens, start, ords };
   }
   // Two fields per fraction at most are kept: enough for a field and its group.
-  if (byField.size >= 2 && !byField.has(field)) byField.delete(byField.keys().next().value!);
+  if (byField.size >= 2 && !byField.has(field)) {
+    const old = byField.keys().next().value!;
+    byField.delete(old);
+    forgetColumn(memoryKey(view, 'tokens', old));
+  }
   byField.set(field, { docs: n, values });
+  const kept = byField;
+  chargeColumn(memoryKey(view, 'tokens', field), values ? values.start!.byteLength + 4 * values.ords.length : 0, () =>
+    kept.delete(field),
+  );
   return values;
 }
 
@@ -214,10 +236,19 @@ function numbersOf(view: FractionView, field: string, fv: Values | null): Number
   if (!byField) derivedCache.set(view, (byField = new Map()));
   const n = view.docCount;
   const hit = byField.get(field);
-  if (hit && hit.docs === n) return { values: hit.values, col: null };
+  if (hit && hit.docs === n) {
+    touchColumn(memoryKey(view, 'numbers', field));
+    return { values: hit.values, col: null };
+  }
   const values = derive(fv.ords, numbers(fv.tokens), n);
-  if (byField.size >= 2 && !byField.has(field)) byField.delete(byField.keys().next().value!);
+  if (byField.size >= 2 && !byField.has(field)) {
+    const old = byField.keys().next().value!;
+    byField.delete(old);
+    forgetColumn(memoryKey(view, 'numbers', old));
+  }
   byField.set(field, { docs: n, values });
+  const kept = byField;
+  chargeColumn(memoryKey(view, 'numbers', field), values.byteLength, () => kept.delete(field));
   return { values, col: null };
 }
 

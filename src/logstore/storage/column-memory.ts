@@ -9,7 +9,7 @@ interface Entry {
 }
 
 /** The budget of this thread, in bytes (search.column_memory; a search thread is given it at its start). */
-export const COLUMN_MEMORY = { bytes: 256 * 1024 ** 2 };
+export const COLUMN_MEMORY = { bytes: 128 * 1024 ** 2 };
 
 /** Kept columns, least recently used first (a Map keeps insertion order: a use moves the entry to the end). */
 const kept = new Map<string, Entry>();
