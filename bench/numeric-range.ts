@@ -2,7 +2,7 @@
 // before (every token tested, the accepted lists read), the posting lists found in numeric order, the numeric column
 // (block bounds skip or take whole blocks, the rest decoded), and the store's own choice. The bench's http_logs
 // documents (bench/http-logs.ts) into one shard, sealed; the query evaluated over every fraction. Usage:
-//   node dist/bench/numeric-range.js [--docs 1000000] [--rounds 9] [--out bench/results/numeric-range.md]
+//   node --expose-gc dist/bench/numeric-range.js [--docs 1000000] [--rounds 15] [--out bench/results/numeric-range.md]
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,14 +20,14 @@ import { writeResults } from './results-file.js';
 
 if (process.argv.includes('--help')) {
   process.stdout.write(
-    'usage: node dist/bench/numeric-range.js [--docs N (1000000)] [--rounds R (9)] [--out FILE (bench/results/numeric-range.md)]\n',
+    'usage: node dist/bench/numeric-range.js [--docs N (1000000)] [--rounds R (15)] [--out FILE (bench/results/numeric-range.md)]\n',
   );
   process.exit(0);
 }
 const arg = (name: string, dflt: string) =>
   process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : dflt;
 const DOCS = Number(arg('docs', '1000000'));
-const ROUNDS = Number(arg('rounds', '9'));
+const ROUNDS = Number(arg('rounds', '15'));
 const OUT = arg('out', 'bench/results/numeric-range.md');
 const MAPPING =
   '- {name: clientip, type: keyword}\n- {name: request, type: text}\n- {name: status, type: keyword}\n- {name: size, type: keyword}\n- {name: service, type: keyword}\n';
@@ -85,14 +85,19 @@ function before(sf: SealedFraction): FractionView {
 function run(views: FractionView[], query: string, from: number, mode: Mode): { ms: number; matches: number } {
   NUMERIC_RANGE.mode = mode === 'before' ? 'auto' : mode;
   const plan = planQuery(parseQuery(query), mapping);
-  const t = process.hrtime.bigint();
+  // CPU time of the process (one thread works): on a shared machine, time waiting for a CPU is left out.
+  const t = process.cpuUsage();
   let matches = 0;
   for (const v of views) {
     const [lo, hi] = v.timeRange(from, Infinity)!;
     if (hi > lo) matches += evaluate(plan, v, { lo, hi }).length;
   }
-  return { ms: Number(process.hrtime.bigint() - t) / 1e6, matches };
+  const used = process.cpuUsage(t);
+  return { ms: (used.user + used.system) / 1000, matches };
 }
+
+/** With node --expose-gc: a collection before each timed run, so no way pays for another's garbage. */
+const gc = (globalThis as { gc?: () => void }).gc;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
@@ -116,8 +121,10 @@ function main(): void {
       const times: Record<Mode, number[]> = { before: [], dictionary: [], column: [], auto: [] };
       let matches = -1;
       for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 ? [...MODES].reverse() : MODES;
+        // Each way in each place of the order in turn, and the garbage of the one before collected first.
+        const order = MODES.map((_, k) => MODES[(k + round) % MODES.length]!);
         for (const m of order) {
+          gc?.();
           const r = run(views[m], query, from, m);
           if (matches >= 0 && r.matches !== matches) throw new Error(`${query} ${m}: ${r.matches} for ${matches}`);
           matches = r.matches;
@@ -136,7 +143,7 @@ function main(): void {
     const report = [
       '# Numeric range filters over sealed fractions',
       '',
-      `\`node dist/bench/numeric-range.js --docs ${DOCS} --rounds ${ROUNDS}\`: ${DOCS} http_logs documents in ${fracs.length} sealed fractions of one shard (frac_size 128 MiB), each query evaluated over all of them on one thread. Milliseconds: the median of rounds 2..${ROUNDS} (warm), in brackets the first round (files read: dictionary, offsets, lists, column). The four ways alternate within each round; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)} (2 CPUs, shared with other work).`,
+      `\`node --expose-gc dist/bench/numeric-range.js --docs ${DOCS} --rounds ${ROUNDS}\`: ${DOCS} http_logs documents in ${fracs.length} sealed fractions of one shard (frac_size 128 MiB), each query evaluated over all of them on one thread. CPU milliseconds of the process (waits for a CPU left out): the median of rounds 2..${ROUNDS} (warm), in brackets the first round (files read: dictionary, offsets, lists, column). The four ways take each place of the order in turn, with a garbage collection before each timed run${gc ? '' : ' (not this run: no --expose-gc)'}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)} (2 CPUs, shared with other work).`,
       '',
       '| Query | Matches | before: dictionary pass | lists in numeric order | numeric column | auto (the store) | before / auto |',
       '|---|---:|---:|---:|---:|---:|---:|',
