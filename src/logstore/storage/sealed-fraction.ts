@@ -54,16 +54,12 @@ interface FieldDict {
 }
 
 /**
- * A field's tokens that read as numbers (as a range reads them), in numeric order, for range filters: the tokens a
- * range accepts are a run of them, found by two binary searches instead of a pass over the dictionary.
+ * A field's tokens as numbers (as a range reads them), for range filters: a range compares numbers instead of
+ * testing each token's text. (Not sorted: a sort of a million tokens costs more than many passes over them.)
  */
 interface RangeIndex {
-  /** Ascending. */
+  /** Each token's number, by its index in the field's dictionary; NaN for a token a range does not read as one. */
   nums: Float64Array;
-  /** The token (its index in the field's dictionary) of each number. */
-  toks: Uint32Array;
-  /** cum[k]: the documents in the posting lists of the first k tokens. */
-  cum: Float64Array;
   /**
    * The numeric column answers ranges exactly: a document has at most one token in the field, and every token
    * reads as the same number (or as none) both as a range reads it and as the column holds it.
@@ -486,29 +482,18 @@ export class SealedFraction implements FractionView {
     }
     const counts = this.counts!;
     const all = fd.tokens.length;
-    const num = new Float64Array(all);
-    const order: number[] = [];
+    const nums = new Float64Array(all);
+    let k = 0;
     let listed = 0;
     let agree = true;
     for (let t = 0; t < all; t++) {
       const tok = fd.tokens[t]!;
       const v = rangeNumber(tok);
-      num[t] = v;
-      if (v === v) order.push(t);
+      nums[t] = v;
+      if (v === v) k++;
       // The column holds tokenNumber (blanks and hex read as numbers there, not in a range).
       else if (tokenNumber(tok) === tokenNumber(tok)) agree = false;
       listed += counts[fd.base + t]!;
-    }
-    order.sort((a, b) => num[a]! - num[b]!);
-    const k = order.length;
-    const nums = new Float64Array(k);
-    const toks = new Uint32Array(k);
-    const cum = new Float64Array(k + 1);
-    for (let j = 0; j < k; j++) {
-      const t = order[j]!;
-      nums[j] = num[t]!;
-      toks[j] = t;
-      cum[j + 1] = cum[j]! + counts[fd.base + t]!;
     }
     // One token at most per document: the lists hold as many ids as there are documents with a token. Every token
     // a number: those are the documents with a value in the column; else the keyword column counts them (a
@@ -526,17 +511,17 @@ export class SealedFraction implements FractionView {
       }
       column = withToken === listed;
     }
-    const ri: RangeIndex = { nums, toks, cum, column };
+    const ri: RangeIndex = { nums, column };
     this.rangeIndexes.set(field, ri);
-    chargeColumn(this.key('range', field), 20 * k + 8, () => this.rangeIndexes.delete(field));
+    chargeColumn(this.key('range', field), nums.byteLength + 8, () => this.rangeIndexes.delete(field));
     return ri;
   }
 
   /**
    * The documents of [from, to) whose token of `field` is a number in the range `r`: the ids, from the numeric
-   * column (blocks skipped or taken whole by their bounds); or the posting lists of the tokens in the range (found in
-   * numeric order), for the caller to unite; whichever the estimate says is cheaper. Same answer as a pass over the
-   * dictionary accepting each token a range accepts.
+   * column (blocks skipped or taken whole by their bounds); or the posting lists of the tokens in the range (found
+   * by comparing the tokens' numbers, read from their text once per fraction), for the caller to unite; whichever
+   * the estimate says is cheaper. Same answer as a pass over the dictionary accepting each token a range accepts.
    */
   numericRange(
     field: string,
@@ -549,22 +534,20 @@ export class SealedFraction implements FractionView {
     if (!fd) return [];
     const ri = this.rangeIndex(field, fd);
     const { nums } = ri;
-    let a = 0;
-    let z = nums.length;
-    while (a < z) {
-      const m = (a + z) >>> 1;
-      if (r.loIncl ? nums[m]! >= r.lo : nums[m]! > r.lo) z = m;
-      else a = m + 1;
-    }
-    let b = a;
-    z = nums.length;
-    while (b < z) {
-      const m = (b + z) >>> 1;
-      if (r.hiIncl ? nums[m]! > r.hi : nums[m]! >= r.hi) z = m;
-      else b = m + 1;
+    const { lo, hi, loIncl, hiIncl } = r;
+    const counts = this.counts!;
+    // The tokens in the range (what a pass over the dictionary accepts), and the ids of their lists.
+    const accepted: number[] = [];
+    let ids = 0;
+    for (let t = 0; t < nums.length; t++) {
+      if ((t & 0xffff) === 0) tick();
+      const v = nums[t]!;
+      if (!((loIncl ? v >= lo : v > lo) && (hiIncl ? v <= hi : v < hi))) continue;
+      accepted.push(t);
+      ids += counts[fd.base + t]!;
     }
     const mode = NUMERIC_RANGE.mode;
-    if (ri.column && mode !== 'dictionary' && b > a) {
+    if (ri.column && mode !== 'dictionary' && accepted.length > 0) {
       const col = this.nums.get(field);
       if (col) touchColumn(this.key('num', field));
       const nb = col
@@ -577,13 +560,14 @@ export class SealedFraction implements FractionView {
             max: col.max,
           }
         : this.numericBlocks(field)!;
-      if (mode === 'column' || columnCost(nb, r, from, to, col !== undefined) < dictionaryCost(ri, a, b))
+      const dictionary = COST.list * accepted.length + COST.listId * ids;
+      if (mode === 'column' || columnCost(nb, r, from, to, col !== undefined) < dictionary)
         return numericRangeIds(nb, col?.values ?? null, r, from, to, tick);
     }
     const out: Uint32Array[] = [];
-    for (let j = a; j < b; j++) {
+    for (const t of accepted) {
       tick();
-      out.push(this.list(fd.base + ri.toks[j]!));
+      out.push(this.list(fd.base + t));
     }
     return out;
   }
@@ -626,11 +610,6 @@ export class SealedFraction implements FractionView {
     this.postingsFd = -1;
     this.docsFd = -1;
   }
-}
-
-/** The estimated cost of the posting lists of tokens [a, b) of a range index (COST). */
-function dictionaryCost(ri: RangeIndex, a: number, b: number): number {
-  return COST.list * (b - a) + COST.listId * (ri.cum[b]! - ri.cum[a]!);
 }
 
 /** The estimated cost of a range over a numeric column's blocks in [from, to) (COST): as numericRangeIds reads them. */
