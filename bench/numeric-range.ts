@@ -1,5 +1,5 @@
 // Numeric range filters over sealed fractions, each way side by side in one run: the pass over the dictionary of
-// before (every token tested, the accepted lists read), the posting lists found in numeric order, the numeric column
+// before (every token tested, the accepted lists read), the posting lists found by the tokens' numbers, the numeric column
 // (block bounds skip or take whole blocks, the rest decoded), and the store's own choice. The bench's http_logs
 // documents (bench/http-logs.ts) into one shard, sealed; the query evaluated over every fraction. Usage:
 //   node --expose-gc dist/bench/numeric-range.js [--docs 1000000] [--rounds 15] [--out bench/results/numeric-range.md]
@@ -145,7 +145,7 @@ function main(): void {
       '',
       `\`node --expose-gc dist/bench/numeric-range.js --docs ${DOCS} --rounds ${ROUNDS}\`: ${DOCS} http_logs documents in ${fracs.length} sealed fractions of one shard (frac_size 128 MiB), each query evaluated over all of them on one thread. CPU milliseconds of the process (waits for a CPU left out): the median of rounds 2..${ROUNDS} (warm), in brackets the first round (files read: dictionary, offsets, lists, column). The four ways take each place of the order in turn, with a garbage collection before each timed run${gc ? '' : ' (not this run: no --expose-gc)'}; load average ${load0.toFixed(1)} -> ${os.loadavg()[0]!.toFixed(1)} (2 CPUs, shared with other work).`,
       '',
-      '| Query | Matches | before: dictionary pass | lists in numeric order | numeric column | auto (the store) | before / auto |',
+      '| Query | Matches | before: dictionary pass | lists found by number | numeric column | auto (the store) | before / auto |',
       '|---|---:|---:|---:|---:|---:|---:|',
       ...rows,
       '',
