@@ -125,6 +125,10 @@ export const logstoreShape = {
     ),
   }),
   search: t.section({
+    column_memory: t.size(
+      128 * 1024 ** 2,
+      'Memory each thread that reads sealed fractions (a shard\'s search thread; its shard thread when it answers a search itself) may keep in columns for aggregations and numeric range filters (keyword columns 4 bytes a document, decoded numeric columns 8, a numeric column read for ranges its size on disk, the tokens of a text or path field 4 bytes a document and 4 a token, per-block counts); past it the least recently used column is dropped and read from its file again when next needed (docs/logstore.md, "Memory").',
+    ),
     timeout: t.duration(
       30_000,
       'Longest run of one search (query, aggregations, histogram) over the stored data; then it stops where it stands. Elasticsearch _search answers what was found by then with "timed_out": true (as Elasticsearch past a timeout; _count adds "timed_out": true); the search API (/search, /aggregate, /histogram, /complex-search, export, async search, gRPC) answers 504 search_timeout. The deadline runs from the request, so a search queued behind another counts its wait. In proxy mode each store is sent it (within cluster.request_timeout less a tenth, at most 1 s), and a store\'s part comes back timed out rather than as a failed shard (0: no limit).',

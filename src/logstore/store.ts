@@ -105,6 +105,7 @@ export class Store {
         retention: cfg.storage.retention,
         logLevel: cfg.log.level,
         logFormat: cfg.log.format,
+        columnMemory: cfg.search.column_memory,
       };
       // A small young generation: a shard's garbage is short-lived (parsed documents), and every megabyte of
       // nursery is resident memory per shard.
@@ -130,6 +131,7 @@ export class Store {
         shards: shared,
         searchWorker: () => workerFile('search-worker'),
         youngGenerationMb: SHARD_YOUNG_GENERATION_MB,
+        columnMemory: cfg.search.column_memory,
         ...(log ? { log } : {}),
       },
       {

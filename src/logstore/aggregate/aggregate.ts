@@ -2,6 +2,7 @@
 // Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
 import { type BlockCounts, type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
 import { type NumericColumn, tokenNumber } from '../storage/numeric-column.js';
+import { chargeColumn, forgetColumn, touchColumn } from '../storage/column-memory.js';
 import { type Sketch, quantileAdd, quantileMerge, sketchQuantile } from './quantile-sketch.js';
 
 export const AGG_FUNCS = ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] as const;
@@ -73,13 +74,26 @@ interface Values {
 
 const tokenCache = new WeakMap<FractionView, Map<string, { docs: number; values: Values | null }>>();
 
+/** A number per fraction view, for the keys of what aggregations keep of it in the thread's column memory. */
+const viewSerial = new WeakMap<FractionView, number>();
+let serials = 0;
+
+function memoryKey(view: FractionView, kind: string, field: string): string {
+  let n = viewSerial.get(view);
+  if (n === undefined) viewSerial.set(view, (n = ++serials));
+  return `aggregate\0${n}\0${kind}\0${field}`;
+}
+
 /** The tokens of each document of a field without a keyword column, inverted from its posting lists. */
 function tokenValues(view: FractionView, field: string): Values | null {
   let byField = tokenCache.get(view);
   if (!byField) tokenCache.set(view, (byField = new Map()));
   const n = view.docCount;
   const hit = byField.get(field);
-  if (hit && hit.docs === n) return hit.values;
+  if (hit && hit.docs === n) {
+    touchColumn(memoryKey(view, 'tokens', field));
+    return hit.values;
+  }
   const { tokens, lists } = view.tokenLists(field);
   let values: Values | null = null;
   if (tokens.length > 0) {
@@ -94,8 +108,16 @@ function tokenValues(view: FractionView, field: string): Values | null {
     values = { tokens, start, ords };
   }
   // Two fields per fraction at most are kept: enough for a field and its group.
-  if (byField.size >= 2 && !byField.has(field)) byField.delete(byField.keys().next().value!);
+  if (byField.size >= 2 && !byField.has(field)) {
+    const old = byField.keys().next().value!;
+    byField.delete(old);
+    forgetColumn(memoryKey(view, 'tokens', old));
+  }
   byField.set(field, { docs: n, values });
+  const kept = byField;
+  chargeColumn(memoryKey(view, 'tokens', field), values ? values.start!.byteLength + 4 * values.ords.length : 0, () =>
+    kept.delete(field),
+  );
   return values;
 }
 
@@ -122,8 +144,8 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
   const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
   const gv = groupField ? (groupField === spec.field ? fv : valuesOf(view, groupField)) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
-  if (spec.func !== 'unique' && !fv?.start && !gv?.start) {
-    const numeric = spec.func === 'count' ? null : numbersOf(view, spec.field, fv);
+  if (!fv?.start && !gv?.start) {
+    const numeric = spec.func === 'count' || spec.func === 'unique' ? null : numbersOf(view, spec.field, fv);
     if (
       aggregateColumns(
         view,
@@ -214,10 +236,19 @@ function numbersOf(view: FractionView, field: string, fv: Values | null): Number
   if (!byField) derivedCache.set(view, (byField = new Map()));
   const n = view.docCount;
   const hit = byField.get(field);
-  if (hit && hit.docs === n) return { values: hit.values, col: null };
+  if (hit && hit.docs === n) {
+    touchColumn(memoryKey(view, 'numbers', field));
+    return { values: hit.values, col: null };
+  }
   const values = derive(fv.ords, numbers(fv.tokens), n);
-  if (byField.size >= 2 && !byField.has(field)) byField.delete(byField.keys().next().value!);
+  if (byField.size >= 2 && !byField.has(field)) {
+    const old = byField.keys().next().value!;
+    byField.delete(old);
+    forgetColumn(memoryKey(view, 'numbers', old));
+  }
   byField.set(field, { docs: n, values });
+  const kept = byField;
+  chargeColumn(memoryKey(view, 'numbers', field), values.byteLength, () => kept.delete(field));
   return { values, col: null };
 }
 
@@ -325,6 +356,54 @@ function countSlots(
     else notExists[s]++;
   }
   sl.noGroup += noGroup;
+}
+
+/** Slot x value marks past which unique keeps a set of ordinals per slot instead of one byte per pair. */
+const UNIQUE_MARKS = 1 << 22;
+
+/**
+ * unique: documents with a value of the field per slot, and which of the column's values occur in each (marks by
+ * ordinal, made into the value strings once per slot at the end).
+ */
+function uniqueSlots(p: Place, fCol: Column | null, sl: Slots): (Set<number> | Uint8Array)[] {
+  const { matches, lo } = p;
+  const n = matches.length;
+  const values = fCol ? fCol.tokens.length : 0;
+  const slots = sl.count.length;
+  const dense = slots * values <= UNIQUE_MARKS;
+  const marks = dense ? new Uint8Array(slots * values) : null;
+  const sets: Set<number>[] = [];
+  const fOrds = fCol?.ords;
+  let noGroup = 0;
+  for (let i = 0; i < n; i++) {
+    const local = lo >= 0 ? lo + i : matches[i]!;
+    const s = slotOf(p, local);
+    if (s < 0) {
+      noGroup++;
+      continue;
+    }
+    const o = fOrds ? fOrds[local]! : MISSING;
+    if (o === MISSING) {
+      sl.notExists[s]++;
+      continue;
+    }
+    sl.count[s]++;
+    if (marks) marks[s * values + o] = 1;
+    else (sets[s] ??= new Set()).add(o);
+  }
+  sl.noGroup += noGroup;
+  if (!marks) return sets;
+  return Array.from({ length: slots }, (_, s) => marks.subarray(s * values, (s + 1) * values));
+}
+
+/** The values a slot's unique marks name (ordinals of `tokens`). */
+function uniqueValues(marks: Set<number> | Uint8Array | undefined, tokens: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  if (!marks) return out;
+  if (marks instanceof Uint8Array) {
+    for (let o = 0; o < marks.length; o++) if (marks[o]) out.add(tokens[o]!);
+  } else for (const o of marks) out.add(tokens[o]!);
+  return out;
 }
 
 const Fn = { Min: 0, Max: 1, Sum: 2, All: 3 } as const;
@@ -489,7 +568,7 @@ function numberSlots(
 
 /**
  * Aggregation over columns with typed arrays indexed by slot (group ordinal x time bucket): keyword group and
- * field, every function but unique. Each slot adds its documents in the order the generic path does, so sums and
+ * field, every function. Each slot adds its documents in the order the generic path does, so sums and
  * quantiles come out the same. False when the slots would be too many (the caller takes the generic path).
  */
 function aggregateColumns(
@@ -534,7 +613,9 @@ function aggregateColumns(
     quantiles: spec.func === 'quantile' ? new Array<AggState>(slots) : null,
     noGroup: 0,
   };
-  if (spec.func === 'count') {
+  let unique: (Set<number> | Uint8Array)[] | null = null;
+  if (spec.func === 'unique') unique = uniqueSlots(place, fieldCol, sl);
+  else if (spec.func === 'count') {
     const same = grouped && groupCol !== null && groupCol === fieldCol;
     const blocks = same && !interval ? (view.blockCounts?.(spec.field) ?? null) : null;
     countSlots(place, fieldCol?.ords, same, blocks, sl);
@@ -561,6 +642,7 @@ function aggregateColumns(
     st.min = sl.min[s]!;
     st.max = sl.max[s]!;
     st.notExists = sl.notExists[s]!;
+    if (unique && sl.count[s]) st.uniq = uniqueValues(unique[s], fieldCol!.tokens);
     from.buckets.set(key, st);
   }
   mergePartials(partial, from);

@@ -36,6 +36,11 @@ export class QueryFieldError extends Error {
 
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
+/** A token as a numeric range reads it: its number when the whole token is one (no blanks, no hex), else NaN. */
+export function rangeNumber(tok: string): number {
+  return tok === '' || !NUMBER.test(tok) ? NaN : Number(tok);
+}
+
 export function isNumeric(s: string): boolean {
   return NUMBER.test(s.trim());
 }

@@ -2,9 +2,10 @@
 import { postings as P } from '../../native/index.js';
 import { lowerBound } from '../../native/postings.js';
 import { EXISTS_FIELD } from '../mapping.js';
-import type { Plan } from '../query/plan.js';
+import { type Plan, rangeNumber } from '../query/plan.js';
 import { compileGlob, globMatches } from '../query/glob.js';
 import type { FractionView } from '../storage/fraction-view.js';
+import type { NumericBounds } from '../storage/numeric-column.js';
 import { type Deadline, NO_DEADLINE, SearchTimedOut } from './deadline.js';
 
 /** The ids in any of `lists` (each ascending), ascending; `universe` is the fraction's document count. */
@@ -22,13 +23,21 @@ export function union(lists: Uint32Array[], universe: number): Uint32Array {
   return P.unionManyPostings(lists, universe);
 }
 
+/** A numeric range's bounds as numbers (-Infinity, Infinity when open). */
+function numericBounds(p: Extract<Plan, { op: 'range' }>): NumericBounds {
+  return {
+    lo: p.lo === null ? -Infinity : Number(p.lo),
+    hi: p.hi === null ? Infinity : Number(p.hi),
+    loIncl: p.loIncl,
+    hiIncl: p.hiIncl,
+  };
+}
+
 function rangeAccept(p: Extract<Plan, { op: 'range' }>): (tok: string) => boolean {
   if (p.numeric) {
-    const lo = p.lo === null ? -Infinity : Number(p.lo);
-    const hi = p.hi === null ? Infinity : Number(p.hi);
+    const { lo, hi } = numericBounds(p);
     return (tok) => {
-      if (tok === '' || !/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(tok)) return false;
-      const v = Number(tok);
+      const v = rangeNumber(tok);
       return (p.loIncl ? v >= lo : v > lo) && (p.hiIncl ? v <= hi : v < hi);
     };
   }
@@ -114,6 +123,12 @@ export function evaluate(
       const done = view.scanned?.(plan);
       if (done === null) throw new SearchTimedOut();
       if (done) return within(done, universe, view);
+      if (plan.op === 'range' && plan.numeric && view.numericRange) {
+        const from = universe instanceof Uint32Array ? (universe[0] ?? 0) : universe.lo;
+        const to = universe instanceof Uint32Array ? (universe[universe.length - 1] ?? -1) + 1 : universe.hi;
+        const r = view.numericRange(plan.field, numericBounds(plan), from, to, () => deadline.tick());
+        return within(r instanceof Uint32Array ? r : union(r, view.docCount), universe, view);
+      }
       const scan = scanOf(plan, view);
       const accept = (t: string) => (deadline.tick(), scan.accept(t));
       const lists: Uint32Array[] = [];

@@ -75,6 +75,8 @@ export interface ReadPlanOptions {
   searchWorker: () => string;
   /** Young generation of a search thread's heap, in MB. */
   youngGenerationMb: number;
+  /** search.column_memory: bytes of columns a search thread's sealed fractions may keep. */
+  columnMemory?: number;
   log?: Logger;
 }
 
@@ -149,6 +151,7 @@ export class ReadPlan {
 
   private searchPool(i: number): Piscina {
     const data: SearchWorkerData = { dir: this.opts.shards[i]!.dir };
+    if (this.opts.columnMemory !== undefined) data.columnMemory = this.opts.columnMemory;
     return (this.searchPools[i] ??= new Piscina({
       filename: this.opts.searchWorker(),
       minThreads: 1,

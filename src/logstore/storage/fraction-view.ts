@@ -1,6 +1,6 @@
 // What search and aggregation read from a fraction, active (in memory) or sealed (files).
 import type { Plan } from '../query/plan.js';
-import type { NumericColumn } from './numeric-column.js';
+import type { NumericBounds, NumericColumn } from './numeric-column.js';
 
 export interface Column {
   /** Token of each ordinal. */
@@ -89,6 +89,18 @@ export interface FractionView {
    * counts and bounds. Absent or null elsewhere: aggregations read numbers from the keyword column then.
    */
   numeric?(field: string): NumericColumn | null;
+  /**
+   * A sealed fraction's documents in [from, to) whose token of `field` is a number in range `r` (what a numeric
+   * range accepts): their ids ascending, from the numeric column, or the posting lists of the tokens in the range,
+   * for the caller to unite. Absent elsewhere: a range scans the dictionary then. `tick` is called per step.
+   */
+  numericRange?(
+    field: string,
+    r: NumericBounds,
+    from: number,
+    to: number,
+    tick: () => void,
+  ): Uint32Array | Uint32Array[];
   /**
    * A sealed fraction's per-block value counts of a keyword column with few values (at most 256), made from the
    * column when first asked: a count grouped by the field adds a whole block matched at once. Absent or null elsewhere.

@@ -192,6 +192,9 @@ export function encodeNumericColumn(values: Float64Array, kinds?: number[]): Buf
   return Buffer.concat(bodies, off);
 }
 
+/** The packed words of unpack(), copied out aligned (plus one word past them). */
+let wordScratch = new Uint32Array(BLOCK_DOCS + 1);
+
 /** Unpacks `count` values of `width` bits at buf[at ..) into out[0 .. count). */
 function unpack(buf: Buffer, at: number, count: number, width: number, out: Uint32Array): void {
   const words = packedBytes(count, width) >>> 2;
@@ -200,8 +203,10 @@ function unpack(buf: Buffer, at: number, count: number, width: number, out: Uint
     out.fill(0, 0, count);
     return;
   }
-  const w32 = new Uint32Array(words + 1);
+  if (wordScratch.length < words + 1) wordScratch = new Uint32Array(words + 1);
+  const w32 = wordScratch;
   new Uint8Array(w32.buffer, 0, 4 * words).set(buf.subarray(at, at + 4 * words));
+  w32[words] = 0;
   const mask = width === 32 ? 0xffffffff : (1 << width) - 1;
   let bit = 0;
   for (let k = 0; k < count; k++) {
@@ -214,8 +219,19 @@ function unpack(buf: Buffer, at: number, count: number, width: number, out: Uint
   }
 }
 
-/** Decodes a numeric column; throws on bytes that are not one. */
-export function decodeNumericColumn(buf: Buffer): NumericColumn {
+/** A numeric column's bytes and block index, read without decoding any block (the file is checked whole first). */
+export interface NumericBlocks {
+  buf: Buffer;
+  docs: number;
+  blockDocs: number;
+  /** Per block: documents with a value, the smallest and the largest (NaN for a block without values). */
+  present: Uint32Array;
+  min: Float64Array;
+  max: Float64Array;
+}
+
+/** The header and block index of a numeric column; throws on bytes that are not one. */
+export function readNumericBlocks(buf: Buffer): NumericBlocks {
   if (buf.length < HEADER || buf.readUInt32LE(0) !== MAGIC) throw new Error('not a numeric column');
   if (buf.readUInt32LE(4) !== VERSION) throw new Error(`numeric column version ${buf.readUInt32LE(4)}`);
   const n = buf.readUInt32LE(8);
@@ -223,87 +239,193 @@ export function decodeNumericColumn(buf: Buffer): NumericColumn {
   if (bd === 0) throw new Error('numeric column with empty blocks');
   const blocks = Math.ceil(n / bd);
   if (buf.length < HEADER + INDEX_ENTRY * blocks) throw new Error('numeric column index cut short');
-  const values = new Float64Array(n).fill(NaN);
   const present = new Uint32Array(blocks);
   const min = new Float64Array(blocks);
   const max = new Float64Array(blocks);
-  const dense = new Float64Array(bd);
-  const scratch = new Uint32Array(bd);
   for (let b = 0; b < blocks; b++) {
     const e = HEADER + INDEX_ENTRY * b;
-    let at = buf.readUInt32LE(e);
-    const p = buf.readUInt32LE(e + 4);
-    present[b] = p;
+    present[b] = buf.readUInt32LE(e + 4);
     min[b] = buf.readDoubleLE(e + 8);
     max[b] = buf.readDoubleLE(e + 16);
-    const first = b * bd;
-    const docs = Math.min(n, first + bd) - first;
-    if (at + 2 > buf.length || p > docs) throw new Error(`numeric column block ${b} out of bounds`);
-    // The block ends where the next begins (the last at the end of the file): a cut or a changed length shows.
-    const end = b + 1 < blocks ? buf.readUInt32LE(e + INDEX_ENTRY) : buf.length;
-    const kind = buf[at]!;
-    const all = buf[at + 1] === 1;
-    const bitmap = at + 2;
-    at += 2 + (all ? 0 : Math.ceil(docs / 8));
-    let bodyEnd = at;
-    if (bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
-    switch (kind) {
-      case NumEncoding.None:
-        if (p !== 0) throw new Error(`numeric column block ${b}: no values, ${p} counted`);
-        break;
-      case NumEncoding.FrameOfReference: {
-        if (at + 9 > end) throw new Error(`numeric column block ${b} cut short`);
-        const base = buf.readDoubleLE(at);
-        const width = buf[at + 8]!;
-        bodyEnd = at + 9 + packedBytes(p, width);
-        if (width > 32 || bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
-        unpack(buf, at + 9, p, width, scratch);
-        for (let k = 0; k < p; k++) dense[k] = base + scratch[k]!;
-        break;
-      }
-      case NumEncoding.Dictionary: {
-        if (at + 2 > end) throw new Error(`numeric column block ${b} cut short`);
-        const count = buf.readUInt16LE(at);
-        at += 2;
-        if (at + 8 * count + 1 > end) throw new Error(`numeric column block ${b} cut short`);
-        const dict = new Float64Array(count);
-        for (let i = 0; i < count; i++) dict[i] = buf.readDoubleLE(at + 8 * i);
-        at += 8 * count;
-        const width = buf[at]!;
-        bodyEnd = at + 1 + packedBytes(p, width);
-        if (width > 32 || bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
-        unpack(buf, at + 1, p, width, scratch);
-        for (let k = 0; k < p; k++) {
-          const v = scratch[k]!;
-          if (v >= count) throw new Error(`numeric column block ${b}: index ${v} past its dictionary`);
-          dense[k] = dict[v]!;
-        }
-        break;
-      }
-      case NumEncoding.Plain:
-        bodyEnd = at + 8 * p;
-        if (bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
-        for (let k = 0; k < p; k++) dense[k] = buf.readDoubleLE(at + 8 * k);
-        break;
-      default:
-        throw new Error(`numeric column block ${b}: unknown encoding ${kind}`);
+  }
+  return { buf, docs: n, blockDocs: bd, present, min, max };
+}
+
+/** Scratch of decodeNumericBlock: a block's values in order, and their packed codes. */
+let denseScratch = new Float64Array(BLOCK_DOCS);
+let codeScratch = new Uint32Array(BLOCK_DOCS);
+
+/**
+ * Decodes block `b` into out[0 .. docs of the block): each document's number, NaN for none. Throws on a block that
+ * does not decode (cut short, bytes left over, an index past its dictionary, counts that disagree).
+ */
+export function decodeNumericBlock(nb: NumericBlocks, b: number, out: Float64Array): void {
+  const { buf, blockDocs: bd } = nb;
+  const blocks = nb.present.length;
+  if (denseScratch.length < bd) {
+    denseScratch = new Float64Array(bd);
+    codeScratch = new Uint32Array(bd);
+  }
+  const scratch = codeScratch;
+  const e = HEADER + INDEX_ENTRY * b;
+  let at = buf.readUInt32LE(e);
+  const p = nb.present[b]!;
+  const first = b * bd;
+  const docs = Math.min(nb.docs, first + bd) - first;
+  if (at + 2 > buf.length || p > docs) throw new Error(`numeric column block ${b} out of bounds`);
+  // The block ends where the next begins (the last at the end of the file): a cut or a changed length shows.
+  const end = b + 1 < blocks ? buf.readUInt32LE(e + INDEX_ENTRY) : buf.length;
+  const kind = buf[at]!;
+  const all = buf[at + 1] === 1;
+  // Values of a block where every document has one go straight to `out`.
+  const dense = all && p === docs ? out : denseScratch;
+  const bitmap = at + 2;
+  at += 2 + (all ? 0 : Math.ceil(docs / 8));
+  let bodyEnd = at;
+  if (bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
+  switch (kind) {
+    case NumEncoding.None:
+      if (p !== 0) throw new Error(`numeric column block ${b}: no values, ${p} counted`);
+      break;
+    case NumEncoding.FrameOfReference: {
+      if (at + 9 > end) throw new Error(`numeric column block ${b} cut short`);
+      const base = buf.readDoubleLE(at);
+      const width = buf[at + 8]!;
+      bodyEnd = at + 9 + packedBytes(p, width);
+      if (width > 32 || bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
+      unpack(buf, at + 9, p, width, scratch);
+      for (let k = 0; k < p; k++) dense[k] = base + scratch[k]!;
+      break;
     }
-    if (bodyEnd !== end) throw new Error(`numeric column block ${b}: ${end - bodyEnd} bytes left over`);
-    if (kind === NumEncoding.None) continue;
-    if (all) {
-      if (p !== docs) throw new Error(`numeric column block ${b}: ${p} values for ${docs} documents`);
-      values.set(dense.subarray(0, p), first);
+    case NumEncoding.Dictionary: {
+      if (at + 2 > end) throw new Error(`numeric column block ${b} cut short`);
+      const count = buf.readUInt16LE(at);
+      at += 2;
+      if (at + 8 * count + 1 > end) throw new Error(`numeric column block ${b} cut short`);
+      const dict = new Float64Array(count);
+      for (let i = 0; i < count; i++) dict[i] = buf.readDoubleLE(at + 8 * i);
+      at += 8 * count;
+      const width = buf[at]!;
+      bodyEnd = at + 1 + packedBytes(p, width);
+      if (width > 32 || bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
+      unpack(buf, at + 1, p, width, scratch);
+      for (let k = 0; k < p; k++) {
+        const v = scratch[k]!;
+        if (v >= count) throw new Error(`numeric column block ${b}: index ${v} past its dictionary`);
+        dense[k] = dict[v]!;
+      }
+      break;
+    }
+    case NumEncoding.Plain:
+      bodyEnd = at + 8 * p;
+      if (bodyEnd > end) throw new Error(`numeric column block ${b} cut short`);
+      for (let k = 0; k < p; k++) dense[k] = buf.readDoubleLE(at + 8 * k);
+      break;
+    default:
+      throw new Error(`numeric column block ${b}: unknown encoding ${kind}`);
+  }
+  if (bodyEnd !== end) throw new Error(`numeric column block ${b}: ${end - bodyEnd} bytes left over`);
+  if (kind === NumEncoding.None) {
+    out.fill(NaN, 0, docs);
+    return;
+  }
+  if (all) {
+    if (p !== docs) throw new Error(`numeric column block ${b}: ${p} values for ${docs} documents`);
+    return;
+  }
+  let k = 0;
+  for (let d = 0; d < docs; d++) {
+    if ((buf[bitmap + (d >>> 3)]! & (1 << (d & 7))) === 0) {
+      out[d] = NaN;
       continue;
     }
-    let k = 0;
-    for (let d = 0; d < docs; d++) {
-      if ((buf[bitmap + (d >>> 3)]! & (1 << (d & 7))) === 0) continue;
-      if (k >= p) throw new Error(`numeric column block ${b}: more documents marked than ${p} values`);
-      values[first + d] = dense[k++]!;
-    }
-    if (k !== p) throw new Error(`numeric column block ${b}: ${k} documents marked, ${p} values`);
+    if (k >= p) throw new Error(`numeric column block ${b}: more documents marked than ${p} values`);
+    out[d] = dense[k++]!;
   }
-  return { values, blockDocs: bd, present, min, max };
+  if (k !== p) throw new Error(`numeric column block ${b}: ${k} documents marked, ${p} values`);
+}
+
+/** Decodes a numeric column; throws on bytes that are not one. */
+export function decodeNumericColumn(buf: Buffer): NumericColumn {
+  const nb = readNumericBlocks(buf);
+  const n = nb.docs;
+  const bd = nb.blockDocs;
+  const values = new Float64Array(n);
+  for (let b = 0; b < nb.present.length; b++) {
+    const first = b * bd;
+    decodeNumericBlock(nb, b, values.subarray(first, Math.min(n, first + bd)));
+  }
+  return { values, blockDocs: bd, present: nb.present, min: nb.min, max: nb.max };
+}
+
+/** A numeric range: lo and hi (-Infinity, Infinity when open), each inclusive or not. */
+export interface NumericBounds {
+  lo: number;
+  hi: number;
+  loIncl: boolean;
+  hiIncl: boolean;
+}
+
+/**
+ * Documents [from, to) whose number is in the range, ascending, from a numeric column: a block whose bounds miss
+ * the range is skipped, one whose bounds lie inside it with a value in every document is taken whole, and only the
+ * others are decoded (or read from `values`, the decoded column, when given). `tick` is called once per block.
+ */
+export function numericRangeIds(
+  nb: NumericBlocks,
+  values: Float64Array | null,
+  r: NumericBounds,
+  from: number,
+  to: number,
+  tick: () => void,
+): Uint32Array {
+  const { lo, hi, loIncl, hiIncl } = r;
+  const bd = nb.blockDocs;
+  from = Math.max(0, from);
+  to = Math.min(nb.docs, to);
+  if (to <= from) return new Uint32Array(0);
+  let out = new Uint32Array(Math.min(to - from, 1 << 16));
+  let len = 0;
+  const room = (more: number) => {
+    if (len + more <= out.length) return;
+    const next = new Uint32Array(Math.min(to - from, Math.max(len + more, 2 * out.length)));
+    next.set(out.subarray(0, len));
+    out = next;
+  };
+  const block = values ? null : new Float64Array(bd);
+  for (let b = Math.floor(from / bd); b * bd < to; b++) {
+    tick();
+    const p = nb.present[b]!;
+    if (p === 0) continue;
+    const mn = nb.min[b]!;
+    const mx = nb.max[b]!;
+    // Every value v of the block has mn <= v <= mx: when mx fails the lower bound or mn the upper one, all do.
+    if (!(loIncl ? mx >= lo : mx > lo) || !(hiIncl ? mn <= hi : mn < hi)) continue;
+    const first = b * bd;
+    const docs = Math.min(nb.docs, first + bd) - first;
+    const s = Math.max(from, first);
+    const e = Math.min(to, first + docs);
+    room(e - s);
+    if (p === docs && (loIncl ? mn >= lo : mn > lo) && (hiIncl ? mx <= hi : mx < hi)) {
+      for (let d = s; d < e; d++) out[len++] = d;
+      continue;
+    }
+    let vals: Float64Array;
+    let off: number;
+    if (values) {
+      vals = values;
+      off = 0;
+    } else {
+      decodeNumericBlock(nb, b, block!);
+      vals = block!;
+      off = first;
+    }
+    for (let d = s; d < e; d++) {
+      const v = vals[d - off]!;
+      if ((loIncl ? v >= lo : v > lo) && (hiIncl ? v <= hi : v < hi)) out[len++] = d;
+    }
+  }
+  return out.subarray(0, len);
 }
 
 /**

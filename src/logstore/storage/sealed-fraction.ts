@@ -24,7 +24,18 @@ import {
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
-import { BLOCK_DOCS, type NumericColumn, decodeNumericColumn } from './numeric-column.js';
+import {
+  BLOCK_DOCS,
+  type NumericBlocks,
+  type NumericBounds,
+  type NumericColumn,
+  decodeNumericColumn,
+  numericRangeIds,
+  readNumericBlocks,
+  tokenNumber,
+} from './numeric-column.js';
+import { rangeNumber } from '../query/plan.js';
+import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
 interface Block {
@@ -41,6 +52,33 @@ interface FieldDict {
   /** Index of the field's first token in offsets/counts. */
   base: number;
 }
+
+/**
+ * A field's tokens as numbers (as a range reads them), for range filters: a range compares numbers instead of
+ * testing each token's text. (Not sorted: a sort of a million tokens costs more than many passes over them.)
+ */
+interface RangeIndex {
+  /** Each token's number, by its index in the field's dictionary; NaN for a token a range does not read as one. */
+  nums: Float64Array;
+  /**
+   * The numeric column answers ranges exactly: a document has at most one token in the field, and every token
+   * reads as the same number (or as none) both as a range reads it and as the column holds it.
+   */
+  column: boolean;
+}
+
+/**
+ * How a sealed fraction answers a numeric range (tests force one way): "auto" takes the cheaper by the estimate
+ * of numericRange, "column" the numeric column whenever it is exact, "dictionary" the posting lists.
+ */
+export const NUMERIC_RANGE: { mode: 'auto' | 'column' | 'dictionary' } = { mode: 'auto' };
+
+/**
+ * Estimated cost, in nanoseconds, of the two ways to a numeric range (measured on the bench's documents:
+ * bench/results/numeric-range.md): a posting list read costs a read call and its checksummed chunk, each of its
+ * ids a decode and a union step; a column block decoded costs per document, a block taken whole per id written.
+ */
+const COST = { list: 3000, listId: 3, decodedDoc: 8, wholeDoc: 1 };
 
 function lowerBoundStr(arr: readonly string[], x: string): number {
   let lo = 0;
@@ -63,6 +101,9 @@ export class SealedFraction implements FractionView {
   private counts: Uint32Array | null = null;
   private readonly cols = new Map<string, Column>();
   private readonly nums = new Map<string, NumericColumn>();
+  /** Numeric columns read for range filters and not decoded: their bytes and block index (about 2 bytes a value). */
+  private readonly numBlocks = new Map<string, NumericBlocks>();
+  private readonly rangeIndexes = new Map<string, RangeIndex>();
   private readonly blockCountsOf = new Map<string, BlockCounts | null>();
   private postingsFd = -1;
   private docsFd = -1;
@@ -361,26 +402,38 @@ export class SealedFraction implements FractionView {
     return this.ref;
   }
 
+  /** The key of a kept column in the thread's column memory (column-memory.ts). */
+  private key(kind: string, field: string): string {
+    return `${this.dir}\0${kind}\0${field}`;
+  }
+
   column(field: string): Column | null {
     const cached = this.cols.get(field);
-    if (cached) return cached;
+    if (cached) {
+      touchColumn(this.key('col', field));
+      return cached;
+    }
     const i = this.meta.columns.indexOf(field);
     if (i < 0) return null;
     const fd = this.loadDict().get(field)!;
     const col: Column = { tokens: fd.tokens, ords: u32Of(this.read(FILES.column(i))) };
     this.cols.set(field, col);
+    chargeColumn(this.key('col', field), (col.ords as Uint32Array).byteLength, () => this.cols.delete(field));
     return col;
   }
 
   numeric(field: string): NumericColumn | null {
     const cached = this.nums.get(field);
-    if (cached) return cached;
+    if (cached) {
+      touchColumn(this.key('num', field));
+      return cached;
+    }
     const i = this.meta.numeric?.indexOf(field) ?? -1;
     if (i < 0) return null;
     const file = FILES.numeric(i);
     let col: NumericColumn;
     try {
-      col = decodeNumericColumn(this.readChecked(file));
+      col = decodeNumericColumn(this.numBlocks.get(field)?.buf ?? this.readChecked(file));
     } catch (err) {
       if (err instanceof FractionDamagedError) throw err;
       throw this.damaged(file, (err as Error).message);
@@ -388,12 +441,143 @@ export class SealedFraction implements FractionView {
     if (col.values.length !== this.docCount)
       throw this.damaged(file, `${col.values.length} documents, the fraction has ${this.docCount}`);
     this.nums.set(field, col);
+    chargeColumn(this.key('num', field), col.values.byteLength + 16 * col.present.length + 4 * col.present.length, () =>
+      this.nums.delete(field),
+    );
+    // The decoded column answers ranges too: its bytes go.
+    if (this.numBlocks.delete(field)) forgetColumn(this.key('numBytes', field));
     return col;
+  }
+
+  /** A numeric column's bytes and block index, read and checked whole but not decoded; null without one. */
+  private numericBlocks(field: string): NumericBlocks | null {
+    const cached = this.numBlocks.get(field);
+    if (cached) {
+      touchColumn(this.key('numBytes', field));
+      return cached;
+    }
+    const i = this.meta.numeric?.indexOf(field) ?? -1;
+    if (i < 0) return null;
+    const file = FILES.numeric(i);
+    let nb: NumericBlocks;
+    try {
+      nb = readNumericBlocks(this.readChecked(file));
+    } catch (err) {
+      if (err instanceof FractionDamagedError) throw err;
+      throw this.damaged(file, (err as Error).message);
+    }
+    if (nb.docs !== this.docCount) throw this.damaged(file, `${nb.docs} documents, the fraction has ${this.docCount}`);
+    this.numBlocks.set(field, nb);
+    chargeColumn(this.key('numBytes', field), nb.buf.length + 20 * nb.present.length, () =>
+      this.numBlocks.delete(field),
+    );
+    return nb;
+  }
+
+  private rangeIndex(field: string, fd: FieldDict): RangeIndex {
+    const hit = this.rangeIndexes.get(field);
+    if (hit) {
+      touchColumn(this.key('range', field));
+      return hit;
+    }
+    const counts = this.counts!;
+    const all = fd.tokens.length;
+    const nums = new Float64Array(all);
+    let k = 0;
+    let listed = 0;
+    let agree = true;
+    for (let t = 0; t < all; t++) {
+      const tok = fd.tokens[t]!;
+      const v = rangeNumber(tok);
+      nums[t] = v;
+      if (v === v) k++;
+      // The column holds tokenNumber (blanks and hex read as numbers there, not in a range).
+      else if (tokenNumber(tok) === tokenNumber(tok)) agree = false;
+      listed += counts[fd.base + t]!;
+    }
+    // One token at most per document: the lists hold as many ids as there are documents with a token. Every token
+    // a number: those are the documents with a value in the column; else the keyword column counts them (a
+    // keyword field's documents with a token are those with a column value).
+    let column = false;
+    const nb = agree ? this.numericBlocks(field) : null;
+    if (nb) {
+      let withToken = 0;
+      if (k === all) for (let b = 0; b < nb.present.length; b++) withToken += nb.present[b]!;
+      else {
+        const c = this.meta.columns.indexOf(field);
+        const ords = c < 0 ? null : (this.cols.get(field)?.ords ?? u32Of(this.read(FILES.column(c))));
+        if (!ords) withToken = -1;
+        else for (let d = 0; d < ords.length; d++) if (ords[d] !== MISSING) withToken++;
+      }
+      column = withToken === listed;
+    }
+    const ri: RangeIndex = { nums, column };
+    this.rangeIndexes.set(field, ri);
+    chargeColumn(this.key('range', field), nums.byteLength + 8, () => this.rangeIndexes.delete(field));
+    return ri;
+  }
+
+  /**
+   * The documents of [from, to) whose token of `field` is a number in the range `r`: the ids, from the numeric
+   * column (blocks skipped or taken whole by their bounds); or the posting lists of the tokens in the range (found
+   * by comparing the tokens' numbers, read from their text once per fraction), for the caller to unite; whichever
+   * the estimate says is cheaper. Same answer as a pass over the dictionary accepting each token a range accepts.
+   */
+  numericRange(
+    field: string,
+    r: NumericBounds,
+    from: number,
+    to: number,
+    tick: () => void,
+  ): Uint32Array | Uint32Array[] {
+    const fd = this.loadDict().get(field);
+    if (!fd) return [];
+    const ri = this.rangeIndex(field, fd);
+    const { nums } = ri;
+    const { lo, hi, loIncl, hiIncl } = r;
+    const counts = this.counts!;
+    // The tokens in the range (what a pass over the dictionary accepts), and the ids of their lists.
+    const accepted: number[] = [];
+    let ids = 0;
+    for (let t = 0; t < nums.length; t++) {
+      if ((t & 0xffff) === 0) tick();
+      const v = nums[t]!;
+      if (!((loIncl ? v >= lo : v > lo) && (hiIncl ? v <= hi : v < hi))) continue;
+      accepted.push(t);
+      ids += counts[fd.base + t]!;
+    }
+    const mode = NUMERIC_RANGE.mode;
+    if (ri.column && mode !== 'dictionary' && accepted.length > 0) {
+      const col = this.nums.get(field);
+      if (col) touchColumn(this.key('num', field));
+      const nb = col
+        ? {
+            buf: Buffer.alloc(0),
+            docs: col.values.length,
+            blockDocs: col.blockDocs,
+            present: col.present,
+            min: col.min,
+            max: col.max,
+          }
+        : this.numericBlocks(field)!;
+      const dictionary = COST.list * accepted.length + COST.listId * ids;
+      if (mode === 'column' || columnCost(nb, r, from, to, col !== undefined) < dictionary)
+        return numericRangeIds(nb, col?.values ?? null, r, from, to, tick);
+    }
+    const out: Uint32Array[] = [];
+    for (const t of accepted) {
+      tick();
+      out.push(this.list(fd.base + t));
+    }
+    return out;
   }
 
   blockCounts(field: string): BlockCounts | null {
     const hit = this.blockCountsOf.get(field);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      if (hit) touchColumn(this.key('counts', field));
+      return hit;
+    }
     const col = this.column(field);
     let bc: BlockCounts | null = null;
     if (col && col.tokens.length <= 256) {
@@ -401,6 +585,7 @@ export class SealedFraction implements FractionView {
       bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords as Uint32Array, groups) };
     }
     this.blockCountsOf.set(field, bc);
+    if (bc) chargeColumn(this.key('counts', field), bc.counts.byteLength, () => this.blockCountsOf.delete(field));
     return bc;
   }
 
@@ -413,12 +598,35 @@ export class SealedFraction implements FractionView {
   }
 
   close(): void {
+    releaseColumns(`${this.dir}\0`);
+    this.cols.clear();
+    this.nums.clear();
+    this.numBlocks.clear();
+    this.rangeIndexes.clear();
+    this.blockCountsOf.clear();
     this.clientIds?.close();
     if (this.postingsFd >= 0) closeSync(this.postingsFd);
     if (this.docsFd >= 0) closeSync(this.docsFd);
     this.postingsFd = -1;
     this.docsFd = -1;
   }
+}
+
+/** The estimated cost of a range over a numeric column's blocks in [from, to) (COST): as numericRangeIds reads them. */
+function columnCost(nb: NumericBlocks, r: NumericBounds, from: number, to: number, decoded: boolean): number {
+  const bd = nb.blockDocs;
+  let cost = 0;
+  for (let b = Math.floor(Math.max(0, from) / bd); b * bd < Math.min(nb.docs, to); b++) {
+    const p = nb.present[b]!;
+    if (p === 0) continue;
+    const mn = nb.min[b]!;
+    const mx = nb.max[b]!;
+    if (!(r.loIncl ? mx >= r.lo : mx > r.lo) || !(r.hiIncl ? mn <= r.hi : mn < r.hi)) continue;
+    const docs = Math.min(nb.docs, (b + 1) * bd) - b * bd;
+    const whole = p === docs && (r.loIncl ? mn >= r.lo : mn > r.lo) && (r.hiIncl ? mx <= r.hi : mx < r.hi);
+    cost += docs * (whole ? COST.wholeDoc : decoded ? COST.wholeDoc + COST.decodedDoc / 4 : COST.decodedDoc);
+  }
+  return cost;
 }
 
 function blockCountsOfColumn(ords: Uint32Array, groups: number): Uint32Array {

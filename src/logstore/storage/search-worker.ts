@@ -8,17 +8,21 @@ import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { type RunPart, type ShardQuery, type ShardQueryResult, executeQuery } from '../search/execute.js';
 import { FractionDamagedError } from './fraction-files.js';
+import { COLUMN_MEMORY } from './column-memory.js';
 import { SealedFraction } from './sealed-fraction.js';
 
 export interface SearchWorkerData {
   /** The shard's directory. */
   dir: string;
+  /** search.column_memory: bytes of columns this thread's sealed fractions may keep. */
+  columnMemory?: number;
 }
 
 /** How often fractions kept open are checked for removal (retention, quarantine), to close their files. */
 const SWEEP_MS = 1000;
 
-const { dir } = workerData as SearchWorkerData;
+const { dir, columnMemory } = workerData as SearchWorkerData;
+if (columnMemory !== undefined) COLUMN_MEMORY.bytes = columnMemory;
 
 /**
  * The shard's sealed fractions this thread has read, kept open (their times, ids, dictionaries and a few blocks,

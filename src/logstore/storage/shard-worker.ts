@@ -9,9 +9,12 @@ import type { FieldsPipe } from '../query/ast.js';
 import type { ShardQuery } from '../search/execute.js';
 import { type ActiveAnswer, type IdAssign, type IngestIds, Shard, type ShardOptions } from './shard.js';
 import { ShardStateWriter } from './shard-state.js';
+import { COLUMN_MEMORY } from './column-memory.js';
 
 export interface ShardWorkerData extends ShardOptions {
   logLevel: string;
+  /** search.column_memory: bytes of columns this thread's sealed fractions may keep. */
+  columnMemory?: number;
   logFormat: 'logfmt' | 'json';
   /** Shared with the HTTP thread (shard-state.ts): every task that changes the fractions runs inside begin/end. */
   state?: SharedArrayBuffer;
@@ -32,6 +35,7 @@ const collect = (): void => {
 };
 
 const data = workerData as ShardWorkerData;
+if (data.columnMemory !== undefined) COLUMN_MEMORY.bytes = data.columnMemory;
 const hub = new LogHub({ level: data.logLevel as 'info', format: data.logFormat });
 const state = data.state ? new ShardStateWriter(data.state) : null;
 state?.begin();

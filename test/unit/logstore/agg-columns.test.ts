@@ -1,4 +1,4 @@
-// Aggregations read from columns answer what a brute-force pass over the documents computes: over random documents
+// Aggregations read from columns (unique too) answer what a brute-force pass over the documents computes: over random documents
 // (numbers, missing values, numbers as strings, words, booleans, arrays, negative numbers, floats), while the
 // documents are in the active fraction, once sealed (numeric columns), after a restart, and from a fraction of the
 // format before numeric columns (its keyword columns and dictionary).
@@ -86,7 +86,7 @@ function numberOf(d: Doc, field: 'n' | 'm' = 'n'): number {
 }
 
 const SPECS: AggSpec[] = [];
-for (const func of ['count', 'sum', 'min', 'max', 'avg', 'quantile'] as const) {
+for (const func of ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] as const) {
   for (const group_by of [undefined, 'g']) {
     for (const interval of [0, HOUR]) {
       const spec: AggSpec = { field: 'n', func };
@@ -105,7 +105,7 @@ for (const func of ['sum', 'avg', 'min', 'max'] as const) {
 function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResult {
   const field = spec.field as 'n' | 'm';
   const groupField = spec.func === 'count' && !spec.group_by ? field : spec.group_by;
-  const buckets = new Map<string, { values: number[]; present: number; notExists: number }>();
+  const buckets = new Map<string, { values: number[]; present: number; notExists: number; distinct: Set<string> }>();
   let noGroup = 0;
   for (const d of docs.filter(match)) {
     let key = '';
@@ -119,10 +119,14 @@ function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResu
     }
     if (spec.interval) key += `\0${Math.floor(Date.parse(d.timestamp) / spec.interval) * spec.interval}`;
     let b = buckets.get(key);
-    if (!b) buckets.set(key, (b = { values: [], present: 0, notExists: 0 }));
-    if (spec.func === 'count') {
-      if (keyword(d[field]) === undefined) b.notExists++;
-      else b.present++;
+    if (!b) buckets.set(key, (b = { values: [], present: 0, notExists: 0, distinct: new Set() }));
+    if (spec.func === 'count' || spec.func === 'unique') {
+      const k = keyword(d[field]);
+      if (k === undefined) b.notExists++;
+      else {
+        b.present++;
+        b.distinct.add(k);
+      }
       continue;
     }
     const v = numberOf(d, field);
@@ -139,6 +143,9 @@ function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResu
     switch (spec.func) {
       case 'count':
         value = b.present;
+        break;
+      case 'unique':
+        value = b.distinct.size;
         break;
       case 'sum':
         value = vs.reduce((a, x) => a + x, 0);

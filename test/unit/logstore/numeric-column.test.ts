@@ -1,11 +1,15 @@
 // Numeric columns (num-<i>.bin): every value, missing value and block bound read back as written, in every
-// encoding a block can take, and bytes that are not a column are refused.
+// encoding a block can take, and bytes that are not a column are refused; a range over a column (blocks skipped,
+// taken whole or decoded) finds what a pass over every value finds.
 import { describe, expect, it } from 'vitest';
 import {
   BLOCK_DOCS,
   NumEncoding,
+  type NumericBounds,
   decodeNumericColumn,
   encodeNumericColumn,
+  numericRangeIds,
+  readNumericBlocks,
 } from '../../../src/logstore/storage/numeric-column.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
@@ -81,4 +85,39 @@ describe('numeric columns', () => {
     expect(() => decodeNumericColumn(buf.subarray(0, 30))).toThrow();
     expect(() => decodeNumericColumn(buf.subarray(0, buf.length - 40))).toThrow();
   });
+
+  for (const seed of [1, 2, 3]) {
+    it(`a range over the column finds what a pass over every value finds (seed ${seed})`, () => {
+      const values = randomColumn(seed, 12);
+      // Runs of one value and of ascending values: blocks inside a range, outside it, and across it.
+      for (let d = 0; d < 2 * BLOCK_DOCS; d++) values[d] = d < BLOCK_DOCS ? 300 : d;
+      const buf = encodeNumericColumn(values);
+      const nb = readNumericBlocks(buf);
+      const col = decodeNumericColumn(buf);
+      const r = mulberry32(seed + 50);
+      const present = Array.from(values).filter((v) => v === v);
+      const bound = () =>
+        [
+          () => present[(r() * present.length) | 0]!,
+          () => (r() - 0.5) * 1e5,
+          () => [Infinity, -Infinity, 0, -0, 300, 2 ** 53][(r() * 6) | 0]!,
+        ][(r() * 3) | 0]!();
+      for (let k = 0; k < 200; k++) {
+        let lo = bound();
+        let hi = bound();
+        if (lo > hi) [lo, hi] = [hi, lo];
+        const q: NumericBounds = { lo, hi, loIncl: r() < 0.5, hiIncl: r() < 0.5 };
+        const from = r() < 0.5 ? 0 : (r() * values.length) | 0;
+        const to = r() < 0.5 ? values.length : from + ((r() * 3 * BLOCK_DOCS) | 0);
+        const want: number[] = [];
+        for (let d = from; d < Math.min(to, values.length); d++) {
+          const v = values[d]!;
+          if ((q.loIncl ? v >= lo : v > lo) && (q.hiIncl ? v <= hi : v < hi)) want.push(d);
+        }
+        const what = `${JSON.stringify(q)} [${from}, ${to})`;
+        expect(Array.from(numericRangeIds(nb, null, q, from, to, () => {})), what).toEqual(want);
+        expect(Array.from(numericRangeIds(nb, col.values, q, from, to, () => {})), what).toEqual(want);
+      }
+    });
+  }
 });
