@@ -25,6 +25,9 @@ import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
 import { BLOCK_DOCS, type NumericColumn, decodeNumericColumn } from './numeric-column.js';
+import { decodeDocBlock } from './doc-columns.js';
+import { decodeIds, decodeOffsets, decodeTimes } from './sealed-arrays.js';
+import { decodeShort, isShort } from './dense-postings.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
 interface Block {
@@ -181,8 +184,26 @@ export class SealedFraction implements FractionView {
     return buf;
   }
 
+  /** Runs `decode` over bytes of `file`, a failure being damage. */
+  private decoded<T>(file: string, decode: () => T): T {
+    try {
+      return decode();
+    } catch (err) {
+      if (err instanceof FractionDamagedError) throw err;
+      throw this.damaged(file, `does not decode (${(err as Error).message})`);
+    }
+  }
+
+  /** Format 4 and on (smaller forms of times, ids, offsets, dense lists, document blocks). */
+  private get compact(): boolean {
+    return this.meta.format >= 4;
+  }
+
   private times(): Float64Array {
-    return (this.timesArr ??= f64Of(this.read(FILES.times)));
+    if (this.timesArr) return this.timesArr;
+    const buf = this.read(FILES.times);
+    this.timesArr = this.compact ? this.decoded(FILES.times, () => decodeTimes(buf, this.docCount)) : f64Of(buf);
+    return this.timesArr;
   }
 
   private loadDict(): Map<string, FieldDict> {
@@ -194,9 +215,16 @@ export class SealedFraction implements FractionView {
       dict.set(f, { tokens, base });
       base += tokens.length;
     }
-    const oc = u32Of(this.read(FILES.offsets));
-    this.offs = oc.subarray(0, base + 1);
-    this.counts = oc.subarray(base + 1);
+    const oc = this.read(FILES.offsets);
+    if (this.compact) {
+      const { offs, counts } = this.decoded(FILES.offsets, () => decodeOffsets(oc, base));
+      this.offs = offs;
+      this.counts = counts;
+    } else {
+      const u32 = u32Of(oc);
+      this.offs = u32.subarray(0, base + 1);
+      this.counts = u32.subarray(base + 1);
+    }
     this.postingsFd = openSync(path.join(this.dir, FILES.postings), 'r');
     this.dict = dict;
     return dict;
@@ -207,8 +235,10 @@ export class SealedFraction implements FractionView {
     const len = this.offs![k + 1]! - off;
     this.checkPostings(off, len);
     const buf = this.readAt(this.postingsFd, FILES.postings, off, len);
+    const count = this.counts![k]!;
     try {
-      return P.decodePostings(buf, 0, len, this.counts![k]!);
+      if (this.compact && isShort(len, count)) return decodeShort(buf, len, count);
+      return P.decodePostings(buf, 0, len, count);
     } catch (err) {
       throw this.damaged(FILES.postings, `posting list ${k} does not decode (${(err as Error).message})`);
     }
@@ -259,7 +289,10 @@ export class SealedFraction implements FractionView {
   }
 
   private ids(): Buffer {
-    return (this.idsBuf ??= this.read(FILES.ids));
+    if (this.idsBuf) return this.idsBuf;
+    const buf = this.read(FILES.ids);
+    this.idsBuf = this.compact ? this.decoded(FILES.ids, () => decodeIds(buf, this.times(), this.docCount)) : buf;
+    return this.idsBuf;
   }
 
   id(local: number): string {
@@ -292,16 +325,16 @@ export class SealedFraction implements FractionView {
     const buf = this.readAt(this.docsFd, FILES.docs, off, len);
     if (crc !== undefined && crc32c(buf) !== crc)
       throw this.damaged(FILES.docs, `checksum mismatch in block ${index} (bytes ${off}..${off + len})`);
-    const raw = this.inflate(FILES.docs, buf);
-    const count = raw.readUInt32LE(0);
-    const offsets = new Uint32Array(count + 1);
-    let p = 4 + 4 * count;
-    for (let i = 0; i < count; i++) {
-      offsets[i] = p;
-      p += raw.readUInt32LE(4 + 4 * i);
-    }
-    offsets[count] = p;
-    const block = { offsets, raw, utf8: isUtf8(raw.subarray(offsets[0]!, p)) };
+    const inflated = this.inflate(FILES.docs, buf);
+    const first = this.meta.blocks[index]![2];
+    const end = index + 1 < this.meta.blocks.length ? this.meta.blocks[index + 1]![2] : this.docCount;
+    const { raw, offsets } = this.compact
+      ? this.decoded(FILES.docs, () => decodeDocBlock(inflated, this.times(), first))
+      : this.decoded(FILES.docs, () => rowBlock(inflated));
+    const count = offsets.length - 1;
+    if (count !== end - first)
+      throw this.damaged(FILES.docs, `block ${index} holds ${count} documents, ${end - first} expected`);
+    const block = { offsets, raw, utf8: isUtf8(raw.subarray(offsets[0]!, offsets[count]!)) };
     this.blockCache.set(index, block);
     if (this.blockCache.size > BLOCK_CACHE) this.blockCache.delete(this.blockCache.keys().next().value!);
     return block;
@@ -419,6 +452,20 @@ export class SealedFraction implements FractionView {
     this.postingsFd = -1;
     this.docsFd = -1;
   }
+}
+
+/** A document block of formats 1-3: u32 count, u32 length of each document, then the documents. */
+function rowBlock(raw: Buffer): { raw: Buffer; offsets: Uint32Array } {
+  const count = raw.readUInt32LE(0);
+  const offsets = new Uint32Array(count + 1);
+  let p = 4 + 4 * count;
+  for (let i = 0; i < count; i++) {
+    offsets[i] = p;
+    p += raw.readUInt32LE(4 + 4 * i);
+  }
+  offsets[count] = p;
+  if (p > raw.length) throw new Error(`documents end at ${p}, the block at ${raw.length}`);
+  return { raw, offsets };
 }
 
 function blockCountsOfColumn(ords: Uint32Array, groups: number): Uint32Array {
