@@ -48,7 +48,8 @@ for (const f of readdirSync(path.join(dir, 'f')).sort()) {
   console.log(`| ${f} | ${b} | ${(b / DOCS).toFixed(2)} | ${(b / raw).toFixed(3)}x |`);
 }
 console.log(`| total | ${total} | ${(total / DOCS).toFixed(2)} | ${(total / raw).toFixed(3)}x |`);
-rmSync(dir, { recursive: true, force: true });
+if (process.env.KEEP) console.log(dir);
+else rmSync(dir, { recursive: true, force: true });
 
 /** Row blocks as today: u32 count, u32 lengths, documents; `blockBytes` raw bytes each, Brotli at `q`. */
 function rowBlocks(blockBytes: number, q: number) {

@@ -26,7 +26,7 @@ import {
 import { crc32c } from './crc32c.js';
 import { encodeNumericColumn, tokenNumbers } from './numeric-column.js';
 import { encodeDocBlock } from './doc-columns.js';
-import { encodeIdTails, encodeOffsets, encodeTimes } from './sealed-arrays.js';
+import { encodeIdTails, encodeOffsets, encodeTimes, toPlanes } from './sealed-arrays.js';
 import { shortenPostings } from './dense-postings.js';
 
 /**
@@ -251,7 +251,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     const col = frac.index.columnOrds(f);
     if (!col) continue;
     const ords = columnRanks(col, ordinalRanks(frac, dictIds[fi]!, rankOf, col.count), identity ? null : order, n);
-    put(FILES.column(columns.length), compress(bytesOf(ords), COLUMN_QUALITY));
+    put(FILES.column(columns.length), compress(toPlanes(bytesOf(ords)), COLUMN_QUALITY));
     columns.push(f);
     const nums = columnNumbers(ords, dict[fi]!);
     if (nums) {

@@ -26,7 +26,7 @@ import { SealedClientIds, docHasClientId } from './client-ids.js';
 import { decodeDict } from './token-dict.js';
 import { BLOCK_DOCS, type NumericColumn, decodeNumericColumn } from './numeric-column.js';
 import { decodeDocBlock } from './doc-columns.js';
-import { decodeIds, decodeOffsets, decodeTimes } from './sealed-arrays.js';
+import { decodeIds, decodeOffsets, decodeTimes, fromPlanes } from './sealed-arrays.js';
 import { decodeShort, isShort } from './dense-postings.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
@@ -400,7 +400,12 @@ export class SealedFraction implements FractionView {
     const i = this.meta.columns.indexOf(field);
     if (i < 0) return null;
     const fd = this.loadDict().get(field)!;
-    const col: Column = { tokens: fd.tokens, ords: u32Of(this.read(FILES.column(i))) };
+    const file = FILES.column(i);
+    const buf = this.read(file);
+    const ords = this.compact ? this.decoded(file, () => fromPlanes(buf)) : u32Of(buf);
+    if (ords.length !== this.docCount)
+      throw this.damaged(file, `${ords.length} documents, the fraction has ${this.docCount}`);
+    const col: Column = { tokens: fd.tokens, ords };
     this.cols.set(field, col);
     return col;
   }

@@ -17,6 +17,8 @@ import {
   encodeIdTails,
   encodeOffsets,
   encodeTimes,
+  fromPlanes,
+  toPlanes,
   writeU48,
 } from '../../../src/logstore/storage/sealed-arrays.js';
 import { sealFraction } from '../../../src/logstore/storage/seal.js';
@@ -139,7 +141,7 @@ describe('column-wise document blocks', () => {
 });
 
 describe('compact arrays and dense posting lists', () => {
-  it('read back times, ids and offsets as written', () => {
+  it('read back times, ids, offsets and keyword columns as written', () => {
     const r = mulberry32(9);
     for (const kind of ['whole', 'fraction', 'negative']) {
       const n = 500;
@@ -164,6 +166,10 @@ describe('compact arrays and dense posting lists', () => {
     const counts = Uint32Array.from([1, 0, 65000, 7]);
     const back = decodeOffsets(encodeOffsets(offs, counts), 4);
     expect([Array.from(back.offs), Array.from(back.counts)]).toEqual([Array.from(offs), Array.from(counts)]);
+    const ranks = Uint32Array.from({ length: 999 }, (_, i) => (i % 5 === 0 ? 0xffffffff : Math.floor(r() * 2 ** 32)));
+    const planes = toPlanes(new Uint8Array(ranks.buffer));
+    expect(Array.from(fromPlanes(planes))).toEqual(Array.from(ranks));
+    expect(() => fromPlanes(planes.subarray(1))).toThrow();
     expect(() => decodeTimes(Buffer.from([1, 0x80]), 1)).toThrow();
     expect(() => decodeOffsets(Buffer.from([1, 2, 3]), 1)).toThrow();
   });
