@@ -190,7 +190,7 @@ interface FieldCol {
   raws: Out;
   ips: Out;
   /** Distinct strings so far (null once they proved mostly distinct), how many strings, how many were repeats. */
-  strings: Map<string, number> | null;
+  strings: Map<string | number, number> | null;
   values: number;
   hits: number;
 }
@@ -292,6 +292,14 @@ function ipv4(b: Buffer, s: number, e: number, out: Out): boolean {
   return true;
 }
 
+/** A map key for the bytes b[s, e): a number for up to 6 bytes (no string made), else their latin1 string. */
+function stringKey(b: Buffer, s: number, e: number): string | number {
+  if (e - s > 6) return b.toString('latin1', s, e);
+  let v = (e - s) * 2 ** 48;
+  for (let i = s, m = 1; i < e; i++, m *= 256) v += b[i]! * m;
+  return v;
+}
+
 function sameBytes(a: Buffer, b: Buffer, at: number, len: number): boolean {
   for (let i = 0; i < len; i++) if (a[i] !== b[at + i]) return false;
   return true;
@@ -387,7 +395,7 @@ export function encodeDocBlock(
         }
         col.kinds.byte(STRING);
         if (col.strings !== null) {
-          const text = b.toString('latin1', vs + 1, ve - 1);
+          const text = stringKey(b, vs + 1, ve - 1);
           const seen = col.strings.get(text);
           col.values++;
           if (seen !== undefined) {

@@ -87,13 +87,16 @@ export const FILES = {
 export const BLOCK_BYTES = 128 * 1024;
 
 /**
- * Brotli quality of document blocks (format 4, column-wise): 5. On 200 000 of the bench's http_logs documents, in
- * blocks of 128 KiB of documents: 0.110x of the raw NDJSON at quality 1, 0.102x at 3, 0.097x at 4, 0.091x at 5,
- * 0.088x at 9 (rows as formats 1-3 wrote them: 0.184x at 1, 0.153x at 5); a block compresses in 0.5-0.7 ms of CPU at
- * 5 against 0.3 at 3 (bench/logstore-doc-encoding.ts). Keyword columns stay at 0 (the four columns in 15 ms against
- * 56 at 2, 1.16 MB against 1.03). Not for ids, times and the dictionary: quality 0 leaves them 40-90% larger.
+ * Brotli quality of document blocks (format 4, column-wise): 2. On the bench's http_logs documents in blocks of 128
+ * KiB of documents, bytes a document and CPU to compress a block, per document (bench/logstore-doc-encoding.ts and a
+ * loop over 23 blocks, best of 5): quality 2 16.0 bytes (0.104x of the raw NDJSON) in 0.26 us, 3 15.8 in 0.33, 4
+ * 15.2 in 0.46, 5 14.2 (0.091x) in 0.75; rows as formats 1-3 wrote them at quality 1, 26.4 (0.170x) in 0.32. Making
+ * the columns costs 0.5-0.6 us a document on top, so quality 2 keeps the seal's added CPU at about half of what 5
+ * would add, for 1.9 more bytes a document. Readers do not depend on the quality. Keyword columns stay at 0 (the four
+ * columns in 15 ms against 56 at 2, 1.16 MB against 1.03). Not for ids, times and the dictionary: quality 0 leaves
+ * them 40-90% larger.
  */
-export const DOC_QUALITY = 5;
+export const DOC_QUALITY = 2;
 export const COLUMN_QUALITY = 0;
 /** offsets.bin: quality 1 is faster and smaller than 2 there (8 against 13 ms, 669 against 718 KB). */
 export const OFFSETS_QUALITY = 1;
