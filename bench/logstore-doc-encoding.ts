@@ -1,7 +1,7 @@
 // Sizes of a sealed fraction's files on the bench's http_logs documents, and encodings of its document blocks: rows
 // (formats 1-3) and columns (format 4) at several Brotli qualities and block sizes, their bytes against the raw
 // NDJSON, and the time to encode and to decode every block (what fetch, export and context pay).
-// Run: node dist/bench/logstore-doc-encoding.js [documents, default 200000]
+// Run: node dist/bench/logstore-doc-encoding.js [documents, default 200000] [--files: the fraction's files only]
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +50,8 @@ for (const f of readdirSync(path.join(dir, 'f')).sort()) {
 console.log(`| total | ${total} | ${(total / DOCS).toFixed(2)} | ${(total / raw).toFixed(3)}x |`);
 if (process.env.KEEP) console.log(dir);
 else rmSync(dir, { recursive: true, force: true });
+
+if (process.argv.includes('--files')) process.exit(0);
 
 /** Row blocks as today: u32 count, u32 lengths, documents; `blockBytes` raw bytes each, Brotli at `q`. */
 function rowBlocks(blockBytes: number, q: number) {

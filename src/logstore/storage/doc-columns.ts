@@ -1,6 +1,7 @@
 // Column-wise document blocks (fraction format 4): a block of JSON documents split into their key sequences with
 // the exact bytes between values ("shapes") and each field's values as streams, so that one Brotli pass sees like
 // next to like; decoding gives back every document byte for byte.
+import { decodeDocBlockNative } from '../../native/index.js';
 import type { DocRef } from './fraction-view.js';
 
 /**
@@ -573,10 +574,20 @@ function writeInt(out: Buffer, p: number, z: number): number {
 }
 
 /**
+ * Decodes a block made by encodeDocBlock (see decodeDocBlockTs), in the addon when it is built and takes the block
+ * (it leaves damaged blocks and times before 1970 to the TypeScript twin, which throws or decodes them).
+ */
+export function decodeDocBlock(buf: Buffer, times: Float64Array, first: number): { raw: Buffer; offsets: Uint32Array } {
+  const fast = decodeDocBlockNative?.(buf, times, first);
+  if (fast) return { raw: fast[0], offsets: fast[1] };
+  return decodeDocBlockTs(buf, times, first);
+}
+
+/**
  * Decodes a block made by encodeDocBlock: the documents concatenated, and where each starts (offsets[i]; the last
  * entry is the end). times[first + i] is document i's time. Throws on any inconsistency (a damaged block).
  */
-export function decodeDocBlock(
+export function decodeDocBlockTs(
   buf: Buffer,
   times: ArrayLike<number>,
   first: number,

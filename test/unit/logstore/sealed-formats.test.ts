@@ -7,7 +7,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseMapping } from '../../../src/logstore/mapping.js';
 import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js';
-import { decodeDocBlock, encodeDocBlock } from '../../../src/logstore/storage/doc-columns.js';
+import { decodeDocBlock, decodeDocBlockTs, encodeDocBlock } from '../../../src/logstore/storage/doc-columns.js';
+import { decodeDocBlockNative } from '../../../src/native/index.js';
 import { decodeShort, isShort, shortenPostings } from '../../../src/logstore/storage/dense-postings.js';
 import type { DocRef } from '../../../src/logstore/storage/fraction-view.js';
 import {
@@ -137,6 +138,57 @@ describe('column-wise document blocks', () => {
       }
     }
     expect(threw).toBeGreaterThan(0);
+  });
+});
+
+describe('the addon decodes document blocks as its TypeScript twin', () => {
+  const native = decodeDocBlockNative;
+  /** The twin's answer: the bytes and offsets, or the error it throws. */
+  const twin = (block: Buffer, times: Float64Array) => {
+    try {
+      const { raw, offsets } = decodeDocBlockTs(block, times, 0);
+      return { raw: raw.toString('hex'), offsets: Array.from(offsets) };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  };
+
+  it.runIf(native !== null)('gives the same bytes for every block, and leaves the twin every block it doubts', () => {
+    const ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+    let decoded = 0;
+    let flips = 0;
+    for (let seed = 1; seed <= 12; seed++) {
+      const r = mulberry32(100 + seed);
+      const n = 1 + ((r() * 300) | 0);
+      // Times from 1960 on: those before 1970 are left to the twin.
+      let t = Date.parse(seed % 4 === 0 ? '1969-12-31T23:00:00Z' : '2026-11-20T00:00:00Z');
+      const times = new Float64Array(n);
+      const docs: Buffer[] = [];
+      for (let i = 0; i < n; i++) {
+        times[i] = t += (r() * 3000) | 0;
+        docs.push(Buffer.from(seed % 2 ? oddDocument(r, t) : httpLogsDoc(i, n, r)));
+      }
+      const block = encodeDocBlock((i) => ((ref.buf = docs[i]!), (ref.end = docs[i]!.length), ref), times, 0, n);
+      const want = twin(block, times);
+      const got = native!(block, times, 0);
+      if (seed % 4 !== 0) expect(got).not.toBeNull();
+      if (got) {
+        decoded++;
+        expect({ raw: got[0].toString('hex'), offsets: Array.from(got[1]) }).toEqual(want);
+      }
+      for (let k = 0; k < 300; k++) {
+        const bad = Buffer.from(block);
+        bad[(r() * bad.length) | 0] ^= 1 + ((r() * 255) | 0);
+        const g = native!(bad, times, 0);
+        if (!g) continue;
+        flips++;
+        expect({ raw: g[0].toString('hex'), offsets: Array.from(g[1]) }).toEqual(twin(bad, times));
+      }
+      expect(native!(block.subarray(0, block.length >> 1), times, 0)).toBeNull();
+    }
+    expect(decoded).toBeGreaterThan(6);
+    expect(flips).toBeGreaterThan(0);
+    expect(() => native!(Buffer.alloc(0) as unknown as Uint8Array, new Float64Array(0), 0)).not.toThrow();
   });
 });
 
