@@ -57,3 +57,8 @@ export const hitWriting: { writeHits: WriteHits; joinHits: JoinHits } = addon &&
 export type DecodeDocBlockNative = (block: Uint8Array, times: Float64Array, first: number) => [Buffer, Uint32Array] | null;
 export const decodeDocBlockNative: DecodeDocBlockNative | null =
   addon && typeof addon.decodeDocBlock === 'function' ? (addon.decodeDocBlock as DecodeDocBlockNative) : null;
+
+/** The same block made in C++ from the documents one after the other (twin: encodeDocBlockTs, same bytes). */
+export type EncodeDocBlockNative = (raw: Uint8Array, offsets: Uint32Array, times: Float64Array) => Buffer;
+export const encodeDocBlockNative: EncodeDocBlockNative | null =
+  addon && typeof addon.encodeDocBlock === 'function' ? (addon.encodeDocBlock as EncodeDocBlockNative) : null;

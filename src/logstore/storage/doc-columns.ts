@@ -1,7 +1,7 @@
 // Column-wise document blocks (fraction format 4): a block of JSON documents split into their key sequences with
 // the exact bytes between values ("shapes") and each field's values as streams, so that one Brotli pass sees like
 // next to like; decoding gives back every document byte for byte.
-import { decodeDocBlockNative } from '../../native/index.js';
+import { decodeDocBlockNative, encodeDocBlockNative } from '../../native/index.js';
 import type { DocRef } from './fraction-view.js';
 
 /**
@@ -128,25 +128,25 @@ function valueEnd(b: Uint8Array, p: number, e: number): number {
 }
 
 /**
- * Splits the document b[s, e) into slots: spans[4k .. 4k + 3] = key start, key end (inside the quotes), value
+ * Splits the document b[s, e) into slots (reading nothing outside it: b is a batch of documents): spans[4k .. 4k + 3] = key start, key end (inside the quotes), value
  * start, value end. Returns the slot count, or -1 when the document is not an object of key-value pairs followed by
  * nothing but whitespace.
  */
 function split(b: Uint8Array, s: number, e: number, spans: number[]): number {
   let p = skipSpace(b, s, e);
-  if (b[p] !== 0x7b) return -1;
+  if (p >= e || b[p] !== 0x7b) return -1;
   p = skipSpace(b, p + 1, e);
   let n = 0;
-  if (b[p] === 0x7d) p++;
+  if (p < e && b[p] === 0x7d) p++;
   else
     for (;;) {
-      if (b[p] !== QUOTE) return -1;
+      if (p >= e || b[p] !== QUOTE) return -1;
       const ke = stringEnd(b, p, e);
       if (ke < 0) return -1;
       spans[4 * n] = p + 1;
       spans[4 * n + 1] = ke - 1;
       p = skipSpace(b, ke, e);
-      if (b[p] !== 0x3a) return -1;
+      if (p >= e || b[p] !== 0x3a) return -1;
       p = skipSpace(b, p + 1, e);
       if (p >= e) return -1;
       const ve = valueEnd(b, p, e);
@@ -155,11 +155,11 @@ function split(b: Uint8Array, s: number, e: number, spans: number[]): number {
       spans[4 * n + 3] = ve;
       n++;
       p = skipSpace(b, ve, e);
-      if (b[p] === 0x2c) {
+      if (p < e && b[p] === 0x2c) {
         p = skipSpace(b, p + 1, e);
         continue;
       }
-      if (b[p] !== 0x7d) return -1;
+      if (p >= e || b[p] !== 0x7d) return -1;
       p++;
       break;
     }
@@ -276,7 +276,7 @@ function ipv4(b: Buffer, s: number, e: number, out: Out): boolean {
     const len = p - from;
     if (len === 0 || v > 255 || (len > 1 && b[from] === 0x30)) return false;
     if (k < 3) {
-      if (b[p] !== 0x2e) return false;
+      if (p >= e || b[p] !== 0x2e) return false;
       p++;
     }
     if (k === 0) v0 = v;
@@ -307,10 +307,42 @@ function sameBytes(a: Buffer, b: Buffer, at: number, len: number): boolean {
 }
 
 /**
+ * Encodes documents first..end-1 as one column-wise block (see encodeDocBlockTs): in the addon when it is built, from
+ * the documents copied one after the other (the same bytes either way).
+ */
+export function encodeDocBlock(
+  doc: (i: number) => DocRef,
+  times: ArrayLike<number>,
+  first: number,
+  end: number,
+): Buffer {
+  if (!encodeDocBlockNative) return encodeDocBlockTs(doc, times, first, end);
+  let bytes = 0;
+  for (let i = first; i < end; i++) {
+    const r = doc(i);
+    bytes += r.end - r.start;
+  }
+  const raw = Buffer.allocUnsafe(bytes);
+  const offsets = new Uint32Array(end - first + 1);
+  let p = 0;
+  for (let i = first; i < end; i++) {
+    const r = doc(i);
+    offsets[i - first] = p;
+    p += r.buf.copy(raw, p, r.start, r.end);
+  }
+  offsets[end - first] = p;
+  const t =
+    times instanceof Float64Array
+      ? times.subarray(first, end)
+      : Float64Array.from({ length: end - first }, (_, k) => times[first + k]!);
+  return encodeDocBlockNative(raw, offsets, t);
+}
+
+/**
  * Encodes documents first..end-1 (`doc(i)` gives each one's bytes; the object may be reused) whose times are
  * times[i], as one column-wise block (see the layout above).
  */
-export function encodeDocBlock(
+export function encodeDocBlockTs(
   doc: (i: number) => DocRef,
   times: ArrayLike<number>,
   first: number,

@@ -7,8 +7,13 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseMapping } from '../../../src/logstore/mapping.js';
 import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js';
-import { decodeDocBlock, decodeDocBlockTs, encodeDocBlock } from '../../../src/logstore/storage/doc-columns.js';
-import { decodeDocBlockNative } from '../../../src/native/index.js';
+import {
+  decodeDocBlock,
+  decodeDocBlockTs,
+  encodeDocBlock,
+  encodeDocBlockTs,
+} from '../../../src/logstore/storage/doc-columns.js';
+import { decodeDocBlockNative, encodeDocBlockNative } from '../../../src/native/index.js';
 import { decodeShort, isShort, shortenPostings } from '../../../src/logstore/storage/dense-postings.js';
 import type { DocRef } from '../../../src/logstore/storage/fraction-view.js';
 import {
@@ -189,6 +194,40 @@ describe('the addon decodes document blocks as its TypeScript twin', () => {
     expect(decoded).toBeGreaterThan(6);
     expect(flips).toBeGreaterThan(0);
     expect(() => native!(Buffer.alloc(0) as unknown as Uint8Array, new Float64Array(0), 0)).not.toThrow();
+  });
+});
+
+describe('the addon encodes document blocks as its TypeScript twin', () => {
+  it.runIf(encodeDocBlockNative !== null)('writes the same bytes for the same documents', () => {
+    const ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+    for (let seed = 1; seed <= 16; seed++) {
+      const r = mulberry32(200 + seed);
+      const n = 1 + ((r() * 1500) | 0);
+      // Before 1970, around it, and now; whole and fractional milliseconds; documents inside larger buffers.
+      let t = [Date.parse('1969-12-31T23:59:00Z'), Date.parse('2026-11-20T00:00:00Z'), -62167219200000][seed % 3]!;
+      const times = new Float64Array(n);
+      const docs: Buffer[] = [];
+      for (let i = 0; i < n; i++) {
+        times[i] = t += seed % 5 === 0 ? r() * 10 : (r() * 3000) | 0;
+        const text = [oddDocument(r, t), httpLogsDoc(i, n, r), httpLogsDoc(i, n, r), '{"a":1} x', '[', ''][i % 6]!;
+        docs.push(Buffer.concat([Buffer.from('{"'), Buffer.from(text), Buffer.from('}')]));
+      }
+      const doc = (i: number) => ((ref.buf = docs[i]!), (ref.start = 2), (ref.end = docs[i]!.length - 1), ref);
+      const ts = encodeDocBlockTs(doc, times, 0, n);
+      expect(encodeDocBlock(doc, times, 0, n).toString('hex')).toBe(ts.toString('hex'));
+      // A block from the middle of the times, as the seal asks.
+      const from = n >> 2;
+      expect(encodeDocBlock(doc, times, from, n).equals(encodeDocBlockTs(doc, times, from, n))).toBe(true);
+      const { raw, offsets } = decodeDocBlock(ts, times, 0);
+      for (let i = 0; i < n; i++)
+        expect(raw.subarray(offsets[i]!, offsets[i + 1]!).equals(docs[i]!.subarray(2, -1))).toBe(true);
+    }
+    expect(() => encodeDocBlockNative!(Buffer.alloc(4), Uint32Array.from([0, 5]), new Float64Array(1))).toThrow(
+      RangeError,
+    );
+    expect(() => encodeDocBlockNative!(Buffer.alloc(4), Uint32Array.from([0, 2]), new Float64Array(2))).toThrow(
+      RangeError,
+    );
   });
 });
 
