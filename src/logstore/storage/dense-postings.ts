@@ -50,6 +50,11 @@ export function shortenPostings(
   return at + bytes;
 }
 
+/** Per byte value: how many bits are set, and which (BIT_AT[8 * byte + k], lowest first). */
+const BIT_COUNT = new Uint8Array(256);
+const BIT_AT = new Uint8Array(256 * 8);
+for (let b = 0; b < 256; b++) for (let j = 0; j < 8; j++) if (b & (1 << j)) BIT_AT[8 * b + BIT_COUNT[b]!++] = j;
+
 /** Whether a list of `count` ids in `len` bytes is in a short form. */
 export function isShort(len: number, count: number): boolean {
   return len < count;
@@ -76,14 +81,14 @@ export function decodeShort(buf: Uint8Array, len: number, count: number): Uint32
   const out = new Uint32Array(count);
   let n = 0;
   for (let q = p; q < len; q++) {
-    let bits = buf[q]!;
+    const bits = buf[q]!;
+    if (bits === 0) continue;
+    const c = BIT_COUNT[bits]!;
+    if (n + c > count) throw new Error(`a bitmap of more than ${count} ids`);
     const base = first + (q - p) * 8;
-    while (bits !== 0) {
-      const j = 31 - Math.clz32(bits & -bits);
-      if (n === count) throw new Error(`a bitmap of more than ${count} ids`);
-      out[n++] = base + j;
-      bits &= bits - 1;
-    }
+    const at = bits * 8;
+    for (let j = 0; j < c; j++) out[n + j] = base + BIT_AT[at + j]!;
+    n += c;
   }
   if (n !== count) throw new Error(`a bitmap of ${n} ids, ${count} expected`);
   return out;
