@@ -11,8 +11,8 @@ import zlib from 'node:zlib';
  * fractions have none and aggregate from their keyword columns and dictionary.
  * 4: smaller files: document blocks column-wise (doc-columns.ts), times and id tails as varints of differences (the
  * ids' time half is the time), posting-list offsets as varint lengths and counts (sealed-arrays.ts), dense posting
- * lists as runs or bitmaps (dense-postings.ts), keyword columns as byte planes. Formats 1-3 are still read as they were
- * written.
+ * lists as runs or bitmaps (dense-postings.ts), keyword columns as byte planes, the dictionary front-coded
+ * (token-dict.ts). Formats 1-3 are still read as they were written.
  */
 export const FRACTION_FORMAT = 4;
 
