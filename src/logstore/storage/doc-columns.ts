@@ -18,11 +18,12 @@ import type { DocRef } from './fraction-view.js';
  *
  * A value's kind says where it is: STRING (its reference: 0 = a string new to the column in this block, its bytes
  * next in the string bytes; k = the column's k-th distinct string), INTEGER (a zigzag varint; the value was written
- * as the shortest decimal of a safe integer), TIME (the string is the ISO 8601 form of the document's time, as
- * Date.toISOString writes it: nothing stored), RAW (bytes: numbers in other spellings, true, false, null, nested
- * objects and arrays) or IPV4 (a string of four decimal octets without leading zeros: 4 bytes in the addresses). A document the scanner does not split (not an object, text after it, an unterminated string)
- * is kept verbatim; split or not, the bytes decoded are the bytes encoded, which the encoder does not assume:
- * every typed value is checked to print back as it was.
+ * as the shortest decimal of an integer of at most 15 digits), TIME (the string is the ISO 8601 form of the
+ * document's time, as Date.toISOString writes it: nothing stored), RAW (bytes: numbers in other spellings, true,
+ * false, null, nested objects and arrays) or IPV4 (a string of four decimal octets without leading zeros: 4 bytes in
+ * the addresses). A document the scanner does not split (not an object, text after it, an unterminated string) is
+ * kept verbatim; split or not, the bytes decoded are the bytes encoded, which the encoder does not assume: every
+ * typed value is checked to print back as it was. native/doc-columns.cc makes and decodes the same blocks.
  */
 const VERSION = 1;
 const STRING = 0;
@@ -128,9 +129,9 @@ function valueEnd(b: Uint8Array, p: number, e: number): number {
 }
 
 /**
- * Splits the document b[s, e) into slots (reading nothing outside it: b is a batch of documents): spans[4k .. 4k + 3] = key start, key end (inside the quotes), value
- * start, value end. Returns the slot count, or -1 when the document is not an object of key-value pairs followed by
- * nothing but whitespace.
+ * Splits the document b[s, e) into slots (reading nothing outside it: b is a batch of documents): spans[4k .. 4k + 3]
+ * = key start, key end (inside the quotes), value start, value end. Returns the slot count, or -1 when the document
+ * is not an object of key-value pairs followed by nothing but whitespace.
  */
 function split(b: Uint8Array, s: number, e: number, spans: number[]): number {
   let p = skipSpace(b, s, e);
