@@ -1,16 +1,43 @@
-// Documents come back byte for byte from sealed (format 4, column-wise) fractions: /export, /fetch and /search
-// return each document's ingested bytes in its field order and spelling, before and after a restart.
+// Documents come back byte for byte from sealed (format 4, column-wise) fractions: /export, /fetch and /search, and
+// the gRPC ComplexSearch the UI's context reads its neighbours with, return each document's ingested bytes in its
+// field order and spelling, before and after a restart.
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
+import { type LogstoreProcess, ROOT, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
 import { oddDocument } from '../../helpers/odd-json.js';
 import { mulberry32 } from '../../helpers/prng.js';
 import { httpLogsDoc } from '../../../bench/http-logs.js';
 
 let running: LogstoreProcess[] = [];
+let clients: grpc.Client[] = [];
 afterEach(async () => {
+  for (const c of clients) c.close();
+  clients = [];
   for (const ls of running) await ls.cleanup();
   running = [];
 });
+
+/** ComplexSearch of the public gRPC API (api.proto) on `addr`: documents as bytes. */
+function complexSearch(addr: string, req: unknown): Promise<{ docs: { id: string; data: Buffer; time: string }[] }> {
+  const def = protoLoader.loadSync(path.join(ROOT, 'proto', 'logstore', 'api.proto'), {
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+  });
+  const Ctor = (grpc.loadPackageDefinition(def) as any).tidepool.logstore.api.v1
+    .LogstoreApi as grpc.ServiceClientConstructor;
+  const c = new Ctor(addr, grpc.credentials.createInsecure());
+  clients.push(c);
+  type Call = (r: unknown, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: never) => void) => void;
+  return new Promise((resolve, reject) =>
+    (c['ComplexSearch'] as Call).call(c, req, { deadline: Date.now() + 20_000 }, (e, r) =>
+      e ? reject(e) : resolve(r),
+    ),
+  );
+}
 
 const MAPPING =
   'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: msg, type: text}\n  - {name: level, type: keyword}\n';
@@ -23,7 +50,7 @@ function dataOf(text: string, id: string, len: number): string {
 }
 
 describe('sealed documents', () => {
-  it('export, fetch and search return the ingested bytes of every document, after a restart too', async () => {
+  it('export, fetch, search and gRPC ComplexSearch return the ingested bytes of every document, after a restart too', async () => {
     const ls = await startLogstore({ storage: { frac_size: '64KB', shards: 2 }, mapping: MAPPING });
     running.push(ls);
     const r = mulberry32(17);
@@ -82,6 +109,26 @@ describe('sealed documents', () => {
       });
       const stext = await searched.text();
       for (const { id } of found.body.docs) expect(dataOf(stext, id, byId.get(id)!.length)).toBe(byId.get(id));
+      // The neighbours of a document, as the UI's context asks for them: older ones newest first, newer ones oldest first.
+      const center = found.body.docs[150]!.id;
+      const time = (await postJson<{ docs: { time: string }[] }>(`${ls.url}/fetch`, { ids: [center] })).body.docs[0]!
+        .time;
+      for (const [order, range] of [
+        ['ORDER_DESC', { from: '', to: time }],
+        ['ORDER_ASC', { from: time, to: '' }],
+      ] as const) {
+        const r = await complexSearch(ls.grpcAddr, {
+          query: { query: '*', ...range },
+          size: 200,
+          offset: 0,
+          with_total: false,
+          order,
+          aggs: [],
+          hist_interval: '',
+        });
+        expect(r.docs.length).toBe(200);
+        for (const d of r.docs) expect(d.data.toString('utf8')).toBe(byId.get(d.id));
+      }
     };
     await check();
     await ls.stop();
