@@ -1,6 +1,7 @@
 // The tidepool native addon: exports only; each function lives in its own file.
 #include <napi.h>
 
+#include "doc-columns.h"
 #include "doc-indexer.h"
 #include "fd-passing.h"
 #include "framing.h"
@@ -25,6 +26,8 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("unionManyPostings", Napi::Function::New(env, tidepool::UnionManyPostings, "unionManyPostings"));
   exports.Set("countInRange", Napi::Function::New(env, tidepool::CountInRange, "countInRange"));
   exports.Set("rangeOfIds", Napi::Function::New(env, tidepool::RangeOfIds, "rangeOfIds"));
+  exports.Set("decodeDocBlock", Napi::Function::New(env, tidepool::DecodeDocBlock, "decodeDocBlock"));
+  exports.Set("encodeDocBlock", Napi::Function::New(env, tidepool::EncodeDocBlock, "encodeDocBlock"));
   exports.Set("docIndexerNew", Napi::Function::New(env, tidepool::DocIndexerNew, "docIndexerNew"));
   exports.Set("docIndexerIndex", Napi::Function::New(env, tidepool::DocIndexerIndex, "docIndexerIndex"));
   exports.Set("docIndexerLearnField", Napi::Function::New(env, tidepool::DocIndexerLearnField, "docIndexerLearnField"));

@@ -48,3 +48,17 @@ export const docIndexer: DocIndexerFactory = addon && typeof addon.docIndexerNew
 export const hitWriting: { writeHits: WriteHits; joinHits: JoinHits } = addon && typeof addon.writeHits === 'function'
   ? { writeHits: addon.writeHits as WriteHits, joinHits: addon.joinHits as JoinHits }
   : { writeHits: writeHitsTs, joinHits: joinHitsTs };
+
+/**
+ * A column-wise document block (sealed fractions, format 4) decoded into [documents' bytes, where each starts]: in C++
+ * when built, which answers null for what its twin (src/logstore/storage/doc-columns.ts decodeDocBlock) must decide
+ * (a damaged block, a time before 1970); null when not built.
+ */
+export type DecodeDocBlockNative = (block: Uint8Array, times: Float64Array, first: number) => [Buffer, Uint32Array] | null;
+export const decodeDocBlockNative: DecodeDocBlockNative | null =
+  addon && typeof addon.decodeDocBlock === 'function' ? (addon.decodeDocBlock as DecodeDocBlockNative) : null;
+
+/** The same block made in C++ from the documents one after the other (twin: encodeDocBlockTs, same bytes). */
+export type EncodeDocBlockNative = (raw: Uint8Array, offsets: Uint32Array, times: Float64Array) => Buffer;
+export const encodeDocBlockNative: EncodeDocBlockNative | null =
+  addon && typeof addon.encodeDocBlock === 'function' ? (addon.encodeDocBlock as EncodeDocBlockNative) : null;

@@ -9,8 +9,12 @@ import zlib from 'node:zlib';
  * (no checksums) are still read; their damage shows only as a decompression error.
  * 3: numeric columns (num-<i>.bin, see numeric-column.ts, listed in `numeric`), read by aggregations. Format 2
  * fractions have none and aggregate from their keyword columns and dictionary.
+ * 4: smaller files: document blocks column-wise (doc-columns.ts), times and id tails as varints of differences (the
+ * ids' time half is the time), posting-list offsets as varint lengths and counts (sealed-arrays.ts), dense posting
+ * lists as runs or bitmaps (dense-postings.ts), keyword columns as byte planes, the dictionary front-coded
+ * (token-dict.ts). Formats 1-3 are still read as they were written.
  */
-export const FRACTION_FORMAT = 3;
+export const FRACTION_FORMAT = 4;
 
 /** Bytes of postings.bin per checksum: a posting list read verifies the chunks it touches, once per open fraction. */
 export const POSTINGS_CHUNK = 64 * 1024;
@@ -83,14 +87,16 @@ export const FILES = {
 export const BLOCK_BYTES = 128 * 1024;
 
 /**
- * Brotli quality of document blocks: 1. On the bench's 1 M http_logs documents, sealed, quality 1 against 0: the
- * store's CPU to every document sealed 4.50 against 4.40 CPU-seconds (medians of three alternated runs, +2%), disk
- * 0.442x against 0.473x of the raw NDJSON (-7%), and a block decompresses about 20% faster (fetch, export, context).
- * An earlier measurement on another host had quality 1 at 2.4x quality 0's time per block; this Node's Brotli does
- * not. Keyword columns stay at 0 (the four columns in 15 ms against 56 at 2, 1.16 MB against 1.03). Not for ids,
- * times and the dictionary: quality 0 leaves them 40-90% larger.
+ * Brotli quality of document blocks (format 4, column-wise): 2. On the bench's http_logs documents in blocks of 128
+ * KiB of documents, bytes a document and CPU to compress a block, per document (bench/logstore-doc-encoding.ts and a
+ * loop over 23 blocks, best of 5): quality 2 16.0 bytes (0.104x of the raw NDJSON) in 0.26 us, 3 15.8 in 0.33, 4
+ * 15.2 in 0.46, 5 14.2 (0.091x) in 0.75; rows as formats 1-3 wrote them at quality 1, 26.4 (0.170x) in 0.32. Making
+ * the columns costs 0.5-0.6 us a document on top, so quality 2 keeps the seal's added CPU at about half of what 5
+ * would add, for 1.9 more bytes a document. Readers do not depend on the quality. Keyword columns stay at 0 (the four
+ * columns in 15 ms against 56 at 2, 1.16 MB against 1.03). Not for ids, times and the dictionary: quality 0 leaves
+ * them 40-90% larger.
  */
-export const DOC_QUALITY = 1;
+export const DOC_QUALITY = 2;
 export const COLUMN_QUALITY = 0;
 /** offsets.bin: quality 1 is faster and smaller than 2 there (8 against 13 ms, 669 against 718 KB). */
 export const OFFSETS_QUALITY = 1;

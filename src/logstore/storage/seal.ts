@@ -1,5 +1,5 @@
-// Seals an active fraction into immutable files: documents sorted by (time, id), compressed blocks,
-// a sorted token dictionary, delta-varint posting lists, keyword columns and numeric columns.
+// Seals an active fraction into immutable files (format 4): documents sorted by (time, id) in column-wise compressed
+// blocks, a sorted token dictionary, delta-varint posting lists, keyword columns and numeric columns.
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { encodePostingsInto } from '../../native/postings.js';
@@ -25,18 +25,9 @@ import {
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { encodeNumericColumn, tokenNumbers } from './numeric-column.js';
-
-/** Writes a non-negative integer below 2^48 big-endian in 6 bytes (Buffer.writeUIntBE without its checks). */
-function writeU48(out: Buffer, at: number, v: number): void {
-  const hi = Math.floor(v / 2 ** 24);
-  const lo = v - hi * 2 ** 24;
-  out[at] = hi >>> 16;
-  out[at + 1] = (hi >>> 8) & 0xff;
-  out[at + 2] = hi & 0xff;
-  out[at + 3] = lo >>> 16;
-  out[at + 4] = (lo >>> 8) & 0xff;
-  out[at + 5] = lo & 0xff;
-}
+import { encodeDocBlock } from './doc-columns.js';
+import { encodeIdTails, encodeOffsets, encodeTimes, toPlanes } from './sealed-arrays.js';
+import { shortenPostings } from './dense-postings.js';
 
 /**
  * The seal runs a few times a minute per shard, so V8 compiles each of its loops on the spot (on-stack
@@ -65,20 +56,13 @@ function inverse(order: Uint32Array): Uint32Array {
   return newOf;
 }
 
-/** Times in sealed order, and ids in binary (the 24 hex digits as 12 bytes): 6 of time, 1 of shard, 5 of counter, big-endian. */
-function timesAndIds(frac: ActiveFraction, order: Uint32Array): { sortedTimes: Float64Array; idBytes: Buffer } {
+/** Times in sealed order. */
+function timesInOrder(frac: ActiveFraction, order: Uint32Array): Float64Array {
   const n = order.length;
   const times = frac.times;
   const sortedTimes = new Float64Array(n);
-  const idBytes = Buffer.allocUnsafe(n * 12);
-  for (let i = 0; i < n; i++) {
-    const old = order[i]!;
-    const t = times[old]!;
-    sortedTimes[i] = t;
-    writeU48(idBytes, i * 12, t);
-    writeU48(idBytes, i * 12 + 6, frac.tail(old));
-  }
-  return { sortedTimes, idBytes };
+  for (let i = 0; i < n; i++) sortedTimes[i] = times[order[i]!]!;
+  return sortedTimes;
 }
 
 /** Where the block that starts at sealed id `start` ends: BLOCK_BYTES of documents, at least one. */
@@ -88,26 +72,6 @@ function blockEnd(frac: ActiveFraction, order: Uint32Array, start: number): numb
   let bytes = 0;
   while (end < n && (end === start || bytes < BLOCK_BYTES)) bytes += frac.docLength(order[end++]!);
   return end;
-}
-
-/** One raw document block: u32 count, u32 length of each document, then the documents. */
-function rawBlock(frac: ActiveFraction, order: Uint32Array, start: number, end: number): Buffer {
-  let bytes = 0;
-  for (let i = start; i < end; i++) bytes += frac.docLength(order[i]!);
-  const raw = Buffer.allocUnsafe(4 + 4 * (end - start) + bytes);
-  raw.writeUInt32LE(end - start, 0);
-  let p = 4 + 4 * (end - start);
-  for (let i = start; i < end; i++) {
-    const r = frac.docRef(order[i]!);
-    const len = r.end - r.start;
-    const at = 4 + 4 * (i - start);
-    raw[at] = len & 0xff;
-    raw[at + 1] = (len >>> 8) & 0xff;
-    raw[at + 2] = (len >>> 16) & 0xff;
-    raw[at + 3] = len >>> 24;
-    p += r.buf.copy(raw, p, r.start, r.end);
-  }
-  return raw;
 }
 
 /**
@@ -149,7 +113,7 @@ function encodeField(
     const hi = start[t + 1]!;
     offs[k] = pOff;
     counts[k] = hi - lo;
-    pOff = encodePostingsInto(data, postings, pOff, lo, hi);
+    pOff = shortenPostings(data, lo, hi, postings, pOff, encodePostingsInto(data, postings, pOff, lo, hi));
     k++;
   }
   offs[k] = pOff;
@@ -229,17 +193,18 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     disk += data.length;
   };
 
-  const { sortedTimes, idBytes } = timesAndIds(frac, order);
-  put(FILES.times, compress(bytesOf(sortedTimes)));
-  put(FILES.ids, compress(idBytes));
+  const sortedTimes = timesInOrder(frac, order);
+  put(FILES.times, compress(encodeTimes(sortedTimes)));
+  put(FILES.ids, compress(encodeIdTails((i) => frac.tail(order[i]!), n)));
 
-  // Document blocks: u32 count, u32 length of each document, then the documents.
+  // Document blocks, column-wise (doc-columns.ts).
   const blocks: [number, number, number, number][] = [];
   const parts: Buffer[] = [];
   let fileOff = 0;
+  const docOf = (i: number) => frac.docRef(order[i]!);
   for (let start = 0; start < n;) {
     const end = blockEnd(frac, order, start);
-    const c = compress(rawBlock(frac, order, start, end), DOC_QUALITY);
+    const c = compress(encodeDocBlock(docOf, sortedTimes, start, end), DOC_QUALITY);
     blocks.push([fileOff, c.length, start, crc32c(c)]);
     parts.push(c);
     fileOff += c.length;
@@ -271,10 +236,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   }
   const { offs, counts, rankOf, postings } = encodeAllPostings(dictIds, tokenCount, inverted);
   put(FILES.dict, compress(encodeDict(dict)));
-  const offsAndCounts = new Uint32Array(offs.length + counts.length);
-  offsAndCounts.set(offs, 0);
-  offsAndCounts.set(counts, offs.length);
-  put(FILES.offsets, compress(bytesOf(offsAndCounts), OFFSETS_QUALITY));
+  put(FILES.offsets, compress(encodeOffsets(offs, counts), OFFSETS_QUALITY));
   put(FILES.postings, postings);
   const postingsChunks: number[] = [];
   for (let at = 0; at < postings.length; at += POSTINGS_CHUNK)
@@ -289,7 +251,7 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     const col = frac.index.columnOrds(f);
     if (!col) continue;
     const ords = columnRanks(col, ordinalRanks(frac, dictIds[fi]!, rankOf, col.count), identity ? null : order, n);
-    put(FILES.column(columns.length), compress(bytesOf(ords), COLUMN_QUALITY));
+    put(FILES.column(columns.length), compress(toPlanes(bytesOf(ords)), COLUMN_QUALITY));
     columns.push(f);
     const nums = columnNumbers(ords, dict[fi]!);
     if (nums) {

@@ -36,6 +36,9 @@ import {
 } from './numeric-column.js';
 import { rangeNumber } from '../query/plan.js';
 import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
+import { decodeDocBlock } from './doc-columns.js';
+import { decodeIds, decodeOffsets, decodeTimes, fromPlanes } from './sealed-arrays.js';
+import { decodeShort, isShort } from './dense-postings.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
 interface Block {
@@ -222,8 +225,26 @@ export class SealedFraction implements FractionView {
     return buf;
   }
 
+  /** Runs `decode` over bytes of `file`, a failure being damage. */
+  private decoded<T>(file: string, decode: () => T): T {
+    try {
+      return decode();
+    } catch (err) {
+      if (err instanceof FractionDamagedError) throw err;
+      throw this.damaged(file, `does not decode (${(err as Error).message})`);
+    }
+  }
+
+  /** Format 4 and on (smaller forms of times, ids, offsets, dense lists, document blocks). */
+  private get compact(): boolean {
+    return this.meta.format >= 4;
+  }
+
   private times(): Float64Array {
-    return (this.timesArr ??= f64Of(this.read(FILES.times)));
+    if (this.timesArr) return this.timesArr;
+    const buf = this.read(FILES.times);
+    this.timesArr = this.compact ? this.decoded(FILES.times, () => decodeTimes(buf, this.docCount)) : f64Of(buf);
+    return this.timesArr;
   }
 
   private loadDict(): Map<string, FieldDict> {
@@ -235,9 +256,16 @@ export class SealedFraction implements FractionView {
       dict.set(f, { tokens, base });
       base += tokens.length;
     }
-    const oc = u32Of(this.read(FILES.offsets));
-    this.offs = oc.subarray(0, base + 1);
-    this.counts = oc.subarray(base + 1);
+    const oc = this.read(FILES.offsets);
+    if (this.compact) {
+      const { offs, counts } = this.decoded(FILES.offsets, () => decodeOffsets(oc, base));
+      this.offs = offs;
+      this.counts = counts;
+    } else {
+      const u32 = u32Of(oc);
+      this.offs = u32.subarray(0, base + 1);
+      this.counts = u32.subarray(base + 1);
+    }
     this.postingsFd = openSync(path.join(this.dir, FILES.postings), 'r');
     this.dict = dict;
     return dict;
@@ -248,8 +276,10 @@ export class SealedFraction implements FractionView {
     const len = this.offs![k + 1]! - off;
     this.checkPostings(off, len);
     const buf = this.readAt(this.postingsFd, FILES.postings, off, len);
+    const count = this.counts![k]!;
     try {
-      return P.decodePostings(buf, 0, len, this.counts![k]!);
+      if (this.compact && isShort(len, count)) return decodeShort(buf, len, count);
+      return P.decodePostings(buf, 0, len, count);
     } catch (err) {
       throw this.damaged(FILES.postings, `posting list ${k} does not decode (${(err as Error).message})`);
     }
@@ -300,7 +330,10 @@ export class SealedFraction implements FractionView {
   }
 
   private ids(): Buffer {
-    return (this.idsBuf ??= this.read(FILES.ids));
+    if (this.idsBuf) return this.idsBuf;
+    const buf = this.read(FILES.ids);
+    this.idsBuf = this.compact ? this.decoded(FILES.ids, () => decodeIds(buf, this.times(), this.docCount)) : buf;
+    return this.idsBuf;
   }
 
   id(local: number): string {
@@ -333,16 +366,16 @@ export class SealedFraction implements FractionView {
     const buf = this.readAt(this.docsFd, FILES.docs, off, len);
     if (crc !== undefined && crc32c(buf) !== crc)
       throw this.damaged(FILES.docs, `checksum mismatch in block ${index} (bytes ${off}..${off + len})`);
-    const raw = this.inflate(FILES.docs, buf);
-    const count = raw.readUInt32LE(0);
-    const offsets = new Uint32Array(count + 1);
-    let p = 4 + 4 * count;
-    for (let i = 0; i < count; i++) {
-      offsets[i] = p;
-      p += raw.readUInt32LE(4 + 4 * i);
-    }
-    offsets[count] = p;
-    const block = { offsets, raw, utf8: isUtf8(raw.subarray(offsets[0]!, p)) };
+    const inflated = this.inflate(FILES.docs, buf);
+    const first = this.meta.blocks[index]![2];
+    const end = index + 1 < this.meta.blocks.length ? this.meta.blocks[index + 1]![2] : this.docCount;
+    const { raw, offsets } = this.compact
+      ? this.decoded(FILES.docs, () => decodeDocBlock(inflated, this.times(), first))
+      : this.decoded(FILES.docs, () => rowBlock(inflated));
+    const count = offsets.length - 1;
+    if (count !== end - first)
+      throw this.damaged(FILES.docs, `block ${index} holds ${count} documents, ${end - first} expected`);
+    const block = { offsets, raw, utf8: isUtf8(raw.subarray(offsets[0]!, offsets[count]!)) };
     this.blockCache.set(index, block);
     if (this.blockCache.size > BLOCK_CACHE) this.blockCache.delete(this.blockCache.keys().next().value!);
     return block;
@@ -416,7 +449,12 @@ export class SealedFraction implements FractionView {
     const i = this.meta.columns.indexOf(field);
     if (i < 0) return null;
     const fd = this.loadDict().get(field)!;
-    const col: Column = { tokens: fd.tokens, ords: u32Of(this.read(FILES.column(i))) };
+    const file = FILES.column(i);
+    const buf = this.read(file);
+    const ords = this.compact ? this.decoded(file, () => fromPlanes(buf)) : u32Of(buf);
+    if (ords.length !== this.docCount)
+      throw this.damaged(file, `${ords.length} documents, the fraction has ${this.docCount}`);
+    const col: Column = { tokens: fd.tokens, ords };
     this.cols.set(field, col);
     chargeColumn(this.key('col', field), (col.ords as Uint32Array).byteLength, () => this.cols.delete(field));
     return col;
@@ -505,7 +543,8 @@ export class SealedFraction implements FractionView {
       if (k === all) for (let b = 0; b < nb.present.length; b++) withToken += nb.present[b]!;
       else {
         const c = this.meta.columns.indexOf(field);
-        const ords = c < 0 ? null : (this.cols.get(field)?.ords ?? u32Of(this.read(FILES.column(c))));
+        const raw = c < 0 || this.cols.has(field) ? null : this.read(FILES.column(c));
+        const ords = c < 0 ? null : (this.cols.get(field)?.ords ?? (this.compact ? fromPlanes(raw!) : u32Of(raw!)));
         if (!ords) withToken = -1;
         else for (let d = 0; d < ords.length; d++) if (ords[d] !== MISSING) withToken++;
       }
@@ -627,6 +666,20 @@ function columnCost(nb: NumericBlocks, r: NumericBounds, from: number, to: numbe
     cost += docs * (whole ? COST.wholeDoc : decoded ? COST.wholeDoc + COST.decodedDoc / 4 : COST.decodedDoc);
   }
   return cost;
+}
+
+/** A document block of formats 1-3: u32 count, u32 length of each document, then the documents. */
+function rowBlock(raw: Buffer): { raw: Buffer; offsets: Uint32Array } {
+  const count = raw.readUInt32LE(0);
+  const offsets = new Uint32Array(count + 1);
+  let p = 4 + 4 * count;
+  for (let i = 0; i < count; i++) {
+    offsets[i] = p;
+    p += raw.readUInt32LE(4 + 4 * i);
+  }
+  offsets[count] = p;
+  if (p > raw.length) throw new Error(`documents end at ${p}, the block at ${raw.length}`);
+  return { raw, offsets };
 }
 
 function blockCountsOfColumn(ords: Uint32Array, groups: number): Uint32Array {

@@ -168,7 +168,7 @@ describe('damaged storage', () => {
         maxTime: number;
         format: number;
       };
-      expect(meta.format).toBe(3);
+      expect(meta.format).toBe(4);
       return Array.from({ length: SEALED }, (_, i) => i).filter(
         (i) => timeOf(i) >= meta.minTime && timeOf(i) <= meta.maxTime,
       );

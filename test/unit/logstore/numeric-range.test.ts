@@ -219,13 +219,14 @@ describe('numeric range filters', () => {
       const all = cases(docs, makeRanges(seed));
       const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-numrange-'));
       dirs.push(dir);
-      let shard = openShard(dir);
+      let shard: Shard | null = openShard(dir);
       try {
         ingest(shard, docs);
         checkTotals(shard, all, 'active');
         shard.seal();
         checkTotals(shard, all, 'sealed');
         shard.close();
+        shard = null;
         const [frac] = readdirSync(dir).filter((e) => e.startsWith('frac-') && !e.endsWith('.wal'));
         for (const mode of ['column', 'dictionary', 'auto'] as const) {
           NUMERIC_RANGE.mode = mode;
@@ -252,7 +253,7 @@ describe('numeric range filters', () => {
         shard = openShard(dir);
         checkTotals(shard, all, 'restarted');
       } finally {
-        shard.close();
+        shard?.close();
       }
     });
   }

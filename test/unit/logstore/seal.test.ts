@@ -1,6 +1,6 @@
 // Sealing: a sealed fraction answers every read exactly as the active fraction it was sealed from did,
 // with its dictionary in JavaScript string order (the order its readers binary-search in).
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,7 +53,15 @@ function sorted(xs: string[]): string[] {
   return [...xs].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** Rewrites a fraction's meta.json as format 1 wrote it (no checksums), after `edit`: old files then read as such. */
+/** A copy of a fraction sealed by a format 3 build (test/fixtures/sealed-format-3, see its make.mjs). */
+function format3Copy(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-seal-'));
+  dirs.push(dir);
+  cpSync(path.join(__dirname, '../../fixtures/sealed-format-3/frac'), path.join(dir, 'frac'), { recursive: true });
+  return path.join(dir, 'frac');
+}
+
+/** Rewrites a format 3 fraction's meta.json as format 1 wrote it (no checksums), after `edit`: old files then read as such. */
 function asFormat1(frac: string, edit: (meta: Record<string, unknown>) => void = () => {}): void {
   const meta = JSON.parse(readFileSync(path.join(frac, 'meta.json'), 'utf8')) as Record<string, unknown>;
   meta['format'] = 1;
@@ -120,12 +128,8 @@ describe('sealFraction', () => {
   });
 
   it('reads a fraction whose dictionary is in the JSON form of fractions sealed before the binary one', () => {
-    const active = build(2000, false, 6);
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'tidepool-seal-'));
-    dirs.push(dir);
-    const frac = path.join(dir, 'frac');
-    sealFraction(active, frac);
-    const fields = ['ip', 'msg', 'code', 'tag', '_exists_'];
+    const frac = format3Copy();
+    const fields = new SealedFraction(frac).meta.fields;
     const read = () => {
       const sealed = new SealedFraction(frac);
       const out = fields.map((f) => {
@@ -141,10 +145,12 @@ describe('sealFraction', () => {
     };
     const binary = readFileSync(path.join(frac, 'dict.bin'));
     const dict = decodeDict(decompress(binary));
-    // Both encodings of the binary form are used: one byte per unit (ip) and UTF-16 (msg holds '😀').
-    expect(dict.map(([f]) => f)).toEqual(['_exists_', 'code', 'ip', 'msg', 'tag']);
+    expect(dict.map(([f]) => f)).toEqual(fields);
+    // Both encodings of the binary form are used: one byte per unit (clientip) and UTF-16 (level holds '😀').
+    const wide = (f: string) => dict.find(([name]) => name === f)![1].some((t) => /[^\u0000-\u00ff]/.test(t));
+    expect([wide('clientip'), wide('level')]).toEqual([false, true]);
     const want = read();
-    expect(want[0]!.tokens).toEqual(sorted(active.tokenLists('ip').tokens));
+    expect(want[1]!.tokens.length).toBeGreaterThan(100);
     writeFileSync(path.join(frac, 'dict.bin'), compress(Buffer.from(JSON.stringify(dict))));
     asFormat1(frac);
     expect(readFileSync(path.join(frac, 'dict.bin')).equals(binary)).toBe(false);
@@ -169,7 +175,7 @@ describe('sealFraction', () => {
     const readAll = (frac: string) => {
       const sealed = new SealedFraction(frac);
       try {
-        for (const f of ['ip', 'msg', 'code', 'tag']) sealed.tokenLists(f);
+        for (const f of sealed.meta.fields) sealed.tokenLists(f);
         for (let i = 0; i < sealed.docCount; i++) sealed.docRef(i);
       } finally {
         sealed.close();
@@ -192,7 +198,7 @@ describe('sealFraction', () => {
         blocks: number[][];
         postingsChunks: number[];
       };
-      expect(meta.format).toBe(3);
+      expect(meta.format).toBe(4);
       expect(meta.blocks.length).toBeGreaterThan(1);
       expect(meta.blocks.every((b) => b.length === 4)).toBe(true);
       readAll(frac);
@@ -233,7 +239,7 @@ describe('sealFraction', () => {
     });
 
     it('reads a format 1 fraction (no checksums), whose damage shows as a block that does not decompress', () => {
-      const f = sealedCopy();
+      const f = format3Copy();
       asFormat1(f);
       readAll(f);
       flip(path.join(f, 'docs.bin'), 100);

@@ -1,0 +1,13 @@
+// Column-wise document blocks of sealed fractions made and decoded in C++: exported by addon.cc. Twin and reference:
+// src/logstore/storage/doc-columns.ts.
+#pragma once
+#include <napi.h>
+
+namespace tidepool {
+// decodeDocBlock(block: Uint8Array, times: Float64Array, first) -> [raw: Buffer, offsets: Uint32Array] or null (the
+// twin decides: a damaged block, a time before 1970)
+Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info);
+// encodeDocBlock(raw: Uint8Array, offsets: Uint32Array (documents + 1), times: Float64Array (one per document)) ->
+// Buffer: the bytes encodeDocBlockTs writes for the same documents
+Napi::Value EncodeDocBlock(const Napi::CallbackInfo& info);
+}  // namespace tidepool
