@@ -4,14 +4,14 @@
 // With --scrape-every MS, a monitor scrapes /metrics (tidepool) and runs SHOW POOLS on the admin console (tidepool,
 // PgBouncer) every MS ms through the large phase, as Prometheus and an operator's script would.
 // Usage: npm run build && node dist/bench/pooler-idle-clients.js [--clients 10000] [--active 100] [--seconds 10]
-//   [--targets tidepool,PgBouncer 1.25,Odyssey] [--scrape-every MS] [--out FILE] [--help]. The peers come from
+//   [--targets tidepool,PgBouncer 1.25,Odyssey] [--scrape-every MS] [--rounds N] [--out FILE] [--help]. The peers come from
 //   ../shared/peers (see bench/pooler-peers.ts); the run stops naming the archive when one is missing.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopOnExit } from './bench-exit.js';
-import { rssBytes, treePids } from './pooler-cpu.js';
+import { clockTicks, rssBytes, treePids, treeTicks } from './pooler-cpu.js';
 import {
   BENCH_DB,
   BENCH_PASSWORD,
@@ -35,6 +35,8 @@ const USAGE = `Usage: node dist/bench/pooler-idle-clients.js [options]
                    tidepool built in DIR (e.g. a git archive of another commit, compiled) as one more row
   --scrape-every MS  through the large phase, scrape /metrics (tidepool) and run SHOW POOLS on the admin console
                    (tidepool, PgBouncer; not Odyssey) every MS ms; the RSS is sampled after two scrapes (default 0: off)
+  --rounds N       run every target N times, the order rotated from round to round; the table quotes medians and
+                   the p99 ratio is the median of each round's own ratio (default 1)
   --out FILE       write the table there instead of bench/results/pooler-idle-clients.md
   --help           print this and exit
 `;
@@ -49,6 +51,8 @@ const ACTIVE = Number(opt('active', '100'));
 const SECONDS = Number(opt('seconds', '10'));
 const TARGETS = opt('targets', 'tidepool,PgBouncer 1.25,Odyssey').split(',');
 const SCRAPE_MS = Number(opt('scrape-every', '0'));
+const ROUNDS = Math.max(1, Number(opt('rounds', '1')));
+const TICKS = clockTicks();
 const ADMIN = { user: 'admin', password: 'bench-admin-password' };
 const POOL_SIZE = 20;
 const say = (msg: string) => process.stderr.write(`[idle-clients] ${msg}\n`);
@@ -95,6 +99,13 @@ async function closedLoop(clients: RawClient[]): Promise<{ lat: number[]; errors
     }),
   );
   return { lat, errors };
+}
+
+/** closedLoop, and the pooler's CPU over it per query (microseconds). */
+async function timedLoop(pid: number, clients: RawClient[]): Promise<{ lat: number[]; errors: number; cpuUs: number }> {
+  const t0 = treeTicks(pid);
+  const r = await closedLoop(clients);
+  return { ...r, cpuUs: (((treeTicks(pid) - t0) / TICKS) * 1e6) / Math.max(1, r.lat.length) };
 }
 
 async function settle(): Promise<void> {
@@ -154,6 +165,9 @@ interface Row {
   p99Few: number;
   p50Many: number;
   p99Many: number;
+  /** The pooler's CPU (its process tree, user + system) per query in each latency phase, microseconds. */
+  cpuFew: number;
+  cpuMany: number;
   errors: number;
 }
 
@@ -169,7 +183,7 @@ async function measure(peer: RunningPeer, monitor: Monitor): Promise<Row> {
   await settle();
   const rssBase = treeRss(peer.pid);
   say(`${peer.name}: ${ACTIVE} connected, RSS ${(rssBase / 2 ** 20).toFixed(1)} MiB; latency with ${ACTIVE} connected`);
-  const few = await closedLoop(active);
+  const few = await timedLoop(peer.pid, active);
   say(`${peer.name}: logging in ${CLIENTS - ACTIVE} idle clients`);
   const idle = await loginMany(peer.port, CLIENTS - ACTIVE);
   let scraper: Scraper | null = null;
@@ -184,7 +198,7 @@ async function measure(peer: RunningPeer, monitor: Monitor): Promise<Row> {
   await settle();
   const rssMany = treeRss(peer.pid);
   say(`${peer.name}: ${CLIENTS} connected, RSS ${(rssMany / 2 ** 20).toFixed(1)} MiB; latency of ${ACTIVE} active`);
-  const many = await closedLoop(active);
+  const many = await timedLoop(peer.pid, active);
   await scraper?.stop();
   adminClient?.end();
   for (const c of [...active, ...idle]) c.end();
@@ -202,7 +216,36 @@ async function measure(peer: RunningPeer, monitor: Monitor): Promise<Row> {
     p99Few: pct(few.lat, 0.99),
     p50Many: pct(many.lat, 0.5),
     p99Many: pct(many.lat, 0.99),
+    cpuFew: few.cpuUs,
+    cpuMany: many.cpuUs,
     errors: few.errors + many.errors + (scraper?.errors ?? 0),
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** One target's rounds as one row: the median of each figure; `ratio` is the median of each round's own p99 ratio. */
+function medianRow(rs: Row[]): Row & { ratio: number } {
+  const m = (f: (r: Row) => number) => median(rs.map(f));
+  return {
+    target: rs[0]!.target,
+    scrapes: m((r) => r.scrapes),
+    scrapeMs: m((r) => r.scrapeMs),
+    rssBase: m((r) => r.rssBase),
+    rssMany: m((r) => r.rssMany),
+    perIdle: m((r) => r.perIdle),
+    p50Few: m((r) => r.p50Few),
+    p99Few: m((r) => r.p99Few),
+    p50Many: m((r) => r.p50Many),
+    p99Many: m((r) => r.p99Many),
+    cpuFew: m((r) => r.cpuFew),
+    cpuMany: m((r) => r.cpuMany),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+    ratio: m((r) => r.p99Many / r.p99Few),
   };
 }
 
@@ -219,50 +262,57 @@ async function main(): Promise<void> {
     () => dir,
     say,
   );
-  const rows: Row[] = [];
+  const runs = new Map<string, Row[]>();
+  const rows: (Row & { ratio: number })[] = [];
   const load0 = os.loadavg();
   try {
     pg = await startBenchPostgres(dir, { maxConnections: 200, scale: 1, progress: say });
     const secret = benchSecret((q) => pg!.sql(q));
-    for (const t of TARGETS) {
-      const common = {
-        dir: path.join(dir, t.replace(/\W+/g, '-')),
-        serverHost: pg.host,
-        serverPort: pg.port,
-        poolSize: POOL_SIZE,
-      };
-      const monitor: Monitor = { metricsUrl: null, admin: null };
-      if (t === 'tidepool' || t.startsWith('tidepool@')) {
-        const root = t === 'tidepool' ? ROOT : path.resolve(t.slice('tidepool@'.length));
-        const webPort = SCRAPE_MS > 0 ? await freePort('127.0.0.1') : 0;
-        peer = await startTidepool({
-          ...common,
-          root,
-          generalToml: `max_connections = ${CLIENTS + 1000}`,
-          ...(webPort ? { extraToml: `\n[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` } : {}),
-        });
-        if (root !== ROOT) peer = { ...peer, version: `${peer.version} (${path.basename(root)})` };
-        if (webPort) {
-          monitor.metricsUrl = `http://127.0.0.1:${webPort}/metrics`;
-          monitor.admin = { ...ADMIN, database: 'pgbouncer' };
-        }
-      } else if (t === 'PgBouncer 1.25') {
-        peer = await startPgBouncer125({
-          ...common,
-          progress: say,
-          secret,
-          sessionPoolSize: 1,
-          maxClients: CLIENTS + 1000,
-          extraIni: [`stats_users = ${BENCH_USER}`],
-        });
-        monitor.admin = { user: BENCH_USER, password: BENCH_PASSWORD, database: 'pgbouncer' };
-      } else if (t === 'Odyssey')
-        peer = await startOdyssey({ ...common, progress: say, secret, maxClients: CLIENTS + 1000 });
-      else throw new Error(`unknown target ${t} (tidepool, tidepool@DIR, PgBouncer 1.25, Odyssey)`);
-      rows.push(await measure(peer, monitor));
-      await peer.stop();
-      peer = null;
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = TARGETS.map((_, i) => TARGETS[(i + round) % TARGETS.length]!);
+      if (ROUNDS > 1) say(`round ${round + 1} of ${ROUNDS}: ${order.join(', ')}`);
+      for (const t of order) {
+        const common = {
+          dir: path.join(dir, `${t.replace(/\W+/g, '-')}-${round}`),
+          serverHost: pg.host,
+          serverPort: pg.port,
+          poolSize: POOL_SIZE,
+        };
+        const monitor: Monitor = { metricsUrl: null, admin: null };
+        if (t === 'tidepool' || t.startsWith('tidepool@')) {
+          const root = t === 'tidepool' ? ROOT : path.resolve(t.slice('tidepool@'.length));
+          const webPort = SCRAPE_MS > 0 ? await freePort('127.0.0.1') : 0;
+          peer = await startTidepool({
+            ...common,
+            root,
+            generalToml: `max_connections = ${CLIENTS + 1000}`,
+            ...(webPort ? { extraToml: `\n[web]\nenabled = true\nhost = "127.0.0.1"\nport = ${webPort}\n` } : {}),
+          });
+          if (root !== ROOT) peer = { ...peer, version: `${peer.version} (${path.basename(root)})` };
+          if (webPort) {
+            monitor.metricsUrl = `http://127.0.0.1:${webPort}/metrics`;
+            monitor.admin = { ...ADMIN, database: 'pgbouncer' };
+          }
+        } else if (t === 'PgBouncer 1.25') {
+          peer = await startPgBouncer125({
+            ...common,
+            progress: say,
+            secret,
+            sessionPoolSize: 1,
+            maxClients: CLIENTS + 1000,
+            extraIni: [`stats_users = ${BENCH_USER}`],
+          });
+          monitor.admin = { user: BENCH_USER, password: BENCH_PASSWORD, database: 'pgbouncer' };
+        } else if (t === 'Odyssey')
+          peer = await startOdyssey({ ...common, progress: say, secret, maxClients: CLIENTS + 1000 });
+        else throw new Error(`unknown target ${t} (tidepool, tidepool@DIR, PgBouncer 1.25, Odyssey)`);
+        const row = await measure(peer, monitor);
+        runs.set(t, [...(runs.get(t) ?? []), row]);
+        await peer.stop();
+        peer = null;
+      }
     }
+    for (const t of TARGETS) rows.push(medianRow(runs.get(t)!));
   } finally {
     await cleanup();
   }
@@ -274,6 +324,10 @@ async function main(): Promise<void> {
     `Each pooler alone in turn (transaction mode, pool size ${POOL_SIZE}, md5), ${ACTIVE} clients running \`select 1\` back to back ` +
       `for ${SECONDS} s with ${ACTIVE} connected, then again with ${CLIENTS.toLocaleString('en-US')} connected (the others logged in and idle). ` +
       `RSS of the pooler's process tree 2 s after each phase's logins; per idle client: the difference over the ${(CLIENTS - ACTIVE).toLocaleString('en-US')} idle ones. ` +
+      `Pooler CPU per query: the user + system CPU of the pooler's process tree (/proc) over a latency phase divided by the queries answered. ` +
+      (ROUNDS > 1
+        ? `${ROUNDS} rounds, each running every target once in an order rotated from round to round; each figure is the median over the rounds, the p99 ratio the median of each round's own ratio. `
+        : '') +
       (SCRAPE_MS > 0
         ? `Through the ${CLIENTS.toLocaleString('en-US')}-client phase a monitor scraped /metrics (tidepool, its web listener on) and ran SHOW POOLS on the admin console (tidepool, PgBouncer; Odyssey: neither) every ${SCRAPE_MS} ms; that phase's RSS was sampled 2 s after its second round. `
         : '') +
@@ -282,12 +336,25 @@ async function main(): Promise<void> {
         .map((x) => x.toFixed(1))
         .join(', ')}.`,
     '',
-    `| Pooler | RSS, ${ACTIVE} clients, MiB | RSS, ${CLIENTS} clients, MiB | per idle client, KiB | vs PgBouncer (target <= 1.5x) | p50 / p99 ms, ${ACTIVE} connected | p50 / p99 ms, ${CLIENTS} connected | p99 ratio (target <= 1.2x) |${SCRAPE_MS > 0 ? ' scrape rounds, median ms |' : ''} errors |`,
-    `|---|---:|---:|---:|---:|---:|---:|---:|${SCRAPE_MS > 0 ? '---:|' : ''}---:|`,
+    `| Pooler | RSS, ${ACTIVE} clients, MiB | RSS, ${CLIENTS} clients, MiB | per idle client, KiB | vs PgBouncer (target <= 1.5x) | p50 / p99 ms, ${ACTIVE} connected | p50 / p99 ms, ${CLIENTS} connected | p99 ratio (target <= 1.2x) | pooler CPU per query µs, ${ACTIVE} / ${CLIENTS} connected |${SCRAPE_MS > 0 ? ' scrape rounds, median ms |' : ''} errors |`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|---:|${SCRAPE_MS > 0 ? '---:|' : ''}---:|`,
     ...rows.map(
       (r) =>
-        `| ${r.target} | ${mib(r.rssBase)} | ${mib(r.rssMany)} | ${(r.perIdle / 1024).toFixed(2)} | ${pgb ? `${(r.perIdle / pgb.perIdle).toFixed(2)}x` : '-'} | ${r.p50Few.toFixed(2)} / ${r.p99Few.toFixed(2)} | ${r.p50Many.toFixed(2)} / ${r.p99Many.toFixed(2)} | ${(r.p99Many / r.p99Few).toFixed(2)}x |${SCRAPE_MS > 0 ? ` ${r.scrapes}, ${r.scrapes ? r.scrapeMs.toFixed(1) : '-'} |` : ''} ${r.errors} |`,
+        `| ${r.target} | ${mib(r.rssBase)} | ${mib(r.rssMany)} | ${(r.perIdle / 1024).toFixed(2)} | ${pgb ? `${(r.perIdle / pgb.perIdle).toFixed(2)}x` : '-'} | ${r.p50Few.toFixed(2)} / ${r.p99Few.toFixed(2)} | ${r.p50Many.toFixed(2)} / ${r.p99Many.toFixed(2)} | ${r.ratio.toFixed(2)}x | ${r.cpuFew.toFixed(1)} / ${r.cpuMany.toFixed(1)} |${SCRAPE_MS > 0 ? ` ${r.scrapes}, ${r.scrapes ? r.scrapeMs.toFixed(1) : '-'} |` : ''} ${r.errors} |`,
     ),
+    ...(ROUNDS > 1
+      ? [
+          '',
+          '| Pooler | p99 ratio per round | p99 ms at 100 / 10 000 connected per round |'
+            .replace('100', String(ACTIVE))
+            .replace('10 000', CLIENTS.toLocaleString('en-US')),
+          '|---|---|---|',
+          ...TARGETS.map((t) => {
+            const rs = runs.get(t)!;
+            return `| ${rs[0]!.target} | ${rs.map((r) => (r.p99Many / r.p99Few).toFixed(2)).join(', ')} | ${rs.map((r) => `${r.p99Few.toFixed(1)} / ${r.p99Many.toFixed(1)}`).join(', ')} |`;
+          }),
+        ]
+      : []),
     '',
     `Run: \`node dist/bench/pooler-idle-clients.js ${process.argv.slice(2).join(' ')}\` (${new Date().toISOString().slice(0, 10)}).`,
     '',

@@ -308,7 +308,9 @@ async function startPeer(name: TargetName): Promise<RunningPeer> {
         ...common,
         dir: path.join(workDir, tlsCert ? 'tidepool-tls' : 'tidepool'),
         root: ROOT,
-        ...(tlsCert ? { generalToml: tidepoolTlsToml(tlsCert) } : {}),
+        // The same client cap as the C poolers' (max_client_conn): tidepool's default, 10 000, is exactly the
+        // --idle-rows 10000:100 row's clients, with none to spare for a closing one.
+        generalToml: `max_connections = ${common.maxClients}\n${tlsCert ? tidepoolTlsToml(tlsCert) : ''}`,
       });
       break;
     default:
