@@ -835,37 +835,8 @@ export class Pool {
    * the statements prepared on it, its session parameters and its age (server_lifetime counts from its connect there).
    * Null when pooled (or handed to a waiter), else why not; `fd` is this pool's from the call on (closed when refused). */
   adoptMoved(m: MovedServer, fd: number): string | null {
-    const refuse = (why: string): string => {
-      fdPassing?.fdClose(fd);
-      return why;
-    };
-    if (this.retired) return refuse(`pool ${this.name} is retired here`);
-    const mode = this.settings.target.tls.mode;
-    if (m.target !== this.targetKey() || m.serverUser !== this.settings.serverUser)
-      return refuse(`pool ${this.name} connects to ${this.targetKey()} as ${this.settings.serverUser} here`);
-    if (mode !== 'disable' && mode !== 'allow' && mode !== 'prefer')
-      return refuse(`pool ${this.name} has server_tls_sslmode = "${mode}" here`);
-    if (m.statements.length > 0 && !this.interner)
-      return refuse(`the server has prepared statements and pool ${this.name} has prepared_statements off here`);
-    if (this.servers.size - this.pinned >= this.settings.poolSize) return refuse(`pool ${this.name} is full here`);
-    if (this.coordinator && this.coordinator.admit(this, -1) === 'none')
-      return refuse(`database ${this.settings.database} is at max_db_connections here`);
-    const statements = this.adoptStatements(m);
-    if (typeof statements === 'string') return refuse(statements);
-    let s: ServerConnection;
-    try {
-      s = ServerConnection.adopt(m, fd, this.relay, this.interner !== null);
-    } catch (err) {
-      statements?.clear();
-      return `the relay cannot take it: ${(err as Error).message}`;
-    }
-    s.statements = statements;
-    if (m.values) {
-      const values = new ParamValues();
-      for (const [name, value] of m.values) values.set(name, value);
-      s.paramValues = values;
-    }
-    s.paramsUnknown = m.unknown;
+    const s = this.adoptServer(m, fd, this.servers.size - this.pinned >= this.settings.poolSize);
+    if (typeof s === 'string') return s;
     this.join(s, 'takeover: server adopted');
     return null;
   }
@@ -875,38 +846,12 @@ export class Pool {
    * The server, or why not; `fd` is this pool's from the call on (closed when refused). A pinned server is outside
    * pool_size, as here; a session-mode one counts. */
   adoptLinked(m: MovedServer, fd: number, pinned: boolean): ServerConnection | string {
-    const refuse = (why: string): string => {
-      fdPassing?.fdClose(fd);
-      return why;
-    };
-    if (this.retired) return refuse(`pool ${this.name} is retired here`);
-    const mode = this.settings.target.tls.mode;
-    if (m.target !== this.targetKey() || m.serverUser !== this.settings.serverUser)
-      return refuse(`pool ${this.name} connects to ${this.targetKey()} as ${this.settings.serverUser} here`);
-    if (mode !== 'disable' && mode !== 'allow' && mode !== 'prefer')
-      return refuse(`pool ${this.name} has server_tls_sslmode = "${mode}" here`);
-    if (m.statements.length > 0 && !this.interner)
-      return refuse(`the server has prepared statements and pool ${this.name} has prepared_statements off here`);
-    if (!pinned && this.servers.size - this.pinned + this.connecting >= this.settings.poolSize)
-      return refuse(`pool ${this.name} is full here`);
-    if (this.coordinator && this.coordinator.admit(this, -1) === 'none')
-      return refuse(`database ${this.settings.database} is at max_db_connections here`);
-    const statements = this.adoptStatements(m);
-    if (typeof statements === 'string') return refuse(statements);
-    let s: ServerConnection;
-    try {
-      s = ServerConnection.adopt(m, fd, this.relay, this.interner !== null);
-    } catch (err) {
-      statements?.clear();
-      return `the relay cannot take it: ${(err as Error).message}`;
-    }
-    s.statements = statements;
-    if (m.values) {
-      const values = new ParamValues();
-      for (const [name, value] of m.values) values.set(name, value);
-      s.paramValues = values;
-    }
-    s.paramsUnknown = m.unknown;
+    const s = this.adoptServer(
+      m,
+      fd,
+      !pinned && this.servers.size - this.pinned + this.connecting >= this.settings.poolSize,
+    );
+    if (typeof s === 'string') return s;
     const lifetime = this.settings.lifetimeMs;
     if (lifetime > 0) s.expiresAt = s.createdAt + lifetime * (1 - Math.random() * 0.1);
     s.onClosed = (dead) => {
@@ -921,6 +866,43 @@ export class Pool {
       this.onParamsKnown?.();
     }
     this.log.debug({ pool: this.name, server_id: s.id, backend_pid: s.backendPid }, 'takeover: linked server adopted');
+    return s;
+  }
+
+  /** A moved server as this pool's (adoptMoved, adoptLinked): the server, or why not (`full`: no room for it here);
+   * `fd` is this pool's from the call on (closed when refused). */
+  private adoptServer(m: MovedServer, fd: number, full: boolean): ServerConnection | string {
+    const refuse = (why: string): string => {
+      fdPassing?.fdClose(fd);
+      return why;
+    };
+    if (this.retired) return refuse(`pool ${this.name} is retired here`);
+    const mode = this.settings.target.tls.mode;
+    if (m.target !== this.targetKey() || m.serverUser !== this.settings.serverUser)
+      return refuse(`pool ${this.name} connects to ${this.targetKey()} as ${this.settings.serverUser} here`);
+    if (mode !== 'disable' && mode !== 'allow' && mode !== 'prefer')
+      return refuse(`pool ${this.name} has server_tls_sslmode = "${mode}" here`);
+    if (m.statements.length > 0 && !this.interner)
+      return refuse(`the server has prepared statements and pool ${this.name} has prepared_statements off here`);
+    if (full) return refuse(`pool ${this.name} is full here`);
+    if (this.coordinator && this.coordinator.admit(this, -1) === 'none')
+      return refuse(`database ${this.settings.database} is at max_db_connections here`);
+    const statements = this.adoptStatements(m);
+    if (typeof statements === 'string') return refuse(statements);
+    let s: ServerConnection;
+    try {
+      s = ServerConnection.adopt(m, fd, this.relay, this.interner !== null);
+    } catch (err) {
+      statements?.clear();
+      return `the relay cannot take it: ${(err as Error).message}`;
+    }
+    s.statements = statements;
+    if (m.values) {
+      const values = new ParamValues();
+      for (const [name, value] of m.values) values.set(name, value);
+      s.paramValues = values;
+    }
+    s.paramsUnknown = m.unknown;
     return s;
   }
 
