@@ -87,16 +87,18 @@ export const FILES = {
 export const BLOCK_BYTES = 128 * 1024;
 
 /**
- * Brotli quality of document blocks (format 4, column-wise): 2. On the bench's http_logs documents in blocks of 128
- * KiB of documents, bytes a document and CPU to compress a block, per document (bench/logstore-doc-encoding.ts and a
- * loop over 23 blocks, best of 5): quality 2 16.0 bytes (0.104x of the raw NDJSON) in 0.26 us, 3 15.8 in 0.33, 4
- * 15.2 in 0.46, 5 14.2 (0.091x) in 0.75; rows as formats 1-3 wrote them at quality 1, 26.4 (0.170x) in 0.32. Making
- * the columns costs 0.5-0.6 us a document on top, so quality 2 keeps the seal's added CPU at about half of what 5
- * would add, for 1.9 more bytes a document. Readers do not depend on the quality. Keyword columns stay at 0 (the four
+ * Brotli quality of document blocks (format 4, column-wise): 4 (2 before issue 39's disk work; readers take any). On
+ * the bench's http_logs documents in blocks of 128 KiB of documents, bytes a document and CPU to compress a block,
+ * per document (bench/logstore-doc-encoding.ts and a loop over 23 blocks, best of 5): quality 2 16.0 bytes (0.104x of
+ * the raw NDJSON) in 0.26 us, 3 15.8 in 0.33, 4 15.2 in 0.46, 5 14.2 (0.091x) in 0.75; rows as formats 1-3 wrote them
+ * at quality 1, 26.4 (0.170x) in 0.32. Making the columns costs 0.5-0.6 us a document on top. Ingest of 1 M documents
+ * (`--ingest-only`, alternated, 3 rounds, loaded host): 4 took 1% more CPU than 2 for 0.86 bytes a document less,
+ * 5 took 10-14% more (6 rounds) for 1.9 less, over the 10% the seal may grow (bench/results/logstore-format4.md). Decompressing
+ * costs the same at 2, 4 and 5. Keyword columns stay at 0 (the four
  * columns in 15 ms against 56 at 2, 1.16 MB against 1.03). Not for ids, times and the dictionary: quality 0 leaves
  * them 40-90% larger.
  */
-export const DOC_QUALITY = 2;
+export const DOC_QUALITY = 4;
 export const COLUMN_QUALITY = 0;
 /** offsets.bin: quality 1 is faster and smaller than 2 there (8 against 13 ms, 669 against 718 KB). */
 export const OFFSETS_QUALITY = 1;
