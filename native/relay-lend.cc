@@ -71,12 +71,13 @@ bool Relay::Lend(Endpoint* c, int32_t entry, int32_t kind, const int32_t accepte
 
 bool Relay::Hold(Endpoint* c, const AuthUser& u, const int32_t accepted[5], const int32_t ok[5], std::shared_ptr<const AuthTable> table) {
   if (!table || !table->holding || table->slots[6] != 1 || c->fd < 0) return false;
-  // An idle server of the pool, in JavaScript or lent for another kind of login: JavaScript links it to this client at
-  // once (ClientSession.prelink), so that its first query needs no trip into JavaScript.
+  // An idle server of the pool in JavaScript: JavaScript links it to this client at once (ClientSession.prelink), so
+  // that its first query needs no trip into JavaScript. A server lent for another kind of login (another
+  // application_name or client_encoding: Lend found none of this kind) does not stop the hold: a session's prelink
+  // takes only JavaScript's idle servers, so the login would be a session with no server, for as long as that server
+  // stays lent (all logins of a kind the pool's last clients were not). Its first query takes a lent one back
+  // (Pool.findIdle).
   if (u.idle && u.idle[0] > 0) return false;
-  for (const Endpoint* s : lendable_) {
-    if (s->lend->owner == table->slots && s->lend->entry == u.entry && !s->dead && s->fd >= 0 && !s->peer) return false;
-  }
   // Still in login (relayAdopt takes it); its exchange is kept only for the ClientKey a SCRAM login proved
   // (relayLoginKey), without what the exchange no longer needs.
   LoginExchange* x = c->exchange;
