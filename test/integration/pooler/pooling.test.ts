@@ -13,6 +13,9 @@ beforeAll(async () => {
   db = await startTestPostgres();
   tp = await startTestPooler(
     poolerToml(db, {
+      // 50 clients queue for 2 servers here: on a loaded CI host a waiter's turn can take longer than the 5 s default
+      // (a CI run at load 20 timed one out); these tests are about pooling, not the wait limit (pool-exhaustion's).
+      general: 'query_wait_timeout = "120s"',
       extra: poolToml(db, 'appsession1', 'pool_mode = "session"', [
         { username: 'md5user', password: 'md5pass', extra: 'pool_size = 1' },
       ]),
