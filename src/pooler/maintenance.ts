@@ -176,7 +176,7 @@ export class Maintenance {
       if (drain) await this.host.lastServerMoves?.();
       for (const p of this.host.poolSet.pools.values()) {
         p.failWaiters('the pooler is shutting down', SqlState.AdminShutdown);
-        p.closeAll('shutdown');
+        p.closeAll('shutdown', true);
       }
       if (this.timer) clearInterval(this.timer);
       if (this.loginTimer) clearInterval(this.loginTimer);

@@ -475,6 +475,9 @@ export class Pool {
     return true;
   }
 
+  /** closeAll(..., true) ran: the pooler shut down. */
+  private closedFinal = false;
+
   private connectOne(reserve = false): void {
     this.connecting++;
     this.scaling.creates++;
@@ -489,6 +492,12 @@ export class Pool {
     ).then(
       (s) => {
         this.connecting--;
+        if (this.closedFinal) {
+          if (reserve) this.connectingReserve--;
+          s.close('shutdown');
+          s.destroy();
+          return;
+        }
         this.connectFailing = false;
         this.lastLoginError = null;
         this.noteHealth(this.health.connectSucceeded(Date.now()));
@@ -941,8 +950,10 @@ export class Pool {
     this.release(s, true);
   }
 
-  /** Every server closed at once (KILL, shutdown). */
-  closeAll(reason: string): void {
+  /** Every server closed at once (KILL, shutdown). `final` (shutdown): a connect still in flight closes its server
+   * when it logs in, instead of joining a pool nothing serves any more (its backend would live on). */
+  closeAll(reason: string, final = false): void {
+    if (final) this.closedFinal = true;
     this.settle();
     for (const s of [...this.servers]) {
       s.close(reason);
