@@ -4,6 +4,7 @@
 // take as written there (a damaged block, a time before 1970), and the twin then decides, so the two give the same
 // bytes or the same error. Every length and index is checked before it is used.
 #include "doc-columns.h"
+#include "iso-time.h"
 
 #include <cmath>
 #include <cstdint>
@@ -67,49 +68,6 @@ struct Column {
   Reader kinds, refs, strs, ints, raws, ips;
   std::vector<size_t> strAt, strLen;
 };
-
-inline void Two(uint8_t* p, int v) {
-  p[0] = static_cast<uint8_t>('0' + v / 10);
-  p[1] = static_cast<uint8_t>('0' + v % 10);
-}
-
-// Date.toISOString of whole ms in years 0000-9999 (negative too), 24 bytes.
-void IsoAny(int64_t t, uint8_t* p) {
-  int64_t days = t / 86400000;
-  int64_t r = t % 86400000;
-  if (r < 0) {
-    r += 86400000;
-    days--;
-  }
-  const int64_t z = days + 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
-  const int m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
-  const int y = static_cast<int>(yoe + era * 400 + (m <= 2 ? 1 : 0));
-  Two(p, y / 100);
-  Two(p + 2, y % 100);
-  p[4] = '-';
-  Two(p + 5, m);
-  p[7] = '-';
-  Two(p + 8, d);
-  p[10] = 'T';
-  Two(p + 11, static_cast<int>(r / 3600000));
-  r %= 3600000;
-  p[13] = ':';
-  Two(p + 14, static_cast<int>(r / 60000));
-  r %= 60000;
-  p[16] = ':';
-  Two(p + 17, static_cast<int>(r / 1000));
-  r %= 1000;
-  p[19] = '.';
-  p[20] = static_cast<uint8_t>('0' + r / 100);
-  Two(p + 21, static_cast<int>(r % 100));
-  p[23] = 'Z';
-}
 
 inline size_t Octet(uint8_t* p, int v) {
   size_t n = 0;
@@ -225,7 +183,7 @@ bool Decode(const uint8_t* b, size_t len, const double* times, size_t timesLen, 
         const double t = times[first + i];
         if (!(t >= 0 && t <= kMaxIsoTime) || t != std::floor(t) || 26 > total - p) return false;
         out[p++] = '"';
-        IsoAny(static_cast<int64_t>(t), out + p);
+        iso::Write(static_cast<int64_t>(t), out + p);
         p += 24;
         out[p++] = '"';
       } else if (kind == kRaw) {
@@ -503,7 +461,7 @@ std::vector<uint8_t> Encode(const uint8_t* raw, const uint32_t* offs, size_t cou
           if (timeOk < 0) {
             const double t = times[i];
             timeOk = t == std::floor(t) && t >= -62167219200000.0 && t <= kMaxIsoTime ? 1 : 0;
-            if (timeOk) IsoAny(static_cast<int64_t>(t), iso);
+            if (timeOk) iso::Write(static_cast<int64_t>(t), iso);
           }
           if (timeOk == 1 && std::memcmp(iso, raw + vs + 1, 24) == 0) {
             col.kinds.Byte(kTime);

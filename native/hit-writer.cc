@@ -3,6 +3,7 @@
 // made several typed-array views, an id string and a time per hit), and a search's hits joined into the answer.
 // Twins: src/native/hit-writer.ts. Every index is checked here, so a wrong argument throws instead of crashing.
 #include "hit-writer.h"
+#include "iso-time.h"
 
 #include <cmath>
 #include <cstdint>
@@ -37,49 +38,6 @@ const char kHex[] = "0123456789abcdef";
 // Times isoTime() writes as YYYY-MM-DDTHH:MM:SS.mmmZ (1970 to 9999); others take the caller's slow path.
 constexpr double kMaxTime = 253402300800000.0;
 constexpr int64_t kHitBytes = 75;  // {"id":"(7) id(24) ","data":(9) ,"time":"(9) time(24) "}(2)
-
-inline void Two(uint8_t* p, int v) {
-  p[0] = static_cast<uint8_t>('0' + v / 10);
-  p[1] = static_cast<uint8_t>('0' + v % 10);
-}
-
-// new Date(ms).toISOString() for 0 <= ms < kMaxTime: days to a civil date (H. Hinnant's algorithm).
-void IsoTime(double ms, uint8_t* p) {
-  const int64_t t = static_cast<int64_t>(std::floor(ms));
-  const int64_t days = t / 86400000;
-  int64_t r = t % 86400000;
-  const int64_t z = days + 719468;
-  const int64_t era = z / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
-  const int m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
-  const int y = static_cast<int>(yoe + era * 400 + (m <= 2 ? 1 : 0));
-  Two(p, y / 100);
-  Two(p + 2, y % 100);
-  p[4] = '-';
-  Two(p + 5, m);
-  p[7] = '-';
-  Two(p + 8, d);
-  p[10] = 'T';
-  const int h = static_cast<int>(r / 3600000);
-  r -= h * 3600000LL;
-  const int mi = static_cast<int>(r / 60000);
-  r -= mi * 60000LL;
-  const int s = static_cast<int>(r / 1000);
-  const int milli = static_cast<int>(r - s * 1000LL);
-  Two(p + 11, h);
-  p[13] = ':';
-  Two(p + 14, mi);
-  p[16] = ':';
-  Two(p + 17, s);
-  p[19] = '.';
-  p[20] = static_cast<uint8_t>('0' + milli / 100);
-  Two(p + 21, milli % 100);
-  p[23] = 'Z';
-}
 
 inline uint8_t* Put(uint8_t* p, const char* s, size_t n) {
   std::memcpy(p, s, n);
@@ -155,7 +113,7 @@ napi_value WriteHits(napi_env env, napi_callback_info info) {
     const uint32_t len = offsets[b + 1] - offsets[b];
     std::memcpy(p, raw + offsets[b], len);
     p = Put(p + len, ",\"time\":\"", 9);
-    IsoTime(times[base + b], p);
+    iso::Write(static_cast<int64_t>(std::floor(times[base + b])), p);
     p = Put(p + 24, "\"}", 2);
   }
   return Number(env, p - out);
