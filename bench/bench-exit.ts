@@ -52,3 +52,13 @@ export function stopOnExit(
   });
   return stop;
 }
+
+/** Runs a benchmark's `main`, then `stop` (what it started) whether it succeeded or failed; a failure is said with
+ * its stack and makes the exit code 1. */
+export function runBench(main: () => Promise<void>, stop: () => Promise<void>, say: (msg: string) => void): void {
+  main().then(stop, async (err: unknown) => {
+    say(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    await stop();
+    process.exitCode = 1;
+  });
+}

@@ -32,7 +32,7 @@ import {
   type Scenario,
 } from './pooler-pgbench.js';
 import { median } from './pooler-report.js';
-import { stopOnExit } from './bench-exit.js';
+import { runBench, stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -282,8 +282,4 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT}`);
 }
 
-main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await stop();
-  process.exitCode = 1;
-});
+runBench(main, stop, progress);

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { stopOnExit } from './bench-exit.js';
+import { runBench, stopOnExit } from './bench-exit.js';
 import { RunSampler, clockTicks } from './pooler-cpu.js';
 import {
   BENCH_DB,
@@ -210,8 +210,4 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT} (section ${SECTION})`);
 }
 
-main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await stop();
-  process.exitCode = 1;
-});
+runBench(main, stop, progress);

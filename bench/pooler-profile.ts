@@ -26,7 +26,7 @@ import {
   type RunningPeer,
 } from './pooler-peers.js';
 import { runPgbench, type RunningPgbench, type Scenario } from './pooler-pgbench.js';
-import { stopOnExit } from './bench-exit.js';
+import { runBench, stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -306,8 +306,4 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT}`);
 }
 
-main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await stop();
-  process.exitCode = 1;
-});
+runBench(main, stop, progress);

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { stopOnExit } from './bench-exit.js';
+import { runBench, stopOnExit } from './bench-exit.js';
 import { benchOpt } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
 
@@ -275,8 +275,4 @@ const stop = stopOnExit(
   () => dir,
   (m) => console.error(m),
 );
-main().then(stop, async (err: unknown) => {
-  console.error(err);
-  await stop();
-  process.exit(1);
-});
+runBench(main, stop, (m) => console.error(m));

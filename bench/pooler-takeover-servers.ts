@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, startPostgres, type RunningPostgres } from '../src/launcher/embedded-postgres.js';
-import { stopOnExit } from './bench-exit.js';
+import { runBench, stopOnExit } from './bench-exit.js';
 import { PGBENCH } from './pooler-pgbench.js';
 import { benchOpt } from './raw-pg-client.js';
 import { writeResults } from './results-file.js';
@@ -189,8 +189,4 @@ const stop = stopOnExit(
   () => dir,
   (m) => console.error(m),
 );
-main().then(stop, async (err: unknown) => {
-  console.error(err);
-  await stop();
-  process.exit(1);
-});
+runBench(main, stop, (m) => console.error(m));

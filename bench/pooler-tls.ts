@@ -23,7 +23,7 @@ import {
   startTidepool,
   type RunningPeer,
 } from './pooler-peers.js';
-import { stopOnExit } from './bench-exit.js';
+import { runBench, stopOnExit } from './bench-exit.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 function opt(name: string, dflt: string): string {
@@ -235,8 +235,4 @@ async function main(): Promise<void> {
   progress(`wrote ${OUT} and the TLS block of ${SUMMARY}`);
 }
 
-main().then(stop, async (err: unknown) => {
-  progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await stop();
-  process.exitCode = 1;
-});
+runBench(main, stop, progress);
