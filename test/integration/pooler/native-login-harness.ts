@@ -5,7 +5,7 @@ import net from 'node:net';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { poolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { appPoolToml, poolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { errorText, type Message } from '../../helpers/raw-pg.js';
 import { writePasswordMessage, writeSASLInitialResponse, writeStartupMessage } from '../../../src/protocol/writer.js';
@@ -56,6 +56,27 @@ export function useNativeLoginPooler(): NativeLoginEnv {
     await env.db?.cleanup();
   });
   return env;
+}
+
+/** A pooler whose pool app has one server, held in a transaction by `blocker` (application_name `app`): a login
+ * meanwhile finds no idle server (the native relay holds it). The pool's first login runs in JavaScript first (its
+ * server's parameters make the relay's greeting). `extra`: more pooler TOML (e.g. a [web] section). */
+export async function startBlockedPool(
+  db: TestPostgres,
+  app: string,
+  extra?: string,
+): Promise<{ tp: TestPooler; blocker: pg.Client }> {
+  const tp = await startTestPooler(poolerToml(db, { pools: appPoolToml(db, 1), ...(extra ? { extra } : {}) }));
+  const first = client('md5user', {}, tp);
+  await first.connect();
+  await first.query('select 1');
+  await first.end();
+  const blocker = client('md5user', { application_name: app }, tp);
+  blocker.on('error', () => undefined);
+  await blocker.connect();
+  await blocker.query('BEGIN');
+  await blocker.query('select 1');
+  return { tp, blocker };
 }
 
 export const PASSWORDS: Record<string, string> = { md5user: 'md5pass', scramuser: 'scrampass' };

@@ -6,9 +6,9 @@
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, appPoolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { ADMIN_PASSWORD, type TestPooler } from '../../helpers/pooler.js';
 import { buildWebApp } from '../../../src/pooler/web/app.js';
-import { client, nativeRelay, show, until, useNativeLoginPooler } from './native-login-harness.js';
+import { client, nativeRelay, show, startBlockedPool, until, useNativeLoginPooler } from './native-login-harness.js';
 
 const env = useNativeLoginPooler();
 const holding = nativeRelay && process.env.TIDEPOOL_NATIVE_LEND !== '0';
@@ -26,20 +26,8 @@ const headers = {
 };
 
 beforeAll(async () => {
-  tp = await startTestPooler(
-    poolerToml(env.db, { pools: appPoolToml(env.db, 1), extra: '[web]\nhost = "127.0.0.1"\nport = 0\nui = true' }),
-  );
+  ({ tp, blocker } = await startBlockedPool(env.db, 'blocker', '[web]\nhost = "127.0.0.1"\nport = 0\nui = true'));
   web = await buildWebApp(tp.pooler);
-  // The pool's first login runs in JavaScript (its server's parameters make the relay's greeting).
-  const first = client('md5user', {}, tp);
-  await first.connect();
-  await first.query('select 1');
-  await first.end();
-  blocker = client('md5user', { application_name: 'blocker' }, tp);
-  blocker.on('error', () => undefined);
-  await blocker.connect();
-  await blocker.query('BEGIN');
-  await blocker.query('select 1');
 });
 
 afterAll(async () => {

@@ -7,7 +7,15 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, appPoolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
-import { client, logins, nativeRelay, show, until, useNativeLoginPooler } from './native-login-harness.js';
+import {
+  client,
+  logins,
+  nativeRelay,
+  show,
+  startBlockedPool,
+  until,
+  useNativeLoginPooler,
+} from './native-login-harness.js';
 
 const env = useNativeLoginPooler();
 const holding = nativeRelay && process.env.TIDEPOOL_NATIVE_LEND !== '0';
@@ -19,17 +27,7 @@ const relayOnly = () => tp.pooler.nativeLogins.relayOnly;
 const sessions = () => tp.pooler.clients.size;
 
 beforeAll(async () => {
-  tp = await startTestPooler(poolerToml(env.db, { pools: appPoolToml(env.db, 1) }));
-  // The pool's first login runs in JavaScript (its server's parameters make the relay's greeting).
-  const first = client('md5user', {}, tp);
-  await first.connect();
-  await first.query('select 1');
-  await first.end();
-  blocker = client('md5user', { application_name: 'held-blocker' }, tp);
-  blocker.on('error', () => undefined);
-  await blocker.connect();
-  await blocker.query('BEGIN');
-  await blocker.query('select 1');
+  ({ tp, blocker } = await startBlockedPool(env.db, 'held-blocker'));
 });
 
 afterAll(async () => {
