@@ -48,7 +48,7 @@ constexpr size_t kSpareHandles = 1 << 16;
 
 enum EventKind : int32_t {
   kNeedServer = 1,     // client
-  kRelease = 2,        // client, server
+  kRelease = 2,        // client, server, 1 when the server has no session-parameter texts (relayParams)
   kClientClosed = 3,   // client, reason (0 eof, 1 terminate, 2 error), server or 0, clean
   kServerClosed = 4,   // server, client or 0, how (0 mid-message, 1 at a boundary, 2 parked, 3 at a boundary after
                        // PostgreSQL's FATAL reached the client), reason (0 eof, 1 error, 2 malformed)

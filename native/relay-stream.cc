@@ -387,7 +387,8 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   }
   if (release && s->peer == c && c) {
     Unlink(c);
-    Emit(kRelease, c->id, s->id);
+    // 1: no session-parameter texts wait on the server, so JavaScript's check-in need not ask (relayParams).
+    Emit(kRelease, c->id, s->id, s->paramFlags == 0 ? 1 : 0);
   }
 }
 

@@ -130,8 +130,17 @@ export class Pool {
   /** The native relay may keep a finished transaction's server with its client only while nobody else
    * could want that server. */
   private updateParkable(): void {
-    this.stats.block[STATS_LAYOUT.parkable] = this.mayPark ? 1 : 0;
+    const parkable = this.mayPark;
+    this.stats.block[STATS_LAYOUT.parkable] = parkable ? 1 : 0;
+    // The relay may park pairs and take lent servers again: the next checkout that finds no idle server looks.
+    if (parkable) this.swept = false;
   }
+
+  /** findIdle found nothing more to take back while the relay could park nothing (parkable 0 in the stats block), and
+   * the block has said 0 ever since (updateParkable clears this when it writes 1): the relay has parked no pair of
+   * this pool and no relay-only login has taken a lent server since, so another search would find nothing. While
+   * clients outnumber servers every checkout comes here; the search was three calls into the addon each time. */
+  private swept = false;
 
   /** Nobody else could want a server of this pool now: not paused, retired or draining, nobody waiting, no cancel in flight. */
   private get mayPark(): boolean {
@@ -152,20 +161,22 @@ export class Pool {
   /** A server for a waiter, cheapest first: a lent server no client uses, then parked pairs of clients JavaScript
    * knows, then relay-only clients' (each reported first). Stops as soon as one is idle. */
   private findIdle(): void {
+    if (this.swept && this.servers.count('lent') === 0) return;
     this.lending.takeBack(true);
     if (this.servers.count('idle') > 0) return;
     this.relay.reclaim(this.stats, true);
     if (this.servers.count('idle') > 0) return;
     // Every lent server is now a relay-only client's, held until it leaves (one that leaves while someone waits is
     // reported, and its server goes to the waiter). While the pool may grow, the waiter gets a new server or that one
-    // first; at max_db_connections a new server may be long in coming, so theirs come back now.
-    if (
-      this.servers.count('lent') > 0 &&
-      this.servers.size - this.pinned + this.connecting < this.settings.poolSize &&
-      !this.coordinator?.atCap()
-    )
-      return;
-    this.relay.reclaim(this.stats);
+    // first; at max_db_connections a new server may be long in coming, so theirs come back now. With none lent, no
+    // relay-only client holds a server, and the reclaim above took every parked pair.
+    if (this.servers.count('lent') > 0) {
+      if (this.servers.size - this.pinned + this.connecting < this.settings.poolSize && !this.coordinator?.atCap())
+        return;
+      this.relay.reclaim(this.stats);
+      if (this.servers.count('idle') > 0) return;
+    }
+    this.swept = this.stats.block[STATS_LAYOUT.parkable] === 0;
   }
 
   get name(): string {

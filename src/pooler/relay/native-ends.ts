@@ -76,6 +76,8 @@ export class NativeClientEnd implements ClientEnd {
 
   link(server: ServerEnd, transactionMode: boolean, park = false): boolean {
     if (!(server instanceof NativeServerEnd)) return false;
+    // The client's parameter texts go with the link: a check-in's shortcut (noParams) holds no more.
+    server.noParams = false;
     // The rewriter's table for this server: the addon answers its cache hits itself until something else comes.
     // Not while bytes the rewriter must handle wait here: the lane runs only when JavaScript has nothing to send.
     const lane = transactionMode && this.waiting.length === 0 ? (this.made?.laneTable?.() ?? null) : null;
@@ -242,7 +244,11 @@ export class NativeServerEnd implements ServerEnd {
     this.write(query);
   }
 
+  /** Set by the kRelease that says this server holds no session-parameter texts, while its client handles it. */
+  noParams = false;
+
   takeParams(): ParamChanges | null {
+    if (this.noParams) return null;
     const b = this.r.a.relayParams(this.id);
     if (b === undefined || b.length === 0) return null;
     const texts =

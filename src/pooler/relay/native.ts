@@ -531,9 +531,17 @@ export class NativeRelay implements Relay, NativeEndsRelay {
             this.needServers++;
             this.clients.get(id)?.events.onNeedServer();
             break;
-          case RelayEvent.Release:
-            this.clients.get(id)?.released();
+          case RelayEvent.Release: {
+            // The relay says the server has no parameter texts: the check-in under released() asks it nothing.
+            const s = batch[i + 3] === 1 ? this.servers.get(batch[i + 2]!) : undefined;
+            if (s) s.noParams = true;
+            try {
+              this.clients.get(id)?.released();
+            } finally {
+              if (s) s.noParams = false;
+            }
             break;
+          }
           case RelayEvent.ClientClosed: {
             if (this.logins.closed(id, batch[i + 2]!, CLIENT_CLOSE_REASONS)) break;
             const c = this.clients.get(id);
