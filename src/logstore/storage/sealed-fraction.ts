@@ -36,7 +36,7 @@ import {
 } from './numeric-column.js';
 import { rangeNumber } from '../query/plan.js';
 import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
-import { decodeDocBlock } from './doc-columns.js';
+import { type ColumnTokens, blockColumns, decodeDocBlock, tokenTable } from './doc-columns.js';
 import { decodeIds, decodeOffsets, decodeTimes, fromPlanes } from './sealed-arrays.js';
 import { decodeShort, isShort } from './dense-postings.js';
 
@@ -103,6 +103,8 @@ export class SealedFraction implements FractionView {
   private offs: Uint32Array | null = null;
   private counts: Uint32Array | null = null;
   private readonly cols = new Map<string, Column>();
+  /** Keyword columns as document blocks refer to them (format 5), by meta.json `columns` index. */
+  private readonly colTokens = new Map<number, ColumnTokens>();
   private readonly nums = new Map<string, NumericColumn>();
   /** Numeric columns read for range filters and not decoded: their bytes and block index (about 2 bytes a value). */
   private readonly numBlocks = new Map<string, NumericBlocks>();
@@ -370,7 +372,7 @@ export class SealedFraction implements FractionView {
     const first = this.meta.blocks[index]![2];
     const end = index + 1 < this.meta.blocks.length ? this.meta.blocks[index + 1]![2] : this.docCount;
     const { raw, offsets } = this.compact
-      ? this.decoded(FILES.docs, () => decodeDocBlock(inflated, this.times(), first))
+      ? this.decoded(FILES.docs, () => decodeDocBlock(inflated, this.times(), first, this.blockRefs(inflated)))
       : this.decoded(FILES.docs, () => rowBlock(inflated));
     const count = offsets.length - 1;
     if (count !== end - first)
@@ -379,6 +381,36 @@ export class SealedFraction implements FractionView {
     this.blockCache.set(index, block);
     if (this.blockCache.size > BLOCK_CACHE) this.blockCache.delete(this.blockCache.keys().next().value!);
     return block;
+  }
+
+  /** The keyword columns a document block refers to (format 5), by meta.json `columns` index. */
+  private blockRefs(inflated: Buffer): (ColumnTokens | undefined)[] {
+    const out: (ColumnTokens | undefined)[] = [];
+    if (this.meta.format < 5) return out;
+    for (const c of blockColumns(inflated)) {
+      if (c >= this.meta.columns.length) continue;
+      out[c] = this.columnTokens(c);
+    }
+    return out;
+  }
+
+  /**
+   * Keyword column c's tokens by document, as document blocks refer to them: its ranks and its dictionary's tokens
+   * as one table (tokenTable), made once while the fraction is open and kept in the thread's column memory.
+   */
+  private columnTokens(c: number): ColumnTokens {
+    const field = this.meta.columns[c]!;
+    const hit = this.colTokens.get(c);
+    if (hit) {
+      touchColumn(this.key('refs', field));
+      return hit;
+    }
+    const col = this.column(field)!;
+    const tokens = col.tokens;
+    const ct: ColumnTokens = { ...tokenTable(tokens.length, (r) => tokens[r]!), ords: col.ords as Uint32Array };
+    this.colTokens.set(c, ct);
+    chargeColumn(this.key('refs', field), ct.table.length + ct.starts.byteLength, () => this.colTokens.delete(c));
+    return ct;
   }
 
   private blockOf(local: number): number {
