@@ -37,8 +37,42 @@ struct ColTokens {
   const uint32_t* ords = nullptr;
   size_t ordsLen = 0;
 
+  // Documents first .. first + resolved.size() - 1 looked up ahead (Resolve): their token's start and length, or
+  // kNone.
+  std::vector<uint64_t> resolved;
+  size_t resolvedFirst = 0;
+  static constexpr uint64_t kNone = ~uint64_t{0};
+
+  // Looks up the tokens of documents first .. first + count - 1 in one pass before decoding: the lookups are
+  // independent there, so the processor overlaps their cache misses (a large column's table is read at random), and
+  // the token bytes are prefetched.
+  void Resolve(size_t first, size_t count) {
+    resolved.resize(count);
+    resolvedFirst = first;
+    for (size_t i = 0; i < count; i++) {
+      size_t at = 0, len = 0;
+      if (TokenAt(first + i, &at, &len)) {
+        resolved[i] = (static_cast<uint64_t>(at) << 32) | len;
+        __builtin_prefetch(table + at);
+      } else {
+        resolved[i] = kNone;
+      }
+    }
+  }
+
   // The token of document d: false when it has none or the table does not hold it.
   bool Token(size_t d, size_t* at, size_t* len) const {
+    if (d >= resolvedFirst && d - resolvedFirst < resolved.size()) {
+      const uint64_t r = resolved[d - resolvedFirst];
+      if (r == kNone) return false;
+      *at = static_cast<size_t>(r >> 32);
+      *len = static_cast<size_t>(r & 0xffffffff);
+      return true;
+    }
+    return TokenAt(d, at, len);
+  }
+
+  bool TokenAt(size_t d, size_t* at, size_t* len) const {
     if (d >= ordsLen) return false;
     const uint32_t o = ords[d];
     if (o == kNoToken || static_cast<size_t>(o) + 1 >= startsLen) return false;
@@ -673,7 +707,7 @@ Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info) {
   if (b[0] == kVersionRefs) {
     Napi::Array columns = info.Length() > 3 && info[3].IsArray() ? info[3].As<Napi::Array>() : Napi::Array::New(env);
     given.resize(columns.Length());
-    std::vector<bool> have(columns.Length(), false);
+    std::vector<bool> have(columns.Length(), false), used(columns.Length(), false);
     for (uint32_t c = 0; c < columns.Length(); c++) {
       Napi::Value v = columns.Get(c);
       if (!v.IsArray()) continue;
@@ -698,7 +732,10 @@ Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info) {
       }
       if (c - 1 >= given.size() || !have[c - 1]) return env.Null();
       fieldCols.push_back(&given[c - 1]);
+      used[c - 1] = true;
     }
+    for (size_t c = 0; c < given.size(); c++)
+      if (used[c]) given[c].Resolve(static_cast<size_t>(firstD), static_cast<size_t>(count));
   }
   Napi::Buffer<uint8_t> raw = Napi::Buffer<uint8_t>::New(env, static_cast<size_t>(total));
   Napi::Uint32Array offsets = Napi::Uint32Array::New(env, static_cast<size_t>(count) + 1);

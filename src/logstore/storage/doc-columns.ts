@@ -88,6 +88,46 @@ export function tokenTable(count: number, token: (o: number) => string): { table
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
+/**
+ * tokenTable from a field's sorted tokens as bytes (one byte a code unit) and their lengths, without strings: the same
+ * table (ASCII tokens as their bytes, others empty) by rank.
+ */
+export function tokenTableOfBytes(bytes: Buffer, lens: Uint32Array): { table: Buffer; starts: Uint32Array } {
+  const n = lens.length;
+  const starts = new Uint32Array(n + 1);
+  let high = false;
+  for (let k = 0; k < bytes.length && !high; k++) high = bytes[k]! >= 0x80;
+  if (!high) {
+    // Every token ASCII (the usual case): the bytes are the table.
+    let q = 0;
+    for (let r = 0; r < n; r++) {
+      starts[r] = q;
+      q += lens[r]!;
+    }
+    starts[n] = q;
+    return { table: bytes.subarray(0, q), starts };
+  }
+  const table = Buffer.allocUnsafe(bytes.length);
+  let p = 0;
+  let q = 0;
+  for (let r = 0; r < n; r++) {
+    const l = lens[r]!;
+    starts[r] = q;
+    let ascii = true;
+    for (let k = p; k < p + l; k++) if (bytes[k]! >= 0x80) ascii = false;
+    if (ascii) {
+      if (l < 32) for (let k = p; k < p + l; k++) table[q++] = bytes[k]!;
+      else {
+        table.set(bytes.subarray(p, p + l), q);
+        q += l;
+      }
+    }
+    p += l;
+  }
+  starts[n] = q;
+  return { table: table.subarray(0, q), starts };
+}
+
 /** A growable byte buffer with varint writers. */
 class Out {
   buf: Buffer;

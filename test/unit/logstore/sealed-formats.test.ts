@@ -17,6 +17,7 @@ import {
   encodeDocBlock,
   encodeDocBlockTs,
   tokenTable,
+  tokenTableOfBytes,
 } from '../../../src/logstore/storage/doc-columns.js';
 import { FRACTION_FORMAT } from '../../../src/logstore/storage/fraction-files.js';
 import { decodeDocBlockNative, encodeDocBlockNative } from '../../../src/native/index.js';
@@ -234,6 +235,22 @@ describe('document blocks referring to keyword columns (format 5)', () => {
         [Buffer.from('a'), 0, Buffer.alloc(0), new Uint32Array(1), new Uint32Array(2)],
       ]),
     ).toThrow(TypeError);
+  });
+
+  it("make the same token table from a dictionary's bytes as from its tokens (non-ASCII tokens empty)", () => {
+    const r = mulberry32(9);
+    for (const alphabet of ['ab.1', 'ab.1é\u0080\u00ff']) {
+      const tokens = Array.from({ length: 300 }, () =>
+        Array.from({ length: (r() * 6) | 0 }, () => alphabet[(r() * alphabet.length) | 0]).join(''),
+      );
+      const want = tokenTable(tokens.length, (o) => tokens[o]!);
+      const got = tokenTableOfBytes(
+        Buffer.from(tokens.join(''), 'latin1'),
+        Uint32Array.from(tokens, (t) => t.length),
+      );
+      expect(Array.from(got.starts)).toEqual(Array.from(want.starts));
+      expect(got.table.toString('hex')).toBe(want.table.toString('hex'));
+    }
   });
 
   it('throw on damaged blocks or columns, or stay in bounds, the addon as its twin', () => {
