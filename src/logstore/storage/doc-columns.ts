@@ -70,7 +70,6 @@ export function tokenTable(count: number, token: (o: number) => string): { table
   let bytes = 0;
   for (let o = 0; o < count; o++) {
     const t = token(o);
-    // eslint-disable-next-line no-control-regex
     const ascii = /^[\x00-\x7f]*$/.test(t);
     texts[o] = ascii ? t : '';
     bytes += ascii ? t.length : 0;
