@@ -19,7 +19,7 @@ import {
   tokenTable,
   tokenTableOfBytes,
 } from '../../../src/logstore/storage/doc-columns.js';
-import { FRACTION_FORMAT } from '../../../src/logstore/storage/fraction-files.js';
+import { FRACTION_FORMAT, decompress } from '../../../src/logstore/storage/fraction-files.js';
 import { decodeDocBlockNative, encodeDocBlockNative } from '../../../src/native/index.js';
 import { decodeShort, isShort, shortenPostings } from '../../../src/logstore/storage/dense-postings.js';
 import type { DocRef } from '../../../src/logstore/storage/fraction-view.js';
@@ -513,6 +513,12 @@ describe('format 5 fractions', () => {
       const sealed = new SealedFraction(dir);
       expect(sealed.meta.format).toBe(FRACTION_FORMAT);
       expect(sealed.meta.blocks.length).toBeGreaterThan(3);
+      // Every block refers to the keyword columns of the http_logs fields (clientip, size, status, service).
+      const docsBin = readFileSync(path.join(dir, 'docs.bin'));
+      for (const [off, len] of sealed.meta.blocks) {
+        const cols = blockColumns(decompress(docsBin.subarray(off, off + len))).map((c) => sealed.meta.columns[c]);
+        expect(cols).toEqual(expect.arrayContaining(['clientip', 'size', 'status']));
+      }
       for (let i = 0; i < docs.length; i++) {
         const local = sealed.find(active.id(i));
         expect(local).toBeGreaterThanOrEqual(0);
