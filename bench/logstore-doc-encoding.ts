@@ -1,5 +1,5 @@
 // Sizes of a sealed fraction's files on the bench's http_logs documents, and encodings of its document blocks: rows
-// (formats 1-3) and columns (format 4) at several Brotli qualities and block sizes, their bytes against the raw
+// (formats 1-3) and columns (formats 4 and 5; these blocks without column references) at several Brotli qualities and block sizes, their bytes against the raw
 // NDJSON, and the time to encode and to decode every block (what fetch, export and context pay).
 // Run: node dist/bench/logstore-doc-encoding.js [documents, default 200000] [--files: the fraction's files only]
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -14,7 +14,11 @@ import { httpLogsDoc } from './http-logs.js';
 import { decodeDocBlock, encodeDocBlock } from '../src/logstore/storage/doc-columns.js';
 import type { DocRef } from '../src/logstore/storage/fraction-view.js';
 
-const DOCS = Number(process.argv[2] ?? 200_000);
+if (process.argv.includes('--help')) {
+  console.log('node dist/bench/logstore-doc-encoding.js [documents, default 200000] [--files]');
+  process.exit(0);
+}
+const DOCS = Number(process.argv[2] && !process.argv[2].startsWith('--') ? process.argv[2] : 200_000);
 const MAPPING =
   'mapping-list:\n  - {name: clientip, type: keyword}\n  - {name: request, type: text}\n  - {name: status, type: keyword}\n  - {name: size, type: keyword}\n  - {name: service, type: keyword}\n';
 

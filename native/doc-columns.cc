@@ -1,5 +1,5 @@
-// Column-wise document blocks of sealed fractions (format 4), made and decoded back into their documents' bytes: the
-// seal's and the reads' hot halves of src/logstore/storage/doc-columns.ts (encodeDocBlockTs and decodeDocBlockTs are
+// Column-wise document blocks of sealed fractions (formats 4 and 5), made and decoded back into their documents'
+// bytes: the seal's and the reads' hot halves of src/logstore/storage/doc-columns.ts (encodeDocBlockTs and decodeDocBlockTs are
 // the twins and the reference: the encoder writes the same bytes). The decoder answers null for anything it does not
 // take as written there (a damaged block, a time before 1970), and the twin then decides, so the two give the same
 // bytes or the same error. Every length and index is checked before it is used.
@@ -18,11 +18,73 @@ namespace tidepool {
 namespace {
 
 constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersionRefs = 2;
 constexpr uint8_t kString = 0;
 constexpr uint8_t kInteger = 1;
 constexpr uint8_t kTime = 2;
 constexpr uint8_t kRaw = 3;
 constexpr uint8_t kIpv4 = 4;
+constexpr uint8_t kColumn = 5;
+constexpr uint8_t kColumnBare = 6;
+constexpr uint32_t kNoToken = 0xffffffff;
+
+// A keyword column's tokens by document (twin: ColumnTokens): document i's token is table[starts[o], starts[o + 1])
+// for o = ords[i]. Nothing in it is trusted: every index is checked where it is used.
+struct ColTokens {
+  const uint8_t* table = nullptr;
+  size_t tableLen = 0;
+  const uint32_t* starts = nullptr;
+  size_t startsLen = 0;
+  const uint32_t* ords = nullptr;
+  size_t ordsLen = 0;
+
+  // Documents first .. first + resolved.size() - 1 looked up ahead (Resolve): their token's start and length, or
+  // kNone.
+  std::vector<uint64_t> resolved;
+  size_t resolvedFirst = 0;
+  static constexpr uint64_t kNone = ~uint64_t{0};
+
+  // Looks up the tokens of documents first .. first + count - 1 in one pass before decoding: the lookups are
+  // independent there, so the processor overlaps their cache misses (a large column's table is read at random), and
+  // the token bytes are prefetched.
+  void Resolve(size_t first, size_t count) {
+    resolved.resize(count);
+    resolvedFirst = first;
+    for (size_t i = 0; i < count; i++) {
+      size_t at = 0, len = 0;
+      if (TokenAt(first + i, &at, &len)) {
+        resolved[i] = (static_cast<uint64_t>(at) << 32) | len;
+        __builtin_prefetch(table + at);
+      } else {
+        resolved[i] = kNone;
+      }
+    }
+  }
+
+  // The token of document d: false when it has none or the table does not hold it.
+  bool Token(size_t d, size_t* at, size_t* len) const {
+    if (d >= resolvedFirst && d - resolvedFirst < resolved.size()) {
+      const uint64_t r = resolved[d - resolvedFirst];
+      if (r == kNone) return false;
+      *at = static_cast<size_t>(r >> 32);
+      *len = static_cast<size_t>(r & 0xffffffff);
+      return true;
+    }
+    return TokenAt(d, at, len);
+  }
+
+  bool TokenAt(size_t d, size_t* at, size_t* len) const {
+    if (d >= ordsLen) return false;
+    const uint32_t o = ords[d];
+    if (o == kNoToken || static_cast<size_t>(o) + 1 >= startsLen) return false;
+    const uint32_t s = starts[o];
+    const uint32_t e = starts[o + 1];
+    if (s > e || e > tableLen) return false;
+    *at = s;
+    *len = e - s;
+    return true;
+  }
+};
 constexpr double kMaxIsoTime = 253402300799999.0;
 
 struct Reader {
@@ -65,6 +127,7 @@ struct Reader {
 };
 
 struct Column {
+  const ColTokens* ct = nullptr;
   Reader kinds, refs, strs, ints, raws, ips;
   std::vector<size_t> strAt, strLen;
 };
@@ -89,7 +152,8 @@ inline size_t Digits(uint64_t v, uint8_t* tmp) {
 
 // Decodes into out (total bytes) and offsets (count + 1); false for anything the twin must look at.
 bool Decode(const uint8_t* b, size_t len, const double* times, size_t timesLen, size_t first, uint8_t* out,
-            size_t total, uint32_t* offsets, size_t count, Reader head, size_t fieldCount) {
+            size_t total, uint32_t* offsets, size_t count, Reader head, size_t fieldCount,
+            const std::vector<const ColTokens*>& fieldCols) {
   const uint64_t shapes = head.Varint();
   // Each shape takes two bytes at least: a larger count is damage (and no vector is sized by it).
   if (!head.ok || shapes > len) return false;
@@ -120,6 +184,7 @@ bool Decode(const uint8_t* b, size_t len, const double* times, size_t timesLen, 
   Reader perDoc{}, verbatim{};
   if (!head.Sub(&perDoc) || !head.Sub(&verbatim)) return false;
   std::vector<Column> cols(fieldCount);
+  for (size_t f = 0; f < fieldCount && f < fieldCols.size(); f++) cols[f].ct = fieldCols[f];
   for (auto& c : cols) {
     if (!head.Sub(&c.kinds) || !head.Sub(&c.refs) || !head.Sub(&c.strs) || !head.Sub(&c.ints) ||
         !head.Sub(&c.raws) || !head.Sub(&c.ips))
@@ -204,6 +269,15 @@ bool Decode(const uint8_t* b, size_t len, const double* times, size_t timesLen, 
         }
         out[p++] = '"';
         col.ips.p += 4;
+      } else if (kind == kColumn || kind == kColumnBare) {
+        size_t at = 0, l = 0;
+        if (col.ct == nullptr || !col.ct->Token(first + i, &at, &l)) return false;
+        const size_t q = kind == kColumn ? 2 : 0;
+        if (l + q > total - p) return false;
+        if (q) out[p++] = '"';
+        std::memcpy(out + p, col.ct->table + at, l);
+        p += l;
+        if (q) out[p++] = '"';
       } else {
         return false;
       }
@@ -233,7 +307,15 @@ struct Out {
   void Section(const Out& o) { Bytes(o.v.data(), o.v.size()); }
 };
 
+// A field whose values may refer to a keyword column (twin: DocColumnRef); ords by document of the block.
+struct EncRef {
+  std::string key;
+  uint32_t column = 0;
+  ColTokens tokens;
+};
+
 struct EncColumn {
+  const EncRef* ref = nullptr;
   Out kinds, refs, strs, ints, raws, ips;
   std::unordered_map<std::string, uint32_t> strings;
   bool dedupe = true;
@@ -369,7 +451,8 @@ bool Ipv4(const uint8_t* b, size_t s, size_t e, Out& out) {
 }
 
 
-std::vector<uint8_t> Encode(const uint8_t* raw, const uint32_t* offs, size_t count, const double* times) {
+std::vector<uint8_t> Encode(const uint8_t* raw, const uint32_t* offs, size_t count, const double* times,
+                            const std::vector<EncRef>& refs) {
   std::unordered_map<std::string, uint32_t> fieldIds;
   std::vector<std::string> fieldKeys;
   std::vector<EncColumn> cols;
@@ -413,8 +496,14 @@ std::vector<uint8_t> Encode(const uint8_t* raw, const uint32_t* offs, size_t cou
         if (it == fieldIds.end()) {
           f = static_cast<uint32_t>(fieldKeys.size());
           fieldIds.emplace(name, f);
-          fieldKeys.push_back(name);
           cols.emplace_back();
+          for (const auto& r : refs) {
+            if (r.key == name) {
+              cols.back().ref = &r;
+              break;
+            }
+          }
+          fieldKeys.push_back(std::move(name));
         } else {
           f = it->second;
         }
@@ -456,6 +545,15 @@ std::vector<uint8_t> Encode(const uint8_t* raw, const uint32_t* offs, size_t cou
       const size_t vs = spans[4 * k + 2];
       const size_t ve = spans[4 * k + 3];
       const uint8_t c = raw[vs];
+      if (col.ref != nullptr) {
+        size_t at = 0, l = 0;
+        const size_t q = c == '"' ? 1 : 0;
+        if (col.ref->tokens.Token(i, &at, &l) && ve - vs - 2 * q == l &&
+            std::memcmp(raw + vs + q, col.ref->tokens.table + at, l) == 0) {
+          col.kinds.Byte(q ? kColumn : kColumnBare);
+          continue;
+        }
+      }
       if (c == '"') {
         if (ve - vs == 26) {
           if (timeOk < 0) {
@@ -507,11 +605,13 @@ std::vector<uint8_t> Encode(const uint8_t* raw, const uint32_t* offs, size_t cou
   }
   Out out;
   out.v.reserve(total / 3 + 64);
-  out.Byte(kVersion);
+  out.Byte(refs.empty() ? kVersion : kVersionRefs);
   out.Varint(count);
   out.Varint(total);
   out.Varint(fieldKeys.size());
   for (const auto& k : fieldKeys) out.Bytes(reinterpret_cast<const uint8_t*>(k.data()), k.size());
+  if (!refs.empty())
+    for (const auto& col : cols) out.Varint(col.ref == nullptr ? 0 : uint64_t{col.ref->column} + 1);
   out.Varint(shapeIds.size());
   out.Section(shapes);
   out.Section(perDoc);
@@ -547,7 +647,7 @@ Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info) {
   Napi::Float64Array times = tt.As<Napi::Float64Array>();
   const uint8_t* b = block.Data();
   const size_t len = block.ElementLength();
-  if (len < 1 || b[0] != kVersion) return env.Null();
+  if (len < 1 || (b[0] != kVersion && b[0] != kVersionRefs)) return env.Null();
   Reader head{b, 1, len};
   const uint64_t count = head.Varint();
   const uint64_t total = head.Varint();
@@ -558,11 +658,48 @@ Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info) {
     size_t at = 0, l = 0;
     if (!head.Span(&at, &l)) return env.Null();
   }
+  // Version 2: each field's keyword column, from the columns given (info[3]: per column [table, starts, ords] or
+  // undefined); a reference to a column not given is left to the twin, which throws.
+  std::vector<ColTokens> given;
+  std::vector<const ColTokens*> fieldCols;
+  if (b[0] == kVersionRefs) {
+    Napi::Array columns = info.Length() > 3 && info[3].IsArray() ? info[3].As<Napi::Array>() : Napi::Array::New(env);
+    given.resize(columns.Length());
+    std::vector<bool> have(columns.Length(), false), used(columns.Length(), false);
+    for (uint32_t c = 0; c < columns.Length(); c++) {
+      Napi::Value v = columns.Get(c);
+      if (!v.IsArray()) continue;
+      Napi::Array a = v.As<Napi::Array>();
+      if (a.Length() < 3) continue;
+      Napi::Value t = a.Get(uint32_t{0}), s = a.Get(uint32_t{1}), o = a.Get(uint32_t{2});
+      if (!t.IsTypedArray() || !s.IsTypedArray() || !o.IsTypedArray()) continue;
+      Napi::TypedArray tt2 = t.As<Napi::TypedArray>(), st = s.As<Napi::TypedArray>(), ot = o.As<Napi::TypedArray>();
+      if (tt2.TypedArrayType() != napi_uint8_array || st.TypedArrayType() != napi_uint32_array ||
+          ot.TypedArrayType() != napi_uint32_array)
+        continue;
+      given[c] = ColTokens{t.As<Napi::Uint8Array>().Data(), tt2.ElementLength(), s.As<Napi::Uint32Array>().Data(),
+                           st.ElementLength(), o.As<Napi::Uint32Array>().Data(), ot.ElementLength()};
+      have[c] = true;
+    }
+    for (uint64_t f = 0; f < fieldCount; f++) {
+      const uint64_t c = head.Varint();
+      if (!head.ok) return env.Null();
+      if (c == 0) {
+        fieldCols.push_back(nullptr);
+        continue;
+      }
+      if (c - 1 >= given.size() || !have[c - 1]) return env.Null();
+      fieldCols.push_back(&given[c - 1]);
+      used[c - 1] = true;
+    }
+    for (size_t c = 0; c < given.size(); c++)
+      if (used[c]) given[c].Resolve(static_cast<size_t>(firstD), static_cast<size_t>(count));
+  }
   Napi::Buffer<uint8_t> raw = Napi::Buffer<uint8_t>::New(env, static_cast<size_t>(total));
   Napi::Uint32Array offsets = Napi::Uint32Array::New(env, static_cast<size_t>(count) + 1);
   if (!Decode(b, len, times.Data(), times.ElementLength(), static_cast<size_t>(firstD), raw.Data(),
               static_cast<size_t>(total), offsets.Data(), static_cast<size_t>(count), head,
-              static_cast<size_t>(fieldCount)))
+              static_cast<size_t>(fieldCount), fieldCols))
     return env.Null();
   Napi::Array result = Napi::Array::New(env, 2);
   result.Set(uint32_t{0}, raw);
@@ -600,7 +737,39 @@ Napi::Value EncodeDocBlock(const Napi::CallbackInfo& info) {
       return env.Null();
     }
   }
-  std::vector<uint8_t> out = Encode(raw.Data(), o, n - 1, times.Data());
+  // info[3]: fields whose values may refer to a keyword column, each [key, column, table, starts, ords (one per
+  // document)].
+  std::vector<EncRef> refs;
+  if (info.Length() > 3 && info[3].IsArray()) {
+    Napi::Array a = info[3].As<Napi::Array>();
+    refs.resize(a.Length());
+    for (uint32_t k = 0; k < a.Length(); k++) {
+      Napi::Value v = a.Get(k);
+      Napi::Array r = v.IsArray() ? v.As<Napi::Array>() : Napi::Array::New(env);
+      const bool ok = r.Length() >= 5 && r.Get(uint32_t{0}).IsTypedArray() && r.Get(uint32_t{1}).IsNumber() &&
+                      r.Get(uint32_t{2}).IsTypedArray() && r.Get(uint32_t{3}).IsTypedArray() &&
+                      r.Get(uint32_t{4}).IsTypedArray() &&
+                      r.Get(uint32_t{0}).As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array &&
+                      r.Get(uint32_t{2}).As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array &&
+                      r.Get(uint32_t{3}).As<Napi::TypedArray>().TypedArrayType() == napi_uint32_array &&
+                      r.Get(uint32_t{4}).As<Napi::TypedArray>().TypedArrayType() == napi_uint32_array &&
+                      r.Get(uint32_t{4}).As<Napi::TypedArray>().ElementLength() == n - 1;
+      if (!ok) {
+        Napi::TypeError::New(env, "encodeDocBlock: refs of [key, column, table, starts, ords (one per document)]")
+            .ThrowAsJavaScriptException();
+        return env.Null();
+      }
+      Napi::Uint8Array key = r.Get(uint32_t{0}).As<Napi::Uint8Array>();
+      Napi::Uint8Array table = r.Get(uint32_t{2}).As<Napi::Uint8Array>();
+      Napi::Uint32Array starts = r.Get(uint32_t{3}).As<Napi::Uint32Array>();
+      Napi::Uint32Array ords = r.Get(uint32_t{4}).As<Napi::Uint32Array>();
+      refs[k].key.assign(reinterpret_cast<const char*>(key.Data()), key.ElementLength());
+      refs[k].column = static_cast<uint32_t>(r.Get(uint32_t{1}).As<Napi::Number>().Uint32Value());
+      refs[k].tokens = ColTokens{table.Data(), table.ElementLength(), starts.Data(), starts.ElementLength(),
+                                 ords.Data(),  ords.ElementLength()};
+    }
+  }
+  std::vector<uint8_t> out = Encode(raw.Data(), o, n - 1, times.Data(), refs);
   return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }
 

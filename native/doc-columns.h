@@ -4,10 +4,12 @@
 #include <napi.h>
 
 namespace tidepool {
-// decodeDocBlock(block: Uint8Array, times: Float64Array, first) -> [raw: Buffer, offsets: Uint32Array] or null (the
-// twin decides: a damaged block, a time before 1970)
+// decodeDocBlock(block: Uint8Array, times: Float64Array, first, columns?: per keyword column [table: Uint8Array,
+// starts: Uint32Array, ords: Uint32Array] or undefined) -> [raw: Buffer, offsets: Uint32Array] or null (the twin
+// decides: a damaged block, a time before 1970, a reference to a column not given or not holding the token)
 Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info);
-// encodeDocBlock(raw: Uint8Array, offsets: Uint32Array (documents + 1), times: Float64Array (one per document)) ->
-// Buffer: the bytes encodeDocBlockTs writes for the same documents
+// encodeDocBlock(raw: Uint8Array, offsets: Uint32Array (documents + 1), times: Float64Array (one per document),
+// refs?: [key, column, table, starts, ords (one per document)][]) -> Buffer: the bytes encodeDocBlockTs writes for
+// the same documents
 Napi::Value EncodeDocBlock(const Napi::CallbackInfo& info);
 }  // namespace tidepool

@@ -54,11 +54,23 @@ export const hitWriting: { writeHits: WriteHits; joinHits: JoinHits } = addon &&
  * when built, which answers null for what its twin (src/logstore/storage/doc-columns.ts decodeDocBlock) must decide
  * (a damaged block, a time before 1970); null when not built.
  */
-export type DecodeDocBlockNative = (block: Uint8Array, times: Float64Array, first: number) => [Buffer, Uint32Array] | null;
+export type DecodeDocBlockNative = (
+  block: Uint8Array,
+  times: Float64Array,
+  first: number,
+  /** Per keyword column a block may refer to (format 5): its token table, the table's starts, its ords by document. */
+  columns?: ([Uint8Array, Uint32Array, Uint32Array] | undefined)[],
+) => [Buffer, Uint32Array] | null;
 export const decodeDocBlockNative: DecodeDocBlockNative | null =
   addon && typeof addon.decodeDocBlock === 'function' ? (addon.decodeDocBlock as DecodeDocBlockNative) : null;
 
 /** The same block made in C++ from the documents one after the other (twin: encodeDocBlockTs, same bytes). */
-export type EncodeDocBlockNative = (raw: Uint8Array, offsets: Uint32Array, times: Float64Array) => Buffer;
+export type EncodeDocBlockNative = (
+  raw: Uint8Array,
+  offsets: Uint32Array,
+  times: Float64Array,
+  /** Fields whose values may refer to a keyword column: key, column, token table, starts, ords of these documents. */
+  refs?: [Uint8Array, number, Uint8Array, Uint32Array, Uint32Array][],
+) => Buffer;
 export const encodeDocBlockNative: EncodeDocBlockNative | null =
   addon && typeof addon.encodeDocBlock === 'function' ? (addon.encodeDocBlock as EncodeDocBlockNative) : null;

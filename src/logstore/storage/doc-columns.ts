@@ -1,5 +1,5 @@
-// Column-wise document blocks (fraction format 4): a block of JSON documents split into their key sequences with
-// the exact bytes between values ("shapes") and each field's values as streams, so that one Brotli pass sees like
+// Column-wise document blocks (fraction formats 4 and 5): a block of JSON documents split into their key sequences
+// with the exact bytes between values ("shapes") and each field's values as streams, so that one Brotli pass sees like
 // next to like; decoding gives back every document byte for byte.
 import { decodeDocBlockNative, encodeDocBlockNative } from '../../native/index.js';
 import type { DocRef } from './fraction-view.js';
@@ -8,8 +8,9 @@ import type { DocRef } from './fraction-view.js';
  * Layout of a block (before compression; every number an unsigned LEB128 varint, `bytes` a varint length and the
  * bytes):
  *
- *   u8 version (1)  docs  total bytes of the documents
+ *   u8 version (1, or 2 with column references)  docs  total bytes of the documents
  *   fields  then per field: bytes (its key, as written between the quotes)
+ *   version 2: per field a varint, 0 or 1 + the keyword column (meta.json `columns` index) its values may refer to
  *   shapes  then per shape: slots, per slot a field index, then slots + 1 literals (bytes: what lies between values)
  *   per document: 0 (kept verbatim) or 1 + its shape
  *   verbatim documents: bytes each, in order
@@ -21,19 +22,110 @@ import type { DocRef } from './fraction-view.js';
  * as the shortest decimal of an integer of at most 15 digits), TIME (the string is the ISO 8601 form of the
  * document's time, as Date.toISOString writes it: nothing stored), RAW (bytes: numbers in other spellings, true,
  * false, null, nested objects and arrays) or IPV4 (a string of four decimal octets without leading zeros: 4 bytes in
- * the addresses). A document the scanner does not split (not an object, text after it, an unterminated string) is
+ * the addresses); in version 2 also COLUMN and COLUMN_BARE (the value is the field's keyword column token of the
+ * document, byte for byte, between quotes or bare: nothing stored; the decoder takes the token from the column and
+ * the dictionary). A document the scanner does not split (not an object, text after it, an unterminated string) is
  * kept verbatim; split or not, the bytes decoded are the bytes encoded, which the encoder does not assume: every
  * typed value is checked to print back as it was. native/doc-columns.cc makes and decodes the same blocks.
  */
 const VERSION = 1;
+const VERSION_REFS = 2;
 const STRING = 0;
 const INTEGER = 1;
 const TIME = 2;
 const RAW = 3;
 const IPV4 = 4;
+const COLUMN = 5;
+const COLUMN_BARE = 6;
+/** A document without a value in a keyword column. */
+const NO_TOKEN = 0xffffffff;
+
+/**
+ * A keyword column's tokens by document, for references: document i's token is table[starts[o], starts[o + 1]) for
+ * o = ords[i] (NO_TOKEN: none). The seal gives the active fraction's ordinals, a reader the sealed ranks; the bytes
+ * of a token are the same (tokenTable).
+ */
+export interface ColumnTokens {
+  table: Buffer;
+  starts: Uint32Array;
+  ords: Uint32Array;
+}
+
+/** A field whose values the encoder may replace by a reference to its keyword column `column`. */
+export interface DocColumnRef {
+  /** The field's key as written between the quotes. */
+  key: Buffer;
+  column: number;
+  tokens: ColumnTokens;
+}
+
+/**
+ * The token table of a column (see ColumnTokens) from its tokens by ordinal: a token that is not all ASCII is empty
+ * here (so only ASCII tokens, whose code units are their UTF-8 bytes, are referred to by text). The seal and the
+ * reader both make their tables with this function.
+ */
+export function tokenTable(count: number, token: (o: number) => string): { table: Buffer; starts: Uint32Array } {
+  const starts = new Uint32Array(count + 1);
+  const texts: string[] = new Array(count);
+  let bytes = 0;
+  for (let o = 0; o < count; o++) {
+    const t = token(o);
+    const ascii = /^[\x00-\x7f]*$/.test(t);
+    texts[o] = ascii ? t : '';
+    bytes += ascii ? t.length : 0;
+  }
+  const table = Buffer.allocUnsafe(bytes);
+  let p = 0;
+  for (let o = 0; o < count; o++) {
+    starts[o] = p;
+    p += table.write(texts[o]!, p, 'latin1');
+  }
+  starts[count] = p;
+  return { table, starts };
+}
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+
+/**
+ * tokenTable from a field's sorted tokens as bytes (one byte a code unit) and their lengths, without strings: the same
+ * table (ASCII tokens as their bytes, others empty) by rank.
+ */
+export function tokenTableOfBytes(bytes: Buffer, lens: Uint32Array): { table: Buffer; starts: Uint32Array } {
+  const n = lens.length;
+  const starts = new Uint32Array(n + 1);
+  let high = false;
+  for (let k = 0; k < bytes.length && !high; k++) high = bytes[k]! >= 0x80;
+  if (!high) {
+    // Every token ASCII (the usual case): the bytes are the table.
+    let q = 0;
+    for (let r = 0; r < n; r++) {
+      starts[r] = q;
+      q += lens[r]!;
+    }
+    starts[n] = q;
+    return { table: bytes.subarray(0, q), starts };
+  }
+  const table = Buffer.allocUnsafe(bytes.length);
+  let p = 0;
+  let q = 0;
+  for (let r = 0; r < n; r++) {
+    const l = lens[r]!;
+    starts[r] = q;
+    let ascii = true;
+    for (let k = p; k < p + l; k++) if (bytes[k]! >= 0x80) ascii = false;
+    if (ascii) {
+      if (l < 32) for (let k = p; k < p + l; k++) table[q++] = bytes[k]!;
+      else {
+        table.set(bytes.subarray(p, p + l), q);
+        q += l;
+      }
+    }
+    p += l;
+  }
+  starts[n] = q;
+  return { table: table.subarray(0, q), starts };
+}
 
 /** A growable byte buffer with varint writers. */
 class Out {
@@ -185,6 +277,8 @@ function canonicalInt(b: Uint8Array, s: number, e: number): number | null {
 }
 
 interface FieldCol {
+  /** The keyword column its values may refer to, or null. */
+  ref: DocColumnRef | null;
   kinds: Out;
   refs: Out;
   strs: Out;
@@ -197,8 +291,9 @@ interface FieldCol {
   hits: number;
 }
 
-function newCol(): FieldCol {
+function newCol(ref: DocColumnRef | null): FieldCol {
   return {
+    ref,
     kinds: new Out(),
     refs: new Out(),
     strs: new Out(),
@@ -302,8 +397,9 @@ function stringKey(b: Buffer, s: number, e: number): string | number {
   return v;
 }
 
-function sameBytes(a: Buffer, b: Buffer, at: number, len: number): boolean {
-  for (let i = 0; i < len; i++) if (a[i] !== b[at + i]) return false;
+/** Whether a[at, at + len) are the bytes of b at `bAt`. */
+function sameBytes(b: Buffer, a: Buffer, at: number, len: number, bAt: number): boolean {
+  for (let i = 0; i < len; i++) if (a[at + i] !== b[bAt + i]) return false;
   return true;
 }
 
@@ -316,8 +412,9 @@ export function encodeDocBlock(
   times: ArrayLike<number>,
   first: number,
   end: number,
+  refs: readonly DocColumnRef[] = [],
 ): Buffer {
-  if (!encodeDocBlockNative) return encodeDocBlockTs(doc, times, first, end);
+  if (!encodeDocBlockNative) return encodeDocBlockTs(doc, times, first, end, refs);
   let bytes = 0;
   for (let i = first; i < end; i++) {
     const r = doc(i);
@@ -336,18 +433,25 @@ export function encodeDocBlock(
     times instanceof Float64Array
       ? times.subarray(first, end)
       : Float64Array.from({ length: end - first }, (_, k) => times[first + k]!);
-  return encodeDocBlockNative(raw, offsets, t);
+  return encodeDocBlockNative(
+    raw,
+    offsets,
+    t,
+    refs.map((r) => [r.key, r.column, r.tokens.table, r.tokens.starts, r.tokens.ords.subarray(first, end)]),
+  );
 }
 
 /**
  * Encodes documents first..end-1 (`doc(i)` gives each one's bytes; the object may be reused) whose times are
- * times[i], as one column-wise block (see the layout above).
+ * times[i], as one column-wise block (see the layout above). With `refs` (version 2), a value of a field named
+ * there that is byte for byte its document's token in the column (refs[k].tokens.ords[i]) is written as a reference.
  */
 export function encodeDocBlockTs(
   doc: (i: number) => DocRef,
   times: ArrayLike<number>,
   first: number,
   end: number,
+  refs: readonly DocColumnRef[] = [],
 ): Buffer {
   const fieldIds = new Map<string, number>();
   const fieldKeys: Buffer[] = [];
@@ -384,8 +488,9 @@ export function encodeDocBlockTs(
         if (f === undefined) {
           f = fieldKeys.length;
           fieldIds.set(name, f);
-          fieldKeys.push(Buffer.from(b.subarray(spans[4 * k]!, spans[4 * k + 1]!)));
-          cols.push(newCol());
+          const keyBytes = Buffer.from(b.subarray(spans[4 * k]!, spans[4 * k + 1]!));
+          fieldKeys.push(keyBytes);
+          cols.push(newCol(refs.find((r) => r.key.equals(keyBytes)) ?? null));
         }
         const vs = spans[4 * k + 2]!;
         key += `${f}:${vs - at}:${b.toString('latin1', at, vs)}`;
@@ -415,10 +520,23 @@ export function encodeDocBlockTs(
       const vs = spans[4 * k + 2]!;
       const ve = spans[4 * k + 3]!;
       const c = b[vs]!;
+      const ref = col.ref;
+      if (ref !== null) {
+        const o = ref.tokens.ords[i]!;
+        if (o !== NO_TOKEN && o + 1 < ref.tokens.starts.length) {
+          const ts = ref.tokens.starts[o]!;
+          const tl = ref.tokens.starts[o + 1]! - ts;
+          const quoted = c === QUOTE ? 1 : 0;
+          if (ve - vs - 2 * quoted === tl && sameBytes(b, ref.tokens.table, ts, tl, vs + quoted)) {
+            col.kinds.byte(quoted ? COLUMN : COLUMN_BARE);
+            continue;
+          }
+        }
+      }
       if (c === QUOTE) {
         if (ve - vs === 26) {
           if (timeOk < 0) timeOk = iso.valid(times[i]!) ? (iso.write(isoBytes, 0, times[i]!), 1) : 0;
-          if (timeOk === 1 && sameBytes(isoBytes, b, vs + 1, 24)) {
+          if (timeOk === 1 && sameBytes(b, isoBytes, 0, 24, vs + 1)) {
             col.kinds.byte(TIME);
             continue;
           }
@@ -458,11 +576,12 @@ export function encodeDocBlockTs(
     }
   }
   const out = new Out(total >>> 2);
-  out.byte(VERSION);
+  out.byte(refs.length > 0 ? VERSION_REFS : VERSION);
   out.varint(end - first);
   out.varint(total);
   out.varint(fieldKeys.length);
   for (const k of fieldKeys) out.bytes(k, 0, k.length);
+  if (refs.length > 0) for (const col of cols) out.varint(col.ref === null ? 0 : col.ref.column + 1);
   out.varint(shapeIds.size);
   out.bytes(shapes.buf, 0, shapes.len);
   out.section(perDoc);
@@ -554,6 +673,8 @@ class In {
 }
 
 interface ColIn {
+  /** The column its references read, or null. */
+  col: ColumnTokens | null;
   kinds: In;
   refs: In;
   strs: In;
@@ -610,29 +731,73 @@ function writeInt(out: Buffer, p: number, z: number): number {
  * Decodes a block made by encodeDocBlock (see decodeDocBlockTs), in the addon when it is built and takes the block
  * (it leaves damaged blocks and times before 1970 to the TypeScript twin, which throws or decodes them).
  */
-export function decodeDocBlock(buf: Buffer, times: Float64Array, first: number): { raw: Buffer; offsets: Uint32Array } {
-  const fast = decodeDocBlockNative?.(buf, times, first);
+export function decodeDocBlock(
+  buf: Buffer,
+  times: Float64Array,
+  first: number,
+  columns: readonly (ColumnTokens | undefined)[] = [],
+): { raw: Buffer; offsets: Uint32Array } {
+  const fast = decodeDocBlockNative?.(
+    buf,
+    times,
+    first,
+    columns.map((c) => (c ? [c.table, c.starts, c.ords] : undefined)),
+  );
   if (fast) return { raw: fast[0], offsets: fast[1] };
-  return decodeDocBlockTs(buf, times, first);
+  return decodeDocBlockTs(buf, times, first, columns);
+}
+
+/** The keyword columns (meta.json `columns` indexes) a block's references read: none before version 2. */
+export function blockColumns(buf: Buffer): number[] {
+  if (buf[0] !== VERSION_REFS) return [];
+  const head = new In(buf, 1, buf.length);
+  head.varint();
+  head.varint();
+  const fieldCount = head.varint();
+  for (let f = 0; f < fieldCount; f++) head.span();
+  const out: number[] = [];
+  for (let f = 0; f < fieldCount; f++) {
+    const c = head.varint();
+    if (c > 0 && !out.includes(c - 1)) out.push(c - 1);
+  }
+  return out;
 }
 
 /**
  * Decodes a block made by encodeDocBlock: the documents concatenated, and where each starts (offsets[i]; the last
- * entry is the end). times[first + i] is document i's time. Throws on any inconsistency (a damaged block).
+ * entry is the end). times[first + i] is document i's time, columns[c] the tokens of keyword column c by document
+ * (for references, version 2). Throws on any inconsistency (a damaged block).
  */
 export function decodeDocBlockTs(
   buf: Buffer,
   times: ArrayLike<number>,
   first: number,
+  columns: readonly (ColumnTokens | undefined)[] = [],
 ): { raw: Buffer; offsets: Uint32Array } {
   const head = new In(buf, 0, buf.length);
-  if (buf[0] !== VERSION) throw new Error(`document block version ${buf[0]}, expected ${VERSION}`);
+  const version = buf[0];
+  if (version !== VERSION && version !== VERSION_REFS)
+    throw new Error(`document block version ${buf[0]}, expected ${VERSION} or ${VERSION_REFS}`);
   head.p = 1;
   const count = head.varint();
   const total = head.varint();
   if (count > buf.length * 8 + 1 || total > 2 ** 31) throw new Error(`${count} documents of ${total} bytes`);
   const fieldCount = head.varint();
   for (let f = 0; f < fieldCount; f++) head.span();
+  const fieldColumn: (ColumnTokens | null)[] = [];
+  for (let f = 0; f < fieldCount; f++) {
+    if (version !== VERSION_REFS) {
+      fieldColumn.push(null);
+      continue;
+    }
+    const c = head.varint();
+    if (c === 0) fieldColumn.push(null);
+    else {
+      const col = columns[c - 1];
+      if (!col) throw new Error(`field ${f} refers to keyword column ${c - 1}, not given`);
+      fieldColumn.push(col);
+    }
+  }
   const shapeCount = head.varint();
   const shapesIn = head.sub();
   // Per shape: its slots' fields, and its literals' starts and ends in `buf`.
@@ -660,6 +825,7 @@ export function decodeDocBlockTs(
   const cols: ColIn[] = [];
   for (let f = 0; f < fieldCount; f++) {
     cols.push({
+      col: fieldColumn[f]!,
       kinds: head.sub(),
       refs: head.sub(),
       strs: head.sub(),
@@ -740,6 +906,20 @@ export function decodeDocBlockTs(
         raw[p++] = QUOTE;
         ips.p += 4;
         if (p > total) throw new Error('documents longer than the block says');
+      } else if (kind === COLUMN || kind === COLUMN_BARE) {
+        const ct = col.col;
+        if (ct === null) throw new Error(`field ${slots[k]} refers to no column`);
+        if (first + i >= ct.ords.length) throw new Error(`document ${first + i} past its column`);
+        const o = ct.ords[first + i]!;
+        if (o === NO_TOKEN || o + 1 >= ct.starts.length) throw new Error(`document ${first + i}: no column token`);
+        const ts = ct.starts[o]!;
+        const te = ct.starts[o + 1]!;
+        if (ts > te || te > ct.table.length) throw new Error(`column token ${o} out of its table`);
+        const q = kind === COLUMN ? 2 : 0;
+        if (te - ts + q > total - p) throw new Error('documents longer than the block says');
+        if (q) raw[p++] = QUOTE;
+        p = copy(ct.table, ts, te, raw, p);
+        if (q) raw[p++] = QUOTE;
       } else if (kind === RAW) {
         vs = col.raws.span();
         ve = col.raws.p;

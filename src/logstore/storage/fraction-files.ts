@@ -13,8 +13,11 @@ import zlib from 'node:zlib';
  * ids' time half is the time), posting-list offsets as varint lengths and counts (sealed-arrays.ts), dense posting
  * lists as runs or bitmaps (dense-postings.ts), keyword columns as byte planes, the dictionary front-coded
  * (token-dict.ts). Formats 1-3 are still read as they were written.
+ * 5: a document block's value that is byte for byte its keyword column's token of the document refers to the column
+ * (doc-columns.ts, block version 2): the reader takes the token from the column and the dictionary. Formats 1-4 are
+ * still read as they were written.
  */
-export const FRACTION_FORMAT = 4;
+export const FRACTION_FORMAT = 5;
 
 /** Bytes of postings.bin per checksum: a posting list read verifies the chunks it touches, once per open fraction. */
 export const POSTINGS_CHUNK = 64 * 1024;

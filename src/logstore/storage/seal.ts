@@ -1,5 +1,6 @@
-// Seals an active fraction into immutable files (format 4): documents sorted by (time, id) in column-wise compressed
-// blocks, a sorted token dictionary, delta-varint posting lists, keyword columns and numeric columns.
+// Seals an active fraction into immutable files (format 5): documents sorted by (time, id) in column-wise compressed
+// blocks (referring to keyword columns), a sorted token dictionary, delta-varint posting lists, keyword columns and
+// numeric columns.
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { encodePostingsInto } from '../../native/postings.js';
@@ -25,7 +26,7 @@ import {
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { encodeNumericColumn, tokenNumbers } from './numeric-column.js';
-import { encodeDocBlock } from './doc-columns.js';
+import { type DocColumnRef, encodeDocBlock } from './doc-columns.js';
 import { encodeIdTails, encodeOffsets, encodeTimes, toPlanes } from './sealed-arrays.js';
 import { shortenPostings } from './dense-postings.js';
 
@@ -170,6 +171,50 @@ function columnNumbers(ranks: Uint32Array, sorted: DictField): Float64Array | nu
   return out;
 }
 
+/**
+ * A keyword column's tokens by active ordinal as doc-columns.ts tokenTable makes them (ASCII tokens as their bytes,
+ * others empty), from the field's sorted dictionary of one byte per code unit, without making strings.
+ */
+function ordinalTable(frac: ActiveFraction, sorted: DictField, count: number): { table: Buffer; starts: Uint32Array } {
+  const { ids, lens, bytes } = sorted;
+  const at = new Uint32Array(count);
+  const len = new Uint32Array(count);
+  let p = 0;
+  let total = 0;
+  for (let r = 0; r < ids.length; r++) {
+    const l = lens[r]!;
+    const o = frac.index.columnOrdinal(ids[r]!);
+    if (o >= 0) {
+      let ascii = true;
+      for (let k = p; k < p + l; k++) if (bytes[k]! >= 0x80) ascii = false;
+      if (ascii) {
+        at[o] = p;
+        len[o] = l;
+        total += l;
+      }
+    }
+    p += l;
+  }
+  const table = Buffer.allocUnsafe(total);
+  const starts = new Uint32Array(count + 1);
+  let q = 0;
+  for (let o = 0; o < count; o++) {
+    starts[o] = q;
+    table.set(bytes.subarray(at[o]!, at[o]! + len[o]!), q);
+    q += len[o]!;
+  }
+  starts[count] = q;
+  return { table, starts };
+}
+
+/** Active ordinals of a keyword column in sealed order. */
+function ordsInOrder(ords: Uint32Array, order: Uint32Array | null, n: number): Uint32Array {
+  if (order === null) return ords.subarray(0, n);
+  const out = new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = ords[order[i]!]!;
+  return out;
+}
+
 /** Local ids of client-id entries renumbered to sealed ids. */
 function renumber(locals: Uint32Array | number[], newOf: Uint32Array): void {
   for (let i = 0; i < locals.length; i++) locals[i] = newOf[locals[i]!]!;
@@ -197,26 +242,6 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   put(FILES.times, compress(encodeTimes(sortedTimes)));
   put(FILES.ids, compress(encodeIdTails((i) => frac.tail(order[i]!), n)));
 
-  // Document blocks, column-wise (doc-columns.ts).
-  const blocks: [number, number, number, number][] = [];
-  const parts: Buffer[] = [];
-  let fileOff = 0;
-  const docOf = (i: number) => frac.docRef(order[i]!);
-  for (let start = 0; start < n;) {
-    const end = blockEnd(frac, order, start);
-    const c = compress(encodeDocBlock(docOf, sortedTimes, start, end), DOC_QUALITY);
-    blocks.push([fileOff, c.length, start, crc32c(c)]);
-    parts.push(c);
-    fileOff += c.length;
-    start = end;
-  }
-  put(FILES.docs, Buffer.concat(parts));
-
-  // Dictionary, offsets, postings. Every list is encoded into one buffer (5 bytes per id at most), and each
-  // token's rank in its field's sorted dictionary is kept by token id for the keyword columns below.
-  // Lists in the sealed ids: inverted straight in (time, id) order when documents arrived out of it (concurrent
-  // senders), so every list comes out sorted, with no remapping and sort of each list.
-  const inverted = identity ? frac.index.all() : frac.index.allInOrder(order);
   const fields = frac.index
     .fields()
     .map((f) => f.name)
@@ -234,6 +259,46 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
     dictIds.push(sorted.ids);
     tokenCount += sorted.ids.length;
   }
+
+  // Format 5: a document's value that is byte for byte its keyword column's token is stored as a reference to the
+  // column (every keyword field whose tokens are one byte a code unit; the column index is its place in `columns`).
+  const refs: DocColumnRef[] = [];
+  let columnIndex = 0;
+  for (let fi = 0; fi < fields.length; fi++) {
+    const col = frac.index.columnOrds(fields[fi]!);
+    if (!col) continue;
+    if (!dict[fi]!.wide)
+      refs.push({
+        key: Buffer.from(fields[fi]!),
+        column: columnIndex,
+        tokens: {
+          ...ordinalTable(frac, dict[fi]!, col.count),
+          ords: ordsInOrder(col.ords, identity ? null : order, n),
+        },
+      });
+    columnIndex++;
+  }
+
+  // Document blocks, column-wise (doc-columns.ts).
+  const blocks: [number, number, number, number][] = [];
+  const parts: Buffer[] = [];
+  let fileOff = 0;
+  const docOf = (i: number) => frac.docRef(order[i]!);
+  for (let start = 0; start < n;) {
+    const end = blockEnd(frac, order, start);
+    const c = compress(encodeDocBlock(docOf, sortedTimes, start, end, refs), DOC_QUALITY);
+    blocks.push([fileOff, c.length, start, crc32c(c)]);
+    parts.push(c);
+    fileOff += c.length;
+    start = end;
+  }
+  put(FILES.docs, Buffer.concat(parts));
+
+  // Dictionary, offsets, postings. Every list is encoded into one buffer (5 bytes per id at most), and each
+  // token's rank in its field's sorted dictionary is kept by token id for the keyword columns below.
+  // Lists in the sealed ids: inverted straight in (time, id) order when documents arrived out of it (concurrent
+  // senders), so every list comes out sorted, with no remapping and sort of each list.
+  const inverted = identity ? frac.index.all() : frac.index.allInOrder(order);
   const { offs, counts, rankOf, postings } = encodeAllPostings(dictIds, tokenCount, inverted);
   put(FILES.dict, compress(encodeDict(dict)));
   put(FILES.offsets, compress(encodeOffsets(offs, counts), OFFSETS_QUALITY));

@@ -23,7 +23,7 @@ import {
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
-import { decodeDict } from './token-dict.js';
+import { decodeDict, fieldTokenBytes } from './token-dict.js';
 import {
   BLOCK_DOCS,
   type NumericBlocks,
@@ -36,7 +36,7 @@ import {
 } from './numeric-column.js';
 import { rangeNumber } from '../query/plan.js';
 import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
-import { decodeDocBlock } from './doc-columns.js';
+import { type ColumnTokens, blockColumns, decodeDocBlock, tokenTableOfBytes } from './doc-columns.js';
 import { decodeIds, decodeOffsets, decodeTimes, fromPlanes } from './sealed-arrays.js';
 import { decodeShort, isShort } from './dense-postings.js';
 
@@ -103,6 +103,8 @@ export class SealedFraction implements FractionView {
   private offs: Uint32Array | null = null;
   private counts: Uint32Array | null = null;
   private readonly cols = new Map<string, Column>();
+  /** Keyword columns as document blocks refer to them (format 5), by meta.json `columns` index. */
+  private readonly colTokens = new Map<number, ColumnTokens>();
   private readonly nums = new Map<string, NumericColumn>();
   /** Numeric columns read for range filters and not decoded: their bytes and block index (about 2 bytes a value). */
   private readonly numBlocks = new Map<string, NumericBlocks>();
@@ -370,7 +372,7 @@ export class SealedFraction implements FractionView {
     const first = this.meta.blocks[index]![2];
     const end = index + 1 < this.meta.blocks.length ? this.meta.blocks[index + 1]![2] : this.docCount;
     const { raw, offsets } = this.compact
-      ? this.decoded(FILES.docs, () => decodeDocBlock(inflated, this.times(), first))
+      ? this.decoded(FILES.docs, () => decodeDocBlock(inflated, this.times(), first, this.blockRefs(inflated)))
       : this.decoded(FILES.docs, () => rowBlock(inflated));
     const count = offsets.length - 1;
     if (count !== end - first)
@@ -379,6 +381,45 @@ export class SealedFraction implements FractionView {
     this.blockCache.set(index, block);
     if (this.blockCache.size > BLOCK_CACHE) this.blockCache.delete(this.blockCache.keys().next().value!);
     return block;
+  }
+
+  /** The keyword columns a document block refers to (format 5), by meta.json `columns` index. */
+  private blockRefs(inflated: Buffer): (ColumnTokens | undefined)[] {
+    const out: (ColumnTokens | undefined)[] = [];
+    if (this.meta.format < 5) return out;
+    let dict: Buffer | null = null;
+    for (const c of blockColumns(inflated)) {
+      if (c >= this.meta.columns.length) continue;
+      out[c] = this.colTokens.get(c) ?? this.columnTokens(c, (dict ??= this.read(FILES.dict)));
+      touchColumn(this.key('refs', this.meta.columns[c]!));
+    }
+    return out;
+  }
+
+  /**
+   * Keyword column c's tokens by document, as document blocks refer to them: its ranks (col-<c>.bin) and its field's
+   * tokens from the decompressed `dict` as one table by rank (tokenTableOfBytes: no strings made, no other field
+   * decoded, no offsets read), made once while the fraction is open and kept in the thread's column memory.
+   */
+  private columnTokens(c: number, dict: Buffer): ColumnTokens {
+    const field = this.meta.columns[c]!;
+    const ft = this.decoded(FILES.dict, () => fieldTokenBytes(dict, field));
+    // The seal refers only to fields of one byte a code unit.
+    if (!ft || ft.wide) throw this.damaged(FILES.docs, `a block refers to the column of ${field}, not referable`);
+    let ords = this.cols.get(field)?.ords as Uint32Array | undefined;
+    if (!ords) {
+      const file = FILES.column(c);
+      const buf = this.read(file);
+      ords = this.decoded(file, () => fromPlanes(buf));
+      if (ords.length !== this.docCount)
+        throw this.damaged(file, `${ords.length} documents, the fraction has ${this.docCount}`);
+    }
+    const ct: ColumnTokens = { ...tokenTableOfBytes(ft.bytes, ft.lens), ords };
+    this.colTokens.set(c, ct);
+    chargeColumn(this.key('refs', field), ct.table.length + ct.starts.byteLength + ords.byteLength, () =>
+      this.colTokens.delete(c),
+    );
+    return ct;
   }
 
   private blockOf(local: number): number {

@@ -147,6 +147,46 @@ export function decodeDict(buf: Buffer): [string, string[]][] {
 /** Version 2 (see encodeDict). */
 function decodeFrontCoded(buf: Buffer): [string, string[]][] {
   const out: [string, string[]][] = [];
+  frontCodedFields(buf, null, (name, whole, lens, wide) => {
+    const text = whole.toString(wide ? 'utf16le' : 'latin1');
+    const tokens = new Array<string>(lens.length);
+    let at = 0;
+    for (let r = 0; r < lens.length; r++) {
+      tokens[r] = text.slice(at, at + lens[r]!);
+      at += lens[r]!;
+    }
+    out.push([name, tokens]);
+  });
+  return out;
+}
+
+/**
+ * One field's sorted tokens as bytes (code units, one byte each unless `wide`) and their lengths in code units, from
+ * a version 2 dict.bin, without making strings (what document blocks that refer to keyword columns need, format 5);
+ * null when the field is not in it. Throws when the file is not version 2 or does not decode.
+ */
+export function fieldTokenBytes(
+  buf: Buffer,
+  field: string,
+): { bytes: Buffer; lens: Uint32Array; wide: boolean } | null {
+  if (buf.length < 4 || buf[3] !== FRONT_CODED) throw new Error('dict.bin: not front-coded');
+  for (let i = 0; i < MAGIC.length - 1; i++) {
+    if (buf[i] !== MAGIC[i]) throw new Error(`dict.bin: unknown format (first byte ${buf[0]})`);
+  }
+  let found: { bytes: Buffer; lens: Uint32Array; wide: boolean } | null = null;
+  frontCodedFields(buf, field, (_, bytes, lens, wide) => (found = { bytes, lens, wide }));
+  return found;
+}
+
+/**
+ * Walks a version 2 dict.bin, calling `each` with every field's tokens whole (one after the other) and lengths, or
+ * only `only`'s (the others are checked and skipped, not decoded).
+ */
+function frontCodedFields(
+  buf: Buffer,
+  only: string | null,
+  each: (name: string, whole: Buffer, lens: Uint32Array, wide: boolean) => void,
+): void {
   const need = (p: number, bytes: number, what: string) => {
     if (p + bytes > buf.length) throw new Error(`dict.bin: ${what} runs past the end of the file`);
   };
@@ -175,6 +215,7 @@ function decodeFrontCoded(buf: Buffer): [string, string[]][] {
     need(p, units * width, `field ${name}`);
     const restAt = p;
     p += units * width;
+    if (only !== null && name !== only) continue;
     let q = lensAt;
     const varint = () => {
       let v = 0;
@@ -214,15 +255,7 @@ function decodeFrontCoded(buf: Buffer): [string, string[]][] {
       for (let i = 0; i < restBytes; i++) whole[w++] = buf[from++]!;
       prevAt = at;
     }
-    const text = whole.toString(enc === UTF16 ? 'utf16le' : 'latin1');
-    const tokens = new Array<string>(n);
-    let at = 0;
-    for (let r = 0; r < n; r++) {
-      tokens[r] = text.slice(at, at + lens[r]!);
-      at += lens[r]!;
-    }
-    out.push([name, tokens]);
+    each(name, whole, lens, enc === UTF16);
   }
   if (p !== buf.length) throw new Error(`dict.bin: ${buf.length - p} bytes after the last field`);
-  return out;
 }

@@ -283,7 +283,7 @@ describe('aggregations over columns', () => {
         // The sealed fraction carries a numeric column of n, which holds each document's number.
         const [frac] = sealedDirs(dir);
         const sf = new SealedFraction(frac!);
-        expect(sf.meta.format).toBe(4);
+        expect(sf.meta.format).toBe(5);
         const col = sf.numeric('n');
         expect(col).not.toBeNull();
         for (let local = 0; local < sf.docCount; local++) {

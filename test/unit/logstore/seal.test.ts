@@ -198,7 +198,7 @@ describe('sealFraction', () => {
         blocks: number[][];
         postingsChunks: number[];
       };
-      expect(meta.format).toBe(4);
+      expect(meta.format).toBe(5);
       expect(meta.blocks.length).toBeGreaterThan(1);
       expect(meta.blocks.every((b) => b.length === 4)).toBe(true);
       readAll(frac);

@@ -1,6 +1,7 @@
-// Format 4 of sealed fractions: column-wise document blocks give back every document byte for byte, the compact
-// times, ids, offsets and dense posting lists read back as written, and a fraction sealed by a format 3 build reads
-// the same as the format 4 seal of its documents.
+// Formats 4 and 5 of sealed fractions: column-wise document blocks give back every document byte for byte (with
+// values referring to their keyword columns since format 5), the compact times, ids, offsets and dense posting lists
+// read back as written, and fractions sealed by format 3 and 4 builds read the same as today's seal of their
+// documents.
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,11 +9,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseMapping } from '../../../src/logstore/mapping.js';
 import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js';
 import {
+  type ColumnTokens,
+  type DocColumnRef,
+  blockColumns,
   decodeDocBlock,
   decodeDocBlockTs,
   encodeDocBlock,
   encodeDocBlockTs,
+  tokenTable,
+  tokenTableOfBytes,
 } from '../../../src/logstore/storage/doc-columns.js';
+import { FRACTION_FORMAT, decompress } from '../../../src/logstore/storage/fraction-files.js';
 import { decodeDocBlockNative, encodeDocBlockNative } from '../../../src/native/index.js';
 import { decodeShort, isShort, shortenPostings } from '../../../src/logstore/storage/dense-postings.js';
 import type { DocRef } from '../../../src/logstore/storage/fraction-view.js';
@@ -143,6 +150,167 @@ describe('column-wise document blocks', () => {
       }
     }
     expect(threw).toBeGreaterThan(0);
+  });
+});
+
+/**
+ * Keyword columns for `keys` over `docs` as the seal and a reader give them: per document a token that is mostly its
+ * value's text (so that references are taken where the bytes agree: escapes, 1e3, -0 and non-ASCII do not), else
+ * another token or none. The encoder's ordinals are in order of first use, the reader's sorted (as ranks are).
+ */
+function columnsOf(docs: Buffer[], keys: string[], r: () => number): { enc: DocColumnRef[]; dec: ColumnTokens[] } {
+  const enc: DocColumnRef[] = [];
+  const dec: ColumnTokens[] = [];
+  keys.forEach((key, c) => {
+    const tokens = docs.map((d): string | null => {
+      let v: unknown;
+      try {
+        v = (JSON.parse(d.toString()) as Record<string, unknown>)[key];
+      } catch {
+        v = undefined;
+      }
+      const x = r();
+      if (x < 0.75 && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) return String(v);
+      if (x < 0.85) return ['other', '', 'é', '1', 'true', '1.2.3.4'][(r() * 6) | 0]!;
+      return null;
+    });
+    const distinct = [...new Set(tokens.filter((t): t is string => t !== null))];
+    const sorted = [...distinct].sort();
+    const ordsOf = (list: string[]) => {
+      const at = new Map(list.map((t, o) => [t, o]));
+      return Uint32Array.from(tokens, (t) => (t === null ? 0xffffffff : at.get(t)!));
+    };
+    enc.push({
+      key: Buffer.from(key),
+      column: c,
+      tokens: { ...tokenTable(distinct.length, (o) => distinct[o]!), ords: ordsOf(distinct) },
+    });
+    dec.push({ ...tokenTable(sorted.length, (o) => sorted[o]!), ords: ordsOf(sorted) });
+  });
+  return { enc, dec };
+}
+
+describe('document blocks referring to keyword columns (format 5)', () => {
+  const KEYS = ['ip', 'n', 'level', 'msg', 'é', 'timestamp', 'clientip', 'size', 'status', 'service'];
+
+  it('give back random and http_logs documents byte for byte, the addon writing the twin bytes', () => {
+    const ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+    for (let seed = 1; seed <= 16; seed++) {
+      const r = mulberry32(300 + seed);
+      const n = 1 + ((r() * 600) | 0);
+      let t = Date.parse('2026-11-20T00:00:00Z');
+      const times = new Float64Array(n);
+      const docs: Buffer[] = [];
+      for (let i = 0; i < n; i++) {
+        times[i] = t += (r() * 3000) | 0;
+        docs.push(Buffer.from(seed % 2 ? oddDocument(r, t) : httpLogsDoc(i, n, r)));
+      }
+      const { enc, dec } = columnsOf(docs, KEYS, r);
+      const doc = (i: number) => ((ref.buf = docs[i]!), (ref.end = docs[i]!.length), ref);
+      for (const from of [0, n >> 2]) {
+        const ts = encodeDocBlockTs(doc, times, from, n, enc);
+        expect(encodeDocBlock(doc, times, from, n, enc).toString('hex')).toBe(ts.toString('hex'));
+        expect(blockColumns(ts).every((c) => c < KEYS.length)).toBe(true);
+        for (const decode of [decodeDocBlock, decodeDocBlockTs]) {
+          const { raw, offsets } = decode(ts, times, from, dec);
+          for (let i = from; i < n; i++)
+            expect(raw.subarray(offsets[i - from]!, offsets[i - from + 1]!).toString('hex')).toBe(
+              docs[i]!.toString('hex'),
+            );
+        }
+        // The columns are needed: without them the block does not decode.
+        expect(() => decodeDocBlock(ts, times, from)).toThrow(/column/);
+      }
+      if (seed % 2 === 0) {
+        // http_logs: the address, the size, the status and the service all refer to their columns.
+        const plain = encodeDocBlockTs(doc, times, 0, n);
+        const refs = encodeDocBlockTs(doc, times, 0, n, enc);
+        expect(refs[0]).toBe(2);
+        expect(blockColumns(refs)).toEqual(expect.arrayContaining([6, 7, 8, 9]));
+        expect(refs.length).toBeLessThan(plain.length - 2 * n);
+      }
+    }
+    expect(() =>
+      encodeDocBlockNative!(Buffer.from('{}'), Uint32Array.from([0, 2]), new Float64Array(1), [
+        [Buffer.from('a'), 0, Buffer.alloc(0), new Uint32Array(1), new Uint32Array(2)],
+      ]),
+    ).toThrow(TypeError);
+  });
+
+  it("make the same token table from a dictionary's bytes as from its tokens (non-ASCII tokens empty)", () => {
+    const r = mulberry32(9);
+    for (const alphabet of ['ab.1', 'ab.1é\u0080\u00ff']) {
+      const tokens = Array.from({ length: 300 }, () =>
+        Array.from({ length: (r() * 6) | 0 }, () => alphabet[(r() * alphabet.length) | 0]).join(''),
+      );
+      const want = tokenTable(tokens.length, (o) => tokens[o]!);
+      const got = tokenTableOfBytes(
+        Buffer.from(tokens.join(''), 'latin1'),
+        Uint32Array.from(tokens, (t) => t.length),
+      );
+      expect(Array.from(got.starts)).toEqual(Array.from(want.starts));
+      expect(got.table.toString('hex')).toBe(want.table.toString('hex'));
+    }
+  });
+
+  it('throw on damaged blocks or columns, or stay in bounds, the addon as its twin', () => {
+    const ref: DocRef = { buf: Buffer.alloc(0), start: 0, end: 0 };
+    const twin = (block: Buffer, times: Float64Array, cols: ColumnTokens[]) => {
+      try {
+        const { raw, offsets } = decodeDocBlockTs(block, times, 0, cols);
+        expect(offsets[offsets.length - 1]).toBeLessThanOrEqual(raw.length);
+        return { raw: raw.toString('hex'), offsets: Array.from(offsets) };
+      } catch (err) {
+        expect(err).toBeInstanceOf(Error);
+        return { error: (err as Error).message };
+      }
+    };
+    let threw = 0;
+    let same = 0;
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = mulberry32(400 + seed);
+      const n = 1 + ((r() * 200) | 0);
+      let t = Date.parse('2026-11-20T00:00:00Z');
+      const times = new Float64Array(n);
+      const docs: Buffer[] = [];
+      for (let i = 0; i < n; i++) {
+        times[i] = t += (r() * 3000) | 0;
+        docs.push(Buffer.from(seed % 2 ? oddDocument(r, t) : httpLogsDoc(i, n, r)));
+      }
+      const { enc, dec } = columnsOf(docs, KEYS, r);
+      const block = encodeDocBlock((i) => ((ref.buf = docs[i]!), (ref.end = docs[i]!.length), ref), times, 0, n, enc);
+      const check = (bad: Buffer, cols: ColumnTokens[]) => {
+        const want = twin(bad, times, cols);
+        if ('error' in want) threw++;
+        const got = decodeDocBlockNative!(
+          bad,
+          times,
+          0,
+          cols.map((c) => [c.table, c.starts, c.ords]),
+        );
+        if (got) {
+          same++;
+          expect({ raw: got[0].toString('hex'), offsets: Array.from(got[1]) }).toEqual(want);
+        }
+      };
+      for (let k = 0; k < 300; k++) {
+        const bad = Buffer.from(block);
+        bad[(r() * bad.length) | 0] ^= 1 + ((r() * 255) | 0);
+        check(bad, dec);
+      }
+      // Columns that do not hold what the block refers to: ords past the table, tables cut short, too few documents.
+      for (let k = 0; k < 40; k++) {
+        const cols = dec.map((c) => ({ table: c.table, starts: c.starts, ords: Uint32Array.from(c.ords) }));
+        const c = cols[(r() * cols.length) | 0]!;
+        if (k % 4 === 0) c.ords[(r() * n) | 0] = (r() * 2 ** 32) >>> 0;
+        else if (k % 4 === 1) c.table = c.table.subarray(0, (r() * c.table.length) | 0);
+        else if (k % 4 === 2) c.ords = c.ords.subarray(0, (r() * n) | 0);
+        else c.starts = Uint32Array.from(c.starts, (x) => (r() < 0.1 ? (r() * 2 ** 32) >>> 0 : x));
+        check(block, cols);
+      }
+    }
+    expect(threw).toBeGreaterThan(0);
+    expect(same).toBeGreaterThan(0);
   });
 });
 
@@ -327,7 +495,7 @@ function contents(f: SealedFraction) {
   return { docs, fields, columns, numeric };
 }
 
-describe('format 4 fractions', () => {
+describe('format 5 fractions', () => {
   it('keep the ingested bytes of every document before and after the seal and when opened again', () => {
     const r = mulberry32(21);
     const docs: [number, number, string][] = [];
@@ -343,8 +511,14 @@ describe('format 4 fractions', () => {
     for (let pass = 0; pass < 2; pass++) {
       // pass 1: a new reader, as after a restart.
       const sealed = new SealedFraction(dir);
-      expect(sealed.meta.format).toBe(4);
+      expect(sealed.meta.format).toBe(FRACTION_FORMAT);
       expect(sealed.meta.blocks.length).toBeGreaterThan(3);
+      // Every block refers to the keyword columns of the http_logs fields (clientip, size, status, service).
+      const docsBin = readFileSync(path.join(dir, 'docs.bin'));
+      for (const [off, len] of sealed.meta.blocks) {
+        const cols = blockColumns(decompress(docsBin.subarray(off, off + len))).map((c) => sealed.meta.columns[c]);
+        expect(cols).toEqual(expect.arrayContaining(['clientip', 'size', 'status']));
+      }
       for (let i = 0; i < docs.length; i++) {
         const local = sealed.find(active.id(i));
         expect(local).toBeGreaterThanOrEqual(0);
@@ -364,8 +538,8 @@ describe('format 4 fractions', () => {
     }
   });
 
-  it('read the same as a fraction of the same documents sealed by a format 3 build', () => {
-    const fixture = path.join(__dirname, '../../fixtures/sealed-format-3');
+  it.each([3, 4])('read the same as a fraction of the same documents sealed by a format %i build', (format) => {
+    const fixture = path.join(__dirname, `../../fixtures/sealed-format-${format}`);
     const old = path.join(tmp(), 'old');
     cpSync(path.join(fixture, 'frac'), old, { recursive: true });
     const { docs } = JSON.parse(readFileSync(path.join(fixture, 'docs.json'), 'utf8')) as {
@@ -375,7 +549,7 @@ describe('format 4 fractions', () => {
     sealFraction(activeOf(docs), dir);
     const a = new SealedFraction(old);
     const b = new SealedFraction(dir);
-    expect([a.meta.format, b.meta.format]).toEqual([3, 4]);
+    expect([a.meta.format, b.meta.format]).toEqual([format, FRACTION_FORMAT]);
     const ca = contents(a);
     const cb = contents(b);
     expect(ca.docs.size).toBe(docs.length);
