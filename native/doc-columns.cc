@@ -44,6 +44,18 @@ struct ColTokens {
   size_t resolvedFirst = 0;
   static constexpr uint64_t kNone = ~uint64_t{0};
 
+  static ColTokens Of(const uint8_t* table, size_t tableLen, const uint32_t* starts, size_t startsLen,
+                      const uint32_t* ords, size_t ordsLen) {
+    ColTokens t;
+    t.table = table;
+    t.tableLen = tableLen;
+    t.starts = starts;
+    t.startsLen = startsLen;
+    t.ords = ords;
+    t.ordsLen = ordsLen;
+    return t;
+  }
+
   // Looks up the tokens of documents first .. first + count - 1 in one pass before decoding: the lookups are
   // independent there, so the processor overlaps their cache misses (a large column's table is read at random), and
   // the token bytes are prefetched.
@@ -677,8 +689,8 @@ Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info) {
       if (tt2.TypedArrayType() != napi_uint8_array || st.TypedArrayType() != napi_uint32_array ||
           ot.TypedArrayType() != napi_uint32_array)
         continue;
-      given[c] = ColTokens{t.As<Napi::Uint8Array>().Data(), tt2.ElementLength(), s.As<Napi::Uint32Array>().Data(),
-                           st.ElementLength(), o.As<Napi::Uint32Array>().Data(), ot.ElementLength()};
+      given[c] = ColTokens::Of(t.As<Napi::Uint8Array>().Data(), tt2.ElementLength(), s.As<Napi::Uint32Array>().Data(),
+                           st.ElementLength(), o.As<Napi::Uint32Array>().Data(), ot.ElementLength());
       have[c] = true;
     }
     for (uint64_t f = 0; f < fieldCount; f++) {
@@ -765,8 +777,8 @@ Napi::Value EncodeDocBlock(const Napi::CallbackInfo& info) {
       Napi::Uint32Array ords = r.Get(uint32_t{4}).As<Napi::Uint32Array>();
       refs[k].key.assign(reinterpret_cast<const char*>(key.Data()), key.ElementLength());
       refs[k].column = static_cast<uint32_t>(r.Get(uint32_t{1}).As<Napi::Number>().Uint32Value());
-      refs[k].tokens = ColTokens{table.Data(), table.ElementLength(), starts.Data(), starts.ElementLength(),
-                                 ords.Data(),  ords.ElementLength()};
+      refs[k].tokens = ColTokens::Of(table.Data(), table.ElementLength(), starts.Data(), starts.ElementLength(),
+                                 ords.Data(),  ords.ElementLength());
     }
   }
   std::vector<uint8_t> out = Encode(raw.Data(), o, n - 1, times.Data(), refs);
