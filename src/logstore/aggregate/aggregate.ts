@@ -134,14 +134,30 @@ export function emptyPartial(): AggPartial {
   return { buckets: new Map(), noGroup: 0 };
 }
 
+/** A fraction's matching local ids: a list, ascending, or every id of [lo, hi) (never made into a list). */
+export type Matches = Uint32Array | { lo: number; hi: number };
+
+const NO_IDS = new Uint32Array(0);
+
+function idList(m: Matches): Uint32Array {
+  if (m instanceof Uint32Array) return m;
+  const out = new Uint32Array(Math.max(0, m.hi - m.lo));
+  for (let i = 0; i < out.length; i++) out[i] = m.lo + i;
+  return out;
+}
+
 /**
- * Adds the documents `matches` of one fraction to `partial`: the fraction's own partial, merged in. Every path
+ * Adds the documents `which` of one fraction (a list or an id range) to `partial`: the fraction's own partial, merged in. Every path
  * merges a fraction's sums whole, so an answer depends only on the fractions' order, never on which thread read
  * which of them (a search reads its shard's active fraction on the shard thread, the sealed ones elsewhere).
  */
-export function aggregateFraction(view: FractionView, matches: Uint32Array, spec: AggSpec, into: AggPartial): void {
-  const fv = valuesOf(view, spec.field);
+export function aggregateFraction(view: FractionView, which: Matches, spec: AggSpec, into: AggPartial): void {
   const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
+  // A numeric function over a field with a numeric column reads that column only, not its keyword column too (a
+  // numeric column is made only for a keyword column's field, so the field has no tokens per document).
+  const numericOnly =
+    spec.func !== 'count' && spec.func !== 'unique' && groupField !== spec.field && !!view.numeric?.(spec.field);
+  let fv = numericOnly ? null : valuesOf(view, spec.field);
   const gv = groupField ? (groupField === spec.field ? fv : valuesOf(view, groupField)) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   if (!fv?.start && !gv?.start) {
@@ -149,7 +165,7 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
     if (
       aggregateColumns(
         view,
-        matches,
+        which,
         spec,
         groupField !== undefined,
         gv as Column | null,
@@ -160,6 +176,8 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
     )
       return;
   }
+  const matches = idList(which);
+  if (numericOnly) fv = valuesOf(view, spec.field);
   const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const partial = emptyPartial();
   for (let i = 0; i < matches.length; i++) {
@@ -262,15 +280,15 @@ function derive(ords: ArrayLike<number>, nums: Float64Array, n: number): Float64
 }
 
 /** Time buckets of a fraction's matches: bucket k (time in [k * interval, (k + 1) * interval)) is slot k - lo. */
-function bucketRange(times: Float64Array, matches: Uint32Array, interval: number): [lo: number, count: number] {
+function bucketRange(times: Float64Array, p: Place, interval: number): [lo: number, count: number] {
   let lo = Infinity;
   let hi = -Infinity;
-  for (let i = 0; i < matches.length; i++) {
-    const k = Math.floor(times[matches[i]!]! / interval);
+  for (let i = 0; i < p.n; i++) {
+    const k = Math.floor(times[p.lo >= 0 ? p.lo + i : p.matches[i]!]! / interval);
     if (k < lo) lo = k;
     if (k > hi) hi = k;
   }
-  return matches.length ? [lo, hi - lo + 1] : [0, 1];
+  return p.n ? [lo, hi - lo + 1] : [0, 1];
 }
 
 /** Slots (group x time bucket) past which the generic path (a map of buckets) takes over. */
@@ -289,7 +307,11 @@ interface Slots {
 
 /** Where the documents of one fraction's matches fall: group ordinals, and time buckets when `times` is given. */
 interface Place {
+  /** The matching ids (unused when `lo` >= 0), and how many there are. */
   matches: Uint32Array;
+  n: number;
+  /** Documents of the fraction (its last block may be short). */
+  docs: number;
   /** The first id when the matches are the contiguous ids lo .. lo + length - 1 (read without the list), else -1. */
   lo: number;
   grouped: boolean;
@@ -312,9 +334,14 @@ function slotOf(p: Place, local: number): number {
   return s;
 }
 
-/** A whole block of `bd` ids starting at the i-th match (ids ascending, so its last is bd - 1 further)? */
-function wholeBlock(p: Place, i: number, local: number, bd: number): boolean {
-  return local % bd === 0 && i + bd <= p.matches.length && (p.lo >= 0 || p.matches[i + bd - 1] === local + bd - 1);
+/**
+ * The length of the block of `bd` ids (fewer for the fraction's last) starting at the i-th match when the matches
+ * hold all of it (ids ascending, so its last is length - 1 further), else 0.
+ */
+function wholeBlock(p: Place, i: number, local: number, bd: number): number {
+  if (local % bd !== 0) return 0;
+  const len = Math.min(bd, p.docs - local);
+  return i + len <= p.n && (p.lo >= 0 || p.matches[i + len - 1] === local + len - 1) ? len : 0;
 }
 
 /**
@@ -328,8 +355,7 @@ function countSlots(
   blocks: BlockCounts | null,
   sl: Slots,
 ) {
-  const { matches, lo } = p;
-  const n = matches.length;
+  const { matches, lo, n } = p;
   const count = sl.count;
   const notExists = sl.notExists;
   const bd = blocks ? blocks.blockDocs : 0;
@@ -337,16 +363,17 @@ function countSlots(
   let i = 0;
   while (i < n) {
     const local = lo >= 0 ? lo + i : matches[i]!;
-    if (blocks && wholeBlock(p, i, local, bd)) {
-      const g0 = (local / bd) * blocks.groups;
+    const len = blocks ? wholeBlock(p, i, local, bd) : 0;
+    if (len > 0) {
+      const g0 = (local / bd) * blocks!.groups;
       let had = 0;
-      for (let g = 0; g < blocks.groups; g++) {
-        const c = blocks.counts[g0 + g]!;
+      for (let g = 0; g < blocks!.groups; g++) {
+        const c = blocks!.counts[g0 + g]!;
         count[g] += c;
         had += c;
       }
-      noGroup += bd - had;
-      i += bd;
+      noGroup += len - had;
+      i += len;
       continue;
     }
     i++;
@@ -366,8 +393,7 @@ const UNIQUE_MARKS = 1 << 22;
  * ordinal, made into the value strings once per slot at the end).
  */
 function uniqueSlots(p: Place, fCol: Column | null, sl: Slots): (Set<number> | Uint8Array)[] {
-  const { matches, lo } = p;
-  const n = matches.length;
+  const { matches, lo, n } = p;
   const values = fCol ? fCol.tokens.length : 0;
   const slots = sl.count.length;
   const dense = slots * values <= UNIQUE_MARKS;
@@ -502,19 +528,19 @@ function numberSlots(
   gb: GroupBlocks | null,
   sl: Slots,
 ) {
-  const { matches, lo } = p;
-  const n = matches.length;
+  const { matches, lo, n } = p;
   const { count, sum, min, max, notExists, quantiles } = sl;
   const bd = col ? col.blockDocs : gb ? gb.blockDocs : 0;
   let noGroup = 0;
   let i = 0;
   while (i < n) {
     const local = lo >= 0 ? lo + i : matches[i]!;
-    if (bd > 0 && wholeBlock(p, i, local, bd)) {
+    const len = bd > 0 ? wholeBlock(p, i, local, bd) : 0;
+    if (len > 0) {
       const b = local / bd;
       if (col) {
         const k = col.present[b]!;
-        notExists[0] += bd - k;
+        notExists[0] += len - k;
         if (k > 0) {
           count[0] += k;
           if (col.min[b]! < min[0]!) min[0] = col.min[b]!;
@@ -535,7 +561,7 @@ function numberSlots(
           } else sum[g] += gb!.sum![s0 + g]!;
         }
       }
-      i += bd;
+      i += len;
       continue;
     }
     i++;
@@ -573,7 +599,7 @@ function numberSlots(
  */
 function aggregateColumns(
   view: FractionView,
-  matches: Uint32Array,
+  which: Matches,
   spec: AggSpec,
   grouped: boolean,
   groupCol: Column | null,
@@ -583,27 +609,29 @@ function aggregateColumns(
 ): boolean {
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   const groups = grouped ? (groupCol?.tokens.length ?? 0) : 1;
-  let times: Float64Array | null = null;
-  let kLo = 0;
-  let buckets = 1;
-  if (interval) {
-    times = view.timeArray?.() ?? null;
-    if (!times) return false;
-    [kLo, buckets] = bucketRange(times, matches, interval);
-  }
-  const slots = groups * buckets;
-  if (slots > MAX_SLOTS) return false;
-  const n = matches.length;
+  const list = which instanceof Uint32Array ? which : null;
+  const range = which instanceof Uint32Array ? null : which;
+  const n = list ? list.length : Math.max(0, range!.hi - range!.lo);
   const place: Place = {
-    matches,
-    lo: n > 0 && matches[n - 1]! - matches[0]! === n - 1 ? matches[0]! : -1,
+    matches: list ?? NO_IDS,
+    n,
+    docs: view.docCount,
+    lo: list ? (n > 0 && list[n - 1]! - list[0]! === n - 1 ? list[0]! : -1) : n > 0 ? range!.lo : -1,
     grouped,
     gOrds: grouped ? groupCol?.ords : undefined,
-    times,
+    times: null,
     interval,
-    kLo,
-    buckets,
+    kLo: 0,
+    buckets: 1,
   };
+  if (interval) {
+    place.times = view.timeArray?.() ?? null;
+    if (!place.times) return false;
+    [place.kLo, place.buckets] = bucketRange(place.times, place, interval);
+  }
+  const { kLo, buckets } = place;
+  const slots = groups * buckets;
+  if (slots > MAX_SLOTS) return false;
   const sl: Slots = {
     count: new Float64Array(slots),
     sum: new Float64Array(slots),

@@ -185,12 +185,22 @@ function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResu
   return { buckets: out, not_exists: noGroup };
 }
 
-const QUERIES: [string, (d: Doc) => boolean][] = [
-  ['*', () => true],
-  ['g:a', (d) => keyword(d.g) === 'a'],
+/** A query, the documents it matches, and its time range ([from, to], both included). */
+const QUERIES: [string, (d: Doc) => boolean, number, number][] = [
+  ['*', () => true, -Infinity, Infinity],
+  ['g:a', (d) => keyword(d.g) === 'a', -Infinity, Infinity],
   // Every other run of 1500 documents: whole blocks matched and blocks cut by the query.
-  ['i:[0, 3000) OR i:[6000, *]', (d) => d.i < 3000 || d.i >= 6000],
+  ['i:[0, 3000) OR i:[6000, *]', (d) => d.i < 3000 || d.i >= 6000, -Infinity, Infinity],
+  // Everything in a time range (an id range, read without a list of ids): blocks cut at both ends; and one to the
+  // last document, whose last block is short.
+  ['*', () => true, base + 2.5 * HOUR, base + 7.3 * HOUR],
+  ['*', () => true, base + 4 * HOUR, Infinity],
 ];
+
+function inTime(d: Doc, from: number, to: number): boolean {
+  const t = Date.parse(d.timestamp);
+  return t >= from && t <= to;
+}
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -216,27 +226,47 @@ function ingest(shard: Shard, docs: Doc[]): void {
   shard.ingest(Buffer.concat(lines), offs);
 }
 
-/** Every spec under every query, as the shard answers it; JSON so -0 and 0 compare as the HTTP answer shows them. */
+/**
+ * Every spec under every query, as the shard answers it (JSON so -0 and 0 compare as the HTTP answer shows them),
+ * then each query's total, histogram (half hours) and newest and oldest 5 documents.
+ */
 function answers(shard: Shard): string[] {
   const out: string[] = [];
-  for (const [q] of QUERIES) {
+  for (const [q, , from, to] of QUERIES) {
+    const plan = planQuery(parseQuery(q), mapping);
     for (const spec of SPECS) {
-      const r = shard.query({
-        plan: planQuery(parseQuery(q), mapping),
-        from: -Infinity,
-        to: Infinity,
-        limit: 0,
-        order: 'desc',
-        aggs: [spec],
-      });
+      const r = shard.query({ plan, from, to, limit: 0, order: 'desc', aggs: [spec] });
       out.push(JSON.stringify(finalizeAgg(spec, r.aggs[0]!)));
+    }
+  }
+  for (const [q, , from, to] of QUERIES) {
+    const plan = planQuery(parseQuery(q), mapping);
+    const r = shard.query({ plan, from, to, limit: 0, order: 'desc', histInterval: HOUR / 2 });
+    out.push(JSON.stringify({ total: r.total, hist: [...r.hist].sort((a, b) => a[0] - b[0]) }));
+    for (const order of ['desc', 'asc'] as const) {
+      const hits = shard.query({ plan, from, to, limit: 5, order, histInterval: HOUR / 2 }).hits;
+      out.push(JSON.stringify([...hits.times]));
     }
   }
   return out;
 }
 
 function expected(docs: Doc[]): string[] {
-  return QUERIES.flatMap(([, match]) => SPECS.map((spec) => JSON.stringify(oracle(docs, spec, match))));
+  const out = QUERIES.flatMap(([, match, from, to]) =>
+    SPECS.map((spec) => JSON.stringify(oracle(docs, spec, (d) => match(d) && inTime(d, from, to)))),
+  );
+  for (const [, match, from, to] of QUERIES) {
+    const hit = docs.filter((d) => match(d) && inTime(d, from, to));
+    const hist = new Map<number, number>();
+    for (const d of hit) {
+      const ts = Math.floor(Date.parse(d.timestamp) / (HOUR / 2)) * (HOUR / 2);
+      hist.set(ts, (hist.get(ts) ?? 0) + 1);
+    }
+    out.push(JSON.stringify({ total: hit.length, hist: [...hist].sort((a, b) => a[0] - b[0]) }));
+    const times = hit.map((d) => Date.parse(d.timestamp)).sort((a, b) => a - b);
+    out.push(JSON.stringify(times.slice(-5).reverse()), JSON.stringify(times.slice(0, 5)));
+  }
+  return out;
 }
 
 /**
@@ -309,7 +339,8 @@ describe('aggregations over columns', () => {
         const mixed = answers(shard);
         const wantMixed = expected([...docs, ...more]);
         for (let k = 0; k < want.length; k++) {
-          const what = `${QUERIES[Math.floor(k / SPECS.length)]![0]} ${JSON.stringify(SPECS[k % SPECS.length])}`;
+          const q = QUERIES[Math.floor(k / SPECS.length)];
+          const what = q ? `${q[0]} [${q[2]}, ${q[3]}] ${JSON.stringify(SPECS[k % SPECS.length])}` : `hits ${k}`;
           expect(active[k], `active: ${what}`).toBe(want[k]);
           expect(sealed[k], `sealed: ${what}`).toBe(want[k]);
           expect(restarted[k], `restarted: ${what}`).toBe(want[k]);
