@@ -1,6 +1,6 @@
 // Aggregations over matching documents: count, sum, min, max, avg, quantile, unique, by group and time bucket.
 // Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
-import { type BlockCounts, type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
+import { type BlockCounts, type Column, type FractionView, MISSING, missingOf } from '../storage/fraction-view.js';
 import { type NumericColumn, tokenNumber } from '../storage/numeric-column.js';
 import { chargeColumn, forgetColumn, touchColumn } from '../storage/column-memory.js';
 import { type Sketch, quantileAdd, quantileMerge, sketchQuantile } from './quantile-sketch.js';
@@ -70,6 +70,8 @@ interface Values {
   tokens: readonly string[];
   start: Uint32Array | null;
   ords: ArrayLike<number>;
+  /** The ordinal of a document without a value (a keyword column; column.missing). */
+  missing: number;
 }
 
 const tokenCache = new WeakMap<FractionView, Map<string, { docs: number; values: Values | null }>>();
@@ -105,7 +107,7 @@ function tokenValues(view: FractionView, field: string): Values | null {
     lists.forEach((l, t) => {
       for (let i = 0; i < l.length; i++) ords[pos[l[i]!]!++] = t;
     });
-    values = { tokens, start, ords };
+    values = { tokens, start, ords, missing: MISSING };
   }
   // Two fields per fraction at most are kept: enough for a field and its group.
   if (byField.size >= 2 && !byField.has(field)) {
@@ -123,7 +125,7 @@ function tokenValues(view: FractionView, field: string): Values | null {
 
 function valuesOf(view: FractionView, field: string): Values | null {
   const col = view.column(field);
-  return col ? { tokens: col.tokens, start: null, ords: col.ords } : tokenValues(view, field);
+  return col ? { tokens: col.tokens, start: null, ords: col.ords, missing: missingOf(col) } : tokenValues(view, field);
 }
 
 function newState(): AggState {
@@ -191,14 +193,14 @@ export function aggregateFraction(view: FractionView, which: Matches, spec: AggS
         continue;
       }
       gs = gv.start ? gv.start[local]! : local;
-      ge = gv.start ? gv.start[local + 1]! : gv.ords[local] === MISSING ? local : local + 1;
+      ge = gv.start ? gv.start[local + 1]! : gv.ords[local] === gv.missing ? local : local + 1;
       if (gs === ge) {
         partial.noGroup++;
         continue;
       }
     }
     const fs = !fv ? 0 : fv.start ? fv.start[local]! : local;
-    const fe = !fv ? 0 : fv.start ? fv.start[local + 1]! : fv.ords[local] === MISSING ? local : local + 1;
+    const fe = !fv ? 0 : fv.start ? fv.start[local + 1]! : fv.ords[local] === fv.missing ? local : local + 1;
     for (let g = gs; g < ge; g++) {
       let key = groupField ? gv!.tokens[gv!.ords[g]!]! : '';
       if (interval) key += `\0${Math.floor(view.time(local) / interval) * interval}`;
@@ -258,7 +260,7 @@ function numbersOf(view: FractionView, field: string, fv: Values | null): Number
     touchColumn(memoryKey(view, 'numbers', field));
     return { values: hit.values, col: null };
   }
-  const values = derive(fv.ords, numbers(fv.tokens), n);
+  const values = derive(fv.ords, fv.missing, numbers(fv.tokens), n);
   if (byField.size >= 2 && !byField.has(field)) {
     const old = byField.keys().next().value!;
     byField.delete(old);
@@ -270,11 +272,11 @@ function numbersOf(view: FractionView, field: string, fv: Values | null): Number
   return { values, col: null };
 }
 
-function derive(ords: ArrayLike<number>, nums: Float64Array, n: number): Float64Array {
+function derive(ords: ArrayLike<number>, missing: number, nums: Float64Array, n: number): Float64Array {
   const values = new Float64Array(n);
   for (let d = 0; d < n; d++) {
     const o = ords[d]!;
-    values[d] = o === MISSING ? NaN : nums[o]!;
+    values[d] = o === missing ? NaN : nums[o]!;
   }
   return values;
 }
@@ -316,6 +318,8 @@ interface Place {
   lo: number;
   grouped: boolean;
   gOrds: ArrayLike<number> | undefined;
+  /** The group ordinal of a document without a group value. */
+  gMissing: number;
   times: Float64Array | null;
   interval: number;
   kLo: number;
@@ -326,8 +330,9 @@ interface Place {
 function slotOf(p: Place, local: number): number {
   let s = 0;
   if (p.grouped) {
-    const g = p.gOrds ? p.gOrds[local]! : MISSING;
-    if (g === MISSING) return -1;
+    if (!p.gOrds) return -1;
+    const g = p.gOrds[local]!;
+    if (g === p.gMissing) return -1;
     s = g * p.buckets;
   }
   if (p.times) s += Math.floor(p.times[local]! / p.interval) - p.kLo;
@@ -351,6 +356,7 @@ function wholeBlock(p: Place, i: number, local: number, bd: number): number {
 function countSlots(
   p: Place,
   fOrds: ArrayLike<number> | undefined,
+  fMissing: number,
   same: boolean,
   blocks: BlockCounts | null,
   sl: Slots,
@@ -379,7 +385,7 @@ function countSlots(
     i++;
     const s = slotOf(p, local);
     if (s < 0) noGroup++;
-    else if (same || (fOrds !== undefined && fOrds[local] !== MISSING)) count[s]++;
+    else if (same || (fOrds !== undefined && fOrds[local] !== fMissing)) count[s]++;
     else notExists[s]++;
   }
   sl.noGroup += noGroup;
@@ -400,6 +406,7 @@ function uniqueSlots(p: Place, fCol: Column | null, sl: Slots): (Set<number> | U
   const marks = dense ? new Uint8Array(slots * values) : null;
   const sets: Set<number>[] = [];
   const fOrds = fCol?.ords;
+  const fMissing = fCol ? missingOf(fCol) : MISSING;
   let noGroup = 0;
   for (let i = 0; i < n; i++) {
     const local = lo >= 0 ? lo + i : matches[i]!;
@@ -408,8 +415,8 @@ function uniqueSlots(p: Place, fCol: Column | null, sl: Slots): (Set<number> | U
       noGroup++;
       continue;
     }
-    const o = fOrds ? fOrds[local]! : MISSING;
-    if (o === MISSING) {
+    const o = fOrds ? fOrds[local]! : fMissing;
+    if (o === fMissing) {
       sl.notExists[s]++;
       continue;
     }
@@ -466,13 +473,15 @@ function groupBlocks(col: NumericColumn, groupCol: Column | null, grouped: boole
   const key = grouped ? groupCol!.ords : null;
   const hit = byGroup.get(key);
   if (hit) return hit;
-  const gb = summarize(col, grouped ? groupCol!.ords : null, grouped ? groupCol!.tokens.length : 1);
+  const gb = grouped
+    ? summarize(col, groupCol!.ords, missingOf(groupCol!), groupCol!.tokens.length)
+    : summarize(col, null, MISSING, 1);
   if (byGroup.size >= 2) byGroup.delete(byGroup.keys().next().value!);
   byGroup.set(key, gb);
   return gb;
 }
 
-function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, groups: number): GroupBlocks {
+function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, gMissing: number, groups: number): GroupBlocks {
   const vals = col.values;
   const n = vals.length;
   const bd = col.blockDocs;
@@ -494,7 +503,7 @@ function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, groups: 
   for (let d = 0; d < n; d++) {
     const b = (d / bd) | 0;
     const g = gOrds ? gOrds[d]! : 0;
-    if (g === MISSING) {
+    if (g === gMissing) {
       noGroup[b]++;
       continue;
     }
@@ -619,6 +628,7 @@ function aggregateColumns(
     lo: list ? (n > 0 && list[n - 1]! - list[0]! === n - 1 ? list[0]! : -1) : n > 0 ? range!.lo : -1,
     grouped,
     gOrds: grouped ? groupCol?.ords : undefined,
+    gMissing: groupCol ? missingOf(groupCol) : MISSING,
     times: null,
     interval,
     kLo: 0,
@@ -646,7 +656,7 @@ function aggregateColumns(
   else if (spec.func === 'count') {
     const same = grouped && groupCol !== null && groupCol === fieldCol;
     const blocks = same && !interval ? (view.blockCounts?.(spec.field) ?? null) : null;
-    countSlots(place, fieldCol?.ords, same, blocks, sl);
+    countSlots(place, fieldCol?.ords, fieldCol ? missingOf(fieldCol) : MISSING, same, blocks, sl);
   } else {
     const fn = spec.func === 'min' ? Fn.Min : spec.func === 'max' ? Fn.Max : spec.func === 'quantile' ? Fn.All : Fn.Sum;
     const minMax = fn === Fn.Min || fn === Fn.Max;

@@ -11,6 +11,7 @@ import {
   type DocRun,
   type FractionView,
   MISSING,
+  missingOf,
 } from './fraction-view.js';
 import {
   FILES,
@@ -37,7 +38,7 @@ import {
 import { rangeNumber } from '../query/plan.js';
 import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
 import { decodeDocBlock } from './doc-columns.js';
-import { decodeIds, decodeOffsets, decodeTimes, fromPlanes } from './sealed-arrays.js';
+import { decodeIds, decodeOffsets, decodeTimes, fromPlanes, narrow, narrowFromPlanes } from './sealed-arrays.js';
 import { decodeShort, isShort } from './dense-postings.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
@@ -451,12 +452,16 @@ export class SealedFraction implements FractionView {
     const fd = this.loadDict().get(field)!;
     const file = FILES.column(i);
     const buf = this.read(file);
-    const ords = this.compact ? this.decoded(file, () => fromPlanes(buf)) : u32Of(buf);
+    const values = fd.tokens.length;
+    // In the narrowest array that holds its ordinals (one byte a document for a field of at most 255 values).
+    const { ords, missing } = this.compact
+      ? this.decoded(file, () => narrowFromPlanes(buf, values))
+      : narrow(u32Of(buf), values);
     if (ords.length !== this.docCount)
       throw this.damaged(file, `${ords.length} documents, the fraction has ${this.docCount}`);
-    const col: Column = { tokens: fd.tokens, ords };
+    const col: Column = { tokens: fd.tokens, ords, missing };
     this.cols.set(field, col);
-    chargeColumn(this.key('col', field), (col.ords as Uint32Array).byteLength, () => this.cols.delete(field));
+    chargeColumn(this.key('col', field), (col.ords as Uint8Array).byteLength, () => this.cols.delete(field));
     return col;
   }
 
@@ -544,9 +549,11 @@ export class SealedFraction implements FractionView {
       else {
         const c = this.meta.columns.indexOf(field);
         const raw = c < 0 || this.cols.has(field) ? null : this.read(FILES.column(c));
-        const ords = c < 0 ? null : (this.cols.get(field)?.ords ?? (this.compact ? fromPlanes(raw!) : u32Of(raw!)));
+        const kept = this.cols.get(field);
+        const ords = c < 0 ? null : (kept?.ords ?? (this.compact ? fromPlanes(raw!) : u32Of(raw!)));
+        const missing = kept ? missingOf(kept) : MISSING;
         if (!ords) withToken = -1;
-        else for (let d = 0; d < ords.length; d++) if (ords[d] !== MISSING) withToken++;
+        else for (let d = 0; d < ords.length; d++) if (ords[d] !== missing) withToken++;
       }
       column = withToken === listed;
     }
@@ -621,7 +628,7 @@ export class SealedFraction implements FractionView {
     let bc: BlockCounts | null = null;
     if (col && col.tokens.length <= 256) {
       const groups = col.tokens.length;
-      bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords as Uint32Array, groups) };
+      bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords, missingOf(col), groups) };
     }
     this.blockCountsOf.set(field, bc);
     if (bc) chargeColumn(this.key('counts', field), bc.counts.byteLength, () => this.blockCountsOf.delete(field));
@@ -682,12 +689,12 @@ function rowBlock(raw: Buffer): { raw: Buffer; offsets: Uint32Array } {
   return { raw, offsets };
 }
 
-function blockCountsOfColumn(ords: Uint32Array, groups: number): Uint32Array {
+function blockCountsOfColumn(ords: ArrayLike<number>, missing: number, groups: number): Uint32Array {
   const n = ords.length;
   const counts = new Uint32Array(Math.ceil(n / BLOCK_DOCS) * groups);
   for (let d = 0; d < n; d++) {
     const o = ords[d]!;
-    if (o !== MISSING) counts[Math.floor(d / BLOCK_DOCS) * groups + o]++;
+    if (o !== missing) counts[Math.floor(d / BLOCK_DOCS) * groups + o]++;
   }
   return counts;
 }

@@ -30,6 +30,9 @@ interface Doc {
   /** Integers only (sums exact in any order): what a per-block summary may add whole. */
   m?: number;
   g?: unknown;
+  /** Groups of 255 and 256 values (a sealed column of one byte a document, and of two), some documents without. */
+  k?: string;
+  h?: string;
 }
 
 /** Random documents in time order: `n` of every kind a field may hold, `g` a group (sometimes missing). */
@@ -60,6 +63,9 @@ function makeDocs(seed: number): Doc[] {
     else if (x < 0.5) d.n = null;
     if (r() < 0.9) d.g = ['a', 'b', 'c', 200, 404][(r() * 5) | 0];
     if (r() < 0.95) d.m = ((r() * 1000) | 0) - 300;
+    // From i alone (the random stream above stays as it was).
+    if (i % 7 !== 3) d.k = `k${(i * 7919) % 255}`;
+    if (i % 5 !== 1) d.h = `h${(i * 7919) % 256}`;
     docs.push(d);
   }
   return docs;
@@ -80,7 +86,7 @@ function keyword(v: unknown): string | undefined {
 }
 
 /** The number an aggregation reads from a document: its first keyword value as a number, NaN for none. */
-function numberOf(d: Doc, field: 'n' | 'm' = 'n'): number {
+function numberOf(d: Doc, field: 'n' | 'm' | 'g' | 'k' | 'h' = 'n'): number {
   const k = keyword(d[field]);
   return k === undefined || k.trim() === '' ? NaN : Number(k);
 }
@@ -100,17 +106,27 @@ for (const func of ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] a
 for (const func of ['sum', 'avg', 'min', 'max'] as const) {
   SPECS.push({ field: 'm', func }, { field: 'm', func, group_by: 'g' });
 }
+for (const field of ['k', 'h']) {
+  SPECS.push(
+    { field, func: 'count' },
+    { field: 'm', func: 'min', group_by: field },
+    { field: 'm', func: 'sum', group_by: field },
+    { field: 'g', func: 'unique', group_by: field },
+    { field, func: 'unique', group_by: 'g' },
+    { field, func: 'count', group_by: 'g' },
+  );
+}
 
 /** The answer computed from the documents alone. */
 function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResult {
-  const field = spec.field as 'n' | 'm';
+  const field = spec.field as 'n' | 'm' | 'g' | 'k' | 'h';
   const groupField = spec.func === 'count' && !spec.group_by ? field : spec.group_by;
   const buckets = new Map<string, { values: number[]; present: number; notExists: number; distinct: Set<string> }>();
   let noGroup = 0;
   for (const d of docs.filter(match)) {
     let key = '';
     if (groupField) {
-      const g = keyword(groupField === field ? d[field] : d.g);
+      const g = keyword(d[groupField as 'g' | 'k' | 'h' | 'n']);
       if (g === undefined) {
         noGroup++;
         continue;
