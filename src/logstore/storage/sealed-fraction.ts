@@ -24,7 +24,7 @@ import {
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
-import { decodeDict } from './token-dict.js';
+import { decodeDictLazy } from './token-dict.js';
 import {
   BLOCK_DOCS,
   type NumericBlocks,
@@ -52,9 +52,21 @@ interface Block {
 const BLOCK_CACHE = 16;
 
 interface FieldDict {
-  tokens: string[];
+  readonly tokens: string[];
   /** Index of the field's first token in offsets/counts. */
   base: number;
+}
+
+/** A field of the dictionary whose tokens are decoded when first read (most searches read a few fields). */
+class LazyFieldDict implements FieldDict {
+  constructor(
+    readonly base: number,
+    private readonly decode: () => string[],
+  ) {}
+
+  get tokens(): string[] {
+    return this.decode();
+  }
 }
 
 /**
@@ -250,12 +262,12 @@ export class SealedFraction implements FractionView {
 
   private loadDict(): Map<string, FieldDict> {
     if (this.dict) return this.dict;
-    const raw = decodeDict(this.read(FILES.dict));
+    const raw = this.decoded(FILES.dict, () => decodeDictLazy(this.read(FILES.dict)));
     const dict = new Map<string, FieldDict>();
     let base = 0;
-    for (const [f, tokens] of raw) {
-      dict.set(f, { tokens, base });
-      base += tokens.length;
+    for (const f of raw) {
+      dict.set(f.name, new LazyFieldDict(base, () => this.decoded(FILES.dict, f.tokens)));
+      base += f.count;
     }
     const oc = this.read(FILES.offsets);
     if (this.compact) {
@@ -292,6 +304,8 @@ export class SealedFraction implements FractionView {
   }
 
   timeRange(from: number, to: number): [number, number] {
+    // The whole fraction without its times (an aggregation over everything need not decode them).
+    if (from <= this.minTime && to >= this.maxTime) return [0, this.docCount];
     const t = this.times();
     const lo = from <= this.minTime ? 0 : lowerBoundF(t, from);
     const hi = to >= this.maxTime ? t.length : lowerBoundF(t, to, true);
