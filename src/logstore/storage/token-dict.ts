@@ -1,5 +1,6 @@
 // The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, as the seal's sort
 // wrote them (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
+import { type DictTokenTableNative, dictTokenTableNative } from '../../native/index.js';
 import type { SortedField } from './sort-tokens.js';
 /** First bytes of the binary form ("TPD" and a version: 1, or 2 front-coded); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
@@ -179,6 +180,36 @@ export function fieldTokenBytes(
 }
 
 /**
+ * One field's token table by rank, as document blocks that refer to keyword columns read it (format 5): the same
+ * table and starts as `tokenTableOfBytes(fieldTokenBytes(buf, field))` (doc-columns.ts: ASCII tokens as their bytes,
+ * others empty), made in one pass when no token has a byte of 128 or more (the usual case: the tokens one after the
+ * other are the table, their lengths' running sums the starts; no lengths array, no second pass over the bytes).
+ * null when the field is not in `buf`; `wide` when it holds UTF-16 (not referable). Throws as fieldTokenBytes does.
+ * `slow` is doc-columns.ts tokenTableOfBytes (passed in: that module imports this one's neighbours); `native` the
+ * addon's pass (null: the TypeScript twin, asciiTable).
+ */
+export function fieldTokenTable(
+  buf: Buffer,
+  field: string,
+  slow: (bytes: Buffer, lens: Uint32Array) => { table: Buffer; starts: Uint32Array },
+  native: DictTokenTableNative | null = dictTokenTableNative,
+): { table: Buffer; starts: Uint32Array; wide: boolean } | null {
+  if (buf.length < 4 || buf[3] !== FRONT_CODED) throw new Error('dict.bin: not front-coded');
+  for (let i = 0; i < MAGIC.length - 1; i++) {
+    if (buf[i] !== MAGIC[i]) throw new Error(`dict.bin: unknown format (first byte ${buf[0]})`);
+  }
+  let found: { table: Buffer; starts: Uint32Array; wide: boolean } | null = null;
+  frontCodedFields(
+    buf,
+    field,
+    (_, bytes, lens, wide) => (found = wide ? { table: bytes, starts: lens, wide } : { ...slow(bytes, lens), wide }),
+    (table, starts) => (found = { table, starts, wide: false }),
+    native,
+  );
+  return found;
+}
+
+/**
  * Walks a version 2 dict.bin, calling `each` with every field's tokens whole (one after the other) and lengths, or
  * only `only`'s (the others are checked and skipped, not decoded).
  */
@@ -186,6 +217,8 @@ function frontCodedFields(
   buf: Buffer,
   only: string | null,
   each: (name: string, whole: Buffer, lens: Uint32Array, wide: boolean) => void,
+  ascii?: (table: Buffer, starts: Uint32Array) => void,
+  native: DictTokenTableNative | null = null,
 ): void {
   const need = (p: number, bytes: number, what: string) => {
     if (p + bytes > buf.length) throw new Error(`dict.bin: ${what} runs past the end of the file`);
@@ -216,6 +249,16 @@ function frontCodedFields(
     const restAt = p;
     p += units * width;
     if (only !== null && name !== only) continue;
+    // Every token takes at least two bytes of varints (so a damaged count allocates nothing large).
+    if (2 * n > lensBytes) throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
+    if (ascii && width === 1) {
+      const got = native?.(buf, lensAt, lensEnd, restAt, n, units);
+      if (got) {
+        ascii(got[0], got[1]);
+        continue;
+      }
+      if (asciiTable(buf, name, n, lensAt, lensEnd, restAt, units, ascii)) continue;
+    }
     let q = lensAt;
     const varint = () => {
       let v = 0;
@@ -258,4 +301,71 @@ function frontCodedFields(
     each(name, whole, lens, enc === UTF16);
   }
   if (p !== buf.length) throw new Error(`dict.bin: ${buf.length - p} bytes after the last field`);
+}
+
+/**
+ * fieldTokenTable's pass over a one-byte field (twin of the addon's dictTokenTable, which does it when built): false (nothing decoded) when a byte of its rests is 128 or more
+ * (then some token is not ASCII and the caller takes the general path); else `ascii` gets the table and starts.
+ * Checks what frontCodedFields checks, with the same messages.
+ */
+function asciiTable(
+  buf: Buffer,
+  name: string,
+  n: number,
+  lensAt: number,
+  lensEnd: number,
+  restAt: number,
+  units: number,
+  ascii: (table: Buffer, starts: Uint32Array) => void,
+): boolean {
+  for (let k = restAt; k < restAt + units; k++) if (buf[k]! >= 0x80) return false;
+  // First pass: the lengths (checked), as running sums, so the table is allocated once at its size.
+  const starts = new Uint32Array(n + 1);
+  const rests = new Uint32Array(n);
+  let q = lensAt;
+  let total = 0;
+  let restUnits = 0;
+  let prevLen = 0;
+  for (let r = 0; r < n; r++) {
+    let shared = 0;
+    let rest = 0;
+    for (let part = 0; part < 2; part++) {
+      let v = 0;
+      for (let shift = 0; ; shift += 7) {
+        if (q >= lensEnd || shift > 28)
+          throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
+        const b = buf[q++]!;
+        v += (b & 0x7f) * 2 ** shift;
+        if (b < 0x80) break;
+      }
+      if (part === 0) shared = v;
+      else rest = v;
+    }
+    if (shared > prevLen || restUnits + rest > units)
+      throw new Error(`dict.bin: field ${name}: token ${r} runs past the end of the file`);
+    starts[r] = total;
+    rests[r] = rest;
+    prevLen = shared + rest;
+    total += prevLen;
+    restUnits += rest;
+  }
+  starts[n] = total;
+  if (q !== lensEnd || restUnits !== units) throw new Error(`dict.bin: field ${name}: bytes after its last token`);
+  // Second pass: each token's shared prefix from the one before (the bytes just written), then its rest.
+  const table = Buffer.allocUnsafe(total);
+  let from = restAt;
+  let prevAt = 0;
+  for (let r = 0; r < n; r++) {
+    const at = starts[r]!;
+    const rest = rests[r]!;
+    const shared = starts[r + 1]! - at - rest;
+    for (let i = 0; i < shared; i++) table[at + i] = table[prevAt + i]!;
+    const w = at + shared;
+    if (rest < 16) for (let i = 0; i < rest; i++) table[w + i] = buf[from + i]!;
+    else buf.copy(table, w, from, from + rest);
+    from += rest;
+    prevAt = at;
+  }
+  ascii(table, starts);
+  return true;
 }
