@@ -826,9 +826,10 @@ Napi::Value DictTokenTable(const Napi::CallbackInfo& info) {
     return env.Null();
   for (size_t k = restAt; k < restAt + units; k++)
     if (b[k] >= 0x80) return env.Null();
-  // First pass: lengths checked and summed (what asciiTable checks; any doubt goes to the twin).
-  std::vector<uint32_t> rests(n);
-  std::vector<uint32_t> starts(n + 1);
+  // First pass: lengths checked and summed (what asciiTable checks; any doubt goes to the twin), the starts written
+  // straight into the array returned.
+  Napi::Uint32Array st = Napi::Uint32Array::New(env, n + 1);
+  uint32_t* starts = st.Data();
   size_t p = lensAt;
   uint64_t total = 0, restUnits = 0, prevLen = 0;
   for (size_t t = 0; t < n; t++) {
@@ -836,7 +837,6 @@ Napi::Value DictTokenTable(const Napi::CallbackInfo& info) {
     if (!DictVarint(b, &p, lensEnd, &shared) || !DictVarint(b, &p, lensEnd, &rest)) return env.Null();
     if (shared > prevLen || restUnits + rest > units) return env.Null();
     starts[t] = static_cast<uint32_t>(total);
-    rests[t] = static_cast<uint32_t>(rest);
     prevLen = shared + rest;
     total += prevLen;
     restUnits += rest;
@@ -844,22 +844,23 @@ Napi::Value DictTokenTable(const Napi::CallbackInfo& info) {
   }
   if (p != lensEnd || restUnits != units) return env.Null();
   starts[n] = static_cast<uint32_t>(total);
+  // Second pass over the (checked) varints: each token's shared prefix from the one before, then its rest.
   Napi::Buffer<uint8_t> table = Napi::Buffer<uint8_t>::New(env, static_cast<size_t>(total));
   uint8_t* out = table.Data();
   const uint8_t* from = b + restAt;
   size_t prevAt = 0;
+  p = lensAt;
   for (size_t t = 0; t < n; t++) {
+    uint64_t shared = 0, rest = 0;
+    DictVarint(b, &p, lensEnd, &shared);
+    DictVarint(b, &p, lensEnd, &rest);
     const size_t at = starts[t];
-    const size_t rest = rests[t];
-    const size_t shared = starts[t + 1] - at - rest;
     // The shared prefix is the start of the token just written, which ends at `at`: no overlap.
     if (shared) std::memcpy(out + at, out + prevAt, shared);
     if (rest) std::memcpy(out + at + shared, from, rest);
     from += rest;
     prevAt = at;
   }
-  Napi::Uint32Array st = Napi::Uint32Array::New(env, n + 1);
-  std::memcpy(st.Data(), starts.data(), (n + 1) * sizeof(uint32_t));
   Napi::Array result = Napi::Array::New(env, 2);
   result.Set(uint32_t{0}, table);
   result.Set(uint32_t{1}, st);
