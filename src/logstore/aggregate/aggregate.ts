@@ -1,6 +1,6 @@
 // Aggregations over matching documents: count, sum, min, max, avg, quantile, unique, by group and time bucket.
 // Shards compute partial states per fraction; the main thread merges them and finalizes the buckets.
-import { type BlockCounts, type Column, type FractionView, MISSING } from '../storage/fraction-view.js';
+import { type BlockCounts, type Column, type FractionView, MISSING, missingOf } from '../storage/fraction-view.js';
 import { type NumericColumn, tokenNumber } from '../storage/numeric-column.js';
 import { chargeColumn, forgetColumn, touchColumn } from '../storage/column-memory.js';
 import { type Sketch, quantileAdd, quantileMerge, sketchQuantile } from './quantile-sketch.js';
@@ -70,6 +70,8 @@ interface Values {
   tokens: readonly string[];
   start: Uint32Array | null;
   ords: ArrayLike<number>;
+  /** The ordinal of a document without a value (a keyword column; column.missing). */
+  missing: number;
 }
 
 const tokenCache = new WeakMap<FractionView, Map<string, { docs: number; values: Values | null }>>();
@@ -105,7 +107,7 @@ function tokenValues(view: FractionView, field: string): Values | null {
     lists.forEach((l, t) => {
       for (let i = 0; i < l.length; i++) ords[pos[l[i]!]!++] = t;
     });
-    values = { tokens, start, ords };
+    values = { tokens, start, ords, missing: MISSING };
   }
   // Two fields per fraction at most are kept: enough for a field and its group.
   if (byField.size >= 2 && !byField.has(field)) {
@@ -123,7 +125,7 @@ function tokenValues(view: FractionView, field: string): Values | null {
 
 function valuesOf(view: FractionView, field: string): Values | null {
   const col = view.column(field);
-  return col ? { tokens: col.tokens, start: null, ords: col.ords } : tokenValues(view, field);
+  return col ? { tokens: col.tokens, start: null, ords: col.ords, missing: missingOf(col) } : tokenValues(view, field);
 }
 
 function newState(): AggState {
@@ -134,14 +136,30 @@ export function emptyPartial(): AggPartial {
   return { buckets: new Map(), noGroup: 0 };
 }
 
+/** A fraction's matching local ids: a list, ascending, or every id of [lo, hi) (never made into a list). */
+export type Matches = Uint32Array | { lo: number; hi: number };
+
+const NO_IDS = new Uint32Array(0);
+
+function idList(m: Matches): Uint32Array {
+  if (m instanceof Uint32Array) return m;
+  const out = new Uint32Array(Math.max(0, m.hi - m.lo));
+  for (let i = 0; i < out.length; i++) out[i] = m.lo + i;
+  return out;
+}
+
 /**
- * Adds the documents `matches` of one fraction to `partial`: the fraction's own partial, merged in. Every path
+ * Adds the documents `which` of one fraction (a list or an id range) to `partial`: the fraction's own partial, merged in. Every path
  * merges a fraction's sums whole, so an answer depends only on the fractions' order, never on which thread read
  * which of them (a search reads its shard's active fraction on the shard thread, the sealed ones elsewhere).
  */
-export function aggregateFraction(view: FractionView, matches: Uint32Array, spec: AggSpec, into: AggPartial): void {
-  const fv = valuesOf(view, spec.field);
+export function aggregateFraction(view: FractionView, which: Matches, spec: AggSpec, into: AggPartial): void {
   const groupField = spec.func === 'count' && !spec.group_by ? spec.field : spec.group_by;
+  // A numeric function over a field with a numeric column reads that column only, not its keyword column too (a
+  // numeric column is made only for a keyword column's field, so the field has no tokens per document).
+  const numericOnly =
+    spec.func !== 'count' && spec.func !== 'unique' && groupField !== spec.field && !!view.numeric?.(spec.field);
+  let fv = numericOnly ? null : valuesOf(view, spec.field);
   const gv = groupField ? (groupField === spec.field ? fv : valuesOf(view, groupField)) : null;
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   if (!fv?.start && !gv?.start) {
@@ -149,7 +167,7 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
     if (
       aggregateColumns(
         view,
-        matches,
+        which,
         spec,
         groupField !== undefined,
         gv as Column | null,
@@ -160,6 +178,8 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
     )
       return;
   }
+  const matches = idList(which);
+  if (numericOnly) fv = valuesOf(view, spec.field);
   const nums = fv && spec.func !== 'count' && spec.func !== 'unique' ? numbers(fv.tokens) : null;
   const partial = emptyPartial();
   for (let i = 0; i < matches.length; i++) {
@@ -173,14 +193,14 @@ export function aggregateFraction(view: FractionView, matches: Uint32Array, spec
         continue;
       }
       gs = gv.start ? gv.start[local]! : local;
-      ge = gv.start ? gv.start[local + 1]! : gv.ords[local] === MISSING ? local : local + 1;
+      ge = gv.start ? gv.start[local + 1]! : gv.ords[local] === gv.missing ? local : local + 1;
       if (gs === ge) {
         partial.noGroup++;
         continue;
       }
     }
     const fs = !fv ? 0 : fv.start ? fv.start[local]! : local;
-    const fe = !fv ? 0 : fv.start ? fv.start[local + 1]! : fv.ords[local] === MISSING ? local : local + 1;
+    const fe = !fv ? 0 : fv.start ? fv.start[local + 1]! : fv.ords[local] === fv.missing ? local : local + 1;
     for (let g = gs; g < ge; g++) {
       let key = groupField ? gv!.tokens[gv!.ords[g]!]! : '';
       if (interval) key += `\0${Math.floor(view.time(local) / interval) * interval}`;
@@ -240,7 +260,7 @@ function numbersOf(view: FractionView, field: string, fv: Values | null): Number
     touchColumn(memoryKey(view, 'numbers', field));
     return { values: hit.values, col: null };
   }
-  const values = derive(fv.ords, numbers(fv.tokens), n);
+  const values = derive(fv.ords, fv.missing, numbers(fv.tokens), n);
   if (byField.size >= 2 && !byField.has(field)) {
     const old = byField.keys().next().value!;
     byField.delete(old);
@@ -252,25 +272,25 @@ function numbersOf(view: FractionView, field: string, fv: Values | null): Number
   return { values, col: null };
 }
 
-function derive(ords: ArrayLike<number>, nums: Float64Array, n: number): Float64Array {
+function derive(ords: ArrayLike<number>, missing: number, nums: Float64Array, n: number): Float64Array {
   const values = new Float64Array(n);
   for (let d = 0; d < n; d++) {
     const o = ords[d]!;
-    values[d] = o === MISSING ? NaN : nums[o]!;
+    values[d] = o === missing ? NaN : nums[o]!;
   }
   return values;
 }
 
 /** Time buckets of a fraction's matches: bucket k (time in [k * interval, (k + 1) * interval)) is slot k - lo. */
-function bucketRange(times: Float64Array, matches: Uint32Array, interval: number): [lo: number, count: number] {
+function bucketRange(times: Float64Array, p: Place, interval: number): [lo: number, count: number] {
   let lo = Infinity;
   let hi = -Infinity;
-  for (let i = 0; i < matches.length; i++) {
-    const k = Math.floor(times[matches[i]!]! / interval);
+  for (let i = 0; i < p.n; i++) {
+    const k = Math.floor(times[p.lo >= 0 ? p.lo + i : p.matches[i]!]! / interval);
     if (k < lo) lo = k;
     if (k > hi) hi = k;
   }
-  return matches.length ? [lo, hi - lo + 1] : [0, 1];
+  return p.n ? [lo, hi - lo + 1] : [0, 1];
 }
 
 /** Slots (group x time bucket) past which the generic path (a map of buckets) takes over. */
@@ -289,11 +309,17 @@ interface Slots {
 
 /** Where the documents of one fraction's matches fall: group ordinals, and time buckets when `times` is given. */
 interface Place {
+  /** The matching ids (unused when `lo` >= 0), and how many there are. */
   matches: Uint32Array;
+  n: number;
+  /** Documents of the fraction (its last block may be short). */
+  docs: number;
   /** The first id when the matches are the contiguous ids lo .. lo + length - 1 (read without the list), else -1. */
   lo: number;
   grouped: boolean;
   gOrds: ArrayLike<number> | undefined;
+  /** The group ordinal of a document without a group value. */
+  gMissing: number;
   times: Float64Array | null;
   interval: number;
   kLo: number;
@@ -304,17 +330,23 @@ interface Place {
 function slotOf(p: Place, local: number): number {
   let s = 0;
   if (p.grouped) {
-    const g = p.gOrds ? p.gOrds[local]! : MISSING;
-    if (g === MISSING) return -1;
+    if (!p.gOrds) return -1;
+    const g = p.gOrds[local]!;
+    if (g === p.gMissing) return -1;
     s = g * p.buckets;
   }
   if (p.times) s += Math.floor(p.times[local]! / p.interval) - p.kLo;
   return s;
 }
 
-/** A whole block of `bd` ids starting at the i-th match (ids ascending, so its last is bd - 1 further)? */
-function wholeBlock(p: Place, i: number, local: number, bd: number): boolean {
-  return local % bd === 0 && i + bd <= p.matches.length && (p.lo >= 0 || p.matches[i + bd - 1] === local + bd - 1);
+/**
+ * The length of the block of `bd` ids (fewer for the fraction's last) starting at the i-th match when the matches
+ * hold all of it (ids ascending, so its last is length - 1 further), else 0.
+ */
+function wholeBlock(p: Place, i: number, local: number, bd: number): number {
+  if (local % bd !== 0) return 0;
+  const len = Math.min(bd, p.docs - local);
+  return i + len <= p.n && (p.lo >= 0 || p.matches[i + len - 1] === local + len - 1) ? len : 0;
 }
 
 /**
@@ -324,12 +356,12 @@ function wholeBlock(p: Place, i: number, local: number, bd: number): boolean {
 function countSlots(
   p: Place,
   fOrds: ArrayLike<number> | undefined,
+  fMissing: number,
   same: boolean,
   blocks: BlockCounts | null,
   sl: Slots,
 ) {
-  const { matches, lo } = p;
-  const n = matches.length;
+  const { matches, lo, n } = p;
   const count = sl.count;
   const notExists = sl.notExists;
   const bd = blocks ? blocks.blockDocs : 0;
@@ -337,22 +369,23 @@ function countSlots(
   let i = 0;
   while (i < n) {
     const local = lo >= 0 ? lo + i : matches[i]!;
-    if (blocks && wholeBlock(p, i, local, bd)) {
-      const g0 = (local / bd) * blocks.groups;
+    const len = blocks ? wholeBlock(p, i, local, bd) : 0;
+    if (len > 0) {
+      const g0 = (local / bd) * blocks!.groups;
       let had = 0;
-      for (let g = 0; g < blocks.groups; g++) {
-        const c = blocks.counts[g0 + g]!;
+      for (let g = 0; g < blocks!.groups; g++) {
+        const c = blocks!.counts[g0 + g]!;
         count[g] += c;
         had += c;
       }
-      noGroup += bd - had;
-      i += bd;
+      noGroup += len - had;
+      i += len;
       continue;
     }
     i++;
     const s = slotOf(p, local);
     if (s < 0) noGroup++;
-    else if (same || (fOrds !== undefined && fOrds[local] !== MISSING)) count[s]++;
+    else if (same || (fOrds !== undefined && fOrds[local] !== fMissing)) count[s]++;
     else notExists[s]++;
   }
   sl.noGroup += noGroup;
@@ -366,14 +399,14 @@ const UNIQUE_MARKS = 1 << 22;
  * ordinal, made into the value strings once per slot at the end).
  */
 function uniqueSlots(p: Place, fCol: Column | null, sl: Slots): (Set<number> | Uint8Array)[] {
-  const { matches, lo } = p;
-  const n = matches.length;
+  const { matches, lo, n } = p;
   const values = fCol ? fCol.tokens.length : 0;
   const slots = sl.count.length;
   const dense = slots * values <= UNIQUE_MARKS;
   const marks = dense ? new Uint8Array(slots * values) : null;
   const sets: Set<number>[] = [];
   const fOrds = fCol?.ords;
+  const fMissing = fCol ? missingOf(fCol) : MISSING;
   let noGroup = 0;
   for (let i = 0; i < n; i++) {
     const local = lo >= 0 ? lo + i : matches[i]!;
@@ -382,8 +415,8 @@ function uniqueSlots(p: Place, fCol: Column | null, sl: Slots): (Set<number> | U
       noGroup++;
       continue;
     }
-    const o = fOrds ? fOrds[local]! : MISSING;
-    if (o === MISSING) {
+    const o = fOrds ? fOrds[local]! : fMissing;
+    if (o === fMissing) {
       sl.notExists[s]++;
       continue;
     }
@@ -440,13 +473,15 @@ function groupBlocks(col: NumericColumn, groupCol: Column | null, grouped: boole
   const key = grouped ? groupCol!.ords : null;
   const hit = byGroup.get(key);
   if (hit) return hit;
-  const gb = summarize(col, grouped ? groupCol!.ords : null, grouped ? groupCol!.tokens.length : 1);
+  const gb = grouped
+    ? summarize(col, groupCol!.ords, missingOf(groupCol!), groupCol!.tokens.length)
+    : summarize(col, null, MISSING, 1);
   if (byGroup.size >= 2) byGroup.delete(byGroup.keys().next().value!);
   byGroup.set(key, gb);
   return gb;
 }
 
-function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, groups: number): GroupBlocks {
+function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, gMissing: number, groups: number): GroupBlocks {
   const vals = col.values;
   const n = vals.length;
   const bd = col.blockDocs;
@@ -468,7 +503,7 @@ function summarize(col: NumericColumn, gOrds: ArrayLike<number> | null, groups: 
   for (let d = 0; d < n; d++) {
     const b = (d / bd) | 0;
     const g = gOrds ? gOrds[d]! : 0;
-    if (g === MISSING) {
+    if (g === gMissing) {
       noGroup[b]++;
       continue;
     }
@@ -502,19 +537,19 @@ function numberSlots(
   gb: GroupBlocks | null,
   sl: Slots,
 ) {
-  const { matches, lo } = p;
-  const n = matches.length;
+  const { matches, lo, n } = p;
   const { count, sum, min, max, notExists, quantiles } = sl;
   const bd = col ? col.blockDocs : gb ? gb.blockDocs : 0;
   let noGroup = 0;
   let i = 0;
   while (i < n) {
     const local = lo >= 0 ? lo + i : matches[i]!;
-    if (bd > 0 && wholeBlock(p, i, local, bd)) {
+    const len = bd > 0 ? wholeBlock(p, i, local, bd) : 0;
+    if (len > 0) {
       const b = local / bd;
       if (col) {
         const k = col.present[b]!;
-        notExists[0] += bd - k;
+        notExists[0] += len - k;
         if (k > 0) {
           count[0] += k;
           if (col.min[b]! < min[0]!) min[0] = col.min[b]!;
@@ -535,7 +570,7 @@ function numberSlots(
           } else sum[g] += gb!.sum![s0 + g]!;
         }
       }
-      i += bd;
+      i += len;
       continue;
     }
     i++;
@@ -573,7 +608,7 @@ function numberSlots(
  */
 function aggregateColumns(
   view: FractionView,
-  matches: Uint32Array,
+  which: Matches,
   spec: AggSpec,
   grouped: boolean,
   groupCol: Column | null,
@@ -583,27 +618,30 @@ function aggregateColumns(
 ): boolean {
   const interval = spec.interval && spec.interval > 0 ? spec.interval : 0;
   const groups = grouped ? (groupCol?.tokens.length ?? 0) : 1;
-  let times: Float64Array | null = null;
-  let kLo = 0;
-  let buckets = 1;
-  if (interval) {
-    times = view.timeArray?.() ?? null;
-    if (!times) return false;
-    [kLo, buckets] = bucketRange(times, matches, interval);
-  }
-  const slots = groups * buckets;
-  if (slots > MAX_SLOTS) return false;
-  const n = matches.length;
+  const list = which instanceof Uint32Array ? which : null;
+  const range = which instanceof Uint32Array ? null : which;
+  const n = list ? list.length : Math.max(0, range!.hi - range!.lo);
   const place: Place = {
-    matches,
-    lo: n > 0 && matches[n - 1]! - matches[0]! === n - 1 ? matches[0]! : -1,
+    matches: list ?? NO_IDS,
+    n,
+    docs: view.docCount,
+    lo: list ? (n > 0 && list[n - 1]! - list[0]! === n - 1 ? list[0]! : -1) : n > 0 ? range!.lo : -1,
     grouped,
     gOrds: grouped ? groupCol?.ords : undefined,
-    times,
+    gMissing: groupCol ? missingOf(groupCol) : MISSING,
+    times: null,
     interval,
-    kLo,
-    buckets,
+    kLo: 0,
+    buckets: 1,
   };
+  if (interval) {
+    place.times = view.timeArray?.() ?? null;
+    if (!place.times) return false;
+    [place.kLo, place.buckets] = bucketRange(place.times, place, interval);
+  }
+  const { kLo, buckets } = place;
+  const slots = groups * buckets;
+  if (slots > MAX_SLOTS) return false;
   const sl: Slots = {
     count: new Float64Array(slots),
     sum: new Float64Array(slots),
@@ -618,7 +656,7 @@ function aggregateColumns(
   else if (spec.func === 'count') {
     const same = grouped && groupCol !== null && groupCol === fieldCol;
     const blocks = same && !interval ? (view.blockCounts?.(spec.field) ?? null) : null;
-    countSlots(place, fieldCol?.ords, same, blocks, sl);
+    countSlots(place, fieldCol?.ords, fieldCol ? missingOf(fieldCol) : MISSING, same, blocks, sl);
   } else {
     const fn = spec.func === 'min' ? Fn.Min : spec.func === 'max' ? Fn.Max : spec.func === 'quantile' ? Fn.All : Fn.Sum;
     const minMax = fn === Fn.Min || fn === Fn.Max;

@@ -119,7 +119,7 @@ export class ActivePrefix implements FractionView {
     if (!c || !this.grown) return c;
     const ords =
       c.ords instanceof Uint32Array ? c.ords.subarray(0, this.docCount) : Array.from(c.ords).slice(0, this.docCount);
-    return { tokens: c.tokens, ords };
+    return { tokens: c.tokens, ords, missing: c.missing };
   }
 
   time(local: number): number {

@@ -5,11 +5,21 @@ import type { NumericBounds, NumericColumn } from './numeric-column.js';
 export interface Column {
   /** Token of each ordinal. */
   tokens: readonly string[];
-  /** Ordinal of each local doc id; MISSING when the doc has no value. */
+  /** Ordinal of each local doc id; `missing` when the doc has no value. */
   ords: ArrayLike<number>;
+  /**
+   * The ordinal of a document without a value: MISSING, unless the ordinals are narrower (a sealed column of at
+   * most 255 values keeps one byte a document, 255 for none; of at most 65 535, two bytes, 65 535 for none).
+   */
+  missing?: number;
 }
 
 export const MISSING = 0xffffffff;
+
+/** The ordinal of `col`'s documents without a value. */
+export function missingOf(col: Column): number {
+  return col.missing ?? MISSING;
+}
 
 /** Per block of a keyword column: how many of its documents have each value. */
 export interface BlockCounts {

@@ -11,6 +11,7 @@ import {
   type DocRun,
   type FractionView,
   MISSING,
+  missingOf,
 } from './fraction-view.js';
 import {
   FILES,
@@ -23,7 +24,7 @@ import {
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
-import { decodeDict, fieldTokenTable } from './token-dict.js';
+import { decodeDictLazy, fieldTokenTable } from './token-dict.js';
 import {
   BLOCK_DOCS,
   type NumericBlocks,
@@ -37,7 +38,7 @@ import {
 import { rangeNumber } from '../query/plan.js';
 import { chargeColumn, forgetColumn, releaseColumns, touchColumn } from './column-memory.js';
 import { type ColumnTokens, blockColumns, decodeDocBlock, tokenTableOfBytes } from './doc-columns.js';
-import { decodeIds, decodeOffsets, decodeTimes, fromPlanes } from './sealed-arrays.js';
+import { decodeIds, decodeOffsets, decodeTimes, fromPlanes, narrow, narrowFromPlanes } from './sealed-arrays.js';
 import { decodeShort, isShort } from './dense-postings.js';
 
 /** A decompressed block of documents: where each starts in `raw`, and whether all of them are valid UTF-8. */
@@ -51,9 +52,21 @@ interface Block {
 const BLOCK_CACHE = 16;
 
 interface FieldDict {
-  tokens: string[];
+  readonly tokens: string[];
   /** Index of the field's first token in offsets/counts. */
   base: number;
+}
+
+/** A field of the dictionary whose tokens are decoded when first read (most searches read a few fields). */
+class LazyFieldDict implements FieldDict {
+  constructor(
+    readonly base: number,
+    private readonly decode: () => string[],
+  ) {}
+
+  get tokens(): string[] {
+    return this.decode();
+  }
 }
 
 /**
@@ -251,12 +264,12 @@ export class SealedFraction implements FractionView {
 
   private loadDict(): Map<string, FieldDict> {
     if (this.dict) return this.dict;
-    const raw = decodeDict(this.read(FILES.dict));
+    const raw = this.decoded(FILES.dict, () => decodeDictLazy(this.read(FILES.dict)));
     const dict = new Map<string, FieldDict>();
     let base = 0;
-    for (const [f, tokens] of raw) {
-      dict.set(f, { tokens, base });
-      base += tokens.length;
+    for (const f of raw) {
+      dict.set(f.name, new LazyFieldDict(base, () => this.decoded(FILES.dict, f.tokens)));
+      base += f.count;
     }
     const oc = this.read(FILES.offsets);
     if (this.compact) {
@@ -293,6 +306,8 @@ export class SealedFraction implements FractionView {
   }
 
   timeRange(from: number, to: number): [number, number] {
+    // The whole fraction without its times (an aggregation over everything need not decode them).
+    if (from <= this.minTime && to >= this.maxTime) return [0, this.docCount];
     const t = this.times();
     const lo = from <= this.minTime ? 0 : lowerBoundF(t, from);
     const hi = to >= this.maxTime ? t.length : lowerBoundF(t, to, true);
@@ -406,7 +421,10 @@ export class SealedFraction implements FractionView {
     const ft = this.decoded(FILES.dict, () => fieldTokenTable(dict, field, tokenTableOfBytes));
     // The seal refers only to fields of one byte a code unit.
     if (!ft || ft.wide) throw this.damaged(FILES.docs, `a block refers to the column of ${field}, not referable`);
-    let ords = this.cols.get(field)?.ords as Uint32Array | undefined;
+    // Blocks look ranks up as u32 with 0xffffffff for none: a column kept narrow for aggregations (1 or 2 bytes a
+    // document, its own "none") is widened, not passed as it is.
+    const kept = this.cols.get(field);
+    let ords = kept ? widen(kept.ords, missingOf(kept)) : undefined;
     if (!ords) {
       const file = FILES.column(c);
       const buf = this.read(file);
@@ -492,12 +510,16 @@ export class SealedFraction implements FractionView {
     const fd = this.loadDict().get(field)!;
     const file = FILES.column(i);
     const buf = this.read(file);
-    const ords = this.compact ? this.decoded(file, () => fromPlanes(buf)) : u32Of(buf);
+    const values = fd.tokens.length;
+    // In the narrowest array that holds its ordinals (one byte a document for a field of at most 255 values).
+    const { ords, missing } = this.compact
+      ? this.decoded(file, () => narrowFromPlanes(buf, values))
+      : narrow(u32Of(buf), values);
     if (ords.length !== this.docCount)
       throw this.damaged(file, `${ords.length} documents, the fraction has ${this.docCount}`);
-    const col: Column = { tokens: fd.tokens, ords };
+    const col: Column = { tokens: fd.tokens, ords, missing };
     this.cols.set(field, col);
-    chargeColumn(this.key('col', field), (col.ords as Uint32Array).byteLength, () => this.cols.delete(field));
+    chargeColumn(this.key('col', field), (col.ords as Uint8Array).byteLength, () => this.cols.delete(field));
     return col;
   }
 
@@ -585,9 +607,11 @@ export class SealedFraction implements FractionView {
       else {
         const c = this.meta.columns.indexOf(field);
         const raw = c < 0 || this.cols.has(field) ? null : this.read(FILES.column(c));
-        const ords = c < 0 ? null : (this.cols.get(field)?.ords ?? (this.compact ? fromPlanes(raw!) : u32Of(raw!)));
+        const kept = this.cols.get(field);
+        const ords = c < 0 ? null : (kept?.ords ?? (this.compact ? fromPlanes(raw!) : u32Of(raw!)));
+        const missing = kept ? missingOf(kept) : MISSING;
         if (!ords) withToken = -1;
-        else for (let d = 0; d < ords.length; d++) if (ords[d] !== MISSING) withToken++;
+        else for (let d = 0; d < ords.length; d++) if (ords[d] !== missing) withToken++;
       }
       column = withToken === listed;
     }
@@ -662,7 +686,7 @@ export class SealedFraction implements FractionView {
     let bc: BlockCounts | null = null;
     if (col && col.tokens.length <= 256) {
       const groups = col.tokens.length;
-      bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords as Uint32Array, groups) };
+      bc = { blockDocs: BLOCK_DOCS, groups, counts: blockCountsOfColumn(col.ords, missingOf(col), groups) };
     }
     this.blockCountsOf.set(field, bc);
     if (bc) chargeColumn(this.key('counts', field), bc.counts.byteLength, () => this.blockCountsOf.delete(field));
@@ -723,12 +747,12 @@ function rowBlock(raw: Buffer): { raw: Buffer; offsets: Uint32Array } {
   return { raw, offsets };
 }
 
-function blockCountsOfColumn(ords: Uint32Array, groups: number): Uint32Array {
+function blockCountsOfColumn(ords: ArrayLike<number>, missing: number, groups: number): Uint32Array {
   const n = ords.length;
   const counts = new Uint32Array(Math.ceil(n / BLOCK_DOCS) * groups);
   for (let d = 0; d < n; d++) {
     const o = ords[d]!;
-    if (o !== MISSING) counts[Math.floor(d / BLOCK_DOCS) * groups + o]++;
+    if (o !== missing) counts[Math.floor(d / BLOCK_DOCS) * groups + o]++;
   }
   return counts;
 }
@@ -772,4 +796,15 @@ function lowerBoundF(t: Float64Array, x: number, after = false): number {
     else hi = mid;
   }
   return lo;
+}
+
+/** Ranks as u32 with 0xffffffff for none, from a keyword column kept in any width with `missing` for none. */
+function widen(ords: ArrayLike<number>, missing: number): Uint32Array {
+  if (ords instanceof Uint32Array && missing === 0xffffffff) return ords;
+  const out = new Uint32Array(ords.length);
+  for (let i = 0; i < ords.length; i++) {
+    const o = ords[i]!;
+    out[i] = o === missing ? 0xffffffff : o;
+  }
+  return out;
 }

@@ -145,20 +145,113 @@ export function decodeDict(buf: Buffer): [string, string[]][] {
   return out;
 }
 
-/** Version 2 (see encodeDict). */
-function decodeFrontCoded(buf: Buffer): [string, string[]][] {
-  const out: [string, string[]][] = [];
-  frontCodedFields(buf, null, (name, whole, lens, wide) => {
-    const text = whole.toString(wide ? 'utf16le' : 'latin1');
-    const tokens = new Array<string>(lens.length);
-    let at = 0;
-    for (let r = 0; r < lens.length; r++) {
-      tokens[r] = text.slice(at, at + lens[r]!);
-      at += lens[r]!;
-    }
-    out.push([name, tokens]);
-  });
+/** Where one field of a version 2 dictionary is in its buffer (see encodeDict). */
+interface CodedField {
+  name: string;
+  n: number;
+  enc: number;
+  lensAt: number;
+  lensEnd: number;
+  restAt: number;
+  units: number;
+}
+
+/** The fields of a version 2 dictionary (see encodeDict), their tokens not decoded. */
+function frontCodedFields(buf: Buffer): CodedField[] {
+  const out: CodedField[] = [];
+  const need = (p: number, bytes: number, what: string) => {
+    if (p + bytes > buf.length) throw new Error(`dict.bin: ${what} runs past the end of the file`);
+  };
+  need(0, 8, 'the header');
+  const fieldCount = buf.readUInt32LE(4);
+  let p = 8;
+  for (let fi = 0; fi < fieldCount; fi++) {
+    need(p, 4, `field ${fi}`);
+    const nameLen = buf.readUInt32LE(p);
+    p += 4;
+    need(p, nameLen + 9, `field ${fi}`);
+    const name = buf.toString('utf8', p, p + nameLen);
+    p += nameLen;
+    const n = buf.readUInt32LE(p);
+    const enc = buf[p + 4]!;
+    if (enc !== LATIN1 && enc !== UTF16) throw new Error(`dict.bin: unknown token encoding ${enc} in field ${name}`);
+    const lensBytes = buf.readUInt32LE(p + 5);
+    p += 9;
+    need(p, lensBytes + 4, `field ${name}`);
+    const lensAt = p;
+    const lensEnd = p + lensBytes;
+    p = lensEnd;
+    const units = buf.readUInt32LE(p);
+    p += 4;
+    const width = enc === UTF16 ? 2 : 1;
+    need(p, units * width, `field ${name}`);
+    const restAt = p;
+    p += units * width;
+    out.push({ name, n, enc, lensAt, lensEnd, restAt, units });
+  }
+  if (p !== buf.length) throw new Error(`dict.bin: ${buf.length - p} bytes after the last field`);
   return out;
+}
+
+/** One field's tokens whole, one after the other (code units, one byte each unless `wide`), and their lengths. */
+function frontCodedBytes(buf: Buffer, f: CodedField): { bytes: Buffer; lens: Uint32Array; wide: boolean } {
+  const { name, n, enc, lensAt, lensEnd, restAt, units } = f;
+  const width = enc === UTF16 ? 2 : 1;
+  // Every token takes at least two bytes of varints (so a damaged count allocates nothing large).
+  if (2 * n > lensEnd - lensAt) throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
+  let q = lensAt;
+  const varint = () => {
+    let v = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (q >= lensEnd || shift > 28)
+        throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
+      const b = buf[q++]!;
+      v += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return v;
+    }
+  };
+  // The tokens whole, one after the other (each prefix copied from the token before), then one string of them.
+  const lens = new Uint32Array(n);
+  const rests = new Uint32Array(n);
+  let total = 0;
+  let restUnits = 0;
+  for (let r = 0; r < n; r++) {
+    const shared = varint();
+    const rest = varint();
+    if (shared > (r ? lens[r - 1]! : 0) || restUnits + rest > units)
+      throw new Error(`dict.bin: field ${name}: token ${r} runs past the end of the file`);
+    lens[r] = shared + rest;
+    rests[r] = rest;
+    total += shared + rest;
+    restUnits += rest;
+  }
+  if (q !== lensEnd || restUnits !== units) throw new Error(`dict.bin: field ${name}: bytes after its last token`);
+  const whole = Buffer.allocUnsafe(total * width);
+  let w = 0;
+  let prevAt = 0;
+  let from = restAt;
+  for (let r = 0; r < n; r++) {
+    const restBytes = rests[r]! * width;
+    const sharedBytes = lens[r]! * width - restBytes;
+    const at = w;
+    for (let i = 0; i < sharedBytes; i++) whole[w++] = whole[prevAt + i]!;
+    for (let i = 0; i < restBytes; i++) whole[w++] = buf[from++]!;
+    prevAt = at;
+  }
+  return { bytes: whole, lens, wide: enc === UTF16 };
+}
+
+/** The tokens of one field of a version 2 dictionary. */
+function frontCodedTokens(buf: Buffer, f: CodedField): string[] {
+  const { bytes, lens, wide } = frontCodedBytes(buf, f);
+  const text = bytes.toString(wide ? 'utf16le' : 'latin1');
+  const tokens = new Array<string>(lens.length);
+  let at = 0;
+  for (let r = 0; r < lens.length; r++) {
+    tokens[r] = text.slice(at, at + lens[r]!);
+    at += lens[r]!;
+  }
+  return tokens;
 }
 
 /**
@@ -174,9 +267,8 @@ export function fieldTokenBytes(
   for (let i = 0; i < MAGIC.length - 1; i++) {
     if (buf[i] !== MAGIC[i]) throw new Error(`dict.bin: unknown format (first byte ${buf[0]})`);
   }
-  let found: { bytes: Buffer; lens: Uint32Array; wide: boolean } | null = null;
-  frontCodedFields(buf, field, (_, bytes, lens, wide) => (found = { bytes, lens, wide }));
-  return found;
+  const f = frontCodedFields(buf).find((x) => x.name === field);
+  return f ? frontCodedBytes(buf, f) : null;
 }
 
 /**
@@ -198,127 +290,62 @@ export function fieldTokenTable(
   for (let i = 0; i < MAGIC.length - 1; i++) {
     if (buf[i] !== MAGIC[i]) throw new Error(`dict.bin: unknown format (first byte ${buf[0]})`);
   }
-  let found: { table: Buffer; starts: Uint32Array; wide: boolean } | null = null;
-  frontCodedFields(
-    buf,
-    field,
-    (_, bytes, lens, wide) => (found = wide ? { table: bytes, starts: lens, wide } : { ...slow(bytes, lens), wide }),
-    (table, starts) => (found = { table, starts, wide: false }),
-    native,
-  );
-  return found;
-}
-
-/**
- * Walks a version 2 dict.bin, calling `each` with every field's tokens whole (one after the other) and lengths, or
- * only `only`'s (the others are checked and skipped, not decoded).
- */
-function frontCodedFields(
-  buf: Buffer,
-  only: string | null,
-  each: (name: string, whole: Buffer, lens: Uint32Array, wide: boolean) => void,
-  ascii?: (table: Buffer, starts: Uint32Array) => void,
-  native: DictTokenTableNative | null = null,
-): void {
-  const need = (p: number, bytes: number, what: string) => {
-    if (p + bytes > buf.length) throw new Error(`dict.bin: ${what} runs past the end of the file`);
-  };
-  need(0, 8, 'the header');
-  const fieldCount = buf.readUInt32LE(4);
-  let p = 8;
-  for (let fi = 0; fi < fieldCount; fi++) {
-    need(p, 4, `field ${fi}`);
-    const nameLen = buf.readUInt32LE(p);
-    p += 4;
-    need(p, nameLen + 9, `field ${fi}`);
-    const name = buf.toString('utf8', p, p + nameLen);
-    p += nameLen;
-    const n = buf.readUInt32LE(p);
-    const enc = buf[p + 4];
-    if (enc !== LATIN1 && enc !== UTF16) throw new Error(`dict.bin: unknown token encoding ${enc} in field ${name}`);
-    const lensBytes = buf.readUInt32LE(p + 5);
-    p += 9;
-    need(p, lensBytes + 4, `field ${name}`);
-    const lensAt = p;
-    const lensEnd = p + lensBytes;
-    p = lensEnd;
-    const units = buf.readUInt32LE(p);
-    p += 4;
-    const width = enc === UTF16 ? 2 : 1;
-    need(p, units * width, `field ${name}`);
-    const restAt = p;
-    p += units * width;
-    if (only !== null && name !== only) continue;
-    // Every token takes at least two bytes of varints (so a damaged count allocates nothing large).
-    if (2 * n > lensBytes) throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
-    if (ascii && width === 1) {
-      const got = native?.(buf, lensAt, lensEnd, restAt, n, units);
-      if (got) {
-        ascii(got[0], got[1]);
-        continue;
-      }
-      if (asciiTable(buf, name, n, lensAt, lensEnd, restAt, units, ascii)) continue;
-    }
-    let q = lensAt;
-    const varint = () => {
-      let v = 0;
-      for (let shift = 0; ; shift += 7) {
-        if (q >= lensEnd || shift > 28)
-          throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
-        const b = buf[q++]!;
-        v += (b & 0x7f) * 2 ** shift;
-        if (b < 0x80) return v;
-      }
-    };
-    // The tokens whole, one after the other (each prefix copied from the token before), then one string of them.
-    const lens = new Uint32Array(n);
-    const rests = new Uint32Array(n);
-    let total = 0;
-    let restUnits = 0;
-    for (let r = 0; r < n; r++) {
-      const shared = varint();
-      const rest = varint();
-      if (shared > (r ? lens[r - 1]! : 0) || restUnits + rest > units)
-        throw new Error(`dict.bin: field ${name}: token ${r} runs past the end of the file`);
-      lens[r] = shared + rest;
-      rests[r] = rest;
-      total += shared + rest;
-      restUnits += rest;
-    }
-    if (q !== lensEnd || restUnits !== units) throw new Error(`dict.bin: field ${name}: bytes after its last token`);
-    const whole = Buffer.allocUnsafe(total * width);
-    let w = 0;
-    let prevAt = 0;
-    let from = restAt;
-    for (let r = 0; r < n; r++) {
-      const restBytes = rests[r]! * width;
-      const sharedBytes = lens[r]! * width - restBytes;
-      const at = w;
-      for (let i = 0; i < sharedBytes; i++) whole[w++] = whole[prevAt + i]!;
-      for (let i = 0; i < restBytes; i++) whole[w++] = buf[from++]!;
-      prevAt = at;
-    }
-    each(name, whole, lens, enc === UTF16);
+  const f = frontCodedFields(buf).find((x) => x.name === field);
+  if (!f) return null;
+  if (f.enc === LATIN1) {
+    if (2 * f.n > f.lensEnd - f.lensAt)
+      throw new Error(`dict.bin: field ${f.name}: its prefixes run past the end of the file`);
+    const got = native?.(buf, f.lensAt, f.lensEnd, f.restAt, f.n, f.units);
+    if (got) return { table: got[0], starts: got[1], wide: false };
+    const t = asciiTable(buf, f);
+    if (t) return { ...t, wide: false };
   }
-  if (p !== buf.length) throw new Error(`dict.bin: ${buf.length - p} bytes after the last field`);
+  const { bytes, lens, wide } = frontCodedBytes(buf, f);
+  return wide ? { table: bytes, starts: lens, wide } : { ...slow(bytes, lens), wide };
+}
+
+/** Version 2 (see encodeDict). */
+function decodeFrontCoded(buf: Buffer): [string, string[]][] {
+  return frontCodedFields(buf).map((f) => [f.name, frontCodedTokens(buf, f)]);
+}
+
+/** A field of a dictionary: its name, its count of tokens, and its tokens, decoded when first asked for. */
+export interface LazyDictField {
+  name: string;
+  count: number;
+  tokens: () => string[];
 }
 
 /**
- * fieldTokenTable's pass over a one-byte field (twin of the addon's dictTokenTable, which does it when built): false (nothing decoded) when a byte of its rests is 128 or more
- * (then some token is not ASCII and the caller takes the general path); else `ascii` gets the table and starts.
- * Checks what frontCodedFields checks, with the same messages.
+ * decodeDict, each field's tokens decoded only when asked for (version 2; the older forms are decoded whole): an
+ * aggregation over `status` then makes no strings of the addresses' or the words' tokens.
  */
-function asciiTable(
-  buf: Buffer,
-  name: string,
-  n: number,
-  lensAt: number,
-  lensEnd: number,
-  restAt: number,
-  units: number,
-  ascii: (table: Buffer, starts: Uint32Array) => void,
-): boolean {
-  for (let k = restAt; k < restAt + units; k++) if (buf[k]! >= 0x80) return false;
+export function decodeDictLazy(buf: Buffer): LazyDictField[] {
+  if (buf.length < 4 || buf[0] !== MAGIC[0] || buf[1] !== MAGIC[1] || buf[2] !== MAGIC[2] || buf[3] !== FRONT_CODED)
+    return decodeDict(buf).map(([name, tokens]) => ({ name, count: tokens.length, tokens: () => tokens }));
+  const fields = frontCodedFields(buf);
+  // The bytes are let go once every field is decoded (the strings hold the tokens then).
+  const src = { buf: buf as Buffer | null, left: fields.length };
+  return fields.map((f) => {
+    let done: string[] | null = null;
+    const tokens = () => {
+      if (!done) {
+        done = frontCodedTokens(src.buf!, f);
+        if (--src.left === 0) src.buf = null;
+      }
+      return done;
+    };
+    return { name: f.name, count: f.n, tokens };
+  });
+}
+/**
+ * fieldTokenTable's pass over a one-byte field (twin of the addon's dictTokenTable, which does it when built): null
+ * (nothing decoded) when a byte of its rests is 128 or more (then some token is not ASCII and the caller takes the
+ * general path); else the table and starts. Checks what frontCodedBytes checks, with the same messages.
+ */
+function asciiTable(buf: Buffer, f: CodedField): { table: Buffer; starts: Uint32Array } | null {
+  const { name, n, lensAt, lensEnd, restAt, units } = f;
+  for (let k = restAt; k < restAt + units; k++) if (buf[k]! >= 0x80) return null;
   // First pass: the lengths (checked), as running sums, so the table is allocated once at its size.
   const starts = new Uint32Array(n + 1);
   const rests = new Uint32Array(n);
@@ -366,6 +393,5 @@ function asciiTable(
     from += rest;
     prevAt = at;
   }
-  ascii(table, starts);
-  return true;
+  return { table, starts };
 }

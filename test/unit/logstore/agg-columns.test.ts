@@ -30,6 +30,9 @@ interface Doc {
   /** Integers only (sums exact in any order): what a per-block summary may add whole. */
   m?: number;
   g?: unknown;
+  /** Groups of 255 and 256 values (a sealed column of one byte a document, and of two), some documents without. */
+  k?: string;
+  h?: string;
 }
 
 /** Random documents in time order: `n` of every kind a field may hold, `g` a group (sometimes missing). */
@@ -60,6 +63,9 @@ function makeDocs(seed: number): Doc[] {
     else if (x < 0.5) d.n = null;
     if (r() < 0.9) d.g = ['a', 'b', 'c', 200, 404][(r() * 5) | 0];
     if (r() < 0.95) d.m = ((r() * 1000) | 0) - 300;
+    // From i alone (the random stream above stays as it was).
+    if (i % 7 !== 3) d.k = `k${(i * 7919) % 255}`;
+    if (i % 5 !== 1) d.h = `h${(i * 7919) % 256}`;
     docs.push(d);
   }
   return docs;
@@ -80,7 +86,7 @@ function keyword(v: unknown): string | undefined {
 }
 
 /** The number an aggregation reads from a document: its first keyword value as a number, NaN for none. */
-function numberOf(d: Doc, field: 'n' | 'm' = 'n'): number {
+function numberOf(d: Doc, field: 'n' | 'm' | 'g' | 'k' | 'h' = 'n'): number {
   const k = keyword(d[field]);
   return k === undefined || k.trim() === '' ? NaN : Number(k);
 }
@@ -100,17 +106,27 @@ for (const func of ['count', 'sum', 'min', 'max', 'avg', 'quantile', 'unique'] a
 for (const func of ['sum', 'avg', 'min', 'max'] as const) {
   SPECS.push({ field: 'm', func }, { field: 'm', func, group_by: 'g' });
 }
+for (const field of ['k', 'h']) {
+  SPECS.push(
+    { field, func: 'count' },
+    { field: 'm', func: 'min', group_by: field },
+    { field: 'm', func: 'sum', group_by: field },
+    { field: 'g', func: 'unique', group_by: field },
+    { field, func: 'unique', group_by: 'g' },
+    { field, func: 'count', group_by: 'g' },
+  );
+}
 
 /** The answer computed from the documents alone. */
 function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResult {
-  const field = spec.field as 'n' | 'm';
+  const field = spec.field as 'n' | 'm' | 'g' | 'k' | 'h';
   const groupField = spec.func === 'count' && !spec.group_by ? field : spec.group_by;
   const buckets = new Map<string, { values: number[]; present: number; notExists: number; distinct: Set<string> }>();
   let noGroup = 0;
   for (const d of docs.filter(match)) {
     let key = '';
     if (groupField) {
-      const g = keyword(groupField === field ? d[field] : d.g);
+      const g = keyword(d[groupField as 'g' | 'k' | 'h' | 'n']);
       if (g === undefined) {
         noGroup++;
         continue;
@@ -185,12 +201,22 @@ function oracle(docs: Doc[], spec: AggSpec, match: (d: Doc) => boolean): AggResu
   return { buckets: out, not_exists: noGroup };
 }
 
-const QUERIES: [string, (d: Doc) => boolean][] = [
-  ['*', () => true],
-  ['g:a', (d) => keyword(d.g) === 'a'],
+/** A query, the documents it matches, and its time range ([from, to], both included). */
+const QUERIES: [string, (d: Doc) => boolean, number, number][] = [
+  ['*', () => true, -Infinity, Infinity],
+  ['g:a', (d) => keyword(d.g) === 'a', -Infinity, Infinity],
   // Every other run of 1500 documents: whole blocks matched and blocks cut by the query.
-  ['i:[0, 3000) OR i:[6000, *]', (d) => d.i < 3000 || d.i >= 6000],
+  ['i:[0, 3000) OR i:[6000, *]', (d) => d.i < 3000 || d.i >= 6000, -Infinity, Infinity],
+  // Everything in a time range (an id range, read without a list of ids): blocks cut at both ends; and one to the
+  // last document, whose last block is short.
+  ['*', () => true, base + 2.5 * HOUR, base + 7.3 * HOUR],
+  ['*', () => true, base + 4 * HOUR, Infinity],
 ];
+
+function inTime(d: Doc, from: number, to: number): boolean {
+  const t = Date.parse(d.timestamp);
+  return t >= from && t <= to;
+}
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -216,27 +242,47 @@ function ingest(shard: Shard, docs: Doc[]): void {
   shard.ingest(Buffer.concat(lines), offs);
 }
 
-/** Every spec under every query, as the shard answers it; JSON so -0 and 0 compare as the HTTP answer shows them. */
+/**
+ * Every spec under every query, as the shard answers it (JSON so -0 and 0 compare as the HTTP answer shows them),
+ * then each query's total, histogram (half hours) and newest and oldest 5 documents.
+ */
 function answers(shard: Shard): string[] {
   const out: string[] = [];
-  for (const [q] of QUERIES) {
+  for (const [q, , from, to] of QUERIES) {
+    const plan = planQuery(parseQuery(q), mapping);
     for (const spec of SPECS) {
-      const r = shard.query({
-        plan: planQuery(parseQuery(q), mapping),
-        from: -Infinity,
-        to: Infinity,
-        limit: 0,
-        order: 'desc',
-        aggs: [spec],
-      });
+      const r = shard.query({ plan, from, to, limit: 0, order: 'desc', aggs: [spec] });
       out.push(JSON.stringify(finalizeAgg(spec, r.aggs[0]!)));
+    }
+  }
+  for (const [q, , from, to] of QUERIES) {
+    const plan = planQuery(parseQuery(q), mapping);
+    const r = shard.query({ plan, from, to, limit: 0, order: 'desc', histInterval: HOUR / 2 });
+    out.push(JSON.stringify({ total: r.total, hist: [...r.hist].sort((a, b) => a[0] - b[0]) }));
+    for (const order of ['desc', 'asc'] as const) {
+      const hits = shard.query({ plan, from, to, limit: 5, order, histInterval: HOUR / 2 }).hits;
+      out.push(JSON.stringify([...hits.times]));
     }
   }
   return out;
 }
 
 function expected(docs: Doc[]): string[] {
-  return QUERIES.flatMap(([, match]) => SPECS.map((spec) => JSON.stringify(oracle(docs, spec, match))));
+  const out = QUERIES.flatMap(([, match, from, to]) =>
+    SPECS.map((spec) => JSON.stringify(oracle(docs, spec, (d) => match(d) && inTime(d, from, to)))),
+  );
+  for (const [, match, from, to] of QUERIES) {
+    const hit = docs.filter((d) => match(d) && inTime(d, from, to));
+    const hist = new Map<number, number>();
+    for (const d of hit) {
+      const ts = Math.floor(Date.parse(d.timestamp) / (HOUR / 2)) * (HOUR / 2);
+      hist.set(ts, (hist.get(ts) ?? 0) + 1);
+    }
+    out.push(JSON.stringify({ total: hit.length, hist: [...hist].sort((a, b) => a[0] - b[0]) }));
+    const times = hit.map((d) => Date.parse(d.timestamp)).sort((a, b) => a - b);
+    out.push(JSON.stringify(times.slice(-5).reverse()), JSON.stringify(times.slice(0, 5)));
+  }
+  return out;
 }
 
 /**
@@ -309,7 +355,8 @@ describe('aggregations over columns', () => {
         const mixed = answers(shard);
         const wantMixed = expected([...docs, ...more]);
         for (let k = 0; k < want.length; k++) {
-          const what = `${QUERIES[Math.floor(k / SPECS.length)]![0]} ${JSON.stringify(SPECS[k % SPECS.length])}`;
+          const q = QUERIES[Math.floor(k / SPECS.length)];
+          const what = q ? `${q[0]} [${q[2]}, ${q[3]}] ${JSON.stringify(SPECS[k % SPECS.length])}` : `hits ${k}`;
           expect(active[k], `active: ${what}`).toBe(want[k]);
           expect(sealed[k], `sealed: ${what}`).toBe(want[k]);
           expect(restarted[k], `restarted: ${what}`).toBe(want[k]);

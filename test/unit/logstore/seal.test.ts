@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseMapping } from '../../../src/logstore/mapping.js';
 import { ActiveFraction } from '../../../src/logstore/storage/active-fraction.js';
-import { MISSING } from '../../../src/logstore/storage/fraction-view.js';
+import { missingOf } from '../../../src/logstore/storage/fraction-view.js';
 import { sealFraction } from '../../../src/logstore/storage/seal.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
 import { FractionDamagedError, compress, decompress } from '../../../src/logstore/storage/fraction-files.js';
@@ -102,7 +102,10 @@ describe('sealFraction', () => {
         const sc = sealed.column(field);
         expect(sc === null).toBe(ac === null);
         if (!ac || !sc) continue;
-        const value = (c: typeof ac, o: number) => (o === MISSING ? null : c.tokens[o]);
+        // A sealed column is kept in the narrowest array its ordinals fit (one byte up to 255 values).
+        const width = sc.tokens.length <= 0xff ? 1 : sc.tokens.length <= 0xffff ? 2 : 4;
+        expect((sc.ords as Uint8Array).BYTES_PER_ELEMENT).toBe(width);
+        const value = (c: typeof ac, o: number) => (o === missingOf(c) ? null : c.tokens[o]);
         expect(all.map((i) => value(sc, sc.ords[newOf[i]!]!))).toEqual(all.map((i) => value(ac, ac.ords[i]!)));
       }
       sealed.close();

@@ -3,14 +3,20 @@
 import { describe, expect, it } from 'vitest';
 import { sortField } from '../../../src/logstore/storage/sort-tokens.js';
 import { tokenTableOfBytes } from '../../../src/logstore/storage/doc-columns.js';
-import { decodeDict, encodeDict, fieldTokenBytes, fieldTokenTable } from '../../../src/logstore/storage/token-dict.js';
+import {
+  decodeDict,
+  decodeDictLazy,
+  encodeDict,
+  fieldTokenBytes,
+  fieldTokenTable,
+} from '../../../src/logstore/storage/token-dict.js';
 import { dictTokenTableNative } from '../../../src/native/index.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const byJs = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-function roundTrip(fields: [string, string[]][]): [string, string[]][] {
-  const enc = encodeDict(
+function encode(fields: [string, string[]][]): Buffer {
+  return encodeDict(
     fields.map(([name, strs]) => {
       return {
         name,
@@ -22,7 +28,10 @@ function roundTrip(fields: [string, string[]][]): [string, string[]][] {
       };
     }),
   );
-  return decodeDict(enc);
+}
+
+function roundTrip(fields: [string, string[]][]): [string, string[]][] {
+  return decodeDict(encode(fields));
 }
 
 describe('token dictionary file', () => {
@@ -46,6 +55,14 @@ describe('token dictionary file', () => {
       ['é名', ['', 'x']],
     ];
     expect(roundTrip(fields)).toEqual(fields.map(([f, t]) => [f, [...t].sort(byJs)]));
+    // Decoded one field at a time, in any order (a search reads the fields it needs): the same tokens, each field's
+    // array made once.
+    const lazy = decodeDictLazy(encode(fields));
+    expect(lazy.map((f) => [f.name, f.count])).toEqual(fields.map(([f, t]) => [f, t.length]));
+    for (const k of [2, 0, 3, 1, 0]) {
+      expect(lazy[k]!.tokens()).toEqual([...fields[k]![1]].sort(byJs));
+      expect(lazy[k]!.tokens()).toBe(lazy[k]!.tokens());
+    }
   });
 
   it('reads the JSON form and refuses unknown or truncated files', () => {
@@ -55,6 +72,13 @@ describe('token dictionary file', () => {
       { name: 'f', ids: Uint32Array.of(1, 0), lens: Uint32Array.of(1, 2), bytes: Buffer.from('abb'), wide: false },
     ]);
     expect(decodeDict(bin)).toEqual([['f', ['a', 'bb']]]);
+    expect(decodeDictLazy(Buffer.from(JSON.stringify(json))).map((f) => [f.name, f.tokens()])).toEqual(json);
+    expect(() => decodeDictLazy(bin.subarray(0, bin.length - 1))).toThrow(/past the end/);
+    // A field whose prefixes are damaged is refused when its tokens are read.
+    const bad = Buffer.from(bin);
+    bad[bad.indexOf(Buffer.from('f')) + 1 + 9] = 0x7f;
+    const lazyBad = decodeDictLazy(bad);
+    expect(() => lazyBad[0]!.tokens()).toThrow(/dict.bin: field f/);
     expect(() => decodeDict(Buffer.from('XYZ\u0001'))).toThrow(/unknown format/);
     expect(() => decodeDict(bin.subarray(0, bin.length - 1))).toThrow(/past the end/);
     expect(() => decodeDict(Buffer.concat([bin, Buffer.from([0])]))).toThrow(/after the last field/);
