@@ -28,6 +28,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("rangeOfIds", Napi::Function::New(env, tidepool::RangeOfIds, "rangeOfIds"));
   exports.Set("decodeDocBlock", Napi::Function::New(env, tidepool::DecodeDocBlock, "decodeDocBlock"));
   exports.Set("encodeDocBlock", Napi::Function::New(env, tidepool::EncodeDocBlock, "encodeDocBlock"));
+  exports.Set("dictTokenTable", Napi::Function::New(env, tidepool::DictTokenTable, "dictTokenTable"));
   exports.Set("docIndexerNew", Napi::Function::New(env, tidepool::DocIndexerNew, "docIndexerNew"));
   exports.Set("docIndexerIndex", Napi::Function::New(env, tidepool::DocIndexerIndex, "docIndexerIndex"));
   exports.Set("docIndexerLearnField", Napi::Function::New(env, tidepool::DocIndexerLearnField, "docIndexerLearnField"));

@@ -785,5 +785,86 @@ Napi::Value EncodeDocBlock(const Napi::CallbackInfo& info) {
   return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }
 
-}  // namespace tidepool
+namespace {
+// A varint of the dictionary's prefixes: at most 5 bytes, as token-dict.ts reads them.
+bool DictVarint(const uint8_t* b, size_t* p, size_t end, uint64_t* v) {
+  uint64_t x = 0;
+  for (int shift = 0;; shift += 7) {
+    if (*p >= end || shift > 28) return false;
+    const uint8_t c = b[(*p)++];
+    x |= static_cast<uint64_t>(c & 0x7f) << shift;
+    if (c < 0x80) {
+      *v = x;
+      return true;
+    }
+  }
+}
+}  // namespace
 
+Napi::Value DictTokenTable(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 6 || !info[0].IsTypedArray()) {
+    Napi::TypeError::New(env, "dictTokenTable(dict, lensAt, lensEnd, restAt, count, units)").ThrowAsJavaScriptException();
+    return env.Null();
+  }
+  Napi::TypedArray dt = info[0].As<Napi::TypedArray>();
+  if (dt.TypedArrayType() != napi_uint8_array) {
+    Napi::TypeError::New(env, "dictTokenTable: a Uint8Array").ThrowAsJavaScriptException();
+    return env.Null();
+  }
+  const uint8_t* b = dt.As<Napi::Uint8Array>().Data();
+  const size_t len = dt.ElementLength();
+  size_t arg[5];
+  for (int i = 0; i < 5; i++) {
+    if (!info[i + 1].IsNumber()) return env.Null();
+    const double d = info[i + 1].As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d <= static_cast<double>(len)) || d != std::floor(d)) return env.Null();
+    arg[i] = static_cast<size_t>(d);
+  }
+  const size_t lensAt = arg[0], lensEnd = arg[1], restAt = arg[2], n = arg[3], units = arg[4];
+  if (lensAt > lensEnd || lensEnd > len || restAt > len || units > len - restAt || n > lensEnd - lensAt)
+    return env.Null();
+  for (size_t k = restAt; k < restAt + units; k++)
+    if (b[k] >= 0x80) return env.Null();
+  // First pass: lengths checked and summed (what asciiTable checks; any doubt goes to the twin), the starts written
+  // straight into the array returned.
+  Napi::Uint32Array st = Napi::Uint32Array::New(env, n + 1);
+  uint32_t* starts = st.Data();
+  size_t p = lensAt;
+  uint64_t total = 0, restUnits = 0, prevLen = 0;
+  for (size_t t = 0; t < n; t++) {
+    uint64_t shared = 0, rest = 0;
+    if (!DictVarint(b, &p, lensEnd, &shared) || !DictVarint(b, &p, lensEnd, &rest)) return env.Null();
+    if (shared > prevLen || restUnits + rest > units) return env.Null();
+    starts[t] = static_cast<uint32_t>(total);
+    prevLen = shared + rest;
+    total += prevLen;
+    restUnits += rest;
+    if (total > (uint64_t{1} << 31)) return env.Null();
+  }
+  if (p != lensEnd || restUnits != units) return env.Null();
+  starts[n] = static_cast<uint32_t>(total);
+  // Second pass over the (checked) varints: each token's shared prefix from the one before, then its rest.
+  Napi::Buffer<uint8_t> table = Napi::Buffer<uint8_t>::New(env, static_cast<size_t>(total));
+  uint8_t* out = table.Data();
+  const uint8_t* from = b + restAt;
+  size_t prevAt = 0;
+  p = lensAt;
+  for (size_t t = 0; t < n; t++) {
+    uint64_t shared = 0, rest = 0;
+    DictVarint(b, &p, lensEnd, &shared);
+    DictVarint(b, &p, lensEnd, &rest);
+    const size_t at = starts[t];
+    // The shared prefix is the start of the token just written, which ends at `at`: no overlap.
+    if (shared) std::memcpy(out + at, out + prevAt, shared);
+    if (rest) std::memcpy(out + at + shared, from, rest);
+    from += rest;
+    prevAt = at;
+  }
+  Napi::Array result = Napi::Array::New(env, 2);
+  result.Set(uint32_t{0}, table);
+  result.Set(uint32_t{1}, st);
+  return result;
+}
+
+}  // namespace tidepool

@@ -12,4 +12,9 @@ Napi::Value DecodeDocBlock(const Napi::CallbackInfo& info);
 // refs?: [key, column, table, starts, ords (one per document)][]) -> Buffer: the bytes encodeDocBlockTs writes for
 // the same documents
 Napi::Value EncodeDocBlock(const Napi::CallbackInfo& info);
+// dictTokenTable(dict: Uint8Array, lensAt, lensEnd, restAt, count, units) -> [table: Buffer, starts: Uint32Array]: one
+// front-coded field of a decompressed dict.bin (its prefix varints at [lensAt, lensEnd), its rests' `units` bytes at
+// restAt) as a token table by rank, when every byte of its rests is below 128; else, or when anything does not
+// check, null (the twin, token-dict.ts asciiTable, decides). What a format 5 reader's first block of a fraction needs.
+Napi::Value DictTokenTable(const Napi::CallbackInfo& info);
 }  // namespace tidepool

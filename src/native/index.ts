@@ -74,3 +74,19 @@ export type EncodeDocBlockNative = (
 ) => Buffer;
 export const encodeDocBlockNative: EncodeDocBlockNative | null =
   addon && typeof addon.encodeDocBlock === 'function' ? (addon.encodeDocBlock as EncodeDocBlockNative) : null;
+
+/**
+ * One front-coded field of a decompressed dict.bin as a token table by rank, in C++ when built (twin: asciiTable in
+ * src/logstore/storage/token-dict.ts, same table and starts): null when a byte of its rests is 128 or more or anything
+ * does not check (the twin decides); null when not built.
+ */
+export type DictTokenTableNative = (
+  dict: Uint8Array,
+  lensAt: number,
+  lensEnd: number,
+  restAt: number,
+  count: number,
+  units: number,
+) => [Buffer, Uint32Array] | null;
+export const dictTokenTableNative: DictTokenTableNative | null =
+  addon && typeof addon.dictTokenTable === 'function' ? (addon.dictTokenTable as DictTokenTableNative) : null;

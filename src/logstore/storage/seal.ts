@@ -221,6 +221,17 @@ function renumber(locals: Uint32Array | number[], newOf: Uint32Array): void {
 }
 
 /** Writes `frac` into `<dir>` (through `<dir>.tmp` and a rename) and returns its metadata and disk size. */
+/**
+ * Format 5 refers a document block's values to a keyword column only when the field has at least this many tokens in
+ * the fraction. A field of few values costs its blocks little (Brotli and the block's own string references: on the
+ * bench's 200 000 http_logs documents status, 8 values, 0.31 bytes a document; service, 5 values, 0.17), while the
+ * reader of a fraction's first block reads each referred column whole (col-<i>.bin, 800 KB decompressed here):
+ * referring only clientip and size took the first read of the newest 100 from 24.1 to 17.1 ms of CPU, of 5 000
+ * documents from 26.9 to 14.5 (same run, medians of 31), for 29.32 bytes a document on disk against 28.50 (0.188x of
+ * the raw NDJSON against 0.183x). bench/results/logstore-format5.md.
+ */
+export const REF_MIN_TOKENS = 64;
+
 export function sealFraction(frac: ActiveFraction, dir: string): { meta: FractionMeta; diskBytes: number } {
   const tmp = `${dir}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
@@ -261,13 +272,14 @@ export function sealFraction(frac: ActiveFraction, dir: string): { meta: Fractio
   }
 
   // Format 5: a document's value that is byte for byte its keyword column's token is stored as a reference to the
-  // column (every keyword field whose tokens are one byte a code unit; the column index is its place in `columns`).
+  // column (every keyword field whose tokens are one byte a code unit and that has REF_MIN_TOKENS tokens or more;
+  // the column index is its place in `columns`).
   const refs: DocColumnRef[] = [];
   let columnIndex = 0;
   for (let fi = 0; fi < fields.length; fi++) {
     const col = frac.index.columnOrds(fields[fi]!);
     if (!col) continue;
-    if (!dict[fi]!.wide)
+    if (!dict[fi]!.wide && dict[fi]!.lens.length >= REF_MIN_TOKENS)
       refs.push({
         key: Buffer.from(fields[fi]!),
         column: columnIndex,

@@ -24,7 +24,7 @@ import {
 } from './fraction-files.js';
 import { crc32c } from './crc32c.js';
 import { SealedClientIds, docHasClientId } from './client-ids.js';
-import { decodeDictLazy, fieldTokenBytes } from './token-dict.js';
+import { decodeDictLazy, fieldTokenTable } from './token-dict.js';
 import {
   BLOCK_DOCS,
   type NumericBlocks,
@@ -413,12 +413,12 @@ export class SealedFraction implements FractionView {
 
   /**
    * Keyword column c's tokens by document, as document blocks refer to them: its ranks (col-<c>.bin) and its field's
-   * tokens from the decompressed `dict` as one table by rank (tokenTableOfBytes: no strings made, no other field
+   * tokens from the decompressed `dict` as one table by rank (fieldTokenTable: no strings made, no other field
    * decoded, no offsets read), made once while the fraction is open and kept in the thread's column memory.
    */
   private columnTokens(c: number, dict: Buffer): ColumnTokens {
     const field = this.meta.columns[c]!;
-    const ft = this.decoded(FILES.dict, () => fieldTokenBytes(dict, field));
+    const ft = this.decoded(FILES.dict, () => fieldTokenTable(dict, field, tokenTableOfBytes));
     // The seal refers only to fields of one byte a code unit.
     if (!ft || ft.wide) throw this.damaged(FILES.docs, `a block refers to the column of ${field}, not referable`);
     // Blocks look ranks up as u32 with 0xffffffff for none: a column kept narrow for aggregations (1 or 2 bytes a
@@ -432,7 +432,7 @@ export class SealedFraction implements FractionView {
       if (ords.length !== this.docCount)
         throw this.damaged(file, `${ords.length} documents, the fraction has ${this.docCount}`);
     }
-    const ct: ColumnTokens = { ...tokenTableOfBytes(ft.bytes, ft.lens), ords };
+    const ct: ColumnTokens = { table: ft.table, starts: ft.starts, ords };
     this.colTokens.set(c, ct);
     chargeColumn(this.key('refs', field), ct.table.length + ct.starts.byteLength + ords.byteLength, () =>
       this.colTokens.delete(c),

@@ -1,5 +1,6 @@
 // The sealed dictionary file (dict.bin, before compression): each field's tokens in sorted order, as the seal's sort
 // wrote them (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
+import { type DictTokenTableNative, dictTokenTableNative } from '../../native/index.js';
 import type { SortedField } from './sort-tokens.js';
 /** First bytes of the binary form ("TPD" and a version: 1, or 2 front-coded); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
@@ -196,6 +197,8 @@ function frontCodedFields(buf: Buffer): CodedField[] {
 function frontCodedBytes(buf: Buffer, f: CodedField): { bytes: Buffer; lens: Uint32Array; wide: boolean } {
   const { name, n, enc, lensAt, lensEnd, restAt, units } = f;
   const width = enc === UTF16 ? 2 : 1;
+  // Every token takes at least two bytes of varints (so a damaged count allocates nothing large).
+  if (2 * n > lensEnd - lensAt) throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
   let q = lensAt;
   const varint = () => {
     let v = 0;
@@ -268,6 +271,39 @@ export function fieldTokenBytes(
   return f ? frontCodedBytes(buf, f) : null;
 }
 
+/**
+ * One field's token table by rank, as document blocks that refer to keyword columns read it (format 5): the same
+ * table and starts as `tokenTableOfBytes(fieldTokenBytes(buf, field))` (doc-columns.ts: ASCII tokens as their bytes,
+ * others empty), made in one pass when no token has a byte of 128 or more (the usual case: the tokens one after the
+ * other are the table, their lengths' running sums the starts; no lengths array, no second pass over the bytes).
+ * null when the field is not in `buf`; `wide` when it holds UTF-16 (not referable). Throws as fieldTokenBytes does.
+ * `slow` is doc-columns.ts tokenTableOfBytes (passed in: that module imports this one's neighbours); `native` the
+ * addon's pass (null: the TypeScript twin, asciiTable).
+ */
+export function fieldTokenTable(
+  buf: Buffer,
+  field: string,
+  slow: (bytes: Buffer, lens: Uint32Array) => { table: Buffer; starts: Uint32Array },
+  native: DictTokenTableNative | null = dictTokenTableNative,
+): { table: Buffer; starts: Uint32Array; wide: boolean } | null {
+  if (buf.length < 4 || buf[3] !== FRONT_CODED) throw new Error('dict.bin: not front-coded');
+  for (let i = 0; i < MAGIC.length - 1; i++) {
+    if (buf[i] !== MAGIC[i]) throw new Error(`dict.bin: unknown format (first byte ${buf[0]})`);
+  }
+  const f = frontCodedFields(buf).find((x) => x.name === field);
+  if (!f) return null;
+  if (f.enc === LATIN1) {
+    if (2 * f.n > f.lensEnd - f.lensAt)
+      throw new Error(`dict.bin: field ${f.name}: its prefixes run past the end of the file`);
+    const got = native?.(buf, f.lensAt, f.lensEnd, f.restAt, f.n, f.units);
+    if (got) return { table: got[0], starts: got[1], wide: false };
+    const t = asciiTable(buf, f);
+    if (t) return { ...t, wide: false };
+  }
+  const { bytes, lens, wide } = frontCodedBytes(buf, f);
+  return wide ? { table: bytes, starts: lens, wide } : { ...slow(bytes, lens), wide };
+}
+
 /** Version 2 (see encodeDict). */
 function decodeFrontCoded(buf: Buffer): [string, string[]][] {
   return frontCodedFields(buf).map((f) => [f.name, frontCodedTokens(buf, f)]);
@@ -301,4 +337,61 @@ export function decodeDictLazy(buf: Buffer): LazyDictField[] {
     };
     return { name: f.name, count: f.n, tokens };
   });
+}
+/**
+ * fieldTokenTable's pass over a one-byte field (twin of the addon's dictTokenTable, which does it when built): null
+ * (nothing decoded) when a byte of its rests is 128 or more (then some token is not ASCII and the caller takes the
+ * general path); else the table and starts. Checks what frontCodedBytes checks, with the same messages.
+ */
+function asciiTable(buf: Buffer, f: CodedField): { table: Buffer; starts: Uint32Array } | null {
+  const { name, n, lensAt, lensEnd, restAt, units } = f;
+  for (let k = restAt; k < restAt + units; k++) if (buf[k]! >= 0x80) return null;
+  // First pass: the lengths (checked), as running sums, so the table is allocated once at its size.
+  const starts = new Uint32Array(n + 1);
+  const rests = new Uint32Array(n);
+  let q = lensAt;
+  let total = 0;
+  let restUnits = 0;
+  let prevLen = 0;
+  for (let r = 0; r < n; r++) {
+    let shared = 0;
+    let rest = 0;
+    for (let part = 0; part < 2; part++) {
+      let v = 0;
+      for (let shift = 0; ; shift += 7) {
+        if (q >= lensEnd || shift > 28)
+          throw new Error(`dict.bin: field ${name}: its prefixes run past the end of the file`);
+        const b = buf[q++]!;
+        v += (b & 0x7f) * 2 ** shift;
+        if (b < 0x80) break;
+      }
+      if (part === 0) shared = v;
+      else rest = v;
+    }
+    if (shared > prevLen || restUnits + rest > units)
+      throw new Error(`dict.bin: field ${name}: token ${r} runs past the end of the file`);
+    starts[r] = total;
+    rests[r] = rest;
+    prevLen = shared + rest;
+    total += prevLen;
+    restUnits += rest;
+  }
+  starts[n] = total;
+  if (q !== lensEnd || restUnits !== units) throw new Error(`dict.bin: field ${name}: bytes after its last token`);
+  // Second pass: each token's shared prefix from the one before (the bytes just written), then its rest.
+  const table = Buffer.allocUnsafe(total);
+  let from = restAt;
+  let prevAt = 0;
+  for (let r = 0; r < n; r++) {
+    const at = starts[r]!;
+    const rest = rests[r]!;
+    const shared = starts[r + 1]! - at - rest;
+    for (let i = 0; i < shared; i++) table[at + i] = table[prevAt + i]!;
+    const w = at + shared;
+    if (rest < 16) for (let i = 0; i < rest; i++) table[w + i] = buf[from + i]!;
+    else buf.copy(table, w, from, from + rest);
+    from += rest;
+    prevAt = at;
+  }
+  return { table, starts };
 }
