@@ -13,6 +13,7 @@ import {
 } from '../aggregate/aggregate.js';
 import type { DocRun, FractionView, TimeOrder } from '../storage/fraction-view.js';
 import { HIT_BYTES } from '../../native/hit-writer.js';
+import { lowerBound } from '../../native/postings.js';
 import { Deadline, NO_DEADLINE, SearchTimedOut } from './deadline.js';
 import { type Universe, evaluate, universeSize } from './evaluate.js';
 import { applyPipes, hitJson } from './hit-json.js';
@@ -226,6 +227,8 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: 
   // "Everything in the time range" on time-ordered ids is an id range: nothing to materialize.
   const plain = q.plan.op === 'all' && !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
   const deadline = q.deadline === undefined ? NO_DEADLINE : new Deadline(q.deadline);
+  // No aggregation or histogram: only the total and the best hits are asked of a fraction's matches.
+  const simple = !q.aggs?.length && !(q.histInterval && q.histInterval > 0);
   let timedOut = false;
   for (const view of views) {
     // A fraction's matches are counted only once it is evaluated whole: a deadline passing inside
@@ -309,6 +312,37 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: 
       }
       continue;
     }
+    // A field's tokens ("status:in(500,400,403)") on a sealed fraction where a document holds at most one token of
+    // it: the lists are disjoint, so the total adds their lengths in the id range and the best hits are merged from
+    // their ends; no union of the lists is made.
+    const disjoint =
+      simple && !gone && view.timeOrdered && !(universe instanceof Uint32Array) ? disjointIn(q.plan, view) : null;
+    if (disjoint) {
+      const { lo, hi } = universe as { lo: number; hi: number };
+      // The whole fraction: the dictionary's counts make the total, and the lists are read only when the fraction
+      // may hold one of the best hits (at 10 M documents most fractions are counted without a read).
+      const counted = lo <= 0 && hi >= view.docCount && view.postingsCount !== undefined;
+      if (counted) {
+        let n = 0;
+        for (const token of disjoint.tokens) n += view.postingsCount!(disjoint.field, token);
+        total += n;
+        const worst = cands.length >= q.limit ? cands[cands.length - 1] : undefined;
+        const beaten = q.limit <= 0 || (worst && (desc ? view.maxTime < worst.time : view.minTime > worst.time));
+        if (n === 0 || beaten) continue;
+      }
+      const lists: Uint32Array[] = [];
+      let n = 0;
+      for (const token of disjoint.tokens) {
+        const l = view.postings(disjoint.field, token);
+        const part = l.subarray(lowerBound(l, lo), lowerBound(l, hi));
+        if (part.length === 0) continue;
+        lists.push(part);
+        n += part.length;
+      }
+      if (!counted) total += n;
+      if (q.limit > 0 && n > 0) take(view, bestOfDisjoint(lists, Math.min(q.limit, n), desc));
+      continue;
+    }
     let evaluated: Uint32Array;
     try {
       evaluated = evaluate(q.plan, view, universe, deadline);
@@ -347,6 +381,50 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: 
   };
   if (timedOut) result.timedOut = true;
   return result;
+}
+
+/**
+ * The field and distinct tokens of a plan that is an or of exact tokens of one field (an in(...)), when `view`
+ * knows that a document holds at most one token of that field (its lists are disjoint); else null.
+ */
+export function disjointIn(plan: Plan, view: FractionView): { field: string; tokens: string[] } | null {
+  if (plan.op !== 'or' || !view.singleValued) return null;
+  let field: string | null = null;
+  const tokens = new Set<string>();
+  for (const it of plan.items) {
+    if (it.op !== 'token' || (field !== null && it.field !== field)) return null;
+    field = it.field;
+    tokens.add(it.token);
+  }
+  if (field === null || !view.singleValued(field)) return null;
+  return { field, tokens: [...tokens] };
+}
+
+/**
+ * The `k` highest (desc) or lowest ids of disjoint ascending lists, best first: a merge from their ends (a few
+ * lists: each step compares their heads).
+ */
+export function bestOfDisjoint(lists: Uint32Array[], k: number, desc: boolean): Uint32Array {
+  const out = new Uint32Array(k);
+  const at = lists.map((l) => (desc ? l.length - 1 : 0));
+  for (let o = 0; o < k; o++) {
+    let best = -1;
+    let bestId = 0;
+    for (let i = 0; i < lists.length; i++) {
+      const p = at[i]!;
+      const l = lists[i]!;
+      if (p < 0 || p >= l.length) continue;
+      const id = l[p]!;
+      if (best < 0 || (desc ? id > bestId : id < bestId)) {
+        best = i;
+        bestId = id;
+      }
+    }
+    if (best < 0) return out.subarray(0, o);
+    out[o] = bestId;
+    at[best] = at[best]! + (desc ? -1 : 1);
+  }
+  return out;
 }
 
 /** The local ids of the forgotten documents a fraction holds, ascending, or null when it holds none. */

@@ -78,6 +78,8 @@ export interface FractionView {
    * [lo, hi) of that order whose time is in [from, to]. Absent (or null) when ids are time-ordered.
    */
   byTime?(from: number, to: number): TimeOrder | null;
+  /** The length of a token's posting list without reading it (a sealed fraction's dictionary holds it). */
+  postingsCount?(field: string, token: string): number;
   /** Posting list of one token, ascending (empty when absent). */
   postings(field: string, token: string): Uint32Array;
   /** Posting lists of every token of `field` accepted by `accept`; `prefix` narrows the scan when given. */
@@ -99,6 +101,11 @@ export interface FractionView {
    * counts and bounds. Absent or null elsewhere: aggregations read numbers from the keyword column then.
    */
   numeric?(field: string): NumericColumn | null;
+  /**
+   * True when a document of a sealed fraction holds at most one token of `field` (so the posting lists of its
+   * tokens are disjoint: an in(...) counts by adding lengths). Absent, or false, when not known.
+   */
+  singleValued?(field: string): boolean;
   /**
    * A sealed fraction's documents in [from, to) whose token of `field` is a number in range `r` (what a numeric
    * range accepts): their ids ascending, from the numeric column, or the posting lists of the tokens in the range,

@@ -322,6 +322,14 @@ export class SealedFraction implements FractionView {
     return this.list(fd.base + i);
   }
 
+  postingsCount(field: string, token: string): number {
+    const fd = this.loadDict().get(field);
+    if (!fd) return 0;
+    const i = lowerBoundStr(fd.tokens, token);
+    if (i >= fd.tokens.length || fd.tokens[i] !== token) return 0;
+    return this.counts![fd.base + i]!;
+  }
+
   postingsWhere(field: string, accept: (token: string) => boolean, prefix?: string, upTo?: string): Uint32Array[] {
     const fd = this.loadDict().get(field);
     const out: Uint32Array[] = [];
@@ -573,6 +581,14 @@ export class SealedFraction implements FractionView {
       this.numBlocks.delete(field),
     );
     return nb;
+  }
+
+  singleValued(field: string): boolean {
+    const fd = this.loadDict().get(field);
+    // No such field: every list of it is empty (disjoint).
+    if (!fd) return true;
+    // rangeIndex's "column" holds exactly when the lists hold one id per document with a token (at most one each).
+    return this.rangeIndex(field, fd).column;
   }
 
   private rangeIndex(field: string, fd: FieldDict): RangeIndex {
