@@ -262,6 +262,7 @@ export async function statusOf(env: ApiEnv, inflightBulks: number) {
     per_shard: shards.map((s) => ({
       shard: s.shard,
       fractions: s.fractions,
+      open_searches: s.open_searches ?? 0,
       ...(s.stale ? { stale: true, busy_ms: s.busy_ms ?? 0 } : {}),
     })),
     ...(env.store.mode === 'proxy' ? { stores: st.stores } : {}),

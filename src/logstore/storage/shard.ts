@@ -80,6 +80,8 @@ export interface ShardStatus {
   stale?: boolean;
   /** With `stale`: how long the shard thread has left a status request unanswered. */
   busy_ms?: number;
+  /** Searches reading this shard's sealed fractions now (their fractions pinned: retention keeps their files). */
+  open_searches?: number;
   problems: StorageProblem[];
 }
 
@@ -1009,6 +1011,7 @@ export class Shard {
       shard: this.opts.shard,
       fractions,
       fields: [...this.fieldsSeen].sort(),
+      open_searches: this.pins.size,
       problems: this.diskFull ? [...this.problems, this.diskFull] : this.problems,
     };
   }

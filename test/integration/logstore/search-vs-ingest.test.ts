@@ -54,6 +54,9 @@ async function searchBesideBulks(
     done = true;
     return r;
   });
+  // Bulks that fill fractions (retention drops old ones) go once the search holds its fractions: sent at once, one
+  // could reach the shard first on a loaded machine, and the search would rightly not see what retention dropped.
+  if (pad) await untilSearchOpen(url, () => done);
   const acked: number[] = [];
   const all: number[] = [];
   while (!done) {
@@ -128,6 +131,18 @@ describe.each(['single', 'store'] as const)('a long search beside bulks to its s
     expect(acked.length).toBeGreaterThanOrEqual(3);
   });
 });
+
+/** Waits until /status says a search reads shard 0's sealed fractions (fails if the search ended first). */
+async function untilSearchOpen(url: string, ended: () => boolean): Promise<void> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const st = (await (await fetch(`${url}/status`)).json()) as { per_shard: { open_searches: number }[] };
+    if ((st.per_shard[0]?.open_searches ?? 0) > 0) return;
+    if (ended()) throw new Error('the search ended before /status showed it open');
+    if (Date.now() > until) throw new Error('no open search in /status within 60 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 /** Bytes of a shard's sealed fractions on disk (what total_size counts). */
 function sealedBytes(dataDir: string): number {
