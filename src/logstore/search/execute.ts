@@ -209,6 +209,14 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: 
     if (!fresh || !inOrder) cands.sort(better);
     if (cands.length > q.limit) cands = cands.slice(0, q.limit);
   };
+  /** The best `limit` of the documents lo .. hi - 1 of a time-ordered fraction: its newest or oldest ones. */
+  const takeRange = (view: FractionView, lo: number, hi: number) => {
+    const k = Math.min(q.limit, hi - lo);
+    if (k <= 0) return;
+    const picked = new Uint32Array(k);
+    for (let i = 0; i < k; i++) picked[i] = desc ? hi - 1 - i : lo + i;
+    take(view, picked);
+  };
   /** As take(), for hits already made candidates (a part run elsewhere), in order. */
   const takeCands = (picked: Cand[]) => {
     const old = cands;
@@ -272,12 +280,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: 
     if (range) {
       const [lo, hi] = range;
       total += hi - lo;
-      const k = Math.min(q.limit, hi - lo);
-      if (k > 0) {
-        const picked = new Uint32Array(k);
-        for (let i = 0; i < k; i++) picked[i] = desc ? hi - 1 - i : lo + i;
-        take(view, picked);
-      }
+      takeRange(view, lo, hi);
       continue;
     }
     const sorted = plain || !view.timeOrdered ? view.byTime?.(q.from, q.to) : null;
@@ -304,12 +307,7 @@ export function executeQuery(overlapping: FractionView[], q: ShardQuery, part?: 
           hist.set(ts, (hist.get(ts) ?? 0) + 1);
         }
       }
-      const k = Math.min(q.limit, hi - lo);
-      if (k > 0) {
-        const picked = new Uint32Array(k);
-        for (let i = 0; i < k; i++) picked[i] = desc ? hi - 1 - i : lo + i;
-        take(view, picked);
-      }
+      takeRange(view, lo, hi);
       continue;
     }
     // A field's tokens ("status:in(500,400,403)") on a sealed fraction where a document holds at most one token of
