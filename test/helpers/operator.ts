@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildWebApp } from '../../src/pooler/web/app.js';
-import { ADMIN_PASSWORD, startTestPooler, type TestPooler } from './pooler.js';
+import { ADMIN_PASSWORD, adminClient, startTestPooler, type TestPooler } from './pooler.js';
 
 export { poolToml } from './pooler.js';
 
@@ -54,14 +54,7 @@ export async function startOperator(toml: string): Promise<OperatorHarness> {
   let admin: pg.Client | null = null;
   try {
     app = await buildWebApp(tp.pooler);
-    admin = new pg.Client({
-      host: '127.0.0.1',
-      port: tp.port,
-      user: 'admin',
-      password: ADMIN_PASSWORD,
-      database: 'tidepool',
-    });
-    await admin.connect();
+    admin = await adminClient(tp.port);
   } catch (err) {
     await app?.close();
     await tp.stop();

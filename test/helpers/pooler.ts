@@ -4,11 +4,25 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import pg from 'pg';
 import { LogHub } from '../../src/shared/logger.js';
 import { Pooler } from '../../src/pooler/pooler.js';
 import type { TestPostgres } from './postgres.js';
 
 export const ADMIN_PASSWORD = 'admin-secret-for-tests';
+
+/** A connected admin console session (user admin, database tidepool) of the pooler listening on `port`. */
+export async function adminClient(port: number): Promise<pg.Client> {
+  const admin = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'admin',
+    password: ADMIN_PASSWORD,
+    database: 'tidepool',
+  });
+  await admin.connect();
+  return admin;
+}
 
 export interface PoolerTomlOptions {
   general?: string;

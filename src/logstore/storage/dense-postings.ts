@@ -1,21 +1,13 @@
 // Format 4's short forms of dense posting lists: a run of consecutive ids (a field every document has, a word in
 // every line) or a bitmap (a value most documents share), in place of one delta varint per id.
 import { postings as P } from '../../native/index.js';
+import { putVarint32 } from './varint.js';
 
 /** A list of `count` ids stored in fewer than `count` bytes (delta varints take one at least) is in a short form. */
 const RUN = 0;
 const BITMAP = 1;
 /** Lists shorter than this stay delta varints. */
 const MIN_IDS = 8;
-
-function putVarint(out: Uint8Array, p: number, v: number): number {
-  while (v >= 0x80) {
-    out[p++] = (v & 0x7f) | 0x80;
-    v >>>= 7;
-  }
-  out[p++] = v;
-  return p;
-}
 
 /**
  * Rewrites ids[lo, hi), just written as delta varints at out[start, end), in a short form when one is smaller:
@@ -36,12 +28,12 @@ export function shortenPostings(
   const span = ids[hi - 1]! - first + 1;
   if (span === count) {
     out[start] = RUN;
-    return putVarint(out, start + 1, first);
+    return putVarint32(out, start + 1, first);
   }
   const bytes = Math.ceil(span / 8);
   if (1 + 5 + bytes >= end - start) return end;
   out[start] = BITMAP;
-  const at = putVarint(out, start + 1, first);
+  const at = putVarint32(out, start + 1, first);
   out.fill(0, at, at + bytes);
   for (let i = lo; i < hi; i++) {
     const j = ids[i]! - first;

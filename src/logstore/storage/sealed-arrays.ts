@@ -1,15 +1,6 @@
 // Format 4's forms of a sealed fraction's times, ids and posting-list offsets (before Brotli): varints of
 // differences, which is what those sorted or nearly constant arrays compress to best.
-
-/** Writes a non-negative integer below 2^53 as an unsigned LEB128 varint at out[p]; returns the end. */
-function putVarint(out: Uint8Array, p: number, v: number): number {
-  while (v >= 0x80) {
-    out[p++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  out[p++] = v;
-  return p;
-}
+import { putVarint } from './varint.js';
 
 /** Reads varints from `buf`, checking its end: each call returns one value. */
 class Varints {

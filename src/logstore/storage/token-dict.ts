@@ -2,6 +2,7 @@
 // wrote them (no string per token, no JSON.stringify); readers still open the JSON form of older fractions.
 import { type DictTokenTableNative, dictTokenTableNative } from '../../native/index.js';
 import type { SortedField } from './sort-tokens.js';
+import { putVarint32 } from './varint.js';
 /** First bytes of the binary form ("TPD" and a version: 1, or 2 front-coded); the JSON form starts with '['. */
 const MAGIC = [0x54, 0x50, 0x44, 0x01] as const;
 const FRONT_CODED = 0x02;
@@ -49,15 +50,6 @@ export function encodeDict(fields: readonly DictField[]): Buffer {
   return out;
 }
 
-function putVarint(out: Uint8Array, p: number, v: number): number {
-  while (v >= 0x80) {
-    out[p++] = (v & 0x7f) | 0x80;
-    v >>>= 7;
-  }
-  out[p++] = v;
-  return p;
-}
-
 /** A sorted field's tokens front-coded: the varints of each one's shared prefix and rest, and the rests' bytes. */
 function frontCode(f: SortedField): { lens: Uint8Array; rest: Uint8Array } {
   const width = f.wide ? 2 : 1;
@@ -79,8 +71,8 @@ function frontCode(f: SortedField): { lens: Uint8Array; rest: Uint8Array } {
       for (let u = 0; u < width; u++) if (b[at + k * width + u] !== b[prevAt + k * width + u]) break outer;
       k++;
     }
-    lp = putVarint(lens, lp, k);
-    lp = putVarint(lens, lp, len - k);
+    lp = putVarint32(lens, lp, k);
+    lp = putVarint32(lens, lp, len - k);
     rest.set(b.subarray(at + k * width, at + len * width), rp);
     rp += (len - k) * width;
     prevAt = at;

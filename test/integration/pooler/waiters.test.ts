@@ -6,7 +6,7 @@
 // once by the next checkout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { ADMIN_PASSWORD, poolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
+import { adminClient, poolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
 import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import type { Pool } from '../../../src/pooler/pool.js';
 import { client, show, until } from './native-login-harness.js';
@@ -107,14 +107,7 @@ describe('many clients over two servers', () => {
   it('SHOW POOLS counts the waiters while both servers are held; PAUSE holds them, RESUME serves them all', async () => {
     const holders = await holdBoth();
     const waiters = await connected(10);
-    const admin = new pg.Client({
-      host: '127.0.0.1',
-      port: tp.port,
-      user: 'admin',
-      password: ADMIN_PASSWORD,
-      database: 'tidepool',
-    });
-    await admin.connect();
+    const admin = await adminClient(tp.port);
     try {
       let answered = 0;
       const results = waiters.map((c, i) =>

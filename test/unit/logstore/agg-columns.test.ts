@@ -5,7 +5,6 @@
 import { readFileSync, readdirSync, rmSync, statSync, writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type AggSpec, type AggResult, finalizeAgg, quantile } from '../../../src/logstore/aggregate/aggregate.js';
 import { EXACT_VALUES, sketchOf, sketchQuantile } from '../../../src/logstore/aggregate/quantile-sketch.js';
@@ -15,7 +14,8 @@ import { planQuery } from '../../../src/logstore/query/plan.js';
 import { crc32c } from '../../../src/logstore/storage/crc32c.js';
 import { BLOCK_DOCS } from '../../../src/logstore/storage/numeric-column.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
-import { Shard } from '../../../src/logstore/storage/shard.js';
+import type { Shard } from '../../../src/logstore/storage/shard.js';
+import { ingestDocs, openTestShard } from '../../helpers/shard.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const mapping = autoMapping();
@@ -224,22 +224,11 @@ afterAll(() => {
 });
 
 function openShard(dir: string): Shard {
-  return new Shard(
-    { dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 },
-    pino({ level: 'silent' }),
-  );
+  return openTestShard(dir, mapping);
 }
 
 function ingest(shard: Shard, docs: Doc[]): void {
-  const lines = docs.map((d) => Buffer.from(JSON.stringify(d)));
-  const offs = new Int32Array(lines.length * 2);
-  let p = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = p;
-    offs[2 * i + 1] = l.length;
-    p += l.length;
-  });
-  shard.ingest(Buffer.concat(lines), offs);
+  ingestDocs(shard, docs);
 }
 
 /**

@@ -7,7 +7,6 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { autoMapping } from '../../../src/logstore/mapping.js';
 import { parseQuery } from '../../../src/logstore/query/parser.js';
@@ -15,7 +14,8 @@ import { planQuery } from '../../../src/logstore/query/plan.js';
 import { bestOfDisjoint, disjointIn } from '../../../src/logstore/search/execute.js';
 import { unpackHits } from '../../../src/logstore/search/packed-hits.js';
 import { SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
-import { Shard } from '../../../src/logstore/storage/shard.js';
+import type { Shard } from '../../../src/logstore/storage/shard.js';
+import { ingestDocs, openTestShard } from '../../helpers/shard.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const mapping = autoMapping();
@@ -53,22 +53,11 @@ afterAll(() => {
 });
 
 function openShard(dir: string): Shard {
-  return new Shard(
-    { dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 },
-    pino({ level: 'silent' }),
-  );
+  return openTestShard(dir, mapping);
 }
 
 function ingest(shard: Shard, docs: Doc[]): void {
-  const lines = docs.map((d) => Buffer.from(JSON.stringify(d)));
-  const offs = new Int32Array(lines.length * 2);
-  let p = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = p;
-    offs[2 * i + 1] = l.length;
-    p += l.length;
-  });
-  shard.ingest(Buffer.concat(lines), offs);
+  ingestDocs(shard, docs);
 }
 
 interface Case {

@@ -6,7 +6,6 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_TOKEN_SIZE, autoMapping } from '../../../src/logstore/mapping.js';
 import { parseQuery } from '../../../src/logstore/query/parser.js';
@@ -14,7 +13,8 @@ import { planQuery } from '../../../src/logstore/query/plan.js';
 import { evaluate } from '../../../src/logstore/search/evaluate.js';
 import { BLOCK_DOCS } from '../../../src/logstore/storage/numeric-column.js';
 import { NUMERIC_RANGE, SealedFraction } from '../../../src/logstore/storage/sealed-fraction.js';
-import { Shard } from '../../../src/logstore/storage/shard.js';
+import type { Shard } from '../../../src/logstore/storage/shard.js';
+import { ingestDocs, openTestShard } from '../../helpers/shard.js';
 import { mulberry32 } from '../../helpers/prng.js';
 
 const mapping = autoMapping();
@@ -136,22 +136,11 @@ afterEach(() => {
 });
 
 function openShard(dir: string): Shard {
-  return new Shard(
-    { dir, shard: 0, mapping, fracSize: 1 << 30, totalSize: 0, retention: 0 },
-    pino({ level: 'silent' }),
-  );
+  return openTestShard(dir, mapping);
 }
 
 function ingest(shard: Shard, docs: Doc[]): void {
-  const lines = docs.map((d) => Buffer.from(JSON.stringify(d)));
-  const offs = new Int32Array(lines.length * 2);
-  let p = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = p;
-    offs[2 * i + 1] = l.length;
-    p += l.length;
-  });
-  shard.ingest(Buffer.concat(lines), offs);
+  ingestDocs(shard, docs);
 }
 
 /** How many documents the query matches in [from, to], as the shard answers it. */
