@@ -1,6 +1,6 @@
 // Search latency of two tidepool builds side by side: the same sealed data, single mode (or a proxy over one
-// store), the floor, an empty-range search (a search route's floor), newest-100 and range-fetch rows of bench/logstore.ts, requests interleaved (a fresh random order
-// of all targets every round).
+// store), the floor, an empty-range search (a search route's floor), the newest-100, range-fetch, status:in and
+// count-by-status rows of bench/logstore.ts, requests interleaved (a fresh random order of all targets every round).
 // Usage: node dist/bench/logstore-latency.js --a DIR --b DIR [--docs 200000] [--runs 1000] [--warmups 100] [--proxy] [--only TEXT] [--pg]
 //     [--client http|undici|both] [--stack-floor]
 //   --pg: PostgreSQL (jsonb + GIN + timestamp btree, the pg driver) as a third target, alternating too.
@@ -208,6 +208,9 @@ async function main(): Promise<void> {
       'empty range: newest 100 of none': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${emptyFrom}' AND doc->>'timestamp' < '${emptyTo}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
       'newest 100 in the last hour': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${hourFrom}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
       '5 000-document range fetch': `SELECT doc FROM logs WHERE doc->>'timestamp' >= '${iso(mid)}' ORDER BY doc->>'timestamp' LIMIT 5000`,
+      // (The total with the newest 100: a window count over every match, taken before the LIMIT.)
+      'status:in(500,400,403): total + newest 100': `SELECT doc, count(*) OVER () FROM logs WHERE doc @> '{"status":500}' OR doc @> '{"status":400}' OR doc @> '{"status":403}' ORDER BY doc->>'timestamp' DESC LIMIT 100`,
+      'count by status': `SELECT doc->>'status', count(*) FROM logs GROUP BY 1`,
     };
     type Send = typeof request;
     /** name, method, path, body */
@@ -242,6 +245,14 @@ async function main(): Promise<void> {
           order: 'asc',
         }),
       ],
+      // Searches that are not plain time ranges: the shards' search threads read them (the rows of bench/logstore.ts).
+      [
+        'status:in(500,400,403): total + newest 100',
+        'POST',
+        '/search',
+        JSON.stringify({ query: { query: 'status:in(500,400,403)' }, size: 100, with_total: true }),
+      ],
+      ['count by status', 'POST', '/aggregate', JSON.stringify({ aggs: [{ field: 'status', func: 'count' }] })],
     ];
     const only = flag('only');
     if (only) rowRequests.splice(0, rowRequests.length, ...rowRequests.filter(([n]) => n.includes(only)));

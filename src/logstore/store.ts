@@ -138,6 +138,7 @@ export class Store {
         run: (i, q, name) => this.onShardThread(i, q, name),
         more: (i, id) => this.onShardThread(i, { more: id }, 'queryActiveMore'),
         unpin: (i, pin) => this.pools[i]!.run({ pin }, { name: 'unpin' }),
+        sweep: (i) => this.pools[i]!.run({}, { name: 'sweepDropped' }),
       },
     );
   }
@@ -145,6 +146,11 @@ export class Store {
   /** Per shard: the HTTP thread's reader of its sealed fractions (for tests: how many reads it answered). */
   get sealedReaders(): readonly SealedReader[] {
     return this.reads.sealedReaders;
+  }
+
+  /** Shard answers search threads gave from the fractions they listed themselves, and those they sent on (for tests). */
+  get listedReads(): { answered: number; fallbacks: number } {
+    return { answered: this.reads.listedReads, fallbacks: this.reads.listedFallbacks };
   }
 
   get shardCount(): number {

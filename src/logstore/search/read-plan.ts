@@ -1,7 +1,9 @@
 // Which fractions of a search are read by which thread: the one place that decides it. A plain time-range search
-// over sealed fractions only is read on the calling (HTTP) thread, every shard's fractions together; otherwise each
-// shard thread reads its active fraction and pins the sealed ones, which the shard's search thread reads; a damaged
-// or missing fraction there sends the whole search back to the shard thread. Every read that fails is logged.
+// over sealed fractions only is read on the calling (HTTP) thread, every shard's fractions together; another search
+// that finds nothing of its range in a shard's active fraction goes straight to the shard's search thread, which
+// lists the sealed fractions itself; otherwise the shard thread reads its active fraction and pins the sealed ones,
+// which the shard's search thread reads; a damaged or missing fraction there sends the whole search back to the shard
+// thread. Every read that fails is logged.
 import { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { SealedFraction } from '../storage/sealed-fraction.js';
@@ -66,6 +68,8 @@ export interface ShardThreads {
   more(i: number, id: number): Promise<ActiveAnswer>;
   /** Gives the fractions a search pinned (ActiveStep.sealed.pin) back to shard i's thread. */
   unpin(i: number, pin: number): Promise<unknown>;
+  /** Has shard i's thread remove the dropped fractions the searches that listed them themselves kept. */
+  sweep(i: number): Promise<unknown>;
 }
 
 export interface ReadPlanOptions {
@@ -88,13 +92,19 @@ export class ReadPlan {
    * fractions of the shard's searches while the shard thread goes on taking writes (storage/search-worker.ts).
    */
   private readonly searchPools: (Piscina | null)[];
+  /** Per shard: its state, which counts the searches its search thread lists the sealed fractions for. */
+  private readonly states: ShardStateReader[];
   private readonly log: Logger | undefined;
+  /** Searches a search thread answered from the fractions it listed itself, and those sent on to the shard thread. */
+  listedReads = 0;
+  listedFallbacks = 0;
 
   constructor(
     private readonly opts: ReadPlanOptions,
     private readonly threads: ShardThreads,
   ) {
-    this.sealedReaders = opts.shards.map((s) => new SealedReader(s.dir, new ShardStateReader(s.state)));
+    this.states = opts.shards.map((s) => new ShardStateReader(s.state));
+    this.sealedReaders = opts.shards.map((s, i) => new SealedReader(s.dir, this.states[i]!));
     this.searchPools = opts.shards.map(() => null);
     this.log = opts.log;
   }
@@ -119,6 +129,8 @@ export class ReadPlan {
   async shard(i: number, q: ShardQuery): Promise<ShardQueryResult> {
     const here = readSealed([this.sealedReaders[i]!], q, this.log, [i]);
     if (here) return here;
+    const listed = await this.fromSearchThread(i, q);
+    if (listed) return listed;
     let next = await this.threads.run<ActiveAnswer>(i, q, 'queryActive');
     // The active part in slices, each queued behind the writes that came during the last (shard-queue.ts).
     while ('more' in next) next = await this.threads.more(i, next.more);
@@ -149,8 +161,37 @@ export class ReadPlan {
     return step.damaged ? { ...answer, damaged: step.damaged } : answer;
   }
 
+  /**
+   * Shard i's answer from its search thread alone, which lists the sealed fractions itself, when nothing of the range
+   * is in the active fraction: no task on the shard thread (two hops fewer, and none queued behind writes). Null when
+   * the shard thread must take part (the search thread found the active fraction in range after all, the shard
+   * changing, a fraction quarantined or unreadable). Counted in the shard state while it runs, so that the shard
+   * thread keeps the files of fractions it drops meanwhile; the last such search to end has it remove them.
+   */
+  private async fromSearchThread(i: number, q: ShardQuery): Promise<ShardQueryResult | null> {
+    const state = this.states[i]!;
+    const gen = state.generation();
+    if ((gen & 1) === 1 || state.activeOverlaps(q.from, q.to)) return null;
+    state.enterRead();
+    let answer: ShardQueryResult | { listed: false };
+    try {
+      answer = (await this.searchPool(i).run({ q }, { name: 'querySealed' })) as ShardQueryResult | { listed: false };
+    } finally {
+      if (state.leaveRead())
+        this.threads
+          .sweep(i)
+          .catch((err: unknown) => this.log?.warn({ err, shard: i }, 'could not remove the dropped fractions'));
+    }
+    if ('listed' in answer) {
+      this.listedFallbacks++;
+      return null;
+    }
+    this.listedReads++;
+    return answer;
+  }
+
   private searchPool(i: number): Piscina {
-    const data: SearchWorkerData = { dir: this.opts.shards[i]!.dir };
+    const data: SearchWorkerData = { dir: this.opts.shards[i]!.dir, state: this.opts.shards[i]!.state };
     if (this.opts.columnMemory !== undefined) data.columnMemory = this.opts.columnMemory;
     return (this.searchPools[i] ??= new Piscina({
       filename: this.opts.searchWorker(),

@@ -1,6 +1,7 @@
-// The HTTP thread's own reader of one shard's sealed fractions (immutable files), for the plain time-range searches
-// search/read-plan.ts sends here when the shard's active fraction holds nothing in the range. The shard state's
-// generation guards every read.
+// A reader of one shard's sealed fractions (immutable files) outside the shard thread: the HTTP thread's, for the
+// plain time-range searches search/read-plan.ts sends there when the shard's active fraction holds nothing in the
+// range (the shard state's generation guards every read: settle), and a search thread's, which lists the fractions of
+// any search with nothing in the active fraction itself (list: counted in the shard state, the files stay).
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { ShardQuery } from '../search/execute.js';
@@ -15,6 +16,13 @@ interface SealedRow {
   name: string;
   min_time: number;
   max_time: number;
+}
+
+/** Where a reader's fractions come from when it does not keep its own (a search thread's open fractions). */
+export interface FractionSource {
+  get(name: string): SealedFraction;
+  /** Closes every fraction (after a read that failed). */
+  forget(): void;
 }
 
 export class SealedReader {
@@ -32,7 +40,20 @@ export class SealedReader {
   constructor(
     private readonly dir: string,
     private readonly state: ShardStateReader,
+    private readonly source?: FractionSource,
   ) {}
+
+  /**
+   * The sealed fractions of [q.from, q.to] as the shard has them now, for a search counted by the shard state's
+   * enterRead() before this call (the shard thread keeps the files of what it drops while the count is above 0, so
+   * no settle is needed); null when the shard thread must answer, as begin(). Throws as begin().
+   */
+  list(q: ShardQuery): SealedFraction[] | null {
+    const read = this.begin(q);
+    // Listed while the shard changed: the list may mix two states.
+    if (read === null || this.state.generation() !== read.gen) return null;
+    return read.views;
+  }
 
   /**
    * The sealed fractions in [q.from, q.to] and the generation they were listed at; null when the shard thread must
@@ -75,16 +96,18 @@ export class SealedReader {
       .prepare("SELECT name, min_time, max_time FROM fractions WHERE state = 'sealed' ORDER BY name")
       .all() as SealedRow[];
     this.setAside = quarantinedRows(this.dir);
+    this.rowsGen = gen;
+    if (this.source) return;
     const names = new Set(this.rows.map((r) => r.name));
     for (const [name, frac] of this.open) {
       if (names.has(name)) continue;
       frac.close();
       this.open.delete(name);
     }
-    this.rowsGen = gen;
   }
 
   private fraction(name: string): SealedFraction {
+    if (this.source) return this.source.get(name);
     let frac = this.open.get(name);
     if (frac) this.open.delete(name);
     else frac = new SealedFraction(path.join(this.dir, name));
@@ -103,6 +126,7 @@ export class SealedReader {
 
   /** Drops every open fraction and the cached list (after a failed read: the next query starts afresh). */
   private forget(): void {
+    this.source?.forget();
     for (const f of this.open.values()) f.close();
     this.open.clear();
     this.rowsGen = -1;

@@ -1,7 +1,8 @@
 // Piscina entry point of one shard's search thread: reads the sealed fractions of a search (immutable files, pinned
 // by the shard thread for as long as the search runs) so that the shard thread, which takes the writes, only reads
 // the active fraction (Shard.queryActive, in slices). A search then holds back a write to its shard for one slice of
-// its active part at most.
+// its active part at most. A search with nothing in the shard's active fraction skips the shard thread: this thread
+// lists the sealed fractions itself (querySealed), counted in the shard state so that their files stay.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { workerData } from 'node:worker_threads';
@@ -10,18 +11,22 @@ import { type RunPart, type ShardQuery, type ShardQueryResult, executeQuery } fr
 import { FractionDamagedError } from './fraction-files.js';
 import { COLUMN_MEMORY } from './column-memory.js';
 import { SealedFraction } from './sealed-fraction.js';
+import { SealedReader } from './sealed-reader.js';
+import { ShardStateReader } from './shard-state.js';
 
 export interface SearchWorkerData {
   /** The shard's directory. */
   dir: string;
   /** search.column_memory: bytes of columns this thread's sealed fractions may keep. */
   columnMemory?: number;
+  /** The shard's state (shard-state.ts): lets this thread list the sealed fractions itself (querySealed). */
+  state?: SharedArrayBuffer;
 }
 
 /** How often fractions kept open are checked for removal (retention, quarantine), to close their files. */
 const SWEEP_MS = 1000;
 
-const { dir, columnMemory } = workerData as SearchWorkerData;
+const { dir, columnMemory, state } = workerData as SearchWorkerData;
 if (columnMemory !== undefined) COLUMN_MEMORY.bytes = columnMemory;
 
 /**
@@ -41,6 +46,9 @@ function forget(): void {
   for (const f of open.values()) f.close();
   open.clear();
 }
+
+/** The shard's catalog as this thread lists it for querySealed, over the fractions this thread keeps open. */
+const lister = state ? new SealedReader(dir, new ShardStateReader(state), { get: fraction, forget }) : null;
 
 setInterval(() => {
   for (const [name, f] of open) {
@@ -83,7 +91,35 @@ export function query(task: SealedTask) {
   return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
 }
 
+/**
+ * A search over the sealed fractions alone, listed here (search/read-plan.ts counted it in the shard state first:
+ * what the shard thread drops meanwhile keeps its files): the shard's answer, or `{ listed: false }` when the shard
+ * thread must take part after all (the active fraction holds documents in the range, the shard is changing, a
+ * fraction in the range is quarantined, or one could not be read: the pinned path finds out and quarantines).
+ */
+export function querySealed(task: { q: ShardQuery }) {
+  if (!lister) return { listed: false };
+  let result: ShardQueryResult;
+  try {
+    // (The catalog busy or unreadable here: the shard thread lists.)
+    const views = lister.list(task.q);
+    if (!views) return { listed: false };
+    result = executeQuery(views, task.q);
+  } catch (err) {
+    if (!(err instanceof FractionDamagedError) && (err as NodeJS.ErrnoException).code !== 'ENOENT' && !isSqlite(err))
+      throw err;
+    lister.failed();
+    return { listed: false };
+  }
+  return move({ [transferableSymbol]: [result.hits.json.buffer], [valueSymbol]: result } as never);
+}
+
+function isSqlite(err: unknown): boolean {
+  return (err as Error)?.name === 'SqliteError';
+}
+
 export function close() {
   forget();
+  lister?.close();
   return true;
 }

@@ -41,6 +41,7 @@ const state = data.state ? new ShardStateWriter(data.state) : null;
 state?.begin();
 const shard = new Shard(data, hub.get(`logstore::shard::${data.shard}`), gc);
 state?.end(shard.activeBounds());
+if (state) shard.allowListedReads(state);
 
 /** Runs `fn`, which changes the shard's fractions, with the HTTP thread's reads of them held off. */
 function changing<T>(fn: () => T): T {
@@ -101,6 +102,12 @@ export function queryActiveMore(task: { more: number }) {
 
 export function unpin(task: { pin: number }) {
   shard.unpin(task.pin);
+  return true;
+}
+
+/** The last search that listed the sealed fractions itself ended while dropped fractions waited for it. */
+export function sweepDropped() {
+  shard.sweepDropped();
   return true;
 }
 

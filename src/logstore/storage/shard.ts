@@ -17,6 +17,7 @@ import { sealFraction } from './seal.js';
 import { QUARANTINE_DIR, Wal, type WalReplay, encodeWalInto, isDiskFull } from './wal.js';
 import { readReason, writeReason } from './quarantine.js';
 import { FractionDamagedError, fsyncDir } from './fraction-files.js';
+import type { ShardStateWriter } from './shard-state.js';
 import { ChunkQueue, INGEST_CHUNK } from './chunk-queue.js';
 import { clientIdHash, withClientIdBound, withClientIdInto } from './client-ids.js';
 import type { DocBatch } from '../../native/doc-indexer.js';
@@ -36,6 +37,9 @@ export interface ShardOptions {
  * Ids made by the caller (a proxy): document i of a batch gets shard `shard` and counter `counter + i`, or
  * `counters[i]` when given (a batch split across local shards keeps each document's counter).
  */
+/** The shard state's count of searches that list the sealed fractions themselves (shard-state.ts). */
+export type ListedReads = Pick<ShardStateWriter, 'mustKeep' | 'readers' | 'swept'>;
+
 export interface IdAssign {
   shard: number;
   counter: number;
@@ -80,7 +84,10 @@ export interface ShardStatus {
   stale?: boolean;
   /** With `stale`: how long the shard thread has left a status request unanswered. */
   busy_ms?: number;
-  /** Searches reading this shard's sealed fractions now (their fractions pinned: retention keeps their files). */
+  /**
+   * Searches reading this shard's sealed fractions now (pinned, or listed by a search thread itself): retention keeps
+   * their files.
+   */
   open_searches?: number;
   problems: StorageProblem[];
 }
@@ -139,8 +146,13 @@ export class Shard {
   /** Pins handed out by queryActive and not given back: the fractions each holds. */
   private readonly pins = new Map<number, string[]>();
   private pinSeq = 0;
-  /** Pinned fractions retention dropped: their directories are removed when the last search reading them ends. */
+  /**
+   * Fractions retention dropped while a search read them (pinned, or listed by a search thread itself): their
+   * directories are removed when the last search reading them ends (unpin, sweepDropped).
+   */
   private readonly doomed = new Set<string>();
+  /** The searches that list the sealed fractions themselves (shard-state.ts), when a search thread may do so. */
+  private listedReads: ListedReads | null = null;
   /** Active parts of searches under way (queryActive / queryActiveMore), by id. */
   private readonly searches = new Map<number, { search: ActiveSearch; names: string[]; pin: number }>();
   private searchSeq = 0;
@@ -803,9 +815,9 @@ export class Shard {
       this.sealed.delete(f.row.name);
       this.idFractions = null;
       f.frac.close();
-      // A search thread reading it keeps its files until it ends (unpin); a restart removes them (not in the catalog).
-      if (this.pinned.has(f.row.name)) this.doomed.add(f.row.name);
-      else rmSync(this.fracDir(f.row.name), { recursive: true, force: true });
+      // A search thread reading it keeps its files until it ends (unpin, sweepDropped); a restart removes them (not
+      // in the catalog).
+      this.removeOrKeep(f.row.name);
       total -= f.row.disk_bytes;
       dropped.push(f.row.name);
       this.log.info({ fraction: f.row.name, reason: tooBig ? 'total_size' : 'retention' }, 'fraction dropped');
@@ -958,8 +970,30 @@ export class Shard {
         continue;
       }
       this.pinned.delete(n);
-      if (this.doomed.delete(n)) rmSync(this.fracDir(n), { recursive: true, force: true });
+      if (this.doomed.delete(n)) this.removeOrKeep(n);
     }
+  }
+
+  /** Lets search threads list the sealed fractions themselves (counted in `reads`: files they may read stay). */
+  allowListedReads(reads: ListedReads): void {
+    this.listedReads = reads;
+  }
+
+  /** A dropped fraction's directory goes, unless a search may read it now: then it waits in `doomed`. */
+  private removeOrKeep(name: string): void {
+    if (this.pinned.has(name) || this.listedReads?.mustKeep()) this.doomed.add(name);
+    else rmSync(this.fracDir(name), { recursive: true, force: true });
+  }
+
+  /** The last search that listed the fractions itself ended: the dropped fractions no pin holds go now. */
+  sweepDropped(): void {
+    if (!this.listedReads || this.listedReads.readers() > 0) return;
+    for (const n of this.doomed) {
+      if (this.pinned.has(n)) continue;
+      this.doomed.delete(n);
+      rmSync(this.fracDir(n), { recursive: true, force: true });
+    }
+    this.listedReads.swept();
   }
 
   /**
@@ -1011,7 +1045,7 @@ export class Shard {
       shard: this.opts.shard,
       fractions,
       fields: [...this.fieldsSeen].sort(),
-      open_searches: this.pins.size,
+      open_searches: this.pins.size + (this.listedReads?.readers() ?? 0),
       problems: this.diskFull ? [...this.problems, this.diskFull] : this.problems,
     };
   }

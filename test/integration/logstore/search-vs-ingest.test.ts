@@ -156,6 +156,8 @@ function sealedBytes(dataDir: string): number {
 
 describe('retention dropping the fractions a long search reads', () => {
   let ls: LogstoreProcess;
+  /** storage.total_size of the restarted store. */
+  let total = 0;
   beforeAll(async () => {
     ls = await startLogstore({ storage: { shards: 1, frac_size: '64KB' }, search: { timeout: '60s' } });
     for (let i = 0; i < DOCS; i += 2000)
@@ -163,7 +165,7 @@ describe('retention dropping the fractions a long search reads', () => {
     // Stopped (which seals the active fraction) and started again with total_size just over what is stored: every
     // fraction a bulk seals from now on makes retention drop the oldest ones, which the search reads.
     await ls.stop();
-    const total = sealedBytes(ls.dataDir) + 1024;
+    total = sealedBytes(ls.dataDir) + 1024;
     writeFileSync(
       ls.configFile,
       readFileSync(ls.configFile, 'utf8').replace('storage:\n', `storage:\n  total_size: ${total}\n`),
@@ -186,6 +188,12 @@ describe('retention dropping the fractions a long search reads', () => {
     expect(after.body.total).toBeLessThan(11_111);
     const health = (await (await fetch(`${ls.debugUrl}/health`)).json()) as { status: string };
     expect(health.status).toBe('ok');
+    // The dropped fractions' directories, kept while the search read them, are gone once it ended.
+    const until = Date.now() + 60_000;
+    while (sealedBytes(ls.dataDir) > total) {
+      if (Date.now() > until) throw new Error(`sealed fractions on disk: ${sealedBytes(ls.dataDir)} > ${total} bytes`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   });
 });
 
