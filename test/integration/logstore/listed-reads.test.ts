@@ -12,6 +12,7 @@ import { parseQuery } from '../../../src/logstore/query/parser.js';
 import { planQuery } from '../../../src/logstore/query/plan.js';
 import { parseAggs } from '../../../src/logstore/api/search-request.js';
 import { Store } from '../../../src/logstore/store.js';
+import { jsonLines } from '../../helpers/shard.js';
 
 const mapping = parseMapping('- {name: level, type: keyword}\n- {name: n, type: keyword}\n');
 const base = Date.UTC(2026, 5, 1);
@@ -20,23 +21,14 @@ let dir: string;
 let store: Store;
 
 async function ingest(from: number, count: number): Promise<void> {
-  const lines = Array.from({ length: count }, (_, k) =>
-    Buffer.from(
-      JSON.stringify({
-        timestamp: new Date(base + (from + k) * 1000).toISOString(),
-        level: LEVELS[(from + k) % 3],
-        n: from + k,
-      }),
-    ),
+  const { docs, offs } = jsonLines(
+    Array.from({ length: count }, (_, k) => ({
+      timestamp: new Date(base + (from + k) * 1000).toISOString(),
+      level: LEVELS[(from + k) % 3],
+      n: from + k,
+    })),
   );
-  const offs = new Int32Array(2 * count);
-  let p = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = p;
-    offs[2 * i + 1] = l.length;
-    p += l.length;
-  });
-  expect((await store.ingest(Buffer.concat(lines), offs)).errors).toEqual([]);
+  expect((await store.ingest(docs, offs)).errors).toEqual([]);
 }
 
 /** Newest `limit` of a query, its total, and the count by level. */

@@ -9,6 +9,7 @@ import { parseMapping } from '../../../src/logstore/mapping.js';
 import { parseQuery } from '../../../src/logstore/query/parser.js';
 import { planQuery } from '../../../src/logstore/query/plan.js';
 import { Store } from '../../../src/logstore/store.js';
+import { jsonLines } from '../../helpers/shard.js';
 
 const mapping = parseMapping('- {name: level, type: keyword}\n');
 const all = planQuery(parseQuery('*'), mapping);
@@ -17,19 +18,14 @@ let dir: string;
 let store: Store;
 
 async function ingest(from: number, count: number): Promise<void> {
-  const lines = Array.from({ length: count }, (_, k) =>
-    Buffer.from(
-      JSON.stringify({ timestamp: new Date(base + (from + k) * 1000).toISOString(), level: 'info', n: from + k }),
-    ),
+  const { docs, offs } = jsonLines(
+    Array.from({ length: count }, (_, k) => ({
+      timestamp: new Date(base + (from + k) * 1000).toISOString(),
+      level: 'info',
+      n: from + k,
+    })),
   );
-  const offs = new Int32Array(2 * count);
-  let p = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = p;
-    offs[2 * i + 1] = l.length;
-    p += l.length;
-  });
-  expect((await store.ingest(Buffer.concat(lines), offs)).errors).toEqual([]);
+  expect((await store.ingest(docs, offs)).errors).toEqual([]);
 }
 
 const answeredHere = () => store.sealedReaders.reduce((s, r) => s + r.answered, 0);
@@ -88,17 +84,10 @@ describe('plain searches over sealed fractions', () => {
     // 2 x 30 documents all at one second, one batch per shard (batches go to the least busy shard in turn).
     const at = base + 5_000_000;
     const tie = async (n0: number) => {
-      const lines = Array.from({ length: 30 }, (_, k) =>
-        Buffer.from(JSON.stringify({ timestamp: new Date(at).toISOString(), level: 'info', n: n0 + k })),
+      const { docs, offs } = jsonLines(
+        Array.from({ length: 30 }, (_, k) => ({ timestamp: new Date(at).toISOString(), level: 'info', n: n0 + k })),
       );
-      const offs = new Int32Array(60);
-      let p = 0;
-      lines.forEach((l, i) => {
-        offs[2 * i] = p;
-        offs[2 * i + 1] = l.length;
-        p += l.length;
-      });
-      expect((await store.ingest(Buffer.concat(lines), offs)).errors).toEqual([]);
+      expect((await store.ingest(docs, offs)).errors).toEqual([]);
     };
     await tie(2000);
     await tie(3000);

@@ -6,6 +6,7 @@ import { StoreClient, type StoreBulkRequest, offsBytes } from '../../../src/logs
 import { services } from '../../../src/logstore/grpc/proto.js';
 import { ScratchPool } from '../../../src/logstore/search/scratch.js';
 import { type LogstoreProcess, startLogstore } from '../../helpers/logstore.js';
+import { jsonLines } from '../../helpers/shard.js';
 
 let store: LogstoreProcess;
 let client: StoreClient;
@@ -21,15 +22,7 @@ afterAll(async () => {
 });
 
 function batch(tag: string, count: number): { docs: Buffer; offs: Int32Array } {
-  const lines = Array.from({ length: count }, (_, n) => Buffer.from(JSON.stringify({ tag, n })));
-  const offs = new Int32Array(2 * count);
-  let at = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = at;
-    offs[2 * i + 1] = l.length;
-    at += l.length;
-  });
-  return { docs: Buffer.concat(lines), offs };
+  return jsonLines(Array.from({ length: count }, (_, n) => ({ tag, n })));
 }
 
 function request(

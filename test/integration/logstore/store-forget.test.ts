@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreClient, offsBytes } from '../../../src/logstore/cluster/store-client.js';
 import type { BatchKey } from '../../../src/logstore/grpc/store/messages.js';
 import { type LogstoreProcess, bulk, ndjson, postJson, startLogstore } from '../../helpers/logstore.js';
+import { jsonLines } from '../../helpers/shard.js';
 
 let ls: LogstoreProcess;
 let client: StoreClient;
@@ -82,15 +83,7 @@ describe('store Forget', () => {
   it('forgets a proxy batch by its key: once stored when it was taken, refused when it comes after the forget', async () => {
     // Batches as a proxy sends them: ids assigned from (id_shard, id_counter), the key naming them in a forget.
     const batch = (run: string, counter: number) => {
-      const lines = Array.from({ length: 10 }, (_, n) => Buffer.from(JSON.stringify({ run, n })));
-      const offs = new Int32Array(20);
-      let at = 0;
-      lines.forEach((l, i) => {
-        offs[2 * i] = at;
-        offs[2 * i + 1] = l.length;
-        at += l.length;
-      });
-      const docs = Buffer.concat(lines);
+      const { docs, offs } = jsonLines(Array.from({ length: 10 }, (_, n) => ({ run, n })));
       const now = Date.now();
       const encoded = StoreClient.encodeBulk({
         docs,

@@ -5,6 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreClient, type StoreBulkRequest, offsBytes } from '../../../src/logstore/cluster/store-client.js';
 import { type LogstoreProcess, startLogstore } from '../../helpers/logstore.js';
+import { jsonLines } from '../../helpers/shard.js';
 
 const LIMIT = 64 * 1024;
 let store: LogstoreProcess;
@@ -25,16 +26,9 @@ afterAll(async () => {
 
 /** A batch of `count` documents of about 200 bytes (tag, n, padding): past LIMIT from 400 documents on. */
 function batch(tag: string, count: number, counter: number): StoreBulkRequest {
-  const lines = Array.from({ length: count }, (_, n) => Buffer.from(JSON.stringify({ tag, n, pad: 'x'.repeat(160) })));
-  const offs = new Int32Array(2 * count);
-  let at = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = at;
-    offs[2 * i + 1] = l.length;
-    at += l.length;
-  });
+  const { docs, offs } = jsonLines(Array.from({ length: count }, (_, n) => ({ tag, n, pad: 'x'.repeat(160) })));
   return {
-    docs: Buffer.concat(lines),
+    docs,
     offs: [],
     offs_le: offsBytes(offs),
     now: Date.now(),

@@ -10,6 +10,7 @@ import {
 } from '../../../src/logstore/cluster/store-client.js';
 import { unpackHits } from '../../../src/logstore/search/packed-hits.js';
 import { type LogstoreProcess, startLogstore } from '../../helpers/logstore.js';
+import { lineOffsets } from '../../helpers/shard.js';
 
 let store: LogstoreProcess;
 let client: StoreClient;
@@ -27,15 +28,9 @@ beforeAll(async () => {
   lines.push(
     Buffer.concat([Buffer.from('{"tag":"p","n":300,"msg":"bad '), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
   );
-  const offs = new Int32Array(2 * lines.length);
-  let at = 0;
-  lines.forEach((l, i) => {
-    offs[2 * i] = at;
-    offs[2 * i + 1] = l.length;
-    at += l.length;
-  });
+  const { docs, offs } = lineOffsets(lines);
   const req: StoreBulkRequest = {
-    docs: Buffer.concat(lines),
+    docs,
     offs: [],
     offs_le: offsBytes(offs),
     now: base,
