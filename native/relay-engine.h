@@ -48,7 +48,7 @@ constexpr size_t kSpareHandles = 1 << 16;
 
 enum EventKind : int32_t {
   kNeedServer = 1,     // client
-  kRelease = 2,        // client, server, 1 when the server has no session-parameter texts (relayParams)
+  kRelease = 2,        // client, server, 1 when the server has no session-parameter texts (relayParams), lane counts (EmitRelease)
   kClientClosed = 3,   // client, reason (0 eof, 1 terminate, 2 error), server or 0, clean
   kServerClosed = 4,   // server, client or 0, how (0 mid-message, 1 at a boundary, 2 parked, 3 at a boundary after
                        // PostgreSQL's FATAL reached the client), reason (0 eof, 1 error, 2 malformed)
@@ -290,6 +290,9 @@ class Relay {
   /** A client of a pool from now on, with its options (the references in `o` become the client's). */
   void Configure(Endpoint* c, const ClientOptions& o);
   void Emit(int32_t kind, int32_t a, int32_t b = 0, int32_t c = 0, int32_t d = 0);
+  /** kRelease for a client just unlinked from `s`: its lane's counts go with the report when it reaches JavaScript in
+   *  this round (the report's last slot: their offset in laneOut_ + 1), else they wait for relayLaneTake (0). */
+  void EmitRelease(Endpoint* c, Endpoint* s);
   /** Schema-change tags seen so far (kServerSchema): a lane table remembers it (see Lane::schemaGen). */
   uint64_t SchemaGen() const { return schemaGen_; }
   // Lending (relay-lend.cc).
@@ -398,6 +401,12 @@ class Relay {
   int32_t* events_ = nullptr;
   size_t eventCap_ = 0;  // in int32 slots
   size_t eventLen_ = 0;
+  // The lane's counts that ride with kRelease reports in events_ (EmitRelease): [n, Parse hits, then per entry its
+  // Binds, Executes, microseconds] at the offset the report names; emptied with events_.
+  napi_ref laneOutRef_ = nullptr;
+  double* laneOut_ = nullptr;
+  size_t laneOutCap_ = 0;
+  size_t laneOutLen_ = 0;
   StatsLayout layout_;
   std::unordered_map<int32_t, Endpoint*> byId_;
   // Stopped poll handles by descriptor number, for the next endpoint on that number (Add, Destroy), and the

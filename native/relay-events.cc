@@ -33,6 +33,37 @@ void Relay::Emit(int32_t kind, int32_t a, int32_t b, int32_t c, int32_t d) {
   uv_ref(reinterpret_cast<uv_handle_t*>(&check_));
 }
 
+void Relay::EmitRelease(Endpoint* c, Endpoint* s) {
+  // 1: no session-parameter texts wait on the server, so JavaScript's check-in need not ask (relayParams).
+  const int32_t noParams = s->paramFlags == 0 ? 1 : 0;
+  Lane& lane = c->lane;
+  const size_t n = lane.entries.size();
+  // Only when the report goes into events_ now (as Emit would put it), so the counts are read in the same round.
+  if (n == 0 || relayOnly_ > 0 || flushing_ || !deferred_.empty() || eventLen_ + 5 > eventCap_ || !laneOut_ ||
+      laneOutLen_ + 2 + 3 * n > laneOutCap_) {
+    Emit(kRelease, c->id, s->id, noParams);
+    return;
+  }
+  const size_t at = laneOutLen_;
+  double* out = laneOut_ + at;
+  out[0] = static_cast<double>(n);
+  out[1] = lane.parseHits;
+  for (size_t i = 0; i < n; i++) {
+    out[2 + 3 * i] = lane.entries[i].uses;
+    out[3 + 3 * i] = lane.entries[i].executions;
+    out[4 + 3 * i] = lane.entries[i].execUs;
+  }
+  laneOutLen_ += 2 + 3 * n;
+  // As relayLaneTake: the counts are taken, and the table goes with the link it was for (Unlink turned it off).
+  lane.parseHits = 0;
+  if (lane.on) {
+    for (auto& e : lane.entries) e.uses = e.executions = e.execUs = 0;
+  } else {
+    lane.entries.clear();
+  }
+  Emit(kRelease, c->id, s->id, noParams, static_cast<int32_t>(at + 1));
+}
+
 void Relay::EmitPair(const int32_t first[5], const int32_t second[5]) {
   int32_t both[10];
   std::memcpy(both, first, 5 * sizeof(int32_t));
@@ -91,6 +122,7 @@ void Relay::FlushOnce() {
   }
   napi_close_handle_scope(env_, scope);
   eventLen_ = 0;
+  laneOutLen_ = 0;
   flushing_ = false;
 }
 

@@ -108,43 +108,55 @@ inline int LaneFind(const std::vector<LaneEntry>& entries, const uint8_t* name, 
 
 /** Rewrites buf[0, len) when it is made only of whole fast messages (Parse of the unnamed statement's own text,
  *  Bind of a name in the table, Describe of a portal, Execute, Flush) in groups that each end with Sync: appends
- *  what goes to the server to *out and the groups to *groups. False, with nothing appended, otherwise. A Parse is
+ *  what goes to the server to *out and the groups to *groups. False, with both as they were, otherwise. A Parse is
  *  answered by the pooler only where the transaction is known not to have failed (rewriter.ts, onParse): in the
  *  read's first group, with nothing in flight (`groups` empty) and a last ReadyForQuery other than 'E'. */
 inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* buf, size_t len, std::string* out, LaneGroups* groups, uint8_t txStatus) {
   const bool parseOk = groups->empty() && txStatus != 'E';
-  std::string o;
-  std::vector<LaneGroup> made;
-  LaneGroup g;
+  // Written straight into *out and *groups, both cut back to where they were when the read does not qualify.
+  const size_t outStart = out->size();
+  const size_t groupsStart = groups->size();
+  std::string& o = *out;
+  LaneGroup* g = nullptr;  // the group being read, last in *groups
   // Portals bound in the group so far (the statement's entry): an Execute is timed into the statement, as rewriter.ts does.
   std::vector<std::pair<std::string, uint16_t>> portals;
   size_t pos = 0, groupStart = 0;
+  const auto refuse = [&]() {
+    out->resize(outStart);
+    groups->resize(groupsStart);
+    return false;
+  };
   while (pos < len) {
-    if (len - pos < 5) return false;
+    if (len - pos < 5) return refuse();
     const uint8_t type = buf[pos];
     const uint32_t mlen = ReadU32(buf + pos + 1);
     const size_t end = pos + 1 + static_cast<size_t>(mlen);
-    if (mlen < 4 || end > len) return false;
+    if (mlen < 4 || end > len) return refuse();
     const uint8_t* body = buf + pos + 5;
     const size_t blen = mlen - 4;
+    if (!g) {
+      groups->emplace_back();
+      g = &groups->back();
+      g->slots.reserve(8);  // Parse, Bind, Describe, Execute, Sync: one allocation, not four
+    }
     switch (type) {
       case 'P': {
         // Only the unnamed statement, re-parsed with the text (and types) it already has.
-        if (!parseOk || groupStart != 0 || blen < 1 || body[0] != 0) return false;
+        if (!parseOk || groupStart != 0 || blen < 1 || body[0] != 0) return refuse();
         const int i = LaneFind(entries, body, 0);
-        if (i < 0 || entries[i].parse.size() != blen - 1 || std::memcmp(entries[i].parse.data(), body + 1, blen - 1) != 0) return false;
-        g.slots.push_back(kSlotOwnParse);
-        g.parseHits++;
+        if (i < 0 || entries[i].parse.size() != blen - 1 || std::memcmp(entries[i].parse.data(), body + 1, blen - 1) != 0) return refuse();
+        g->slots.push_back(kSlotOwnParse);
+        g->parseHits++;
         break;
       }
       case 'B': {
         const uint8_t* portalEnd = static_cast<const uint8_t*>(std::memchr(body, 0, blen));
-        if (!portalEnd) return false;
+        if (!portalEnd) return refuse();
         const uint8_t* stmt = portalEnd + 1;
         const uint8_t* stmtEnd = static_cast<const uint8_t*>(std::memchr(stmt, 0, body + blen - stmt));
-        if (!stmtEnd) return false;
+        if (!stmtEnd) return refuse();
         const int i = LaneFind(entries, stmt, stmtEnd - stmt);
-        if (i < 0) return false;
+        if (i < 0) return refuse();
         const std::string& name = entries[i].server;
         const size_t portalLen = portalEnd - body + 1;
         const size_t restLen = body + blen - (stmtEnd + 1);
@@ -154,20 +166,20 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
         o.append(name);
         o.push_back('\0');
         o.append(reinterpret_cast<const char*>(stmtEnd + 1), restLen);
-        g.slots.push_back(kSlotBound);
-        g.binds.push_back(static_cast<uint16_t>(i));
+        g->slots.push_back(kSlotBound);
+        g->binds.push_back(static_cast<uint16_t>(i));
         portals.emplace_back(std::string(reinterpret_cast<const char*>(body), portalLen - 1), static_cast<uint16_t>(i));
         break;
       }
       case 'D':
-        if (blen < 2 || body[0] != 'P') return false;
+        if (blen < 2 || body[0] != 'P') return refuse();
         o.append(reinterpret_cast<const char*>(buf + pos), end - pos);
-        g.slots.push_back(kSlotDescribed);
+        g->slots.push_back(kSlotDescribed);
         break;
       case 'E': {
         // Only a portal this group bound: anything else is the rewriter's to time (or PostgreSQL's to refuse).
         const uint8_t* nameEnd = static_cast<const uint8_t*>(std::memchr(body, 0, blen));
-        if (!nameEnd) return false;
+        if (!nameEnd) return refuse();
         const size_t nameLen = nameEnd - body;
         int found = -1;
         for (size_t k = portals.size(); k-- > 0;) {
@@ -176,10 +188,10 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
             break;
           }
         }
-        if (found < 0) return false;
+        if (found < 0) return refuse();
         o.append(reinterpret_cast<const char*>(buf + pos), end - pos);
-        g.slots.push_back(kSlotExecuted);
-        g.execs.push_back(static_cast<uint16_t>(found));
+        g->slots.push_back(kSlotExecuted);
+        g->execs.push_back(static_cast<uint16_t>(found));
         break;
       }
       case 'H':
@@ -187,21 +199,18 @@ inline bool LaneRewrite(const std::vector<LaneEntry>& entries, const uint8_t* bu
         break;
       case 'S':
         o.append(reinterpret_cast<const char*>(buf + pos), end - pos);
-        g.slots.push_back(kSlotReady);
-        g.original.assign(reinterpret_cast<const char*>(buf + groupStart), end - groupStart);
-        made.push_back(std::move(g));
-        g = LaneGroup();
+        g->slots.push_back(kSlotReady);
+        g->original.assign(reinterpret_cast<const char*>(buf + groupStart), end - groupStart);
+        g = nullptr;
         portals.clear();
         groupStart = end;
         break;
       default:
-        return false;
+        return refuse();
     }
     pos = end;
   }
-  if (groupStart != len || made.empty()) return false;
-  out->append(o);
-  for (auto& m : made) groups->push_back(std::move(m));
+  if (groupStart != len || groups->size() == groupsStart) return refuse();
   return true;
 }
 

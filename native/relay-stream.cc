@@ -387,8 +387,7 @@ void Relay::OnServerBytes(Endpoint* s, const uint8_t* buf, size_t total) {
   }
   if (release && s->peer == c && c) {
     Unlink(c);
-    // 1: no session-parameter texts wait on the server, so JavaScript's check-in need not ask (relayParams).
-    Emit(kRelease, c->id, s->id, s->paramFlags == 0 ? 1 : 0);
+    EmitRelease(c, s);
   }
 }
 

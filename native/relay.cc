@@ -29,7 +29,8 @@ thread_local Relay* tRelay = nullptr;
 Relay* Get(const Napi::CallbackInfo& info) { return CurrentRelay(info); }
 
 /** relayInit(onEvents(count), events: Int32Array, layout: Int32Array [qHist, xHist, qLog, xLog, logBuckets, parkable, sqlStates,
- *  sqlStateSlots], bounds: Float64Array) */
+ *  sqlStateSlots], bounds: Float64Array, laneOut?: Float64Array) `laneOut`: where kRelease reports carry the lane's
+ *  counts (Relay::EmitRelease). */
 Napi::Value RelayInit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (tRelay) return Napi::Boolean::New(env, false);
@@ -66,6 +67,13 @@ Napi::Value RelayInit(const Napi::CallbackInfo& info) {
     r->layout_.sqlStateSlots = layout[7];
   }
   r->layout_.bounds.assign(bounds, bounds + nBounds);
+  double* laneOut = nullptr;
+  size_t nLaneOut = 0;
+  if (info.Length() > 4 && Typed(info[4], napi_float64_array, &laneOut, &nLaneOut)) {
+    napi_create_reference(env, info[4], 1, &r->laneOutRef_);
+    r->laneOut_ = laneOut;
+    r->laneOutCap_ = nLaneOut;
+  }
   // The relay lives as long as the process; its handles are unref'd or belong to open sockets.
   tRelay = r;
   return Napi::Boolean::New(env, true);

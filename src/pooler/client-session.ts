@@ -774,7 +774,7 @@ export class ClientSession implements ServerOwner, PoolWaiter, ConnectionOwner {
     s.owner = this;
     this.state = 'active';
     // Before the client's first message of the transaction: the server takes the client's parameters if they differ.
-    if (this.params?.sync(s, () => this.synced(s))) return;
+    if (this.params && !this.params.inSync(s) && this.params.sync(s, () => this.synced(s))) return;
     this.linkServer(s);
   }
 

@@ -223,10 +223,10 @@ export class Pool {
     this.updateParkable();
   }
 
-  private give(s: ServerConnection, w: PoolWaiter): void {
+  private give(s: ServerConnection, w: PoolWaiter, now = Date.now()): void {
     s.lendKind = -1;
     this.servers.move(s, 'active');
-    s.lastUsed = Date.now();
+    s.lastUsed = now;
     this.stats.observeWait((s.lastUsed - w.waitingSince) * 1000);
     w.onServer(s);
   }
@@ -333,7 +333,8 @@ export class Pool {
   /** A server comes back from a client. `reusable` is false when its state is unknown (mid-transaction). */
   release(s: ServerConnection, reusable: boolean): void {
     s.owner = null;
-    this.usedAt = Date.now();
+    const now = Date.now();
+    this.usedAt = now;
     // A server the pool no longer holds (its socket closed under the client, or KILL dropped it) joins no list again.
     if (!this.servers.has(s)) reusable = false;
     if (reusable && s.cancelsInFlight > 0 && s.state !== 'closed') {
@@ -341,7 +342,6 @@ export class Pool {
       s.afterCancel = () => this.release(s, true);
       return;
     }
-    const now = Date.now();
     const waiting = !this.paused && this.waiting > 0;
     const expired = now >= s.expiresAt && this.mayRetire();
     if (
@@ -367,7 +367,7 @@ export class Pool {
     } else if (waiting) {
       // A connect started for the waiters is still on its way: the returned server came first.
       if (this.connecting > 0) this.scaling.anticNotify++;
-      this.give(s, this.nextWaiter()!);
+      this.give(s, this.nextWaiter()!, now);
     } else {
       this.servers.move(s, 'idle');
       s.lastUsed = now;

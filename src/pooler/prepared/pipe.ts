@@ -73,8 +73,8 @@ export class PreparedPipe implements RewriteSink {
     return this.client.atBoundary && this.server.atBoundary ? this.rewriter.laneTable() : null;
   }
 
-  laneUsed(counts: Float64Array, n: number): void {
-    this.rewriter.laneUsed(counts, n);
+  laneUsed(counts: Float64Array, n: number, at = 0): void {
+    this.rewriter.laneUsed(counts, n, at);
   }
 
   /** Whole messages the native lane sent and did not see answered: the rewriter takes them over (see adoptSent). */

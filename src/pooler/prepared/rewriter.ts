@@ -52,6 +52,18 @@ function portalOf(msg: Buffer): string {
   return msg.toString('utf8', 5, end < 0 ? msg.length : end);
 }
 
+/** No lane table (shared: never written). */
+const NO_LANE: readonly LaneEntry[] = Object.freeze([]);
+
+/** Whether the lane may answer the client's `name` on `server`: prepared there and confirmed (not stale, not closing);
+ * the unnamed statement only while a Parse of its text would find it now, under the client's settings and schema
+ * epoch (`key`). */
+function laneMay(server: ServerStatements, key: string, name: string, statement: Statement): boolean {
+  if (server.peek(statement)?.state !== 'ready' || server.isStale(statement) || server.isClosing(statement))
+    return false;
+  return name !== '' || statement.settings === key;
+}
+
 /** An execution of `s` sent at `sent` (performance.now()) completed. */
 function timed(s: Statement, sent: number): void {
   s.executions++;
@@ -94,7 +106,10 @@ export class StatementRewriter {
   /** The server's `seq` when the current group began: its Parses are the ones this group sent. */
   private groupSeq = 0;
   /** The native lane's table since the last link (entry i of the addon's counts). */
-  private lane: LaneEntry[] = [];
+  private lane: readonly LaneEntry[] = NO_LANE;
+  /** The last table encoded for the lane and its bytes (the addon copies them at each link): given again unchanged. */
+  private laneCached: readonly LaneEntry[] = NO_LANE;
+  private laneBytes: Buffer | null = null;
   /** Handling messages the native lane already sent: nothing goes to the server. */
   private shadow = false;
 
@@ -165,6 +180,8 @@ export class StatementRewriter {
   close(): void {
     for (const s of this.named.values()) this.interner.unref(s);
     this.named.clear();
+    this.laneCached = NO_LANE;
+    this.laneBytes = null;
   }
 
   // ---- client -> server ----
@@ -340,37 +357,53 @@ export class StatementRewriter {
    */
   laneTable(): Buffer | null {
     const server = this.server;
-    this.lane = [];
+    this.lane = NO_LANE;
     if (!server || !this.settled || this.replay || this.groupsDone !== this.groupsSent || server.toClose.length > 0)
       return null;
-    // The unnamed statement is answered by the lane only while a Parse of its text would find it now: under the
-    // client's current settings and the schema epoch it was parsed in.
     const key = this.interner.key(this.settings);
+    // Most links give the table of the link before (the same statements, prepared on every server): its bytes again.
+    const cached = this.laneCached;
+    let n = 0;
+    let same = true;
     for (const [name, statement] of this.named) {
-      if (server.peek(statement)?.state !== 'ready' || server.isStale(statement) || server.isClosing(statement))
-        continue;
-      if (name === '' && statement.settings !== key) continue;
-      this.lane.push({ name, statement });
+      if (!laneMay(server, key, name, statement)) continue;
+      if (same && (n >= cached.length || cached[n]!.name !== name || cached[n]!.statement !== statement)) same = false;
+      n++;
     }
-    if (this.lane.length === 0) return null;
-    if (this.lane.length > LANE_MAX_ENTRIES)
-      this.lane = this.lane.sort((a, b) => b.statement.lastUsed - a.statement.lastUsed).slice(0, LANE_MAX_ENTRIES);
-    return encodeLaneTable(this.lane);
+    if (n === 0) return null;
+    if (same && n === cached.length) {
+      this.lane = cached;
+      return this.laneBytes!;
+    }
+    let lane: LaneEntry[] = [];
+    for (const [name, statement] of this.named)
+      if (laneMay(server, key, name, statement)) lane.push({ name, statement });
+    if (n > LANE_MAX_ENTRIES) {
+      lane = lane.sort((a, b) => b.statement.lastUsed - a.statement.lastUsed).slice(0, LANE_MAX_ENTRIES);
+      // Cut by recency: not kept, as the same statements rarely come out of the cut again.
+      this.laneCached = NO_LANE;
+      this.laneBytes = null;
+      this.lane = lane;
+      return encodeLaneTable(lane);
+    }
+    this.lane = this.laneCached = lane;
+    return (this.laneBytes = encodeLaneTable(lane));
   }
 
-  /** The lane's answered groups: `counts[0]` Parses answered by the pooler; for entry i, `counts[1 + 3i]` its Binds,
-   * `counts[2 + 3i]` Executes of portals bound to it and `counts[3 + 3i]` their microseconds. */
-  laneUsed(counts: Float64Array, n: number): void {
+  /** The lane's answered groups, from `counts[at]`: `counts[at]` Parses answered by the pooler; for entry i,
+   * `counts[at + 1 + 3i]` its Binds, `counts[at + 2 + 3i]` Executes of portals bound to it and `counts[at + 3 + 3i]`
+   * their microseconds. */
+  laneUsed(counts: Float64Array, n: number, at = 0): void {
     const lane = this.lane;
-    this.lane = [];
+    this.lane = NO_LANE;
     const server = this.server;
     if (!server) return;
     const now = Date.now();
     for (let i = 0; i < n && i < lane.length; i++) {
-      const uses = counts[1 + 3 * i]!;
+      const uses = counts[at + 1 + 3 * i]!;
       const s = lane[i]!.statement;
-      s.executions += counts[2 + 3 * i]!;
-      s.execTimeUs += counts[3 + 3 * i]!;
+      s.executions += counts[at + 2 + 3 * i]!;
+      s.execTimeUs += counts[at + 3 + 3 * i]!;
       if (uses <= 0) continue;
       s.countUsed += uses;
       // Every lane use found the statement prepared on this server (the lane takes only confirmed ones).
@@ -378,8 +411,9 @@ export class StatementRewriter {
       s.lastUsed = now;
       server.use(s);
     }
-    const hits = counts[0]!;
-    const unnamed = hits > 0 ? lane.find((e) => e.name === '')?.statement : undefined;
+    const hits = counts[at]!;
+    let unnamed: Statement | undefined;
+    if (hits > 0) for (const e of lane) if (e.name === '') unnamed = e.statement;
     if (unnamed) {
       server.hits += hits;
       unnamed.countUsed += hits;

@@ -23,6 +23,9 @@ export class ServerStatements {
   private readonly closing = new Set<Statement>();
   /** Prepared here before a DDL change broke their plan (0A000): closed and prepared again at the next use. */
   private readonly stale = new Set<Statement>();
+  /** The statement `use` moved to the end of `prepared` last; null once anything else changed the map (an addition
+   * goes last too, and a statement removed and added again must be moved). */
+  private last: Statement | null = null;
   /** Counts additions. */
   seq = 0;
   hits = 0;
@@ -41,8 +44,12 @@ export class ServerStatements {
   use(s: Statement): Entry | undefined {
     const entry = this.prepared.get(s);
     if (entry !== undefined) {
-      this.prepared.delete(s);
-      this.prepared.set(s, entry);
+      // The most recently used already (a transaction's statements are used again and again): it stays last.
+      if (s !== this.last) {
+        this.prepared.delete(s);
+        this.prepared.set(s, entry);
+        this.last = s;
+      }
       return entry;
     }
     // Evicted, but its Close has not gone out: it is still there; keep it (taking back a slot from the oldest).
@@ -52,6 +59,7 @@ export class ServerStatements {
     this.toClose.splice(queued, 1);
     this.evicted.delete(s);
     this.prepared.set(s, old);
+    this.last = null;
     this.evict();
     return old;
   }
@@ -77,6 +85,7 @@ export class ServerStatements {
     }
     this.interner.ref(s);
     this.prepared.set(s, { state: 'pending', seq: ++this.seq });
+    this.last = null;
     this.evict();
   }
 
@@ -90,6 +99,7 @@ export class ServerStatements {
     for (const [s, entry] of this.prepared) {
       if (entry.state !== 'ready') continue;
       this.prepared.delete(s);
+      this.last = null;
       this.evicted.set(s, entry);
       this.toClose.push(s);
       if (this.prepared.size <= this.capacity) return;
@@ -106,6 +116,7 @@ export class ServerStatements {
   /** The Parse failed: the server does not have it. */
   remove(s: Statement): void {
     this.stale.delete(s);
+    this.last = null;
     if (this.prepared.delete(s)) this.interner.unref(s);
   }
 
@@ -122,6 +133,7 @@ export class ServerStatements {
     if (this.prepared.has(s)) return;
     this.interner.ref(s);
     this.prepared.set(s, { state: 'ready', seq: ++this.seq });
+    this.last = null;
     this.stale.add(s);
   }
 
@@ -151,6 +163,7 @@ export class ServerStatements {
     this.evicted.delete(s);
     if (!entry || entry.gone || this.prepared.has(s)) return this.interner.unref(s);
     this.prepared.set(s, entry);
+    this.last = null;
     this.evict();
   }
 
@@ -160,6 +173,7 @@ export class ServerStatements {
       if (entry.seq > seq) continue;
       this.stale.delete(s);
       this.prepared.delete(s);
+      this.last = null;
       this.interner.unref(s);
     }
     for (const entry of this.evicted.values()) if (entry.seq <= seq) entry.gone = true;
@@ -170,6 +184,7 @@ export class ServerStatements {
     for (const s of this.prepared.keys()) this.interner.unref(s);
     for (const s of this.evicted.keys()) this.interner.unref(s);
     this.prepared.clear();
+    this.last = null;
     this.evicted.clear();
     this.toClose.length = 0;
     this.closing.clear();
@@ -201,6 +216,7 @@ export class ServerStatements {
   adopt(s: Statement, stale: boolean): void {
     this.interner.ref(s);
     this.prepared.set(s, { state: 'ready', seq: ++this.seq });
+    this.last = null;
     if (stale) this.stale.add(s);
   }
 }

@@ -4,7 +4,13 @@ import { SqlState } from '../../protocol/codes.js';
 import type { NativeTlsSocket, TlsAddon } from './native-tls.js';
 
 export interface RelayAddon extends TlsAddon {
-  relayInit(onEvents: (count: number) => void, events: Int32Array, layout: Int32Array, bounds: Float64Array): boolean;
+  relayInit(
+    onEvents: (count: number) => void,
+    events: Int32Array,
+    layout: Int32Array,
+    bounds: Float64Array,
+    laneOut?: Float64Array,
+  ): boolean;
   relayAddClient(
     fd: number,
     stats: Float64Array,

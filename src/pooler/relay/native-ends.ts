@@ -28,8 +28,12 @@ export interface NativeEndsRelay {
   info(id: number): RelayCounts | null;
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered: number;
+  /** Release reports that brought the lane's counts. */
+  laneReports: number;
   /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
   readonly laneCounts: Float64Array;
+  /** Counts that came with kRelease reports: at an offset, the entries, then as in `laneCounts`. */
+  readonly laneOut: Float64Array;
 }
 
 export class NativeClientEnd implements ClientEnd {
@@ -106,9 +110,11 @@ export class NativeClientEnd implements ClientEnd {
     return this.r.a.relayUnlink(this.id) === 1 && this.settled;
   }
 
-  /** The addon split the pair (a transaction's end, or a parked pair taken back). */
-  released(): void {
-    this.takeLane();
+  /** The addon split the pair (a transaction's end, or a parked pair taken back). `laneAt`: the lane's counts came with
+   * the report, at `laneAt - 1` in the relay's laneOut (0: they wait in the addon). */
+  released(laneAt = 0): void {
+    if (laneAt > 0) this.laneReported(laneAt - 1);
+    else this.takeLane();
     this.server = 0;
     this.events.onRelease();
   }
@@ -128,6 +134,19 @@ export class NativeClientEnd implements ClientEnd {
     for (let k = 0; k < n; k++) used += out[1 + 3 * k]!;
     this.r.laneAnswered += used;
     this.made?.laneUsed?.(out, n);
+  }
+
+  /** The lane's counts from a kRelease report (Relay::EmitRelease): what takeLane would have taken from the addon. */
+  private laneReported(at: number): void {
+    if (!this.laneOpen) return;
+    this.laneOpen = false;
+    const out = this.r.laneOut;
+    const n = out[at]!;
+    let used = out[at + 1]!;
+    for (let k = 0; k < n; k++) used += out[at + 2 + 3 * k]!;
+    this.r.laneAnswered += used;
+    this.r.laneReports++;
+    this.made?.laneUsed?.(out, n, at + 1);
   }
 
   /** ClientData: `earlier` sync points were in flight before the first intercepted message (-1 after it); the

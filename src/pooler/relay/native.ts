@@ -98,10 +98,14 @@ export class NativeRelay implements Relay, NativeEndsRelay {
   private readonly reclaimOut = new Int32Array(4096);
   /** Parses and Binds the native lane answered in groups it saw through (counted when JavaScript takes them). */
   laneAnswered = 0;
+  /** Release reports that brought the lane's counts (Relay::EmitRelease), not taken with relayLaneTake (tests read it). */
+  laneReports = 0;
   /** NeedServer reports heard: a client's transaction that found no server linked or parked (tests read it). */
   needServers = 0;
   /** relayLaneTake's output: Parse hits, then per lane entry its Binds, Executes and their microseconds. */
   readonly laneCounts = new Float64Array(1 + 3 * LANE_MAX_ENTRIES);
+  /** The lane's counts that came with this round's kRelease reports (Relay::EmitRelease); read before the round ends. */
+  readonly laneOut = new Float64Array(8192);
 
   private constructor(
     readonly a: RelayAddon,
@@ -118,7 +122,7 @@ export class NativeRelay implements Relay, NativeEndsRelay {
       STATS_LAYOUT.sqlStates,
       SQLSTATE_SLOTS,
     ]);
-    a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS));
+    a.relayInit(this.onEvents, this.events, layout, Float64Array.from(DURATION_BOUNDS), this.laneOut);
     this.logins = new NativeTlsLogins(a, this);
   }
 
@@ -536,7 +540,8 @@ export class NativeRelay implements Relay, NativeEndsRelay {
             const s = batch[i + 3] === 1 ? this.servers.get(batch[i + 2]!) : undefined;
             if (s) s.noParams = true;
             try {
-              this.clients.get(id)?.released();
+              // The lane's counts came along (their offset in laneOut + 1) only in the shared buffer's reports.
+              this.clients.get(id)?.released(batch === this.events ? batch[i + 4]! : 0);
             } finally {
               if (s) s.noParams = false;
             }

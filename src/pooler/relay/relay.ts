@@ -224,8 +224,8 @@ export interface MessageInterceptor {
   /** Native relay, at each link: the table of the native lane (native/relay-lane.h) for the linked server, or null
    * when the rewriter must see everything (it owes the client something, or has nothing the server holds). */
   laneTable?(): Buffer | null;
-  /** What the lane's answered groups used since the table was given (relayLaneTake's counts). */
-  laneUsed?(counts: Float64Array, n: number): void;
+  /** What the lane's answered groups used since the table was given (relayLaneTake's counts, from `counts[at]`). */
+  laneUsed?(counts: Float64Array, n: number, at?: number): void;
   /** The lane ended with groups still unanswered: `bytes` (whole messages) went to the server already, the first
    * `delivered` replies of the first group reached the client, `status` is the server's last ReadyForQuery (0: none). */
   adoptSent?(bytes: Buffer, delivered: number, status: number): void;

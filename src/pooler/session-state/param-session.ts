@@ -1,7 +1,7 @@
 // One transaction-mode client's session parameters against the servers it gets: read back at check-in, synced before a transaction.
 import type { ServerConnection } from '../server-connection.js';
 import type { ClientParams } from './params.js';
-import { forgetValues, readBack, syncFor } from './param-sync.js';
+import { forgetValues, inSync, readBack, syncFor } from './param-sync.js';
 
 /** What the client's session does for its parameters. */
 export interface ParamSessionHost {
@@ -72,6 +72,11 @@ export class ParamSession {
    * known any more, and is read back before it next serves a client. */
   forget(s: ServerConnection): void {
     forgetValues(s, s.end.takeParams(), this.host.tracked());
+  }
+
+  /** `s` has this client's values already: sync would run nothing. */
+  inSync(s: ServerConnection): boolean {
+    return inSync(s, this.client, this.host.tracked());
   }
 
   /** Before the client's first message of a transaction on `s`: true when a set_config runs ahead (`then(ok)` at

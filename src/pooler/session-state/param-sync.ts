@@ -76,6 +76,12 @@ export function forgetValues(s: ServerConnection, changes: ParamChanges | null, 
  * combined set_config ahead (its replies, ParameterStatus included, reach no client) and calls `then(ok)`; the server
  * then holds the client's values. `then(false)`: it answered an error (its state is not known). A server whose values
  * were forgotten is read back first. */
+/** `s` holds `client`'s values and nothing it holds is unknown: syncFor would run nothing (checked first, as it is at
+ * almost every checkout, without the callbacks a sync needs). */
+export function inSync(s: ServerConnection, client: ClientParams, tracked: readonly string[]): boolean {
+  return s.paramsUnknown === null && client.values.key === serverValues(s, tracked).key;
+}
+
 export function syncFor(
   s: ServerConnection,
   client: ClientParams,
