@@ -37,3 +37,13 @@ export async function startTestPostgres(settings: Record<string, string | number
     },
   });
 }
+
+/** A test PostgreSQL whose `app` database holds `items` (id 1..rows, name "item <id>"): the prepared-statement tests' table. */
+export async function startItemsPostgres(rows = 20): Promise<TestPostgres> {
+  const db = await startTestPostgres();
+  db.sql(
+    `CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, ${rows}) g`,
+    'app',
+  );
+  return db;
+}

@@ -7,7 +7,7 @@ import { nativeLoaded } from '../../../src/native/index.js';
 import type { Statement } from '../../../src/pooler/prepared/interner.js';
 import { NativeRelay } from '../../../src/pooler/relay/native.js';
 import { appPoolToml, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { startItemsPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { describeMessage, msg, RawConnection } from '../../helpers/raw-pg.js';
 import { show, until } from './native-login-harness.js';
 
@@ -21,11 +21,7 @@ export function laneWaitersSuite(title: string, clients: number, servers: number
   const native = nativeLoaded && process.env['TIDEPOOL_NATIVE_RELAY'] !== '0';
 
   beforeAll(async () => {
-    db = await startTestPostgres();
-    db.sql(
-      'CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g',
-      'app',
-    );
+    db = await startItemsPostgres();
     // Fewer servers than clients for md5user: nearly every transaction waits for one.
     tp = await startTestPooler(
       poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true', pools: appPoolToml(db, servers) }),

@@ -4,7 +4,7 @@ import { nativeLoaded } from '../../../src/native/index.js';
 import { Interner } from '../../../src/pooler/prepared/interner.js';
 import { NativeRelay } from '../../../src/pooler/relay/native.js';
 import { poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { startItemsPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { mulberry32 } from '../../helpers/prng.js';
 import { describeMessage, msg, RawConnection } from '../../helpers/raw-pg.js';
 
@@ -14,11 +14,7 @@ const open: RawConnection[] = [];
 const native = nativeLoaded && process.env['TIDEPOOL_NATIVE_RELAY'] !== '0';
 
 beforeAll(async () => {
-  db = await startTestPostgres();
-  db.sql(
-    'CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g',
-    'app',
-  );
+  db = await startItemsPostgres();
   tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true' }));
 });
 afterAll(async () => {

@@ -5,7 +5,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, poolerToml, startTestPooler, type TestPooler } from '../../helpers/pooler.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { startItemsPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { describeMessage, msg, RawConnection } from '../../helpers/raw-pg.js';
 import { nativeLoaded } from '../../../src/native/index.js';
 
@@ -15,11 +15,7 @@ let tp: TestPooler;
 const raws: RawConnection[] = [];
 
 beforeAll(async () => {
-  db = await startTestPostgres();
-  db.sql(
-    'CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 100) g',
-    'app',
-  );
+  db = await startItemsPostgres(100);
   // md5 so that the protocol-level test client (test/helpers/raw-pg.ts) can log in.
   tp = await startTestPooler(poolerToml(db, { general: 'auth_type = "md5"\nprepared_statements = true' }));
 });

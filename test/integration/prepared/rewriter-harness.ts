@@ -4,7 +4,7 @@ import { Interner, type StatementHash } from '../../../src/pooler/prepared/inter
 import { PreparedPipe } from '../../../src/pooler/prepared/pipe.js';
 import { StatementRewriter } from '../../../src/pooler/prepared/rewriter.js';
 import { ServerStatements } from '../../../src/pooler/prepared/server-cache.js';
-import { startTestPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { startItemsPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { describeMessage, RawConnection, type Message } from '../../helpers/raw-pg.js';
 
 let db: TestPostgres;
@@ -19,11 +19,7 @@ export async function connect(): Promise<RawConnection> {
 /** The test file's PostgreSQL, with an items table (ids 1 to 20): started before its tests, stopped after them. */
 export function usePostgres(): void {
   beforeAll(async () => {
-    db = await startTestPostgres();
-    db.sql(
-      'CREATE TABLE items (id int primary key, name text); INSERT INTO items SELECT g, $$item $$ || g FROM generate_series(1, 20) g',
-      'app',
-    );
+    db = await startItemsPostgres();
   });
   afterAll(async () => {
     for (const c of open) c.close();
