@@ -10,7 +10,7 @@ import pg from 'pg';
 import { expect } from 'vitest';
 import { freePort } from '../../src/launcher/embedded-postgres.js';
 import { startTestPostgres, type TestPostgres } from './postgres.js';
-import { ADMIN_PASSWORD, poolerToml } from './pooler.js';
+import { adminClient, poolerToml } from './pooler.js';
 import { until } from './operator.js';
 
 export const tidepoolBin = path.resolve('bin/tidepool.js');
@@ -190,14 +190,7 @@ export function localPort(c: pg.Client): number {
 
 /** A SHOW command on the admin console of whichever process accepts on `port` now. */
 export async function adminShow(port: number, what: string): Promise<Record<string, unknown>[]> {
-  const admin = new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'admin',
-    password: ADMIN_PASSWORD,
-    database: 'tidepool',
-  });
-  await admin.connect();
+  const admin = await adminClient(port);
   try {
     return (await admin.query(`SHOW ${what}`)).rows as Record<string, unknown>[];
   } finally {
